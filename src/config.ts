@@ -1,0 +1,142 @@
+// Configuration: defaults in config/default.json, an optional overlay file (CONFIG_FILE), and the
+// environment variables the README lists. Validated once at start; a bad value stops the start with
+// a message naming the field. Nothing else in the code reads process.env.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Type, type Static } from 'typebox';
+import { Value } from 'typebox/value';
+
+const Int = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
+
+export const ConfigSchema = Type.Object(
+  {
+    port: Int(0, 65535),
+    host: Type.String({ minLength: 1 }),
+    dataDir: Type.String({ minLength: 1 }),
+    mongodbUrl: Type.Optional(Type.String({ pattern: '^mongodb(\\+srv)?://' })),
+    adminToken: Type.Optional(Type.String({ minLength: 16 })),
+    keySigningSecret: Type.Optional(Type.String({ minLength: 32 })),
+    logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+    instanceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    http: Type.Object(
+      {
+        bodyLimitBytes: Int(1024, 1 << 20),
+        inferenceBodyLimitBytes: Int(1024, 16 << 20),
+        maxJsonDepth: Int(2, 1000),
+        requestTimeoutMs: Int(1000, 600_000),
+        headersTimeoutMs: Int(1000, 600_000),
+        keepAliveTimeoutMs: Int(1000, 600_000),
+        trustProxy: Type.Array(Type.String({ minLength: 1 }), { maxItems: 64 }),
+      },
+      { additionalProperties: false },
+    ),
+    store: Type.Object({ ttlSweepMs: Int(100, 3_600_000) }, { additionalProperties: false }),
+    actors: Type.Object(
+      {
+        leaseMs: Int(500, 600_000),
+        leaseWaitMs: Int(0, 600_000),
+        idleEvictMs: Int(100, 86_400_000),
+      },
+      { additionalProperties: false },
+    ),
+    auth: Type.Object(
+      {
+        sessionTtlHours: Int(1, 24 * 365),
+        passwordMinLength: Int(8, 128),
+        passwordMaxLength: Int(16, 4096),
+        argon2: Type.Object(
+          { memoryCost: Int(1024, 1 << 21), timeCost: Int(1, 20), parallelism: Int(1, 16) },
+          { additionalProperties: false },
+        ),
+        loginWindowSeconds: Int(1, 86_400),
+        loginMaxFailuresPerAccount: Int(1, 10_000),
+        loginMaxFailuresPerAddress: Int(1, 100_000),
+        signupMaxPerAddressPerHour: Int(1, 100_000),
+      },
+      { additionalProperties: false },
+    ),
+    keys: Type.Object(
+      {
+        maxActivePerUser: Int(1, 100_000),
+        lastUsedWriteIntervalSeconds: Int(0, 86_400),
+        verifiedTokenCacheSize: Int(0, 10_000_000),
+      },
+      { additionalProperties: false },
+    ),
+    orgs: Type.Object({ maxMembers: Int(1, 1_000_000) }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const DEFAULT_FILE = fileURLToPath(new URL('../config/default.json', import.meta.url));
+
+type Json = Record<string, unknown>;
+
+function readJson(path: string): Json {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Json;
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+}
+
+function merge(base: Json, over: Json): Json {
+  const out: Json = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b)
+        ? merge(b as Json, v as Json)
+        : v;
+  }
+  return out;
+}
+
+/** Environment variable → [config path, parser]. Parsers keep the raw string so validation names it. */
+const ENV: Record<string, [string, 'int' | 'string']> = {
+  PORT: ['port', 'int'],
+  HOST: ['host', 'string'],
+  DATA_DIR: ['dataDir', 'string'],
+  MONGODB_URL: ['mongodbUrl', 'string'],
+  ADMIN_TOKEN: ['adminToken', 'string'],
+  KEY_SIGNING_SECRET: ['keySigningSecret', 'string'],
+  LOG_LEVEL: ['logLevel', 'string'],
+  INSTANCE_ID: ['instanceId', 'string'],
+};
+
+function fromEnv(env: NodeJS.ProcessEnv): Json {
+  const out: Json = {};
+  for (const [name, [path, kind]] of Object.entries(ENV)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    if (kind === 'int') {
+      if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} (config field "${path}") must be an integer, got "${raw}"`);
+      out[path] = Number(raw);
+    } else {
+      out[path] = raw;
+    }
+  }
+  return out;
+}
+
+/** Loads and validates the configuration; throws ConfigError naming the first bad field. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Json = {}): Config {
+  let raw = readJson(DEFAULT_FILE);
+  if (env.CONFIG_FILE) raw = merge(raw, readJson(env.CONFIG_FILE));
+  raw = merge(merge(raw, fromEnv(env)), overrides);
+  if (!Value.Check(ConfigSchema, raw)) {
+    const errors = [...Value.Errors(ConfigSchema, raw)];
+    // The most specific error first: a leaf path beats the union/object summary lines.
+    const first = errors.sort((a, b) => b.instancePath.length - a.instancePath.length)[0];
+    const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';
+    const extra = first?.keyword === 'additionalProperties' ? ` (${JSON.stringify(first.params)})` : '';
+    throw new ConfigError(`invalid configuration: field "${field}" ${first?.message ?? 'is invalid'}${extra}`);
+  }
+  return raw as Config;
+}

@@ -1,0 +1,209 @@
+// buildApp(deps): the HTTP layer. Routes validate input (their schemas also make /openapi.json),
+// authorize, then call a service or message an actor; they hold no business rules. Every error,
+// including unknown routes, wrong methods, malformed JSON and oversized bodies, leaves through the
+// one error handler here in the spec's envelope, with the request id.
+import { randomBytes } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import FindMyWay from 'find-my-way';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import { ApiError, toEnvelope } from './errors.ts';
+import { parseJsonBody } from './json.ts';
+import type { HttpMetrics } from './metrics.ts';
+import type { Services } from '../services/index.ts';
+import { registerHealthRoutes } from './routes/health.ts';
+import { registerPortalAuthRoutes } from './routes/portal-auth.ts';
+import { registerPortalOrgRoutes } from './routes/portal-org.ts';
+import { registerPortalKeyRoutes } from './routes/portal-keys.ts';
+import { registerAdminRoutes } from './routes/admin.ts';
+import { registerV1Routes } from './routes/v1.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { SessionUser } from '../services/accounts.ts';
+
+export type App = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  Logger,
+  TypeBoxTypeProvider
+>;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the API-key preHandler on /v1 routes. */
+    principal: ApiKeyPrincipal | null;
+    /** Set by the session preHandler on /portal routes. */
+    sessionUser: SessionUser | null;
+  }
+}
+
+/** What the routes may read about the process: readiness of the store and of the actor runtime. */
+export interface Lifecycle {
+  closing: boolean;
+  ready(): Promise<{ ready: boolean; checks: Record<string, string> }>;
+}
+
+export interface AppDeps {
+  config: Config;
+  logger: Logger;
+  metrics: HttpMetrics;
+  services: Services;
+  lifecycle: Lifecycle;
+}
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    genReqId: () => `req_${randomBytes(12).toString('hex')}`,
+    requestIdHeader: false, // never trust a client-chosen id
+    requestIdLogLabel: 'request_id',
+    bodyLimit: config.http.bodyLimitBytes,
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    return503OnClosing: false,
+    trustProxy: config.http.trustProxy.length > 0 ? config.http.trustProxy : false,
+    ajv: {
+      // HARDENING.md: no type coercion (true, [100] or "100" are not 100), unknown fields refused.
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: true },
+    },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.server.headersTimeout = config.http.headersTimeoutMs;
+
+  app.decorateRequest('principal', null);
+  app.decorateRequest('sessionUser', null);
+
+  // A shadow router of every (method, path) registered, to answer 405 instead of 404 for a known
+  // path called with the wrong method.
+  const shadow = FindMyWay();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods.map((x) => String(x).toUpperCase() as 'GET')) {
+      if (!shadow.hasRoute(m, route.url)) shadow.on(m, route.url, () => undefined);
+    }
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string, config.http.maxJsonDepth));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (deps.lifecycle.closing) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = {
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: String(reply.statusCode),
+    };
+    deps.metrics.requests.inc(labels);
+    deps.metrics.duration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => sendError(toApiError(err, request), request, reply));
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = METHODS.filter((m) => m !== request.method && shadow.find(m, path) !== null);
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(new ApiError('method_not_allowed', `Method ${request.method} is not allowed on ${path}; use ${allowed.join(', ')}.`), request, reply);
+    }
+    return sendError(new ApiError('not_found', `No route for ${request.method} ${path}.`), request, reply);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Inference gateway',
+        version: '0.1.0',
+        description: 'Metered AI inference gateway: /v1 model endpoints (API keys), /portal account management (session tokens), /admin operations (ADMIN_TOKEN).',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'API key: sk-live-<JWT>' },
+          session: { type: 'http', scheme: 'bearer', description: 'Portal session token from /portal/auth/login' },
+          admin: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN' },
+        },
+      },
+    },
+  });
+
+  registerHealthRoutes(app, deps);
+  registerPortalAuthRoutes(app, deps);
+  registerPortalOrgRoutes(app, deps);
+  registerPortalKeyRoutes(app, deps);
+  registerAdminRoutes(app, deps);
+  registerV1Routes(app, deps);
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  return app;
+}
+
+function sendError(err: ApiError, request: FastifyRequest, reply: FastifyReply) {
+  if (err.status >= 500) request.log.error({ err, code: err.code }, 'request failed');
+  for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v);
+  return reply.code(err.status).type('application/json').send(toEnvelope(err, request.id));
+}
+
+/** Maps whatever was thrown to an ApiError: ours pass through, fastify's get a stable code, the rest is masked. */
+export function toApiError(err: unknown, request: FastifyRequest): ApiError {
+  if (err instanceof ApiError) return err;
+  const fe = err as FastifyError & { validationContext?: string };
+  if (fe.validation && fe.validation.length > 0) return validationError(fe.validation[0]!, fe.validationContext ?? 'body');
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('body_too_large', `Request body is larger than this route accepts (${request.routeOptions.bodyLimit ?? 'limit'} bytes).`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', `Content-Type ${request.headers['content-type'] ?? '(none)'} is not accepted here; send application/json.`);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('invalid_json', 'Request body is not valid JSON.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_request', 'Content-Length does not match the body.');
+    default:
+      break;
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new ApiError('invalid_request', fe.message);
+  }
+  request.log.error({ err }, 'unhandled error');
+  return new ApiError('internal_error', 'The gateway failed to process the request; it has been logged with this request id.');
+}
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+function validationError(e: AjvError, context: string): ApiError {
+  const path = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  const where = context === 'body' ? '' : `${context} `;
+  if (e.keyword === 'required') {
+    const field = [path, String(e.params.missingProperty)].filter(Boolean).join('.');
+    return new ApiError('missing_input', `Missing required ${where}field '${field}'.`, { param: field });
+  }
+  if (e.keyword === 'additionalProperties') {
+    const field = [path, String(e.params.additionalProperty)].filter(Boolean).join('.');
+    return new ApiError('invalid_request', `Unknown ${where}field '${field}'.`, { param: field });
+  }
+  const field = path || context;
+  return new ApiError('invalid_request', `Invalid ${where}field '${field}': ${e.message ?? 'invalid value'}.`, { param: field });
+}

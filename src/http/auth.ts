@@ -1,0 +1,51 @@
+// preHandlers that establish who is calling: a portal session, an API key with a scope, or the
+// administrator token. Each answers in the error envelope when it refuses.
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from './errors.ts';
+import type { AppDeps } from './app.ts';
+import type { Scope } from '../services/keys.ts';
+import type { SessionUser } from '../services/accounts.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+
+function bearer(request: FastifyRequest): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  return m ? m[1]! : null;
+}
+
+export function requireSession(deps: AppDeps) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    const token = bearer(request);
+    if (!token) throw new ApiError('invalid_session', 'Missing session token: send Authorization: Bearer <session_token> from /portal/auth/login.');
+    const user = await deps.services.accounts.authenticate(token);
+    if (!user) throw new ApiError('invalid_session', 'Session token is invalid, expired or logged out; log in again.');
+    request.sessionUser = user;
+  };
+}
+
+export function requireApiKey(deps: AppDeps, scope: Exclude<Scope, '*'>) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    request.principal = await deps.services.keys.authenticate(request.headers.authorization, scope);
+  };
+}
+
+export function requireAdmin(deps: AppDeps) {
+  const expected = deps.config.adminToken ? createHash('sha256').update(deps.config.adminToken).digest() : null;
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    if (!expected) throw new ApiError('admin_disabled', 'The admin API is disabled: start the gateway with ADMIN_TOKEN set.');
+    const token = bearer(request);
+    const given = createHash('sha256').update(token ?? '').digest();
+    if (!token || !timingSafeEqual(given, expected)) throw new ApiError('invalid_admin_token', 'Missing or wrong admin token.');
+  };
+}
+
+/** The session user set by requireSession (routes using it always run after it). */
+export function sessionOf(request: FastifyRequest): SessionUser {
+  if (!request.sessionUser) throw new ApiError('invalid_session', 'No session.');
+  return request.sessionUser;
+}
+
+export function principalOf(request: FastifyRequest): ApiKeyPrincipal {
+  if (!request.principal) throw new ApiError('invalid_api_key', 'No API key.');
+  return request.principal;
+}

@@ -1,0 +1,74 @@
+// API keys of the signed-in user: create, list, show (full key, retrievable at any time), rename or
+// self-limit, revoke.
+import { Type } from 'typebox';
+import type { App, AppDeps } from '../app.ts';
+import { requireSession, sessionOf } from '../auth.ts';
+import { Closed, errors, IsoDate, NullableIso, NumericId } from '../schemas.ts';
+import { SCOPES } from '../../services/keys.ts';
+
+const Scope = Type.Union(SCOPES.map((s) => Type.Literal(s)));
+const Limit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }), Type.Null()]);
+const Key = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  prefix: Type.String(),
+  scopes: Type.Array(Type.String()),
+  expires_at: NullableIso,
+  created_at: IsoDate,
+  last_used_at: NullableIso,
+  status: Type.String(),
+  rpm: Type.Union([Type.Integer(), Type.Null()]),
+  tpd: Type.Union([Type.Integer(), Type.Null()]),
+});
+const KeyWithSecret = Type.Intersect([Key, Type.Object({ api_key: Type.String() })]);
+
+export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
+  const { keys } = deps.services;
+  const base = { preHandler: requireSession(deps) };
+  const tags = ['keys'];
+  const security = [{ session: [] }];
+  const params = Closed({ id: NumericId });
+
+  app.post(
+    '/portal/keys',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: 'Create an API key',
+        body: Closed({
+          name: Type.String({ minLength: 1, maxLength: 100 }),
+          expires_at: Type.Optional(Type.String({ maxLength: 40 })),
+          scopes: Type.Optional(Type.Array(Scope, { minItems: 1, maxItems: SCOPES.length })),
+        }),
+        response: { 201: KeyWithSecret, ...errors(400, 401, 409) },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await keys.create(sessionOf(req).id, req.body)),
+  );
+
+  app.get('/portal/keys', { ...base, schema: { tags, security, summary: 'Your API keys', response: { 200: Type.Object({ data: Type.Array(Key) }), ...errors(401) } } }, async (req) => ({
+    data: await keys.list(sessionOf(req).id),
+  }));
+
+  app.get('/portal/keys/:id', { ...base, schema: { tags, security, summary: 'One key, with its full api_key', params, response: { 200: KeyWithSecret, ...errors(401, 404) } } }, async (req) =>
+    keys.get(sessionOf(req).id, Number(req.params.id)),
+  );
+
+  app.patch(
+    '/portal/keys/:id',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: 'Rename a key or set your own rpm/tpd limits on it (null removes yours)',
+        params,
+        body: Closed({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), rpm: Type.Optional(Limit), tpd: Type.Optional(Limit) }),
+        response: { 200: Key, ...errors(400, 401, 404) },
+      },
+    },
+    async (req) => keys.updateByOwner(sessionOf(req).id, Number(req.params.id), req.body),
+  );
+
+  app.delete('/portal/keys/:id', { ...base, schema: { tags, security, summary: 'Revoke a key (effective on the next request)', params, response: { 200: Key, ...errors(401, 404) } } }, async (req) =>
+    keys.revoke(sessionOf(req).id, Number(req.params.id)),
+  );
+}

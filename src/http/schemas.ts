@@ -1,0 +1,24 @@
+// Schemas shared by routes. Route schemas are the single source of validation, types and the
+// OpenAPI document. Bodies are closed (additionalProperties: false): unknown fields are refused.
+import { Type, type TSchema } from 'typebox';
+
+export const ErrorEnvelope = Type.Object({
+  error: Type.Object({
+    message: Type.String(),
+    type: Type.String(),
+    code: Type.String(),
+    param: Type.Optional(Type.String()),
+    request_id: Type.Optional(Type.String()),
+  }),
+});
+
+/** Path ids are strings of digits (no coercion is configured), turned into numbers by the route. */
+export const NumericId = Type.String({ pattern: '^[0-9]{1,15}$' });
+
+export const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
+
+/** Standard error responses documented on every route. */
+export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorEnvelope]));
+
+export const IsoDate = Type.String({ description: 'ISO 8601 UTC' });
+export const NullableIso = Type.Union([IsoDate, Type.Null()]);

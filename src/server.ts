@@ -1,0 +1,149 @@
+// The composition root: config → logger → store → actor runtime → services → HTTP app → listen.
+// Shutdown runs in reverse: stop accepting, let in-flight requests finish, persist and release the
+// actors, flush and close the store.
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createLogger } from './logger.ts';
+import { resolveKeySecret } from './secrets.ts';
+import { openStore } from './store/index.ts';
+import { ActorRuntime } from './actors/runtime.ts';
+import { createServices } from './services/index.ts';
+import { logEventSink, type EventSink } from './services/events.ts';
+import { buildApp, type App, type Lifecycle } from './http/app.ts';
+import { createMetrics } from './http/metrics.ts';
+import type { Store } from './store/port.ts';
+
+export interface Gateway {
+  app: App;
+  store: Store;
+  runtime: ActorRuntime;
+  /** http://host:port the gateway listens on. */
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  events?: EventSink;
+  now?: () => number;
+  /** Listen (default true); tests using app.inject may skip it. */
+  listen?: boolean;
+}
+
+export async function startGateway(config: Config, opts: StartOptions = {}): Promise<Gateway> {
+  const startedAt = performance.now();
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  const keySecret = resolveKeySecret(config);
+  const instanceId = config.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+
+  const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, ttlSweepMs: config.store.ttlSweepMs });
+  const runtime = new ActorRuntime({
+    store,
+    logger: logger.child({ component: 'actors' }),
+    instanceId,
+    leaseMs: config.actors.leaseMs,
+    leaseWaitMs: config.actors.leaseWaitMs,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  // Actor kinds (transcription jobs, webhook endpoints, realtime sockets, intent sessions) register here.
+
+  const lifecycle: Lifecycle & { actorsRestored: boolean } = {
+    closing: false,
+    actorsRestored: false,
+    async ready() {
+      const checks: Record<string, string> = {};
+      try {
+        await store.ping();
+        checks.store = 'ok';
+      } catch (err) {
+        checks.store = `unreachable (${(err as Error).message})`;
+      }
+      checks.actors = this.actorsRestored ? 'ok' : 'restoring';
+      if (this.closing) checks.lifecycle = 'shutting down';
+      return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+    },
+  };
+
+  const events = opts.events ?? logEventSink(logger.child({ component: 'events' }));
+  const services = await createServices({ config, store, keySecret, events, actors: runtime, ...(opts.now ? { now: opts.now } : {}) });
+  const app = await buildApp({ config, logger, metrics: createMetrics(), services, lifecycle });
+
+  await runtime.start();
+  lifecycle.actorsRestored = true;
+
+  let url = '';
+  if (opts.listen !== false) {
+    url = await app.listen({ port: config.port, host: config.host });
+  } else {
+    await app.ready();
+  }
+  logger.info(
+    { url, store: store.kind, instance_id: instanceId, start_ms: Math.round(performance.now() - startedAt) },
+    'gateway started',
+  );
+
+  let closed: Promise<void> | null = null;
+  const close = () =>
+    (closed ??= (async () => {
+      lifecycle.closing = true;
+      await app.close(); // stops accepting; waits for in-flight requests
+      await runtime.stop(); // drains mailboxes, persists, releases leases
+      await store.close(); // flushes what was acknowledged
+      logger.info('gateway stopped');
+    })());
+  return { app, store, runtime, url, close };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`gateway: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let gateway: Gateway;
+  try {
+    gateway = await startGateway(config, { logger });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`gateway: ${err.message}\n`);
+      process.exit(2);
+    }
+    logger.fatal({ err }, 'gateway failed to start');
+    process.exit(1);
+  }
+  let signals = 0;
+  const shutdown = (signal: string) => {
+    if (++signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      logger.error('shutdown took longer than 30 s: exiting');
+      process.exit(1);
+    }, 30_000);
+    force.unref();
+    gateway.close().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  void main();
+}

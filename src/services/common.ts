@@ -1,0 +1,68 @@
+// Small pieces the services share: integer ids from a counter document, fixed-window counters kept
+// in the store (so every instance counts against one limit), and time helpers.
+import type { Store } from '../store/port.ts';
+
+export type Clock = () => number;
+
+/** Next integer id for `name` (users, orgs, keys...): one atomic $inc on a counter document. */
+export async function nextId(store: Store, name: string): Promise<number> {
+  const doc = await store
+    .collection<{ _id: string; seq: number }>('counters')
+    .findOneAndUpdate({ _id: name }, { $inc: { seq: 1 } }, { upsert: true, returnDocument: 'after' });
+  if (!doc) throw new Error(`counter ${name} did not return a value`);
+  return doc.seq;
+}
+
+export interface WindowHit {
+  count: number;
+  /** Epoch ms when the window resets. */
+  resetAt: number;
+}
+
+/**
+ * Fixed-window counters in the store: one document per (key, window), `$inc`ed atomically, with a
+ * TTL for cleanup only (the window start is part of the id, so expiry never affects correctness).
+ */
+export class WindowCounters {
+  constructor(
+    private readonly store: Store,
+    private readonly now: Clock,
+    private readonly collectionName = 'rate_windows',
+  ) {}
+
+  async init(): Promise<void> {
+    await this.store.collection(this.collectionName).createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
+  }
+
+  private window(key: string, windowSeconds: number): { id: string; start: number; resetAt: number } {
+    const size = windowSeconds * 1000;
+    const start = Math.floor(this.now() / size) * size;
+    return { id: `${key}@${start}`, start, resetAt: start + size };
+  }
+
+  /** Adds `by` to the current window of `key` and returns the new count. */
+  async hit(key: string, windowSeconds: number, by = 1): Promise<WindowHit> {
+    const w = this.window(key, windowSeconds);
+    const doc = await this.store
+      .collection<{ _id: string; count: number; expires_at: Date }>(this.collectionName)
+      .findOneAndUpdate(
+        { _id: w.id },
+        { $inc: { count: by }, $setOnInsert: { expires_at: new Date(w.resetAt) } },
+        { upsert: true, returnDocument: 'after' },
+      );
+    return { count: doc?.count ?? by, resetAt: w.resetAt };
+  }
+
+  /** The current window's count without changing it. */
+  async peek(key: string, windowSeconds: number): Promise<WindowHit> {
+    const w = this.window(key, windowSeconds);
+    const doc = await this.store.collection<{ _id: string; count: number }>(this.collectionName).findOne({ _id: w.id });
+    return { count: doc?.count ?? 0, resetAt: w.resetAt };
+  }
+
+  async reset(key: string, windowSeconds: number): Promise<void> {
+    await this.store.collection(this.collectionName).deleteOne({ _id: this.window(key, windowSeconds).id });
+  }
+}
+
+export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);

@@ -1,0 +1,327 @@
+// API keys: `sk-live-` + an HS256 JWT (jose) with sub (user id), jti, iat and exp when the key
+// expires. Only the claims and a SHA-256 of the token are stored: HS256 is deterministic, so the
+// full key is re-signed from the stored claims whenever the dashboard asks for it again.
+//
+// Validation on every /v1 request: signature with the algorithm pinned to HS256 (verified tokens are
+// cached in a bounded LRU to skip the HMAC), then one point read of the key record by its jti, which
+// is what makes revocation effective on the very next request on every instance. Expiry and scope
+// are checked against that record.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { compactVerify, SignJWT } from 'jose';
+import { LRUCache } from 'lru-cache';
+import type { Config } from '../config.ts';
+import { ApiError } from '../http/errors.ts';
+import { isDuplicateKeyError, type Store } from '../store/port.ts';
+import { sha256 } from './accounts.ts';
+import { iso, nextId, type Clock } from './common.ts';
+import type { EventSink } from './events.ts';
+
+export const KEY_PREFIX = 'sk-live-';
+export const SCOPES = ['*', 'chat', 'audio', 'intent', 'voice', 'embeddings', 'models'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export interface KeyDoc {
+  _id: number;
+  jti: string;
+  user_id: number;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  token_hash: string;
+  iat: number;
+  exp: number | null;
+  expires_at: Date | null;
+  created_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+  expired_event_at: Date | null;
+  /** Limits the key's owner set on it (portal); null is no limit. */
+  user_rpm: number | null;
+  user_tpd: number | null;
+  /** Limits an administrator set on it; the effective limit is the lower of the two. */
+  admin_rpm: number | null;
+  admin_tpd: number | null;
+  [k: string]: unknown;
+}
+
+export type KeyStatus = 'active' | 'expired' | 'revoked';
+
+export interface PublicKey {
+  id: number;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  expires_at: string | null;
+  created_at: string;
+  last_used_at: string | null;
+  status: KeyStatus;
+  rpm: number | null;
+  tpd: number | null;
+}
+
+/** Who is calling /v1, as established by the key. */
+export interface ApiKeyPrincipal {
+  keyId: number;
+  jti: string;
+  prefix: string;
+  userId: number;
+  scopes: readonly Scope[];
+  rpm: number | null;
+  tpd: number | null;
+}
+
+const minLimit = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
+
+export class KeyService {
+  private readonly keys;
+  private readonly secret: Uint8Array;
+  /** token → jti and subject of a token whose signature was verified. Bounded. */
+  private readonly verified: LRUCache<string, { jti: string; sub: number }> | null;
+
+  constructor(
+    private readonly store: Store,
+    secret: string,
+    private readonly config: Config['keys'],
+    private readonly events: EventSink,
+    private readonly now: Clock,
+  ) {
+    this.keys = store.collection<KeyDoc>('api_keys');
+    this.secret = new TextEncoder().encode(secret);
+    this.verified = config.verifiedTokenCacheSize > 0 ? new LRUCache({ max: config.verifiedTokenCacheSize }) : null;
+  }
+
+  async init(): Promise<void> {
+    await this.keys.createIndex({ keys: { jti: 1 }, unique: true });
+    await this.keys.createIndex({ keys: { prefix: 1 }, unique: true });
+    await this.keys.createIndex({ keys: { user_id: 1, created_at: -1 } });
+  }
+
+  status(k: KeyDoc): KeyStatus {
+    if (k.revoked_at) return 'revoked';
+    if (k.expires_at && k.expires_at.getTime() <= this.now()) return 'expired';
+    return 'active';
+  }
+
+  view(k: KeyDoc): PublicKey {
+    return {
+      id: k._id,
+      name: k.name,
+      prefix: k.prefix,
+      scopes: k.scopes,
+      expires_at: iso(k.expires_at),
+      created_at: k.created_at.toISOString(),
+      last_used_at: iso(k.last_used_at),
+      status: this.status(k),
+      rpm: minLimit(k.user_rpm, k.admin_rpm),
+      tpd: minLimit(k.user_tpd, k.admin_tpd),
+    };
+  }
+
+  /** Signs the stored claims; the same claims always give the same token. */
+  private sign(k: Pick<KeyDoc, 'user_id' | 'jti' | 'iat' | 'exp'>): Promise<string> {
+    const claims: Record<string, string | number> = { sub: String(k.user_id), jti: k.jti, iat: k.iat };
+    if (k.exp !== null) claims.exp = k.exp;
+    return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(this.secret).then((jwt) => KEY_PREFIX + jwt);
+  }
+
+  async create(
+    userId: number,
+    input: { name: string; expires_at?: string; scopes?: string[] },
+  ): Promise<PublicKey & { api_key: string }> {
+    const scopes = normalizeScopes(input.scopes);
+    let expiresAt: Date | null = null;
+    if (input.expires_at !== undefined) {
+      expiresAt = parseIsoUtc(input.expires_at, 'expires_at');
+      if (expiresAt.getTime() <= this.now()) throw new ApiError('invalid_request', 'expires_at must be in the future.', { param: 'expires_at' });
+    }
+    const active = await this.keys.countDocuments({ user_id: userId, revoked_at: null });
+    if (active >= this.config.maxActivePerUser) {
+      throw new ApiError('key_limit_reached', `You have ${active} unrevoked keys, the limit; revoke one first.`);
+    }
+    const nowMs = this.now();
+    for (let attempt = 0; ; attempt++) {
+      const jti = randomBytes(16).toString('hex');
+      const doc: KeyDoc = {
+        _id: await nextId(this.store, 'api_keys'),
+        jti,
+        user_id: userId,
+        name: input.name,
+        prefix: KEY_PREFIX + jti.slice(0, 12),
+        scopes,
+        token_hash: '',
+        iat: Math.floor(nowMs / 1000),
+        // A JWT exp is whole seconds; round up so the token never dies before expires_at.
+        exp: expiresAt ? Math.ceil(expiresAt.getTime() / 1000) : null,
+        expires_at: expiresAt,
+        created_at: new Date(nowMs),
+        revoked_at: null,
+        last_used_at: null,
+        expired_event_at: null,
+        user_rpm: null,
+        user_tpd: null,
+        admin_rpm: null,
+        admin_tpd: null,
+      };
+      const token = await this.sign(doc);
+      doc.token_hash = sha256(token);
+      try {
+        await this.keys.insertOne(doc);
+        return { ...this.view(doc), api_key: token };
+      } catch (err) {
+        // A 48-bit prefix collision is astronomically rare; draw a new jti rather than fail.
+        if (isDuplicateKeyError(err) && attempt < 3) continue;
+        throw err;
+      }
+    }
+  }
+
+  async list(userId: number): Promise<PublicKey[]> {
+    const rows = await this.keys.find({ user_id: userId }, { sort: { created_at: -1 }, limit: 1000 });
+    return rows.map((k) => this.view(k));
+  }
+
+  private async own(userId: number, id: number): Promise<KeyDoc> {
+    const k = await this.keys.findOne({ _id: id, user_id: userId });
+    if (!k) throw new ApiError('not_found', `No key ${id} on your account.`);
+    return k;
+  }
+
+  async get(userId: number, id: number): Promise<PublicKey & { api_key: string }> {
+    const k = await this.own(userId, id);
+    return { ...this.view(k), api_key: await this.sign(k) };
+  }
+
+  async revoke(userId: number, id: number): Promise<PublicKey> {
+    const k = await this.own(userId, id);
+    if (!k.revoked_at) {
+      const at = new Date(this.now());
+      await this.keys.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: at } });
+    }
+    return this.view((await this.keys.findOne({ _id: id }))!);
+  }
+
+  async updateByOwner(userId: number, id: number, patch: { name?: string; rpm?: number | null; tpd?: number | null }): Promise<PublicKey> {
+    await this.own(userId, id);
+    const set: Record<string, unknown> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.rpm !== undefined) set.user_rpm = patch.rpm;
+    if (patch.tpd !== undefined) set.user_tpd = patch.tpd;
+    const k = await this.keys.findOneAndUpdate({ _id: id, user_id: userId }, { $set: set }, { returnDocument: 'after' });
+    return this.view(k!);
+  }
+
+  async updateByAdmin(id: number, patch: { rpm?: number | null; tpd?: number | null }): Promise<PublicKey & { user_id: number }> {
+    const set: Record<string, unknown> = {};
+    if (patch.rpm !== undefined) set.admin_rpm = patch.rpm;
+    if (patch.tpd !== undefined) set.admin_tpd = patch.tpd;
+    const k = await this.keys.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+    if (!k) throw new ApiError('not_found', `No key ${id}.`);
+    return { ...this.view(k), user_id: k.user_id };
+  }
+
+  /**
+   * Authenticates an `Authorization` header value for a /v1 route needing `scope`.
+   * 401 invalid_api_key (missing, malformed, bad signature, unknown, revoked, expired: type
+   * authentication_error for expiry) or 403 permission_denied naming the missing scope.
+   */
+  async authenticate(header: string | undefined, scope: Exclude<Scope, '*'>): Promise<ApiKeyPrincipal> {
+    const token = bearer(header);
+    if (!token) throw new ApiError('invalid_api_key', 'Missing API key: send Authorization: Bearer sk-live-...');
+    const claims = await this.verifySignature(token);
+    if (!claims) throw new ApiError('invalid_api_key', 'Invalid API key.');
+    const k = await this.keys.findOne({ jti: claims.jti });
+    if (!k || k.user_id !== claims.sub || !sameHash(k.token_hash, sha256(token))) throw new ApiError('invalid_api_key', 'Invalid API key.');
+    if (k.revoked_at) throw new ApiError('invalid_api_key', 'This API key has been revoked.');
+    const nowMs = this.now();
+    if (k.expires_at && k.expires_at.getTime() <= nowMs) {
+      await this.keyExpired(k);
+      throw new ApiError('invalid_api_key', `This API key expired at ${k.expires_at.toISOString()}.`, { type: 'authentication_error' });
+    }
+    if (!k.scopes.includes('*') && !k.scopes.includes(scope)) {
+      throw new ApiError('permission_denied', `This API key lacks the '${scope}' scope.`, { param: scope });
+    }
+    this.touch(k, nowMs);
+    return {
+      keyId: k._id,
+      jti: k.jti,
+      prefix: k.prefix,
+      userId: k.user_id,
+      scopes: k.scopes,
+      rpm: minLimit(k.user_rpm, k.admin_rpm),
+      tpd: minLimit(k.user_tpd, k.admin_tpd),
+    };
+  }
+
+  private async verifySignature(token: string): Promise<{ jti: string; sub: number } | null> {
+    const hit = this.verified?.get(token);
+    if (hit) return hit;
+    if (!token.startsWith(KEY_PREFIX) || token.length > 2048) return null;
+    try {
+      // compactVerify checks the signature only (algorithm pinned); expiry is judged on the stored
+      // record so an expired key is told apart from a forged one.
+      const { payload } = await compactVerify(token.slice(KEY_PREFIX.length), this.secret, { algorithms: ['HS256'] });
+      const claims = JSON.parse(new TextDecoder().decode(payload)) as { sub?: unknown; jti?: unknown };
+      const sub = Number(claims.sub);
+      if (typeof claims.jti !== 'string' || !Number.isSafeInteger(sub)) return null;
+      const out = { jti: claims.jti, sub };
+      this.verified?.set(token, out);
+      return out;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Emits key_expired once per key: the conditional update lets exactly one request win. */
+  private async keyExpired(k: KeyDoc): Promise<void> {
+    if (k.expired_event_at) return;
+    const res = await this.keys.updateOne({ _id: k._id, expired_event_at: null }, { $set: { expired_event_at: new Date(this.now()) } });
+    if (res.modifiedCount === 1) {
+      await this.events.emit({
+        event: 'key_expired',
+        owner: { type: 'user', id: k.user_id },
+        fields: { key_prefix: k.prefix, expired_at: k.expires_at!.toISOString() },
+      });
+    }
+  }
+
+  /** last_used_at is written at most once per interval per key, off the request's path. */
+  private touch(k: KeyDoc, nowMs: number): void {
+    const interval = this.config.lastUsedWriteIntervalSeconds * 1000;
+    if (k.last_used_at && nowMs - k.last_used_at.getTime() < interval) return;
+    const stale = new Date(nowMs - interval);
+    void this.keys
+      .updateOne({ _id: k._id, $or: [{ last_used_at: null }, { last_used_at: { $lte: stale } }] }, { $set: { last_used_at: new Date(nowMs) } })
+      .catch(() => undefined);
+  }
+}
+
+function bearer(header: string | undefined): string | null {
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+function sameHash(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+function normalizeScopes(input: string[] | undefined): Scope[] {
+  if (input === undefined) return ['*'];
+  if (input.length === 0) throw new ApiError('invalid_request', 'scopes must name at least one scope, or be omitted for all (*).', { param: 'scopes' });
+  for (const s of input) {
+    if (!(SCOPES as readonly string[]).includes(s)) {
+      throw new ApiError('invalid_request', `Unknown scope '${s}'; valid scopes: ${SCOPES.join(', ')}.`, { param: 'scopes' });
+    }
+  }
+  return [...new Set(input)] as Scope[];
+}
+
+/** ISO 8601 in UTC (a trailing Z or +00:00), as the spec's expires_at. */
+export function parseIsoUtc(s: string, param: string): Date {
+  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]00:?00)$/.test(s);
+  const d = new Date(s);
+  if (!ok || Number.isNaN(d.getTime())) {
+    throw new ApiError('invalid_request', `${param} must be an ISO 8601 UTC timestamp such as 2027-01-31T00:00:00Z.`, { param });
+  }
+  return d;
+}

@@ -1,0 +1,202 @@
+// Organizations: one wallet shared by members with roles owner, admin and member. A user belongs to
+// at most one organization: the membership document's _id is the user id, so the store's _id
+// uniqueness enforces it even under concurrent invitations.
+import type { Config } from '../config.ts';
+import { ApiError } from '../http/errors.ts';
+import { isDuplicateKeyError, type Store } from '../store/port.ts';
+import { walletId, type AccountService, type UserDoc, type WalletDoc } from './accounts.ts';
+import { nextId, type Clock } from './common.ts';
+
+export type OrgRole = 'owner' | 'admin' | 'member';
+
+export interface OrgDoc {
+  _id: number;
+  name: string;
+  owner_id: number;
+  created_at: Date;
+  [k: string]: unknown;
+}
+
+export interface MembershipDoc {
+  _id: number; // user id
+  org_id: number;
+  role: OrgRole;
+  joined_at: Date;
+  [k: string]: unknown;
+}
+
+export interface PublicOrg {
+  id: number;
+  name: string;
+  wallet_cents: number;
+  created_at: string;
+  role?: OrgRole;
+}
+
+export interface PublicMember {
+  user_id: number;
+  email: string;
+  role: OrgRole;
+  joined_at: string;
+}
+
+const MANAGERS: readonly OrgRole[] = ['owner', 'admin'];
+
+export class OrgService {
+  private readonly orgs;
+  private readonly members;
+  private readonly wallets;
+
+  constructor(
+    private readonly store: Store,
+    private readonly accounts: AccountService,
+    private readonly config: Config['orgs'],
+    private readonly now: Clock,
+  ) {
+    this.orgs = store.collection<OrgDoc>('orgs');
+    this.members = store.collection<MembershipDoc>('memberships');
+    this.wallets = store.collection<WalletDoc>('wallets');
+  }
+
+  async init(): Promise<void> {
+    await this.members.createIndex({ keys: { org_id: 1, joined_at: 1 } });
+  }
+
+  /** The caller's membership, or null. */
+  async membershipOf(userId: number): Promise<MembershipDoc | null> {
+    return this.members.findOne({ _id: userId });
+  }
+
+  private async requireMembership(userId: number): Promise<MembershipDoc> {
+    const m = await this.membershipOf(userId);
+    if (!m) throw new ApiError('not_found', 'You do not belong to an organization.');
+    return m;
+  }
+
+  private async view(org: OrgDoc, role?: OrgRole): Promise<PublicOrg> {
+    const wallet = await this.wallets.findOne({ _id: walletId('org', org._id) });
+    return {
+      id: org._id,
+      name: org.name,
+      wallet_cents: Math.floor(wallet?.balance_cents ?? 0),
+      created_at: org.created_at.toISOString(),
+      ...(role ? { role } : {}),
+    };
+  }
+
+  async create(userId: number, name: string): Promise<PublicOrg> {
+    if (await this.membershipOf(userId)) throw new ApiError('already_in_org', 'You already belong to an organization; leave it first.');
+    const id = await nextId(this.store, 'orgs');
+    const created = new Date(this.now());
+    const org: OrgDoc = { _id: id, name, owner_id: userId, created_at: created };
+    // Membership first: its _id uniqueness is the guard against a concurrent create or invitation.
+    try {
+      await this.members.insertOne({ _id: userId, org_id: id, role: 'owner', joined_at: created });
+    } catch (err) {
+      if (isDuplicateKeyError(err)) throw new ApiError('already_in_org', 'You already belong to an organization; leave it first.');
+      throw err;
+    }
+    await this.orgs.insertOne(org);
+    await this.wallets.updateOne(
+      { _id: walletId('org', id) },
+      { $setOnInsert: { owner_type: 'org', owner_id: id, balance_cents: 0, created_at: created } },
+      { upsert: true },
+    );
+    return this.view(org, 'owner');
+  }
+
+  async get(userId: number): Promise<PublicOrg> {
+    const m = await this.requireMembership(userId);
+    const org = await this.orgs.findOne({ _id: m.org_id });
+    if (!org) throw new ApiError('not_found', 'You do not belong to an organization.');
+    return this.view(org, m.role);
+  }
+
+  async invite(userId: number, email: string, role: OrgRole): Promise<PublicMember> {
+    const me = await this.requireMembership(userId);
+    if (!MANAGERS.includes(me.role)) throw new ApiError('role_forbidden', 'Only the owner or an admin can invite members.');
+    if (role === 'owner') {
+      throw new ApiError('invalid_request', "role must be 'admin' or 'member'; use POST /portal/org/transfer to change the owner.", { param: 'role' });
+    }
+    const target = await this.accounts.findByEmail(email);
+    if (!target) throw new ApiError('not_found', 'No account uses this e-mail; the invited user must sign up first.', { param: 'email' });
+    const count = await this.members.countDocuments({ org_id: me.org_id });
+    if (count >= this.config.maxMembers) throw new ApiError('conflict', `The organization has reached its ${this.config.maxMembers}-member limit.`);
+    const joined = new Date(this.now());
+    try {
+      await this.members.insertOne({ _id: target._id, org_id: me.org_id, role, joined_at: joined });
+    } catch (err) {
+      if (isDuplicateKeyError(err)) throw new ApiError('already_in_org', 'This user already belongs to an organization.', { param: 'email' });
+      throw err;
+    }
+    return { user_id: target._id, email: target.email, role, joined_at: joined.toISOString() };
+  }
+
+  async listMembers(userId: number): Promise<PublicMember[]> {
+    const me = await this.requireMembership(userId);
+    const rows = await this.members.find({ org_id: me.org_id }, { sort: { joined_at: 1 }, limit: this.config.maxMembers });
+    const users = await Promise.all(rows.map((m) => this.accounts.getUser(m._id)));
+    return rows.map((m, i) => ({
+      user_id: m._id,
+      email: (users[i] as UserDoc | null)?.email ?? '',
+      role: m.role,
+      joined_at: m.joined_at.toISOString(),
+    }));
+  }
+
+  /** Owner removes anyone but themself; an admin removes members (not the owner, not other admins). */
+  async remove(userId: number, targetId: number): Promise<{ user_id: number; removed: true }> {
+    const me = await this.requireMembership(userId);
+    if (!MANAGERS.includes(me.role)) throw new ApiError('role_forbidden', 'Only the owner or an admin can remove members.');
+    const target = await this.members.findOne({ _id: targetId, org_id: me.org_id });
+    if (!target) throw new ApiError('not_found', 'No such member in your organization.');
+    if (target.role === 'owner') {
+      throw targetId === userId
+        ? new ApiError('owner_cannot_leave', 'The owner cannot be removed; transfer ownership or delete the organization first.')
+        : new ApiError('role_forbidden', 'The owner cannot be removed.');
+    }
+    if (me.role === 'admin' && target.role === 'admin' && targetId !== userId) {
+      throw new ApiError('role_forbidden', 'Only the owner can remove an admin.');
+    }
+    await this.members.deleteOne({ _id: targetId, org_id: me.org_id, role: target.role });
+    return { user_id: targetId, removed: true };
+  }
+
+  async leave(userId: number): Promise<{ org_id: number; left: true }> {
+    const me = await this.requireMembership(userId);
+    if (me.role === 'owner') {
+      throw new ApiError('owner_cannot_leave', 'The owner cannot leave the organization; transfer ownership (POST /portal/org/transfer) or delete it first.');
+    }
+    await this.members.deleteOne({ _id: userId, org_id: me.org_id });
+    return { org_id: me.org_id, left: true };
+  }
+
+  async transfer(userId: number, targetId: number): Promise<PublicOrg> {
+    const me = await this.requireMembership(userId);
+    if (me.role !== 'owner') throw new ApiError('role_forbidden', 'Only the owner can transfer ownership.');
+    if (targetId === userId) throw new ApiError('invalid_request', 'You already own this organization.', { param: 'user_id' });
+    const target = await this.members.findOne({ _id: targetId, org_id: me.org_id });
+    if (!target) throw new ApiError('not_found', 'No such member in your organization.', { param: 'user_id' });
+    // Promote first, then demote: a crash between the two leaves two owners, never none.
+    await this.members.updateOne({ _id: targetId, org_id: me.org_id }, { $set: { role: 'owner' } });
+    await this.orgs.updateOne({ _id: me.org_id }, { $set: { owner_id: targetId } });
+    await this.members.updateOne({ _id: userId, org_id: me.org_id }, { $set: { role: 'admin' } });
+    return this.get(userId);
+  }
+
+  async delete(userId: number): Promise<{ id: number; deleted: true }> {
+    const me = await this.requireMembership(userId);
+    if (me.role !== 'owner') throw new ApiError('role_forbidden', 'Only the owner can delete the organization.');
+    const wallet = await this.wallets.findOne({ _id: walletId('org', me.org_id) });
+    if (wallet && wallet.balance_cents >= 1) {
+      throw new ApiError(
+        'org_wallet_not_empty',
+        `The organization wallet still holds ${Math.floor(wallet.balance_cents)} cents; spend or settle it before deleting the organization.`,
+      );
+    }
+    await this.members.deleteMany({ org_id: me.org_id });
+    await this.orgs.deleteOne({ _id: me.org_id });
+    await this.wallets.updateOne({ _id: walletId('org', me.org_id) }, { $set: { closed_at: new Date(this.now()) } });
+    return { id: me.org_id, deleted: true };
+  }
+}

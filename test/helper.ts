@@ -1,0 +1,95 @@
+// Test helper: a real gateway on the embedded store in a fresh temp dir, listening on a loopback
+// port. Argon2 is made cheap (tests hash many passwords); everything else is the default config.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../src/config.ts';
+import { createLogger } from '../src/logger.ts';
+import { startGateway, type Gateway, type StartOptions } from '../src/server.ts';
+import type { AccountEvent, EventSink } from '../src/services/events.ts';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestGateway extends Gateway {
+  dir: string;
+  config: Config;
+  events: AccountEvent[];
+  /** Stops the gateway and removes its data dir. */
+  destroy(): Promise<void>;
+}
+
+export function testConfig(dir: string, overrides: Record<string, unknown> = {}): Config {
+  return loadConfig({}, {
+    port: 0,
+    dataDir: dir,
+    logLevel: 'silent',
+    adminToken: ADMIN_TOKEN,
+    auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 } },
+    ...overrides,
+  });
+}
+
+export async function startTestGateway(overrides: Record<string, unknown> = {}, opts: StartOptions & { dir?: string } = {}): Promise<TestGateway> {
+  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'gw-test-')));
+  const config = testConfig(dir, overrides);
+  const events: AccountEvent[] = [];
+  const sink: EventSink = { emit: async (e) => void events.push(e) };
+  const gw = await startGateway(config, { logger: createLogger('silent'), events: sink, ...opts });
+  return {
+    ...gw,
+    dir,
+    config,
+    events,
+    async destroy() {
+      await gw.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Res<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A small fetch wrapper: JSON in, parsed JSON (or text) out. */
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<Res<T>> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+let seq = 0;
+/** Signs up a fresh user and returns its id, e-mail and session token. */
+export async function signup(base: string, email = `user${Date.now()}_${seq++}@example.com`) {
+  const res = await call(base, 'POST', '/portal/auth/signup', { body: { email, password: 'correct horse battery' } });
+  if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${res.text}`);
+  return { id: res.body.user.id as number, email, token: res.body.session_token as string };
+}
+
+export async function createKey(base: string, session: string, body: Record<string, unknown> = { name: 'test' }) {
+  const res = await call(base, 'POST', '/portal/keys', { token: session, body });
+  if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
+  return res.body as { id: number; api_key: string; prefix: string; scopes: string[] };
+}

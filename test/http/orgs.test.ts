@@ -1,0 +1,134 @@
+// Organizations: roles, membership rules, transfer, delete, and isolation between accounts.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, signup, startTestGateway, type TestGateway } from '../helper.ts';
+
+describe('organizations', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startTestGateway();
+  });
+  after(() => gw.destroy());
+
+  async function team() {
+    const owner = await signup(gw.url);
+    const admin = await signup(gw.url);
+    const member = await signup(gw.url);
+    const org = await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Acme Voice' } });
+    assert.equal(org.status, 201, org.text);
+    assert.equal((await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: admin.email, role: 'admin' } })).status, 201);
+    assert.equal((await call(gw.url, 'POST', '/portal/org/members', { token: admin.token, body: { email: member.email, role: 'member' } })).status, 201);
+    return { owner, admin, member, org: org.body };
+  }
+
+  it('creates an organization in the spec shape and lists members with roles', async () => {
+    const { owner, admin, member, org } = await team();
+    assert.equal(typeof org.id, 'number');
+    assert.equal(org.name, 'Acme Voice');
+    assert.equal(org.wallet_cents, 0);
+    assert.ok(Date.parse(org.created_at));
+    const list = await call(gw.url, 'GET', '/portal/org/members', { token: member.token });
+    assert.equal(list.status, 200);
+    assert.deepEqual(
+      list.body.members.map((m: any) => [m.user_id, m.email, m.role]),
+      [[owner.id, owner.email, 'owner'], [admin.id, admin.email, 'admin'], [member.id, member.email, 'member']],
+    );
+    for (const m of list.body.members) assert.ok(Date.parse(m.joined_at));
+    const got = await call(gw.url, 'GET', '/portal/org', { token: member.token });
+    assert.equal(got.body.id, org.id);
+    assert.equal(got.body.role, 'member');
+    const me = await call(gw.url, 'GET', '/portal/me', { token: admin.token });
+    assert.deepEqual(me.body.organization, { id: org.id, role: 'admin' });
+  });
+
+  it('invitations: the user must exist, belongs to one org at most, members cannot invite', async () => {
+    const { owner, member } = await team();
+    const ghost = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: 'ghost@example.com', role: 'member' } });
+    assert.equal(ghost.status, 404);
+    const dup = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: member.email, role: 'member' } });
+    assert.equal(dup.status, 409);
+    assert.equal(dup.body.error.code, 'already_in_org');
+    const outsider = await signup(gw.url);
+    const byMember = await call(gw.url, 'POST', '/portal/org/members', { token: member.token, body: { email: outsider.email, role: 'member' } });
+    assert.equal(byMember.status, 403);
+    assert.equal(byMember.body.error.code, 'role_forbidden');
+    const asOwner = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: outsider.email, role: 'owner' } });
+    assert.equal(asOwner.status, 400);
+    const badRole = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: outsider.email, role: 'boss' } });
+    assert.equal(badRole.status, 400);
+    // Someone already in another org cannot create a second one or be invited elsewhere.
+    const second = await call(gw.url, 'POST', '/portal/org', { token: member.token, body: { name: 'Other' } });
+    assert.equal(second.status, 409);
+  });
+
+  it('concurrent invitations of one user to two orgs: exactly one wins', async () => {
+    const a = await team();
+    const b = await team();
+    const target = await signup(gw.url);
+    const results = await Promise.all([
+      call(gw.url, 'POST', '/portal/org/members', { token: a.owner.token, body: { email: target.email, role: 'member' } }),
+      call(gw.url, 'POST', '/portal/org/members', { token: b.owner.token, body: { email: target.email, role: 'member' } }),
+    ]);
+    assert.deepEqual(results.map((r) => r.status).sort(), [201, 409]);
+  });
+
+  it('removal rules: admin cannot remove the owner or another admin; the owner can; members cannot', async () => {
+    const { owner, admin, member } = await team();
+    const admin2 = await signup(gw.url);
+    await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: admin2.email, role: 'admin' } });
+    assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${owner.id}`, { token: admin.token })).status, 403);
+    assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${admin2.id}`, { token: admin.token })).status, 403);
+    assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${admin.id}`, { token: member.token })).status, 403);
+    const removed = await call(gw.url, 'DELETE', `/portal/org/members/${member.id}`, { token: admin.token });
+    assert.equal(removed.status, 200);
+    assert.deepEqual(removed.body, { user_id: member.id, removed: true });
+    assert.equal((await call(gw.url, 'GET', '/portal/org', { token: member.token })).status, 404);
+    assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${admin2.id}`, { token: owner.token })).status, 200);
+    // A user of another org is "not found", never revealed.
+    const other = await team();
+    assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${other.member.id}`, { token: owner.token })).status, 404);
+  });
+
+  it('the owner cannot leave (409); others can; leaving keeps the user and their keys', async () => {
+    const { owner, member } = await team();
+    const key = await call(gw.url, 'POST', '/portal/keys', { token: member.token, body: { name: 'mine' } });
+    const left = await call(gw.url, 'POST', '/portal/org/leave', { token: owner.token });
+    assert.equal(left.status, 409);
+    assert.equal(left.body.error.code, 'owner_cannot_leave');
+    assert.match(left.body.error.message, /transfer/);
+    const ok = await call(gw.url, 'POST', '/portal/org/leave', { token: member.token });
+    assert.equal(ok.status, 200);
+    const keys = await call(gw.url, 'GET', '/portal/keys', { token: member.token });
+    assert.equal(keys.body.data[0].id, key.body.id);
+    assert.equal(keys.body.data[0].status, 'active');
+    assert.equal((await call(gw.url, 'POST', '/portal/org/leave', { token: member.token })).status, 404);
+  });
+
+  it('transfers ownership; only the owner may, and the old owner becomes admin', async () => {
+    const { owner, admin, member } = await team();
+    assert.equal((await call(gw.url, 'POST', '/portal/org/transfer', { token: admin.token, body: { user_id: member.id } })).status, 403);
+    const t = await call(gw.url, 'POST', '/portal/org/transfer', { token: owner.token, body: { user_id: member.id } });
+    assert.equal(t.status, 200, t.text);
+    const list = await call(gw.url, 'GET', '/portal/org/members', { token: owner.token });
+    const roles = Object.fromEntries(list.body.members.map((m: any) => [m.user_id, m.role]));
+    assert.equal(roles[member.id], 'owner');
+    assert.equal(roles[owner.id], 'admin');
+    assert.equal((await call(gw.url, 'POST', '/portal/org/leave', { token: owner.token })).status, 200, 'the former owner can now leave');
+  });
+
+  it('deletes the organization: owner only, refused while the wallet holds credit', async () => {
+    const { owner, admin, member, org } = await team();
+    assert.equal((await call(gw.url, 'DELETE', '/portal/org', { token: admin.token })).status, 403);
+    await gw.store.collection('wallets').updateOne({ _id: `org:${org.id}` }, { $set: { balance_cents: 500 } });
+    const refused = await call(gw.url, 'DELETE', '/portal/org', { token: owner.token });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, 'org_wallet_not_empty');
+    await gw.store.collection('wallets').updateOne({ _id: `org:${org.id}` }, { $set: { balance_cents: 0 } });
+    const del = await call(gw.url, 'DELETE', '/portal/org', { token: owner.token });
+    assert.equal(del.status, 200);
+    assert.deepEqual(del.body, { id: org.id, deleted: true });
+    for (const u of [owner, admin, member]) assert.equal((await call(gw.url, 'GET', '/portal/org', { token: u.token })).status, 404);
+    // Everyone is free to join or found another organization.
+    assert.equal((await call(gw.url, 'POST', '/portal/org', { token: member.token, body: { name: 'Next' } })).status, 201);
+  });
+});
