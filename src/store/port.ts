@@ -1,0 +1,128 @@
+// The store port: the one persistence boundary of the gateway.
+//
+// It is a deliberately small subset of the official MongoDB driver's Collection API, with the same
+// method names, filter/update documents and result shapes, so that the MongoDB adapter stays a thin,
+// obviously faithful layer over the driver, and the embedded adapter (LMDB + mingo) reproduces the
+// same semantics on one node. One contract suite (test/store/contract.ts) runs against both.
+//
+// Conventions every caller follows (and the contract suite checks):
+// - Every document carries its own `_id` (a number or a string); adapters never invent one for
+//   inserts. An upsert whose filter names `_id` creates the document with that `_id`; an upsert
+//   must name `_id` (in its filter, or via `$set`/`$setOnInsert`): the embedded adapter refuses one
+//   that does not, where MongoDB would invent an ObjectId.
+// - Timestamps are `Date` objects in documents (so MongoDB TTL indexes work); the API layer turns
+//   them into ISO strings.
+// - Indexed fields hold scalars (string, number, boolean, Date or null): no arrays in indexes.
+// - Correctness never depends on TTL deletion: queries compare times themselves (TTL is cleanup).
+
+export type Id = string | number;
+export type Doc = { _id: Id } & Record<string, unknown>;
+
+/** A MongoDB query document (`{field: value}`, `$eq`, `$gt`, `$in`, `$or`, ...). */
+export type Filter = Record<string, unknown>;
+/** A MongoDB update document made of operators (`$set`, `$inc`, `$unset`, `$setOnInsert`, `$push`, ...). */
+export type Update = Record<string, unknown>;
+/** `{field: 1 | -1}` in priority order. */
+export type Sort = Record<string, 1 | -1>;
+/** `{field: 1}` to include or `{field: 0}` to exclude, as MongoDB. */
+export type Projection = Record<string, 0 | 1>;
+
+export interface FindOptions {
+  sort?: Sort;
+  limit?: number;
+  skip?: number;
+  projection?: Projection;
+}
+
+export interface UpdateOptions {
+  upsert?: boolean;
+}
+
+export interface FindOneAndUpdateOptions {
+  upsert?: boolean;
+  /** Default 'after' here (the driver's default is 'before'; adapters pass it explicitly). */
+  returnDocument?: 'before' | 'after';
+  sort?: Sort;
+  projection?: Projection;
+}
+
+export interface UpdateResult {
+  matchedCount: number;
+  modifiedCount: number;
+  upsertedId: Id | null;
+}
+
+export interface DeleteResult {
+  deletedCount: number;
+}
+
+export interface IndexSpec {
+  /** Fields in order, with direction. */
+  keys: Record<string, 1 | -1>;
+  /** A stable name; defaults to the driver's naming (`a_1_b_-1`). */
+  name?: string;
+  unique?: boolean;
+  /**
+   * Documents missing every indexed field are left out of the index (and out of uniqueness), as
+   * MongoDB's sparse indexes; an explicit null is indexed. Without `sparse`, a missing field counts
+   * as null, so two documents missing a uniquely indexed field collide.
+   */
+  sparse?: boolean;
+  /**
+   * TTL: a document whose (single, Date) indexed field is older than now - expireAfterSeconds is
+   * deleted by a background sweep (MongoDB: about every 60 s; embedded: `ttlSweepMs`).
+   */
+  expireAfterSeconds?: number;
+}
+
+export interface Collection<T extends Doc = Doc> {
+  readonly name: string;
+  /** Throws DuplicateKeyError when a unique index (or `_id`) would be violated. */
+  insertOne(doc: T): Promise<{ insertedId: Id }>;
+  findOne(filter: Filter, options?: Omit<FindOptions, 'limit' | 'skip'>): Promise<T | null>;
+  /** Returns the matching documents as an array; pass `limit` for anything that can grow. */
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  countDocuments(filter: Filter): Promise<number>;
+  /** Atomic: the filter is evaluated and the update applied as one step (conditional updates). */
+  updateOne(filter: Filter, update: Update, options?: UpdateOptions): Promise<UpdateResult>;
+  updateMany(filter: Filter, update: Update): Promise<UpdateResult>;
+  findOneAndUpdate(filter: Filter, update: Update, options?: FindOneAndUpdateOptions): Promise<T | null>;
+  /** Replaces the whole document (keeping `_id`); atomic like updateOne. */
+  replaceOne(filter: Filter, doc: T, options?: UpdateOptions): Promise<UpdateResult>;
+  deleteOne(filter: Filter): Promise<DeleteResult>;
+  deleteMany(filter: Filter): Promise<DeleteResult>;
+  findOneAndDelete(filter: Filter, options?: { sort?: Sort }): Promise<T | null>;
+  /** Idempotent: creating an index that exists with the same spec is a no-op. */
+  createIndex(spec: IndexSpec): Promise<string>;
+}
+
+export interface Store {
+  /** 'embedded' or 'mongodb', for logs and /readyz. */
+  readonly kind: 'embedded' | 'mongodb';
+  collection<T extends Doc = Doc>(name: string): Collection<T>;
+  /** Resolves when the store answers; rejects otherwise. */
+  ping(): Promise<void>;
+  /** Flushes what was acknowledged and releases files or connections. */
+  close(): Promise<void>;
+}
+
+/** Raised by both adapters for unique-index violations (MongoDB's error code 11000). */
+export class DuplicateKeyError extends Error {
+  readonly code = 11000;
+  constructor(
+    readonly collection: string,
+    readonly index: string,
+  ) {
+    super(`duplicate key in ${collection} for index ${index}`);
+    this.name = 'DuplicateKeyError';
+  }
+}
+
+export function isDuplicateKeyError(err: unknown): err is DuplicateKeyError {
+  return err instanceof DuplicateKeyError;
+}
+
+/** The driver's default index name: `field_1_other_-1`. */
+export function indexName(spec: IndexSpec): string {
+  return spec.name ?? Object.entries(spec.keys).map(([k, d]) => `${k}_${d}`).join('_');
+}
