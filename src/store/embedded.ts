@@ -1,0 +1,581 @@
+// The default store: one node, LMDB for storage and mingo for MongoDB's query and update semantics.
+//
+// Layout of the one LMDB environment in `dir`:
+// - `["docs", collection]`: `_id` -> document (msgpack; Dates round-trip as Dates);
+// - `["index", collection, name]`: dupSort, index key (see embedded/keys.ts) -> `_id`;
+// - `meta`: `["indexes", collection]` -> the collection's index specs, so indexes survive restarts.
+//
+// Every write runs as one LMDB child transaction queued with lmdb-js's async batching: all writes
+// issued in one event turn share one commit and one fsync (group commit), each callback reads and
+// writes atomically (the filter is evaluated inside it, so conditional updates cannot race), and a
+// callback that throws (duplicate key, unindexable value) rolls back its own writes only, so a
+// document and its index entries never disagree. A write's promise resolves after the commit is
+// synced (overlappingSync is off for that reason), so an acknowledged write survives a crash.
+
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { Query } from 'mingo';
+import { resolve } from 'mingo/util';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  DuplicateKeyError,
+  indexName,
+  type Collection,
+  type DeleteResult,
+  type Doc,
+  type Filter,
+  type FindOneAndUpdateOptions,
+  type FindOptions,
+  type Id,
+  type IndexSpec,
+  type Sort,
+  type Store,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from './port.ts';
+import {
+  applyUpdate,
+  assertReplacement,
+  assertUpdate,
+  buildUpsert,
+  project,
+  replacement,
+  sortComparator,
+} from './embedded/documents.ts';
+import { upsertSeed } from './embedded/filter.ts';
+import { AFTER, TAG, assertId, documentKey, idKey, sameKey, type IndexKey } from './embedded/keys.ts';
+import { planQuery, type KeyRange, type Plan } from './embedded/plan.ts';
+import { TopK } from './embedded/topk.ts';
+
+export interface EmbeddedStoreOptions {
+  dir: string;
+  /** How often TTL indexes are swept (default 60 s, like MongoDB's TTL monitor). */
+  ttlSweepMs?: number;
+  /** LMDB map size; lmdb-js grows the map by itself when this is not set. */
+  mapSizeBytes?: number;
+  /** Told about a failed TTL sweep (the next sweep retries); by default failures are dropped. */
+  onError?: (err: unknown) => void;
+}
+
+/** Sub-databases per environment: a collection takes one plus one per index. */
+const MAX_DBS = 512;
+/** Documents deleted per TTL transaction, so a large expiry never holds the write lock for long. */
+const TTL_BATCH = 1000;
+
+export async function openEmbeddedStore(opts: EmbeddedStoreOptions): Promise<Store> {
+  const env = open({
+    path: opts.dir,
+    maxDbs: MAX_DBS,
+    // With overlappingSync (lmdb-js's default off Windows) a write resolves once committed but before
+    // it is flushed; off, a resolved write is on disk.
+    overlappingSync: false,
+    ...(opts.mapSizeBytes ? { mapSize: opts.mapSizeBytes } : {}),
+  });
+  return new EmbeddedStore(env, opts.ttlSweepMs ?? 60_000, opts.onError ?? (() => {}));
+}
+
+interface StoredIndex {
+  name: string;
+  keys: Record<string, 1 | -1>;
+  unique: boolean;
+  sparse: boolean;
+  expireAfterSeconds?: number;
+}
+
+interface IndexState {
+  readonly def: StoredIndex;
+  readonly name: string;
+  readonly fields: readonly string[];
+  readonly unique: boolean;
+  readonly sparse: boolean;
+  readonly db: Database<Id, IndexKey>;
+}
+
+type MetaKey = [string, string];
+
+/** What a collection needs from its store. */
+interface StoreContext {
+  readonly env: RootDatabase;
+  readonly meta: Database<StoredIndex[], MetaKey>;
+  assertOpen(): void;
+}
+
+class EmbeddedStore implements Store {
+  readonly kind = 'embedded' as const;
+  private readonly meta: Database<StoredIndex[], MetaKey>;
+  private readonly collections = new Map<string, EmbeddedCollection<Doc>>();
+  private readonly timer: NodeJS.Timeout;
+  private sweeping: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly env: RootDatabase,
+    ttlSweepMs: number,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    this.meta = env.openDB<StoredIndex[], MetaKey>('meta', {});
+    this.timer = setInterval(() => this.startSweep(), ttlSweepMs);
+    this.timer.unref();
+  }
+
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    this.assertOpen();
+    return this.collectionState(name) as unknown as Collection<T>;
+  }
+
+  async ping(): Promise<void> {
+    this.assertOpen();
+    this.env.getStats();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.sweeping;
+    // lmdb-js waits for the queued transactions to commit before closing the environment.
+    await this.env.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the embedded store is closed');
+  }
+
+  private collectionState(name: string): EmbeddedCollection<Doc> {
+    let c = this.collections.get(name);
+    if (!c) {
+      const ctx: StoreContext = { env: this.env, meta: this.meta, assertOpen: () => this.assertOpen() };
+      c = new EmbeddedCollection<Doc>(name, ctx);
+      this.collections.set(name, c);
+    }
+    return c;
+  }
+
+  private startSweep(): void {
+    if (this.sweeping || this.closed) return;
+    this.sweeping = this.sweep()
+      .catch(this.onError)
+      .finally(() => {
+        this.sweeping = undefined;
+      });
+  }
+
+  /** Deletes expired documents of every TTL index, in bounded batches, until none is left. */
+  private async sweep(): Promise<void> {
+    const ttl: { collection: string; index: string; seconds: number }[] = [];
+    for (const { key, value } of this.meta.getRange({})) {
+      for (const def of value) {
+        if (def.expireAfterSeconds !== undefined) ttl.push({ collection: key[1], index: def.name, seconds: def.expireAfterSeconds });
+      }
+    }
+    for (const { collection, index, seconds } of ttl) {
+      const c = this.collectionState(collection);
+      const cutoff = Date.now() - seconds * 1000;
+      let removed = TTL_BATCH;
+      while (removed === TTL_BATCH && !this.closed) {
+        removed = await this.env.childTransaction(() => c.expire(index, cutoff, TTL_BATCH));
+      }
+    }
+  }
+}
+
+class EmbeddedCollection<T extends Doc> implements Collection<T> {
+  private readonly docs: Database<T, Id>;
+  private indexes: IndexState[];
+
+  constructor(
+    readonly name: string,
+    private readonly ctx: StoreContext,
+  ) {
+    if (name.length === 0 || name.length > 200) throw new Error(`invalid collection name '${name}'`);
+    this.docs = ctx.env.openDB<T, Id>(JSON.stringify(['docs', name]), {});
+    this.indexes = (ctx.meta.get(['indexes', name]) ?? []).map((def) => this.openIndex(def));
+  }
+
+  // ---- reads: synchronous LMDB reads on the latest committed snapshot ----
+
+  async findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
+    this.ctx.assertOpen();
+    const [doc] = this.select(filter, options.sort, 0, 1);
+    return doc ? project([doc], options.projection)[0]! : null;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    this.ctx.assertOpen();
+    const skip = options.skip ?? 0;
+    if (skip < 0) throw new Error('skip must be non-negative');
+    // The driver treats limit 0 as "no limit" and a negative limit as its absolute value.
+    const limit = options.limit ? Math.abs(options.limit) : Infinity;
+    return project(this.select(filter, options.sort, skip, limit), options.projection);
+  }
+
+  async countDocuments(filter: Filter): Promise<number> {
+    this.ctx.assertOpen();
+    if (Object.keys(filter).length === 0) return this.docs.getCount();
+    let n = 0;
+    for (const _ of this.matches(filter, planQuery(filter, undefined, this.indexes))) n++;
+    return n;
+  }
+
+  // ---- writes: each one LMDB child transaction ----
+
+  async insertOne(doc: T): Promise<{ insertedId: Id }> {
+    assertId(doc._id, this.name);
+    return this.write(() => {
+      this.insert(doc);
+      return { insertedId: doc._id };
+    });
+  }
+
+  async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    assertUpdate(update);
+    return this.write(() => {
+      const current = this.first(filter);
+      if (current) return { matchedCount: 1, modifiedCount: this.modify(current, update) ? 1 : 0, upsertedId: null };
+      if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
+      return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(buildUpsert(filter, update))._id };
+    });
+  }
+
+  async updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    assertUpdate(update);
+    return this.write(() => {
+      const ids = this.matchingIds(filter);
+      let modified = 0;
+      for (const id of ids) {
+        const current = this.fetch(id);
+        if (current && this.modify(current, update)) modified++;
+      }
+      return { matchedCount: ids.length, modifiedCount: modified, upsertedId: null };
+    });
+  }
+
+  async findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
+    assertUpdate(update);
+    const after = (options.returnDocument ?? 'after') === 'after';
+    const doc = await this.write(() => {
+      const current = this.first(filter, options.sort);
+      if (current) {
+        // Re-read the stored version so the caller never shares objects with its update document.
+        return this.modify(current, update) && after ? this.fetch(current._id) : current;
+      }
+      if (!options.upsert) return undefined;
+      const inserted = this.upsert(buildUpsert(filter, update));
+      return after ? this.fetch(inserted._id) : undefined;
+    });
+    return doc ? project([doc], options.projection)[0]! : null;
+  }
+
+  async replaceOne(filter: Filter, doc: T, options: UpdateOptions = {}): Promise<UpdateResult> {
+    assertReplacement(doc);
+    return this.write(() => {
+      const current = this.first(filter);
+      if (current) {
+        if (doc._id !== undefined && idKey(doc._id) !== idKey(current._id)) throw immutableId();
+        const next = replacement(doc, current._id) as T;
+        if (isDeepStrictEqual(current, next)) return { matchedCount: 1, modifiedCount: 0, upsertedId: null };
+        this.store(current, next);
+        return { matchedCount: 1, modifiedCount: 1, upsertedId: null };
+      }
+      if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
+      const id = doc._id ?? upsertSeed(filter)._id;
+      return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(replacement(doc, id))._id };
+    });
+  }
+
+  async deleteOne(filter: Filter): Promise<DeleteResult> {
+    return this.write(() => {
+      const doc = this.first(filter);
+      if (doc) this.remove(doc);
+      return { deletedCount: doc ? 1 : 0 };
+    });
+  }
+
+  async deleteMany(filter: Filter): Promise<DeleteResult> {
+    return this.write(() => {
+      let deleted = 0;
+      for (const id of this.matchingIds(filter)) {
+        const doc = this.fetch(id);
+        if (!doc) continue;
+        this.remove(doc);
+        deleted++;
+      }
+      return { deletedCount: deleted };
+    });
+  }
+
+  async findOneAndDelete(filter: Filter, options: { sort?: Sort } = {}): Promise<T | null> {
+    return this.write(() => {
+      const doc = this.first(filter, options.sort);
+      if (doc) this.remove(doc);
+      return doc ?? null;
+    });
+  }
+
+  async createIndex(spec: IndexSpec): Promise<string> {
+    const def = normalizeIndex(spec);
+    if (def.name === '_id_') return def.name;
+    this.ctx.assertOpen();
+    const existing = this.existingIndex(def);
+    if (existing) return existing;
+    // Creating a named database is its own LMDB transaction, so it happens before the build.
+    const db = this.openIndexDb(def.name);
+    const built = this.write(() => {
+      // Checked again inside the transaction: a concurrent createIndex may have won the race.
+      const again = this.existingIndex(def);
+      if (again) return again;
+      const index = this.indexState(def, db);
+      this.build(index);
+      this.ctx.meta.put(['indexes', this.name], [...this.indexes.map((i) => i.def), def]);
+      // Registered inside the transaction, so every write queued after this one maintains it.
+      this.indexes = [...this.indexes, index];
+      return def.name;
+    });
+    // A failed commit undoes the build on disk; forget the index in memory too.
+    return built.catch((err: unknown) => {
+      this.indexes = this.indexes.filter((i) => i.name !== def.name || i.db !== db);
+      throw err;
+    });
+  }
+
+  /** TTL: deletes up to `batch` documents whose indexed Date is at or before `cutoffMs`. Runs inside a transaction. */
+  expire(indexName: string, cutoffMs: number, batch: number): number {
+    const index = this.indexes.find((i) => i.name === indexName);
+    const field = index?.fields[0];
+    if (!index || field === undefined) return 0;
+    const ids: Id[] = [];
+    for (const { value } of index.db.getRange({ start: [TAG.date], end: [TAG.date, cutoffMs, AFTER], limit: batch })) {
+      ids.push(value);
+    }
+    let removed = 0;
+    for (const id of ids) {
+      const doc = this.fetch(id);
+      const at: unknown = doc && resolve(doc, field);
+      if (!doc || !(at instanceof Date) || at.getTime() > cutoffMs) continue;
+      this.remove(doc);
+      removed++;
+    }
+    return removed;
+  }
+
+  // ---- query execution ----
+
+  private select(filter: Filter, sort: Sort | undefined, skip: number, limit: number): T[] {
+    const activeSort = sort && Object.keys(sort).length > 0 ? sort : undefined;
+    const plan = planQuery(filter, activeSort, this.indexes);
+    const matches = this.matches(filter, plan);
+    if (!activeSort || plan.ordered) return take(matches, skip, limit);
+    const cmp = sortComparator(activeSort);
+    if (limit === Infinity) return [...matches].sort(cmp).slice(skip);
+    // Unordered source with a limit: keep only the best skip+limit documents while scanning.
+    const top = new TopK<T>(skip + limit, cmp);
+    for (const doc of matches) top.push(doc);
+    return top.sorted().slice(skip);
+  }
+
+  private *matches(filter: Filter, plan: Plan<IndexState>): Generator<T> {
+    const test = Object.keys(filter).length === 0 ? () => true : matcher(filter);
+    for (const doc of this.candidates(plan)) if (test(doc)) yield doc;
+  }
+
+  private *candidates(plan: Plan<IndexState>): Generator<T> {
+    switch (plan.kind) {
+      case 'ids':
+        for (const id of plan.ids) {
+          const doc = this.docs.get(idKey(id));
+          if (doc) yield doc;
+        }
+        return;
+      case 'index':
+        for (const { value: id } of plan.index.db.getRange(rangeOptions(plan.range, plan.reverse))) {
+          const doc = this.docs.get(id);
+          if (doc) yield doc;
+        }
+        return;
+      case 'scan':
+        for (const { value } of this.docs.getRange({ reverse: plan.reverse })) yield value;
+        return;
+    }
+  }
+
+  private first(filter: Filter, sort?: Sort): T | undefined {
+    return this.select(filter, sort, 0, 1)[0];
+  }
+
+  /** The `_id`s of all matches, collected before any write so no cursor walks a database being modified. */
+  private matchingIds(filter: Filter): Id[] {
+    const ids: Id[] = [];
+    for (const doc of this.matches(filter, planQuery(filter, undefined, this.indexes))) ids.push(doc._id);
+    return ids;
+  }
+
+  // ---- writes inside a transaction ----
+
+  private write<R>(fn: () => R): Promise<R> {
+    this.ctx.assertOpen();
+    // childTransaction, not transaction: a throwing callback must roll back its partial writes
+    // (lmdb-js keeps them otherwise); both join the same batched commit.
+    return this.ctx.env.childTransaction(fn);
+  }
+
+  private fetch(id: Id): T | undefined {
+    return this.docs.get(idKey(id));
+  }
+
+  private insert(doc: T): void {
+    if (this.docs.doesExist(idKey(doc._id))) throw new DuplicateKeyError(this.name, '_id_');
+    this.store(undefined, doc);
+  }
+
+  private upsert(doc: Record<string, unknown>): T {
+    if (doc._id === undefined) {
+      throw new Error(`${this.name}: an upsert must name _id in its filter or update (the store never invents ids)`);
+    }
+    assertId(doc._id, this.name);
+    this.insert(doc as T);
+    return doc as T;
+  }
+
+  /** Applies an update to a fresh copy of `current`; true when the stored document changed. */
+  private modify(current: T, update: Update): boolean {
+    const next = this.fetch(current._id)!;
+    if (!applyUpdate(next, update)) return false;
+    if (idKey(next._id) !== idKey(current._id)) throw immutableId();
+    this.store(current, next);
+    return true;
+  }
+
+  /** Writes a document and moves its index entries, refusing unique-index duplicates first. */
+  private store(old: T | undefined, next: T): void {
+    const id = idKey(next._id);
+    const changes = this.indexes.map((index) => ({
+      index,
+      before: old ? documentKey(index, old, this.name) : null,
+      after: documentKey(index, next, this.name),
+    }));
+    for (const { index, before, after } of changes) {
+      if (index.unique && after && !sameKey(before, after) && this.taken(index, after, id)) {
+        throw new DuplicateKeyError(this.name, index.name);
+      }
+    }
+    for (const { index, before, after } of changes) {
+      if (sameKey(before, after)) continue;
+      if (before) index.db.remove(before, id);
+      if (after) putIndexEntry(index, after, id);
+    }
+    this.docs.put(id, next);
+  }
+
+  private remove(doc: T): void {
+    const id = idKey(doc._id);
+    for (const index of this.indexes) {
+      const key = documentKey(index, doc, this.name);
+      if (key) index.db.remove(key, id);
+    }
+    this.docs.remove(id);
+  }
+
+  private taken(index: IndexState, key: IndexKey, id: Id): boolean {
+    for (const other of index.db.getValues(key)) if (other !== id) return true;
+    return false;
+  }
+
+  // ---- index definitions ----
+
+  /** The name of an index already built for this spec; throws when the spec conflicts with one. */
+  private existingIndex(def: StoredIndex): string | undefined {
+    const sameName = this.indexes.find((i) => i.name === def.name);
+    if (sameName) {
+      if (isDeepStrictEqual(sameName.def, def)) return def.name;
+      throw new Error(`${this.name}: index '${def.name}' already exists with different options`);
+    }
+    const sameKeys = this.indexes.find((i) => JSON.stringify(i.def.keys) === JSON.stringify(def.keys));
+    if (sameKeys) throw new Error(`${this.name}: an index on the same keys already exists as '${sameKeys.name}'`);
+    return undefined;
+  }
+
+  private openIndex(def: StoredIndex): IndexState {
+    return this.indexState(def, this.openIndexDb(def.name));
+  }
+
+  private openIndexDb(name: string): Database<Id, IndexKey> {
+    return this.ctx.env.openDB<Id, IndexKey>(JSON.stringify(['index', this.name, name]), {
+      dupSort: true,
+      encoding: 'ordered-binary',
+    });
+  }
+
+  private indexState(def: StoredIndex, db: Database<Id, IndexKey>): IndexState {
+    return { def, name: def.name, fields: Object.keys(def.keys), unique: def.unique, sparse: def.sparse, db };
+  }
+
+  /** Indexes the existing documents; a unique violation throws and aborts the whole build. */
+  private build(index: IndexState): void {
+    for (const { value: doc } of this.docs.getRange({})) {
+      const key = documentKey(index, doc, this.name);
+      if (!key) continue;
+      if (index.unique && this.taken(index, key, idKey(doc._id))) throw new DuplicateKeyError(this.name, index.name);
+      putIndexEntry(index, key, idKey(doc._id));
+    }
+  }
+}
+
+function matcher(filter: Filter): (doc: Doc) => boolean {
+  const query = new Query(filter);
+  return (doc) => query.test(doc);
+}
+
+function take<T>(docs: Iterable<T>, skip: number, limit: number): T[] {
+  const out: T[] = [];
+  if (limit <= 0) return out;
+  let skipped = 0;
+  for (const doc of docs) {
+    if (skipped < skip) {
+      skipped++;
+      continue;
+    }
+    out.push(doc);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** LMDB range options for `lo` (inclusive) .. `hi` (exclusive), walked either way. */
+function rangeOptions(range: KeyRange, reverse: boolean) {
+  if (!reverse) return { start: range.lo, end: range.hi };
+  return { start: range.hi, end: range.lo, reverse: true, exclusiveStart: true, inclusiveEnd: true };
+}
+
+function putIndexEntry(index: IndexState, key: IndexKey, id: Id): void {
+  try {
+    index.db.put(key, id);
+  } catch (err) {
+    if (err instanceof Error && /key size/i.test(err.message)) {
+      throw new Error(`index '${index.name}': the indexed values are too long for an LMDB key (about 1.9 KB)`);
+    }
+    throw err;
+  }
+}
+
+function immutableId(): Error {
+  return new Error("Performing an update on the path '_id' would modify the immutable field '_id'");
+}
+
+function normalizeIndex(spec: IndexSpec): StoredIndex {
+  const entries = Object.entries(spec.keys);
+  if (entries.length === 0) throw new Error('an index needs at least one field');
+  for (const [field, dir] of entries) {
+    if (field.length === 0 || field.startsWith('$')) throw new Error(`invalid index field '${field}'`);
+    if (dir !== 1 && dir !== -1) throw new Error(`index direction for '${field}' must be 1 or -1`);
+  }
+  if (entries.length === 1 && entries[0]![0] === '_id' && entries[0]![1] === 1 && !spec.unique && !spec.sparse && spec.expireAfterSeconds === undefined) {
+    return { name: '_id_', keys: spec.keys, unique: true, sparse: false };
+  }
+  const def: StoredIndex = { name: indexName(spec), keys: { ...spec.keys }, unique: spec.unique ?? false, sparse: spec.sparse ?? false };
+  if (spec.expireAfterSeconds !== undefined) {
+    if (entries.length !== 1) throw new Error('a TTL index (expireAfterSeconds) must have exactly one field');
+    if (!(spec.expireAfterSeconds >= 0)) throw new Error('expireAfterSeconds must be a non-negative number');
+    def.expireAfterSeconds = spec.expireAfterSeconds;
+  }
+  return def;
+}

@@ -1,0 +1,131 @@
+// The embedded store's query planner: which documents to visit, and in which order.
+//
+// A plan only narrows the candidates; every candidate is still tested against the whole filter with
+// mingo, so a plan may visit too much but never too little. Plans, best first:
+// - `ids`: `_id` equality or `$in` (point lookups);
+// - `index`: equality on a leading prefix of an index's fields, optionally a range on the next one,
+//   or just an index whose order gives the requested sort;
+// - `scan`: the whole collection in `_id` order.
+// A plan is `ordered` when it yields candidates already in the requested sort order, so a limited
+// query can stop early instead of keeping a top-k.
+
+import type { Filter, Id, Sort } from '../port.ts';
+import { fieldConditions, isOperatorObject, type FieldCondition } from './filter.ts';
+import { AFTER, scalarPair, type IndexKey, type KeyPart } from './keys.ts';
+
+export interface PlannableIndex {
+  readonly name: string;
+  readonly fields: readonly string[];
+  readonly sparse: boolean;
+  readonly unique: boolean;
+}
+
+/** LMDB range: `lo` inclusive, `hi` exclusive; undefined means open. */
+export interface KeyRange {
+  lo?: IndexKey;
+  hi?: IndexKey;
+}
+
+export type Plan<I extends PlannableIndex = PlannableIndex> =
+  | { kind: 'ids'; ids: Id[]; ordered: false }
+  | { kind: 'index'; index: I; range: KeyRange; reverse: boolean; ordered: boolean }
+  | { kind: 'scan'; reverse: boolean; ordered: boolean };
+
+export function planQuery<I extends PlannableIndex>(filter: Filter, sort: Sort | undefined, indexes: readonly I[]): Plan<I> {
+  const ids = idLookups(filter);
+  if (ids) return { kind: 'ids', ids, ordered: false };
+  const conds = fieldConditions(filter);
+  const sortEntries = Object.entries(sort ?? {});
+  let best: { plan: Plan<I>; score: number } | undefined;
+  for (const index of indexes) {
+    const candidate = planIndex(index, conds, sortEntries);
+    if (candidate && (!best || candidate.score > best.score)) best = candidate;
+  }
+  if (best) return best.plan;
+  const idOrder = orderFrom(sortEntries, [], 0);
+  return { kind: 'scan', reverse: idOrder?.reverse ?? false, ordered: idOrder !== undefined };
+}
+
+/** `_id: v`, `_id: {$eq: v}` or `_id: {$in: [...]}` with ids only: the documents to fetch by key. */
+function idLookups(filter: Filter): Id[] | undefined {
+  const eq = fieldConditions(filter).get('_id')?.eq;
+  if (eq && isId(eq.value)) return [eq.value];
+  const cond = filter._id;
+  if (isOperatorObject(cond) && Array.isArray(cond.$in) && cond.$in.every(isId)) {
+    return [...new Set(cond.$in as Id[])];
+  }
+  return undefined;
+}
+
+function isId(value: unknown): value is Id {
+  return (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'string';
+}
+
+function planIndex<I extends PlannableIndex>(
+  index: I,
+  conds: Map<string, FieldCondition>,
+  sortEntries: [string, 1 | -1][],
+): { plan: Plan<I>; score: number } | undefined {
+  const prefix: KeyPart[] = [];
+  let eqLen = 0;
+  let pinsNonNull = false;
+  for (const field of index.fields) {
+    const eq = conds.get(field)?.eq;
+    const pair = eq && scalarPair(eq.value);
+    if (!pair) break;
+    prefix.push(...pair);
+    if (eq.value !== null && eq.value !== undefined) pinsNonNull = true;
+    eqLen++;
+  }
+  const next = index.fields[eqLen];
+  const range = next === undefined ? undefined : rangeOn(prefix, conds.get(next));
+  // A sparse index lacks the documents missing its fields, so only use it when the filter requires one.
+  if (index.sparse && !pinsNonNull && !range) return undefined;
+  const order = sortEntries.length > 0 ? orderFrom(sortEntries, index.fields, eqLen) : undefined;
+  if (eqLen === 0 && !range && !order) return undefined;
+  const score = eqLen * 4 + (range ? 2 : 0) + (order ? 1 : 0) + (index.unique && eqLen === index.fields.length ? 8 : 0);
+  const keyRange = range ?? (prefix.length > 0 ? { lo: prefix, hi: [...prefix, AFTER] } : {});
+  return {
+    plan: { kind: 'index', index, range: keyRange, reverse: order?.reverse ?? false, ordered: order !== undefined || sortEntries.length === 0 },
+    score,
+  };
+}
+
+/**
+ * The key range for `$gt/$gte/$lt/$lte` on the field after the equality prefix. MongoDB compares
+ * within one type bracket ({$gt: 5} never matches a string), which is exactly one tag here.
+ * Bounds are widened to inclusive where LMDB needs it; mingo drops the equal keys afterwards.
+ */
+function rangeOn(prefix: KeyPart[], cond: FieldCondition | undefined): KeyRange | undefined {
+  const gt = cond?.gt && cond.gt.value !== null ? scalarPair(cond.gt.value) : undefined;
+  const lt = cond?.lt && cond.lt.value !== null ? scalarPair(cond.lt.value) : undefined;
+  const tag = gt?.[0] ?? lt?.[0];
+  if (tag === undefined) return undefined;
+  const lo = gt && gt[0] === tag ? [...prefix, ...gt] : [...prefix, tag];
+  const hi =
+    lt && lt[0] === tag ? (cond?.lt?.inclusive ? [...prefix, ...lt, AFTER] : [...prefix, ...lt]) : [...prefix, tag + 1];
+  return { lo, hi };
+}
+
+/**
+ * Whether walking the index forward or backward yields the requested sort. Fields pinned by the
+ * equality prefix are constant and drop out; the remaining sort keys must be the next index fields in
+ * one direction (LMDB keys are stored ascending whatever the declared direction), optionally followed
+ * by `_id` once every index field is consumed: duplicates of one key are stored in `_id` order.
+ * With `fields` empty this answers for the primary database, which is in `_id` order.
+ */
+function orderFrom(sortEntries: [string, 1 | -1][], fields: readonly string[], eqLen: number): { reverse: boolean } | undefined {
+  const pinned = new Set(fields.slice(0, eqLen));
+  const rest = sortEntries.filter(([field]) => !pinned.has(field));
+  const first = rest[0];
+  if (!first) return { reverse: false };
+  const dir = first[1];
+  for (let i = 0; i < rest.length; i++) {
+    const [field, d] = rest[i]!;
+    if (d !== dir) return undefined;
+    const indexField = fields[eqLen + i];
+    const isTrailingId = field === '_id' && i === rest.length - 1 && eqLen + i === fields.length;
+    if (field !== indexField && !isTrailingId) return undefined;
+  }
+  return { reverse: dir === -1 };
+}
