@@ -1,0 +1,146 @@
+// The MongoDB adapter: a thin layer over the official driver. Each method calls the driver's method
+// of the same name with the same arguments; the only translations are the ones the port documents:
+// duplicate-key errors become DuplicateKeyError, findOneAnd* return the document itself
+// (`includeResultMetadata: false`) and `returnDocument` defaults to 'after'.
+
+import { MongoClient, MongoServerError, type Collection as DriverCollection } from 'mongodb';
+import {
+  DuplicateKeyError,
+  indexName,
+  type Collection,
+  type DeleteResult,
+  type Doc,
+  type Filter,
+  type FindOneAndUpdateOptions,
+  type FindOptions,
+  type Id,
+  type IndexSpec,
+  type Sort,
+  type Store,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from './port.ts';
+
+export async function openMongoStore(opts: { url: string; dbName?: string }): Promise<Store> {
+  const client = new MongoClient(opts.url);
+  await client.connect();
+  return new MongoStore(client, opts.dbName ?? dbNameFromUrl(opts.url) ?? 'gateway');
+}
+
+/** The database named in the connection string's path (`mongodb://host/<db>?...`), if any. */
+export function dbNameFromUrl(url: string): string | undefined {
+  const match = /^mongodb(?:\+srv)?:\/\/[^/]*\/([^?]*)/.exec(url);
+  const name = match?.[1] ? decodeURIComponent(match[1]) : '';
+  return name.length > 0 ? name : undefined;
+}
+
+class MongoStore implements Store {
+  readonly kind = 'mongodb' as const;
+
+  constructor(
+    private readonly client: MongoClient,
+    private readonly dbName: string,
+  ) {}
+
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    return new MongoCollection<T>(this.client.db(this.dbName).collection<Doc>(name));
+  }
+
+  async ping(): Promise<void> {
+    await this.client.db(this.dbName).command({ ping: 1 });
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+class MongoCollection<T extends Doc> implements Collection<T> {
+  readonly name: string;
+
+  constructor(private readonly c: DriverCollection<Doc>) {
+    this.name = c.collectionName;
+  }
+
+  insertOne(doc: T): Promise<{ insertedId: Id }> {
+    return this.call(async () => ({ insertedId: (await this.c.insertOne(doc)).insertedId }));
+  }
+
+  findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
+    return this.call(() => this.c.findOne(filter, definedOnly(options)) as Promise<T | null>);
+  }
+
+  find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    return this.call(() => this.c.find(filter, definedOnly(options)).toArray() as Promise<T[]>);
+  }
+
+  countDocuments(filter: Filter): Promise<number> {
+    return this.call(() => this.c.countDocuments(filter));
+  }
+
+  updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.call(async () => updateResult(await this.c.updateOne(filter, update, definedOnly(options))));
+  }
+
+  updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    return this.call(async () => updateResult(await this.c.updateMany(filter, update)));
+  }
+
+  findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
+    return this.call(
+      () =>
+        this.c.findOneAndUpdate(filter, update, {
+          ...definedOnly(options),
+          returnDocument: options.returnDocument ?? 'after',
+          includeResultMetadata: false,
+        }) as Promise<T | null>,
+    );
+  }
+
+  replaceOne(filter: Filter, doc: T, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.call(async () => updateResult(await this.c.replaceOne(filter, doc, definedOnly(options))));
+  }
+
+  deleteOne(filter: Filter): Promise<DeleteResult> {
+    return this.call(async () => ({ deletedCount: (await this.c.deleteOne(filter)).deletedCount }));
+  }
+
+  deleteMany(filter: Filter): Promise<DeleteResult> {
+    return this.call(async () => ({ deletedCount: (await this.c.deleteMany(filter)).deletedCount }));
+  }
+
+  findOneAndDelete(filter: Filter, options: { sort?: Sort } = {}): Promise<T | null> {
+    return this.call(
+      () => this.c.findOneAndDelete(filter, { ...definedOnly(options), includeResultMetadata: false }) as Promise<T | null>,
+    );
+  }
+
+  createIndex(spec: IndexSpec): Promise<string> {
+    const { unique, sparse, expireAfterSeconds } = spec;
+    return this.call(() =>
+      this.c.createIndex(spec.keys, definedOnly({ name: indexName(spec), unique, sparse, expireAfterSeconds })),
+    );
+  }
+
+  /** Runs a driver call, turning MongoDB's duplicate-key error (code 11000) into the port's. */
+  private async call<R>(op: () => Promise<R>): Promise<R> {
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof MongoServerError && err.code === 11000) {
+        throw new DuplicateKeyError(this.name, /index: (\S+)/.exec(err.message)?.[1] ?? 'unknown');
+      }
+      throw err;
+    }
+  }
+}
+
+function updateResult(r: { matchedCount: number; modifiedCount: number; upsertedId: unknown }): UpdateResult {
+  return { matchedCount: r.matchedCount, modifiedCount: r.modifiedCount, upsertedId: (r.upsertedId ?? null) as Id | null };
+}
+
+/** Drops undefined options so the driver sends exactly what the caller set (e.g. no `unique: null`). */
+function definedOnly<O extends object>(options: O): O {
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as O;
+}
