@@ -521,7 +521,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 }
 
 function matcher(filter: Filter): (doc: Doc) => boolean {
-  const query = new Query(filter);
+  // No `$where`/`$function`: in-process JavaScript from a filter would be code injection here.
+  const query = new Query(filter, { scriptEnabled: false });
   return (doc) => query.test(doc);
 }
 

@@ -135,6 +135,16 @@ describe('embedded store', () => {
     );
   });
 
+  it('refuses in-process JavaScript in filters', async () => {
+    await withDir((dir) =>
+      withStore(dir, async (store) => {
+        const c = store.collection('js');
+        await c.insertOne({ _id: 1 });
+        await assert.rejects(c.find({ $where: () => true }), /scriptEnabled/);
+      }),
+    );
+  });
+
   it('refuses operations after close', async () => {
     await withDir(async (dir) => {
       const store = await openEmbeddedStore({ dir });

@@ -17,7 +17,7 @@ const byCreated = index('createdAt_1', ['createdAt']);
 describe('embedded query planner', () => {
   it('looks documents up by _id for equality and $in', () => {
     assert.deepEqual(planQuery({ _id: 'a', x: 1 }, undefined, [byOrgAt]), { kind: 'ids', ids: ['a'], ordered: false });
-    assert.deepEqual(planQuery({ _id: { $in: [1, 2, 2] } }, undefined, []), { kind: 'ids', ids: [1, 2], ordered: false });
+    assert.deepEqual(planQuery({ _id: { $in: ['a', 2, 1, 2] } }, undefined, []), { kind: 'ids', ids: [1, 2, 'a'], ordered: false });
     assert.equal(planQuery({ _id: { $in: [1, /x/] } }, undefined, []).kind, 'scan');
   });
 

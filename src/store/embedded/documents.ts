@@ -55,7 +55,7 @@ function idFirst(doc: Record<string, unknown>): Record<string, unknown> {
 
 export function project<T extends Doc>(docs: T[], projection: Projection | undefined): T[] {
   if (!projection || Object.keys(projection).length === 0) return docs;
-  return find(docs, {}, projection).all() as T[];
+  return find(docs, {}, projection, { scriptEnabled: false }).all() as T[];
 }
 
 /**

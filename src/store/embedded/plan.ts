@@ -9,6 +9,7 @@
 // A plan is `ordered` when it yields candidates already in the requested sort order, so a limited
 // query can stop early instead of keeping a top-k.
 
+import { compare } from 'mingo/util';
 import type { Filter, Id, Sort } from '../port.ts';
 import { fieldConditions, isOperatorObject, type FieldCondition } from './filter.ts';
 import { AFTER, scalarPair, type IndexKey, type KeyPart } from './keys.ts';
@@ -52,7 +53,8 @@ function idLookups(filter: Filter): Id[] | undefined {
   if (eq && isId(eq.value)) return [eq.value];
   const cond = filter._id;
   if (isOperatorObject(cond) && Array.isArray(cond.$in) && cond.$in.every(isId)) {
-    return [...new Set(cond.$in as Id[])];
+    // In key order, as MongoDB walks the _id index, so unsorted results come back in _id order.
+    return [...new Set(cond.$in as Id[])].sort(compare);
   }
   return undefined;
 }
