@@ -135,8 +135,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Json
     // The most specific error first: a leaf path beats the union/object summary lines.
     const first = errors.sort((a, b) => b.instancePath.length - a.instancePath.length)[0];
     const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';
-    const extra = first?.keyword === 'additionalProperties' ? ` (${JSON.stringify(first.params)})` : '';
-    throw new ConfigError(`invalid configuration: field "${field}" ${first?.message ?? 'is invalid'}${extra}`);
+    const unknown = first?.keyword === 'boolean' || first?.keyword === 'additionalProperties';
+    const why = unknown ? 'is not a known setting' : (first?.message ?? 'is invalid');
+    throw new ConfigError(`invalid configuration: field "${field}" ${why}`);
   }
   return raw as Config;
 }

@@ -46,6 +46,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     instanceId,
     leaseMs: config.actors.leaseMs,
     leaseWaitMs: config.actors.leaseWaitMs,
+    idleEvictMs: config.actors.idleEvictMs,
     ...(opts.now ? { now: opts.now } : {}),
   });
   // Actor kinds (transcription jobs, webhook endpoints, realtime sockets, intent sessions) register here.

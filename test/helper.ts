@@ -24,7 +24,7 @@ export function testConfig(dir: string, overrides: Record<string, unknown> = {})
     dataDir: dir,
     logLevel: 'silent',
     adminToken: ADMIN_TOKEN,
-    auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 } },
+    auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 100_000 },
     ...overrides,
   });
 }

@@ -34,7 +34,7 @@ describe('error envelope on bad input', () => {
     assert.equal(res.headers.get('allow'), 'POST');
     const res2 = await call(gw.url, 'POST', '/portal/keys/12');
     assertEnvelope(res2, 405, 'method_not_allowed');
-    assert.deepEqual(res2.headers.get('allow')!.split(', ').sort(), ['DELETE', 'GET', 'PATCH']);
+    assert.deepEqual(res2.headers.get('allow')!.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PATCH']);
   });
 
   it('malformed JSON → 400 invalid_json', async () => {

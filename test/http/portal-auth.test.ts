@@ -8,7 +8,7 @@ describe('portal accounts and sessions', () => {
   let clock = Date.now();
   before(async () => {
     gw = await startTestGateway(
-      { auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, loginMaxFailuresPerAccount: 3, sessionTtlHours: 1 } },
+      { auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, loginMaxFailuresPerAccount: 3, sessionTtlHours: 1, signupMaxPerAddressPerHour: 12 } },
       { now: () => clock },
     );
   });
@@ -95,5 +95,16 @@ describe('portal accounts and sessions', () => {
     assert.equal((await call(gw.url, 'GET', '/portal/me', { token: second.body.session_token })).status, 200, 'other sessions live on');
     await call(gw.url, 'POST', '/portal/auth/logout', { token: second.body.session_token, body: { everywhere: true } });
     assert.equal((await call(gw.url, 'GET', '/portal/me', { token: second.body.session_token })).status, 401);
+  });
+
+  it('limits sign-ups per address (429 with Retry-After)', async () => {
+    let last;
+    for (let i = 0; i < 15; i++) {
+      last = await call(gw.url, 'POST', '/portal/auth/signup', { body: { email: `flood${i}@example.com`, password: 'a long enough password' } });
+      if (last.status === 429) break;
+    }
+    assert.equal(last!.status, 429);
+    assert.equal(last!.body.error.code, 'rate_limit_exceeded');
+    assert.ok(Number(last!.headers.get('retry-after')) > 0);
   });
 });

@@ -32,15 +32,19 @@ export function registerPortalAuthRoutes(app: App, deps: AppDeps): void {
     '/portal/auth/logout',
     {
       preHandler: session,
+      // The body is optional: an absent one means {}.
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
       schema: {
         tags: ['portal'],
         summary: 'Revoke this session (or every session of the account with everywhere: true)',
         security: [{ session: [] }],
-        body: Type.Optional(Closed({ everywhere: Type.Optional(Type.Boolean()) })),
+        body: Closed({ everywhere: Type.Optional(Type.Boolean()) }),
         response: { 200: Type.Object({ revoked_sessions: Type.Integer() }), ...errors(401) },
       },
     },
-    async (req) => ({ revoked_sessions: await accounts.logout(sessionOf(req), req.body?.everywhere === true) }),
+    async (req) => ({ revoked_sessions: await accounts.logout(sessionOf(req), req.body.everywhere === true) }),
   );
 
   app.get(

@@ -1,0 +1,89 @@
+// The gateway as a real process: what it acknowledged survives `kill -9`, and SIGTERM shuts it down
+// cleanly (exit 0, store closed, restart finds everything).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { call, createKey, signup } from '../helper.ts';
+
+async function launch(dataDir: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('gateway did not start in 30 s')), 30_000);
+    child.once('exit', (code) => reject(new Error(`gateway exited early with ${code}`)));
+    lines.on('line', (line) => {
+      try {
+        const rec = JSON.parse(line);
+        if (rec.msg === 'gateway started') {
+          clearTimeout(timer);
+          resolve({ child, url: rec.url, startMs: rec.start_ms });
+        }
+      } catch {
+        /* not JSON */
+      }
+    });
+  });
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+
+describe('gateway process', () => {
+  it('keeps every acknowledged account, session, key, org and revocation across kill -9', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-kill-'));
+    try {
+      const first = await launch(join(dir, 'data'));
+      const owner = await signup(first.url);
+      const member = await signup(first.url);
+      const org = await call(first.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Durable' } });
+      assert.equal(org.status, 201);
+      assert.equal((await call(first.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: member.email, role: 'member' } })).status, 201);
+      const live = await createKey(first.url, member.token, { name: 'live' });
+      const dead = await createKey(first.url, member.token, { name: 'dead' });
+      assert.equal((await call(first.url, 'DELETE', `/portal/keys/${dead.id}`, { token: member.token })).status, 200);
+      // The very last acknowledged write before the kill.
+      const lastKey = await createKey(first.url, owner.token, { name: 'last' });
+
+      const gone = exited(first.child);
+      first.child.kill('SIGKILL');
+      assert.equal((await gone).signal, 'SIGKILL');
+
+      const second = await launch(join(dir, 'data'));
+      try {
+        assert.equal((await call(second.url, 'GET', '/portal/me', { token: owner.token })).status, 200, 'session survived');
+        const login = await call(second.url, 'POST', '/portal/auth/login', { body: { email: member.email, password: 'correct horse battery' } });
+        assert.equal(login.status, 200);
+        assert.equal((await call(second.url, 'GET', '/v1/models', { token: live.api_key })).status, 200, 'key survived, same signing secret');
+        assert.equal((await call(second.url, 'GET', '/v1/models', { token: lastKey.api_key })).status, 200, 'last acknowledged write survived');
+        assert.equal((await call(second.url, 'GET', '/v1/models', { token: dead.api_key })).status, 401, 'revocation survived');
+        const members = await call(second.url, 'GET', '/portal/org/members', { token: owner.token });
+        assert.deepEqual(members.body.members.map((m: any) => m.role), ['owner', 'member']);
+        const fetched = await call(second.url, 'GET', `/portal/keys/${live.id}`, { token: member.token });
+        assert.equal(fetched.body.api_key, live.api_key);
+
+        // SIGTERM: graceful, exit code 0, and the data is still there afterwards.
+        const done = exited(second.child);
+        second.child.kill('SIGTERM');
+        assert.deepEqual(await done, { code: 0, signal: null });
+      } finally {
+        second.child.kill('SIGKILL');
+      }
+      const third = await launch(join(dir, 'data'));
+      try {
+        assert.equal((await call(third.url, 'GET', '/v1/models', { token: live.api_key })).status, 200);
+        assert.ok(third.startMs < 10_000, `start took ${third.startMs} ms`);
+      } finally {
+        third.child.kill('SIGKILL');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
