@@ -173,7 +173,7 @@ class EmbeddedStore implements Store {
       const cutoff = Date.now() - seconds * 1000;
       let removed = TTL_BATCH;
       while (removed === TTL_BATCH && !this.closed) {
-        removed = await this.env.childTransaction(() => c.expire(index, cutoff, TTL_BATCH));
+        removed = await c.expire(index, cutoff, TTL_BATCH);
       }
     }
   }
@@ -338,24 +338,26 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     });
   }
 
-  /** TTL: deletes up to `batch` documents whose indexed Date is at or before `cutoffMs`. Runs inside a transaction. */
-  expire(indexName: string, cutoffMs: number, batch: number): number {
-    const index = this.indexes.find((i) => i.name === indexName);
-    const field = index?.fields[0];
-    if (!index || field === undefined) return 0;
-    const ids: Id[] = [];
-    for (const { value } of index.db.getRange({ start: [TAG.date], end: [TAG.date, cutoffMs, AFTER], limit: batch })) {
-      ids.push(value);
-    }
-    let removed = 0;
-    for (const id of ids) {
-      const doc = this.fetch(id);
-      const at: unknown = doc && resolve(doc, field);
-      if (!doc || !(at instanceof Date) || at.getTime() > cutoffMs) continue;
-      this.remove(doc);
-      removed++;
-    }
-    return removed;
+  /** TTL: deletes up to `batch` documents whose indexed Date is at or before `cutoffMs`; resolves to how many. */
+  expire(indexName: string, cutoffMs: number, batch: number): Promise<number> {
+    return this.write(() => {
+      const index = this.indexes.find((i) => i.name === indexName);
+      const field = index?.fields[0];
+      if (!index || field === undefined) return 0;
+      const ids: Id[] = [];
+      for (const { value } of index.db.getRange({ start: [TAG.date], end: [TAG.date, cutoffMs, AFTER], limit: batch })) {
+        ids.push(value);
+      }
+      let removed = 0;
+      for (const id of ids) {
+        const doc = this.fetch(id);
+        const at: unknown = doc && resolve(doc, field);
+        if (!doc || !(at instanceof Date) || at.getTime() > cutoffMs) continue;
+        this.remove(doc);
+        removed++;
+      }
+      return removed;
+    });
   }
 
   // ---- query execution ----
@@ -374,7 +376,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   private *matches(filter: Filter, plan: Plan<IndexState>): Generator<T> {
-    const test = Object.keys(filter).length === 0 ? () => true : matcher(filter);
+    const test = plan.exact || Object.keys(filter).length === 0 ? () => true : matcher(filter);
     for (const doc of this.candidates(plan)) if (test(doc)) yield doc;
   }
 
@@ -415,7 +417,21 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     this.ctx.assertOpen();
     // childTransaction, not transaction: a throwing callback must roll back its partial writes
     // (lmdb-js keeps them otherwise); both join the same batched commit.
-    return this.ctx.env.childTransaction(fn);
+    return this.ctx.env.childTransaction(() => {
+      this.adoptNewIndexes();
+      return fn();
+    });
+  }
+
+  /**
+   * Another process or store instance on the same directory may have added an index since this
+   * registry was loaded; a write that did not maintain it would corrupt it. Indexes are only ever
+   * added, so a length check on the stored list (one small read per write) detects that.
+   */
+  private adoptNewIndexes(): void {
+    const stored = this.ctx.meta.get(['indexes', this.name]) ?? [];
+    if (stored.length === this.indexes.length) return;
+    this.indexes = stored.map((def) => this.indexes.find((i) => i.name === def.name) ?? this.openIndex(def));
   }
 
   private fetch(id: Id): T | undefined {

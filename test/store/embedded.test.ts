@@ -70,6 +70,27 @@ describe('embedded store', () => {
     });
   });
 
+  it('maintains an index created by another store instance on the same directory', async () => {
+    await withDir((dir) =>
+      withStore(dir, (first) =>
+        withStore(dir, async (second) => {
+          const a = first.collection('shared');
+          const b = second.collection('shared');
+          await b.insertOne({ _id: 0, email: 'z@x', org: 'o' }); // b's registry is loaded, without indexes
+          await a.createIndex({ keys: { email: 1 }, unique: true });
+          await assert.rejects(b.insertOne({ _id: 1, email: 'z@x', org: 'o' }), isDuplicateKeyError);
+          await b.insertOne({ _id: 2, email: 'y@x', org: 'o' });
+          assert.deepEqual((await a.find({ email: 'y@x' })).map((d) => d._id), [2]);
+          // b adding its own index keeps a's in the stored definitions.
+          await b.createIndex({ keys: { org: 1 } });
+          await assert.rejects(a.insertOne({ _id: 3, email: 'y@x', org: 'p' }), isDuplicateKeyError);
+          await a.insertOne({ _id: 4, email: 'w@x', org: 'p' });
+          assert.deepEqual((await b.find({ org: 'p' })).map((d) => d._id), [4]);
+        }),
+      ),
+    );
+  });
+
   it('refuses an array in an indexed field and stores nothing', async () => {
     await withDir((dir) =>
       withStore(dir, async (store) => {
