@@ -6,7 +6,7 @@
 // cached in a bounded LRU to skip the HMAC), then one point read of the key record by its jti, which
 // is what makes revocation effective on the very next request on every instance. Expiry and scope
 // are checked against that record.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
 import { compactVerify, SignJWT } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.ts';
@@ -74,7 +74,8 @@ const minLimit = (a: number | null, b: number | null): number | null => (a === n
 
 export class KeyService {
   private readonly keys;
-  private readonly secret: Uint8Array;
+  /** Imported once as a WebCrypto key: jose would otherwise re-import the raw secret on every call. */
+  private readonly secret: Promise<webcrypto.CryptoKey>;
   /** token → jti and subject of a token whose signature was verified. Bounded. */
   private readonly verified: LRUCache<string, { jti: string; sub: number }> | null;
 
@@ -86,7 +87,7 @@ export class KeyService {
     private readonly now: Clock,
   ) {
     this.keys = store.collection<KeyDoc>('api_keys');
-    this.secret = new TextEncoder().encode(secret);
+    this.secret = webcrypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
     this.verified = config.verifiedTokenCacheSize > 0 ? new LRUCache({ max: config.verifiedTokenCacheSize }) : null;
   }
 
@@ -118,10 +119,10 @@ export class KeyService {
   }
 
   /** Signs the stored claims; the same claims always give the same token. */
-  private sign(k: Pick<KeyDoc, 'user_id' | 'jti' | 'iat' | 'exp'>): Promise<string> {
+  private async sign(k: Pick<KeyDoc, 'user_id' | 'jti' | 'iat' | 'exp'>): Promise<string> {
     const claims: Record<string, string | number> = { sub: String(k.user_id), jti: k.jti, iat: k.iat };
     if (k.exp !== null) claims.exp = k.exp;
-    return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(this.secret).then((jwt) => KEY_PREFIX + jwt);
+    return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(await this.secret).then((jwt) => KEY_PREFIX + jwt);
   }
 
   async create(
@@ -259,7 +260,7 @@ export class KeyService {
     try {
       // compactVerify checks the signature only (algorithm pinned); expiry is judged on the stored
       // record so an expired key is told apart from a forged one.
-      const { payload } = await compactVerify(token.slice(KEY_PREFIX.length), this.secret, { algorithms: ['HS256'] });
+      const { payload } = await compactVerify(token.slice(KEY_PREFIX.length), await this.secret, { algorithms: ['HS256'] });
       const claims = JSON.parse(new TextDecoder().decode(payload)) as { sub?: unknown; jti?: unknown };
       const sub = Number(claims.sub);
       if (typeof claims.jti !== 'string' || !Number.isSafeInteger(sub)) return null;

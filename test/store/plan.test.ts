@@ -16,8 +16,8 @@ const byCreated = index('createdAt_1', ['createdAt']);
 
 describe('embedded query planner', () => {
   it('looks documents up by _id for equality and $in', () => {
-    assert.deepEqual(planQuery({ _id: 'a', x: 1 }, undefined, [byOrgAt]), { kind: 'ids', ids: ['a'], ordered: false });
-    assert.deepEqual(planQuery({ _id: { $in: ['a', 2, 1, 2] } }, undefined, []), { kind: 'ids', ids: [1, 2, 'a'], ordered: false });
+    assert.deepEqual(planQuery({ _id: 'a', x: 1 }, undefined, [byOrgAt]), { kind: 'ids', ids: ['a'], ordered: false, exact: false });
+    assert.deepEqual(planQuery({ _id: { $in: ['a', 2, 1, 2] } }, undefined, []), { kind: 'ids', ids: [1, 2, 'a'], ordered: false, exact: true });
     assert.equal(planQuery({ _id: { $in: [1, /x/] } }, undefined, []).kind, 'scan');
   });
 
@@ -30,6 +30,7 @@ describe('embedded query planner', () => {
       range: { lo: [TAG.string, 'o', TAG.date, 1000], hi: [TAG.string, 'o', TAG.date + 1] },
       reverse: true,
       ordered: true,
+      exact: false,
     });
     const forward = planQuery({ org: 'o' }, { org: 1, at: 1, _id: 1 }, [byOrgAt]);
     assert.deepEqual(forward.kind === 'index' && [forward.range, forward.reverse, forward.ordered], [
@@ -37,6 +38,21 @@ describe('embedded query planner', () => {
       false,
       true,
     ]);
+  });
+
+  it('marks a plan exact only when the lookup decides the whole filter', () => {
+    const byJti = index('jti_1', ['jti'], { unique: true });
+    const exact = (f: Record<string, unknown>, idx: PlannableIndex[] = [byJti, byOrgAt]) => planQuery(f, undefined, idx).exact === true;
+    assert.equal(exact({ _id: 7 }), true);
+    assert.equal(exact({ _id: 7, user_id: 3 }), false, 'another field still needs testing');
+    assert.equal(exact({ jti: 'abc' }), true);
+    assert.equal(exact({ jti: 'abc', user_id: 3 }), false);
+    assert.equal(exact({ jti: 'abc', $or: [{ a: 1 }] }), false);
+    assert.equal(exact({ jti: { $eq: 'abc' } }), false, 'only plain values');
+    assert.equal(exact({ org: 'o', at: 5 }), false, 'numbers also match Dates stored as epoch ms in keys');
+    assert.equal(exact({ org: 'o' }), true, 'an equality prefix of a compound index');
+    assert.equal(exact({ org: null }), false, 'null also matches a missing field');
+    assert.equal(exact({ org: 'o', at: { $gte: new Date(0) } }), false);
   });
 
   it('keeps an index for filtering but not for ordering when directions are mixed', () => {
