@@ -21,6 +21,7 @@ import { registerAdminRoutes } from './routes/admin.ts';
 import { registerV1Routes } from './routes/v1.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
+import { ActorRuntimeError } from '../actors/errors.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -164,6 +165,7 @@ function sendError(err: ApiError, request: FastifyRequest, reply: FastifyReply) 
 /** Maps whatever was thrown to an ApiError: ours pass through, fastify's get a stable code, the rest is masked. */
 export function toApiError(err: unknown, request: FastifyRequest): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof ActorRuntimeError) return actorError(err, request);
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation && fe.validation.length > 0) return validationError(fe.validation[0]!, fe.validationContext ?? 'body');
   switch (fe.code) {
@@ -184,6 +186,23 @@ export function toApiError(err: unknown, request: FastifyRequest): ApiError {
   }
   request.log.error({ err }, 'unhandled error');
   return new ApiError('internal_error', 'The gateway failed to process the request; it has been logged with this request id.');
+}
+
+/** Runtime failures keep their code; messages never name instances or internals. */
+function actorError(err: ActorRuntimeError, request: FastifyRequest): ApiError {
+  switch (err.code) {
+    case 'not_found':
+      return new ApiError('not_found', 'No such object.');
+    case 'revision_conflict':
+      return new ApiError('revision_conflict', 'The object was changed concurrently; retry the request.');
+    case 'actor_busy':
+      return new ApiError('actor_busy', 'The object is busy on another instance; retry shortly.', { headers: { 'retry-after': '1' } });
+    case 'shutting_down':
+      return new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+    default:
+      request.log.error({ err }, 'actor runtime failure');
+      return new ApiError('internal_error', 'The gateway failed to process the request; it has been logged with this request id.');
+  }
 }
 
 interface AjvError {

@@ -7,9 +7,9 @@ import type { EventSink } from './events.ts';
 import { KeyService } from './keys.ts';
 import { OrgService } from './orgs.ts';
 
-/** What /admin/actors reads: the actor runtime's view of one actor. */
+/** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
 export interface ActorDirectory {
-  get(kind: string, id: string): Promise<unknown | null>;
+  get(kind: string, id: string): Promise<object>;
 }
 
 export interface Services {

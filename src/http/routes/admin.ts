@@ -23,7 +23,10 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const view = await deps.services.actors.get(req.params.kind, req.params.id);
+      const view = await deps.services.actors.get(req.params.kind, req.params.id).catch((err: unknown) => {
+        if ((err as { code?: string }).code === 'not_found') return null;
+        throw err;
+      });
       if (!view) throw new ApiError('not_found', `No actor ${req.params.kind}/${req.params.id}.`);
       return view;
     },
