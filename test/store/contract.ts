@@ -246,6 +246,10 @@ export function runStoreContract(label: string, open: OpenStore): void {
         }
         const ids = async (filter: Record<string, unknown>) => (await c.find(filter, { sort: { n: 1 } })).map((d) => d._id);
         assert.deepEqual(await ids({ _id: { $in: ['d1', 'd4', 'nope'] } }), ['d1', 'd4']);
+        // An _id lookup narrows the candidates; the rest of the filter still applies.
+        assert.deepEqual(await ids({ _id: { $in: ['d1', 'd4'], $ne: 'd1' } }), ['d4']);
+        assert.deepEqual(await ids({ $and: [{ _id: 'd1' }, { n: 2 }] }), []);
+        assert.equal(await c.countDocuments({ _id: 'd1', n: 2 }), 0);
         assert.deepEqual(await ids({ n: { $in: [0, 5] } }), ['d0', 'd5']);
         assert.deepEqual(await ids({ $or: [{ n: 1 }, { tag: 'x', n: { $gt: 3 } }] }), ['d1', 'd4']);
         assert.deepEqual(await ids({ n: { $gt: 1, $lte: 3 } }), ['d2', 'd3']);

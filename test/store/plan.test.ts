@@ -45,6 +45,10 @@ describe('embedded query planner', () => {
     const exact = (f: Record<string, unknown>, idx: PlannableIndex[] = [byJti, byOrgAt]) => planQuery(f, undefined, idx).exact === true;
     assert.equal(exact({ _id: 7 }), true);
     assert.equal(exact({ _id: 7, user_id: 3 }), false, 'another field still needs testing');
+    assert.equal(exact({ _id: { $in: [7, 8] } }), true);
+    assert.equal(exact({ _id: { $in: [7], $ne: 7 } }), false, 'another operator on _id still needs testing');
+    assert.equal(exact({ _id: { $eq: 7, $gt: 9 } }), false);
+    assert.equal(exact({ $and: [{ _id: 7 }, { user_id: 3 }] }), false, 'an $and clause still needs testing');
     assert.equal(exact({ jti: 'abc' }), true);
     assert.equal(exact({ jti: 'abc', user_id: 3 }), false);
     assert.equal(exact({ jti: 'abc', $or: [{ a: 1 }] }), false);

@@ -37,7 +37,7 @@ export type Plan<I extends PlannableIndex = PlannableIndex> =
 
 export function planQuery<I extends PlannableIndex>(filter: Filter, sort: Sort | undefined, indexes: readonly I[]): Plan<I> {
   const ids = idLookups(filter);
-  if (ids) return { kind: 'ids', ids, ordered: false, exact: Object.keys(filter).length === 1 };
+  if (ids) return { kind: 'ids', ids, ordered: false, exact: idsDecideFilter(filter) };
   const conds = fieldConditions(filter);
   const sortEntries = Object.entries(sort ?? {});
   let best: { plan: Plan<I>; score: number } | undefined;
@@ -60,6 +60,20 @@ function idLookups(filter: Filter): Id[] | undefined {
     return [...new Set(cond.$in as Id[])].sort(compare);
   }
   return undefined;
+}
+
+/**
+ * True when fetching the looked-up ids is the whole filter: `{_id: v}`, `{_id: {$eq: v}}` or
+ * `{_id: {$in: [...]}}` and nothing else. Not `{$and: [{_id: 1}, ...]}` nor `{_id: {$in: [1], $ne: 1}}`,
+ * whose other conditions still need mingo.
+ */
+function idsDecideFilter(filter: Filter): boolean {
+  const keys = Object.keys(filter);
+  if (keys.length !== 1 || keys[0] !== '_id') return false;
+  const cond = filter._id;
+  if (!isOperatorObject(cond)) return true;
+  const ops = Object.keys(cond);
+  return ops.length === 1 && (ops[0] === '$in' || ops[0] === '$eq');
 }
 
 function isId(value: unknown): value is Id {
