@@ -60,7 +60,13 @@ export class ApiError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly options: { param?: string; type?: string; headers?: Record<string, string> } = {},
+    readonly options: {
+      param?: string;
+      type?: string;
+      headers?: Record<string, string>;
+      /** Answer with the bare body `{detail: message}` (the spec's per-key RPM/TPD 429s). */
+      bare?: boolean;
+    } = {},
   ) {
     super(message);
     this.status = ERRORS[code].status;
@@ -68,7 +74,8 @@ export class ApiError extends Error {
   }
 }
 
-export function toEnvelope(err: ApiError, requestId: string): ErrorEnvelope {
+export function toEnvelope(err: ApiError, requestId: string): ErrorEnvelope | { detail: string } {
+  if (err.options.bare) return { detail: err.message };
   return {
     error: {
       message: err.message,

@@ -1,0 +1,46 @@
+// Virtual models and their upstream routes, as an administrator configures them (PUT /admin/models).
+// Stored in the `models` collection, _id = the virtual model id clients send.
+
+export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
+export type ModelType = (typeof MODEL_TYPES)[number];
+
+export interface RouteConfig {
+  /** Provider folder name under src/providers/: 'openai' (any OpenAI-compatible server) or 'anthropic'. */
+  provider: string;
+  base_url: string;
+  /** The upstream key, inline (stored; never returned to clients) or by environment variable name. */
+  api_key?: string;
+  api_key_env?: string;
+  upstream_model: string;
+  timeout_ms?: number;
+  max_concurrent?: number;
+  rpm?: number;
+}
+
+/** Fractions of a cent are allowed everywhere. */
+export interface Pricing {
+  input_cents_per_mtok?: number;
+  output_cents_per_mtok?: number;
+  cents_per_minute?: number;
+  cents_per_1k_chars?: number;
+  cents_per_call?: number;
+}
+
+export interface ModelDoc {
+  _id: string;
+  type: ModelType;
+  owned_by: string;
+  reasoning?: boolean;
+  languages?: string[];
+  streaming?: boolean;
+  voices?: string[];
+  context_window?: number;
+  max_output_tokens?: number;
+  pricing: Pricing;
+  routes: RouteConfig[];
+  /** Calls need a KYC-verified account (403 kyc_required otherwise). */
+  requires_kyc?: boolean;
+  created_at: Date;
+  updated_at: Date;
+  [k: string]: unknown;
+}

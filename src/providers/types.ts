@@ -1,0 +1,102 @@
+// The provider boundary (Portkey style): one folder per provider under src/providers/<name>/, one
+// file per capability (chat.ts, embeddings.ts), and an index.ts registry keyed by provider name.
+// Requests and responses here are OpenAI-shaped whatever the upstream speaks; a provider translates.
+
+export interface ResolvedRoute {
+  /** Stable id for health tracking and limits: `${modelId}#${index}`. */
+  id: string;
+  provider: string;
+  baseUrl: string;
+  /** Resolved key (inline or from the environment); empty when the route has none. */
+  apiKey: string;
+  upstreamModel: string;
+  timeoutMs: number;
+  maxConcurrent?: number;
+  rpm?: number;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  stop?: string[];
+  n?: number;
+}
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+export interface ChatChoice {
+  index: number;
+  message: { role: 'assistant'; content: string };
+  finish_reason: string;
+}
+
+export interface ChatResult {
+  choices: ChatChoice[];
+  /** As reported by the upstream; null when it reported none (the caller counts with its tokenizer). */
+  usage: TokenUsage | null;
+}
+
+export interface ChatChunk {
+  choices: { index: number; delta: { role?: 'assistant'; content?: string }; finish_reason?: string | null }[];
+  /** Present on the chunk that carries the upstream's final usage, if any. */
+  usage?: TokenUsage;
+}
+
+export interface EmbeddingsRequest {
+  input: string | string[];
+  encoding_format?: 'float' | 'base64';
+  dimensions?: number;
+}
+
+export interface EmbeddingsResult {
+  data: { index: number; embedding: number[] | string }[];
+  usage: { prompt_tokens: number } | null;
+}
+
+/**
+ * Why an upstream call failed. `retryable` failures (connect error, timeout, 5xx, 429) let the
+ * router fail over to the next route; `config` failures (no key, bad URL, 401/403/404 from the
+ * upstream) mean the route cannot work as configured; `client` failures (400 from the upstream for
+ * the request itself) go back to the caller; `protocol` is a malformed upstream answer.
+ */
+export class UpstreamError extends Error {
+  override name = 'UpstreamError';
+  constructor(
+    readonly kind: 'connect' | 'timeout' | 'http' | 'protocol' | 'config' | 'client' | 'aborted',
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface ChatCapability {
+  complete(route: ResolvedRoute, req: ChatRequest, signal: AbortSignal): Promise<ChatResult>;
+  /**
+   * Opens a stream. Resolves once the upstream accepted the request (2xx and headers); the iterator
+   * then yields chunks as they arrive, and throws UpstreamError on a mid-stream failure.
+   * Implementations ask the upstream for usage on streams where the protocol allows it.
+   */
+  stream(route: ResolvedRoute, req: ChatRequest, signal: AbortSignal): Promise<AsyncIterable<ChatChunk>>;
+}
+
+export interface EmbeddingsCapability {
+  embed(route: ResolvedRoute, req: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsResult>;
+}
+
+export interface Provider {
+  name: string;
+  chat?: ChatCapability;
+  embeddings?: EmbeddingsCapability;
+}
