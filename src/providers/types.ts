@@ -13,6 +13,12 @@ export interface ResolvedRoute {
   timeoutMs: number;
   maxConcurrent?: number;
   rpm?: number;
+  /**
+   * Set by resolveRoutes when the route cannot work as configured (key variable unset, unparsable
+   * base_url, unknown provider): the router counts it as misconfigured without calling it. For
+   * logs only; it may name an environment variable, never a key.
+   */
+  problem?: string;
 }
 
 export interface ChatMessage {
@@ -64,10 +70,12 @@ export interface EmbeddingsResult {
 }
 
 /**
- * Why an upstream call failed. `retryable` failures (connect error, timeout, 5xx, 429) let the
- * router fail over to the next route; `config` failures (no key, bad URL, 401/403/404 from the
- * upstream) mean the route cannot work as configured; `client` failures (400 from the upstream for
- * the request itself) go back to the caller; `protocol` is a malformed upstream answer.
+ * Why an upstream call failed. `retryable` failures (connect error, timeout, 5xx, 429, a malformed
+ * answer) may succeed on another try; `config` failures (no key, bad URL, 401/403/404 from the
+ * upstream) mean the route cannot work as configured. The router fails over to the next route on
+ * both. `client` failures (400/413/422 from the upstream for the request itself) go back to the
+ * caller; `protocol` is a malformed upstream answer; `aborted` means the caller's signal fired.
+ * The message names the route id at most, never the upstream URL or key.
  */
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
@@ -76,6 +84,11 @@ export class UpstreamError extends Error {
     message: string,
     readonly retryable: boolean,
     readonly status?: number,
+    /**
+     * The upstream's own explanation of a rejected request, scrubbed of URLs and the route's key
+     * and cut short, so it can be shown to the client (set on `client` failures).
+     */
+    readonly upstreamMessage?: string,
   ) {
     super(message);
   }

@@ -1,0 +1,107 @@
+// A fake OpenAI-compatible upstream on loopback, speaking the real wire format:
+//   POST /v1/chat/completions — JSON, or SSE with `stream: true` (role chunk, one chunk per word,
+//     the finish_reason chunk, the usage chunk when `stream_options.include_usage`, `[DONE]`);
+//   POST /v1/embeddings — string or list input, `encoding_format` float|base64, `dimensions`.
+// With `apiKey` set it answers 401 unless `authorization: Bearer <apiKey>` came; with `models` set,
+// 404 for any other model. Programmable per request through FakeBehaviour (see fake-server.ts).
+//
+//   const up = await startOpenAIUpstream({ apiKey: 'sk-up' });
+//   up.next({ status: 503 }, { closeAfterChunks: 3 });   // the next two requests
+//   ... route base_url = `${up.url}/v1` ...
+//   up.requests[0].headers.authorization                  // 'Bearer sk-up'
+import { FakeServer, sendAnswer, sendJson, sendStream, simulate, words, type Exchange } from './fake-server.ts';
+
+export { FakeServer, simulate, words, type FakeBehaviour, type RecordedRequest } from './fake-server.ts';
+
+export interface OpenAIUpstreamOptions {
+  apiKey?: string;
+  models?: string[];
+  /** Embedding length when the request names no `dimensions` (default 8). */
+  dimensions?: number;
+}
+
+const ERROR_TYPES: Record<number, [string, string]> = {
+  400: ['invalid_request_error', 'invalid_request'],
+  401: ['invalid_request_error', 'invalid_api_key'],
+  403: ['permission_error', 'permission_denied'],
+  404: ['invalid_request_error', 'model_not_found'],
+  429: ['rate_limit_error', 'rate_limit_exceeded'],
+};
+
+function openaiError(x: Exchange, status: number, message: string): void {
+  const [type, code] = ERROR_TYPES[status] ?? ['server_error', 'server_error'];
+  sendJson(x.res, status, { error: { message, type, param: null, code } });
+}
+
+export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Promise<FakeServer> {
+  return FakeServer.start(async (x) => {
+    const { rec, behaviour } = x;
+    if (rec.method !== 'POST') return openaiError(x, 405, 'method not allowed');
+    if (opts.apiKey !== undefined && rec.headers.authorization !== `Bearer ${opts.apiKey}`) {
+      return openaiError(x, 401, 'Incorrect API key provided.');
+    }
+    if (behaviour.status) return openaiError(x, behaviour.status, behaviour.message ?? `fake failure ${behaviour.status}`);
+    const body = rec.body;
+    if (typeof body !== 'object' || body === null || typeof body.model !== 'string') return openaiError(x, 400, 'model is required');
+    if (opts.models && !opts.models.includes(body.model)) {
+      return openaiError(x, 404, `The model \`${body.model}\` does not exist or you do not have access to it.`);
+    }
+    if (rec.path === '/v1/chat/completions') return chat(x, body);
+    if (rec.path === '/v1/embeddings') return embeddings(x, body, opts.dimensions ?? 8);
+    return openaiError(x, 404, 'not found');
+  });
+}
+
+async function chat(x: Exchange, body: any): Promise<void> {
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return openaiError(x, 400, 'messages must be a non-empty array');
+  const sim = simulate(body.messages, x.behaviour.reply, body.max_tokens, body.stop);
+  const n: number = body.n ?? 1;
+  const usage = x.behaviour.usage ?? {
+    prompt_tokens: sim.promptTokens,
+    completion_tokens: sim.completionTokens * n,
+    total_tokens: sim.promptTokens + sim.completionTokens * n,
+  };
+  const base = { id: 'chatcmpl-fake', created: 1_700_000_000, model: body.model };
+  if (!body.stream) {
+    const choices = Array.from({ length: n }, (_, index) => ({
+      index,
+      message: { role: 'assistant', content: sim.text },
+      logprobs: null,
+      finish_reason: sim.finish,
+    }));
+    return sendAnswer(x, { ...base, object: 'chat.completion', choices, usage });
+  }
+  const withUsage = body.stream_options?.include_usage === true;
+  const frame = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...(withUsage ? { usage: null } : {}), ...extra })}\n\n`;
+  const each = (f: (index: number) => unknown) => Array.from({ length: n }, (_, index) => f(index));
+  const frames = [
+    frame(each((index) => ({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }))),
+    ...sim.pieces.map((content) => frame(each((index) => ({ index, delta: { content }, logprobs: null, finish_reason: null })))),
+    frame(each((index) => ({ index, delta: {}, logprobs: null, finish_reason: sim.finish }))),
+  ];
+  if (withUsage) frames.push(frame([], { usage }));
+  frames.push('data: [DONE]\n\n');
+  await sendStream(x, frames, `data: ${JSON.stringify({ error: { message: 'fake failure mid-stream', type: 'server_error' } })}\n\n`);
+}
+
+/** A deterministic vector per text: the same input gives the same embedding. */
+export function fakeEmbedding(text: string, dimensions: number): number[] {
+  let h = 2166136261;
+  for (const ch of text) h = Math.imul(h ^ ch.codePointAt(0)!, 16777619) >>> 0;
+  return Array.from({ length: dimensions }, (_, k) => (((h + k * 2654435761) >>> 0) % 2000) / 1000 - 1);
+}
+
+function embeddings(x: Exchange, body: any, defaultDimensions: number): void {
+  const inputs: unknown[] = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? body.input : [];
+  if (inputs.length === 0 || !inputs.every((s) => typeof s === 'string')) return openaiError(x, 400, 'input must be a string or a list of strings');
+  const dims: number = body.dimensions ?? defaultDimensions;
+  const data = (inputs as string[]).map((text, index) => {
+    const vector = fakeEmbedding(text, dims);
+    const embedding =
+      body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  const tokens = (inputs as string[]).reduce((n, s) => n + words(s).length, 0);
+  sendAnswer(x, { object: 'list', data, model: body.model, usage: x.behaviour.usage ?? { prompt_tokens: tokens, total_tokens: tokens } });
+}
