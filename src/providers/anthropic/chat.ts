@@ -1,0 +1,215 @@
+// Chat through Anthropic's Messages API (POST {base_url}/v1/messages; base_url without the version,
+// as in Anthropic's SDK: https://api.anthropic.com), translated to and from the OpenAI shapes.
+//
+// Request: system messages → `system` (joined in order with a blank line; one placed mid-
+// conversation moves to the top, the only place Anthropic takes it); consecutive turns of one role
+// merged; `max_tokens` from the request or `defaultMaxTokens` (Anthropic requires it); `stop` →
+// `stop_sequences`; temperature clamped to Anthropic's 0..1; n > 1 and a conversation that does not
+// start with a user turn are refused as the client's error.
+// Answer: text blocks joined (thinking and tool blocks dropped); stop_reason → finish_reason.
+// Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
+// finish_reason chunk; message_stop → the usage chunk (input tokens from message_start, output from
+// the last message_delta); ping ignored; an `error` event throws.
+import { routeUrl, scrub, type SseMessage, type UpstreamCall, type UpstreamHttp } from '../http.ts';
+import { isObject, protocolError, tokenCount, usageOf, type Json } from '../validate.ts';
+import {
+  UpstreamError,
+  type ChatCapability,
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResult,
+  type ResolvedRoute,
+  type TokenUsage,
+} from '../types.ts';
+
+export const ANTHROPIC_VERSION = '2023-06-01';
+export const DEFAULT_MAX_TOKENS = 4096;
+
+export interface AnthropicOptions {
+  /** `max_tokens` when the request names none. */
+  defaultMaxTokens?: number;
+}
+
+export function anthropicChat(http: UpstreamHttp, opts: AnthropicOptions = {}): ChatCapability {
+  const defaultMaxTokens = opts.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
+  return {
+    async complete(route, req, signal) {
+      const json = await http.postJson(messagesCall(route, toAnthropic(route, req, false, defaultMaxTokens), signal));
+      return fromAnthropic(route.id, json);
+    },
+    async stream(route, req, signal) {
+      const events = await http.openSse(messagesCall(route, toAnthropic(route, req, true, defaultMaxTokens), signal));
+      return anthropicChunks(route, events);
+    },
+  };
+}
+
+function messagesCall(route: ResolvedRoute, body: Json, signal: AbortSignal): UpstreamCall {
+  if (!route.apiKey) throw new UpstreamError('config', `route ${route.id} has no API key`, false);
+  return {
+    routeId: route.id,
+    url: routeUrl(route, '/v1/messages'),
+    headers: { 'x-api-key': route.apiKey, 'anthropic-version': ANTHROPIC_VERSION },
+    body,
+    timeoutMs: route.timeoutMs,
+    signal,
+    secrets: [route.apiKey],
+  };
+}
+
+function refuse(route: ResolvedRoute, why: string): UpstreamError {
+  return new UpstreamError('client', `route ${route.id}: ${why}`, false, 400, why);
+}
+
+export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: boolean, defaultMaxTokens = DEFAULT_MAX_TOKENS): Json {
+  if (req.n !== undefined && req.n > 1) throw refuse(route, 'n greater than 1 is not supported by this model');
+  const system: string[] = [];
+  const turns: { role: 'user' | 'assistant'; content: string }[] = [];
+  for (const m of req.messages) {
+    if (m.role === 'system') {
+      system.push(m.content);
+      continue;
+    }
+    const last = turns[turns.length - 1];
+    if (last && last.role === m.role) last.content = `${last.content}\n\n${m.content}`;
+    else turns.push({ role: m.role, content: m.content });
+  }
+  if (turns.length === 0) throw refuse(route, 'at least one user message is required');
+  if (turns[0]?.role !== 'user') throw refuse(route, 'the conversation must start with a user message for this model');
+  const final = turns[turns.length - 1];
+  // Anthropic refuses a prefilled assistant turn that ends in whitespace.
+  if (final && final.role === 'assistant') final.content = final.content.trimEnd();
+
+  const body: Json = { model: route.upstreamModel, max_tokens: req.max_tokens ?? defaultMaxTokens, messages: turns };
+  if (system.length > 0) body.system = system.join('\n\n');
+  if (req.temperature !== undefined) body.temperature = Math.min(Math.max(req.temperature, 0), 1);
+  if (req.top_p !== undefined) body.top_p = req.top_p;
+  if (req.stop !== undefined && req.stop.length > 0) body.stop_sequences = req.stop;
+  if (stream) body.stream = true;
+  return body;
+}
+
+const FINISH: Record<string, string> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+  pause_turn: 'stop',
+};
+
+export function finishReason(stop: unknown): string {
+  return (typeof stop === 'string' && FINISH[stop]) || 'stop';
+}
+
+/** Anthropic counts cached prompt tokens apart from input_tokens; the prompt is all of them. */
+function promptTokens(usage: Json): number | null {
+  const input = tokenCount(usage.input_tokens);
+  if (input === null) return null;
+  let total = input;
+  for (const k of ['cache_creation_input_tokens', 'cache_read_input_tokens'] as const) {
+    if (usage[k] === undefined || usage[k] === null) continue;
+    const n = tokenCount(usage[k]);
+    if (n === null) return null;
+    total += n;
+  }
+  return total;
+}
+
+export function fromAnthropic(routeId: string, json: unknown): ChatResult {
+  if (!isObject(json) || !Array.isArray(json.content)) throw protocolError(routeId, 'no content');
+  let text = '';
+  for (const block of json.content as unknown[]) {
+    if (!isObject(block)) throw protocolError(routeId, 'a content block is not an object');
+    if (block.type === 'text') {
+      if (typeof block.text !== 'string') throw protocolError(routeId, 'a text block has no text');
+      text += block.text;
+    }
+  }
+  const usage = isObject(json.usage) ? usageOf(promptTokens(json.usage), json.usage.output_tokens) : null;
+  return {
+    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason(json.stop_reason) }],
+    usage,
+  };
+}
+
+const ERROR_TYPES: Record<string, [UpstreamError['kind'], number]> = {
+  invalid_request_error: ['client', 400],
+  request_too_large: ['client', 413],
+  authentication_error: ['config', 401],
+  permission_error: ['config', 403],
+  not_found_error: ['config', 404],
+  rate_limit_error: ['http', 429],
+  api_error: ['http', 500],
+  overloaded_error: ['http', 529],
+};
+
+/** An `error` event in the stream, classified as its HTTP twin would be. */
+function streamError(route: ResolvedRoute, data: Json): UpstreamError {
+  const err = isObject(data.error) ? data.error : {};
+  const [kind, status] = (typeof err.type === 'string' && ERROR_TYPES[err.type]) || ['http', 500];
+  const said = typeof err.message === 'string' ? scrub(err.message, [route.apiKey]) : undefined;
+  const retryable = kind === 'http';
+  return new UpstreamError(kind, `route ${route.id}: upstream failed mid-stream (${status})`, retryable, status, said);
+}
+
+export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterable<SseMessage>): AsyncGenerator<ChatChunk> {
+  let started = false;
+  let prompt: number | null = null;
+  let output: number | null = null;
+  const roleOnce = function* (): Generator<ChatChunk> {
+    if (started) return;
+    started = true;
+    yield { choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] };
+  };
+  for await (const m of events) {
+    if (m.type === 'done') break;
+    const d = m.data;
+    if (!isObject(d)) throw protocolError(route.id, 'an event is not an object');
+    switch (d.type) {
+      case 'message_start': {
+        const usage = isObject(d.message) && isObject(d.message.usage) ? d.message.usage : {};
+        prompt = promptTokens(usage);
+        output = tokenCount(usage.output_tokens);
+        yield* roleOnce();
+        break;
+      }
+      case 'content_block_start':
+      case 'content_block_delta': {
+        const part = d.type === 'content_block_start' ? d.content_block : d.delta;
+        if (!isObject(part)) throw protocolError(route.id, `${d.type} has no block`);
+        const text = part.type === 'text' || part.type === 'text_delta' ? part.text : undefined;
+        if (text !== undefined && typeof text !== 'string') throw protocolError(route.id, 'a text delta has no text');
+        if (text) {
+          yield* roleOnce();
+          yield { choices: [{ index: 0, delta: { content: text } }] };
+        }
+        break;
+      }
+      case 'message_delta': {
+        if (isObject(d.usage)) {
+          // output_tokens is cumulative; newer API versions may restate input tokens here too.
+          output = tokenCount(d.usage.output_tokens);
+          if (d.usage.input_tokens !== undefined) prompt = promptTokens(d.usage);
+        }
+        const delta = isObject(d.delta) ? d.delta : {};
+        if (delta.stop_reason !== undefined && delta.stop_reason !== null) {
+          yield* roleOnce();
+          yield { choices: [{ index: 0, delta: {}, finish_reason: finishReason(delta.stop_reason) }] };
+        }
+        break;
+      }
+      case 'message_stop': {
+        const usage: TokenUsage | null = usageOf(prompt, output);
+        if (usage) yield { choices: [], usage };
+        return;
+      }
+      case 'error':
+        throw streamError(route, d);
+      default:
+        // ping, content_block_stop, and event types added after this was written.
+        break;
+    }
+  }
+  throw protocolError(route.id, 'the stream ended before message_stop');
+}
