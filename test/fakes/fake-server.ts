@@ -40,6 +40,8 @@ export interface FakeBehaviour {
   errorAfterChunks?: number;
   /** Stream: send one data line this long before the first event. */
   longLineBytes?: number;
+  /** Stream: wait this long after the last event before ending the response. */
+  lingerMs?: number;
 }
 
 export interface RecordedRequest {
@@ -206,6 +208,7 @@ export async function sendStream(x: Exchange, frames: string[], errorFrame: stri
     if (res.destroyed) return;
     res.write(frames[i]);
   }
+  if (b.lingerMs) await sleep(b.lingerMs);
   res.end();
 }
 

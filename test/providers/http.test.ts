@@ -101,12 +101,14 @@ describe('readSse', () => {
     assert.equal(seen.length, 1);
     assert.ok(Date.now() - started < 1000);
 
+    // The consumer dawdles 120 ms over the first event; the upstream sends the next one soon after.
     const slow = new PassThrough();
-    slow.end('data: {"n":1}\n\ndata: {"n":2}\n\n');
+    slow.write('data: {"n":1}\n\n');
+    setTimeout(() => slow.end('data: {"n":2}\n\n'), 150);
     const got: SseMessage[] = [];
     for await (const m of readSse(slow, { ...OPTS, idleTimeoutMs: 50 })) {
       got.push(m);
-      await sleep(120);
+      if (got.length === 1) await sleep(120);
     }
     assert.equal(got.length, 2);
   });
@@ -241,10 +243,11 @@ describe('UpstreamHttp', () => {
     assert.match(err.message, /event stream/);
   });
 
-  it('returns the socket to the pool after [DONE]', async () => {
+  it('returns the socket to the pool after [DONE], even when the response ends a little later', async () => {
+    up.next({ lingerMs: 50 });
     const n = up.requests.length;
     await collect(await http.openSse(call('/v1/chat/completions', { ...CHAT, stream: true })));
-    await sleep(20);
+    await sleep(100);
     for (let i = 0; i < 4; i++) await http.postJson(call('/v1/chat/completions', CHAT));
     const [stream, ...later] = up.requests.slice(n);
     assert.ok(later.some((r) => r.remotePort === stream!.remotePort), 'the stream connection was not reused');

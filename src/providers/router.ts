@@ -1,0 +1,478 @@
+// The upstream router: tries a model's routes in order until one serves the request.
+//
+// Failover. A route that fails to connect, times out, answers 5xx/408/409/425/429 or a malformed
+// answer, or cannot work as configured (resolveRoutes flagged it; 401/402/403/404/405 or a redirect)
+// is skipped for the next one. A 400/413/422 is about the request: it goes back to the caller as
+// `invalid_request` (or `context_length_exceeded`) without trying further routes. A stream commits
+// to a route only once it delivered its first chunk with content (role-only chunks are held back
+// and merged into it), so a route that accepts and then dies before saying anything still fails
+// over; after that, a failure ends the stream with an UpstreamError from the iterator.
+// When no route served: `model_misconfigured` if every route tried failed as misconfigured (or the
+// model has no route), otherwise `model_unavailable`. The caller's signal firing ends everything
+// with UpstreamError 'aborted' (nothing is left to answer).
+//
+// Health. Each route id counts consecutive failures (connect, timeout, http, protocol, config; not
+// the client's errors, aborts or our own queue timeouts). At `failureThreshold` the route cools down
+// for `cooldownMs`: it is skipped, except that once every other route failed or was cooling, the
+// cooling route that failed least recently is tried as a last resort (so a model whose routes all
+// cool down still gets one try per request). A success clears the count; a failure after the
+// cool-down starts a new one at once.
+//
+// Shaping. A route with max_concurrent and/or rpm gets a Bottleneck limiter (per route id and
+// settings, created on first use, at most `maxLimiters` kept): max_concurrent bounds calls in flight
+// (a stream holds its slot until it ends), rpm spaces starts 60000/rpm ms apart. A burst queues;
+// a call that waited `maxQueueWaitMs` (or found `maxQueued` ahead of it) moves on to the next route.
+import Bottleneck from 'bottleneck';
+import { abortedError } from './http.ts';
+import { isProviderName, type ProviderName } from './index.ts';
+import type { RouteConfig } from '../models/types.ts';
+import {
+  UpstreamError,
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResult,
+  type EmbeddingsRequest,
+  type EmbeddingsResult,
+  type Provider,
+  type ResolvedRoute,
+} from './types.ts';
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+const MAX_TIMEOUT_MS = 600_000;
+
+export type RouterErrorCode = 'model_unavailable' | 'model_misconfigured' | 'invalid_request' | 'context_length_exceeded';
+
+/** What happened on one route during one request, for logs and tests. */
+export interface Attempt {
+  route: string;
+  outcome: UpstreamError['kind'] | 'queue_timeout';
+  status?: number;
+}
+
+/** The router could not serve. `code` is one of the gateway's error codes; the message names route ids at most. */
+export class RouterError extends Error {
+  override name = 'RouterError';
+  constructor(
+    readonly code: RouterErrorCode,
+    message: string,
+    readonly attempts: Attempt[],
+  ) {
+    super(message);
+  }
+}
+
+export interface RouterLogger {
+  warn(obj: object, msg: string): void;
+}
+
+export interface RouterOptions {
+  /** Consecutive failures that start a cool-down (default 3). */
+  failureThreshold?: number;
+  /** How long a failing route is skipped (default 30 s). */
+  cooldownMs?: number;
+  /** How long a call may wait for a route's limiter before moving on (default 10 s). */
+  maxQueueWaitMs?: number;
+  /** Calls queued per limiter beyond which new ones move on at once (default 1000). */
+  maxQueued?: number;
+  /** Limiters kept; idle ones are dropped first (default 1000). */
+  maxLimiters?: number;
+  now?: () => number;
+  logger?: RouterLogger;
+}
+
+export interface RouteHealth {
+  route: string;
+  consecutiveFailures: number;
+  lastFailureAt: number;
+  coolingUntil: number | null;
+}
+
+interface Health {
+  failures: number;
+  lastFailureAt: number;
+  coolUntil: number;
+}
+
+const MAX_HEALTH_ENTRIES = 10_000;
+/** Role-only chunks held back before the first real one; more than this and we commit anyway. */
+const MAX_PRELUDE_CHUNKS = 64;
+
+export class UpstreamRouter {
+  readonly #providers: ReadonlyMap<string, Provider>;
+  readonly #threshold: number;
+  readonly #cooldownMs: number;
+  readonly #maxQueueWaitMs: number;
+  readonly #maxQueued: number;
+  readonly #maxLimiters: number;
+  readonly #now: () => number;
+  readonly #logger: RouterLogger | undefined;
+  readonly #health = new Map<string, Health>();
+  readonly #limiters = new Map<string, Bottleneck>();
+
+  constructor(providers: ReadonlyMap<ProviderName, Provider>, opts: RouterOptions = {}) {
+    this.#providers = providers;
+    this.#threshold = Math.max(1, opts.failureThreshold ?? 3);
+    this.#cooldownMs = opts.cooldownMs ?? 30_000;
+    this.#maxQueueWaitMs = opts.maxQueueWaitMs ?? 10_000;
+    this.#maxQueued = opts.maxQueued ?? 1000;
+    this.#maxLimiters = opts.maxLimiters ?? 1000;
+    this.#now = opts.now ?? Date.now;
+    this.#logger = opts.logger;
+  }
+
+  complete(routes: ResolvedRoute[], req: ChatRequest, signal: AbortSignal): Promise<{ result: ChatResult; route: ResolvedRoute }> {
+    return this.#once(routes, signal, 'chat', (p, route) => p.chat!.complete(route, req, signal));
+  }
+
+  embed(routes: ResolvedRoute[], req: EmbeddingsRequest, signal: AbortSignal): Promise<{ result: EmbeddingsResult; route: ResolvedRoute }> {
+    return this.#once(routes, signal, 'embeddings', (p, route) => p.embeddings!.embed(route, req, signal));
+  }
+
+  /**
+   * Opens a stream on the first route that delivers a chunk. `first` is that chunk (with the role
+   * of any role-only chunks before it merged in), or null for a stream that ended empty. `rest`
+   * yields the remaining chunks once and throws UpstreamError if the upstream fails mid-stream.
+   * Iterate `rest` to its end or leave the loop (return()); the caller's signal firing also ends
+   * it and frees the route's slot.
+   */
+  async stream(
+    routes: ResolvedRoute[],
+    req: ChatRequest,
+    signal: AbortSignal,
+  ): Promise<{ route: ResolvedRoute; first: ChatChunk | null; rest: AsyncIterable<ChatChunk> }> {
+    const served = await this.#serve(routes, signal, 'chat', async (p, route) => {
+      const it = (await p.chat!.stream(route, req, signal))[Symbol.asyncIterator]();
+      try {
+        const first = await pullFirst(it);
+        this.#succeeded(route);
+        return { it, first };
+      } catch (err) {
+        void it.return?.().catch(() => {});
+        throw err;
+      }
+    });
+    const { route, release } = served;
+    const { it, first } = served.value;
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      signal.removeEventListener('abort', end);
+      release();
+      void it.return?.().catch(() => {});
+    };
+    signal.addEventListener('abort', end, { once: true });
+    if (signal.aborted) end();
+
+    const self = this;
+    async function* rest(): AsyncGenerator<ChatChunk> {
+      try {
+        for (;;) {
+          if (ended) throw abortedError(route.id);
+          const next = await it.next();
+          if (next.done) return;
+          yield next.value;
+        }
+      } catch (err) {
+        const failure = self.#classify(route, err, signal);
+        if (failure.kind !== 'aborted') self.#failed(route, failure, signal);
+        throw failure;
+      } finally {
+        end();
+      }
+    }
+    return { route, first, rest: rest() };
+  }
+
+  /** Routes with failures on record, for metrics and the admin view. */
+  health(): RouteHealth[] {
+    const now = this.#now();
+    return [...this.#health].map(([route, h]) => ({
+      route,
+      consecutiveFailures: h.failures,
+      lastFailureAt: h.lastFailureAt,
+      coolingUntil: h.failures >= this.#threshold && h.coolUntil > now ? h.coolUntil : null,
+    }));
+  }
+
+  /** Stops every limiter (queued calls fail over or give up); for shutdown and tests. */
+  async close(): Promise<void> {
+    const limiters = [...this.#limiters.values()];
+    this.#limiters.clear();
+    await Promise.all(limiters.map((l) => l.disconnect()));
+  }
+
+  async #once<T>(
+    routes: ResolvedRoute[],
+    signal: AbortSignal,
+    capability: 'chat' | 'embeddings',
+    call: (provider: Provider, route: ResolvedRoute) => Promise<T>,
+  ): Promise<{ result: T; route: ResolvedRoute }> {
+    const served = await this.#serve(routes, signal, capability, async (p, route) => {
+      const result = await call(p, route);
+      this.#succeeded(route);
+      return result;
+    });
+    served.release();
+    return { result: served.value, route: served.route };
+  }
+
+  async #serve<T>(
+    routes: ResolvedRoute[],
+    signal: AbortSignal,
+    capability: 'chat' | 'embeddings',
+    attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
+  ): Promise<{ value: T; route: ResolvedRoute; release: () => void }> {
+    const attempts: Attempt[] = [];
+    for (const route of this.#plan(routes)) {
+      if (signal.aborted) throw abortedError(route.id);
+      const provider = this.#providers.get(route.provider);
+      if (route.problem || !provider?.[capability]) {
+        const why = route.problem ?? `provider "${route.provider}" has no ${capability}`;
+        attempts.push({ route: route.id, outcome: 'config' });
+        this.#logger?.warn({ route: route.id, problem: why }, 'upstream route is misconfigured');
+        continue;
+      }
+      let release: () => void;
+      try {
+        release = await this.#acquire(route, signal);
+      } catch (err) {
+        if (signal.aborted) throw abortedError(route.id);
+        attempts.push({ route: route.id, outcome: 'queue_timeout' });
+        this.#logger?.warn({ route: route.id, err: (err as Error).message }, 'upstream route queue full or too slow');
+        continue;
+      }
+      try {
+        const value = await attempt(provider, route);
+        return { value, route, release };
+      } catch (err) {
+        release();
+        const failure = this.#classify(route, err, signal);
+        if (failure.kind === 'aborted') throw failure;
+        attempts.push({ route: route.id, outcome: failure.kind, ...(failure.status !== undefined ? { status: failure.status } : {}) });
+        if (failure.kind === 'client') throw rejected(failure, attempts);
+        this.#failed(route, failure, signal);
+      }
+    }
+    throw exhausted(attempts);
+  }
+
+  /** Healthy routes in their order, then the cooling route that failed least recently. */
+  #plan(routes: ResolvedRoute[]): ResolvedRoute[] {
+    const now = this.#now();
+    const healthy: ResolvedRoute[] = [];
+    let fallback: { route: ResolvedRoute; at: number } | null = null;
+    for (const route of routes) {
+      const h = this.#health.get(route.id);
+      if (!h || h.failures < this.#threshold || h.coolUntil <= now) healthy.push(route);
+      else if (!fallback || h.lastFailureAt < fallback.at) fallback = { route, at: h.lastFailureAt };
+    }
+    return fallback ? [...healthy, fallback.route] : healthy;
+  }
+
+  #classify(route: ResolvedRoute, err: unknown, signal: AbortSignal): UpstreamError {
+    if (signal.aborted) return abortedError(route.id);
+    if (err instanceof UpstreamError) return err;
+    // A bug in translation, not the upstream's doing; logged with its stack, failed over like a malformed answer.
+    this.#logger?.warn({ route: route.id, err }, 'unexpected error calling upstream');
+    return new UpstreamError('protocol', `route ${route.id}: unexpected failure`, true);
+  }
+
+  #succeeded(route: ResolvedRoute): void {
+    this.#health.delete(route.id);
+  }
+
+  #failed(route: ResolvedRoute, failure: UpstreamError, signal: AbortSignal): void {
+    if (signal.aborted || failure.kind === 'client' || failure.kind === 'aborted') return;
+    const now = this.#now();
+    const h = this.#health.get(route.id) ?? { failures: 0, lastFailureAt: 0, coolUntil: 0 };
+    h.failures += 1;
+    h.lastFailureAt = now;
+    if (h.failures >= this.#threshold) h.coolUntil = now + this.#cooldownMs;
+    this.#health.delete(route.id);
+    this.#health.set(route.id, h);
+    if (this.#health.size > MAX_HEALTH_ENTRIES) {
+      const oldest = this.#health.keys().next().value;
+      if (oldest !== undefined) this.#health.delete(oldest);
+    }
+    this.#logger?.warn(
+      { route: route.id, kind: failure.kind, status: failure.status, consecutiveFailures: h.failures, cooling: h.failures >= this.#threshold },
+      failure.message,
+    );
+  }
+
+  /** Waits for the route's limiter; resolves to the function that frees the slot. */
+  #acquire(route: ResolvedRoute, signal: AbortSignal): Promise<() => void> {
+    const limiter = this.#limiter(route);
+    if (!limiter) return Promise.resolve(noop);
+    return new Promise((resolve, reject) => {
+      let state: 'queued' | 'running' | 'gone' = 'queued';
+      const giveUp = (err: Error): void => {
+        if (state !== 'queued') return;
+        state = 'gone';
+        stopWaiting();
+        reject(err);
+      };
+      const onAbort = (): void => giveUp(abortedError(route.id));
+      const timer = setTimeout(() => giveUp(new Error(`waited ${this.#maxQueueWaitMs} ms for a slot`)), this.#maxQueueWaitMs);
+      const stopWaiting = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      limiter
+        .schedule(() => {
+          if (state === 'gone') return Promise.resolve();
+          state = 'running';
+          stopWaiting();
+          return new Promise<void>((done) => {
+            let freed = false;
+            resolve(() => {
+              if (freed) return;
+              freed = true;
+              done();
+            });
+          });
+        })
+        .catch(() => giveUp(new Error('the route queue is full')));
+    });
+  }
+
+  #limiter(route: ResolvedRoute): Bottleneck | null {
+    const maxConcurrent = positive(route.maxConcurrent);
+    const rpm = positive(route.rpm);
+    if (maxConcurrent === null && rpm === null) return null;
+    const key = `${route.id}|${maxConcurrent ?? ''}|${rpm ?? ''}`;
+    const found = this.#limiters.get(key);
+    if (found) {
+      this.#limiters.delete(key);
+      this.#limiters.set(key, found);
+      return found;
+    }
+    if (this.#limiters.size >= this.#maxLimiters) this.#evictIdleLimiter();
+    const limiter = new Bottleneck({
+      maxConcurrent,
+      minTime: rpm === null ? 0 : Math.ceil(60_000 / rpm),
+      highWater: this.#maxQueued,
+      strategy: Bottleneck.strategy.OVERFLOW,
+    });
+    limiter.on('error', () => {});
+    this.#limiters.set(key, limiter);
+    return limiter;
+  }
+
+  #evictIdleLimiter(): void {
+    for (const [key, l] of this.#limiters) {
+      const c = l.counts();
+      if ((c.RECEIVED ?? 0) + (c.QUEUED ?? 0) + (c.RUNNING ?? 0) + (c.EXECUTING ?? 0) === 0) {
+        this.#limiters.delete(key);
+        void l.disconnect();
+        return;
+      }
+    }
+  }
+}
+
+const noop = (): void => {};
+
+function positive(n: number | undefined): number | null {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
+/**
+ * Pulls the stream's first chunk with something in it. Role-only chunks are held back and their
+ * roles merged into it, so the route is not committed to before it said anything.
+ */
+async function pullFirst(it: AsyncIterator<ChatChunk>): Promise<ChatChunk | null> {
+  let roles: ChatChunk | null = null;
+  for (let i = 0; i < MAX_PRELUDE_CHUNKS; i++) {
+    const next = await it.next();
+    if (next.done) return roles;
+    const chunk = next.value;
+    const roleOnly = chunk.usage === undefined && chunk.choices.length > 0 && chunk.choices.every((c) => !c.finish_reason && !c.delta.content);
+    if (!roleOnly) return roles ? mergeRoles(roles, chunk) : chunk;
+    roles = roles ? { choices: [...roles.choices, ...chunk.choices.filter((c) => !roles!.choices.some((r) => r.index === c.index))] } : chunk;
+  }
+  return roles;
+}
+
+function mergeRoles(roles: ChatChunk, chunk: ChatChunk): ChatChunk {
+  const present = new Set(chunk.choices.map((c) => c.index));
+  const roleOf = new Map(roles.choices.map((c) => [c.index, c.delta.role]));
+  const choices = [
+    ...roles.choices.filter((c) => !present.has(c.index)),
+    ...chunk.choices.map((c) => {
+      const role = roleOf.get(c.index);
+      return role && !c.delta.role ? { ...c, delta: { role, ...c.delta } } : c;
+    }),
+  ];
+  return chunk.usage ? { choices, usage: chunk.usage } : { choices };
+}
+
+const CONTEXT_LENGTH = /context (length|window)|maximum context|too many (input )?tokens|prompt is too long|input is too long/i;
+
+function rejected(failure: UpstreamError, attempts: Attempt[]): RouterError {
+  const said = failure.upstreamMessage;
+  if (said && CONTEXT_LENGTH.test(said)) {
+    return new RouterError('context_length_exceeded', `the request exceeds the model's context window: ${said}`, attempts);
+  }
+  return new RouterError('invalid_request', said ? `the upstream rejected the request: ${said}` : 'the upstream rejected the request', attempts);
+}
+
+function exhausted(attempts: Attempt[]): RouterError {
+  const ids = [...new Set(attempts.map((a) => a.route))].join(', ');
+  if (attempts.length === 0) return new RouterError('model_misconfigured', 'the model has no upstream route', attempts);
+  if (attempts.every((a) => a.outcome === 'config')) {
+    return new RouterError('model_misconfigured', `the model's upstream routes are misconfigured (${ids})`, attempts);
+  }
+  return new RouterError('model_unavailable', `no upstream route could serve the request (tried ${ids})`, attempts);
+}
+
+/**
+ * Turns a model's configured routes into what the router calls. Keys come from the inline api_key
+ * or from `env[api_key_env]` (an object the composition root passes; never process.env here). A
+ * route that cannot work (its key variable unset or empty, a base_url that is not an http(s) URL
+ * without credentials, an unknown provider) is returned with `problem` set and fails as
+ * misconfigured when called, so one bad route neither stops the model loading nor the others.
+ */
+export function resolveRoutes(
+  modelId: string,
+  routes: RouteConfig[],
+  env: Readonly<Record<string, string | undefined>>,
+  defaultTimeoutMs = DEFAULT_TIMEOUT_MS,
+): ResolvedRoute[] {
+  return routes.map((r, i) => {
+    const problems: string[] = [];
+    let apiKey = r.api_key ?? '';
+    if (!apiKey && r.api_key_env) {
+      apiKey = Object.hasOwn(env, r.api_key_env) ? (env[r.api_key_env] ?? '') : '';
+      if (!apiKey) problems.push(`environment variable ${r.api_key_env} is not set`);
+    }
+    if (!isProviderName(r.provider)) problems.push(`unknown provider "${r.provider}"`);
+    if (!usableBaseUrl(r.base_url)) problems.push('base_url is not an http(s) URL without credentials');
+    const timeout = positive(r.timeout_ms);
+    const route: ResolvedRoute = {
+      id: `${modelId}#${i}`,
+      provider: r.provider,
+      baseUrl: r.base_url,
+      apiKey,
+      upstreamModel: r.upstream_model,
+      timeoutMs: timeout === null ? defaultTimeoutMs : Math.min(timeout, MAX_TIMEOUT_MS),
+    };
+    const maxConcurrent = positive(r.max_concurrent);
+    const rpm = positive(r.rpm);
+    if (maxConcurrent !== null) route.maxConcurrent = maxConcurrent;
+    if (rpm !== null) route.rpm = rpm;
+    if (problems.length > 0) route.problem = problems.join('; ');
+    return route;
+  });
+}
+
+function usableBaseUrl(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password;
+  } catch {
+    return false;
+  }
+}
