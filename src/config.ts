@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
+import { SeedModelSchema } from './models/schema.ts';
 
 const Int = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
 
@@ -31,6 +32,30 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     store: Type.Object({ ttlSweepMs: Int(100, 3_600_000) }, { additionalProperties: false }),
+    billing: Type.Object(
+      {
+        /** A hold not settled within this time (its process died) is returned by the sweep. */
+        holdTtlSeconds: Int(10, 7 * 86_400),
+        sweepIntervalMs: Int(100, 3_600_000),
+        renewalIntervalMs: Int(100, 86_400_000),
+        /** Usage records and rollups trail the calls by at most this (or flushMaxRecords records). */
+        usageFlushIntervalMs: Int(10, 60_000),
+        usageFlushMaxRecords: Int(1, 100_000),
+        usageMaxBuffered: Int(1000, 100_000_000),
+        plans: Type.Array(
+          Type.Object(
+            {
+              id: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' }),
+              name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+              monthly_credit_cents: Int(0, 1_000_000_000),
+            },
+            { additionalProperties: false },
+          ),
+          { maxItems: 1000 },
+        ),
+      },
+      { additionalProperties: false },
+    ),
     actors: Type.Object(
       {
         leaseMs: Int(500, 600_000),
@@ -64,6 +89,8 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     orgs: Type.Object({ maxMembers: Int(1, 1_000_000) }, { additionalProperties: false }),
+    /** Models created at start when absent (an administrator's later changes win). */
+    models: Type.Array(SeedModelSchema, { maxItems: 10_000 }),
   },
   { additionalProperties: false },
 );

@@ -69,11 +69,12 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   };
 
   const events = opts.events ?? logEventSink(logger.child({ component: 'events' }));
-  const services = await createServices({ config, store, keySecret, events, actors: runtime, ...(opts.now ? { now: opts.now } : {}) });
+  const services = await createServices({ config, store, keySecret, events, actors: runtime, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), ...(opts.now ? { now: opts.now } : {}) });
   const app = await buildApp({ config, logger, metrics: createMetrics(), services, lifecycle });
 
   await runtime.start();
   lifecycle.actorsRestored = true;
+  services.billing.start((err, what) => logger.error({ err, component: 'billing' }, what)); // usage flush, hold and renewal sweeps
 
   let url = '';
   if (opts.listen !== false) {
@@ -91,6 +92,8 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     (closed ??= (async () => {
       lifecycle.closing = true;
       await app.close(); // stops accepting; waits for in-flight requests
+      await services.billing.close(); // stops the sweeps; writes the buffered usage records
+      await services.upstream.close(); // closes pooled upstream connections
       await runtime.stop(); // drains mailboxes, persists, releases leases
       await store.close(); // flushes what was acknowledged
       logger.info('gateway stopped');

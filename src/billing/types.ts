@@ -1,7 +1,8 @@
-// The metering boundary the /v1 routes call. Money is kept in integer micro-cents (1 cent =
-// 1,000,000 µ¢) so fractions of a cent are carried, never lost or invented; the API shows whole
-// cents (floor). Every call: limits → hold an estimate → upstream → settle the exact cost (or
-// release) → usage record.
+// The metering boundary the /v1 routes call (implemented by src/billing/service.ts, which also
+// exports assertKyc). Money is kept in integer micro-cents (1 cent = 1,000,000 µ¢) plus a sub-µ¢
+// carry, so fractions of a cent are carried, never lost or invented; the API shows whole cents
+// (floor). Every call: limits → hold an estimate → upstream → settle the exact cost (or release)
+// → usage record.
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 
 export const MICROCENTS_PER_CENT = 1_000_000;
@@ -35,6 +36,11 @@ export interface UsageFacts {
   seconds?: number;
   characters?: number;
   calls?: number;
+  /**
+   * The exact cost in µ¢. A fraction of a µ¢ may (and should) be passed unrounded: billing charges
+   * whole µ¢ rounded up and credits the excess back to the wallet, so nothing is lost or invented
+   * over any number of calls. A cost above the hold is capped at the hold.
+   */
   costMicrocents: number;
   status: 'ok' | 'error' | 'client_closed' | 'upstream_failed';
   latencyMs: number;
@@ -48,12 +54,17 @@ export interface Billing {
    * emits rate_limit_exceeded (coalesced per key, limit and window).
    */
   admit(principal: ApiKeyPrincipal): Promise<void>;
-  /** Reserves an estimate; throws ApiError insufficient_credit (402) when the wallet cannot cover it. */
+  /**
+   * Reserves an estimate (rounded up to whole µ¢, at least 1 µ¢, so an empty wallet is refused even
+   * for a free call); throws ApiError insufficient_credit (402) when the spendable balance cannot
+   * cover it. The hold lives `billing.holdTtlSeconds`; one not settled by then is returned by the sweep.
+   */
   hold(payer: Payer, microcents: number, requestId: string): Promise<Hold>;
   /**
    * Debits the exact cost (capped at the hold: an absurd upstream usage never overspends), returns
-   * the rest of the hold, adds the tokens to the key's TPD counter and records usage. Exactly once
-   * per hold (a second settle or release is a no-op).
+   * the rest of the hold, adds promptTokens + completionTokens to the key's TPD counter and records
+   * usage. Exactly once per hold id, on any instance: a second settle or release is a no-op. A call
+   * that outlived its hold (swept) is still charged once, as far as the spendable balance goes.
    */
   settle(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
   /** Returns the whole hold (nothing was delivered) and records usage with cost 0. */

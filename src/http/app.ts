@@ -18,7 +18,10 @@ import { registerPortalAuthRoutes } from './routes/portal-auth.ts';
 import { registerPortalOrgRoutes } from './routes/portal-org.ts';
 import { registerPortalKeyRoutes } from './routes/portal-keys.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
+import { registerPortalBillingRoutes } from './routes/portal-billing.ts';
+import { registerAdminBillingRoutes } from './routes/admin-billing.ts';
 import { registerV1Routes } from './routes/v1.ts';
+import { registerAdminModelRoutes } from './routes/admin-models.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError } from '../actors/errors.ts';
@@ -149,6 +152,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalOrgRoutes(app, deps);
   registerPortalKeyRoutes(app, deps);
   registerAdminRoutes(app, deps);
+  registerPortalBillingRoutes(app, deps);
+  registerAdminBillingRoutes(app, deps);
+  registerAdminModelRoutes(app, deps);
   registerV1Routes(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -26,8 +26,8 @@ export interface Pricing {
   cents_per_call?: number;
 }
 
-export interface ModelDoc {
-  _id: string;
+/** What an administrator sets on a model (PUT /admin/models/{id}). */
+export interface ModelFields {
   type: ModelType;
   owned_by: string;
   reasoning?: boolean;
@@ -40,6 +40,10 @@ export interface ModelDoc {
   routes: RouteConfig[];
   /** Calls need a KYC-verified account (403 kyc_required otherwise). */
   requires_kyc?: boolean;
+}
+
+export interface ModelDoc extends ModelFields {
+  _id: string;
   created_at: Date;
   updated_at: Date;
   [k: string]: unknown;

@@ -5,6 +5,7 @@ import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
+import { walletSeed, type WalletDoc } from '../billing/money.ts';
 import { nextId, WindowCounters, type Clock } from './common.ts';
 
 export interface UserDoc {
@@ -24,14 +25,8 @@ interface SessionDoc {
   [k: string]: unknown;
 }
 
-export interface WalletDoc {
-  _id: string; // 'user:<id>' | 'org:<id>'
-  owner_type: 'user' | 'org';
-  owner_id: number;
-  balance_cents: number;
-  created_at: Date;
-  [k: string]: unknown;
-}
+/** Wallets hold integer micro-cents; the document and its arithmetic live in src/billing/money.ts. */
+export type { WalletDoc } from '../billing/money.ts';
 
 export interface SessionUser {
   id: number;
@@ -123,7 +118,7 @@ export class AccountService {
     }
     await this.wallets.updateOne(
       { _id: walletId('user', id) },
-      { $setOnInsert: { owner_type: 'user', owner_id: id, balance_cents: 0, created_at: created } },
+      { $setOnInsert: walletSeed('user', id, created) },
       { upsert: true },
     );
     return this.openSession(user);
@@ -185,6 +180,15 @@ export class AccountService {
       ? await this.sessions.deleteMany({ user_id: session.id })
       : await this.sessions.deleteOne({ _id: session.sessionHash });
     return res.deletedCount;
+  }
+
+  /**
+   * The account a user's calls belong to: their organization while they are a member, else their
+   * own ('org:<id>' | 'user:<id>'). Decided on every request, so leaving takes effect at once.
+   */
+  async accountOf(userId: number, orgs: { membershipOf(userId: number): Promise<{ org_id: number } | null> }): Promise<string> {
+    const m = await orgs.membershipOf(userId);
+    return m ? walletId('org', m.org_id) : walletId('user', userId);
   }
 
   async getUser(id: number): Promise<UserDoc | null> {

@@ -6,6 +6,13 @@ import type { Clock } from './common.ts';
 import type { EventSink } from './events.ts';
 import { KeyService } from './keys.ts';
 import { OrgService } from './orgs.ts';
+import { BillingService } from '../billing/service.ts';
+import { ModelCatalog } from '../models/catalog.ts';
+import { UpstreamHttp } from '../providers/http.ts';
+import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
+import { resolveRoutes, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
+import { ChatGateway } from '../gateway/chat.ts';
+import { EmbeddingsGateway } from '../gateway/embeddings.ts';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
 export interface ActorDirectory {
@@ -17,8 +24,15 @@ export interface Services {
   accounts: AccountService;
   orgs: OrgService;
   keys: KeyService;
+  billing: BillingService;
   events: EventSink;
   actors: ActorDirectory;
+  models: ModelCatalog;
+  /** Pooled upstream HTTP (closed on shutdown), the failover router, and the metered endpoints. */
+  upstream: UpstreamHttp;
+  router: UpstreamRouter;
+  chat: ChatGateway;
+  embeddings: EmbeddingsGateway;
 }
 
 export async function createServices(deps: {
@@ -27,6 +41,9 @@ export async function createServices(deps: {
   keySecret: string;
   events: EventSink;
   actors: ActorDirectory;
+  /** Where routes' api_key_env names are looked up (the composition root passes process.env). */
+  upstreamEnv: Readonly<Record<string, string | undefined>>;
+  routerLogger?: RouterLogger;
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -36,5 +53,22 @@ export async function createServices(deps: {
   await accounts.init();
   await orgs.init();
   await keys.init();
-  return { store: deps.store, accounts, orgs, keys, events: deps.events, actors: deps.actors };
+  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now });
+  await billing.init();
+  const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
+  await models.seed(deps.config.models);
+  const upstream = new UpstreamHttp();
+  const router = new UpstreamRouter(createProviders(upstream), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
+  const gatewayDeps = {
+    models,
+    billing,
+    router,
+    assertKyc: (payer: Parameters<BillingService['assertKyc']>[0], requiresKyc: boolean) => billing.assertKyc(payer, requiresKyc),
+    resolveRoutes: (modelId: string, routes: Parameters<typeof resolveRoutes>[1]) => resolveRoutes(modelId, routes, deps.upstreamEnv),
+    now,
+  };
+  return {
+    store: deps.store, accounts, orgs, keys, billing, events: deps.events, actors: deps.actors, models,
+    upstream, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
+  };
 }

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { walletId, type AccountService, type UserDoc, type WalletDoc } from './accounts.ts';
+import { floorCents, walletSeed, walletTotalUc } from '../billing/money.ts';
 import { nextId, type Clock } from './common.ts';
 
 export type OrgRole = 'owner' | 'admin' | 'member';
@@ -78,7 +79,7 @@ export class OrgService {
     return {
       id: org._id,
       name: org.name,
-      wallet_cents: Math.floor(wallet?.balance_cents ?? 0),
+      wallet_cents: floorCents(walletTotalUc(wallet)),
       created_at: org.created_at.toISOString(),
       ...(role ? { role } : {}),
     };
@@ -99,7 +100,7 @@ export class OrgService {
     await this.orgs.insertOne(org);
     await this.wallets.updateOne(
       { _id: walletId('org', id) },
-      { $setOnInsert: { owner_type: 'org', owner_id: id, balance_cents: 0, created_at: created } },
+      { $setOnInsert: walletSeed('org', id, created) },
       { upsert: true },
     );
     return this.view(org, 'owner');
@@ -188,11 +189,10 @@ export class OrgService {
     const me = await this.requireMembership(userId);
     if (me.role !== 'owner') throw new ApiError('role_forbidden', 'Only the owner can delete the organization.');
     const wallet = await this.wallets.findOne({ _id: walletId('org', me.org_id) });
-    if (wallet && wallet.balance_cents >= 1) {
-      throw new ApiError(
-        'org_wallet_not_empty',
-        `The organization wallet still holds ${Math.floor(wallet.balance_cents)} cents; spend or settle it before deleting the organization.`,
-      );
+    // Calls in flight count: their holds are still the organization's money.
+    const cents = floorCents(walletTotalUc(wallet));
+    if (cents >= 1) {
+      throw new ApiError('org_wallet_not_empty', `The organization wallet still holds ${cents} cents; spend or settle it before deleting the organization.`);
     }
     await this.members.deleteMany({ org_id: me.org_id });
     await this.orgs.deleteOne({ _id: me.org_id });

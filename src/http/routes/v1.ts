@@ -1,19 +1,40 @@
 // Model endpoints under /v1, authenticated by API key with the endpoint's scope.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
-import { requireApiKey } from '../auth.ts';
+import { principalOf, requireApiKey } from '../auth.ts';
 import { errors } from '../schemas.ts';
+import { publicModel } from '../../models/catalog.ts';
+import { registerChatRoutes } from './v1-chat.ts';
+import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
 
 export function registerV1Routes(app: App, deps: AppDeps): void {
+  const ModelEntry = Type.Object({
+    id: Type.String(),
+    object: Type.Literal('model'),
+    created: Type.Integer(),
+    owned_by: Type.String(),
+    type: Type.String(),
+    reasoning: Type.Optional(Type.Boolean()),
+    languages: Type.Optional(Type.Array(Type.String())),
+    streaming: Type.Optional(Type.Boolean()),
+    voices: Type.Optional(Type.Array(Type.String())),
+  });
+
   app.get(
     '/v1/models',
     {
       preHandler: requireApiKey(deps, 'models'),
       schema: {
         tags: ['v1'], summary: 'Models active on your account', security: [{ apiKey: [] }],
-        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Type.Record(Type.String(), Type.Unknown())) }), ...errors(401, 403) },
+        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(ModelEntry) }), ...errors(401, 403) },
       },
     },
-    async () => ({ object: 'list' as const, data: [] as Record<string, unknown>[] }),
+    async (req) => {
+      const account = await deps.services.accounts.accountOf(principalOf(req).userId, deps.services.orgs);
+      return { object: 'list' as const, data: (await deps.services.models.activeFor(account)).map(publicModel) };
+    },
   );
+
+  registerChatRoutes(app, deps);
+  registerEmbeddingsRoutes(app, deps);
 }

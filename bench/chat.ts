@@ -1,0 +1,241 @@
+// Chat throughput, latency and CPU through the whole metered path, against baselines measured in
+// the same run on this machine:
+//   direct  — the fake OpenAI-compatible upstream itself;
+//   gateway — our gateway (separate process, embedded store): key check, limits, hold, upstream,
+//             settle, usage record;
+//   portkey — the Portkey gateway (@portkey-ai/gateway, bench/portkey) against the same upstream.
+// Non-streaming: autocannon at 50 connections and at 1 connection. Streaming: time to first chunk.
+// CPU per request from /proc/<pid>/stat of each server process. Prints figures and ratios only.
+//
+//   npx tsx bench/chat.ts [--seconds 10] [--no-portkey]
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Pool } from 'undici';
+
+const args = process.argv.slice(2);
+const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
+const WITH_PORTKEY = !args.includes('--no-portkey');
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ADMIN = 'bench-admin-token-0123456789';
+const CLK_TCK = 100;
+
+// ---------- the fake upstream: fixed replies, as fast as node:http goes ----------
+function fakeUpstream(): Promise<{ server: Server; url: string }> {
+  const reply = JSON.stringify({
+    id: 'chatcmpl-bench', object: 'chat.completion', created: 1, model: 'up',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 },
+  });
+  const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+  const stream =
+    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { role: 'assistant' }, finish_reason: null }] })}\n\n` +
+    ['Hello', ' from', ' the', ' bench', ' upstream.'].map(chunk).join('') +
+    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [], usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 } })}\n\n` +
+    'data: [DONE]\n\n';
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      if (body.includes('"stream":true')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(stream);
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply) });
+        res.end(reply);
+      }
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
+    const a = server.address() as { port: number };
+    resolve({ server, url: `http://127.0.0.1:${a.port}` });
+  }));
+}
+
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
+}
+
+async function waitForLine(child: ChildProcess, match: (line: string) => string | null, what: string): Promise<string> {
+  const lines = createInterface({ input: child.stdout! });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start`)), 60_000);
+    lines.on('line', (line) => {
+      const hit = match(line);
+      if (hit) {
+        clearTimeout(timer);
+        resolve(hit);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}`)));
+  });
+}
+
+async function json(method: string, url: string, token: string | undefined, body?: unknown) {
+  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const out = (await res.json()) as any;
+  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(out)}`);
+  return out;
+}
+
+async function startOurGateway(upstream: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await waitForLine(child, (line) => {
+    try {
+      const rec = JSON.parse(line);
+      return rec.msg === 'gateway started' ? String(rec.url) : null;
+    } catch {
+      return null;
+    }
+  }, 'gateway');
+  await json('PUT', `${url}/admin/models/bench-chat`, ADMIN, {
+    type: 'llm', owned_by: 'bench', context_window: 128_000, max_output_tokens: 256,
+    pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 },
+    routes: [{ provider: 'openai', base_url: `${upstream}/v1`, api_key: 'sk-upstream', upstream_model: 'up', max_concurrent: 1000 }],
+  });
+  const user = await json('POST', `${url}/portal/auth/signup`, undefined, { email: 'bench@example.com', password: 'bench password 123' });
+  await json('POST', `${url}/admin/topups`, ADMIN, { user_id: user.user.id, amount_cents: 100_000_000, reference: 'bench' });
+  const key = await json('POST', `${url}/portal/keys`, user.session_token, { name: 'bench' });
+  return { child, url, key: key.api_key as string, dir };
+}
+
+async function startPortkey(): Promise<{ child: ChildProcess; url: string }> {
+  const dir = join(ROOT, 'bench/portkey');
+  if (!existsSync(join(dir, 'node_modules'))) {
+    const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('npm ci in bench/portkey failed');
+  }
+  const port = 18787 + Math.floor(Math.random() * 1000);
+  const child = spawn(process.execPath, ['--import', './loopback.mjs', 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await waitForLine(child, (l) => (l.includes('Ready') || l.includes('running at') ? l : null), 'portkey');
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+interface Target {
+  name: string;
+  url: string;
+  path: string;
+  headers: Record<string, string>;
+  model: string;
+  pid?: number;
+}
+
+interface Row {
+  target: string;
+  mode: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  cpuMsPerReq: number | null;
+  errors: number;
+}
+
+async function load(t: Target, connections: number, stream: boolean): Promise<Row> {
+  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32, ...(stream ? { stream: true } : {}) });
+  const opts = { url: t.url + t.path, method: 'POST' as const, headers: { 'content-type': 'application/json', ...t.headers }, body, connections, duration: SECONDS, pipelining: 1 };
+  await autocannon({ ...opts, duration: 2 }); // warm-up
+  const cpu0 = t.pid ? cpuSeconds(t.pid) : 0;
+  const r = await autocannon(opts);
+  const cpu1 = t.pid ? cpuSeconds(t.pid) : 0;
+  const done = r.requests.total;
+  return {
+    target: t.name,
+    mode: `${stream ? 'stream' : 'json'} c=${connections}`,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    mean: r.latency.average,
+    cpuMsPerReq: t.pid && done ? ((cpu1 - cpu0) * 1000) / done : null,
+    errors: r.errors + r.non2xx,
+  };
+}
+
+/** Time to first chunk (first `data:` bytes) over sequential streaming requests on one connection. */
+async function firstChunk(t: Target, n: number): Promise<{ p50: number; p99: number; mean: number }> {
+  const pool = new Pool(t.url, { connections: 1 });
+  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32, stream: true });
+  const times: number[] = [];
+  for (let i = 0; i < n + 50; i++) {
+    const t0 = performance.now();
+    const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body });
+    let first = 0;
+    for await (const part of res.body) {
+      if (!first && part.toString().includes('data:')) first = performance.now() - t0;
+    }
+    if (res.statusCode !== 200) throw new Error(`${t.name} stream answered ${res.statusCode}`);
+    if (i >= 50) times.push(first);
+  }
+  await pool.close();
+  times.sort((a, b) => a - b);
+  return { p50: times[Math.floor(n * 0.5)]!, p99: times[Math.floor(n * 0.99)]!, mean: times.reduce((a, b) => a + b, 0) / n };
+}
+
+const up = await fakeUpstream();
+const gw = await startOurGateway(up.url);
+const pk = WITH_PORTKEY ? await startPortkey().catch((err) => (console.error(`portkey not started: ${err.message}`), null)) : null;
+try {
+  const targets: Target[] = [
+    { name: 'direct', url: up.url, path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-upstream' }, model: 'up', pid: process.pid },
+    { name: 'gateway', url: gw.url, path: '/v1/chat/completions', headers: { authorization: `Bearer ${gw.key}` }, model: 'bench-chat', pid: gw.child.pid! },
+  ];
+  if (pk) {
+    targets.push({
+      name: 'portkey', url: pk.url, path: '/v1/chat/completions',
+      headers: { authorization: 'Bearer sk-upstream', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${up.url}/v1` },
+      model: 'up', pid: pk.child.pid!,
+    });
+  }
+  const rows: Row[] = [];
+  for (const stream of [false, true]) {
+    for (const c of [50, 1]) {
+      for (const t of targets) rows.push(await load(t, c, stream));
+    }
+  }
+  console.log(`\nChat through the metered path: ${SECONDS}s per run, node ${process.version}, 2 cores shared by load generator, upstream and gateways`);
+  console.log('(direct CPU is the bench process itself: upstream + load generator; not comparable)\n');
+  console.log('target   mode          req/s     p50 ms  p99 ms  mean ms  CPU ms/req  errors');
+  for (const r of rows) {
+    console.log(
+      `${r.target.padEnd(8)} ${r.mode.padEnd(12)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${r.mean.toFixed(2).padStart(8)}  ${r.cpuMsPerReq === null || r.target === 'direct' ? '     -' : r.cpuMsPerReq.toFixed(3).padStart(10)}  ${r.errors}`,
+    );
+  }
+  const get = (target: string, mode: string) => rows.find((r) => r.target === target && r.mode === mode)!;
+  console.log('\nRatios (same run):');
+  for (const mode of ['json c=50', 'stream c=50']) {
+    const d = get('direct', mode);
+    const g = get('gateway', mode);
+    console.log(`  ${mode}: gateway throughput = ${((g.rps / d.rps) * 100).toFixed(1)}% of direct` + (pk ? `; gateway / portkey = ${(g.rps / get('portkey', mode).rps).toFixed(1)}x` : ''));
+  }
+  const d1 = get('direct', 'json c=1');
+  const g1 = get('gateway', 'json c=1');
+  console.log(`  json c=1: gateway adds ${(g1.mean - d1.mean).toFixed(2)} ms mean latency` + (pk ? `; portkey adds ${(get('portkey', 'json c=1').mean - d1.mean).toFixed(2)} ms` : ''));
+  console.log(`  gateway CPU per request (json c=50): ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
+
+  console.log('\nStreaming, time to first chunk (one connection, 300 sequential requests):');
+  for (const t of targets) {
+    const f = await firstChunk(t, 300);
+    console.log(`  ${t.name.padEnd(8)} p50 ${f.p50.toFixed(2)} ms  p99 ${f.p99.toFixed(2)} ms  mean ${f.mean.toFixed(2)} ms`);
+  }
+} finally {
+  gw.child.kill('SIGTERM');
+  pk?.child.kill('SIGKILL');
+  up.server.close();
+  await new Promise((r) => gw.child.once('exit', r));
+  rmSync(gw.dir, { recursive: true, force: true });
+}

@@ -1,0 +1,101 @@
+// Per-key limits, counted in the store so that every instance enforces one limit:
+// - rpm: a fixed 60-second window (`rpm:<key id>`), one atomic `$inc` per request;
+// - tpd: prompt plus completion tokens per UTC day (`tpd:<key id>`), read before the call and
+//   increased by the settled tokens (through the usage flush, so it trails by one flush interval).
+// A breach is a 429 with the spec's bare `{detail}` body and headers, and one rate_limit_exceeded
+// event per key, limit and window: a marker document decides which instance emits it.
+import { ApiError } from '../http/errors.ts';
+import type { Clock, WindowCounters } from '../services/common.ts';
+import type { AccountEvent, EventSink } from '../services/events.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import { isDuplicateKeyError, type Store } from '../store/port.ts';
+
+const MINUTE = 60;
+const DAY = 86_400;
+/** Windows whose event this instance knows was emitted, so a flood of 429s costs no write each. */
+const EMITTED_CACHE = 10_000;
+
+export type LimitType = 'rpm' | 'tpd';
+
+export class RateLimits {
+  private readonly emitted = new Map<string, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly windows: WindowCounters,
+    private readonly events: EventSink,
+    private readonly now: Clock,
+    /** The account an event about this key belongs to (the payer's), resolved only on a breach. */
+    private readonly ownerOf: (principal: ApiKeyPrincipal) => Promise<AccountEvent['owner']>,
+    private readonly onError: (err: unknown, what: string) => void,
+  ) {}
+
+  async admit(principal: ApiKeyPrincipal): Promise<void> {
+    if (principal.tpd !== null) {
+      const day = await this.windows.peek(`tpd:${principal.keyId}`, DAY);
+      if (day.count >= principal.tpd) {
+        await this.breached(principal, 'tpd', principal.tpd, day.count, day.resetAt);
+        const retry = this.secondsUntil(day.resetAt);
+        throw new ApiError(
+          'rate_limit_exceeded',
+          `This API key's daily limit of ${principal.tpd} tokens was exceeded (${day.count} used today); the daily limit resets at midnight UTC.`,
+          {
+            bare: true,
+            headers: { 'retry-after': String(retry), 'x-ratelimit-limit-tpd': String(principal.tpd), 'x-ratelimit-used-tpd': String(day.count) },
+          },
+        );
+      }
+    }
+    if (principal.rpm !== null) {
+      const minute = await this.windows.hit(`rpm:${principal.keyId}`, MINUTE);
+      if (minute.count > principal.rpm) {
+        await this.breached(principal, 'rpm', principal.rpm, minute.count, minute.resetAt);
+        const retry = this.secondsUntil(minute.resetAt);
+        throw new ApiError(
+          'rate_limit_exceeded',
+          `This API key's per-minute limit of ${principal.rpm} requests was exceeded; retry in ${retry} s.`,
+          { bare: true, headers: { 'retry-after': String(retry), 'x-ratelimit-limit-rpm': String(principal.rpm) } },
+        );
+      }
+    }
+  }
+
+  private secondsUntil(resetAt: number): number {
+    return Math.max(1, Math.ceil((resetAt - this.now()) / 1000));
+  }
+
+  /** Emits rate_limit_exceeded unless it was already emitted for this key, limit and window (by any instance). */
+  private async breached(principal: ApiKeyPrincipal, type: LimitType, limit: number, used: number, resetAt: number): Promise<void> {
+    const id = `event:${type}:${principal.keyId}@${resetAt}`;
+    if (this.emitted.has(id)) return;
+    try {
+      await this.store.collection('rate_windows').insertOne({ _id: id, expires_at: new Date(resetAt) });
+    } catch (err) {
+      if (isDuplicateKeyError(err)) {
+        this.remember(id, resetAt);
+        return;
+      }
+      this.onError(err, 'rate_limit_exceeded marker write failed');
+      return;
+    }
+    this.remember(id, resetAt);
+    try {
+      await this.events.emit({
+        event: 'rate_limit_exceeded',
+        owner: await this.ownerOf(principal),
+        fields: { key_prefix: principal.prefix, user_id: principal.userId, limit_type: type, limit, used },
+      });
+    } catch (err) {
+      this.onError(err, 'rate_limit_exceeded event failed');
+    }
+  }
+
+  private remember(id: string, resetAt: number): void {
+    if (this.emitted.size >= EMITTED_CACHE) {
+      const nowMs = this.now();
+      for (const [k, until] of this.emitted) if (until <= nowMs) this.emitted.delete(k);
+      if (this.emitted.size >= EMITTED_CACHE) this.emitted.clear();
+    }
+    this.emitted.set(id, resetAt);
+  }
+}

@@ -1,0 +1,113 @@
+// Money arithmetic and the wallet document. Wallets hold integer micro-cents (µ¢, 1 cent = 10^6 µ¢);
+// a call's exact cost may carry a fraction of a micro-cent, which is charged rounded up and the
+// excess kept as a credit in pico-cents (p¢, 1 µ¢ = 10^6 p¢) on the wallet, folded back into the
+// balance 1,000 µ¢ at a time. So a wallet's value, balance + held + carry, is exact to 10^-12 cent
+// per call, whatever the number of calls.
+import type { Pricing } from '../models/types.ts';
+import { MICROCENTS_PER_CENT } from './types.ts';
+
+export { MICROCENTS_PER_CENT };
+export const PICOCENTS_PER_MICROCENT = 1_000_000;
+/** The carry is folded into the balance once it reaches this many pico-cents (1,000 µ¢ = 0.001 cent). */
+export const CARRY_FOLD_PC = 1_000_000_000;
+
+export type OwnerType = 'user' | 'org';
+
+/** One hold in flight on a wallet: amount in µ¢ and expiry in epoch ms. */
+export interface HoldEntry {
+  a: number;
+  x: number;
+}
+
+export interface WalletDoc {
+  _id: string; // 'user:<id>' | 'org:<id>'
+  owner_type: OwnerType;
+  owner_id: number;
+  /** Spendable micro-cents: an integer, never negative (every debit is conditional on it). */
+  balance_uc: number;
+  /** Micro-cents reserved by the holds in flight (the sum of `holds`). */
+  held_uc: number;
+  /** Holds in flight by id. Kept in the wallet so a hold and its reservation are one atomic write. */
+  holds?: Record<string, HoldEntry>;
+  /** No later than the earliest expiry in `holds` (the sweeper's index); absent when none is due. */
+  hold_exp?: Date;
+  /** Bumped by every hold, so the sweeper can tell whether holds were added since it read the wallet. */
+  hold_seq?: number;
+  /** Pico-cents charged above exact costs by rounding up, owed back to the wallet. */
+  carry_pc?: number;
+  low_balance_threshold_cents?: number;
+  /** The last top-ups credited (bounded), so re-applying a top-up after a crash never credits twice. */
+  applied_topups?: string[];
+  created_at: Date;
+  closed_at?: Date;
+  [k: string]: unknown;
+}
+
+export const walletIdOf = (type: OwnerType, id: number): string => `${type}:${id}`;
+
+/** The spec's event field naming the account: `user_id` or `org_id`. */
+export const ownerField = (type: OwnerType, id: number): Record<string, number> => (type === 'user' ? { user_id: id } : { org_id: id });
+
+/** The fields a new wallet starts with (for `$setOnInsert`). */
+export function walletSeed(ownerType: OwnerType, ownerId: number, createdAt: Date) {
+  return { owner_type: ownerType, owner_id: ownerId, balance_uc: 0, held_uc: 0, created_at: createdAt };
+}
+
+/** What the wallet holds in µ¢, holds in flight included (the carry's whole micro-cents too). */
+export function walletTotalUc(w: Pick<WalletDoc, 'balance_uc' | 'held_uc' | 'carry_pc'> | null | undefined): number {
+  if (!w) return 0;
+  return (w.balance_uc ?? 0) + (w.held_uc ?? 0) + Math.floor((w.carry_pc ?? 0) / PICOCENTS_PER_MICROCENT);
+}
+
+export const floorCents = (uc: number): number => Math.floor(uc / MICROCENTS_PER_CENT);
+
+/**
+ * The charge for an exact cost: whole micro-cents rounded up, and the excess in pico-cents that is
+ * credited back as carry. Computed without ever forming cost × 10^6 (which could pass 2^53).
+ */
+export function chargeFor(costUc: number): { chargeUc: number; carryPc: number } {
+  if (!Number.isFinite(costUc) || costUc < 0) throw new RangeError(`a cost must be a finite, non-negative number of micro-cents, got ${costUc}`);
+  let whole = Math.floor(costUc);
+  let frac = Math.round((costUc - whole) * PICOCENTS_PER_MICROCENT);
+  if (frac >= PICOCENTS_PER_MICROCENT) {
+    whole += 1;
+    frac = 0;
+  }
+  return frac === 0 ? { chargeUc: whole, carryPc: 0 } : { chargeUc: whole + 1, carryPc: PICOCENTS_PER_MICROCENT - frac };
+}
+
+/** What a call used, in the units a model's pricing names. */
+export interface Metered {
+  promptTokens?: number;
+  completionTokens?: number;
+  seconds?: number;
+  characters?: number;
+  calls?: number;
+}
+
+/**
+ * The exact cost in µ¢ (a fraction of a µ¢ is kept: billing carries it). A price in cents per
+ * million tokens is exactly µ¢ per token; per minute, per 1,000 characters and per call scale up.
+ */
+export function priceMicrocents(pricing: Pricing, used: Metered): number {
+  return (
+    (used.promptTokens ?? 0) * (pricing.input_cents_per_mtok ?? 0) +
+    (used.completionTokens ?? 0) * (pricing.output_cents_per_mtok ?? 0) +
+    ((used.seconds ?? 0) * (pricing.cents_per_minute ?? 0) * MICROCENTS_PER_CENT) / 60 +
+    ((used.characters ?? 0) * (pricing.cents_per_1k_chars ?? 0) * MICROCENTS_PER_CENT) / 1000 +
+    (used.calls ?? 0) * (pricing.cents_per_call ?? 0) * MICROCENTS_PER_CENT
+  );
+}
+
+/** `YYYY-MM-DD` of an epoch-ms instant, in UTC. */
+export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** `months` calendar months after `anchor` (UTC), clamped to the month's last day: Jan 31 + 1 → Feb 28/29. */
+export function addMonths(anchor: Date, months: number): Date {
+  const y = anchor.getUTCFullYear();
+  const m = anchor.getUTCMonth() + months;
+  const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
+  const d = new Date(anchor.getTime());
+  d.setUTCFullYear(y, m, Math.min(anchor.getUTCDate(), lastDay));
+  return d;
+}

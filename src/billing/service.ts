@@ -1,0 +1,491 @@
+// The billing service: implements the metering boundary the /v1 routes call (src/billing/types.ts)
+// and the portal and admin operations on wallets, usage, top-ups, subscriptions and KYC. Built with
+// its store, configuration, event sink and clock; no module state, so two instances on one store
+// (two gateway processes) share every limit, wallet and counter through the store alone.
+//
+// Store operations per metered call: admit = 1 counter write (rpm) + 1 read (tpd), each only when
+// the key has that limit; payerFor = 2-3 point reads; hold = 1 conditional wallet write; settle = 1
+// wallet write, plus the usage record, rollups and token counter, buffered and written in batches.
+import type { Config } from '../config.ts';
+import { ApiError } from '../http/errors.ts';
+import type { UserDoc } from '../services/accounts.ts';
+import { WindowCounters, type Clock } from '../services/common.ts';
+import type { AccountEvent, EventSink } from '../services/events.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { MembershipDoc, OrgDoc, OrgRole } from '../services/orgs.ts';
+import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
+import { CARRY_FOLD_PC, chargeFor, floorCents, MICROCENTS_PER_CENT, ownerField, utcDay, walletIdOf, walletTotalUc, type OwnerType, type WalletDoc } from './money.ts';
+import { RateLimits } from './limits.ts';
+import { Subscriptions, type SubscriptionView } from './subscriptions.ts';
+import { Topups, topupView, type TopupView } from './topups.ts';
+import type { Billing, Hold, Payer, UsageFacts } from './types.ts';
+import { UsageLog, type GroupBy, type Totals, type UsageRecordDoc, type UsageScope } from './usage.ts';
+import { Wallets, type SweepMarks } from './wallets.ts';
+
+export type BillingConfig = Config['billing'];
+
+export interface BillingDeps {
+  store: Store;
+  config: BillingConfig;
+  events: EventSink;
+  now: Clock;
+  /** Told about background failures (usage writes, sweeps, events); they never fail a request. */
+  onError?: (err: unknown, what: string) => void;
+}
+
+/** The caller's account for portal views: their organization while they belong to one, else their own. */
+export interface Account {
+  ownerType: OwnerType;
+  ownerId: number;
+  walletId: string;
+  role: OrgRole | null;
+}
+
+export interface WalletView {
+  owner_type: OwnerType;
+  owner_id: number;
+  balance_cents: number;
+  available_cents: number;
+  held_cents: number;
+  balance_microcents: number;
+  low_balance_threshold_cents: number;
+}
+
+export interface UsageRow {
+  requests: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  seconds: number;
+  characters: number;
+  calls: number;
+  cost_microcents: number;
+  cost_cents: number;
+}
+
+export interface UsageRecordView {
+  id: string;
+  created_at: string;
+  request_id: string;
+  owner_type: OwnerType;
+  owner_id: number;
+  user_id: number;
+  key_prefix: string;
+  model: string;
+  route: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  seconds: number | null;
+  characters: number | null;
+  calls: number | null;
+  cost_microcents: number;
+  cost_cents: number;
+  status: string;
+  latency_ms: number;
+}
+
+const DAY_MS = 86_400_000;
+const MAX_RANGE_DAYS = 366;
+const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** 403 kyc_required when the model needs verification and the payer's account is not verified. */
+export function assertKyc(payer: Payer, requiresKyc: boolean): void {
+  if (requiresKyc && !payer.kycVerified) {
+    throw new ApiError(
+      'kyc_required',
+      payer.ownerType === 'org'
+        ? "This model requires identity verification; your organization's owner has not completed it."
+        : 'This model requires identity verification; complete it before calling this model.',
+    );
+  }
+}
+
+function usageRow(t: Totals): UsageRow {
+  return {
+    requests: t.requests,
+    errors: t.errors,
+    prompt_tokens: t.prompt_tokens,
+    completion_tokens: t.completion_tokens,
+    total_tokens: t.prompt_tokens + t.completion_tokens,
+    seconds: t.seconds,
+    characters: t.characters,
+    calls: t.calls,
+    cost_microcents: t.cost_uc,
+    cost_cents: t.cost_uc / MICROCENTS_PER_CENT,
+  };
+}
+
+function recordView(r: UsageRecordDoc): UsageRecordView {
+  return {
+    id: r._id,
+    created_at: r.ts.toISOString(),
+    request_id: r.request_id,
+    owner_type: r.owner_type,
+    owner_id: r.owner_id,
+    user_id: r.user_id,
+    key_prefix: r.key_prefix,
+    model: r.model,
+    route: r.route,
+    prompt_tokens: r.prompt_tokens ?? null,
+    completion_tokens: r.completion_tokens ?? null,
+    seconds: r.seconds ?? null,
+    characters: r.characters ?? null,
+    calls: r.calls ?? null,
+    cost_microcents: r.cost_uc,
+    cost_cents: r.cost_uc / MICROCENTS_PER_CENT,
+    status: r.status,
+    latency_ms: r.latency_ms,
+  };
+}
+
+export class BillingService implements Billing {
+  readonly wallets: Wallets;
+  readonly usage: UsageLog;
+  readonly limits: RateLimits;
+  readonly topups: Topups;
+  readonly subscriptions: Subscriptions;
+  private readonly windows: WindowCounters;
+  private readonly users: Collection<UserDoc>;
+  private readonly orgs: Collection<OrgDoc>;
+  private readonly members: Collection<MembershipDoc>;
+  private readonly swept: Collection<{ _id: string; wallet_id: string; amount_uc: number; claimed_at: Date; expires_at: Date }>;
+  private readonly events: EventSink;
+  private readonly now: Clock;
+  private report: (err: unknown, what: string) => void;
+  private readonly onError = (err: unknown, what: string): void => this.report(err, what);
+  private timers: NodeJS.Timeout[] = [];
+  private sweeping: Promise<unknown> | null = null;
+  private renewing: Promise<unknown> | null = null;
+
+  constructor(private readonly deps: BillingDeps) {
+    const { store, config, now } = deps;
+    this.now = now;
+    this.events = deps.events;
+    this.report = deps.onError ?? (() => {});
+    this.windows = new WindowCounters(store, now);
+    this.wallets = new Wallets(store, now, config.holdTtlSeconds * 1000);
+    this.usage = new UsageLog(
+      store,
+      now,
+      this.windows,
+      { flushIntervalMs: config.usageFlushIntervalMs, flushMaxRecords: config.usageFlushMaxRecords, maxBuffered: config.usageMaxBuffered },
+      this.onError,
+    );
+    this.limits = new RateLimits(store, this.windows, deps.events, now, (p) => this.eventOwner(p), this.onError);
+    this.topups = new Topups(store, this.wallets, deps.events, now, this.onError);
+    this.subscriptions = new Subscriptions(store, this.topups, config.plans, now, this.onError);
+    this.users = store.collection<UserDoc>('users');
+    this.orgs = store.collection<OrgDoc>('orgs');
+    this.members = store.collection<MembershipDoc>('memberships');
+    this.swept = store.collection('swept_holds');
+  }
+
+  async init(): Promise<void> {
+    await this.windows.init();
+    await this.wallets.init();
+    await this.usage.init();
+    await this.topups.init();
+    await this.subscriptions.init();
+    await this.swept.createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
+  }
+
+  /** Starts the usage flush, the hold and top-up sweep and the subscription renewal sweep. */
+  start(onError?: (err: unknown, what: string) => void): void {
+    if (onError) this.report = onError;
+    if (this.timers.length > 0) return;
+    this.usage.start();
+    const { sweepIntervalMs, renewalIntervalMs } = this.deps.config;
+    this.timers.push(
+      setInterval(() => {
+        this.sweeping ??= this.sweepHolds().finally(() => (this.sweeping = null));
+      }, sweepIntervalMs),
+      setInterval(() => {
+        this.renewing ??= this.renewSubscriptions().finally(() => (this.renewing = null));
+      }, renewalIntervalMs),
+    );
+    for (const t of this.timers) t.unref();
+  }
+
+  /** Stops the sweeps and writes every buffered usage record. Call after the HTTP server drained. */
+  async close(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await Promise.all([this.sweeping, this.renewing]);
+    await this.usage.close();
+  }
+
+  /** Writes the buffered usage records now (otherwise they trail by at most one flush interval). */
+  flush(): Promise<void> {
+    return this.usage.flush();
+  }
+
+  /** One sweep: expired holds returned (until none is left) and crashed top-ups finished. */
+  async sweepHolds(): Promise<number> {
+    let total = 0;
+    try {
+      for (let n = -1; n !== 0; ) {
+        n = await this.wallets.sweep(100, this.sweptMarks);
+        total += n;
+      }
+      await this.topups.recover();
+    } catch (err) {
+      this.onError(err, 'hold sweep failed');
+    }
+    return total;
+  }
+
+  async renewSubscriptions(): Promise<number> {
+    try {
+      return await this.subscriptions.sweep();
+    } catch (err) {
+      this.onError(err, 'subscription renewal sweep failed');
+      return 0;
+    }
+  }
+
+  /**
+   * Swept holds are remembered for a week, so a call that outlived its hold is still charged, once.
+   * The mark is also the sweep's claim on the hold; a claim older than a minute is a crashed sweep's.
+   */
+  private readonly sweptMarks: SweepMarks = {
+    mark: async (walletId, holdId, amount) => {
+      const nowMs = this.now();
+      try {
+        await this.swept.insertOne({ _id: holdId, wallet_id: walletId, amount_uc: amount, claimed_at: new Date(nowMs), expires_at: new Date(nowMs + 7 * DAY_MS) });
+        return true;
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err;
+        const claim = await this.swept.findOne({ _id: holdId });
+        return !claim || claim.claimed_at.getTime() < nowMs - 60_000;
+      }
+    },
+    unmark: async (holdId) => {
+      await this.swept.deleteOne({ _id: holdId });
+    },
+  };
+
+  // ---- the metering boundary ----
+
+  async payerFor(principal: ApiKeyPrincipal): Promise<Payer> {
+    const key = { userId: principal.userId, keyId: principal.keyId, keyPrefix: principal.prefix };
+    const m = await this.members.findOne({ _id: principal.userId });
+    if (m) {
+      // KYC rule for an organization: its owner's verification counts.
+      const org = await this.orgs.findOne({ _id: m.org_id });
+      const owner = org ? await this.users.findOne({ _id: org.owner_id }) : null;
+      return { walletId: walletIdOf('org', m.org_id), ownerType: 'org', ownerId: m.org_id, ...key, kycVerified: owner?.kyc_verified === true };
+    }
+    const user = await this.users.findOne({ _id: principal.userId });
+    return { walletId: walletIdOf('user', principal.userId), ownerType: 'user', ownerId: principal.userId, ...key, kycVerified: user?.kyc_verified === true };
+  }
+
+  assertKyc(payer: Payer, requiresKyc: boolean): void {
+    assertKyc(payer, requiresKyc);
+  }
+
+  admit(principal: ApiKeyPrincipal): Promise<void> {
+    return this.limits.admit(principal);
+  }
+
+  private async eventOwner(principal: ApiKeyPrincipal): Promise<AccountEvent['owner']> {
+    const m = await this.members.findOne({ _id: principal.userId });
+    return m ? { type: 'org', id: m.org_id } : { type: 'user', id: principal.userId };
+  }
+
+  async hold(payer: Payer, microcents: number, _requestId: string): Promise<Hold> {
+    if (!Number.isFinite(microcents) || microcents < 0) throw new RangeError(`a hold must be a finite, non-negative number of micro-cents, got ${microcents}`);
+    // At least 1 µ¢: an empty wallet pays for nothing, not even a call estimated at zero.
+    const amount = Math.max(1, Math.ceil(microcents));
+    const id = await this.wallets.hold(payer.walletId, amount);
+    if (id === null) {
+      const w = await this.wallets.get(payer.walletId);
+      const whose = payer.ownerType === 'org' ? "Your organization's wallet" : 'Your wallet';
+      throw new ApiError(
+        'insufficient_credit',
+        `${whose} has ${floorCents(w?.balance_uc ?? 0)} cents available and this call may cost up to ${Math.ceil(amount / MICROCENTS_PER_CENT)} cents; top up first.`,
+      );
+    }
+    return { id, walletId: payer.walletId, amountMicrocents: amount };
+  }
+
+  settle(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void> {
+    return this.finish(hold, payer, facts, facts.costMicrocents);
+  }
+
+  release(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void> {
+    return this.finish(hold, payer, facts, 0);
+  }
+
+  private async finish(hold: Hold, payer: Payer, facts: UsageFacts, costUc: number): Promise<void> {
+    const capped = costUc >= hold.amountMicrocents;
+    const { chargeUc, carryPc } = chargeFor(Math.min(costUc, hold.amountMicrocents));
+    let charged = chargeUc;
+    let wallet = await this.wallets.finish(hold.walletId, hold.id, hold.amountMicrocents, chargeUc, carryPc);
+    if (!wallet) {
+      // Already settled or released (a repeat: nothing to do), or swept after its TTL while the call
+      // was still running: then the sweeper's marker is claimed once and the cost charged without a
+      // hold, as far as the spendable balance goes.
+      const swept = await this.swept.findOneAndDelete({ _id: hold.id });
+      if (!swept) return;
+      const debit = chargeUc > 0 ? await this.wallets.debitAvailable(hold.walletId, chargeUc) : { taken: 0, wallet: null };
+      charged = debit.taken;
+      wallet = debit.wallet;
+    }
+    if (wallet && charged > 0) {
+      await this.lowBalance(wallet, charged);
+      if ((wallet.carry_pc ?? 0) >= CARRY_FOLD_PC) void this.wallets.foldCarry(wallet).catch((err: unknown) => this.onError(err, 'carry fold failed'));
+    }
+    const ts = this.now();
+    const record: UsageRecordDoc = {
+      _id: this.usage.newId(ts),
+      ts: new Date(ts),
+      request_id: facts.requestId,
+      owner: hold.walletId,
+      owner_type: payer.ownerType,
+      owner_id: payer.ownerId,
+      user_id: payer.userId,
+      key_prefix: payer.keyPrefix,
+      model: facts.model,
+      model_type: facts.modelType,
+      route: facts.route,
+      cost_uc: capped || charged !== chargeUc ? charged : Math.round(costUc),
+      status: facts.status,
+      latency_ms: Math.max(0, Math.round(facts.latencyMs)),
+    };
+    for (const f of ['promptTokens', 'completionTokens', 'seconds', 'characters', 'calls'] as const) {
+      const v = facts[f];
+      if (v !== undefined) record[{ promptTokens: 'prompt_tokens', completionTokens: 'completion_tokens', seconds: 'seconds', characters: 'characters', calls: 'calls' }[f]] = v;
+    }
+    this.usage.add(record, payer.keyId, (facts.promptTokens ?? 0) + (facts.completionTokens ?? 0));
+  }
+
+  /** low_balance once per crossing: the one write that took the balance from ≥ threshold to below it. */
+  private async lowBalance(w: WalletDoc, charged: number): Promise<void> {
+    const threshold = w.low_balance_threshold_cents ?? 0;
+    if (threshold <= 0) return;
+    const after = w.balance_uc + w.held_uc;
+    const limit = threshold * MICROCENTS_PER_CENT;
+    if (after >= limit || after + charged < limit) return;
+    await this.events
+      .emit({ event: 'low_balance', owner: { type: w.owner_type, id: w.owner_id }, fields: { ...ownerField(w.owner_type, w.owner_id), balance_cents: floorCents(walletTotalUc(w)), threshold_cents: threshold } })
+      .catch((err: unknown) => this.onError(err, 'low_balance event failed'));
+  }
+
+  // ---- portal ----
+
+  async accountOf(userId: number): Promise<Account> {
+    const m = await this.members.findOne({ _id: userId });
+    return m
+      ? { ownerType: 'org', ownerId: m.org_id, walletId: walletIdOf('org', m.org_id), role: m.role }
+      : { ownerType: 'user', ownerId: userId, walletId: walletIdOf('user', userId), role: null };
+  }
+
+  /** `balance_cents` counts what calls in flight hold; `available_cents` is what new calls can use. */
+  async walletView(userId: number): Promise<WalletView> {
+    const acc = await this.accountOf(userId);
+    const w = await this.wallets.get(acc.walletId);
+    const total = walletTotalUc(w);
+    const balance = floorCents(total);
+    const available = floorCents(w?.balance_uc ?? 0);
+    return {
+      owner_type: acc.ownerType,
+      owner_id: acc.ownerId,
+      balance_cents: balance,
+      available_cents: available,
+      held_cents: balance - available,
+      balance_microcents: total,
+      low_balance_threshold_cents: w?.low_balance_threshold_cents ?? 0,
+    };
+  }
+
+  async setLowBalanceThreshold(userId: number, cents: number): Promise<{ owner_type: OwnerType; owner_id: number; low_balance_threshold_cents: number }> {
+    const acc = await this.accountOf(userId);
+    if (acc.role !== null && acc.role !== 'owner') throw new ApiError('role_forbidden', "Only the organization's owner manages its billing settings.");
+    const w = await this.wallets.setThreshold(acc.walletId, cents);
+    if (!w) throw new ApiError('not_found', 'Your wallet does not exist.');
+    return { owner_type: acc.ownerType, owner_id: acc.ownerId, low_balance_threshold_cents: cents };
+  }
+
+  /** Members see their own usage; owners, admins and personal accounts see the whole account's. */
+  private scopeOf(acc: Account, userId: number): UsageScope {
+    return acc.role === 'member' ? { owner: acc.walletId, userId } : { owner: acc.walletId };
+  }
+
+  async usageSummary(userId: number, q: { from?: string; to?: string; group_by?: GroupBy }) {
+    const to = q.to ?? utcDay(this.now());
+    const toMs = parseDay(to, 'to');
+    const from = q.from ?? utcDay(toMs - 29 * DAY_MS);
+    const fromMs = parseDay(from, 'from');
+    if (fromMs > toMs) throw new ApiError('invalid_request', 'from must not be after to.', { param: 'from' });
+    if ((toMs - fromMs) / DAY_MS + 1 > MAX_RANGE_DAYS) throw new ApiError('invalid_request', `A range covers at most ${MAX_RANGE_DAYS} days.`, { param: 'from' });
+    const groupBy = q.group_by ?? 'day';
+    const acc = await this.accountOf(userId);
+    const scope = this.scopeOf(acc, userId);
+    const { groups, totals } = await this.usage.summary(scope, from, to, groupBy).catch((err: unknown) => {
+      if (err instanceof RangeError) throw new ApiError('invalid_request', 'This range holds too much usage to summarize at once; narrow from/to.', { param: 'from' });
+      throw err;
+    });
+    const field = groupBy === 'member' ? 'user_id' : groupBy;
+    return {
+      owner_type: acc.ownerType,
+      owner_id: acc.ownerId,
+      scope: scope.userId === undefined ? ('account' as const) : ('member' as const),
+      from,
+      to,
+      group_by: groupBy,
+      data: groups.map((g) => ({ [field]: g.key, ...usageRow(g.totals) })),
+      totals: usageRow(totals),
+    };
+  }
+
+  async usageRecords(userId: number, q: { limit?: number; after?: string }): Promise<{ data: UsageRecordView[]; has_more: boolean; next_after: string | null }> {
+    const acc = await this.accountOf(userId);
+    const { records, hasMore } = await this.usage.page(this.scopeOf(acc, userId), q.limit ?? 20, q.after);
+    return { data: records.map(recordView), has_more: hasMore, next_after: hasMore ? (records.at(-1)?._id ?? null) : null };
+  }
+
+  async subscriptionView(userId: number): Promise<SubscriptionView> {
+    const acc = await this.accountOf(userId);
+    return this.subscriptions.view(acc.ownerType, acc.ownerId, await this.subscriptions.get(acc.ownerType, acc.ownerId));
+  }
+
+  // ---- admin ----
+
+  private async requireOwner(ownerType: OwnerType, ownerId: number): Promise<void> {
+    const exists = ownerType === 'user' ? await this.users.findOne({ _id: ownerId }) : await this.orgs.findOne({ _id: ownerId });
+    if (!exists) throw new ApiError('not_found', `No ${ownerType === 'user' ? 'user' : 'organization'} ${ownerId}.`);
+    await this.wallets.ensure(walletIdOf(ownerType, ownerId), ownerType, ownerId);
+  }
+
+  /** A confirmed manual payment. `created` is false when the reference was credited before. */
+  async topup(input: { user_id?: number; org_id?: number; amount_cents: number; reference?: string }): Promise<{ topup: TopupView; created: boolean }> {
+    if ((input.user_id === undefined) === (input.org_id === undefined)) {
+      throw new ApiError('invalid_request', 'Give exactly one of user_id and org_id.', { param: input.user_id === undefined ? 'user_id' : 'org_id' });
+    }
+    const [ownerType, ownerId]: [OwnerType, number] = input.user_id !== undefined ? ['user', input.user_id] : ['org', input.org_id!];
+    await this.requireOwner(ownerType, ownerId);
+    const { topup, created } = await this.topups.credit({ ownerType, ownerId, amountCents: input.amount_cents, kind: 'manual', ...(input.reference !== undefined ? { reference: input.reference } : {}) });
+    return { topup: topupView(topup), created };
+  }
+
+  async setSubscription(ownerType: OwnerType, ownerId: number, plan: string | null): Promise<{ subscription: SubscriptionView; started: boolean }> {
+    await this.requireOwner(ownerType, ownerId);
+    const { sub, started } = await this.subscriptions.set(ownerType, ownerId, plan);
+    return { subscription: this.subscriptions.view(ownerType, ownerId, sub), started };
+  }
+
+  async setKyc(userId: number, verified: boolean): Promise<{ user_id: number; kyc_verified: boolean }> {
+    const u = await this.users.findOneAndUpdate({ _id: userId }, { $set: { kyc_verified: verified, kyc_updated_at: new Date(this.now()) } }, { returnDocument: 'after' });
+    if (!u) throw new ApiError('not_found', `No user ${userId}.`);
+    return { user_id: userId, kyc_verified: u.kyc_verified === true };
+  }
+}
+
+function parseDay(s: string, param: string): number {
+  const ms = DAY_RE.test(s) ? Date.parse(`${s}T00:00:00Z`) : NaN;
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== s) {
+    throw new ApiError('invalid_request', `${param} must be a UTC date such as 2026-01-31.`, { param });
+  }
+  return ms;
+}

@@ -1,0 +1,247 @@
+// The metered chat path, shared by the non-streaming and streaming endpoint:
+//   validate → resolve the model on the caller's account → KYC → per-key limits → count the prompt
+//   and check the context window → hold an estimate → upstream (router, failover) → settle the
+//   exact cost once (or release) → usage record.
+// The HTTP route only translates: body in, completion or SSE chunks out.
+import { randomBytes } from 'node:crypto';
+import { ApiError } from '../http/errors.ts';
+import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import type { ModelDoc } from '../models/types.ts';
+import type { ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, TokenUsage } from '../providers/types.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import { countMessages, countText } from './tokens.ts';
+import { costMicrocents, sanitizeUsage, toApiError, type GatewayDeps } from './common.ts';
+
+const ROLES = new Set(['system', 'user', 'assistant']);
+
+export interface ChatBody {
+  model: string;
+  messages: { role: string; content: string }[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  stop?: string | string[];
+  n?: number;
+  user?: string;
+}
+
+/** A call that passed every check and holds its estimate; settle or release it exactly once. */
+export interface PreparedChat {
+  id: string;
+  created: number;
+  model: ModelDoc;
+  payer: Payer;
+  hold: Hold;
+  request: ChatRequest;
+  promptTokens: number;
+  routes: ResolvedRoute[];
+  requestId: string;
+  startedAt: number;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: { index: number; message: { role: 'assistant'; content: string }; finish_reason: string }[];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+export interface ChatStream {
+  /** The chunks to send, in OpenAI's chunk shape; ends with a usage chunk when asked for. */
+  chunks: AsyncGenerator<Record<string, unknown>>;
+}
+
+export class ChatGateway {
+  constructor(private readonly deps: GatewayDeps) {}
+
+  async prepare(principal: ApiKeyPrincipal, body: ChatBody, requestId: string): Promise<PreparedChat> {
+    const { models, billing } = this.deps;
+    if (!Array.isArray(body.messages) || body.messages.length === 0) {
+      throw new ApiError('missing_input', 'messages must hold at least one message.', { param: 'messages' });
+    }
+    body.messages.forEach((m, i) => {
+      if (!ROLES.has(m.role)) {
+        throw new ApiError('invalid_message_role', `messages[${i}].role '${m.role}' is not supported; use system, user or assistant.`, { param: `messages.${i}.role` });
+      }
+    });
+    const payer = await billing.payerFor(principal);
+    const model = await models.resolve(body.model, 'llm', payer.walletId);
+    this.deps.assertKyc(payer, model.requires_kyc === true);
+    await billing.admit(principal);
+
+    const messages = body.messages as ChatMessage[];
+    const promptTokens = countMessages(messages);
+    const n = body.n ?? 1;
+    if (model.context_window !== undefined) {
+      const wanted = promptTokens + (body.max_tokens ?? 0);
+      if (promptTokens >= model.context_window || wanted > model.context_window) {
+        throw new ApiError(
+          'context_length_exceeded',
+          `This model's context window is ${model.context_window} tokens; the messages take ${promptTokens}` +
+            (body.max_tokens ? ` and max_tokens asks for ${body.max_tokens}` : '') + '.',
+          { param: 'messages' },
+        );
+      }
+    }
+    if (body.max_tokens !== undefined && model.max_output_tokens !== undefined && body.max_tokens > model.max_output_tokens) {
+      throw new ApiError('invalid_request', `max_tokens may be at most ${model.max_output_tokens} for this model.`, { param: 'max_tokens' });
+    }
+    // The most the call can produce: max_tokens, else the model's maximum, else what the context leaves.
+    const maxOut = body.max_tokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
+    const estimate = costMicrocents(model.pricing, promptTokens, maxOut * n, 'ceil');
+    const hold = await billing.hold(payer, estimate, requestId);
+
+    const request: ChatRequest = { messages };
+    if (body.temperature !== undefined) request.temperature = body.temperature;
+    if (body.top_p !== undefined) request.top_p = body.top_p;
+    if (body.stop !== undefined) request.stop = typeof body.stop === 'string' ? [body.stop] : body.stop;
+    if (body.n !== undefined) request.n = body.n;
+    request.max_tokens = body.max_tokens ?? maxOut;
+    return {
+      id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
+      created: Math.floor(this.deps.now() / 1000),
+      model,
+      payer,
+      hold,
+      request,
+      promptTokens,
+      routes: this.deps.resolveRoutes(model._id, model.routes),
+      requestId,
+      startedAt: this.deps.now(),
+    };
+  }
+
+  async complete(prep: PreparedChat, signal: AbortSignal): Promise<ChatCompletion> {
+    let served: { result: { choices: ChatCompletion['choices']; usage: TokenUsage | null }; route: ResolvedRoute };
+    try {
+      served = await this.deps.router.complete(prep.routes, prep.request, signal);
+    } catch (err) {
+      await this.release(prep, null, signal.aborted ? 'client_closed' : 'upstream_failed');
+      throw toApiError(err);
+    }
+    const counted: TokenUsage = {
+      prompt_tokens: prep.promptTokens,
+      completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content), 0),
+    };
+    const usage = this.billable(prep, sanitizeUsage(served.result.usage), counted);
+    await this.settle(prep, served.route, usage, 'ok');
+    return {
+      id: prep.id,
+      object: 'chat.completion',
+      created: prep.created,
+      model: prep.model._id,
+      choices: served.result.choices.map((c) => ({ index: c.index, message: { role: 'assistant', content: c.message.content }, finish_reason: c.finish_reason })),
+      usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+    };
+  }
+
+  /**
+   * Opens the upstream stream (failing over until a route delivers its first chunk: until then
+   * nothing reached the client, and an error here is an ordinary HTTP error). The returned
+   * generator yields OpenAI chunks; whatever ends it (completion, upstream failure, the client
+   * leaving) settles the call exactly once, billing what was generated.
+   */
+  async openStream(prep: PreparedChat, signal: AbortSignal, includeUsage: boolean): Promise<ChatStream> {
+    let opened: { route: ResolvedRoute; first: ChatChunk | null; rest: AsyncIterable<ChatChunk> };
+    try {
+      opened = await this.deps.router.stream(prep.routes, prep.request, signal);
+    } catch (err) {
+      await this.release(prep, null, signal.aborted ? 'client_closed' : 'upstream_failed');
+      throw toApiError(err);
+    }
+    return { chunks: this.relay(prep, opened, signal, includeUsage) };
+  }
+
+  private async *relay(
+    prep: PreparedChat,
+    opened: { route: ResolvedRoute; first: ChatChunk | null; rest: AsyncIterable<ChatChunk> },
+    signal: AbortSignal,
+    includeUsage: boolean,
+  ): AsyncGenerator<Record<string, unknown>> {
+    const base = { id: prep.id, object: 'chat.completion.chunk', created: prep.created, model: prep.model._id };
+    let generated = 0;
+    let reported: TokenUsage | null = null;
+    let status: UsageFacts['status'] = 'ok';
+    let failure: unknown = null;
+    const roleSent = new Set<number>();
+    try {
+      const chunks = (async function* () {
+        if (opened.first) yield opened.first;
+        yield* opened.rest;
+      })();
+      for await (const chunk of chunks) {
+        if (chunk.usage) reported = chunk.usage;
+        if (chunk.choices.length === 0) continue;
+        const choices = chunk.choices.map((c) => {
+          generated += c.delta.content ? countText(c.delta.content) : 0;
+          const delta: Record<string, string> = {};
+          // The spec: the first chunk of each choice carries delta.role.
+          if (!roleSent.has(c.index)) {
+            roleSent.add(c.index);
+            delta.role = 'assistant';
+          }
+          if (c.delta.content) delta.content = c.delta.content;
+          return { index: c.index, delta, finish_reason: c.finish_reason ?? null };
+        });
+        yield { ...base, choices };
+      }
+    } catch (err) {
+      failure = err;
+      status = signal.aborted ? 'client_closed' : 'upstream_failed';
+    } finally {
+      if (signal.aborted && status === 'ok') status = 'client_closed';
+      const counted = { prompt_tokens: prep.promptTokens, completion_tokens: generated };
+      // Upstream usage counts only when the stream completed; otherwise bill what was received.
+      const usage = this.billable(prep, status === 'ok' ? sanitizeUsage(reported) : null, counted);
+      await this.settle(prep, opened.route, usage, status);
+      if (status === 'ok' && includeUsage) {
+        yield { ...base, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } };
+      }
+    }
+    if (failure && !signal.aborted) throw toApiError(failure);
+  }
+
+  /** Upstream usage when it is sane and within the hold; else our own count, capped at the hold. */
+  private billable(prep: PreparedChat, reported: TokenUsage | null, counted: TokenUsage): TokenUsage {
+    const pricing = prep.model.pricing;
+    const within = (u: TokenUsage) => costMicrocents(pricing, u.prompt_tokens, u.completion_tokens, 'round') <= prep.hold.amountMicrocents;
+    if (reported && within(reported)) return reported;
+    if (within(counted)) return counted;
+    // Even our count exceeds the estimate (it cannot, unless pricing changed mid-call): bill the hold.
+    return counted;
+  }
+
+  private async settle(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): Promise<void> {
+    const cost = Math.min(prep.hold.amountMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'round'));
+    await this.deps.billing.settle(prep.hold, prep.payer, {
+      requestId: prep.requestId,
+      model: prep.model._id,
+      modelType: 'llm',
+      route: route.id,
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+      costMicrocents: cost,
+      status,
+      latencyMs: this.deps.now() - prep.startedAt,
+    });
+  }
+
+  private async release(prep: PreparedChat, route: ResolvedRoute | null, status: UsageFacts['status']): Promise<void> {
+    await this.deps.billing.release(prep.hold, prep.payer, {
+      requestId: prep.requestId,
+      model: prep.model._id,
+      modelType: 'llm',
+      route: route?.id ?? null,
+      promptTokens: 0,
+      completionTokens: 0,
+      costMicrocents: 0,
+      status,
+      latencyMs: this.deps.now() - prep.startedAt,
+    });
+  }
+}

@@ -1,0 +1,45 @@
+// What the metered endpoints share: their dependencies, cost arithmetic in integer micro-cents, the
+// sanity check on upstream usage, and the translation of router failures into the error envelope.
+import { ApiError, ERRORS, type ErrorCode } from '../http/errors.ts';
+import type { Billing, Payer } from '../billing/types.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import type { Pricing, RouteConfig } from '../models/types.ts';
+import type { ResolvedRoute, TokenUsage } from '../providers/types.ts';
+import type { UpstreamRouter } from '../providers/router.ts';
+
+export interface GatewayDeps {
+  models: ModelCatalog;
+  billing: Billing;
+  router: UpstreamRouter;
+  assertKyc(payer: Payer, requiresKyc: boolean): void;
+  resolveRoutes(modelId: string, routes: RouteConfig[]): ResolvedRoute[];
+  now(): number;
+}
+
+/**
+ * Cost in micro-cents: a price in cents per million tokens is exactly micro-cents per token.
+ * Estimates round up (a hold must cover the call); settled costs round to the nearest micro-cent,
+ * so over any number of calls the error stays far below one cent.
+ */
+export function costMicrocents(pricing: Pricing, promptTokens: number, completionTokens: number, rounding: 'ceil' | 'round'): number {
+  const exact = promptTokens * (pricing.input_cents_per_mtok ?? 0) + completionTokens * (pricing.output_cents_per_mtok ?? 0);
+  return rounding === 'ceil' ? Math.ceil(exact) : Math.round(exact);
+}
+
+const sane = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+
+/** Upstream usage only when both counts are non-negative safe integers; otherwise none. */
+export function sanitizeUsage(u: TokenUsage | null | undefined): TokenUsage | null {
+  if (!u || !sane(u.prompt_tokens) || !sane(u.completion_tokens)) return null;
+  return { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens };
+}
+
+/** Router and upstream failures carry a code of our table; anything else passes through. */
+export function toApiError(err: unknown): unknown {
+  if (err instanceof ApiError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && code in ERRORS && code !== 'internal_error') {
+    return new ApiError(code as ErrorCode, (err as Error).message);
+  }
+  return err;
+}

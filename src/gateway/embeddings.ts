@@ -1,0 +1,67 @@
+// The metered embeddings path: resolve the model, limits, count input tokens, hold, upstream, settle.
+import { ApiError } from '../http/errors.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { EmbeddingsRequest } from '../providers/types.ts';
+import { countText } from './tokens.ts';
+import { costMicrocents, sanitizeUsage, toApiError, type GatewayDeps } from './common.ts';
+
+export interface EmbeddingsBody {
+  model: string;
+  input: string | string[];
+  encoding_format?: 'float' | 'base64';
+  dimensions?: number;
+  user?: string;
+}
+
+export class EmbeddingsGateway {
+  constructor(private readonly deps: GatewayDeps) {}
+
+  async embed(principal: ApiKeyPrincipal, body: EmbeddingsBody, requestId: string, signal: AbortSignal) {
+    const { models, billing, router, now } = this.deps;
+    const inputs = typeof body.input === 'string' ? [body.input] : body.input;
+    if (inputs.length === 0 || inputs.some((s) => s.length === 0)) {
+      throw new ApiError('missing_input', 'input must be a non-empty string or a non-empty array of non-empty strings.', { param: 'input' });
+    }
+    const payer = await billing.payerFor(principal);
+    const model = await models.resolve(body.model, 'embedding', payer.walletId);
+    this.deps.assertKyc(payer, model.requires_kyc === true);
+    await billing.admit(principal);
+    const promptTokens = inputs.reduce((s, t) => s + countText(t), 0);
+    if (model.context_window !== undefined) {
+      const longest = Math.max(...inputs.map(countText));
+      if (longest > model.context_window) {
+        throw new ApiError('context_length_exceeded', `An input takes ${longest} tokens; this model accepts at most ${model.context_window} per input.`, { param: 'input' });
+      }
+    }
+    const startedAt = now();
+    const hold = await billing.hold(payer, costMicrocents(model.pricing, promptTokens, 0, 'ceil'), requestId);
+    const req: EmbeddingsRequest = { input: body.input };
+    if (body.encoding_format) req.encoding_format = body.encoding_format;
+    if (body.dimensions !== undefined) req.dimensions = body.dimensions;
+    const facts = { requestId, model: model._id, modelType: 'embedding', completionTokens: 0 };
+    let served;
+    try {
+      served = await router.embed(this.deps.resolveRoutes(model._id, model.routes), req, signal);
+    } catch (err) {
+      await billing.release(hold, payer, { ...facts, route: null, promptTokens: 0, costMicrocents: 0, status: signal.aborted ? 'client_closed' : 'upstream_failed', latencyMs: now() - startedAt });
+      throw toApiError(err);
+    }
+    const reported = sanitizeUsage(served.result.usage ? { prompt_tokens: served.result.usage.prompt_tokens, completion_tokens: 0 } : null);
+    let tokens = reported?.prompt_tokens ?? promptTokens;
+    if (costMicrocents(model.pricing, tokens, 0, 'round') > hold.amountMicrocents) tokens = promptTokens;
+    await billing.settle(hold, payer, {
+      ...facts,
+      route: served.route.id,
+      promptTokens: tokens,
+      costMicrocents: Math.min(hold.amountMicrocents, costMicrocents(model.pricing, tokens, 0, 'round')),
+      status: 'ok',
+      latencyMs: now() - startedAt,
+    });
+    return {
+      object: 'list' as const,
+      data: served.result.data.map((d) => ({ object: 'embedding' as const, index: d.index, embedding: d.embedding })),
+      model: model._id,
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    };
+  }
+}

@@ -1,0 +1,14 @@
+// Token counting with a real tokenizer (gpt-tokenizer, o200k_base, bundled with the package: nothing
+// downloads). Used for context-window checks, hold estimates, and usage when an upstream reports none.
+// Message overhead follows OpenAI's published accounting: 3 tokens per message plus 3 to prime the
+// reply. For non-OpenAI upstreams the count is an estimate; their own usage wins when they report it.
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import type { ChatMessage } from '../providers/types.ts';
+
+export const countText = (text: string): number => (text.length === 0 ? 0 : countTokens(text));
+
+export function countMessages(messages: readonly ChatMessage[]): number {
+  let n = 3;
+  for (const m of messages) n += 3 + countText(m.role) + countText(m.content);
+  return n;
+}

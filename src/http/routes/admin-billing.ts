@@ -1,0 +1,83 @@
+// Operator billing endpoints under /admin (ADMIN_TOKEN): confirm a manual payment, start or change a
+// subscription, set a user's KYC verification.
+import { Type } from 'typebox';
+import type { App, AppDeps } from '../app.ts';
+import { requireAdmin } from '../auth.ts';
+import { Closed, errors, IsoDate, NumericId } from '../schemas.ts';
+import { Subscription } from './portal-billing.ts';
+
+const OwnerType = Type.Union([Type.Literal('user'), Type.Literal('org')]);
+const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+
+const Topup = Type.Object({
+  id: Type.String(),
+  owner_type: OwnerType,
+  owner_id: Type.Integer(),
+  user_id: Type.Optional(Type.Integer()),
+  org_id: Type.Optional(Type.Integer()),
+  amount_cents: Type.Integer(),
+  reference: Type.Union([Type.String(), Type.Null()]),
+  kind: Type.String(),
+  status: Type.String(),
+  new_balance_cents: Type.Union([Type.Integer(), Type.Null()]),
+  created_at: IsoDate,
+  credited_at: Type.Union([IsoDate, Type.Null()]),
+});
+
+export function registerAdminBillingRoutes(app: App, deps: AppDeps): void {
+  const { billing } = deps.services;
+  const base = { preHandler: requireAdmin(deps) };
+  const tags = ['admin'];
+  const security = [{ admin: [] }];
+
+  app.post(
+    '/admin/topups',
+    {
+      ...base,
+      schema: {
+        tags, security,
+        summary: 'Confirm a manual payment: credit a user or organization wallet (201; a repeated reference answers 200 with the original, credited once)',
+        body: Closed({
+          user_id: Type.Optional(Id),
+          org_id: Type.Optional(Id),
+          amount_cents: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
+          reference: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7e]+$' })),
+        }),
+        response: { 200: Topup, 201: Topup, ...errors(400, 401, 403, 404, 409) },
+      },
+    },
+    async (req, reply) => {
+      const { topup, created } = await billing.topup(req.body);
+      return reply.code(created ? 201 : 200).send(topup);
+    },
+  );
+
+  app.put(
+    '/admin/subscriptions/:owner_type/:owner_id',
+    {
+      ...base,
+      schema: {
+        tags, security,
+        summary: "Start a plan (credits its first cycle now; the same active plan is left as it is) or cancel with plan null",
+        params: Closed({ owner_type: OwnerType, owner_id: NumericId }),
+        body: Closed({ plan: Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()]) }),
+        response: { 200: Subscription, ...errors(400, 401, 403, 404, 409) },
+      },
+    },
+    async (req) => (await billing.setSubscription(req.params.owner_type, Number(req.params.owner_id), req.body.plan)).subscription,
+  );
+
+  app.put(
+    '/admin/users/:id/kyc',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: "Set a user's identity verification (an organization's calls count its owner's)",
+        params: Closed({ id: NumericId }),
+        body: Closed({ verified: Type.Boolean() }),
+        response: { 200: Type.Object({ user_id: Type.Integer(), kyc_verified: Type.Boolean() }), ...errors(400, 401, 403, 404) },
+      },
+    },
+    async (req) => billing.setKyc(Number(req.params.id), req.body.verified),
+  );
+}

@@ -1,0 +1,108 @@
+// POST /v1/chat/completions: OpenAI-compatible, JSON or server-sent events. The route translates
+// only; the metered path is src/gateway/chat.ts.
+import { once } from 'node:events';
+import { Type } from 'typebox';
+import type { ServerResponse } from 'node:http';
+import type { App, AppDeps } from '../app.ts';
+import { principalOf, requireApiKey } from '../auth.ts';
+import { ApiError, toEnvelope } from '../errors.ts';
+import { errors } from '../schemas.ts';
+import type { ChatBody } from '../../gateway/chat.ts';
+
+const Message = Type.Object(
+  {
+    role: Type.String({ maxLength: 32 }),
+    content: Type.String({ maxLength: 1_000_000 }),
+    name: Type.Optional(Type.String({ maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ChatBodySchema = Type.Object(
+  {
+    model: Type.String({ maxLength: 200 }),
+    messages: Type.Array(Message, { maxItems: 2048 }),
+    stream: Type.Optional(Type.Boolean()),
+    stream_options: Type.Optional(Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
+    stop: Type.Optional(Type.Union([Type.String({ maxLength: 512 }), Type.Array(Type.String({ maxLength: 512 }), { minItems: 1, maxItems: 4 })])),
+    n: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 })),
+    user: Type.Optional(Type.String({ maxLength: 256 })),
+  },
+  { additionalProperties: false },
+);
+
+const ChatCompletionSchema = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('chat.completion'),
+  created: Type.Integer(),
+  model: Type.String(),
+  choices: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      message: Type.Object({ role: Type.String(), content: Type.String() }),
+      finish_reason: Type.String(),
+    }),
+  ),
+  usage: Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() }),
+});
+
+/** Writes one SSE event, waiting for the socket to drain (or the client to leave) when it is full. */
+async function send(res: ServerResponse, payload: string): Promise<void> {
+  if (res.write(`data: ${payload}\n\n`)) return;
+  await Promise.race([once(res, 'drain'), once(res, 'close')]);
+}
+
+export function registerChatRoutes(app: App, deps: AppDeps): void {
+  app.post(
+    '/v1/chat/completions',
+    {
+      preHandler: requireApiKey(deps, 'chat'),
+      bodyLimit: deps.config.http.inferenceBodyLimitBytes,
+      schema: {
+        tags: ['v1'], summary: 'Chat completion (OpenAI-compatible; stream: true for server-sent events)', security: [{ apiKey: [] }],
+        body: ChatBodySchema,
+        // A declared 200 schema also makes serialization fast (fast-json-stringify).
+        response: { 200: ChatCompletionSchema, ...errors(400, 401, 402, 403, 404, 429, 503) },
+      },
+    },
+    async (req, reply) => {
+      const chat = deps.services.chat;
+      const body = req.body as ChatBody;
+      // Prepared before anything is written: every refusal is an ordinary JSON error.
+      const prep = await chat.prepare(principalOf(req), body, req.id);
+      const controller = new AbortController();
+      // HARDENING.md: request 'close' fires early; a finished-less response 'close' is the real disconnect.
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableFinished) controller.abort();
+      });
+      if (body.stream !== true) return chat.complete(prep, controller.signal);
+
+      const { chunks } = await chat.openStream(prep, controller.signal, body.stream_options?.include_usage === true);
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        'x-request-id': req.id,
+      });
+      try {
+        for await (const chunk of chunks) {
+          if (controller.signal.aborted) break;
+          await send(res, JSON.stringify(chunk));
+        }
+        if (!controller.signal.aborted) await send(res, '[DONE]');
+      } catch (err) {
+        // Mid-stream failure: the stream ends with an error event (OpenAI's shape) and no [DONE].
+        const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
+        if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
+        if (!controller.signal.aborted) await send(res, JSON.stringify(toEnvelope(api, req.id)));
+      }
+      res.end();
+    },
+  );
+}

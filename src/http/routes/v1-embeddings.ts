@@ -1,0 +1,47 @@
+// POST /v1/embeddings: OpenAI-compatible. The metered path is src/gateway/embeddings.ts.
+import { Type } from 'typebox';
+import type { App, AppDeps } from '../app.ts';
+import { principalOf, requireApiKey } from '../auth.ts';
+import { errors } from '../schemas.ts';
+import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
+
+const Text = Type.String({ maxLength: 1_000_000 });
+
+export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
+  app.post(
+    '/v1/embeddings',
+    {
+      preHandler: requireApiKey(deps, 'embeddings'),
+      bodyLimit: deps.config.http.inferenceBodyLimitBytes,
+      schema: {
+        tags: ['v1'], summary: 'Embeddings (OpenAI-compatible)', security: [{ apiKey: [] }],
+        body: Type.Object(
+          {
+            model: Type.String({ maxLength: 200 }),
+            input: Type.Union([Text, Type.Array(Text, { maxItems: 2048 })]),
+            encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
+            dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: 65_536 })),
+            user: Type.Optional(Type.String({ maxLength: 256 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            object: Type.Literal('list'),
+            data: Type.Array(Type.Object({ object: Type.Literal('embedding'), index: Type.Integer(), embedding: Type.Union([Type.Array(Type.Number()), Type.String()]) })),
+            model: Type.String(),
+            usage: Type.Object({ prompt_tokens: Type.Integer(), total_tokens: Type.Integer() }),
+          }),
+          ...errors(400, 401, 402, 403, 404, 429, 503),
+        },
+      },
+    },
+    async (req, reply) => {
+      const controller = new AbortController();
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableFinished) controller.abort();
+      });
+      return deps.services.embeddings.embed(principalOf(req), req.body as EmbeddingsBody, req.id, controller.signal);
+    },
+  );
+}

@@ -1,0 +1,165 @@
+// The model catalog: virtual models managed by an administrator, and which of them are active on an
+// account. Every lookup reads the store (a point read), so a model added or changed appears on the
+// next request on every instance, with no restart and no cache to invalidate.
+import { ApiError } from '../http/errors.ts';
+import type { Store } from '../store/port.ts';
+import type { Clock } from '../services/common.ts';
+import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig } from './types.ts';
+
+/** An administrator's restriction of an account to a list of models (absent: every model). */
+interface AccessDoc {
+  _id: string; // 'user:<id>' | 'org:<id>'
+  models: string[];
+  updated_at: Date;
+  [k: string]: unknown;
+}
+
+export type ModelInput = ModelFields;
+
+/** Which pricing fields and public fields each model type uses. */
+const PRICING_BY_TYPE: Record<ModelType, (keyof Pricing)[]> = {
+  llm: ['input_cents_per_mtok', 'output_cents_per_mtok'],
+  embedding: ['input_cents_per_mtok'],
+  stt: ['cents_per_minute'],
+  voice: ['cents_per_minute'],
+  tts: ['cents_per_1k_chars'],
+  intent: ['cents_per_call'],
+};
+
+const NEEDS_ROUTES: readonly ModelType[] = ['llm', 'embedding', 'stt', 'tts', 'voice'];
+
+export interface PublicModel {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+  type: ModelType;
+  reasoning?: boolean;
+  languages?: string[];
+  streaming?: boolean;
+  voices?: string[];
+}
+
+export class ModelCatalog {
+  private readonly models;
+  private readonly access;
+
+  constructor(
+    store: Store,
+    /** Provider names with a folder under src/providers/ (a route must name one). */
+    private readonly providers: readonly string[],
+    private readonly now: Clock,
+  ) {
+    this.models = store.collection<ModelDoc>('models');
+    this.access = store.collection<AccessDoc>('model_access');
+  }
+
+  /** Creates the seeded models that do not exist yet (an administrator's later changes win). */
+  async seed(models: (ModelInput & { id: string })[]): Promise<void> {
+    for (const { id, ...def } of models) {
+      validateModel(id, def, this.providers);
+      const at = new Date(this.now());
+      await this.models.updateOne({ _id: id }, { $setOnInsert: { ...def, created_at: at, updated_at: at } }, { upsert: true });
+    }
+  }
+
+  async put(id: string, def: ModelInput): Promise<{ model: ModelDoc; created: boolean }> {
+    validateModel(id, def, this.providers);
+    const at = new Date(this.now());
+    const existing = await this.models.findOne({ _id: id });
+    const doc: ModelDoc = { _id: id, ...def, created_at: existing?.created_at ?? at, updated_at: at };
+    await this.models.replaceOne({ _id: id }, doc, { upsert: true });
+    return { model: doc, created: !existing };
+  }
+
+  async remove(id: string): Promise<boolean> {
+    return (await this.models.deleteOne({ _id: id })).deletedCount === 1;
+  }
+
+  async list(): Promise<ModelDoc[]> {
+    return this.models.find({}, { sort: { _id: 1 }, limit: 10_000 });
+  }
+
+  async get(id: string): Promise<ModelDoc | null> {
+    return this.models.findOne({ _id: id });
+  }
+
+  async setAccess(account: string, models: string[] | null): Promise<void> {
+    if (models === null) await this.access.deleteOne({ _id: account });
+    else await this.access.replaceOne({ _id: account }, { _id: account, models: [...new Set(models)], updated_at: new Date(this.now()) }, { upsert: true });
+  }
+
+  async getAccess(account: string): Promise<string[] | null> {
+    return (await this.access.findOne({ _id: account }))?.models ?? null;
+  }
+
+  /** The models active on an account, in id order. */
+  async activeFor(account: string): Promise<ModelDoc[]> {
+    const [all, allowed] = await Promise.all([this.list(), this.getAccess(account)]);
+    return allowed ? all.filter((m) => allowed.includes(m._id)) : all;
+  }
+
+  /**
+   * The model a /v1 call names, if it exists, is of the endpoint's type and is active on the
+   * account; otherwise 404 model_not_found (the same answer for all three, so nothing leaks).
+   */
+  async resolve(id: unknown, type: ModelType, account: string): Promise<ModelDoc> {
+    const notFound = () =>
+      new ApiError('model_not_found', `The model '${String(id)}' does not exist or is not available to your account.`, { param: 'model' });
+    if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw notFound();
+    const [model, allowed] = await Promise.all([this.get(id), this.getAccess(account)]);
+    if (!model || model.type !== type || (allowed && !allowed.includes(id))) throw notFound();
+    return model;
+  }
+}
+
+export function publicModel(m: ModelDoc): PublicModel {
+  const out: PublicModel = {
+    id: m._id,
+    object: 'model',
+    created: Math.floor(m.created_at.getTime() / 1000),
+    owned_by: m.owned_by,
+    type: m.type,
+  };
+  if (m.type === 'llm') out.reasoning = m.reasoning ?? false;
+  if (m.type === 'stt' || m.type === 'intent') out.languages = m.languages ?? [];
+  if (m.type === 'stt') out.streaming = m.streaming ?? false;
+  if (m.type === 'tts') out.voices = m.voices ?? [];
+  return out;
+}
+
+/** What the admin view shows of a route: everything but the inline upstream key. */
+export function adminModel(m: ModelDoc): Record<string, unknown> {
+  const { _id, created_at, updated_at, routes, ...rest } = m;
+  return {
+    id: _id,
+    ...rest,
+    routes: routes.map(({ api_key, ...r }: RouteConfig) => ({ ...r, ...(api_key ? { api_key: '[set]' } : {}) })),
+    created_at: created_at.toISOString(),
+    updated_at: updated_at.toISOString(),
+  };
+}
+
+function validateModel(id: string, def: ModelInput, providers: readonly string[]): void {
+  const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param });
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:\/-]{0,127}$/.test(id)) throw bad('id', 'A model id is 1-128 letters, digits, and . _ : / - characters.');
+  if (NEEDS_ROUTES.includes(def.type) && def.routes.length === 0) throw bad('routes', `A ${def.type} model needs at least one route.`);
+  const allowedPricing = PRICING_BY_TYPE[def.type];
+  for (const key of Object.keys(def.pricing) as (keyof Pricing)[]) {
+    if (!allowedPricing.includes(key)) throw bad(`pricing.${key}`, `${key} does not apply to ${def.type} models; use ${allowedPricing.join(', ')}.`);
+  }
+  def.routes.forEach((r, i) => {
+    if (!providers.includes(r.provider)) throw bad(`routes.${i}.provider`, `Unknown provider '${r.provider}'; known: ${providers.join(', ')}.`);
+    if (r.api_key && r.api_key_env) throw bad(`routes.${i}`, 'Give api_key or api_key_env, not both.');
+    let url: URL;
+    try {
+      url = new URL(r.base_url);
+    } catch {
+      throw bad(`routes.${i}.base_url`, 'base_url must be an absolute http(s) URL.');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(`routes.${i}.base_url`, 'base_url must be http or https.');
+  });
+  if (def.context_window !== undefined && def.max_output_tokens !== undefined && def.max_output_tokens > def.context_window) {
+    throw bad('max_output_tokens', 'max_output_tokens cannot exceed context_window.');
+  }
+}

@@ -1,0 +1,46 @@
+// The JSON schema of a virtual model (PUT /admin/models/{id} and config seeds): typebox, closed.
+import { Type, type TSchema } from 'typebox';
+import { MODEL_TYPES } from './types.ts';
+
+const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
+
+const Cents = Type.Number({ minimum: 0, maximum: 1e9 });
+const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
+
+export const RouteSchema = Closed({
+  provider: Type.String({ minLength: 1, maxLength: 64 }),
+  base_url: Type.String({ minLength: 1, maxLength: 2048 }),
+  api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  api_key_env: Type.Optional(Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$' })),
+  upstream_model: Type.String({ minLength: 1, maxLength: 256 }),
+  timeout_ms: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+  max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+  rpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+});
+
+export const ModelSchema = Closed({
+  type: Type.Union(MODEL_TYPES.map((t) => Type.Literal(t))),
+  owned_by: Type.String({ minLength: 1, maxLength: 128 }),
+  reasoning: Type.Optional(Type.Boolean()),
+  languages: Type.Optional(Type.Array(Lang, { maxItems: 200 })),
+  streaming: Type.Optional(Type.Boolean()),
+  voices: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 1000 })),
+  context_window: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
+  max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
+  pricing: Closed({
+    input_cents_per_mtok: Type.Optional(Cents),
+    output_cents_per_mtok: Type.Optional(Cents),
+    cents_per_minute: Type.Optional(Cents),
+    cents_per_1k_chars: Type.Optional(Cents),
+    cents_per_call: Type.Optional(Cents),
+  }),
+  routes: Type.Array(RouteSchema, { maxItems: 16 }),
+  requires_kyc: Type.Optional(Type.Boolean()),
+});
+
+
+/** A seeded model in config: the same fields plus its id. */
+export const SeedModelSchema = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 128 }), ...ModelSchema.properties },
+  { additionalProperties: false },
+);

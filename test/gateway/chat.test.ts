@@ -1,0 +1,226 @@
+// The metered chat and embeddings path end to end: the official `openai` client against the
+// gateway on loopback, the gateway against fake upstreams that speak the real wire formats.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
+import { startAnthropicUpstream } from '../fakes/anthropic-upstream.ts';
+
+const PRICING = { input_cents_per_mtok: 150, output_cents_per_mtok: 600 }; // 1.5 and 6 µ¢... per token: 150 and 600 µ¢
+
+async function putModel(gw: TestGateway, id: string, routes: unknown[], over: Record<string, unknown> = {}) {
+  const r = await call(gw.url, 'PUT', `/admin/models/${id}`, {
+    token: ADMIN_TOKEN,
+    body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 512, pricing: PRICING, routes, ...over },
+  });
+  assert.ok(r.status === 200 || r.status === 201, r.text);
+}
+
+async function fundedUser(gw: TestGateway, cents = 100_000) {
+  const s = await signup(gw.url);
+  const t = await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: cents } });
+  assert.equal(t.status, 201, t.text);
+  const key = await createKey(gw.url, s.token);
+  return { ...s, key: key.api_key, prefix: key.prefix };
+}
+
+const wallet = async (gw: TestGateway, token: string) => (await call(gw.url, 'GET', '/portal/wallet', { token })).body;
+
+describe('chat completions and embeddings through the gateway', () => {
+  let gw: TestGateway;
+  let up: FakeServer;
+  let anthropic: FakeServer;
+  const deadPort = 'http://127.0.0.1:9/v1'; // discard port: connection refused
+
+  before(async () => {
+    up = await startOpenAIUpstream({ apiKey: 'sk-upstream-secret' });
+    anthropic = await startAnthropicUpstream({ apiKey: 'sk-ant-secret' });
+    gw = await startTestGateway();
+    await putModel(gw, 'chat-a', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' }]);
+    await putModel(gw, 'chat-failover', [
+      { provider: 'openai', base_url: deadPort, api_key: 'k', upstream_model: 'gpt-up' },
+      { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' },
+    ]);
+    await putModel(gw, 'chat-dead', [{ provider: 'openai', base_url: deadPort, api_key: 'k', upstream_model: 'x' }]);
+    await putModel(gw, 'chat-nokey', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key_env: 'NO_SUCH_VARIABLE_SET', upstream_model: 'x' }]);
+    await putModel(gw, 'claude', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }]);
+    const e = await call(gw.url, 'PUT', '/admin/models/embed-a', {
+      token: ADMIN_TOKEN,
+      body: { type: 'embedding', owned_by: 'test', pricing: { input_cents_per_mtok: 10 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }] },
+    });
+    assert.equal(e.status, 201, e.text);
+  });
+  after(async () => {
+    await gw.destroy();
+    await up.close();
+    await anthropic.close();
+  });
+
+  const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+
+  it('the official openai client: models, chat, streaming chat and embeddings just work', async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const models = await ai.models.list();
+    assert.ok(models.data.some((m) => m.id === 'chat-a'));
+
+    const done = await ai.chat.completions.create({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }] });
+    assert.equal(done.object, 'chat.completion');
+    assert.equal(done.model, 'chat-a', 'our virtual name, never the upstream one');
+    assert.match(done.id, /^chatcmpl-/);
+    assert.equal(done.choices[0]!.message.role, 'assistant');
+    assert.ok(done.choices[0]!.message.content!.length > 0);
+    assert.ok(Number.isInteger(done.usage!.prompt_tokens) && done.usage!.completion_tokens > 0);
+    assert.equal(done.usage!.total_tokens, done.usage!.prompt_tokens + done.usage!.completion_tokens);
+
+    // What the upstream saw: its own key and model, never the client's key.
+    const seen = up.calls('/v1/chat/completions').at(-1)!;
+    assert.equal(seen.headers.authorization, 'Bearer sk-upstream-secret');
+    assert.equal(seen.body.model, 'gpt-up');
+    assert.ok(!JSON.stringify(seen.headers).includes(u.key.slice(10)));
+
+    const stream = await ai.chat.completions.create({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }], stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let first = true;
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      assert.equal(chunk.object, 'chat.completion.chunk');
+      assert.equal(chunk.model, 'chat-a');
+      if (chunk.usage) usage = chunk.usage;
+      if (chunk.choices.length === 0) continue;
+      if (first) {
+        assert.equal(chunk.choices[0]!.delta.role, 'assistant', 'the first chunk carries the role');
+        first = false;
+      }
+      text += chunk.choices[0]!.delta.content ?? '';
+    }
+    assert.equal(text, done.choices[0]!.message.content, 'the same reply, streamed');
+    assert.ok(usage && usage.completion_tokens > 0);
+
+    const emb = await ai.embeddings.create({ model: 'embed-a', input: ['one', 'two'] });
+    assert.equal(emb.data.length, 2);
+    assert.equal(emb.model, 'embed-a');
+    assert.ok(Array.isArray(emb.data[0]!.embedding) && emb.data[0]!.embedding.length > 0);
+    assert.ok(emb.usage.prompt_tokens > 0);
+  });
+
+  it('the Anthropic Messages provider serves the same OpenAI shapes, streaming too', async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const done = await ai.chat.completions.create({ model: 'claude', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello there' }] });
+    assert.equal(done.model, 'claude');
+    assert.ok(done.choices[0]!.message.content!.length > 0);
+    assert.ok(done.usage!.prompt_tokens > 0);
+    const seen = anthropic.calls('/v1/messages').at(-1)!;
+    assert.equal(seen.headers['x-api-key'], 'sk-ant-secret');
+    assert.equal(seen.body.system, 'be brief');
+    let text = '';
+    for await (const chunk of await ai.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'hello there' }], stream: true })) {
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    assert.equal(text, done.choices[0]!.message.content);
+  });
+
+  it('fails over from a dead route, and answers 503 model_unavailable / model_misconfigured without leaking upstreams', async () => {
+    const u = await fundedUser(gw);
+    const ok = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-failover', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(ok.status, 200, ok.text);
+    const dead = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-dead', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(dead.status, 503);
+    assert.equal(dead.body.error.code, 'model_unavailable');
+    const nokey = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-nokey', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(nokey.status, 503);
+    assert.equal(nokey.body.error.code, 'model_misconfigured');
+    for (const r of [dead, nokey]) {
+      assert.ok(!r.text.includes('127.0.0.1') && !r.text.includes('sk-upstream-secret') && !r.text.includes('NO_SUCH_VARIABLE'), r.text);
+    }
+    // Nothing was charged for calls no route served.
+    const before = await wallet(gw, u.token);
+    await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-dead', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal((await wallet(gw, u.token)).balance_cents, before.balance_cents);
+  });
+
+  it('validates with the spec codes', async () => {
+    const u = await fundedUser(gw);
+    const cases: [Record<string, unknown>, number, string, string?][] = [
+      [{ messages: [{ role: 'user', content: 'x' }] }, 400, 'missing_input', 'model'],
+      [{ model: 'chat-a' }, 400, 'missing_input', 'messages'],
+      [{ model: 'chat-a', messages: [] }, 400, 'missing_input', 'messages'],
+      [{ model: 'chat-a', messages: [{ role: 'tool', content: 'x' }] }, 400, 'invalid_message_role', 'messages.0.role'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], temperature: 2.5 }, 400, 'invalid_request', 'temperature'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], top_p: 1.5 }, 400, 'invalid_request', 'top_p'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], stop: ['a', 'b', 'c', 'd', 'e'] }, 400, 'invalid_request', 'stop'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], n: 0 }, 400, 'invalid_request', 'n'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }, 400, 'invalid_request', 'max_tokens'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], max_tokens: 600 }, 400, 'invalid_request', 'max_tokens'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], temperature: '1' }, 400, 'invalid_request', 'temperature'],
+      [{ model: 'nope', messages: [{ role: 'user', content: 'x' }] }, 404, 'model_not_found', 'model'],
+      [{ model: 'embed-a', messages: [{ role: 'user', content: 'x' }] }, 404, 'model_not_found', 'model'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 400, 'context_length_exceeded', 'messages'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], logit_bias: {} }, 400, 'invalid_request', 'logit_bias'],
+    ];
+    const before = up.calls('/v1/chat/completions').length;
+    for (const [body, status, code, param] of cases) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body });
+      assert.equal(r.status, status, `${JSON.stringify(body).slice(0, 80)} → ${r.text}`);
+      assert.equal(r.body.error.code, code, r.text);
+      if (param) assert.equal(r.body.error.param, param, r.text);
+    }
+    assert.equal(up.calls('/v1/chat/completions').length, before, 'no invalid request reached the upstream');
+  });
+
+  it('bills the exact cost from reported usage, in fractions of a cent, and refuses an empty wallet with 402', async () => {
+    const u = await fundedUser(gw, 1);
+    const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 16 } });
+    assert.equal(r.status, 200, r.text);
+    const cost = r.body.usage.prompt_tokens * PRICING.input_cents_per_mtok + r.body.usage.completion_tokens * PRICING.output_cents_per_mtok; // µ¢
+    const w = await wallet(gw, u.token);
+    assert.equal(w.balance_cents, Math.floor((1_000_000 - cost) / 1_000_000));
+
+    const broke = await signup(gw.url);
+    const k = await createKey(gw.url, broke.token);
+    const denied = await call(gw.url, 'POST', '/v1/chat/completions', { token: k.api_key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(denied.status, 402);
+    assert.equal(denied.body.error.code, 'insufficient_credit');
+    assert.equal(denied.body.error.type, 'insufficient_quota');
+  });
+
+  it('a mid-stream upstream failure ends the stream with an error event and bills only what was received', async () => {
+    const u = await fundedUser(gw);
+    up.next({ closeAfterChunks: 3 });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me a long story about the sea and the rivers' }], stream: true }),
+    });
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    const events = text.split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''));
+    assert.ok(!events.includes('[DONE]'), 'no [DONE] after a failure');
+    const last = JSON.parse(events.at(-1)!);
+    assert.equal(last.error.code, 'model_unavailable');
+    const content = events.slice(0, -1).map((e) => JSON.parse(e)).map((c) => c.choices[0]?.delta.content ?? '').join('');
+    assert.ok(content.length > 0, 'some content arrived before the failure');
+  });
+
+  it('a client that disconnects mid-stream aborts the upstream promptly', async () => {
+    const u = await fundedUser(gw);
+    up.next({ chunkDelayMs: 200 });
+    const controller = new AbortController();
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      signal: controller.signal,
+      headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me a very long story about the sea and all the rivers of the world' }], stream: true }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read(); // the first chunk arrived
+    const upstreamCall = up.calls('/v1/chat/completions').at(-1)!;
+    const t0 = Date.now();
+    controller.abort();
+    await Promise.race([upstreamCall.ended, new Promise((_, rej) => setTimeout(() => rej(new Error('upstream not aborted within 2 s')), 2000))]);
+    assert.ok(upstreamCall.closedEarly, 'the upstream connection was closed before the answer finished');
+    assert.ok(Date.now() - t0 < 2000);
+  });
+});
