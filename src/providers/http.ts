@@ -7,7 +7,7 @@
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import { UpstreamError, type ResolvedRoute } from './types.ts';
-import { isObject, protocolError } from './validate.ts';
+import { isObject, parseJson, protocolError } from './validate.ts';
 
 export interface UpstreamLimits {
   /** A JSON (non-streamed) answer; embeddings of large batches are the big ones. */
@@ -106,9 +106,9 @@ export class UpstreamHttp {
       if (res.statusCode < 200 || res.statusCode > 299) throw await this.#statusError(call, res);
       const text = await readBounded(res, maxBytes, call.routeId, true);
       try {
-        return JSON.parse(text) as unknown;
+        return parseJson(text);
       } catch {
-        throw protocolError(call.routeId, 'the answer is not JSON');
+        throw protocolError(call.routeId, 'the answer is not JSON or nests too deep');
       }
     } catch (err) {
       if (res) discard(res.body);
@@ -143,9 +143,14 @@ export class UpstreamHttp {
     return this.#events(res.body, call.routeId, ex);
   }
 
-  /** Waits for in-flight requests, then closes every pooled connection. */
+  /** Waits for in-flight requests (streams included), then closes every pooled connection. */
   close(): Promise<void> {
     return this.#agent.close();
+  }
+
+  /** Ends in-flight requests at once (their callers see connect failures) and closes every connection. */
+  destroy(): Promise<void> {
+    return this.#agent.destroy();
   }
 
   async *#events(body: Readable, routeId: string, ex: Exchange): AsyncGenerator<SseMessage> {
@@ -260,7 +265,7 @@ export function statusError(routeId: string, status: number, body: string, secre
 function explanation(body: string): string | undefined {
   let json: unknown;
   try {
-    json = JSON.parse(body);
+    json = parseJson(body);
   } catch {
     return undefined;
   }
@@ -372,9 +377,9 @@ export async function* readSse(body: Readable, opts: SseOptions): AsyncGenerator
       dataLen = 0;
       if (text === '[DONE]') return { type: 'done' };
       try {
-        return { type: 'event', event: name, data: JSON.parse(text) as unknown };
+        return { type: 'event', event: name, data: parseJson(text) };
       } catch {
-        throw protocolError(routeId, 'an event is not JSON');
+        throw protocolError(routeId, 'an event is not JSON or nests too deep');
       }
     }
     if (line.charCodeAt(0) === 0x3a) return null; // ':' comment

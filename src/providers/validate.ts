@@ -23,6 +23,32 @@ export function usageOf(prompt: unknown, completion: unknown): TokenUsage | null
   return p === null || c === null ? null : { prompt_tokens: p, completion_tokens: c };
 }
 
+/** Nesting allowed in upstream JSON; real answers nest 4 or 5 deep. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Parses upstream JSON after a linear scan for its nesting depth: V8 takes seconds over a few MB of
+ * `[[[[…`, time a hostile upstream should not get to spend on our event loop. Throws on either.
+ */
+export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > maxDepth) throw new SyntaxError(`JSON nested deeper than ${maxDepth}`);
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return JSON.parse(text) as unknown;
+}
+
 export function protocolError(routeId: string, what: string): UpstreamError {
   return new UpstreamError('protocol', `route ${routeId}: malformed upstream answer (${what})`, true);
 }

@@ -89,6 +89,12 @@ describe('readSse', () => {
     assert.deepEqual(seen, [{ type: 'event', event: 'message', data: { ok: 1 } }]);
   });
 
+  it('refuses an event nested deeper than 64 levels', async () => {
+    const err = await failure(collect(sse([`data: ${'['.repeat(65)}${']'.repeat(65)}\n\n`])));
+    assert.equal(err.kind, 'protocol');
+    assert.deepEqual(await collect(sse([`data: ${'['.repeat(64)}${']'.repeat(64)}\n\n`])), [{ type: 'event', event: 'message', data: JSON.parse('['.repeat(64) + ']'.repeat(64)) }]);
+  });
+
   it('times out an upstream silent for idleTimeoutMs, but not a slow consumer', async () => {
     const body = new PassThrough();
     body.write('data: {"n":1}\n\n');
@@ -208,6 +214,21 @@ describe('UpstreamHttp', () => {
     const err = await failure(http.postJson(call('/v1/chat/completions', CHAT)));
     assert.equal(err.kind, 'protocol');
     assert.match(err.message, /exceeds 50000 bytes/);
+  });
+
+  it('refuses JSON nested absurdly deep without spending seconds parsing it', async () => {
+    const started = Date.now();
+    up.next({ rawBody: '['.repeat(2_000_000) + ']'.repeat(2_000_000) });
+    const big = new UpstreamHttp({ maxResponseBytes: 8 << 20 });
+    try {
+      assert.equal((await failure(big.postJson(call('/v1/chat/completions', CHAT)))).kind, 'protocol');
+    } finally {
+      await big.close();
+    }
+    assert.ok(Date.now() - started < 500, `${Date.now() - started} ms`);
+    // Brackets inside strings are text, not nesting.
+    up.next({ rawBody: JSON.stringify({ choices: [], note: '['.repeat(500) }) });
+    assert.equal(((await http.postJson(call('/v1/chat/completions', CHAT))) as { note: string }).note.length, 500);
   });
 
   it('refuses a 200 that is not JSON', async () => {
