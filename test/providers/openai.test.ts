@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { UpstreamHttp } from '../../src/providers/http.ts';
 import { createOpenAIProvider } from '../../src/providers/openai/index.ts';
+import { chatBody } from '../../src/providers/openai/chat.ts';
 import { UpstreamError, type ChatCapability, type EmbeddingsCapability } from '../../src/providers/types.ts';
 import { fakeEmbedding, startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { drain, never, routeTo, text, USER } from './helpers.ts';
@@ -51,6 +52,15 @@ describe('OpenAI-compatible provider', () => {
         choices: [{ index: 0, message: { role: 'assistant', content: 'You said: hello there' }, finish_reason: 'stop' }],
         usage: { prompt_tokens: 4, completion_tokens: 4 },
       });
+    });
+
+    it('names the output limit max_completion_tokens for OpenAI itself, max_tokens for compatible servers', () => {
+      const openai = chatBody(routeTo('https://api.openai.com', { baseUrl: 'https://api.openai.com/v1' }), { messages: [USER('x')], max_tokens: 9 }, false);
+      assert.equal(openai.max_completion_tokens, 9);
+      assert.equal(openai.max_tokens, undefined);
+      const vllm = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')], max_tokens: 9 }, false);
+      assert.equal(vllm.max_tokens, 9);
+      assert.equal(vllm.max_completion_tokens, undefined);
     });
 
     it('sends no authorization header for a route without a key (local servers)', async () => {

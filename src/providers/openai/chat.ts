@@ -26,7 +26,7 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
   };
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.top_p !== undefined) body.top_p = req.top_p;
-  if (req.max_tokens !== undefined) body.max_tokens = req.max_tokens;
+  if (req.max_tokens !== undefined) body[isOpenAIItself(route) ? 'max_completion_tokens' : 'max_tokens'] = req.max_tokens;
   if (req.stop !== undefined && req.stop.length > 0) body.stop = req.stop;
   if (req.n !== undefined) body.n = req.n;
   if (stream) {
@@ -34,6 +34,18 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
     body.stream_options = { include_usage: true };
   }
   return body;
+}
+
+/**
+ * OpenAI's own API deprecated `max_tokens` and its reasoning models refuse it; the compatible
+ * servers (vLLM, Ollama, llama.cpp, Groq, Together) all take `max_tokens`.
+ */
+function isOpenAIItself(route: ResolvedRoute): boolean {
+  try {
+    return new URL(route.baseUrl).hostname === 'api.openai.com';
+  } catch {
+    return false;
+  }
 }
 
 export function parseCompletion(routeId: string, json: unknown): ChatResult {
