@@ -93,6 +93,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       lifecycle.closing = true;
       await app.close(); // stops accepting; waits for in-flight requests
       await services.billing.close(); // stops the sweeps; writes the buffered usage records
+      await services.router.close(); // stops the per-route limiters
       await services.upstream.close(); // closes pooled upstream connections
       await runtime.stop(); // drains mailboxes, persists, releases leases
       await store.close(); // flushes what was acknowledged
