@@ -7,7 +7,8 @@ import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGatewa
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { startAnthropicUpstream } from '../fakes/anthropic-upstream.ts';
 
-const PRICING = { input_cents_per_mtok: 150, output_cents_per_mtok: 600 }; // 1.5 and 6 µ¢... per token: 150 and 600 µ¢
+const PRICING = { input_cents_per_mtok: 150, output_cents_per_mtok: 600 }; // per token: 150 and 600 µ¢
+const FRACTIONAL = { input_cents_per_mtok: 12345.678, output_cents_per_mtok: 98765.4321 }; // fractions of a µ¢ per token
 
 async function putModel(gw: TestGateway, id: string, routes: unknown[], over: Record<string, unknown> = {}) {
   const r = await call(gw.url, 'PUT', `/admin/models/${id}`, {
@@ -222,5 +223,96 @@ describe('chat completions and embeddings through the gateway', () => {
     await Promise.race([upstreamCall.ended, new Promise((_, rej) => setTimeout(() => rej(new Error('upstream not aborted within 2 s')), 2000))]);
     assert.ok(upstreamCall.closedEarly, 'the upstream connection was closed before the answer finished');
     assert.ok(Date.now() - t0 < 2000);
+  });
+});
+
+describe("peers' recorded billing failures, through HTTP", () => {
+  let gw: TestGateway;
+  let up: FakeServer;
+  before(async () => {
+    up = await startOpenAIUpstream();
+    gw = await startTestGateway();
+    await putModel(gw, 'chat-bill', [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'gpt-up' }]);
+    await putModel(gw, 'chat-pricey', [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'gpt-up' }], { pricing: FRACTIONAL });
+  });
+  after(async () => {
+    await gw.destroy();
+    await up.close();
+  });
+
+  const records = async (token: string) => {
+    const out: any[] = [];
+    let after: string | null = null;
+    do {
+      const page: any = (await call(gw.url, 'GET', `/portal/usage/records?limit=100${after ? `&after=${after}` : ''}`, { token })).body;
+      out.push(...page.data);
+      after = page.has_more ? page.next_after : null;
+    } while (after);
+    return out;
+  };
+  const settleUsage = async (token: string, n: number) => {
+    // Usage records may trail by a bounded window: wait for them.
+    for (let i = 0; i < 100; i++) {
+      const r = await records(token);
+      if (r.length >= n) return r;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    return records(token);
+  };
+
+  it('streamed spend is recorded and debited, not zero (LiteLLM #37924)', async () => {
+    const u = await fundedUser(gw, 100);
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat-bill', messages: [{ role: 'user', content: 'tell me about the rivers of the world' }], stream: true }),
+    });
+    assert.ok((await res.text()).includes('[DONE]'));
+    const [rec] = await settleUsage(u.token, 1);
+    assert.ok(rec, 'a usage record exists');
+    assert.ok(rec.completion_tokens > 0 && rec.cost_microcents > 0, JSON.stringify(rec));
+    assert.equal(rec.model, 'chat-bill');
+    assert.equal(rec.key_prefix, u.prefix);
+    assert.equal(rec.route, 'chat-bill#0');
+    const expected = rec.prompt_tokens * PRICING.input_cents_per_mtok + rec.completion_tokens * PRICING.output_cents_per_mtok;
+    assert.equal(rec.cost_microcents, expected);
+    const w = await wallet(gw, u.token);
+    assert.equal(w.balance_cents, Math.floor((100 * 1_000_000 - expected) / 1_000_000));
+  });
+
+  it('200 concurrent calls on a small wallet never overspend it (LiteLLM #34732)', async () => {
+    // Each call holds prompt + max_tokens (512) at 600 µ¢/token ≈ 0.31 cents, and costs ≈ 0.006 cents:
+    // 1 cent fits 3 holds at once and ~160 calls in all, so some of 200 must be refused.
+    const u = await fundedUser(gw, 1);
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-bill', messages: [{ role: 'user', content: 'hello rivers' }] } }),
+      ),
+    );
+    const ok = results.filter((r) => r.status === 200).length;
+    const refused = results.filter((r) => r.status === 402).length;
+    assert.equal(ok + refused, 200, results.map((r) => r.status).join(','));
+    assert.ok(ok > 0 && refused > 0, `ok ${ok}, refused ${refused}`);
+    const w = await wallet(gw, u.token);
+    assert.ok(w.balance_cents >= 0, `balance ${w.balance_cents}`);
+    const recs = (await settleUsage(u.token, ok)).filter((r) => r.status === 'ok');
+    const spent = recs.reduce((s, r) => s + r.cost_microcents, 0);
+    assert.equal(recs.length, ok);
+    assert.ok(spent <= 1_000_000, `spent ${spent} µ¢ of 1 cent`);
+    assert.equal(w.balance_microcents, 1_000_000 - spent, 'the wallet moved by exactly the recorded costs');
+  });
+
+  it('over many calls, the wallet debit equals the sum of exact costs to within one cent', async () => {
+    const u = await fundedUser(gw, 1000);
+    for (let i = 0; i < 60; i++) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-pricey', messages: [{ role: 'user', content: `question number ${i} about rivers` }], max_tokens: 8 + (i % 7) } });
+      assert.equal(r.status, 200, r.text);
+    }
+    const recs = await settleUsage(u.token, 60);
+    const exact = recs.reduce((s, r) => s + (r.prompt_tokens * FRACTIONAL.input_cents_per_mtok + r.completion_tokens * FRACTIONAL.output_cents_per_mtok), 0) / 1_000_000;
+    const w = await wallet(gw, u.token);
+    const debited = 1000 - w.balance_cents; // whole cents shown; the µ¢ remainder is carried
+    assert.ok(Math.abs(debited - exact) < 1, `debited ${debited} cents, exact ${exact} cents`);
+    assert.ok(exact > 1, 'the test spends more than a cent, so the check means something');
   });
 });
