@@ -1,9 +1,15 @@
 // Document-level operations of the embedded store, delegated to mingo so their semantics are
 // MongoDB's: update operators, projection and sort order. Only what mingo lacks is written here:
 // `$setOnInsert` (mingo has no upsert) and the driver's argument checks.
+//
+// Updates call mingo's update operators (`mingo/operators/update`) directly, each with the operator
+// context mingo builds once at import, instead of mingo's `update()`, which rebuilds that context
+// (every query and expression operator table) on each call: ~110 µs against ~8 µs per update, on
+// the path of every conditional write. The one check `update()` made across operators, that two
+// operators do not touch the same path, is kept here.
 
-import { find, update } from 'mingo';
-import type { Modifier } from 'mingo/updater';
+import { find } from 'mingo';
+import * as updateOperators from 'mingo/operators/update';
 import { compare, resolve } from 'mingo/util';
 import type { Doc, Filter, Projection, Sort, Update } from '../port.ts';
 import { upsertSeed } from './filter.ts';
@@ -23,11 +29,43 @@ export function assertReplacement(doc: object): void {
   }
 }
 
+type UpdateOperator = (expr: Record<string, unknown>) => (doc: Record<string, unknown>) => string[];
+const OPERATORS = updateOperators as unknown as Record<string, UpdateOperator | undefined>;
+
+/** Applies update operators to `doc` in place (mingo's, in the order given); true when something changed. */
+function runOperators(doc: Record<string, unknown>, operators: Update): boolean {
+  const ops = Object.keys(operators);
+  const mutators = ops.map((op) => {
+    const fn = Object.hasOwn(OPERATORS, op) ? OPERATORS[op] : undefined;
+    if (!fn) throw new Error(`Unknown update operator: '${op}'.`);
+    return fn(operators[op] as Record<string, unknown>);
+  });
+  if (ops.length > 1) assertNoConflicts(operators);
+  let changed = false;
+  for (const mutate of mutators) if (mutate(doc).length > 0) changed = true;
+  return changed;
+}
+
+/** As MongoDB (and mingo's `update()`): no two operators may update one path or a path and its parent. */
+function assertNoConflicts(operators: Update): void {
+  const paths: string[] = [];
+  for (const [op, expr] of Object.entries(operators)) {
+    const fields = Object.keys(expr as object);
+    paths.push(...fields.map((f) => f.split('.$')[0]!));
+    if (op === '$rename') paths.push(...Object.values(expr as Record<string, string>));
+  }
+  const sorted = [...paths].sort();
+  for (let i = 1; i < sorted.length; i++) {
+    const [a, b] = [sorted[i - 1]!, sorted[i]!];
+    if (a === b || b.startsWith(`${a}.`)) throw new Error(`updating the path '${b}' would create a conflict at '${a}'`);
+  }
+}
+
 /** Applies an update to a matched document in place; true when something changed. */
 export function applyUpdate(doc: Doc, spec: Update): boolean {
   const { $setOnInsert: _onInsertOnly, ...operators } = spec;
   if (Object.keys(operators).length === 0) return false;
-  return update(doc, operators as Modifier<Doc>).length > 0;
+  return runOperators(doc, operators);
 }
 
 /**
@@ -37,8 +75,8 @@ export function applyUpdate(doc: Doc, spec: Update): boolean {
 export function buildUpsert(filter: Filter, spec: Update): Record<string, unknown> {
   const doc = upsertSeed(filter);
   const { $setOnInsert: onInsert, ...operators } = spec;
-  if (Object.keys(operators).length > 0) update(doc, operators as Modifier<Record<string, unknown>>);
-  if (onInsert !== undefined) update(doc, { $set: onInsert } as Modifier<Record<string, unknown>>);
+  if (Object.keys(operators).length > 0) runOperators(doc, operators);
+  if (onInsert !== undefined) runOperators(doc, { $set: onInsert });
   return idFirst(doc);
 }
 
