@@ -17,8 +17,15 @@ export const NumericId = Type.String({ pattern: '^[0-9]{1,15}$' });
 
 export const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
 
-/** Standard error responses documented on every route. */
-export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorEnvelope]));
+/** The spec's per-key RPM/TPD 429 body (ApiError with `bare`). */
+export const BareDetail = Type.Object({ detail: Type.String() });
+
+/**
+ * Standard error responses documented on every route. A 429 may also be the bare `{detail}` body,
+ * and must be declared so: the response serializer would otherwise fail on it (a 500).
+ */
+export const errors = (...codes: number[]) =>
+  Object.fromEntries(codes.map((c) => [c, c === 429 ? Type.Union([ErrorEnvelope, BareDetail]) : ErrorEnvelope]));
 
 export const IsoDate = Type.String({ description: 'ISO 8601 UTC' });
 export const NullableIso = Type.Union([IsoDate, Type.Null()]);
