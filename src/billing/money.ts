@@ -13,26 +13,16 @@ export const CARRY_FOLD_PC = 1_000_000_000;
 
 export type OwnerType = 'user' | 'org';
 
-/** One hold in flight on a wallet: amount in µ¢ and expiry in epoch ms. */
-export interface HoldEntry {
-  a: number;
-  x: number;
-}
-
 export interface WalletDoc {
   _id: string; // 'user:<id>' | 'org:<id>'
   owner_type: OwnerType;
   owner_id: number;
   /** Spendable micro-cents: an integer, never negative (every debit is conditional on it). */
   balance_uc: number;
-  /** Micro-cents reserved by the holds in flight (the sum of `holds`). */
+  /** Micro-cents reserved by the holds in flight (the sum of their `billing_holds` records). */
   held_uc: number;
-  /** Holds in flight by id. Kept in the wallet so a hold and its reservation are one atomic write. */
-  holds?: Record<string, HoldEntry>;
-  /** No later than the earliest expiry in `holds` (the sweeper's index); absent when none is due. */
-  hold_exp?: Date;
-  /** Bumped by every hold, so the sweeper can tell whether holds were added since it read the wallet. */
-  hold_seq?: number;
+  /** Bumped by every hold and finish: the reconciler's sign that nothing moved on the wallet. */
+  seq?: number;
   /** Pico-cents charged above exact costs by rounding up, owed back to the wallet. */
   carry_pc?: number;
   low_balance_threshold_cents?: number;

@@ -4,8 +4,9 @@
 // (two gateway processes) share every limit, wallet and counter through the store alone.
 //
 // Store operations per metered call: admit = 1 counter write (rpm) + 1 read (tpd), each only when
-// the key has that limit; payerFor = 2-3 point reads; hold = 1 conditional wallet write; settle = 1
-// wallet write, plus the usage record, rollups and token counter, buffered and written in batches.
+// the key has that limit; payerFor = 2-3 point reads; hold = 1 conditional wallet write + the hold
+// record; settle = the hold record's delete + 1 wallet write, plus the usage record, rollups and
+// token counter, buffered and written in batches.
 import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
 import type { UserDoc } from '../services/accounts.ts';
@@ -63,6 +64,9 @@ export interface UsageRow {
   cost_microcents: number;
   cost_cents: number;
 }
+
+/** One group of a usage summary: the group's key under the group_by field's name, then the totals. */
+export type UsageGroupRow = UsageRow & { day?: string; model?: string; key_prefix?: string; user_id?: number };
 
 export interface UsageRecordView {
   id: string;
@@ -220,7 +224,10 @@ export class BillingService implements Billing {
     return this.usage.flush();
   }
 
-  /** One sweep: expired holds returned (until none is left) and crashed top-ups finished. */
+  /**
+   * One sweep: expired holds returned, amounts a crash left held without a hold record given back
+   * (once the wallet was quiet for two sweep intervals), crashed top-ups finished.
+   */
   async sweepHolds(): Promise<number> {
     let total = 0;
     try {
@@ -228,6 +235,7 @@ export class BillingService implements Billing {
         n = await this.wallets.sweep(100, this.sweptMarks);
         total += n;
       }
+      await this.wallets.reconcile(2 * this.deps.config.sweepIntervalMs, (err) => this.onError(err, 'wallet held amount disagrees with its holds'));
       await this.topups.recover();
     } catch (err) {
       this.onError(err, 'hold sweep failed');
@@ -293,11 +301,11 @@ export class BillingService implements Billing {
     return m ? { type: 'org', id: m.org_id } : { type: 'user', id: principal.userId };
   }
 
-  async hold(payer: Payer, microcents: number, _requestId: string): Promise<Hold> {
+  async hold(payer: Payer, microcents: number, requestId: string): Promise<Hold> {
     if (!Number.isFinite(microcents) || microcents < 0) throw new RangeError(`a hold must be a finite, non-negative number of micro-cents, got ${microcents}`);
     // At least 1 µ¢: an empty wallet pays for nothing, not even a call estimated at zero.
     const amount = Math.max(1, Math.ceil(microcents));
-    const id = await this.wallets.hold(payer.walletId, amount);
+    const id = await this.wallets.hold(payer.walletId, amount, requestId);
     if (id === null) {
       const w = await this.wallets.get(payer.walletId);
       const whose = payer.ownerType === 'org' ? "Your organization's wallet" : 'Your wallet';
@@ -321,7 +329,7 @@ export class BillingService implements Billing {
     const capped = costUc >= hold.amountMicrocents;
     const { chargeUc, carryPc } = chargeFor(Math.min(costUc, hold.amountMicrocents));
     let charged = chargeUc;
-    let wallet = await this.wallets.finish(hold.walletId, hold.id, hold.amountMicrocents, chargeUc, carryPc);
+    let wallet = await this.wallets.finish(hold.id, chargeUc, carryPc);
     if (!wallet) {
       // Already settled or released (a repeat: nothing to do), or swept after its TTL while the call
       // was still running: then the sweeper's marker is claimed once and the cost charged without a
@@ -434,7 +442,7 @@ export class BillingService implements Billing {
       from,
       to,
       group_by: groupBy,
-      data: groups.map((g) => ({ [field]: g.key, ...usageRow(g.totals) })),
+      data: groups.map((g): UsageGroupRow => ({ [field]: g.key, ...usageRow(g.totals) })),
       totals: usageRow(totals),
     };
   }

@@ -1,17 +1,29 @@
-// Wallet operations, each one atomic write on the wallet document:
-// - hold: reserve an estimate if the spendable balance covers it, recording the hold (amount and
-//   expiry) in the wallet itself, so the reservation and its record can never disagree, even if the
-//   process dies right after;
-// - finish (settle or release): remove the hold, debit the charge, return the rest, add the carry.
-//   Conditional on the hold still being there, so exactly one of settle, release and the sweeper
-//   finishes a hold;
-// - sweep: holds past their expiry (their process died, or the call outlived the TTL) are returned.
+// Wallet operations. Money moves by atomic `$inc`s on the wallet document; each hold in flight is
+// also a document of its own (`billing_holds`, with its expiry), so a wallet document stays small
+// however many calls are in flight on it:
+// - hold: reserve the estimate if the spendable balance covers it (one conditional write), then
+//   record the hold;
+// - finish (settle or release): deleting the hold record decides, once, who finishes it; then the
+//   wallet is debited the charge and given back the rest;
+// - sweep: holds past their expiry (their process died, or the call outlived them) are returned;
+// - reconcile: a crash between the two writes of one hold, finish or sweep leaves an amount counted
+//   as held with no hold record; once the wallet has been quiet for a while (`seq`, bumped by every
+//   hold and finish, unchanged), what is held beyond its hold records is given back.
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../services/common.ts';
 import type { Collection, Store } from '../store/port.ts';
-import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, walletSeed, type HoldEntry, type OwnerType, type WalletDoc } from './money.ts';
+import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
+
+export interface HoldDoc {
+  _id: string;
+  wallet_id: string;
+  amount_uc: number;
+  expires_at: Date;
+  request_id: string;
+  [k: string]: unknown;
+}
 
 /** Where the sweeper records the holds it returns (see BillingService). */
 export interface SweepMarks {
@@ -20,8 +32,20 @@ export interface SweepMarks {
   unmark(holdId: string): Promise<void>;
 }
 
+interface Suspect {
+  seq: number;
+  held: number;
+  recorded: number;
+  since: number;
+}
+
 export class Wallets {
   readonly docs: Collection<WalletDoc>;
+  readonly holds: Collection<HoldDoc>;
+  /** Wallets whose held amount disagreed with their hold records at the last reconcile. */
+  private readonly suspects = new Map<string, Suspect>();
+  /** Where the next reconcile pass continues (by wallet id), so every wallet gets its turn. */
+  private reconcileFrom = '';
 
   constructor(
     private readonly store: Store,
@@ -29,10 +53,13 @@ export class Wallets {
     private readonly holdTtlMs: number,
   ) {
     this.docs = store.collection<WalletDoc>('wallets');
+    this.holds = store.collection<HoldDoc>('billing_holds');
   }
 
   async init(): Promise<void> {
-    await this.docs.createIndex({ keys: { hold_exp: 1 }, sparse: true });
+    await this.docs.createIndex({ keys: { held_uc: 1 } });
+    await this.holds.createIndex({ keys: { expires_at: 1 } });
+    await this.holds.createIndex({ keys: { wallet_id: 1 } });
     await this.migrate();
   }
 
@@ -67,34 +94,32 @@ export class Wallets {
   }
 
   /** Reserves `amount` µ¢; resolves to the hold id, or null when the spendable balance is short. */
-  async hold(walletId: string, amount: number): Promise<string | null> {
-    // A letter first: a numeric path segment could be read as an array index.
-    const id = `h${randomBytes(12).toString('base64url')}`;
-    const expires = this.now() + this.holdTtlMs;
-    const entry: HoldEntry = { a: amount, x: expires };
-    const res = await this.docs.updateOne(
+  async hold(walletId: string, amount: number, requestId: string): Promise<string | null> {
+    const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
-      {
-        $inc: { balance_uc: -amount, held_uc: amount, hold_seq: 1 },
-        $set: { [`holds.${id}`]: entry },
-        $min: { hold_exp: new Date(expires) },
-      },
+      { $inc: { balance_uc: -amount, held_uc: amount, seq: 1 } },
     );
-    return res.modifiedCount === 1 ? id : null;
+    if (reserved.modifiedCount !== 1) return null;
+    const id = `h${randomBytes(12).toString('base64url')}`;
+    try {
+      await this.holds.insertOne({ _id: id, wallet_id: walletId, amount_uc: amount, expires_at: new Date(this.now() + this.holdTtlMs), request_id: requestId });
+    } catch (err) {
+      await this.docs.updateOne({ _id: walletId }, { $inc: { balance_uc: amount, held_uc: -amount, seq: 1 } });
+      throw err;
+    }
+    return id;
   }
 
   /**
-   * Ends a hold: debits `charge` (≤ amount), returns the rest, credits `carryPc`. Resolves to the
-   * wallet after the write, or null when the hold was already finished (or swept).
+   * Ends a hold: debits `charge` (≤ its amount), returns the rest, credits `carryPc`. Resolves to
+   * the wallet after the write, or null when the hold was already finished (or swept).
    */
-  async finish(walletId: string, holdId: string, amount: number, charge: number, carryPc: number): Promise<WalletDoc | null> {
-    const inc: Record<string, number> = { balance_uc: amount - charge, held_uc: -amount };
+  async finish(holdId: string, charge: number, carryPc: number): Promise<WalletDoc | null> {
+    const hold = await this.holds.findOneAndDelete({ _id: holdId });
+    if (!hold) return null;
+    const inc: Record<string, number> = { balance_uc: hold.amount_uc - Math.min(charge, hold.amount_uc), held_uc: -hold.amount_uc, seq: 1 };
     if (carryPc > 0) inc.carry_pc = carryPc;
-    return this.docs.findOneAndUpdate(
-      { _id: walletId, [`holds.${holdId}`]: { $exists: true } },
-      { $inc: inc, $unset: { [`holds.${holdId}`]: '' } },
-      { returnDocument: 'after' },
-    );
+    return this.docs.findOneAndUpdate({ _id: hold.wallet_id }, { $inc: inc }, { returnDocument: 'after' });
   }
 
   /**
@@ -140,40 +165,56 @@ export class Wallets {
   }
 
   /**
-   * Returns every expired hold of up to `limit` wallets; resolves to the number returned. Each is
-   * marked (`marks.mark`, which also keeps two sweeps off one hold) before it is returned, so a call
+   * Returns expired holds, up to `limit`; resolves to the number returned. Each is marked
+   * (`marks.mark`, which also keeps two sweeps off one hold) before its record is deleted, so a call
    * that outlived its hold finds the mark the moment the hold is gone; the mark is taken back when
    * the call finished the hold first.
    */
   async sweep(limit: number, marks: SweepMarks): Promise<number> {
-    const nowMs = this.now();
-    const due = await this.docs.find({ hold_exp: { $lte: new Date(nowMs) } }, { limit, sort: { hold_exp: 1 } });
+    const due = await this.holds.find({ expires_at: { $lte: new Date(this.now()) } }, { limit, sort: { expires_at: 1 } });
     let returned = 0;
-    for (const w of due) {
-      for (const [id, h] of Object.entries(w.holds ?? {})) {
-        if (h.x > nowMs) continue;
-        if (!(await marks.mark(w._id, id, h.a))) continue;
-        if (await this.finish(w._id, id, h.a, 0, 0)) returned++;
-        else await marks.unmark(id);
-      }
-      await this.resetExpiry(w._id, nowMs);
+    for (const h of due) {
+      if (!(await marks.mark(h.wallet_id, h._id, h.amount_uc))) continue;
+      if (await this.finish(h._id, 0, 0)) returned++;
+      else await marks.unmark(h._id);
     }
     return returned;
   }
 
   /**
-   * Moves `hold_exp` to the earliest expiry still held (or removes it), unless a hold was added since
-   * the read (then the next sweep does it): a new hold's expiry must never be lost from the index.
+   * Gives back what wallets hold beyond their hold records (left by a crash between two writes),
+   * once a wallet has shown the same disagreement, untouched, for `quietMs`. Resolves to the number
+   * of wallets repaired. A disagreement the other way (records without a reservation) cannot come
+   * from a crash and is only reported.
    */
-  private async resetExpiry(walletId: string, nowMs: number): Promise<void> {
-    const w = await this.get(walletId);
-    if (!w || w.hold_exp === undefined) return;
-    const expiries = Object.values(w.holds ?? {}).map((h) => h.x);
-    const earliest = expiries.length > 0 ? Math.min(...expiries) : null;
-    if (earliest !== null && earliest <= nowMs) return; // expired meanwhile: the next sweep returns it
-    await this.docs.updateOne(
-      { _id: walletId, hold_seq: w.hold_seq ?? 0, hold_exp: w.hold_exp },
-      earliest === null ? { $unset: { hold_exp: '' } } : { $set: { hold_exp: new Date(earliest) } },
-    );
+  async reconcile(quietMs: number, report: (err: Error) => void): Promise<number> {
+    const nowMs = this.now();
+    const busy = await this.docs.find({ held_uc: { $gt: 0 }, _id: { $gt: this.reconcileFrom } }, { sort: { _id: 1 }, limit: 1000 });
+    this.reconcileFrom = busy.length === 1000 ? busy.at(-1)!._id : '';
+    const seen = new Set<string>();
+    let repaired = 0;
+    for (const w of busy) {
+      seen.add(w._id);
+      const records = await this.holds.find({ wallet_id: w._id }, { limit: 100_000 });
+      const recorded = records.reduce((sum, h) => sum + h.amount_uc, 0);
+      const seq = w.seq ?? 0;
+      const prev = this.suspects.get(w._id);
+      if (recorded === w.held_uc) {
+        this.suspects.delete(w._id);
+      } else if (!prev || prev.seq !== seq || prev.held !== w.held_uc || prev.recorded !== recorded) {
+        this.suspects.set(w._id, { seq, held: w.held_uc, recorded, since: nowMs });
+      } else if (nowMs - prev.since >= quietMs) {
+        this.suspects.delete(w._id);
+        const residue = w.held_uc - recorded;
+        if (residue < 0) {
+          report(new Error(`wallet ${w._id}: hold records total ${recorded} µ¢ but only ${w.held_uc} µ¢ is held`));
+          continue;
+        }
+        const res = await this.docs.updateOne({ _id: w._id, seq, held_uc: w.held_uc }, { $inc: { held_uc: -residue, balance_uc: residue, seq: 1 } });
+        repaired += res.modifiedCount;
+      }
+    }
+    if (this.reconcileFrom === '') for (const id of this.suspects.keys()) if (!seen.has(id)) this.suspects.delete(id);
+    return repaired;
   }
 }

@@ -119,11 +119,14 @@ describe('organizations', () => {
   it('deletes the organization: owner only, refused while the wallet holds credit', async () => {
     const { owner, admin, member, org } = await team();
     assert.equal((await call(gw.url, 'DELETE', '/portal/org', { token: admin.token })).status, 403);
-    await gw.store.collection('wallets').updateOne({ _id: `org:${org.id}` }, { $set: { balance_cents: 500 } });
+    await gw.store.collection('wallets').updateOne({ _id: `org:${org.id}` }, { $set: { balance_uc: 500_000_000 } });
     const refused = await call(gw.url, 'DELETE', '/portal/org', { token: owner.token });
     assert.equal(refused.status, 409);
     assert.equal(refused.body.error.code, 'org_wallet_not_empty');
-    await gw.store.collection('wallets').updateOne({ _id: `org:${org.id}` }, { $set: { balance_cents: 0 } });
+    // Money held by calls in flight is still the organization's.
+    await gw.store.collection('wallets').updateOne({ _id: `org:${org.id}` }, { $set: { balance_uc: 0, held_uc: 1_000_000 } });
+    assert.equal((await call(gw.url, 'DELETE', '/portal/org', { token: owner.token })).status, 409);
+    await gw.store.collection('wallets').updateOne({ _id: `org:${org.id}` }, { $set: { held_uc: 999_999 } }); // less than a cent
     const del = await call(gw.url, 'DELETE', '/portal/org', { token: owner.token });
     assert.equal(del.status, 200);
     assert.deepEqual(del.body, { id: org.id, deleted: true });

@@ -1,0 +1,119 @@
+// Billing tests' fixtures: the real embedded store in a temp dir, billing instances on it with a
+// hand-moved clock and a recording event sink, and accounts written straight into the store.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.ts';
+import { BillingService, type BillingConfig } from '../../src/billing/service.ts';
+import { walletIdOf } from '../../src/billing/money.ts';
+import type { Payer } from '../../src/billing/types.ts';
+import type { AccountEvent } from '../../src/services/events.ts';
+import type { ApiKeyPrincipal } from '../../src/services/keys.ts';
+import { openEmbeddedStore } from '../../src/store/embedded.ts';
+import type { Store } from '../../src/store/port.ts';
+
+export interface Clock {
+  t: number;
+  now: () => number;
+}
+
+export interface Fixture {
+  store: Store;
+  clock: Clock;
+  events: AccountEvent[];
+  errors: unknown[];
+  /** A billing instance on the shared store (as another gateway process would be). */
+  billing(overrides?: Partial<BillingConfig>): Promise<BillingService>;
+  close(): Promise<void>;
+}
+
+export function billingConfig(overrides: Partial<BillingConfig> = {}): BillingConfig {
+  return { ...loadConfig({}).billing, ...overrides };
+}
+
+export async function fixture(start = Date.UTC(2026, 0, 15, 12, 0, 0)): Promise<Fixture> {
+  const dir = await mkdtemp(join(tmpdir(), 'billing-test-'));
+  const store = await openEmbeddedStore({ dir });
+  const clock: Clock = { t: start, now: () => clock.t };
+  const events: AccountEvent[] = [];
+  const errors: unknown[] = [];
+  const instances: BillingService[] = [];
+  return {
+    store,
+    clock,
+    events,
+    errors,
+    async billing(overrides = {}) {
+      const b = new BillingService({
+        store,
+        config: billingConfig(overrides),
+        events: { emit: async (e) => void events.push(e) },
+        now: clock.now,
+        onError: (err) => errors.push(err),
+      });
+      await b.init();
+      instances.push(b);
+      return b;
+    },
+    async close() {
+      for (const b of instances) await b.close();
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+let nextId = 1000;
+
+/** A user (with a personal wallet) written straight into the store. */
+export async function user(store: Store, opts: { kyc?: boolean } = {}): Promise<number> {
+  const id = nextId++;
+  await store.collection('users').insertOne({ _id: id, email: `u${id}@example.com`, password_hash: 'x', created_at: new Date(0), kyc_verified: opts.kyc ?? false });
+  await store.collection('wallets').insertOne({ _id: walletIdOf('user', id), owner_type: 'user', owner_id: id, balance_uc: 0, held_uc: 0, created_at: new Date(0) });
+  return id;
+}
+
+/** An organization owned by `owner`, with `members` (role member) and its wallet. */
+export async function org(store: Store, owner: number, members: number[] = []): Promise<number> {
+  const id = nextId++;
+  await store.collection('orgs').insertOne({ _id: id, name: `org${id}`, owner_id: owner, created_at: new Date(0) });
+  await store.collection('memberships').insertOne({ _id: owner, org_id: id, role: 'owner', joined_at: new Date(0) });
+  for (const m of members) await store.collection('memberships').insertOne({ _id: m, org_id: id, role: 'member', joined_at: new Date(0) });
+  await store.collection('wallets').insertOne({ _id: walletIdOf('org', id), owner_type: 'org', owner_id: id, balance_uc: 0, held_uc: 0, created_at: new Date(0) });
+  return id;
+}
+
+export function principal(userId: number, opts: { keyId?: number; rpm?: number | null; tpd?: number | null } = {}): ApiKeyPrincipal {
+  const keyId = opts.keyId ?? nextId++;
+  return { keyId, jti: `jti${keyId}`, prefix: `sk-live-${String(keyId).padStart(12, '0')}`, userId, scopes: ['*'], rpm: opts.rpm ?? null, tpd: opts.tpd ?? null };
+}
+
+/** Sets a wallet's spendable balance directly (µ¢). */
+export async function fund(store: Store, walletId: string, uc: number): Promise<void> {
+  await store.collection('wallets').updateOne({ _id: walletId }, { $set: { balance_uc: uc } });
+}
+
+export async function walletOf(store: Store, walletId: string): Promise<Record<string, any>> {
+  const w = await store.collection('wallets').findOne({ _id: walletId });
+  if (!w) throw new Error(`no wallet ${walletId}`);
+  return w;
+}
+
+export const facts = (cost: number, extra: Record<string, unknown> = {}) => ({
+  requestId: `req_${nextId++}`,
+  model: 'm1',
+  modelType: 'llm',
+  route: 'm1#0',
+  promptTokens: 10,
+  completionTokens: 5,
+  costMicrocents: cost,
+  status: 'ok' as const,
+  latencyMs: 12,
+  ...extra,
+});
+
+/** One metered call: hold an estimate, settle a cost. */
+export async function call(b: BillingService, payer: Payer, estimate: number, cost: number, extra: Record<string, unknown> = {}): Promise<void> {
+  const hold = await b.hold(payer, estimate, 'req');
+  await b.settle(hold, payer, facts(cost, extra));
+}

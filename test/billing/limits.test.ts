@@ -1,0 +1,88 @@
+// Per-key limits counted in the store: two billing instances (two gateway processes) on one store
+// enforce one RPM and one TPD limit, answer 429 with the spec's bare body and headers, and emit one
+// rate_limit_exceeded event per key, limit and window.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ApiError, toEnvelope } from '../../src/http/errors.ts';
+import { call, fixture, fund, principal, user, type Fixture } from './helpers.ts';
+
+describe('per-key limits', () => {
+  let fx: Fixture;
+  before(async () => {
+    fx = await fixture(Date.UTC(2026, 0, 15, 12, 0, 10));
+  });
+  after(() => fx.close());
+
+  const limited = (e: unknown) => e instanceof ApiError && e.code === 'rate_limit_exceeded' && e.status === 429;
+
+  it('rpm: a fixed 60 s window shared by two instances, 429 with a bare {detail}, Retry-After and the limit', async () => {
+    const [b1, b2] = [await fx.billing(), await fx.billing()];
+    const u = await user(fx.store);
+    const p = principal(u, { rpm: 5 });
+    const outcomes = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => (i % 2 ? b1 : b2).admit(p)));
+    assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 5, 'the limit is not multiplied by the number of instances');
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected').map((o) => o.reason as ApiError);
+    assert.equal(refused.length, 7);
+    for (const e of refused) assert.ok(limited(e), String(e));
+    const e = refused[0]!;
+    assert.deepEqual(Object.keys(toEnvelope(e, 'req_1')), ['detail']);
+    assert.match(e.message, /per-minute limit/);
+    assert.equal(e.options.headers?.['x-ratelimit-limit-rpm'], '5');
+    assert.equal(e.options.headers?.['retry-after'], '50'); // 12:00:10 → the window resets at 12:01:00
+
+    const events = fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix);
+    assert.equal(events.length, 1, 'one event per key, limit and window, across instances');
+    assert.deepEqual(events[0]!.fields, { key_prefix: p.prefix, user_id: u, limit_type: 'rpm', limit: 5, used: events[0]!.fields.used });
+    assert.ok((events[0]!.fields.used as number) > 5);
+    assert.deepEqual(events[0]!.owner, { type: 'user', id: u });
+
+    fx.clock.t += 50_000; // the next window
+    await b1.admit(p);
+    for (let i = 0; i < 4; i++) await b2.admit(p);
+    await assert.rejects(b1.admit(p), limited);
+    assert.equal(fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix).length, 2);
+  });
+
+  it('a key without limits is never refused; another key has its own window', async () => {
+    const b = await fx.billing();
+    const u = await user(fx.store);
+    const free = principal(u);
+    for (let i = 0; i < 50; i++) await b.admit(free);
+    const a = principal(u, { rpm: 1 });
+    const c = principal(u, { rpm: 1 });
+    await b.admit(a);
+    await b.admit(c);
+    await assert.rejects(b.admit(a), limited);
+  });
+
+  it('tpd: prompt plus completion tokens per UTC day, counted at settle; resets at midnight UTC', async () => {
+    const [b1, b2] = [await fx.billing(), await fx.billing()];
+    const u = await user(fx.store);
+    const p = principal(u, { tpd: 1000 });
+    const payer = await b1.payerFor(p);
+    await fund(fx.store, payer.walletId, 1e9);
+    await b1.admit(p);
+    await call(b1, payer, 100, 10, { promptTokens: 400, completionTokens: 200 });
+    await b2.admit(p);
+    await call(b2, payer, 100, 10, { promptTokens: 300, completionTokens: 200 });
+    await Promise.all([b1.flush(), b2.flush()]);
+    const err = await b2.admit(p).then(
+      () => assert.fail('admitted over the daily limit'),
+      (e: unknown) => e as ApiError,
+    );
+    assert.ok(limited(err));
+    assert.deepEqual(toEnvelope(err, 'r'), { detail: err.message });
+    assert.match(err.message, /daily limit/);
+    assert.match(err.message, /midnight UTC/);
+    assert.equal(err.options.headers?.['x-ratelimit-limit-tpd'], '1000');
+    assert.equal(err.options.headers?.['x-ratelimit-used-tpd'], '1100');
+    await assert.rejects(b1.admit(p), limited);
+    const events = fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix);
+    assert.equal(events.length, 1);
+    assert.deepEqual([events[0]!.fields.limit_type, events[0]!.fields.limit, events[0]!.fields.used], ['tpd', 1000, 1100]);
+
+    const now = new Date(fx.clock.t);
+    fx.clock.t = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1, 0, 0, 1);
+    await b1.admit(p);
+  });
+});

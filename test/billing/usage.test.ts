@@ -1,0 +1,139 @@
+// Usage records and rollups: every field of a record, buffered writes that trail by one flush
+// interval and are never lost on close, summaries from the rollups, newest-first cursor paging.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { call, facts, fixture, fund, org, principal, user, type Fixture } from './helpers.ts';
+
+describe('usage', () => {
+  let fx: Fixture;
+  before(async () => {
+    fx = await fixture(Date.UTC(2026, 2, 10, 23, 59, 0));
+  });
+  after(() => fx.close());
+
+  it('records each request with its account, member, key, model, route, units, cost, status and latency', async () => {
+    const b = await fx.billing({ usageFlushIntervalMs: 60_000 });
+    const owner = await user(fx.store);
+    const member = await user(fx.store);
+    const o = await org(fx.store, owner, [member]);
+    const p = principal(member);
+    const payer = await b.payerFor(p);
+    await fund(fx.store, payer.walletId, 1e9);
+    const hold = await b.hold(payer, 5_000, 'req_abc');
+    await b.settle(hold, payer, { ...facts(1234.4, { requestId: 'req_abc', model: 'voice-1', modelType: 'stt', route: 'voice-1#1', latencyMs: 87.6 }), promptTokens: undefined, completionTokens: undefined, seconds: 12.5 });
+    const failed = await b.hold(payer, 5_000, 'req_def');
+    await b.release(failed, payer, facts(0, { requestId: 'req_def', route: null, status: 'upstream_failed' }));
+    assert.equal(await fx.store.collection('usage_records').countDocuments({ owner: `org:${o}` }), 0, 'buffered until the flush');
+    await b.close(); // close writes what is buffered
+    const rows = await fx.store.collection('usage_records').find({ owner: `org:${o}` }, { sort: { _id: 1 } });
+    assert.equal(rows.length, 2);
+    const { _id, ts, ...rest } = rows[0]!;
+    assert.equal(typeof _id, 'string');
+    assert.equal((ts as Date).getTime(), fx.clock.t);
+    assert.deepEqual(rest, {
+      request_id: 'req_abc',
+      owner: `org:${o}`,
+      owner_type: 'org',
+      owner_id: o,
+      user_id: member,
+      key_prefix: p.prefix,
+      model: 'voice-1',
+      model_type: 'stt',
+      route: 'voice-1#1',
+      seconds: 12.5,
+      cost_uc: 1234,
+      status: 'ok',
+      latency_ms: 88,
+    });
+    assert.deepEqual([rows[1]!.status, rows[1]!.cost_uc, rows[1]!.route], ['upstream_failed', 0, null]);
+  });
+
+  it('writes buffered records within the flush interval without being asked', async () => {
+    const b = await fx.billing({ usageFlushIntervalMs: 50 });
+    b.start();
+    const u = await user(fx.store);
+    const payer = await b.payerFor(principal(u));
+    await fund(fx.store, payer.walletId, 1e9);
+    await call(b, payer, 100, 10);
+    await sleep(300);
+    assert.equal(await fx.store.collection('usage_records').countDocuments({ owner: payer.walletId }), 1);
+  });
+
+  it('summarizes from the rollups by day, model, key prefix and member; members see only their own', async () => {
+    const b = await fx.billing();
+    const owner = await user(fx.store);
+    const member = await user(fx.store);
+    const o = await org(fx.store, owner, [member]);
+    const [kOwner, kMember] = [principal(owner), principal(member)];
+    const [pOwner, pMember] = [await b.payerFor(kOwner), await b.payerFor(kMember)];
+    await fund(fx.store, pOwner.walletId, 1e9);
+    await call(b, pOwner, 10_000_000, 1_000_000, { model: 'a', promptTokens: 100, completionTokens: 50 }); // 2026-03-10
+    await call(b, pMember, 10_000_000, 2_000_000, { model: 'b', promptTokens: 10, completionTokens: 5 });
+    fx.clock.t += 2 * 60_000; // past midnight: 2026-03-11
+    await call(b, pMember, 10_000_000, 3_000_000, { model: 'a', promptTokens: 1, completionTokens: 1, status: 'client_closed' });
+    await b.flush();
+
+    const byDay = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'day' });
+    assert.deepEqual(
+      byDay.data.map((r) => [r.day, r.requests, r.total_tokens, r.cost_cents]),
+      [['2026-03-10', 2, 165, 3], ['2026-03-11', 1, 2, 3]],
+    );
+    assert.deepEqual([byDay.scope, byDay.owner_type, byDay.owner_id, byDay.totals.requests, byDay.totals.errors, byDay.totals.cost_microcents], ['account', 'org', o, 3, 1, 6_000_000]);
+    const byModel = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'model' });
+    assert.deepEqual(byModel.data.map((r) => [r.model, r.requests, r.cost_microcents]), [['a', 2, 4_000_000], ['b', 1, 2_000_000]]);
+    const byKey = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'key_prefix' });
+    assert.deepEqual(byKey.data.map((r) => [r.key_prefix, r.requests]).sort(), [[kMember.prefix, 2], [kOwner.prefix, 1]].sort());
+    const byMember = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'member' });
+    assert.deepEqual(byMember.data.map((r) => [r.user_id, r.requests]), [[owner, 1], [member, 2]]);
+    // A member's own view, whatever the grouping.
+    const mine = await b.usageSummary(member, { from: '2026-03-10', to: '2026-03-11', group_by: 'member' });
+    assert.deepEqual([mine.scope, mine.data.map((r) => [r.user_id, r.requests])], ['member', [[member, 2]]]);
+    const mineByDay = await b.usageSummary(member, { from: '2026-03-10', to: '2026-03-11' });
+    assert.deepEqual(mineByDay.data.map((r) => [r.day, r.requests]), [['2026-03-10', 1], ['2026-03-11', 1]]);
+    // The range is inclusive and by UTC day.
+    const oneDay = await b.usageSummary(owner, { from: '2026-03-11', to: '2026-03-11', group_by: 'model' });
+    assert.deepEqual(oneDay.data.map((r) => [r.model, r.requests]), [['a', 1]]);
+    // Someone else's account sees none of it.
+    const stranger = await user(fx.store);
+    assert.equal((await b.usageSummary(stranger, { from: '2026-03-10', to: '2026-03-11' })).totals.requests, 0);
+    assert.equal((await b.usageRecords(stranger, {})).data.length, 0);
+  });
+
+  it('pages records newest first with a cursor; members page only their own', async () => {
+    const b = await fx.billing();
+    const owner = await user(fx.store);
+    const member = await user(fx.store);
+    await org(fx.store, owner, [member]);
+    const [pOwner, pMember] = [await b.payerFor(principal(owner)), await b.payerFor(principal(member))];
+    await fund(fx.store, pOwner.walletId, 1e9);
+    for (let i = 0; i < 7; i++) {
+      fx.clock.t += 1000;
+      await call(b, i % 3 === 0 ? pOwner : pMember, 100, 10, { requestId: `req_${i}` });
+    }
+    await b.flush();
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const res = await b.usageRecords(owner, { limit: 3, ...(after ? { after } : {}) });
+      seen.push(...res.data.map((r) => r.request_id));
+      if (!res.has_more) {
+        assert.equal(res.next_after, null);
+        break;
+      }
+      after = res.next_after!;
+    }
+    assert.deepEqual(seen, ['req_6', 'req_5', 'req_4', 'req_3', 'req_2', 'req_1', 'req_0']);
+    const mine = await b.usageRecords(member, { limit: 100 });
+    assert.deepEqual(mine.data.map((r) => r.request_id), ['req_5', 'req_4', 'req_2', 'req_1']);
+    assert.ok(mine.data.every((r) => r.user_id === member));
+  });
+
+  it('refuses malformed or too wide ranges', async () => {
+    const b = await fx.billing();
+    const u = await user(fx.store);
+    for (const q of [{ from: '2026-02-30' }, { from: '2026-03-12', to: '2026-03-11' }, { from: '2024-01-01', to: '2026-01-01' }, { to: '26-01-01' }]) {
+      await assert.rejects(b.usageSummary(u, q), (e: unknown) => (e as { code?: string }).code === 'invalid_request', JSON.stringify(q));
+    }
+  });
+});
