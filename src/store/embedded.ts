@@ -227,6 +227,33 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     });
   }
 
+  async insertMany(docs: T[], options: { ordered?: boolean } = {}): Promise<{ insertedCount: number }> {
+    for (const doc of docs) assertId(doc._id, this.name);
+    const ordered = options.ordered ?? true;
+    // One write for the batch. insert() checks every unique index before writing anything, so a
+    // duplicate leaves no partial document behind and the others still go in.
+    const { insertedCount, error } = await this.write(() => {
+      let count = 0;
+      let first: DuplicateKeyError | null = null;
+      for (const doc of docs) {
+        try {
+          this.insert(doc);
+          count++;
+        } catch (err) {
+          if (!(err instanceof DuplicateKeyError)) throw err;
+          first ??= err;
+          if (ordered) break;
+        }
+      }
+      return { insertedCount: count, error: first };
+    });
+    if (error) {
+      error.insertedCount = insertedCount;
+      throw error;
+    }
+    return { insertedCount };
+  }
+
   async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
     assertUpdate(update);
     return this.write(() => {
@@ -492,9 +519,12 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   private taken(index: IndexState, key: IndexKey, id: Id): boolean {
-    for (const other of index.db.getValues(key)) if (other !== id) return true;
-    return false;
+    // Counted, not iterated: decoding dupSort values inside a write callback intermittently read
+    // garbage (an lmdb-js shared-buffer issue), and whether another _id holds the key is all we need.
+    const holders = index.db.getValuesCount(key);
+    return holders > (index.db.doesExist(key, id) ? 1 : 0);
   }
+
 
   // ---- index definitions ----
 

@@ -3,7 +3,7 @@
 // duplicate-key errors become DuplicateKeyError, findOneAnd* return the document itself
 // (`includeResultMetadata: false`) and `returnDocument` defaults to 'after'.
 
-import { MongoClient, MongoServerError, type Collection as DriverCollection } from 'mongodb';
+import { MongoClient, MongoBulkWriteError, MongoServerError, type Collection as DriverCollection } from 'mongodb';
 import {
   DuplicateKeyError,
   indexName,
@@ -65,6 +65,10 @@ class MongoCollection<T extends Doc> implements Collection<T> {
 
   insertOne(doc: T): Promise<{ insertedId: Id }> {
     return this.call(async () => ({ insertedId: (await this.c.insertOne(doc)).insertedId }));
+  }
+
+  insertMany(docs: T[], options: { ordered?: boolean } = {}): Promise<{ insertedCount: number }> {
+    return this.call(async () => ({ insertedCount: (await this.c.insertMany(docs, { ordered: options.ordered ?? true })).insertedCount }));
   }
 
   findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
@@ -129,7 +133,10 @@ class MongoCollection<T extends Doc> implements Collection<T> {
       return await op();
     } catch (err) {
       if (err instanceof MongoServerError && err.code === 11000) {
-        throw new DuplicateKeyError(this.name, /index: (\S+)/.exec(err.message)?.[1] ?? 'unknown');
+        const dup = new DuplicateKeyError(this.name, /index: (\S+)/.exec(err.message)?.[1] ?? 'unknown');
+        // insertMany: the driver's MongoBulkWriteError says how many documents went in.
+        if (err instanceof MongoBulkWriteError) dup.insertedCount = err.insertedCount;
+        throw dup;
       }
       throw err;
     }

@@ -79,6 +79,13 @@ export interface Collection<T extends Doc = Doc> {
   readonly name: string;
   /** Throws DuplicateKeyError when a unique index (or `_id`) would be violated. */
   insertOne(doc: T): Promise<{ insertedId: Id }>;
+  /**
+   * Inserts a batch in one write (one commit on the embedded store). Ordered (the default) stops at
+   * the first duplicate; unordered inserts every other document. Either way a duplicate throws
+   * DuplicateKeyError after the rest was written, with `insertedCount` set, as the driver's
+   * MongoBulkWriteError does.
+   */
+  insertMany(docs: T[], options?: { ordered?: boolean }): Promise<{ insertedCount: number }>;
   findOne(filter: Filter, options?: Omit<FindOptions, 'limit' | 'skip'>): Promise<T | null>;
   /** Returns the matching documents as an array; pass `limit` for anything that can grow. */
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
@@ -109,6 +116,8 @@ export interface Store {
 /** Raised by both adapters for unique-index violations (MongoDB's error code 11000). */
 export class DuplicateKeyError extends Error {
   readonly code = 11000;
+  /** For insertMany: how many documents were written before (ordered) or besides (unordered) it. */
+  insertedCount = 0;
   constructor(
     readonly collection: string,
     readonly index: string,

@@ -56,6 +56,23 @@ export function runStoreContract(label: string, open: OpenStore): void {
         assert.deepEqual(await c.findOne({ _id: 'k' }), { _id: 'k', v: 1 });
         assert.equal(await c.countDocuments({}), 1);
       });
+
+      it('inserts a batch with insertMany; ordered stops at a duplicate, unordered skips it', async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { code: 1 }, unique: true });
+        assert.deepEqual(await c.insertMany([{ _id: 1, code: 'a' }, { _id: 2, code: 'b' }]), { insertedCount: 2 });
+        const ordered = await c.insertMany([{ _id: 3, code: 'c' }, { _id: 4, code: 'a' }, { _id: 5, code: 'e' }]).catch((e: unknown) => e);
+        assert.ok(isDuplicateKeyError(ordered));
+        assert.equal(ordered.insertedCount, 1);
+        assert.deepEqual((await c.find({}, { sort: { _id: 1 } })).map((d) => d._id), [1, 2, 3]);
+        const unordered = await c
+          .insertMany([{ _id: 2, code: 'x' }, { _id: 6, code: 'f' }, { _id: 7, code: 'b' }, { _id: 8, code: 'h' }], { ordered: false })
+          .catch((e: unknown) => e);
+        assert.ok(isDuplicateKeyError(unordered));
+        assert.equal(unordered.insertedCount, 2);
+        assert.deepEqual((await c.find({}, { sort: { _id: 1 } })).map((d) => d._id), [1, 2, 3, 6, 8]);
+        assert.equal(await c.findOne({ code: 'x' }), null, 'a refused document left nothing behind, index entries included');
+      });
     });
 
     describe('unique indexes', () => {
