@@ -170,7 +170,15 @@ export class UsageLog {
     this.failed = [];
     if (records.length === 0 && tokens.size === 0 && ops.length === 0) return;
 
-    for (const r of records) ops.push(() => this.records.insertOne(r));
+    // One insertMany for the batch; on a retry, records already written come back as duplicates.
+    if (records.length > 0) {
+      ops.push(() =>
+        this.records.insertMany(records, { ordered: false }).catch((err: unknown) => {
+          if (!isDuplicateKeyError(err)) throw err;
+          return { insertedCount: err.insertedCount };
+        }),
+      );
+    }
     const fine = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
     const coarse = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
     for (const r of records) {

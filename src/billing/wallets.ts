@@ -9,7 +9,7 @@
 // - reconcile: a crash between the two writes of one hold, finish or sweep leaves an amount counted
 //   as held with no hold record; once the wallet has been quiet for a while (`seq`, bumped by every
 //   hold and finish, unchanged), what is held beyond its hold records is given back.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../services/common.ts';
 import type { Collection, Store } from '../store/port.ts';
 import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
@@ -100,7 +100,7 @@ export class Wallets {
       { $inc: { balance_uc: -amount, held_uc: amount, seq: 1 } },
     );
     if (reserved.modifiedCount !== 1) return null;
-    const id = `h${randomBytes(12).toString('base64url')}`;
+    const id = `h${randomUUID().replaceAll('-', '')}`;
     try {
       await this.holds.insertOne({ _id: id, wallet_id: walletId, amount_uc: amount, expires_at: new Date(this.now() + this.holdTtlMs), request_id: requestId });
     } catch (err) {

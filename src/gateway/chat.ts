@@ -3,7 +3,7 @@
 //   and check the context window → hold an estimate → upstream (router, failover) → settle the
 //   exact cost once (or release) → usage record.
 // The HTTP route only translates: body in, completion or SSE chunks out.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { ApiError } from '../http/errors.ts';
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
@@ -103,7 +103,7 @@ export class ChatGateway {
     if (body.n !== undefined) request.n = body.n;
     request.max_tokens = body.max_tokens ?? maxOut;
     return {
-      id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
+      id: `chatcmpl-${randomUUID().replaceAll('-', '')}`,
       created: Math.floor(this.deps.now() / 1000),
       model,
       payer,

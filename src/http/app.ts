@@ -2,7 +2,7 @@
 // authorize, then call a service or message an actor; they hold no business rules. Every error,
 // including unknown routes, wrong methods, malformed JSON and oversized bodies, leaves through the
 // one error handler here in the spec's envelope, with the request id.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -63,9 +63,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.logger,
-    genReqId: () => `req_${randomBytes(12).toString('hex')}`,
+    // randomUUID draws from a pooled buffer; randomBytes per request showed in profiles.
+    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false, // never trust a client-chosen id
-    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    // One access line per request (written in onResponse below), not fastify's two.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: config.http.bodyLimitBytes,
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
@@ -115,6 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     };
     deps.metrics.requests.inc(labels);
     deps.metrics.duration.observe(labels, reply.elapsedTime / 1000);
+    request.log.info({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => sendError(toApiError(err, request), request, reply));

@@ -11,7 +11,7 @@ function assertEnvelope(res: { status: number; headers: Headers; body: any; text
   assert.equal(typeof res.body.error.message, 'string');
   assert.equal(typeof res.body.error.type, 'string');
   const rid = res.headers.get('x-request-id');
-  assert.match(rid ?? '', /^req_[0-9a-f]{24}$/);
+  assert.match(rid ?? '', /^req_[0-9a-f]{32}$/);
   assert.equal(res.body.error.request_id, rid);
   assert.doesNotMatch(res.text, /at .*\.ts:\d+|node_modules|stack/i);
 }

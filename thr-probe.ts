@@ -1,0 +1,25 @@
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+const reply = JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'up', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 } });
+const up = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(reply); }); });
+await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+const upUrl = `http://127.0.0.1:${(up.address() as any).port}`;
+const dir = mkdtempSync('/tmp/thr-gw-');
+const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, PORT: '0', DATA_DIR: dir + '/data', LOG_LEVEL: 'info', ADMIN_TOKEN: 'bench-admin-token-0123456789' }, stdio: ['ignore', 'pipe', 'inherit'] });
+const url: string = await new Promise((res) => createInterface({ input: child.stdout! }).on('line', (l) => { try { const r = JSON.parse(l); if (r.msg === 'gateway started') res(r.url); } catch {} }));
+const j = async (m: string, p: string, t: string | undefined, b: unknown) => (await fetch(url + p, { method: m, headers: { 'content-type': 'application/json', ...(t ? { authorization: `Bearer ${t}` } : {}) }, body: JSON.stringify(b) })).json() as any;
+const A = 'bench-admin-token-0123456789';
+await j('PUT', '/admin/models/m', A, { type: 'llm', owned_by: 'b', pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 }, max_output_tokens: 64, routes: [{ provider: 'openai', base_url: upUrl + '/v1', api_key: 'k', upstream_model: 'up' }] });
+const u = await j('POST', '/portal/auth/signup', undefined, { email: 'p@example.com', password: 'profile password' });
+await j('POST', '/admin/topups', A, { user_id: u.user.id, amount_cents: 1e8 });
+const k = await j('POST', '/portal/keys', u.session_token, { name: 'p' });
+const opts = { url: url + process.argv[2], method: (process.argv[2] === '/healthz' ? 'GET' : 'POST'), headers: { 'content-type': 'application/json', authorization: `Bearer ${k.api_key}` }, body: process.argv[2] === '/healthz' ? undefined : JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] }), connections: 50, duration: 6 };
+await autocannon({ ...opts, duration: 2 });
+const snap = () => Object.fromEntries(readdirSync(`/proc/${child.pid}/task`).map((t) => { const st = readFileSync(`/proc/${child.pid}/task/${t}/stat`, 'utf8'); const comm = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')); const f = st.slice(st.lastIndexOf(')') + 2).split(' '); return [`${t}:${comm}`, { u: +f[11], s: +f[12] }]; }));
+const a = snap(); const r = await autocannon(opts as any); const b = snap();
+const n = r.requests.total; console.log(process.argv[2], 'rps', r.requests.average.toFixed(0), 'reqs', n, 'non2xx', r.non2xx);
+for (const [key, v] of Object.entries(b)) { const d = (v.u - (a[key]?.u ?? 0)) + (v.s - (a[key]?.s ?? 0)); if (d > 2) console.log(`  ${key.padEnd(28)} user ${((v.u - (a[key]?.u ?? 0)) * 10 / n * 1000).toFixed(0)} µs/req  sys ${((v.s - (a[key]?.s ?? 0)) * 10 / n * 1000).toFixed(0)} µs/req`); }
+child.kill('SIGTERM'); await new Promise((res) => child.once('exit', res)); up.close();
