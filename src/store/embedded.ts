@@ -14,6 +14,10 @@
 
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { Query } from 'mingo';
+import { Context } from 'mingo/core';
+import * as queryOperators from 'mingo/operators/query';
+import * as projectionOperators from 'mingo/operators/projection';
+import { Query as BareQuery } from 'mingo/query';
 import { resolve } from 'mingo/util';
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -566,9 +570,26 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 }
 
+/**
+ * The query operators only: mingo's default Query copies its whole operator table (hundreds of
+ * expression operators) into every query it compiles, which cost ~18 µs a filter; with this
+ * context a filter compiles in ~6 µs. Filters using `$expr` need the expression operators and get
+ * mingo's full Query.
+ */
+const QUERY_CONTEXT = Context.init({ query: queryOperators, projection: projectionOperators } as unknown as Parameters<typeof Context.init>[0]);
+
+function usesExpressions(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(usesExpressions);
+  if (value === null || typeof value !== 'object' || value instanceof Date || value instanceof RegExp) return false;
+  for (const [k, v] of Object.entries(value)) if (k === '$expr' || usesExpressions(v)) return true;
+  return false;
+}
+
 function matcher(filter: Filter): (doc: Doc) => boolean {
   // No `$where`/`$function`: in-process JavaScript from a filter would be code injection here.
-  const query = new Query(filter, { scriptEnabled: false });
+  const query = usesExpressions(filter)
+    ? new Query(filter, { scriptEnabled: false })
+    : new BareQuery(filter, { context: QUERY_CONTEXT, scriptEnabled: false });
   return (doc) => query.test(doc);
 }
 
