@@ -209,7 +209,7 @@ export class ChatGateway {
   /** Upstream usage when it is sane and within the hold; else our own count, capped at the hold. */
   private billable(prep: PreparedChat, reported: TokenUsage | null, counted: TokenUsage): TokenUsage {
     const pricing = prep.model.pricing;
-    const within = (u: TokenUsage) => costMicrocents(pricing, u.prompt_tokens, u.completion_tokens, 'round') <= prep.hold.amountMicrocents;
+    const within = (u: TokenUsage) => costMicrocents(pricing, u.prompt_tokens, u.completion_tokens, 'exact') <= prep.hold.amountMicrocents;
     if (reported && within(reported)) return reported;
     if (within(counted)) return counted;
     // Even our count exceeds the estimate (it cannot, unless pricing changed mid-call): bill the hold.
@@ -217,7 +217,7 @@ export class ChatGateway {
   }
 
   private async settle(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): Promise<void> {
-    const cost = Math.min(prep.hold.amountMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'round'));
+    const cost = Math.min(prep.hold.amountMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'exact'));
     await this.deps.billing.settle(prep.hold, prep.payer, {
       requestId: prep.requestId,
       model: prep.model._id,

@@ -18,12 +18,12 @@ export interface GatewayDeps {
 
 /**
  * Cost in micro-cents: a price in cents per million tokens is exactly micro-cents per token.
- * Estimates round up (a hold must cover the call); settled costs round to the nearest micro-cent,
- * so over any number of calls the error stays far below one cent.
+ * Estimates round up (a hold must cover the call); settled costs stay exact (fractional): billing
+ * charges whole µ¢ and carries the fraction, so no rounding error accumulates over calls.
  */
-export function costMicrocents(pricing: Pricing, promptTokens: number, completionTokens: number, rounding: 'ceil' | 'round'): number {
+export function costMicrocents(pricing: Pricing, promptTokens: number, completionTokens: number, rounding: 'ceil' | 'exact'): number {
   const exact = promptTokens * (pricing.input_cents_per_mtok ?? 0) + completionTokens * (pricing.output_cents_per_mtok ?? 0);
-  return rounding === 'ceil' ? Math.ceil(exact) : Math.round(exact);
+  return rounding === 'ceil' ? Math.ceil(exact) : exact;
 }
 
 const sane = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;

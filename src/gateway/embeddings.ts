@@ -48,12 +48,12 @@ export class EmbeddingsGateway {
     }
     const reported = sanitizeUsage(served.result.usage ? { prompt_tokens: served.result.usage.prompt_tokens, completion_tokens: 0 } : null);
     let tokens = reported?.prompt_tokens ?? promptTokens;
-    if (costMicrocents(model.pricing, tokens, 0, 'round') > hold.amountMicrocents) tokens = promptTokens;
+    if (costMicrocents(model.pricing, tokens, 0, 'exact') > hold.amountMicrocents) tokens = promptTokens;
     await billing.settle(hold, payer, {
       ...facts,
       route: served.route.id,
       promptTokens: tokens,
-      costMicrocents: Math.min(hold.amountMicrocents, costMicrocents(model.pricing, tokens, 0, 'round')),
+      costMicrocents: Math.min(hold.amountMicrocents, costMicrocents(model.pricing, tokens, 0, 'exact')),
       status: 'ok',
       latencyMs: now() - startedAt,
     });
