@@ -93,6 +93,14 @@ export class Wallets {
     await this.docs.updateOne({ _id: id }, { $setOnInsert: walletSeed(ownerType, ownerId, new Date(this.now())) }, { upsert: true });
   }
 
+  /**
+   * Hold records whose insert is still committing. The record is written off the request's path
+   * (its commit overlaps the upstream call) and `finish` waits for it, so a settle never mistakes a
+   * record in flight for one already finished. A crash in between leaves held money without a
+   * record, which the reconciler returns (see reconcile()).
+   */
+  private readonly pendingRecords = new Map<string, Promise<void>>();
+
   /** Reserves `amount` µ¢; resolves to the hold id, or null when the spendable balance is short. */
   async hold(walletId: string, amount: number, requestId: string): Promise<string | null> {
     const reserved = await this.docs.updateOne(
@@ -101,12 +109,19 @@ export class Wallets {
     );
     if (reserved.modifiedCount !== 1) return null;
     const id = `h${randomUUID().replaceAll('-', '')}`;
-    try {
-      await this.holds.insertOne({ _id: id, wallet_id: walletId, amount_uc: amount, expires_at: new Date(this.now() + this.holdTtlMs), request_id: requestId });
-    } catch (err) {
-      await this.docs.updateOne({ _id: walletId }, { $inc: { balance_uc: amount, held_uc: -amount, seq: 1 } });
-      throw err;
-    }
+    const record = this.holds
+      .insertOne({ _id: id, wallet_id: walletId, amount_uc: amount, expires_at: new Date(this.now() + this.holdTtlMs), request_id: requestId })
+      .then(
+        () => undefined,
+        async (err: unknown) => {
+          // No record: give the reservation back; finish() then finds no hold (an outlived call).
+          await this.docs.updateOne({ _id: walletId }, { $inc: { balance_uc: amount, held_uc: -amount, seq: 1 } });
+          throw err;
+        },
+      )
+      .finally(() => this.pendingRecords.delete(id));
+    record.catch(() => undefined); // observed by finish(); never an unhandled rejection
+    this.pendingRecords.set(id, record);
     return id;
   }
 
@@ -115,6 +130,7 @@ export class Wallets {
    * the wallet after the write, or null when the hold was already finished (or swept).
    */
   async finish(holdId: string, charge: number, carryPc: number): Promise<WalletDoc | null> {
+    await this.pendingRecords.get(holdId)?.catch(() => undefined);
     const hold = await this.holds.findOneAndDelete({ _id: holdId });
     if (!hold) return null;
     const inc: Record<string, number> = { balance_uc: hold.amount_uc - Math.min(charge, hold.amount_uc), held_uc: -hold.amount_uc, seq: 1 };
