@@ -124,11 +124,10 @@ export class ChatGateway {
       await this.release(prep, null, signal.aborted ? 'client_closed' : 'upstream_failed');
       throw toApiError(err);
     }
-    const counted: TokenUsage = {
+    const usage = this.billable(prep, sanitizeUsage(served.result.usage), () => ({
       prompt_tokens: prep.promptTokens,
       completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content), 0),
-    };
-    const usage = this.billable(prep, sanitizeUsage(served.result.usage), counted);
+    }));
     await this.settle(prep, served.route, usage, 'ok');
     return {
       id: prep.id,
@@ -164,7 +163,9 @@ export class ChatGateway {
     includeUsage: boolean,
   ): AsyncGenerator<Record<string, unknown>> {
     const base = { id: prep.id, object: 'chat.completion.chunk', created: prep.created, model: prep.model._id };
-    let generated = 0;
+    // Text received, kept to count with the tokenizer only if the upstream reports no usage (or the
+    // stream ends early): counting every chunk as it passes cost more than the rest of the relay.
+    const received: string[] = [];
     let reported: TokenUsage | null = null;
     let status: UsageFacts['status'] = 'ok';
     let failure: unknown = null;
@@ -178,7 +179,7 @@ export class ChatGateway {
         if (chunk.usage) reported = chunk.usage;
         if (chunk.choices.length === 0) continue;
         const choices = chunk.choices.map((c) => {
-          generated += c.delta.content ? countText(c.delta.content) : 0;
+          if (c.delta.content) received.push(c.delta.content);
           const delta: Record<string, string> = {};
           // The spec: the first chunk of each choice carries delta.role.
           if (!roleSent.has(c.index)) {
@@ -195,9 +196,11 @@ export class ChatGateway {
       status = signal.aborted ? 'client_closed' : 'upstream_failed';
     } finally {
       if (signal.aborted && status === 'ok') status = 'client_closed';
-      const counted = { prompt_tokens: prep.promptTokens, completion_tokens: generated };
       // Upstream usage counts only when the stream completed; otherwise bill what was received.
-      const usage = this.billable(prep, status === 'ok' ? sanitizeUsage(reported) : null, counted);
+      const usage = this.billable(prep, status === 'ok' ? sanitizeUsage(reported) : null, () => ({
+        prompt_tokens: prep.promptTokens,
+        completion_tokens: countText(received.join('')),
+      }));
       await this.settle(prep, opened.route, usage, status);
       if (status === 'ok' && includeUsage) {
         yield { ...base, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } };
@@ -206,14 +209,13 @@ export class ChatGateway {
     if (failure && !signal.aborted) throw toApiError(failure);
   }
 
-  /** Upstream usage when it is sane and within the hold; else our own count, capped at the hold. */
-  private billable(prep: PreparedChat, reported: TokenUsage | null, counted: TokenUsage): TokenUsage {
-    const pricing = prep.model.pricing;
-    const within = (u: TokenUsage) => costMicrocents(pricing, u.prompt_tokens, u.completion_tokens, 'exact') <= prep.hold.amountMicrocents;
-    if (reported && within(reported)) return reported;
-    if (within(counted)) return counted;
-    // Even our count exceeds the estimate (it cannot, unless pricing changed mid-call): bill the hold.
-    return counted;
+  /**
+   * Upstream usage when it is sane and within the hold; else our own count with the tokenizer (run
+   * only then). settle() caps the cost at the hold either way.
+   */
+  private billable(prep: PreparedChat, reported: TokenUsage | null, count: () => TokenUsage): TokenUsage {
+    const withinHold = (u: TokenUsage) => costMicrocents(prep.model.pricing, u.prompt_tokens, u.completion_tokens, 'exact') <= prep.hold.amountMicrocents;
+    return reported && withinHold(reported) ? reported : count();
   }
 
   private async settle(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): Promise<void> {

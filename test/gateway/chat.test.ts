@@ -302,6 +302,20 @@ describe("peers' recorded billing failures, through HTTP", () => {
     assert.equal(w.balance_microcents, 1_000_000 - spent, 'the wallet moved by exactly the recorded costs');
   });
 
+  it('absurd upstream usage (negative, or beyond the hold) is not billed: our own count is', async () => {
+    const u = await fundedUser(gw, 100);
+    up.next({ usage: { prompt_tokens: -5, completion_tokens: 3, total_tokens: -2 } }, { usage: { prompt_tokens: 10, completion_tokens: 900_000_000, total_tokens: 900_000_010 } });
+    for (let i = 0; i < 2; i++) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-bill', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 20 } });
+      assert.equal(r.status, 200, r.text);
+      assert.ok(r.body.usage.prompt_tokens > 0 && r.body.usage.completion_tokens > 0 && r.body.usage.completion_tokens <= 20, JSON.stringify(r.body.usage));
+    }
+    const recs = await settleUsage(u.token, 2);
+    for (const rec of recs) assert.ok(rec.completion_tokens <= 20 && rec.cost_microcents < 20_000, JSON.stringify(rec));
+    const w = await wallet(gw, u.token);
+    assert.ok(w.balance_cents >= 99, `balance ${w.balance_cents}`);
+  });
+
   it('over many calls, the wallet debit equals the sum of exact costs to within one cent', async () => {
     const u = await fundedUser(gw, 1000);
     for (let i = 0; i < 60; i++) {
