@@ -89,6 +89,33 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     orgs: Type.Object({ maxMembers: Int(1, 1_000_000) }, { additionalProperties: false }),
+    webhooks: Type.Object(
+      {
+        /** Lifts the address rule (loopback, private, link-local... receivers): development and tests only. */
+        allowPrivateNetworks: Type.Boolean(),
+        /** Accept http:// receiving URLs (otherwise https only). */
+        allowHttp: Type.Boolean(),
+        maxPerAccount: Int(1, 1000),
+        /** The whole exchange with a receiver; the spec's limit is 5 s. */
+        timeoutMs: Int(100, 5000),
+        /** Events one endpoint sends at once. */
+        batchSize: Int(1, 10),
+        maxQueuedPerEndpoint: Int(1, 10_000_000),
+        deliveryLogSize: Int(1, 10_000),
+        sweepIntervalMs: Int(100, 3_600_000),
+        usageSpike: Type.Object(
+          {
+            enabled: Type.Boolean(),
+            windowSeconds: Int(60, 86_400),
+            baselineHours: Int(1, 168),
+            multiple: Type.Number({ minimum: 1, maximum: 1000 }),
+            minTokens: Int(1, 1_000_000_000_000),
+          },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
     /** Models created at start when absent (an administrator's later changes win). */
     models: Type.Array(SeedModelSchema, { maxItems: 10_000 }),
   },
@@ -126,7 +153,7 @@ function merge(base: Json, over: Json): Json {
 }
 
 /** Environment variable → [config path, parser]. Parsers keep the raw string so validation names it. */
-const ENV: Record<string, [string, 'int' | 'string']> = {
+const ENV: Record<string, [string, 'int' | 'string' | 'bool']> = {
   PORT: ['port', 'int'],
   HOST: ['host', 'string'],
   DATA_DIR: ['dataDir', 'string'],
@@ -135,6 +162,8 @@ const ENV: Record<string, [string, 'int' | 'string']> = {
   KEY_SIGNING_SECRET: ['keySigningSecret', 'string'],
   LOG_LEVEL: ['logLevel', 'string'],
   INSTANCE_ID: ['instanceId', 'string'],
+  WEBHOOKS_ALLOW_PRIVATE_NETWORKS: ['webhooks.allowPrivateNetworks', 'bool'],
+  WEBHOOKS_ALLOW_HTTP: ['webhooks.allowHttp', 'bool'],
 };
 
 function fromEnv(env: NodeJS.ProcessEnv): Json {
@@ -142,12 +171,19 @@ function fromEnv(env: NodeJS.ProcessEnv): Json {
   for (const [name, [path, kind]] of Object.entries(ENV)) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
+    let value: unknown = raw;
     if (kind === 'int') {
       if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} (config field "${path}") must be an integer, got "${raw}"`);
-      out[path] = Number(raw);
-    } else {
-      out[path] = raw;
+      value = Number(raw);
+    } else if (kind === 'bool') {
+      if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} (config field "${path}") must be true or false, got "${raw}"`);
+      value = raw === 'true';
     }
+    // A dotted path names a nested field (webhooks.allowPrivateNetworks).
+    const parts = path.split('.');
+    let at = out;
+    for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Json;
+    at[parts[parts.length - 1]!] = value;
   }
   return out;
 }

@@ -11,7 +11,8 @@ import { resolveKeySecret } from './secrets.ts';
 import { openStore } from './store/index.ts';
 import { ActorRuntime } from './actors/runtime.ts';
 import { createServices } from './services/index.ts';
-import { logEventSink, type EventSink } from './services/events.ts';
+import type { EventSink } from './services/events.ts';
+import { Webhooks } from './webhooks/index.ts';
 import { buildApp, type App, type Lifecycle } from './http/app.ts';
 import { createMetrics } from './http/metrics.ts';
 import type { Store } from './store/port.ts';
@@ -50,6 +51,15 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     ...(opts.now ? { now: opts.now } : {}),
   });
   // Actor kinds (transcription jobs, webhook endpoints, realtime sockets, intent sessions) register here.
+  const metrics = createMetrics();
+  const webhooks = new Webhooks({
+    config: config.webhooks,
+    store,
+    runtime,
+    metrics: { deliveries: metrics.webhookDeliveries, dropped: metrics.webhookDropped, disabled: metrics.webhookDisabled },
+    logger: logger.child({ component: 'webhooks' }),
+    now: opts.now ?? Date.now,
+  });
 
   const lifecycle: Lifecycle & { actorsRestored: boolean } = {
     closing: false,
@@ -68,12 +78,15 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     },
   };
 
-  const events = opts.events ?? logEventSink(logger.child({ component: 'events' }));
-  const services = await createServices({ config, store, keySecret, events, actors: runtime, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), ...(opts.now ? { now: opts.now } : {}) });
-  const app = await buildApp({ config, logger, metrics: createMetrics(), services, lifecycle });
+  // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
+  const extra = opts.events;
+  const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
+  const services = await createServices({ config, store, keySecret, events, actors: runtime, webhooks, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), ...(opts.now ? { now: opts.now } : {}) });
+  const app = await buildApp({ config, logger, metrics, services, lifecycle });
 
   await runtime.start();
   lifecycle.actorsRestored = true;
+  webhooks.start(); // wakes endpoints with queued events, then sweeps the outbox
   services.billing.start((err, what) => logger.error({ err, component: 'billing' }, what)); // usage flush, hold and renewal sweeps
 
   let url = '';
@@ -95,6 +108,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await services.billing.close(); // stops the sweeps; writes the buffered usage records
       await services.router.close(); // stops the per-route limiters
       await services.upstream.close(); // closes pooled upstream connections
+      await webhooks.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
       await runtime.stop(); // drains mailboxes, persists, releases leases
       await store.close(); // flushes what was acknowledged
       logger.info('gateway stopped');

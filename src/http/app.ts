@@ -22,6 +22,7 @@ import { registerPortalBillingRoutes } from './routes/portal-billing.ts';
 import { registerAdminBillingRoutes } from './routes/admin-billing.ts';
 import { registerV1Routes } from './routes/v1.ts';
 import { registerAdminModelRoutes } from './routes/admin-models.ts';
+import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError } from '../actors/errors.ts';
@@ -158,6 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalBillingRoutes(app, deps);
   registerAdminBillingRoutes(app, deps);
   registerAdminModelRoutes(app, deps);
+  registerPortalWebhookRoutes(app, deps);
   registerV1Routes(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -13,6 +13,7 @@ import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
 import { resolveRoutes, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
 import { ChatGateway } from '../gateway/chat.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
+import type { Webhooks, WebhookService } from '../webhooks/index.ts';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
 export interface ActorDirectory {
@@ -33,6 +34,7 @@ export interface Services {
   router: UpstreamRouter;
   chat: ChatGateway;
   embeddings: EmbeddingsGateway;
+  webhooks: WebhookService;
 }
 
 export async function createServices(deps: {
@@ -41,6 +43,8 @@ export async function createServices(deps: {
   keySecret: string;
   events: EventSink;
   actors: ActorDirectory;
+  /** The webhook subsystem (src/server.ts builds it: its outbox is usually `events`). */
+  webhooks: Webhooks;
   /** Where routes' api_key_env names are looked up (the composition root passes process.env). */
   upstreamEnv: Readonly<Record<string, string | undefined>>;
   routerLogger?: RouterLogger;
@@ -57,6 +61,7 @@ export async function createServices(deps: {
   await billing.init();
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);
+  await deps.webhooks.init();
   const upstream = new UpstreamHttp();
   const router = new UpstreamRouter(createProviders(upstream), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const gatewayDeps = {
@@ -70,5 +75,6 @@ export async function createServices(deps: {
   return {
     store: deps.store, accounts, orgs, keys, billing, events: deps.events, actors: deps.actors, models,
     upstream, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
+    webhooks: deps.webhooks.portal((userId) => billing.accountOf(userId)),
   };
 }

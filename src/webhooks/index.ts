@@ -1,0 +1,113 @@
+// The webhook subsystem, composed once in src/server.ts: the endpoint actor kind (registered with
+// the runtime before it starts), the outbox sink the services emit account events through, the
+// portal service, and their lifecycle (start the outbox sweep after the runtime; on close, stop the
+// sweep and wait for the deliveries in flight before the runtime persists and releases the actors).
+import type { Logger } from 'pino';
+import { fromPromise } from 'xstate';
+import type { ActorRuntime } from '../actors/runtime.ts';
+import type { Config } from '../config.ts';
+import type { Clock } from '../services/common.ts';
+import type { Store } from '../store/port.ts';
+import {
+  version,
+  webhookEndpointMachine,
+  type DeliverBatchInput,
+  type DeliverBatchOutput,
+} from '../../machines/webhook-endpoint.machine.ts';
+import type { AddressPolicy } from './address.ts';
+import { WebhookDeliverer, type WebhookMetrics } from './deliverer.ts';
+import { WebhookHttp } from './http.ts';
+import { WebhookOutbox } from './outbox.ts';
+import { ACTOR_KIND, createWebhookIndexes, webhookCollections, type WebhookCollections } from './records.ts';
+import { WebhookService, type WebhookAccount } from './service.ts';
+
+export type WebhooksConfig = Config['webhooks'];
+
+export interface WebhooksDeps {
+  config: WebhooksConfig;
+  store: Store;
+  runtime: ActorRuntime;
+  metrics: WebhookMetrics;
+  logger: Logger;
+  now: Clock;
+}
+
+export class Webhooks {
+  readonly sink: WebhookOutbox;
+  readonly http: WebhookHttp;
+  readonly deliverer: WebhookDeliverer;
+  readonly collections: WebhookCollections;
+  readonly policy: AddressPolicy;
+
+  constructor(private readonly deps: WebhooksDeps) {
+    const { config, store, runtime, metrics, logger, now } = deps;
+    this.policy = { allowPrivateNetworks: config.allowPrivateNetworks, allowHttp: config.allowHttp };
+    this.collections = webhookCollections(store);
+    this.http = new WebhookHttp(this.policy, config.timeoutMs);
+    this.deliverer = new WebhookDeliverer(this.collections, this.http, metrics, { deliveryLogSize: config.deliveryLogSize }, now, logger);
+    this.sink = new WebhookOutbox(
+      this.collections,
+      runtime,
+      this.deliverer,
+      metrics,
+      {
+        maxPerAccount: config.maxPerAccount,
+        maxQueuedPerEndpoint: config.maxQueuedPerEndpoint,
+        sweepIntervalMs: config.sweepIntervalMs,
+        batchSize: config.batchSize,
+      },
+      now,
+      logger,
+    );
+    const deliverer = this.deliverer;
+    runtime.register({
+      kind: ACTOR_KIND,
+      machine: webhookEndpointMachine,
+      version,
+      provide: () => ({
+        actors: {
+          deliverBatch: fromPromise<DeliverBatchOutput, DeliverBatchInput>(({ input }) => deliverer.deliverBatch(input)),
+          discardQueue: fromPromise<number, { webhookId: number }>(({ input }) => deliverer.discardQueue(input)),
+        },
+        actions: {
+          disabled: ({ context }) => deliverer.disabled(context.webhookId),
+        },
+      }),
+    });
+  }
+
+  async init(): Promise<void> {
+    await createWebhookIndexes(this.collections);
+  }
+
+  /** The portal operations; `accountOf` is the billing service's account rule. */
+  portal(accountOf: (userId: number) => Promise<WebhookAccount>): WebhookService {
+    const { config, store, runtime, now } = this.deps;
+    return new WebhookService({
+      store,
+      collections: this.collections,
+      runtime,
+      http: this.http,
+      deliverer: this.deliverer,
+      policy: this.policy,
+      maxPerAccount: config.maxPerAccount,
+      batchSize: config.batchSize,
+      accountOf,
+      now,
+    });
+  }
+
+  /** After the actor runtime started: wakes endpoints with queued events, then sweeps periodically. */
+  start(): void {
+    this.sink.start();
+  }
+
+  /** Before the actor runtime stops. */
+  async close(): Promise<void> {
+    await this.sink.stop();
+    await this.deliverer.close();
+    await this.http.close();
+  }
+}
+
+export { WebhookService } from './service.ts';
