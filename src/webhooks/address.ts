@@ -6,8 +6,8 @@
 //   `0177.0.0.1`, `127.1`) into dotted decimal; `ipaddr.js` classifies the result, after unwrapping
 //   IPv4-mapped IPv6 (`[::ffff:7f00:1]`). Only the `unicast` range passes: loopback, private,
 //   link-local (169.254.169.254, the cloud metadata address), carrier-grade NAT (100.100.100.200,
-//   Alibaba's), unique-local (fd00:ec2::254), multicast, reserved, 6to4, Teredo, NAT64 and the
-//   other special ranges are all refused.
+//   Alibaba's), unique-local (fd00:ec2::254), multicast, reserved, 6to4, Teredo, NAT64,
+//   IPv4-compatible IPv6 (::7f00:1) and the other special ranges are all refused.
 // - Names: `safeLookup` is the connection's DNS lookup: it resolves, refuses the name when any of
 //   its addresses is refused, and hands the socket exactly the addresses it checked, so the
 //   connection goes where the check looked (no second resolution, no DNS rebinding).
@@ -39,7 +39,10 @@ export const BLOCKED_CODE = 'EWEBHOOKBLOCKED';
 export function addressRange(address: string): string | null {
   const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
   if (!ipaddr.isValid(bare)) return null;
-  return ipaddr.process(bare).range();
+  const addr = ipaddr.process(bare);
+  // IPv4-compatible IPv6 (::a.b.c.d, deprecated) is `unicast` to ipaddr.js; some stacks route it to IPv4.
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)) return 'ipv4Compatible';
+  return addr.range();
 }
 
 export function isPublicAddress(address: string): boolean {
