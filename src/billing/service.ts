@@ -32,6 +32,8 @@ export interface BillingDeps {
   now: Clock;
   /** Told about background failures (usage writes, sweeps, events); they never fail a request. */
   onError?: (err: unknown, what: string) => void;
+  /** Told about each batch of usage records as it is flushed (the usage_spike detector). */
+  onUsageRecords?: (records: readonly UsageRecordDoc[]) => void;
 }
 
 /** The caller's account for portal views: their organization while they belong to one, else their own. */
@@ -173,7 +175,7 @@ export class BillingService implements Billing {
       store,
       now,
       this.windows,
-      { flushIntervalMs: config.usageFlushIntervalMs, flushMaxRecords: config.usageFlushMaxRecords, maxBuffered: config.usageMaxBuffered },
+      { flushIntervalMs: config.usageFlushIntervalMs, flushMaxRecords: config.usageFlushMaxRecords, maxBuffered: config.usageMaxBuffered, ...(deps.onUsageRecords ? { onRecords: deps.onUsageRecords } : {}) },
       this.onError,
     );
     this.limits = new RateLimits(store, this.windows, deps.events, now, (p) => this.eventOwner(p), this.onError);

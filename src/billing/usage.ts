@@ -67,6 +67,8 @@ export interface UsageLogOptions {
   flushIntervalMs: number;
   flushMaxRecords: number;
   maxBuffered: number;
+  /** Told about each batch of records as it is written (the usage_spike detector). */
+  onRecords?: (records: readonly UsageRecordDoc[]) => void;
 }
 
 type Op = () => Promise<unknown>;
@@ -169,6 +171,7 @@ export class UsageLog {
     const ops = this.failed;
     this.failed = [];
     if (records.length === 0 && tokens.size === 0 && ops.length === 0) return;
+    if (records.length > 0) this.options.onRecords?.(records);
 
     // One insertMany for the batch; on a retry, records already written come back as duplicates.
     if (records.length > 0) {

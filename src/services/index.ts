@@ -57,7 +57,8 @@ export async function createServices(deps: {
   await accounts.init();
   await orgs.init();
   await keys.init();
-  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now });
+  const spikes = deps.webhooks.usageSpikes(deps.events);
+  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now, onUsageRecords: spikes.observe });
   await billing.init();
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);

@@ -20,6 +20,8 @@ import { WebhookHttp } from './http.ts';
 import { WebhookOutbox } from './outbox.ts';
 import { ACTOR_KIND, createWebhookIndexes, webhookCollections, type WebhookCollections } from './records.ts';
 import { WebhookService, type WebhookAccount } from './service.ts';
+import { UsageSpikeDetector } from './usage-spike.ts';
+import type { EventSink } from '../services/events.ts';
 
 export type WebhooksConfig = Config['webhooks'];
 
@@ -95,6 +97,12 @@ export class Webhooks {
       accountOf,
       now,
     });
+  }
+
+  /** The usage_spike detector, fed by the billing service's usage flush; emits through `events`. */
+  usageSpikes(events: EventSink): UsageSpikeDetector {
+    const { config, store, now, logger } = this.deps;
+    return new UsageSpikeDetector(store, events, config.usageSpike, now, (err, what) => logger.warn({ err }, what));
   }
 
   /** After the actor runtime started: wakes endpoints with queued events, then sweeps periodically. */
