@@ -116,6 +116,15 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    intent: Type.Object(
+      {
+        /** An intent session forgets its context after this long without a turn. */
+        sessionIdleMinutes: Int(1, 7 * 24 * 60),
+        /** Pack files (relative to config/) stored at start when absent or of a higher version. */
+        packs: Type.Array(Type.String({ minLength: 1 }), { maxItems: 100 }),
+      },
+      { additionalProperties: false },
+    ),
     /** Models created at start when absent (an administrator's later changes win). */
     models: Type.Array(SeedModelSchema, { maxItems: 10_000 }),
   },

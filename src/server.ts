@@ -11,6 +11,7 @@ import { resolveKeySecret } from './secrets.ts';
 import { openStore } from './store/index.ts';
 import { ActorRuntime } from './actors/runtime.ts';
 import { createServices } from './services/index.ts';
+import { intentSessionKind } from './intent/session.ts';
 import type { EventSink } from './services/events.ts';
 import { Webhooks } from './webhooks/index.ts';
 import { buildApp, type App, type Lifecycle } from './http/app.ts';
@@ -51,6 +52,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     ...(opts.now ? { now: opts.now } : {}),
   });
   // Actor kinds (transcription jobs, webhook endpoints, realtime sockets, intent sessions) register here.
+  runtime.register(intentSessionKind);
   const metrics = createMetrics();
   const webhooks = new Webhooks({
     config: config.webhooks,

@@ -22,6 +22,7 @@ import { registerPortalBillingRoutes } from './routes/portal-billing.ts';
 import { registerAdminBillingRoutes } from './routes/admin-billing.ts';
 import { registerV1Routes } from './routes/v1.ts';
 import { registerAdminModelRoutes } from './routes/admin-models.ts';
+import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
@@ -159,6 +160,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalBillingRoutes(app, deps);
   registerAdminBillingRoutes(app, deps);
   registerAdminModelRoutes(app, deps);
+  registerAdminIntentRoutes(app, deps);
   registerPortalWebhookRoutes(app, deps);
   registerV1Routes(app, deps);
 

@@ -36,6 +36,7 @@ export const ModelSchema = Closed({
   }),
   routes: Type.Array(RouteSchema, { maxItems: 16 }),
   requires_kyc: Type.Optional(Type.Boolean()),
+  pack: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,63}$' })),
 });
 
 

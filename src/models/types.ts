@@ -40,6 +40,8 @@ export interface ModelFields {
   routes: RouteConfig[];
   /** Calls need a KYC-verified account (403 kyc_required otherwise). */
   requires_kyc?: boolean;
+  /** intent only: the intent pack the model serves (default: the pack with the model's id). */
+  pack?: string;
 }
 
 export interface ModelDoc extends ModelFields {

@@ -13,6 +13,9 @@ import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
 import { resolveRoutes, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
 import { ChatGateway } from '../gateway/chat.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
+import { IntentService, type ActorMessenger } from '../intent/service.ts';
+import { PackRegistry, readPackFile } from '../intent/packs.ts';
+import { fileURLToPath } from 'node:url';
 import type { Webhooks, WebhookService } from '../webhooks/index.ts';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
@@ -34,6 +37,9 @@ export interface Services {
   router: UpstreamRouter;
   chat: ChatGateway;
   embeddings: EmbeddingsGateway;
+  /** POST /v1/understand, and the intent packs it classifies with. */
+  intent: IntentService;
+  intentPacks: PackRegistry;
   webhooks: WebhookService;
 }
 
@@ -42,7 +48,7 @@ export async function createServices(deps: {
   store: Store;
   keySecret: string;
   events: EventSink;
-  actors: ActorDirectory;
+  actors: ActorDirectory & ActorMessenger;
   /** The webhook subsystem (src/server.ts builds it: its outbox is usually `events`). */
   webhooks: Webhooks;
   /** Where routes' api_key_env names are looked up (the composition root passes process.env). */
@@ -65,6 +71,9 @@ export async function createServices(deps: {
   await deps.webhooks.init();
   const upstream = new UpstreamHttp();
   const router = new UpstreamRouter(createProviders(upstream), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
+  const intentPacks = new PackRegistry(deps.store, now);
+  const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
+  await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, configDir)));
   const gatewayDeps = {
     models,
     billing,
@@ -76,6 +85,8 @@ export async function createServices(deps: {
   return {
     store: deps.store, accounts, orgs, keys, billing, events: deps.events, actors: deps.actors, models,
     upstream, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
+    intent: new IntentService({ ...gatewayDeps, packs: intentPacks, sessions: deps.actors, sessionIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 }),
+    intentPacks,
     webhooks: deps.webhooks.portal((userId) => billing.accountOf(userId)),
   };
 }

@@ -6,6 +6,7 @@ import { errors } from '../schemas.ts';
 import { publicModel } from '../../models/catalog.ts';
 import { registerChatRoutes } from './v1-chat.ts';
 import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
+import { registerUnderstandRoutes } from './v1-understand.ts';
 
 export function registerV1Routes(app: App, deps: AppDeps): void {
   const ModelEntry = Type.Object({
@@ -37,4 +38,5 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
 
   registerChatRoutes(app, deps);
   registerEmbeddingsRoutes(app, deps);
+  registerUnderstandRoutes(app, deps);
 }

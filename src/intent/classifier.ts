@@ -1,0 +1,248 @@
+// The local model: a multinomial logistic regression over TF-IDF features of word unigrams, word
+// bigrams and character 2–5-grams of each canonical token, trained at pack load by SGD (seeded,
+// so a pack always trains to the same weights). Sparse prediction costs about nnz × classes
+// multiply-adds (tens of microseconds). Its softmax is sharpened or softened by a temperature, so
+// its probabilities can serve as calibrated confidence (the evaluation fits the temperature on a
+// validation split; packs use the default).
+
+export interface Example {
+  tokens: string[];
+  label: string;
+}
+
+export interface TrainOptions {
+  epochs?: number;
+  /** Initial learning rate (decays as 1/(1 + t·decay)). */
+  learningRate?: number;
+  l2?: number;
+  seed?: number;
+  minCharN?: number;
+  maxCharN?: number;
+}
+
+export interface Scored {
+  label: string;
+  prob: number;
+}
+
+type SparseVec = { idx: Int32Array; val: Float32Array };
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function featureStrings(tokens: string[], minN = 2, maxN = 5): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    out.push(`w:${t}`);
+    if (i + 1 < tokens.length) out.push(`b:${t}_${tokens[i + 1]}`);
+    const padded = `<${t}>`;
+    for (let n = minN; n <= maxN; n++) {
+      if (padded.length < n) break;
+      for (let s = 0; s + n <= padded.length; s++) out.push(`c:${padded.slice(s, s + n)}`);
+    }
+  }
+  return out;
+}
+
+export class NgramClassifier {
+  private temperature = 1;
+
+  private constructor(
+    readonly labels: string[],
+    private readonly vocab: Map<string, number>,
+    private readonly idf: Float32Array,
+    /** weights[f * C + c] */
+    private readonly weights: Float32Array,
+    private readonly bias: Float32Array,
+    private readonly minN: number,
+    private readonly maxN: number,
+  ) {}
+
+  static train(examples: Example[], opts: TrainOptions = {}): NgramClassifier {
+    const minN = opts.minCharN ?? 2;
+    const maxN = opts.maxCharN ?? 5;
+    const labels = [...new Set(examples.map((e) => e.label))].sort();
+    const labelIdx = new Map(labels.map((l, i) => [l, i]));
+    const C = labels.length;
+    const vocab = new Map<string, number>();
+    const df: number[] = [];
+    const docs: Map<number, number>[] = examples.map((e) => {
+      const counts = new Map<number, number>();
+      for (const f of featureStrings(e.tokens, minN, maxN)) {
+        let id = vocab.get(f);
+        if (id === undefined) {
+          id = vocab.size;
+          vocab.set(f, id);
+          df.push(0);
+        }
+        counts.set(id, (counts.get(id) ?? 0) + 1);
+      }
+      for (const id of counts.keys()) df[id]! += 1;
+      return counts;
+    });
+    const N = examples.length;
+    const idf = new Float32Array(vocab.size);
+    for (let i = 0; i < idf.length; i++) idf[i] = Math.log((1 + N) / (1 + df[i]!)) + 1;
+    const model = new NgramClassifier(labels, vocab, idf, new Float32Array(vocab.size * C), new Float32Array(C), minN, maxN);
+    const vecs = docs.map((counts) => model.weigh(counts));
+    const ys = examples.map((e) => labelIdx.get(e.label)!);
+    model.fit(vecs, ys, opts);
+    return model;
+  }
+
+  private weigh(counts: Map<number, number>): SparseVec {
+    const idx = new Int32Array(counts.size);
+    const val = new Float32Array(counts.size);
+    let k = 0;
+    let norm = 0;
+    for (const [id, tf] of counts) {
+      const v = (1 + Math.log(tf)) * this.idf[id]!;
+      idx[k] = id;
+      val[k] = v;
+      norm += v * v;
+      k++;
+    }
+    const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+    for (let i = 0; i < val.length; i++) val[i]! *= inv;
+    return { idx, val };
+  }
+
+  vectorize(tokens: string[]): SparseVec {
+    const counts = new Map<number, number>();
+    for (const f of featureStrings(tokens, this.minN, this.maxN)) {
+      const id = this.vocab.get(f);
+      if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    return this.weigh(counts);
+  }
+
+  /** SGD on the softmax loss with L2 by the scaled-weights trick (w = scale · v). */
+  private fit(vecs: SparseVec[], ys: number[], opts: TrainOptions): void {
+    const C = this.labels.length;
+    const W = this.weights;
+    const b = this.bias;
+    const epochs = opts.epochs ?? (vecs.length > 5000 ? 12 : vecs.length > 1000 ? 20 : 40);
+    const lr0 = opts.learningRate ?? 0.5;
+    const l2 = opts.l2 ?? 1e-5;
+    const rand = mulberry32(opts.seed ?? 42);
+    const order = vecs.map((_, i) => i);
+    const z = new Float64Array(C);
+    let scale = 1;
+    let t = 0;
+    for (let epoch = 0; epoch < epochs; epoch++) {
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = Math.floor(rand() * (i + 1));
+        [order[i], order[j]] = [order[j]!, order[i]!];
+      }
+      for (const n of order) {
+        const lr = lr0 / (1 + t * 1e-4);
+        t++;
+        const { idx, val } = vecs[n]!;
+        for (let c = 0; c < C; c++) z[c] = b[c]!;
+        for (let k = 0; k < idx.length; k++) {
+          const base = idx[k]! * C;
+          const x = val[k]! * scale;
+          for (let c = 0; c < C; c++) z[c]! += W[base + c]! * x;
+        }
+        let max = -Infinity;
+        for (let c = 0; c < C; c++) if (z[c]! > max) max = z[c]!;
+        let sum = 0;
+        for (let c = 0; c < C; c++) {
+          z[c] = Math.exp(z[c]! - max);
+          sum += z[c]!;
+        }
+        const y = ys[n]!;
+        scale *= 1 - lr * l2;
+        if (scale < 1e-6) {
+          for (let i = 0; i < W.length; i++) W[i]! *= scale;
+          scale = 1;
+        }
+        for (let c = 0; c < C; c++) {
+          const g = z[c]! / sum - (c === y ? 1 : 0);
+          if (g > -1e-4 && g < 1e-4) continue;
+          b[c]! -= lr * g * 0.1;
+          const step = (lr * g) / scale;
+          for (let k = 0; k < idx.length; k++) W[idx[k]! * C + c]! -= step * val[k]!;
+        }
+      }
+    }
+    if (scale !== 1) for (let i = 0; i < W.length; i++) W[i]! *= scale;
+  }
+
+  /** Raw scores (logits) of every label for a vector. */
+  logits(vec: SparseVec): Float64Array {
+    const C = this.labels.length;
+    const z = new Float64Array(C);
+    for (let c = 0; c < C; c++) z[c] = this.bias[c]!;
+    const W = this.weights;
+    for (let k = 0; k < vec.idx.length; k++) {
+      const base = vec.idx[k]! * C;
+      const x = vec.val[k]!;
+      for (let c = 0; c < C; c++) z[c]! += W[base + c]! * x;
+    }
+    return z;
+  }
+
+  setTemperature(t: number): void {
+    this.temperature = t;
+  }
+
+  getTemperature(): number {
+    return this.temperature;
+  }
+
+  /** Calibrated probabilities, best first, the top `k`. */
+  predict(tokens: string[], k = 5): Scored[] {
+    return this.probsFromLogits(this.logits(this.vectorize(tokens)), k);
+  }
+
+  probsFromLogits(z: Float64Array, k = 5, temperature = this.temperature): Scored[] {
+    let max = -Infinity;
+    for (const v of z) if (v > max) max = v;
+    const p = new Float64Array(z.length);
+    let sum = 0;
+    for (let c = 0; c < z.length; c++) {
+      p[c] = Math.exp((z[c]! - max) / temperature);
+      sum += p[c]!;
+    }
+    const top: Scored[] = [];
+    for (let c = 0; c < z.length; c++) {
+      const prob = p[c]! / sum;
+      if (top.length < k || prob > top[top.length - 1]!.prob) {
+        top.push({ label: this.labels[c]!, prob });
+        top.sort((a, b2) => b2.prob - a.prob);
+        if (top.length > k) top.pop();
+      }
+    }
+    return top;
+  }
+
+  /** Fits the temperature minimizing the negative log-likelihood of labelled examples (grid search). */
+  calibrate(examples: Example[]): number {
+    const data = examples.filter((e) => this.labels.includes(e.label)).map((e) => ({ z: this.logits(this.vectorize(e.tokens)), y: this.labels.indexOf(e.label) }));
+    if (data.length === 0) return this.temperature;
+    let best = { t: 1, nll: Infinity };
+    for (let t = 0.05; t <= 3; t *= 1.15) {
+      let nll = 0;
+      for (const { z, y } of data) {
+        let max = -Infinity;
+        for (const v of z) if (v > max) max = v;
+        let sum = 0;
+        for (const v of z) sum += Math.exp((v - max) / t);
+        nll -= (z[y]! - max) / t - Math.log(sum);
+      }
+      if (nll < best.nll) best = { t, nll };
+    }
+    this.temperature = best.t;
+    return best.t;
+  }
+}

@@ -1,0 +1,186 @@
+// POST /v1/understand, the metered path (the same order as chat):
+//   validate → resolve the model (type intent) on the payer's account → language → KYC → per-key
+//   limits → hold the per-call price → dialogue act, entities, cascade (and the llm fallback when
+//   the model has routes) → the session actor decides → settle exactly once (release on failure).
+// One charge per call, whatever stage resolved the turn.
+import { performance } from 'node:perf_hooks';
+import { ApiError } from '../http/errors.ts';
+import { ActorNotFoundError } from '../actors/errors.ts';
+import { priceMicrocents } from '../billing/money.ts';
+import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import type { ModelDoc, RouteConfig } from '../models/types.ts';
+import type { ResolvedRoute } from '../providers/types.ts';
+import type { UpstreamRouter } from '../providers/router.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { IntentSessionContext, TurnEvent, TurnOutcome } from '../../machines/intent-session.machine.ts';
+import { dialogueAct } from './acts.ts';
+import { extractEntities } from './entities.ts';
+import type { CascadeResult, CompiledPack } from './engine.ts';
+import { normalize } from './normalize.ts';
+import type { PackRegistry } from './packs.ts';
+import { llmFallback } from './llm.ts';
+import { INTENT_SESSION_KIND } from './session.ts';
+
+/** The part of the actor runtime the service uses (ActorRuntime satisfies it). */
+export interface ActorMessenger {
+  spawn(kind: string, id: string, input?: unknown): Promise<unknown>;
+  send(kind: string, id: string, event: { type: string }): Promise<{ context: unknown; status: string }>;
+}
+
+export interface UnderstandBody {
+  model: string;
+  session_id?: string;
+  text?: string;
+  language?: string;
+  channel?: 'text' | 'voice';
+}
+
+export interface UnderstandResponse {
+  model: string;
+  session_id: string;
+  request_id: string;
+  classification: CascadeResult['classification'];
+  intent: CascadeResult['intent'];
+  candidate_intents: { id: string; score: number; source: string }[];
+  entities: Record<string, string | number>;
+  dialogue_act: string;
+  decision: { action: string; next_state: string; response_id: string };
+  response: { response_id: string; language: string; channel: string };
+  classifier_used: string;
+  latency_ms: number;
+}
+
+export interface IntentDeps {
+  models: ModelCatalog;
+  billing: Billing;
+  assertKyc(payer: Payer, requiresKyc: boolean): void;
+  packs: PackRegistry;
+  sessions: ActorMessenger;
+  router: UpstreamRouter;
+  resolveRoutes(modelId: string, routes: RouteConfig[]): ResolvedRoute[];
+  now(): number;
+  sessionIdleMs: number;
+}
+
+export class IntentService {
+  constructor(private readonly deps: IntentDeps) {}
+
+  /** The pack a model names (`pack`, else a pack with the model's id). */
+  static packIdOf(model: ModelDoc): string {
+    return typeof model.pack === 'string' ? model.pack : model._id;
+  }
+
+  async understand(principal: ApiKeyPrincipal, body: UnderstandBody, requestId: string): Promise<UnderstandResponse> {
+    const started = performance.now();
+    const { models, billing } = this.deps;
+    if (typeof body.session_id !== 'string' || body.session_id.length === 0) {
+      throw new ApiError('missing_input', 'session_id is required: the client conversation id.', { param: 'session_id' });
+    }
+    if (typeof body.text !== 'string' || body.text.trim().length === 0) {
+      throw new ApiError('missing_input', 'text is required: the turn to understand.', { param: 'text' });
+    }
+    const payer = await billing.payerFor(principal);
+    const model = await models.resolve(body.model, 'intent', payer.walletId);
+    const wanted = body.language ?? 'en-IN';
+    const language = (model.languages ?? []).find((l) => l.toLowerCase() === wanted.toLowerCase());
+    if (!language) {
+      throw new ApiError('language_not_supported', `The model '${model._id}' offers ${(model.languages ?? []).join(', ') || 'no languages'}, not '${wanted}'.`, { param: 'language' });
+    }
+    this.deps.assertKyc(payer, model.requires_kyc === true);
+    const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
+    if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
+    await billing.admit(principal);
+    const cost = priceMicrocents(model.pricing, { calls: 1 });
+    const hold = await billing.hold(payer, cost, requestId);
+    const startedAt = this.deps.now();
+    try {
+      const out = await this.turn(principal, body.session_id, body.text, language, body.channel ?? 'text', model, pack, requestId);
+      await this.settle(hold, payer, model, requestId, cost, startedAt);
+      return { ...out, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
+    } catch (err) {
+      await billing.release(hold, payer, this.facts(model, requestId, 0, 'error', startedAt));
+      throw err;
+    }
+  }
+
+  private async turn(
+    principal: ApiKeyPrincipal,
+    sessionId: string,
+    text: string,
+    language: string,
+    channel: string,
+    model: ModelDoc,
+    pack: CompiledPack,
+    requestId: string,
+  ): Promise<Omit<UnderstandResponse, 'latency_ms'>> {
+    const now = this.deps.now();
+    const norm = normalize(text);
+    const { act, yesNo } = dialogueAct(norm, text);
+    const entities = extractEntities(norm, now);
+    let result = pack.classify(norm);
+    if ((result.classification === 'AMBIGUOUS' || result.classification === 'UNKNOWN') && model.routes.length > 0 && !yesNo) {
+      result = await llmFallback(this.deps.router, this.deps.resolveRoutes(model._id, model.routes), pack, text, result);
+    }
+    const event: TurnEvent = {
+      type: 'turn',
+      now,
+      idleMs: this.deps.sessionIdleMs,
+      requestId,
+      act,
+      yesNo,
+      entities: entities as TurnEvent['entities'],
+      result: { classification: result.classification, intent: result.intent, candidates: result.candidates, classifier_used: result.classifier_used },
+      decisions: result.intent ? pack.decisionsFor(result.intent.id) : null,
+      fallback: pack.pack.fallback,
+    };
+    // The session of this key only: the same session_id on another key is another actor.
+    const actorId = `${principal.keyId}:${sessionId}`;
+    const outcome = await this.send(actorId, event);
+    return {
+      model: model._id,
+      session_id: sessionId,
+      request_id: requestId,
+      classification: outcome.classification,
+      intent: outcome.intent as CascadeResult['intent'],
+      candidate_intents: outcome.candidates,
+      entities: outcome.entities as Record<string, string | number>,
+      dialogue_act: outcome.dialogue_act,
+      decision: outcome.decision,
+      response: { response_id: outcome.decision.response_id, language, channel },
+      classifier_used: outcome.classifier_used,
+    };
+  }
+
+  private async send(actorId: string, event: TurnEvent): Promise<TurnOutcome> {
+    const { sessions } = this.deps;
+    let view: { context: unknown };
+    try {
+      view = await sessions.send(INTENT_SESSION_KIND, actorId, event);
+    } catch (err) {
+      if (!(err instanceof ActorNotFoundError)) throw err;
+      await sessions.spawn(INTENT_SESSION_KIND, actorId);
+      view = await sessions.send(INTENT_SESSION_KIND, actorId, event);
+    }
+    const outcome = (view.context as IntentSessionContext).lastTurn;
+    if (!outcome || outcome.requestId !== event.requestId) throw new Error('intent session did not record the turn');
+    return outcome;
+  }
+
+  private facts(model: ModelDoc, requestId: string, cost: number, status: UsageFacts['status'], startedAt: number): UsageFacts {
+    return {
+      requestId,
+      model: model._id,
+      modelType: 'intent',
+      route: null,
+      calls: status === 'ok' ? 1 : 0,
+      costMicrocents: cost,
+      status,
+      latencyMs: this.deps.now() - startedAt,
+    };
+  }
+
+  private async settle(hold: Hold, payer: Payer, model: ModelDoc, requestId: string, cost: number, startedAt: number): Promise<void> {
+    await this.deps.billing.settle(hold, payer, this.facts(model, requestId, cost, 'ok', startedAt));
+  }
+}

@@ -1,0 +1,14 @@
+// The intent-session actor kind: one actor per (API key, session_id), keyed `${keyId}:${session_id}`.
+// The machine has no effects to inject; src/server.ts registers the kind with the runtime.
+import type { ActorKind } from '../actors/runtime.ts';
+import { intentSessionMachine, version } from '../../machines/intent-session.machine.ts';
+
+export const INTENT_SESSION_KIND = 'intent-session';
+
+export const intentSessionKind: ActorKind<typeof intentSessionMachine> = {
+  kind: INTENT_SESSION_KIND,
+  machine: intentSessionMachine,
+  version,
+  // Sessions are small and many: keep them in memory a short while after a turn.
+  idleEvictMs: 30_000,
+};

@@ -1,0 +1,90 @@
+// Entities, dialogue acts and normalization: the hand-written parts (Indian amounts, Hindi number
+// words, Hinglish relative dates, transliteration) and the library-backed ones (phones, chrono dates).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { normalize } from '../../src/intent/normalize.ts';
+import { extractEntities } from '../../src/intent/entities.ts';
+import { findAmount, readNumber } from '../../src/intent/amounts.ts';
+import { dialogueAct, bareYesNo } from '../../src/intent/acts.ts';
+
+// 2025-03-10T20:00Z is Tuesday 11 March 2025, 01:30 in Asia/Kolkata (UTC would still say the 10th).
+const NOW = Date.parse('2025-03-10T20:00:00Z');
+const ents = (text: string) => extractEntities(normalize(text), NOW);
+
+describe('amounts', () => {
+  const cases: [string, number | null][] = [
+    ['Rs. 2,50,000/- debited', 250000],
+    ['₹1,00,000', 100000],
+    ['INR 1.5 lakh', 150000],
+    ['rs500 kat gaye', 500],
+    ['500rs deducted', 500],
+    ['do lakh pachas hazaar kat gaye', 250000],
+    ['dhai hazaar rupaye', 2500],
+    ['saadhe teen hazaar kat gaye', 3500],
+    ['5k deducted', 5000],
+    ['2 crore', 20000000],
+    ['पाँच सौ रुपये कटे', 500],
+    ['₹५००', 500],
+    ['mere account se 2000 kat gaye', 2000],
+    ['100,000 rupees', 100000],
+    ['my pin is 1234', null],
+    ['call drop ho raha hai', null],
+  ];
+  for (const [text, want] of cases) {
+    it(`${text} → ${want}`, () => assert.equal(ents(text).amount ?? null, want));
+  }
+  it('reads number words with fractions and multipliers', () => {
+    assert.deepEqual(readNumber(['sava', 'do', 'lakh'], 0), { value: 225000, used: 3 });
+    assert.deepEqual(readNumber(['paanch', 'sau'], 0), { value: 500, used: 2 });
+    assert.equal(findAmount('no number here'), null);
+  });
+});
+
+describe('phones, e-mails and dates', () => {
+  it('reads Indian mobile numbers in their common spellings, not account numbers', () => {
+    for (const t of ['+91 98765 43210', '+919876543210', '09876543210', '98765-43210', 'mera number ९८७६५४३२१० hai']) {
+      assert.equal(ents(t).phone, '+919876543210', t);
+    }
+    assert.equal(ents('account 123456789012 debited').phone, undefined);
+  });
+  it('reads e-mails', () => assert.equal(ents('mail A.B@Example.com please').email, 'a.b@example.com'));
+  it('resolves relative dates in Asia/Kolkata', () => {
+    assert.equal(ents('aaj paise kate').date, '2025-03-11');
+    assert.equal(ents('today').date, '2025-03-11');
+    assert.equal(ents('yesterday the atm failed').date, '2025-03-10');
+    assert.equal(ents('day after tomorrow').date, '2025-03-13');
+    assert.equal(ents('on 5th March the atm failed').date, '2025-03-05');
+  });
+  it('resolves kal and parso by tense, the past when there is no cue', () => {
+    assert.equal(ents('kal paise kat gaye').date, '2025-03-10');
+    assert.equal(ents('kal tak recharge ho jayega?').date, '2025-03-12');
+    assert.equal(ents('kal atm issue').date, '2025-03-10');
+    assert.equal(ents('parso paise nahi nikle').date, '2025-03-09');
+    assert.equal(ents('कल पैसे कट गए').date, '2025-03-10');
+  });
+  it('omits what is absent', () => assert.deepEqual(ents('net nahi chal raha'), {}));
+});
+
+describe('normalization and dialogue acts', () => {
+  it('romanizes Devanagari and folds Hinglish spellings onto one form', () => {
+    assert.equal(normalize('पैसे नहीं निकले').text, normalize('pese nhi nikle').text);
+    assert.equal(normalize('नहीं').text, normalize('nahin').text);
+  });
+  it('bare yes/no in English, Hindi and Hinglish', () => {
+    for (const t of ['haan', 'haan ji', 'ji', 'theek hai', 'yes please', 'okay', 'हाँ जी', 'bilkul', 'yes go ahead']) assert.equal(bareYesNo(normalize(t).tokens), 'yes', t);
+    for (const t of ['nahi', 'no', 'nahi chahiye', 'नहीं', 'no thanks', 'mat karo']) assert.equal(bareYesNo(normalize(t).tokens), 'no', t);
+    for (const t of ['paise nahi nikle', 'yes my atm did not dispense', 'haan paise kat gaye']) assert.equal(bareYesNo(normalize(t).tokens), null, t);
+  });
+  it('tags the other acts', () => {
+    const act = (t: string) => dialogueAct(normalize(t), t).act;
+    assert.equal(act('hello'), 'GREETING');
+    assert.equal(act('namaste ji'), 'GREETING');
+    assert.equal(act('thank you so much'), 'THANKS');
+    assert.equal(act('shukriya'), 'THANKS');
+    assert.equal(act('bye'), 'GOODBYE');
+    assert.equal(act('refund kab aayega?'), 'QUESTION');
+    assert.equal(act('net nahi chal raha'), 'COMPLAINT');
+    assert.equal(act('please block my card'), 'REQUEST');
+    assert.equal(act('my name is Ravi'), 'STATEMENT');
+  });
+});

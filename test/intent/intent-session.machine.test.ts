@@ -1,0 +1,124 @@
+// The intent-session machine: pure transitions (pending confirmation, confirmed and denied paths,
+// missing entities, fallbacks, inactivity expiry) and a persistence round trip through the runtime.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { initialTransition, transition } from 'xstate';
+import { intentSessionMachine, version, type TurnEvent, type IntentDecisions } from '../../machines/intent-session.machine.ts';
+import { ActorRuntime } from '../../src/actors/runtime.ts';
+import { intentSessionKind, INTENT_SESSION_KIND } from '../../src/intent/session.ts';
+import { openTestStore, silent, tempDir } from '../actors/helpers.ts';
+
+const D = (action: string, next_state: string, response_id: string) => ({ action, next_state, response_id });
+const FALLBACK = { unknown: D('ASK', 'CLARIFY', 'GEN.CLARIFY'), ambiguous: D('ASK', 'CLARIFY', 'GEN.DISAMBIGUATE'), out_of_scope: D('CLOSE', 'OUT_OF_SCOPE', 'GEN.OOS'), greeting: D('ASK', 'LISTENING', 'GEN.GREETING') };
+const DISPUTE: IntentDecisions = {
+  confirm: true,
+  initial: D('ASK', 'AWAITING_DISPUTE_CONFIRMATION', 'ASK_RAISE'),
+  confirmed: D('CREATE_DISPUTE', 'DISPUTE_CREATED', 'CREATED'),
+  denied: D('CLOSE', 'NO_DISPUTE', 'NOT_RAISED'),
+};
+const IDLE_MS = 30 * 60_000;
+
+let seq = 0;
+function turn(over: Partial<TurnEvent> = {}): TurnEvent {
+  return {
+    type: 'turn', now: 1_000_000, idleMs: IDLE_MS, requestId: `r${seq++}`, act: 'STATEMENT', yesNo: null, entities: {},
+    result: { classification: 'UNKNOWN', intent: null, candidates: [], classifier_used: 'local_model' },
+    decisions: null, fallback: FALLBACK, ...over,
+  };
+}
+const complaint = (over: Partial<TurnEvent> = {}) =>
+  turn({ act: 'COMPLAINT', result: { classification: 'KNOWN', intent: { id: 'BANKING.ATM.CASH_NOT_DISPENSED', confidence: 0.95, band: 'HIGH' }, candidates: [], classifier_used: 'deterministic' }, decisions: DISPUTE, ...over });
+const yes = (over: Partial<TurnEvent> = {}) => turn({ act: 'CONFIRMATION', yesNo: 'yes', ...over });
+const no = (over: Partial<TurnEvent> = {}) => turn({ act: 'DENIAL', yesNo: 'no', ...over });
+
+describe('intent-session machine (pure)', () => {
+  it('an intent that needs confirmation asks first, then a bare yes takes the confirmed path from context', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    assert.equal(s0.value, 'listening');
+    assert.equal(s0.hasTag('idle'), true);
+    const [s1] = transition(intentSessionMachine, s0, complaint());
+    assert.equal(s1.value, 'awaiting_confirmation');
+    assert.equal(s1.hasTag('idle'), true, 'no lease between turns');
+    assert.equal(s1.context.lastTurn?.decision.action, 'ASK');
+    assert.equal(s1.context.pending?.intent, 'BANKING.ATM.CASH_NOT_DISPENSED');
+    const [s2] = transition(intentSessionMachine, s1, yes({ now: 1_000_500 }));
+    assert.equal(s2.value, 'listening');
+    assert.equal(s2.context.lastTurn?.decision.action, 'CREATE_DISPUTE');
+    assert.equal(s2.context.lastTurn?.classifier_used, 'context');
+    assert.deepEqual(s2.context.lastTurn?.candidates, [{ id: 'BANKING.ATM.CASH_NOT_DISPENSED', score: 1, source: 'context' }]);
+    assert.equal(s2.context.pending, null);
+    assert.equal(s2.context.lastIntent, 'BANKING.ATM.CASH_NOT_DISPENSED');
+  });
+
+  it('a denial takes the denied path; a yes with nothing pending is a stray answer', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, complaint());
+    const [s2] = transition(intentSessionMachine, s1, no());
+    assert.equal(s2.context.lastTurn?.decision.action, 'CLOSE');
+    const [s3] = transition(intentSessionMachine, s2, yes());
+    assert.equal(s3.context.lastTurn?.classifier_used, 'local_model');
+    assert.equal(s3.context.lastTurn?.decision.response_id, 'GEN.CLARIFY');
+  });
+
+  it('any other turn replaces the pending confirmation', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, complaint());
+    const [s2] = transition(intentSessionMachine, s1, turn({ act: 'GREETING' }));
+    assert.equal(s2.context.pending, null);
+    assert.equal(s2.context.lastTurn?.decision.response_id, 'GEN.GREETING');
+    const [s3] = transition(intentSessionMachine, s2, yes());
+    assert.notEqual(s3.context.lastTurn?.decision.action, 'CREATE_DISPUTE');
+  });
+
+  it('forgets everything after the inactivity deadline', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, complaint({ entities: { amount: 500 } }));
+    assert.equal(s1.context.expiresAt, 1_000_000 + IDLE_MS);
+    const [late] = transition(intentSessionMachine, s1, yes({ now: 1_000_000 + IDLE_MS + 1 }));
+    assert.notEqual(late.context.lastTurn?.decision.action, 'CREATE_DISPUTE');
+    assert.equal(late.context.expirations, 1);
+    assert.deepEqual(late.context.entities, {});
+    const [inTime] = transition(intentSessionMachine, s1, yes({ now: 1_000_000 + IDLE_MS }));
+    assert.equal(inTime.context.lastTurn?.decision.action, 'CREATE_DISPUTE');
+  });
+
+  it('collects entities over turns and asks for a required one that is missing', () => {
+    const recharge: IntentDecisions = { confirm: false, initial: D('ESCALATE', 'RECHARGE_ESCALATED', 'ESC'), required: ['amount'], missing: D('ASK', 'AWAITING_AMOUNT', 'ASK_AMOUNT') };
+    const known = { classification: 'KNOWN' as const, intent: { id: 'TELECOM.RECHARGE.NOT_REFLECTED', confidence: 0.9, band: 'HIGH' }, candidates: [], classifier_used: 'deterministic' };
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, turn({ result: known, decisions: recharge }));
+    assert.equal(s1.context.lastTurn?.decision.action, 'ASK');
+    const [s2] = transition(intentSessionMachine, s1, turn({ entities: { amount: 299 } }));
+    assert.deepEqual(s2.context.entities, { amount: 299 });
+    const [s3] = transition(intentSessionMachine, s2, turn({ result: known, decisions: recharge }));
+    assert.equal(s3.context.lastTurn?.decision.action, 'ESCALATE');
+    assert.deepEqual(s3.context.lastTurn?.entities, {}, 'the response lists the turn\'s own entities');
+  });
+});
+
+describe('intent-session actors', () => {
+  it('persist the pending confirmation across a runtime restart', async (t) => {
+    const { dir, remove } = tempDir();
+    let store = await openTestStore(dir);
+    t.after(remove);
+    let rt = new ActorRuntime({ store, logger: silent, instanceId: 'a' });
+    rt.register(intentSessionKind);
+    await rt.start();
+    await rt.spawn(INTENT_SESSION_KIND, '7:s');
+    await rt.send(INTENT_SESSION_KIND, '7:s', complaint());
+    const stored = await rt.get(INTENT_SESSION_KIND, '7:s');
+    assert.equal(stored.value, 'awaiting_confirmation');
+    await rt.stop();
+    await store.close();
+
+    store = await openTestStore(dir);
+    rt = new ActorRuntime({ store, logger: silent, instanceId: 'b' });
+    rt.register(intentSessionKind);
+    await rt.start();
+    const view = await rt.send(INTENT_SESSION_KIND, '7:s', yes());
+    assert.equal((view.context as any).lastTurn.decision.action, 'CREATE_DISPUTE');
+    assert.equal(version, 1);
+    await rt.stop();
+    await store.close();
+  });
+});

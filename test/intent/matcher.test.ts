@@ -1,0 +1,93 @@
+// The deterministic matcher, the local model and the cascade over the demo pack; pack validation.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readPackFile } from '../../src/intent/packs.ts';
+import { CompiledPack } from '../../src/intent/engine.ts';
+import { normalize } from '../../src/intent/normalize.ts';
+import { LexicalMatcher } from '../../src/intent/matcher.ts';
+import { PackError, validatePack } from '../../src/intent/pack.ts';
+
+const raw = readPackFile('config/packs/demo-banking-telecom.json');
+const pack = new CompiledPack(raw);
+const classify = (t: string) => pack.classify(normalize(t));
+
+describe('lexical matcher', () => {
+  const m = new LexicalMatcher({
+    intents: [
+      { id: 'A.CASH', examples: [], patterns: [], keywords: { dispensed: 2, 'kat gaye': 2 } },
+      { id: 'B.NET', examples: ['net nahi chal raha'], patterns: ['^sim .*nahi'], keywords: { network: 2 } },
+    ],
+    outOfScope: ['weather'],
+    derive: false,
+  });
+  it('scores weighted keywords and phrases', () => assert.deepEqual(m.match(normalize('cash not dispensed, paise kat gaye').tokens).scores[0], { intent: 'A.CASH', score: 4 }));
+  it('forgives one-letter misspellings of long keywords', () => assert.equal(m.match(normalize('netwrok down').tokens).scores[0]?.intent, 'B.NET'));
+  it('matches normalized examples exactly, whatever the spelling', () => {
+    const r = m.match(normalize('Net nhi chal rha!').tokens);
+    assert.equal(r.exact, true);
+    assert.equal(r.scores[0]?.intent, 'B.NET');
+  });
+  it('applies patterns and counts out-of-scope words', () => {
+    assert.equal(m.match(normalize('sim detect nahi hota').tokens).scores[0]?.intent, 'B.NET');
+    assert.equal(m.match(normalize('weather today').tokens).oosHits, 1);
+  });
+});
+
+describe('the cascade on the demo pack', () => {
+  const cases: [string, string][] = [
+    ['ATM did not dispense cash but my account was debited', 'BANKING.ATM.CASH_NOT_DISPENSED'],
+    ['paise nahi nikle par account se kat gaye', 'BANKING.ATM.CASH_NOT_DISPENSED'],
+    ['एटीएम से पैसे नहीं निकले', 'BANKING.ATM.CASH_NOT_DISPENSED'],
+    ['atm ne kam paise diye', 'BANKING.ATM.WRONG_AMOUNT'],
+    ['mera card atm me fas gaya', 'BANKING.ATM.CARD_RETAINED'],
+    ['ek transaction ke paise do baar kate', 'BANKING.TXN.DOUBLE_DEBIT'],
+    ['refund kab tak aayega', 'BANKING.DISPUTE.REFUND_TIMELINE'],
+    ['net nahi chal raha', 'TELECOM.DATA.SLOW_INTERNET'],
+    ['netwrk nhi aa rha subah se', 'TELECOM.NETWORK.NO_SIGNAL'],
+    ['call baar baar kat rahi hai', 'TELECOM.CALL.DROPS'],
+    ['sim card not detected', 'TELECOM.SIM.NOT_DETECTED'],
+    ['recharge kiya par balance nahi aaya', 'TELECOM.RECHARGE.NOT_REFLECTED'],
+    ['mujhe number port karna hai', 'TELECOM.PORT.REQUEST'],
+  ];
+  for (const [text, want] of cases) {
+    it(`${text} → ${want}`, () => {
+      const r = classify(text);
+      assert.equal(r.classification, 'KNOWN');
+      assert.equal(r.intent?.id, want);
+    });
+  }
+  it('an unseen paraphrase reaches the local model, which lists its candidates', () => {
+    const r = classify('the cash machine kept my plastic');
+    assert.ok(r.candidates.some((c) => c.source === 'local_model'));
+    assert.equal(r.classifier_used, 'local_model');
+  });
+  it('out of scope and unknown turns carry no intent', () => {
+    const oos = classify('who won the cricket match yesterday');
+    assert.equal(oos.classification, 'OUT_OF_SCOPE');
+    assert.equal(oos.intent, null);
+    const gibberish = classify('qqq zzz');
+    assert.notEqual(gibberish.classification, 'KNOWN');
+    assert.equal(gibberish.intent, null);
+  });
+  it('trains fast enough to load at request time', () => assert.ok(pack.trainMs < 3000, `${pack.trainMs} ms`));
+});
+
+describe('pack validation', () => {
+  const clone = () => structuredClone(raw) as any;
+  const fails = (mutate: (p: any) => void, path: RegExp) => {
+    const p = clone();
+    mutate(p);
+    assert.throws(() => validatePack(p), (err: unknown) => err instanceof PackError && path.test(err.message));
+  };
+  it('accepts the demo pack', () => assert.equal(validatePack(clone()).id, 'demo-banking-telecom'));
+  it('names the first problem', () => {
+    fails((p) => (p.intents[0].id = 'not.dotted.upper'), /intents\.0\.id/);
+    fails((p) => (p.intents[1].id = p.intents[0].id), /duplicate intent id/);
+    fails((p) => (p.intents[0].decisions.initial.response_id = 'NO.SUCH'), /response NO\.SUCH is not in responses/);
+    fails((p) => delete p.intents[0].decisions.confirmed, /needs a confirmed decision/);
+    fails((p) => (p.intents[0].patterns = ['(']), /patterns\.0: not a valid regular expression/);
+    fails((p) => (p.intents[0].examples['ta-IN'] = ['x']), /language ta-IN is not one of the pack's languages/);
+    fails((p) => (p.surprise = 1), /surprise: is not a known field/);
+    fails((p) => delete p.responses['GEN.CLARIFY']['hi-IN'], /no wording for language hi-IN/);
+  });
+});
