@@ -53,8 +53,8 @@ export class WebhookDeliverer {
     const items = await this.c.outbox.find({ webhook_id: webhookId }, { sort: { created_at: 1 }, limit: max });
     if (items.length === 0) return { outcomes: [], more: false, gone: false, at: this.now() };
     const results = await Promise.all(items.map((item) => this.http.post(hook.url, hook.secret, item.event, item.body)));
-    await this.record(webhookId, items, results);
-    await this.c.outbox.deleteMany({ _id: { $in: items.map((i) => i._id) } });
+    // Issued in one turn: the embedded store commits the log and the outbox removal together.
+    await Promise.all([this.record(webhookId, items, results), this.c.outbox.deleteMany({ _id: { $in: items.map((i) => i._id) } })]);
     for (const r of results) this.metrics.deliveries.inc({ outcome: r.ok ? 'ok' : 'failed' });
     return { outcomes: results.map((r) => r.ok), more: items.length === max, gone: false, at: this.now() };
   }
@@ -90,8 +90,7 @@ export class WebhookDeliverer {
       error: results[i]!.error,
       latency_ms: results[i]!.latency_ms,
     }));
-    await this.c.deliveries.insertMany(docs);
-    await this.trim(webhookId);
+    await Promise.all([this.c.deliveries.insertMany(docs), this.trim(webhookId)]);
   }
 
   async logDropped(webhookId: number, items: Pick<OutboxDoc, 'event_id' | 'event'>[], reason: string): Promise<void> {

@@ -26,6 +26,8 @@ export class WebhookOutbox implements EventSink {
   private sweeping = false;
   private stopped = false;
   private readonly background = new Set<Promise<unknown>>();
+  /** Queue lengths per endpoint, counted in the store at most once a second (a count walks the queue). */
+  private readonly counts = new Map<number, { n: number; at: number }>();
 
   constructor(
     private readonly c: WebhookCollections,
@@ -50,13 +52,14 @@ export class WebhookOutbox implements EventSink {
     const body = eventBody(eventId, event.event, Math.floor(nowMs / 1000), event.fields);
     const queued: OutboxDoc[] = [];
     for (const h of enabled) {
-      const waiting = await this.c.outbox.countDocuments({ webhook_id: h._id });
+      const waiting = await this.queued(h._id);
       if (waiting >= this.options.maxQueuedPerEndpoint) {
         this.metrics.dropped.inc({ reason: 'queue_full' });
         this.log.warn({ webhook_id: h._id, event_id: eventId, waiting }, 'webhook queue full: event dropped for this endpoint');
         await this.deliverer.logDropped(h._id, [{ event_id: eventId, event: event.event }], 'queue_full');
         continue;
       }
+      this.counts.get(h._id)!.n += 1;
       queued.push({ _id: `${h._id}:${eventId}`, webhook_id: h._id, event_id: eventId, event: event.event, body, created_at: new Date(nowMs) });
     }
     if (queued.length === 0) return;
@@ -105,6 +108,21 @@ export class WebhookOutbox implements EventSink {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await Promise.allSettled([...this.background]);
+  }
+
+  /**
+   * How many events wait for the endpoint: counted in the store, then for a second this process's
+   * own additions are added to that count (deliveries meanwhile are not subtracted, so the bound errs
+   * on the side of dropping early, never late, for one second's worth of events).
+   */
+  private async queued(webhookId: number): Promise<number> {
+    const nowMs = this.now();
+    const cached = this.counts.get(webhookId);
+    if (cached && nowMs - cached.at < 1000) return cached.n;
+    const n = await this.c.outbox.countDocuments({ webhook_id: webhookId });
+    if (this.counts.size > 10_000) this.counts.clear();
+    this.counts.set(webhookId, { n, at: nowMs });
+    return n;
   }
 
   private async isEnabled(h: WebhookDoc): Promise<boolean> {
