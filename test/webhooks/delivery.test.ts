@@ -60,9 +60,12 @@ describe('webhook delivery', () => {
     const last = r.received.find((g) => g.json.amount_cents === 50)!;
     assert.ok(typeof last.json.new_balance_cents === 'number');
 
-    const deliveries = await call(gw.url, 'GET', `/portal/webhooks/${hook.id}/deliveries`, { token: u.token });
-    assert.equal(deliveries.status, 200);
-    assert.equal(deliveries.body.data.length, 2);
+    // The delivery log is written when the receiver's answer is in, just after the receiver saw the
+    // request: wait for both entries rather than race the second.
+    const deliveries = await waitFor('two delivery log entries', async () => {
+      const d = await call(gw.url, 'GET', `/portal/webhooks/${hook.id}/deliveries`, { token: u.token });
+      return d.status === 200 && d.body.data.length === 2 && d;
+    });
     assert.equal(deliveries.body.data[0].ok, true);
     assert.equal(deliveries.body.data[0].status_code, 204);
     assert.equal(deliveries.body.data[0].event, 'topup');
