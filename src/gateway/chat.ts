@@ -72,7 +72,6 @@ export class ChatGateway {
     const payer = await billing.payerFor(principal);
     const model = await models.resolve(body.model, 'llm', payer.walletId);
     this.deps.assertKyc(payer, model.requires_kyc === true);
-    await billing.admit(principal);
 
     const messages = body.messages as ChatMessage[];
     const promptTokens = countMessages(messages);

@@ -25,7 +25,6 @@ export class EmbeddingsGateway {
     const payer = await billing.payerFor(principal);
     const model = await models.resolve(body.model, 'embedding', payer.walletId);
     this.deps.assertKyc(payer, model.requires_kyc === true);
-    await billing.admit(principal);
     const promptTokens = inputs.reduce((s, t) => s + countText(t), 0);
     if (model.context_window !== undefined) {
       const longest = Math.max(...inputs.map(countText));

@@ -23,9 +23,16 @@ export function requireSession(deps: AppDeps) {
   };
 }
 
+/**
+ * Authenticates the API key for `scope`, then counts the request against the key's per-key limits:
+ * the spec applies RPM to every request on the key (GET /v1/models too), so admission happens here,
+ * once per request, not in each endpoint's metered path.
+ */
 export function requireApiKey(deps: AppDeps, scope: Exclude<Scope, '*'>) {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    request.principal = await deps.services.keys.authenticate(request.headers.authorization, scope);
+    const principal = await deps.services.keys.authenticate(request.headers.authorization, scope);
+    request.principal = principal;
+    await deps.services.billing.admit(principal);
   };
 }
 

@@ -90,7 +90,6 @@ export class IntentService {
     this.deps.assertKyc(payer, model.requires_kyc === true);
     const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
     if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
-    await billing.admit(principal);
     const cost = priceMicrocents(model.pricing, { calls: 1 });
     const hold = await billing.hold(payer, cost, requestId);
     const startedAt = this.deps.now();

@@ -134,6 +134,18 @@ describe('API keys', () => {
     assert.equal((await call(gw.url, 'GET', '/portal/keys', { token: b.token })).body.data.length, 0);
   });
 
+  it('RPM counts every /v1 request on the key, GET /v1/models included (429 with the bare body)', async () => {
+    const s = await signup(gw.url);
+    const k = await createKey(gw.url, s.token);
+    await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: s.token, body: { rpm: 2 } });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push(await call(gw.url, 'GET', '/v1/models', { token: k.api_key }));
+    assert.deepEqual(statuses.map((r) => r.status), [200, 200, 429]);
+    assert.equal(typeof statuses[2]!.body.detail, 'string');
+    assert.equal(statuses[2]!.headers.get('x-ratelimit-limit-rpm'), '2');
+    assert.ok(Number(statuses[2]!.headers.get('retry-after')) > 0);
+  });
+
   it('limits: the owner sets rpm/tpd; an administrator sets its own; the lower applies', async () => {
     const s = await signup(gw.url);
     const k = await createKey(gw.url, s.token);
