@@ -1,7 +1,6 @@
 // Account events (low_balance, topup, rate_limit_exceeded, key_expired, usage_spike). Services emit
-// them through this port; the webhook subsystem implements it with a durable outbox. Until it is
-// wired, the log sink records each event in the log (no delivery).
-import type { Logger } from 'pino';
+// them through this port; the webhook subsystem (src/webhooks/outbox.ts) implements it with a
+// durable outbox.
 
 export type AccountEventName = 'low_balance' | 'topup' | 'rate_limit_exceeded' | 'key_expired' | 'usage_spike';
 
@@ -14,12 +13,4 @@ export interface AccountEvent {
 
 export interface EventSink {
   emit(event: AccountEvent): Promise<void>;
-}
-
-export function logEventSink(logger: Logger): EventSink {
-  return {
-    async emit(event) {
-      logger.info({ account_event: event.event, owner: event.owner, fields: event.fields }, 'account event');
-    },
-  };
 }
