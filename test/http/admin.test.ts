@@ -1,7 +1,7 @@
 // The operator API: guarded by ADMIN_TOKEN, disabled without it, and the actor inspection view.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { probeKind } from '../actors/helpers.ts';
 
 describe('admin API', () => {
@@ -38,6 +38,19 @@ describe('admin API', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     assert.fail('actor did not finish');
+  });
+
+  it('inspects the actors the product runs, e.g. an intent session (kind names may hold a hyphen)', async () => {
+    const s = await signup(gw.url);
+    await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: 100 } });
+    const k = await createKey(gw.url, s.token);
+    const turn = await call(gw.url, 'POST', '/v1/understand', { token: k.api_key, body: { model: 'intent-demo', session_id: 'ops-1', text: 'ATM se paise nahi nikle par account se kat gaye' } });
+    assert.equal(turn.status, 200, turn.text);
+    const res = await call(gw.url, 'GET', `/admin/actors/intent-session/${encodeURIComponent(`${k.id}:ops-1`)}`, { token: ADMIN_TOKEN });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.kind, 'intent-session');
+    assert.ok(res.body.revision >= 1);
+    assert.equal(typeof res.body.context, 'object');
   });
 
   it('unknown actors → 404; bad kinds → 400; wrong or missing token → 401', async () => {

@@ -18,7 +18,7 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       ...base,
       schema: {
         tags, security, summary: "An actor's state, context and revision",
-        params: Closed({ kind: Type.String({ pattern: '^[a-z][a-z0-9_]{0,63}$' }), id: Type.String({ minLength: 1, maxLength: 200 }) }),
+        params: Closed({ kind: Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' }), id: Type.String({ minLength: 1, maxLength: 200 }) }),
         response: { 200: Type.Object({}, { additionalProperties: true }), ...errors(401, 403, 404) },
       },
     },
