@@ -52,7 +52,8 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     ...(opts.now ? { now: opts.now } : {}),
   });
   // Actor kinds (transcription jobs, webhook endpoints, realtime sockets, intent sessions) register here.
-  runtime.register(intentSessionKind);
+  // Sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
+  runtime.register({ ...intentSessionKind, expireIdleMs: config.intent.sessionIdleMinutes * 60_000 });
   const metrics = createMetrics();
   const webhooks = new Webhooks({
     config: config.webhooks,

@@ -44,6 +44,15 @@ export interface ActorKind<TMachine extends AnyStateMachine = AnyStateMachine> {
   migrate?: (persisted: unknown, fromVersion: number) => unknown;
   /** How long a non-custodial actor stays in memory without events; default: the runtime's. */
   idleEvictMs?: number;
+  /**
+   * Retention, applied by the sweep; unset means kept forever. A finished (or failed) actor of this
+   * kind is deleted `retainFinishedMs` after its last change. An actor waiting in an 'idle' state is
+   * deleted after `expireIdleMs` without change (for kinds whose idle actors are disposable, such
+   * as conversation sessions; never for ones holding state that matters, such as webhook
+   * endpoints). A later message for a deleted actor's id finds no actor.
+   */
+  retainFinishedMs?: number;
+  expireIdleMs?: number;
 }
 
 export interface ActorRuntimeOptions {
@@ -134,6 +143,7 @@ export class ActorRuntime {
     if (this.state !== 'new') throw new Error(`actor runtime cannot start: it is ${this.state}`);
     await this.actors.createIndex({ keys: { custodial: 1, lease_until: 1 } });
     await this.actors.createIndex({ keys: { owner: 1 } });
+    await this.actors.createIndex({ keys: { kind: 1, custodial: 1, updated_at: 1 } });
     this.state = 'running';
     await this.resumeWhere({ $or: [{ owner: null }, { owner: this.me }, { lease_until: { $lte: new Date(this.now()) } }] });
     this.heartbeatTimer = setInterval(() => this.inBackground(this.heartbeat()), Math.max(1, this.leaseMs / 3));
@@ -268,8 +278,32 @@ export class ActorRuntime {
     this.sweeping = true;
     try {
       await this.resumeWhere({ $or: [{ owner: null }, { lease_until: { $lte: new Date(this.now()) } }] });
+      await this.expire();
     } finally {
       this.sweeping = false;
+    }
+  }
+
+  /** Deletes, per kind, the finished and the expired idle actors its retention names (a page each a sweep). */
+  private async expire(): Promise<void> {
+    for (const kind of this.kinds.values()) {
+      if (kind.retainFinishedMs !== undefined) {
+        await this.deleteStale({ kind: kind.kind, status: { $in: ['done', 'error'] }, updated_at: { $lt: new Date(this.now() - kind.retainFinishedMs) } });
+      }
+      if (kind.expireIdleMs !== undefined) {
+        await this.deleteStale({ kind: kind.kind, status: 'active', custodial: false, updated_at: { $lt: new Date(this.now() - kind.expireIdleMs) } });
+      }
+    }
+  }
+
+  private async deleteStale(filter: Filter): Promise<void> {
+    const stale = await this.actors.find(filter, { limit: 500, projection: { _id: 1, rev: 1 } });
+    for (const doc of stale) {
+      const entry = this.entries.get(doc._id);
+      // A copy in memory that is busy, owned or unsaved is in use: leave it for a later sweep.
+      if (entry && !this.evict(entry)) continue;
+      // Conditional on the revision: an actor that moved since it was read is not deleted.
+      await this.actors.deleteOne({ _id: doc._id, rev: doc.rev, custodial: false });
     }
   }
 

@@ -66,6 +66,9 @@ export class Webhooks {
       kind: ACTOR_KIND,
       machine: webhookEndpointMachine,
       version,
+      // A deleted endpoint's actor ends in 'removed'; the sweep deletes it a day later. Enabled and
+      // disabled endpoints wait in idle states and are never expired.
+      retainFinishedMs: 86_400_000,
       provide: () => ({
         actors: {
           deliverBatch: fromPromise<DeliverBatchOutput, DeliverBatchInput>(({ input }) => deliverer.deliverBatch(input)),

@@ -336,3 +336,29 @@ test('a migrate hook upgrades a snapshot written by an older machine version', a
   assert.equal(view.version, 2, 'written back with the current machine version');
   assert.deepEqual(ctx(view).notes, [1, 2]);
 });
+
+test('retention: the sweep deletes finished actors after retainFinishedMs and idle ones after expireIdleMs, never working or recently changed ones', async (t) => {
+  const f = await fixture(t);
+  let clock = Date.now();
+  const rt = await f.started(async (input) => (input.actorId === 'busy' ? hang(input) : `ok:${input.actorId}`), { now: () => clock }, { expireIdleMs: 60_000, retainFinishedMs: 3_600_000 });
+  for (const id of ['idle-old', 'idle-fresh', 'done-old', 'busy']) await rt.spawn('probe', id, { actorId: id });
+  for (const id of ['done-old', 'busy']) await rt.send('probe', id, { type: 'start', now: clock, timeoutMs: 10 * 3_600_000 });
+  await untilDone(rt, 'done-old');
+
+  clock += 61_000; // past expireIdleMs, not past retainFinishedMs
+  await rt.send('probe', 'idle-fresh', { type: 'note', seq: 1 }); // changed just now
+  await rt.sweep();
+  await assert.rejects(rt.get('probe', 'idle-old'), ActorNotFoundError);
+  assert.equal((await rt.get('probe', 'idle-fresh')).status, 'active');
+  assert.equal((await rt.get('probe', 'done-old')).status, 'done', 'finished actors wait retainFinishedMs');
+  assert.equal((await rt.get('probe', 'busy')).status, 'active', 'a working (custodial) actor is never expired');
+
+  clock += 3_600_000;
+  await rt.sweep();
+  await assert.rejects(rt.get('probe', 'done-old'), ActorNotFoundError);
+  assert.equal((await rt.get('probe', 'busy')).status, 'active');
+  // A deleted id starts afresh.
+  const again = await rt.spawn('probe', 'idle-old', { actorId: 'idle-old' });
+  assert.equal(again.status, 'active');
+  assert.deepEqual((again.context as ProbeContext).notes, []);
+});
