@@ -108,3 +108,24 @@ describe('portal accounts and sessions', () => {
     assert.ok(Number(last!.headers.get('retry-after')) > 0);
   });
 });
+
+describe('login attempts per address', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startTestGateway({ auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 1000, loginMaxFailuresPerAccount: 100, loginMaxFailuresPerAddress: 4 } });
+  });
+  after(() => gw.destroy());
+
+  it('an address guessing across many accounts is refused (429), whatever account it tries next', async () => {
+    const victims = await Promise.all([1, 2, 3, 4, 5].map(() => signup(gw.url)));
+    for (const v of victims.slice(0, 4)) {
+      const r = await call(gw.url, 'POST', '/portal/auth/login', { body: { email: v.email, password: 'guess guess guess' } });
+      assert.equal(r.status, 401);
+    }
+    const blocked = await call(gw.url, 'POST', '/portal/auth/login', { body: { email: victims[4]!.email, password: 'correct horse battery' } });
+    assert.equal(blocked.status, 429, blocked.text);
+    assert.equal(blocked.body.error.code, 'rate_limit_exceeded');
+    assert.match(blocked.body.error.message, /address/);
+    assert.ok(Number(blocked.headers.get('retry-after')) > 0);
+  });
+});
