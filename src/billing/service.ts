@@ -313,7 +313,7 @@ export class BillingService implements Billing {
       const whose = payer.ownerType === 'org' ? "Your organization's wallet" : 'Your wallet';
       throw new ApiError(
         'insufficient_credit',
-        `${whose} has ${floorCents(w?.balance_uc ?? 0)} cents available and this call may cost up to ${Math.ceil(amount / MICROCENTS_PER_CENT)} cents; top up first.`,
+        `${whose} has ${cents(floorCents(w?.balance_uc ?? 0))} available and this call may cost up to ${cents(Math.ceil(amount / MICROCENTS_PER_CENT))}; top up first.`,
       );
     }
     return { id, walletId: payer.walletId, amountMicrocents: amount };
@@ -499,3 +499,5 @@ function parseDay(s: string, param: string): number {
   }
   return ms;
 }
+
+const cents = (n: number): string => `${n} cent${n === 1 ? '' : 's'}`;
