@@ -11,7 +11,7 @@ import type { ModelDoc } from '../models/types.ts';
 import type { ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { countMessages, countText } from './tokens.ts';
-import { costMicrocents, sanitizeUsage, toApiError, type GatewayDeps } from './common.ts';
+import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
 
@@ -123,7 +123,7 @@ export class ChatGateway {
       await this.release(prep, null, signal.aborted ? 'client_closed' : 'upstream_failed');
       throw toApiError(err);
     }
-    const usage = this.billable(prep, sanitizeUsage(served.result.usage), () => ({
+    const usage = this.billable(prep, served.result.usage, () => ({
       prompt_tokens: prep.promptTokens,
       completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content), 0),
     }));
@@ -196,7 +196,7 @@ export class ChatGateway {
     } finally {
       if (signal.aborted && status === 'ok') status = 'client_closed';
       // Upstream usage counts only when the stream completed; otherwise bill what was received.
-      const usage = this.billable(prep, status === 'ok' ? sanitizeUsage(reported) : null, () => ({
+      const usage = this.billable(prep, status === 'ok' ? reported : null, () => ({
         prompt_tokens: prep.promptTokens,
         completion_tokens: countText(received.join('')),
       }));
@@ -209,7 +209,7 @@ export class ChatGateway {
   }
 
   /**
-   * Upstream usage when it is sane and within the hold; else our own count with the tokenizer (run
+   * Upstream usage (validated by the provider) when within the hold; else our own count with the tokenizer (run
    * only then). settle() caps the cost at the hold either way.
    */
   private billable(prep: PreparedChat, reported: TokenUsage | null, count: () => TokenUsage): TokenUsage {

@@ -4,7 +4,7 @@ import { ApiError, ERRORS, type ErrorCode } from '../http/errors.ts';
 import type { Billing, Payer } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { Pricing, RouteConfig } from '../models/types.ts';
-import type { ResolvedRoute, TokenUsage } from '../providers/types.ts';
+import type { ResolvedRoute } from '../providers/types.ts';
 import type { UpstreamRouter } from '../providers/router.ts';
 
 export interface GatewayDeps {
@@ -24,14 +24,6 @@ export interface GatewayDeps {
 export function costMicrocents(pricing: Pricing, promptTokens: number, completionTokens: number, rounding: 'ceil' | 'exact'): number {
   const exact = promptTokens * (pricing.input_cents_per_mtok ?? 0) + completionTokens * (pricing.output_cents_per_mtok ?? 0);
   return rounding === 'ceil' ? Math.ceil(exact) : exact;
-}
-
-const sane = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
-
-/** Upstream usage only when both counts are non-negative safe integers; otherwise none. */
-export function sanitizeUsage(u: TokenUsage | null | undefined): TokenUsage | null {
-  if (!u || !sane(u.prompt_tokens) || !sane(u.completion_tokens)) return null;
-  return { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens };
 }
 
 /** Router and upstream failures carry a code of our table; anything else passes through. */

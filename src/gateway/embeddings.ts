@@ -3,7 +3,7 @@ import { ApiError } from '../http/errors.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { EmbeddingsRequest } from '../providers/types.ts';
 import { countText } from './tokens.ts';
-import { costMicrocents, sanitizeUsage, toApiError, type GatewayDeps } from './common.ts';
+import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
 
 export interface EmbeddingsBody {
   model: string;
@@ -45,8 +45,8 @@ export class EmbeddingsGateway {
       await billing.release(hold, payer, { ...facts, route: null, promptTokens: 0, costMicrocents: 0, status: signal.aborted ? 'client_closed' : 'upstream_failed', latencyMs: now() - startedAt });
       throw toApiError(err);
     }
-    const reported = sanitizeUsage(served.result.usage ? { prompt_tokens: served.result.usage.prompt_tokens, completion_tokens: 0 } : null);
-    let tokens = reported?.prompt_tokens ?? promptTokens;
+    // Providers validate usage at the boundary (src/providers/validate.ts): absurd counts arrive as null.
+    let tokens = served.result.usage?.prompt_tokens ?? promptTokens;
     if (costMicrocents(model.pricing, tokens, 0, 'exact') > hold.amountMicrocents) tokens = promptTokens;
     await billing.settle(hold, payer, {
       ...facts,

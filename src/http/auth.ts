@@ -4,14 +4,11 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import type { AppDeps } from './app.ts';
-import type { Scope } from '../services/keys.ts';
+import { bearerToken, type Scope } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 
-function bearer(request: FastifyRequest): string | null {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-  return m ? m[1]! : null;
-}
+const bearer = (request: FastifyRequest): string | null => bearerToken(request.headers.authorization);
 
 export function requireSession(deps: AppDeps) {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {

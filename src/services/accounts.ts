@@ -7,6 +7,7 @@ import { ApiError } from '../http/errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { walletSeed, type WalletDoc } from '../billing/money.ts';
 import { nextId, WindowCounters, type Clock } from './common.ts';
+import { walletIdOf } from '../billing/money.ts';
 
 export interface UserDoc {
   _id: number;
@@ -50,8 +51,6 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@.]+(\.[^\s@.]+)+$/;
 const TOKEN_PREFIX = 'sess_';
 
 export const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
-
-export const walletId = (type: 'user' | 'org', id: number): string => `${type}:${id}`;
 
 export function publicUser(u: UserDoc): PublicUser {
   return { id: u._id, email: u.email, created_at: u.created_at.toISOString() };
@@ -117,7 +116,7 @@ export class AccountService {
       throw err;
     }
     await this.wallets.updateOne(
-      { _id: walletId('user', id) },
+      { _id: walletIdOf('user', id) },
       { $setOnInsert: walletSeed('user', id, created) },
       { upsert: true },
     );
@@ -180,15 +179,6 @@ export class AccountService {
       ? await this.sessions.deleteMany({ user_id: session.id })
       : await this.sessions.deleteOne({ _id: session.sessionHash });
     return res.deletedCount;
-  }
-
-  /**
-   * The account a user's calls belong to: their organization while they are a member, else their
-   * own ('org:<id>' | 'user:<id>'). Decided on every request, so leaving takes effect at once.
-   */
-  async accountOf(userId: number, orgs: { membershipOf(userId: number): Promise<{ org_id: number } | null> }): Promise<string> {
-    const m = await orgs.membershipOf(userId);
-    return m ? walletId('org', m.org_id) : walletId('user', userId);
   }
 
   async getUser(id: number): Promise<UserDoc | null> {

@@ -226,7 +226,7 @@ export class KeyService {
    * authentication_error for expiry) or 403 permission_denied naming the missing scope.
    */
   async authenticate(header: string | undefined, scope: Exclude<Scope, '*'>): Promise<ApiKeyPrincipal> {
-    const token = bearer(header);
+    const token = bearerToken(header);
     if (!token) throw new ApiError('invalid_api_key', 'Missing API key: send Authorization: Bearer sk-live-...');
     const claims = await this.verifySignature(token);
     if (!claims) throw new ApiError('invalid_api_key', 'Invalid API key.');
@@ -296,7 +296,8 @@ export class KeyService {
   }
 }
 
-function bearer(header: string | undefined): string | null {
+/** The token of an `Authorization: Bearer <token>` header, or null. */
+export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return m ? m[1]! : null;

@@ -4,7 +4,8 @@
 import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
-import { walletId, type AccountService, type UserDoc, type WalletDoc } from './accounts.ts';
+import type { AccountService, UserDoc, WalletDoc } from './accounts.ts';
+import { walletIdOf } from '../billing/money.ts';
 import { floorCents, walletSeed, walletTotalUc } from '../billing/money.ts';
 import { nextId, type Clock } from './common.ts';
 
@@ -75,7 +76,7 @@ export class OrgService {
   }
 
   private async view(org: OrgDoc, role?: OrgRole): Promise<PublicOrg> {
-    const wallet = await this.wallets.findOne({ _id: walletId('org', org._id) });
+    const wallet = await this.wallets.findOne({ _id: walletIdOf('org', org._id) });
     return {
       id: org._id,
       name: org.name,
@@ -99,7 +100,7 @@ export class OrgService {
     }
     await this.orgs.insertOne(org);
     await this.wallets.updateOne(
-      { _id: walletId('org', id) },
+      { _id: walletIdOf('org', id) },
       { $setOnInsert: walletSeed('org', id, created) },
       { upsert: true },
     );
@@ -188,7 +189,7 @@ export class OrgService {
   async delete(userId: number): Promise<{ id: number; deleted: true }> {
     const me = await this.requireMembership(userId);
     if (me.role !== 'owner') throw new ApiError('role_forbidden', 'Only the owner can delete the organization.');
-    const wallet = await this.wallets.findOne({ _id: walletId('org', me.org_id) });
+    const wallet = await this.wallets.findOne({ _id: walletIdOf('org', me.org_id) });
     // Calls in flight count: their holds are still the organization's money.
     const cents = floorCents(walletTotalUc(wallet));
     if (cents >= 1) {
@@ -196,7 +197,7 @@ export class OrgService {
     }
     await this.members.deleteMany({ org_id: me.org_id });
     await this.orgs.deleteOne({ _id: me.org_id });
-    await this.wallets.updateOne({ _id: walletId('org', me.org_id) }, { $set: { closed_at: new Date(this.now()) } });
+    await this.wallets.updateOne({ _id: walletIdOf('org', me.org_id) }, { $set: { closed_at: new Date(this.now()) } });
     return { id: me.org_id, deleted: true };
   }
 }

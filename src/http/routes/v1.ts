@@ -31,8 +31,8 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const account = await deps.services.accounts.accountOf(principalOf(req).userId, deps.services.orgs);
-      return { object: 'list' as const, data: (await deps.services.models.activeFor(account)).map(publicModel) };
+      const { walletId } = await deps.services.billing.accountOf(principalOf(req).userId);
+      return { object: 'list' as const, data: (await deps.services.models.activeFor(walletId)).map(publicModel) };
     },
   );
 
