@@ -218,7 +218,7 @@ const pct = (q: number, xs: number[]) => {
 function evaluate(ds: Dataset, json: boolean) {
   const t0 = performance.now();
   const { pack: raw, labelOf } = buildPack(ds);
-  const pack = new CompiledPack(raw, { train: { epochs: 20 } });
+  const pack = new CompiledPack(raw);
   const trainMs = performance.now() - t0;
   const prep = (rows: Row[]) => rows.map(([text, gold]) => ({ norm: normalize(text), gold }));
   const val = prep(ds.val);

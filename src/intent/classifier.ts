@@ -1,9 +1,10 @@
-// The local model: a multinomial logistic regression over TF-IDF features of word unigrams, word
-// bigrams and character 2–5-grams of each canonical token, trained at pack load by SGD (seeded,
-// so a pack always trains to the same weights). Sparse prediction costs about nnz × classes
-// multiply-adds (tens of microseconds). Its softmax is sharpened or softened by a temperature, so
-// its probabilities can serve as calibrated confidence (the evaluation fits the temperature on a
-// validation split; packs use the default).
+// The local model: a multinomial logistic regression over TF-IDF features (sublinear tf, L2-normed)
+// of word unigrams, word bigrams (the first word also paired with a start mark) and character
+// 1–5-grams of each canonical token with its word boundaries, trained at pack load by averaged
+// SGD (seeded, so a pack always trains to the same weights). Sparse prediction costs about
+// nnz × classes multiply-adds (tens of microseconds). Its softmax is sharpened or softened by a
+// temperature, so its probabilities can serve as calibrated confidence (the evaluation fits the
+// temperature on a validation split; packs use the default).
 
 export interface Example {
   tokens: string[];
@@ -12,10 +13,11 @@ export interface Example {
 
 export interface TrainOptions {
   epochs?: number;
-  /** Initial learning rate (decays as 1/(1 + t·decay)). */
+  /** The constant SGD step (the averaged weights are returned). */
   learningRate?: number;
-  l2?: number;
   seed?: number;
+  /** Features seen in fewer training examples are dropped (default 2 from 5,000 examples, else 1). */
+  minDf?: number;
   minCharN?: number;
   maxCharN?: number;
 }
@@ -24,6 +26,9 @@ export interface Scored {
   label: string;
   prob: number;
 }
+
+/** Biases move slower than weights: a class prior should not swing with every example. */
+const BIAS_RATE = 0.1;
 
 type SparseVec = { idx: Int32Array; val: Float32Array };
 
@@ -38,11 +43,13 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-export function featureStrings(tokens: string[], minN = 2, maxN = 5): string[] {
+export function featureStrings(tokens: string[], minN = 1, maxN = 5): string[] {
   const out: string[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
     out.push(`w:${t}`);
+    // How a turn starts ("how much", "can you") says a lot about what it asks.
+    if (i === 0) out.push(`b:^_${t}`);
     if (i + 1 < tokens.length) out.push(`b:${t}_${tokens[i + 1]}`);
     const padded = `<${t}>`;
     for (let n = minN; n <= maxN; n++) {
@@ -68,32 +75,26 @@ export class NgramClassifier {
   ) {}
 
   static train(examples: Example[], opts: TrainOptions = {}): NgramClassifier {
-    const minN = opts.minCharN ?? 2;
+    const minN = opts.minCharN ?? 1;
     const maxN = opts.maxCharN ?? 5;
     const labels = [...new Set(examples.map((e) => e.label))].sort();
     const labelIdx = new Map(labels.map((l, i) => [l, i]));
     const C = labels.length;
-    const vocab = new Map<string, number>();
-    const df: number[] = [];
-    const docs: Map<number, number>[] = examples.map((e) => {
-      const counts = new Map<number, number>();
-      for (const f of featureStrings(e.tokens, minN, maxN)) {
-        let id = vocab.get(f);
-        if (id === undefined) {
-          id = vocab.size;
-          vocab.set(f, id);
-          df.push(0);
-        }
-        counts.set(id, (counts.get(id) ?? 0) + 1);
-      }
-      for (const id of counts.keys()) df[id]! += 1;
-      return counts;
-    });
     const N = examples.length;
-    const idf = new Float32Array(vocab.size);
-    for (let i = 0; i < idf.length; i++) idf[i] = Math.log((1 + N) / (1 + df[i]!)) + 1;
-    const model = new NgramClassifier(labels, vocab, idf, new Float32Array(vocab.size * C), new Float32Array(C), minN, maxN);
-    const vecs = docs.map((counts) => model.weigh(counts));
+    const minDf = opts.minDf ?? (N >= 5000 ? 2 : 1);
+    const featureLists = examples.map((e) => featureStrings(e.tokens, minN, maxN));
+    const df = new Map<string, number>();
+    for (const list of featureLists) for (const f of new Set(list)) df.set(f, (df.get(f) ?? 0) + 1);
+    // A feature of one example only cannot generalize; on big packs dropping those halves the model.
+    const vocab = new Map<string, number>();
+    const idfs: number[] = [];
+    for (const [f, n] of df) {
+      if (n < minDf) continue;
+      vocab.set(f, vocab.size);
+      idfs.push(Math.log((1 + N) / (1 + n)) + 1);
+    }
+    const model = new NgramClassifier(labels, vocab, Float32Array.from(idfs), new Float32Array(vocab.size * C), new Float32Array(C), minN, maxN);
+    const vecs = featureLists.map((list) => model.vectorizeFeatures(list));
     const ys = examples.map((e) => labelIdx.get(e.label)!);
     model.fit(vecs, ys, opts);
     return model;
@@ -117,42 +118,47 @@ export class NgramClassifier {
   }
 
   vectorize(tokens: string[]): SparseVec {
+    return this.vectorizeFeatures(featureStrings(tokens, this.minN, this.maxN));
+  }
+
+  private vectorizeFeatures(features: string[]): SparseVec {
     const counts = new Map<number, number>();
-    for (const f of featureStrings(tokens, this.minN, this.maxN)) {
+    for (const f of features) {
       const id = this.vocab.get(f);
       if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
     }
     return this.weigh(counts);
   }
 
-  /** SGD on the softmax loss with L2 by the scaled-weights trick (w = scale · v). */
+  /**
+   * Averaged SGD on the softmax loss: a constant step, and the model returned is the mean of the
+   * weights over every step (Polyak averaging), which converges in a few epochs where a decaying
+   * step needed tens, and regularizes without an L2 term. The mean is kept lazily: each update of
+   * `d` at step t also adds t·d to an accumulator, and mean = w − acc / t at the end.
+   * Gradients under 1e-3 (classes the example says nothing about) are skipped: that is most of them
+   * after the first epoch, which makes an epoch about one forward pass.
+   */
   private fit(vecs: SparseVec[], ys: number[], opts: TrainOptions): void {
     const C = this.labels.length;
     const W = this.weights;
     const b = this.bias;
-    const epochs = opts.epochs ?? (vecs.length > 5000 ? 12 : vecs.length > 1000 ? 20 : 40);
-    const lr0 = opts.learningRate ?? 0.5;
-    const l2 = opts.l2 ?? 1e-5;
+    const acc = new Float32Array(W.length);
+    const accBias = new Float64Array(C);
+    const epochs = opts.epochs ?? Math.min(30, Math.max(4, Math.ceil(60_000 / Math.max(1, vecs.length))));
+    const lr = opts.learningRate ?? 5;
     const rand = mulberry32(opts.seed ?? 42);
     const order = vecs.map((_, i) => i);
     const z = new Float64Array(C);
-    let scale = 1;
-    let t = 0;
+    let t = 1;
     for (let epoch = 0; epoch < epochs; epoch++) {
       for (let i = order.length - 1; i > 0; i--) {
         const j = Math.floor(rand() * (i + 1));
         [order[i], order[j]] = [order[j]!, order[i]!];
       }
       for (const n of order) {
-        const lr = lr0 / (1 + t * 1e-4);
-        t++;
-        const { idx, val } = vecs[n]!;
-        for (let c = 0; c < C; c++) z[c] = b[c]!;
-        for (let k = 0; k < idx.length; k++) {
-          const base = idx[k]! * C;
-          const x = val[k]! * scale;
-          for (let c = 0; c < C; c++) z[c]! += W[base + c]! * x;
-        }
+        const vec = vecs[n]!;
+        const { idx, val } = vec;
+        this.logitsInto(vec, z);
         let max = -Infinity;
         for (let c = 0; c < C; c++) if (z[c]! > max) max = z[c]!;
         let sum = 0;
@@ -161,27 +167,33 @@ export class NgramClassifier {
           sum += z[c]!;
         }
         const y = ys[n]!;
-        scale *= 1 - lr * l2;
-        if (scale < 1e-6) {
-          for (let i = 0; i < W.length; i++) W[i]! *= scale;
-          scale = 1;
-        }
         for (let c = 0; c < C; c++) {
           const g = z[c]! / sum - (c === y ? 1 : 0);
-          if (g > -1e-4 && g < 1e-4) continue;
-          b[c]! -= lr * g * 0.1;
-          const step = (lr * g) / scale;
-          for (let k = 0; k < idx.length; k++) W[idx[k]! * C + c]! -= step * val[k]!;
+          if (g > -1e-3 && g < 1e-3) continue;
+          const step = lr * g;
+          b[c]! -= step * BIAS_RATE;
+          accBias[c]! -= t * step * BIAS_RATE;
+          for (let k = 0; k < idx.length; k++) {
+            const i = idx[k]! * C + c;
+            const d = step * val[k]!;
+            W[i]! -= d;
+            acc[i]! -= t * d;
+          }
         }
+        t++;
       }
     }
-    if (scale !== 1) for (let i = 0; i < W.length; i++) W[i]! *= scale;
+    for (let i = 0; i < W.length; i++) W[i] = W[i]! - acc[i]! / t;
+    for (let c = 0; c < C; c++) b[c] = b[c]! - accBias[c]! / t;
   }
 
   /** Raw scores (logits) of every label for a vector. */
   logits(vec: SparseVec): Float64Array {
+    return this.logitsInto(vec, new Float64Array(this.labels.length));
+  }
+
+  private logitsInto(vec: SparseVec, z: Float64Array): Float64Array {
     const C = this.labels.length;
-    const z = new Float64Array(C);
     for (let c = 0; c < C; c++) z[c] = this.bias[c]!;
     const W = this.weights;
     for (let k = 0; k < vec.idx.length; k++) {

@@ -77,7 +77,7 @@ export class CompiledPack {
     }
     for (const text of pack.out_of_scope.examples ?? []) examples.push({ tokens: normalize(text).tokens, label: OOS_LABEL });
     const labels = new Set(examples.map((e) => e.label));
-    this.model = labels.size >= 2 ? NgramClassifier.train(examples, { l2: 1e-6, ...opts.train }) : null;
+    this.model = labels.size >= 2 ? NgramClassifier.train(examples, opts.train) : null;
     this.trainMs = performance.now() - started;
   }
 
