@@ -7,7 +7,7 @@
 //     derived from the examples at load (seen at least `minCount` times, ≥ 90% in one intent),
 //   - fuzzy matches of misspelled keywords (one edit, for words of five letters or more).
 // Out-of-scope vocabulary is matched the same way.
-import { canonical, editDistance, normalize } from './normalize.ts';
+import { canonical, normalize, withinOneEdit } from './normalize.ts';
 
 export const PATTERN_WEIGHT = 3;
 
@@ -16,6 +16,8 @@ const STOP = new Set(
     .split(' ')
     .map(canonical),
 );
+
+const fuzzyKey = (word: string, length: number) => `${word[0]}${length}`;
 
 export interface MatchScore {
   intent: string;
@@ -51,7 +53,10 @@ export class LexicalMatcher {
   private readonly patterns: { intent: string; re: RegExp }[] = [];
   private readonly oos = new Set<string>();
   private readonly oosPhrases: string[] = [];
-  /** Keyword tokens of 5+ letters by first letter, for fuzzy matching. */
+  /**
+   * Keyword tokens of 5+ letters by first letter and length, for fuzzy matching: a turn's word
+   * is compared only with keywords it could be one edit from (big packs derive thousands).
+   */
   private readonly fuzzy = new Map<string, string[]>();
 
   constructor(src: MatcherSource) {
@@ -113,10 +118,18 @@ export class LexicalMatcher {
       else list.push(entry);
     } else this.phrases.set(text, [entry]);
     if (n === 1 && text.length >= 5) {
-      const bucket = this.fuzzy.get(text[0]!) ?? [];
+      const key = fuzzyKey(text, text.length);
+      const bucket = this.fuzzy.get(key) ?? [];
       if (!bucket.includes(text)) bucket.push(text);
-      this.fuzzy.set(text[0]!, bucket);
+      this.fuzzy.set(key, bucket);
     }
+  }
+
+  private fuzzyMatch(token: string): string | undefined {
+    for (const len of [token.length, token.length - 1, token.length + 1]) {
+      for (const cand of this.fuzzy.get(fuzzyKey(token, len)) ?? []) if (withinOneEdit(cand, token)) return cand;
+    }
+    return undefined;
   }
 
   match(tokens: string[], text = tokens.join(' ')): MatchResult {
@@ -133,12 +146,8 @@ export class LexicalMatcher {
       if (direct) add(direct);
       else if (t.length >= 5) {
         // One edit away from a keyword: a misspelling ("dispence", "netwrok").
-        for (const cand of this.fuzzy.get(t[0]!) ?? []) {
-          if (Math.abs(cand.length - t.length) <= 1 && editDistance(cand, t, 1) <= 1) {
-            add(this.phrases.get(cand), 0.8);
-            break;
-          }
-        }
+        const cand = this.fuzzyMatch(t);
+        if (cand) add(this.phrases.get(cand), 0.8);
       }
       if (i + 1 < tokens.length) add(this.phrases.get(`${t} ${tokens[i + 1]}`));
       if (this.oos.has(t)) oosHits++;

@@ -196,25 +196,21 @@ export function normalize(text: string): Normalized {
   return { plain, tokens, text: tokens.join(' ') };
 }
 
-/** Damerau-Levenshtein distance bounded by `max` (returns max + 1 beyond it). */
-export function editDistance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return max + 1;
-  const prevPrev = new Array<number>(b.length + 1).fill(0);
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = new Array<number>(b.length + 1);
-    cur[0] = i;
-    let rowMin = cur[0];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, prevPrev[j - 2]! + 1);
-      cur[j] = v;
-      if (v < rowMin) rowMin = v;
-    }
-    if (rowMin > max) return max + 1;
-    for (let j = 0; j <= b.length; j++) prevPrev[j] = prev[j]!;
-    prev = cur;
-  }
-  return prev[b.length]!;
+/**
+ * Whether two words are at most one edit apart (a substitution, an insertion, a deletion or a
+ * swap of neighbours): strip the common prefix and suffix and look at what is left. Linear and
+ * allocation-free, because the matcher asks it for every unknown word of every turn.
+ */
+export function withinOneEdit(a: string, b: string): boolean {
+  const la = a.length;
+  const lb = b.length;
+  if (la - lb > 1 || lb - la > 1) return false;
+  let i = 0;
+  while (i < la && i < lb && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  let j = 0;
+  while (j < la - i && j < lb - i && a.charCodeAt(la - 1 - j) === b.charCodeAt(lb - 1 - j)) j++;
+  const restA = la - i - j;
+  const restB = lb - i - j;
+  if (restA <= 1 && restB <= 1) return true;
+  return restA === 2 && restB === 2 && a[i] === b[i + 1] && a[i + 1] === b[i];
 }
