@@ -27,6 +27,8 @@ interface Dataset {
   oosTrain: string[];
   hasOos: boolean;
   anchors: string[];
+  /** The out-of-scope recall the operating point chosen on validation must reach. */
+  oosRecallTarget?: number;
   /** Accept threshold when there is no validation split to choose it on. */
   defaultAccept?: number;
 }
@@ -74,6 +76,7 @@ function clinc(): Dataset {
     test: [...d.test!, ...d.oos_test!],
     oosTrain: d.oos_train!.map(([t]) => t),
     hasOos: true,
+    oosRecallTarget: 0.53,
     anchors: [
       'Larson et al. 2019, Full, in-scope accuracy / OOS recall (threshold method):',
       '  BERT 96.2 / 52.3, MLP on USE 93.4 / 49.1, Rasa 90.9 / 31.2, Dialogflow 90.8 / 26.7, FastText 88.6 / 28.3, SVM 88.2 / 18.0',
@@ -97,8 +100,11 @@ function banking(): Dataset {
   };
 }
 
+const HINT3_BOTS = ['sofmattress', 'curekart', 'powerplay11'];
+const hint3Rows = (f: string) => csv(read('hint3', 'v1', f)).slice(1).map((r) => [r[0]!, r[1]! === 'NO_NODES_DETECTED' ? OOS : r[1]!] as Row);
+
 function hint3(bot: string): Dataset {
-  const rows = (f: string) => csv(read('hint3', 'v1', f)).slice(1).map((r) => [r[0]!, r[1]! === 'NO_NODES_DETECTED' ? OOS : r[1]!] as Row);
+  const rows = hint3Rows;
   const anchors: string[] = [];
   const dir = join(ROOT, 'hint3', 'results');
   const best: Record<string, number> = {};
@@ -114,7 +120,15 @@ function hint3(bot: string): Dataset {
   const top = platforms.sort((a, b) => b[1] - a[1])[0];
   anchors.push(`HINT3 v1 (Arora et al. 2020), best overall accuracy over thresholds: ${Object.entries(best).map(([p, a]) => `${p} ${(a * 100).toFixed(1)}`).join(', ')}`);
   if (top) anchors.push(`Target here: overall accuracy above the best platform (${top[0]} ${(top[1] * 100).toFixed(1)})`);
-  return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: rows(`test/${bot}_test.csv`), oosTrain: [], hasOos: true, anchors, defaultAccept: 0.35 };
+  // HINT3 has no out-of-scope training turns, yet half its test turns are out of scope. A pack for
+  // real traffic would carry out-of-scope examples (`out_of_scope.examples`), so this one borrows
+  // them from other public TRAIN splits (outlier exposure): CLINC150's oos_train and the other two
+  // bots' training turns (another shop's questions are out of scope here). Nothing from any test split.
+  const borrowed = [
+    ...(JSON.parse(read('clinc150', 'data_full.json')) as Record<string, [string, string][]>).oos_train!.map(([t]) => t),
+    ...HINT3_BOTS.filter((b) => b !== bot).flatMap((b) => rows(`train/${b}_train.csv`).map(([t]) => t)),
+  ];
+  return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: rows(`test/${bot}_test.csv`), oosTrain: borrowed, hasOos: true, anchors, defaultAccept: 0.35 };
 }
 
 function hinglishTop(): Dataset {
@@ -209,6 +223,13 @@ function metrics(scored: Scored[]) {
   };
 }
 
+/** The lower end of the one-sided 95% Wilson interval of a proportion p observed over n trials. */
+function wilsonLower(p: number, n: number, z = 1.645): number {
+  const centre = p + (z * z) / (2 * n);
+  const spread = z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n));
+  return (centre - spread) / (1 + (z * z) / n);
+}
+
 const pct = (q: number, xs: number[]) => {
   if (xs.length === 0) return null;
   const s = [...xs].sort((a, b) => a - b);
@@ -230,16 +251,21 @@ function evaluate(ds: Dataset, json: boolean) {
   if (val.length > 0 && pack.model) {
     pack.model.calibrate(val.filter((v) => v.gold !== OOS).map((v) => ({ tokens: v.norm.tokens, label: [...labelOf].find(([, l]) => l === v.gold)?.[0] ?? '' })));
   }
-  if (val.some((v) => v.gold === OOS)) {
+  const oosVal = val.filter((v) => v.gold === OOS).length;
+  if (oosVal > 0) {
     let best = { score: -Infinity, accept: thresholds.accept, oos: thresholds.out_of_scope };
     for (let accept = 0; accept <= 0.95; accept += 0.025) {
       for (const oos of [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01]) {
         thresholds.accept = accept;
         thresholds.out_of_scope = oos;
         const m = metrics(run(pack, labelOf, val));
-        // The target's operating point: the best in-scope accuracy whose out-of-scope recall on
-        // validation reaches 55% (a little above the 53% target); failing that, the balanced sum.
-        const score = (m.oos_recall ?? 0) >= 0.55 ? 10 + m.inscope_accuracy : m.inscope_accuracy + (m.oos_recall ?? 0);
+        // The target's operating point: the best in-scope accuracy among the points whose
+        // out-of-scope recall meets the target with 95% confidence on validation (the Wilson lower
+        // bound: CLINC150 has only 100 OOS validation turns, so an observed 55% could be 45%);
+        // failing that, the balanced sum.
+        const recall = m.oos_recall ?? 0;
+        const sure = wilsonLower(recall, oosVal) >= (ds.oosRecallTarget ?? 0);
+        const score = sure ? 10 + m.inscope_accuracy : m.inscope_accuracy + recall;
         if (score > best.score) best = { score, accept, oos };
       }
     }
@@ -298,9 +324,7 @@ const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : args[ar
 const all: [string, () => Dataset][] = [
   ['clinc150', clinc],
   ['banking77', banking],
-  ['hint3_sofmattress', () => hint3('sofmattress')],
-  ['hint3_curekart', () => hint3('curekart')],
-  ['hint3_powerplay11', () => hint3('powerplay11')],
+  ...HINT3_BOTS.map((bot): [string, () => Dataset] => [`hint3_${bot}`, () => hint3(bot)]),
   ['hinglish_top', hinglishTop],
 ];
 if (!existsSync(ROOT)) {
