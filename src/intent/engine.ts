@@ -49,7 +49,7 @@ export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
 export interface CompileOptions {
-  /** Local model training options (evaluation uses more epochs on big data sets). */
+  /** Local model training options (epochs, step, seed; the defaults suit packs of any size). */
   train?: Parameters<typeof NgramClassifier.train>[1];
   /** Derive keywords from examples (default on). */
   deriveKeywords?: { minCount: number; purity: number; weight: number } | false;
