@@ -3,7 +3,7 @@
 // number of requests in flight on one organization wallet, as a busy gateway would have.
 // Prints per request: main-thread busy time (event-loop utilization: the gateway's own CPU), process
 // CPU (all threads: LMDB's commit thread and the kernel's page flushing included) and wall time;
-// no pass/fail (timed assertions flake on shared machines).
+// no pass/fail (timed assertions flake on shared machines). ONLY=<n> runs one concurrency level.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,7 +55,7 @@ async function run(label: string, total: number, inFlight: number): Promise<void
 
 try {
   await run('warm-up', 2000, 50);
-  for (const inFlight of [1, 10, 50, 200]) await run(`metered path, ${inFlight} in flight`, inFlight === 1 ? 2000 : 10_000, inFlight);
+  for (const inFlight of (process.env.ONLY ? [Number(process.env.ONLY)] : [1, 10, 50, 200])) await run(`metered path, ${inFlight} in flight`, inFlight === 1 ? 2000 : 10_000, inFlight);
 } finally {
   await billing.close();
   await store.close();

@@ -9,11 +9,10 @@
 //
 //   npx tsx bench/chat.ts [--seconds 10] [--no-portkey]
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -63,19 +62,25 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
 }
 
-async function waitForLine(child: ChildProcess, match: (line: string) => string | null, what: string): Promise<string> {
-  const lines = createInterface({ input: child.stdout! });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not start`)), 60_000);
-    lines.on('line', (line) => {
-      const hit = match(line);
-      if (hit) {
-        clearTimeout(timer);
-        resolve(hit);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}`)));
-  });
+/**
+ * Starts a server process whose stdout goes to a file (as a production gateway's logs go to a
+ * collector, not into the load generator: parsing every access line here would load the process
+ * that hosts the upstream and autocannon), and resolves to the first log line `match` accepts.
+ */
+async function startLogged(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string }, match: (line: string) => string | null, what: string): Promise<{ child: ChildProcess; hit: string }> {
+  const fd = openSync(opts.log, 'w');
+  const child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, 'inherit'] });
+  closeSync(fd);
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${what} exited with ${code}`))));
+  exited.catch(() => undefined);
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const hit = readFileSync(opts.log, 'utf8').split('\n').map(match).find((h) => h !== null);
+    if (hit) return { child, hit };
+    await Promise.race([new Promise((r) => setTimeout(r, 50)), exited]);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${what} did not start`);
 }
 
 async function json(method: string, url: string, token: string | undefined, body?: unknown) {
@@ -87,19 +92,19 @@ async function json(method: string, url: string, token: string | undefined, body
 
 async function startOurGateway(upstream: string) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await waitForLine(child, (line) => {
-    try {
-      const rec = JSON.parse(line);
-      return rec.msg === 'gateway started' ? String(rec.url) : null;
-    } catch {
-      return null;
-    }
-  }, 'gateway');
+  const { child, hit: url } = await startLogged(
+    ['--import', 'tsx', 'src/server.ts'],
+    { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(dir, 'gateway.log') },
+    (line) => {
+      try {
+        const rec = JSON.parse(line);
+        return rec.msg === 'gateway started' ? String(rec.url) : null;
+      } catch {
+        return null;
+      }
+    },
+    'gateway',
+  );
   await json('PUT', `${url}/admin/models/bench-chat`, ADMIN, {
     type: 'llm', owned_by: 'bench', context_window: 128_000, max_output_tokens: 256,
     pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 },
@@ -118,11 +123,12 @@ async function startPortkey(): Promise<{ child: ChildProcess; url: string }> {
     if (r.status !== 0) throw new Error('npm ci in bench/portkey failed');
   }
   const port = 18787 + Math.floor(Math.random() * 1000);
-  const child = spawn(process.execPath, ['--import', './loopback.mjs', 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'], {
-    cwd: dir,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await waitForLine(child, (l) => (l.includes('Ready') || l.includes('running at') ? l : null), 'portkey');
+  const { child } = await startLogged(
+    ['--import', './loopback.mjs', 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'],
+    { cwd: dir, log: join(mkdtempSync(join(tmpdir(), 'bench-pk-')), 'portkey.log') },
+    (l) => (l.includes('Ready') || l.includes('running at') ? l : null),
+    'portkey',
+  );
   return { child, url: `http://127.0.0.1:${port}` };
 }
 

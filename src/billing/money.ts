@@ -13,16 +13,40 @@ export const CARRY_FOLD_PC = 1_000_000_000;
 
 export type OwnerType = 'user' | 'org';
 
+/** A hold in flight (stored in its wallet's `holds` list as one string, see holdToken). */
+export interface StoredHold {
+  id: string;
+  /** Amount reserved, µ¢. */
+  a: number;
+  /** Expiry, epoch ms. */
+  x: number;
+  /** The request it covers (to trace a stuck hold). */
+  r: string;
+}
+
+/**
+ * `<id> <µ¢> <expiry ms> <request id>`: a string rather than an object, because msgpack (the
+ * embedded store's encoding) writes a list of objects several times slower than a list of strings,
+ * and a busy wallet rewrites its list on every hold and settle. Ids never contain spaces.
+ */
+export const holdToken = (h: StoredHold): string => `${h.id} ${h.a} ${h.x} ${h.r}`;
+
+export function parseHold(token: string): StoredHold | null {
+  const [id, a, x, r] = token.split(' ');
+  const hold = { id: id ?? '', a: Number(a), x: Number(x), r: r ?? '' };
+  return hold.id && Number.isSafeInteger(hold.a) && Number.isSafeInteger(hold.x) ? hold : null;
+}
+
 export interface WalletDoc {
   _id: string; // 'user:<id>' | 'org:<id>'
   owner_type: OwnerType;
   owner_id: number;
   /** Spendable micro-cents: an integer, never negative (every debit is conditional on it). */
   balance_uc: number;
-  /** Micro-cents reserved by the holds in flight (the sum of their `billing_holds` records). */
+  /** Micro-cents reserved by the holds in flight: always the sum of `holds` (one write changes both). */
   held_uc: number;
-  /** Bumped by every hold and finish: the reconciler's sign that nothing moved on the wallet. */
-  seq?: number;
+  /** The holds in flight, as holdToken strings; see billing/wallets.ts. */
+  holds?: string[];
   /** Pico-cents charged above exact costs by rounding up, owed back to the wallet. */
   carry_pc?: number;
   low_balance_threshold_cents?: number;

@@ -226,18 +226,15 @@ export class BillingService implements Billing {
     return this.usage.flush();
   }
 
-  /**
-   * One sweep: expired holds returned, amounts a crash left held without a hold record given back
-   * (once the wallet was quiet for two sweep intervals), crashed top-ups finished.
-   */
+  /** One sweep: expired holds returned (one pass over the wallets with money held), crashed top-ups finished. */
   async sweepHolds(): Promise<number> {
     let total = 0;
     try {
-      for (let n = -1; n !== 0; ) {
-        n = await this.wallets.sweep(100, this.sweptMarks);
-        total += n;
+      for (let done = false; !done; ) {
+        const page = await this.wallets.sweep(this.sweptMarks);
+        total += page.returned;
+        done = page.done;
       }
-      await this.wallets.reconcile(2 * this.deps.config.sweepIntervalMs, (err) => this.onError(err, 'wallet held amount disagrees with its holds'));
       await this.topups.recover();
     } catch (err) {
       this.onError(err, 'hold sweep failed');
@@ -331,7 +328,7 @@ export class BillingService implements Billing {
     const capped = costUc >= hold.amountMicrocents;
     const { chargeUc, carryPc } = chargeFor(Math.min(costUc, hold.amountMicrocents));
     let charged = chargeUc;
-    let wallet = await this.wallets.finish(hold.id, chargeUc, carryPc);
+    let wallet = await this.wallets.finish(hold.walletId, hold.id, chargeUc, carryPc);
     if (!wallet) {
       // Already settled or released (a repeat: nothing to do), or swept after its TTL while the call
       // was still running: then the sweeper's marker is claimed once and the cost charged without a

@@ -1,27 +1,34 @@
-// Wallet operations. Money moves by atomic `$inc`s on the wallet document; each hold in flight is
-// also a document of its own (`billing_holds`, with its expiry), so a wallet document stays small
-// however many calls are in flight on it:
-// - hold: reserve the estimate if the spendable balance covers it (one conditional write), then
-//   record the hold;
-// - finish (settle or release): deleting the hold record decides, once, who finishes it; then the
-//   wallet is debited the charge and given back the rest;
-// - sweep: holds past their expiry (their process died, or the call outlived them) are returned;
-// - reconcile: a crash between the two writes of one hold, finish or sweep leaves an amount counted
-//   as held with no hold record; once the wallet has been quiet for a while (`seq`, bumped by every
-//   hold and finish, unchanged), what is held beyond its hold records is given back.
+// Wallet operations. Money moves by atomic writes on the wallet document, and the holds in flight
+// live in it too (`holds`: a list of `<id> <µ¢> <expiry> <request>` strings), so every step is one single-document write
+// that MongoDB and the embedded store both apply atomically, and `held_uc` always equals the sum of
+// `holds` (no reconciler, no half-done hold after a crash):
+// - hold: reserve the estimate if the spendable balance covers it and record the hold, one
+//   conditional write, lazy (`j: false`): nobody has been told anything yet, and a crash loses the
+//   hold together with the call it covered;
+// - finish (settle or release): remove the hold if it is still there, debit the charge and give back
+//   the rest, one conditional, durable write: it decides, once, who finishes the hold, and it is on
+//   disk (with the hold before it) before the client hears of the charge;
+// - sweep: holds past their expiry (their process died, or the call outlived them) are returned.
+// The cost is a wallet document that grows by about 90 bytes per call in flight on it. (Strings in a
+// list, not a map keyed by hold id nor a list of objects: msgpack, the embedded store's encoding,
+// describes each new set of keys anew, and writes objects several times slower than strings.)
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../services/common.ts';
 import type { Collection, Store } from '../store/port.ts';
-import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
+import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, holdToken, parseHold, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
+/** Acknowledged once applied; on disk with the next durable write (see WriteOptions in the store port). */
+const LAZY = { writeConcern: { j: false } } as const;
+/** Wallets looked at per sweep page (those with money held). */
+const SWEEP_PAGE = 500;
 
-export interface HoldDoc {
+/** Hold records of versions that kept them in a collection of their own (migrated at start). */
+interface LegacyHoldDoc {
   _id: string;
   wallet_id: string;
   amount_uc: number;
   expires_at: Date;
-  request_id: string;
   [k: string]: unknown;
 }
 
@@ -32,20 +39,10 @@ export interface SweepMarks {
   unmark(holdId: string): Promise<void>;
 }
 
-interface Suspect {
-  seq: number;
-  held: number;
-  recorded: number;
-  since: number;
-}
-
 export class Wallets {
   readonly docs: Collection<WalletDoc>;
-  readonly holds: Collection<HoldDoc>;
-  /** Wallets whose held amount disagreed with their hold records at the last reconcile. */
-  private readonly suspects = new Map<string, Suspect>();
-  /** Where the next reconcile pass continues (by wallet id), so every wallet gets its turn. */
-  private reconcileFrom = '';
+  /** Where the next sweep page starts (by wallet id), so every wallet gets its turn. */
+  private sweepFrom = '';
 
   constructor(
     private readonly store: Store,
@@ -53,14 +50,30 @@ export class Wallets {
     private readonly holdTtlMs: number,
   ) {
     this.docs = store.collection<WalletDoc>('wallets');
-    this.holds = store.collection<HoldDoc>('billing_holds');
   }
 
   async init(): Promise<void> {
     await this.docs.createIndex({ keys: { held_uc: 1 } });
-    await this.holds.createIndex({ keys: { expires_at: 1 } });
-    await this.holds.createIndex({ keys: { wallet_id: 1 } });
     await this.migrate();
+    await this.adoptLegacyHolds();
+  }
+
+  /**
+   * Earlier versions kept each hold in a `billing_holds` document (its amount already counted in
+   * the wallet's `held_uc`): each is moved into its wallet, then deleted. Setting it only where it
+   * is absent makes a repeat after a crash harmless.
+   */
+  private async adoptLegacyHolds(): Promise<void> {
+    const legacy = this.store.collection<LegacyHoldDoc>('billing_holds');
+    for (;;) {
+      const batch = await legacy.find({}, { limit: 500 });
+      if (batch.length === 0) return;
+      for (const h of batch) {
+        const token = holdToken({ id: h._id, a: h.amount_uc, x: h.expires_at.getTime(), r: typeof h.request_id === 'string' ? h.request_id : '-' });
+        await this.docs.updateOne({ _id: h.wallet_id, holds: { $ne: token } }, { $push: { holds: token } });
+        await legacy.deleteOne({ _id: h._id });
+      }
+    }
   }
 
   /**
@@ -93,49 +106,32 @@ export class Wallets {
     await this.docs.updateOne({ _id: id }, { $setOnInsert: walletSeed(ownerType, ownerId, new Date(this.now())) }, { upsert: true });
   }
 
-  /**
-   * Hold records whose insert is still committing. The record is written off the request's path
-   * (its commit overlaps the upstream call) and `finish` waits for it, so a settle never mistakes a
-   * record in flight for one already finished. A crash in between leaves held money without a
-   * record, which the reconciler returns (see reconcile()).
-   */
-  private readonly pendingRecords = new Map<string, Promise<void>>();
-
-  /** Reserves `amount` µ¢; resolves to the hold id, or null when the spendable balance is short. */
+  /** Reserves `amount` µ¢; resolves to the hold's id (its token), or null when the spendable balance is short. */
   async hold(walletId: string, amount: number, requestId: string): Promise<string | null> {
+    const id = `h${randomUUID().replaceAll('-', '')}`;
+    const token = holdToken({ id, a: amount, x: this.now() + this.holdTtlMs, r: requestId });
     const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
-      { $inc: { balance_uc: -amount, held_uc: amount, seq: 1 } },
+      { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },
+      LAZY,
     );
-    if (reserved.modifiedCount !== 1) return null;
-    const id = `h${randomUUID().replaceAll('-', '')}`;
-    const record = this.holds
-      .insertOne({ _id: id, wallet_id: walletId, amount_uc: amount, expires_at: new Date(this.now() + this.holdTtlMs), request_id: requestId })
-      .then(
-        () => undefined,
-        async (err: unknown) => {
-          // No record: give the reservation back; finish() then finds no hold (an outlived call).
-          await this.docs.updateOne({ _id: walletId }, { $inc: { balance_uc: amount, held_uc: -amount, seq: 1 } });
-          throw err;
-        },
-      )
-      .finally(() => this.pendingRecords.delete(id));
-    record.catch(() => undefined); // observed by finish(); never an unhandled rejection
-    this.pendingRecords.set(id, record);
-    return id;
+    return reserved.modifiedCount === 1 ? token : null;
   }
 
   /**
-   * Ends a hold: debits `charge` (≤ its amount), returns the rest, credits `carryPc`. Resolves to
-   * the wallet after the write, or null when the hold was already finished (or swept).
+   * Ends a hold (by its token): debits `charge` (≤ its amount), returns the rest, credits `carryPc`.
+   * Resolves to the wallet after the write, or null when the hold was already finished (or swept).
    */
-  async finish(holdId: string, charge: number, carryPc: number): Promise<WalletDoc | null> {
-    await this.pendingRecords.get(holdId)?.catch(() => undefined);
-    const hold = await this.holds.findOneAndDelete({ _id: holdId });
-    if (!hold) return null;
-    const inc: Record<string, number> = { balance_uc: hold.amount_uc - Math.min(charge, hold.amount_uc), held_uc: -hold.amount_uc, seq: 1 };
+  async finish(walletId: string, token: string, charge: number, carryPc: number): Promise<WalletDoc | null> {
+    const amount = parseHold(token)?.a;
+    if (amount === undefined) return null;
+    const inc: Record<string, number> = { balance_uc: amount - Math.min(charge, amount), held_uc: -amount };
     if (carryPc > 0) inc.carry_pc = carryPc;
-    return this.docs.findOneAndUpdate({ _id: hold.wallet_id }, { $inc: inc }, { returnDocument: 'after' });
+    return this.docs.findOneAndUpdate(
+      { _id: walletId, holds: token },
+      { $inc: inc, $pull: { holds: token } },
+      { returnDocument: 'after' },
+    );
   }
 
   /**
@@ -181,56 +177,27 @@ export class Wallets {
   }
 
   /**
-   * Returns expired holds, up to `limit`; resolves to the number returned. Each is marked
-   * (`marks.mark`, which also keeps two sweeps off one hold) before its record is deleted, so a call
-   * that outlived its hold finds the mark the moment the hold is gone; the mark is taken back when
-   * the call finished the hold first.
+   * Returns the expired holds of one page of wallets with money held; resolves to the number
+   * returned and whether the pass over all such wallets is complete. Each hold is marked
+   * (`marks.mark`, which also keeps two sweeps off one hold) before it is removed, so a call that
+   * outlived its hold finds the mark the moment the hold is gone; the mark is taken back when the
+   * call finished the hold first.
    */
-  async sweep(limit: number, marks: SweepMarks): Promise<number> {
-    const due = await this.holds.find({ expires_at: { $lte: new Date(this.now()) } }, { limit, sort: { expires_at: 1 } });
-    let returned = 0;
-    for (const h of due) {
-      if (!(await marks.mark(h.wallet_id, h._id, h.amount_uc))) continue;
-      if (await this.finish(h._id, 0, 0)) returned++;
-      else await marks.unmark(h._id);
-    }
-    return returned;
-  }
-
-  /**
-   * Gives back what wallets hold beyond their hold records (left by a crash between two writes),
-   * once a wallet has shown the same disagreement, untouched, for `quietMs`. Resolves to the number
-   * of wallets repaired. A disagreement the other way (records without a reservation) cannot come
-   * from a crash and is only reported.
-   */
-  async reconcile(quietMs: number, report: (err: Error) => void): Promise<number> {
+  async sweep(marks: SweepMarks): Promise<{ returned: number; done: boolean }> {
     const nowMs = this.now();
-    const busy = await this.docs.find({ held_uc: { $gt: 0 }, _id: { $gt: this.reconcileFrom } }, { sort: { _id: 1 }, limit: 1000 });
-    this.reconcileFrom = busy.length === 1000 ? busy.at(-1)!._id : '';
-    const seen = new Set<string>();
-    let repaired = 0;
-    for (const w of busy) {
-      seen.add(w._id);
-      const records = await this.holds.find({ wallet_id: w._id }, { limit: 100_000 });
-      const recorded = records.reduce((sum, h) => sum + h.amount_uc, 0);
-      const seq = w.seq ?? 0;
-      const prev = this.suspects.get(w._id);
-      if (recorded === w.held_uc) {
-        this.suspects.delete(w._id);
-      } else if (!prev || prev.seq !== seq || prev.held !== w.held_uc || prev.recorded !== recorded) {
-        this.suspects.set(w._id, { seq, held: w.held_uc, recorded, since: nowMs });
-      } else if (nowMs - prev.since >= quietMs) {
-        this.suspects.delete(w._id);
-        const residue = w.held_uc - recorded;
-        if (residue < 0) {
-          report(new Error(`wallet ${w._id}: hold records total ${recorded} µ¢ but only ${w.held_uc} µ¢ is held`));
-          continue;
-        }
-        const res = await this.docs.updateOne({ _id: w._id, seq, held_uc: w.held_uc }, { $inc: { held_uc: -residue, balance_uc: residue, seq: 1 } });
-        repaired += res.modifiedCount;
+    const page = await this.docs.find({ held_uc: { $gt: 0 }, _id: { $gt: this.sweepFrom } }, { sort: { _id: 1 }, limit: SWEEP_PAGE });
+    const done = page.length < SWEEP_PAGE;
+    this.sweepFrom = done ? '' : page.at(-1)!._id;
+    let returned = 0;
+    for (const w of page) {
+      for (const token of w.holds ?? []) {
+        const h = parseHold(token);
+        if (!h || h.x > nowMs) continue;
+        if (!(await marks.mark(w._id, token, h.a))) continue;
+        if (await this.finish(w._id, token, 0, 0)) returned++;
+        else await marks.unmark(token);
       }
     }
-    if (this.reconcileFrom === '') for (const id of this.suspects.keys()) if (!seen.has(id)) this.suspects.delete(id);
-    return repaired;
+    return { returned, done };
   }
 }

@@ -48,7 +48,8 @@ export class WindowCounters {
       .findOneAndUpdate(
         { _id: w.id },
         { $inc: { count: by }, $setOnInsert: { expires_at: new Date(w.resetAt) } },
-        { upsert: true, returnDocument: 'after' },
+        // Lazy (`j: false`): a crash may forget the last moment's hits, never a client's data.
+        { upsert: true, returnDocument: 'after', writeConcern: { j: false } },
       );
     return { count: doc?.count ?? by, resetAt: w.resetAt };
   }

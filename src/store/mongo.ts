@@ -20,6 +20,7 @@ import {
   type Update,
   type UpdateOptions,
   type UpdateResult,
+  type WriteOptions,
 } from './port.ts';
 
 export async function openMongoStore(opts: { url: string; dbName?: string }): Promise<Store> {
@@ -63,12 +64,12 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     this.name = c.collectionName;
   }
 
-  insertOne(doc: T): Promise<{ insertedId: Id }> {
-    return this.call(async () => ({ insertedId: (await this.c.insertOne(doc)).insertedId }));
+  insertOne(doc: T, options: WriteOptions = {}): Promise<{ insertedId: Id }> {
+    return this.call(async () => ({ insertedId: (await this.c.insertOne(doc, definedOnly(options))).insertedId }));
   }
 
-  insertMany(docs: T[], options: { ordered?: boolean } = {}): Promise<{ insertedCount: number }> {
-    return this.call(async () => ({ insertedCount: (await this.c.insertMany(docs, { ordered: options.ordered ?? true })).insertedCount }));
+  insertMany(docs: T[], options: { ordered?: boolean } & WriteOptions = {}): Promise<{ insertedCount: number }> {
+    return this.call(async () => ({ insertedCount: (await this.c.insertMany(docs, { ...definedOnly(options), ordered: options.ordered ?? true })).insertedCount }));
   }
 
   findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
@@ -106,15 +107,15 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     return this.call(async () => updateResult(await this.c.replaceOne(filter, doc, definedOnly(options))));
   }
 
-  deleteOne(filter: Filter): Promise<DeleteResult> {
-    return this.call(async () => ({ deletedCount: (await this.c.deleteOne(filter)).deletedCount }));
+  deleteOne(filter: Filter, options: WriteOptions = {}): Promise<DeleteResult> {
+    return this.call(async () => ({ deletedCount: (await this.c.deleteOne(filter, definedOnly(options))).deletedCount }));
   }
 
   deleteMany(filter: Filter): Promise<DeleteResult> {
     return this.call(async () => ({ deletedCount: (await this.c.deleteMany(filter)).deletedCount }));
   }
 
-  findOneAndDelete(filter: Filter, options: { sort?: Sort } = {}): Promise<T | null> {
+  findOneAndDelete(filter: Filter, options: { sort?: Sort } & WriteOptions = {}): Promise<T | null> {
     return this.call(
       () => this.c.findOneAndDelete(filter, { ...definedOnly(options), includeResultMetadata: false }) as Promise<T | null>,
     );

@@ -34,11 +34,25 @@ export interface FindOptions {
   projection?: Projection;
 }
 
-export interface UpdateOptions {
+/**
+ * The driver's per-operation write concern, reduced to the one choice callers make. By default a
+ * write is acknowledged once it is durable: the embedded store flushes it to disk first (writes
+ * in flight together share one flush); on MongoDB it follows the deployment's write concern (set
+ * `journal=true` in the connection string for the same guarantee). `j: false` acknowledges once
+ * the write is applied: every later write sees it, reads may trail it briefly (the embedded store
+ * shows it once its batch commits, about a millisecond later; MongoDB at once), and a crash before
+ * it reaches the disk loses it. Use it only for writes nobody was told about yet (a hold before an
+ * upstream call, a rate-limit counter), never for what a client is told happened.
+ */
+export interface WriteOptions {
+  writeConcern?: { j?: boolean };
+}
+
+export interface UpdateOptions extends WriteOptions {
   upsert?: boolean;
 }
 
-export interface FindOneAndUpdateOptions {
+export interface FindOneAndUpdateOptions extends WriteOptions {
   upsert?: boolean;
   /** Default 'after' here (the driver's default is 'before'; adapters pass it explicitly). */
   returnDocument?: 'before' | 'after';
@@ -78,14 +92,14 @@ export interface IndexSpec {
 export interface Collection<T extends Doc = Doc> {
   readonly name: string;
   /** Throws DuplicateKeyError when a unique index (or `_id`) would be violated. */
-  insertOne(doc: T): Promise<{ insertedId: Id }>;
+  insertOne(doc: T, options?: WriteOptions): Promise<{ insertedId: Id }>;
   /**
    * Inserts a batch in one write (one commit on the embedded store). Ordered (the default) stops at
    * the first duplicate; unordered inserts every other document. Either way a duplicate throws
    * DuplicateKeyError after the rest was written, with `insertedCount` set, as the driver's
    * MongoBulkWriteError does.
    */
-  insertMany(docs: T[], options?: { ordered?: boolean }): Promise<{ insertedCount: number }>;
+  insertMany(docs: T[], options?: { ordered?: boolean } & WriteOptions): Promise<{ insertedCount: number }>;
   findOne(filter: Filter, options?: Omit<FindOptions, 'limit' | 'skip'>): Promise<T | null>;
   /** Returns the matching documents as an array; pass `limit` for anything that can grow. */
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
@@ -96,9 +110,9 @@ export interface Collection<T extends Doc = Doc> {
   findOneAndUpdate(filter: Filter, update: Update, options?: FindOneAndUpdateOptions): Promise<T | null>;
   /** Replaces the whole document (keeping `_id`); atomic like updateOne. */
   replaceOne(filter: Filter, doc: T, options?: UpdateOptions): Promise<UpdateResult>;
-  deleteOne(filter: Filter): Promise<DeleteResult>;
+  deleteOne(filter: Filter, options?: WriteOptions): Promise<DeleteResult>;
   deleteMany(filter: Filter): Promise<DeleteResult>;
-  findOneAndDelete(filter: Filter, options?: { sort?: Sort }): Promise<T | null>;
+  findOneAndDelete(filter: Filter, options?: { sort?: Sort } & WriteOptions): Promise<T | null>;
   /** Idempotent: creating an index that exists with the same spec is a no-op. */
   createIndex(spec: IndexSpec): Promise<string>;
 }

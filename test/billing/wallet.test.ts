@@ -1,11 +1,11 @@
 // Wallet money paths on the real embedded store: who pays, exact fractional arithmetic over many
 // calls, no overspend under concurrency (also across two billing instances), exactly-once
-// settlement, holds returned by the sweeper after a crash, low_balance once per crossing, migration.
+// settlement, holds returned by the sweeper after a crash, low_balance once per crossing, migrations.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../src/http/errors.ts';
 import { assertKyc } from '../../src/billing/service.ts';
-import { addMonths, chargeFor, PICOCENTS_PER_MICROCENT, priceMicrocents, walletIdOf } from '../../src/billing/money.ts';
+import { addMonths, chargeFor, PICOCENTS_PER_MICROCENT, priceMicrocents, walletIdOf, parseHold } from '../../src/billing/money.ts';
 import { call, facts, fixture, fund, org, principal, user, walletOf, type Fixture } from './helpers.ts';
 
 const isCode = (code: string) => (err: unknown) => err instanceof ApiError && err.code === code;
@@ -122,6 +122,8 @@ describe('wallets', () => {
       while (watching) {
         const w = await walletOf(fx.store, payer.walletId);
         lowest = Math.min(lowest, w.balance_uc, w.held_uc);
+        // One write moves money and records the hold: they never disagree, even mid-flight.
+        assert.equal(w.held_uc, ((w.holds ?? []) as string[]).reduce((sum, t) => sum + parseHold(t)!.a, 0));
         await new Promise((r) => setImmediate(r));
       }
     })();
@@ -134,7 +136,7 @@ describe('wallets', () => {
     const w = await walletOf(fx.store, walletIdOf('org', o));
     assert.ok(lowest >= 0, `balance or held went to ${lowest}`);
     assert.equal(w.held_uc, 0);
-    assert.equal(await fx.store.collection('billing_holds').countDocuments({ wallet_id: payer.walletId }), 0);
+    assert.deepEqual(w.holds, []);
     // Exact: every successful call cost 700.5 µ¢ (charged 701, 0.5 µ¢ carried back).
     assert.equal((start - w.balance_uc) * PICOCENTS_PER_MICROCENT - (w.carry_pc ?? 0), ok * 700.5 * PICOCENTS_PER_MICROCENT);
     assert.ok(w.balance_uc >= 0);
@@ -181,7 +183,7 @@ describe('wallets', () => {
     fx.clock.t += 30_000; // h2 expired: the sweeper still finds it after re-indexing the wallet
     assert.equal(await s1.sweepHolds(), 1);
     w = await walletOf(fx.store, payer.walletId);
-    assert.deepEqual([w.balance_uc, w.held_uc, w.hold_exp], [10_000, 0, undefined]);
+    assert.deepEqual([w.balance_uc, w.held_uc, w.holds], [10_000, 0, []]);
     // The call behind h1 was still running after all: it is charged once, without a hold.
     await crashed.settle(h1, payer, facts(2500));
     await s2.settle(h1, payer, facts(2500));
@@ -190,32 +192,21 @@ describe('wallets', () => {
     assert.deepEqual([w.balance_uc, w.held_uc], [7_500, 0]);
   });
 
-  it('gives back what a crash left held without a hold record, once the wallet is quiet', async () => {
-    const b = await fx.billing({ sweepIntervalMs: 1000 });
+  it('adopts the hold records of earlier versions into their wallets once, and returns them when expired', async () => {
     const u = await user(fx.store);
-    const payer = await b.payerFor(principal(u));
-    await fund(fx.store, payer.walletId, 10_000);
-    const live = await b.hold(payer, 1_000, 'live'); // a call in flight: must stay held
-    // Died after reserving, before recording the hold; and died after deleting a hold record, before
-    // returning its amount.
-    await fx.store.collection('wallets').updateOne({ _id: payer.walletId }, { $inc: { balance_uc: -700, held_uc: 700, seq: 1 } });
-    const orphan = await b.hold(payer, 300, 'orphan');
-    await fx.store.collection('billing_holds').deleteOne({ _id: orphan.id });
-    await b.sweepHolds(); // sees the disagreement
-    fx.clock.t += 1_000;
-    await b.hold(payer, 1, 'busy').then((h) => b.release(h, payer, facts(0))); // activity: not quiet yet
-    await b.sweepHolds();
-    fx.clock.t += 1_500;
-    await b.sweepHolds();
-    let w = await walletOf(fx.store, payer.walletId);
-    assert.deepEqual([w.balance_uc, w.held_uc], [8_000, 2_000], 'nothing is given back while the wallet is busy');
-    fx.clock.t += 2_000;
-    await b.sweepHolds();
-    w = await walletOf(fx.store, payer.walletId);
-    assert.deepEqual([w.balance_uc, w.held_uc], [9_000, 1_000], 'the residue is back; the live hold is still held');
-    await b.settle(live, payer, facts(400));
-    w = await walletOf(fx.store, payer.walletId);
-    assert.deepEqual([w.balance_uc, w.held_uc], [9_600, 0]);
+    const walletId = walletIdOf('user', u);
+    await fund(fx.store, walletId, 10_000);
+    // What an earlier version left: 700 µ¢ counted as held, with its record in billing_holds.
+    await fx.store.collection('wallets').updateOne({ _id: walletId }, { $inc: { balance_uc: -700, held_uc: 700 } });
+    await fx.store.collection('billing_holds').insertOne({ _id: 'hlegacy', wallet_id: walletId, amount_uc: 700, expires_at: new Date(fx.clock.t + 1000), request_id: 'req_old' });
+    const [b1] = [await fx.billing(), await fx.billing()]; // two instances starting: adopted once
+    let w = await walletOf(fx.store, walletId);
+    assert.deepEqual([w.balance_uc, w.held_uc, w.holds], [9_300, 700, [`hlegacy 700 ${fx.clock.t + 1000} req_old`]]);
+    assert.equal(await fx.store.collection('billing_holds').countDocuments({}), 0);
+    fx.clock.t += 1000;
+    assert.equal(await b1.sweepHolds(), 1);
+    w = await walletOf(fx.store, walletId);
+    assert.deepEqual([w.balance_uc, w.held_uc, w.holds], [10_000, 0, []]);
   });
 
   it('emits low_balance once per crossing of the threshold, again after a top-up lifts the balance', async () => {

@@ -142,6 +142,39 @@ export function runStoreContract(label: string, open: OpenStore): void {
         assert.deepEqual(await c.findOne({ _id: 'wallet' }), { _id: 'wallet', balance: 6 });
       });
 
+      it('applies lazy (j: false) writes as atomically as durable ones, in order, and rejects a failing one', async () => {
+        const c = fresh();
+        const lazy = { writeConcern: { j: false } } as const;
+        await c.insertOne({ _id: 'wallet', balance: 1000, holds: [] }, lazy);
+        const results = await Promise.all(
+          Array.from({ length: 200 }, (_, i) =>
+            c.updateOne({ _id: 'wallet', balance: { $gte: 7 } }, { $inc: { balance: -7 }, $push: { holds: { id: `h${i}`, a: 7 } } }, lazy),
+          ),
+        );
+        assert.equal(results.filter((r) => r.modifiedCount === 1).length, 142);
+        // A durable write after lazy ones sees them (and, being later, makes them durable too).
+        const after = await c.findOneAndUpdate({ _id: 'wallet' }, { $inc: { balance: 0 } });
+        assert.equal(after?.balance, 6);
+        assert.equal((after?.holds as unknown[]).length, 142);
+        await assert.rejects(c.insertOne({ _id: 'wallet' }, lazy), (err: unknown) => isDuplicateKeyError(err));
+        assert.deepEqual(await c.findOneAndDelete({ _id: 'nothing' }, lazy), null);
+        assert.deepEqual(await c.deleteOne({ _id: 'wallet' }, lazy), { deletedCount: 1 });
+        // Reads may trail a lazy write briefly (embedded: until its batch commits); writes never do.
+        await c.insertOne({ _id: 'wallet', again: true });
+        assert.deepEqual(await c.find({}), [{ _id: 'wallet', again: true }]);
+      });
+
+      it('removes one element of a list by $pull, guarded by $elemMatch, exactly once', async () => {
+        const c = fresh();
+        await c.insertOne({ _id: 'w', held: 30, holds: [{ id: 'a', a: 10 }, { id: 'b', a: 20 }] });
+        const finish = (id: string, a: number) =>
+          c.findOneAndUpdate({ _id: 'w', holds: { $elemMatch: { id, a } } }, { $inc: { held: -a }, $pull: { holds: { id } } });
+        assert.equal(await finish('b', 10), null, 'the amount must match too');
+        const [first, second] = await Promise.all([finish('b', 20), finish('b', 20)]);
+        assert.equal([first, second].filter((d) => d !== null).length, 1);
+        assert.deepEqual(await c.findOne({ _id: 'w' }), { _id: 'w', held: 10, holds: [{ id: 'a', a: 10 }] });
+      });
+
       it('lets exactly one of several writers with the same expected revision win', async () => {
         const c = fresh();
         await c.insertOne({ _id: 'actor', rev: 1, state: 'idle' });
