@@ -51,6 +51,12 @@ const ChatCompletionSchema = Type.Object({
 
 /** Writes one SSE event, waiting for the socket to drain (or the client to leave) when it is full. */
 async function send(res: ServerResponse, payload: string): Promise<void> {
+  // Events that are ready together (an upstream read often holds several) leave in one write: the
+  // response is corked until the current tick's work is done, which delays nothing that waits.
+  if (res.writableCorked === 0) {
+    res.cork();
+    process.nextTick(() => res.uncork());
+  }
   if (res.write(`data: ${payload}\n\n`)) return;
   await Promise.race([once(res, 'drain'), once(res, 'close')]);
 }
