@@ -19,6 +19,7 @@ export interface Payer {
 }
 
 export interface Hold {
+  /** The hold's entry in its wallet's `holds` list (see holdToken in money.ts). */
   id: string;
   walletId: string;
   amountMicrocents: number;
