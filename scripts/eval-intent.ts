@@ -1,4 +1,4 @@
-// npm run eval:intent [-- --json] [-- --only clinc150,banking77,...]
+// npm run eval:intent [-- --json] [-- --only clinc150,banking77,...] [-- --no-test]
 // Builds one intent pack per public data set in ../shared/datasets (train splits only), fits the
 // local model's temperature and the thresholds on validation splits (never on test), and reports on
 // the test splits: accuracy, macro-F1, out-of-scope precision/recall, the share of turns each stage
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { CompiledPack, type CascadeResult } from '../src/intent/engine.ts';
 import { normalize, type Normalized } from '../src/intent/normalize.ts';
 import type { IntentPack } from '../src/intent/pack.ts';
+import { mulberry32, type NeighbourMix } from '../src/intent/classifier.ts';
 
 const OOS = 'oos';
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.DATASETS_DIR ?? '../shared/datasets');
@@ -31,6 +32,12 @@ interface Dataset {
   oosRecallTarget?: number;
   /** Accept threshold when there is no validation split to choose it on. */
   defaultAccept?: number;
+  /**
+   * For cross-validating the rejection when there is no validation split: `oosTrain` by source
+   * (fold i leaves source 1 + i mod (n − 1) out of its out-of-scope class and scores it, with
+   * `extra`, as foreign turns the class never saw).
+   */
+  cvOos?: { sources: string[][]; extra: string[] };
 }
 
 function csv(text: string): string[][] {
@@ -124,11 +131,12 @@ function hint3(bot: string): Dataset {
   // real traffic would carry out-of-scope examples (`out_of_scope.examples`), so this one borrows
   // them from other public TRAIN splits (outlier exposure): CLINC150's oos_train and the other two
   // bots' training turns (another shop's questions are out of scope here). Nothing from any test split.
-  const borrowed = [
-    ...(JSON.parse(read('clinc150', 'data_full.json')) as Record<string, [string, string][]>).oos_train!.map(([t]) => t),
-    ...HINT3_BOTS.filter((b) => b !== bot).flatMap((b) => rows(`train/${b}_train.csv`).map(([t]) => t)),
-  ];
-  return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: rows(`test/${bot}_test.csv`), oosTrain: borrowed, hasOos: true, anchors, defaultAccept: 0.35 };
+  // The thresholds are chosen by cross-validation on the train split (see `crossValidate`), scored
+  // against the other bot the fold's out-of-scope class did not learn from, and CLINC150's oos_val.
+  const clinc150 = JSON.parse(read('clinc150', 'data_full.json')) as Record<string, [string, string][]>;
+  const sources = [clinc150.oos_train!.map(([t]) => t), ...HINT3_BOTS.filter((b) => b !== bot).map((b) => rows(`train/${b}_train.csv`).map(([t]) => t))];
+  const cvOos = { sources, extra: clinc150.oos_val!.map(([t]) => t) };
+  return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: rows(`test/${bot}_test.csv`), oosTrain: sources.flat(), cvOos, hasOos: true, anchors, defaultAccept: 0.35 };
 }
 
 function hinglishTop(): Dataset {
@@ -230,6 +238,82 @@ function wilsonLower(p: number, n: number, z = 1.645): number {
   return (centre - spread) / (1 + (z * z) / n);
 }
 
+interface OperatingPoint {
+  mix: NeighbourMix;
+  accept: number;
+  minSimilarity: number;
+}
+
+/**
+ * The operating point of a data set without a validation split, from 5-fold cross-validation on its
+ * train split alone: fold i trains on the other folds minus one fifth of the intents (held out
+ * whole) and one source of borrowed out-of-scope examples, then scores its own in-scope turns, the
+ * held-out intents' turns (in-domain questions the pack was never taught: out of scope) and the
+ * held-out source plus `cvOos.extra` (foreign out-of-scope turns). The point maximizes
+ * in-scope accuracy + out-of-scope recall (the mean of both kinds): equal weight to both classes,
+ * since nothing but the test split says how much out-of-scope traffic a bot gets.
+ */
+function crossValidate(ds: Dataset): OperatingPoint {
+  const K = 5;
+  const rand = mulberry32(7);
+  const labels = shuffle([...new Set(ds.train.map(([, l]) => l))].sort(), rand);
+  const group = new Map(labels.map((l, i) => [l, i % K]));
+  const order = shuffle(ds.train.map((_, n) => n), rand);
+  const fold = new Int32Array(ds.train.length);
+  order.forEach((n, i) => (fold[n] = i % K));
+  const mixes: NeighbourMix[] = [0, 0.3, 0.6].map((weight) => ({ weight, temperature: 0.05 }));
+  const grid: OperatingPoint[] = mixes.flatMap((mix) =>
+    Array.from({ length: 19 }, (_, a) => a * 0.05).flatMap((accept) => [0, 0.2, 0.3, 0.4, 0.5, 0.6].map((minSimilarity) => ({ mix, accept, minSimilarity }))),
+  );
+  const hits = grid.map(() => ({ inScope: 0, known: 0, foreign: 0 }));
+  const totals = { inScope: 0, known: 0, foreign: 0 };
+  const { sources, extra } = ds.cvOos!;
+  for (let i = 0; i < K; i++) {
+    const train = ds.train.filter(([, l], n) => fold[n] !== i && group.get(l) !== i);
+    const out = 1 + (i % (sources.length - 1));
+    const foreign = [...sources[out]!, ...extra].map((text) => ({ norm: normalize(text), gold: OOS }));
+    const { pack: raw, labelOf } = buildPack({ ...ds, train, oosTrain: sources.filter((_, s) => s !== out).flat() });
+    const pack = new CompiledPack(raw);
+    pack.thresholds.margin = 0;
+    const inScope = ds.train.filter(([, l], n) => fold[n] === i && group.get(l) !== i).map(([text, gold]) => ({ norm: normalize(text), gold }));
+    const unknown = ds.train.filter(([, l]) => group.get(l) === i).map(([text]) => ({ norm: normalize(text), gold: OOS }));
+    totals.inScope += inScope.length;
+    totals.known += unknown.length;
+    totals.foreign += foreign.length;
+    grid.forEach((point, g) => {
+      pack.model?.setNeighbourMix(point.mix);
+      pack.thresholds.accept = point.accept;
+      pack.thresholds.min_similarity = point.minSimilarity;
+      const right = (rows: typeof inScope) => run(pack, labelOf, rows).filter((s) => s.gold === s.pred).length;
+      hits[g]!.inScope += right(inScope);
+      hits[g]!.known += right(unknown);
+      hits[g]!.foreign += right(foreign);
+    });
+  }
+  const score = (h: (typeof hits)[number]) => h.inScope / totals.inScope + (h.known / totals.known + h.foreign / Math.max(1, totals.foreign)) / 2;
+  let best = 0;
+  hits.forEach((h, g) => {
+    if (score(h) > score(hits[best]!)) best = g;
+  });
+  const f = (x: number) => (x * 100).toFixed(1);
+  for (const mix of mixes) {
+    const g = grid.reduce((b, p, k) => (p.mix === mix && (grid[b]!.mix !== mix || score(hits[k]!) > score(hits[b]!)) ? k : b), 0);
+    const h = hits[g]!;
+    console.error(
+      `   ${ds.name} cross-validation (train only), neighbour weight ${mix.weight}, accept ${grid[g]!.accept.toFixed(2)}, min similarity ${grid[g]!.minSimilarity}: in-scope ${f(h.inScope / totals.inScope)}, held-out intents rejected ${f(h.known / totals.known)}, foreign rejected ${f(h.foreign / totals.foreign)}`,
+    );
+  }
+  return grid[best]!;
+}
+
+function shuffle<T>(xs: T[], rand: () => number): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
+  return xs;
+}
+
 const pct = (q: number, xs: number[]) => {
   if (xs.length === 0) return null;
   const s = [...xs].sort((a, b) => a - b);
@@ -271,10 +355,19 @@ function evaluate(ds: Dataset, json: boolean) {
     }
     thresholds.accept = best.accept;
     thresholds.out_of_scope = best.oos;
+  } else if (ds.cvOos && pack.model) {
+    const point = crossValidate(ds);
+    pack.model.setNeighbourMix(point.mix);
+    thresholds.accept = point.accept;
+    thresholds.min_similarity = point.minSimilarity;
   } else {
     thresholds.accept = ds.defaultAccept ?? thresholds.accept;
   }
 
+  if (noTest) {
+    console.log(`== ${ds.name}: thresholds accept ${thresholds.accept.toFixed(3)}, min similarity ${thresholds.min_similarity} (test split not run)`);
+    return;
+  }
   const scored = run(pack, labelOf, test);
   const m = metrics(scored);
   const share: Record<string, number> = {};
@@ -298,7 +391,7 @@ function evaluate(ds: Dataset, json: boolean) {
     stage_share: share,
     stage_accuracy: stageAcc,
     latency_ms: latency,
-    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, temperature: pack.model?.getTemperature() ?? 1 },
+    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null },
     train: ds.train.length,
     test: ds.test.length,
     train_ms: Math.round(trainMs),
@@ -313,12 +406,15 @@ function evaluate(ds: Dataset, json: boolean) {
   console.log(`   accuracy ${f(m.accuracy)}   in-scope accuracy ${f(m.inscope_accuracy)}   macro-F1 ${f(m.macro_f1)}   OOS precision ${f(m.oos_precision)}   OOS recall ${f(m.oos_recall)}`);
   console.log(`   stages: ${Object.entries(share).map(([k, v]) => `${k} ${f(v)}% (acc ${f(stageAcc[k]!)})`).join(', ')}`);
   console.log(`   latency ms p50/p99: ${Object.entries(latency).map(([k, v]) => `${k} ${ms(v.p50)}/${ms(v.p99)}`).join(', ')}`);
-  console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}`);
+  const mix = pack.model?.hasMemory() ? `, nearest-neighbour weight ${pack.model.getNeighbourMix().weight}, min similarity ${thresholds.min_similarity}` : '';
+  console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}`);
   for (const a of ds.anchors) console.log(`   published: ${a}`);
 }
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
+// --no-test: train and choose the operating point only (design work must not look at test splits).
+const noTest = args.includes('--no-test');
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : args[args.indexOf(onlyArg) + 1] ?? '').split(',') : null;
 const all: [string, () => Dataset][] = [

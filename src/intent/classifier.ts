@@ -2,7 +2,9 @@
 // of word unigrams, word bigrams (the first word also paired with a start mark) and character
 // 1–5-grams of each canonical token with its word boundaries, trained at pack load by averaged
 // SGD (seeded, so a pack always trains to the same weights). Sparse prediction costs about
-// nnz × classes multiply-adds (tens of microseconds). Its softmax is sharpened or softened by a
+// nnz × classes multiply-adds (tens of microseconds). On packs with few examples per label it also
+// keeps every training example and mixes in a nearest-neighbour vote (cosine over the same TF-IDF
+// vectors), which learns from a handful of examples what the linear model cannot. Its softmax is sharpened or softened by a
 // temperature, so its probabilities can serve as calibrated confidence (the evaluation fits the
 // temperature on a validation split; packs use the default).
 
@@ -20,11 +22,27 @@ export interface TrainOptions {
   minDf?: number;
   minCharN?: number;
   maxCharN?: number;
+  /**
+   * Keep every training example for nearest-neighbour scores (default: when the median label has
+   * fewer than 40 examples, where a linear model alone has too little to learn from; the median,
+   * so one big out-of-scope class does not count).
+   */
+  memory?: boolean;
 }
 
 export interface Scored {
   label: string;
   prob: number;
+  /** Cosine similarity of the nearest training example of this label (with an example memory). */
+  similarity?: number;
+}
+
+/** How the example memory's votes join the linear model's probabilities. */
+export interface NeighbourMix {
+  /** Share of the nearest-neighbour distribution in the mixed probabilities (default 0: the linear model alone). */
+  weight: number;
+  /** Softmax temperature over the per-label nearest similarities. */
+  temperature: number;
 }
 
 /** Biases move slower than weights: a class prior should not swing with every example. */
@@ -32,7 +50,52 @@ const BIAS_RATE = 0.1;
 
 type SparseVec = { idx: Int32Array; val: Float32Array };
 
-function mulberry32(seed: number): () => number {
+/**
+ * Every training vector, indexed by feature (an inverted index), so the cosine of a turn with each
+ * example costs the length of the postings of the turn's features, not a pass over every example.
+ */
+class ExampleMemory {
+  private readonly scratch: Float32Array;
+
+  constructor(
+    private readonly postings: { ex: Int32Array; val: Float32Array }[],
+    private readonly ys: Int32Array,
+    private readonly classes: number,
+  ) {
+    this.scratch = new Float32Array(ys.length);
+  }
+
+  static build(vecs: SparseVec[], ys: number[], features: number, classes: number): ExampleMemory {
+    const counts = new Int32Array(features);
+    for (const v of vecs) for (const f of v.idx) counts[f]!++;
+    const postings = Array.from(counts, (n) => ({ ex: new Int32Array(n), val: new Float32Array(n) }));
+    const fill = new Int32Array(features);
+    vecs.forEach((v, n) => {
+      for (let k = 0; k < v.idx.length; k++) {
+        const f = v.idx[k]!;
+        const at = fill[f]!++;
+        postings[f]!.ex[at] = n;
+        postings[f]!.val[at] = v.val[k]!;
+      }
+    });
+    return new ExampleMemory(postings, Int32Array.from(ys), classes);
+  }
+
+  /** The cosine of the nearest example of each label (vectors are L2-normed). */
+  nearest(vec: SparseVec): Float64Array {
+    const dots = this.scratch.fill(0);
+    for (let k = 0; k < vec.idx.length; k++) {
+      const { ex, val } = this.postings[vec.idx[k]!]!;
+      const x = vec.val[k]!;
+      for (let i = 0; i < ex.length; i++) dots[ex[i]!]! += x * val[i]!;
+    }
+    const best = new Float64Array(this.classes);
+    for (let n = 0; n < dots.length; n++) if (dots[n]! > best[this.ys[n]!]!) best[this.ys[n]!] = dots[n]!;
+    return best;
+  }
+}
+
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -62,6 +125,8 @@ export function featureStrings(tokens: string[], minN = 1, maxN = 5): string[] {
 
 export class NgramClassifier {
   private temperature = 1;
+  private memory: ExampleMemory | null = null;
+  private mix: NeighbourMix = { weight: 0, temperature: 0.05 };
 
   private constructor(
     readonly labels: string[],
@@ -97,6 +162,8 @@ export class NgramClassifier {
     const vecs = featureLists.map((list) => model.vectorizeFeatures(list));
     const ys = examples.map((e) => labelIdx.get(e.label)!);
     model.fit(vecs, ys, opts);
+    const perLabel = labels.map((_, c) => ys.filter((y) => y === c).length).sort((a, b) => a - b);
+    if (opts.memory ?? perLabel[Math.floor(C / 2)]! < 40) model.memory = ExampleMemory.build(vecs, ys, vocab.size, C);
     return model;
   }
 
@@ -212,25 +279,39 @@ export class NgramClassifier {
     return this.temperature;
   }
 
-  /** Calibrated probabilities, best first, the top `k`. */
-  predict(tokens: string[], k = 5): Scored[] {
-    return this.probsFromLogits(this.logits(this.vectorize(tokens)), k);
+  hasMemory(): boolean {
+    return this.memory !== null;
   }
 
-  probsFromLogits(z: Float64Array, k = 5, temperature = this.temperature): Scored[] {
-    let max = -Infinity;
-    for (const v of z) if (v > max) max = v;
-    const p = new Float64Array(z.length);
-    let sum = 0;
-    for (let c = 0; c < z.length; c++) {
-      p[c] = Math.exp((z[c]! - max) / temperature);
-      sum += p[c]!;
+  setNeighbourMix(mix: NeighbourMix): void {
+    this.mix = mix;
+  }
+
+  getNeighbourMix(): NeighbourMix {
+    return this.mix;
+  }
+
+  /** Calibrated probabilities, best first, the top `k`. */
+  predict(tokens: string[], k = 5): Scored[] {
+    return this.rank(this.vectorize(tokens), k);
+  }
+
+  /**
+   * The top `k` labels of a vector: the linear model's calibrated probabilities, mixed with a
+   * softmax over each label's nearest-example similarity when the model keeps an example memory.
+   */
+  rank(vec: SparseVec, k = 5): Scored[] {
+    const p = softmax(this.logits(vec), this.temperature);
+    const sims = this.memory?.nearest(vec);
+    if (sims && this.mix.weight > 0) {
+      const q = softmax(sims, this.mix.temperature);
+      for (let c = 0; c < p.length; c++) p[c] = (1 - this.mix.weight) * p[c]! + this.mix.weight * q[c]!;
     }
     const top: Scored[] = [];
-    for (let c = 0; c < z.length; c++) {
-      const prob = p[c]! / sum;
+    for (let c = 0; c < p.length; c++) {
+      const prob = p[c]!;
       if (top.length < k || prob > top[top.length - 1]!.prob) {
-        top.push({ label: this.labels[c]!, prob });
+        top.push({ label: this.labels[c]!, prob, ...(sims ? { similarity: sims[c]! } : {}) });
         top.sort((a, b2) => b2.prob - a.prob);
         if (top.length > k) top.pop();
       }
@@ -257,4 +338,17 @@ export class NgramClassifier {
     this.temperature = best.t;
     return best.t;
   }
+}
+
+function softmax(z: Float64Array, temperature: number): Float64Array {
+  let max = -Infinity;
+  for (const v of z) if (v > max) max = v;
+  const p = new Float64Array(z.length);
+  let sum = 0;
+  for (let c = 0; c < z.length; c++) {
+    p[c] = Math.exp((z[c]! - max) / temperature);
+    sum += p[c]!;
+  }
+  for (let c = 0; c < z.length; c++) p[c]! /= sum;
+  return p;
 }

@@ -42,9 +42,14 @@ export interface Thresholds {
   high: number;
   medium: number;
   out_of_scope: number;
+  /**
+   * With an example memory (small packs): the cosine the best intent's nearest training example
+   * must reach for KNOWN; below it the turn is unlike anything the pack was taught.
+   */
+  min_similarity: number;
 }
 
-export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, margin: 0.1, high: 0.8, medium: 0.55, out_of_scope: 0.5 };
+export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, margin: 0.1, high: 0.8, medium: 0.55, out_of_scope: 0.5, min_similarity: 0 };
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
@@ -116,7 +121,7 @@ export class CompiledPack {
     if (vec.idx.length === 0) {
       return { ...base, classification: oosHits > 0 ? 'OUT_OF_SCOPE' : 'UNKNOWN', intent: null, candidates: earlier, classifier_used: 'local_model' };
     }
-    const scored = this.model.probsFromLogits(this.model.logits(vec), 4);
+    const scored = this.model.rank(vec, 4);
     const oosProb = scored.find((s) => s.label === OOS_LABEL)?.prob ?? 0;
     const ranked = scored.filter((s) => s.label !== OOS_LABEL);
     const candidates = [...earlier, ...ranked.slice(0, 3).map((s) => ({ id: s.label, score: round(s.prob), source: 'local_model' as const }))];
@@ -124,7 +129,7 @@ export class CompiledPack {
     const t = this.thresholds;
     const out = (classification: Classification): CascadeResult => ({ ...base, classification, intent: null, candidates, classifier_used: 'local_model' });
     if (!p1 || oosProb >= t.out_of_scope || scored[0]?.label === OOS_LABEL) return out('OUT_OF_SCOPE');
-    if (p1.prob < t.accept) return out(oosHits > 0 || oosProb > p1.prob ? 'OUT_OF_SCOPE' : 'UNKNOWN');
+    if (p1.prob < t.accept || (p1.similarity ?? 1) < t.min_similarity) return out(oosHits > 0 || oosProb > p1.prob ? 'OUT_OF_SCOPE' : 'UNKNOWN');
     if (p2 && p1.prob - p2.prob < t.margin) return out('AMBIGUOUS');
     const confidence = round(p1.prob);
     return { ...base, classification: 'KNOWN', intent: { id: p1.label, confidence, band: this.band(confidence) }, candidates, classifier_used: 'local_model' };
