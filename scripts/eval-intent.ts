@@ -239,6 +239,8 @@ function wilsonLower(p: number, n: number, z = 1.645): number {
 }
 
 interface OperatingPoint {
+  /** Class-balanced training (`TrainOptions.balance`). */
+  balance: boolean;
   mix: NeighbourMix;
   accept: number;
   minSimilarity: number;
@@ -261,9 +263,10 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const order = shuffle(ds.train.map((_, n) => n), rand);
   const fold = new Int32Array(ds.train.length);
   order.forEach((n, i) => (fold[n] = i % K));
-  const mixes: NeighbourMix[] = [0, 0.3, 0.6].map((weight) => ({ weight, temperature: 0.05 }));
-  const grid: OperatingPoint[] = mixes.flatMap((mix) =>
-    Array.from({ length: 19 }, (_, a) => a * 0.05).flatMap((accept) => [0, 0.2, 0.3, 0.4, 0.5, 0.6].map((minSimilarity) => ({ mix, accept, minSimilarity }))),
+  const grid: OperatingPoint[] = [false, true].flatMap((balance) =>
+    [0, 0.3].flatMap((weight) =>
+      Array.from({ length: 19 }, (_, a) => a * 0.05).flatMap((accept) => [0, 0.3, 0.4, 0.5].map((minSimilarity) => ({ balance, mix: { weight, temperature: 0.05 }, accept, minSimilarity }))),
+    ),
   );
   const hits = grid.map(() => ({ inScope: 0, known: 0, foreign: 0 }));
   const totals = { inScope: 0, known: 0, foreign: 0 };
@@ -273,37 +276,41 @@ function crossValidate(ds: Dataset): OperatingPoint {
     const out = 1 + (i % (sources.length - 1));
     const foreign = [...sources[out]!, ...extra].map((text) => ({ norm: normalize(text), gold: OOS }));
     const { pack: raw, labelOf } = buildPack({ ...ds, train, oosTrain: sources.filter((_, s) => s !== out).flat() });
-    const pack = new CompiledPack(raw);
-    pack.thresholds.margin = 0;
+    const packs = new Map([false, true].map((balance) => [balance, new CompiledPack(raw, { train: { balance } })]));
     const inScope = ds.train.filter(([, l], n) => fold[n] === i && group.get(l) !== i).map(([text, gold]) => ({ norm: normalize(text), gold }));
     const unknown = ds.train.filter(([, l]) => group.get(l) === i).map(([text]) => ({ norm: normalize(text), gold: OOS }));
     totals.inScope += inScope.length;
     totals.known += unknown.length;
     totals.foreign += foreign.length;
     grid.forEach((point, g) => {
-      pack.model?.setNeighbourMix(point.mix);
-      pack.thresholds.accept = point.accept;
-      pack.thresholds.min_similarity = point.minSimilarity;
+      const pack = applyPoint(packs.get(point.balance)!, point);
       const right = (rows: typeof inScope) => run(pack, labelOf, rows).filter((s) => s.gold === s.pred).length;
       hits[g]!.inScope += right(inScope);
       hits[g]!.known += right(unknown);
       hits[g]!.foreign += right(foreign);
     });
   }
-  const score = (h: (typeof hits)[number]) => h.inScope / totals.inScope + (h.known / totals.known + h.foreign / Math.max(1, totals.foreign)) / 2;
+  const score = (h: (typeof hits)[number]) => h.inScope / totals.inScope + (h.known / totals.known + h.foreign / totals.foreign) / 2;
   let best = 0;
   hits.forEach((h, g) => {
     if (score(h) > score(hits[best]!)) best = g;
   });
+  const h = hits[best]!;
   const f = (x: number) => (x * 100).toFixed(1);
-  for (const mix of mixes) {
-    const g = grid.reduce((b, p, k) => (p.mix === mix && (grid[b]!.mix !== mix || score(hits[k]!) > score(hits[b]!)) ? k : b), 0);
-    const h = hits[g]!;
-    console.error(
-      `   ${ds.name} cross-validation (train only), neighbour weight ${mix.weight}, accept ${grid[g]!.accept.toFixed(2)}, min similarity ${grid[g]!.minSimilarity}: in-scope ${f(h.inScope / totals.inScope)}, held-out intents rejected ${f(h.known / totals.known)}, foreign rejected ${f(h.foreign / totals.foreign)}`,
+  if (!json) {
+    console.log(
+      `\n   ${ds.name} cross-validation on train: in-scope ${f(h.inScope / totals.inScope)}, held-out intents rejected ${f(h.known / totals.known)}, foreign out-of-scope rejected ${f(h.foreign / totals.foreign)}`,
     );
   }
   return grid[best]!;
+}
+
+function applyPoint(pack: CompiledPack, point: OperatingPoint): CompiledPack {
+  pack.model?.setNeighbourMix(point.mix);
+  pack.thresholds.margin = 0;
+  pack.thresholds.accept = point.accept;
+  pack.thresholds.min_similarity = point.minSimilarity;
+  return pack;
 }
 
 function shuffle<T>(xs: T[], rand: () => number): T[] {
@@ -321,9 +328,10 @@ const pct = (q: number, xs: number[]) => {
 };
 
 function evaluate(ds: Dataset, json: boolean) {
+  const point = ds.cvOos ? crossValidate(ds) : null;
   const t0 = performance.now();
   const { pack: raw, labelOf } = buildPack(ds);
-  const pack = new CompiledPack(raw);
+  const pack = new CompiledPack(raw, { train: { balance: point?.balance ?? false } });
   const trainMs = performance.now() - t0;
   const prep = (rows: Row[]) => rows.map(([text, gold]) => ({ norm: normalize(text), gold }));
   const val = prep(ds.val);
@@ -355,17 +363,14 @@ function evaluate(ds: Dataset, json: boolean) {
     }
     thresholds.accept = best.accept;
     thresholds.out_of_scope = best.oos;
-  } else if (ds.cvOos && pack.model) {
-    const point = crossValidate(ds);
-    pack.model.setNeighbourMix(point.mix);
-    thresholds.accept = point.accept;
-    thresholds.min_similarity = point.minSimilarity;
+  } else if (point) {
+    applyPoint(pack, point);
   } else {
     thresholds.accept = ds.defaultAccept ?? thresholds.accept;
   }
 
   if (noTest) {
-    console.log(`== ${ds.name}: thresholds accept ${thresholds.accept.toFixed(3)}, min similarity ${thresholds.min_similarity} (test split not run)`);
+    console.log(`== ${ds.name}: ${JSON.stringify({ ...thresholds, ...point })} (test split not run)`);
     return;
   }
   const scored = run(pack, labelOf, test);
@@ -391,7 +396,7 @@ function evaluate(ds: Dataset, json: boolean) {
     stage_share: share,
     stage_accuracy: stageAcc,
     latency_ms: latency,
-    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null },
+    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null },
     train: ds.train.length,
     test: ds.test.length,
     train_ms: Math.round(trainMs),
@@ -407,7 +412,8 @@ function evaluate(ds: Dataset, json: boolean) {
   console.log(`   stages: ${Object.entries(share).map(([k, v]) => `${k} ${f(v)}% (acc ${f(stageAcc[k]!)})`).join(', ')}`);
   console.log(`   latency ms p50/p99: ${Object.entries(latency).map(([k, v]) => `${k} ${ms(v.p50)}/${ms(v.p99)}`).join(', ')}`);
   const mix = pack.model?.hasMemory() ? `, nearest-neighbour weight ${pack.model.getNeighbourMix().weight}, min similarity ${thresholds.min_similarity}` : '';
-  console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}`);
+  const balanced = point?.balance ? ', class-balanced training' : '';
+  console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}${balanced}`);
   for (const a of ds.anchors) console.log(`   published: ${a}`);
 }
 

@@ -28,6 +28,11 @@ export interface TrainOptions {
    * so one big out-of-scope class does not count).
    */
   memory?: boolean;
+  /**
+   * Weigh each example by n / (labels × its label's count), so every label carries the same total
+   * weight: a big out-of-scope class then does not drown intents of ten examples (default off).
+   */
+  balance?: boolean;
 }
 
 export interface Scored {
@@ -161,8 +166,10 @@ export class NgramClassifier {
     const model = new NgramClassifier(labels, vocab, Float32Array.from(idfs), new Float32Array(vocab.size * C), new Float32Array(C), minN, maxN);
     const vecs = featureLists.map((list) => model.vectorizeFeatures(list));
     const ys = examples.map((e) => labelIdx.get(e.label)!);
-    model.fit(vecs, ys, opts);
-    const perLabel = labels.map((_, c) => ys.filter((y) => y === c).length).sort((a, b) => a - b);
+    const counts = labels.map((_, c) => ys.filter((y) => y === c).length);
+    const weights = opts.balance ? ys.map((y) => N / (C * counts[y]!)) : ys.map(() => 1);
+    model.fit(vecs, ys, weights, opts);
+    const perLabel = [...counts].sort((a, b) => a - b);
     if (opts.memory ?? perLabel[Math.floor(C / 2)]! < 40) model.memory = ExampleMemory.build(vecs, ys, vocab.size, C);
     return model;
   }
@@ -205,7 +212,7 @@ export class NgramClassifier {
    * Gradients under 1e-3 (classes the example says nothing about) are skipped: that is most of them
    * after the first epoch, which makes an epoch about one forward pass.
    */
-  private fit(vecs: SparseVec[], ys: number[], opts: TrainOptions): void {
+  private fit(vecs: SparseVec[], ys: number[], weights: number[], opts: TrainOptions): void {
     const C = this.labels.length;
     const W = this.weights;
     const b = this.bias;
@@ -237,7 +244,7 @@ export class NgramClassifier {
         for (let c = 0; c < C; c++) {
           const g = z[c]! / sum - (c === y ? 1 : 0);
           if (g > -1e-3 && g < 1e-3) continue;
-          const step = lr * g;
+          const step = lr * weights[n]! * g;
           b[c]! -= step * BIAS_RATE;
           accBias[c]! -= t * step * BIAS_RATE;
           for (let k = 0; k < idx.length; k++) {

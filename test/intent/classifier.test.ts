@@ -1,5 +1,6 @@
 // The local model on its own: deterministic training, generalization to unseen wording, a
-// temperature that changes confidence and not the ranking; and the matcher's one-edit test.
+// temperature that changes confidence and not the ranking, the example memory of small packs and
+// class-balanced training; and the matcher's one-edit test.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { NgramClassifier, type Example } from '../../src/intent/classifier.ts';
@@ -29,6 +30,38 @@ describe('local model', () => {
     const [a, b] = [top(model, 'lost card'), top(sharp, 'lost card')];
     assert.equal(a.label, b.label);
     assert.ok(b.prob > a.prob);
+  });
+});
+
+describe('example memory (small packs)', () => {
+  const model = NgramClassifier.train(examples);
+  it('knows how close a turn is to what it was taught', () => {
+    assert.ok(model.hasMemory());
+    const [taught] = model.predict(normalize('block my card').tokens, 1);
+    const [paraphrase] = model.predict(normalize('card kho gaya').tokens, 1);
+    const [stranger] = model.predict(normalize('what is the weather in pune').tokens, 1);
+    assert.ok(taught!.similarity! > 0.99);
+    assert.ok(stranger!.similarity! < 0.7 && stranger!.similarity! < paraphrase!.similarity! - 0.15);
+  });
+  it('a nearest-neighbour vote moves the probabilities towards the nearest example', () => {
+    const knn = NgramClassifier.train(examples);
+    knn.setNeighbourMix({ weight: 1, temperature: 0.05 });
+    const text = normalize('card kho gaya').tokens;
+    assert.equal(knn.predict(text, 1)[0]!.label, 'BLOCK');
+    assert.ok(knn.predict(text, 1)[0]!.prob > model.predict(text, 1)[0]!.prob);
+  });
+  it('is not kept when labels have many examples', () => {
+    assert.equal(NgramClassifier.train(examples, { memory: false }).hasMemory(), false);
+  });
+});
+
+describe('class-balanced training', () => {
+  const chatter = Array.from({ length: 60 }, (_, i) => ({ tokens: normalize(`tell me a story number ${i} about a card game`).tokens, label: 'OTHER' }));
+  it('a big class no longer drowns intents of five examples', () => {
+    const plain = NgramClassifier.train([...examples, ...chatter]);
+    const balanced = NgramClassifier.train([...examples, ...chatter], { balance: true });
+    const p = (m: NgramClassifier) => m.predict(normalize('card block karo').tokens).find((s) => s.label === 'BLOCK')!.prob;
+    assert.ok(p(balanced) > p(plain));
   });
 });
 
