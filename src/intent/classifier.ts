@@ -300,16 +300,17 @@ export class NgramClassifier {
 
   /** Calibrated probabilities, best first, the top `k`. */
   predict(tokens: string[], k = 5): Scored[] {
-    return this.rank(this.vectorize(tokens), k);
+    return this.rank(this.vectorize(tokens), k, true);
   }
 
   /**
    * The top `k` labels of a vector: the linear model's calibrated probabilities, mixed with a
    * softmax over each label's nearest-example similarity when the model keeps an example memory.
+   * The similarities cost a pass over the memory's postings: computed only for the mix or when asked.
    */
-  rank(vec: SparseVec, k = 5): Scored[] {
+  rank(vec: SparseVec, k = 5, withSimilarity = false): Scored[] {
     const p = softmax(this.logits(vec), this.temperature);
-    const sims = this.memory?.nearest(vec);
+    const sims = withSimilarity || this.mix.weight > 0 ? this.memory?.nearest(vec) : undefined;
     if (sims && this.mix.weight > 0) {
       const q = softmax(sims, this.mix.temperature);
       for (let c = 0; c < p.length; c++) p[c] = (1 - this.mix.weight) * p[c]! + this.mix.weight * q[c]!;

@@ -121,7 +121,7 @@ export class CompiledPack {
     if (vec.idx.length === 0) {
       return { ...base, classification: oosHits > 0 ? 'OUT_OF_SCOPE' : 'UNKNOWN', intent: null, candidates: earlier, classifier_used: 'local_model' };
     }
-    const scored = this.model.rank(vec, 4);
+    const scored = this.model.rank(vec, 4, this.thresholds.min_similarity > 0);
     const oosProb = scored.find((s) => s.label === OOS_LABEL)?.prob ?? 0;
     const ranked = scored.filter((s) => s.label !== OOS_LABEL);
     const candidates = [...earlier, ...ranked.slice(0, 3).map((s) => ({ id: s.label, score: round(s.prob), source: 'local_model' as const }))];
