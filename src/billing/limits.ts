@@ -47,7 +47,8 @@ export class RateLimits {
       }
     }
     if (principal.rpm !== null) {
-      const minute = await this.windows.hit(`rpm:${principal.keyId}`, MINUTE);
+      // Lazy: judged only by the count returned here; a crash may forget the last moment's hits.
+      const minute = await this.windows.hit(`rpm:${principal.keyId}`, MINUTE, 1, true);
       if (minute.count > principal.rpm) {
         await this.breached(principal, 'rpm', principal.rpm, minute.count, minute.resetAt);
         const retry = this.secondsUntil(minute.resetAt);

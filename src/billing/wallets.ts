@@ -3,11 +3,11 @@
 // that MongoDB and the embedded store both apply atomically, and `held_uc` always equals the sum of
 // `holds` (no reconciler, no half-done hold after a crash):
 // - hold: reserve the estimate if the spendable balance covers it and record the hold, one
-//   conditional write, lazy (`j: false`): nobody has been told anything yet, and a crash loses the
-//   hold together with the call it covered;
+//   conditional write (durable, though nobody was told of it yet: a lazy write, `j: false`, would
+//   save ~0.3 ms at one call at a time, but reads, the portal's wallet view included, may trail it);
 // - finish (settle or release): remove the hold if it is still there, debit the charge and give back
 //   the rest, one conditional, durable write: it decides, once, who finishes the hold, and it is on
-//   disk (with the hold before it) before the client hears of the charge;
+//   disk before the client hears of the charge;
 // - sweep: holds past their expiry (their process died, or the call outlived them) are returned.
 // The cost is a wallet document that grows by about 90 bytes per call in flight on it. (Strings in a
 // list, not a map keyed by hold id nor a list of objects: msgpack, the embedded store's encoding,
@@ -18,8 +18,6 @@ import type { Collection, Store } from '../store/port.ts';
 import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, holdToken, parseHold, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
-/** Acknowledged once applied; on disk with the next durable write (see WriteOptions in the store port). */
-const LAZY = { writeConcern: { j: false } } as const;
 /** Wallets looked at per sweep page (those with money held). */
 const SWEEP_PAGE = 500;
 
@@ -113,7 +111,6 @@ export class Wallets {
     const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
       { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },
-      LAZY,
     );
     return reserved.modifiedCount === 1 ? token : null;
   }

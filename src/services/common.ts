@@ -40,16 +40,19 @@ export class WindowCounters {
     return { id: `${key}@${start}`, start, resetAt: start + size };
   }
 
-  /** Adds `by` to the current window of `key` and returns the new count. */
-  async hit(key: string, windowSeconds: number, by = 1): Promise<WindowHit> {
+  /**
+   * Adds `by` to the current window of `key` and returns the new count. `lazy` skips waiting for
+   * the disk (the store's `j: false`): for counters only ever judged by the count `hit` returns
+   * (per-key RPM), never for ones read back with `peek`, which may trail a lazy write briefly.
+   */
+  async hit(key: string, windowSeconds: number, by = 1, lazy = false): Promise<WindowHit> {
     const w = this.window(key, windowSeconds);
     const doc = await this.store
       .collection<{ _id: string; count: number; expires_at: Date }>(this.collectionName)
       .findOneAndUpdate(
         { _id: w.id },
         { $inc: { count: by }, $setOnInsert: { expires_at: new Date(w.resetAt) } },
-        // Lazy (`j: false`): a crash may forget the last moment's hits, never a client's data.
-        { upsert: true, returnDocument: 'after', writeConcern: { j: false } },
+        { upsert: true, returnDocument: 'after', ...(lazy ? { writeConcern: { j: false } } : {}) },
       );
     return { count: doc?.count ?? by, resetAt: w.resetAt };
   }

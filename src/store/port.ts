@@ -42,7 +42,7 @@ export interface FindOptions {
  * the write is applied: every later write sees it, reads may trail it briefly (the embedded store
  * shows it once its batch commits, about a millisecond later; MongoDB at once), and a crash before
  * it reaches the disk loses it. Use it only for writes nobody was told about yet (a hold before an
- * upstream call, a rate-limit counter), never for what a client is told happened.
+ * upstream call, a per-key RPM counter), never for what a client is told happened.
  */
 export interface WriteOptions {
   writeConcern?: { j?: boolean };
