@@ -64,6 +64,12 @@ export const PackSchema = Closed({
     medium: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     /** Probability of the out-of-scope class above which the turn is OUT_OF_SCOPE. */
     out_of_scope: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    /**
+     * Cosine similarity of the best intent's nearest training example below which the local
+     * model's answer is not KNOWN (0, the default, is off). It needs the example memory, which a
+     * pack keeps when its median intent has under 40 examples; on bigger packs it has no effect.
+     */
+    min_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
   })),
   out_of_scope: Closed({
     /** Words that mark a turn as outside the domain when no intent keyword matched. */

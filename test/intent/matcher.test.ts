@@ -70,6 +70,19 @@ describe('the cascade on the demo pack', () => {
     assert.equal(gibberish.intent, null);
   });
   it('trains fast enough to load at request time', () => assert.ok(pack.trainMs < 3000, `${pack.trainMs} ms`));
+  it("a pack's thresholds.min_similarity turns down a local-model answer no example of its intent is that close to", () => {
+    const turn = 'the cash machine kept my plastic';
+    const loose = classify(turn);
+    assert.equal(loose.classifier_used, 'local_model');
+    assert.equal(loose.classification, 'KNOWN');
+    const strict = new CompiledPack(validatePack({ ...structuredClone(raw), thresholds: { ...(raw.thresholds ?? {}), min_similarity: 0.99 } }));
+    const r = strict.classify(normalize(turn));
+    assert.notEqual(r.classification, 'KNOWN');
+    assert.equal(r.intent, null);
+    // A turn that is one of the pack's own examples still passes.
+    const own = raw.intents.find((i) => (i.examples['en-IN'] ?? []).length > 0)!;
+    assert.equal(strict.classify(normalize(own.examples['en-IN']![0]!)).intent?.id, own.id);
+  });
 });
 
 describe('pack validation', () => {
@@ -88,6 +101,7 @@ describe('pack validation', () => {
     fails((p) => (p.intents[0].patterns = ['(']), /patterns\.0: not a valid regular expression/);
     fails((p) => (p.intents[0].examples['ta-IN'] = ['x']), /language ta-IN is not one of the pack's languages/);
     fails((p) => (p.surprise = 1), /surprise: is not a known field/);
+    fails((p) => (p.thresholds = { min_similarity: 2 }), /thresholds\.min_similarity/);
     fails((p) => delete p.responses['GEN.CLARIFY']['hi-IN'], /no wording for language hi-IN/);
   });
 });
