@@ -18,7 +18,9 @@
 // (Measured alternatives, so nobody re-tries them blind: lmdb-js's transactionSync keeps small
 // commits in process memory until the next sync, so kill -9 loses them, and fsyncs larger ones on
 // the main thread; `noSync` plus a shared env.sync is fast but lets a power loss corrupt LMDB,
-// whose crash safety relies on syncing data pages before the meta page at every commit.)
+// whose crash safety relies on syncing data pages before the meta page at every commit;
+// overlappingSync with durable writes awaiting `env.flushed` (so lazy ones would be visible at
+// once) made the metered path slower at every concurrency, 2.83 vs 2.40 ms at one call in flight.)
 
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { Query } from 'mingo';
