@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { CompiledPack, type CascadeResult } from '../src/intent/engine.ts';
 import { normalize, type Normalized } from '../src/intent/normalize.ts';
 import type { IntentPack } from '../src/intent/pack.ts';
-import { mulberry32, type NeighbourMix } from '../src/intent/classifier.ts';
+import { mulberry32, shuffle, type NeighbourMix } from '../src/intent/classifier.ts';
 
 const OOS = 'oos';
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.DATASETS_DIR ?? '../shared/datasets');
@@ -311,14 +311,6 @@ function applyPoint(pack: CompiledPack, point: OperatingPoint): CompiledPack {
   pack.thresholds.accept = point.accept;
   pack.thresholds.min_similarity = point.minSimilarity;
   return pack;
-}
-
-function shuffle<T>(xs: T[], rand: () => number): T[] {
-  for (let i = xs.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
-  }
-  return xs;
 }
 
 const pct = (q: number, xs: number[]) => {

@@ -11,7 +11,7 @@ import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
 import type { UserDoc } from '../services/accounts.ts';
 import { WindowCounters, type Clock } from '../services/common.ts';
-import type { AccountEvent, EventSink } from '../services/events.ts';
+import type { EventSink } from '../services/events.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { MembershipDoc, OrgDoc, OrgRole } from '../services/orgs.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
@@ -178,7 +178,10 @@ export class BillingService implements Billing {
       { flushIntervalMs: config.usageFlushIntervalMs, flushMaxRecords: config.usageFlushMaxRecords, maxBuffered: config.usageMaxBuffered, ...(deps.onUsageRecords ? { onRecords: deps.onUsageRecords } : {}) },
       this.onError,
     );
-    this.limits = new RateLimits(store, this.windows, deps.events, now, (p) => this.eventOwner(p), this.onError);
+    this.limits = new RateLimits(store, this.windows, deps.events, now, async (p) => {
+      const acc = await this.accountOf(p.userId);
+      return { type: acc.ownerType, id: acc.ownerId };
+    }, this.onError);
     this.topups = new Topups(store, this.wallets, deps.events, now, this.onError);
     this.subscriptions = new Subscriptions(store, this.topups, config.plans, now, this.onError);
     this.users = store.collection<UserDoc>('users');
@@ -275,16 +278,20 @@ export class BillingService implements Billing {
   // ---- the metering boundary ----
 
   async payerFor(principal: ApiKeyPrincipal): Promise<Payer> {
-    const key = { userId: principal.userId, keyId: principal.keyId, keyPrefix: principal.prefix };
-    const m = await this.members.findOne({ _id: principal.userId });
-    if (m) {
-      // KYC rule for an organization: its owner's verification counts.
-      const org = await this.orgs.findOne({ _id: m.org_id });
-      const owner = org ? await this.users.findOne({ _id: org.owner_id }) : null;
-      return { walletId: walletIdOf('org', m.org_id), ownerType: 'org', ownerId: m.org_id, ...key, kycVerified: owner?.kyc_verified === true };
-    }
-    const user = await this.users.findOne({ _id: principal.userId });
-    return { walletId: walletIdOf('user', principal.userId), ownerType: 'user', ownerId: principal.userId, ...key, kycVerified: user?.kyc_verified === true };
+    const acc = await this.accountOf(principal.userId);
+    // KYC: the user's own verification, or for an organization its owner's.
+    const org = acc.ownerType === 'org' ? await this.orgs.findOne({ _id: acc.ownerId }) : null;
+    const verifiedId = acc.ownerType === 'org' ? org?.owner_id : principal.userId;
+    const verifier = verifiedId === undefined ? null : await this.users.findOne({ _id: verifiedId });
+    return {
+      walletId: acc.walletId,
+      ownerType: acc.ownerType,
+      ownerId: acc.ownerId,
+      userId: principal.userId,
+      keyId: principal.keyId,
+      keyPrefix: principal.prefix,
+      kycVerified: verifier?.kyc_verified === true,
+    };
   }
 
   assertKyc(payer: Payer, requiresKyc: boolean): void {
@@ -293,11 +300,6 @@ export class BillingService implements Billing {
 
   admit(principal: ApiKeyPrincipal): Promise<void> {
     return this.limits.admit(principal);
-  }
-
-  private async eventOwner(principal: ApiKeyPrincipal): Promise<AccountEvent['owner']> {
-    const m = await this.members.findOne({ _id: principal.userId });
-    return m ? { type: 'org', id: m.org_id } : { type: 'user', id: principal.userId };
   }
 
   async hold(payer: Payer, microcents: number, requestId: string): Promise<Hold> {

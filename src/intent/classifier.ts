@@ -111,6 +111,15 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
+/** Fisher–Yates in place, driven by `rand` (seeded: the same order every run). */
+export function shuffle<T>(xs: T[], rand: () => number): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
+  return xs;
+}
+
 export function featureStrings(tokens: string[], minN = 1, maxN = 5): string[] {
   const out: string[] = [];
   for (let i = 0; i < tokens.length; i++) {
@@ -225,10 +234,7 @@ export class NgramClassifier {
     const z = new Float64Array(C);
     let t = 1;
     for (let epoch = 0; epoch < epochs; epoch++) {
-      for (let i = order.length - 1; i > 0; i--) {
-        const j = Math.floor(rand() * (i + 1));
-        [order[i], order[j]] = [order[j]!, order[i]!];
-      }
+      shuffle(order, rand);
       for (const n of order) {
         const vec = vecs[n]!;
         const { idx, val } = vec;
