@@ -1,4 +1,5 @@
-// The default store: one node, LMDB for storage and mingo for MongoDB's query and update semantics.
+// The default store: one node, LMDB for storage and mingo for MongoDB's query and update semantics
+// (with fast paths for the simple filters and updates of hot writes: embedded/fastpath.ts).
 //
 // Layout of the one LMDB environment in `dir`:
 // - `["docs", collection]`: `_id` -> document (msgpack; Dates round-trip as Dates);
@@ -57,6 +58,7 @@ import {
   replacement,
   sortComparator,
 } from './embedded/documents.ts';
+import { fastMatcher } from './embedded/fastpath.ts';
 import { upsertSeed } from './embedded/filter.ts';
 import { AFTER, TAG, assertId, documentKey, idKey, sameKey, type IndexKey } from './embedded/keys.ts';
 import { planQuery, type KeyRange, type Plan } from './embedded/plan.ts';
@@ -279,7 +281,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     assertUpdate(update);
     return this.write(options, () => {
       const current = this.first(filter);
-      if (current) return { matchedCount: 1, modifiedCount: this.modify(current, update) ? 1 : 0, upsertedId: null };
+      if (current) return { matchedCount: 1, modifiedCount: this.modify(current, update, true) ? 1 : 0, upsertedId: null };
       if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
       return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(buildUpsert(filter, update))._id };
     });
@@ -292,7 +294,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       let modified = 0;
       for (const id of ids) {
         const current = this.fetch(id);
-        if (current && this.modify(current, update)) modified++;
+        if (current && this.modify(current, update, true)) modified++;
       }
       return { matchedCount: ids.length, modifiedCount: modified, upsertedId: null };
     });
@@ -304,8 +306,14 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const doc = await this.write(options, () => {
       const current = this.first(filter, options.sort);
       if (current) {
-        // Re-read the stored version so the caller never shares objects with its update document.
-        return this.modify(current, update) && after ? this.fetch(current._id) : current;
+        if (!after) {
+          this.modify(current, update, false);
+          return current;
+        }
+        const next = this.modify(current, update, true);
+        // Re-read the stored version when the update holds objects, so the caller never shares
+        // them with its update document.
+        return next && sharesObjects(update) ? this.fetch(next._id) : (next ?? current);
       }
       if (!options.upsert) return undefined;
       const inserted = this.upsert(buildUpsert(filter, update));
@@ -520,21 +528,32 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return doc as T;
   }
 
-  /** Applies an update to a fresh copy of `current`; true when the stored document changed. */
-  private modify(current: T, update: Update): boolean {
-    const next = this.fetch(current._id)!;
-    if (!applyUpdate(next, update)) return false;
-    if (idKey(next._id) !== idKey(current._id)) throw immutableId();
-    this.store(current, next);
-    return true;
+  /**
+   * Applies an update to `current`, which this write decoded for itself, in place when `inPlace`
+   * (saving a decode on every conditional write), or else to a fresh copy; returns the stored
+   * document when it changed.
+   */
+  private modify(current: T, update: Update, inPlace: boolean): T | undefined {
+    const id = idKey(current._id);
+    const before = this.indexKeys(current);
+    const next = inPlace ? current : this.fetch(current._id)!;
+    if (!applyUpdate(next, update)) return undefined;
+    if (idKey(next._id) !== id) throw immutableId();
+    this.store(before, next);
+    return next;
   }
 
-  /** Writes a document and moves its index entries, refusing unique-index duplicates first. */
-  private store(old: T | undefined, next: T): void {
+  private indexKeys(doc: T | undefined): (IndexKey | null)[] {
+    return this.indexes.map((index) => (doc ? documentKey(index, doc, this.name) : null));
+  }
+
+  /** Writes a document and moves its index entries (from `old`'s keys), refusing unique-index duplicates first. */
+  private store(old: T | (IndexKey | null)[] | undefined, next: T): void {
     const id = idKey(next._id);
-    const changes = this.indexes.map((index) => ({
+    const oldKeys = Array.isArray(old) ? old : this.indexKeys(old);
+    const changes = this.indexes.map((index, i) => ({
       index,
-      before: old ? documentKey(index, old, this.name) : null,
+      before: oldKeys[i] ?? null,
       after: documentKey(index, next, this.name),
     }));
     for (const { index, before, after } of changes) {
@@ -615,6 +634,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
  */
 const QUERY_CONTEXT = Context.init({ query: queryOperators, projection: projectionOperators } as unknown as Parameters<typeof Context.init>[0]);
 
+/** Whether an update carries objects (documents, arrays, Dates) that a stored document could share. */
+function sharesObjects(update: Update): boolean {
+  for (const expr of Object.values(update)) {
+    if (expr === null || typeof expr !== 'object') continue;
+    for (const operand of Object.values(expr)) if (operand !== null && typeof operand === 'object') return true;
+  }
+  return false;
+}
+
 function usesExpressions(value: unknown): boolean {
   if (Array.isArray(value)) return value.some(usesExpressions);
   if (value === null || typeof value !== 'object' || value instanceof Date || value instanceof RegExp) return false;
@@ -623,6 +651,13 @@ function usesExpressions(value: unknown): boolean {
 }
 
 function matcher(filter: Filter): (doc: Doc) => boolean {
+  const fast = fastMatcher(filter);
+  if (!fast) return mingoMatcher(filter);
+  let slow: ((doc: Doc) => boolean) | undefined;
+  return (doc) => fast(doc) ?? (slow ??= mingoMatcher(filter))(doc);
+}
+
+function mingoMatcher(filter: Filter): (doc: Doc) => boolean {
   // No `$where`/`$function`: in-process JavaScript from a filter would be code injection here.
   const query = usesExpressions(filter)
     ? new Query(filter, { scriptEnabled: false })

@@ -12,6 +12,7 @@ import { find } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { compare, resolve } from 'mingo/util';
 import type { Doc, Filter, Projection, Sort, Update } from '../port.ts';
+import { fastUpdate } from './fastpath.ts';
 import { upsertSeed } from './filter.ts';
 
 /** As the driver: an update document is a non-empty set of `$` operators. */
@@ -65,7 +66,7 @@ function assertNoConflicts(operators: Update): void {
 export function applyUpdate(doc: Doc, spec: Update): boolean {
   const { $setOnInsert: _onInsertOnly, ...operators } = spec;
   if (Object.keys(operators).length === 0) return false;
-  return runOperators(doc, operators);
+  return fastUpdate(doc, operators) ?? runOperators(doc, operators);
 }
 
 /**

@@ -1,5 +1,6 @@
 // Reading the shape of MongoDB filter documents, for the planner and for upserts.
-// Matching itself is always mingo's job; these helpers only find which fields a filter pins down.
+// Matching is mingo's job (or fastpath.ts's, for the simple filters it covers); these helpers only
+// find which fields a filter pins down.
 
 import { setValue } from 'mingo/util';
 import type { Filter } from '../port.ts';
