@@ -3,12 +3,16 @@
 // that MongoDB and the embedded store both apply atomically, and `held_uc` always equals the sum of
 // `holds` (no reconciler, no half-done hold after a crash):
 // - hold: reserve the estimate if the spendable balance covers it and record the hold, one
-//   conditional write (durable, though nobody was told of it yet: a lazy write, `j: false`, would
-//   save ~0.3 ms at one call at a time, but reads, the portal's wallet view included, may trail it);
+//   conditional write;
 // - finish (settle or release): remove the hold if it is still there, debit the charge and give back
-//   the rest, one conditional, durable write: it decides, once, who finishes the hold, and it is on
-//   disk before the client hears of the charge;
+//   the rest, one conditional write: it decides, once, who finishes the hold;
 // - sweep: holds past their expiry (their process died, or the call outlived them) are returned.
+// Both are lazy writes (`j: false`): acknowledged once applied, so a call waits for no disk flush.
+// Every later write and read sees them (a read of the wallet, the portal's included, waits for their
+// commit, so what anyone is shown is on disk), and they reach the disk with the next group commit,
+// about a millisecond later. A crash in that window loses the last holds and debits together: in the
+// client's favour (a call uncharged, never a charge without its call), like the usage records that
+// trail too. A hold that reached the disk without its settle is returned by the sweep.
 // The cost is a wallet document that grows by about 90 bytes per call in flight on it. (Strings in a
 // list, not a map keyed by hold id nor a list of objects: msgpack, the embedded store's encoding,
 // describes each new set of keys anew, and writes objects several times slower than strings.)
@@ -18,6 +22,8 @@ import type { Collection, Store } from '../store/port.ts';
 import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, holdToken, parseHold, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
+/** The write concern of holds and settles (see above). */
+const LAZY = { writeConcern: { j: false } } as const;
 /** Wallets looked at per sweep page (those with money held). */
 const SWEEP_PAGE = 500;
 
@@ -111,6 +117,7 @@ export class Wallets {
     const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
       { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },
+      LAZY,
     );
     return reserved.modifiedCount === 1 ? token : null;
   }
@@ -127,7 +134,7 @@ export class Wallets {
     return this.docs.findOneAndUpdate(
       { _id: walletId, holds: token },
       { $inc: inc, $pull: { holds: token } },
-      { returnDocument: 'after' },
+      { returnDocument: 'after', ...LAZY },
     );
   }
 

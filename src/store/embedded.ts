@@ -13,8 +13,10 @@
 // document and its index entries never disagree. A write's promise resolves after the commit is
 // synced (overlappingSync is off for that reason), so an acknowledged write survives a crash.
 // A write with `writeConcern: { j: false }` resolves as soon as its callback has applied it inside
-// the batch, before the commit: later writes see it (they queue behind it), reads once the batch
-// commits (about a millisecond), and a crash before that commit loses it.
+// the batch, before the commit: later writes see it (they queue behind it), and a crash before that
+// commit loses it. Reads see it too: a read of a collection with such a write in flight waits for
+// its commit (about a millisecond) first, so a read never trails a write acknowledged before it,
+// as on MongoDB, and whatever a read shows is on disk.
 //
 // (Measured alternatives, so nobody re-tries them blind: lmdb-js's transactionSync keeps small
 // commits in process memory until the next sync, so kill -9 loses them, and fsyncs larger ones on
@@ -202,6 +204,8 @@ class EmbeddedStore implements Store {
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly docs: Database<T, Id>;
   private indexes: IndexState[];
+  /** Settles when the latest `j: false` write of this collection has committed; unset when none is in flight. */
+  private lazyCommit: Promise<void> | undefined;
 
   constructor(
     readonly name: string,
@@ -219,12 +223,17 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   async findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
     this.ctx.assertOpen();
+    if (this.lazyCommit) await this.lazyCommit;
+    // `{ _id: v }` alone, the most common read (keys, accounts, models, wallets): a point lookup.
+    const id = options.sort || options.projection ? undefined : pointId(filter);
+    if (id !== undefined) return this.docs.get(idKey(id)) ?? null;
     const [doc] = this.select(filter, options.sort, 0, 1);
     return doc ? project([doc], options.projection)[0]! : null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     this.ctx.assertOpen();
+    if (this.lazyCommit) await this.lazyCommit;
     const skip = options.skip ?? 0;
     if (skip < 0) throw new Error('skip must be non-negative');
     // The driver treats limit 0 as "no limit" and a negative limit as its absolute value.
@@ -234,6 +243,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   async countDocuments(filter: Filter): Promise<number> {
     this.ctx.assertOpen();
+    if (this.lazyCommit) await this.lazyCommit;
     if (Object.keys(filter).length === 0) return this.docs.getCount();
     let n = 0;
     for (const _ of this.matches(filter, planQuery(filter, undefined, this.indexes))) n++;
@@ -480,7 +490,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     if (options.writeConcern?.j !== false) return this.ctx.env.childTransaction(run);
     return new Promise<R>((resolve, reject) => {
       let applied = false;
-      this.ctx.env
+      const committed = this.ctx.env
         .childTransaction(() => {
           try {
             const result = run();
@@ -493,9 +503,17 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
           }
         })
         // Already acknowledged: a failed commit (disk full, I/O error) can only be reported.
-        .catch((err: unknown) => {
-          if (applied) this.ctx.onError(err);
-        });
+        .then(
+          () => undefined,
+          (err: unknown) => {
+            if (applied) this.ctx.onError(err);
+          },
+        );
+      // Commits are ordered, so waiting for the latest covers every earlier one.
+      this.lazyCommit = committed;
+      void committed.then(() => {
+        if (this.lazyCommit === committed) this.lazyCommit = undefined;
+      });
     });
   }
 
@@ -633,6 +651,16 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
  * mingo's full Query.
  */
 const QUERY_CONTEXT = Context.init({ query: queryOperators, projection: projectionOperators } as unknown as Parameters<typeof Context.init>[0]);
+
+/** The `_id` of a filter that is exactly `{ _id: <string or finite number> }`. */
+function pointId(filter: Filter): Id | undefined {
+  let id: unknown;
+  for (const key in filter) {
+    if (key !== '_id') return undefined;
+    id = filter._id;
+  }
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : undefined;
+}
 
 /** Whether an update carries objects (documents, arrays, Dates) that a stored document could share. */
 function sharesObjects(update: Update): boolean {

@@ -39,10 +39,11 @@ export interface FindOptions {
  * write is acknowledged once it is durable: the embedded store flushes it to disk first (writes
  * in flight together share one flush); on MongoDB it follows the deployment's write concern (set
  * `journal=true` in the connection string for the same guarantee). `j: false` acknowledges once
- * the write is applied: every later write sees it, reads may trail it briefly (the embedded store
- * shows it once its batch commits, about a millisecond later; MongoDB at once), and a crash before
- * it reaches the disk loses it. Use it only for writes nobody was told about yet (a hold before an
- * upstream call, a per-key RPM counter), never for what a client is told happened.
+ * the write is applied: later writes and reads see it (a read on the embedded store waits for the
+ * write's commit, about a millisecond, so what it shows is on disk; MongoDB shows it at once), and
+ * a crash before it reaches the disk loses it. Use it only where losing the last moments of writes
+ * to a crash is acceptable and nobody is told of them otherwise than by a read (a hold, a settle,
+ * a per-key RPM counter).
  */
 export interface WriteOptions {
   writeConcern?: { j?: boolean };

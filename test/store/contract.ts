@@ -159,9 +159,26 @@ export function runStoreContract(label: string, open: OpenStore): void {
         await assert.rejects(c.insertOne({ _id: 'wallet' }, lazy), (err: unknown) => isDuplicateKeyError(err));
         assert.deepEqual(await c.findOneAndDelete({ _id: 'nothing' }, lazy), null);
         assert.deepEqual(await c.deleteOne({ _id: 'wallet' }, lazy), { deletedCount: 1 });
-        // Reads may trail a lazy write briefly (embedded: until its batch commits); writes never do.
         await c.insertOne({ _id: 'wallet', again: true });
         assert.deepEqual(await c.find({}), [{ _id: 'wallet', again: true }]);
+      });
+
+      it('shows a lazy (j: false) write to every read issued after it was acknowledged', async () => {
+        const c = fresh();
+        const lazy = { writeConcern: { j: false } } as const;
+        await c.insertOne({ _id: 'counter', n: 0, tags: [] });
+        for (let i = 1; i <= 30; i++) {
+          await c.updateOne({ _id: 'counter' }, { $inc: { n: 1 }, $push: { tags: `t${i}` } }, lazy);
+          // Each read kind, at once: none may show the state before the acknowledged write.
+          const [one, all, count] = await Promise.all([c.findOne({ _id: 'counter' }), c.find({ n: i }), c.countDocuments({ tags: `t${i}` })]);
+          assert.equal(one?.n, i);
+          assert.equal(all.length, 1);
+          assert.equal(count, 1);
+        }
+        // Also when many lazy writes are in flight together and the read is issued before they settle.
+        const writes = Array.from({ length: 50 }, () => c.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }, lazy));
+        await Promise.all(writes);
+        assert.equal((await c.findOne({ _id: 'counter' }))?.n, 80);
       });
 
       it('removes one element of a list by $pull, guarded by $elemMatch, exactly once', async () => {
