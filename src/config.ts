@@ -36,6 +36,8 @@ export const ConfigSchema = Type.Object(
       {
         /** A hold not settled within this time (its process died) is returned by the sweep. */
         holdTtlSeconds: Int(10, 7 * 86_400),
+        /** Holds and settles wait for their fsync (true) or only for being applied (false, the default). */
+        durableWalletWrites: Type.Boolean(),
         sweepIntervalMs: Int(100, 3_600_000),
         renewalIntervalMs: Int(100, 86_400_000),
         /** Usage records and rollups trail the calls by at most this (or flushMaxRecords records). */

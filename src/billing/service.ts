@@ -170,7 +170,7 @@ export class BillingService implements Billing {
     this.events = deps.events;
     this.report = deps.onError ?? (() => {});
     this.windows = new WindowCounters(store, now);
-    this.wallets = new Wallets(store, now, config.holdTtlSeconds * 1000);
+    this.wallets = new Wallets(store, now, config.holdTtlSeconds * 1000, config.durableWalletWrites);
     this.usage = new UsageLog(
       store,
       now,

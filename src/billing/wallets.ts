@@ -13,17 +13,16 @@
 // about a millisecond later. A crash in that window loses the last holds and debits together: in the
 // client's favour (a call uncharged, never a charge without its call), like the usage records that
 // trail too. A hold that reached the disk without its settle is returned by the sweep.
+// (`billing.durableWalletWrites: true` makes both wait for their fsync instead.)
 // The cost is a wallet document that grows by about 90 bytes per call in flight on it. (Strings in a
 // list, not a map keyed by hold id nor a list of objects: msgpack, the embedded store's encoding,
 // describes each new set of keys anew, and writes objects several times slower than strings.)
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../services/common.ts';
-import type { Collection, Store } from '../store/port.ts';
+import type { Collection, Store, WriteOptions } from '../store/port.ts';
 import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, holdToken, parseHold, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
-/** The write concern of holds and settles (see above). */
-const LAZY = { writeConcern: { j: false } } as const;
 /** Wallets looked at per sweep page (those with money held). */
 const SWEEP_PAGE = 500;
 
@@ -48,12 +47,17 @@ export class Wallets {
   /** Where the next sweep page starts (by wallet id), so every wallet gets its turn. */
   private sweepFrom = '';
 
+  /** The write options of holds and settles (see above). */
+  private readonly callWrites: WriteOptions;
+
   constructor(
     private readonly store: Store,
     private readonly now: Clock,
     private readonly holdTtlMs: number,
+    durableCallWrites = false,
   ) {
     this.docs = store.collection<WalletDoc>('wallets');
+    this.callWrites = durableCallWrites ? {} : { writeConcern: { j: false } };
   }
 
   async init(): Promise<void> {
@@ -117,7 +121,7 @@ export class Wallets {
     const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
       { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },
-      LAZY,
+      this.callWrites,
     );
     return reserved.modifiedCount === 1 ? token : null;
   }
@@ -134,7 +138,7 @@ export class Wallets {
     return this.docs.findOneAndUpdate(
       { _id: walletId, holds: token },
       { $inc: inc, $pull: { holds: token } },
-      { returnDocument: 'after', ...LAZY },
+      { returnDocument: 'after', ...this.callWrites },
     );
   }
 

@@ -109,38 +109,40 @@ describe('wallets', () => {
     assert.throws(() => chargeFor(-1), RangeError);
   });
 
-  it('200 concurrent hold/settle cycles on one wallet, across two instances, never overspend', async () => {
-    const [b1, b2] = [await fx.billing(), await fx.billing()];
-    const owner = await user(fx.store);
-    const o = await org(fx.store, owner);
-    const payer = await b1.payerFor(principal(owner));
-    const start = 50_000; // µ¢: room for 50 holds of 1,000 at once
-    await fund(fx.store, payer.walletId, start);
-    let lowest = Infinity;
-    let watching = true;
-    const watch = (async () => {
-      while (watching) {
-        const w = await walletOf(fx.store, payer.walletId);
-        lowest = Math.min(lowest, w.balance_uc, w.held_uc);
-        // One write moves money and records the hold: they never disagree, even mid-flight.
-        assert.equal(w.held_uc, ((w.holds ?? []) as string[]).reduce((sum, t) => sum + parseHold(t)!.a, 0));
-        await new Promise((r) => setImmediate(r));
-      }
-    })();
-    const outcomes = await Promise.allSettled(Array.from({ length: 200 }, (_, i) => call(i % 2 ? b1 : b2, payer, 1000, 700.5)));
-    watching = false;
-    await watch;
-    const ok = outcomes.filter((o) => o.status === 'fulfilled').length;
-    for (const o of outcomes) if (o.status === 'rejected') assert.ok(isCode('insufficient_credit')(o.reason), String(o.reason));
-    assert.ok(ok >= 50 && ok < 200, `${ok} calls succeeded`);
-    const w = await walletOf(fx.store, walletIdOf('org', o));
-    assert.ok(lowest >= 0, `balance or held went to ${lowest}`);
-    assert.equal(w.held_uc, 0);
-    assert.deepEqual(w.holds, []);
-    // Exact: every successful call cost 700.5 µ¢ (charged 701, 0.5 µ¢ carried back).
-    assert.equal((start - w.balance_uc) * PICOCENTS_PER_MICROCENT - (w.carry_pc ?? 0), ok * 700.5 * PICOCENTS_PER_MICROCENT);
-    assert.ok(w.balance_uc >= 0);
-  });
+  for (const durableWalletWrites of [false, true]) {
+    it(`200 concurrent hold/settle cycles on one wallet, across two instances, never overspend (${durableWalletWrites ? 'durable' : 'lazy'} wallet writes)`, async () => {
+      const [b1, b2] = [await fx.billing({ durableWalletWrites }), await fx.billing({ durableWalletWrites })];
+      const owner = await user(fx.store);
+      const o = await org(fx.store, owner);
+      const payer = await b1.payerFor(principal(owner));
+      const start = 50_000; // µ¢: room for 50 holds of 1,000 at once
+      await fund(fx.store, payer.walletId, start);
+      let lowest = Infinity;
+      let watching = true;
+      const watch = (async () => {
+        while (watching) {
+          const w = await walletOf(fx.store, payer.walletId);
+          lowest = Math.min(lowest, w.balance_uc, w.held_uc);
+          // One write moves money and records the hold: they never disagree, even mid-flight.
+          assert.equal(w.held_uc, ((w.holds ?? []) as string[]).reduce((sum, t) => sum + parseHold(t)!.a, 0));
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      const outcomes = await Promise.allSettled(Array.from({ length: 200 }, (_, i) => call(i % 2 ? b1 : b2, payer, 1000, 700.5)));
+      watching = false;
+      await watch;
+      const ok = outcomes.filter((o) => o.status === 'fulfilled').length;
+      for (const o of outcomes) if (o.status === 'rejected') assert.ok(isCode('insufficient_credit')(o.reason), String(o.reason));
+      assert.ok(ok >= 50 && ok < 200, `${ok} calls succeeded`);
+      const w = await walletOf(fx.store, walletIdOf('org', o));
+      assert.ok(lowest >= 0, `balance or held went to ${lowest}`);
+      assert.equal(w.held_uc, 0);
+      assert.deepEqual(w.holds, []);
+      // Exact: every successful call cost 700.5 µ¢ (charged 701, 0.5 µ¢ carried back).
+      assert.equal((start - w.balance_uc) * PICOCENTS_PER_MICROCENT - (w.carry_pc ?? 0), ok * 700.5 * PICOCENTS_PER_MICROCENT);
+      assert.ok(w.balance_uc >= 0);
+    });
+  }
 
   it('settles or releases a hold exactly once, whatever is repeated and on whichever instance', async () => {
     const [b1, b2] = [await fx.billing(), await fx.billing()];
