@@ -3,7 +3,9 @@
 //   direct  — the fake OpenAI-compatible upstream itself;
 //   gateway — our gateway (separate process, embedded store): key check, limits, hold, upstream,
 //             settle, usage record;
-//   portkey — the Portkey gateway (@portkey-ai/gateway, bench/portkey) against the same upstream.
+//   portkey — the Portkey gateway (@portkey-ai/gateway, bench/portkey) against the same upstream;
+//   floor   — bench/bare-proxy.ts: fastify + undici passing calls through with nothing else, the
+//             least any gateway on this stack can cost here (the gateway's cost above it is metering).
 // Non-streaming: autocannon at 50 connections and at 1 connection. Streaming: time to first chunk.
 // CPU per request from /proc/<pid>/stat of each server process. Prints figures and ratios only.
 //
@@ -116,6 +118,16 @@ async function startOurGateway(upstream: string) {
   return { child, url, key: key.api_key as string, dir };
 }
 
+async function startFloor(upstream: string): Promise<{ child: ChildProcess; url: string }> {
+  const { child, hit } = await startLogged(
+    ['--import', 'tsx', 'bench/bare-proxy.ts'],
+    { cwd: ROOT, env: { ...process.env, UPSTREAM: upstream }, log: join(mkdtempSync(join(tmpdir(), 'bench-floor-')), 'floor.log') },
+    (l) => (l.startsWith('listening ') ? l.slice('listening '.length) : null),
+    'bare proxy',
+  );
+  return { child, url: hit };
+}
+
 async function startPortkey(): Promise<{ child: ChildProcess; url: string }> {
   const dir = join(ROOT, 'bench/portkey');
   if (!existsSync(join(dir, 'node_modules'))) {
@@ -194,11 +206,13 @@ async function firstChunk(t: Target, n: number): Promise<{ p50: number; p99: num
 
 const up = await fakeUpstream();
 const gw = await startOurGateway(up.url);
+const floor = await startFloor(up.url);
 const pk = WITH_PORTKEY ? await startPortkey().catch((err) => (console.error(`portkey not started: ${err.message}`), null)) : null;
 try {
   const targets: Target[] = [
     { name: 'direct', url: up.url, path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-upstream' }, model: 'up', pid: process.pid },
     { name: 'gateway', url: gw.url, path: '/v1/chat/completions', headers: { authorization: `Bearer ${gw.key}` }, model: 'bench-chat', pid: gw.child.pid! },
+    { name: 'floor', url: floor.url, path: '/v1/chat/completions', headers: {}, model: 'up', pid: floor.child.pid! },
   ];
   if (pk) {
     targets.push({
@@ -226,12 +240,20 @@ try {
   for (const mode of ['json c=50', 'stream c=50']) {
     const d = get('direct', mode);
     const g = get('gateway', mode);
-    console.log(`  ${mode}: gateway throughput = ${((g.rps / d.rps) * 100).toFixed(1)}% of direct` + (pk ? `; gateway / portkey = ${(g.rps / get('portkey', mode).rps).toFixed(1)}x` : ''));
+    const f = get('floor', mode);
+    console.log(
+      `  ${mode}: gateway throughput = ${((g.rps / d.rps) * 100).toFixed(1)}% of direct, ${((g.rps / f.rps) * 100).toFixed(0)}% of the floor (floor = ${((f.rps / d.rps) * 100).toFixed(1)}% of direct)` +
+        (pk ? `; gateway / portkey = ${(g.rps / get('portkey', mode).rps).toFixed(1)}x` : ''),
+    );
   }
   const d1 = get('direct', 'json c=1');
   const g1 = get('gateway', 'json c=1');
-  console.log(`  json c=1: gateway adds ${(g1.mean - d1.mean).toFixed(2)} ms mean latency` + (pk ? `; portkey adds ${(get('portkey', 'json c=1').mean - d1.mean).toFixed(2)} ms` : ''));
-  console.log(`  gateway CPU per request (json c=50): ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
+  const f1 = get('floor', 'json c=1');
+  console.log(
+    `  json c=1: gateway adds ${(g1.mean - d1.mean).toFixed(2)} ms mean latency (the floor adds ${(f1.mean - d1.mean).toFixed(2)} ms)` +
+      (pk ? `; portkey adds ${(get('portkey', 'json c=1').mean - d1.mean).toFixed(2)} ms` : ''),
+  );
+  console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
 
   console.log('\nStreaming, time to first chunk (one connection, 300 sequential requests):');
   for (const t of targets) {
@@ -240,6 +262,7 @@ try {
   }
 } finally {
   gw.child.kill('SIGTERM');
+  floor.child.kill('SIGKILL');
   pk?.child.kill('SIGKILL');
   up.server.close();
   await new Promise((r) => gw.child.once('exit', r));

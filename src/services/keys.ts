@@ -72,12 +72,19 @@ export interface ApiKeyPrincipal {
 
 const minLimit = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
 
+/** A token whose signature checked out: its claims and its hash (compared with the stored one). */
+interface VerifiedToken {
+  jti: string;
+  sub: number;
+  hash: string;
+}
+
 export class KeyService {
   private readonly keys;
   /** Imported once as a WebCrypto key: jose would otherwise re-import the raw secret on every call. */
   private readonly secret: Promise<webcrypto.CryptoKey>;
-  /** token → jti and subject of a token whose signature was verified. Bounded. */
-  private readonly verified: LRUCache<string, { jti: string; sub: number }> | null;
+  /** token → jti, subject and SHA-256 of a token whose signature was verified. Bounded. */
+  private readonly verified: LRUCache<string, VerifiedToken> | null;
 
   constructor(
     private readonly store: Store,
@@ -231,7 +238,7 @@ export class KeyService {
     const claims = await this.verifySignature(token);
     if (!claims) throw new ApiError('invalid_api_key', 'Invalid API key.');
     const k = await this.keys.findOne({ jti: claims.jti });
-    if (!k || k.user_id !== claims.sub || !sameHash(k.token_hash, sha256(token))) throw new ApiError('invalid_api_key', 'Invalid API key.');
+    if (!k || k.user_id !== claims.sub || !sameHash(k.token_hash, claims.hash)) throw new ApiError('invalid_api_key', 'Invalid API key.');
     if (k.revoked_at) throw new ApiError('invalid_api_key', 'This API key has been revoked.');
     const nowMs = this.now();
     if (k.expires_at && k.expires_at.getTime() <= nowMs) {
@@ -253,7 +260,7 @@ export class KeyService {
     };
   }
 
-  private async verifySignature(token: string): Promise<{ jti: string; sub: number } | null> {
+  private async verifySignature(token: string): Promise<VerifiedToken | null> {
     const hit = this.verified?.get(token);
     if (hit) return hit;
     if (!token.startsWith(KEY_PREFIX) || token.length > 2048) return null;
@@ -264,7 +271,7 @@ export class KeyService {
       const claims = JSON.parse(new TextDecoder().decode(payload)) as { sub?: unknown; jti?: unknown };
       const sub = Number(claims.sub);
       if (typeof claims.jti !== 'string' || !Number.isSafeInteger(sub)) return null;
-      const out = { jti: claims.jti, sub };
+      const out = { jti: claims.jti, sub, hash: sha256(token) };
       this.verified?.set(token, out);
       return out;
     } catch {
