@@ -13,6 +13,7 @@ import { CompiledPack, type CascadeResult } from '../src/intent/engine.ts';
 import { normalize, type Normalized } from '../src/intent/normalize.ts';
 import type { IntentPack } from '../src/intent/pack.ts';
 import { mulberry32, shuffle, type NeighbourMix } from '../src/intent/classifier.ts';
+import { noisy } from '../src/intent/augment.ts';
 
 const OOS = 'oos';
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.DATASETS_DIR ?? '../shared/datasets');
@@ -241,17 +242,30 @@ function wilsonLower(p: number, n: number, z = 1.645): number {
 interface OperatingPoint {
   /** Class-balanced training (`TrainOptions.balance`). */
   balance: boolean;
+  /** Noisy variants per training example (`CompileOptions.augment`), and of the borrowed out-of-scope ones too. */
+  augment: { copies: number; outOfScope: boolean; style: 'words' | 'spelling' };
   mix: NeighbourMix;
   accept: number;
   minSimilarity: number;
 }
+
+const AUGMENT_SEED = 1;
+/** The evaluation's own noise (cross-validation), from another seed than the training augmentation. */
+const CV_NOISE_SEED = 1009;
+
+const compileOptions = (p: Pick<OperatingPoint, 'balance' | 'augment'>) => ({
+  train: { balance: p.balance },
+  ...(p.augment.copies > 0 ? { augment: { copies: p.augment.copies, seed: AUGMENT_SEED, outOfScope: p.augment.outOfScope, style: p.augment.style } } : {}),
+});
 
 /**
  * The operating point of a data set without a validation split, from 5-fold cross-validation on its
  * train split alone: fold i trains on the other folds minus one fifth of the intents (held out
  * whole) and one source of borrowed out-of-scope examples, then scores its own in-scope turns, the
  * held-out intents' turns (in-domain questions the pack was never taught: out of scope) and the
- * held-out source plus `cvOos.extra` (foreign out-of-scope turns). The point maximizes
+ * held-out source plus `cvOos.extra` (foreign out-of-scope turns). Every held-out turn is scored
+ * twice: as written, and as one noisy variant (augment.ts `noisy`, its own seed), because real
+ * traffic is fragments and typos where the train split is tidy paraphrases. The point maximizes
  * in-scope accuracy + out-of-scope recall (the mean of both kinds): equal weight to both classes,
  * since nothing but the test split says how much out-of-scope traffic a bot gets.
  */
@@ -263,34 +277,54 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const order = shuffle(ds.train.map((_, n) => n), rand);
   const fold = new Int32Array(ds.train.length);
   order.forEach((n, i) => (fold[n] = i % K));
-  const grid: OperatingPoint[] = [false, true].flatMap((balance) =>
-    [0, 0.3].flatMap((weight) =>
-      Array.from({ length: 19 }, (_, a) => a * 0.05).flatMap((accept) => [0, 0.3, 0.4, 0.5].map((minSimilarity) => ({ balance, mix: { weight, temperature: 0.05 }, accept, minSimilarity }))),
-    ),
+  const trainings = CV_TRAININGS.flatMap((augment) => [false, true].map((balance) => ({ balance, augment })));
+  const accepts = Array.from({ length: 19 }, (_, a) => a * 0.05);
+  const minSims = [0, 0.3, 0.4, 0.5];
+  const weights = [0, 0.3];
+  const grid: OperatingPoint[] = trainings.flatMap((tr) =>
+    weights.flatMap((weight) => accepts.flatMap((accept) => minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity })))),
   );
-  const hits = grid.map(() => ({ inScope: 0, known: 0, foreign: 0 }));
+  type Hits = Record<'inScope' | 'known' | 'foreign', [clean: number, noisy: number]>;
+  const hits: Hits[] = grid.map(() => ({ inScope: [0, 0], known: [0, 0], foreign: [0, 0] }));
   const totals = { inScope: 0, known: 0, foreign: 0 };
   const { sources, extra } = ds.cvOos!;
+  const noise = mulberry32(CV_NOISE_SEED);
+  const prep = (rows: Row[]) => rows.map(([text, gold]) => ({ gold, clean: normalize(text), noisy: normalize(noisy(text, noise)) }));
   for (let i = 0; i < K; i++) {
     const train = ds.train.filter(([, l], n) => fold[n] !== i && group.get(l) !== i);
     const out = 1 + (i % (sources.length - 1));
-    const foreign = [...sources[out]!, ...extra].map((text) => ({ norm: normalize(text), gold: OOS }));
+    const sets = {
+      inScope: prep(ds.train.filter(([, l], n) => fold[n] === i && group.get(l) !== i)),
+      known: prep(ds.train.filter(([, l]) => group.get(l) === i).map(([text]) => [text, OOS] as Row)),
+      foreign: prep([...sources[out]!, ...extra].map((text) => [text, OOS] as Row)),
+    };
+    for (const k of ['inScope', 'known', 'foreign'] as const) totals[k] += sets[k].length;
     const { pack: raw, labelOf } = buildPack({ ...ds, train, oosTrain: sources.filter((_, s) => s !== out).flat() });
-    const packs = new Map([false, true].map((balance) => [balance, new CompiledPack(raw, { train: { balance } })]));
-    const inScope = ds.train.filter(([, l], n) => fold[n] === i && group.get(l) !== i).map(([text, gold]) => ({ norm: normalize(text), gold }));
-    const unknown = ds.train.filter(([, l]) => group.get(l) === i).map(([text]) => ({ norm: normalize(text), gold: OOS }));
-    totals.inScope += inScope.length;
-    totals.known += unknown.length;
-    totals.foreign += foreign.length;
-    grid.forEach((point, g) => {
-      const pack = applyPoint(packs.get(point.balance)!, point);
-      const right = (rows: typeof inScope) => run(pack, labelOf, rows).filter((s) => s.gold === s.pred).length;
-      hits[g]!.inScope += right(inScope);
-      hits[g]!.known += right(unknown);
-      hits[g]!.foreign += right(foreign);
-    });
+    for (const tr of trainings) {
+      const pack = new CompiledPack(raw, compileOptions(tr));
+      for (const weight of weights) {
+        pack.model?.setNeighbourMix({ weight, temperature: 0.05 });
+        const slice = grid.flatMap((p, g) => (p.balance === tr.balance && p.augment === tr.augment && p.mix.weight === weight ? [g] : []));
+        // Each turn is scored once; the thresholds are swept over its scores (engine.decideLocal).
+        for (const k of ['inScope', 'known', 'foreign'] as const) {
+          for (const row of sets[k]) {
+            ([row.clean, row.noisy] as const).forEach((norm, v) => {
+              const first = pack.deterministic(norm);
+              const scores = first.result ? null : pack.scoreLocal(norm, true);
+              for (const g of slice) {
+                const point = grid[g]!;
+                const r = first.result ?? pack.decideLocal(scores, [], first.oosHits, { ...pack.thresholds, margin: 0, accept: point.accept, min_similarity: point.minSimilarity });
+                const pred = r.classification === 'KNOWN' && r.intent ? labelOf.get(r.intent.id)! : OOS;
+                if (pred === row.gold) hits[g]![k][v]!++;
+              }
+            });
+          }
+        }
+      }
+    }
   }
-  const score = (h: (typeof hits)[number]) => h.inScope / totals.inScope + (h.known / totals.known + h.foreign / totals.foreign) / 2;
+  const rate = (h: Hits, k: keyof Hits, v?: 0 | 1) => (v === undefined ? (h[k][0] + h[k][1]) / 2 : h[k][v]) / totals[k];
+  const score = (h: Hits, v?: 0 | 1) => rate(h, 'inScope', v) + (rate(h, 'known', v) + rate(h, 'foreign', v)) / 2;
   let best = 0;
   hits.forEach((h, g) => {
     if (score(h) > score(hits[best]!)) best = g;
@@ -298,9 +332,22 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const h = hits[best]!;
   const f = (x: number) => (x * 100).toFixed(1);
   if (!json) {
-    console.log(
-      `\n   ${ds.name} cross-validation on train: in-scope ${f(h.inScope / totals.inScope)}, held-out intents rejected ${f(h.known / totals.known)}, foreign out-of-scope rejected ${f(h.foreign / totals.foreign)}`,
-    );
+    for (const [v, name] of [[0, 'as written'], [1, 'noisy']] as const) {
+      console.log(
+        `\n   ${ds.name} cross-validation on train (${name}): in-scope ${f(rate(h, 'inScope', v))}, held-out intents rejected ${f(rate(h, 'known', v))}, foreign out-of-scope rejected ${f(rate(h, 'foreign', v))}, score ${f(score(h, v) / 2)}`,
+      );
+    }
+    // The best point of each training variant, for comparing them.
+    for (const tr of trainings) {
+      let b = -1;
+      grid.forEach((p, g) => {
+        if (p.balance === tr.balance && p.augment === tr.augment && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
+      });
+      const hb = hits[b]!;
+      const open = grid.findIndex((p) => p.balance === tr.balance && p.augment === tr.augment && p.accept === 0 && p.minSimilarity === 0 && p.mix.weight === 0);
+      console.log(`     closed-set in-scope ${f(rate(hits[open]!, 'inScope', 0))}/${f(rate(hits[open]!, 'inScope', 1))}`);
+      console.log(`     ${JSON.stringify(grid[b])}: score ${f(score(hb) / 2)} (as written ${f(score(hb, 0) / 2)}, noisy ${f(score(hb, 1) / 2)}; in-scope ${f(rate(hb, 'inScope', 0))}/${f(rate(hb, 'inScope', 1))})`);
+    }
   }
   return grid[best]!;
 }
@@ -323,7 +370,7 @@ function evaluate(ds: Dataset, json: boolean) {
   const point = ds.cvOos ? crossValidate(ds) : null;
   const t0 = performance.now();
   const { pack: raw, labelOf } = buildPack(ds);
-  const pack = new CompiledPack(raw, { train: { balance: point?.balance ?? false } });
+  const pack = new CompiledPack(raw, point ? compileOptions(point) : {});
   const trainMs = performance.now() - t0;
   const prep = (rows: Row[]) => rows.map(([text, gold]) => ({ norm: normalize(text), gold }));
   const val = prep(ds.val);
@@ -388,7 +435,7 @@ function evaluate(ds: Dataset, json: boolean) {
     stage_share: share,
     stage_accuracy: stageAcc,
     latency_ms: latency,
-    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null },
+    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, augment: point?.augment ?? null, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null },
     train: ds.train.length,
     test: ds.test.length,
     train_ms: Math.round(trainMs),
@@ -404,7 +451,7 @@ function evaluate(ds: Dataset, json: boolean) {
   console.log(`   stages: ${Object.entries(share).map(([k, v]) => `${k} ${f(v)}% (acc ${f(stageAcc[k]!)})`).join(', ')}`);
   console.log(`   latency ms p50/p99: ${Object.entries(latency).map(([k, v]) => `${k} ${ms(v.p50)}/${ms(v.p99)}`).join(', ')}`);
   const mix = pack.model?.hasMemory() ? `, nearest-neighbour weight ${pack.model.getNeighbourMix().weight}, min similarity ${thresholds.min_similarity}` : '';
-  const balanced = point?.balance ? ', class-balanced training' : '';
+  const balanced = (point?.balance ? ', class-balanced training' : '') + (point && point.augment.copies > 0 ? `, ${point.augment.copies} ${point.augment.style} variants per example` : '');
   console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}${balanced}`);
   for (const a of ds.anchors) console.log(`   published: ${a}`);
 }
@@ -413,6 +460,12 @@ const args = process.argv.slice(2);
 const json = args.includes('--json');
 // --no-test: train and choose the operating point only (design work must not look at test splits).
 const noTest = args.includes('--no-test');
+// --augment=0,2s: the training variants cross-validation chooses among (default none or two
+// spelling variants per example). A number is the copies; "s": spelling variants (every word kept,
+// some misspelt), else word variants (words dropped, fragments, then misspelt); "o": the borrowed
+// out-of-scope examples get variants too. Word variants and "o" lost in cross-validation (README).
+const augmentArg = args.find((a) => a.startsWith('--augment='))?.split('=')[1] ?? '0,2s';
+const CV_TRAININGS: OperatingPoint['augment'][] = augmentArg.split(',').map((a) => ({ copies: parseInt(a, 10), outOfScope: a.includes('o'), style: a.includes('s') ? ('spelling' as const) : ('words' as const) }));
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : args[args.indexOf(onlyArg) + 1] ?? '').split(',') : null;
 const all: [string, () => Dataset][] = [

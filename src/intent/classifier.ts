@@ -11,6 +11,11 @@
 export interface Example {
   tokens: string[];
   label: string;
+  /**
+   * A generated variant (augment.ts): the linear model learns from it, the example memory does not
+   * keep it, so nearest-example similarities stay similarities to what the pack was taught.
+   */
+  synthetic?: boolean;
 }
 
 export interface TrainOptions {
@@ -178,8 +183,9 @@ export class NgramClassifier {
     const counts = labels.map((_, c) => ys.filter((y) => y === c).length);
     const weights = opts.balance ? ys.map((y) => N / (C * counts[y]!)) : ys.map(() => 1);
     model.fit(vecs, ys, weights, opts);
-    const perLabel = [...counts].sort((a, b) => a - b);
-    if (opts.memory ?? perLabel[Math.floor(C / 2)]! < 40) model.memory = ExampleMemory.build(vecs, ys, vocab.size, C);
+    const taught = examples.map((e, n) => (e.synthetic ? -1 : n)).filter((n) => n >= 0);
+    const median = labels.map((_, c) => taught.filter((n) => ys[n] === c).length).sort((a, b) => a - b)[Math.floor(C / 2)]!;
+    if (opts.memory ?? median < 40) model.memory = ExampleMemory.build(taught.map((n) => vecs[n]!), taught.map((n) => ys[n]!), vocab.size, C);
     return model;
   }
 

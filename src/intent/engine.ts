@@ -8,7 +8,8 @@
 // A third stage (an LLM constrained to the pack's intent ids) runs in the service, only for what
 // these left AMBIGUOUS or UNKNOWN and only when the model has an llm route.
 import { performance } from 'node:perf_hooks';
-import { NgramClassifier, type Example } from './classifier.ts';
+import { augment, type AugmentOptions } from './augment.ts';
+import { NgramClassifier, type Example, type Scored } from './classifier.ts';
 import { LexicalMatcher } from './matcher.ts';
 import { normalize, type Normalized } from './normalize.ts';
 import type { IntentDef, IntentPack } from './pack.ts';
@@ -58,6 +59,12 @@ export interface CompileOptions {
   train?: Parameters<typeof NgramClassifier.train>[1];
   /** Derive keywords from examples (default on). */
   deriveKeywords?: { minCount: number; purity: number; weight: number } | false;
+  /**
+   * Noisy variants of the examples added to the local model's training (augment.ts; default none):
+   * of the intents' examples, and of the out-of-scope examples too when `outOfScope` is set.
+   * The matcher learns from the pack's own examples only.
+   */
+  augment?: AugmentOptions & { outOfScope?: boolean };
 }
 
 export class CompiledPack {
@@ -80,7 +87,16 @@ export class CompiledPack {
     for (const intent of pack.intents) {
       for (const text of Object.values(intent.examples).flat()) examples.push({ tokens: normalize(text).tokens, label: intent.id });
     }
-    for (const text of pack.out_of_scope.examples ?? []) examples.push({ tokens: normalize(text).tokens, label: OOS_LABEL });
+    const oos = pack.out_of_scope.examples ?? [];
+    for (const text of oos) examples.push({ tokens: normalize(text).tokens, label: OOS_LABEL });
+    const aug = opts.augment;
+    if (aug && aug.copies > 0) {
+      pack.intents.forEach((intent, i) => {
+        const texts = Object.values(intent.examples).flat();
+        for (const text of augment(texts, { ...aug, seed: (aug.seed ?? 1) + i })) examples.push({ tokens: normalize(text).tokens, label: intent.id, synthetic: true });
+      });
+      if (aug.outOfScope) for (const text of augment(oos, { ...aug, seed: (aug.seed ?? 1) - 1 })) examples.push({ tokens: normalize(text).tokens, label: OOS_LABEL, synthetic: true });
+    }
     const labels = new Set(examples.map((e) => e.label));
     this.model = labels.size >= 2 ? NgramClassifier.train(examples, opts.train) : null;
     this.trainMs = performance.now() - started;
@@ -115,18 +131,31 @@ export class CompiledPack {
 
   /** Stage 2 alone, given what stage 1 found. */
   local(norm: Normalized, earlier: Candidate[], oosHits: number): CascadeResult {
+    return this.decideLocal(this.scoreLocal(norm, this.thresholds.min_similarity > 0), earlier, oosHits);
+  }
+
+  /**
+   * The local model's scores of a turn (null: no model, or no feature of the turn is known),
+   * apart from the thresholds, so an evaluation can sweep thresholds without scoring again.
+   */
+  scoreLocal(norm: Normalized, withSimilarity = false): Scored[] | null {
+    if (!this.model) return null;
+    const vec = this.model.vectorize(norm.tokens);
+    if (vec.idx.length === 0) return null;
+    return this.model.rank(vec, 4, withSimilarity);
+  }
+
+  /** Stage 2's answer from its scores and the thresholds (the pack's unless given). */
+  decideLocal(scored: Scored[] | null, earlier: Candidate[], oosHits: number, t: Thresholds = this.thresholds): CascadeResult {
     const base = { stageMs: {} };
     if (!this.model) return { ...base, classification: 'UNKNOWN', intent: null, candidates: earlier, classifier_used: 'local_model' };
-    const vec = this.model.vectorize(norm.tokens);
-    if (vec.idx.length === 0) {
+    if (!scored) {
       return { ...base, classification: oosHits > 0 ? 'OUT_OF_SCOPE' : 'UNKNOWN', intent: null, candidates: earlier, classifier_used: 'local_model' };
     }
-    const scored = this.model.rank(vec, 4, this.thresholds.min_similarity > 0);
     const oosProb = scored.find((s) => s.label === OOS_LABEL)?.prob ?? 0;
     const ranked = scored.filter((s) => s.label !== OOS_LABEL);
     const candidates = [...earlier, ...ranked.slice(0, 3).map((s) => ({ id: s.label, score: round(s.prob), source: 'local_model' as const }))];
     const [p1, p2] = ranked;
-    const t = this.thresholds;
     const out = (classification: Classification): CascadeResult => ({ ...base, classification, intent: null, candidates, classifier_used: 'local_model' });
     if (!p1 || oosProb >= t.out_of_scope || scored[0]?.label === OOS_LABEL) return out('OUT_OF_SCOPE');
     if (p1.prob < t.accept || (p1.similarity ?? 1) < t.min_similarity) return out(oosHits > 0 || oosProb > p1.prob ? 'OUT_OF_SCOPE' : 'UNKNOWN');

@@ -83,6 +83,34 @@ describe('the cascade on the demo pack', () => {
     const own = raw.intents.find((i) => (i.examples['en-IN'] ?? []).length > 0)!;
     assert.equal(strict.classify(normalize(own.examples['en-IN']![0]!)).intent?.id, own.id);
   });
+  it('decideLocal over scores computed once answers what the local stage answers under the same thresholds', () => {
+    const turns = ['the cash machine kept my plastic', 'mera net bahut slow hai', 'what is the capital of peru', 'recharge nahi hua'];
+    for (const turn of turns) {
+      const norm = normalize(turn);
+      const scores = pack.scoreLocal(norm, true);
+      for (const accept of [0, 0.4, 0.9]) {
+        for (const min_similarity of [0, 0.5, 0.95]) {
+          const t = { ...pack.thresholds, accept, min_similarity };
+          const tuned = new CompiledPack(validatePack({ ...structuredClone(raw), thresholds: { ...(raw.thresholds ?? {}), accept, min_similarity } }));
+          const want = tuned.local(norm, [], 0);
+          const got = pack.decideLocal(scores, [], 0, t);
+          assert.equal(got.classification, want.classification, `${turn} @ ${accept}/${min_similarity}`);
+          assert.equal(got.intent?.id, want.intent?.id);
+        }
+      }
+    }
+  });
+});
+
+describe('augmented training at pack load', () => {
+  it('adds seeded variants: two loads answer alike, and the matcher still learns from the pack alone', () => {
+    const a = new CompiledPack(raw, { augment: { copies: 2, style: 'spelling' } });
+    const b = new CompiledPack(raw, { augment: { copies: 2, style: 'spelling' } });
+    for (const turn of ['paise nhi nikle atm se', 'netwrk nhi aa rha', 'blnce kitna h']) {
+      assert.deepEqual(a.classify(normalize(turn)).candidates, b.classify(normalize(turn)).candidates);
+    }
+    assert.deepEqual(a.matcher.match(normalize('balance').tokens), pack.matcher.match(normalize('balance').tokens));
+  });
 });
 
 describe('pack validation', () => {
