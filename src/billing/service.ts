@@ -162,6 +162,8 @@ export class BillingService implements Billing {
   private readonly onError = (err: unknown, what: string): void => this.report(err, what);
   private timers: NodeJS.Timeout[] = [];
   private sweeping: Promise<unknown> | null = null;
+  /** Settles issued by settleInBackground and not finished yet (close() waits for them). */
+  private readonly settling = new Set<Promise<void>>();
   private renewing: Promise<unknown> | null = null;
 
   constructor(private readonly deps: BillingDeps) {
@@ -220,7 +222,7 @@ export class BillingService implements Billing {
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    await Promise.all([this.sweeping, this.renewing]);
+    await Promise.all([this.sweeping, this.renewing, ...this.settling]);
     await this.usage.close();
   }
 
@@ -320,6 +322,13 @@ export class BillingService implements Billing {
 
   settle(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void> {
     return this.finish(hold, payer, facts, facts.costMicrocents);
+  }
+
+  settleInBackground(hold: Hold, payer: Payer, facts: UsageFacts): void {
+    const done = this.settle(hold, payer, facts)
+      .catch((err: unknown) => this.onError(err, 'settle failed'))
+      .finally(() => this.settling.delete(done));
+    this.settling.add(done);
   }
 
   release(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void> {

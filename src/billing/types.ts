@@ -68,6 +68,12 @@ export interface Billing {
    * that outlived its hold (swept) is still charged once, as far as the spendable balance goes.
    */
   settle(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
+  /**
+   * settle() for a call whose answer is ready, without making the answer wait for it: the debit is
+   * issued at once (so any later read of the wallet shows it), a failure is reported rather than
+   * thrown (the hold is then returned by the sweep), and close() waits for it.
+   */
+  settleInBackground(hold: Hold, payer: Payer, facts: UsageFacts): void;
   /** Returns the whole hold (nothing was delivered) and records usage with cost 0. */
   release(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
 }

@@ -127,7 +127,8 @@ export class ChatGateway {
       prompt_tokens: prep.promptTokens,
       completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content), 0),
     }));
-    await this.settle(prep, served.route, usage, 'ok');
+    // The answer does not wait for the debit; any later read of the wallet does (see settleInBackground).
+    this.deps.billing.settleInBackground(prep.hold, prep.payer, this.settleFacts(prep, served.route, usage, 'ok'));
     return {
       id: prep.id,
       object: 'chat.completion',
@@ -218,8 +219,12 @@ export class ChatGateway {
   }
 
   private async settle(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): Promise<void> {
+    await this.deps.billing.settle(prep.hold, prep.payer, this.settleFacts(prep, route, usage, status));
+  }
+
+  private settleFacts(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): UsageFacts {
     const cost = Math.min(prep.hold.amountMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'exact'));
-    await this.deps.billing.settle(prep.hold, prep.payer, {
+    return {
       requestId: prep.requestId,
       model: prep.model._id,
       modelType: 'llm',
@@ -229,7 +234,7 @@ export class ChatGateway {
       costMicrocents: cost,
       status,
       latencyMs: this.deps.now() - prep.startedAt,
-    });
+    };
   }
 
   private async release(prep: PreparedChat, route: ResolvedRoute | null, status: UsageFacts['status']): Promise<void> {
