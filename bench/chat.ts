@@ -184,6 +184,27 @@ async function load(t: Target, connections: number, stream: boolean): Promise<Ro
   };
 }
 
+/**
+ * Whole-response latency of sequential JSON requests on one connection, timed with performance.now:
+ * autocannon's histogram keeps whole milliseconds, too coarse for what a gateway adds at one
+ * connection (it records 0.9 ms as 0).
+ */
+async function sequential(t: Target, n: number): Promise<{ p50: number; p99: number; mean: number }> {
+  const pool = new Pool(t.url, { connections: 1 });
+  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32 });
+  const times: number[] = [];
+  for (let i = 0; i < n + 50; i++) {
+    const t0 = performance.now();
+    const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body });
+    await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`${t.name} answered ${res.statusCode}`);
+    if (i >= 50) times.push(performance.now() - t0);
+  }
+  await pool.close();
+  times.sort((a, b) => a - b);
+  return { p50: times[Math.floor(n * 0.5)]!, p99: times[Math.floor(n * 0.99)]!, mean: times.reduce((a, b) => a + b, 0) / n };
+}
+
 /** Time to first chunk (first `data:` bytes) over sequential streaming requests on one connection. */
 async function firstChunk(t: Target, n: number): Promise<{ p50: number; p99: number; mean: number }> {
   const pool = new Pool(t.url, { connections: 1 });
@@ -246,14 +267,17 @@ try {
         (pk ? `; gateway / portkey = ${(g.rps / get('portkey', mode).rps).toFixed(1)}x` : ''),
     );
   }
-  const d1 = get('direct', 'json c=1');
-  const g1 = get('gateway', 'json c=1');
-  const f1 = get('floor', 'json c=1');
-  console.log(
-    `  json c=1: gateway adds ${(g1.mean - d1.mean).toFixed(2)} ms mean latency (the floor adds ${(f1.mean - d1.mean).toFixed(2)} ms)` +
-      (pk ? `; portkey adds ${(get('portkey', 'json c=1').mean - d1.mean).toFixed(2)} ms` : ''),
-  );
   console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
+
+  console.log('\nJSON, whole-response latency (one connection, 1,000 sequential requests):');
+  const seq = new Map<string, { p50: number; p99: number; mean: number }>();
+  for (const t of targets) {
+    const r = await sequential(t, 1000);
+    seq.set(t.name, r);
+    console.log(`  ${t.name.padEnd(8)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  mean ${r.mean.toFixed(2)} ms`);
+  }
+  const added = (name: string) => (seq.get(name)!.mean - seq.get('direct')!.mean).toFixed(2);
+  console.log(`  mean latency added over direct: gateway ${added('gateway')} ms, floor ${added('floor')} ms` + (pk ? `, portkey ${added('portkey')} ms` : ''));
 
   console.log('\nStreaming, time to first chunk (one connection, 300 sequential requests):');
   for (const t of targets) {
