@@ -162,7 +162,7 @@ export class BillingService implements Billing {
   private readonly onError = (err: unknown, what: string): void => this.report(err, what);
   private timers: NodeJS.Timeout[] = [];
   private sweeping: Promise<unknown> | null = null;
-  /** Settles issued by settleInBackground and not finished yet (close() waits for them). */
+  /** Settles issued by settleForAnswer and not finished yet (close() waits for them). */
   private readonly settling = new Set<Promise<void>>();
   private renewing: Promise<unknown> | null = null;
 
@@ -324,7 +324,8 @@ export class BillingService implements Billing {
     return this.finish(hold, payer, facts, facts.costMicrocents);
   }
 
-  settleInBackground(hold: Hold, payer: Payer, facts: UsageFacts): void {
+  async settleForAnswer(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void> {
+    if (this.deps.config.durableWalletWrites) return this.settle(hold, payer, facts);
     const done = this.settle(hold, payer, facts)
       .catch((err: unknown) => this.onError(err, 'settle failed'))
       .finally(() => this.settling.delete(done));

@@ -69,11 +69,13 @@ export interface Billing {
    */
   settle(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
   /**
-   * settle() for a call whose answer is ready, without making the answer wait for it: the debit is
-   * issued at once (so any later read of the wallet shows it), a failure is reported rather than
-   * thrown (the hold is then returned by the sweep), and close() waits for it.
+   * settle() for a call whose answer is ready; resolves when the answer may be sent. With lazy
+   * wallet writes (the default) that is at once: the debit is issued (so any later read of the
+   * wallet shows it), a failure is reported rather than thrown (the hold is then returned by the
+   * sweep), and close() waits for it. With `billing.durableWalletWrites` it is once the debit is on
+   * disk, as for settle().
    */
-  settleInBackground(hold: Hold, payer: Payer, facts: UsageFacts): void;
+  settleForAnswer(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
   /** Returns the whole hold (nothing was delivered) and records usage with cost 0. */
   release(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
 }

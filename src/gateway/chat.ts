@@ -127,8 +127,8 @@ export class ChatGateway {
       prompt_tokens: prep.promptTokens,
       completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content), 0),
     }));
-    // The answer does not wait for the debit; any later read of the wallet does (see settleInBackground).
-    this.deps.billing.settleInBackground(prep.hold, prep.payer, this.settleFacts(prep, served.route, usage, 'ok'));
+    // The answer does not wait for the debit (unless wallet writes are durable); any later read of the wallet does.
+    await this.deps.billing.settleForAnswer(prep.hold, prep.payer, this.settleFacts(prep, served.route, usage, 'ok'));
     return {
       id: prep.id,
       object: 'chat.completion',

@@ -48,7 +48,7 @@ export class EmbeddingsGateway {
     // Providers validate usage at the boundary (src/providers/validate.ts): absurd counts arrive as null.
     let tokens = served.result.usage?.prompt_tokens ?? promptTokens;
     if (costMicrocents(model.pricing, tokens, 0, 'exact') > hold.amountMicrocents) tokens = promptTokens;
-    billing.settleInBackground(hold, payer, {
+    await billing.settleForAnswer(hold, payer, {
       ...facts,
       route: served.route.id,
       promptTokens: tokens,

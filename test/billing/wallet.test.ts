@@ -158,19 +158,19 @@ describe('wallets', () => {
     assert.equal(await fx.store.collection('usage_records').countDocuments({ owner: payer.walletId }), 1);
   });
 
-  it('settles in the background: the very next wallet read shows the debit, and close() waits for it', async () => {
+  it('settles for an answer without making it wait: the very next wallet read shows the debit, and close() waits for it', async () => {
     const b = await fx.billing();
     const u = await user(fx.store);
     const payer = await b.payerFor(principal(u));
     await fund(fx.store, payer.walletId, 10_000);
     const hold = await b.hold(payer, 1000, 'r');
-    b.settleInBackground(hold, payer, facts(250));
-    // No await in between: the read must not show the hold still open.
+    await b.settleForAnswer(hold, payer, facts(250));
+    // It resolved before the write was applied; the read must not show the hold still open.
     const w = await walletOf(fx.store, payer.walletId);
     assert.deepEqual([w.balance_uc, w.held_uc, w.holds], [9_750, 0, []]);
 
     const second = await b.hold(payer, 1000, 'r2');
-    b.settleInBackground(second, payer, facts(100, { requestId: 'req_background_close' }));
+    await b.settleForAnswer(second, payer, facts(100, { requestId: 'req_background_close' }));
     await b.close(); // waits for the settle, then writes the usage buffer
     assert.equal((await walletOf(fx.store, payer.walletId)).balance_uc, 9_650);
     assert.equal(await fx.store.collection('usage_records').countDocuments({ request_id: 'req_background_close' }), 1);
