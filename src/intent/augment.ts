@@ -26,6 +26,17 @@ const NEAR: Record<string, string> = {
 };
 const VOWEL = /[aeiou]/;
 const pick = <T>(xs: readonly T[], rand: () => number): T => xs[Math.floor(rand() * xs.length)]!;
+const wordsOf = (text: string): string[] => text.toLowerCase().split(/[^\p{L}\p{N}']+/u).filter(Boolean);
+
+/** Each word misspelt with a typo when a draw falls below `typoBelow`, else shortened below `shortBelow`; joined. */
+function misspellEach(words: string[], rand: () => number, typoBelow: number, shortBelow: number): string {
+  return words
+    .map((w) => {
+      const r = rand();
+      return r < typoBelow ? typo(w, rand) : r < shortBelow ? dropVowels(w) : w;
+    })
+    .join(' ');
+}
 
 /** One typo in a word of 3+ letters: a letter dropped, doubled, swapped with the next, or a neighbouring key. */
 export function typo(word: string, rand: () => number): string {
@@ -60,7 +71,7 @@ export function dropVowels(word: string): string {
  * (at least one kept), then each word misspelt (typo, 0.15) or shortened (inner vowels dropped, 0.1).
  */
 export function noisy(text: string, rand: () => number): string {
-  let words = text.toLowerCase().split(/[^\p{L}\p{N}']+/u).filter(Boolean);
+  let words = wordsOf(text);
   if (words.length > 1) {
     if (rand() < 1 / 3) {
       const len = Math.min(words.length, 1 + Math.floor(rand() * 3));
@@ -71,12 +82,7 @@ export function noisy(text: string, rand: () => number): string {
       words = kept.length > 0 ? kept : [pick(words, rand)];
     }
   }
-  return words
-    .map((w) => {
-      const r = rand();
-      return r < 0.15 ? typo(w, rand) : r < 0.25 ? dropVowels(w) : w;
-    })
-    .join(' ');
+  return misspellEach(words, rand, 0.15, 0.25);
 }
 
 /** Words that frame a question rather than say what it is about (English and romanised Hindi). */
@@ -95,7 +101,7 @@ const FUNCTION_WORDS = new Set(
  * does not cut a text down to its framing words, which would teach an intent "what is the".
  */
 export function variant(text: string, rand: () => number): string {
-  const words = text.toLowerCase().split(/[^\p{L}\p{N}']+/u).filter(Boolean);
+  const words = wordsOf(text);
   const content = words.filter((w) => !FUNCTION_WORDS.has(w));
   let kept: string[];
   if (content.length > 0 && rand() < 1 / 3) {
@@ -106,25 +112,12 @@ export function variant(text: string, rand: () => number): string {
     kept = words.filter((w) => rand() >= (FUNCTION_WORDS.has(w) ? 0.4 : 0.1));
     if (kept.length === 0) kept = content.length > 0 ? content : words;
   }
-  return kept
-    .map((w) => {
-      const r = rand();
-      return r < 0.1 ? typo(w, rand) : r < 0.2 ? dropVowels(w) : w;
-    })
-    .join(' ');
+  return misspellEach(kept, rand, 0.1, 0.2);
 }
 
 /** Every word kept, a third of them misspelt (a typo or its inner vowels dropped, as often). */
 export function misspelt(text: string, rand: () => number): string {
-  return text
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}']+/u)
-    .filter(Boolean)
-    .map((w) => {
-      const r = rand();
-      return r < 1 / 6 ? typo(w, rand) : r < 1 / 3 ? dropVowels(w) : w;
-    })
-    .join(' ');
+  return misspellEach(wordsOf(text), rand, 1 / 6, 1 / 3);
 }
 
 /**

@@ -42,8 +42,8 @@ export class WindowCounters {
 
   /**
    * Adds `by` to the current window of `key` and returns the new count. `lazy` skips waiting for
-   * the disk (the store's `j: false`): for counters only ever judged by the count `hit` returns
-   * (per-key RPM), never for ones read back with `peek`, which may trail a lazy write briefly.
+   * the disk (the store's `j: false`: reads still see the hit, a crash may forget it): for counters
+   * whose last moment of hits may be lost (per-key RPM), not for ones that lock someone out.
    */
   async hit(key: string, windowSeconds: number, by = 1, lazy = false): Promise<WindowHit> {
     const w = this.window(key, windowSeconds);

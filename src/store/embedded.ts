@@ -340,7 +340,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         if (doc._id !== undefined && idKey(doc._id) !== idKey(current._id)) throw immutableId();
         const next = replacement(doc, current._id) as T;
         if (isDeepStrictEqual(current, next)) return { matchedCount: 1, modifiedCount: 0, upsertedId: null };
-        this.store(current, next);
+        this.store(this.indexKeys(current), next);
         return { matchedCount: 1, modifiedCount: 1, upsertedId: null };
       }
       if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
@@ -534,7 +534,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   private insert(doc: T): void {
     if (this.docs.doesExist(idKey(doc._id))) throw new DuplicateKeyError(this.name, '_id_');
-    this.store(undefined, doc);
+    this.store(this.indexKeys(undefined), doc);
   }
 
   private upsert(doc: Record<string, unknown>): T {
@@ -561,14 +561,14 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return next;
   }
 
+  /** The index keys of a document, one per index (all null for none: an insert). */
   private indexKeys(doc: T | undefined): (IndexKey | null)[] {
     return this.indexes.map((index) => (doc ? documentKey(index, doc, this.name) : null));
   }
 
-  /** Writes a document and moves its index entries (from `old`'s keys), refusing unique-index duplicates first. */
-  private store(old: T | (IndexKey | null)[] | undefined, next: T): void {
+  /** Writes a document and moves its index entries from `oldKeys` (indexKeys of what it replaces), refusing unique-index duplicates first. */
+  private store(oldKeys: (IndexKey | null)[], next: T): void {
     const id = idKey(next._id);
-    const oldKeys = Array.isArray(old) ? old : this.indexKeys(old);
     const changes = this.indexes.map((index, i) => ({
       index,
       before: oldKeys[i] ?? null,
