@@ -197,13 +197,15 @@ interface Scored {
   ms: Record<string, number>;
 }
 
+/** The data set label an answer predicts: its intent's when KNOWN, out of scope otherwise. */
+const predicted = (r: CascadeResult, labelOf: Map<string, string>): string => (r.classification === 'KNOWN' && r.intent ? labelOf.get(r.intent.id)! : OOS);
+
 function run(pack: CompiledPack, labelOf: Map<string, string>, rows: { norm: Normalized; gold: string }[]): Scored[] {
   return rows.map(({ norm, gold }) => {
     const t0 = performance.now();
     const r: CascadeResult = pack.classify(norm);
     const total = performance.now() - t0;
-    const pred = r.classification === 'KNOWN' && r.intent ? labelOf.get(r.intent.id)! : OOS;
-    return { gold, pred, stage: r.classifier_used, ms: { ...r.stageMs, total } };
+    return { gold, pred: predicted(r, labelOf), stage: r.classifier_used, ms: { ...r.stageMs, total } };
   });
 }
 
@@ -314,8 +316,7 @@ function crossValidate(ds: Dataset): OperatingPoint {
               for (const g of slice) {
                 const point = grid[g]!;
                 const r = first.result ?? pack.decideLocal(scores, [], first.oosHits, { ...pack.thresholds, margin: 0, accept: point.accept, min_similarity: point.minSimilarity });
-                const pred = r.classification === 'KNOWN' && r.intent ? labelOf.get(r.intent.id)! : OOS;
-                if (pred === row.gold) hits[g]![k][v]!++;
+                if (predicted(r, labelOf) === row.gold) hits[g]![k][v]!++;
               }
             });
           }
