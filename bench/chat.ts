@@ -9,7 +9,9 @@
 // Non-streaming: autocannon at 50 connections and at 1 connection. Streaming: time to first chunk.
 // CPU per request from /proc/<pid>/stat of each server process. Prints figures and ratios only.
 //
-//   npx tsx bench/chat.ts [--seconds 10] [--no-portkey]
+//   npx tsx bench/chat.ts [--seconds 10] [--no-portkey] [--only json-50] [--profile DIR]
+// --only json-50 runs just the non-streaming 50-connection loads (no latency series);
+// --profile DIR starts the gateway with --cpu-prof, writing its CPU profile to DIR on exit.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -22,6 +24,8 @@ import { Pool } from 'undici';
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
 const WITH_PORTKEY = !args.includes('--no-portkey');
+const ONLY_JSON_50 = args.includes('--only') && args[args.indexOf('--only') + 1] === 'json-50';
+const PROFILE_DIR = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN = 'bench-admin-token-0123456789';
 const CLK_TCK = 100;
@@ -95,7 +99,7 @@ async function json(method: string, url: string, token: string | undefined, body
 async function startOurGateway(upstream: string) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
   const { child, hit: url } = await startLogged(
-    ['--import', 'tsx', 'src/server.ts'],
+    [...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), '--import', 'tsx', 'src/server.ts'],
     { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(dir, 'gateway.log') },
     (line) => {
       try {
@@ -243,8 +247,8 @@ try {
     });
   }
   const rows: Row[] = [];
-  for (const stream of [false, true]) {
-    for (const c of [50, 1]) {
+  for (const stream of ONLY_JSON_50 ? [false] : [false, true]) {
+    for (const c of ONLY_JSON_50 ? [50] : [50, 1]) {
       for (const t of targets) rows.push(await load(t, c, stream));
     }
   }
@@ -258,7 +262,7 @@ try {
   }
   const get = (target: string, mode: string) => rows.find((r) => r.target === target && r.mode === mode)!;
   console.log('\nRatios (same run):');
-  for (const mode of ['json c=50', 'stream c=50']) {
+  for (const mode of ONLY_JSON_50 ? ['json c=50'] : ['json c=50', 'stream c=50']) {
     const d = get('direct', mode);
     const g = get('gateway', mode);
     const f = get('floor', mode);
@@ -269,6 +273,17 @@ try {
   }
   console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
 
+  if (!ONLY_JSON_50) await latencySeries(targets, !!pk);
+} finally {
+  gw.child.kill('SIGTERM');
+  floor.child.kill('SIGKILL');
+  pk?.child.kill('SIGKILL');
+  up.server.close();
+  await new Promise((r) => gw.child.once('exit', r));
+  rmSync(gw.dir, { recursive: true, force: true });
+}
+
+async function latencySeries(targets: Target[], pk: boolean) {
   console.log('\nJSON, whole-response latency (one connection, 1,000 sequential requests):');
   const seq = new Map<string, { p50: number; p99: number; mean: number }>();
   for (const t of targets) {
@@ -284,11 +299,4 @@ try {
     const f = await firstChunk(t, 300);
     console.log(`  ${t.name.padEnd(8)} p50 ${f.p50.toFixed(2)} ms  p99 ${f.p99.toFixed(2)} ms  mean ${f.mean.toFixed(2)} ms`);
   }
-} finally {
-  gw.child.kill('SIGTERM');
-  floor.child.kill('SIGKILL');
-  pk?.child.kill('SIGKILL');
-  up.server.close();
-  await new Promise((r) => gw.child.once('exit', r));
-  rmSync(gw.dir, { recursive: true, force: true });
 }

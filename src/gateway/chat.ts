@@ -12,6 +12,7 @@ import type { ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, TokenUsage } f
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { countMessages, countText } from './tokens.ts';
 import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
+import type { CancelSignal } from '../providers/cancel.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
 
@@ -115,7 +116,7 @@ export class ChatGateway {
     };
   }
 
-  async complete(prep: PreparedChat, signal: AbortSignal): Promise<ChatCompletion> {
+  async complete(prep: PreparedChat, signal: CancelSignal): Promise<ChatCompletion> {
     let served: { result: { choices: ChatCompletion['choices']; usage: TokenUsage | null }; route: ResolvedRoute };
     try {
       served = await this.deps.router.complete(prep.routes, prep.request, signal);
@@ -145,7 +146,7 @@ export class ChatGateway {
    * generator yields OpenAI chunks; whatever ends it (completion, upstream failure, the client
    * leaving) settles the call exactly once, billing what was generated.
    */
-  async openStream(prep: PreparedChat, signal: AbortSignal, includeUsage: boolean): Promise<ChatStream> {
+  async openStream(prep: PreparedChat, signal: CancelSignal, includeUsage: boolean): Promise<ChatStream> {
     let opened: { route: ResolvedRoute; first: ChatChunk | null; rest: AsyncIterable<ChatChunk> };
     try {
       opened = await this.deps.router.stream(prep.routes, prep.request, signal);
@@ -159,7 +160,7 @@ export class ChatGateway {
   private async *relay(
     prep: PreparedChat,
     opened: { route: ResolvedRoute; first: ChatChunk | null; rest: AsyncIterable<ChatChunk> },
-    signal: AbortSignal,
+    signal: CancelSignal,
     includeUsage: boolean,
   ): AsyncGenerator<Record<string, unknown>> {
     const base = { id: prep.id, object: 'chat.completion.chunk', created: prep.created, model: prep.model._id };

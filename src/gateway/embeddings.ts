@@ -4,6 +4,7 @@ import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { EmbeddingsRequest } from '../providers/types.ts';
 import { countText } from './tokens.ts';
 import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
+import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface EmbeddingsBody {
   model: string;
@@ -16,7 +17,7 @@ export interface EmbeddingsBody {
 export class EmbeddingsGateway {
   constructor(private readonly deps: GatewayDeps) {}
 
-  async embed(principal: ApiKeyPrincipal, body: EmbeddingsBody, requestId: string, signal: AbortSignal) {
+  async embed(principal: ApiKeyPrincipal, body: EmbeddingsBody, requestId: string, signal: CancelSignal) {
     const { models, billing, router, now } = this.deps;
     const inputs = typeof body.input === 'string' ? [body.input] : body.input;
     if (inputs.length === 0 || inputs.some((s) => s.length === 0)) {

@@ -8,6 +8,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
+import { accessLogger } from '../logger.ts';
 import type { Config } from '../config.ts';
 import { ApiError, toEnvelope } from './errors.ts';
 import { parseJsonBody } from './json.ts';
@@ -111,6 +112,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (deps.lifecycle.closing) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
   });
 
+  const access = accessLogger(deps.logger);
   app.addHook('onResponse', async (request, reply) => {
     const labels = {
       method: request.method,
@@ -119,7 +121,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     };
     deps.metrics.requests.inc(labels);
     deps.metrics.duration.observe(labels, reply.elapsedTime / 1000);
-    request.log.info({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    access.info({ request_id: request.id, req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => sendError(toApiError(err, request), request, reply));

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import { UpstreamError, type ResolvedRoute } from './types.ts';
 import { isObject, parseJson, protocolError } from './validate.ts';
+import { Cancel, type CancelSignal } from './cancel.ts';
 
 export interface UpstreamLimits {
   /** A JSON (non-streamed) answer; embeddings of large batches are the big ones. */
@@ -49,7 +50,7 @@ export interface UpstreamCall {
   body: unknown;
   /** Until the headers for a stream; until the whole body for JSON. */
   timeoutMs: number;
-  signal: AbortSignal;
+  signal: CancelSignal;
   /** Strings to scrub from an upstream's explanation before it may reach a client (the key). */
   secrets?: string[];
 }
@@ -176,7 +177,7 @@ export class UpstreamHttp {
       method: 'POST',
       headers: { ...call.headers, 'content-type': 'application/json', accept },
       body: JSON.stringify(call.body),
-      signal: ex.controller.signal,
+      signal: ex.cancel,
       // Backstops only: our own timers fire first and classify the failure.
       headersTimeout: call.timeoutMs + 1000,
       bodyTimeout: this.limits.streamIdleTimeoutMs + 1000,
@@ -199,16 +200,17 @@ export class UpstreamHttp {
  * caused it (our timeout, the caller leaving, or the network) rather than as undici reports it.
  */
 class Exchange {
-  readonly controller = new AbortController();
+  /** Given to undici as the request's signal. */
+  readonly cancel = new Cancel();
   readonly #timer: NodeJS.Timeout;
   #timedOut = false;
-  readonly #onAbort = (): void => this.controller.abort(this.call.signal.reason);
+  readonly #onAbort = (): void => this.cancel.abort(this.call.signal.reason);
 
   constructor(readonly call: UpstreamCall) {
     call.signal.addEventListener('abort', this.#onAbort, { once: true });
     this.#timer = setTimeout(() => {
       this.#timedOut = true;
-      this.controller.abort(new Error('upstream timeout'));
+      this.cancel.abort(new Error('upstream timeout'));
     }, call.timeoutMs).unref();
   }
 

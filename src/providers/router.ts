@@ -29,6 +29,7 @@
 import Bottleneck from 'bottleneck';
 import pLimit from 'p-limit';
 import { abortedError } from './http.ts';
+import type { CancelSignal } from './cancel.ts';
 import { isProviderName, type ProviderName } from './index.ts';
 import type { RouteConfig } from '../models/types.ts';
 import {
@@ -125,11 +126,11 @@ export class UpstreamRouter {
     this.#logger = opts.logger;
   }
 
-  complete(routes: ResolvedRoute[], req: ChatRequest, signal: AbortSignal): Promise<{ result: ChatResult; route: ResolvedRoute }> {
+  complete(routes: ResolvedRoute[], req: ChatRequest, signal: CancelSignal): Promise<{ result: ChatResult; route: ResolvedRoute }> {
     return this.#once(routes, signal, 'chat', (p, route) => p.chat!.complete(route, req, signal));
   }
 
-  embed(routes: ResolvedRoute[], req: EmbeddingsRequest, signal: AbortSignal): Promise<{ result: EmbeddingsResult; route: ResolvedRoute }> {
+  embed(routes: ResolvedRoute[], req: EmbeddingsRequest, signal: CancelSignal): Promise<{ result: EmbeddingsResult; route: ResolvedRoute }> {
     return this.#once(routes, signal, 'embeddings', (p, route) => p.embeddings!.embed(route, req, signal));
   }
 
@@ -143,7 +144,7 @@ export class UpstreamRouter {
   async stream(
     routes: ResolvedRoute[],
     req: ChatRequest,
-    signal: AbortSignal,
+    signal: CancelSignal,
   ): Promise<{ route: ResolvedRoute; first: ChatChunk | null; rest: AsyncIterable<ChatChunk> }> {
     const served = await this.#serve(routes, signal, 'chat', async (p, route) => {
       const it = (await p.chat!.stream(route, req, signal))[Symbol.asyncIterator]();
@@ -209,7 +210,7 @@ export class UpstreamRouter {
 
   async #once<T>(
     routes: ResolvedRoute[],
-    signal: AbortSignal,
+    signal: CancelSignal,
     capability: 'chat' | 'embeddings',
     call: (provider: Provider, route: ResolvedRoute) => Promise<T>,
   ): Promise<{ result: T; route: ResolvedRoute }> {
@@ -224,7 +225,7 @@ export class UpstreamRouter {
 
   async #serve<T>(
     routes: ResolvedRoute[],
-    signal: AbortSignal,
+    signal: CancelSignal,
     capability: 'chat' | 'embeddings',
     attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
   ): Promise<{ value: T; route: ResolvedRoute; release: () => void }> {
@@ -275,7 +276,7 @@ export class UpstreamRouter {
     return fallback ? [...healthy, fallback.route] : healthy;
   }
 
-  #classify(route: ResolvedRoute, err: unknown, signal: AbortSignal): UpstreamError {
+  #classify(route: ResolvedRoute, err: unknown, signal: CancelSignal): UpstreamError {
     if (signal.aborted) return abortedError(route.id);
     if (err instanceof UpstreamError) return err;
     // A bug in translation, not the upstream's doing; logged with its stack, failed over like a malformed answer.
@@ -287,7 +288,7 @@ export class UpstreamRouter {
     this.#health.delete(route.id);
   }
 
-  #failed(route: ResolvedRoute, failure: UpstreamError, signal: AbortSignal): void {
+  #failed(route: ResolvedRoute, failure: UpstreamError, signal: CancelSignal): void {
     if (signal.aborted || failure.kind === 'client' || failure.kind === 'aborted') return;
     const now = this.#now();
     const h = this.#health.get(route.id) ?? { failures: 0, lastFailureAt: 0, coolUntil: 0 };
@@ -307,7 +308,7 @@ export class UpstreamRouter {
   }
 
   /** Waits for the route's limiter; resolves to the function that frees the slot. */
-  #acquire(route: ResolvedRoute, signal: AbortSignal): Promise<() => void> {
+  #acquire(route: ResolvedRoute, signal: CancelSignal): Promise<() => void> {
     const limiter = this.#limiter(route);
     if (!limiter) return Promise.resolve(noop);
     return new Promise((resolve, reject) => {

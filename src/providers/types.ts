@@ -2,6 +2,8 @@
 // file per capability (chat.ts, embeddings.ts), and an index.ts registry keyed by provider name.
 // Requests and responses here are OpenAI-shaped whatever the upstream speaks; a provider translates.
 
+import type { CancelSignal } from './cancel.ts';
+
 export interface ResolvedRoute {
   /** Stable id for health tracking and limits: `${modelId}#${index}`. */
   id: string;
@@ -95,17 +97,17 @@ export class UpstreamError extends Error {
 }
 
 export interface ChatCapability {
-  complete(route: ResolvedRoute, req: ChatRequest, signal: AbortSignal): Promise<ChatResult>;
+  complete(route: ResolvedRoute, req: ChatRequest, signal: CancelSignal): Promise<ChatResult>;
   /**
    * Opens a stream. Resolves once the upstream accepted the request (2xx and headers); the iterator
    * then yields chunks as they arrive, and throws UpstreamError on a mid-stream failure.
    * Implementations ask the upstream for usage on streams where the protocol allows it.
    */
-  stream(route: ResolvedRoute, req: ChatRequest, signal: AbortSignal): Promise<AsyncIterable<ChatChunk>>;
+  stream(route: ResolvedRoute, req: ChatRequest, signal: CancelSignal): Promise<AsyncIterable<ChatChunk>>;
 }
 
 export interface EmbeddingsCapability {
-  embed(route: ResolvedRoute, req: EmbeddingsRequest, signal: AbortSignal): Promise<EmbeddingsResult>;
+  embed(route: ResolvedRoute, req: EmbeddingsRequest, signal: CancelSignal): Promise<EmbeddingsResult>;
 }
 
 export interface Provider {

@@ -8,6 +8,7 @@ import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
+import { Cancel } from '../../providers/cancel.ts';
 
 const Message = Type.Object(
   {
@@ -79,14 +80,14 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       const body = req.body as ChatBody;
       // Prepared before anything is written: every refusal is an ordinary JSON error.
       const prep = await chat.prepare(principalOf(req), body, req.id);
-      const controller = new AbortController();
+      const cancel = new Cancel();
       // HARDENING.md: request 'close' fires early; a finished-less response 'close' is the real disconnect.
       reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) controller.abort();
+        if (!reply.raw.writableFinished) cancel.abort();
       });
-      if (body.stream !== true) return chat.complete(prep, controller.signal);
+      if (body.stream !== true) return chat.complete(prep, cancel);
 
-      const { chunks } = await chat.openStream(prep, controller.signal, body.stream_options?.include_usage === true);
+      const { chunks } = await chat.openStream(prep, cancel, body.stream_options?.include_usage === true);
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, {
@@ -98,15 +99,15 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       });
       try {
         for await (const chunk of chunks) {
-          if (controller.signal.aborted) break;
+          if (cancel.aborted) break;
           await send(res, JSON.stringify(chunk));
         }
-        if (!controller.signal.aborted) await send(res, '[DONE]');
+        if (!cancel.aborted) await send(res, '[DONE]');
       } catch (err) {
         // Mid-stream failure: the stream ends with an error event (OpenAI's shape) and no [DONE].
         const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
         if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
-        if (!controller.signal.aborted) await send(res, JSON.stringify(toEnvelope(api, req.id)));
+        if (!cancel.aborted) await send(res, JSON.stringify(toEnvelope(api, req.id)));
       }
       res.end();
     },

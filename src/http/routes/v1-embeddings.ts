@@ -4,6 +4,7 @@ import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors } from '../schemas.ts';
 import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
+import { Cancel } from '../../providers/cancel.ts';
 
 const Text = Type.String({ maxLength: 1_000_000 });
 
@@ -37,11 +38,11 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req, reply) => {
-      const controller = new AbortController();
+      const cancel = new Cancel();
       reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) controller.abort();
+        if (!reply.raw.writableFinished) cancel.abort();
       });
-      return deps.services.embeddings.embed(principalOf(req), req.body as EmbeddingsBody, req.id, controller.signal);
+      return deps.services.embeddings.embed(principalOf(req), req.body as EmbeddingsBody, req.id, cancel);
     },
   );
 }

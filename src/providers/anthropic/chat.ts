@@ -12,6 +12,7 @@
 // the last message_delta); ping ignored; an `error` event throws.
 import { routeUrl, scrub, type SseMessage, type UpstreamCall, type UpstreamHttp } from '../http.ts';
 import { isObject, protocolError, tokenCount, usageOf, type Json } from '../validate.ts';
+import type { CancelSignal } from '../cancel.ts';
 import {
   UpstreamError,
   type ChatCapability,
@@ -44,7 +45,7 @@ export function anthropicChat(http: UpstreamHttp, opts: AnthropicOptions = {}): 
   };
 }
 
-function messagesCall(route: ResolvedRoute, body: Json, signal: AbortSignal): UpstreamCall {
+function messagesCall(route: ResolvedRoute, body: Json, signal: CancelSignal): UpstreamCall {
   if (!route.apiKey) throw new UpstreamError('config', `route ${route.id} has no API key`, false);
   return {
     routeId: route.id,

@@ -4,8 +4,9 @@
 // key is not a misconfiguration here; the upstream's 401 says so when it is.
 import { routeUrl, type UpstreamCall } from '../http.ts';
 import type { ResolvedRoute } from '../types.ts';
+import type { CancelSignal } from '../cancel.ts';
 
-export function openaiCall(route: ResolvedRoute, path: string, body: unknown, signal: AbortSignal): UpstreamCall {
+export function openaiCall(route: ResolvedRoute, path: string, body: unknown, signal: CancelSignal): UpstreamCall {
   const headers: Record<string, string> = {};
   if (route.apiKey) headers.authorization = `Bearer ${route.apiKey}`;
   return {
