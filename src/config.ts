@@ -36,7 +36,7 @@ export const ConfigSchema = Type.Object(
       {
         /** A hold not settled within this time (its process died) is returned by the sweep. */
         holdTtlSeconds: Int(10, 7 * 86_400),
-        /** Holds and settles wait for their fsync (true) or only for being applied (false, the default). */
+        /** Settles and releases wait for their fsync before the answer (true) or only for being applied (false, the default); holds are always lazy. */
         durableWalletWrites: Type.Boolean(),
         sweepIntervalMs: Int(100, 3_600_000),
         renewalIntervalMs: Int(100, 86_400_000),

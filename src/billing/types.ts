@@ -73,7 +73,7 @@ export interface Billing {
    * wallet writes (the default) that is at once: the debit is issued (so any later read of the
    * wallet shows it), a failure is reported rather than thrown (the hold is then returned by the
    * sweep), and close() waits for it. With `billing.durableWalletWrites` it is once the debit is on
-   * disk, as for settle().
+   * disk, as for settle() (holds are lazy either way).
    */
   settleForAnswer(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
   /** Returns the whole hold (nothing was delivered) and records usage with cost 0. */

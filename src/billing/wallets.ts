@@ -13,7 +13,9 @@
 // about a millisecond later. A crash in that window loses the last holds and debits together: in the
 // client's favour (a call uncharged, never a charge without its call), like the usage records that
 // trail too. A hold that reached the disk without its settle is returned by the sweep.
-// (`billing.durableWalletWrites: true` makes both wait for their fsync instead.)
+// (`billing.durableWalletWrites: true` makes finishes wait for their fsync instead. Holds stay lazy
+// even then: a hold is never shown to the client, a crash that loses one also ends its call unanswered,
+// and the finish's commit carries it to disk, so one fsync per call is enough.)
 // The cost is a wallet document that grows by about 90 bytes per call in flight on it. (Strings in a
 // list, not a map keyed by hold id nor a list of objects: msgpack, the embedded store's encoding,
 // describes each new set of keys anew, and writes objects several times slower than strings.)
@@ -23,6 +25,8 @@ import type { Collection, Store, WriteOptions } from '../store/port.ts';
 import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, holdToken, parseHold, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
+/** Acknowledged once applied; on disk with the next group commit (see above). */
+const LAZY: WriteOptions = { writeConcern: { j: false } };
 /** Wallets looked at per sweep page (those with money held). */
 const SWEEP_PAGE = 500;
 
@@ -47,8 +51,8 @@ export class Wallets {
   /** Where the next sweep page starts (by wallet id), so every wallet gets its turn. */
   private sweepFrom = '';
 
-  /** The write options of holds and settles (see above). */
-  private readonly callWrites: WriteOptions;
+  /** The write options of finishes (settle, release; see above). Holds are always lazy. */
+  private readonly finishWrites: WriteOptions;
 
   constructor(
     private readonly store: Store,
@@ -57,7 +61,7 @@ export class Wallets {
     durableCallWrites = false,
   ) {
     this.docs = store.collection<WalletDoc>('wallets');
-    this.callWrites = durableCallWrites ? {} : { writeConcern: { j: false } };
+    this.finishWrites = durableCallWrites ? {} : LAZY;
   }
 
   async init(): Promise<void> {
@@ -121,7 +125,7 @@ export class Wallets {
     const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
       { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },
-      this.callWrites,
+      LAZY,
     );
     return reserved.modifiedCount === 1 ? token : null;
   }
@@ -138,7 +142,7 @@ export class Wallets {
     return this.docs.findOneAndUpdate(
       { _id: walletId, holds: token },
       { $inc: inc, $pull: { holds: token } },
-      { returnDocument: 'after', ...this.callWrites },
+      { returnDocument: 'after', ...this.finishWrites },
     );
   }
 
