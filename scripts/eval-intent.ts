@@ -14,6 +14,7 @@ import { normalize, type Normalized } from '../src/intent/normalize.ts';
 import type { IntentPack } from '../src/intent/pack.ts';
 import { mulberry32, shuffle, type NeighbourMix } from '../src/intent/classifier.ts';
 import { noisy } from '../src/intent/augment.ts';
+import type { DetectorOptions } from '../src/intent/detector.ts';
 
 const OOS = 'oos';
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.DATASETS_DIR ?? '../shared/datasets');
@@ -137,7 +138,8 @@ function hint3(bot: string): Dataset {
   const clinc150 = JSON.parse(read('clinc150', 'data_full.json')) as Record<string, [string, string][]>;
   const sources = [clinc150.oos_train!.map(([t]) => t), ...HINT3_BOTS.filter((b) => b !== bot).map((b) => rows(`train/${b}_train.csv`).map(([t]) => t))];
   const cvOos = { sources, extra: clinc150.oos_val!.map(([t]) => t) };
-  return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: rows(`test/${bot}_test.csv`), oosTrain: sources.flat(), cvOos, hasOos: true, anchors, defaultAccept: 0.35 };
+  // --no-test does not even read the test split.
+  return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: noTest ? [] : rows(`test/${bot}_test.csv`), oosTrain: sources.flat(), cvOos, hasOos: true, anchors, defaultAccept: 0.35 };
 }
 
 function hinglishTop(): Dataset {
@@ -164,6 +166,9 @@ function hinglishTop(): Dataset {
 }
 
 const idOf = (ds: string, label: string) => `${ds.replace(/[^a-z0-9]/gi, '_').toUpperCase()}.${label.replace(/[^a-z0-9]+/gi, '_').toUpperCase() || 'X'}`;
+
+/** The pack with its out-of-scope detector asked for (`out_of_scope.detector`). */
+const withDetector = (pack: IntentPack): IntentPack => ({ ...pack, out_of_scope: { ...pack.out_of_scope, detector: {} } });
 
 function buildPack(ds: Dataset): { pack: IntentPack; labelOf: Map<string, string> } {
   const D = { action: 'ASK', next_state: 'CLARIFY', response_id: 'R' };
@@ -249,14 +254,23 @@ interface OperatingPoint {
   mix: NeighbourMix;
   accept: number;
   minSimilarity: number;
+  /**
+   * The learned out-of-scope detector in place of accept / min_similarity / the out-of-scope
+   * class threshold (its training options), and its decision threshold; null: the thresholds.
+   */
+  detector: DetectorVariant | null;
+  detectorAccept: number;
 }
+
+type DetectorVariant = Partial<DetectorOptions> & { name: string };
 
 const AUGMENT_SEED = 1;
 /** The evaluation's own noise (cross-validation), from another seed than the training augmentation. */
 const CV_NOISE_SEED = 1009;
 
-const compileOptions = (p: Pick<OperatingPoint, 'balance' | 'augment'>) => ({
+const compileOptions = (p: Pick<OperatingPoint, 'balance' | 'augment'> & Partial<Pick<OperatingPoint, 'detector' | 'mix'>>) => ({
   train: { balance: p.balance },
+  ...(p.detector ? { detector: p.detector, mix: p.mix } : {}),
   ...(p.augment.copies > 0 ? { augment: { copies: p.augment.copies, seed: AUGMENT_SEED, outOfScope: p.augment.outOfScope, style: p.augment.style } } : {}),
 });
 
@@ -283,9 +297,17 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const accepts = Array.from({ length: 19 }, (_, a) => a * 0.05);
   const minSims = [0, 0.3, 0.4, 0.5];
   const weights = [0, 0.3];
-  const grid: OperatingPoint[] = trainings.flatMap((tr) =>
-    weights.flatMap((weight) => accepts.flatMap((accept) => minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity })))),
+  const thresholded: OperatingPoint[] = trainings.flatMap((tr) =>
+    weights.flatMap((weight) => accepts.flatMap((accept) => minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity, detector: null, detectorAccept: 0 })))),
   );
+  // The detector's points: its own decision threshold replaces accept and min_similarity.
+  const detectorAccepts = Array.from({ length: 19 }, (_, a) => 0.05 + a * 0.05);
+  const detected: OperatingPoint[] = trainings.flatMap((tr) =>
+    CV_DETECTORS.flatMap((detector) =>
+      DETECTOR_WEIGHTS.flatMap((weight) => detectorAccepts.map((detectorAccept) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept: 0, minSimilarity: 0, detector, detectorAccept }))),
+    ),
+  );
+  const grid = [...thresholded, ...detected];
   type Hits = Record<'inScope' | 'known' | 'foreign', [clean: number, noisy: number]>;
   const hits: Hits[] = grid.map(() => ({ inScope: [0, 0], known: [0, 0], foreign: [0, 0] }));
   const totals = { inScope: 0, known: 0, foreign: 0 };
@@ -302,24 +324,36 @@ function crossValidate(ds: Dataset): OperatingPoint {
     };
     for (const k of ['inScope', 'known', 'foreign'] as const) totals[k] += sets[k].length;
     const { pack: raw, labelOf } = buildPack({ ...ds, train, oosTrain: sources.filter((_, s) => s !== out).flat() });
+    // Each turn is scored once per model; the thresholds are swept over its scores (engine.decideLocal).
+    const sweep = (pack: CompiledPack, slice: number[]) => {
+      for (const k of ['inScope', 'known', 'foreign'] as const) {
+        for (const row of sets[k]) {
+          ([row.clean, row.noisy] as const).forEach((norm, v) => {
+            const first = pack.deterministic(norm);
+            const scores = first.result ? null : pack.scoreLocal(norm, true, first.candidates, first.oosHits);
+            for (const g of slice) {
+              const point = grid[g]!;
+              const t = { ...pack.thresholds, margin: 0, accept: point.accept, min_similarity: point.minSimilarity, detector: point.detectorAccept };
+              const r = first.result ?? pack.decideLocal(scores, first.candidates, first.oosHits, t);
+              if (predicted(r, labelOf) === row.gold) hits[g]![k][v]!++;
+            }
+          });
+        }
+      }
+    };
+    const same = (p: OperatingPoint, tr: { balance: boolean; augment: OperatingPoint['augment'] }, weight: number, detector: DetectorVariant | null) =>
+      p.balance === tr.balance && p.augment === tr.augment && p.mix.weight === weight && p.detector === detector;
     for (const tr of trainings) {
       const pack = new CompiledPack(raw, compileOptions(tr));
       for (const weight of weights) {
         pack.model?.setNeighbourMix({ weight, temperature: 0.05 });
-        const slice = grid.flatMap((p, g) => (p.balance === tr.balance && p.augment === tr.augment && p.mix.weight === weight ? [g] : []));
-        // Each turn is scored once; the thresholds are swept over its scores (engine.decideLocal).
-        for (const k of ['inScope', 'known', 'foreign'] as const) {
-          for (const row of sets[k]) {
-            ([row.clean, row.noisy] as const).forEach((norm, v) => {
-              const first = pack.deterministic(norm);
-              const scores = first.result ? null : pack.scoreLocal(norm, true);
-              for (const g of slice) {
-                const point = grid[g]!;
-                const r = first.result ?? pack.decideLocal(scores, [], first.oosHits, { ...pack.thresholds, margin: 0, accept: point.accept, min_similarity: point.minSimilarity });
-                if (predicted(r, labelOf) === row.gold) hits[g]![k][v]!++;
-              }
-            });
-          }
+        sweep(pack, grid.flatMap((p, g) => (same(p, tr, weight, null) ? [g] : [])));
+      }
+      for (const detector of CV_DETECTORS) {
+        for (const weight of DETECTOR_WEIGHTS) {
+          const mix = { weight, temperature: 0.05 };
+          const pack = new CompiledPack(withDetector(raw), compileOptions({ ...tr, detector, mix }));
+          sweep(pack, grid.flatMap((p, g) => (same(p, tr, weight, detector) ? [g] : [])));
         }
       }
     }
@@ -333,20 +367,28 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const h = hits[best]!;
   const f = (x: number) => (x * 100).toFixed(1);
   if (!json) {
+    // The best of each design, for deciding whether the detector earns its place.
+    for (const [name, pick] of [['thresholds', (p: OperatingPoint) => p.detector === null], ['detector', (p: OperatingPoint) => p.detector !== null]] as const) {
+      let b = -1;
+      grid.forEach((p, g) => {
+        if (pick(p) && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
+      });
+      if (b >= 0) console.log(`   ${ds.name} best with ${name}: score ${f(score(hits[b]!) / 2)} (as written ${f(score(hits[b]!, 0) / 2)}, noisy ${f(score(hits[b]!, 1) / 2)})`);
+    }
     for (const [v, name] of [[0, 'as written'], [1, 'noisy']] as const) {
       console.log(
         `\n   ${ds.name} cross-validation on train (${name}): in-scope ${f(rate(h, 'inScope', v))}, held-out intents rejected ${f(rate(h, 'known', v))}, foreign out-of-scope rejected ${f(rate(h, 'foreign', v))}, score ${f(score(h, v) / 2)}`,
       );
     }
-    // The best point of each training variant, for comparing them.
-    for (const tr of trainings) {
+    // The best point of each training variant (and each detector variant), for comparing them.
+    for (const [tr, detector] of trainings.flatMap((tr) => [null, ...CV_DETECTORS].map((d) => [tr, d] as const))) {
       let b = -1;
       grid.forEach((p, g) => {
-        if (p.balance === tr.balance && p.augment === tr.augment && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
+        if (p.balance === tr.balance && p.augment === tr.augment && p.detector === detector && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
       });
       const hb = hits[b]!;
-      const open = grid.findIndex((p) => p.balance === tr.balance && p.augment === tr.augment && p.accept === 0 && p.minSimilarity === 0 && p.mix.weight === 0);
-      console.log(`     closed-set in-scope ${f(rate(hits[open]!, 'inScope', 0))}/${f(rate(hits[open]!, 'inScope', 1))}`);
+      const open = grid.findIndex((p) => p.balance === tr.balance && p.augment === tr.augment && p.accept === 0 && p.minSimilarity === 0 && p.mix.weight === 0 && p.detector === null);
+      if (detector === null) console.log(`     closed-set in-scope ${f(rate(hits[open]!, 'inScope', 0))}/${f(rate(hits[open]!, 'inScope', 1))}`);
       console.log(`     ${JSON.stringify(grid[b])}: score ${f(score(hb) / 2)} (as written ${f(score(hb, 0) / 2)}, noisy ${f(score(hb, 1) / 2)}; in-scope ${f(rate(hb, 'inScope', 0))}/${f(rate(hb, 'inScope', 1))})`);
     }
   }
@@ -355,6 +397,7 @@ function crossValidate(ds: Dataset): OperatingPoint {
 
 function applyPoint(pack: CompiledPack, point: OperatingPoint): CompiledPack {
   pack.model?.setNeighbourMix(point.mix);
+  pack.thresholds.detector = point.detectorAccept;
   pack.thresholds.margin = 0;
   pack.thresholds.accept = point.accept;
   pack.thresholds.min_similarity = point.minSimilarity;
@@ -371,7 +414,7 @@ function evaluate(ds: Dataset, json: boolean) {
   const point = ds.cvOos ? crossValidate(ds) : null;
   const t0 = performance.now();
   const { pack: raw, labelOf } = buildPack(ds);
-  const pack = new CompiledPack(raw, point ? compileOptions(point) : {});
+  const pack = new CompiledPack(point?.detector ? withDetector(raw) : raw, point ? compileOptions(point) : {});
   const trainMs = performance.now() - t0;
   const prep = (rows: Row[]) => rows.map(([text, gold]) => ({ norm: normalize(text), gold }));
   const val = prep(ds.val);
@@ -466,6 +509,14 @@ const noTest = args.includes('--no-test');
 // some misspelt), else word variants (words dropped, fragments, then misspelt); "o": the borrowed
 // out-of-scope examples get variants too. Word variants and "o" lost in cross-validation (README).
 const augmentArg = args.find((a) => a.startsWith('--augment='))?.split('=')[1] ?? '0,2s';
+// --detector=l,q,n1: the out-of-scope detector variants cross-validation may choose instead of
+// the thresholds ("l" linear, "q" with quadratic terms, "h" with hinges, "nN" N noisy variants of each held-out
+// turn in its training, "x" misclassified turns left out, "b" out-of-scope examples folded by
+// contiguous blocks; "none": thresholds only).
+const detectorArg = args.find((a) => a.startsWith('--detector='))?.split('=')[1] ?? 'none';
+const CV_DETECTORS: DetectorVariant[] = detectorArg === 'none' ? [] : detectorArg.split(',').map((a) => ({ name: a, quadratic: a.includes('q'), hinges: a.includes('h'), noisy: parseInt(/n(\d+)/.exec(a)?.[1] ?? '0', 10), misclassified: !a.includes('x'), blocks: a.includes('b') }));
+// The neighbour weights the detector's models are compiled with (each is one more compile).
+const DETECTOR_WEIGHTS = (args.find((a) => a.startsWith('--detector-weights='))?.split('=')[1] ?? '0').split(',').map(Number);
 const CV_TRAININGS: OperatingPoint['augment'][] = augmentArg.split(',').map((a) => ({ copies: parseInt(a, 10), outOfScope: a.includes('o'), style: a.includes('s') ? ('spelling' as const) : ('words' as const) }));
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : args[args.indexOf(onlyArg) + 1] ?? '').split(',') : null;

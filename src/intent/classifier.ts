@@ -40,6 +40,23 @@ export interface TrainOptions {
   balance?: boolean;
 }
 
+/** What the out-of-scope detector (detector.ts) reads of a turn besides the ranking. */
+export interface TurnView {
+  vec: SparseVec;
+  /** The linear model's calibrated probabilities of every label (no neighbour vote). */
+  linear: Float64Array;
+  /** The probabilities the ranking uses (the linear ones mixed with the neighbour vote, if any). */
+  mixed: Float64Array;
+  /** Each label's nearest-example cosine (null without an example memory). */
+  similarity: Float64Array | null;
+  /** The turn's words and how many of them (as word features) the model knows. */
+  words: number;
+  knownWords: number;
+  /** The turn's features (words, bigrams, character n-grams) and how many the model knows. */
+  features: number;
+  knownFeatures: number;
+}
+
 export interface Scored {
   label: string;
   prob: number;
@@ -58,7 +75,7 @@ export interface NeighbourMix {
 /** Biases move slower than weights: a class prior should not swing with every example. */
 const BIAS_RATE = 0.1;
 
-type SparseVec = { idx: Int32Array; val: Float32Array };
+export type SparseVec = { idx: Int32Array; val: Float32Array };
 
 /**
  * Every training vector, indexed by feature (an inverted index), so the cosine of a turn with each
@@ -310,6 +327,44 @@ export class NgramClassifier {
     return this.mix;
   }
 
+  /**
+   * Everything the model says about a turn, for the out-of-scope detector: its probabilities
+   * (linear and mixed), every label's nearest-example cosine and how much of the turn it knows.
+   */
+  view(tokens: string[]): TurnView {
+    const features = featureStrings(tokens, this.minN, this.maxN);
+    let knownFeatures = 0;
+    for (const f of features) if (this.vocab.has(f)) knownFeatures++;
+    let knownWords = 0;
+    for (const t of tokens) if (this.vocab.has(`w:${t}`)) knownWords++;
+    const vec = this.vectorizeFeatures(features);
+    const linear = softmax(this.logits(vec), this.temperature);
+    const similarity = this.memory?.nearest(vec) ?? null;
+    return { vec, linear, mixed: this.mixWith(linear, similarity), similarity, words: tokens.length, knownWords, features: features.length, knownFeatures };
+  }
+
+  private mixWith(p: Float64Array, sims: Float64Array | null | undefined): Float64Array {
+    if (!sims || this.mix.weight === 0) return p;
+    const q = softmax(sims, this.mix.temperature);
+    const out = new Float64Array(p.length);
+    for (let c = 0; c < p.length; c++) out[c] = (1 - this.mix.weight) * p[c]! + this.mix.weight * q[c]!;
+    return out;
+  }
+
+  /** The top `k` of a probability vector, best first. */
+  top(p: Float64Array, k: number, sims?: Float64Array | null): Scored[] {
+    const top: Scored[] = [];
+    for (let c = 0; c < p.length; c++) {
+      const prob = p[c]!;
+      if (top.length < k || prob > top[top.length - 1]!.prob) {
+        top.push({ label: this.labels[c]!, prob, ...(sims ? { similarity: sims[c]! } : {}) });
+        top.sort((a, b2) => b2.prob - a.prob);
+        if (top.length > k) top.pop();
+      }
+    }
+    return top;
+  }
+
   /** Calibrated probabilities, best first, the top `k`. */
   predict(tokens: string[], k = 5): Scored[] {
     return this.rank(this.vectorize(tokens), k, true);
@@ -321,22 +376,8 @@ export class NgramClassifier {
    * The similarities cost a pass over the memory's postings: computed only for the mix or when asked.
    */
   rank(vec: SparseVec, k = 5, withSimilarity = false): Scored[] {
-    const p = softmax(this.logits(vec), this.temperature);
     const sims = withSimilarity || this.mix.weight > 0 ? this.memory?.nearest(vec) : undefined;
-    if (sims && this.mix.weight > 0) {
-      const q = softmax(sims, this.mix.temperature);
-      for (let c = 0; c < p.length; c++) p[c] = (1 - this.mix.weight) * p[c]! + this.mix.weight * q[c]!;
-    }
-    const top: Scored[] = [];
-    for (let c = 0; c < p.length; c++) {
-      const prob = p[c]!;
-      if (top.length < k || prob > top[top.length - 1]!.prob) {
-        top.push({ label: this.labels[c]!, prob, ...(sims ? { similarity: sims[c]! } : {}) });
-        top.sort((a, b2) => b2.prob - a.prob);
-        if (top.length > k) top.pop();
-      }
-    }
-    return top;
+    return this.top(this.mixWith(softmax(this.logits(vec), this.temperature), sims), k, sims);
   }
 
   /** Fits the temperature minimizing the negative log-likelihood of labelled examples (grid search). */

@@ -4,12 +4,14 @@
 //   2. the local model (classifier.ts), trained here at load from the pack's examples (and its
 //      out-of-scope examples as one more class): KNOWN, AMBIGUOUS (top two within `margin`),
 //      OUT_OF_SCOPE (the out-of-scope class wins, or out-of-scope words and a weak answer) or
-//      UNKNOWN (below `accept`, or no known feature at all).
+//      UNKNOWN (below `accept`, or no known feature at all). With `out_of_scope.detector`, a small
+//      learned model (detector.ts) takes the accept/reject decision instead of those thresholds.
 // A third stage (an LLM constrained to the pack's intent ids) runs in the service, only for what
 // these left AMBIGUOUS or UNKNOWN and only when the model has an llm route.
 import { performance } from 'node:perf_hooks';
-import { augment, type AugmentOptions } from './augment.ts';
-import { NgramClassifier, type Example, type Scored } from './classifier.ts';
+import { augment, noisy, type AugmentOptions } from './augment.ts';
+import { NgramClassifier, mulberry32, shuffle, type Example, type NeighbourMix, type Scored, type TurnView } from './classifier.ts';
+import { AcceptDetector, DEFAULT_DETECTOR, detectorFeatures, type DetectorOptions } from './detector.ts';
 import { LexicalMatcher } from './matcher.ts';
 import { normalize, type Normalized } from './normalize.ts';
 import type { IntentDef, IntentPack } from './pack.ts';
@@ -48,9 +50,19 @@ export interface Thresholds {
    * must reach for KNOWN; below it the turn is unlike anything the pack was taught.
    */
   min_similarity: number;
+  /** With an out-of-scope detector: its probability a turn needs for KNOWN (it then replaces accept, out_of_scope and min_similarity). */
+  detector: number;
 }
 
-export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, margin: 0.1, high: 0.8, medium: 0.55, out_of_scope: 0.5, min_similarity: 0 };
+export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, margin: 0.1, high: 0.8, medium: 0.55, out_of_scope: 0.5, min_similarity: 0, detector: 0.5 };
+
+/** The local model's scores of a turn, apart from the thresholds (`scoreLocal`, `decideLocal`). */
+export interface LocalScores {
+  /** The top labels, best first (the out-of-scope class among them when it ranks). */
+  ranked: Scored[];
+  /** With a detector: its probability that the best intent is the answer and the turn in scope. */
+  inScope?: number;
+}
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
@@ -65,6 +77,13 @@ export interface CompileOptions {
    * The matcher learns from the pack's own examples only.
    */
   augment?: AugmentOptions & { outOfScope?: boolean };
+  /** The neighbour vote's share in the local model's probabilities (default none), set before the detector learns. */
+  mix?: NeighbourMix;
+  /**
+   * The out-of-scope detector's training, over the pack's `out_of_scope.detector` (false: none even
+   * if the pack asks; the detector's own folds are compiled with it).
+   */
+  detector?: Partial<DetectorOptions> | false;
 }
 
 export class CompiledPack {
@@ -72,7 +91,10 @@ export class CompiledPack {
   readonly intents: Map<string, IntentDef>;
   readonly matcher: LexicalMatcher;
   readonly model: NgramClassifier | null;
+  /** The learned accept/reject decision (pack `out_of_scope.detector`; needs out-of-scope examples). */
+  readonly detector: AcceptDetector | null;
   readonly trainMs: number;
+  private readonly detectorOptions: DetectorOptions;
 
   constructor(readonly pack: IntentPack, opts: CompileOptions = {}) {
     const started = performance.now();
@@ -99,6 +121,10 @@ export class CompiledPack {
     }
     const labels = new Set(examples.map((e) => e.label));
     this.model = labels.size >= 2 ? NgramClassifier.train(examples, opts.train) : null;
+    if (opts.mix) this.model?.setNeighbourMix(opts.mix);
+    this.detectorOptions = { ...DEFAULT_DETECTOR, ...pack.out_of_scope.detector, ...(opts.detector || {}) };
+    const wanted = pack.out_of_scope.detector !== undefined && opts.detector !== false && oos.length > 0 && this.model !== null;
+    this.detector = wanted ? learnDetector(pack, opts, this.detectorOptions) : null;
     this.trainMs = performance.now() - started;
   }
 
@@ -131,34 +157,69 @@ export class CompiledPack {
 
   /** Stage 2 alone, given what stage 1 found. */
   local(norm: Normalized, earlier: Candidate[], oosHits: number): CascadeResult {
-    return this.decideLocal(this.scoreLocal(norm, this.thresholds.min_similarity > 0), earlier, oosHits);
+    return this.decideLocal(this.scoreLocal(norm, this.thresholds.min_similarity > 0, earlier, oosHits), earlier, oosHits);
   }
 
   /**
    * The local model's scores of a turn (null: no model, or no feature of the turn is known),
    * apart from the thresholds, so an evaluation can sweep thresholds without scoring again.
+   * `earlier` and `oosHits` are what stage 1 found (the detector reads them).
    */
-  scoreLocal(norm: Normalized, withSimilarity = false): Scored[] | null {
-    if (!this.model) return null;
-    const vec = this.model.vectorize(norm.tokens);
-    if (vec.idx.length === 0) return null;
-    return this.model.rank(vec, 4, withSimilarity);
+  scoreLocal(norm: Normalized, withSimilarity = false, earlier: Candidate[] = [], oosHits = 0): LocalScores | null {
+    const model = this.model;
+    if (!model) return null;
+    if (!this.detector) {
+      const vec = model.vectorize(norm.tokens);
+      if (vec.idx.length === 0) return null;
+      return { ranked: model.rank(vec, 4, withSimilarity) };
+    }
+    const meta = this.metaFeatures(norm, earlier, oosHits, this.detectorOptions);
+    if (!meta) return null;
+    return { ranked: model.top(meta.view.mixed, 4, meta.view.similarity), inScope: this.detector.score(meta.x) };
+  }
+
+  /**
+   * What the detector reads of a turn (detector.ts `detectorFeatures`) and the local model's best
+   * intent, its would-be answer (null: no model, or no feature of the turn is known).
+   */
+  metaFeatures(norm: Normalized, earlier: Candidate[], oosHits: number, shape: Pick<DetectorOptions, 'quadratic' | 'hinges'>): { view: TurnView; candidate: number; x: number[] } | null {
+    const model = this.model;
+    if (!model) return null;
+    const view = model.view(norm.tokens);
+    if (view.vec.idx.length === 0) return null;
+    const oos = model.labels.indexOf(OOS_LABEL);
+    let candidate = -1;
+    view.mixed.forEach((p, c) => {
+      if (c !== oos && (candidate < 0 || p > view.mixed[candidate]!)) candidate = c;
+    });
+    if (candidate < 0) return null;
+    const lexical = earlier.find((c) => c.source === 'deterministic');
+    const x = detectorFeatures({ view, candidate, oos, lexical: { score: lexical?.score ?? 0, candidate: lexical ? model.labels.indexOf(lexical.id) : -1, oosHits } }, shape);
+    return { view, candidate, x };
   }
 
   /** Stage 2's answer from its scores and the thresholds (the pack's unless given). */
-  decideLocal(scored: Scored[] | null, earlier: Candidate[], oosHits: number, t: Thresholds = this.thresholds): CascadeResult {
+  decideLocal(scores: LocalScores | null, earlier: Candidate[], oosHits: number, t: Thresholds = this.thresholds): CascadeResult {
     const base = { stageMs: {} };
     if (!this.model) return { ...base, classification: 'UNKNOWN', intent: null, candidates: earlier, classifier_used: 'local_model' };
-    if (!scored) {
+    if (!scores) {
       return { ...base, classification: oosHits > 0 ? 'OUT_OF_SCOPE' : 'UNKNOWN', intent: null, candidates: earlier, classifier_used: 'local_model' };
     }
+    const scored = scores.ranked;
     const oosProb = scored.find((s) => s.label === OOS_LABEL)?.prob ?? 0;
     const ranked = scored.filter((s) => s.label !== OOS_LABEL);
     const candidates = [...earlier, ...ranked.slice(0, 3).map((s) => ({ id: s.label, score: round(s.prob), source: 'local_model' as const }))];
     const [p1, p2] = ranked;
     const out = (classification: Classification): CascadeResult => ({ ...base, classification, intent: null, candidates, classifier_used: 'local_model' });
-    if (!p1 || oosProb >= t.out_of_scope || scored[0]?.label === OOS_LABEL) return out('OUT_OF_SCOPE');
-    if (p1.prob < t.accept || (p1.similarity ?? 1) < t.min_similarity) return out(oosHits > 0 || oosProb > p1.prob ? 'OUT_OF_SCOPE' : 'UNKNOWN');
+    if (!p1) return out('OUT_OF_SCOPE');
+    const turnedDown = () => out(oosHits > 0 || oosProb > p1.prob ? 'OUT_OF_SCOPE' : 'UNKNOWN');
+    if (scores.inScope !== undefined) {
+      // The detector alone decides whether to answer (it has read the out-of-scope class too).
+      if (scores.inScope < t.detector) return turnedDown();
+    } else {
+      if (oosProb >= t.out_of_scope || scored[0]?.label === OOS_LABEL) return out('OUT_OF_SCOPE');
+      if (p1.prob < t.accept || (p1.similarity ?? 1) < t.min_similarity) return turnedDown();
+    }
     if (p2 && p1.prob - p2.prob < t.margin) return out('AMBIGUOUS');
     const confidence = round(p1.prob);
     return { ...base, classification: 'KNOWN', intent: { id: p1.label, confidence, band: this.band(confidence) }, candidates, classifier_used: 'local_model' };
@@ -190,4 +251,70 @@ export class CompiledPack {
       ...(intent.entities ? { required: intent.entities.required, missing: intent.entities.missing } : {}),
     };
   }
+}
+
+/**
+ * Trains the out-of-scope detector from out-of-fold predictions. Fold j compiles the pack without
+ * its examples of fold j, without a j-th of its intents (held out whole: in-domain questions it
+ * was never taught) and without its out-of-scope examples of fold j, then scores what it did not
+ * see. Positives: held-out examples of kept intents whose best intent is right. Negatives: those
+ * answered wrong and the held-out intents' examples (half of the negatives' weight), and the
+ * held-out out-of-scope examples (the other half); positives and negatives weigh the same. Turns
+ * the deterministic matcher answers alone never reach the detector, so they do not train it.
+ */
+function learnDetector(pack: IntentPack, opts: CompileOptions, d: DetectorOptions): AcceptDetector | null {
+  const K = Math.max(2, d.folds);
+  const rand = mulberry32(d.seed);
+  const group = new Map(shuffle(pack.intents.map((i) => i.id), rand).map((id, n) => [id, n % K]));
+  const foldOf = (n: number) => {
+    const order = shuffle(Array.from({ length: n }, (_, i) => i), rand);
+    const fold = new Int32Array(n);
+    order.forEach((i, at) => (fold[i] = at % K));
+    return fold;
+  };
+  const items = pack.intents.flatMap((intent) => Object.entries(intent.examples).flatMap(([lang, texts]) => texts.map((text) => ({ intent: intent.id, lang, text }))));
+  const itemFold = foldOf(items.length);
+  const oos = pack.out_of_scope.examples ?? [];
+  const oosFold = d.blocks ? Int32Array.from(oos, (_, n) => Math.floor((n * K) / oos.length)) : foldOf(oos.length);
+  const noise = mulberry32(d.seed + 7919);
+  const { detector: _, ...outOfScope } = pack.out_of_scope;
+  const rows: { x: number[]; y: number; kind: 0 | 1 | 2 }[] = [];
+  for (let j = 0; j < K; j++) {
+    const kept = pack.intents
+      .filter((intent) => group.get(intent.id) !== j)
+      .map((intent) => ({ ...intent, examples: Object.fromEntries(Object.keys(intent.examples).map((lang) => [lang, [] as string[]])) }));
+    if (kept.length === 0) continue;
+    const byId = new Map(kept.map((i) => [i.id, i]));
+    items.forEach((it, n) => {
+      if (itemFold[n] !== j) byId.get(it.intent)?.examples[it.lang]!.push(it.text);
+    });
+    const sub: IntentPack = { ...pack, intents: kept, out_of_scope: { ...outOfScope, examples: oos.filter((_, n) => oosFold[n] !== j) } };
+    const fold = new CompiledPack(sub, { ...opts, detector: false });
+    const score = (text: string, gold: string | null, kind: 0 | 1 | 2) => {
+      for (const t of [text, ...Array.from({ length: d.noisy }, () => noisy(text, noise))]) {
+        const norm = normalize(t);
+        const first = fold.deterministic(norm);
+        if (first.result) continue;
+        const meta = fold.metaFeatures(norm, first.candidates, first.oosHits, d);
+        if (!meta) continue;
+        const right = gold !== null && fold.model!.labels[meta.candidate] === gold;
+        if (gold !== null && !right && !d.misclassified) continue;
+        rows.push({ x: meta.x, y: right ? 1 : 0, kind: right ? 0 : kind });
+      }
+    };
+    items.forEach((it, n) => {
+      if (group.get(it.intent) === j) score(it.text, null, 1);
+      else if (itemFold[n] === j) score(it.text, it.intent, 1);
+    });
+    oos.forEach((text, n) => {
+      if (oosFold[n] === j) score(text, null, 2);
+    });
+  }
+  const count = [0, 0, 0];
+  for (const r of rows) count[r.kind]!++;
+  if (count[0] === 0 || count[1]! + count[2]! === 0) return null;
+  // Positives weigh a half; the two kinds of negatives a quarter each (or a half when alone).
+  const share = [0.5, count[2] ? 0.25 : 0.5, count[1] ? 0.25 : 0.5];
+  const ws = rows.map((r) => share[r.kind]! / count[r.kind]!);
+  return AcceptDetector.fit(rows.map((r) => r.x), rows.map((r) => r.y), ws, d.l2);
 }

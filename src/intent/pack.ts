@@ -70,12 +70,23 @@ export const PackSchema = Closed({
      * pack keeps when its median intent has under 40 examples; on bigger packs it has no effect.
      */
     min_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    /** With `out_of_scope.detector`: the detector's probability a turn needs for KNOWN (default 0.5). */
+    detector: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
   })),
   out_of_scope: Closed({
     /** Words that mark a turn as outside the domain when no intent keyword matched. */
     keywords: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 5000 }),
     /** Example out-of-domain turns: an extra class of the local model. */
     examples: Type.Optional(Type.Array(Text, { maxItems: 20_000 })),
+    /**
+     * A learned accept/reject decision for the local model (detector.ts) in place of the accept,
+     * out-of-scope and similarity thresholds, trained at load from `folds` (default 5) extra
+     * models of the pack (so loading takes about folds + 1 times longer). Needs `examples`.
+     */
+    detector: Type.Optional(Closed({
+      folds: Type.Optional(Type.Integer({ minimum: 2, maximum: 10 })),
+      seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 })),
+    })),
   }),
   /** Decisions when no intent is acted on, and for greetings, thanks and goodbyes. */
   fallback: Closed({
