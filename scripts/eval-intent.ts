@@ -75,6 +75,8 @@ function csv(text: string): string[][] {
 }
 
 const read = (...p: string[]) => readFileSync(join(ROOT, ...p), 'utf8');
+// With --no-test no loader reads a test split (CLINC150's sits in the same JSON file as its train
+// split: the file is parsed, its test rows are dropped unused).
 
 function clinc(): Dataset {
   const d = JSON.parse(read('clinc150', 'data_full.json')) as Record<string, [string, string][]>;
@@ -82,7 +84,7 @@ function clinc(): Dataset {
     name: 'clinc150',
     train: d.train!,
     val: [...d.val!, ...d.oos_val!],
-    test: [...d.test!, ...d.oos_test!],
+    test: noTest ? [] : [...d.test!, ...d.oos_test!],
     oosTrain: d.oos_train!.map(([t]) => t),
     hasOos: true,
     oosRecallTarget: 0.53,
@@ -101,7 +103,7 @@ function banking(): Dataset {
     name: 'banking77',
     train,
     val: [],
-    test: rows('test.csv'),
+    test: noTest ? [] : rows('test.csv'),
     oosTrain: [],
     hasOos: false,
     anchors: ['Casanueva et al. 2020: BERT-large 93.66, USE+ConveRT 93.36 (full data); 85.19 at 10 examples per intent', 'Target here: accuracy >= 90'],
@@ -138,7 +140,6 @@ function hint3(bot: string): Dataset {
   const clinc150 = JSON.parse(read('clinc150', 'data_full.json')) as Record<string, [string, string][]>;
   const sources = [clinc150.oos_train!.map(([t]) => t), ...HINT3_BOTS.filter((b) => b !== bot).map((b) => rows(`train/${b}_train.csv`).map(([t]) => t))];
   const cvOos = { sources, extra: clinc150.oos_val!.map(([t]) => t) };
-  // --no-test does not even read the test split.
   return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: noTest ? [] : rows(`test/${bot}_test.csv`), oosTrain: sources.flat(), cvOos, hasOos: true, anchors, defaultAccept: 0.35 };
 }
 
@@ -157,7 +158,7 @@ function hinglishTop(): Dataset {
     name: 'hinglish_top',
     train: rows('train.tsv'),
     val: rows('validation.tsv'),
-    test: rows('test.tsv'),
+    test: noTest ? [] : rows('test.tsv'),
     oosTrain: [],
     hasOos: false,
     anchors: ['No published intent-accuracy anchor for the human-annotated split (CST5 reports parsing exact match)', 'Target here: accuracy >= 85'],
