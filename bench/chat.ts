@@ -10,7 +10,7 @@
 // CPU per request from /proc/<pid>/stat of each server process. Prints figures and ratios only.
 //
 //   npx tsx bench/chat.ts [--seconds 10] [--no-portkey] [--only json-50] [--profile DIR]
-// --only json-50 runs just the non-streaming 50-connection loads (no latency series);
+// --only json-50 (or json-1) runs just the non-streaming 50- (or 1-) connection loads (no latency series);
 // --profile DIR starts the gateway with --cpu-prof, writing its CPU profile to DIR on exit.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -24,7 +24,9 @@ import { Pool } from 'undici';
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
 const WITH_PORTKEY = !args.includes('--no-portkey');
-const ONLY_JSON_50 = args.includes('--only') && args[args.indexOf('--only') + 1] === 'json-50';
+/** --only json-50 | json-1: just that autocannon load (non-streaming, 50 or 1 connections). */
+const ONLY = args.includes('--only') ? Number(/^json-(50|1)$/.exec(args[args.indexOf('--only') + 1] ?? '')?.[1] ?? NaN) : undefined;
+if (ONLY !== undefined && Number.isNaN(ONLY)) throw new Error('--only takes json-50 or json-1');
 const PROFILE_DIR = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN = 'bench-admin-token-0123456789';
@@ -247,8 +249,8 @@ try {
     });
   }
   const rows: Row[] = [];
-  for (const stream of ONLY_JSON_50 ? [false] : [false, true]) {
-    for (const c of ONLY_JSON_50 ? [50] : [50, 1]) {
+  for (const stream of ONLY ? [false] : [false, true]) {
+    for (const c of ONLY ? [ONLY] : [50, 1]) {
       for (const t of targets) rows.push(await load(t, c, stream));
     }
   }
@@ -262,7 +264,7 @@ try {
   }
   const get = (target: string, mode: string) => rows.find((r) => r.target === target && r.mode === mode)!;
   console.log('\nRatios (same run):');
-  for (const mode of ONLY_JSON_50 ? ['json c=50'] : ['json c=50', 'stream c=50']) {
+  for (const mode of ONLY === 1 ? [] : ONLY ? ['json c=50'] : ['json c=50', 'stream c=50']) {
     const d = get('direct', mode);
     const g = get('gateway', mode);
     const f = get('floor', mode);
@@ -271,9 +273,9 @@ try {
         (pk ? `; gateway / portkey = ${(g.rps / get('portkey', mode).rps).toFixed(1)}x` : ''),
     );
   }
-  console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
+  if (ONLY !== 1) console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
 
-  if (!ONLY_JSON_50) await latencySeries(targets, !!pk);
+  if (!ONLY) await latencySeries(targets, !!pk);
 } finally {
   gw.child.kill('SIGTERM');
   floor.child.kill('SIGKILL');
