@@ -11,7 +11,11 @@ export interface CancelSignal {
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
-/** A one-shot cancellation: `abort()` runs each listener once, in order; later calls do nothing. */
+/**
+ * A one-shot cancellation: `abort()` runs each listener once, in order; later calls do nothing. As
+ * with EventTarget, a listener that throws does not stop the others: its error is rethrown on the
+ * next tick (an uncaught exception, as Node reports a throwing event listener).
+ */
 export class Cancel implements CancelSignal {
   aborted = false;
   reason: unknown = undefined;
@@ -34,6 +38,15 @@ export class Cancel implements CancelSignal {
     this.reason = reason;
     const list = this.#listeners;
     this.#listeners = null;
-    if (list) for (const listener of list) listener();
+    if (!list) return;
+    for (const listener of list) {
+      try {
+        listener();
+      } catch (err) {
+        process.nextTick(() => {
+          throw err;
+        });
+      }
+    }
   }
 }

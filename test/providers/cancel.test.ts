@@ -2,6 +2,7 @@
 // and undici really aborts a request with it.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
@@ -22,6 +23,23 @@ describe('Cancel', () => {
     cancel.addEventListener('abort', () => calls.push('late'));
     assert.deepEqual(calls, ['a:gone', 'b:true']);
     assert.equal(cancel.reason, 'gone');
+  });
+
+  it('runs every listener even when one throws, and reports that error as an uncaught exception, as EventTarget does', () => {
+    // In a child process: node:test claims uncaught exceptions of its own process as test failures.
+    const script = `
+      import { Cancel } from ${JSON.stringify(new URL('../../src/providers/cancel.ts', import.meta.url).href)};
+      const calls = [];
+      process.on('uncaughtException', (err) => { calls.push('reported:' + err.message); console.log(JSON.stringify(calls)); });
+      const cancel = new Cancel();
+      cancel.addEventListener('abort', () => { throw new Error('listener failed'); });
+      cancel.addEventListener('abort', () => calls.push('second'));
+      cancel.abort();
+      calls.push('after abort');
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout.trim()), ['second', 'after abort', 'reported:listener failed']);
   });
 
   it('defaults the reason to an AbortError, as AbortController does', () => {
