@@ -61,6 +61,23 @@ describe('API keys', () => {
     assert.equal(after.body.error.code, 'invalid_api_key');
   });
 
+  it('after the first request finds a key by its _id, and still refuses it once the record stops matching or is gone', async () => {
+    const s = await signup(gw.url);
+    const k = await createKey(gw.url, s.token);
+    const keys = gw.store.collection<{ _id: number; jti: string }>('api_keys');
+    assert.equal((await call(gw.url, 'GET', '/v1/models', { token: k.api_key })).status, 200);
+    const doc = (await keys.findOne({ _id: k.id }))!;
+    // The verified token now remembers the record's _id: a record with another jti is not its key.
+    await keys.updateOne({ _id: k.id }, { $set: { jti: 'f'.repeat(32) } });
+    assert.equal((await call(gw.url, 'GET', '/v1/models', { token: k.api_key })).status, 401);
+    await keys.updateOne({ _id: k.id }, { $set: { jti: doc.jti } });
+    assert.equal((await call(gw.url, 'GET', '/v1/models', { token: k.api_key })).status, 200);
+    await keys.deleteOne({ _id: k.id });
+    const gone = await call(gw.url, 'GET', '/v1/models', { token: k.api_key });
+    assert.equal(gone.status, 401);
+    assert.equal(gone.body.error.code, 'invalid_api_key');
+  });
+
   it('rejects missing, malformed, forged and alg-swapped keys with 401 invalid_api_key', async () => {
     const s = await signup(gw.url);
     const k = await createKey(gw.url, s.token);
