@@ -13,6 +13,7 @@ import { CompiledPack, type CascadeResult } from '../src/intent/engine.ts';
 import { normalize, type Normalized } from '../src/intent/normalize.ts';
 import type { IntentPack } from '../src/intent/pack.ts';
 import { mulberry32, shuffle, type NeighbourMix } from '../src/intent/classifier.ts';
+import type { SecondKind } from '../src/intent/ensemble.ts';
 import { noisy } from '../src/intent/augment.ts';
 import type { DetectorOptions } from '../src/intent/detector.ts';
 
@@ -171,6 +172,10 @@ const idOf = (ds: string, label: string) => `${ds.replace(/[^a-z0-9]/gi, '_').to
 /** The pack with its out-of-scope detector asked for (`out_of_scope.detector`). */
 const withDetector = (pack: IntentPack): IntentPack => ({ ...pack, out_of_scope: { ...pack.out_of_scope, detector: {} } });
 
+/** The pack with a second model mixed into the local model (`ensemble`), when the point has one. */
+const withEnsemble = (pack: IntentPack, e: OperatingPoint['ensemble'] | undefined): IntentPack =>
+  e ? { ...pack, ensemble: { model: e.variant.kind, weight: e.weight, ...(e.variant.alpha !== undefined ? { alpha: e.variant.alpha } : {}) } } : pack;
+
 function buildPack(ds: Dataset): { pack: IntentPack; labelOf: Map<string, string> } {
   const D = { action: 'ASK', next_state: 'CLARIFY', response_id: 'R' };
   const byLabel = new Map<string, string[]>();
@@ -261,9 +266,16 @@ interface OperatingPoint {
    */
   detector: DetectorVariant | null;
   detectorAccept: number;
+  /** A second model (ensemble.ts) and its share in the local model's probabilities; null: the linear model alone. */
+  ensemble: { variant: EnsembleVariant; weight: number } | null;
 }
 
 type DetectorVariant = Partial<DetectorOptions> & { name: string };
+interface EnsembleVariant {
+  name: string;
+  kind: SecondKind;
+  alpha?: number;
+}
 
 const AUGMENT_SEED = 1;
 /** The evaluation's own noise (cross-validation), from another seed than the training augmentation. */
@@ -298,14 +310,18 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const accepts = Array.from({ length: 19 }, (_, a) => a * 0.05);
   const minSims = [0, 0.3, 0.4, 0.5];
   const weights = [0, 0.3];
+  // The linear model alone, or mixed with each second model at each share.
+  const ensembles: OperatingPoint['ensemble'][] = [null, ...CV_ENSEMBLES.flatMap((variant) => ENSEMBLE_WEIGHTS.map((weight) => ({ variant, weight })))];
   const thresholded: OperatingPoint[] = trainings.flatMap((tr) =>
-    weights.flatMap((weight) => accepts.flatMap((accept) => minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity, detector: null, detectorAccept: 0 })))),
+    weights.flatMap((weight) =>
+      ensembles.flatMap((ensemble) => accepts.flatMap((accept) => minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity, detector: null, detectorAccept: 0, ensemble })))),
+    ),
   );
   // The detector's points: its own decision threshold replaces accept and min_similarity.
   const detectorAccepts = Array.from({ length: 19 }, (_, a) => 0.05 + a * 0.05);
   const detected: OperatingPoint[] = trainings.flatMap((tr) =>
     CV_DETECTORS.flatMap((detector) =>
-      DETECTOR_WEIGHTS.flatMap((weight) => detectorAccepts.map((detectorAccept) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept: 0, minSimilarity: 0, detector, detectorAccept }))),
+      DETECTOR_WEIGHTS.flatMap((weight) => detectorAccepts.map((detectorAccept) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept: 0, minSimilarity: 0, detector, detectorAccept, ensemble: null }))),
     ),
   );
   const grid = [...thresholded, ...detected];
@@ -342,13 +358,25 @@ function crossValidate(ds: Dataset): OperatingPoint {
         }
       }
     };
-    const same = (p: OperatingPoint, tr: { balance: boolean; augment: OperatingPoint['augment'] }, weight: number, detector: DetectorVariant | null) =>
-      p.balance === tr.balance && p.augment === tr.augment && p.mix.weight === weight && p.detector === detector;
+    const same = (p: OperatingPoint, tr: { balance: boolean; augment: OperatingPoint['augment'] }, weight: number, detector: DetectorVariant | null, ensemble: OperatingPoint['ensemble'] = null) =>
+      p.balance === tr.balance && p.augment === tr.augment && p.mix.weight === weight && p.detector === detector && p.ensemble === ensemble;
     for (const tr of trainings) {
       const pack = new CompiledPack(raw, compileOptions(tr));
       for (const weight of weights) {
         pack.model?.setNeighbourMix({ weight, temperature: 0.05 });
         sweep(pack, grid.flatMap((p, g) => (same(p, tr, weight, null) ? [g] : [])));
+      }
+      // One compile per second model (the linear model trains the same), swept at each share.
+      for (const variant of CV_ENSEMBLES) {
+        const mixed = new CompiledPack(withEnsemble(raw, { variant, weight: 0 }), compileOptions(tr));
+        for (const ensemble of ensembles) {
+          if (ensemble?.variant !== variant) continue;
+          mixed.model?.setEnsembleWeight(ensemble.weight);
+          for (const weight of weights) {
+            mixed.model?.setNeighbourMix({ weight, temperature: 0.05 });
+            sweep(mixed, grid.flatMap((p, g) => (same(p, tr, weight, null, ensemble) ? [g] : [])));
+          }
+        }
       }
       for (const detector of CV_DETECTORS) {
         for (const weight of DETECTOR_WEIGHTS) {
@@ -368,13 +396,24 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const h = hits[best]!;
   const f = (x: number) => (x * 100).toFixed(1);
   if (!json) {
-    // The best of each design, for deciding whether the detector earns its place.
-    for (const [name, pick] of [['thresholds', (p: OperatingPoint) => p.detector === null], ['detector', (p: OperatingPoint) => p.detector !== null]] as const) {
+    // The best of each design, for deciding whether the detector or a second model earns its place.
+    const designs: [string, (p: OperatingPoint) => boolean][] = [
+      ['thresholds', (p) => p.detector === null && p.ensemble === null],
+      ['detector', (p) => p.detector !== null],
+      ...CV_ENSEMBLES.map((v): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name}`, (p) => p.ensemble?.variant === v]),
+      ...CV_ENSEMBLES.flatMap((v) => ENSEMBLE_WEIGHTS.map((w): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name} ${w}`, (p) => p.ensemble?.variant === v && p.ensemble.weight === w])),
+    ];
+    for (const [name, pick] of designs) {
       let b = -1;
       grid.forEach((p, g) => {
         if (pick(p) && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
       });
-      if (b >= 0) console.log(`   ${ds.name} best with ${name}: score ${f(score(hits[b]!) / 2)} (as written ${f(score(hits[b]!, 0) / 2)}, noisy ${f(score(hits[b]!, 1) / 2)})`);
+      if (b < 0) continue;
+      // How well that point's models rank in-scope turns when nothing is turned down (closed set).
+      const pb = grid[b]!;
+      const open = grid.findIndex((p) => p.balance === pb.balance && p.augment === pb.augment && p.mix.weight === pb.mix.weight && p.ensemble === pb.ensemble && p.detector === null && p.accept === 0 && p.minSimilarity === 0);
+      const closed = pb.detector === null ? `; closed-set in-scope ${f(rate(hits[open]!, 'inScope', 0))}/${f(rate(hits[open]!, 'inScope', 1))}` : '';
+      console.log(`   ${ds.name} best with ${name}: score ${f(score(hits[b]!) / 2)} (as written ${f(score(hits[b]!, 0) / 2)}, noisy ${f(score(hits[b]!, 1) / 2)}${closed})`);
     }
     for (const [v, name] of [[0, 'as written'], [1, 'noisy']] as const) {
       console.log(
@@ -385,10 +424,10 @@ function crossValidate(ds: Dataset): OperatingPoint {
     for (const [tr, detector] of trainings.flatMap((tr) => [null, ...CV_DETECTORS].map((d) => [tr, d] as const))) {
       let b = -1;
       grid.forEach((p, g) => {
-        if (p.balance === tr.balance && p.augment === tr.augment && p.detector === detector && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
+        if (p.balance === tr.balance && p.augment === tr.augment && p.detector === detector && p.ensemble === null && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
       });
       const hb = hits[b]!;
-      const open = grid.findIndex((p) => p.balance === tr.balance && p.augment === tr.augment && p.accept === 0 && p.minSimilarity === 0 && p.mix.weight === 0 && p.detector === null);
+      const open = grid.findIndex((p) => p.balance === tr.balance && p.augment === tr.augment && p.accept === 0 && p.minSimilarity === 0 && p.mix.weight === 0 && p.detector === null && p.ensemble === null);
       if (detector === null) console.log(`     closed-set in-scope ${f(rate(hits[open]!, 'inScope', 0))}/${f(rate(hits[open]!, 'inScope', 1))}`);
       console.log(`     ${JSON.stringify(grid[b])}: score ${f(score(hb) / 2)} (as written ${f(score(hb, 0) / 2)}, noisy ${f(score(hb, 1) / 2)}; in-scope ${f(rate(hb, 'inScope', 0))}/${f(rate(hb, 'inScope', 1))})`);
     }
@@ -398,6 +437,7 @@ function crossValidate(ds: Dataset): OperatingPoint {
 
 function applyPoint(pack: CompiledPack, point: OperatingPoint): CompiledPack {
   pack.model?.setNeighbourMix(point.mix);
+  pack.model?.setEnsembleWeight(point.ensemble?.weight ?? 0);
   pack.thresholds.detector = point.detectorAccept;
   pack.thresholds.margin = 0;
   pack.thresholds.accept = point.accept;
@@ -415,7 +455,7 @@ function evaluate(ds: Dataset, json: boolean) {
   const point = ds.cvOos ? crossValidate(ds) : null;
   const t0 = performance.now();
   const { pack: raw, labelOf } = buildPack(ds);
-  const pack = new CompiledPack(point?.detector ? withDetector(raw) : raw, point ? compileOptions(point) : {});
+  const pack = new CompiledPack(withEnsemble(point?.detector ? withDetector(raw) : raw, point?.ensemble), point ? compileOptions(point) : {});
   const trainMs = performance.now() - t0;
   const prep = (rows: Row[]) => rows.map(([text, gold]) => ({ norm: normalize(text), gold }));
   const val = prep(ds.val);
@@ -480,7 +520,7 @@ function evaluate(ds: Dataset, json: boolean) {
     stage_share: share,
     stage_accuracy: stageAcc,
     latency_ms: latency,
-    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, augment: point?.augment ?? null, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null },
+    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, augment: point?.augment ?? null, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null, ensemble: point?.ensemble ? { model: point.ensemble.variant.kind, alpha: point.ensemble.variant.alpha ?? null, weight: point.ensemble.weight } : null },
     train: ds.train.length,
     test: ds.test.length,
     train_ms: Math.round(trainMs),
@@ -497,7 +537,8 @@ function evaluate(ds: Dataset, json: boolean) {
   console.log(`   latency ms p50/p99: ${Object.entries(latency).map(([k, v]) => `${k} ${ms(v.p50)}/${ms(v.p99)}`).join(', ')}`);
   const mix = pack.model?.hasMemory() ? `, nearest-neighbour weight ${pack.model.getNeighbourMix().weight}, min similarity ${thresholds.min_similarity}` : '';
   const balanced = (point?.balance ? ', class-balanced training' : '') + (point && point.augment.copies > 0 ? `, ${point.augment.copies} ${point.augment.style} variants per example` : '');
-  console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}${balanced}`);
+  const second = point?.ensemble ? `, ${point.ensemble.variant.name} mixed in at ${point.ensemble.weight}` : '';
+  console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}${balanced}${second}`);
   for (const a of ds.anchors) console.log(`   published: ${a}`);
 }
 
@@ -518,6 +559,21 @@ const detectorArg = args.find((a) => a.startsWith('--detector='))?.split('=')[1]
 const CV_DETECTORS: DetectorVariant[] = detectorArg === 'none' ? [] : detectorArg.split(',').map((a) => ({ name: a, quadratic: a.includes('q'), hinges: a.includes('h'), noisy: parseInt(/n(\d+)/.exec(a)?.[1] ?? '0', 10), misclassified: !a.includes('x'), blocks: a.includes('b') }));
 // The neighbour weights the detector's models are compiled with (each is one more compile).
 const DETECTOR_WEIGHTS = (args.find((a) => a.startsWith('--detector-weights='))?.split('=')[1] ?? '0').split(',').map(Number);
+// --ensemble=cnb,nc: second models (ensemble.ts) cross-validation may mix into the linear model's
+// probabilities ("cnb" complement naive Bayes, "chnb" multinomial naive Bayes over the character
+// n-grams, either with a smoothing after it, e.g. cnb0.1; "nc" nearest centroid; "none", the
+// default: the linear model alone), at each share of --ensemble-weights.
+const ensembleArg = args.find((a) => a.startsWith('--ensemble='))?.split('=')[1] ?? 'none';
+const CV_ENSEMBLES: EnsembleVariant[] =
+  ensembleArg === 'none'
+    ? []
+    : ensembleArg.split(',').map((a): EnsembleVariant => {
+        if (a === 'nc') return { name: a, kind: 'nearest_centroid' };
+        const [, kind, alpha] = /^(cnb|chnb)([\d.]*)$/.exec(a) ?? [];
+        if (!kind) throw new Error(`--ensemble: unknown variant ${a}`);
+        return { name: a, kind: kind === 'cnb' ? 'complement_nb' : 'char_nb', ...(alpha ? { alpha: Number(alpha) } : {}) };
+      });
+const ENSEMBLE_WEIGHTS = (args.find((a) => a.startsWith('--ensemble-weights='))?.split('=')[1] ?? '0.25,0.5,0.75').split(',').map(Number);
 const CV_TRAININGS: OperatingPoint['augment'][] = augmentArg.split(',').map((a) => ({ copies: parseInt(a, 10), outOfScope: a.includes('o'), style: a.includes('s') ? ('spelling' as const) : ('words' as const) }));
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : args[args.indexOf(onlyArg) + 1] ?? '').split(',') : null;

@@ -6,7 +6,10 @@
 // keeps every training example and mixes in a nearest-neighbour vote (cosine over the same TF-IDF
 // vectors), which learns from a handful of examples what the linear model cannot. Its softmax is sharpened or softened by a
 // temperature, so its probabilities can serve as calibrated confidence (the evaluation fits the
-// temperature on a validation split; packs use the default).
+// temperature on a validation split; packs use the default). Optionally a second model of another
+// family (ensemble.ts: complement naive Bayes or nearest centroid) is trained on the same vectors
+// and its calibrated probabilities mixed with the linear model's (`setEnsembleWeight`).
+import { SecondModel, type SecondOptions } from './ensemble.ts';
 
 export interface Example {
   tokens: string[];
@@ -38,12 +41,14 @@ export interface TrainOptions {
    * weight: a big out-of-scope class then does not drown intents of ten examples (default off).
    */
   balance?: boolean;
+  /** Also train a second model of another family on the same vectors (ensemble.ts; default none). */
+  second?: SecondOptions;
 }
 
 /** What the out-of-scope detector (detector.ts) reads of a turn besides the ranking. */
 export interface TurnView {
   vec: SparseVec;
-  /** The linear model's calibrated probabilities of every label (no neighbour vote). */
+  /** The linear model's calibrated probabilities of every label, mixed with the second model's if any (no neighbour vote). */
   linear: Float64Array;
   /** The probabilities the ranking uses (the linear ones mixed with the neighbour vote, if any). */
   mixed: Float64Array;
@@ -163,6 +168,8 @@ export class NgramClassifier {
   private temperature = 1;
   private memory: ExampleMemory | null = null;
   private mix: NeighbourMix = { weight: 0, temperature: 0.05 };
+  private second: SecondModel | null = null;
+  private secondWeight = 0;
 
   private constructor(
     readonly labels: string[],
@@ -200,6 +207,11 @@ export class NgramClassifier {
     const counts = labels.map((_, c) => ys.filter((y) => y === c).length);
     const weights = opts.balance ? ys.map((y) => N / (C * counts[y]!)) : ys.map(() => 1);
     model.fit(vecs, ys, weights, opts);
+    if (opts.second) {
+      const used = new Uint8Array(vocab.size);
+      for (const [f, id] of vocab) used[id] = opts.second.kind !== 'char_nb' || f.startsWith('c:') ? 1 : 0;
+      model.second = SecondModel.train(vecs, ys, weights, examples.map((e) => !e.synthetic), C, vocab.size, used, opts.second);
+    }
     const taught = examples.map((e, n) => (e.synthetic ? -1 : n)).filter((n) => n >= 0);
     const median = labels.map((_, c) => taught.filter((n) => ys[n] === c).length).sort((a, b) => a - b)[Math.floor(C / 2)]!;
     if (opts.memory ?? median < 40) model.memory = ExampleMemory.build(taught.map((n) => vecs[n]!), taught.map((n) => ys[n]!), vocab.size, C);
@@ -319,6 +331,29 @@ export class NgramClassifier {
     return this.memory !== null;
   }
 
+  hasSecond(): boolean {
+    return this.second !== null;
+  }
+
+  /** The second model's share in the probabilities (0: the linear model alone; needs `second` at training). */
+  setEnsembleWeight(weight: number): void {
+    this.secondWeight = weight;
+  }
+
+  getEnsembleWeight(): number {
+    return this.second ? this.secondWeight : 0;
+  }
+
+  /** The linear model's calibrated probabilities, mixed with the second model's when it has a share. */
+  probabilities(vec: SparseVec): Float64Array {
+    const p = softmax(this.logits(vec), this.temperature);
+    const w = this.secondWeight;
+    if (!this.second || w === 0) return p;
+    const q = this.second.probabilities(vec);
+    for (let c = 0; c < p.length; c++) p[c] = (1 - w) * p[c]! + w * q[c]!;
+    return p;
+  }
+
   setNeighbourMix(mix: NeighbourMix): void {
     this.mix = mix;
   }
@@ -338,7 +373,7 @@ export class NgramClassifier {
     let knownWords = 0;
     for (const t of tokens) if (this.vocab.has(`w:${t}`)) knownWords++;
     const vec = this.vectorizeFeatures(features);
-    const linear = softmax(this.logits(vec), this.temperature);
+    const linear = this.probabilities(vec);
     const similarity = this.memory?.nearest(vec) ?? null;
     return { vec, linear, mixed: this.mixWith(linear, similarity), similarity, words: tokens.length, knownWords, features: features.length, knownFeatures };
   }
@@ -371,13 +406,14 @@ export class NgramClassifier {
   }
 
   /**
-   * The top `k` labels of a vector: the linear model's calibrated probabilities, mixed with a
+   * The top `k` labels of a vector: the linear model's calibrated probabilities (with the second
+   * model's, when it has a share), mixed with a
    * softmax over each label's nearest-example similarity when the model keeps an example memory.
    * The similarities cost a pass over the memory's postings: computed only for the mix or when asked.
    */
   rank(vec: SparseVec, k = 5, withSimilarity = false): Scored[] {
     const sims = withSimilarity || this.mix.weight > 0 ? this.memory?.nearest(vec) : undefined;
-    return this.top(this.mixWith(softmax(this.logits(vec), this.temperature), sims), k, sims);
+    return this.top(this.mixWith(this.probabilities(vec), sims), k, sims);
   }
 
   /** Fits the temperature minimizing the negative log-likelihood of labelled examples (grid search). */

@@ -4,7 +4,8 @@
 //   2. the local model (classifier.ts), trained here at load from the pack's examples (and its
 //      out-of-scope examples as one more class): KNOWN, AMBIGUOUS (top two within `margin`),
 //      OUT_OF_SCOPE (the out-of-scope class wins, or out-of-scope words and a weak answer) or
-//      UNKNOWN (below `accept`, or no known feature at all). With `out_of_scope.detector`, a small
+//      UNKNOWN (below `accept`, or no known feature at all). With `ensemble`, a second model of
+//      another family (ensemble.ts) is trained beside it and their probabilities are mixed. With `out_of_scope.detector`, a small
 //      learned model (detector.ts) takes the accept/reject decision instead of those thresholds.
 // A third stage (an LLM constrained to the pack's intent ids) runs in the service, only for what
 // these left AMBIGUOUS or UNKNOWN and only when the model has an llm route.
@@ -120,7 +121,10 @@ export class CompiledPack {
       if (aug.outOfScope) for (const text of augment(oos, { ...aug, seed: (aug.seed ?? 1) - 1 })) examples.push({ tokens: normalize(text).tokens, label: OOS_LABEL, synthetic: true });
     }
     const labels = new Set(examples.map((e) => e.label));
-    this.model = labels.size >= 2 ? NgramClassifier.train(examples, opts.train) : null;
+    const ensemble = pack.ensemble;
+    const train = ensemble ? { ...opts.train, second: { kind: ensemble.model, ...(ensemble.alpha !== undefined ? { alpha: ensemble.alpha } : {}) } } : opts.train;
+    this.model = labels.size >= 2 ? NgramClassifier.train(examples, train) : null;
+    if (ensemble) this.model?.setEnsembleWeight(ensemble.weight);
     if (opts.mix) this.model?.setNeighbourMix(opts.mix);
     this.detectorOptions = { ...DEFAULT_DETECTOR, ...pack.out_of_scope.detector, ...(opts.detector || {}) };
     const wanted = pack.out_of_scope.detector !== undefined && opts.detector !== false && oos.length > 0 && this.model !== null;

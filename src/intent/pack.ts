@@ -88,6 +88,16 @@ export const PackSchema = Closed({
       seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 })),
     })),
   }),
+  /**
+   * A second local model of another family trained beside the logistic regression on the same
+   * features (ensemble.ts), its calibrated probabilities mixed in at `weight` (0 to 1). Off unless
+   * set; `alpha` is the naive Bayes models' smoothing (default 1).
+   */
+  ensemble: Type.Optional(Closed({
+    model: Type.Union([Type.Literal('complement_nb'), Type.Literal('nearest_centroid'), Type.Literal('char_nb')]),
+    weight: Type.Number({ minimum: 0, maximum: 1 }),
+    alpha: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 10 })),
+  })),
   /** Decisions when no intent is acted on, and for greetings, thanks and goodbyes. */
   fallback: Closed({
     unknown: DecisionSchema,
