@@ -174,7 +174,7 @@ const withDetector = (pack: IntentPack): IntentPack => ({ ...pack, out_of_scope:
 
 /** The pack with a second model mixed into the local model (`ensemble`), when the point has one. */
 const withEnsemble = (pack: IntentPack, e: OperatingPoint['ensemble'] | undefined): IntentPack =>
-  e ? { ...pack, ensemble: { model: e.variant.kind, weight: e.weight, ...(e.variant.alpha !== undefined ? { alpha: e.variant.alpha } : {}) } } : pack;
+  e ? { ...pack, ensemble: { model: e.variant.kind, weight: e.weight, reject: e.reject, ...(e.variant.alpha !== undefined ? { alpha: e.variant.alpha } : {}) } } : pack;
 
 function buildPack(ds: Dataset): { pack: IntentPack; labelOf: Map<string, string> } {
   const D = { action: 'ASK', next_state: 'CLARIFY', response_id: 'R' };
@@ -266,11 +266,15 @@ interface OperatingPoint {
    */
   detector: DetectorVariant | null;
   detectorAccept: number;
-  /** A second model (ensemble.ts) and its share in the local model's probabilities; null: the linear model alone. */
-  ensemble: { variant: EnsembleVariant; weight: number } | null;
+  /**
+   * A second model (ensemble.ts), its share in the local model's probabilities and what the accept
+   * tests read (`ensemble.reject`: the mixed probabilities, or the linear model's); null: the linear model alone.
+   */
+  ensemble: { variant: EnsembleVariant; weight: number; reject: Reject } | null;
 }
 
 type DetectorVariant = Partial<DetectorOptions> & { name: string };
+type Reject = 'mixed' | 'linear';
 interface EnsembleVariant {
   name: string;
   kind: SecondKind;
@@ -311,7 +315,7 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const minSims = [0, 0.3, 0.4, 0.5];
   const weights = [0, 0.3];
   // The linear model alone, or mixed with each second model at each share.
-  const ensembles: OperatingPoint['ensemble'][] = [null, ...CV_ENSEMBLES.flatMap((variant) => ENSEMBLE_WEIGHTS.map((weight) => ({ variant, weight })))];
+  const ensembles: OperatingPoint['ensemble'][] = [null, ...CV_ENSEMBLES.flatMap((variant) => ENSEMBLE_WEIGHTS.flatMap((weight) => ENSEMBLE_REJECTS.map((reject) => ({ variant, weight, reject }))))];
   const thresholded: OperatingPoint[] = trainings.flatMap((tr) =>
     weights.flatMap((weight) =>
       ensembles.flatMap((ensemble) => accepts.flatMap((accept) => minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity, detector: null, detectorAccept: 0, ensemble })))),
@@ -348,10 +352,13 @@ function crossValidate(ds: Dataset): OperatingPoint {
           ([row.clean, row.noisy] as const).forEach((norm, v) => {
             const first = pack.deterministic(norm);
             const scores = first.result ? null : pack.scoreLocal(norm, true, first.candidates, first.oosHits);
+            // An ensemble pack is compiled with reject 'linear'; without `linear` its scores decide as 'mixed'.
+            const { linear: _, ...mixedScores } = scores ?? { ranked: [] };
             for (const g of slice) {
               const point = grid[g]!;
               const t = { ...pack.thresholds, margin: 0, accept: point.accept, min_similarity: point.minSimilarity, detector: point.detectorAccept };
-              const r = first.result ?? pack.decideLocal(scores, first.candidates, first.oosHits, t);
+              const decided = scores && point.ensemble?.reject !== 'linear' ? mixedScores : scores;
+              const r = first.result ?? pack.decideLocal(decided, first.candidates, first.oosHits, t);
               if (predicted(r, labelOf) === row.gold) hits[g]![k][v]!++;
             }
           });
@@ -366,15 +373,16 @@ function crossValidate(ds: Dataset): OperatingPoint {
         pack.model?.setNeighbourMix({ weight, temperature: 0.05 });
         sweep(pack, grid.flatMap((p, g) => (same(p, tr, weight, null) ? [g] : [])));
       }
-      // One compile per second model (the linear model trains the same), swept at each share.
+      // One compile per second model (the linear model trains the same), scored once at each share
+      // (with the linear model's own probabilities too) and swept for both kinds of rejection.
       for (const variant of CV_ENSEMBLES) {
-        const mixed = new CompiledPack(withEnsemble(raw, { variant, weight: 0 }), compileOptions(tr));
-        for (const ensemble of ensembles) {
-          if (ensemble?.variant !== variant) continue;
-          mixed.model?.setEnsembleWeight(ensemble.weight);
+        const mixed = new CompiledPack(withEnsemble(raw, { variant, weight: 0, reject: 'linear' }), compileOptions(tr));
+        for (const share of ENSEMBLE_WEIGHTS) {
+          mixed.model?.setEnsembleWeight(share);
           for (const weight of weights) {
             mixed.model?.setNeighbourMix({ weight, temperature: 0.05 });
-            sweep(mixed, grid.flatMap((p, g) => (same(p, tr, weight, null, ensemble) ? [g] : [])));
+            const at = ensembles.filter((e) => e?.variant === variant && e.weight === share);
+            sweep(mixed, grid.flatMap((p, g) => (at.some((e) => same(p, tr, weight, null, e)) ? [g] : [])));
           }
         }
       }
@@ -400,8 +408,11 @@ function crossValidate(ds: Dataset): OperatingPoint {
     const designs: [string, (p: OperatingPoint) => boolean][] = [
       ['thresholds', (p) => p.detector === null && p.ensemble === null],
       ['detector', (p) => p.detector !== null],
-      ...CV_ENSEMBLES.map((v): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name}`, (p) => p.ensemble?.variant === v]),
-      ...CV_ENSEMBLES.flatMap((v) => ENSEMBLE_WEIGHTS.map((w): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name} ${w}`, (p) => p.ensemble?.variant === v && p.ensemble.weight === w])),
+      ...ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [`any ensemble, reject ${r}`, (p) => p.ensemble?.reject === r]),
+      ...CV_ENSEMBLES.flatMap((v) => ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name} reject ${r}`, (p) => p.ensemble?.variant === v && p.ensemble.reject === r])),
+      ...CV_ENSEMBLES.flatMap((v) =>
+        ENSEMBLE_WEIGHTS.flatMap((w) => ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name} ${w} reject ${r}`, (p) => p.ensemble?.variant === v && p.ensemble.weight === w && p.ensemble.reject === r])),
+      ),
     ];
     for (const [name, pick] of designs) {
       let b = -1;
@@ -520,7 +531,7 @@ function evaluate(ds: Dataset, json: boolean) {
     stage_share: share,
     stage_accuracy: stageAcc,
     latency_ms: latency,
-    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, augment: point?.augment ?? null, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null, ensemble: point?.ensemble ? { model: point.ensemble.variant.kind, alpha: point.ensemble.variant.alpha ?? null, weight: point.ensemble.weight } : null },
+    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, augment: point?.augment ?? null, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null, ensemble: point?.ensemble ? { model: point.ensemble.variant.kind, alpha: point.ensemble.variant.alpha ?? null, weight: point.ensemble.weight, reject: point.ensemble.reject } : null },
     train: ds.train.length,
     test: ds.test.length,
     train_ms: Math.round(trainMs),
@@ -537,7 +548,7 @@ function evaluate(ds: Dataset, json: boolean) {
   console.log(`   latency ms p50/p99: ${Object.entries(latency).map(([k, v]) => `${k} ${ms(v.p50)}/${ms(v.p99)}`).join(', ')}`);
   const mix = pack.model?.hasMemory() ? `, nearest-neighbour weight ${pack.model.getNeighbourMix().weight}, min similarity ${thresholds.min_similarity}` : '';
   const balanced = (point?.balance ? ', class-balanced training' : '') + (point && point.augment.copies > 0 ? `, ${point.augment.copies} ${point.augment.style} variants per example` : '');
-  const second = point?.ensemble ? `, ${point.ensemble.variant.name} mixed in at ${point.ensemble.weight}` : '';
+  const second = point?.ensemble ? `, ${point.ensemble.variant.name} mixed in at ${point.ensemble.weight} (reject on ${point.ensemble.reject})` : '';
   console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}${balanced}${second}`);
   for (const a of ds.anchors) console.log(`   published: ${a}`);
 }
@@ -574,6 +585,12 @@ const CV_ENSEMBLES: EnsembleVariant[] =
         return { name: a, kind: kind === 'cnb' ? 'complement_nb' : 'char_nb', ...(alpha ? { alpha: Number(alpha) } : {}) };
       });
 const ENSEMBLE_WEIGHTS = (args.find((a) => a.startsWith('--ensemble-weights='))?.split('=')[1] ?? '0.25,0.5,0.75').split(',').map(Number);
+// --ensemble-reject=mixed,linear: what the accept tests read with a second model ("mixed": the
+// mixed probabilities, as before; "linear": the linear model's own, the mix only ranking). Both by default.
+const ENSEMBLE_REJECTS = (args.find((a) => a.startsWith('--ensemble-reject='))?.split('=')[1] ?? 'mixed,linear').split(',').map((r): Reject => {
+  if (r !== 'mixed' && r !== 'linear') throw new Error(`--ensemble-reject: unknown value ${r}`);
+  return r;
+});
 const CV_TRAININGS: OperatingPoint['augment'][] = augmentArg.split(',').map((a) => ({ copies: parseInt(a, 10), outOfScope: a.includes('o'), style: a.includes('s') ? ('spelling' as const) : ('words' as const) }));
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : args[args.indexOf(onlyArg) + 1] ?? '').split(',') : null;

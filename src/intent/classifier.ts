@@ -412,8 +412,25 @@ export class NgramClassifier {
    * The similarities cost a pass over the memory's postings: computed only for the mix or when asked.
    */
   rank(vec: SparseVec, k = 5, withSimilarity = false): Scored[] {
-    const sims = withSimilarity || this.mix.weight > 0 ? this.memory?.nearest(vec) : undefined;
+    return this.rankWith(vec, k, this.nearestFor(vec, withSimilarity));
+  }
+
+  /** Each label's nearest-example cosine when asked for or needed by the neighbour vote (null: neither, or no memory). */
+  nearestFor(vec: SparseVec, withSimilarity: boolean): Float64Array | null {
+    return withSimilarity || this.mix.weight > 0 ? (this.memory?.nearest(vec) ?? null) : null;
+  }
+
+  /** `rank` with the similarities already computed (`nearestFor`). */
+  rankWith(vec: SparseVec, k: number, sims: Float64Array | null): Scored[] {
     return this.top(this.mixWith(this.probabilities(vec), sims), k, sims);
+  }
+
+  /**
+   * Every label's probability as the model without its second model ranks them: the linear
+   * model's calibrated probabilities mixed with the neighbour vote (`sims` from `nearestFor`).
+   */
+  linearProbabilities(vec: SparseVec, sims: Float64Array | null): Float64Array {
+    return this.mixWith(softmax(this.logits(vec), this.temperature), sims);
   }
 
   /** Fits the temperature minimizing the negative log-likelihood of labelled examples (grid search). */

@@ -5,8 +5,10 @@
 //      out-of-scope examples as one more class): KNOWN, AMBIGUOUS (top two within `margin`),
 //      OUT_OF_SCOPE (the out-of-scope class wins, or out-of-scope words and a weak answer) or
 //      UNKNOWN (below `accept`, or no known feature at all). With `ensemble`, a second model of
-//      another family (ensemble.ts) is trained beside it and their probabilities are mixed. With `out_of_scope.detector`, a small
-//      learned model (detector.ts) takes the accept/reject decision instead of those thresholds.
+//      another family (ensemble.ts) is trained beside it and their probabilities are mixed (with
+//      `ensemble.reject: 'linear'` the mix ranks, the linear model alone decides KNOWN or not).
+//      With `out_of_scope.detector`, a small learned model (detector.ts) takes the accept/reject
+//      decision instead of those thresholds.
 // A third stage (an LLM constrained to the pack's intent ids) runs in the service, only for what
 // these left AMBIGUOUS or UNKNOWN and only when the model has an llm route.
 import { performance } from 'node:perf_hooks';
@@ -63,6 +65,14 @@ export interface LocalScores {
   ranked: Scored[];
   /** With a detector: its probability that the best intent is the answer and the turn in scope. */
   inScope?: number;
+  /**
+   * With `ensemble.reject: 'linear'`: what the accept tests read in place of the ranking's
+   * probabilities, the model without its second model (linear + neighbour vote): its probability
+   * of the ranking's best intent and of the out-of-scope class, and whether the out-of-scope class
+   * is its best label. The mix inflates both intents it was never taught and foreign turns, the
+   * linear model much less so (README, the ensemble trial).
+   */
+  linear?: { best: number; oos: number; oosFirst: boolean };
 }
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
@@ -175,7 +185,18 @@ export class CompiledPack {
     if (!this.detector) {
       const vec = model.vectorize(norm.tokens);
       if (vec.idx.length === 0) return null;
-      return { ranked: model.rank(vec, 4, withSimilarity) };
+      const sims = model.nearestFor(vec, withSimilarity);
+      const ranked = model.rankWith(vec, 4, sims);
+      if (this.pack.ensemble?.reject !== 'linear' || !model.hasSecond()) return { ranked };
+      const p = model.linearProbabilities(vec, sims);
+      const oos = model.labels.indexOf(OOS_LABEL);
+      const best = ranked.find((s) => s.label !== OOS_LABEL);
+      let first = 0;
+      p.forEach((v, c) => {
+        if (v > p[first]!) first = c;
+      });
+      const at = best ? model.labels.indexOf(best.label) : -1;
+      return { ranked, linear: { best: at >= 0 ? p[at]! : 0, oos: oos >= 0 ? p[oos]! : 0, oosFirst: oos >= 0 && first === oos } };
     }
     const meta = this.metaFeatures(norm, earlier, oosHits, this.detectorOptions);
     if (!meta) return null;
@@ -216,16 +237,20 @@ export class CompiledPack {
     const [p1, p2] = ranked;
     const out = (classification: Classification): CascadeResult => ({ ...base, classification, intent: null, candidates, classifier_used: 'local_model' });
     if (!p1) return out('OUT_OF_SCOPE');
-    const turnedDown = () => out(oosHits > 0 || oosProb > p1.prob ? 'OUT_OF_SCOPE' : 'UNKNOWN');
+    // What the accept tests read: the ranking's probabilities, or the linear model's (`linear`).
+    const gate = scores.linear ?? { best: p1.prob, oos: oosProb, oosFirst: scored[0]?.label === OOS_LABEL };
+    const turnedDown = () => out(oosHits > 0 || gate.oos > gate.best ? 'OUT_OF_SCOPE' : 'UNKNOWN');
     if (scores.inScope !== undefined) {
       // The detector alone decides whether to answer (it has read the out-of-scope class too).
       if (scores.inScope < t.detector) return turnedDown();
     } else {
-      if (oosProb >= t.out_of_scope || scored[0]?.label === OOS_LABEL) return out('OUT_OF_SCOPE');
-      if (p1.prob < t.accept || (p1.similarity ?? 1) < t.min_similarity) return turnedDown();
+      if (gate.oos >= t.out_of_scope || gate.oosFirst) return out('OUT_OF_SCOPE');
+      if (gate.best < t.accept || (p1.similarity ?? 1) < t.min_similarity) return turnedDown();
     }
+    // Which intent is the ranking's business, so the margin reads the ranking's probabilities.
     if (p2 && p1.prob - p2.prob < t.margin) return out('AMBIGUOUS');
-    const confidence = round(p1.prob);
+    // The confidence is the probability the accept test read (the same unless `linear`).
+    const confidence = round(gate.best);
     return { ...base, classification: 'KNOWN', intent: { id: p1.label, confidence, band: this.band(confidence) }, candidates, classifier_used: 'local_model' };
   }
 

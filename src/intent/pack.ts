@@ -91,12 +91,16 @@ export const PackSchema = Closed({
   /**
    * A second local model of another family trained beside the logistic regression on the same
    * features (ensemble.ts), its calibrated probabilities mixed in at `weight` (0 to 1). Off unless
-   * set; `alpha` is the naive Bayes models' smoothing (default 1).
+   * set; `alpha` is the naive Bayes models' smoothing (default 1). `reject` is what the accept,
+   * out-of-scope-class and similarity tests read: `mixed` (default) the mixed probabilities, `linear`
+   * the linear model's own (neighbour vote in, second model out) for the mixed ranking's best intent,
+   * so the mix picks the intent and the logistic regression alone decides whether to answer.
    */
   ensemble: Type.Optional(Closed({
     model: Type.Union([Type.Literal('complement_nb'), Type.Literal('nearest_centroid'), Type.Literal('char_nb')]),
     weight: Type.Number({ minimum: 0, maximum: 1 }),
     alpha: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 10 })),
+    reject: Type.Optional(Type.Union([Type.Literal('mixed'), Type.Literal('linear')])),
   })),
   /** Decisions when no intent is acted on, and for greetings, thanks and goodbyes. */
   fallback: Closed({
