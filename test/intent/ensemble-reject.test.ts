@@ -6,14 +6,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompiledPack, OOS_LABEL, type CascadeResult } from '../../src/intent/engine.ts';
 import { normalize } from '../../src/intent/normalize.ts';
-import { PackError, validatePack } from '../../src/intent/pack.ts';
+import { PackError } from '../../src/intent/pack.ts';
+import { toyShopPack } from './toy-shop.ts';
 
-const taught: Record<string, string[]> = {
-  DELIVERY: ['when will my mattress be delivered', 'delivery time for my order', 'how many days for delivery', 'do you deliver to my pincode', 'is delivery free', 'track my delivery', 'my order has not arrived yet', 'can you deliver this week'],
-  PRICE: ['what is the price of the mattress', 'how much does the queen size cost', 'price of king size mattress', 'is there any discount', 'what does the ortho mattress cost', 'any offers on mattresses', 'cost of single bed mattress', 'tell me the price'],
-  RETURN: ['i want to return my mattress', 'how do i return the product', 'what is your return policy', 'can i get a refund', 'return and refund process', 'the mattress is uncomfortable i want to send it back', 'trial period for returns', 'refund my money'],
-  WARRANTY: ['what is the warranty on the mattress', 'how many years of warranty', 'is there a warranty', 'warranty claim for my mattress', 'the mattress sagged is it covered by warranty', 'warranty period details', 'does the warranty cover stains', 'how to claim warranty'],
-};
 const foreign = ['what is the weather today', 'book a flight to delhi', 'play some music', 'what is my bank balance', 'tell me a joke', 'set an alarm for 6', 'who won the match', 'recharge my phone', 'order a pizza', 'how do i reset my password'];
 // Held-out turns: paraphrases, typos, fragments, unseen in-domain questions and foreign turns.
 const turns = [
@@ -22,18 +17,11 @@ const turns = [
   'what time is it', 'send money to my friend', 'the bed is too soft', 'my order', 'cost', 'how many years', 'refund status of my order',
 ];
 
-const D = { action: 'INFORM', next_state: 'DONE', response_id: 'R' };
 const pack = (ensemble?: unknown) =>
-  validatePack({
-    id: 'toy-shop',
-    version: 1,
-    languages: ['en-IN'],
+  toyShopPack({
     // The accept tests must matter: a high accept and an out-of-scope-class threshold.
     thresholds: { accept: 0.5, margin: 0, out_of_scope: 0.4 },
     out_of_scope: { keywords: [], examples: foreign },
-    fallback: { unknown: D, ambiguous: D, out_of_scope: D },
-    intents: Object.entries(taught).map(([label, texts]) => ({ id: `SHOP.${label}`, examples: { 'en-IN': texts }, confirm: false, decisions: { initial: D } })),
-    responses: { R: { 'en-IN': { text: 'r', voice: 'r' } } },
     ...(ensemble ? { ensemble } : {}),
   });
 

@@ -6,14 +6,9 @@ import assert from 'node:assert/strict';
 import { NgramClassifier, type Example } from '../../src/intent/classifier.ts';
 import { CompiledPack } from '../../src/intent/engine.ts';
 import { normalize } from '../../src/intent/normalize.ts';
-import { PackError, validatePack } from '../../src/intent/pack.ts';
+import { PackError } from '../../src/intent/pack.ts';
+import { taught, toyShopPack } from './toy-shop.ts';
 
-const taught: Record<string, string[]> = {
-  DELIVERY: ['when will my mattress be delivered', 'delivery time for my order', 'how many days for delivery', 'do you deliver to my pincode', 'is delivery free', 'track my delivery', 'my order has not arrived yet', 'can you deliver this week'],
-  PRICE: ['what is the price of the mattress', 'how much does the queen size cost', 'price of king size mattress', 'is there any discount', 'what does the ortho mattress cost', 'any offers on mattresses', 'cost of single bed mattress', 'tell me the price'],
-  RETURN: ['i want to return my mattress', 'how do i return the product', 'what is your return policy', 'can i get a refund', 'return and refund process', 'the mattress is uncomfortable i want to send it back', 'trial period for returns', 'refund my money'],
-  WARRANTY: ['what is the warranty on the mattress', 'how many years of warranty', 'is there a warranty', 'warranty claim for my mattress', 'the mattress sagged is it covered by warranty', 'warranty period details', 'does the warranty cover stains', 'how to claim warranty'],
-};
 const examples: Example[] = Object.entries(taught).flatMap(([label, texts]) => texts.map((t) => ({ tokens: normalize(t).tokens, label })));
 const heldOut: [string, string][] = [
   ['mattress delivery date please', 'DELIVERY'], ['delivry kab hogi', 'DELIVERY'], ['how much is the queen mattress', 'PRICE'], ['price pls', 'PRICE'],
@@ -56,18 +51,7 @@ for (const kind of ['complement_nb', 'nearest_centroid', 'char_nb'] as const) {
 }
 
 describe('pack ensemble setting', () => {
-  const D = { action: 'INFORM', next_state: 'DONE', response_id: 'R' };
-  const pack = (ensemble?: unknown) =>
-    validatePack({
-      id: 'toy-shop',
-      version: 1,
-      languages: ['en-IN'],
-      out_of_scope: { keywords: [] },
-      fallback: { unknown: D, ambiguous: D, out_of_scope: D },
-      intents: Object.entries(taught).map(([label, texts]) => ({ id: `SHOP.${label}`, examples: { 'en-IN': texts }, confirm: false, decisions: { initial: D } })),
-      responses: { R: { 'en-IN': { text: 'r', voice: 'r' } } },
-      ...(ensemble ? { ensemble } : {}),
-    });
+  const pack = (ensemble?: unknown) => toyShopPack(ensemble ? { ensemble } : {});
 
   it('is off unless the pack asks, and then mixed in at its weight', () => {
     assert.equal(new CompiledPack(pack()).model!.hasSecond(), false);
