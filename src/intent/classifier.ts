@@ -9,6 +9,7 @@
 // temperature on a validation split; packs use the default). Optionally a second model of another
 // family (ensemble.ts: complement naive Bayes or nearest centroid) is trained on the same vectors
 // and its calibrated probabilities mixed with the linear model's (`setEnsembleWeight`).
+import { fitTemperature, softmax } from './calibration.ts';
 import { SecondModel, type SecondOptions } from './ensemble.ts';
 
 export interface Example {
@@ -437,32 +438,7 @@ export class NgramClassifier {
   calibrate(examples: Example[]): number {
     const data = examples.filter((e) => this.labels.includes(e.label)).map((e) => ({ z: this.logits(this.vectorize(e.tokens)), y: this.labels.indexOf(e.label) }));
     if (data.length === 0) return this.temperature;
-    let best = { t: 1, nll: Infinity };
-    for (let t = 0.05; t <= 3; t *= 1.15) {
-      let nll = 0;
-      for (const { z, y } of data) {
-        let max = -Infinity;
-        for (const v of z) if (v > max) max = v;
-        let sum = 0;
-        for (const v of z) sum += Math.exp((v - max) / t);
-        nll -= (z[y]! - max) / t - Math.log(sum);
-      }
-      if (nll < best.nll) best = { t, nll };
-    }
-    this.temperature = best.t;
-    return best.t;
+    this.temperature = fitTemperature(data, { from: 0.05, to: 3, step: 1.15 });
+    return this.temperature;
   }
-}
-
-function softmax(z: Float64Array, temperature: number): Float64Array {
-  let max = -Infinity;
-  for (const v of z) if (v > max) max = v;
-  const p = new Float64Array(z.length);
-  let sum = 0;
-  for (let c = 0; c < z.length; c++) {
-    p[c] = Math.exp((z[c]! - max) / temperature);
-    sum += p[c]!;
-  }
-  for (let c = 0; c < z.length; c++) p[c]! /= sum;
-  return p;
 }

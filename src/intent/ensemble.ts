@@ -13,6 +13,7 @@
 // Their scores are not probabilities, so a softmax temperature is fitted at training on
 // out-of-fold scores of the taught examples (negative log-likelihood, each example at its
 // training weight), as the evaluation calibrates the logistic regression on a validation split.
+import { fitTemperature, softmax, type ScoredRow } from './calibration.ts';
 import type { SparseVec } from './classifier.ts';
 
 export type SecondKind = 'complement_nb' | 'nearest_centroid' | 'char_nb';
@@ -88,6 +89,9 @@ function scoresInto(W: Float32Array, C: number, vec: SparseVec, z: Float64Array)
   return z;
 }
 
+/** Where the temperature is searched: a multiplicative grid wide enough for either kind's score scale. */
+const TEMPERATURE_GRID = { from: 1e-4, to: 10, step: 1.1 };
+
 export class SecondModel {
   private constructor(
     readonly kind: SecondKind,
@@ -107,47 +111,18 @@ export class SecondModel {
     const held = vecs.map((_, n) => n).filter((n) => taught[n]);
     const fold = new Int32Array(vecs.length).fill(-1);
     held.forEach((n, at) => (fold[n] = at % K));
-    const rows: { z: Float64Array; y: number; w: number }[] = [];
+    const rows: ScoredRow[] = [];
     for (let j = 0; j < K; j++) {
       const inFold = (n: number) => fold[n] === j;
       const keep = vecs.map((_, n) => n).filter((n) => !inFold(n));
       const W = fitWeights(opts.kind, keep.map((n) => vecs[n]!), keep.map((n) => ys[n]!), keep.map((n) => ws[n]!), C, F, alpha, used);
       for (const n of held) if (inFold(n)) rows.push({ z: scoresInto(W, C, vecs[n]!, new Float64Array(C)), y: ys[n]!, w: ws[n]! });
     }
-    return new SecondModel(opts.kind, fitWeights(opts.kind, vecs, ys, ws, C, F, alpha, used), C, fitTemperature(rows));
+    return new SecondModel(opts.kind, fitWeights(opts.kind, vecs, ys, ws, C, F, alpha, used), C, fitTemperature(rows, TEMPERATURE_GRID));
   }
 
   /** Calibrated probabilities of every label. */
   probabilities(vec: SparseVec): Float64Array {
-    const z = scoresInto(this.weights, this.classes, vec, new Float64Array(this.classes));
-    let max = -Infinity;
-    for (const v of z) if (v > max) max = v;
-    let sum = 0;
-    for (let c = 0; c < z.length; c++) {
-      z[c] = Math.exp((z[c]! - max) / this.temperature);
-      sum += z[c]!;
-    }
-    for (let c = 0; c < z.length; c++) z[c]! /= sum;
-    return z;
+    return softmax(scoresInto(this.weights, this.classes, vec, new Float64Array(this.classes)), this.temperature);
   }
-}
-
-/**
- * The softmax temperature minimizing the weighted negative log-likelihood (a multiplicative grid
- * wide enough for either kind's scale).
- */
-function fitTemperature(rows: { z: Float64Array; y: number; w: number }[]): number {
-  let best = { t: 1, nll: Infinity };
-  for (let t = 1e-4; t <= 10; t *= 1.1) {
-    let nll = 0;
-    for (const { z, y, w } of rows) {
-      let max = -Infinity;
-      for (const v of z) if (v > max) max = v;
-      let sum = 0;
-      for (const v of z) sum += Math.exp((v - max) / t);
-      nll -= w * ((z[y]! - max) / t - Math.log(sum));
-    }
-    if (nll < best.nll) best = { t, nll };
-  }
-  return best.t;
 }
