@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
@@ -190,45 +190,46 @@ async function load(t: Target, connections: number, stream: boolean): Promise<Ro
   };
 }
 
+type Latency = { p50: number; p99: number; mean: number };
+
 /**
- * Whole-response latency of sequential JSON requests on one connection, timed with performance.now:
- * autocannon's histogram keeps whole milliseconds, too coarse for what a gateway adds at one
- * connection (it records 0.9 ms as 0).
+ * Sequential requests on one connection (50 warm-up ones first), each timed by `time` from its
+ * start with performance.now: autocannon's histogram keeps whole milliseconds, too coarse for what
+ * a gateway adds at one connection (it records 0.9 ms as 0).
  */
-async function sequential(t: Target, n: number): Promise<{ p50: number; p99: number; mean: number }> {
+async function overOneConnection(t: Target, n: number, stream: boolean, time: (res: Dispatcher.ResponseData, t0: number) => Promise<number>): Promise<Latency> {
   const pool = new Pool(t.url, { connections: 1 });
-  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32 });
+  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32, ...(stream ? { stream: true } : {}) });
   const times: number[] = [];
   for (let i = 0; i < n + 50; i++) {
     const t0 = performance.now();
     const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body });
-    await res.body.text();
-    if (res.statusCode !== 200) throw new Error(`${t.name} answered ${res.statusCode}`);
-    if (i >= 50) times.push(performance.now() - t0);
+    const took = await time(res, t0);
+    if (res.statusCode !== 200) throw new Error(`${t.name} answered ${res.statusCode}${stream ? ' to a stream' : ''}`);
+    if (i >= 50) times.push(took);
   }
   await pool.close();
   times.sort((a, b) => a - b);
   return { p50: times[Math.floor(n * 0.5)]!, p99: times[Math.floor(n * 0.99)]!, mean: times.reduce((a, b) => a + b, 0) / n };
 }
 
-/** Time to first chunk (first `data:` bytes) over sequential streaming requests on one connection. */
-async function firstChunk(t: Target, n: number): Promise<{ p50: number; p99: number; mean: number }> {
-  const pool = new Pool(t.url, { connections: 1 });
-  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32, stream: true });
-  const times: number[] = [];
-  for (let i = 0; i < n + 50; i++) {
-    const t0 = performance.now();
-    const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body });
+/** Whole-response latency of sequential JSON requests. */
+function sequential(t: Target, n: number): Promise<Latency> {
+  return overOneConnection(t, n, false, async (res, t0) => {
+    await res.body.text();
+    return performance.now() - t0;
+  });
+}
+
+/** Time to first chunk (first `data:` bytes) over sequential streaming requests. */
+function firstChunk(t: Target, n: number): Promise<Latency> {
+  return overOneConnection(t, n, true, async (res, t0) => {
     let first = 0;
     for await (const part of res.body) {
       if (!first && part.toString().includes('data:')) first = performance.now() - t0;
     }
-    if (res.statusCode !== 200) throw new Error(`${t.name} stream answered ${res.statusCode}`);
-    if (i >= 50) times.push(first);
-  }
-  await pool.close();
-  times.sort((a, b) => a - b);
-  return { p50: times[Math.floor(n * 0.5)]!, p99: times[Math.floor(n * 0.99)]!, mean: times.reduce((a, b) => a + b, 0) / n };
+    return first;
+  });
 }
 
 const up = await fakeUpstream();
@@ -287,7 +288,7 @@ try {
 
 async function latencySeries(targets: Target[], pk: boolean) {
   console.log('\nJSON, whole-response latency (one connection, 1,000 sequential requests):');
-  const seq = new Map<string, { p50: number; p99: number; mean: number }>();
+  const seq = new Map<string, Latency>();
   for (const t of targets) {
     const r = await sequential(t, 1000);
     seq.set(t.name, r);

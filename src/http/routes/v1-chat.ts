@@ -8,7 +8,7 @@ import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
-import { Cancel } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
 const Message = Type.Object(
   {
@@ -80,11 +80,7 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       const body = req.body as ChatBody;
       // Prepared before anything is written: every refusal is an ordinary JSON error.
       const prep = await chat.prepare(principalOf(req), body, req.id);
-      const cancel = new Cancel();
-      // HARDENING.md: request 'close' fires early; a finished-less response 'close' is the real disconnect.
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) cancel.abort();
-      });
+      const cancel = cancelOnDisconnect(reply.raw);
       if (body.stream !== true) return chat.complete(prep, cancel);
 
       const { chunks } = await chat.openStream(prep, cancel, body.stream_options?.include_usage === true);

@@ -4,7 +4,7 @@ import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors } from '../schemas.ts';
 import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
-import { Cancel } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
 const Text = Type.String({ maxLength: 1_000_000 });
 
@@ -38,11 +38,7 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req, reply) => {
-      const cancel = new Cancel();
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) cancel.abort();
-      });
-      return deps.services.embeddings.embed(principalOf(req), req.body as EmbeddingsBody, req.id, cancel);
+      return deps.services.embeddings.embed(principalOf(req), req.body as EmbeddingsBody, req.id, cancelOnDisconnect(reply.raw));
     },
   );
 }
