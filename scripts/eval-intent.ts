@@ -268,13 +268,14 @@ interface OperatingPoint {
   detectorAccept: number;
   /**
    * A second model (ensemble.ts), its share in the local model's probabilities and what the accept
-   * tests read (`ensemble.reject`: the mixed probabilities, or the linear model's); null: the linear model alone.
+   * tests read (`ensemble.reject`: the mixed probabilities, the linear model's, or `split` the mix's
+   * for the out-of-scope-class tests and the linear model's for `accept`); null: the linear model alone.
    */
   ensemble: { variant: EnsembleVariant; weight: number; reject: Reject } | null;
 }
 
 type DetectorVariant = Partial<DetectorOptions> & { name: string };
-type Reject = 'mixed' | 'linear';
+type Reject = 'mixed' | 'linear' | 'split';
 interface EnsembleVariant {
   name: string;
   kind: SecondKind;
@@ -352,12 +353,15 @@ function crossValidate(ds: Dataset): OperatingPoint {
           ([row.clean, row.noisy] as const).forEach((norm, v) => {
             const first = pack.deterministic(norm);
             const scores = first.result ? null : pack.scoreLocal(norm, true, first.candidates, first.oosHits);
-            // An ensemble pack is compiled with reject 'linear'; without `linear` its scores decide as 'mixed'.
+            // An ensemble pack is compiled with reject 'linear'; without `linear` its scores decide as
+            // 'mixed', with `reads: 'split'` as 'split' (engine.LocalScores).
             const { linear: _, ...mixedScores } = scores ?? { ranked: [] };
+            const splitScores = scores?.linear ? { ...scores, reads: 'split' as const } : scores;
             for (const g of slice) {
               const point = grid[g]!;
               const t = { ...pack.thresholds, margin: 0, accept: point.accept, min_similarity: point.minSimilarity, detector: point.detectorAccept };
-              const decided = scores && point.ensemble?.reject !== 'linear' ? mixedScores : scores;
+              const reject = point.ensemble?.reject ?? 'mixed';
+              const decided = !scores ? scores : reject === 'linear' ? scores : reject === 'split' ? splitScores : mixedScores;
               const r = first.result ?? pack.decideLocal(decided, first.candidates, first.oosHits, t);
               if (predicted(r, labelOf) === row.gold) hits[g]![k][v]!++;
             }
@@ -374,7 +378,7 @@ function crossValidate(ds: Dataset): OperatingPoint {
         sweep(pack, grid.flatMap((p, g) => (same(p, tr, weight, null) ? [g] : [])));
       }
       // One compile per second model (the linear model trains the same), scored once at each share
-      // (with the linear model's own probabilities too) and swept for both kinds of rejection.
+      // (with the linear model's own probabilities too) and swept for each kind of rejection.
       for (const variant of CV_ENSEMBLES) {
         const mixed = new CompiledPack(withEnsemble(raw, { variant, weight: 0, reject: 'linear' }), compileOptions(tr));
         for (const share of ENSEMBLE_WEIGHTS) {
@@ -585,10 +589,11 @@ const CV_ENSEMBLES: EnsembleVariant[] =
         return { name: a, kind: kind === 'cnb' ? 'complement_nb' : 'char_nb', ...(alpha ? { alpha: Number(alpha) } : {}) };
       });
 const ENSEMBLE_WEIGHTS = (args.find((a) => a.startsWith('--ensemble-weights='))?.split('=')[1] ?? '0.25,0.5,0.75').split(',').map(Number);
-// --ensemble-reject=mixed,linear: what the accept tests read with a second model ("mixed": the
-// mixed probabilities, as before; "linear": the linear model's own, the mix only ranking). Both by default.
+// --ensemble-reject=mixed,linear,split: what the accept tests read with a second model ("mixed":
+// the mixed probabilities, as before; "linear": the linear model's own, the mix only ranking;
+// "split": the out-of-scope-class tests the mix's, `accept` the linear model's). Default mixed,linear.
 const ENSEMBLE_REJECTS = (args.find((a) => a.startsWith('--ensemble-reject='))?.split('=')[1] ?? 'mixed,linear').split(',').map((r): Reject => {
-  if (r !== 'mixed' && r !== 'linear') throw new Error(`--ensemble-reject: unknown value ${r}`);
+  if (r !== 'mixed' && r !== 'linear' && r !== 'split') throw new Error(`--ensemble-reject: unknown value ${r}`);
   return r;
 });
 const CV_TRAININGS: OperatingPoint['augment'][] = augmentArg.split(',').map((a) => ({ copies: parseInt(a, 10), outOfScope: a.includes('o'), style: a.includes('s') ? ('spelling' as const) : ('words' as const) }));

@@ -6,7 +6,8 @@
 //      OUT_OF_SCOPE (the out-of-scope class wins, or out-of-scope words and a weak answer) or
 //      UNKNOWN (below `accept`, or no known feature at all). With `ensemble`, a second model of
 //      another family (ensemble.ts) is trained beside it and their probabilities are mixed (with
-//      `ensemble.reject: 'linear'` the mix ranks, the linear model alone decides KNOWN or not).
+//      `ensemble.reject: 'linear'` the mix ranks, the linear model alone decides KNOWN or not;
+//      with `'split'` the out-of-scope-class tests read the mix, the accept test the linear model).
 //      With `out_of_scope.detector`, a small learned model (detector.ts) takes the accept/reject
 //      decision instead of those thresholds.
 // A third stage (an LLM constrained to the pack's intent ids) runs in the service, only for what
@@ -66,13 +67,22 @@ export interface LocalScores {
   /** With a detector: its probability that the best intent is the answer and the turn in scope. */
   inScope?: number;
   /**
-   * With `ensemble.reject: 'linear'`: what the accept tests read in place of the ranking's
-   * probabilities, the model without its second model (linear + neighbour vote): its probability
-   * of the ranking's best intent and of the out-of-scope class, and whether the out-of-scope class
-   * is its best label. The mix inflates both intents it was never taught and foreign turns, the
+   * With `ensemble.reject: 'linear'` or `'split'`: what the accept tests read (which of them:
+   * `reads`) in place of the ranking's probabilities, the model without its second model (linear
+   * + neighbour vote): its probability of the ranking's best intent and of the out-of-scope class,
+   * and whether the out-of-scope class is its best label. The mix inflates both intents it was never taught and foreign turns, the
    * linear model much less so (README, the ensemble trial).
    */
   linear?: { best: number; oos: number; oosFirst: boolean };
+  /**
+   * Which tests read `linear` (when present; default 'linear'): 'linear' all of them — `accept`,
+   * the out-of-scope-class tests (its out-of-scope probability ≥ `out_of_scope`, or its best label)
+   * and whether a turned-down turn is OUT_OF_SCOPE rather than UNKNOWN; 'split' only `accept` (and
+   * so the reported confidence), the out-of-scope-class tests reading the ranking's (mixed)
+   * probabilities as without `linear`. `min_similarity` reads the ranking's best intent's
+   * nearest-example cosine either way (it does not depend on the mix).
+   */
+  reads?: 'linear' | 'split';
 }
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
@@ -187,7 +197,8 @@ export class CompiledPack {
       if (vec.idx.length === 0) return null;
       const sims = model.nearestFor(vec, withSimilarity);
       const ranked = model.rankWith(vec, 4, sims);
-      if (this.pack.ensemble?.reject !== 'linear' || !model.hasSecond()) return { ranked };
+      const reject = this.pack.ensemble?.reject ?? 'mixed';
+      if (reject === 'mixed' || !model.hasSecond()) return { ranked };
       const p = model.linearProbabilities(vec, sims);
       const oos = model.labels.indexOf(OOS_LABEL);
       const best = ranked.find((s) => s.label !== OOS_LABEL);
@@ -196,7 +207,7 @@ export class CompiledPack {
         if (v > p[first]!) first = c;
       });
       const at = best ? model.labels.indexOf(best.label) : -1;
-      return { ranked, linear: { best: at >= 0 ? p[at]! : 0, oos: oos >= 0 ? p[oos]! : 0, oosFirst: oos >= 0 && first === oos } };
+      return { ranked, linear: { best: at >= 0 ? p[at]! : 0, oos: oos >= 0 ? p[oos]! : 0, oosFirst: oos >= 0 && first === oos }, reads: reject };
     }
     const meta = this.metaFeatures(norm, earlier, oosHits, this.detectorOptions);
     if (!meta) return null;
@@ -237,20 +248,24 @@ export class CompiledPack {
     const [p1, p2] = ranked;
     const out = (classification: Classification): CascadeResult => ({ ...base, classification, intent: null, candidates, classifier_used: 'local_model' });
     if (!p1) return out('OUT_OF_SCOPE');
-    // What the accept tests read: the ranking's probabilities, or the linear model's (`linear`).
-    const gate = scores.linear ?? { best: p1.prob, oos: oosProb, oosFirst: scored[0]?.label === OOS_LABEL };
-    const turnedDown = () => out(oosHits > 0 || gate.oos > gate.best ? 'OUT_OF_SCOPE' : 'UNKNOWN');
+    // What the tests read: the ranking's probabilities, or the linear model's (`linear`): all the
+    // tests with reads 'linear', only `accept` (and the confidence) with 'split' (LocalScores.reads).
+    const ranking = { best: p1.prob, oos: oosProb, oosFirst: scored[0]?.label === OOS_LABEL };
+    const lin = scores.linear;
+    const oosGate = lin && scores.reads !== 'split' ? lin : ranking;
+    const acceptProb = lin ? lin.best : p1.prob;
+    const turnedDown = () => out(oosHits > 0 || oosGate.oos > oosGate.best ? 'OUT_OF_SCOPE' : 'UNKNOWN');
     if (scores.inScope !== undefined) {
       // The detector alone decides whether to answer (it has read the out-of-scope class too).
       if (scores.inScope < t.detector) return turnedDown();
     } else {
-      if (gate.oos >= t.out_of_scope || gate.oosFirst) return out('OUT_OF_SCOPE');
-      if (gate.best < t.accept || (p1.similarity ?? 1) < t.min_similarity) return turnedDown();
+      if (oosGate.oos >= t.out_of_scope || oosGate.oosFirst) return out('OUT_OF_SCOPE');
+      if (acceptProb < t.accept || (p1.similarity ?? 1) < t.min_similarity) return turnedDown();
     }
     // Which intent is the ranking's business, so the margin reads the ranking's probabilities.
     if (p2 && p1.prob - p2.prob < t.margin) return out('AMBIGUOUS');
-    // The confidence is the probability the accept test read (the same unless `linear`).
-    const confidence = round(gate.best);
+    // The confidence is the probability the accept test read (the ranking's unless `linear`).
+    const confidence = round(acceptProb);
     return { ...base, classification: 'KNOWN', intent: { id: p1.label, confidence, band: this.band(confidence) }, candidates, classifier_used: 'local_model' };
   }
 

@@ -94,13 +94,17 @@ export const PackSchema = Closed({
    * set; `alpha` is the naive Bayes models' smoothing (default 1). `reject` is what the accept,
    * out-of-scope-class and similarity tests read: `mixed` (default) the mixed probabilities, `linear`
    * the linear model's own (neighbour vote in, second model out) for the mixed ranking's best intent,
-   * so the mix picks the intent and the logistic regression alone decides whether to answer.
+   * so the mix picks the intent and the logistic regression alone decides whether to answer; `split`
+   * the mixed probabilities for the out-of-scope-class tests (its out-of-scope probability against
+   * `out_of_scope`, and whether it is the mix's best label) and the linear model's probability of
+   * the mix's best intent for `accept` (and the confidence). The similarity test reads that intent's
+   * nearest-example cosine in every case (the second model has no part in it).
    */
   ensemble: Type.Optional(Closed({
     model: Type.Union([Type.Literal('complement_nb'), Type.Literal('nearest_centroid'), Type.Literal('char_nb')]),
     weight: Type.Number({ minimum: 0, maximum: 1 }),
     alpha: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 10 })),
-    reject: Type.Optional(Type.Union([Type.Literal('mixed'), Type.Literal('linear')])),
+    reject: Type.Optional(Type.Union([Type.Literal('mixed'), Type.Literal('linear'), Type.Literal('split')])),
   })),
   /** Decisions when no intent is acted on, and for greetings, thanks and goodbyes. */
   fallback: Closed({

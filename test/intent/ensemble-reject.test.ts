@@ -85,3 +85,88 @@ describe("ensemble.reject: 'linear'", () => {
     assert.throws(() => pack({ model: 'complement_nb', weight: 0.5, reject: 'detector' }), PackError);
   });
 });
+
+// `ensemble.reject: 'split'`: the out-of-scope-class tests read the MIXED probabilities (the mix's
+// out-of-scope probability against `out_of_scope`, and whether the out-of-scope class is the mix's
+// best label); `accept` reads the LINEAR model's probability (the pack without a second model) of
+// the mix's best intent, and so does the confidence; `min_similarity` that intent's nearest-example
+// cosine. Each expectation below is computed from the two models separately.
+describe("ensemble.reject: 'split'", () => {
+  const splitPack = (thresholds: Record<string, number> = {}) => {
+    const p = pack({ model: 'complement_nb', weight: 0.75, reject: 'split' });
+    return new CompiledPack({ ...p, thresholds: { ...p.thresholds, ...thresholds } });
+  };
+  const split = splitPack();
+  const linearOnly = new CompiledPack(pack());
+  const decoupled = new CompiledPack(pack({ model: 'complement_nb', weight: 0.75, reject: 'linear' }));
+  const coupled = new CompiledPack(pack({ model: 'complement_nb', weight: 0.75 }));
+
+  /** Each test's verdict on a turn, read from the mix and from the linear model apart (null: the local stage does not run). */
+  function verdicts(text: string, minSimilarity = 0) {
+    const norm = normalize(text);
+    if (linearOnly.deterministic(norm).result) return null;
+    const vec = split.model!.vectorize(norm.tokens);
+    if (vec.idx.length === 0) return null;
+    const t = split.thresholds;
+    const mixed = split.model!.rank(vec, 10, true);
+    const mixedProb = (label: string) => mixed.find((s) => s.label === label)?.prob ?? 0;
+    const best = mixed.find((s) => s.label !== OOS_LABEL)!;
+    const linear = linearOnly.model!.predict(norm.tokens, 10);
+    const linearProb = (label: string) => linear.find((s) => s.label === label)?.prob ?? 0;
+    return {
+      best,
+      linearBest: linearProb(best.label),
+      mixedOosFails: mixedProb(OOS_LABEL) >= t.out_of_scope || mixed[0]!.label === OOS_LABEL,
+      linearOosFails: linearProb(OOS_LABEL) >= t.out_of_scope || linear[0]!.label === OOS_LABEL,
+      mixedAccepts: best.prob >= t.accept,
+      linearAccepts: linearProb(best.label) >= t.accept,
+      similar: best.similarity! >= minSimilarity,
+      oosAboveBest: mixedProb(OOS_LABEL) > best.prob,
+    };
+  }
+
+  function check(p: CompiledPack, minSimilarity: number) {
+    const seen = { known: 0, oos: 0, accept: 0, similarity: 0 };
+    for (const text of turns) {
+      const v = verdicts(text, minSimilarity);
+      if (!v) continue;
+      const r = local(p, text)!;
+      const expected = v.mixedOosFails ? 'OUT_OF_SCOPE' : !v.linearAccepts || !v.similar ? (v.oosAboveBest ? 'OUT_OF_SCOPE' : 'UNKNOWN') : 'KNOWN';
+      assert.equal(r.classification, expected, text);
+      if (expected === 'KNOWN') {
+        seen.known++;
+        assert.equal(r.intent!.id, v.best.label, text);
+        assert.equal(r.intent!.confidence, Math.round(v.linearBest * 1000) / 1000, text);
+      } else if (v.mixedOosFails) seen.oos++;
+      else if (!v.linearAccepts) seen.accept++;
+      else seen.similarity++;
+    }
+    return seen;
+  }
+
+  it('the out-of-scope-class tests read the mix, accept and the confidence the linear model’s probability of the mix’s best intent', () => {
+    const seen = check(split, 0);
+    assert.ok(seen.known > 0 && seen.oos > 0 && seen.accept > 0, JSON.stringify(seen));
+  });
+
+  it('min_similarity reads the mix’s best intent’s nearest-example cosine', () => {
+    const seen = check(splitPack({ min_similarity: 0.5 }), 0.5);
+    assert.ok(seen.known > 0 && seen.similarity > 0, JSON.stringify(seen));
+  });
+
+  it('reads which model it says: a turn where only the out-of-scope-class tests disagree, and one where only accept does', () => {
+    const vs = turns.map((text) => verdicts(text)).filter((v) => v !== null);
+    // The mix's out-of-scope test, not the linear model's, decides some turn ('linear' would differ there)...
+    assert.ok(vs.some((v) => v.mixedOosFails !== v.linearOosFails), 'the two out-of-scope-class tests agree on every turn');
+    // ...and the linear model's accept test, not the mix's, another ('mixed' would differ there).
+    assert.ok(vs.some((v) => !v.mixedOosFails && v.mixedAccepts !== v.linearAccepts), 'the two accept tests agree on every turn');
+    const answers = (p: CompiledPack) => turns.map((text) => local(p, text)?.classification);
+    assert.notDeepEqual(answers(split), answers(decoupled));
+    assert.notDeepEqual(answers(split), answers(coupled));
+  });
+
+  it('at weight 0 answers exactly as the pack without a second model', () => {
+    const none = new CompiledPack(pack({ model: 'complement_nb', weight: 0, reject: 'split' }));
+    for (const text of turns) assert.deepEqual(local(none, text), local(linearOnly, text), text);
+  });
+});
