@@ -260,7 +260,9 @@ test('lease: a live owner makes another instance wait then fail; once expired, t
 });
 
 test('idle actors are evicted from memory, restored on demand; custodial ones stay; memory is capped', async (t) => {
-  const rt = await (await fixture(t)).started(hang, { maxInMemory: 3 }, { idleEvictMs: 50 });
+  // 400 ms, not less: the checks that an actor is still loaded right after use must not race the
+  // eviction on a loaded machine (at 50 ms they failed under a parallel test run).
+  const rt = await (await fixture(t)).started(hang, { maxInMemory: 3 }, { idleEvictMs: 400 });
 
   await rt.spawn('probe', 'e1', { actorId: 'e1' });
   await rt.send('probe', 'e1', { type: 'note', seq: 1 });
@@ -268,7 +270,7 @@ test('idle actors are evicted from memory, restored on demand; custodial ones st
   await rt.send('probe', 'busy', { type: 'start', now: Date.now(), timeoutMs: 60_000 });
   assert.equal(rt.isLoaded('probe', 'e1'), true);
   await waitFor('e1 to be evicted', () => !rt.isLoaded('probe', 'e1'));
-  await sleep(100);
+  await sleep(500); // busy has now been idle longer than idleEvictMs too
   assert.equal(rt.isLoaded('probe', 'busy'), true, 'custodial actors are never idle-evicted');
 
   const restored = await rt.send('probe', 'e1', { type: 'note', seq: 2 });
