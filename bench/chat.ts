@@ -13,7 +13,7 @@
 // --only json-50 (or json-1) runs just the non-streaming 50- (or 1-) connection loads (no latency series);
 // --profile DIR starts the gateway with --cpu-prof, writing its CPU profile to DIR on exit.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +28,7 @@ const WITH_PORTKEY = !args.includes('--no-portkey');
 const ONLY = args.includes('--only') ? Number(/^json-(50|1)$/.exec(args[args.indexOf('--only') + 1] ?? '')?.[1] ?? NaN) : undefined;
 if (ONLY !== undefined && Number.isNaN(ONLY)) throw new Error('--only takes json-50 or json-1');
 const PROFILE_DIR = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined;
+const THREADS = args.includes('--threads'); // CPU per request split by thread (main, LMDB writer, libuv pool, GC...)
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN = 'bench-admin-token-0123456789';
 const CLK_TCK = 100;
@@ -68,6 +69,20 @@ function fakeUpstream(): Promise<{ server: Server; url: string }> {
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
+}
+
+/** User and system CPU seconds per thread name (/proc/<pid>/task/<tid>/stat; threads of one name summed). */
+function cpuByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try { stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'); } catch { continue; } // thread ended
+    const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    out.set(`${name} user`, (out.get(`${name} user`) ?? 0) + Number(fields[11]) / CLK_TCK);
+    out.set(`${name} sys`, (out.get(`${name} sys`) ?? 0) + Number(fields[12]) / CLK_TCK);
+  }
+  return out;
 }
 
 /**
@@ -175,9 +190,14 @@ async function load(t: Target, connections: number, stream: boolean): Promise<Ro
   const opts = { url: t.url + t.path, method: 'POST' as const, headers: { 'content-type': 'application/json', ...t.headers }, body, connections, duration: SECONDS, pipelining: 1 };
   await autocannon({ ...opts, duration: 2 }); // warm-up
   const cpu0 = t.pid ? cpuSeconds(t.pid) : 0;
+  const threads0 = THREADS && t.pid && t.name !== 'direct' ? cpuByThread(t.pid) : null;
   const r = await autocannon(opts);
   const cpu1 = t.pid ? cpuSeconds(t.pid) : 0;
   const done = r.requests.total;
+  if (threads0 && done) {
+    const parts = [...cpuByThread(t.pid!)].map(([name, s]) => [name, ((s - (threads0.get(name) ?? 0)) * 1e6) / done] as const).filter(([, us]) => us >= 1);
+    console.log(`  ${t.name} ${stream ? 'stream' : 'json'} c=${connections} CPU µs/req by thread: ${parts.sort((a, b) => b[1] - a[1]).map(([n, us]) => `${n} ${us.toFixed(0)}`).join(', ')}`);
+  }
   return {
     target: t.name,
     mode: `${stream ? 'stream' : 'json'} c=${connections}`,
