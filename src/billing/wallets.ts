@@ -7,7 +7,9 @@
 // - finish (settle or release): remove the hold if it is still there, debit the charge and give back
 //   the rest, one conditional write: it decides, once, who finishes the hold;
 // - sweep: holds past their expiry (their process died, or the call outlived them) are returned.
-// Both are lazy writes (`j: false`): acknowledged once applied, so a call waits for no disk flush.
+// Both are lazy writes (`j: false`): acknowledged once applied, so a call waits for no disk flush
+// (on the embedded store they are applied in memory at once and the wallet is written once per
+// batch: see store/embedded/overlay.ts).
 // Every later write and read sees them (a read of the wallet, the portal's included, waits for their
 // commit, so what anyone is shown is on disk), and they reach the disk with the next group commit,
 // about a millisecond later. A crash in that window loses the last holds and debits together: in the

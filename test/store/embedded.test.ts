@@ -156,6 +156,132 @@ describe('embedded store', () => {
     );
   });
 
+  describe('lazy point writes (applied at once, written once per batch)', () => {
+    const lazy = { writeConcern: { j: false } } as const;
+
+    it('gives every write the result it would get run one at a time, in the order issued', async () => {
+      // Random groups of writes to three documents, each group issued without waiting, mixing lazy
+      // point writes (the in-memory path), durable ones and lazy ones that take the transaction path
+      // (updateMany), some conditional, some moving an indexed field, some failing. A second store
+      // runs the same writes one at a time, all durable: every result and every state must agree.
+      await withDir((dirA) =>
+        withDir((dirB) =>
+          withStore(dirA, (concurrent) =>
+            withStore(dirB, async (sequential) => {
+              type W = { _id: string; n: number; level: number; tags: string[]; name: string };
+              const a = concurrent.collection<W>('w');
+              const b = sequential.collection<W>('w');
+              for (const c of [a, b]) {
+                await c.createIndex({ keys: { level: 1 } });
+                for (const id of ['x', 'y', 'z']) await c.insertOne({ _id: id, n: 50, level: 0, tags: [], name: id });
+              }
+              let seed = 7;
+              const rand = (k: number) => {
+                seed = (seed * 1103515245 + 12345) % 2 ** 31;
+                return seed % k;
+              };
+              type Op = (c: typeof a, durable: boolean) => Promise<unknown>;
+              const ops: Op[] = [
+                (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]!, n: { $gte: 7 } }, { $inc: { n: -7 }, $push: { tags: `t${rand(20)}` } }, d ? {} : lazy),
+                (c, d) => {
+                  const t = `t${rand(20)}`;
+                  return c.findOneAndUpdate({ _id: 'xyz'[rand(3)]!, tags: t }, { $pull: { tags: t }, $inc: { n: 3 } }, { returnDocument: rand(2) ? 'after' : 'before', ...(d ? {} : lazy) });
+                },
+                (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]! }, { $set: { level: rand(4) } }, d ? {} : lazy),
+                (c) => c.findOneAndUpdate({ _id: 'xyz'[rand(3)]! }, { $inc: { n: 11 } }),
+                (c, d) => c.updateMany({ level: rand(4) }, { $inc: { n: 1 } }).then((r) => (d ? r : r)),
+                (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]! }, { $inc: { name: 1 } }, d ? {} : lazy), // fails: not a number
+                (c, d) => c.updateOne({ _id: 'nobody', n: 1 }, { $inc: { n: 1 } }, d ? {} : lazy),
+              ];
+              const settle = (p: Promise<unknown>) => p.then((value) => ({ value }), (err: unknown) => ({ error: String(err) }));
+              for (let group = 0; group < 60; group++) {
+                const picks = Array.from({ length: 1 + rand(25) }, () => ({ op: rand(ops.length), seed: rand(1_000_000) }));
+                const run = (c: typeof a, durable: boolean, pick: { op: number; seed: number }) => {
+                  seed = pick.seed; // the same random arguments on both stores
+                  return settle(ops[pick.op]!(c, durable));
+                };
+                const together = await Promise.all(picks.map((p) => run(a, false, p)));
+                const oneByOne = [];
+                for (const p of picks) oneByOne.push(await run(b, true, p));
+                assert.deepEqual(together, oneByOne, `group ${group}`);
+                assert.deepEqual(await a.find({}), await b.find({}), `state after group ${group}`);
+                for (let level = 0; level < 4; level++) assert.deepEqual(await a.find({ level }), await b.find({ level }));
+              }
+            }),
+          ),
+        ),
+      );
+    });
+
+    it('keeps documents and their index entries after the store is reopened', async () => {
+      await withDir(async (dir) => {
+        await withStore(dir, async (store) => {
+          const c = store.collection('w');
+          await c.createIndex({ keys: { held: 1 } });
+          await c.insertOne({ _id: 'w', held: 0, balance: 100 });
+          const writes = Array.from({ length: 40 }, (_, i) =>
+            c.updateOne({ _id: 'w', balance: { $gte: 3 } }, { $inc: { balance: -3, held: i % 2 ? 3 : -3 } }, lazy),
+          );
+          assert.equal((await Promise.all(writes)).filter((r) => r.modifiedCount === 1).length, 33);
+        });
+        await withStore(dir, async (store) => {
+          const c = store.collection('w');
+          assert.deepEqual(await c.findOne({ _id: 'w' }), { _id: 'w', held: -3, balance: 1 });
+          assert.deepEqual((await c.find({ held: -3 })).map((d) => d._id), ['w']);
+          assert.equal(await c.countDocuments({ held: 0 }), 0);
+        });
+      });
+    });
+
+    it('refuses a lazy write that would duplicate a unique key, and changes nothing', async () => {
+      await withDir((dir) =>
+        withStore(dir, async (store) => {
+          const c = store.collection('users');
+          await c.createIndex({ keys: { email: 1 }, unique: true });
+          await c.insertOne({ _id: 1, email: 'a@x', n: 0 });
+          await c.insertOne({ _id: 2, email: 'b@x', n: 0 });
+          const bump = c.updateOne({ _id: 2 }, { $inc: { n: 1 } }, lazy);
+          await assert.rejects(c.updateOne({ _id: 2 }, { $set: { email: 'a@x' }, $inc: { n: 1 } }, lazy), isDuplicateKeyError);
+          assert.equal((await bump).modifiedCount, 1);
+          assert.deepEqual(await c.findOne({ _id: 2 }), { _id: 2, email: 'b@x', n: 1 });
+          assert.deepEqual((await c.find({ email: 'a@x' })).map((d) => d._id), [1]);
+        }),
+      );
+    });
+
+    it('hands out copies: changing a returned document changes nothing stored', async () => {
+      await withDir((dir) =>
+        withStore(dir, async (store) => {
+          const c = store.collection<{ _id: string; list: number[] }>('c');
+          await c.insertOne({ _id: 'd', list: [1] });
+          const after = await c.findOneAndUpdate({ _id: 'd' }, { $push: { list: 2 } }, { returnDocument: 'after', ...lazy });
+          after!.list.push(99);
+          const again = await c.findOneAndUpdate({ _id: 'd' }, { $push: { list: 3 } }, { returnDocument: 'before', ...lazy });
+          assert.deepEqual(again, { _id: 'd', list: [1, 2] });
+          again!.list.push(98);
+          assert.deepEqual(await c.findOne({ _id: 'd' }), { _id: 'd', list: [1, 2, 3] });
+        }),
+      );
+    });
+
+    it('sees the lazy writes of another store instance on the same directory', async () => {
+      await withDir((dir) =>
+        withStore(dir, (first) =>
+          withStore(dir, async (second) => {
+            await first.collection('w').insertOne({ _id: 'w', n: 0 });
+            const [one, two, three] = await Promise.all([
+              first.collection('w').updateOne({ _id: 'w', n: 0 }, { $inc: { n: 1 } }, lazy),
+              second.collection('w').updateOne({ _id: 'w', n: 1 }, { $inc: { n: 1 } }, lazy),
+              first.collection('w').updateOne({ _id: 'w', n: 2 }, { $inc: { n: 1 } }, lazy),
+            ]);
+            assert.deepEqual([one.modifiedCount, two.modifiedCount, three.modifiedCount], [1, 1, 1]);
+            assert.deepEqual(await second.collection('w').findOne({ _id: 'w' }), { _id: 'w', n: 3 });
+          }),
+        ),
+      );
+    });
+  });
+
   it('refuses in-process JavaScript in filters', async () => {
     await withDir((dir) =>
       withStore(dir, async (store) => {

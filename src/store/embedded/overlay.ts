@@ -1,0 +1,66 @@
+// Lazy point writes of the embedded store: what lets a `writeConcern: { j: false }` update of one
+// document named by `_id` (a wallet's hold or settle) be decided and acknowledged at once, in
+// memory, instead of waiting for its turn in LMDB's write queue (behind the commit and fsync of the
+// batch before it: the metered path's main wait). The collection (embedded.ts) keeps, per
+// document with such writes not yet committed, the document as they left it (`PendingDoc`), and
+// queues one write of it into the next batch; every lazy write to it before that batch runs joins
+// the same write, so a document written by 50 calls in one batch is encoded and stored once.
+//
+// The invariant that keeps this exact: while a pending document exists, LMDB's latest state of it
+// is its pending version as of its last queued flush, and no other write to the collection is in
+// flight. So:
+// - a lazy point write is applied to the pending version (or the committed one) only when no write
+//   through an LMDB transaction is in flight on the collection (`txnWrites`); otherwise it takes
+//   that path itself, queued behind the others, as before;
+// - a write through a transaction, when its callback runs, finds every pending document flushed
+//   before it (their flushes were queued first) and drops them all: from then on LMDB is the truth;
+// - reads wait for the latest flush's commit (`lazyCommit`), as they waited for lazy writes before,
+//   so what a read shows is on disk.
+// The state is shared by every store instance of one process on one directory (tests open two),
+// since each has its own collection objects. Several processes writing one directory at once are
+// not supported by the embedded store (one node; MongoDB is for several).
+
+import { realpathSync } from 'node:fs';
+import type { Doc, Id } from '../port.ts';
+
+export interface PendingDoc {
+  /** The document after the latest lazy write (never mutated: each write stores a new object). */
+  doc: Doc;
+  /** Bumped by every lazy write; the flush that wrote the latest version removes the entry once committed. */
+  version: number;
+  /** A flush of this document is queued and has not run yet. */
+  queued: boolean;
+}
+
+export interface Overlay {
+  /** By index key of `_id` (keys.ts `idKey`). */
+  readonly pending: Map<Id, PendingDoc>;
+  /** Writes through LMDB transactions issued on the collection and not settled yet. */
+  txnWrites: number;
+  /** Settles when the latest lazy write of the collection has committed; unset when none is in flight. */
+  lazyCommit: Promise<void> | undefined;
+}
+
+const byDirectory = new Map<string, { refs: number; overlays: Map<string, Overlay> }>();
+
+/** The overlays of one directory's collections, shared within the process until every holder released them. */
+export function acquireOverlays(dir: string): { overlay(collection: string): Overlay; release(): void } {
+  const key = realpathSync(dir);
+  let entry = byDirectory.get(key);
+  if (!entry) byDirectory.set(key, (entry = { refs: 0, overlays: new Map() }));
+  entry.refs++;
+  const held = entry;
+  let released = false;
+  return {
+    overlay(collection) {
+      let o = held.overlays.get(collection);
+      if (!o) held.overlays.set(collection, (o = { pending: new Map(), txnWrites: 0, lazyCommit: undefined }));
+      return o;
+    },
+    release() {
+      if (released) return;
+      released = true;
+      if (--held.refs === 0 && byDirectory.get(key) === held) byDirectory.delete(key);
+    },
+  };
+}
