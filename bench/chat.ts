@@ -9,8 +9,8 @@
 // Non-streaming: autocannon at 50 connections and at 1 connection. Streaming: time to first chunk.
 // CPU per request from /proc/<pid>/stat of each server process. Prints figures and ratios only.
 //
-//   npx tsx bench/chat.ts [--seconds 10] [--no-portkey] [--only json-50] [--profile DIR]
-// --only json-50 (or json-1) runs just the non-streaming 50- (or 1-) connection loads (no latency series);
+//   npx tsx bench/chat.ts [--seconds 10] [--no-portkey] [--only json-50|json-1|stream-50|stream-1] [--profile DIR]
+// --only runs just that one load (no latency series), for A/B runs;
 // --profile DIR starts the gateway with --cpu-prof, writing its CPU profile to DIR on exit.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -25,8 +25,10 @@ const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
 const WITH_PORTKEY = !args.includes('--no-portkey');
 /** --only json-50 | json-1: just that autocannon load (non-streaming, 50 or 1 connections). */
-const ONLY = args.includes('--only') ? Number(/^json-(50|1)$/.exec(args[args.indexOf('--only') + 1] ?? '')?.[1] ?? NaN) : undefined;
-if (ONLY !== undefined && Number.isNaN(ONLY)) throw new Error('--only takes json-50 or json-1');
+const ONLY_MATCH = args.includes('--only') ? /^(json|stream)-(50|1)$/.exec(args[args.indexOf('--only') + 1] ?? '') : undefined;
+if (ONLY_MATCH === null) throw new Error('--only takes json-50, json-1, stream-50 or stream-1');
+const ONLY = ONLY_MATCH ? Number(ONLY_MATCH[2]) : undefined;
+const ONLY_STREAM = ONLY_MATCH?.[1] === 'stream';
 const PROFILE_DIR = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined;
 const THREADS = args.includes('--threads'); // CPU per request split by thread (main, LMDB writer, libuv pool, GC...)
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -270,7 +272,7 @@ try {
     });
   }
   const rows: Row[] = [];
-  for (const stream of ONLY ? [false] : [false, true]) {
+  for (const stream of ONLY ? [ONLY_STREAM] : [false, true]) {
     for (const c of ONLY ? [ONLY] : [50, 1]) {
       for (const t of targets) rows.push(await load(t, c, stream));
     }
@@ -285,7 +287,7 @@ try {
   }
   const get = (target: string, mode: string) => rows.find((r) => r.target === target && r.mode === mode)!;
   console.log('\nRatios (same run):');
-  for (const mode of ONLY === 1 ? [] : ONLY ? ['json c=50'] : ['json c=50', 'stream c=50']) {
+  for (const mode of ONLY === 1 ? [] : ONLY ? [ONLY_STREAM ? 'stream c=50' : 'json c=50'] : ['json c=50', 'stream c=50']) {
     const d = get('direct', mode);
     const g = get('gateway', mode);
     const f = get('floor', mode);
@@ -294,7 +296,7 @@ try {
         (pk ? `; gateway / portkey = ${(g.rps / get('portkey', mode).rps).toFixed(1)}x` : ''),
     );
   }
-  if (ONLY !== 1) console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
+  if (ONLY !== 1 && !ONLY_STREAM) console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
 
   if (!ONLY) await latencySeries(targets, !!pk);
 } finally {
