@@ -17,10 +17,9 @@
 // - reads wait for the latest flush's commit (`lazyCommit`), as they waited for lazy writes before,
 //   so what a read shows is on disk.
 // The state is shared by every store instance of one process on one directory (tests open two),
-// since each has its own collection objects. Several processes writing one directory at once are
-// not supported by the embedded store (one node; MongoDB is for several).
+// with the LMDB environment itself (directory.ts). Several processes writing one directory at once
+// are not supported by the embedded store (one node; MongoDB is for several).
 
-import { realpathSync } from 'node:fs';
 import type { Doc, Id } from '../port.ts';
 
 export interface PendingDoc {
@@ -39,28 +38,4 @@ export interface Overlay {
   txnWrites: number;
   /** Settles when the latest lazy write of the collection has committed; unset when none is in flight. */
   lazyCommit: Promise<void> | undefined;
-}
-
-const byDirectory = new Map<string, { refs: number; overlays: Map<string, Overlay> }>();
-
-/** The overlays of one directory's collections, shared within the process until every holder released them. */
-export function acquireOverlays(dir: string): { overlay(collection: string): Overlay; release(): void } {
-  const key = realpathSync(dir);
-  let entry = byDirectory.get(key);
-  if (!entry) byDirectory.set(key, (entry = { refs: 0, overlays: new Map() }));
-  entry.refs++;
-  const held = entry;
-  let released = false;
-  return {
-    overlay(collection) {
-      let o = held.overlays.get(collection);
-      if (!o) held.overlays.set(collection, (o = { pending: new Map(), txnWrites: 0, lazyCommit: undefined }));
-      return o;
-    },
-    release() {
-      if (released) return;
-      released = true;
-      if (--held.refs === 0 && byDirectory.get(key) === held) byDirectory.delete(key);
-    },
-  };
 }
