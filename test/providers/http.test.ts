@@ -275,6 +275,24 @@ describe('UpstreamHttp', () => {
     assert.ok(later.some((r) => r.remotePort === stream!.remotePort), 'the stream connection was not reused');
   });
 
+  it('closes the connection of a stream whose response does not end within a second of [DONE]', async () => {
+    // A long idle timeout, so that undici's own body timeout (idle + 1 s) is not what closes it.
+    const patient = new UpstreamHttp({ streamIdleTimeoutMs: 10_000 });
+    try {
+      up.next({ lingerMs: 5000 });
+      const n = up.requests.length;
+      const started = Date.now();
+      await collect(await patient.openSse(call('/v1/chat/completions', { ...CHAT, stream: true })));
+      const stream = up.requests[n]!;
+      await stream.ended;
+      const took = Date.now() - started;
+      assert.equal(stream.closedEarly, true);
+      assert.ok(took >= 900 && took < 3000, `closed after ${took} ms`);
+    } finally {
+      await patient.close();
+    }
+  });
+
   it('times out a stream that goes silent after its headers', async () => {
     up.next({ hangAfterChunks: 2 });
     const events = await http.openSse(call('/v1/chat/completions', { ...CHAT, stream: true }));
