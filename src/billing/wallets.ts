@@ -11,8 +11,9 @@
 // (on the embedded store they are applied in memory at once and the wallet is written once per
 // batch: see store/embedded/overlay.ts).
 // Every later write and read sees them (a read of the wallet, the portal's included, waits for their
-// commit, so what anyone is shown is on disk), and they reach the disk with the next group commit,
-// about a millisecond later. A crash in that window loses the last holds and debits together: in the
+// commit, so what anyone is shown is on disk), and they reach the disk with a group commit within
+// about 2 ms plus that commit (the embedded store waits 2 ms for a settle to join its hold's write).
+// A crash in that window loses the last holds and debits together: in the
 // client's favour (a call uncharged, never a charge without its call), like the usage records that
 // trail too. A hold that reached the disk without its settle is returned by the sweep.
 // (`billing.durableWalletWrites: true` makes finishes wait for their fsync instead. Holds stay lazy

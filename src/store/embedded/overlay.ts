@@ -3,8 +3,9 @@
 // memory, instead of waiting for its turn in LMDB's write queue (behind the commit and fsync of the
 // batch before it: the metered path's main wait). The collection (embedded.ts) keeps, per
 // document with such writes not yet committed, the document as they left it (`PendingDoc`), and
-// queues one write of it into the next batch; every lazy write to it before that batch runs joins
-// the same write, so a document written by 50 calls in one batch is encoded and stored once.
+// queues one write of it (after up to FLUSH_DELAY_MS, 2 ms, or at once when another write or a read
+// comes) into a batch; every lazy write to it before that batch runs joins the same write, so a
+// call's hold and settle, or 50 calls' in one batch, are encoded and stored once.
 //
 // The invariant that keeps this exact: while a pending document exists, LMDB's latest state of it
 // is its pending version as of its last queued flush, and no other write to the collection is in
