@@ -16,7 +16,7 @@
 // crash before that commit loses it. An update of one document named by `_id` (a wallet's hold or
 // settle) is decided and applied at once in memory, on the document's latest version, without
 // waiting for the write queue, and the document is written once per batch (its write queued up to
-// 2 ms later, FLUSH_DELAY_MS) however many such writes it took (embedded/overlay.ts says when this path applies and why it stays exact); any
+// 2 ms later: directory.ts FLUSH_DELAY_MS) however many such writes it took (embedded/overlay.ts says when this path applies and why it stays exact); any
 // other lazy write resolves once its callback has applied it inside its batch. Reads see them too:
 // a read of a collection with such a write in flight waits for its commit (about a millisecond)
 // first, so a read never trails a write acknowledged before it, as on MongoDB, and whatever a read
@@ -88,14 +88,6 @@ export interface EmbeddedStoreOptions {
 const SHARED_STRUCTURES = Symbol.for('structures');
 /** Sub-databases per environment: a collection takes one plus one per index. */
 const MAX_DBS = 512;
-/**
- * How long a lazy point write's flush waits before it is queued, so that the next writes of the
- * same document join it (a call's settle after its hold: at one call in flight 1.3 flushes per
- * call without the wait). Any other write, a read of the collection and close queue it at once,
- * so writes still reach LMDB in the order issued and no read waits for the delay. The crash
- * window of a lazy write grows by at most this much. Measured in the README (Benchmarks).
- */
-const FLUSH_DELAY_MS = 2;
 /** Documents deleted per TTL transaction, so a large expiry never holds the write lock for long. */
 const TTL_BATCH = 1000;
 
@@ -138,10 +130,8 @@ interface StoreContext {
   readonly env: RootDatabase;
   /** Its lazy point writes not committed yet (embedded/overlay.ts). */
   readonly overlay: Overlay;
-  /** Runs `queue` (which queues a lazy point write's flush) after FLUSH_DELAY_MS, or sooner (flushDeferred). */
-  deferFlush(queue: () => void): void;
-  /** Queues every deferred flush now: before any other write is queued, so writes reach LMDB in the order issued. */
-  flushDeferred(): void;
+  /** Where lazy point writes' flushes wait (shared by every store instance on the directory). */
+  readonly directory: Directory;
   onError(err: unknown): void;
   readonly meta: Database<StoredIndex[], MetaKey>;
   assertOpen(): void;
@@ -154,10 +144,6 @@ class EmbeddedStore implements Store {
   private readonly timer: NodeJS.Timeout;
   private sweeping: Promise<void> | undefined;
   private closed = false;
-  /** Flushes of lazy point writes waiting for FLUSH_DELAY_MS (see deferFlush). */
-  private deferred: (() => void)[] = [];
-  private deferTimer: NodeJS.Timeout | undefined;
-
   private readonly env: RootDatabase;
 
   constructor(
@@ -186,26 +172,11 @@ class EmbeddedStore implements Store {
     this.closed = true;
     clearInterval(this.timer);
     await this.sweeping;
-    this.flushDeferred();
     await this.directory.release();
   }
 
   private assertOpen(): void {
     if (this.closed) throw new Error('the embedded store is closed');
-  }
-
-  private deferFlush(queue: () => void): void {
-    this.deferred.push(queue);
-    this.deferTimer ??= setTimeout(() => this.flushDeferred(), FLUSH_DELAY_MS);
-  }
-
-  private flushDeferred(): void {
-    if (this.deferTimer) clearTimeout(this.deferTimer);
-    this.deferTimer = undefined;
-    if (this.deferred.length === 0) return;
-    const queue = this.deferred;
-    this.deferred = [];
-    for (const q of queue) q();
   }
 
   private collectionState(name: string): EmbeddedCollection<Doc> {
@@ -214,8 +185,7 @@ class EmbeddedStore implements Store {
       const ctx: StoreContext = {
         env: this.env,
         overlay: this.directory.overlay(name),
-        deferFlush: (queue) => this.deferFlush(queue),
-        flushDeferred: () => this.flushDeferred(),
+        directory: this.directory,
         meta: this.meta,
         assertOpen: () => this.assertOpen(),
         onError: this.onError,
@@ -539,13 +509,13 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   /** Settles when the latest lazy write of the collection has committed (its flush queued now if deferred). */
   private lazyCommitted(): Promise<void> | undefined {
-    this.ctx.flushDeferred();
+    this.ctx.directory.flushDeferred();
     return this.overlay.lazyCommit;
   }
 
   private write<R>(options: WriteOptions, fn: () => R): Promise<R> {
     this.ctx.assertOpen();
-    this.ctx.flushDeferred();
+    this.ctx.directory.flushDeferred();
     const overlay = this.overlay;
     const run = (): R => {
       // Every pending lazy point write was flushed before this transaction (its flush was queued
@@ -650,7 +620,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     );
     // Queued synchronously when the delay ends or another write or a read comes first, so it
     // reaches LMDB before anything issued after it.
-    this.ctx.deferFlush(() => {
+    this.ctx.directory.deferFlush(() => {
       let flushed = 0;
       this.ctx.env
         .childTransaction(() => {

@@ -276,6 +276,12 @@ describe('embedded store', () => {
             ]);
             assert.deepEqual([one.modifiedCount, two.modifiedCount, three.modifiedCount], [1, 1, 1]);
             assert.deepEqual(await second.collection('w').findOne({ _id: 'w' }), { _id: 'w', n: 3 });
+            // A durable write through the other instance comes after a lazy one whose write to
+            // LMDB is still deferred: it must be queued behind it, not drop it.
+            await first.collection('w').updateOne({ _id: 'w' }, { $inc: { n: 1 } }, lazy);
+            const after = await second.collection('w').findOneAndUpdate({ _id: 'w' }, { $inc: { n: 10 } });
+            assert.deepEqual(after, { _id: 'w', n: 14 });
+            assert.deepEqual(await first.collection('w').findOne({ _id: 'w' }), { _id: 'w', n: 14 });
           }),
         ),
       );
