@@ -347,12 +347,17 @@ export class NgramClassifier {
 
   /** The linear model's calibrated probabilities, mixed with the second model's when it has a share. */
   probabilities(vec: SparseVec): Float64Array {
-    const p = softmax(this.logits(vec), this.temperature);
+    return this.withSecond(softmax(this.logits(vec), this.temperature), vec);
+  }
+
+  /** `p` (the linear model's) mixed with the second model's probabilities when it has a share (a new array; `p` itself otherwise). */
+  private withSecond(p: Float64Array, vec: SparseVec): Float64Array {
     const w = this.secondWeight;
     if (!this.second || w === 0) return p;
     const q = this.second.probabilities(vec);
-    for (let c = 0; c < p.length; c++) p[c] = (1 - w) * p[c]! + w * q[c]!;
-    return p;
+    const out = new Float64Array(p.length);
+    for (let c = 0; c < p.length; c++) out[c] = (1 - w) * p[c]! + w * q[c]!;
+    return out;
   }
 
   setNeighbourMix(mix: NeighbourMix): void {
@@ -427,11 +432,13 @@ export class NgramClassifier {
   }
 
   /**
-   * Every label's probability as the model without its second model ranks them: the linear
-   * model's calibrated probabilities mixed with the neighbour vote (`sims` from `nearestFor`).
+   * `rankWith`, and every label's probability as the model without its second model ranks them
+   * (`linear`: the linear model's calibrated probabilities mixed with the neighbour vote), both
+   * from one pass of the linear model.
    */
-  linearProbabilities(vec: SparseVec, sims: Float64Array | null): Float64Array {
-    return this.mixWith(softmax(this.logits(vec), this.temperature), sims);
+  rankWithLinear(vec: SparseVec, k: number, sims: Float64Array | null): { ranked: Scored[]; linear: Float64Array } {
+    const p = softmax(this.logits(vec), this.temperature);
+    return { ranked: this.top(this.mixWith(this.withSecond(p, vec), sims), k, sims), linear: this.mixWith(p, sims) };
   }
 
   /** Fits the temperature minimizing the negative log-likelihood of labelled examples (grid search). */

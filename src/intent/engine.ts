@@ -116,6 +116,10 @@ export class CompiledPack {
   readonly detector: AcceptDetector | null;
   readonly trainMs: number;
   private readonly detectorOptions: DetectorOptions;
+  /** The local model's index of the out-of-scope class (−1: none, or no model). */
+  private readonly oosIndex: number;
+  /** What the accept tests read besides the ranking (`ensemble.reject` other than 'mixed', with a second model); null: the ranking alone. */
+  private readonly reads: 'linear' | 'split' | null;
 
   constructor(readonly pack: IntentPack, opts: CompileOptions = {}) {
     const started = performance.now();
@@ -146,6 +150,9 @@ export class CompiledPack {
     this.model = labels.size >= 2 ? NgramClassifier.train(examples, train) : null;
     if (ensemble) this.model?.setEnsembleWeight(ensemble.weight);
     if (opts.mix) this.model?.setNeighbourMix(opts.mix);
+    this.oosIndex = this.model ? this.model.labels.indexOf(OOS_LABEL) : -1;
+    const reject = ensemble?.reject ?? 'mixed';
+    this.reads = reject !== 'mixed' && this.model?.hasSecond() ? reject : null;
     this.detectorOptions = { ...DEFAULT_DETECTOR, ...pack.out_of_scope.detector, ...(opts.detector || {}) };
     const wanted = pack.out_of_scope.detector !== undefined && opts.detector !== false && oos.length > 0 && this.model !== null;
     this.detector = wanted ? learnDetector(pack, opts, this.detectorOptions) : null;
@@ -196,18 +203,14 @@ export class CompiledPack {
       const vec = model.vectorize(norm.tokens);
       if (vec.idx.length === 0) return null;
       const sims = model.nearestFor(vec, withSimilarity);
-      const ranked = model.rankWith(vec, 4, sims);
-      const reject = this.pack.ensemble?.reject ?? 'mixed';
-      if (reject === 'mixed' || !model.hasSecond()) return { ranked };
-      const p = model.linearProbabilities(vec, sims);
-      const oos = model.labels.indexOf(OOS_LABEL);
+      if (!this.reads) return { ranked: model.rankWith(vec, 4, sims) };
+      const { ranked, linear: p } = model.rankWithLinear(vec, 4, sims);
+      const oos = this.oosIndex;
       const best = ranked.find((s) => s.label !== OOS_LABEL);
       let first = 0;
-      p.forEach((v, c) => {
-        if (v > p[first]!) first = c;
-      });
+      for (let c = 1; c < p.length; c++) if (p[c]! > p[first]!) first = c;
       const at = best ? model.labels.indexOf(best.label) : -1;
-      return { ranked, linear: { best: at >= 0 ? p[at]! : 0, oos: oos >= 0 ? p[oos]! : 0, oosFirst: oos >= 0 && first === oos }, reads: reject };
+      return { ranked, linear: { best: at >= 0 ? p[at]! : 0, oos: oos >= 0 ? p[oos]! : 0, oosFirst: oos >= 0 && first === oos }, reads: this.reads };
     }
     const meta = this.metaFeatures(norm, earlier, oosHits, this.detectorOptions);
     if (!meta) return null;
@@ -223,7 +226,7 @@ export class CompiledPack {
     if (!model) return null;
     const view = model.view(norm.tokens);
     if (view.vec.idx.length === 0) return null;
-    const oos = model.labels.indexOf(OOS_LABEL);
+    const oos = this.oosIndex;
     let candidate = -1;
     view.mixed.forEach((p, c) => {
       if (c !== oos && (candidate < 0 || p > view.mixed[candidate]!)) candidate = c;

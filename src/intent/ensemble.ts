@@ -94,7 +94,6 @@ const TEMPERATURE_GRID = { from: 1e-4, to: 10, step: 1.1 };
 
 export class SecondModel {
   private constructor(
-    readonly kind: SecondKind,
     /** weights[f * C + c] */
     private readonly weights: Float32Array,
     private readonly classes: number,
@@ -118,7 +117,7 @@ export class SecondModel {
       const W = fitWeights(opts.kind, keep.map((n) => vecs[n]!), keep.map((n) => ys[n]!), keep.map((n) => ws[n]!), C, F, alpha, used);
       for (const n of held) if (inFold(n)) rows.push({ z: scoresInto(W, C, vecs[n]!, new Float64Array(C)), y: ys[n]!, w: ws[n]! });
     }
-    return new SecondModel(opts.kind, fitWeights(opts.kind, vecs, ys, ws, C, F, alpha, used), C, fitTemperature(rows, TEMPERATURE_GRID));
+    return new SecondModel(fitWeights(opts.kind, vecs, ys, ws, C, F, alpha, used), C, fitTemperature(rows, TEMPERATURE_GRID));
   }
 
   /** Calibrated probabilities of every label. */
