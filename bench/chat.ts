@@ -24,7 +24,7 @@ import { Pool, type Dispatcher } from 'undici';
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
 const WITH_PORTKEY = !args.includes('--no-portkey');
-/** --only json-50 | json-1: just that autocannon load (non-streaming, 50 or 1 connections). */
+/** --only json-50 | json-1 | stream-50 | stream-1: just that autocannon load. */
 const ONLY_MATCH = args.includes('--only') ? /^(json|stream)-(50|1)$/.exec(args[args.indexOf('--only') + 1] ?? '') : undefined;
 if (ONLY_MATCH === null) throw new Error('--only takes json-50, json-1, stream-50 or stream-1');
 const ONLY = ONLY_MATCH ? Number(ONLY_MATCH[2]) : undefined;
@@ -68,9 +68,15 @@ function fakeUpstream(): Promise<{ server: Server; url: string }> {
   }));
 }
 
+/** User and system CPU seconds from a /proc stat line (fields after the `(comm)` may not be split on it). */
+function statCpu(stat: string): { user: number; sys: number } {
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return { user: Number(fields[11]) / CLK_TCK, sys: Number(fields[12]) / CLK_TCK };
+}
+
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime + stime
+  const { user, sys } = statCpu(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  return user + sys;
 }
 
 /** User and system CPU seconds per thread name (/proc/<pid>/task/<tid>/stat; threads of one name summed). */
@@ -80,9 +86,9 @@ function cpuByThread(pid: number): Map<string, number> {
     let stat: string;
     try { stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'); } catch { continue; } // thread ended
     const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    out.set(`${name} user`, (out.get(`${name} user`) ?? 0) + Number(fields[11]) / CLK_TCK);
-    out.set(`${name} sys`, (out.get(`${name} sys`) ?? 0) + Number(fields[12]) / CLK_TCK);
+    const { user, sys } = statCpu(stat);
+    out.set(`${name} user`, (out.get(`${name} user`) ?? 0) + user);
+    out.set(`${name} sys`, (out.get(`${name} sys`) ?? 0) + sys);
   }
   return out;
 }
