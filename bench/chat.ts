@@ -11,7 +11,8 @@
 //
 //   npx tsx bench/chat.ts [--seconds 10] [--no-portkey] [--only json-50|json-1|stream-50|stream-1] [--profile DIR]
 // --only runs just that one load (no latency series), for A/B runs;
-// --profile DIR starts the gateway with --cpu-prof, writing its CPU profile to DIR on exit.
+// --profile DIR starts the gateway and the floor with --cpu-prof, writing their CPU profiles to
+// DIR/gateway and DIR/floor on exit.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -121,10 +122,15 @@ async function json(method: string, url: string, token: string | undefined, body
   return out;
 }
 
+/** `--cpu-prof` flags writing a server's profile to PROFILE_DIR/<name>, when profiling. */
+function profileFlags(name: string): string[] {
+  return PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : [];
+}
+
 async function startOurGateway(upstream: string) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
   const { child, hit: url } = await startLogged(
-    [...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), '--import', 'tsx', 'src/server.ts'],
+    [...profileFlags('gateway'), '--import', 'tsx', 'src/server.ts'],
     { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(dir, 'gateway.log') },
     (line) => {
       try {
@@ -149,7 +155,7 @@ async function startOurGateway(upstream: string) {
 
 async function startFloor(upstream: string): Promise<{ child: ChildProcess; url: string }> {
   const { child, hit } = await startLogged(
-    ['--import', 'tsx', 'bench/bare-proxy.ts'],
+    [...profileFlags('floor'), '--import', 'tsx', 'bench/bare-proxy.ts'],
     { cwd: ROOT, env: { ...process.env, UPSTREAM: upstream }, log: join(mkdtempSync(join(tmpdir(), 'bench-floor-')), 'floor.log') },
     (l) => (l.startsWith('listening ') ? l.slice('listening '.length) : null),
     'bare proxy',
@@ -306,11 +312,13 @@ try {
 
   if (!ONLY) await latencySeries(targets, !!pk);
 } finally {
+  // SIGTERM lets the gateway and the floor close (and write their profiles); Portkey is just killed.
+  const exited = [gw.child, floor.child].map((c) => new Promise((r) => c.once('exit', r)));
   gw.child.kill('SIGTERM');
-  floor.child.kill('SIGKILL');
+  floor.child.kill('SIGTERM');
   pk?.child.kill('SIGKILL');
   up.server.close();
-  await new Promise((r) => gw.child.once('exit', r));
+  await Promise.all(exited);
   rmSync(gw.dir, { recursive: true, force: true });
 }
 
