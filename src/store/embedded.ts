@@ -227,6 +227,8 @@ class EmbeddedStore implements Store {
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly docs: Database<T, Id>;
   private indexes: IndexState[];
+  /** The stored index list's bytes when adoptNewIndexes last decoded it. */
+  private indexesRaw: Buffer | undefined;
   /** Lazy point writes not committed yet, and what else is in flight (embedded/overlay.ts). */
   private readonly overlay: Overlay;
 
@@ -648,9 +650,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   /**
    * Another process or store instance on the same directory may have added an index since this
    * registry was loaded; a write that did not maintain it would corrupt it. Indexes are only ever
-   * added, so a length check on the stored list (one small read per write) detects that.
+   * added, so a length check on the stored list (one small read per write, decoded only when its
+   * bytes changed) detects that.
    */
   private adoptNewIndexes(): void {
+    // The stored list's raw bytes against those last decoded: a compare instead of a msgpack decode
+    // of the list (5 µs, twice per metered call).
+    const raw = this.ctx.meta.getBinary(['indexes', this.name]);
+    if (raw === undefined ? this.indexes.length === 0 : this.indexesRaw?.equals(raw)) return;
+    this.indexesRaw = raw;
     const stored = this.ctx.meta.get(['indexes', this.name]) ?? [];
     if (stored.length === this.indexes.length) return;
     this.indexes = stored.map((def) => this.indexes.find((i) => i.name === def.name) ?? this.openIndex(def));
