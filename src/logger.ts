@@ -49,3 +49,62 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 export function accessLogger(logger: Logger): Logger {
   return logger.child({}, { redact: { paths: [] } });
 }
+
+type Log = (obj: unknown, ...args: unknown[]) => void;
+
+/**
+ * A request's logger (fastify's `request.log`), made only when something logs through it: most
+ * requests never do (the access line goes through accessLogger), and pino's `child` cost 4 µs per
+ * request in the chat profile. Carries the request id binding as fastify's own child would.
+ */
+export class LazyChildLogger {
+  #real: Logger | undefined;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: pino.Bindings,
+    private readonly options: pino.ChildLoggerOptions,
+  ) {}
+
+  get real(): Logger {
+    return (this.#real ??= this.parent.child(this.bindings, this.options));
+  }
+
+  get level(): pino.LevelWithSilentOrString {
+    return this.#real?.level ?? this.parent.level;
+  }
+
+  set level(level: pino.LevelWithSilentOrString) {
+    this.real.level = level;
+  }
+
+  fatal(obj: unknown, ...args: unknown[]): void {
+    (this.real.fatal as Log)(obj, ...args);
+  }
+
+  error(obj: unknown, ...args: unknown[]): void {
+    (this.real.error as Log)(obj, ...args);
+  }
+
+  warn(obj: unknown, ...args: unknown[]): void {
+    (this.real.warn as Log)(obj, ...args);
+  }
+
+  info(obj: unknown, ...args: unknown[]): void {
+    (this.real.info as Log)(obj, ...args);
+  }
+
+  debug(obj: unknown, ...args: unknown[]): void {
+    (this.real.debug as Log)(obj, ...args);
+  }
+
+  trace(obj: unknown, ...args: unknown[]): void {
+    (this.real.trace as Log)(obj, ...args);
+  }
+
+  silent(): void {}
+
+  child(bindings: pino.Bindings, options?: pino.ChildLoggerOptions): Logger {
+    return this.real.child(bindings, options);
+  }
+}

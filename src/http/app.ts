@@ -8,7 +8,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
-import { accessLogger } from '../logger.ts';
+import { accessLogger, LazyChildLogger } from '../logger.ts';
 import type { Config } from '../config.ts';
 import { ApiError, toEnvelope } from './errors.ts';
 import { parseJsonBody } from './json.ts';
@@ -71,6 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     requestIdHeader: false, // never trust a client-chosen id
     // One access line per request (written in onResponse below), not fastify's two.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    childLoggerFactory: (logger, bindings, options) => new LazyChildLogger(logger as Logger, bindings, options),
     bodyLimit: config.http.bodyLimitBytes,
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,

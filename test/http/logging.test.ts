@@ -45,7 +45,8 @@ describe('logs carry no secrets', () => {
       body: { type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-wrong-upstream-secret-0002', upstream_model: 'u' }] },
     });
     assert.equal((await call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'log-chat', messages: [{ role: 'user', content: 'hi' }] } })).status, 200);
-    assert.equal((await call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'log-bad', messages: [{ role: 'user', content: 'hi' }] } })).status, 503);
+    const failed = await call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'log-bad', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(failed.status, 503);
     await call(gw.url, 'GET', `/v1/models?api_key=${encodeURIComponent(key)}`);
     await call(gw.url, 'GET', '/v1/models', { token: key + 'x' });
     const hook = await call(gw.url, 'POST', '/portal/webhooks', { token: session, body: { url: 'http://127.0.0.1:9/hook', events: ['topup'] } });
@@ -70,5 +71,9 @@ describe('logs carry no secrets', () => {
     const requests = lines.map((l) => JSON.parse(l)).filter((r) => r.msg === 'request');
     assert.ok(requests.length >= 10);
     for (const r of requests) assert.match(String(r.request_id), /^req_[0-9a-f]{32}$/);
+    // What a route logs through request.log (made lazily, on its first line) carries its request id.
+    const failure = lines.map((l) => JSON.parse(l)).find((r) => r.msg === 'request failed');
+    assert.equal(failure?.request_id, failed.headers.get('x-request-id'));
+    assert.equal(failure?.code, 'model_misconfigured');
   });
 });
