@@ -62,23 +62,48 @@ export function abortedError(routeId: string): UpstreamError {
   return new UpstreamError('aborted', `route ${routeId}: the caller went away`, false);
 }
 
+/** Parsed base URLs and call URLs, each parsed once (2 µs per call otherwise); cleared when full. */
+const PARSED = new Map<string, URL | null>();
+const MAX_PARSED = 2000;
+
+function memo(key: string, parse: () => URL | null): URL | null {
+  let url = PARSED.get(key);
+  if (url === undefined) {
+    url = parse();
+    if (PARSED.size >= MAX_PARSED) PARSED.clear();
+    PARSED.set(key, url);
+  }
+  return url;
+}
+
+/** A route's base_url when it is an http(s) URL without credentials, else null. Shared: never mutate it. */
+export function usableBaseUrl(baseUrl: string): URL | null {
+  return memo(baseUrl, () => {
+    try {
+      const url = new URL(baseUrl);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password ? url : null;
+    } catch {
+      return null;
+    }
+  });
+}
+
 /**
  * The URL of `path` under the route's base_url (`https://api.openai.com/v1` + `/chat/completions`).
  * A route resolveRoutes flagged, or a base_url that is not plain http(s), is a config failure.
+ * The URL is shared between calls: never mutate it.
  */
 export function routeUrl(route: ResolvedRoute, path: string): URL {
   if (route.problem) throw new UpstreamError('config', `route ${route.id} is misconfigured`, false);
-  let url: URL;
-  try {
-    url = new URL(route.baseUrl);
-  } catch {
-    throw new UpstreamError('config', `route ${route.id}: base_url is not a URL`, false);
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) {
-    throw new UpstreamError('config', `route ${route.id}: base_url must be http(s) without credentials`, false);
-  }
-  url.pathname = url.pathname.replace(/\/+$/, '') + path;
-  url.hash = '';
+  const url = memo(`${route.baseUrl}\n${path}`, () => {
+    const base = usableBaseUrl(route.baseUrl);
+    if (!base) return null;
+    const url = new URL(base.href);
+    url.pathname = url.pathname.replace(/\/+$/, '') + path;
+    url.hash = '';
+    return url;
+  });
+  if (!url) throw new UpstreamError('config', `route ${route.id}: base_url must be an http(s) URL without credentials`, false);
   return url;
 }
 
@@ -293,28 +318,50 @@ export function scrub(text: string, secrets: string[]): string {
   return out.length > MAX_EXPLANATION ? `${out.slice(0, MAX_EXPLANATION)}…` : out;
 }
 
-/** Reads a body up to `max` bytes: over it, `strict` fails; otherwise what fit is kept. */
-async function readBounded(res: Dispatcher.ResponseData, max: number, routeId: string, strict: boolean): Promise<string> {
+/**
+ * Reads a body up to `max` bytes: over it, `strict` fails; otherwise what fit is kept. (Listeners,
+ * not `for await`: the async iterator cost 4.5 µs per call in the chat profile.)
+ */
+function readBounded(res: Dispatcher.ResponseData, max: number, routeId: string, strict: boolean): Promise<string> {
   const tooBig = (): UpstreamError => protocolError(routeId, `the answer exceeds ${max} bytes`);
+  const body = res.body;
   const declared = Number(res.headers['content-length']);
   if (strict && Number.isFinite(declared) && declared > max) {
-    discard(res.body);
-    throw tooBig();
+    discard(body);
+    return Promise.reject(tooBig());
   }
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    const buf = chunk as Buffer;
-    if (size + buf.length > max) {
-      discard(res.body);
-      if (strict) throw tooBig();
-      parts.push(buf.subarray(0, max - size));
-      break;
-    }
-    parts.push(buf);
-    size += buf.length;
-  }
-  return Buffer.concat(parts).toString('utf8');
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      body.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+    };
+    const onData = (buf: Buffer): void => {
+      if (size + buf.length > max) {
+        stop();
+        discard(body);
+        if (strict) return reject(tooBig());
+        parts.push(buf.subarray(0, max - size));
+        return resolve(Buffer.concat(parts).toString('utf8'));
+      }
+      parts.push(buf);
+      size += buf.length;
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(Buffer.concat(parts, size).toString('utf8'));
+    };
+    const onError = (err: Error): void => {
+      stop();
+      reject(err);
+    };
+    // Destroyed without an error (and so without 'end'): the answer was cut short.
+    const onClose = (): void => {
+      stop();
+      reject(Object.assign(new Error('the answer ended before it was complete'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    body.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }
 
 export interface SseOptions {

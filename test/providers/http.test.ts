@@ -2,6 +2,8 @@
 // UpstreamHttp's pooling, timeouts, size limits and error classification against loopback servers.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readSse, scrub, statusError, UpstreamHttp, type SseMessage, type SseOptions } from '../../src/providers/http.ts';
@@ -214,6 +216,55 @@ describe('UpstreamHttp', () => {
     const err = await failure(http.postJson(call('/v1/chat/completions', CHAT)));
     assert.equal(err.kind, 'protocol');
     assert.match(err.message, /exceeds 50000 bytes/);
+  });
+
+  /** A loopback server answering with `handle`, for bodies the fake upstream does not send. */
+  async function withRawServer(handle: (req: IncomingMessage, res: ServerResponse) => void, run: (base: string) => Promise<void>): Promise<void> {
+    const server = createServer(handle);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      await run(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  }
+
+  it('refuses an answer without a declared length once it grows past maxResponseBytes', async () => {
+    await withRawServer(
+      (req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' }); // chunked: no content-length
+        res.write('{"pad":"');
+        res.write('x'.repeat(req.url === '/big' ? 60_000 : 1000));
+        res.end('"}');
+      },
+      async (base) => {
+        const err = await failure(http.postJson({ ...call('/x', {}), url: new URL(`${base}/big`) }));
+        assert.equal(err.kind, 'protocol');
+        assert.match(err.message, /exceeds 50000 bytes/);
+        const small = (await http.postJson({ ...call('/x', {}), url: new URL(`${base}/small`) })) as { pad: string };
+        assert.equal(small.pad.length, 1000);
+      },
+    );
+  });
+
+  it('reports an answer cut mid-body as a retryable failure, and one stalled mid-body as a timeout', async () => {
+    await withRawServer(
+      (req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"choices":[');
+        if (req.url === '/cut') setTimeout(() => res.socket?.destroy(), 20);
+      },
+      async (base) => {
+        const cut = await failure(http.postJson({ ...call('/x', {}), url: new URL(`${base}/cut`) }));
+        assert.equal(cut.kind, 'connect');
+        assert.equal(cut.retryable, true);
+        const started = Date.now();
+        const stalled = await failure(http.postJson({ ...call('/x', {}), url: new URL(`${base}/stall`), timeoutMs: 150 }));
+        assert.equal(stalled.kind, 'timeout');
+        assert.ok(Date.now() - started < 1000, `${Date.now() - started} ms`);
+      },
+    );
   });
 
   it('refuses JSON nested absurdly deep without spending seconds parsing it', async () => {
