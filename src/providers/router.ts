@@ -28,7 +28,7 @@
 // gateway's throughput by 4x (bench/chat.ts); p-limit's microtask queue costs a few µs.
 import Bottleneck from 'bottleneck';
 import pLimit from 'p-limit';
-import { abortedError } from './http.ts';
+import { abortedError, usableBaseUrl } from './http.ts';
 import type { CancelSignal } from './cancel.ts';
 import { isProviderName, type ProviderName } from './index.ts';
 import type { RouteConfig } from '../models/types.ts';
@@ -497,11 +497,3 @@ export function resolveRoutes(
   });
 }
 
-function usableBaseUrl(s: string): boolean {
-  try {
-    const u = new URL(s);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password;
-  } catch {
-    return false;
-  }
-}
