@@ -2,6 +2,7 @@
 // environment variables the README lists. Validated once at start; a bad value stops the start with
 // a message naming the field. Nothing else in the code reads process.env.
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
@@ -139,7 +140,9 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const DEFAULT_FILE = fileURLToPath(new URL('../config/default.json', import.meta.url));
+/** The repository's config/ directory (one level up from src/, and from dist/ in the production bundle). */
+export const CONFIG_DIR = fileURLToPath(new URL('../config/', import.meta.url));
+const DEFAULT_FILE = join(CONFIG_DIR, 'default.json');
 
 type Json = Record<string, unknown>;
 

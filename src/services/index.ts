@@ -1,5 +1,5 @@
 // The services the HTTP layer calls. Built once in src/server.ts (or a test's helper) and passed in.
-import type { Config } from '../config.ts';
+import { CONFIG_DIR, type Config } from '../config.ts';
 import type { Store } from '../store/port.ts';
 import { AccountService } from './accounts.ts';
 import type { Clock } from './common.ts';
@@ -15,7 +15,6 @@ import { ChatGateway } from '../gateway/chat.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
 import { IntentService, type ActorMessenger } from '../intent/service.ts';
 import { PackRegistry, readPackFile } from '../intent/packs.ts';
-import { fileURLToPath } from 'node:url';
 import type { Webhooks, WebhookService } from '../webhooks/index.ts';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
@@ -72,8 +71,7 @@ export async function createServices(deps: {
   const upstream = new UpstreamHttp();
   const router = new UpstreamRouter(createProviders(upstream), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const intentPacks = new PackRegistry(deps.store, now);
-  const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
-  await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, configDir)));
+  await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
   const gatewayDeps = {
     models,
     billing,
