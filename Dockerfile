@@ -1,13 +1,18 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build: dependencies are installed from the lockfile in a build stage; the runtime
-# stage runs as the unprivileged `node` user with the same start command as the README (npm start).
+# Multi-stage build: dependencies are installed from the lockfile and the gateway bundled
+# (`npm run build`: esbuild, src/ and machines/ into dist/server.js) in a build stage; the runtime
+# stage runs the bundle as the unprivileged `node` user, as `npm start` does after its build.
 # (No Docker engine runs on our development machines; this file is kept correct by review.)
 
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Production dependencies only; tsx (a runtime dependency) runs the TypeScript sources directly.
+# Production dependencies only (esbuild, which builds the bundle, is one of them).
 RUN npm ci --omit=dev --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY machines ./machines
+RUN npm run build
 
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production \
@@ -16,15 +21,14 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
-COPY --chown=node:node package.json package-lock.json tsconfig.json ./
+COPY --chown=node:node package.json package-lock.json ./
 COPY --chown=node:node config ./config
-COPY --chown=node:node machines ./machines
-COPY --chown=node:node src ./src
+COPY --from=deps --chown=node:node /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# npm forwards SIGTERM to the gateway, which shuts down gracefully.
-CMD ["npm", "start"]
+# The gateway is PID 1 and gets SIGTERM itself; it shuts down gracefully.
+CMD ["node", "--enable-source-maps", "dist/server.js"]

@@ -1,7 +1,8 @@
 // Chat throughput, latency and CPU through the whole metered path, against baselines measured in
 // the same run on this machine:
 //   direct  — the fake OpenAI-compatible upstream itself;
-//   gateway — our gateway (separate process, embedded store): key check, limits, hold, upstream,
+//   gateway — our gateway (separate process, embedded store), built and started as `npm start`
+//             does (the esbuild bundle, dist/server.js): key check, limits, hold, upstream,
 //             settle, usage record;
 //   portkey — the Portkey gateway (@portkey-ai/gateway, bench/portkey) against the same upstream;
 //   floor   — bench/bare-proxy.ts: fastify + undici passing calls through with nothing else, the
@@ -128,9 +129,11 @@ function profileFlags(name: string): string[] {
 }
 
 async function startOurGateway(upstream: string) {
+  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('npm run build failed');
   const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
   const { child, hit: url } = await startLogged(
-    [...profileFlags('gateway'), '--import', 'tsx', 'src/server.ts'],
+    [...profileFlags('gateway'), '--enable-source-maps', 'dist/server.js'],
     { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(dir, 'gateway.log') },
     (line) => {
       try {

@@ -1,17 +1,23 @@
-// The gateway as a real process: what it acknowledged survives `kill -9`, and SIGTERM shuts it down
-// cleanly (exit 0, store closed, restart finds everything).
-import { describe, it } from 'node:test';
+// The gateway as a real process, started as `npm start` starts it (the esbuild bundle, built once
+// here): what it acknowledged survives `kill -9`, SIGTERM shuts it down cleanly (exit 0, store
+// closed, restart finds everything), and the bundle finds config/ from any working directory.
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { call, createKey, signup } from '../helper.ts';
 
-async function launch(dataDir: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '' },
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BUNDLE = join(ROOT, 'dist', 'server.js');
+
+async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+  const child = spawn(process.execPath, ['--enable-source-maps', BUNDLE], {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });
@@ -32,10 +38,38 @@ async function launch(dataDir: string): Promise<{ child: ChildProcess; url: stri
   });
 }
 
+before(() => {
+  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  assert.equal(build.status, 0, 'npm run build failed');
+});
+
 const exited = (child: ChildProcess) =>
   new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
 
 describe('gateway process', () => {
+  it('starts from the bundle in any working directory, with its config/ (seeded intent packs) and OpenAPI document', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-cwd-'));
+    const admin = 'admin-token-for-the-bundle-test';
+    try {
+      const gw = await launch(join(dir, 'data'), { cwd: dir, env: { ADMIN_TOKEN: admin } });
+      try {
+        const packs = await call(gw.url, 'GET', '/admin/intent-packs', { token: admin });
+        assert.equal(packs.status, 200);
+        assert.ok(packs.body.data.some((p: { id: string }) => p.id === 'demo-banking-telecom'), JSON.stringify(packs.body));
+        const doc = await call(gw.url, 'GET', '/openapi.json');
+        assert.equal(doc.status, 200);
+        assert.ok(doc.body.paths['/v1/chat/completions']);
+        const done = exited(gw.child);
+        gw.child.kill('SIGTERM');
+        assert.deepEqual(await done, { code: 0, signal: null });
+      } finally {
+        gw.child.kill('SIGKILL');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('keeps every acknowledged account, session, key, org and revocation across kill -9', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gw-kill-'));
     try {
