@@ -14,8 +14,9 @@ import { call, createKey, signup } from '../helper.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLE = join(ROOT, 'dist', 'server.js');
 
-async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ child: ChildProcess; url: string; startMs: number }> {
-  const child = spawn(process.execPath, ['--enable-source-maps', BUNDLE], {
+async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv; npmStart?: boolean } = {}): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+  const [command, args] = opts.npmStart ? ['npm', ['start', '--silent']] : [process.execPath, ['--enable-source-maps', BUNDLE]];
+  const child = spawn(command, args, {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -47,6 +48,28 @@ const exited = (child: ChildProcess) =>
   new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
 
 describe('gateway process', () => {
+  it('shuts down gracefully when `npm start` (the Quick start) gets SIGTERM', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-npm-'));
+    try {
+      const gw = await launch(join(dir, 'data'), { npmStart: true });
+      const lines: string[] = [];
+      createInterface({ input: gw.child.stdout! }).on('line', (l) => lines.push(l));
+      try {
+        assert.equal((await call(gw.url, 'GET', '/healthz')).status, 200);
+        const done = exited(gw.child);
+        gw.child.kill('SIGTERM'); // to npm, which must pass it on to the gateway (not to a shell that ignores it)
+        await done;
+        await new Promise((r) => setTimeout(r, 200));
+        assert.ok(lines.some((l) => l.includes('"gateway stopped"')), lines.join('\n'));
+        await assert.rejects(fetch(`${gw.url}/healthz`), 'the gateway still answers');
+      } finally {
+        gw.child.kill('SIGKILL');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('starts from the bundle in any working directory, with its config/ (seeded intent packs) and OpenAPI document', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gw-cwd-'));
     const admin = 'admin-token-for-the-bundle-test';
