@@ -20,6 +20,7 @@ async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.Proces
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
     stdio: ['ignore', 'pipe', 'inherit'],
+    detached: opts.npmStart === true, // its own process group, so a test can kill whatever npm started
   });
   const lines = createInterface({ input: child.stdout! });
   return new Promise((resolve, reject) => {
@@ -63,7 +64,11 @@ describe('gateway process', () => {
         assert.ok(lines.some((l) => l.includes('"gateway stopped"')), lines.join('\n'));
         await assert.rejects(fetch(`${gw.url}/healthz`), 'the gateway still answers');
       } finally {
-        gw.child.kill('SIGKILL');
+        try {
+          process.kill(-gw.child.pid!, 'SIGKILL');
+        } catch {
+          // already gone
+        }
       }
     } finally {
       await rm(dir, { recursive: true, force: true });
