@@ -1,7 +1,7 @@
 // Chat completions against any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp server,
 // Groq, Together...). The request is rebuilt from the fields we know, so nothing the client sent
 // beyond them reaches the upstream; streams ask for the final usage chunk.
-import { scrub, type SseMessage, type UpstreamHttp } from '../http.ts';
+import { scrub, usableBaseUrl, type SseMessage, type UpstreamHttp } from '../http.ts';
 import { isObject, protocolError, usageOf, type Json } from '../validate.ts';
 import { UpstreamError, type ChatCapability, type ChatChunk, type ChatRequest, type ChatResult, type ResolvedRoute } from '../types.ts';
 import { openaiCall } from './call.ts';
@@ -41,11 +41,7 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
  * servers (vLLM, Ollama, llama.cpp, Groq, Together) all take `max_tokens`.
  */
 function isOpenAIItself(route: ResolvedRoute): boolean {
-  try {
-    return new URL(route.baseUrl).hostname === 'api.openai.com';
-  } catch {
-    return false;
-  }
+  return usableBaseUrl(route.baseUrl)?.hostname === 'api.openai.com';
 }
 
 export function parseCompletion(routeId: string, json: unknown): ChatResult {
