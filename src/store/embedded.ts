@@ -227,8 +227,8 @@ class EmbeddedStore implements Store {
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly docs: Database<T, Id>;
   private indexes: IndexState[];
-  /** The stored index list's bytes when adoptNewIndexes last decoded it. */
-  private indexesRaw: Buffer | undefined;
+  /** The overlay's indexGeneration when adoptNewIndexes last read the stored list. */
+  private indexesSeen = -1;
   /** Lazy point writes not committed yet, and what else is in flight (embedded/overlay.ts). */
   private readonly overlay: Overlay;
 
@@ -423,15 +423,25 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       const index = this.indexState(def, db);
       this.build(index);
       this.ctx.meta.put(['indexes', this.name], [...this.indexes.map((i) => i.def), def]);
-      // Registered inside the transaction, so every write queued after this one maintains it.
+      // Registered inside the transaction, so every write queued after this one maintains it
+      // (other instances' writes in this batch read the list inside the transaction too).
       this.indexes = [...this.indexes, index];
+      this.overlay.indexGeneration++;
       return def.name;
     });
-    // A failed commit undoes the build on disk; forget the index in memory too.
-    return built.catch((err: unknown) => {
-      this.indexes = this.indexes.filter((i) => i.name !== def.name || i.db !== db);
-      throw err;
-    });
+    // Bumped again once committed (reads outside a transaction see the new list from then on), or
+    // failed: the build is undone on disk, so the index is forgotten in memory too.
+    return built.then(
+      (name) => {
+        this.overlay.indexGeneration++;
+        return name;
+      },
+      (err: unknown) => {
+        this.indexes = this.indexes.filter((i) => i.name !== def.name || i.db !== db);
+        this.overlay.indexGeneration++;
+        throw err;
+      },
+    );
   }
 
   /** TTL: deletes up to `batch` documents whose indexed Date is at or before `cutoffMs`; resolves to how many. */
@@ -648,17 +658,16 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   /**
-   * Another process or store instance on the same directory may have added an index since this
-   * registry was loaded; a write that did not maintain it would corrupt it. Indexes are only ever
-   * added, so a length check on the stored list (one small read per write, decoded only when its
-   * bytes changed) detects that.
+   * Another store instance on the same directory (in this process: the embedded store is for one)
+   * may have added an index since this registry was loaded; a write that did not maintain it would
+   * corrupt it. Indexes are only ever added, and the instance that adds one bumps the collection's
+   * shared indexGeneration, so the stored list is read again only then (reading it on every write
+   * cost two LMDB reads per metered call).
    */
   private adoptNewIndexes(): void {
-    // The stored list's raw bytes against those last decoded: a compare instead of a msgpack decode
-    // of the list (5 µs, twice per metered call).
-    const raw = this.ctx.meta.getBinary(['indexes', this.name]);
-    if (raw === undefined ? this.indexes.length === 0 : this.indexesRaw?.equals(raw)) return;
-    this.indexesRaw = raw;
+    const generation = this.overlay.indexGeneration;
+    if (generation === this.indexesSeen) return;
+    this.indexesSeen = generation;
     const stored = this.ctx.meta.get(['indexes', this.name]) ?? [];
     if (stored.length === this.indexes.length) return;
     this.indexes = stored.map((def) => this.indexes.find((i) => i.name === def.name) ?? this.openIndex(def));

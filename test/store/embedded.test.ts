@@ -86,6 +86,17 @@ describe('embedded store', () => {
           await assert.rejects(a.insertOne({ _id: 3, email: 'y@x', org: 'p' }), isDuplicateKeyError);
           await a.insertOne({ _id: 4, email: 'w@x', org: 'p' });
           assert.deepEqual((await b.find({ org: 'p' })).map((d) => d._id), [4]);
+          // Lazy point writes (decided outside any transaction) see the other's indexes too.
+          const lazy = { writeConcern: { j: false } } as const;
+          await assert.rejects(b.updateOne({ _id: 2 }, { $set: { email: 'w@x' } }, lazy), isDuplicateKeyError);
+          await b.updateOne({ _id: 2 }, { $set: { org: 'q' } }, lazy);
+          assert.deepEqual((await a.find({ org: 'q' })).map((d) => d._id), [2]);
+          const c = second.collection('shared2');
+          await c.insertOne({ _id: 1, email: 'a@x' });
+          await c.updateOne({ _id: 1 }, { $set: { n: 1 } }, lazy); // c's registry is loaded, without indexes
+          await first.collection('shared2').createIndex({ keys: { email: 1 }, unique: true });
+          await c.insertOne({ _id: 2, email: 'b@x' });
+          await assert.rejects(c.updateOne({ _id: 2 }, { $set: { email: 'a@x' } }, lazy), isDuplicateKeyError);
         }),
       ),
     );

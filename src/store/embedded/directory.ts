@@ -63,7 +63,7 @@ export function acquireDirectory(dir: string, openEnv: () => RootDatabase): Dire
     env: held.env,
     overlay(collection) {
       let o = held.overlays.get(collection);
-      if (!o) held.overlays.set(collection, (o = { pending: new Map(), txnWrites: 0, lazyCommit: undefined }));
+      if (!o) held.overlays.set(collection, (o = { pending: new Map(), txnWrites: 0, lazyCommit: undefined, indexGeneration: 0 }));
       return o;
     },
     deferFlush(queue) {

@@ -39,4 +39,9 @@ export interface Overlay {
   txnWrites: number;
   /** Settles when the latest lazy write of the collection has committed; unset when none is in flight. */
   lazyCommit: Promise<void> | undefined;
+  /**
+   * Bumped when an instance changes the collection's stored index list (inside the transaction,
+   * and again once it committed or failed), so the others re-read the list only then.
+   */
+  indexGeneration: number;
 }
