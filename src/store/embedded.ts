@@ -533,7 +533,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       // Every pending lazy point write was flushed before this transaction (its flush was queued
       // first, and none is applied while this one is in flight): LMDB now has them all.
       overlay.pending.clear();
-      this.adoptNewIndexes();
+      this.adoptNewIndexes(true);
       return fn();
     };
     overlay.txnWrites++;
@@ -604,7 +604,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     try {
       if (!applyUpdate(next, update)) return { before: current, after: current, modified: false };
       if (idKey(next._id) !== key) return undefined;
-      this.adoptNewIndexes();
+      this.adoptNewIndexes(false);
       for (const index of this.indexes) {
         const after = documentKey(index, next, this.name); // throws for an unindexable value
         if (index.unique && !sameKey(documentKey(index, current, this.name), after)) return undefined;
@@ -638,7 +638,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         .childTransaction(() => {
           pending.queued = false;
           if (overlay.pending.get(key) !== pending) return;
-          this.adoptNewIndexes();
+          this.adoptNewIndexes(true);
           const stored = this.docs.get(key); // the version LMDB has, for its index entries
           this.store(this.indexKeys(stored), pending.doc as T);
           flushed = pending.version;
@@ -662,12 +662,14 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    * may have added an index since this registry was loaded; a write that did not maintain it would
    * corrupt it. Indexes are only ever added, and the instance that adds one bumps the collection's
    * shared indexGeneration, so the stored list is read again only then (reading it on every write
-   * cost two LMDB reads per metered call).
+   * cost two LMDB reads per metered call). Only a read inside a write transaction is remembered:
+   * it sees the list the writes will meet, while one outside (a lazy write's decision) may come
+   * before the commit of an index already registered inside its transaction.
    */
-  private adoptNewIndexes(): void {
+  private adoptNewIndexes(inTransaction: boolean): void {
     const generation = this.overlay.indexGeneration;
     if (generation === this.indexesSeen) return;
-    this.indexesSeen = generation;
+    if (inTransaction) this.indexesSeen = generation;
     const stored = this.ctx.meta.get(['indexes', this.name]) ?? [];
     if (stored.length === this.indexes.length) return;
     this.indexes = stored.map((def) => this.indexes.find((i) => i.name === def.name) ?? this.openIndex(def));
