@@ -63,22 +63,23 @@ export function abortedError(routeId: string): UpstreamError {
 }
 
 /** Parsed base URLs and call URLs, each parsed once (2 µs per call otherwise); cleared when full. */
-const PARSED = new Map<string, URL | null>();
-const MAX_PARSED = 2000;
+const BASE_URLS = new Map<string, URL | null>();
+const CALL_URLS = new Map<string, URL | null>();
+const MAX_PARSED = 1000;
 
-function memo(key: string, parse: () => URL | null): URL | null {
-  let url = PARSED.get(key);
+function memo(cache: Map<string, URL | null>, key: string, parse: () => URL | null): URL | null {
+  let url = cache.get(key);
   if (url === undefined) {
     url = parse();
-    if (PARSED.size >= MAX_PARSED) PARSED.clear();
-    PARSED.set(key, url);
+    if (cache.size >= MAX_PARSED) cache.clear();
+    cache.set(key, url);
   }
   return url;
 }
 
 /** A route's base_url when it is an http(s) URL without credentials, else null. Shared: never mutate it. */
 export function usableBaseUrl(baseUrl: string): URL | null {
-  return memo(baseUrl, () => {
+  return memo(BASE_URLS, baseUrl, () => {
     try {
       const url = new URL(baseUrl);
       return (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password ? url : null;
@@ -95,7 +96,7 @@ export function usableBaseUrl(baseUrl: string): URL | null {
  */
 export function routeUrl(route: ResolvedRoute, path: string): URL {
   if (route.problem) throw new UpstreamError('config', `route ${route.id} is misconfigured`, false);
-  const url = memo(`${route.baseUrl}\n${path}`, () => {
+  const url = memo(CALL_URLS, `${route.baseUrl}\n${path}`, () => {
     const base = usableBaseUrl(route.baseUrl);
     if (!base) return null;
     const url = new URL(base.href);
