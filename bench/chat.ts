@@ -315,10 +315,14 @@ try {
 
   if (!ONLY) await latencySeries(targets, !!pk);
 } finally {
-  // SIGTERM lets the gateway and the floor close (and write their profiles); Portkey is just killed.
-  const exited = [gw.child, floor.child].map((c) => new Promise((r) => c.once('exit', r)));
-  gw.child.kill('SIGTERM');
-  floor.child.kill('SIGTERM');
+  // SIGTERM lets the gateway and the floor close (and write their profiles), with 10 s to do it;
+  // Portkey is just killed.
+  const exited = [gw.child, floor.child].map((c) => {
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    setTimeout(() => c.kill('SIGKILL'), 10_000).unref();
+    return gone;
+  });
   pk?.child.kill('SIGKILL');
   up.server.close();
   await Promise.all(exited);
