@@ -8,7 +8,8 @@
 //   floor   — bench/bare-proxy.ts: fastify + undici passing calls through with nothing else, the
 //             least any gateway on this stack can cost here (the gateway's cost above it is metering).
 // Non-streaming: autocannon at 50 connections and at 1 connection. Streaming: time to first chunk.
-// CPU per request from /proc/<pid>/stat of each server process. Prints figures and ratios only.
+// CPU per request from /proc/<pid>/stat of each server process, and each server's peak RSS.
+// Prints figures and ratios only.
 //
 //   npx tsx bench/chat.ts [--seconds 10] [--no-portkey] [--only json-50|json-1|stream-50|stream-1] [--profile DIR]
 // --only runs just that one load (no latency series), for A/B runs;
@@ -81,6 +82,12 @@ function cpuSeconds(pid: number): number {
   return user + sys;
 }
 
+/** A process's peak resident set in MiB, from /proc/<pid>/status (VmHWM). */
+function peakRssMiB(pid: number): number {
+  const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return kb === undefined ? NaN : Math.round(Number(kb) / 1024);
+}
+
 /** User and system CPU seconds per thread name (/proc/<pid>/task/<tid>/stat; threads of one name summed). */
 function cpuByThread(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -128,12 +135,20 @@ function profileFlags(name: string): string[] {
   return PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : [];
 }
 
+/** The node arguments `npm start` runs the gateway with (after `exec node`), so the bench runs the same. */
+function startArgs(): string[] {
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /^exec node (.+)$/.exec(start);
+  if (!m) throw new Error(`unexpected start script: ${start}`);
+  return m[1]!.split(' ');
+}
+
 async function startOurGateway(upstream: string) {
   const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('npm run build failed');
   const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
   const { child, hit: url } = await startLogged(
-    [...profileFlags('gateway'), '--enable-source-maps', 'dist/server.js'],
+    [...profileFlags('gateway'), ...startArgs()],
     { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(dir, 'gateway.log') },
     (line) => {
       try {
@@ -314,6 +329,9 @@ try {
   if (ONLY !== 1 && !ONLY_STREAM) console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
 
   if (!ONLY) await latencySeries(targets, !!pk);
+  // Peak resident memory of each server over the whole run (/proc/<pid>/status VmHWM).
+  const peaks = targets.filter((t) => t.name !== 'direct' && t.pid !== undefined).map((t) => `${t.name} ${peakRssMiB(t.pid!)} MiB`);
+  console.log(`\nPeak RSS: ${peaks.join(', ')}`);
 } finally {
   // SIGTERM lets the gateway and the floor close (and write their profiles), with 10 s to do it;
   // Portkey is just killed.
