@@ -16,8 +16,9 @@
 // crash before that commit loses it. An update of one document named by `_id` (a wallet's hold or
 // settle) is decided and applied at once in memory, on the document's latest version, without
 // waiting for the write queue, and the document is written once per batch (its write queued up to
-// 2 ms later: directory.ts FLUSH_DELAY_MS) however many such writes it took (embedded/overlay.ts says when this path applies and why it stays exact); any
-// other lazy write resolves once its callback has applied it inside its batch. Reads see them too:
+// 2 ms later: directory.ts FLUSH_DELAY_MS) however many such writes it took (embedded/overlay.ts
+// says when this path applies and why it stays exact); any other lazy write resolves once its
+// callback has applied it inside its batch. Reads see them too:
 // a read of a collection with such a write in flight waits for its commit (about a millisecond)
 // first, so a read never trails a write acknowledged before it, as on MongoDB, and whatever a read
 // shows is on disk.

@@ -200,7 +200,7 @@ describe('embedded store', () => {
                 },
                 (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]! }, { $set: { level: rand(4) } }, d ? {} : lazy),
                 (c) => c.findOneAndUpdate({ _id: 'xyz'[rand(3)]! }, { $inc: { n: 11 } }),
-                (c, d) => c.updateMany({ level: rand(4) }, { $inc: { n: 1 } }).then((r) => (d ? r : r)),
+                (c) => c.updateMany({ level: rand(4) }, { $inc: { n: 1 } }),
                 (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]! }, { $inc: { name: 1 } }, d ? {} : lazy), // fails: not a number
                 (c, d) => c.updateOne({ _id: 'nobody', n: 1 }, { $inc: { n: 1 } }, d ? {} : lazy),
               ];
