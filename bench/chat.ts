@@ -37,6 +37,8 @@ const THREADS = args.includes('--threads'); // CPU per request split by thread (
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN = 'bench-admin-token-0123456789';
 const CLK_TCK = 100;
+/** One temporary directory per run: the gateway's data and every server's log, removed at the end. */
+const RUN_DIR = mkdtempSync(join(tmpdir(), 'bench-chat-'));
 
 // ---------- the fake upstream: fixed replies, as fast as node:http goes ----------
 function fakeUpstream(): Promise<{ server: Server; url: string }> {
@@ -111,7 +113,7 @@ async function startLogged(args: string[], opts: { cwd: string; env?: NodeJS.Pro
   const fd = openSync(opts.log, 'w');
   const child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, 'inherit'] });
   closeSync(fd);
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${what} exited with ${code}`))));
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${what} exited with ${code} (its log: ${opts.log})`))));
   exited.catch(() => undefined);
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
@@ -120,7 +122,7 @@ async function startLogged(args: string[], opts: { cwd: string; env?: NodeJS.Pro
     await Promise.race([new Promise((r) => setTimeout(r, 50)), exited]);
   }
   child.kill('SIGKILL');
-  throw new Error(`${what} did not start`);
+  throw new Error(`${what} did not start (its log: ${opts.log})`);
 }
 
 async function json(method: string, url: string, token: string | undefined, body?: unknown) {
@@ -146,10 +148,9 @@ function startArgs(): string[] {
 async function startOurGateway(upstream: string) {
   const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('npm run build failed');
-  const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
   const { child, hit: url } = await startLogged(
     [...profileFlags('gateway'), ...startArgs()],
-    { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(dir, 'gateway.log') },
+    { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(RUN_DIR, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(RUN_DIR, 'gateway.log') },
     (line) => {
       try {
         const rec = JSON.parse(line);
@@ -168,13 +169,13 @@ async function startOurGateway(upstream: string) {
   const user = await json('POST', `${url}/portal/auth/signup`, undefined, { email: 'bench@example.com', password: 'bench password 123' });
   await json('POST', `${url}/admin/topups`, ADMIN, { user_id: user.user.id, amount_cents: 100_000_000, reference: 'bench' });
   const key = await json('POST', `${url}/portal/keys`, user.session_token, { name: 'bench' });
-  return { child, url, key: key.api_key as string, dir };
+  return { child, url, key: key.api_key as string };
 }
 
 async function startFloor(upstream: string): Promise<{ child: ChildProcess; url: string }> {
   const { child, hit } = await startLogged(
     [...profileFlags('floor'), '--import', 'tsx', 'bench/bare-proxy.ts'],
-    { cwd: ROOT, env: { ...process.env, UPSTREAM: upstream }, log: join(mkdtempSync(join(tmpdir(), 'bench-floor-')), 'floor.log') },
+    { cwd: ROOT, env: { ...process.env, UPSTREAM: upstream }, log: join(RUN_DIR, 'floor.log') },
     (l) => (l.startsWith('listening ') ? l.slice('listening '.length) : null),
     'bare proxy',
   );
@@ -190,7 +191,7 @@ async function startPortkey(): Promise<{ child: ChildProcess; url: string }> {
   const port = 18787 + Math.floor(Math.random() * 1000);
   const { child } = await startLogged(
     ['--import', './loopback.mjs', 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'],
-    { cwd: dir, log: join(mkdtempSync(join(tmpdir(), 'bench-pk-')), 'portkey.log') },
+    { cwd: dir, log: join(RUN_DIR, 'portkey.log') },
     (l) => (l.includes('Ready') || l.includes('running at') ? l : null),
     'portkey',
   );
@@ -344,7 +345,7 @@ try {
   pk?.child.kill('SIGKILL');
   up.server.close();
   await Promise.all(exited);
-  rmSync(gw.dir, { recursive: true, force: true });
+  rmSync(RUN_DIR, { recursive: true, force: true });
 }
 
 async function latencySeries(targets: Target[], pk: boolean) {
