@@ -8,7 +8,7 @@ import { ApiError } from '../http/errors.ts';
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc } from '../models/types.ts';
-import type { ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, TokenUsage } from '../providers/types.ts';
+import type { ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, ResponseFormat, TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { countMessages, countText } from './tokens.ts';
 import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
@@ -24,8 +24,15 @@ export interface ChatBody {
   temperature?: number;
   top_p?: number;
   max_tokens?: number;
+  /** OpenAI's newer name for max_tokens; either may be sent, both only if equal. */
+  max_completion_tokens?: number;
   stop?: string | string[];
   n?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  seed?: number;
+  /** As the route's schema lets it in; `responseFormat` checks the pairing. */
+  response_format?: { type: ResponseFormat['type']; json_schema?: { name: string } };
   user?: string;
 }
 
@@ -57,6 +64,28 @@ export interface ChatStream {
   chunks: AsyncGenerator<Record<string, unknown>>;
 }
 
+/** OpenAI's response_format: `json_schema` goes with type json_schema, and only with it. */
+function responseFormat(body: ChatBody): ResponseFormat | undefined {
+  const rf = body.response_format;
+  if (rf === undefined) return undefined;
+  if (rf.type === 'json_schema' && rf.json_schema === undefined) {
+    throw new ApiError('missing_input', "Missing required field 'response_format.json_schema'.", { param: 'response_format.json_schema' });
+  }
+  if (rf.type !== 'json_schema' && rf.json_schema !== undefined) {
+    throw new ApiError('invalid_request', `response_format.json_schema goes only with type json_schema, not ${rf.type}.`, { param: 'response_format.json_schema' });
+  }
+  return rf as ResponseFormat;
+}
+
+/** The output cap the client asked for, under whichever of OpenAI's two names it used. */
+function outputLimit(body: ChatBody): { maxTokens: number | undefined; maxTokensParam: 'max_tokens' | 'max_completion_tokens' } {
+  if (body.max_completion_tokens === undefined) return { maxTokens: body.max_tokens, maxTokensParam: 'max_tokens' };
+  if (body.max_tokens !== undefined && body.max_tokens !== body.max_completion_tokens) {
+    throw new ApiError('invalid_request', 'max_tokens and max_completion_tokens differ; send one of them.', { param: 'max_completion_tokens' });
+  }
+  return { maxTokens: body.max_completion_tokens, maxTokensParam: 'max_completion_tokens' };
+}
+
 export class ChatGateway {
   constructor(private readonly deps: GatewayDeps) {}
 
@@ -70,29 +99,32 @@ export class ChatGateway {
         throw new ApiError('invalid_message_role', `messages[${i}].role '${m.role}' is not supported; use system, user or assistant.`, { param: `messages.${i}.role` });
       }
     });
+    const { maxTokens, maxTokensParam } = outputLimit(body);
+    const format = responseFormat(body);
     const payer = await billing.payerFor(principal);
     const model = await models.resolve(body.model, 'llm', payer.walletId);
     this.deps.assertKyc(payer, model.requires_kyc === true);
 
     const messages = body.messages as ChatMessage[];
-    const promptTokens = countMessages(messages);
+    // A JSON schema to answer in is part of the prompt the upstream reads (and bills).
+    const promptTokens = countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0);
     const n = body.n ?? 1;
     if (model.context_window !== undefined) {
-      const wanted = promptTokens + (body.max_tokens ?? 0);
+      const wanted = promptTokens + (maxTokens ?? 0);
       if (promptTokens >= model.context_window || wanted > model.context_window) {
         throw new ApiError(
           'context_length_exceeded',
           `This model's context window is ${model.context_window} tokens; the messages take ${promptTokens}` +
-            (body.max_tokens ? ` and max_tokens asks for ${body.max_tokens}` : '') + '.',
+            (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') + '.',
           { param: 'messages' },
         );
       }
     }
-    if (body.max_tokens !== undefined && model.max_output_tokens !== undefined && body.max_tokens > model.max_output_tokens) {
-      throw new ApiError('invalid_request', `max_tokens may be at most ${model.max_output_tokens} for this model.`, { param: 'max_tokens' });
+    if (maxTokens !== undefined && model.max_output_tokens !== undefined && maxTokens > model.max_output_tokens) {
+      throw new ApiError('invalid_request', `${maxTokensParam} may be at most ${model.max_output_tokens} for this model.`, { param: maxTokensParam });
     }
     // The most the call can produce: max_tokens, else the model's maximum, else what the context leaves.
-    const maxOut = body.max_tokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
+    const maxOut = maxTokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
     const estimate = costMicrocents(model.pricing, promptTokens, maxOut * n, 'ceil');
     const hold = await billing.hold(payer, estimate, requestId);
 
@@ -101,7 +133,11 @@ export class ChatGateway {
     if (body.top_p !== undefined) request.top_p = body.top_p;
     if (body.stop !== undefined) request.stop = typeof body.stop === 'string' ? [body.stop] : body.stop;
     if (body.n !== undefined) request.n = body.n;
-    request.max_tokens = body.max_tokens ?? maxOut;
+    if (body.presence_penalty !== undefined) request.presence_penalty = body.presence_penalty;
+    if (body.frequency_penalty !== undefined) request.frequency_penalty = body.frequency_penalty;
+    if (body.seed !== undefined) request.seed = body.seed;
+    if (format !== undefined) request.response_format = format;
+    request.max_tokens = maxOut;
     return {
       id: `chatcmpl-${randomUUID().replaceAll('-', '')}`,
       created: Math.floor(this.deps.now() / 1000),

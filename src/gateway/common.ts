@@ -31,7 +31,8 @@ export function toApiError(err: unknown): unknown {
   if (err instanceof ApiError) return err;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && code in ERRORS && code !== 'internal_error') {
-    return new ApiError(code as ErrorCode, (err as Error).message);
+    const param = (err as { param?: unknown }).param;
+    return new ApiError(code as ErrorCode, (err as Error).message, typeof param === 'string' ? { param } : {});
   }
   return err;
 }

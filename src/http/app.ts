@@ -183,7 +183,7 @@ export function toApiError(err: unknown, request: FastifyRequest): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ActorRuntimeError) return actorError(err, request);
   const fe = err as FastifyError & { validationContext?: string };
-  if (fe.validation && fe.validation.length > 0) return validationError(fe.validation[0]!, fe.validationContext ?? 'body');
+  if (fe.validation && fe.validation.length > 0) return validationError(fe.validation, fe.validationContext ?? 'body');
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('body_too_large', `Request body is larger than this route accepts (${request.routeOptions.bodyLimit ?? 'limit'} bytes).`);
@@ -228,7 +228,9 @@ interface AjvError {
   message?: string;
 }
 
-function validationError(e: AjvError, context: string): ApiError {
+/** The first error names the field; a choice of constants (a union of literals) lists them all. */
+function validationError(errors: AjvError[], context: string): ApiError {
+  const e = errors[0]!;
   const path = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
   const where = context === 'body' ? '' : `${context} `;
   if (e.keyword === 'required') {
@@ -240,5 +242,9 @@ function validationError(e: AjvError, context: string): ApiError {
     return new ApiError('invalid_request', `Unknown ${where}field '${field}'.`, { param: field });
   }
   const field = path || context;
+  if (e.keyword === 'const') {
+    const allowed = errors.filter((x) => x.keyword === 'const' && x.instancePath === e.instancePath).map((x) => JSON.stringify(x.params.allowedValue));
+    return new ApiError('invalid_request', `Invalid ${where}field '${field}': must be ${allowed.length > 1 ? `one of ${allowed.join(', ')}` : allowed[0]}.`, { param: field });
+  }
   return new ApiError('invalid_request', `Invalid ${where}field '${field}': ${e.message ?? 'invalid value'}.`, { param: field });
 }

@@ -3,10 +3,14 @@
 // Failover. A route that fails to connect, times out, answers 5xx/408/409/425/429 or a malformed
 // answer, or cannot work as configured (resolveRoutes flagged it; 401/402/403/404/405 or a redirect)
 // is skipped for the next one. A 400/413/422 is about the request: it goes back to the caller as
-// `invalid_request` (or `context_length_exceeded`) without trying further routes. A stream commits
-// to a route only once it delivered its first chunk with content (role-only chunks are held back
-// and merged into it), so a route that accepts and then dies before saying anything still fails
-// over; after that, a failure ends the stream with an UpstreamError from the iterator.
+// `invalid_request` (or `context_length_exceeded`) without trying further routes. A route whose
+// provider cannot honour the request as asked (`refuses`: Anthropic has no `seed`, say) is passed
+// over before any call, with no effect on its health; if no route served and none failed for a
+// reason a retry could cure, the first refusal goes back as `invalid_request` naming the parameter.
+// A stream commits to a route only once it delivered its first chunk with content (role-only
+// chunks are held back and merged into it), so a route that accepts and then dies before saying
+// anything still fails over; after that, a failure ends the stream with an UpstreamError from the
+// iterator.
 // When no route served: `model_misconfigured` if every route tried failed as misconfigured (or the
 // model has no route), otherwise `model_unavailable`. The caller's signal firing ends everything
 // with UpstreamError 'aborted' (nothing is left to answer).
@@ -40,6 +44,7 @@ import {
   type EmbeddingsRequest,
   type EmbeddingsResult,
   type Provider,
+  type Refusal,
   type ResolvedRoute,
 } from './types.ts';
 
@@ -51,7 +56,7 @@ export type RouterErrorCode = 'model_unavailable' | 'model_misconfigured' | 'inv
 /** What happened on one route during one request, for logs and tests. */
 export interface Attempt {
   route: string;
-  outcome: UpstreamError['kind'] | 'queue_timeout';
+  outcome: UpstreamError['kind'] | 'queue_timeout' | 'unsupported';
   status?: number;
 }
 
@@ -62,6 +67,8 @@ export class RouterError extends Error {
     readonly code: RouterErrorCode,
     message: string,
     readonly attempts: Attempt[],
+    /** The request field at fault, when one is (a parameter no route could honour). */
+    readonly param?: string,
   ) {
     super(message);
   }
@@ -127,7 +134,7 @@ export class UpstreamRouter {
   }
 
   complete(routes: ResolvedRoute[], req: ChatRequest, signal: CancelSignal): Promise<{ result: ChatResult; route: ResolvedRoute }> {
-    return this.#once(routes, signal, 'chat', (p, route) => p.chat!.complete(route, req, signal));
+    return this.#once(routes, signal, 'chat', (p, route) => p.chat!.complete(route, req, signal), (p) => p.chat!.refuses?.(req));
   }
 
   embed(routes: ResolvedRoute[], req: EmbeddingsRequest, signal: CancelSignal): Promise<{ result: EmbeddingsResult; route: ResolvedRoute }> {
@@ -146,17 +153,23 @@ export class UpstreamRouter {
     req: ChatRequest,
     signal: CancelSignal,
   ): Promise<{ route: ResolvedRoute; first: ChatChunk | null; rest: AsyncIterable<ChatChunk> }> {
-    const served = await this.#serve(routes, signal, 'chat', async (p, route) => {
-      const it = (await p.chat!.stream(route, req, signal))[Symbol.asyncIterator]();
-      try {
-        const first = await pullFirst(it);
-        this.#succeeded(route);
-        return { it, first };
-      } catch (err) {
-        void it.return?.().catch(() => {});
-        throw err;
-      }
-    });
+    const served = await this.#serve(
+      routes,
+      signal,
+      'chat',
+      async (p, route) => {
+        const it = (await p.chat!.stream(route, req, signal))[Symbol.asyncIterator]();
+        try {
+          const first = await pullFirst(it);
+          this.#succeeded(route);
+          return { it, first };
+        } catch (err) {
+          void it.return?.().catch(() => {});
+          throw err;
+        }
+      },
+      (p) => p.chat!.refuses?.(req),
+    );
     const { route, release } = served;
     const { it, first } = served.value;
     let ended = false;
@@ -213,12 +226,19 @@ export class UpstreamRouter {
     signal: CancelSignal,
     capability: 'chat' | 'embeddings',
     call: (provider: Provider, route: ResolvedRoute) => Promise<T>,
+    refuses?: (provider: Provider) => Refusal | undefined,
   ): Promise<{ result: T; route: ResolvedRoute }> {
-    const served = await this.#serve(routes, signal, capability, async (p, route) => {
-      const result = await call(p, route);
-      this.#succeeded(route);
-      return result;
-    });
+    const served = await this.#serve(
+      routes,
+      signal,
+      capability,
+      async (p, route) => {
+        const result = await call(p, route);
+        this.#succeeded(route);
+        return result;
+      },
+      refuses,
+    );
     served.release();
     return { result: served.value, route: served.route };
   }
@@ -228,8 +248,10 @@ export class UpstreamRouter {
     signal: CancelSignal,
     capability: 'chat' | 'embeddings',
     attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
+    refuses?: (provider: Provider) => Refusal | undefined,
   ): Promise<{ value: T; route: ResolvedRoute; release: () => void }> {
     const attempts: Attempt[] = [];
+    let refusal: Refusal | undefined;
     for (const route of this.#plan(routes)) {
       if (signal.aborted) throw abortedError(route.id);
       const provider = this.#providers.get(route.provider);
@@ -237,6 +259,12 @@ export class UpstreamRouter {
         const why = route.problem ?? `provider "${route.provider}" has no ${capability}`;
         attempts.push({ route: route.id, outcome: 'config' });
         this.#logger?.warn({ route: route.id, problem: why }, 'upstream route is misconfigured');
+        continue;
+      }
+      const refused = refuses?.(provider);
+      if (refused) {
+        attempts.push({ route: route.id, outcome: 'unsupported' });
+        refusal ??= refused;
         continue;
       }
       let release: () => void;
@@ -260,7 +288,7 @@ export class UpstreamRouter {
         this.#failed(route, failure, signal);
       }
     }
-    throw exhausted(attempts);
+    throw exhausted(attempts, refusal);
   }
 
   /** Healthy routes in their order, then the cooling route that failed least recently. */
@@ -448,9 +476,14 @@ function rejected(failure: UpstreamError, attempts: Attempt[]): RouterError {
   return new RouterError('invalid_request', said ? `the upstream rejected the request: ${said}` : 'the upstream rejected the request', attempts);
 }
 
-function exhausted(attempts: Attempt[]): RouterError {
+function exhausted(attempts: Attempt[], refusal: Refusal | undefined): RouterError {
   const ids = [...new Set(attempts.map((a) => a.route))].join(', ');
   if (attempts.length === 0) return new RouterError('model_misconfigured', 'the model has no upstream route', attempts);
+  // Every route either cannot honour the request or cannot work at all: a retry would not help,
+  // a different request would.
+  if (refusal && attempts.every((a) => a.outcome === 'unsupported' || a.outcome === 'config')) {
+    return new RouterError('invalid_request', refusal.message, attempts, refusal.param);
+  }
   if (attempts.every((a) => a.outcome === 'config')) {
     return new RouterError('model_misconfigured', `the model's upstream routes are misconfigured (${ids})`, attempts);
   }

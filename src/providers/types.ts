@@ -28,6 +28,12 @@ export interface ChatMessage {
   content: string;
 }
 
+/** OpenAI's `response_format`: plain text, any JSON object, or JSON following a schema. */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+
 export interface ChatRequest {
   messages: ChatMessage[];
   temperature?: number;
@@ -35,6 +41,19 @@ export interface ChatRequest {
   max_tokens?: number;
   stop?: string[];
   n?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  seed?: number;
+  response_format?: ResponseFormat;
+}
+
+/**
+ * A request a provider cannot honour as asked (a parameter it has no equivalent for): `param` names
+ * the request field, `message` says why, in words fit for the client.
+ */
+export interface Refusal {
+  param: string;
+  message: string;
 }
 
 export interface TokenUsage {
@@ -97,6 +116,12 @@ export class UpstreamError extends Error {
 }
 
 export interface ChatCapability {
+  /**
+   * Whether this provider can honour `req` as asked; the first parameter it cannot, if any. The
+   * router asks before it tries a route, and passes over a route that refuses (no call, no health
+   * effect): the request may suit the model's next route.
+   */
+  refuses?(req: ChatRequest): Refusal | undefined;
   complete(route: ResolvedRoute, req: ChatRequest, signal: CancelSignal): Promise<ChatResult>;
   /**
    * Opens a stream. Resolves once the upstream accepted the request (2xx and headers); the iterator

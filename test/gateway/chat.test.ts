@@ -46,6 +46,10 @@ describe('chat completions and embeddings through the gateway', () => {
     await putModel(gw, 'chat-dead', [{ provider: 'openai', base_url: deadPort, api_key: 'k', upstream_model: 'x' }]);
     await putModel(gw, 'chat-nokey', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key_env: 'NO_SUCH_VARIABLE_SET', upstream_model: 'x' }]);
     await putModel(gw, 'claude', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }]);
+    await putModel(gw, 'claude-then-openai', [
+      { provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' },
+      { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' },
+    ]);
     const e = await call(gw.url, 'PUT', '/admin/models/embed-a', {
       token: ADMIN_TOKEN,
       body: { type: 'embedding', owned_by: 'test', pricing: { input_cents_per_mtok: 10 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }] },
@@ -123,6 +127,56 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(text, done.choices[0]!.message.content);
   });
 
+  it("OpenAI's sampling and format parameters reach a route that honours them; a route that cannot is passed over", async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const format = { type: 'json_schema' as const, json_schema: { name: 'river', schema: { type: 'object', properties: { name: { type: 'string' } } }, strict: true } };
+    const done = await ai.chat.completions.create({
+      model: 'chat-a', messages: [{ role: 'user', content: 'name a river as JSON' }],
+      seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, response_format: format, max_completion_tokens: 20,
+    });
+    assert.equal(done.model, 'chat-a');
+    const seen = up.calls('/v1/chat/completions').at(-1)!.body;
+    assert.equal(seen.seed, 42);
+    assert.equal(seen.presence_penalty, 0.5);
+    assert.equal(seen.frequency_penalty, -0.5);
+    assert.deepEqual(seen.response_format, format);
+    assert.equal(seen.max_tokens, 20, 'max_completion_tokens is the output cap (sent as max_tokens to a compatible server)');
+
+    // Anthropic first, OpenAI-compatible second: a request Anthropic cannot honour goes to the second.
+    const toAnthropic = () => anthropic.calls('/v1/messages').length;
+    const before = toAnthropic();
+    for (const extra of [{ seed: 1 }, { response_format: { type: 'json_object' as const } }, { n: 2 }]) {
+      const r = await ai.chat.completions.create({ model: 'claude-then-openai', messages: [{ role: 'user', content: 'hi' }], ...extra });
+      assert.equal(r.model, 'claude-then-openai');
+      assert.match(r.choices[0]!.message.content!, /You said: hi/, 'the OpenAI-compatible route answered');
+    }
+    assert.equal(toAnthropic(), before, 'Anthropic was not called for them');
+    await ai.chat.completions.create({ model: 'claude-then-openai', messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'text' } });
+    assert.equal(toAnthropic(), before + 1, 'a request it can honour goes to the first route');
+
+    // No route of the model honours it: 400 naming the parameter, nothing called, nothing charged.
+    const wallet0 = await wallet(gw, u.token);
+    for (const [extra, param] of [[{ seed: 1 }, 'seed'], [{ frequency_penalty: 1 }, 'frequency_penalty'], [{ response_format: { type: 'json_object' } }, 'response_format']] as const) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], ...extra } });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.code, 'invalid_request');
+      assert.equal(r.body.error.param, param);
+      assert.match(r.body.error.message, /not supported by this model/);
+      const s = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], stream: true, ...extra } });
+      assert.equal(s.status, 400, 'streaming too, before any event');
+      assert.equal(s.body.error.param, param);
+    }
+    assert.equal(toAnthropic(), before + 1);
+    assert.equal((await wallet(gw, u.token)).balance_cents, wallet0.balance_cents);
+
+    // The schema the reply must follow counts as prompt: it can exceed the context window alone.
+    const huge = { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', description: 'word '.repeat(5000) } } };
+    const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: huge } });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.error.code, 'context_length_exceeded');
+  });
+
   it('fails over from a dead route, and answers 503 model_unavailable / model_misconfigured without leaking upstreams', async () => {
     const u = await fundedUser(gw);
     const ok = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-failover', messages: [{ role: 'user', content: 'hi' }] } });
@@ -160,6 +214,15 @@ describe('chat completions and embeddings through the gateway', () => {
       [{ model: 'embed-a', messages: [{ role: 'user', content: 'x' }] }, 404, 'model_not_found', 'model'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 400, 'context_length_exceeded', 'messages'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], logit_bias: {} }, 400, 'invalid_request', 'logit_bias'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], presence_penalty: 2.5 }, 400, 'invalid_request', 'presence_penalty'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], frequency_penalty: -3 }, 400, 'invalid_request', 'frequency_penalty'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], seed: 1.5 }, 400, 'invalid_request', 'seed'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'xml' } }, 400, 'invalid_request', 'response_format.type'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'has space' } } }, 400, 'invalid_request', 'response_format.json_schema.name'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema' } }, 400, 'missing_input', 'response_format.json_schema'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'text', json_schema: { name: 'a' } } }, 400, 'invalid_request', 'response_format.json_schema'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], max_completion_tokens: 600 }, 400, 'invalid_request', 'max_completion_tokens'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], max_tokens: 10, max_completion_tokens: 20 }, 400, 'invalid_request', 'max_completion_tokens'],
     ];
     const before = up.calls('/v1/chat/completions').length;
     for (const [body, status, code, param] of cases) {
@@ -167,6 +230,7 @@ describe('chat completions and embeddings through the gateway', () => {
       assert.equal(r.status, status, `${JSON.stringify(body).slice(0, 80)} → ${r.text}`);
       assert.equal(r.body.error.code, code, r.text);
       if (param) assert.equal(r.body.error.param, param, r.text);
+      if (param === 'response_format.type') assert.match(r.body.error.message, /must be one of "text", "json_object", "json_schema"/);
     }
     assert.equal(up.calls('/v1/chat/completions').length, before, 'no invalid request reached the upstream');
   });

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { UpstreamHttp, type SseMessage } from '../../src/providers/http.ts';
 import { createAnthropicProvider } from '../../src/providers/anthropic/index.ts';
-import { anthropicChunks, fromAnthropic, toAnthropic } from '../../src/providers/anthropic/chat.ts';
+import { anthropicChunks, anthropicRefuses, fromAnthropic, toAnthropic } from '../../src/providers/anthropic/chat.ts';
 import { UpstreamError, type ChatCapability, type ChatRequest } from '../../src/providers/types.ts';
 import { invalidMessagesBody, startAnthropicUpstream, type FakeServer } from '../fakes/anthropic-upstream.ts';
 import { collect, drain, never, routeTo, text, USER } from './helpers.ts';
@@ -63,6 +63,23 @@ describe('Anthropic request translation', () => {
     assert.throws(() => toAnthropic(ROUTE, { messages: [{ role: 'system', content: 's' }] }, false), isClientError);
     assert.throws(() => toAnthropic(ROUTE, { messages: [{ role: 'assistant', content: 'hi' }, USER('x')] }, false), isClientError);
     assert.doesNotThrow(() => toAnthropic(ROUTE, { messages: [USER('x')], n: 1 }, false));
+  });
+
+  it('names the first parameter it cannot honour, so the router can pass the route over', () => {
+    const refused = (over: Partial<ChatRequest>) => anthropicRefuses({ messages: [USER('x')], ...over })?.param;
+    assert.equal(refused({}), undefined);
+    assert.equal(refused({ n: 2 }), 'n');
+    assert.equal(refused({ seed: 1 }), 'seed');
+    assert.equal(refused({ presence_penalty: 0.5 }), 'presence_penalty');
+    assert.equal(refused({ frequency_penalty: 0 }), 'frequency_penalty');
+    assert.equal(refused({ response_format: { type: 'json_object' } }), 'response_format');
+    assert.equal(refused({ response_format: { type: 'json_schema', json_schema: { name: 'a' } } }), 'response_format');
+    assert.equal(refused({ response_format: { type: 'text' } }), undefined, 'plain text is what it does anyway');
+    assert.equal(refused({ messages: [{ role: 'assistant', content: 'hi' }, USER('x')] }), 'messages');
+    assert.equal(refused({ messages: [{ role: 'system', content: 's' }] }), 'messages');
+    assert.equal(refused({ messages: [{ role: 'system', content: 's' }, USER('x')], temperature: 1.5, top_p: 0.9, stop: ['z'] }), undefined);
+    assert.equal(createAnthropicProvider(new UpstreamHttp()).chat!.refuses, anthropicRefuses);
+    assert.throws(() => toAnthropic(ROUTE, { messages: [USER('x')], seed: 1 }, false), isClientError);
   });
 });
 

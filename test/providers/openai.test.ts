@@ -63,6 +63,17 @@ describe('OpenAI-compatible provider', () => {
       assert.equal(vllm.max_completion_tokens, undefined);
     });
 
+    it("passes OpenAI's sampling and format parameters as given, and only those given", () => {
+      const format = { type: 'json_schema', json_schema: { name: 'reply', schema: { type: 'object' }, strict: true } } as const;
+      const body = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')], seed: 42, presence_penalty: -1.5, frequency_penalty: 2, response_format: format }, false);
+      assert.equal(body.seed, 42);
+      assert.equal(body.presence_penalty, -1.5);
+      assert.equal(body.frequency_penalty, 2);
+      assert.deepEqual(body.response_format, format);
+      const plain = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')] }, false);
+      assert.deepEqual(Object.keys(plain).sort(), ['messages', 'model']);
+    });
+
     it('sends no authorization header for a route without a key (local servers)', async () => {
       const open = await startOpenAIUpstream();
       try {

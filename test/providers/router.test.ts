@@ -153,6 +153,40 @@ describe('UpstreamRouter', () => {
       }
     });
 
+    it('passes over a route whose provider cannot honour the request, without a call or a health mark', async () => {
+      const ant = await startAnthropicUpstream();
+      try {
+        const r = router({ failureThreshold: 1 });
+        const claude = routeTo(ant, { id: 'm#0', provider: 'anthropic' });
+        const seeded: ChatRequest = { ...HI, seed: 7 };
+        const served = await r.complete([claude, b()], seeded, never);
+        assert.equal(served.route.id, 'm#1');
+        assert.equal(B.requests.at(-1)!.body.seed, 7, 'the parameter reaches the route that honours it');
+        const streamed = await r.stream([claude, b()], { ...HI, n: 2 }, never);
+        assert.equal(streamed.route.id, 'm#1');
+        await drain(streamed.rest);
+        assert.equal(ant.requests.length, 0, 'the passed-over route was never called');
+        // Passing over is no failure: with a threshold of 1, the route still serves what it can.
+        assert.deepEqual(r.health(), []);
+        assert.equal((await r.complete([claude, b()], HI, never)).route.id, 'm#0');
+
+        // No route honours it: the client's error, naming the parameter; misconfigured routes do not change that.
+        const noKey = routeTo(A, { id: 'm#2', problem: 'environment variable X is not set' });
+        await assert.rejects(r.complete([claude, noKey], seeded, never), (e: unknown) => {
+          routerError('invalid_request')(e);
+          assert.equal((e as RouterError).param, 'seed');
+          assert.match((e as Error).message, /seed is not supported/);
+          return true;
+        });
+        // A route that could have served it is down: retrying later can work, so 503.
+        B.next({ status: 503 });
+        await assert.rejects(r.complete([claude, b()], seeded, never), routerError('model_unavailable'));
+        assert.equal(ant.requests.length, 1, 'only the plain request reached Anthropic');
+      } finally {
+        await ant.close();
+      }
+    });
+
     it('embeds with failover', async () => {
       A.next({ status: 503 });
       const { route, result } = await router().embed([a(), b()], { input: ['x', 'y'] }, never);

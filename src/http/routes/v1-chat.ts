@@ -19,6 +19,27 @@ const Message = Type.Object(
   { additionalProperties: false },
 );
 
+// OpenAI's three shapes in one object (a union of three would report a mistake in the third against
+// the first); `json_schema` comes with type json_schema and only with it (checked in the gateway).
+// A JSON schema's own content is the upstream's to judge (the body's size and depth limits bound it).
+const ResponseFormatSchema = Type.Object(
+  {
+    type: Type.Union([Type.Literal('text'), Type.Literal('json_object'), Type.Literal('json_schema')]),
+    json_schema: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+          description: Type.Optional(Type.String({ maxLength: 10_000 })),
+          schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+          strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const ChatBodySchema = Type.Object(
   {
     model: Type.String({ maxLength: 200 }),
@@ -28,8 +49,13 @@ export const ChatBodySchema = Type.Object(
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
     top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
+    max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
     stop: Type.Optional(Type.Union([Type.String({ maxLength: 512 }), Type.Array(Type.String({ maxLength: 512 }), { minItems: 1, maxItems: 4 })])),
     n: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 })),
+    presence_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
+    frequency_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
+    seed: Type.Optional(Type.Integer({ minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })),
+    response_format: Type.Optional(ResponseFormatSchema),
     user: Type.Optional(Type.String({ maxLength: 256 })),
   },
   { additionalProperties: false },

@@ -4,8 +4,10 @@
 // Request: system messages → `system` (joined in order with a blank line; one placed mid-
 // conversation moves to the top, the only place Anthropic takes it); consecutive turns of one role
 // merged; `max_tokens` from the request or `defaultMaxTokens` (Anthropic requires it); `stop` →
-// `stop_sequences`; temperature clamped to Anthropic's 0..1; n > 1 and a conversation that does not
-// start with a user turn are refused as the client's error.
+// `stop_sequences`; temperature clamped to Anthropic's 0..1. What the Messages API has no
+// equivalent for is refused (`refuses`, so the router can pass the route over for the model's next
+// one): n > 1, a conversation that does not start with a user turn, `seed`, `presence_penalty`,
+// `frequency_penalty` and a JSON `response_format` (`text` is what it does anyway).
 // Answer: text blocks joined (thinking and tool blocks dropped); stop_reason → finish_reason.
 // Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
 // finish_reason chunk; message_stop → the usage chunk (input tokens from message_start, output from
@@ -19,6 +21,7 @@ import {
   type ChatChunk,
   type ChatRequest,
   type ChatResult,
+  type Refusal,
   type ResolvedRoute,
   type TokenUsage,
 } from '../types.ts';
@@ -34,6 +37,7 @@ export interface AnthropicOptions {
 export function anthropicChat(http: UpstreamHttp, opts: AnthropicOptions = {}): ChatCapability {
   const defaultMaxTokens = opts.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
   return {
+    refuses: anthropicRefuses,
     async complete(route, req, signal) {
       const json = await http.postJson(messagesCall(route, toAnthropic(route, req, false, defaultMaxTokens), signal));
       return fromAnthropic(route.id, json);
@@ -62,8 +66,24 @@ function refuse(route: ResolvedRoute, why: string): UpstreamError {
   return new UpstreamError('client', `route ${route.id}: ${why}`, false, 400, why);
 }
 
+/** The first parameter of `req` the Messages API cannot honour, if any. */
+export function anthropicRefuses(req: ChatRequest): Refusal | undefined {
+  if (req.n !== undefined && req.n > 1) return { param: 'n', message: 'n greater than 1 is not supported by this model' };
+  for (const param of ['seed', 'presence_penalty', 'frequency_penalty'] as const) {
+    if (req[param] !== undefined) return { param, message: `${param} is not supported by this model` };
+  }
+  if (req.response_format && req.response_format.type !== 'text') {
+    return { param: 'response_format', message: `response_format ${req.response_format.type} is not supported by this model` };
+  }
+  const first = req.messages.find((m) => m.role !== 'system');
+  if (!first) return { param: 'messages', message: 'at least one user message is required by this model' };
+  if (first.role !== 'user') return { param: 'messages', message: 'the conversation must start with a user message for this model' };
+  return undefined;
+}
+
 export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: boolean, defaultMaxTokens = DEFAULT_MAX_TOKENS): Json {
-  if (req.n !== undefined && req.n > 1) throw refuse(route, 'n greater than 1 is not supported by this model');
+  const refusal = anthropicRefuses(req);
+  if (refusal) throw refuse(route, refusal.message);
   const system: string[] = [];
   const turns: { role: 'user' | 'assistant'; content: string }[] = [];
   for (const m of req.messages) {
@@ -75,8 +95,6 @@ export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: bool
     if (last && last.role === m.role) last.content = `${last.content}\n\n${m.content}`;
     else turns.push({ role: m.role, content: m.content });
   }
-  if (turns.length === 0) throw refuse(route, 'at least one user message is required');
-  if (turns[0]?.role !== 'user') throw refuse(route, 'the conversation must start with a user message for this model');
   const final = turns[turns.length - 1];
   // Anthropic refuses a prefilled assistant turn that ends in whitespace.
   if (final && final.role === 'assistant') final.content = final.content.trimEnd();

@@ -29,6 +29,10 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
   if (req.max_tokens !== undefined) body[isOpenAIItself(route) ? 'max_completion_tokens' : 'max_tokens'] = req.max_tokens;
   if (req.stop !== undefined && req.stop.length > 0) body.stop = req.stop;
   if (req.n !== undefined) body.n = req.n;
+  if (req.presence_penalty !== undefined) body.presence_penalty = req.presence_penalty;
+  if (req.frequency_penalty !== undefined) body.frequency_penalty = req.frequency_penalty;
+  if (req.seed !== undefined) body.seed = req.seed;
+  if (req.response_format !== undefined) body.response_format = req.response_format;
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };
