@@ -82,6 +82,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: true },
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    // The router's own refusals (a path that is not percent-encoded UTF-8, a path parameter over
+    // maxParamLength) in our envelope, not fastify's.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      const why = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'has a segment longer than 200 characters' : 'is not valid percent-encoded UTF-8';
+      return sendError(new ApiError('invalid_request', `The URL path ${why}.`), request, reply);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.server.headersTimeout = config.http.headersTimeoutMs;

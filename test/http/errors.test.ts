@@ -98,6 +98,15 @@ describe('error envelope on bad input', () => {
     assertEnvelope(await call(gw.url, 'GET', '/portal/keys/99999999999999999999', { token: s.token }), 400, 'invalid_request');
   });
 
+  it("a path the router itself refuses (bad percent-encoding, an overlong segment) → 400 in our envelope, not fastify's", async () => {
+    const s = await signup(gw.url);
+    for (const path of ['/portal/keys/%E0%A4', '/v1/models/%ZZ', `/admin/models/${'a'.repeat(201)}`]) {
+      const res = await call(gw.url, 'GET', path, { token: s.token });
+      assertEnvelope(res, 400, 'invalid_request');
+      assert.doesNotMatch(res.text, /FST_ERR/);
+    }
+  });
+
   it('a body that never finishes does not hang the server forever', async () => {
     // headersTimeout/requestTimeout are configured; here we only check the server keeps serving
     // other clients while one connection dribbles.
