@@ -100,15 +100,16 @@ export class ModelCatalog {
   }
 
   /**
-   * The model a /v1 call names, if it exists, is of the endpoint's type and is active on the
-   * account; otherwise 404 model_not_found (the same answer for all three, so nothing leaks).
+   * The model a /v1 call names, if it exists, is of the endpoint's type (any type when none is
+   * given: GET /v1/models/{id}) and is active on the account; otherwise 404 model_not_found (the
+   * same answer for all three, so nothing leaks).
    */
-  async resolve(id: unknown, type: ModelType, account: string): Promise<ModelDoc> {
+  async resolve(id: unknown, type: ModelType | null, account: string): Promise<ModelDoc> {
     const notFound = () =>
       new ApiError('model_not_found', `The model '${String(id)}' does not exist or is not available to your account.`, { param: 'model' });
     if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw notFound();
     const [model, allowed] = await Promise.all([this.get(id), this.getAccess(account)]);
-    if (!model || model.type !== type || (allowed && !allowed.includes(id))) throw notFound();
+    if (!model || (type !== null && model.type !== type) || (allowed && !allowed.includes(id))) throw notFound();
     return model;
   }
 }

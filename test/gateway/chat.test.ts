@@ -69,6 +69,10 @@ describe('chat completions and embeddings through the gateway', () => {
     const ai = client(u.key);
     const models = await ai.models.list();
     assert.ok(models.data.some((m) => m.id === 'chat-a'));
+    const one = await ai.models.retrieve('chat-a');
+    assert.equal(one.id, 'chat-a');
+    assert.equal(one.object, 'model');
+    await assert.rejects(ai.models.retrieve('no-such-model'), (e: unknown) => e instanceof OpenAI.NotFoundError && (e.error as { code?: string }).code === 'model_not_found');
 
     const done = await ai.chat.completions.create({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }] });
     assert.equal(done.object, 'chat.completion');

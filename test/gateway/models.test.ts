@@ -91,6 +91,36 @@ describe('model catalog', () => {
     assert.ok(!next.body.data.some((m: any) => m.id === 'tts-a'));
   });
 
+  it("GET /v1/models/{id} (OpenAI's retrieve) answers one active model, any type, ids with a slash too", async () => {
+    const s = await signup(gw.url);
+    const k = await createKey(gw.url, s.token);
+    await call(gw.url, 'PUT', '/admin/models/retrieve-a', { token: ADMIN_TOKEN, body: llm() });
+    const made = await call(gw.url, 'PUT', `/admin/models/${encodeURIComponent('acme/chat-2:v1')}`, { token: ADMIN_TOKEN, body: llm({ reasoning: false }) });
+    assert.equal(made.status, 201, made.text);
+    const one = await call(gw.url, 'GET', '/v1/models/retrieve-a', { token: k.api_key });
+    assert.equal(one.status, 200, one.text);
+    const { created, ...entry } = one.body;
+    assert.equal(typeof created, 'number');
+    assert.deepEqual(entry, { id: 'retrieve-a', object: 'model', owned_by: 'acme', type: 'llm', reasoning: true });
+    const embed = await call(gw.url, 'GET', '/v1/models/seeded-embed', { token: k.api_key });
+    assert.equal(embed.body.type, 'embedding');
+    for (const path of ['/v1/models/acme/chat-2:v1', `/v1/models/${encodeURIComponent('acme/chat-2:v1')}`]) {
+      const r = await call(gw.url, 'GET', path, { token: k.api_key });
+      assert.equal(r.status, 200, `${path}: ${r.text}`);
+      assert.equal(r.body.id, 'acme/chat-2:v1');
+    }
+    // Unknown, or inactive on this account: the same 404, in the spec's envelope.
+    await call(gw.url, 'PUT', `/admin/access/user/${s.id}`, { token: ADMIN_TOKEN, body: { models: ['seeded-embed'] } });
+    for (const id of ['no-such-model', 'retrieve-a', 'acme%2Fnone']) {
+      const r = await call(gw.url, 'GET', `/v1/models/${id}`, { token: k.api_key });
+      assert.equal(r.status, 404, r.text);
+      assert.equal(r.body.error.code, 'model_not_found');
+      assert.equal(r.body.error.param, 'model');
+    }
+    assert.equal((await call(gw.url, 'GET', '/v1/models/seeded-embed', { token: k.api_key })).status, 200);
+    assert.equal((await call(gw.url, 'GET', '/v1/models/retrieve-a')).status, 401);
+  });
+
   it('an administrator restricts an account (user or organization) to a list', async () => {
     const solo = await signup(gw.url);
     const soloKey = await createKey(gw.url, solo.token);

@@ -36,7 +36,35 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     },
   );
 
+  // OpenAI's "retrieve model". Ids may hold a slash ("meta-llama/..."): the rest of the path is the
+  // id, sent raw or percent-encoded as clients do.
+  app.get(
+    '/v1/models/*',
+    {
+      preHandler: requireApiKey(deps, 'models'),
+      schema: {
+        tags: ['v1'], summary: 'One model, if it is active on your account', security: [{ apiKey: [] }],
+        params: Type.Object({ '*': Type.String({ maxLength: 600 }) }),
+        response: { 200: ModelEntry, ...errors(401, 403, 404) },
+      },
+    },
+    async (req) => {
+      const { walletId } = await deps.services.billing.accountOf(principalOf(req).userId);
+      const id = decodeModelId((req.params as { '*': string })['*']);
+      return publicModel(await deps.services.models.resolve(id, null, walletId));
+    },
+  );
+
   registerChatRoutes(app, deps);
   registerEmbeddingsRoutes(app, deps);
   registerUnderstandRoutes(app, deps);
+}
+
+/** A path's model id, percent-decoded once; undecodable text stays as sent (and is not found). */
+function decodeModelId(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
 }
