@@ -1,14 +1,14 @@
 // The metered embeddings path: resolve the model, limits, count input tokens, hold, upstream, settle.
 import { ApiError } from '../http/errors.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
-import type { EmbeddingsRequest } from '../providers/types.ts';
+import { embeddingsInputItems, type EmbeddingsInput, type EmbeddingsRequest } from '../providers/types.ts';
 import { countText } from './tokens.ts';
 import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface EmbeddingsBody {
   model: string;
-  input: string | string[];
+  input: EmbeddingsInput;
   encoding_format?: 'float' | 'base64';
   dimensions?: number;
   user?: string;
@@ -19,16 +19,19 @@ export class EmbeddingsGateway {
 
   async embed(principal: ApiKeyPrincipal, body: EmbeddingsBody, requestId: string, signal: CancelSignal) {
     const { models, billing, router, now } = this.deps;
-    const inputs = typeof body.input === 'string' ? [body.input] : body.input;
+    const inputs = embeddingsInputItems(body.input);
     if (inputs.length === 0 || inputs.some((s) => s.length === 0)) {
-      throw new ApiError('missing_input', 'input must be a non-empty string or a non-empty array of non-empty strings.', { param: 'input' });
+      throw new ApiError('missing_input', 'input must be a non-empty text or token-id list, or a non-empty array of them.', { param: 'input' });
     }
+    // Texts are counted with our tokenizer; token ids are their own count, exactly.
+    const tokensOf = (item: string | number[]) => (typeof item === 'string' ? countText(item) : item.length);
     const payer = await billing.payerFor(principal);
     const model = await models.resolve(body.model, 'embedding', payer.walletId);
     this.deps.assertKyc(payer, model.requires_kyc === true);
-    const promptTokens = inputs.reduce((s, t) => s + countText(t), 0);
+    const counts = inputs.map(tokensOf);
+    const promptTokens = counts.reduce((s, t) => s + t, 0);
     if (model.context_window !== undefined) {
-      const longest = Math.max(...inputs.map(countText));
+      const longest = Math.max(...counts);
       if (longest > model.context_window) {
         throw new ApiError('context_length_exceeded', `An input takes ${longest} tokens; this model accepts at most ${model.context_window} per input.`, { param: 'input' });
       }

@@ -79,8 +79,21 @@ export interface ChatChunk {
   usage?: TokenUsage;
 }
 
+/**
+ * OpenAI's embeddings input: a text, texts, one text as token ids, or several as token ids (ids of
+ * the upstream model's tokenizer, which only the client can know; passed through untouched).
+ */
+export type EmbeddingsInput = string | string[] | number[] | number[][];
+
+/** How many embeddings an input asks for: one per text or per token-id list. */
+export function embeddingsInputItems(input: EmbeddingsInput): (string | number[])[] {
+  if (typeof input === 'string') return [input];
+  if (input.length > 0 && typeof input[0] === 'number') return [input as number[]];
+  return input as (string | number[])[];
+}
+
 export interface EmbeddingsRequest {
-  input: string | string[];
+  input: EmbeddingsInput;
   encoding_format?: 'float' | 'base64';
   dimensions?: number;
 }

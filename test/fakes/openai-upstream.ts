@@ -1,7 +1,8 @@
 // A fake OpenAI-compatible upstream on loopback, speaking the real wire format:
 //   POST /v1/chat/completions — JSON, or SSE with `stream: true` (role chunk, one chunk per word,
 //     the finish_reason chunk, the usage chunk when `stream_options.include_usage`, `[DONE]`);
-//   POST /v1/embeddings — string or list input, `encoding_format` float|base64, `dimensions`.
+//   POST /v1/embeddings — string, list, token-id list or lists input, `encoding_format` float|base64,
+//     `dimensions`.
 // With `apiKey` set it answers 401 unless `authorization: Bearer <apiKey>` came; with `models` set,
 // 404 for any other model. Programmable per request through FakeBehaviour (see fake-server.ts).
 //
@@ -93,15 +94,19 @@ export function fakeEmbedding(text: string, dimensions: number): number[] {
 }
 
 function embeddings(x: Exchange, body: any, defaultDimensions: number): void {
-  const inputs: unknown[] = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? body.input : [];
-  if (inputs.length === 0 || !inputs.every((s) => typeof s === 'string')) return openaiError(x, 400, 'input must be a string or a list of strings');
+  // As OpenAI: a string, a list of strings, one list of token ids, or a list of them.
+  const isTokens = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => Number.isInteger(t) && t >= 0);
+  const inputs: unknown[] = typeof body.input === 'string' || isTokens(body.input) ? [body.input] : Array.isArray(body.input) ? body.input : [];
+  if (inputs.length === 0 || !(inputs.every((s) => typeof s === 'string') || inputs.every(isTokens))) {
+    return openaiError(x, 400, "'$.input' is invalid: a string, a list of strings, a list of token ids or a list of them");
+  }
   const dims: number = body.dimensions ?? defaultDimensions;
-  const data = (inputs as string[]).map((text, index) => {
-    const vector = fakeEmbedding(text, dims);
+  const data = (inputs as (string | number[])[]).map((item, index) => {
+    const vector = fakeEmbedding(typeof item === 'string' ? item : item.join(' '), dims);
     const embedding =
       body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
     return { object: 'embedding', index, embedding };
   });
-  const tokens = (inputs as string[]).reduce((n, s) => n + words(s).length, 0);
+  const tokens = (inputs as (string | number[])[]).reduce((n, s) => n + (typeof s === 'string' ? words(s).length : s.length), 0);
   sendAnswer(x, { object: 'list', data, model: body.model, usage: x.behaviour.usage ?? { prompt_tokens: tokens, total_tokens: tokens } });
 }

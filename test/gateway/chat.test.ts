@@ -55,6 +55,11 @@ describe('chat completions and embeddings through the gateway', () => {
       body: { type: 'embedding', owned_by: 'test', pricing: { input_cents_per_mtok: 10 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }] },
     });
     assert.equal(e.status, 201, e.text);
+    const small = await call(gw.url, 'PUT', '/admin/models/embed-small', {
+      token: ADMIN_TOKEN,
+      body: { type: 'embedding', owned_by: 'test', context_window: 4, pricing: { input_cents_per_mtok: 10 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }] },
+    });
+    assert.equal(small.status, 201, small.text);
   });
   after(async () => {
     await gw.destroy();
@@ -179,6 +184,48 @@ describe('chat completions and embeddings through the gateway', () => {
     const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: huge } });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'context_length_exceeded');
+  });
+
+  it("embeddings take OpenAI's four input shapes, token ids included (LangChain's default), counted exactly", async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const seen = () => up.calls('/v1/embeddings').at(-1)!.body;
+    const one = await ai.embeddings.create({ model: 'embed-a', input: [101, 202, 303], encoding_format: 'float' });
+    assert.equal(one.data.length, 1, 'one list of token ids is one input');
+    assert.deepEqual(seen().input, [101, 202, 303], 'token ids reach the upstream untouched');
+    assert.equal(one.usage.prompt_tokens, 3);
+    const two = await ai.embeddings.create({ model: 'embed-a', input: [[1, 2], [3, 4, 5]], dimensions: 4, encoding_format: 'float' });
+    assert.deepEqual(two.data.map((d) => [d.index, d.embedding.length]), [[0, 4], [1, 4]]);
+    assert.deepEqual(seen().input, [[1, 2], [3, 4, 5]]);
+    assert.equal(two.usage.prompt_tokens, 5);
+    const text = await ai.embeddings.create({ model: 'embed-a', input: 'a single text' });
+    assert.equal(text.data.length, 1);
+
+    // Where the upstream's usage is unusable, token ids are their own count (texts go through our tokenizer).
+    up.next({ usage: { prompt_tokens: -4, total_tokens: -4 } });
+    const counted = await call(gw.url, 'POST', '/v1/embeddings', { token: u.key, body: { model: 'embed-a', input: [[7, 8, 9, 10], [11]] } });
+    assert.equal(counted.status, 200, counted.text);
+    assert.equal(counted.body.usage.prompt_tokens, 5);
+
+    const cases: [unknown, number, string][] = [
+      [[], 400, 'missing_input'],
+      [[[]], 400, 'missing_input'],
+      [[1, 'a'], 400, 'invalid_request'],
+      [[-1], 400, 'invalid_request'],
+      [[1.5], 400, 'invalid_request'],
+      [[[1], 'a'], 400, 'invalid_request'],
+    ];
+    const calls = up.calls('/v1/embeddings').length;
+    for (const [input, status, code] of cases) {
+      const r = await call(gw.url, 'POST', '/v1/embeddings', { token: u.key, body: { model: 'embed-a', input } });
+      assert.equal(r.status, status, `${JSON.stringify(input)} → ${r.text}`);
+      assert.equal(r.body.error.code, code, r.text);
+      assert.match(r.body.error.param, /^input/);
+    }
+    assert.equal(up.calls('/v1/embeddings').length, calls, 'no invalid input reached the upstream');
+    const long = await call(gw.url, 'POST', '/v1/embeddings', { token: u.key, body: { model: 'embed-small', input: [[1, 2, 3], [1, 2, 3, 4, 5]] } });
+    assert.equal(long.status, 400, long.text);
+    assert.equal(long.body.error.code, 'context_length_exceeded');
   });
 
   it('fails over from a dead route, and answers 503 model_unavailable / model_misconfigured without leaking upstreams', async () => {

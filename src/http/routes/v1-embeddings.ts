@@ -7,6 +7,9 @@ import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
 const Text = Type.String({ maxLength: 1_000_000 });
+// Token ids (as LangChain's OpenAIEmbeddings sends by default): the upstream tokenizer's, unchecked
+// beyond being non-negative 32-bit integers.
+const Tokens = Type.Array(Type.Integer({ minimum: 0, maximum: 4_294_967_295 }), { maxItems: 1_000_000 });
 
 export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
   app.post(
@@ -19,7 +22,7 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
         body: Type.Object(
           {
             model: Type.String({ maxLength: 200 }),
-            input: Type.Union([Text, Type.Array(Text, { maxItems: 2048 })]),
+            input: Type.Union([Text, Type.Array(Text, { maxItems: 2048 }), Tokens, Type.Array(Tokens, { maxItems: 2048 })]),
             encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
             dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: 65_536 })),
             user: Type.Optional(Type.String({ maxLength: 256 })),

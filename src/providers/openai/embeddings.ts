@@ -3,7 +3,7 @@
 // base64 is little-endian float32, as OpenAI sends it.
 import type { UpstreamHttp } from '../http.ts';
 import { isObject, protocolError, tokenCount, type Json } from '../validate.ts';
-import type { EmbeddingsCapability, EmbeddingsRequest, EmbeddingsResult } from '../types.ts';
+import { embeddingsInputItems, type EmbeddingsCapability, type EmbeddingsRequest, type EmbeddingsResult } from '../types.ts';
 import { openaiCall } from './call.ts';
 
 export function openaiEmbeddings(http: UpstreamHttp): EmbeddingsCapability {
@@ -19,7 +19,7 @@ export function openaiEmbeddings(http: UpstreamHttp): EmbeddingsCapability {
 }
 
 export function parseEmbeddings(routeId: string, req: EmbeddingsRequest, json: unknown): EmbeddingsResult {
-  const expected = typeof req.input === 'string' ? 1 : req.input.length;
+  const expected = embeddingsInputItems(req.input).length;
   if (!isObject(json) || !Array.isArray(json.data) || json.data.length !== expected) {
     throw protocolError(routeId, `expected ${expected} embeddings`);
   }
