@@ -18,7 +18,7 @@ const ROLES = new Set(['system', 'user', 'assistant']);
 
 export interface ChatBody {
   model: string;
-  messages: { role: string; content: string }[];
+  messages: { role: string; content: string | ({ type: string } & Record<string, unknown>)[] }[];
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
   temperature?: number;
@@ -64,6 +64,21 @@ export interface ChatStream {
   chunks: AsyncGenerator<Record<string, unknown>>;
 }
 
+/** OpenAI's array of content parts, text only, as one string (parts joined in order, as the model reads them). */
+function joinTextParts(parts: ({ type: string } & Record<string, unknown>)[], message: number): string {
+  return parts
+    .map((part, j) => {
+      const at = `messages.${message}.content.${j}`;
+      if (part.type !== 'text') throw new ApiError('invalid_request', `Only text content parts are supported; ${at} is of type '${part.type}'.`, { param: `${at}.type` });
+      if (typeof part.text !== 'string') throw new ApiError('invalid_request', `${at}.text must be a string.`, { param: `${at}.text` });
+      if (part.text.length > 1_000_000) throw new ApiError('invalid_request', `${at}.text is longer than 1,000,000 characters.`, { param: `${at}.text` });
+      const unknown = Object.keys(part).find((k) => k !== 'type' && k !== 'text');
+      if (unknown !== undefined) throw new ApiError('invalid_request', `Unknown field '${at}.${unknown}'.`, { param: `${at}.${unknown}` });
+      return part.text;
+    })
+    .join('');
+}
+
 /** OpenAI's response_format: `json_schema` goes with type json_schema, and only with it. */
 function responseFormat(body: ChatBody): ResponseFormat | undefined {
   const rf = body.response_format;
@@ -99,13 +114,15 @@ export class ChatGateway {
         throw new ApiError('invalid_message_role', `messages[${i}].role '${m.role}' is not supported; use system, user or assistant.`, { param: `messages.${i}.role` });
       }
     });
+    const messages = body.messages.some((m) => typeof m.content !== 'string')
+      ? body.messages.map((m, i) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : joinTextParts(m.content, i) }) as ChatMessage)
+      : (body.messages as ChatMessage[]);
     const { maxTokens, maxTokensParam } = outputLimit(body);
     const format = responseFormat(body);
     const payer = await billing.payerFor(principal);
     const model = await models.resolve(body.model, 'llm', payer.walletId);
     this.deps.assertKyc(payer, model.requires_kyc === true);
 
-    const messages = body.messages as ChatMessage[];
     // A JSON schema to answer in is part of the prompt the upstream reads (and bills).
     const promptTokens = countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0);
     const n = body.n ?? 1;

@@ -235,9 +235,18 @@ interface AjvError {
   message?: string;
 }
 
-/** The first error names the field; a choice of constants (a union of literals) lists them all. */
+/**
+ * The first error names the field. When a union failed (ajv lists each branch's error, then the
+ * `anyOf`), the branch that got deepest into the value is the one the client meant (an image part
+ * in a parts array, not "content must be string"); on a tie, the later branch. A choice of
+ * constants (a union of literals) lists them all.
+ */
 function validationError(errors: AjvError[], context: string): ApiError {
-  const e = errors[0]!;
+  let e = errors[0]!;
+  if (errors.some((x) => x.keyword === 'anyOf')) {
+    const depth = (x: AjvError) => x.instancePath.split('/').length;
+    for (const x of errors) if (x.keyword !== 'anyOf' && depth(x) >= depth(e)) e = x;
+  }
   const path = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
   const where = context === 'body' ? '' : `${context} `;
   if (e.keyword === 'required') {

@@ -186,6 +186,43 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(r.body.error.code, 'context_length_exceeded');
   });
 
+  it('message content may be an array of text parts, joined in order; other part types are refused', async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const done = await ai.chat.completions.create({
+      model: 'chat-a',
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'be brief' }] },
+        { role: 'user', content: [{ type: 'text', text: '<task>rivers</task>' }, { type: 'text', text: '\nand lakes' }] },
+      ],
+    });
+    assert.match(done.choices[0]!.message.content!, /You said: <task>rivers<\/task>\nand lakes/);
+    assert.deepEqual(up.calls('/v1/chat/completions').at(-1)!.body.messages, [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: '<task>rivers</task>\nand lakes' },
+    ]);
+    let text = '';
+    for await (const chunk of await ai.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: [{ type: 'text', text: 'hello there' }] }], stream: true })) {
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    assert.match(text, /hello there/);
+    assert.equal(anthropic.calls('/v1/messages').at(-1)!.body.messages[0].content, 'hello there');
+
+    const image = { type: 'image_url', image_url: { url: 'https://example.com/a.png' } };
+    const cases = [
+      [[{ type: 'text', text: 'look' }, image], 'messages.0.content.1.type'],
+      [[], 'messages.0.content'],
+      [[{ type: 'text' }], 'messages.0.content.0.text'],
+      [[{ type: 'text', text: 'x', cache_control: {} }], 'messages.0.content.0.cache_control'],
+      [[{ text: 'x' }], 'messages.0.content.0.type'],
+    ] as const;
+    for (const [content, param] of cases) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content }] } });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.param, param, r.text);
+    }
+  });
+
   it("embeddings take OpenAI's four input shapes, token ids included (LangChain's default), counted exactly", async () => {
     const u = await fundedUser(gw);
     const ai = client(u.key);

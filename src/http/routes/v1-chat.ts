@@ -10,10 +10,14 @@ import { errors } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
+// Content is text: a string, or OpenAI's array of text parts (as Cline and other agents send it),
+// joined in order. A part's shape is checked in the gateway, so an image, audio or file part is
+// refused as such ("only text parts") rather than as a text part missing its text.
+const Part = Type.Object({ type: Type.String({ maxLength: 64 }) }, { additionalProperties: true });
 const Message = Type.Object(
   {
     role: Type.String({ maxLength: 32 }),
-    content: Type.String({ maxLength: 1_000_000 }),
+    content: Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 })]),
     name: Type.Optional(Type.String({ maxLength: 64 })),
   },
   { additionalProperties: false },
