@@ -30,7 +30,14 @@ export class RateLimits {
     private readonly onError: (err: unknown, what: string) => void,
   ) {}
 
-  async admit(principal: ApiKeyPrincipal): Promise<void> {
+  /**
+   * Counts the request against the key's limits, or refuses it with the spec's 429. Admitted, it
+   * returns where the key stands, as response headers (none for a key without limits):
+   * `x-ratelimit-{limit,remaining,reset}-rpm` (reset in seconds) and
+   * `x-ratelimit-{limit,used,remaining}-tpd` (used as of the last usage flush).
+   */
+  async admit(principal: ApiKeyPrincipal): Promise<Record<string, string> | null> {
+    let standing: Record<string, string> | null = null;
     if (principal.tpd !== null) {
       const day = await this.windows.peek(`tpd:${principal.keyId}`, DAY);
       if (day.count >= principal.tpd) {
@@ -45,6 +52,11 @@ export class RateLimits {
           },
         );
       }
+      standing = {
+        'x-ratelimit-limit-tpd': String(principal.tpd),
+        'x-ratelimit-used-tpd': String(day.count),
+        'x-ratelimit-remaining-tpd': String(principal.tpd - day.count),
+      };
     }
     if (principal.rpm !== null) {
       // Lazy: judged only by the count returned here; a crash may forget the last moment's hits.
@@ -58,7 +70,12 @@ export class RateLimits {
           { bare: true, headers: { 'retry-after': String(retry), 'x-ratelimit-limit-rpm': String(principal.rpm) } },
         );
       }
+      standing ??= {};
+      standing['x-ratelimit-limit-rpm'] = String(principal.rpm);
+      standing['x-ratelimit-remaining-rpm'] = String(principal.rpm - minute.count);
+      standing['x-ratelimit-reset-rpm'] = String(this.secondsUntil(minute.resetAt));
     }
+    return standing;
   }
 
   private secondsUntil(resetAt: number): number {

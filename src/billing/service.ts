@@ -300,7 +300,8 @@ export class BillingService implements Billing {
     assertKyc(payer, requiresKyc);
   }
 
-  admit(principal: ApiKeyPrincipal): Promise<void> {
+  /** Per-key limits: refuses with 429, or admits and returns the key's standing as headers. */
+  admit(principal: ApiKeyPrincipal): Promise<Record<string, string> | null> {
     return this.limits.admit(principal);
   }
 

@@ -52,9 +52,10 @@ export interface Billing {
   /**
    * Per-key limits before the call: counts the request in the key's RPM window and checks TPD.
    * Throws ApiError rate_limit_exceeded with the spec's bare `{detail}` body and headers, and
-   * emits rate_limit_exceeded (coalesced per key, limit and window).
+   * emits rate_limit_exceeded (coalesced per key, limit and window). Admitted, resolves to the
+   * key's standing as x-ratelimit-* response headers, or null for a key without limits.
    */
-  admit(principal: ApiKeyPrincipal): Promise<void>;
+  admit(principal: ApiKeyPrincipal): Promise<Record<string, string> | null>;
   /**
    * Reserves an estimate (rounded up to whole µ¢, at least 1 µ¢, so an empty wallet is refused even
    * for a free call); throws ApiError insufficient_credit (402) when the spendable balance cannot

@@ -23,13 +23,15 @@ export function requireSession(deps: AppDeps) {
 /**
  * Authenticates the API key for `scope`, then counts the request against the key's per-key limits:
  * the spec applies RPM to every request on the key (GET /v1/models too), so admission happens here,
- * once per request, not in each endpoint's metered path.
+ * once per request, not in each endpoint's metered path. An admitted request's answer tells a key
+ * with limits where it stands (x-ratelimit-* headers), so a client can pace itself before a 429.
  */
 export function requireApiKey(deps: AppDeps, scope: Exclude<Scope, '*'>) {
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const principal = await deps.services.keys.authenticate(request.headers.authorization, scope);
     request.principal = principal;
-    await deps.services.billing.admit(principal);
+    const standing = await deps.services.billing.admit(principal);
+    if (standing) reply.headers(standing);
   };
 }
 

@@ -122,8 +122,15 @@ describe('billing over HTTP', () => {
     await topup({ user_id: u.id, amount_cents: 10_000 });
     const k = await createKey(gw.url, u.token);
     assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${k.id}`, { token: ADMIN_TOKEN, body: { rpm: 2 } })).status, 200);
-    assert.equal((await chat(k.api_key)).status, 200);
-    assert.equal((await chat(k.api_key)).status, 200);
+    // Admitted answers tell the key where it stands, so a client can slow down before a 429.
+    const first = await chat(k.api_key);
+    assert.equal(first.status, 200);
+    assert.deepEqual(['limit', 'remaining'].map((h) => first.headers.get(`x-ratelimit-${h}-rpm`)), ['2', '1']);
+    const reset = Number(first.headers.get('x-ratelimit-reset-rpm'));
+    assert.ok(reset >= 1 && reset <= 60, `reset ${reset}`);
+    const second = await chat(k.api_key, { stream: true });
+    assert.equal(second.status, 200);
+    assert.equal(second.headers.get('x-ratelimit-remaining-rpm'), '0', 'on a stream too');
     const limited = await chat(k.api_key);
     assert.equal(limited.status, 429);
     assert.deepEqual(Object.keys(limited.body), ['detail']);
@@ -140,6 +147,8 @@ describe('billing over HTTP', () => {
     assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${t.id}`, { token: u.token, body: { tpd: 3 } })).status, 200);
     const used = await chat(t.api_key);
     assert.equal(used.status, 200);
+    assert.deepEqual(['limit', 'used', 'remaining'].map((h) => used.headers.get(`x-ratelimit-${h}-tpd`)), ['3', '0', '3']);
+    assert.equal(used.headers.get('x-ratelimit-limit-rpm'), null, 'no RPM headers for a key without an RPM limit');
     const tokens = used.body.usage.total_tokens as number;
     assert.ok(tokens > 3);
     let over = await chat(t.api_key);

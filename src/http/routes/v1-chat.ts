@@ -117,11 +117,11 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, {
+        ...(reply.getHeaders() as Record<string, string>), // x-request-id, a limited key's x-ratelimit-*
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache',
         connection: 'keep-alive',
         'x-accel-buffering': 'no',
-        'x-request-id': req.id,
       });
       try {
         for await (const chunk of chunks) {
