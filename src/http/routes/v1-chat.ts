@@ -23,9 +23,9 @@ const Message = Type.Object(
   { additionalProperties: false },
 );
 
-// OpenAI's three shapes in one object (a union of three would report a mistake in the third against
-// the first); `json_schema` comes with type json_schema and only with it (checked in the gateway).
-// A JSON schema's own content is the upstream's to judge (the body's size and depth limits bound it).
+// OpenAI's three shapes as one object, so every mistake is reported against the field it is in;
+// `json_schema` comes with type json_schema and only with it (checked in the gateway). A JSON
+// schema's own content is the upstream's to judge (the body's size and depth limits bound it).
 const ResponseFormatSchema = Type.Object(
   {
     type: Type.Union([Type.Literal('text'), Type.Literal('json_object'), Type.Literal('json_schema')]),
