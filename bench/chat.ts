@@ -11,7 +11,9 @@
 // CPU per request from /proc/<pid>/stat of each server process, and each server's peak RSS.
 // Prints figures and ratios only.
 //
-//   npx tsx bench/chat.ts [--seconds 10] [--no-portkey] [--only json-50|json-1|stream-50|stream-1] [--profile DIR]
+//   npx tsx bench/chat.ts [--seconds 10] [--rounds 1] [--no-portkey] [--only json-50|json-1|stream-50|stream-1] [--profile DIR]
+// --rounds N runs the whole series N times over and prints medians (ranges in brackets), each
+// ratio being the median of the rounds' own ratios;
 // --only runs just that one load (no latency series), for A/B runs;
 // --profile DIR starts the gateway and the floor with --cpu-prof, writing their CPU profiles to
 // DIR/gateway and DIR/floor on exit.
@@ -34,6 +36,8 @@ const ONLY = ONLY_MATCH ? Number(ONLY_MATCH[2]) : undefined;
 const ONLY_STREAM = ONLY_MATCH?.[1] === 'stream';
 const PROFILE_DIR = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined;
 const THREADS = args.includes('--threads'); // CPU per request split by thread (main, LMDB writer, libuv pool, GC...)
+/** --rounds N: the whole series N times over; figures are medians over rounds, ratios medians of each round's. */
+const ROUNDS = Math.max(1, Number(args.includes('--rounds') ? args[args.indexOf('--rounds') + 1] : 1) || 1);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN = 'bench-admin-token-0123456789';
 const CLK_TCK = 100;
@@ -302,34 +306,57 @@ try {
       model: 'up', pid: pk.child.pid!,
     });
   }
-  const rows: Row[] = [];
-  for (const stream of ONLY ? [ONLY_STREAM] : [false, true]) {
-    for (const c of ONLY ? [ONLY] : [50, 1]) {
-      for (const t of targets) rows.push(await load(t, c, stream));
+  // Each round runs every load on every target back to back, so a round's ratios are measured in
+  // one period of the machine; with several rounds, figures are medians and ratios the median of
+  // each round's ratio (the machine's speed drifts ±25% over minutes here).
+  const rounds: Row[][] = [];
+  const latencies: Map<string, { seq: Latency; first: Latency }>[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    if (ROUNDS > 1) console.error(`round ${round + 1} of ${ROUNDS}...`);
+    const rows: Row[] = [];
+    for (const stream of ONLY ? [ONLY_STREAM] : [false, true]) {
+      for (const c of ONLY ? [ONLY] : [50, 1]) {
+        for (const t of targets) rows.push(await load(t, c, stream));
+      }
     }
+    rounds.push(rows);
+    if (!ONLY) latencies.push(await latencySeries(targets));
   }
-  console.log(`\nChat through the metered path: ${SECONDS}s per run, node ${process.version}, 2 cores shared by load generator, upstream and gateways`);
-  console.log('(direct CPU is the bench process itself: upstream + load generator; not comparable)\n');
-  console.log('target   mode          req/s     p50 ms  p99 ms  mean ms  CPU ms/req  errors');
-  for (const r of rows) {
-    console.log(
-      `${r.target.padEnd(8)} ${r.mode.padEnd(12)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${r.mean.toFixed(2).padStart(8)}  ${r.cpuMsPerReq === null || r.target === 'direct' ? '     -' : r.cpuMsPerReq.toFixed(3).padStart(10)}  ${r.errors}`,
-    );
-  }
-  const get = (target: string, mode: string) => rows.find((r) => r.target === target && r.mode === mode)!;
-  console.log('\nRatios (same run):');
-  for (const mode of ONLY === 1 ? [] : ONLY ? [ONLY_STREAM ? 'stream c=50' : 'json c=50'] : ['json c=50', 'stream c=50']) {
-    const d = get('direct', mode);
-    const g = get('gateway', mode);
-    const f = get('floor', mode);
-    console.log(
-      `  ${mode}: gateway throughput = ${((g.rps / d.rps) * 100).toFixed(1)}% of direct, ${((g.rps / f.rps) * 100).toFixed(0)}% of the floor (floor = ${((f.rps / d.rps) * 100).toFixed(1)}% of direct)` +
-        (pk ? `; gateway / portkey = ${(g.rps / get('portkey', mode).rps).toFixed(1)}x` : ''),
-    );
-  }
-  if (ONLY !== 1 && !ONLY_STREAM) console.log(`  CPU per request (json c=50): gateway ${get('gateway', 'json c=50').cpuMsPerReq?.toFixed(3)} ms, floor ${get('floor', 'json c=50').cpuMsPerReq?.toFixed(3)} ms`);
+  const get = (rows: Row[], target: string, mode: string) => rows.find((r) => r.target === target && r.mode === mode)!;
+  const across = <T>(f: (rows: Row[], i: number) => T) => rounds.map(f);
 
-  if (!ONLY) await latencySeries(targets, !!pk);
+  console.log(`\nChat through the metered path: ${SECONDS}s per run, ${ROUNDS} round(s), node ${process.version}, 2 cores shared by load generator, upstream and gateways`);
+  console.log('(direct CPU is the bench process itself: upstream + load generator; not comparable)' + (ROUNDS > 1 ? '\n(medians over rounds; req/s and CPU ranges in brackets)' : '') + '\n');
+  console.log('target   mode          req/s     p50 ms  p99 ms  mean ms  CPU ms/req  errors');
+  for (const r of rounds[0]!) {
+    const all = across((rows) => get(rows, r.target, r.mode));
+    const rps = all.map((x) => x.rps);
+    const cpus = all.map((x) => x.cpuMsPerReq).filter((x): x is number => x !== null);
+    const cpu = r.target === 'direct' || cpus.length === 0 ? '     -' : median(cpus).toFixed(3).padStart(10);
+    console.log(
+      `${r.target.padEnd(8)} ${r.mode.padEnd(12)} ${median(rps).toFixed(0).padStart(7)}  ${String(median(all.map((x) => x.p50))).padStart(7)} ${String(median(all.map((x) => x.p99))).padStart(7)} ${median(all.map((x) => x.mean)).toFixed(2).padStart(8)}  ${cpu}  ${all.reduce((n, x) => n + x.errors, 0)}` +
+        (ROUNDS > 1 ? `  [${range(rps, 0)}${cpu.trim() === '-' ? '' : `; ${range(cpus, 3)}`}]` : ''),
+    );
+  }
+  console.log(`\nRatios (${ROUNDS > 1 ? 'median of each round\'s, range in brackets' : 'same run'}):`);
+  const ratio = (f: (rows: Row[]) => number, digits: number, unit: string) => {
+    const values = across(f);
+    return `${median(values).toFixed(digits)}${unit}` + (ROUNDS > 1 ? ` [${range(values, digits)}]` : '');
+  };
+  for (const mode of ONLY === 1 ? [] : ONLY ? [ONLY_STREAM ? 'stream c=50' : 'json c=50'] : ['json c=50', 'stream c=50']) {
+    const rps = (rows: Row[], target: string) => get(rows, target, mode).rps;
+    console.log(
+      `  ${mode}: gateway throughput = ${ratio((rows) => (rps(rows, 'gateway') / rps(rows, 'direct')) * 100, 1, '%')} of direct, ` +
+        `${ratio((rows) => (rps(rows, 'gateway') / rps(rows, 'floor')) * 100, 0, '%')} of the floor (floor = ${ratio((rows) => (rps(rows, 'floor') / rps(rows, 'direct')) * 100, 1, '%')} of direct)` +
+        (pk ? `; gateway / portkey = ${ratio((rows) => rps(rows, 'gateway') / rps(rows, 'portkey'), 1, 'x')}` : ''),
+    );
+  }
+  if (ONLY !== 1 && !ONLY_STREAM) {
+    const cpu = (target: string) => ratio((rows) => get(rows, target, 'json c=50').cpuMsPerReq ?? NaN, 3, ' ms');
+    console.log(`  CPU per request (json c=50): gateway ${cpu('gateway')}, floor ${cpu('floor')}`);
+  }
+  if (latencies.length > 0) printLatencies(targets, latencies, !!pk);
+
   // Peak resident memory of each server over the whole run (/proc/<pid>/status VmHWM).
   const peaks = targets.filter((t) => t.name !== 'direct' && t.pid !== undefined).map((t) => `${t.name} ${peakRssMiB(t.pid!)} MiB`);
   console.log(`\nPeak RSS: ${peaks.join(', ')}`);
@@ -348,20 +375,33 @@ try {
   rmSync(RUN_DIR, { recursive: true, force: true });
 }
 
-async function latencySeries(targets: Target[], pk: boolean) {
-  console.log('\nJSON, whole-response latency (one connection, 1,000 sequential requests):');
-  const seq = new Map<string, Latency>();
-  for (const t of targets) {
-    const r = await sequential(t, 1000);
-    seq.set(t.name, r);
-    console.log(`  ${t.name.padEnd(8)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  mean ${r.mean.toFixed(2)} ms`);
-  }
-  const added = (name: string) => (seq.get(name)!.mean - seq.get('direct')!.mean).toFixed(2);
-  console.log(`  mean latency added over direct: gateway ${added('gateway')} ms, floor ${added('floor')} ms` + (pk ? `, portkey ${added('portkey')} ms` : ''));
+/** Whole-response latency (1,000 sequential JSON requests) and time to first chunk (300 streams), per target. */
+async function latencySeries(targets: Target[]): Promise<Map<string, { seq: Latency; first: Latency }>> {
+  const out = new Map<string, { seq: Latency; first: Latency }>();
+  for (const t of targets) out.set(t.name, { seq: await sequential(t, 1000), first: { p50: 0, p99: 0, mean: 0 } });
+  for (const t of targets) out.get(t.name)!.first = await firstChunk(t, 300);
+  return out;
+}
 
+function printLatencies(targets: Target[], rounds: Map<string, { seq: Latency; first: Latency }>[], pk: boolean) {
+  const med = (name: string, which: 'seq' | 'first', k: keyof Latency) => median(rounds.map((r) => r.get(name)![which][k])).toFixed(2);
+  console.log('\nJSON, whole-response latency (one connection, 1,000 sequential requests):');
+  for (const t of targets) console.log(`  ${t.name.padEnd(8)} p50 ${med(t.name, 'seq', 'p50')} ms  p99 ${med(t.name, 'seq', 'p99')} ms  mean ${med(t.name, 'seq', 'mean')} ms`);
+  const added = (name: string) => {
+    const values = rounds.map((r) => r.get(name)!.seq.mean - r.get('direct')!.seq.mean);
+    return `${median(values).toFixed(2)} ms` + (rounds.length > 1 ? ` [${range(values, 2)}]` : '');
+  };
+  console.log(`  mean latency added over direct: gateway ${added('gateway')}, floor ${added('floor')}` + (pk ? `, portkey ${added('portkey')}` : ''));
   console.log('\nStreaming, time to first chunk (one connection, 300 sequential requests):');
-  for (const t of targets) {
-    const f = await firstChunk(t, 300);
-    console.log(`  ${t.name.padEnd(8)} p50 ${f.p50.toFixed(2)} ms  p99 ${f.p99.toFixed(2)} ms  mean ${f.mean.toFixed(2)} ms`);
-  }
+  for (const t of targets) console.log(`  ${t.name.padEnd(8)} p50 ${med(t.name, 'first', 'p50')} ms  p99 ${med(t.name, 'first', 'p99')} ms  mean ${med(t.name, 'first', 'mean')} ms`);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function range(values: number[], digits: number): string {
+  return `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`;
 }
