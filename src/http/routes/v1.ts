@@ -1,5 +1,6 @@
 // Model endpoints under /v1, authenticated by API key with the endpoint's scope.
 import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors } from '../schemas.ts';
@@ -36,23 +37,25 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     },
   );
 
-  // OpenAI's "retrieve model". Ids may hold a slash ("meta-llama/..."): the rest of the path is the
-  // id, sent raw or percent-encoded as clients do.
+  // OpenAI's "retrieve model". Ids may hold a slash ("meta-llama/..."), sent percent-encoded (the
+  // documented route) or raw (a hidden wildcard route with the same handler).
+  const retrieve = async (req: FastifyRequest, id: string) => {
+    const { walletId } = await deps.services.billing.accountOf(principalOf(req).userId);
+    return publicModel(await deps.services.models.resolve(id, null, walletId));
+  };
+  const retrieveSchema = {
+    tags: ['v1'], summary: 'One model, if it is active on your account', security: [{ apiKey: [] }],
+    response: { 200: ModelEntry, ...errors(401, 403, 404) },
+  };
+  app.get(
+    '/v1/models/:model',
+    { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, params: Type.Object({ model: Type.String({ maxLength: 200 }) }) } },
+    async (req) => retrieve(req, (req.params as { model: string }).model),
+  );
   app.get(
     '/v1/models/*',
-    {
-      preHandler: requireApiKey(deps, 'models'),
-      schema: {
-        tags: ['v1'], summary: 'One model, if it is active on your account', security: [{ apiKey: [] }],
-        params: Type.Object({ '*': Type.String({ maxLength: 600 }) }),
-        response: { 200: ModelEntry, ...errors(401, 403, 404) },
-      },
-    },
-    async (req) => {
-      const { walletId } = await deps.services.billing.accountOf(principalOf(req).userId);
-      const id = decodeModelId((req.params as { '*': string })['*']);
-      return publicModel(await deps.services.models.resolve(id, null, walletId));
-    },
+    { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, hide: true, params: Type.Object({ '*': Type.String({ maxLength: 600 }) }) } },
+    async (req) => retrieve(req, decodeModelId((req.params as { '*': string })['*'])),
   );
 
   registerChatRoutes(app, deps);
