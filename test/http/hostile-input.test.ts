@@ -25,15 +25,33 @@ const HOSTILE: unknown[] = [
   [[[[[[[[[[]]]]]]]]]],
 ];
 
+/**
+ * Every field, nested ones too (inside objects and the first element of arrays, five levels
+ * down), replaced by each hostile value, and dropped; plus an unexpected field.
+ */
 function mutations(body: Record<string, unknown>): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const key of Object.keys(body)) {
-    for (const v of HOSTILE) out.push({ ...body, [key]: v });
-    const { [key]: _dropped, ...rest } = body;
-    out.push(rest);
-  }
+  const out: unknown[] = [];
+  const walk = (value: unknown, rebuild: (v: unknown) => unknown, depth: number): void => {
+    if (depth > 5 || value === null || typeof value !== 'object') return;
+    if (Array.isArray(value)) {
+      if (value.length === 0) return;
+      const at = (v: unknown) => rebuild([v, ...value.slice(1)]);
+      for (const v of HOSTILE) out.push(at(v));
+      walk(value[0], at, depth + 1);
+      return;
+    }
+    const obj = value as Record<string, unknown>;
+    for (const key of Object.keys(obj)) {
+      const at = (v: unknown) => rebuild({ ...obj, [key]: v });
+      for (const v of HOSTILE) out.push(at(v));
+      const { [key]: _dropped, ...rest } = obj;
+      out.push(rebuild(rest));
+      walk(obj[key], at, depth + 1);
+    }
+  };
+  walk(body, (v) => v, 0);
   out.push({ ...body, unexpected_field: 1 });
-  return out;
+  return out as Record<string, unknown>[];
 }
 
 describe('hostile input never gets a 5xx', () => {
@@ -69,7 +87,13 @@ describe('hostile input never gets a 5xx', () => {
 
   const cases = (): [string, string, () => string, Record<string, unknown>][] => [
     ['POST', '/v1/chat/completions', () => apiKey, { model: 'chat-h', messages: [{ role: 'user', content: 'hi' }], temperature: 1, max_tokens: 5, stop: ['x'], n: 1, stream: false }],
+    ['POST', '/v1/chat/completions', () => apiKey, {
+      model: 'chat-h', messages: [{ role: 'user', content: [{ type: 'text', text: 'answer in JSON' }] }], max_completion_tokens: 5, seed: 7,
+      presence_penalty: 0.5, frequency_penalty: 0.5, response_format: { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object' }, strict: true } },
+      stream: true, stream_options: { include_usage: true },
+    }],
     ['POST', '/v1/embeddings', () => apiKey, { model: 'emb-h', input: 'hello', encoding_format: 'float', dimensions: 4 }],
+    ['POST', '/v1/embeddings', () => apiKey, { model: 'emb-h', input: [[1, 2], [3]] }],
     ['POST', '/portal/keys', () => session, { name: 'k', scopes: ['chat'], expires_at: '2099-01-01T00:00:00Z' }],
     ['PATCH', '/portal/keys/ID', () => session, { name: 'n', rpm: 10, tpd: 1000 }],
     ['POST', '/portal/org', () => session, { name: 'Org' }],
@@ -93,7 +117,7 @@ describe('hostile input never gets a 5xx', () => {
         }
       }
     }
-    assert.ok(sent > 300, `sent ${sent}`);
+    assert.ok(sent > 1000, `sent ${sent}`);
   });
 
   it('answers malformed raw bodies and headers with 4xx', async () => {
