@@ -43,7 +43,7 @@ export interface UsageFacts {
    * over any number of calls. A cost above the hold is capped at the hold.
    */
   costMicrocents: number;
-  status: 'ok' | 'error' | 'client_closed' | 'upstream_failed';
+  status: 'ok' | 'error' | 'client_closed' | 'upstream_failed' | 'rejected';
   latencyMs: number;
 }
 

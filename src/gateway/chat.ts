@@ -11,7 +11,7 @@ import type { ModelDoc } from '../models/types.ts';
 import type { ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, ResponseFormat, TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { countMessages, countText } from './tokens.ts';
-import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
+import { costMicrocents, toApiError, unservedStatus, type GatewayDeps } from './common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
@@ -174,7 +174,7 @@ export class ChatGateway {
     try {
       served = await this.deps.router.complete(prep.routes, prep.request, signal);
     } catch (err) {
-      await this.release(prep, null, signal.aborted ? 'client_closed' : 'upstream_failed');
+      await this.release(prep, null, unservedStatus(err, signal));
       throw toApiError(err);
     }
     const usage = this.billable(prep, served.result.usage, () => ({
@@ -204,7 +204,7 @@ export class ChatGateway {
     try {
       opened = await this.deps.router.stream(prep.routes, prep.request, signal);
     } catch (err) {
-      await this.release(prep, null, signal.aborted ? 'client_closed' : 'upstream_failed');
+      await this.release(prep, null, unservedStatus(err, signal));
       throw toApiError(err);
     }
     return { chunks: this.relay(prep, opened, signal, includeUsage) };

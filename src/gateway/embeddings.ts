@@ -3,7 +3,7 @@ import { ApiError } from '../http/errors.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { embeddingsInputItems, type EmbeddingsInput, type EmbeddingsRequest } from '../providers/types.ts';
 import { countText } from './tokens.ts';
-import { costMicrocents, toApiError, type GatewayDeps } from './common.ts';
+import { costMicrocents, toApiError, unservedStatus, type GatewayDeps } from './common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface EmbeddingsBody {
@@ -46,7 +46,7 @@ export class EmbeddingsGateway {
     try {
       served = await router.embed(this.deps.resolveRoutes(model._id, model.routes), req, signal);
     } catch (err) {
-      await billing.release(hold, payer, { ...facts, route: null, promptTokens: 0, costMicrocents: 0, status: signal.aborted ? 'client_closed' : 'upstream_failed', latencyMs: now() - startedAt });
+      await billing.release(hold, payer, { ...facts, route: null, promptTokens: 0, costMicrocents: 0, status: unservedStatus(err, signal), latencyMs: now() - startedAt });
       throw toApiError(err);
     }
     // Providers validate usage at the boundary (src/providers/validate.ts): absurd counts arrive as null.

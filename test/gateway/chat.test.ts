@@ -178,6 +178,20 @@ describe('chat completions and embeddings through the gateway', () => {
     }
     assert.equal(toAnthropic(), before + 1);
     assert.equal((await wallet(gw, u.token)).balance_cents, wallet0.balance_cents);
+    // Their usage records say the request was refused, not that an upstream failed.
+    const refusedId = (await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], seed: 3 } })).body.error.request_id;
+    const dead = (await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-dead', messages: [{ role: 'user', content: 'hi' }] } })).body.error.request_id;
+    const statusOf = async (id: string) => {
+      for (let i = 0; i < 100; i++) {
+        const rows: { request_id: string; status: string }[] = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: u.token })).body.data;
+        const row = rows.find((r) => r.request_id === id);
+        if (row) return row.status;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return assert.fail(`no usage record for ${id}`);
+    };
+    assert.equal(await statusOf(refusedId), 'rejected');
+    assert.equal(await statusOf(dead), 'upstream_failed');
 
     // The schema the reply must follow counts as prompt: it can exceed the context window alone.
     const huge = { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', description: 'word '.repeat(5000) } } };
