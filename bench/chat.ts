@@ -332,10 +332,11 @@ try {
     const all = across((rows) => get(rows, r.target, r.mode));
     const rps = all.map((x) => x.rps);
     const cpus = all.map((x) => x.cpuMsPerReq).filter((x): x is number => x !== null);
-    const cpu = r.target === 'direct' || cpus.length === 0 ? '     -' : median(cpus).toFixed(3).padStart(10);
+    const hasCpu = r.target !== 'direct' && cpus.length > 0;
+    const cpu = hasCpu ? median(cpus).toFixed(3).padStart(10) : '     -';
     console.log(
       `${r.target.padEnd(8)} ${r.mode.padEnd(12)} ${median(rps).toFixed(0).padStart(7)}  ${String(median(all.map((x) => x.p50))).padStart(7)} ${String(median(all.map((x) => x.p99))).padStart(7)} ${median(all.map((x) => x.mean)).toFixed(2).padStart(8)}  ${cpu}  ${all.reduce((n, x) => n + x.errors, 0)}` +
-        (ROUNDS > 1 ? `  [${range(rps, 0)}${cpu.trim() === '-' ? '' : `; ${range(cpus, 3)}`}]` : ''),
+        (ROUNDS > 1 ? `  [${range(rps, 0)}${hasCpu ? `; ${range(cpus, 3)}` : ''}]` : ''),
     );
   }
   console.log(`\nRatios (${ROUNDS > 1 ? 'median of each round\'s, range in brackets' : 'same run'}):`);
@@ -377,9 +378,11 @@ try {
 
 /** Whole-response latency (1,000 sequential JSON requests) and time to first chunk (300 streams), per target. */
 async function latencySeries(targets: Target[]): Promise<Map<string, { seq: Latency; first: Latency }>> {
+  // Every target's JSON series first, then every target's streams, as the output reads.
+  const seq = new Map<string, Latency>();
+  for (const t of targets) seq.set(t.name, await sequential(t, 1000));
   const out = new Map<string, { seq: Latency; first: Latency }>();
-  for (const t of targets) out.set(t.name, { seq: await sequential(t, 1000), first: { p50: 0, p99: 0, mean: 0 } });
-  for (const t of targets) out.get(t.name)!.first = await firstChunk(t, 300);
+  for (const t of targets) out.set(t.name, { seq: seq.get(t.name)!, first: await firstChunk(t, 300) });
   return out;
 }
 

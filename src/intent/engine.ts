@@ -71,7 +71,7 @@ export interface LocalScores {
    * `reads`) in place of the ranking's probabilities, the model without its second model (linear
    * + neighbour vote): its probability of the ranking's best intent and of the out-of-scope class,
    * and whether the out-of-scope class is its best label. The mix inflates both intents it was never taught and foreign turns, the
-   * linear model much less so (README, the ensemble trial).
+   * linear model much less so (docs/intent-evaluation.md, the ensemble trial).
    */
   linear?: { best: number; oos: number; oosFirst: boolean };
   /**

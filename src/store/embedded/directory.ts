@@ -14,7 +14,7 @@ import type { Overlay } from './overlay.ts';
  * same document join it (a call's settle after its hold: at one call in flight 1.3 flushes per
  * call without the wait). Any other write, a read of the collection and close queue it at once,
  * so writes still reach LMDB in the order issued and no read waits for the delay. The crash
- * window of a lazy write grows by at most this much. Measured in the README (Benchmarks).
+ * window of a lazy write grows by at most this much. Measured in docs/performance.md.
  */
 const FLUSH_DELAY_MS = 2;
 
