@@ -16,7 +16,7 @@ import type { CancelSignal } from '../providers/cancel.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
 
-export interface ChatBody {
+export interface ChatBody extends Pick<ChatRequest, 'reasoning_effort' | 'verbosity' | 'logit_bias'> {
   model: string;
   messages: { role: string; content: string | ({ type: string } & Record<string, unknown>)[] }[];
   stream?: boolean;
@@ -33,7 +33,10 @@ export interface ChatBody {
   seed?: number;
   /** As the route's schema lets it in; `responseFormat` checks the pairing. */
   response_format?: { type: ResponseFormat['type']; json_schema?: { name: string } };
+  /** End-user and cache-routing hints: passed on only as opaque ids (`GatewayDeps.opaqueId`). */
+  safety_identifier?: string;
   user?: string;
+  prompt_cache_key?: string;
 }
 
 /** A call that passed every check and holds its estimate; settle or release it exactly once. */
@@ -56,7 +59,21 @@ export interface ChatCompletion {
   created: number;
   model: string;
   choices: { index: number; message: { role: 'assistant'; content: string }; finish_reason: string }[];
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: UsageObject;
+}
+
+/** OpenAI's usage object; the reasoning detail only when the upstream reported it. */
+interface UsageObject {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  completion_tokens_details?: { reasoning_tokens: number };
+}
+
+function usageObject(u: TokenUsage): UsageObject {
+  const out: UsageObject = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens };
+  if (u.reasoning_tokens !== undefined) out.completion_tokens_details = { reasoning_tokens: u.reasoning_tokens };
+  return out;
 }
 
 export interface ChatStream {
@@ -122,6 +139,11 @@ export class ChatGateway {
     const payer = await billing.payerFor(principal);
     const model = await models.resolve(body.model, 'llm', payer.walletId);
     this.deps.assertKyc(payer, model.requires_kyc === true);
+    // The model's public `reasoning` says whether it thinks; an effort for one that does not is a
+    // mistake to report, not a hint to drop (OpenAI answers 400 too).
+    if (body.reasoning_effort !== undefined && model.reasoning !== true) {
+      throw new ApiError('invalid_request', 'reasoning_effort is not supported by this model: it is not a reasoning model.', { param: 'reasoning_effort' });
+    }
 
     // A JSON schema to answer in is part of the prompt the upstream reads (and bills).
     const promptTokens = countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0);
@@ -154,6 +176,13 @@ export class ChatGateway {
     if (body.frequency_penalty !== undefined) request.frequency_penalty = body.frequency_penalty;
     if (body.seed !== undefined) request.seed = body.seed;
     if (format !== undefined) request.response_format = format;
+    if (body.reasoning_effort !== undefined) request.reasoning_effort = body.reasoning_effort;
+    if (body.verbosity !== undefined) request.verbosity = body.verbosity;
+    if (body.logit_bias !== undefined) request.logit_bias = body.logit_bias;
+    // Upstreams see these per account, never as the client wrote them (see opaqueId).
+    if (body.safety_identifier !== undefined) request.safety_identifier = this.deps.opaqueId(payer.walletId, body.safety_identifier);
+    if (body.user !== undefined) request.user = this.deps.opaqueId(payer.walletId, body.user);
+    if (body.prompt_cache_key !== undefined) request.prompt_cache_key = this.deps.opaqueId(payer.walletId, body.prompt_cache_key);
     request.max_tokens = maxOut;
     return {
       id: `chatcmpl-${randomUUID().replaceAll('-', '')}`,
@@ -189,7 +218,7 @@ export class ChatGateway {
       created: prep.created,
       model: prep.model._id,
       choices: served.result.choices.map((c) => ({ index: c.index, message: { role: 'assistant', content: c.message.content }, finish_reason: c.finish_reason })),
-      usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      usage: usageObject(usage),
     };
   }
 
@@ -257,7 +286,7 @@ export class ChatGateway {
       }));
       await this.settle(prep, opened.route, usage, status);
       if (status === 'ok' && includeUsage) {
-        yield { ...base, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } };
+        yield { ...base, choices: [], usage: usageObject(usage) };
       }
     }
     if (failure && !signal.aborted) throw toApiError(failure);

@@ -1,6 +1,7 @@
 // What the metered endpoints share: their dependencies, cost arithmetic in integer micro-cents, the
 // sanity check on upstream usage, and the translation of router failures into the error envelope
 // and a usage record's status.
+import { createHmac, hkdfSync } from 'node:crypto';
 import { ApiError, ERRORS, type ErrorCode } from '../http/errors.ts';
 import type { Billing, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
@@ -15,7 +16,22 @@ export interface GatewayDeps {
   router: UpstreamRouter;
   assertKyc(payer: Payer, requiresKyc: boolean): void;
   resolveRoutes(modelId: string, routes: RouteConfig[]): ResolvedRoute[];
+  /** What an upstream sees of a client's end-user id or cache key: see `opaqueIds`. */
+  opaqueId(walletId: string, value: string): string;
   now(): number;
+}
+
+/**
+ * Client-chosen identifiers (OpenAI's `safety_identifier`, `user`, `prompt_cache_key`) as an
+ * upstream receives them: an HMAC of the paying account's wallet id and the value, keyed from the
+ * gateway's secret (43 characters, base64url). Stable, so the upstream's abuse tracking and cache
+ * routing work per end user and per key; scoped to the account, so two accounts' "user-1" (or cache
+ * key "default") never merge on our shared upstream account; and opaque, so an e-mail address a
+ * client sends does not reach the provider.
+ */
+export function opaqueIds(secret: string): (walletId: string, value: string) => string {
+  const key = Buffer.from(hkdfSync('sha256', secret, '', 'upstream end-user identifiers', 32));
+  return (walletId, value) => createHmac('sha256', key).update(walletId).update('\0').update(value).digest('base64url');
 }
 
 /**

@@ -233,6 +233,8 @@ interface AjvError {
   instancePath: string;
   params: Record<string, unknown>;
   message?: string;
+  /** Set when the error is about a key of the object at instancePath (`propertyNames`). */
+  propertyName?: string;
 }
 
 /**
@@ -258,6 +260,10 @@ function validationError(errors: AjvError[], context: string): ApiError {
     return new ApiError('invalid_request', `Unknown ${where}field '${field}'.`, { param: field });
   }
   const field = path || context;
+  if (e.propertyName !== undefined) {
+    // A map's key that breaks the rule for keys (logit_bias takes token ids).
+    return new ApiError('invalid_request', `Invalid ${where}field '${field}': key '${e.propertyName}' ${e.message ?? 'is not valid'}.`, { param: field });
+  }
   if (e.keyword === 'const') {
     const allowed = errors.filter((x) => x.keyword === 'const' && x.instancePath === e.instancePath).map((x) => JSON.stringify(x.params.allowedValue));
     return new ApiError('invalid_request', `Invalid ${where}field '${field}': must be ${allowed.length > 1 ? `one of ${allowed.join(', ')}` : allowed[0]}.`, { param: field });

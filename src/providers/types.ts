@@ -34,6 +34,10 @@ export type ResponseFormat =
   | { type: 'json_object' }
   | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } };
 
+/** OpenAI's `reasoning_effort`: how much a reasoning model thinks before it answers. */
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+export const REASONING_EFFORTS: readonly ReasoningEffort[] = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
+
 export interface ChatRequest {
   messages: ChatMessage[];
   temperature?: number;
@@ -45,6 +49,17 @@ export interface ChatRequest {
   frequency_penalty?: number;
   seed?: number;
   response_format?: ResponseFormat;
+  reasoning_effort?: ReasoningEffort;
+  verbosity?: 'low' | 'medium' | 'high';
+  /** Token id (of the upstream model's tokenizer, as a decimal string) → bias, -100..100. */
+  logit_bias?: Record<string, number>;
+  /**
+   * The client's end-user and cache-routing hints (OpenAI's `safety_identifier`, deprecated
+   * `user`, `prompt_cache_key`), already made opaque by the gateway: never the client's own value.
+   */
+  safety_identifier?: string;
+  user?: string;
+  prompt_cache_key?: string;
 }
 
 /**
@@ -59,6 +74,8 @@ export interface Refusal {
 export interface TokenUsage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** Of completion_tokens, how many the model spent reasoning (hidden), when the upstream says. */
+  reasoning_tokens?: number;
 }
 
 export interface ChatChoice {

@@ -23,6 +23,20 @@ export function usageOf(prompt: unknown, completion: unknown): TokenUsage | null
   return p === null || c === null ? null : { prompt_tokens: p, completion_tokens: c };
 }
 
+/**
+ * OpenAI's usage object: the counts, with the hidden reasoning tokens when it reports a plausible
+ * number of them (`completion_tokens_details.reasoning_tokens`, at most completion_tokens).
+ */
+export function openaiUsageOf(usage: Json): TokenUsage | null {
+  const out = usageOf(usage.prompt_tokens, usage.completion_tokens);
+  const details = usage.completion_tokens_details;
+  if (out && isObject(details) && details.reasoning_tokens !== undefined) {
+    const reasoning = tokenCount(details.reasoning_tokens);
+    if (reasoning !== null && reasoning <= out.completion_tokens) out.reasoning_tokens = reasoning;
+  }
+  return out;
+}
+
 /** Nesting allowed in upstream JSON; real answers nest 4 or 5 deep. */
 export const MAX_JSON_DEPTH = 64;
 

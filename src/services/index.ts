@@ -12,6 +12,7 @@ import { UpstreamHttp } from '../providers/http.ts';
 import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
 import { resolveRoutes, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
 import { ChatGateway } from '../gateway/chat.ts';
+import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
 import { IntentService, type ActorMessenger } from '../intent/service.ts';
 import { PackRegistry, readPackFile } from '../intent/packs.ts';
@@ -78,6 +79,7 @@ export async function createServices(deps: {
     router,
     assertKyc: (payer: Parameters<BillingService['assertKyc']>[0], requiresKyc: boolean) => billing.assertKyc(payer, requiresKyc),
     resolveRoutes: (modelId: string, routes: Parameters<typeof resolveRoutes>[1]) => resolveRoutes(modelId, routes, deps.upstreamEnv),
+    opaqueId: opaqueIds(deps.keySecret),
     now,
   };
   return {

@@ -4,7 +4,10 @@
 //     message_stop).
 // It enforces what the real API enforces and a translation could get wrong: `x-api-key` (401),
 // `anthropic-version` (400), `max_tokens` required, roles only user/assistant, turns alternating
-// and starting with a user turn, non-empty content, `system` only at the top level. Errors use
+// and starting with a user turn, non-empty content, `system` only at the top level, and extended
+// thinking's rules (budget 1,024 or more and under max_tokens; temperature only 1, top_p 0.95 or
+// more, no prefilled final assistant turn beside it). With thinking it answers a thinking block
+// (with its signature) before the text, its tokens counted in output_tokens. Errors use
 // Anthropic's `{type: 'error', error: {type, message}}`. Programmable per request through
 // FakeBehaviour (see fake-server.ts); `errorAfterChunks` sends an `event: error` (overloaded).
 import { FakeServer, sendAnswer, sendJson, sendStream, simulate, type Exchange } from './fake-server.ts';
@@ -49,8 +52,25 @@ export function invalidMessagesBody(body: any): string | null {
     return 'temperature: Input should be less than or equal to 1';
   }
   if (body.stop_sequences !== undefined && !Array.isArray(body.stop_sequences)) return 'stop_sequences: Input should be a valid list';
+  if (body.metadata !== undefined && (typeof body.metadata?.user_id !== 'string' || body.metadata.user_id.length > 256)) {
+    return 'metadata.user_id: String should have at most 256 characters';
+  }
+  if (body.thinking !== undefined) {
+    const t = body.thinking;
+    if (t?.type !== 'enabled' || !Number.isInteger(t.budget_tokens)) return 'thinking: Input tag does not match any of the expected tags';
+    if (t.budget_tokens < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+    if (body.max_tokens <= t.budget_tokens) return '`max_tokens` must be greater than `thinking.budget_tokens`';
+    if (body.temperature !== undefined && body.temperature !== 1) return '`temperature` may only be set to 1 when thinking is enabled';
+    if (body.top_p !== undefined && body.top_p < 0.95) return '`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled';
+    if (body.messages.at(-1).role === 'assistant') {
+      return 'messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.';
+    }
+  }
   return null;
 }
+
+/** What the fake "thinks" when thinking is on: counted as output tokens, as Anthropic bills it. */
+export const FAKE_THINKING = ['Let', ' me', ' think', ' this', ' through.'];
 
 export async function startAnthropicUpstream(opts: AnthropicUpstreamOptions = {}): Promise<FakeServer> {
   const apiKey = opts.apiKey ?? 'sk-ant-fake';
@@ -70,12 +90,15 @@ async function messages(x: Exchange, body: any): Promise<void> {
   const all = body.system ? [{ role: 'system', content: body.system as string }, ...body.messages] : body.messages;
   const sim = simulate(all, x.behaviour.reply, body.max_tokens, body.stop_sequences);
   const stopReason = sim.finish === 'length' ? 'max_tokens' : sim.stopSequence ? 'stop_sequence' : 'end_turn';
-  const usage = (x.behaviour.usage as Record<string, unknown> | undefined) ?? { input_tokens: sim.promptTokens, output_tokens: sim.completionTokens };
+  const thought = body.thinking ? FAKE_THINKING : [];
+  const outputTokens = sim.completionTokens + thought.length;
+  const usage = (x.behaviour.usage as Record<string, unknown> | undefined) ?? { input_tokens: sim.promptTokens, output_tokens: outputTokens };
   const message = { id: 'msg_fake', type: 'message', role: 'assistant', model: body.model };
+  const thinkingBlock = { type: 'thinking', thinking: thought.join(''), signature: 'fake-signature' };
   if (!body.stream) {
     return sendAnswer(x, {
       ...message,
-      content: [{ type: 'text', text: sim.text }],
+      content: [...(body.thinking ? [thinkingBlock] : []), { type: 'text', text: sim.text }],
       stop_reason: stopReason,
       stop_sequence: null,
       usage,
@@ -83,13 +106,22 @@ async function messages(x: Exchange, body: any): Promise<void> {
   }
   const event = (name: string, data: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
   const startUsage = x.behaviour.usage ? usage : { input_tokens: sim.promptTokens, output_tokens: 1 };
+  const text = body.thinking ? 1 : 0; // the text block's index
   const frames = [
     event('message_start', { message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: startUsage } }),
-    event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    ...(body.thinking
+      ? [
+          event('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+          ...thought.map((thinking) => event('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking } })),
+          event('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: thinkingBlock.signature } }),
+          event('content_block_stop', { index: 0 }),
+        ]
+      : []),
+    event('content_block_start', { index: text, content_block: { type: 'text', text: '' } }),
     event('ping', {}),
-    ...sim.pieces.map((text) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } })),
-    event('content_block_stop', { index: 0 }),
-    event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: x.behaviour.usage ? usage : { output_tokens: sim.completionTokens } }),
+    ...sim.pieces.map((piece) => event('content_block_delta', { index: text, delta: { type: 'text_delta', text: piece } })),
+    event('content_block_stop', { index: text }),
+    event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: x.behaviour.usage ? usage : { output_tokens: outputTokens } }),
     event('message_stop', {}),
   ];
   await sendStream(x, frames, event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }));

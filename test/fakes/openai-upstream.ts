@@ -3,6 +3,9 @@
 //     the finish_reason chunk, the usage chunk when `stream_options.include_usage`, `[DONE]`);
 //   POST /v1/embeddings — string, list, token-id list or lists input, `encoding_format` float|base64,
 //     `dimensions`.
+// It refuses (400) what OpenAI refuses among the passed-through parameters (invalidChatBody), and a
+// `reasoning_effort` makes it spend FAKE_REASONING_TOKENS hidden tokens per choice, reported in
+// usage.completion_tokens_details.reasoning_tokens as OpenAI does.
 // With `apiKey` set it answers 401 unless `authorization: Bearer <apiKey>` came; with `models` set,
 // 404 for any other model. Programmable per request through FakeBehaviour (see fake-server.ts).
 //
@@ -11,6 +14,7 @@
 //   ... route base_url = `${up.url}/v1` ...
 //   up.requests[0].headers.authorization                  // 'Bearer sk-up'
 import { FakeServer, sendAnswer, sendJson, sendStream, simulate, words, type Exchange } from './fake-server.ts';
+import { REASONING_EFFORTS } from '../../src/providers/types.ts';
 
 export { FakeServer, simulate, words, type FakeBehaviour, type RecordedRequest } from './fake-server.ts';
 
@@ -53,14 +57,38 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
   });
 }
 
+/** What OpenAI refuses among the parameters a gateway passes through, or null. */
+export function invalidChatBody(body: any): string | null {
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages must be a non-empty array';
+  if (body.reasoning_effort !== undefined && !REASONING_EFFORTS.includes(body.reasoning_effort)) {
+    return `Invalid value: '${body.reasoning_effort}'. Supported values are: ${REASONING_EFFORTS.map((e) => `'${e}'`).join(', ')}.`;
+  }
+  if (body.verbosity !== undefined && !['low', 'medium', 'high'].includes(body.verbosity)) return `Invalid value: '${body.verbosity}' for verbosity.`;
+  if (body.logit_bias !== undefined) {
+    for (const [token, bias] of Object.entries(body.logit_bias)) {
+      if (!/^[0-9]+$/.test(token) || typeof bias !== 'number' || bias < -100 || bias > 100) return `Invalid logit_bias entry '${token}'.`;
+    }
+  }
+  for (const k of ['safety_identifier', 'user', 'prompt_cache_key']) {
+    if (body[k] !== undefined && (typeof body[k] !== 'string' || body[k].length > 64)) return `Invalid '${k}': string too long. Expected a string with maximum length 64.`;
+  }
+  return null;
+}
+
+/** Hidden reasoning tokens a fake reasoning model spends when reasoning_effort is set (and not none). */
+export const FAKE_REASONING_TOKENS = 7;
+
 async function chat(x: Exchange, body: any): Promise<void> {
-  if (!Array.isArray(body.messages) || body.messages.length === 0) return openaiError(x, 400, 'messages must be a non-empty array');
+  const invalid = invalidChatBody(body);
+  if (invalid) return openaiError(x, 400, invalid);
   const sim = simulate(body.messages, x.behaviour.reply, body.max_tokens, body.stop);
   const n: number = body.n ?? 1;
+  const reasoning = body.reasoning_effort !== undefined && body.reasoning_effort !== 'none' ? FAKE_REASONING_TOKENS * n : 0;
   const usage = x.behaviour.usage ?? {
     prompt_tokens: sim.promptTokens,
-    completion_tokens: sim.completionTokens * n,
-    total_tokens: sim.promptTokens + sim.completionTokens * n,
+    completion_tokens: sim.completionTokens * n + reasoning,
+    total_tokens: sim.promptTokens + sim.completionTokens * n + reasoning,
+    ...(reasoning > 0 ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
   };
   const base = { id: 'chatcmpl-fake', created: 1_700_000_000, model: body.model };
   if (!body.stream) {

@@ -46,6 +46,8 @@ describe('chat completions and embeddings through the gateway', () => {
     await putModel(gw, 'chat-dead', [{ provider: 'openai', base_url: deadPort, api_key: 'k', upstream_model: 'x' }]);
     await putModel(gw, 'chat-nokey', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key_env: 'NO_SUCH_VARIABLE_SET', upstream_model: 'x' }]);
     await putModel(gw, 'claude', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }]);
+    await putModel(gw, 'reasoner', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'o-up' }], { reasoning: true });
+    await putModel(gw, 'claude-thinks', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }], { reasoning: true, max_output_tokens: 4096 });
     await putModel(gw, 'claude-then-openai', [
       { provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' },
       { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' },
@@ -200,6 +202,112 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(r.body.error.code, 'context_length_exceeded');
   });
 
+  it('reasoning_effort reaches a reasoning model (Anthropic: as a thinking budget); its hidden tokens are reported and billed', async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const w0 = (await wallet(gw, u.token)).balance_cents;
+    const done = await ai.chat.completions.create({ model: 'reasoner', messages: [{ role: 'user', content: 'why is the sky blue' }], reasoning_effort: 'high', max_completion_tokens: 100 });
+    assert.equal(up.calls('/v1/chat/completions').at(-1)!.body.reasoning_effort, 'high');
+    const visible = done.choices[0]!.message.content!.split(' ').length; // the fake's one token per word
+    assert.equal(done.usage!.completion_tokens_details?.reasoning_tokens, 7, 'the upstream reported 7 reasoning tokens');
+    assert.equal(done.usage!.completion_tokens, visible + 7, 'hidden reasoning is part of the completion, as OpenAI bills it');
+    let streamed: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of await ai.chat.completions.create({ model: 'reasoner', messages: [{ role: 'user', content: 'why is the sky blue' }], reasoning_effort: 'low', stream: true, stream_options: { include_usage: true } })) {
+      if (chunk.usage) streamed = chunk.usage;
+    }
+    assert.equal(streamed?.completion_tokens_details?.reasoning_tokens, 7, 'and in the stream\'s usage chunk');
+    // The bill is the reported usage, hidden tokens included: 150 µ¢ per prompt token, 600 per completion token.
+    const exact = (u2: OpenAI.CompletionUsage) => u2.prompt_tokens * 150 + u2.completion_tokens * 600;
+    const spentCents = w0 - (await wallet(gw, u.token)).balance_cents;
+    assert.ok(Math.abs(spentCents * 1e6 - (exact(done.usage!) + exact(streamed!))) <= 1e6, `spent ${spentCents}¢`);
+
+    // A model that does not reason: 400 naming the parameter, before any upstream call or charge.
+    const calls = up.calls('/v1/chat/completions').length;
+    const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'low' } });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.error.code, 'invalid_request');
+    assert.equal(r.body.error.param, 'reasoning_effort');
+    assert.match(r.body.error.message, /not a reasoning model/);
+    const bad = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'reasoner', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'extreme' } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.param, 'reasoning_effort');
+    assert.match(bad.body.error.message, /"none", "minimal", "low", "medium", "high", "xhigh"/);
+    assert.equal(up.calls('/v1/chat/completions').length, calls);
+
+    // Anthropic: extended thinking with the effort's budget; the thinking itself never reaches the client.
+    const ant = () => anthropic.calls('/v1/messages').at(-1)!.body;
+    const thought = await ai.chat.completions.create({ model: 'claude-thinks', messages: [{ role: 'user', content: 'hello there' }], reasoning_effort: 'medium' });
+    assert.deepEqual(ant().thinking, { type: 'enabled', budget_tokens: 4095 }, "medium's 8,192 cut to stay under max_tokens (the model's 4,096)");
+    assert.equal(thought.choices[0]!.message.content, 'You said: hello there');
+    assert.equal(thought.usage!.completion_tokens, 4 + 5, 'the thinking (5 tokens in the fake) is billed as output');
+    let text = '';
+    for await (const chunk of await ai.chat.completions.create({ model: 'claude-thinks', messages: [{ role: 'user', content: 'hello there' }], reasoning_effort: 'minimal', max_tokens: 2000, stream: true })) {
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    assert.deepEqual(ant().thinking, { type: 'enabled', budget_tokens: 1024 });
+    assert.equal(text, 'You said: hello there', 'thinking deltas are not relayed');
+    await ai.chat.completions.create({ model: 'claude-thinks', messages: [{ role: 'user', content: 'hi' }], reasoning_effort: 'none' });
+    assert.equal(ant().thinking, undefined, 'none: no thinking');
+    // What Anthropic refuses beside thinking is named before any call.
+    const sent = anthropic.calls('/v1/messages').length;
+    for (const [extra, param] of [[{ temperature: 0.2 }, 'temperature'], [{ top_p: 0.5 }, 'top_p'], [{ max_tokens: 1000 }, 'reasoning_effort']] as const) {
+      const refused = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude-thinks', messages: [{ role: 'user', content: 'hi' }], reasoning_effort: 'low', ...extra } });
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.error.param, param);
+    }
+    assert.equal(anthropic.calls('/v1/messages').length, sent);
+  });
+
+  it('end-user ids and cache keys reach upstreams only as opaque per-account ids; logit_bias and verbosity pass through', async () => {
+    const a = await fundedUser(gw);
+    const b = await fundedUser(gw);
+    const send = async (key: string, extra: Record<string, unknown>, model = 'chat-a') => {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra } });
+      assert.equal(r.status, 200, r.text);
+      return model === 'chat-a' ? up.calls('/v1/chat/completions').at(-1)!.body : anthropic.calls('/v1/messages').at(-1)!.body;
+    };
+    const ids = { safety_identifier: 'alice@example.com', user: 'alice@example.com', prompt_cache_key: 'support-bot-v1' };
+    const seenA = await send(a.key, ids);
+    for (const k of Object.keys(ids) as (keyof typeof ids)[]) {
+      assert.match(seenA[k], /^[A-Za-z0-9_-]{43}$/, `${k} is an opaque id`);
+      assert.ok(!String(seenA[k]).includes('alice') && !String(seenA[k]).includes('support'));
+    }
+    assert.equal(seenA.safety_identifier, seenA.user, 'the same value, the same id, whatever field');
+    assert.notEqual(seenA.safety_identifier, seenA.prompt_cache_key);
+    const againA = await send(a.key, ids);
+    assert.deepEqual([againA.safety_identifier, againA.prompt_cache_key], [seenA.safety_identifier, seenA.prompt_cache_key], 'stable per account');
+    const seenB = await send(b.key, ids);
+    assert.notEqual(seenB.safety_identifier, seenA.safety_identifier, "another account's alice is another end user");
+    assert.notEqual(seenB.prompt_cache_key, seenA.prompt_cache_key, "and another account's cache key another bucket");
+    const plain = await send(a.key, {});
+    assert.equal('safety_identifier' in plain || 'user' in plain || 'prompt_cache_key' in plain, false, 'nothing is invented when none was sent');
+    // Anthropic takes the end user as metadata.user_id (safety_identifier first, else user).
+    assert.deepEqual((await send(a.key, { user: 'alice@example.com' }, 'claude')).metadata, { user_id: seenA.user });
+
+    const bias = { '50256': -100, '1734': 5 };
+    const seen = await send(a.key, { logit_bias: bias, verbosity: 'low' });
+    assert.deepEqual(seen.logit_bias, bias);
+    assert.equal(seen.verbosity, 'low');
+    for (const [extra, param] of [
+      [{ logit_bias: { hello: 1 } }, 'logit_bias'],
+      [{ logit_bias: { '1': 101 } }, 'logit_bias.1'],
+      [{ verbosity: 'terse' }, 'verbosity'],
+      [{ safety_identifier: 'x'.repeat(65) }, 'safety_identifier'],
+    ] as const) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: a.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], ...extra } });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.code, 'invalid_request');
+      assert.equal(r.body.error.param, param, r.text);
+      if (param === 'logit_bias') assert.match(r.body.error.message, /key 'hello' must match pattern/);
+    }
+    // Anthropic has no logit_bias or verbosity: named, as the other parameters it lacks.
+    for (const extra of [{ logit_bias: bias }, { verbosity: 'high' }]) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: a.key, body: { model: 'claude', messages: [{ role: 'user', content: 'x' }], ...extra } });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.param, Object.keys(extra)[0]);
+    }
+  });
+
   it('message content may be an array of text parts, joined in order; other part types are refused', async () => {
     const u = await fundedUser(gw);
     const ai = client(u.key);
@@ -315,7 +423,7 @@ describe('chat completions and embeddings through the gateway', () => {
       [{ model: 'nope', messages: [{ role: 'user', content: 'x' }] }, 404, 'model_not_found', 'model'],
       [{ model: 'embed-a', messages: [{ role: 'user', content: 'x' }] }, 404, 'model_not_found', 'model'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 400, 'context_length_exceeded', 'messages'],
-      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], logit_bias: {} }, 400, 'invalid_request', 'logit_bias'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], logprobs: true }, 400, 'invalid_request', 'logprobs'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], presence_penalty: 2.5 }, 400, 'invalid_request', 'presence_penalty'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], frequency_penalty: -3 }, 400, 'invalid_request', 'frequency_penalty'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], seed: 1.5 }, 400, 'invalid_request', 'seed'],

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { UpstreamHttp, type SseMessage } from '../../src/providers/http.ts';
 import { createAnthropicProvider } from '../../src/providers/anthropic/index.ts';
-import { anthropicChunks, anthropicRefuses, fromAnthropic, toAnthropic } from '../../src/providers/anthropic/chat.ts';
+import { anthropicChunks, anthropicRefuses, fromAnthropic, THINKING_BUDGET, toAnthropic } from '../../src/providers/anthropic/chat.ts';
 import { UpstreamError, type ChatCapability, type ChatRequest } from '../../src/providers/types.ts';
 import { invalidMessagesBody, startAnthropicUpstream, type FakeServer } from '../fakes/anthropic-upstream.ts';
 import { collect, drain, never, routeTo, text, USER } from './helpers.ts';
@@ -78,8 +78,53 @@ describe('Anthropic request translation', () => {
     assert.equal(refused({ messages: [{ role: 'assistant', content: 'hi' }, USER('x')] }), 'messages');
     assert.equal(refused({ messages: [{ role: 'system', content: 's' }] }), 'messages');
     assert.equal(refused({ messages: [{ role: 'system', content: 's' }, USER('x')], temperature: 1.5, top_p: 0.9, stop: ['z'] }), undefined);
-    assert.equal(createAnthropicProvider(new UpstreamHttp()).chat!.refuses, anthropicRefuses);
+    assert.equal(createAnthropicProvider(new UpstreamHttp()).chat!.refuses!({ messages: [USER('x')], seed: 1 })?.param, 'seed', 'the provider refuses through it');
     assert.throws(() => toAnthropic(ROUTE, { messages: [USER('x')], seed: 1 }, false), isClientError);
+  });
+});
+
+describe('Anthropic extended thinking and end-user metadata', () => {
+  const ask = (over: Partial<ChatRequest>) => toAnthropic(ROUTE, { messages: [USER('x')], max_tokens: 20_000, ...over }, false);
+
+  it('maps reasoning_effort to a thinking budget kept under max_tokens; none means no thinking', () => {
+    for (const [effort, budget] of Object.entries(THINKING_BUDGET)) {
+      const body = ask({ reasoning_effort: effort as ChatRequest['reasoning_effort'] });
+      assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: budget === 32768 ? 19_999 : budget }, effort);
+      assert.equal(invalidMessagesBody(body), null, `the fake (the real API's rules) accepts ${effort}`);
+    }
+    assert.equal(ask({ reasoning_effort: 'none' }).thinking, undefined);
+    assert.equal(ask({}).thinking, undefined);
+    assert.deepEqual(ask({ reasoning_effort: 'high', max_tokens: 2000 }).thinking, { type: 'enabled', budget_tokens: 1999 });
+    assert.equal(invalidMessagesBody(ask({ reasoning_effort: 'high', max_tokens: 2000, temperature: 1.5, top_p: 0.99 })), null, 'temperature clamps to 1, which thinking allows');
+  });
+
+  it('refuses, by name, what Anthropic refuses beside thinking, and the parameters it has no equivalent for', () => {
+    const refused = (over: Partial<ChatRequest>) => anthropicRefuses({ messages: [USER('x')], max_tokens: 4096, reasoning_effort: 'low', ...over })?.param;
+    assert.equal(refused({}), undefined);
+    assert.equal(refused({ max_tokens: 1024 }), 'reasoning_effort', 'no budget of 1,024 fits under it');
+    assert.equal(refused({ max_tokens: 1025 }), undefined);
+    assert.equal(refused({ temperature: 0.7 }), 'temperature');
+    assert.equal(refused({ temperature: 1 }), undefined);
+    assert.equal(refused({ top_p: 0.9 }), 'top_p');
+    assert.equal(refused({ top_p: 0.95 }), undefined);
+    assert.equal(refused({ messages: [USER('x'), { role: 'assistant', content: 'Sure:' }] }), 'messages', 'no prefill with thinking');
+    assert.equal(refused({ reasoning_effort: 'none', temperature: 0.2, max_tokens: 10 }), undefined, 'none asks for no thinking');
+    assert.equal(refused({ logit_bias: { '1': 2 } }), 'logit_bias');
+    assert.equal(refused({ verbosity: 'low' }), 'verbosity');
+    // Each refusal is what the real API would have answered 400 to.
+    for (const over of [{ temperature: 0.7 }, { top_p: 0.9 }, { messages: [USER('x'), { role: 'assistant' as const, content: 'Sure:' }] }]) {
+      const body = toAnthropic(ROUTE, { messages: [USER('x')], max_tokens: 4096, ...over }, false);
+      assert.notEqual(invalidMessagesBody({ ...body, thinking: { type: 'enabled', budget_tokens: 2048 } }), null);
+    }
+    assert.equal(anthropicRefuses({ messages: [USER('x')], reasoning_effort: 'low' }, 1024)?.param, 'reasoning_effort', 'judged against the provider\'s default max_tokens when none is given');
+  });
+
+  it('passes the opaque end-user id as metadata.user_id (safety_identifier first, else user) and drops prompt_cache_key', () => {
+    assert.deepEqual(ask({ safety_identifier: 'sid', user: 'uid' }).metadata, { user_id: 'sid' });
+    assert.deepEqual(ask({ user: 'uid' }).metadata, { user_id: 'uid' });
+    const body = ask({ prompt_cache_key: 'k' });
+    assert.equal(body.metadata, undefined);
+    assert.equal(JSON.stringify(body).includes('"k"'), false);
   });
 });
 

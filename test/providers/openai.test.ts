@@ -72,6 +72,9 @@ describe('OpenAI-compatible provider', () => {
       assert.deepEqual(body.response_format, format);
       const plain = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')] }, false);
       assert.deepEqual(Object.keys(plain).sort(), ['messages', 'model']);
+      const more = { reasoning_effort: 'xhigh', verbosity: 'low', logit_bias: { '42': -100 }, safety_identifier: 'sid', user: 'uid', prompt_cache_key: 'pck' } as const;
+      const withMore = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')], ...more }, false);
+      for (const [k, v] of Object.entries(more)) assert.deepEqual(withMore[k], v, k);
     });
 
     it('sends no authorization header for a route without a key (local servers)', async () => {
@@ -93,6 +96,17 @@ describe('OpenAI-compatible provider', () => {
       const result = await chat.complete(route(), { messages: [USER('one two three four')], max_tokens: 2 }, never);
       assert.equal(result.choices[0]!.message.content, 'You said:');
       assert.equal(result.choices[0]!.finish_reason, 'length');
+    });
+
+    it('reads the reasoning tokens of usage, when plausible', async () => {
+      const read = async (usage: unknown) => {
+        up.next({ usage });
+        return (await chat.complete(route(), { messages: [USER('hi')] }, never)).usage;
+      };
+      assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } }), { prompt_tokens: 2, completion_tokens: 30, reasoning_tokens: 26 });
+      for (const details of [{ reasoning_tokens: 31 }, { reasoning_tokens: -1 }, { reasoning_tokens: '3' }, {}, null, 'x']) {
+        assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: details }), { prompt_tokens: 2, completion_tokens: 30 }, JSON.stringify(details));
+      }
     });
 
     it('treats absurd usage as none', async () => {

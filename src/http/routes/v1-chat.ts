@@ -8,6 +8,7 @@ import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
+import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
 // Content is text: a string, or OpenAI's array of text parts (as Cline and other agents send it),
@@ -60,7 +61,20 @@ export const ChatBodySchema = Type.Object(
     frequency_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
     seed: Type.Optional(Type.Integer({ minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })),
     response_format: Type.Optional(ResponseFormatSchema),
+    reasoning_effort: Type.Optional(Type.Union(REASONING_EFFORTS.map((e) => Type.Literal(e)))),
+    verbosity: Type.Optional(Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')])),
+    // Token ids of the upstream model's tokenizer, which only the client knows: passed through.
+    logit_bias: Type.Optional(
+      Type.Unsafe<Record<string, number>>({
+        type: 'object',
+        propertyNames: { pattern: '^[0-9]{1,10}$' },
+        additionalProperties: { type: 'integer', minimum: -100, maximum: 100 },
+        maxProperties: 1024,
+      }),
+    ),
+    safety_identifier: Type.Optional(Type.String({ maxLength: 64 })),
     user: Type.Optional(Type.String({ maxLength: 256 })),
+    prompt_cache_key: Type.Optional(Type.String({ maxLength: 1024 })),
   },
   { additionalProperties: false },
 );
@@ -77,7 +91,12 @@ const ChatCompletionSchema = Type.Object({
       finish_reason: Type.String(),
     }),
   ),
-  usage: Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() }),
+  usage: Type.Object({
+    prompt_tokens: Type.Integer(),
+    completion_tokens: Type.Integer(),
+    total_tokens: Type.Integer(),
+    completion_tokens_details: Type.Optional(Type.Object({ reasoning_tokens: Type.Integer() })),
+  }),
 });
 
 /** Writes one SSE event, waiting for the socket to drain (or the client to leave) when it is full. */

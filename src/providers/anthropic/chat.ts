@@ -4,10 +4,15 @@
 // Request: system messages → `system` (joined in order with a blank line; one placed mid-
 // conversation moves to the top, the only place Anthropic takes it); consecutive turns of one role
 // merged; `max_tokens` from the request or `defaultMaxTokens` (Anthropic requires it); `stop` →
-// `stop_sequences`; temperature clamped to Anthropic's 0..1. What the Messages API has no
-// equivalent for is refused (`refuses`, so the router can pass the route over for the model's next
-// one): n > 1, a conversation that does not start with a user turn, `seed`, `presence_penalty`,
-// `frequency_penalty` and a JSON `response_format` (`text` is what it does anyway).
+// `stop_sequences`; temperature clamped to Anthropic's 0..1; `reasoning_effort` → extended thinking
+// with a token budget (THINKING_BUDGET, kept under max_tokens; `none` → no thinking); the opaque
+// `safety_identifier` (else `user`) → `metadata.user_id`; `prompt_cache_key` dropped (Anthropic
+// caches by `cache_control` marks, not by key). What the Messages API has no equivalent for is
+// refused (`refuses`, so the router can pass the route over for the model's next one): n > 1, a
+// conversation that does not start with a user turn, `seed`, `presence_penalty`,
+// `frequency_penalty`, `logit_bias`, `verbosity`, a JSON `response_format` (`text` is what it does
+// anyway), and with thinking what Anthropic refuses beside it (temperature below 1, top_p below
+// 0.95, a prefilled assistant turn, max_tokens too small for the smallest budget).
 // Answer: text blocks joined (thinking and tool blocks dropped); stop_reason → finish_reason.
 // Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
 // finish_reason chunk; message_stop → the usage chunk (input tokens from message_start, output from
@@ -21,6 +26,7 @@ import {
   type ChatChunk,
   type ChatRequest,
   type ChatResult,
+  type ReasoningEffort,
   type Refusal,
   type ResolvedRoute,
   type TokenUsage,
@@ -28,6 +34,18 @@ import {
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 export const DEFAULT_MAX_TOKENS = 4096;
+/**
+ * Extended-thinking budgets for OpenAI's reasoning_effort, in tokens (Anthropic's minimum is 1,024;
+ * the budget must stay under max_tokens, so it is cut to max_tokens - 1 where that is smaller).
+ */
+export const THINKING_BUDGET: Record<Exclude<ReasoningEffort, 'none'>, number> = {
+  minimal: 1024,
+  low: 2048,
+  medium: 8192,
+  high: 16384,
+  xhigh: 32768,
+};
+const MIN_THINKING_BUDGET = 1024;
 
 export interface AnthropicOptions {
   /** `max_tokens` when the request names none. */
@@ -37,7 +55,7 @@ export interface AnthropicOptions {
 export function anthropicChat(http: UpstreamHttp, opts: AnthropicOptions = {}): ChatCapability {
   const defaultMaxTokens = opts.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
   return {
-    refuses: anthropicRefuses,
+    refuses: (req) => anthropicRefuses(req, defaultMaxTokens),
     async complete(route, req, signal) {
       const json = await http.postJson(messagesCall(route, toAnthropic(route, req, false, defaultMaxTokens), signal));
       return fromAnthropic(route.id, json);
@@ -66,10 +84,15 @@ function refuse(route: ResolvedRoute, why: string): UpstreamError {
   return new UpstreamError('client', `route ${route.id}: ${why}`, false, 400, why);
 }
 
+/** Whether `req` asks for extended thinking. */
+function thinks(req: ChatRequest): req is ChatRequest & { reasoning_effort: Exclude<ReasoningEffort, 'none'> } {
+  return req.reasoning_effort !== undefined && req.reasoning_effort !== 'none';
+}
+
 /** The first parameter of `req` the Messages API cannot honour, if any. */
-export function anthropicRefuses(req: ChatRequest): Refusal | undefined {
+export function anthropicRefuses(req: ChatRequest, defaultMaxTokens = DEFAULT_MAX_TOKENS): Refusal | undefined {
   if (req.n !== undefined && req.n > 1) return { param: 'n', message: 'n greater than 1 is not supported by this model' };
-  for (const param of ['seed', 'presence_penalty', 'frequency_penalty'] as const) {
+  for (const param of ['seed', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'verbosity'] as const) {
     if (req[param] !== undefined) return { param, message: `${param} is not supported by this model` };
   }
   if (req.response_format && req.response_format.type !== 'text') {
@@ -78,11 +101,23 @@ export function anthropicRefuses(req: ChatRequest): Refusal | undefined {
   const first = req.messages.find((m) => m.role !== 'system');
   if (!first) return { param: 'messages', message: 'at least one user message is required by this model' };
   if (first.role !== 'user') return { param: 'messages', message: 'the conversation must start with a user message for this model' };
+  if (thinks(req)) {
+    // What Anthropic refuses beside extended thinking.
+    const with_ = `with reasoning_effort ${req.reasoning_effort} by this model`;
+    if ((req.max_tokens ?? defaultMaxTokens) <= MIN_THINKING_BUDGET) {
+      return { param: 'reasoning_effort', message: `reasoning_effort ${req.reasoning_effort} needs max_tokens above ${MIN_THINKING_BUDGET} on this model` };
+    }
+    if (req.temperature !== undefined && req.temperature < 1) return { param: 'temperature', message: `temperature below 1 is not supported ${with_}` };
+    if (req.top_p !== undefined && req.top_p < 0.95) return { param: 'top_p', message: `top_p below 0.95 is not supported ${with_}` };
+    if (req.messages[req.messages.length - 1]!.role === 'assistant') {
+      return { param: 'messages', message: `a final assistant message (prefill) is not supported ${with_}` };
+    }
+  }
   return undefined;
 }
 
 export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: boolean, defaultMaxTokens = DEFAULT_MAX_TOKENS): Json {
-  const refusal = anthropicRefuses(req);
+  const refusal = anthropicRefuses(req, defaultMaxTokens);
   if (refusal) throw refuse(route, refusal.message);
   const system: string[] = [];
   const turns: { role: 'user' | 'assistant'; content: string }[] = [];
@@ -99,11 +134,15 @@ export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: bool
   // Anthropic refuses a prefilled assistant turn that ends in whitespace.
   if (final && final.role === 'assistant') final.content = final.content.trimEnd();
 
-  const body: Json = { model: route.upstreamModel, max_tokens: req.max_tokens ?? defaultMaxTokens, messages: turns };
+  const maxTokens = req.max_tokens ?? defaultMaxTokens;
+  const body: Json = { model: route.upstreamModel, max_tokens: maxTokens, messages: turns };
   if (system.length > 0) body.system = system.join('\n\n');
   if (req.temperature !== undefined) body.temperature = Math.min(Math.max(req.temperature, 0), 1);
   if (req.top_p !== undefined) body.top_p = req.top_p;
   if (req.stop !== undefined && req.stop.length > 0) body.stop_sequences = req.stop;
+  if (thinks(req)) body.thinking = { type: 'enabled', budget_tokens: Math.min(THINKING_BUDGET[req.reasoning_effort], maxTokens - 1) };
+  const endUser = req.safety_identifier ?? req.user;
+  if (endUser !== undefined) body.metadata = { user_id: endUser };
   if (stream) body.stream = true;
   return body;
 }

@@ -2,7 +2,7 @@
 // Groq, Together...). The request is rebuilt from the fields we know, so nothing the client sent
 // beyond them reaches the upstream; streams ask for the final usage chunk.
 import { scrub, usableBaseUrl, type SseMessage, type UpstreamHttp } from '../http.ts';
-import { isObject, protocolError, usageOf, type Json } from '../validate.ts';
+import { isObject, openaiUsageOf, protocolError, type Json } from '../validate.ts';
 import { UpstreamError, type ChatCapability, type ChatChunk, type ChatRequest, type ChatResult, type ResolvedRoute } from '../types.ts';
 import { openaiCall } from './call.ts';
 
@@ -33,6 +33,12 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
   if (req.frequency_penalty !== undefined) body.frequency_penalty = req.frequency_penalty;
   if (req.seed !== undefined) body.seed = req.seed;
   if (req.response_format !== undefined) body.response_format = req.response_format;
+  if (req.reasoning_effort !== undefined) body.reasoning_effort = req.reasoning_effort;
+  if (req.verbosity !== undefined) body.verbosity = req.verbosity;
+  if (req.logit_bias !== undefined) body.logit_bias = req.logit_bias;
+  if (req.safety_identifier !== undefined) body.safety_identifier = req.safety_identifier;
+  if (req.user !== undefined) body.user = req.user;
+  if (req.prompt_cache_key !== undefined) body.prompt_cache_key = req.prompt_cache_key;
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };
@@ -64,7 +70,7 @@ export function parseCompletion(routeId: string, json: unknown): ChatResult {
       finish_reason: typeof c.finish_reason === 'string' ? c.finish_reason : 'stop',
     };
   });
-  return { choices, usage: isObject(json.usage) ? usageOf(json.usage.prompt_tokens, json.usage.completion_tokens) : null };
+  return { choices, usage: isObject(json.usage) ? openaiUsageOf(json.usage) : null };
 }
 
 /**
@@ -104,7 +110,7 @@ function parseChunk(route: ResolvedRoute, d: unknown): ChatChunk {
     if (typeof c.finish_reason === 'string') out.finish_reason = c.finish_reason;
     if (out.delta.role || out.delta.content || out.finish_reason) choices.push(out);
   }
-  const usage = isObject(d.usage) ? usageOf(d.usage.prompt_tokens, d.usage.completion_tokens) : null;
+  const usage = isObject(d.usage) ? openaiUsageOf(d.usage) : null;
   return usage ? { choices, usage } : { choices };
 }
 
