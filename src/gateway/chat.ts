@@ -8,7 +8,7 @@ import { ApiError } from '../http/errors.ts';
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc } from '../models/types.ts';
-import type { ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, ResponseFormat, TokenUsage } from '../providers/types.ts';
+import type { ChatChoice, ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, ResponseFormat, TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { countMessages, countText } from './tokens.ts';
 import { costMicrocents, toApiError, unservedStatus, type GatewayDeps } from './common.ts';
@@ -16,7 +16,7 @@ import type { CancelSignal } from '../providers/cancel.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
 
-export interface ChatBody extends Pick<ChatRequest, 'reasoning_effort' | 'verbosity' | 'logit_bias'> {
+export interface ChatBody extends Pick<ChatRequest, 'reasoning_effort' | 'verbosity' | 'logit_bias' | 'logprobs' | 'top_logprobs'> {
   model: string;
   messages: { role: string; content: string | ({ type: string } & Record<string, unknown>)[] }[];
   stream?: boolean;
@@ -58,7 +58,7 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: { index: number; message: { role: 'assistant'; content: string }; finish_reason: string }[];
+  choices: ChatChoice[];
   usage: UsageObject;
 }
 
@@ -135,6 +135,9 @@ export class ChatGateway {
       ? body.messages.map((m, i) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : joinTextParts(m.content, i) }) as ChatMessage)
       : (body.messages as ChatMessage[]);
     const { maxTokens, maxTokensParam } = outputLimit(body);
+    if (body.top_logprobs !== undefined && body.logprobs !== true) {
+      throw new ApiError('invalid_request', 'top_logprobs requires logprobs to be true.', { param: 'top_logprobs' });
+    }
     const format = responseFormat(body);
     const payer = await billing.payerFor(principal);
     const model = await models.resolve(body.model, 'llm', payer.walletId);
@@ -176,6 +179,8 @@ export class ChatGateway {
     if (body.frequency_penalty !== undefined) request.frequency_penalty = body.frequency_penalty;
     if (body.seed !== undefined) request.seed = body.seed;
     if (format !== undefined) request.response_format = format;
+    if (body.logprobs !== undefined) request.logprobs = body.logprobs;
+    if (body.top_logprobs !== undefined) request.top_logprobs = body.top_logprobs;
     if (body.reasoning_effort !== undefined) request.reasoning_effort = body.reasoning_effort;
     if (body.verbosity !== undefined) request.verbosity = body.verbosity;
     if (body.logit_bias !== undefined) request.logit_bias = body.logit_bias;
@@ -217,7 +222,11 @@ export class ChatGateway {
       object: 'chat.completion',
       created: prep.created,
       model: prep.model._id,
-      choices: served.result.choices.map((c) => ({ index: c.index, message: { role: 'assistant', content: c.message.content }, finish_reason: c.finish_reason })),
+      choices: served.result.choices.map((c) => {
+        const choice: ChatChoice = { index: c.index, message: { role: 'assistant', content: c.message.content }, finish_reason: c.finish_reason };
+        if (c.logprobs !== undefined) choice.logprobs = c.logprobs;
+        return choice;
+      }),
       usage: usageObject(usage),
     };
   }
@@ -270,7 +279,9 @@ export class ChatGateway {
             delta.role = 'assistant';
           }
           if (c.delta.content) delta.content = c.delta.content;
-          return { index: c.index, delta, finish_reason: c.finish_reason ?? null };
+          return c.logprobs
+            ? { index: c.index, delta, logprobs: c.logprobs, finish_reason: c.finish_reason ?? null }
+            : { index: c.index, delta, finish_reason: c.finish_reason ?? null };
         });
         yield { ...base, choices };
       }

@@ -51,6 +51,9 @@ export interface ChatRequest {
   response_format?: ResponseFormat;
   reasoning_effort?: ReasoningEffort;
   verbosity?: 'low' | 'medium' | 'high';
+  /** Per output token, its log probability (and the `top_logprobs` likeliest alternatives, 0..20). */
+  logprobs?: boolean;
+  top_logprobs?: number;
   /** Token id (of the upstream model's tokenizer, as a decimal string) → bias, -100..100. */
   logit_bias?: Record<string, number>;
   /**
@@ -78,10 +81,24 @@ export interface TokenUsage {
   reasoning_tokens?: number;
 }
 
+/** One output token's log probability, in OpenAI's shape (`bytes`: its UTF-8 bytes, or null). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+}
+
+/** OpenAI's `choices[].logprobs` (answers) and its per-chunk part (streams). */
+export interface ChoiceLogprobs {
+  content: (TokenLogprob & { top_logprobs: TokenLogprob[] })[] | null;
+}
+
 export interface ChatChoice {
   index: number;
   message: { role: 'assistant'; content: string };
   finish_reason: string;
+  /** Present when the request asked for logprobs: what the upstream gave, or null. */
+  logprobs?: ChoiceLogprobs | null;
 }
 
 export interface ChatResult {
@@ -91,7 +108,7 @@ export interface ChatResult {
 }
 
 export interface ChatChunk {
-  choices: { index: number; delta: { role?: 'assistant'; content?: string }; finish_reason?: string | null }[];
+  choices: { index: number; delta: { role?: 'assistant'; content?: string }; finish_reason?: string | null; logprobs?: ChoiceLogprobs }[];
   /** Present on the chunk that carries the upstream's final usage, if any. */
   usage?: TokenUsage;
 }

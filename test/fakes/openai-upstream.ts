@@ -3,6 +3,7 @@
 //     the finish_reason chunk, the usage chunk when `stream_options.include_usage`, `[DONE]`);
 //   POST /v1/embeddings — string, list, token-id list or lists input, `encoding_format` float|base64,
 //     `dimensions`.
+// With `logprobs` it sends each output token's entry (fakeLogprob), in answers and per chunk.
 // It refuses (400) what OpenAI refuses among the passed-through parameters (invalidChatBody), and a
 // `reasoning_effort` makes it spend FAKE_REASONING_TOKENS hidden tokens per choice, reported in
 // usage.completion_tokens_details.reasoning_tokens as OpenAI does.
@@ -69,10 +70,23 @@ export function invalidChatBody(body: any): string | null {
       if (!/^[0-9]+$/.test(token) || typeof bias !== 'number' || bias < -100 || bias > 100) return `Invalid logit_bias entry '${token}'.`;
     }
   }
+  if (body.top_logprobs !== undefined && body.logprobs !== true) return 'Using top_logprobs requires logprobs to be set to true.';
+  if (body.top_logprobs !== undefined && !(Number.isInteger(body.top_logprobs) && body.top_logprobs >= 0 && body.top_logprobs <= 20)) {
+    return 'Invalid top_logprobs: must be an integer between 0 and 20.';
+  }
   for (const k of ['safety_identifier', 'user', 'prompt_cache_key']) {
     if (body[k] !== undefined && (typeof body[k] !== 'string' || body[k].length > 64)) return `Invalid '${k}': string too long. Expected a string with maximum length 64.`;
   }
   return null;
+}
+
+/**
+ * The logprobs entry of one output token, as OpenAI sends it: the i-th token of the reply has
+ * log probability -(i+1)/100, and `top` alternatives (itself first, then `<token>~k`).
+ */
+export function fakeLogprob(token: string, i: number, top: number) {
+  const entry = (t: string, lp: number) => ({ token: t, logprob: lp, bytes: [...Buffer.from(t, 'utf8')] });
+  return { ...entry(token, -(i + 1) / 100), top_logprobs: Array.from({ length: top }, (_, k) => entry(k === 0 ? token : `${token}~${k}`, -(i + 1) / 100 - k)) };
 }
 
 /** Hidden reasoning tokens a fake reasoning model spends when reasoning_effort is set (and not none). */
@@ -95,7 +109,7 @@ async function chat(x: Exchange, body: any): Promise<void> {
     const choices = Array.from({ length: n }, (_, index) => ({
       index,
       message: { role: 'assistant', content: sim.text },
-      logprobs: null,
+      logprobs: body.logprobs === true ? { content: sim.pieces.map((t, i) => fakeLogprob(t, i, body.top_logprobs ?? 0)), refusal: null } : null,
       finish_reason: sim.finish,
     }));
     return sendAnswer(x, { ...base, object: 'chat.completion', choices, usage });
@@ -106,7 +120,9 @@ async function chat(x: Exchange, body: any): Promise<void> {
   const each = (f: (index: number) => unknown) => Array.from({ length: n }, (_, index) => f(index));
   const frames = [
     frame(each((index) => ({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }))),
-    ...sim.pieces.map((content) => frame(each((index) => ({ index, delta: { content }, logprobs: null, finish_reason: null })))),
+    ...sim.pieces.map((content, i) =>
+      frame(each((index) => ({ index, delta: { content }, logprobs: body.logprobs === true ? { content: [fakeLogprob(content, i, body.top_logprobs ?? 0)], refusal: null } : null, finish_reason: null }))),
+    ),
     frame(each((index) => ({ index, delta: {}, logprobs: null, finish_reason: sim.finish }))),
   ];
   if (withUsage) frames.push(frame([], { usage }));

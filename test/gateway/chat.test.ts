@@ -308,6 +308,43 @@ describe('chat completions and embeddings through the gateway', () => {
     }
   });
 
+  it('logprobs and top_logprobs come back per token, in answers and streams, only when asked for', async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const ask = { model: 'chat-a', messages: [{ role: 'user' as const, content: 'rivers and lakes' }] };
+    const done = await ai.chat.completions.create({ ...ask, logprobs: true, top_logprobs: 2 });
+    const content = done.choices[0]!.logprobs!.content!;
+    assert.equal(content.map((t) => t.token).join(''), done.choices[0]!.message.content, 'one entry per output token');
+    assert.deepEqual(content[0], {
+      token: 'You', logprob: -0.01, bytes: [...Buffer.from('You')],
+      top_logprobs: [{ token: 'You', logprob: -0.01, bytes: [...Buffer.from('You')] }, { token: 'You~1', logprob: -1.01, bytes: [...Buffer.from('You~1')] }],
+    });
+    assert.equal('refusal' in done.choices[0]!.logprobs!, false, 'only the documented fields are passed on');
+    assert.equal(up.calls('/v1/chat/completions').at(-1)!.body.top_logprobs, 2);
+    const plain = await ai.chat.completions.create(ask);
+    assert.equal(plain.choices[0]!.logprobs, undefined, 'not asked, not sent');
+
+    let streamed = '';
+    let tokens = '';
+    for await (const chunk of await ai.chat.completions.create({ ...ask, logprobs: true, stream: true })) {
+      const c = chunk.choices[0];
+      streamed += c?.delta.content ?? '';
+      tokens += (c?.logprobs?.content ?? []).map((t) => t.token).join('');
+      for (const t of c?.logprobs?.content ?? []) assert.deepEqual(t.top_logprobs, [], 'no alternatives when top_logprobs is not given');
+    }
+    assert.equal(tokens, streamed, 'each streamed token arrives with its log probability');
+
+    const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { ...ask, top_logprobs: 3 } });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.error.param, 'top_logprobs');
+    assert.match(r.body.error.message, /requires logprobs/);
+    const tooMany = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { ...ask, logprobs: true, top_logprobs: 21 } });
+    assert.equal(tooMany.body.error.param, 'top_logprobs');
+    const claude = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { ...ask, model: 'claude', logprobs: true } });
+    assert.equal(claude.status, 400, claude.text);
+    assert.equal(claude.body.error.param, 'logprobs', 'Anthropic has none: named, nothing charged');
+  });
+
   it('message content may be an array of text parts, joined in order; other part types are refused', async () => {
     const u = await fundedUser(gw);
     const ai = client(u.key);
@@ -423,7 +460,7 @@ describe('chat completions and embeddings through the gateway', () => {
       [{ model: 'nope', messages: [{ role: 'user', content: 'x' }] }, 404, 'model_not_found', 'model'],
       [{ model: 'embed-a', messages: [{ role: 'user', content: 'x' }] }, 404, 'model_not_found', 'model'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 400, 'context_length_exceeded', 'messages'],
-      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], logprobs: true }, 400, 'invalid_request', 'logprobs'],
+      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], tools: [] }, 400, 'invalid_request', 'tools'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], presence_penalty: 2.5 }, 400, 'invalid_request', 'presence_penalty'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], frequency_penalty: -3 }, 400, 'invalid_request', 'frequency_penalty'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], seed: 1.5 }, 400, 'invalid_request', 'seed'],

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { UpstreamHttp } from '../../src/providers/http.ts';
 import { createOpenAIProvider } from '../../src/providers/openai/index.ts';
-import { chatBody } from '../../src/providers/openai/chat.ts';
+import { chatBody, logprobsOf } from '../../src/providers/openai/chat.ts';
 import { UpstreamError, type ChatCapability, type EmbeddingsCapability } from '../../src/providers/types.ts';
 import { fakeEmbedding, startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { drain, never, routeTo, text, USER } from './helpers.ts';
@@ -106,6 +106,28 @@ describe('OpenAI-compatible provider', () => {
       assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } }), { prompt_tokens: 2, completion_tokens: 30, reasoning_tokens: 26 });
       for (const details of [{ reasoning_tokens: 31 }, { reasoning_tokens: -1 }, { reasoning_tokens: '3' }, {}, null, 'x']) {
         assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: details }), { prompt_tokens: 2, completion_tokens: 30 }, JSON.stringify(details));
+      }
+    });
+
+    it('passes logprobs on rebuilt from their documented fields, and refuses malformed ones', () => {
+      const entry = { token: 'hi', logprob: -0.5, bytes: [104, 105], top_logprobs: [{ token: 'hi', logprob: -0.5, bytes: null, extra: 1 }], extra: 'x' };
+      assert.deepEqual(logprobsOf('r#0', { content: [entry], refusal: null, other: 1 }), {
+        content: [{ token: 'hi', logprob: -0.5, bytes: [104, 105], top_logprobs: [{ token: 'hi', logprob: -0.5, bytes: null }] }],
+      });
+      assert.equal(logprobsOf('r#0', null), null);
+      assert.equal(logprobsOf('r#0', undefined), null);
+      assert.deepEqual(logprobsOf('r#0', { content: null }), { content: null });
+      for (const bad of [
+        { content: 'x' },
+        'x',
+        { content: [{ ...entry, logprob: 0.5 }] },
+        { content: [{ ...entry, logprob: Infinity }] },
+        { content: [{ ...entry, bytes: [256] }] },
+        { content: [{ ...entry, token: 3 }] },
+        { content: [{ ...entry, top_logprobs: Array.from({ length: 21 }, () => entry.top_logprobs[0]) }] },
+        { content: [{ ...entry, top_logprobs: [{ token: 'x' }] }] },
+      ]) {
+        assert.throws(() => logprobsOf('r#0', bad), (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol', JSON.stringify(bad));
       }
     });
 

@@ -61,6 +61,8 @@ export const ChatBodySchema = Type.Object(
     frequency_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
     seed: Type.Optional(Type.Integer({ minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })),
     response_format: Type.Optional(ResponseFormatSchema),
+    logprobs: Type.Optional(Type.Boolean()),
+    top_logprobs: Type.Optional(Type.Integer({ minimum: 0, maximum: 20 })),
     reasoning_effort: Type.Optional(Type.Union(REASONING_EFFORTS.map((e) => Type.Literal(e)))),
     verbosity: Type.Optional(Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')])),
     // Token ids of the upstream model's tokenizer, which only the client knows: passed through.
@@ -79,6 +81,10 @@ export const ChatBodySchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** One output token's log probability, with its likeliest alternatives. */
+const TokenLogprobFields = { token: Type.String(), logprob: Type.Number(), bytes: Type.Union([Type.Array(Type.Integer()), Type.Null()]) };
+const TokenLogprobSchema = Type.Object({ ...TokenLogprobFields, top_logprobs: Type.Array(Type.Object(TokenLogprobFields)) });
+
 const ChatCompletionSchema = Type.Object({
   id: Type.String(),
   object: Type.Literal('chat.completion'),
@@ -89,6 +95,7 @@ const ChatCompletionSchema = Type.Object({
       index: Type.Integer(),
       message: Type.Object({ role: Type.String(), content: Type.String() }),
       finish_reason: Type.String(),
+      logprobs: Type.Optional(Type.Union([Type.Object({ content: Type.Union([Type.Array(TokenLogprobSchema), Type.Null()]) }), Type.Null()])),
     }),
   ),
   usage: Type.Object({

@@ -10,9 +10,9 @@
 // caches by `cache_control` marks, not by key). What the Messages API has no equivalent for is
 // refused (`refuses`, so the router can pass the route over for the model's next one): n > 1, a
 // conversation that does not start with a user turn, `seed`, `presence_penalty`,
-// `frequency_penalty`, `logit_bias`, `verbosity`, a JSON `response_format` (`text` is what it does
-// anyway), and with thinking what Anthropic refuses beside it (temperature below 1, top_p below
-// 0.95, a prefilled assistant turn, max_tokens too small for the smallest budget).
+// `frequency_penalty`, `logit_bias`, `verbosity`, `logprobs`, a JSON `response_format` (`text` is
+// what it does anyway), and with thinking what Anthropic refuses beside it (temperature below 1,
+// top_p below 0.95, a prefilled assistant turn, max_tokens too small for the smallest budget).
 // Answer: text blocks joined (thinking and tool blocks dropped); stop_reason → finish_reason.
 // Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
 // finish_reason chunk; message_stop → the usage chunk (input tokens from message_start, output from
@@ -95,6 +95,7 @@ export function anthropicRefuses(req: ChatRequest, defaultMaxTokens = DEFAULT_MA
   for (const param of ['seed', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'verbosity'] as const) {
     if (req[param] !== undefined) return { param, message: `${param} is not supported by this model` };
   }
+  if (req.logprobs === true) return { param: 'logprobs', message: 'logprobs is not supported by this model' };
   if (req.response_format && req.response_format.type !== 'text') {
     return { param: 'response_format', message: `response_format ${req.response_format.type} is not supported by this model` };
   }

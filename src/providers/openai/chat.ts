@@ -3,18 +3,27 @@
 // beyond them reaches the upstream; streams ask for the final usage chunk.
 import { scrub, usableBaseUrl, type SseMessage, type UpstreamHttp } from '../http.ts';
 import { isObject, openaiUsageOf, protocolError, type Json } from '../validate.ts';
-import { UpstreamError, type ChatCapability, type ChatChunk, type ChatRequest, type ChatResult, type ResolvedRoute } from '../types.ts';
+import {
+  UpstreamError,
+  type ChatCapability,
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResult,
+  type ChoiceLogprobs,
+  type ResolvedRoute,
+  type TokenLogprob,
+} from '../types.ts';
 import { openaiCall } from './call.ts';
 
 export function openaiChat(http: UpstreamHttp): ChatCapability {
   return {
     async complete(route, req, signal) {
       const json = await http.postJson(openaiCall(route, '/chat/completions', chatBody(route, req, false), signal));
-      return parseCompletion(route.id, json);
+      return parseCompletion(route.id, json, req.logprobs === true);
     },
     async stream(route, req, signal) {
       const events = await http.openSse(openaiCall(route, '/chat/completions', chatBody(route, req, true), signal));
-      return parseStream(route, events);
+      return parseStream(route, events, req.logprobs === true);
     },
   };
 }
@@ -33,6 +42,8 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
   if (req.frequency_penalty !== undefined) body.frequency_penalty = req.frequency_penalty;
   if (req.seed !== undefined) body.seed = req.seed;
   if (req.response_format !== undefined) body.response_format = req.response_format;
+  if (req.logprobs !== undefined) body.logprobs = req.logprobs;
+  if (req.top_logprobs !== undefined) body.top_logprobs = req.top_logprobs;
   if (req.reasoning_effort !== undefined) body.reasoning_effort = req.reasoning_effort;
   if (req.verbosity !== undefined) body.verbosity = req.verbosity;
   if (req.logit_bias !== undefined) body.logit_bias = req.logit_bias;
@@ -54,7 +65,44 @@ function isOpenAIItself(route: ResolvedRoute): boolean {
   return usableBaseUrl(route.baseUrl)?.hostname === 'api.openai.com';
 }
 
-export function parseCompletion(routeId: string, json: unknown): ChatResult {
+const MAX_TOP_LOGPROBS = 20;
+
+/** One token's entry rebuilt from known fields; null when malformed. */
+function tokenLogprob(v: unknown): TokenLogprob | null {
+  if (!isObject(v) || typeof v.token !== 'string' || typeof v.logprob !== 'number' || !Number.isFinite(v.logprob) || v.logprob > 0) return null;
+  let bytes: number[] | null = null;
+  if (v.bytes !== undefined && v.bytes !== null) {
+    if (!Array.isArray(v.bytes) || !v.bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) return null;
+    bytes = v.bytes as number[];
+  }
+  return { token: v.token, logprob: v.logprob, bytes };
+}
+
+/**
+ * A choice's `logprobs`, rebuilt from the fields OpenAI documents (so nothing else an upstream adds
+ * passes through) and checked: finite log probabilities ≤ 0, bytes 0..255, at most 20 alternatives.
+ * Null when absent or null; a protocol error when malformed.
+ */
+export function logprobsOf(routeId: string, v: unknown): ChoiceLogprobs | null {
+  if (v === undefined || v === null) return null;
+  if (!isObject(v) || (v.content !== null && v.content !== undefined && !Array.isArray(v.content))) throw protocolError(routeId, 'logprobs is malformed');
+  if (!Array.isArray(v.content)) return { content: null };
+  const content = v.content.map((entry: unknown) => {
+    const own = tokenLogprob(entry);
+    const top = isObject(entry) && Array.isArray(entry.top_logprobs) ? entry.top_logprobs : [];
+    if (!own || top.length > MAX_TOP_LOGPROBS) throw protocolError(routeId, 'a logprobs entry is malformed');
+    const alternatives: TokenLogprob[] = [];
+    for (const t of top as unknown[]) {
+      const alternative = tokenLogprob(t);
+      if (!alternative) throw protocolError(routeId, 'a top_logprobs entry is malformed');
+      alternatives.push(alternative);
+    }
+    return { ...own, top_logprobs: alternatives };
+  });
+  return { content };
+}
+
+export function parseCompletion(routeId: string, json: unknown, wantLogprobs = false): ChatResult {
   if (!isObject(json) || !Array.isArray(json.choices) || json.choices.length === 0) {
     throw protocolError(routeId, 'no choices');
   }
@@ -64,11 +112,13 @@ export function parseCompletion(routeId: string, json: unknown): ChatResult {
     if (content !== null && content !== undefined && typeof content !== 'string') {
       throw protocolError(routeId, 'a message content is not text');
     }
-    return {
+    const choice: ChatResult['choices'][number] = {
       index: choiceIndex(c.index) ?? i,
       message: { role: 'assistant' as const, content: content ?? '' },
       finish_reason: typeof c.finish_reason === 'string' ? c.finish_reason : 'stop',
     };
+    if (wantLogprobs) choice.logprobs = logprobsOf(routeId, c.logprobs);
+    return choice;
   });
   return { choices, usage: isObject(json.usage) ? openaiUsageOf(json.usage) : null };
 }
@@ -78,18 +128,18 @@ export function parseCompletion(routeId: string, json: unknown): ChatResult {
  * empty keep-alive) are dropped. The stream must end with `[DONE]` or, for servers that omit it,
  * after a finish_reason; an earlier end is a cut-off stream and throws.
  */
-export async function* parseStream(route: ResolvedRoute, events: AsyncIterable<SseMessage>): AsyncGenerator<ChatChunk> {
+export async function* parseStream(route: ResolvedRoute, events: AsyncIterable<SseMessage>, wantLogprobs = false): AsyncGenerator<ChatChunk> {
   let finished = false;
   for await (const m of events) {
     if (m.type === 'done') return;
-    const chunk = parseChunk(route, m.data);
+    const chunk = parseChunk(route, m.data, wantLogprobs);
     if (chunk.choices.some((c) => c.finish_reason)) finished = true;
     if (chunk.choices.length > 0 || chunk.usage) yield chunk;
   }
   if (!finished) throw protocolError(route.id, 'the stream ended before it finished');
 }
 
-function parseChunk(route: ResolvedRoute, d: unknown): ChatChunk {
+function parseChunk(route: ResolvedRoute, d: unknown, wantLogprobs: boolean): ChatChunk {
   if (!isObject(d)) throw protocolError(route.id, 'an event is not an object');
   if (d.error !== undefined && d.error !== null) {
     // vLLM, OpenRouter and others report a failure inside the stream this way.
@@ -108,7 +158,10 @@ function parseChunk(route: ResolvedRoute, d: unknown): ChatChunk {
     if (delta.role === 'assistant') out.delta.role = 'assistant';
     if (typeof delta.content === 'string' && (delta.content !== '' || out.delta.role)) out.delta.content = delta.content;
     if (typeof c.finish_reason === 'string') out.finish_reason = c.finish_reason;
-    if (out.delta.role || out.delta.content || out.finish_reason) choices.push(out);
+    // Only asked-for logprobs are read (an upstream that sends them unasked costs nothing).
+    const logprobs = wantLogprobs ? logprobsOf(route.id, c.logprobs) : null;
+    if (logprobs?.content?.length) out.logprobs = logprobs;
+    if (out.delta.role || out.delta.content || out.finish_reason || out.logprobs) choices.push(out);
   }
   const usage = isObject(d.usage) ? openaiUsageOf(d.usage) : null;
   return usage ? { choices, usage } : { choices };
