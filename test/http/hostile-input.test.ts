@@ -92,6 +92,10 @@ describe('hostile input never gets a 5xx', () => {
       presence_penalty: 0.5, frequency_penalty: 0.5, response_format: { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object' }, strict: true } },
       stream: true, stream_options: { include_usage: true },
     }],
+    ['POST', '/v1/chat/completions', () => apiKey, {
+      model: 'chat-h', messages: [{ role: 'user', content: 'hi' }], logprobs: true, top_logprobs: 2, logit_bias: { '42': -100 }, verbosity: 'low',
+      safety_identifier: 'end-user-1', user: 'u', prompt_cache_key: 'k',
+    }],
     ['POST', '/v1/embeddings', () => apiKey, { model: 'emb-h', input: 'hello', encoding_format: 'float', dimensions: 4 }],
     ['POST', '/v1/embeddings', () => apiKey, { model: 'emb-h', input: [[1, 2], [3]] }],
     ['POST', '/portal/keys', () => session, { name: 'k', scopes: ['chat'], expires_at: '2099-01-01T00:00:00Z' }],
