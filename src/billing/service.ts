@@ -68,7 +68,7 @@ export interface UsageRow {
 }
 
 /** One group of a usage summary: the group's key under the group_by field's name, then the totals. */
-export type UsageGroupRow = UsageRow & { day?: string; model?: string; key_prefix?: string; user_id?: number };
+export type UsageGroupRow = UsageRow & { day?: string; model?: string; key_prefix?: string; user_id?: number; end_user?: string };
 
 export interface UsageRecordView {
   id: string;
@@ -89,6 +89,7 @@ export interface UsageRecordView {
   cost_cents: number;
   status: string;
   latency_ms: number;
+  end_user: string | null;
 }
 
 const DAY_MS = 86_400_000;
@@ -142,6 +143,7 @@ function recordView(r: UsageRecordDoc): UsageRecordView {
     cost_cents: r.cost_uc / MICROCENTS_PER_CENT,
     status: r.status,
     latency_ms: r.latency_ms,
+    end_user: r.end_user ?? null,
   };
 }
 
@@ -373,6 +375,7 @@ export class BillingService implements Billing {
       status: facts.status,
       latency_ms: Math.max(0, Math.round(facts.latencyMs)),
     };
+    if (facts.endUser !== undefined) record.end_user = facts.endUser;
     for (const f of ['promptTokens', 'completionTokens', 'seconds', 'characters', 'calls'] as const) {
       const v = facts[f];
       if (v !== undefined) record[{ promptTokens: 'prompt_tokens', completionTokens: 'completion_tokens', seconds: 'seconds', characters: 'characters', calls: 'calls' }[f]] = v;

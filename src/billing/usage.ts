@@ -9,7 +9,9 @@
 //
 // Rollups, so that a usage summary reads a few rows per day instead of every record:
 // - `usage_daily`: per account, UTC day, model, key prefix and member;
-// - `usage_daily_model`: per account, UTC day and model (the account-wide day and model views).
+// - `usage_daily_model`: per account, UTC day and model (the account-wide day and model views);
+// - `usage_daily_end_user`: per account, UTC day, the client's end user and member, for the calls
+//   that named an end user (`safety_identifier` or `user`): the end-user view.
 import { randomBytes } from 'node:crypto';
 import type { Clock, WindowCounters } from '../services/common.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
@@ -38,6 +40,8 @@ export interface UsageRecordDoc {
   cost_uc: number;
   status: string;
   latency_ms: number;
+  /** The client's end-user id, when the call named one. */
+  end_user?: string;
   [k: string]: unknown;
 }
 
@@ -52,10 +56,11 @@ interface RollupDoc extends Totals {
   model: string;
   key_prefix?: string;
   user_id?: number;
+  end_user?: string;
   [k: string]: unknown;
 }
 
-export type GroupBy = 'day' | 'model' | 'key_prefix' | 'member';
+export type GroupBy = 'day' | 'model' | 'key_prefix' | 'member' | 'end_user';
 
 export interface UsageScope {
   owner: string;
@@ -99,6 +104,7 @@ export class UsageLog {
   readonly records: Collection<UsageRecordDoc>;
   private readonly daily: Collection<RollupDoc>;
   private readonly dailyModel: Collection<RollupDoc>;
+  private readonly dailyEndUser: Collection<RollupDoc>;
   private buffer: UsageRecordDoc[] = [];
   private tokens = new Map<number, number>();
   private failed: Op[] = [];
@@ -118,6 +124,7 @@ export class UsageLog {
     this.records = store.collection<UsageRecordDoc>('usage_records');
     this.daily = store.collection<RollupDoc>('usage_daily');
     this.dailyModel = store.collection<RollupDoc>('usage_daily_model');
+    this.dailyEndUser = store.collection<RollupDoc>('usage_daily_end_user');
   }
 
   async init(): Promise<void> {
@@ -126,6 +133,8 @@ export class UsageLog {
     await this.daily.createIndex({ keys: { owner: 1, day: 1 } });
     await this.daily.createIndex({ keys: { owner: 1, user_id: 1, day: 1 } });
     await this.dailyModel.createIndex({ keys: { owner: 1, day: 1 } });
+    await this.dailyEndUser.createIndex({ keys: { owner: 1, day: 1 } });
+    await this.dailyEndUser.createIndex({ keys: { owner: 1, user_id: 1, day: 1 } });
   }
 
   start(): void {
@@ -184,6 +193,7 @@ export class UsageLog {
     }
     const fine = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
     const coarse = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
+    const endUsers = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
     for (const r of records) {
       const day = utcDay(r.ts.getTime());
       const t = totalsOf(r);
@@ -194,11 +204,15 @@ export class UsageLog {
       };
       bump(fine, JSON.stringify([r.owner, day, r.model, r.key_prefix, r.user_id]), { owner: r.owner, day, model: r.model, key_prefix: r.key_prefix, user_id: r.user_id });
       bump(coarse, JSON.stringify([r.owner, day, r.model]), { owner: r.owner, day, model: r.model });
+      if (r.end_user !== undefined) {
+        bump(endUsers, JSON.stringify([r.owner, day, r.end_user, r.user_id]), { owner: r.owner, day, end_user: r.end_user, user_id: r.user_id });
+      }
     }
     const upsert = (c: Collection<RollupDoc>, id: string, row: { set: Record<string, unknown>; inc: Totals }) => () =>
       c.updateOne({ _id: id }, { $inc: row.inc, $setOnInsert: row.set }, { upsert: true });
     for (const [id, row] of fine) ops.push(upsert(this.daily, id, row));
     for (const [id, row] of coarse) ops.push(upsert(this.dailyModel, id, row));
+    for (const [id, row] of endUsers) ops.push(upsert(this.dailyEndUser, id, row));
     for (const [keyId, n] of tokens) ops.push(() => this.windows.hit(`tpd:${keyId}`, 86_400, n));
 
     // All issued in one turn: the embedded store commits them together.
@@ -219,15 +233,18 @@ export class UsageLog {
   async summary(scope: UsageScope, from: string, to: string, groupBy: GroupBy): Promise<{ groups: { key: string | number; totals: Totals }[]; totals: Totals }> {
     const days = { $gte: from, $lte: to };
     const accountWide = scope.userId === undefined;
+    const filter = accountWide ? { owner: scope.owner, day: days } : { owner: scope.owner, user_id: scope.userId, day: days };
     const rows =
-      accountWide && (groupBy === 'day' || groupBy === 'model')
-        ? await this.dailyModel.find({ owner: scope.owner, day: days }, { limit: MAX_ROLLUP_ROWS + 1 })
-        : await this.daily.find(accountWide ? { owner: scope.owner, day: days } : { owner: scope.owner, user_id: scope.userId, day: days }, { limit: MAX_ROLLUP_ROWS + 1 });
+      groupBy === 'end_user'
+        ? await this.dailyEndUser.find(filter, { limit: MAX_ROLLUP_ROWS + 1 })
+        : accountWide && (groupBy === 'day' || groupBy === 'model')
+          ? await this.dailyModel.find(filter, { limit: MAX_ROLLUP_ROWS + 1 })
+          : await this.daily.find(filter, { limit: MAX_ROLLUP_ROWS + 1 });
     if (rows.length > MAX_ROLLUP_ROWS) throw new RangeError('too many rollup rows');
     const groups = new Map<string | number, Totals>();
     const totals = emptyTotals();
     for (const row of rows) {
-      const key = groupBy === 'day' ? row.day : groupBy === 'model' ? row.model : groupBy === 'key_prefix' ? row.key_prefix! : row.user_id!;
+      const key = groupBy === 'day' ? row.day : groupBy === 'model' ? row.model : groupBy === 'key_prefix' ? row.key_prefix! : groupBy === 'end_user' ? row.end_user! : row.user_id!;
       const t = groups.get(key) ?? emptyTotals();
       addInto(t, row);
       addInto(totals, row);

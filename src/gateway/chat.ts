@@ -51,6 +51,8 @@ export interface PreparedChat {
   routes: ResolvedRoute[];
   requestId: string;
   startedAt: number;
+  /** The client's end-user id as sent (`safety_identifier`, else `user`), for the usage record. */
+  endUser?: string;
 }
 
 export interface ChatCompletion {
@@ -189,7 +191,9 @@ export class ChatGateway {
     if (body.user !== undefined) request.user = this.deps.opaqueId(payer.walletId, body.user);
     if (body.prompt_cache_key !== undefined) request.prompt_cache_key = this.deps.opaqueId(payer.walletId, body.prompt_cache_key);
     request.max_tokens = maxOut;
+    const endUser = body.safety_identifier ?? body.user;
     return {
+      ...(endUser !== undefined ? { endUser } : {}),
       id: `chatcmpl-${randomUUID().replaceAll('-', '')}`,
       created: Math.floor(this.deps.now() / 1000),
       model,
@@ -328,6 +332,7 @@ export class ChatGateway {
       costMicrocents: cost,
       status,
       latencyMs: this.deps.now() - prep.startedAt,
+      ...(prep.endUser !== undefined ? { endUser: prep.endUser } : {}),
     };
   }
 
@@ -342,6 +347,7 @@ export class ChatGateway {
       costMicrocents: 0,
       status,
       latencyMs: this.deps.now() - prep.startedAt,
+      ...(prep.endUser !== undefined ? { endUser: prep.endUser } : {}),
     });
   }
 }

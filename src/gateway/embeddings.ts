@@ -41,7 +41,8 @@ export class EmbeddingsGateway {
     const req: EmbeddingsRequest = { input: body.input };
     if (body.encoding_format) req.encoding_format = body.encoding_format;
     if (body.dimensions !== undefined) req.dimensions = body.dimensions;
-    const facts = { requestId, model: model._id, modelType: 'embedding', completionTokens: 0 };
+    if (body.user !== undefined) req.user = this.deps.opaqueId(payer.walletId, body.user);
+    const facts = { requestId, model: model._id, modelType: 'embedding', completionTokens: 0, ...(body.user !== undefined ? { endUser: body.user } : {}) };
     let served;
     try {
       served = await router.embed(this.deps.resolveRoutes(model._id, model.routes), req, signal);

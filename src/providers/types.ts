@@ -130,6 +130,8 @@ export interface EmbeddingsRequest {
   input: EmbeddingsInput;
   encoding_format?: 'float' | 'base64';
   dimensions?: number;
+  /** The client's end-user id, made opaque by the gateway (as ChatRequest's). */
+  user?: string;
 }
 
 export interface EmbeddingsResult {

@@ -12,6 +12,17 @@ describe('usage', () => {
   });
   after(() => fx.close());
 
+  /** A billing service, and an organization of an owner and a member with a funded wallet. */
+  async function fundedOrg() {
+    const b = await fx.billing();
+    const owner = await user(fx.store);
+    const member = await user(fx.store);
+    await org(fx.store, owner, [member]);
+    const [pOwner, pMember] = [await b.payerFor(principal(owner)), await b.payerFor(principal(member))];
+    await fund(fx.store, pOwner.walletId, 1e9);
+    return { b, owner, member, pOwner, pMember };
+  }
+
   it('records each request with its account, member, key, model, route, units, cost, status and latency', async () => {
     const b = await fx.billing({ usageFlushIntervalMs: 60_000 });
     const owner = await user(fx.store);
@@ -100,13 +111,31 @@ describe('usage', () => {
     assert.equal((await b.usageRecords(stranger, {})).data.length, 0);
   });
 
+  it("summarizes by the client's end user: attributed calls only, per account, members their own", async () => {
+    const { b, owner, member, pOwner, pMember } = await fundedOrg();
+    const day = new Date(fx.clock.t).toISOString().slice(0, 10);
+    await call(b, pOwner, 10_000_000, 1_000_000, { endUser: 'alice@example.com' });
+    await call(b, pMember, 10_000_000, 2_000_000, { endUser: 'alice@example.com' });
+    await call(b, pMember, 10_000_000, 4_000_000, { endUser: 'bob', status: 'upstream_failed' });
+    await call(b, pMember, 10_000_000, 8_000_000); // no end user named
+    const stranger = await user(fx.store);
+    const pStranger = await b.payerFor(principal(stranger));
+    await fund(fx.store, pStranger.walletId, 1e9);
+    await call(b, pStranger, 10_000_000, 16_000_000, { endUser: 'alice@example.com' });
+    await b.flush();
+
+    const all = await b.usageSummary(owner, { from: day, to: day, group_by: 'end_user' });
+    assert.deepEqual(all.data.map((r) => [r.end_user, r.requests, r.errors, r.cost_microcents]), [['alice@example.com', 2, 0, 3_000_000], ['bob', 1, 1, 4_000_000]]);
+    assert.equal(all.totals.cost_microcents, 7_000_000, 'totals cover the attributed calls; another account’s alice is not ours');
+    assert.equal((await b.usageSummary(owner, { from: day, to: day, group_by: 'day' })).totals.cost_microcents, 15_000_000, 'the other views count every call');
+    const mine = await b.usageSummary(member, { from: day, to: day, group_by: 'end_user' });
+    assert.deepEqual([mine.scope, mine.data.map((r) => [r.end_user, r.requests])], ['member', [['alice@example.com', 1], ['bob', 1]]]);
+    const records = (await b.usageRecords(owner, {})).data;
+    assert.deepEqual(records.map((r) => String(r.end_user)).sort(), ['alice@example.com', 'alice@example.com', 'bob', 'null'], 'each record names its end user, or null');
+  });
+
   it('pages records newest first with a cursor; members page only their own', async () => {
-    const b = await fx.billing();
-    const owner = await user(fx.store);
-    const member = await user(fx.store);
-    await org(fx.store, owner, [member]);
-    const [pOwner, pMember] = [await b.payerFor(principal(owner)), await b.payerFor(principal(member))];
-    await fund(fx.store, pOwner.walletId, 1e9);
+    const { b, owner, member, pOwner, pMember } = await fundedOrg();
     for (let i = 0; i < 7; i++) {
       fx.clock.t += 1000;
       await call(b, i % 3 === 0 ? pOwner : pMember, 100, 10, { requestId: `req_${i}` });

@@ -300,6 +300,25 @@ describe('chat completions and embeddings through the gateway', () => {
       assert.equal(r.body.error.param, param, r.text);
       if (param === 'logit_bias') assert.match(r.body.error.message, /key 'hello' must match pattern/);
     }
+    // Embeddings take `user` the same way.
+    const emb = await call(gw.url, 'POST', '/v1/embeddings', { token: a.key, body: { model: 'embed-a', input: 'x', user: 'alice@example.com' } });
+    assert.equal(emb.status, 200, emb.text);
+    assert.equal(up.calls('/v1/embeddings').at(-1)!.body.user, seenA.user);
+
+    // The account sees its usage by end user, as sent (its own data); b's alice is b's.
+    const today = new Date().toISOString().slice(0, 10);
+    let byEndUser: { end_user: string; requests: number }[] = [];
+    for (let i = 0; i < 100; i++) {
+      byEndUser = (await call(gw.url, 'GET', `/portal/usage?group_by=end_user&from=${today}&to=${today}`, { token: a.token })).body.data;
+      if (byEndUser.find((r) => r.end_user === 'alice@example.com')?.requests === 4) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.deepEqual(byEndUser.map((r) => [r.end_user, r.requests]), [['alice@example.com', 4]], 'two chat calls with both ids, the Anthropic call with user, the embedding');
+    const records: { end_user: string | null }[] = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: a.token })).body.data;
+    assert.ok(records.some((r) => r.end_user === null), 'calls that named no end user say so');
+    const bView = (await call(gw.url, 'GET', `/portal/usage?group_by=end_user&from=${today}&to=${today}`, { token: b.token })).body.data;
+    assert.deepEqual(bView.map((r: { end_user: string; requests: number }) => [r.end_user, r.requests]), [['alice@example.com', 1]]);
+
     // Anthropic has no logit_bias or verbosity: named, as the other parameters it lacks.
     for (const extra of [{ logit_bias: bias }, { verbosity: 'high' }]) {
       const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: a.key, body: { model: 'claude', messages: [{ role: 'user', content: 'x' }], ...extra } });

@@ -32,7 +32,7 @@ const Metrics = {
 };
 
 const Day = Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'UTC date, inclusive' });
-const GroupBy = Type.Union([Type.Literal('day'), Type.Literal('model'), Type.Literal('key_prefix'), Type.Literal('member')]);
+const GroupBy = Type.Union([Type.Literal('day'), Type.Literal('model'), Type.Literal('key_prefix'), Type.Literal('member'), Type.Literal('end_user')]);
 
 const UsageSummary = Type.Object({
   owner_type: OwnerType,
@@ -47,6 +47,7 @@ const UsageSummary = Type.Object({
       model: Type.Optional(Type.String()),
       key_prefix: Type.Optional(Type.String()),
       user_id: Type.Optional(Type.Integer()),
+      end_user: Type.Optional(Type.String()),
       ...Metrics,
     }),
   ),
@@ -73,6 +74,7 @@ const UsageRecord = Type.Object({
   cost_cents: Type.Number(),
   status: Type.String(),
   latency_ms: Type.Integer(),
+  end_user: Type.Union([Type.String(), Type.Null()]),
 });
 
 export const Subscription = Type.Object({

@@ -12,6 +12,7 @@ export function openaiEmbeddings(http: UpstreamHttp): EmbeddingsCapability {
       const body: Json = { model: route.upstreamModel, input: req.input };
       if (req.encoding_format !== undefined) body.encoding_format = req.encoding_format;
       if (req.dimensions !== undefined) body.dimensions = req.dimensions;
+      if (req.user !== undefined) body.user = req.user;
       const json = await http.postJson(openaiCall(route, '/embeddings', body, signal));
       return parseEmbeddings(route.id, req, json);
     },
