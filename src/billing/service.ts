@@ -90,6 +90,7 @@ export interface UsageRecordView {
   status: string;
   latency_ms: number;
   end_user: string | null;
+  cached_tokens: number | null;
 }
 
 const DAY_MS = 86_400_000;
@@ -144,6 +145,7 @@ function recordView(r: UsageRecordDoc): UsageRecordView {
     status: r.status,
     latency_ms: r.latency_ms,
     end_user: r.end_user ?? null,
+    cached_tokens: r.cached_tokens ?? null,
   };
 }
 
@@ -376,6 +378,7 @@ export class BillingService implements Billing {
       latency_ms: Math.max(0, Math.round(facts.latencyMs)),
     };
     if (facts.endUser !== undefined) record.end_user = facts.endUser;
+    if (facts.cachedTokens !== undefined) record.cached_tokens = facts.cachedTokens;
     for (const f of ['promptTokens', 'completionTokens', 'seconds', 'characters', 'calls'] as const) {
       const v = facts[f];
       if (v !== undefined) record[{ promptTokens: 'prompt_tokens', completionTokens: 'completion_tokens', seconds: 'seconds', characters: 'characters', calls: 'calls' }[f]] = v;

@@ -45,6 +45,8 @@ export interface UsageFacts {
   costMicrocents: number;
   status: 'ok' | 'error' | 'client_closed' | 'upstream_failed' | 'rejected';
   latencyMs: number;
+  /** Of promptTokens, how many the upstream read from its prompt cache (priced apart), when it said. */
+  cachedTokens?: number;
   /** The client's own end-user id for the call (OpenAI's `safety_identifier`, else `user`), as sent. */
   endUser?: string;
 }

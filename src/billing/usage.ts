@@ -42,6 +42,8 @@ export interface UsageRecordDoc {
   latency_ms: number;
   /** The client's end-user id, when the call named one. */
   end_user?: string;
+  /** Of prompt_tokens, those the upstream read from its cache (priced as cached input), when it said. */
+  cached_tokens?: number;
   [k: string]: unknown;
 }
 

@@ -69,11 +69,13 @@ interface UsageObject {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
   completion_tokens_details?: { reasoning_tokens: number };
 }
 
 function usageObject(u: TokenUsage): UsageObject {
   const out: UsageObject = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens };
+  if (u.cached_tokens !== undefined) out.prompt_tokens_details = { cached_tokens: u.cached_tokens };
   if (u.reasoning_tokens !== undefined) out.completion_tokens_details = { reasoning_tokens: u.reasoning_tokens };
   return out;
 }
@@ -312,7 +314,7 @@ export class ChatGateway {
    * only then). settle() caps the cost at the hold either way.
    */
   private billable(prep: PreparedChat, reported: TokenUsage | null, count: () => TokenUsage): TokenUsage {
-    const withinHold = (u: TokenUsage) => costMicrocents(prep.model.pricing, u.prompt_tokens, u.completion_tokens, 'exact') <= prep.hold.amountMicrocents;
+    const withinHold = (u: TokenUsage) => costMicrocents(prep.model.pricing, u.prompt_tokens, u.completion_tokens, 'exact', u.cached_tokens) <= prep.hold.amountMicrocents;
     return reported && withinHold(reported) ? reported : count();
   }
 
@@ -321,7 +323,7 @@ export class ChatGateway {
   }
 
   private settleFacts(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): UsageFacts {
-    const cost = Math.min(prep.hold.amountMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'exact'));
+    const cost = Math.min(prep.hold.amountMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'exact', usage.cached_tokens));
     return {
       requestId: prep.requestId,
       model: prep.model._id,
@@ -332,6 +334,7 @@ export class ChatGateway {
       costMicrocents: cost,
       status,
       latencyMs: this.deps.now() - prep.startedAt,
+      ...(usage.cached_tokens !== undefined ? { cachedTokens: usage.cached_tokens } : {}),
       ...(prep.endUser !== undefined ? { endUser: prep.endUser } : {}),
     };
   }

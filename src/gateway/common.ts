@@ -38,9 +38,14 @@ export function opaqueIds(secret: string): (walletId: string, value: string) => 
  * Cost in micro-cents: a price in cents per million tokens is exactly micro-cents per token.
  * Estimates round up (a hold must cover the call); settled costs stay exact (fractional): billing
  * charges whole µ¢ and carries the fraction, so no rounding error accumulates over calls.
+ * `cachedTokens` (of the prompt, read from the upstream's cache) cost the cached-input price where
+ * the model has one; an estimate counts none, so it is the upper bound (the catalog keeps the
+ * cached price at most the input price).
  */
-export function costMicrocents(pricing: Pricing, promptTokens: number, completionTokens: number, rounding: 'ceil' | 'exact'): number {
-  const exact = promptTokens * (pricing.input_cents_per_mtok ?? 0) + completionTokens * (pricing.output_cents_per_mtok ?? 0);
+export function costMicrocents(pricing: Pricing, promptTokens: number, completionTokens: number, rounding: 'ceil' | 'exact', cachedTokens = 0): number {
+  const input = pricing.input_cents_per_mtok ?? 0;
+  const exact =
+    (promptTokens - cachedTokens) * input + cachedTokens * (pricing.cached_input_cents_per_mtok ?? input) + completionTokens * (pricing.output_cents_per_mtok ?? 0);
   return rounding === 'ceil' ? Math.ceil(exact) : exact;
 }
 

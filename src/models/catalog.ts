@@ -18,7 +18,7 @@ export type ModelInput = ModelFields;
 
 /** Which pricing fields and public fields each model type uses. */
 const PRICING_BY_TYPE: Record<ModelType, (keyof Pricing)[]> = {
-  llm: ['input_cents_per_mtok', 'output_cents_per_mtok'],
+  llm: ['input_cents_per_mtok', 'cached_input_cents_per_mtok', 'output_cents_per_mtok'],
   embedding: ['input_cents_per_mtok'],
   stt: ['cents_per_minute'],
   voice: ['cents_per_minute'],
@@ -148,6 +148,11 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
   const allowedPricing = PRICING_BY_TYPE[def.type];
   for (const key of Object.keys(def.pricing) as (keyof Pricing)[]) {
     if (!allowedPricing.includes(key)) throw bad(`pricing.${key}`, `${key} does not apply to ${def.type} models; use ${allowedPricing.join(', ')}.`);
+  }
+  const { cached_input_cents_per_mtok: cached, input_cents_per_mtok: input } = def.pricing;
+  if (cached !== undefined && cached > (input ?? 0)) {
+    // A hold is estimated at the input price: a cache read must not cost more than it.
+    throw bad('pricing.cached_input_cents_per_mtok', 'cached_input_cents_per_mtok may not exceed input_cents_per_mtok.');
   }
   def.routes.forEach((r, i) => {
     if (!providers.includes(r.provider)) throw bad(`routes.${i}.provider`, `Unknown provider '${r.provider}'; known: ${providers.join(', ')}.`);

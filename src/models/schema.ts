@@ -29,6 +29,7 @@ export const ModelSchema = Closed({
   max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
   pricing: Closed({
     input_cents_per_mtok: Type.Optional(Cents),
+    cached_input_cents_per_mtok: Type.Optional(Cents),
     output_cents_per_mtok: Type.Optional(Cents),
     cents_per_minute: Type.Optional(Cents),
     cents_per_1k_chars: Type.Optional(Cents),

@@ -20,6 +20,11 @@ export interface RouteConfig {
 /** Fractions of a cent are allowed everywhere. */
 export interface Pricing {
   input_cents_per_mtok?: number;
+  /**
+   * Prompt tokens the upstream read from its prompt cache (OpenAI's cached_tokens, Anthropic's
+   * cache reads), when it says how many: at most input_cents_per_mtok; absent, they cost as input.
+   */
+  cached_input_cents_per_mtok?: number;
   output_cents_per_mtok?: number;
   cents_per_minute?: number;
   cents_per_1k_chars?: number;

@@ -79,6 +79,8 @@ export interface TokenUsage {
   completion_tokens: number;
   /** Of completion_tokens, how many the model spent reasoning (hidden), when the upstream says. */
   reasoning_tokens?: number;
+  /** Of prompt_tokens, how many the upstream read from its prompt cache, when it says. */
+  cached_tokens?: number;
 }
 
 /** One output token's log probability, in OpenAI's shape (`bytes`: its UTF-8 bytes, or null). */

@@ -23,17 +23,26 @@ export function usageOf(prompt: unknown, completion: unknown): TokenUsage | null
   return p === null || c === null ? null : { prompt_tokens: p, completion_tokens: c };
 }
 
+/** A detail count (`details[key]`) when it is a plausible part of `whole`, else undefined. */
+function partOf(details: unknown, key: string, whole: number): number | undefined {
+  if (!isObject(details) || details[key] === undefined) return undefined;
+  const n = tokenCount(details[key]);
+  return n !== null && n <= whole ? n : undefined;
+}
+
 /**
- * OpenAI's usage object: the counts, with the hidden reasoning tokens when it reports a plausible
- * number of them (`completion_tokens_details.reasoning_tokens`, at most completion_tokens).
+ * OpenAI's usage object: the counts, with the hidden reasoning tokens
+ * (`completion_tokens_details.reasoning_tokens`) and the prompt tokens read from its cache
+ * (`prompt_tokens_details.cached_tokens`) when it reports a plausible number of them (at most the
+ * count they are part of).
  */
 export function openaiUsageOf(usage: Json): TokenUsage | null {
   const out = usageOf(usage.prompt_tokens, usage.completion_tokens);
-  const details = usage.completion_tokens_details;
-  if (out && isObject(details) && details.reasoning_tokens !== undefined) {
-    const reasoning = tokenCount(details.reasoning_tokens);
-    if (reasoning !== null && reasoning <= out.completion_tokens) out.reasoning_tokens = reasoning;
-  }
+  if (!out) return null;
+  const reasoning = partOf(usage.completion_tokens_details, 'reasoning_tokens', out.completion_tokens);
+  if (reasoning !== undefined) out.reasoning_tokens = reasoning;
+  const cached = partOf(usage.prompt_tokens_details, 'cached_tokens', out.prompt_tokens);
+  if (cached !== undefined) out.cached_tokens = cached;
   return out;
 }
 

@@ -46,6 +46,9 @@ describe('chat completions and embeddings through the gateway', () => {
     await putModel(gw, 'chat-dead', [{ provider: 'openai', base_url: deadPort, api_key: 'k', upstream_model: 'x' }]);
     await putModel(gw, 'chat-nokey', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key_env: 'NO_SUCH_VARIABLE_SET', upstream_model: 'x' }]);
     await putModel(gw, 'claude', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }]);
+    await putModel(gw, 'chat-cached', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' }], {
+      pricing: { ...PRICING, cached_input_cents_per_mtok: 15 },
+    });
     await putModel(gw, 'reasoner', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'o-up' }], { reasoning: true });
     await putModel(gw, 'claude-thinks', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }], { reasoning: true, max_output_tokens: 4096 });
     await putModel(gw, 'claude-then-openai', [
@@ -325,6 +328,36 @@ describe('chat completions and embeddings through the gateway', () => {
       assert.equal(r.status, 400, r.text);
       assert.equal(r.body.error.param, Object.keys(extra)[0]);
     }
+  });
+
+  it('prompt tokens the upstream read from its cache are reported, and billed at the cached-input price where the model has one', async () => {
+    const u = await fundedUser(gw);
+    const ai = client(u.key);
+    const usage = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110, prompt_tokens_details: { cached_tokens: 80 } };
+    up.next({ usage });
+    const cheap = await ai.chat.completions.create({ model: 'chat-cached', messages: [{ role: 'user', content: 'the long shared prefix' }] });
+    assert.deepEqual(cheap.usage!.prompt_tokens_details, { cached_tokens: 80 });
+    up.next({ usage });
+    const plain = await ai.chat.completions.create({ model: 'chat-a', messages: [{ role: 'user', content: 'the long shared prefix' }] });
+    assert.deepEqual(plain.usage!.prompt_tokens_details, { cached_tokens: 80 }, 'reported whatever the pricing');
+    up.next({ usage });
+    let streamed: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of await ai.chat.completions.create({ model: 'chat-cached', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } })) {
+      if (chunk.usage) streamed = chunk.usage;
+    }
+    assert.deepEqual(streamed?.prompt_tokens_details, { cached_tokens: 80 });
+    // The bill: 20 uncached tokens at 150 µ¢, 80 cached at 15, 10 out at 600; chat-a has no cached price.
+    const costs = new Map<string, { cost_microcents: number; cached_tokens: number | null }[]>();
+    for (let i = 0; i < 100; i++) {
+      const rows: { model: string; cost_microcents: number; cached_tokens: number | null }[] = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: u.token })).body.data;
+      costs.clear();
+      for (const r of rows) costs.set(r.model, [...(costs.get(r.model) ?? []), r]);
+      if (rows.length === 3) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const cached = 20 * 150 + 80 * 15 + 10 * 600;
+    assert.deepEqual(costs.get('chat-cached')!.map((r) => [r.cost_microcents, r.cached_tokens]), [[cached, 80], [cached, 80]], 'the answer and the stream');
+    assert.equal(costs.get('chat-a')![0]!.cost_microcents, 100 * 150 + 10 * 600);
   });
 
   it('logprobs and top_logprobs come back per token, in answers and streams, only when asked for', async () => {

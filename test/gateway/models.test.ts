@@ -49,6 +49,8 @@ describe('model catalog', () => {
       [llm({ routes: [{ provider: 'openai', base_url: 'ftp://x', upstream_model: 'm' }] }), 'routes.0.base_url'],
       [llm({ pricing: { cents_per_minute: 1 } }), 'pricing.cents_per_minute'],
       [llm({ pricing: { input_cents_per_mtok: -1 } }), 'pricing.input_cents_per_mtok'],
+      [llm({ pricing: { input_cents_per_mtok: 10, cached_input_cents_per_mtok: 11 } }), 'pricing.cached_input_cents_per_mtok'],
+      [llm({ type: 'embedding', pricing: { input_cents_per_mtok: 10, cached_input_cents_per_mtok: 1 } }), 'pricing.cached_input_cents_per_mtok'],
       [llm({ type: 'video' }), 'type'],
       [llm({ max_output_tokens: 9000 }), 'max_output_tokens'],
       [llm({ surprise: 1 }), 'surprise'],

@@ -141,8 +141,9 @@ describe('Anthropic answer translation', () => {
     }));
     assert.deepEqual(result, {
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 15, completion_tokens: 2 },
+      usage: { prompt_tokens: 15, completion_tokens: 2, cached_tokens: 10 },
     });
+    assert.equal(fromAnthropic('m#0', message({})).usage!.cached_tokens, undefined, 'no cache reads reported, none assumed');
   });
 
   it('maps stop_reason to finish_reason', () => {
@@ -184,6 +185,16 @@ describe('Anthropic stream translation', () => {
       { choices: [{ index: 0, delta: {}, finish_reason: 'length' }] },
       { choices: [], usage: { prompt_tokens: 9, completion_tokens: 2 } },
     ]);
+  });
+
+  it('marks the cache reads of message_start (or a restating message_delta) as cached prompt tokens', async () => {
+    const usage = async (deltaUsage: Record<string, unknown>) => (await collect(anthropicChunks(ROUTE, feed([
+      ev({ type: 'message_start', message: { id: 'msg', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 3, cache_read_input_tokens: 40, cache_creation_input_tokens: 7, output_tokens: 1 } } }),
+      ev({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: deltaUsage }),
+      ev({ type: 'message_stop' }),
+    ])))).at(-1)!.usage;
+    assert.deepEqual(await usage({ output_tokens: 5 }), { prompt_tokens: 50, completion_tokens: 5, cached_tokens: 40 });
+    assert.deepEqual(await usage({ output_tokens: 5, input_tokens: 3, cache_read_input_tokens: 30 }), { prompt_tokens: 33, completion_tokens: 5, cached_tokens: 30 });
   });
 
   it('sends no usage chunk when the usage is absurd', async () => {

@@ -98,12 +98,14 @@ describe('OpenAI-compatible provider', () => {
       assert.equal(result.choices[0]!.finish_reason, 'length');
     });
 
-    it('reads the reasoning tokens of usage, when plausible', async () => {
+    it('reads the reasoning and cached tokens of usage, when plausible', async () => {
       const read = async (usage: unknown) => {
         up.next({ usage });
         return (await chat.complete(route(), { messages: [USER('hi')] }, never)).usage;
       };
       assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } }), { prompt_tokens: 2, completion_tokens: 30, reasoning_tokens: 26 });
+      assert.deepEqual(await read({ prompt_tokens: 90, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 64, audio_tokens: 0 } }), { prompt_tokens: 90, completion_tokens: 3, cached_tokens: 64 });
+      assert.deepEqual(await read({ prompt_tokens: 90, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 91 } }), { prompt_tokens: 90, completion_tokens: 3 }, 'more cached than prompt: ignored');
       for (const details of [{ reasoning_tokens: 31 }, { reasoning_tokens: -1 }, { reasoning_tokens: '3' }, {}, null, 'x']) {
         assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: details }), { prompt_tokens: 2, completion_tokens: 30 }, JSON.stringify(details));
       }

@@ -75,6 +75,7 @@ const UsageRecord = Type.Object({
   status: Type.String(),
   latency_ms: Type.Integer(),
   end_user: Type.Union([Type.String(), Type.Null()]),
+  cached_tokens: NullableInt,
 });
 
 export const Subscription = Type.Object({

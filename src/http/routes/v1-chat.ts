@@ -102,6 +102,7 @@ const ChatCompletionSchema = Type.Object({
     prompt_tokens: Type.Integer(),
     completion_tokens: Type.Integer(),
     total_tokens: Type.Integer(),
+    prompt_tokens_details: Type.Optional(Type.Object({ cached_tokens: Type.Integer() })),
     completion_tokens_details: Type.Optional(Type.Object({ reasoning_tokens: Type.Integer() })),
   }),
 });

@@ -175,6 +175,18 @@ function promptTokens(usage: Json): number | null {
   return total;
 }
 
+/** The prompt tokens read from the cache (`cache_read_input_tokens`), when reported. */
+function cacheReads(usage: Json): number | undefined {
+  return usage.cache_read_input_tokens === undefined || usage.cache_read_input_tokens === null ? undefined : (tokenCount(usage.cache_read_input_tokens) ?? undefined);
+}
+
+/** OpenAI-shaped usage from Anthropic's counts: the prompt is all input, cache reads marked as cached. */
+function usageFrom(prompt: number | null, output: unknown, cached: number | undefined): TokenUsage | null {
+  const usage = usageOf(prompt, output);
+  if (usage && cached !== undefined && cached <= usage.prompt_tokens) usage.cached_tokens = cached;
+  return usage;
+}
+
 export function fromAnthropic(routeId: string, json: unknown): ChatResult {
   if (!isObject(json) || !Array.isArray(json.content)) throw protocolError(routeId, 'no content');
   let text = '';
@@ -185,7 +197,7 @@ export function fromAnthropic(routeId: string, json: unknown): ChatResult {
       text += block.text;
     }
   }
-  const usage = isObject(json.usage) ? usageOf(promptTokens(json.usage), json.usage.output_tokens) : null;
+  const usage = isObject(json.usage) ? usageFrom(promptTokens(json.usage), json.usage.output_tokens, cacheReads(json.usage)) : null;
   return {
     choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason(json.stop_reason) }],
     usage,
@@ -215,6 +227,7 @@ function streamError(route: ResolvedRoute, data: Json): UpstreamError {
 export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterable<SseMessage>): AsyncGenerator<ChatChunk> {
   let started = false;
   let prompt: number | null = null;
+  let cached: number | undefined;
   let output: number | null = null;
   const roleOnce = function* (): Generator<ChatChunk> {
     if (started) return;
@@ -229,6 +242,7 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
       case 'message_start': {
         const usage = isObject(d.message) && isObject(d.message.usage) ? d.message.usage : {};
         prompt = promptTokens(usage);
+        cached = cacheReads(usage);
         output = tokenCount(usage.output_tokens);
         yield* roleOnce();
         break;
@@ -249,7 +263,10 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
         if (isObject(d.usage)) {
           // output_tokens is cumulative; newer API versions may restate input tokens here too.
           output = tokenCount(d.usage.output_tokens);
-          if (d.usage.input_tokens !== undefined) prompt = promptTokens(d.usage);
+          if (d.usage.input_tokens !== undefined) {
+            prompt = promptTokens(d.usage);
+            cached = cacheReads(d.usage);
+          }
         }
         const delta = isObject(d.delta) ? d.delta : {};
         if (delta.stop_reason !== undefined && delta.stop_reason !== null) {
@@ -259,7 +276,7 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
         break;
       }
       case 'message_stop': {
-        const usage: TokenUsage | null = usageOf(prompt, output);
+        const usage: TokenUsage | null = usageFrom(prompt, output, cached);
         if (usage) yield { choices: [], usage };
         return;
       }
