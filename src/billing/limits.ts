@@ -1,7 +1,10 @@
 // Per-key limits, counted in the store so that every instance enforces one limit:
 // - rpm: a fixed 60-second window (`rpm:<key id>`), one atomic `$inc` per request;
 // - tpd: prompt plus completion tokens per UTC day (`tpd:<key id>`), read before the call and
-//   increased by the settled tokens (through the usage flush, so it trails by one flush interval).
+//   increased by the settled tokens (through the usage flush, so it trails by one flush interval);
+// - cpd: spend in cents per UTC day (`cpd:<key id>`, counted in µ¢), read and increased alike. A
+//   cap against a leaked or runaway key, not the wallet's guarantee: calls in flight when it is
+//   reached finish and are charged, so a day's spend may pass it by what they cost.
 // A breach is a 429 with the spec's bare `{detail}` body and headers, and one rate_limit_exceeded
 // event per key, limit and window: a marker document decides which instance emits it.
 import { ApiError } from '../http/errors.ts';
@@ -9,13 +12,17 @@ import type { Clock, WindowCounters } from '../services/common.ts';
 import type { AccountEvent, EventSink } from '../services/events.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
+import { MICROCENTS_PER_CENT } from './types.ts';
 
 const MINUTE = 60;
 const DAY = 86_400;
 /** Windows whose event this instance knows was emitted, so a flood of 429s costs no write each. */
 const EMITTED_CACHE = 10_000;
 
-export type LimitType = 'rpm' | 'tpd';
+export type LimitType = 'rpm' | 'tpd' | 'cpd';
+
+/** Cents with up to 6 decimals (the counter is in µ¢), as a header value: "12.5", "0.000001". */
+const centsText = (uc: number): string => String(Math.round(uc) / MICROCENTS_PER_CENT);
 
 export class RateLimits {
   private readonly emitted = new Map<string, number>();
@@ -57,6 +64,26 @@ export class RateLimits {
         'x-ratelimit-used-tpd': String(day.count),
         'x-ratelimit-remaining-tpd': String(principal.tpd - day.count),
       };
+    }
+    if (principal.cpd !== null) {
+      const day = await this.windows.peek(`cpd:${principal.keyId}`, DAY);
+      const limitUc = principal.cpd * MICROCENTS_PER_CENT;
+      if (day.count >= limitUc) {
+        await this.breached(principal, 'cpd', principal.cpd, Math.round(day.count) / MICROCENTS_PER_CENT, day.resetAt);
+        const retry = this.secondsUntil(day.resetAt);
+        throw new ApiError(
+          'rate_limit_exceeded',
+          `This API key's daily spend limit of ${principal.cpd} cents was reached (${centsText(day.count)} spent today); it resets at midnight UTC.`,
+          {
+            bare: true,
+            headers: { 'retry-after': String(retry), 'x-ratelimit-limit-cpd': String(principal.cpd), 'x-ratelimit-used-cpd': centsText(day.count) },
+          },
+        );
+      }
+      standing ??= {};
+      standing['x-ratelimit-limit-cpd'] = String(principal.cpd);
+      standing['x-ratelimit-used-cpd'] = centsText(day.count);
+      standing['x-ratelimit-remaining-cpd'] = centsText(limitUc - day.count);
     }
     if (principal.rpm !== null) {
       // Lazy: judged only by the count returned here; a crash may forget the last moment's hits.

@@ -2,10 +2,11 @@
 //
 // Settles add a record to an in-memory buffer; the buffer is written every `flushIntervalMs` or as
 // soon as it holds `flushMaxRecords` records, in one event turn (so the embedded store commits the
-// batch at once), together with the `$inc`s of the rollups and of the per-key daily token counters
-// the batch adds up to. Records and rollups therefore trail the calls by at most one flush interval;
-// close() writes what is buffered. A failed write is retried at the next flush; the buffer is
-// bounded (`maxBuffered`), beyond which the oldest unwritten records are dropped and reported.
+// batch at once), together with the `$inc`s of the rollups and of the per-key daily token (tpd)
+// and spend (cpd) counters the batch adds up to. Records and rollups therefore trail the calls by
+// at most one flush interval; close() writes what is buffered. A failed write is retried at the
+// next flush; the buffer is bounded (`maxBuffered`), beyond which the oldest unwritten records are
+// dropped and reported.
 //
 // Rollups, so that a usage summary reads a few rows per day instead of every record:
 // - `usage_daily`: per account, UTC day, model, key prefix and member;
@@ -109,6 +110,8 @@ export class UsageLog {
   private readonly dailyEndUser: Collection<RollupDoc>;
   private buffer: UsageRecordDoc[] = [];
   private tokens = new Map<number, number>();
+  /** µ¢ charged per key since the last flush, for the key's daily spend counter (cpd). */
+  private spend = new Map<number, number>();
   private failed: Op[] = [];
   private chain: Promise<void> = Promise.resolve();
   private scheduled = false;
@@ -157,10 +160,11 @@ export class UsageLog {
     return `${tsMs.toString(36).padStart(9, '0')}${this.tag}${this.seq.toString(36).padStart(6, '0')}`;
   }
 
-  /** Buffers a record; `tokens` are added to the key's daily (TPD) counter with it. */
+  /** Buffers a record; `tokens` are added to the key's daily (TPD) counter with it, its cost to the daily spend (CPD) counter. */
   add(record: UsageRecordDoc, keyId: number, tokens: number): void {
     this.buffer.push(record);
     if (tokens > 0) this.tokens.set(keyId, (this.tokens.get(keyId) ?? 0) + tokens);
+    if (record.cost_uc > 0) this.spend.set(keyId, (this.spend.get(keyId) ?? 0) + record.cost_uc);
     if (this.buffer.length >= this.options.flushMaxRecords && !this.scheduled) {
       this.scheduled = true;
       void this.flush();
@@ -177,11 +181,13 @@ export class UsageLog {
     this.scheduled = false;
     const records = this.buffer;
     const tokens = this.tokens;
+    const spend = this.spend;
     this.buffer = [];
     this.tokens = new Map();
+    this.spend = new Map();
     const ops = this.failed;
     this.failed = [];
-    if (records.length === 0 && tokens.size === 0 && ops.length === 0) return;
+    if (records.length === 0 && tokens.size === 0 && spend.size === 0 && ops.length === 0) return;
     if (records.length > 0) this.options.onRecords?.(records);
 
     // One insertMany for the batch; on a retry, records already written come back as duplicates.
@@ -216,6 +222,8 @@ export class UsageLog {
     for (const [id, row] of coarse) ops.push(upsert(this.dailyModel, id, row));
     for (const [id, row] of endUsers) ops.push(upsert(this.dailyEndUser, id, row));
     for (const [keyId, n] of tokens) ops.push(() => this.windows.hit(`tpd:${keyId}`, 86_400, n));
+    // Every key's spend is counted, so a daily cap set during the day counts the day's spend so far.
+    for (const [keyId, uc] of spend) ops.push(() => this.windows.hit(`cpd:${keyId}`, 86_400, uc));
 
     // All issued in one turn: the embedded store commits them together.
     const results = await Promise.allSettled(ops.map((op) => op()));

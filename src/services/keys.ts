@@ -39,9 +39,12 @@ export interface KeyDoc {
   /** Limits the key's owner set on it (portal); null is no limit. */
   user_rpm: number | null;
   user_tpd: number | null;
+  /** Cents per UTC day (absent on keys written before it existed: no limit). */
+  user_cpd?: number | null;
   /** Limits an administrator set on it; the effective limit is the lower of the two. */
   admin_rpm: number | null;
   admin_tpd: number | null;
+  admin_cpd?: number | null;
   [k: string]: unknown;
 }
 
@@ -58,6 +61,7 @@ export interface PublicKey {
   status: KeyStatus;
   rpm: number | null;
   tpd: number | null;
+  cpd: number | null;
 }
 
 /** Who is calling /v1, as established by the key. */
@@ -69,6 +73,8 @@ export interface ApiKeyPrincipal {
   scopes: readonly Scope[];
   rpm: number | null;
   tpd: number | null;
+  /** Spend, in cents, per UTC day. */
+  cpd: number | null;
 }
 
 const minLimit = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
@@ -125,6 +131,7 @@ export class KeyService {
       status: this.status(k),
       rpm: minLimit(k.user_rpm, k.admin_rpm),
       tpd: minLimit(k.user_tpd, k.admin_tpd),
+      cpd: minLimit(k.user_cpd ?? null, k.admin_cpd ?? null),
     };
   }
 
@@ -170,8 +177,10 @@ export class KeyService {
         expired_event_at: null,
         user_rpm: null,
         user_tpd: null,
+        user_cpd: null,
         admin_rpm: null,
         admin_tpd: null,
+        admin_cpd: null,
       };
       const token = await this.sign(doc);
       doc.token_hash = sha256(token);
@@ -211,20 +220,22 @@ export class KeyService {
     return this.view((await this.keys.findOne({ _id: id }))!);
   }
 
-  async updateByOwner(userId: number, id: number, patch: { name?: string; rpm?: number | null; tpd?: number | null }): Promise<PublicKey> {
+  async updateByOwner(userId: number, id: number, patch: { name?: string; rpm?: number | null; tpd?: number | null; cpd?: number | null }): Promise<PublicKey> {
     await this.own(userId, id);
     const set: Record<string, unknown> = {};
     if (patch.name !== undefined) set.name = patch.name;
     if (patch.rpm !== undefined) set.user_rpm = patch.rpm;
     if (patch.tpd !== undefined) set.user_tpd = patch.tpd;
+    if (patch.cpd !== undefined) set.user_cpd = patch.cpd;
     const k = await this.keys.findOneAndUpdate({ _id: id, user_id: userId }, { $set: set }, { returnDocument: 'after' });
     return this.view(k!);
   }
 
-  async updateByAdmin(id: number, patch: { rpm?: number | null; tpd?: number | null }): Promise<PublicKey & { user_id: number }> {
+  async updateByAdmin(id: number, patch: { rpm?: number | null; tpd?: number | null; cpd?: number | null }): Promise<PublicKey & { user_id: number }> {
     const set: Record<string, unknown> = {};
     if (patch.rpm !== undefined) set.admin_rpm = patch.rpm;
     if (patch.tpd !== undefined) set.admin_tpd = patch.tpd;
+    if (patch.cpd !== undefined) set.admin_cpd = patch.cpd;
     const k = await this.keys.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
     if (!k) throw new ApiError('not_found', `No key ${id}.`);
     return { ...this.view(k), user_id: k.user_id };
@@ -261,6 +272,7 @@ export class KeyService {
       scopes: k.scopes,
       rpm: minLimit(k.user_rpm, k.admin_rpm),
       tpd: minLimit(k.user_tpd, k.admin_tpd),
+      cpd: minLimit(k.user_cpd ?? null, k.admin_cpd ?? null),
     };
   }
 

@@ -17,7 +17,8 @@ describe('billing over HTTP', () => {
   before(async () => {
     up = await startOpenAIUpstream({ apiKey: 'sk-up' });
     gw = await startTestGateway({ billing: { usageFlushIntervalMs: 20 } });
-    for (const [id, extra] of [['chat-b', {}], ['chat-kyc', { requires_kyc: true }]] as const) {
+    // chat-pricey: a cent per token, so a call costs cents.
+    for (const [id, extra] of [['chat-b', {}], ['chat-kyc', { requires_kyc: true }], ['chat-pricey', { pricing: { input_cents_per_mtok: 1_000_000, output_cents_per_mtok: 1_000_000 } }]] as const) {
       const r = await call(gw.url, 'PUT', `/admin/models/${id}`, {
         token: ADMIN_TOKEN,
         body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 256, pricing: PRICING, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }], ...extra },
@@ -163,6 +164,32 @@ describe('billing over HTTP', () => {
     assert.equal(over.headers.get('x-ratelimit-limit-tpd'), '3');
     assert.ok(Number(over.headers.get('x-ratelimit-used-tpd')) >= tokens);
     assert.equal(gw.events.filter((e) => e.event === 'rate_limit_exceeded' && e.fields.key_prefix === t.prefix && e.fields.limit_type === 'tpd').length, 1);
+  });
+
+  it('a daily spend cap (cpd, cents) stops a key once its day’s spend reaches it: 429 with the cap and the spend', async () => {
+    const u = await signup(gw.url);
+    await topup({ user_id: u.id, amount_cents: 10_000 });
+    const k = await createKey(gw.url, u.token);
+    assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: u.token, body: { cpd: 20 } })).status, 200);
+    const first = await chat(k.api_key, { model: 'chat-pricey' });
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(['limit', 'used', 'remaining'].map((h) => first.headers.get(`x-ratelimit-${h}-cpd`)), ['20', '0', '20']);
+    const cents = first.body.usage.prompt_tokens + first.body.usage.completion_tokens; // a cent per token
+    assert.ok(cents >= 5 && cents < 20, `one call costs ${cents} cents`);
+    let over = await chat(k.api_key, { model: 'chat-pricey' });
+    for (let i = 0; i < 50 && over.status === 200; i++) {
+      await sleep(20); // the spend trails by one usage flush
+      over = await chat(k.api_key, { model: 'chat-pricey' });
+    }
+    assert.equal(over.status, 429, over.text);
+    assert.deepEqual(Object.keys(over.body), ['detail']);
+    assert.match(over.body.detail, /daily spend limit of 20 cents/);
+    assert.equal(over.headers.get('x-ratelimit-limit-cpd'), '20');
+    assert.ok(Number(over.headers.get('x-ratelimit-used-cpd')) >= 20);
+    assert.ok(Number(over.headers.get('retry-after')) > 0);
+    assert.equal(gw.events.filter((e) => e.event === 'rate_limit_exceeded' && e.fields.key_prefix === k.prefix && e.fields.limit_type === 'cpd').length, 1);
+    // Another key of the same account is not capped by it.
+    assert.equal((await chat((await createKey(gw.url, u.token)).api_key, { model: 'chat-pricey' })).status, 200);
   });
 
   it("kyc_required for a model that needs verification; an organization's calls count its owner's", async () => {

@@ -1,5 +1,5 @@
 // Per-key limits counted in the store: two billing instances (two gateway processes) on one store
-// enforce one RPM and one TPD limit, answer 429 with the spec's bare body and headers, and emit one
+// enforce one RPM, one TPD and one CPD limit, answer 429 with the spec's bare body and headers, and emit one
 // rate_limit_exceeded event per key, limit and window.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -84,5 +84,43 @@ describe('per-key limits', () => {
     const now = new Date(fx.clock.t);
     fx.clock.t = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1, 0, 0, 1);
     await b1.admit(p);
+  });
+
+  it('cpd: spend in cents per UTC day across instances, counted at settle; a cap set mid-day counts the day so far', async () => {
+    const [b1, b2] = [await fx.billing(), await fx.billing()];
+    const u = await user(fx.store);
+    const p = principal(u, { cpd: 1 });
+    const payer = await b1.payerFor(p);
+    await fund(fx.store, payer.walletId, 1e9);
+    const standing = await b1.admit(p);
+    assert.deepEqual(standing, { 'x-ratelimit-limit-cpd': '1', 'x-ratelimit-used-cpd': '0', 'x-ratelimit-remaining-cpd': '1' });
+    await call(b1, payer, 1_000_000, 600_000); // 0.6 ¢
+    await b1.flush();
+    assert.deepEqual(await b2.admit(p), { 'x-ratelimit-limit-cpd': '1', 'x-ratelimit-used-cpd': '0.6', 'x-ratelimit-remaining-cpd': '0.4' });
+    await call(b2, payer, 1_000_000, 600_000); // admitted below the cap, it passes it: 1.2 ¢
+    await b2.flush();
+    const err = await b1.admit(p).then(
+      () => assert.fail('admitted over the daily spend limit'),
+      (e: unknown) => e as ApiError,
+    );
+    assert.ok(limited(err));
+    assert.deepEqual(toEnvelope(err, 'r'), { detail: err.message });
+    assert.match(err.message, /daily spend limit of 1 cents was reached \(1\.2 spent today\)/);
+    assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpd'], err.options.headers?.['x-ratelimit-used-cpd']], ['1', '1.2']);
+    await assert.rejects(b2.admit(p), limited);
+    const events = fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix);
+    assert.deepEqual(events.map((ev) => [ev.fields.limit_type, ev.fields.limit, ev.fields.used]), [['cpd', 1, 1.2]]);
+
+    // Spend is counted for every key, so a cap set during the day knows what was already spent.
+    const q = principal(u);
+    await b1.admit(q);
+    await call(b1, await b1.payerFor(q), 3_000_000, 2_500_000);
+    await b1.flush();
+    await assert.rejects(b1.admit({ ...q, cpd: 2 }), limited);
+    await b1.admit({ ...q, cpd: 3 });
+
+    const now = new Date(fx.clock.t);
+    fx.clock.t = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1, 0, 0, 1);
+    assert.equal((await b1.admit(p))?.['x-ratelimit-used-cpd'], '0', 'a new UTC day');
   });
 });
