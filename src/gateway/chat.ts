@@ -64,7 +64,7 @@ export interface ChatCompletion {
   usage: UsageObject;
 }
 
-/** OpenAI's usage object; the reasoning detail only when the upstream reported it. */
+/** OpenAI's usage object; the cached and reasoning details only when the upstream reported them. */
 interface UsageObject {
   prompt_tokens: number;
   completion_tokens: number;
