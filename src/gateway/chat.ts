@@ -203,7 +203,7 @@ export class ChatGateway {
       hold,
       request,
       promptTokens,
-      routes: this.deps.resolveRoutes(model._id, model.routes),
+      routes: this.deps.resolveRoutes(model),
       requestId,
       startedAt: this.deps.now(),
     };

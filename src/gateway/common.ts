@@ -5,9 +5,9 @@ import { createHmac, hkdfSync } from 'node:crypto';
 import { ApiError, ERRORS, type ErrorCode } from '../http/errors.ts';
 import type { Billing, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
-import type { Pricing, RouteConfig } from '../models/types.ts';
+import type { Pricing } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
-import { RouterError, type UpstreamRouter } from '../providers/router.ts';
+import { RouterError, type RoutedModel, type UpstreamRouter } from '../providers/router.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface GatewayDeps {
@@ -15,7 +15,8 @@ export interface GatewayDeps {
   billing: Billing;
   router: UpstreamRouter;
   assertKyc(payer: Payer, requiresKyc: boolean): void;
-  resolveRoutes(modelId: string, routes: RouteConfig[]): ResolvedRoute[];
+  /** The model's routes as the router calls them (resolved once per model version: RouteResolver). */
+  resolveRoutes(model: RoutedModel): ResolvedRoute[];
   /** What an upstream sees of a client's end-user id or cache key: see `opaqueIds`. */
   opaqueId(walletId: string, value: string): string;
   now(): number;

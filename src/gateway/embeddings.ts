@@ -45,7 +45,7 @@ export class EmbeddingsGateway {
     const facts = { requestId, model: model._id, modelType: 'embedding', completionTokens: 0, ...(body.user !== undefined ? { endUser: body.user } : {}) };
     let served;
     try {
-      served = await router.embed(this.deps.resolveRoutes(model._id, model.routes), req, signal);
+      served = await router.embed(this.deps.resolveRoutes(model), req, signal);
     } catch (err) {
       await billing.release(hold, payer, { ...facts, route: null, promptTokens: 0, costMicrocents: 0, status: unservedStatus(err, signal), latencyMs: now() - startedAt });
       throw toApiError(err);

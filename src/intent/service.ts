@@ -9,9 +9,9 @@ import { ActorNotFoundError } from '../actors/errors.ts';
 import { priceMicrocents } from '../billing/money.ts';
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
-import type { ModelDoc, RouteConfig } from '../models/types.ts';
+import type { ModelDoc } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
-import type { UpstreamRouter } from '../providers/router.ts';
+import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { IntentSessionContext, TurnEvent, TurnOutcome } from '../../machines/intent-session.machine.ts';
 import { dialogueAct } from './acts.ts';
@@ -58,7 +58,7 @@ export interface IntentDeps {
   packs: PackRegistry;
   sessions: ActorMessenger;
   router: UpstreamRouter;
-  resolveRoutes(modelId: string, routes: RouteConfig[]): ResolvedRoute[];
+  resolveRoutes(model: RoutedModel): ResolvedRoute[];
   now(): number;
   sessionIdleMs: number;
 }
@@ -119,7 +119,7 @@ export class IntentService {
     const entities = extractEntities(norm, now);
     let result = pack.classify(norm);
     if ((result.classification === 'AMBIGUOUS' || result.classification === 'UNKNOWN') && model.routes.length > 0 && !yesNo) {
-      result = await llmFallback(this.deps.router, this.deps.resolveRoutes(model._id, model.routes), pack, text, result);
+      result = await llmFallback(this.deps.router, this.deps.resolveRoutes(model), pack, text, result);
     }
     const event: TurnEvent = {
       type: 'turn',

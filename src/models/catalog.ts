@@ -1,6 +1,7 @@
 // The model catalog: virtual models managed by an administrator, and which of them are active on an
 // account. Every lookup reads the store (a point read), so a model added or changed appears on the
 // next request on every instance, with no restart and no cache to invalidate.
+import { randomBytes } from 'node:crypto';
 import { ApiError } from '../http/errors.ts';
 import type { Store } from '../store/port.ts';
 import type { Clock } from '../services/common.ts';
@@ -59,7 +60,7 @@ export class ModelCatalog {
     for (const { id, ...def } of models) {
       validateModel(id, def, this.providers);
       const at = new Date(this.now());
-      await this.models.updateOne({ _id: id }, { $setOnInsert: { ...def, created_at: at, updated_at: at } }, { upsert: true });
+      await this.models.updateOne({ _id: id }, { $setOnInsert: { ...def, created_at: at, updated_at: at, revision: newRevision() } }, { upsert: true });
     }
   }
 
@@ -67,7 +68,7 @@ export class ModelCatalog {
     validateModel(id, def, this.providers);
     const at = new Date(this.now());
     const existing = await this.models.findOne({ _id: id });
-    const doc: ModelDoc = { _id: id, ...def, created_at: existing?.created_at ?? at, updated_at: at };
+    const doc: ModelDoc = { _id: id, ...def, created_at: existing?.created_at ?? at, updated_at: at, revision: newRevision() };
     await this.models.replaceOne({ _id: id }, doc, { upsert: true });
     return { model: doc, created: !existing };
   }
@@ -114,6 +115,8 @@ export class ModelCatalog {
   }
 }
 
+const newRevision = (): string => randomBytes(8).toString('hex');
+
 export function publicModel(m: ModelDoc): PublicModel {
   const out: PublicModel = {
     id: m._id,
@@ -131,7 +134,7 @@ export function publicModel(m: ModelDoc): PublicModel {
 
 /** What the admin view shows of a route: everything but the inline upstream key. */
 export function adminModel(m: ModelDoc): Record<string, unknown> {
-  const { _id, created_at, updated_at, routes, ...rest } = m;
+  const { _id, created_at, updated_at, routes, revision: _internal, ...rest } = m;
   return {
     id: _id,
     ...rest,

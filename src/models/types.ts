@@ -53,5 +53,10 @@ export interface ModelDoc extends ModelFields {
   _id: string;
   created_at: Date;
   updated_at: Date;
+  /**
+   * A new random value on every write of the model: what is derived from it (its resolved routes)
+   * is kept per revision. Absent on models written before it existed.
+   */
+  revision?: string;
   [k: string]: unknown;
 }

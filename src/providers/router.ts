@@ -35,7 +35,7 @@ import pLimit from 'p-limit';
 import { abortedError, usableBaseUrl } from './http.ts';
 import type { CancelSignal } from './cancel.ts';
 import { isProviderName, type ProviderName } from './index.ts';
-import type { RouteConfig } from '../models/types.ts';
+import type { ModelDoc, RouteConfig } from '../models/types.ts';
 import {
   UpstreamError,
   type ChatChunk,
@@ -488,6 +488,36 @@ function exhausted(attempts: Attempt[], refusal: Refusal | undefined): RouterErr
     return new RouterError('model_misconfigured', `the model's upstream routes are misconfigured (${ids})`, attempts);
   }
   return new RouterError('model_unavailable', `no upstream route could serve the request (tried ${ids})`, attempts);
+}
+
+/** What route resolution reads of a model: its id, routes, and what tells one version from the next. */
+export type RoutedModel = Pick<ModelDoc, '_id' | 'routes' | 'updated_at' | 'revision'>;
+
+/**
+ * resolveRoutes once per model version, not on every call: the resolved routes (and the URLs their
+ * calls memoize on them) are reused until an administrator changes the model. Keyed by the model's
+ * revision; a model written before revisions existed is keyed by its update time and routes. At
+ * most `max` versions are kept, the oldest dropped first.
+ */
+export class RouteResolver {
+  readonly #resolved = new Map<string, ResolvedRoute[]>();
+
+  constructor(
+    private readonly env: Readonly<Record<string, string | undefined>>,
+    private readonly max = 1000,
+  ) {}
+
+  routes(model: RoutedModel): ResolvedRoute[] {
+    const version = model.revision ?? `${model.updated_at.getTime()}:${JSON.stringify(model.routes)}`;
+    const key = `${model._id}\n${version}`;
+    let routes = this.#resolved.get(key);
+    if (routes === undefined) {
+      routes = resolveRoutes(model._id, model.routes, this.env);
+      if (this.#resolved.size >= this.max) this.#resolved.delete(this.#resolved.keys().next().value!);
+      this.#resolved.set(key, routes);
+    }
+    return routes;
+  }
 }
 
 /**

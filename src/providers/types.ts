@@ -21,6 +21,11 @@ export interface ResolvedRoute {
    * logs only; it may name an environment variable, never a key.
    */
   problem?: string;
+  /**
+   * The URLs of this route's calls by path ('' for base_url itself), parsed on first use by
+   * routeUrl and kept on the route, which RouteResolver reuses for every call of a model version.
+   */
+  urls?: Map<string, URL | null>;
 }
 
 export interface ChatMessage {

@@ -10,7 +10,7 @@ import { BillingService } from '../billing/service.ts';
 import { ModelCatalog } from '../models/catalog.ts';
 import { UpstreamHttp } from '../providers/http.ts';
 import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
-import { resolveRoutes, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
+import { RouteResolver, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
 import { ChatGateway } from '../gateway/chat.ts';
 import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
@@ -73,12 +73,13 @@ export async function createServices(deps: {
   const router = new UpstreamRouter(createProviders(upstream), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
+  const routes = new RouteResolver(deps.upstreamEnv);
   const gatewayDeps = {
     models,
     billing,
     router,
     assertKyc: (payer: Parameters<BillingService['assertKyc']>[0], requiresKyc: boolean) => billing.assertKyc(payer, requiresKyc),
-    resolveRoutes: (modelId: string, routes: Parameters<typeof resolveRoutes>[1]) => resolveRoutes(modelId, routes, deps.upstreamEnv),
+    resolveRoutes: (model: Parameters<RouteResolver['routes']>[0]) => routes.routes(model),
     opaqueId: opaqueIds(deps.keySecret),
     now,
   };

@@ -4,9 +4,9 @@
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UpstreamHttp } from '../../src/providers/http.ts';
+import { routeUrl, UpstreamHttp } from '../../src/providers/http.ts';
 import { createProviders, PROVIDER_NAMES } from '../../src/providers/index.ts';
-import { resolveRoutes, RouterError, UpstreamRouter, type RouterOptions } from '../../src/providers/router.ts';
+import { resolveRoutes, RouteResolver, RouterError, UpstreamRouter, type RouterOptions } from '../../src/providers/router.ts';
 import { UpstreamError, type ChatRequest, type ResolvedRoute } from '../../src/providers/types.ts';
 import type { RouteConfig } from '../../src/models/types.ts';
 import { startOpenAIUpstream, type FakeBehaviour, type FakeServer } from '../fakes/openai-upstream.ts';
@@ -427,6 +427,38 @@ describe('resolveRoutes', () => {
     } finally {
       delete process.env.GW_TEST_ONLY_IN_PROCESS_ENV;
     }
+  });
+});
+
+describe('RouteResolver', () => {
+  const model = (over: Record<string, unknown> = {}) => ({
+    _id: 'm', routes: [{ provider: 'openai', base_url: 'https://api.example.com/v1', upstream_model: 'gpt-x', api_key: 'k' }] as RouteConfig[],
+    updated_at: new Date(1000), revision: 'r1', ...over,
+  });
+
+  it('resolves once per model version: the same routes (and their parsed URLs) until the model changes', () => {
+    const resolver = new RouteResolver({});
+    const first = resolver.routes(model());
+    assert.equal(resolver.routes(model()), first, 'the same revision: the same objects');
+    const url = routeUrl(first[0]!, '/chat/completions');
+    assert.equal(url.href, 'https://api.example.com/v1/chat/completions');
+    assert.equal(routeUrl(resolver.routes(model())[0]!, '/chat/completions'), url, 'parsed once per route');
+    // A new revision with other routes, even at the same millisecond, is resolved afresh.
+    const moved = resolver.routes(model({ revision: 'r2', routes: [{ provider: 'openai', base_url: 'https://other.example.com/v1', upstream_model: 'gpt-y', api_key: 'k' }] }));
+    assert.notEqual(moved, first);
+    assert.equal(routeUrl(moved[0]!, '/chat/completions').host, 'other.example.com');
+    // A model written before revisions existed: keyed by its update time and routes.
+    const legacy = resolver.routes(model({ revision: undefined }));
+    assert.equal(resolver.routes(model({ revision: undefined })), legacy);
+    assert.notEqual(resolver.routes(model({ revision: undefined, routes: [{ provider: 'openai', base_url: 'https://third.example.com/v1', upstream_model: 'z' }] })), legacy);
+  });
+
+  it('keeps at most max versions, dropping the oldest', () => {
+    const resolver = new RouteResolver({}, 2);
+    const a = resolver.routes(model({ revision: 'a' }));
+    resolver.routes(model({ revision: 'b' }));
+    resolver.routes(model({ revision: 'c' }));
+    assert.notEqual(resolver.routes(model({ revision: 'a' })), a, 'a was dropped and resolved again');
   });
 });
 

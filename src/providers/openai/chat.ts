@@ -1,7 +1,7 @@
 // Chat completions against any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp server,
 // Groq, Together...). The request is rebuilt from the fields we know, so nothing the client sent
 // beyond them reaches the upstream; streams ask for the final usage chunk.
-import { scrub, usableBaseUrl, type SseMessage, type UpstreamHttp } from '../http.ts';
+import { routeHost, scrub, type SseMessage, type UpstreamHttp } from '../http.ts';
 import { isObject, openaiUsageOf, protocolError, type Json } from '../validate.ts';
 import {
   UpstreamError,
@@ -62,7 +62,7 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
  * servers (vLLM, Ollama, llama.cpp, Groq, Together) all take `max_tokens`.
  */
 function isOpenAIItself(route: ResolvedRoute): boolean {
-  return usableBaseUrl(route.baseUrl)?.hostname === 'api.openai.com';
+  return routeHost(route) === 'api.openai.com';
 }
 
 const MAX_TOP_LOGPROBS = 20;
