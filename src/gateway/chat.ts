@@ -16,21 +16,25 @@ import type { CancelSignal } from '../providers/cancel.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
 
-export interface ChatBody extends Pick<ChatRequest, 'reasoning_effort' | 'verbosity' | 'logit_bias' | 'logprobs' | 'top_logprobs'> {
+/** Body fields the upstream request takes as they are (the route's schema checked them). */
+const COPIED = [
+  'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty', 'seed', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'logit_bias',
+] as const satisfies readonly (keyof ChatRequest)[];
+
+/** Copies the fields `keys` names that are set in `from` onto `to`. */
+function copyDefined<T extends object, K extends keyof T>(from: Pick<T, K>, to: T, keys: readonly K[]): void {
+  for (const k of keys) if (from[k] !== undefined) to[k] = from[k];
+}
+
+export interface ChatBody extends Pick<ChatRequest, (typeof COPIED)[number]> {
   model: string;
   messages: { role: string; content: string | ({ type: string } & Record<string, unknown>)[] }[];
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
-  temperature?: number;
-  top_p?: number;
   max_tokens?: number;
   /** OpenAI's newer name for max_tokens; either may be sent, both only if equal. */
   max_completion_tokens?: number;
   stop?: string | string[];
-  n?: number;
-  presence_penalty?: number;
-  frequency_penalty?: number;
-  seed?: number;
   /** As the route's schema lets it in; `responseFormat` checks the pairing. */
   response_format?: { type: ResponseFormat['type']; json_schema?: { name: string } };
   /** End-user and cache-routing hints: passed on only as opaque ids (`GatewayDeps.opaqueId`). */
@@ -175,19 +179,9 @@ export class ChatGateway {
     const hold = await billing.hold(payer, estimate, requestId);
 
     const request: ChatRequest = { messages };
-    if (body.temperature !== undefined) request.temperature = body.temperature;
-    if (body.top_p !== undefined) request.top_p = body.top_p;
+    copyDefined(body, request, COPIED);
     if (body.stop !== undefined) request.stop = typeof body.stop === 'string' ? [body.stop] : body.stop;
-    if (body.n !== undefined) request.n = body.n;
-    if (body.presence_penalty !== undefined) request.presence_penalty = body.presence_penalty;
-    if (body.frequency_penalty !== undefined) request.frequency_penalty = body.frequency_penalty;
-    if (body.seed !== undefined) request.seed = body.seed;
     if (format !== undefined) request.response_format = format;
-    if (body.logprobs !== undefined) request.logprobs = body.logprobs;
-    if (body.top_logprobs !== undefined) request.top_logprobs = body.top_logprobs;
-    if (body.reasoning_effort !== undefined) request.reasoning_effort = body.reasoning_effort;
-    if (body.verbosity !== undefined) request.verbosity = body.verbosity;
-    if (body.logit_bias !== undefined) request.logit_bias = body.logit_bias;
     // Upstreams see these per account, never as the client wrote them (see opaqueId).
     if (body.safety_identifier !== undefined) request.safety_identifier = this.deps.opaqueId(payer.walletId, body.safety_identifier);
     if (body.user !== undefined) request.user = this.deps.opaqueId(payer.walletId, body.user);

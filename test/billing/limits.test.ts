@@ -15,6 +15,16 @@ describe('per-key limits', () => {
 
   const limited = (e: unknown) => e instanceof ApiError && e.code === 'rate_limit_exceeded' && e.status === 429;
 
+  /** Two billing instances on one store, and a funded user's key with `limits`. */
+  async function limitedKey(limits: Parameters<typeof principal>[1]) {
+    const [b1, b2] = [await fx.billing(), await fx.billing()];
+    const u = await user(fx.store);
+    const p = principal(u, limits);
+    const payer = await b1.payerFor(p);
+    await fund(fx.store, payer.walletId, 1e9);
+    return { b1, b2, u, p, payer };
+  }
+
   it('rpm: a fixed 60 s window shared by two instances, 429 with a bare {detail}, Retry-After and the limit', async () => {
     const [b1, b2] = [await fx.billing(), await fx.billing()];
     const u = await user(fx.store);
@@ -56,11 +66,7 @@ describe('per-key limits', () => {
   });
 
   it('tpd: prompt plus completion tokens per UTC day, counted at settle; resets at midnight UTC', async () => {
-    const [b1, b2] = [await fx.billing(), await fx.billing()];
-    const u = await user(fx.store);
-    const p = principal(u, { tpd: 1000 });
-    const payer = await b1.payerFor(p);
-    await fund(fx.store, payer.walletId, 1e9);
+    const { b1, b2, p, payer } = await limitedKey({ tpd: 1000 });
     await b1.admit(p);
     await call(b1, payer, 100, 10, { promptTokens: 400, completionTokens: 200 });
     await b2.admit(p);
@@ -87,11 +93,7 @@ describe('per-key limits', () => {
   });
 
   it('cpd: spend in cents per UTC day across instances, counted at settle; a cap set mid-day counts the day so far', async () => {
-    const [b1, b2] = [await fx.billing(), await fx.billing()];
-    const u = await user(fx.store);
-    const p = principal(u, { cpd: 1 });
-    const payer = await b1.payerFor(p);
-    await fund(fx.store, payer.walletId, 1e9);
+    const { b1, b2, u, p, payer } = await limitedKey({ cpd: 1 });
     const standing = await b1.admit(p);
     assert.deepEqual(standing, { 'x-ratelimit-limit-cpd': '1', 'x-ratelimit-used-cpd': '0', 'x-ratelimit-remaining-cpd': '1' });
     await call(b1, payer, 1_000_000, 600_000); // 0.6 ¢

@@ -28,28 +28,20 @@ export function openaiChat(http: UpstreamHttp): ChatCapability {
   };
 }
 
+/** The request's fields an OpenAI-compatible server takes under the same name and shape. */
+const AS_GIVEN = [
+  'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty', 'seed', 'response_format', 'logprobs', 'top_logprobs',
+  'reasoning_effort', 'verbosity', 'logit_bias', 'safety_identifier', 'user', 'prompt_cache_key',
+] as const satisfies readonly (keyof ChatRequest)[];
+
 export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean): Json {
   const body: Json = {
     model: route.upstreamModel,
     messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
   };
-  if (req.temperature !== undefined) body.temperature = req.temperature;
-  if (req.top_p !== undefined) body.top_p = req.top_p;
+  for (const k of AS_GIVEN) if (req[k] !== undefined) body[k] = req[k];
   if (req.max_tokens !== undefined) body[isOpenAIItself(route) ? 'max_completion_tokens' : 'max_tokens'] = req.max_tokens;
   if (req.stop !== undefined && req.stop.length > 0) body.stop = req.stop;
-  if (req.n !== undefined) body.n = req.n;
-  if (req.presence_penalty !== undefined) body.presence_penalty = req.presence_penalty;
-  if (req.frequency_penalty !== undefined) body.frequency_penalty = req.frequency_penalty;
-  if (req.seed !== undefined) body.seed = req.seed;
-  if (req.response_format !== undefined) body.response_format = req.response_format;
-  if (req.logprobs !== undefined) body.logprobs = req.logprobs;
-  if (req.top_logprobs !== undefined) body.top_logprobs = req.top_logprobs;
-  if (req.reasoning_effort !== undefined) body.reasoning_effort = req.reasoning_effort;
-  if (req.verbosity !== undefined) body.verbosity = req.verbosity;
-  if (req.logit_bias !== undefined) body.logit_bias = req.logit_bias;
-  if (req.safety_identifier !== undefined) body.safety_identifier = req.safety_identifier;
-  if (req.user !== undefined) body.user = req.user;
-  if (req.prompt_cache_key !== undefined) body.prompt_cache_key = req.prompt_cache_key;
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };
