@@ -24,7 +24,7 @@ await store.collection('orgs').insertOne({ _id: 1, name: 'acme', owner_id: 1, cr
 await store.collection('memberships').insertOne({ _id: 2, org_id: 1, role: 'member', joined_at: new Date() });
 await store.collection('wallets').insertOne({ _id: 'org:1', owner_type: 'org', owner_id: 1, balance_uc: 1e15, held_uc: 0, created_at: new Date() });
 
-const keys: ApiKeyPrincipal[] = Array.from({ length: 20 }, (_, i) => ({ keyId: i + 1, jti: `j${i}`, prefix: `sk-live-${i}`, userId: 2, scopes: ['*'], rpm: 1e9, tpd: 1e12, cpd: 1e9 }));
+const keys: ApiKeyPrincipal[] = Array.from({ length: 20 }, (_, i) => ({ keyId: i + 1, jti: `j${i}`, prefix: `sk-live-${i}`, userId: 2, scopes: ['*'], rpm: 1e9, tpd: 1e12, cpd: 1e9, cpm: 1e9 }));
 
 async function metered(i: number): Promise<void> {
   const p = keys[i % keys.length]!;

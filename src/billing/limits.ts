@@ -2,13 +2,14 @@
 // - rpm: a fixed 60-second window (`rpm:<key id>`), one atomic `$inc` per request;
 // - tpd: prompt plus completion tokens per UTC day (`tpd:<key id>`), read before the call and
 //   increased by the settled tokens (through the usage flush, so it trails by one flush interval);
-// - cpd: spend in cents per UTC day (`cpd:<key id>`, counted in µ¢), read and increased alike. A
-//   cap against a leaked or runaway key, not the wallet's guarantee: calls in flight when it is
-//   reached finish and are charged, so a day's spend may pass it by what they cost.
+// - cpd / cpm: spend in cents per UTC day / UTC calendar month (`cpd:<key id>`, `cpm:<key id>`,
+//   counted in µ¢), read and increased alike. Caps against a leaked or runaway key, not the
+//   wallet's guarantee: calls in flight when one is reached finish and are charged, so a window's
+//   spend may pass it by what they cost.
 // A breach is a 429 with the spec's bare `{detail}` body and headers, and one rate_limit_exceeded
 // event per key, limit and window: a marker document decides which instance emits it.
 import { ApiError } from '../http/errors.ts';
-import type { Clock, WindowCounters } from '../services/common.ts';
+import type { Clock, WindowCounters, WindowPeriod } from '../services/common.ts';
 import type { AccountEvent, EventSink } from '../services/events.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
@@ -19,7 +20,13 @@ const DAY = 86_400;
 /** Windows whose event this instance knows was emitted, so a flood of 429s costs no write each. */
 const EMITTED_CACHE = 10_000;
 
-export type LimitType = 'rpm' | 'tpd' | 'cpd';
+export type LimitType = 'rpm' | 'tpd' | 'cpd' | 'cpm';
+
+/** The spend caps, in cents per window: counters `<type>:<key id>` in µ¢, fed by the usage flush. */
+export const SPEND_CAPS = [
+  { type: 'cpd', period: DAY, name: 'daily', soFar: 'today', resets: 'at midnight UTC' },
+  { type: 'cpm', period: 'month', name: 'monthly', soFar: 'this month', resets: 'on the 1st at 00:00 UTC' },
+] as const satisfies readonly { type: LimitType; period: WindowPeriod; name: string; soFar: string; resets: string }[];
 
 /** Cents with up to 6 decimals (the counter is in µ¢), as a header value: "12.5", "0.000001". */
 const centsText = (uc: number): string => String(Math.round(uc) / MICROCENTS_PER_CENT);
@@ -65,25 +72,30 @@ export class RateLimits {
         'x-ratelimit-remaining-tpd': String(principal.tpd - day.count),
       };
     }
-    if (principal.cpd !== null) {
-      const day = await this.windows.peek(`cpd:${principal.keyId}`, DAY);
-      const limitUc = principal.cpd * MICROCENTS_PER_CENT;
-      if (day.count >= limitUc) {
-        await this.breached(principal, 'cpd', principal.cpd, Math.round(day.count) / MICROCENTS_PER_CENT, day.resetAt);
-        const retry = this.secondsUntil(day.resetAt);
+    for (const cap of SPEND_CAPS) {
+      const limit = principal[cap.type];
+      if (limit === null) continue;
+      const spent = await this.windows.peek(`${cap.type}:${principal.keyId}`, cap.period);
+      const limitUc = limit * MICROCENTS_PER_CENT;
+      if (spent.count >= limitUc) {
+        await this.breached(principal, cap.type, limit, Math.round(spent.count) / MICROCENTS_PER_CENT, spent.resetAt);
         throw new ApiError(
           'rate_limit_exceeded',
-          `This API key's daily spend limit of ${principal.cpd} cents was reached (${centsText(day.count)} spent today); it resets at midnight UTC.`,
+          `This API key's ${cap.name} spend limit of ${limit} cents was reached (${centsText(spent.count)} spent ${cap.soFar}); it resets ${cap.resets}.`,
           {
             bare: true,
-            headers: { 'retry-after': String(retry), 'x-ratelimit-limit-cpd': String(principal.cpd), 'x-ratelimit-used-cpd': centsText(day.count) },
+            headers: {
+              'retry-after': String(this.secondsUntil(spent.resetAt)),
+              [`x-ratelimit-limit-${cap.type}`]: String(limit),
+              [`x-ratelimit-used-${cap.type}`]: centsText(spent.count),
+            },
           },
         );
       }
       standing ??= {};
-      standing['x-ratelimit-limit-cpd'] = String(principal.cpd);
-      standing['x-ratelimit-used-cpd'] = centsText(day.count);
-      standing['x-ratelimit-remaining-cpd'] = centsText(limitUc - day.count);
+      standing[`x-ratelimit-limit-${cap.type}`] = String(limit);
+      standing[`x-ratelimit-used-${cap.type}`] = centsText(spent.count);
+      standing[`x-ratelimit-remaining-${cap.type}`] = centsText(limitUc - spent.count);
     }
     if (principal.rpm !== null) {
       // Lazy: judged only by the count returned here; a crash may forget the last moment's hits.

@@ -3,7 +3,7 @@
 // Settles add a record to an in-memory buffer; the buffer is written every `flushIntervalMs` or as
 // soon as it holds `flushMaxRecords` records, in one event turn (so the embedded store commits the
 // batch at once), together with the `$inc`s of the rollups and of the per-key daily token (tpd)
-// and spend (cpd) counters the batch adds up to. Records and rollups therefore trail the calls by
+// and spend (cpd, cpm) counters the batch adds up to. Records and rollups therefore trail the calls by
 // at most one flush interval; close() writes what is buffered. A failed write is retried at the
 // next flush; the buffer is bounded (`maxBuffered`), beyond which the oldest unwritten records are
 // dropped and reported.
@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock, WindowCounters } from '../services/common.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { utcDay, type OwnerType } from './money.ts';
+import { SPEND_CAPS } from './limits.ts';
 
 export interface UsageRecordDoc {
   _id: string;
@@ -110,7 +111,7 @@ export class UsageLog {
   private readonly dailyEndUser: Collection<RollupDoc>;
   private buffer: UsageRecordDoc[] = [];
   private tokens = new Map<number, number>();
-  /** µ¢ charged per key since the last flush, for the key's daily spend counter (cpd). */
+  /** µ¢ charged per key since the last flush, for the key's spend counters (cpd, cpm). */
   private spend = new Map<number, number>();
   private failed: Op[] = [];
   private chain: Promise<void> = Promise.resolve();
@@ -160,7 +161,7 @@ export class UsageLog {
     return `${tsMs.toString(36).padStart(9, '0')}${this.tag}${this.seq.toString(36).padStart(6, '0')}`;
   }
 
-  /** Buffers a record; `tokens` are added to the key's daily (TPD) counter with it, its cost to the daily spend (CPD) counter. */
+  /** Buffers a record; `tokens` are added to the key's daily (TPD) counter with it, its cost to its spend (CPD, CPM) counters. */
   add(record: UsageRecordDoc, keyId: number, tokens: number): void {
     this.buffer.push(record);
     if (tokens > 0) this.tokens.set(keyId, (this.tokens.get(keyId) ?? 0) + tokens);
@@ -222,8 +223,8 @@ export class UsageLog {
     for (const [id, row] of coarse) ops.push(upsert(this.dailyModel, id, row));
     for (const [id, row] of endUsers) ops.push(upsert(this.dailyEndUser, id, row));
     for (const [keyId, n] of tokens) ops.push(() => this.windows.hit(`tpd:${keyId}`, 86_400, n));
-    // Every key's spend is counted, so a daily cap set during the day counts the day's spend so far.
-    for (const [keyId, uc] of spend) ops.push(() => this.windows.hit(`cpd:${keyId}`, 86_400, uc));
+    // Every key's spend is counted, so a cap set during its window counts the window's spend so far.
+    for (const [keyId, uc] of spend) for (const cap of SPEND_CAPS) ops.push(() => this.windows.hit(`${cap.type}:${keyId}`, cap.period, uc));
 
     // All issued in one turn: the embedded store commits them together.
     const results = await Promise.allSettled(ops.map((op) => op()));

@@ -19,6 +19,9 @@ export interface WindowHit {
   resetAt: number;
 }
 
+/** A counter's window: a number of seconds (windows aligned to the epoch), or the UTC calendar month. */
+export type WindowPeriod = number | 'month';
+
 /**
  * Fixed-window counters in the store: one document per (key, window), `$inc`ed atomically, with a
  * TTL for cleanup only (the window start is part of the id, so expiry never affects correctness).
@@ -34,8 +37,13 @@ export class WindowCounters {
     await this.store.collection(this.collectionName).createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
   }
 
-  private window(key: string, windowSeconds: number): { id: string; start: number; resetAt: number } {
-    const size = windowSeconds * 1000;
+  private window(key: string, period: WindowPeriod): { id: string; start: number; resetAt: number } {
+    if (period === 'month') {
+      const now = new Date(this.now());
+      const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+      return { id: `${key}@${start}`, start, resetAt: Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) };
+    }
+    const size = period * 1000;
     const start = Math.floor(this.now() / size) * size;
     return { id: `${key}@${start}`, start, resetAt: start + size };
   }
@@ -45,8 +53,8 @@ export class WindowCounters {
    * the disk (the store's `j: false`: reads still see the hit, a crash may forget it): for counters
    * whose last moment of hits may be lost (per-key RPM), not for ones that lock someone out.
    */
-  async hit(key: string, windowSeconds: number, by = 1, lazy = false): Promise<WindowHit> {
-    const w = this.window(key, windowSeconds);
+  async hit(key: string, period: WindowPeriod, by = 1, lazy = false): Promise<WindowHit> {
+    const w = this.window(key, period);
     const doc = await this.store
       .collection<{ _id: string; count: number; expires_at: Date }>(this.collectionName)
       .findOneAndUpdate(
@@ -58,14 +66,14 @@ export class WindowCounters {
   }
 
   /** The current window's count without changing it. */
-  async peek(key: string, windowSeconds: number): Promise<WindowHit> {
-    const w = this.window(key, windowSeconds);
+  async peek(key: string, period: WindowPeriod): Promise<WindowHit> {
+    const w = this.window(key, period);
     const doc = await this.store.collection<{ _id: string; count: number }>(this.collectionName).findOne({ _id: w.id });
     return { count: doc?.count ?? 0, resetAt: w.resetAt };
   }
 
-  async reset(key: string, windowSeconds: number): Promise<void> {
-    await this.store.collection(this.collectionName).deleteOne({ _id: this.window(key, windowSeconds).id });
+  async reset(key: string, period: WindowPeriod): Promise<void> {
+    await this.store.collection(this.collectionName).deleteOne({ _id: this.window(key, period).id });
   }
 }
 

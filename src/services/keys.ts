@@ -39,12 +39,14 @@ export interface KeyDoc {
   /** Limits the key's owner set on it (portal); null is no limit. */
   user_rpm: number | null;
   user_tpd: number | null;
-  /** Cents per UTC day (absent on keys written before it existed: no limit). */
+  /** Cents per UTC day and per UTC month (absent on keys written before they existed: no limit). */
   user_cpd?: number | null;
+  user_cpm?: number | null;
   /** Limits an administrator set on it; the effective limit is the lower of the two. */
   admin_rpm: number | null;
   admin_tpd: number | null;
   admin_cpd?: number | null;
+  admin_cpm?: number | null;
   [k: string]: unknown;
 }
 
@@ -62,6 +64,7 @@ export interface PublicKey {
   rpm: number | null;
   tpd: number | null;
   cpd: number | null;
+  cpm: number | null;
 }
 
 /** Who is calling /v1, as established by the key. */
@@ -73,8 +76,9 @@ export interface ApiKeyPrincipal {
   scopes: readonly Scope[];
   rpm: number | null;
   tpd: number | null;
-  /** Spend, in cents, per UTC day. */
+  /** Spend, in cents, per UTC day and per UTC calendar month. */
   cpd: number | null;
+  cpm: number | null;
 }
 
 const minLimit = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
@@ -132,6 +136,7 @@ export class KeyService {
       rpm: minLimit(k.user_rpm, k.admin_rpm),
       tpd: minLimit(k.user_tpd, k.admin_tpd),
       cpd: minLimit(k.user_cpd ?? null, k.admin_cpd ?? null),
+      cpm: minLimit(k.user_cpm ?? null, k.admin_cpm ?? null),
     };
   }
 
@@ -178,9 +183,11 @@ export class KeyService {
         user_rpm: null,
         user_tpd: null,
         user_cpd: null,
+        user_cpm: null,
         admin_rpm: null,
         admin_tpd: null,
         admin_cpd: null,
+        admin_cpm: null,
       };
       const token = await this.sign(doc);
       doc.token_hash = sha256(token);
@@ -220,22 +227,24 @@ export class KeyService {
     return this.view((await this.keys.findOne({ _id: id }))!);
   }
 
-  async updateByOwner(userId: number, id: number, patch: { name?: string; rpm?: number | null; tpd?: number | null; cpd?: number | null }): Promise<PublicKey> {
+  async updateByOwner(userId: number, id: number, patch: { name?: string; rpm?: number | null; tpd?: number | null; cpd?: number | null; cpm?: number | null }): Promise<PublicKey> {
     await this.own(userId, id);
     const set: Record<string, unknown> = {};
     if (patch.name !== undefined) set.name = patch.name;
     if (patch.rpm !== undefined) set.user_rpm = patch.rpm;
     if (patch.tpd !== undefined) set.user_tpd = patch.tpd;
     if (patch.cpd !== undefined) set.user_cpd = patch.cpd;
+    if (patch.cpm !== undefined) set.user_cpm = patch.cpm;
     const k = await this.keys.findOneAndUpdate({ _id: id, user_id: userId }, { $set: set }, { returnDocument: 'after' });
     return this.view(k!);
   }
 
-  async updateByAdmin(id: number, patch: { rpm?: number | null; tpd?: number | null; cpd?: number | null }): Promise<PublicKey & { user_id: number }> {
+  async updateByAdmin(id: number, patch: { rpm?: number | null; tpd?: number | null; cpd?: number | null; cpm?: number | null }): Promise<PublicKey & { user_id: number }> {
     const set: Record<string, unknown> = {};
     if (patch.rpm !== undefined) set.admin_rpm = patch.rpm;
     if (patch.tpd !== undefined) set.admin_tpd = patch.tpd;
     if (patch.cpd !== undefined) set.admin_cpd = patch.cpd;
+    if (patch.cpm !== undefined) set.admin_cpm = patch.cpm;
     const k = await this.keys.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
     if (!k) throw new ApiError('not_found', `No key ${id}.`);
     return { ...this.view(k), user_id: k.user_id };
@@ -273,6 +282,7 @@ export class KeyService {
       rpm: minLimit(k.user_rpm, k.admin_rpm),
       tpd: minLimit(k.user_tpd, k.admin_tpd),
       cpd: minLimit(k.user_cpd ?? null, k.admin_cpd ?? null),
+      cpm: minLimit(k.user_cpm ?? null, k.admin_cpm ?? null),
     };
   }
 

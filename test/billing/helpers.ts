@@ -83,9 +83,9 @@ export async function org(store: Store, owner: number, members: number[] = []): 
   return id;
 }
 
-export function principal(userId: number, opts: { keyId?: number; rpm?: number | null; tpd?: number | null; cpd?: number | null } = {}): ApiKeyPrincipal {
+export function principal(userId: number, opts: { keyId?: number; rpm?: number | null; tpd?: number | null; cpd?: number | null; cpm?: number | null } = {}): ApiKeyPrincipal {
   const keyId = opts.keyId ?? nextId++;
-  return { keyId, jti: `jti${keyId}`, prefix: `sk-live-${String(keyId).padStart(12, '0')}`, userId, scopes: ['*'], rpm: opts.rpm ?? null, tpd: opts.tpd ?? null, cpd: opts.cpd ?? null };
+  return { keyId, jti: `jti${keyId}`, prefix: `sk-live-${String(keyId).padStart(12, '0')}`, userId, scopes: ['*'], rpm: opts.rpm ?? null, tpd: opts.tpd ?? null, cpd: opts.cpd ?? null, cpm: opts.cpm ?? null };
 }
 
 /** Sets a wallet's spendable balance directly (µ¢). */

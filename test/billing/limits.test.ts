@@ -125,4 +125,30 @@ describe('per-key limits', () => {
     fx.clock.t = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1, 0, 0, 1);
     assert.equal((await b1.admit(p))?.['x-ratelimit-used-cpd'], '0', 'a new UTC day');
   });
+
+  it('cpm: spend in cents per UTC calendar month, across days; resets on the 1st', async () => {
+    const { b1, b2, p, payer } = await limitedKey({ cpm: 2, cpd: 100 });
+    const start = new Date(fx.clock.t);
+    await call(b1, payer, 1_000_000, 900_000);
+    await b1.flush();
+    fx.clock.t += 86_400_000; // the next day: the daily counter starts again, the monthly does not
+    assert.deepEqual(
+      Object.entries((await b2.admit(p))!).filter(([h]) => h.endsWith('-cpm') || h === 'x-ratelimit-used-cpd'),
+      [['x-ratelimit-used-cpd', '0'], ['x-ratelimit-limit-cpm', '2'], ['x-ratelimit-used-cpm', '0.9'], ['x-ratelimit-remaining-cpm', '1.1']],
+    );
+    await call(b2, payer, 2_000_000, 1_500_000);
+    await b2.flush();
+    const err = await b1.admit(p).then(
+      () => assert.fail('admitted over the monthly spend limit'),
+      (e: unknown) => e as ApiError,
+    );
+    assert.ok(limited(err));
+    assert.match(err.message, /monthly spend limit of 2 cents was reached \(2\.4 spent this month\); it resets on the 1st/);
+    const firstOfNext = Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
+    assert.equal(err.options.headers?.['retry-after'], String(Math.ceil((firstOfNext - fx.clock.t) / 1000)), 'until the 1st of next month, 00:00 UTC');
+    assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpm'], err.options.headers?.['x-ratelimit-used-cpm']], ['2', '2.4']);
+    assert.deepEqual(fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix).map((ev) => ev.fields.limit_type), ['cpm']);
+    fx.clock.t = firstOfNext + 1000;
+    assert.equal((await b1.admit(p))?.['x-ratelimit-used-cpm'], '0', 'a new month');
+  });
 });

@@ -39,7 +39,7 @@ describe('API keys', () => {
     const list = await call(gw.url, 'GET', '/portal/keys', { token: s.token });
     assert.equal(list.status, 200);
     assert.equal(list.body.data.length, 1);
-    assert.deepEqual(Object.keys(list.body.data[0]).sort(), ['cpd', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prefix', 'rpm', 'scopes', 'status', 'tpd']);
+    assert.deepEqual(Object.keys(list.body.data[0]).sort(), ['cpd', 'cpm', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prefix', 'rpm', 'scopes', 'status', 'tpd']);
     const one = await call(gw.url, 'GET', `/portal/keys/${k.id}`, { token: s.token });
     assert.equal(one.body.api_key, k.api_key);
     const doc = await gw.store.collection('api_keys').findOne({ _id: k.id });
@@ -163,7 +163,7 @@ describe('API keys', () => {
     assert.ok(Number(statuses[2]!.headers.get('retry-after')) > 0);
   });
 
-  it('limits: the owner sets rpm/tpd/cpd; an administrator sets its own; the lower applies', async () => {
+  it('limits: the owner sets rpm/tpd/cpd/cpm; an administrator sets its own; the lower applies', async () => {
     const s = await signup(gw.url);
     const k = await createKey(gw.url, s.token);
     const p = await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: s.token, body: { name: 'renamed', rpm: 100 } });
@@ -184,6 +184,8 @@ describe('API keys', () => {
     assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${k.id}`, { token: ADMIN_TOKEN, body: { cpd: 200 } })).body.cpd, 200);
     assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: s.token, body: { cpd: null } })).body.cpd, 200);
     assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${k.id}`, { token: ADMIN_TOKEN, body: { cpd: null } })).body.cpd, null);
+    assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: s.token, body: { cpm: 5000 } })).body.cpm, 5000);
+    assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${k.id}`, { token: ADMIN_TOKEN, body: { cpm: 3000 } })).body.cpm, 3000);
     for (const rpm of [0, -1, 1.5, '10']) {
       assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: s.token, body: { rpm } })).status, 400, String(rpm));
     }

@@ -37,9 +37,9 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: "Set an API key's administrator limits (rpm, tpd, cpd; null removes)",
+        tags, security, summary: "Set an API key's administrator limits (rpm, tpd, cpd, cpm; null removes)",
         params: Closed({ id: NumericId }),
-        body: Closed({ rpm: Type.Optional(Limit), tpd: Type.Optional(Limit), cpd: Type.Optional(Limit) }),
+        body: Closed({ rpm: Type.Optional(Limit), tpd: Type.Optional(Limit), cpd: Type.Optional(Limit), cpm: Type.Optional(Limit) }),
         response: { 200: Type.Object({}, { additionalProperties: true }), ...errors(400, 401, 403, 404) },
       },
     },

@@ -20,6 +20,7 @@ const Key = Type.Object({
   rpm: Type.Union([Type.Integer(), Type.Null()]),
   tpd: Type.Union([Type.Integer(), Type.Null()]),
   cpd: Type.Union([Type.Integer(), Type.Null()]),
+  cpm: Type.Union([Type.Integer(), Type.Null()]),
 });
 const KeyWithSecret = Type.Intersect([Key, Type.Object({ api_key: Type.String() })]);
 
@@ -60,9 +61,9 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Rename a key or set your own rpm/tpd/cpd limits on it (null removes yours)',
+        tags, security, summary: 'Rename a key or set your own rpm/tpd/cpd/cpm limits on it (null removes yours)',
         params,
-        body: Closed({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), rpm: Type.Optional(Limit), tpd: Type.Optional(Limit), cpd: Type.Optional(Limit) }),
+        body: Closed({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), rpm: Type.Optional(Limit), tpd: Type.Optional(Limit), cpd: Type.Optional(Limit), cpm: Type.Optional(Limit) }),
         response: { 200: Key, ...errors(400, 401, 404) },
       },
     },
