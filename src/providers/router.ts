@@ -32,6 +32,7 @@
 // gateway's throughput by 4x (bench/chat.ts); p-limit's microtask queue costs a few µs.
 import Bottleneck from 'bottleneck';
 import pLimit from 'p-limit';
+import { LRUCache } from 'lru-cache';
 import { abortedError, usableBaseUrl } from './http.ts';
 import type { CancelSignal } from './cancel.ts';
 import { isProviderName, type ProviderName } from './index.ts';
@@ -497,15 +498,17 @@ export type RoutedModel = Pick<ModelDoc, '_id' | 'routes' | 'updated_at' | 'revi
  * resolveRoutes once per model version, not on every call: the resolved routes (and the URLs their
  * calls memoize on them) are reused until an administrator changes the model. Keyed by the model's
  * revision; a model written before revisions existed is keyed by its update time and routes. At
- * most `max` versions are kept, the oldest dropped first.
+ * most `max` versions are kept, the least recently used dropped first.
  */
 export class RouteResolver {
-  readonly #resolved = new Map<string, ResolvedRoute[]>();
+  readonly #resolved: LRUCache<string, ResolvedRoute[]>;
 
   constructor(
     private readonly env: Readonly<Record<string, string | undefined>>,
-    private readonly max = 1000,
-  ) {}
+    max = 1000,
+  ) {
+    this.#resolved = new LRUCache({ max });
+  }
 
   routes(model: RoutedModel): ResolvedRoute[] {
     const version = model.revision ?? `${model.updated_at.getTime()}:${JSON.stringify(model.routes)}`;
@@ -513,7 +516,6 @@ export class RouteResolver {
     let routes = this.#resolved.get(key);
     if (routes === undefined) {
       routes = resolveRoutes(model._id, model.routes, this.env);
-      if (this.#resolved.size >= this.max) this.#resolved.delete(this.#resolved.keys().next().value!);
       this.#resolved.set(key, routes);
     }
     return routes;

@@ -52,7 +52,8 @@ export interface KeyDoc {
 
 export type KeyStatus = 'active' | 'expired' | 'revoked';
 
-export interface PublicKey {
+/** A key as its owner sees it, with its effective limits (rpm, tpd, cpd, cpm). */
+export interface PublicKey extends Limits {
   id: number;
   name: string;
   prefix: string;
@@ -61,27 +62,43 @@ export interface PublicKey {
   created_at: string;
   last_used_at: string | null;
   status: KeyStatus;
-  rpm: number | null;
-  tpd: number | null;
-  cpd: number | null;
-  cpm: number | null;
 }
 
-/** Who is calling /v1, as established by the key. */
-export interface ApiKeyPrincipal {
+/** Who is calling /v1, as established by the key, with its effective limits. */
+export interface ApiKeyPrincipal extends Limits {
   keyId: number;
   jti: string;
   prefix: string;
   userId: number;
   scopes: readonly Scope[];
-  rpm: number | null;
-  tpd: number | null;
-  /** Spend, in cents, per UTC day and per UTC calendar month. */
-  cpd: number | null;
-  cpm: number | null;
 }
 
 const minLimit = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
+
+/**
+ * The per-key limits: requests per minute, tokens per UTC day, cents per UTC day and per UTC
+ * calendar month. Each is set by the owner (`user_<name>`) and an administrator (`admin_<name>`).
+ */
+const LIMITS = ['rpm', 'tpd', 'cpd', 'cpm'] as const;
+type LimitName = (typeof LIMITS)[number];
+type Limits = Record<LimitName, number | null>;
+
+/** Each limit with its two stored fields, named once (effectiveLimits runs on every /v1 call). */
+const LIMIT_FIELDS = LIMITS.map((name) => [name, `user_${name}`, `admin_${name}`] as const);
+
+/** The key's effective limits: the lower of the owner's and the administrator's (absent: none). */
+function effectiveLimits(k: KeyDoc): Limits {
+  const out = {} as Limits;
+  for (const [name, user, admin] of LIMIT_FIELDS) out[name] = minLimit((k[user] as number | null | undefined) ?? null, (k[admin] as number | null | undefined) ?? null);
+  return out;
+}
+
+/** The `$set` of a limits patch, for the owner's (`user_`) or the administrator's (`admin_`) fields. */
+function limitsSet(patch: Partial<Limits>, side: 'user' | 'admin'): Record<string, number | null> {
+  const set: Record<string, number | null> = {};
+  for (const name of LIMITS) if (patch[name] !== undefined) set[`${side}_${name}`] = patch[name];
+  return set;
+}
 
 /** A token whose signature checked out: its claims and its hash (compared with the stored one). */
 interface VerifiedToken {
@@ -133,10 +150,7 @@ export class KeyService {
       created_at: k.created_at.toISOString(),
       last_used_at: iso(k.last_used_at),
       status: this.status(k),
-      rpm: minLimit(k.user_rpm, k.admin_rpm),
-      tpd: minLimit(k.user_tpd, k.admin_tpd),
-      cpd: minLimit(k.user_cpd ?? null, k.admin_cpd ?? null),
-      cpm: minLimit(k.user_cpm ?? null, k.admin_cpm ?? null),
+      ...effectiveLimits(k),
     };
   }
 
@@ -227,25 +241,16 @@ export class KeyService {
     return this.view((await this.keys.findOne({ _id: id }))!);
   }
 
-  async updateByOwner(userId: number, id: number, patch: { name?: string; rpm?: number | null; tpd?: number | null; cpd?: number | null; cpm?: number | null }): Promise<PublicKey> {
+  async updateByOwner(userId: number, id: number, patch: { name?: string } & Partial<Limits>): Promise<PublicKey> {
     await this.own(userId, id);
-    const set: Record<string, unknown> = {};
+    const set: Record<string, unknown> = limitsSet(patch, 'user');
     if (patch.name !== undefined) set.name = patch.name;
-    if (patch.rpm !== undefined) set.user_rpm = patch.rpm;
-    if (patch.tpd !== undefined) set.user_tpd = patch.tpd;
-    if (patch.cpd !== undefined) set.user_cpd = patch.cpd;
-    if (patch.cpm !== undefined) set.user_cpm = patch.cpm;
     const k = await this.keys.findOneAndUpdate({ _id: id, user_id: userId }, { $set: set }, { returnDocument: 'after' });
     return this.view(k!);
   }
 
-  async updateByAdmin(id: number, patch: { rpm?: number | null; tpd?: number | null; cpd?: number | null; cpm?: number | null }): Promise<PublicKey & { user_id: number }> {
-    const set: Record<string, unknown> = {};
-    if (patch.rpm !== undefined) set.admin_rpm = patch.rpm;
-    if (patch.tpd !== undefined) set.admin_tpd = patch.tpd;
-    if (patch.cpd !== undefined) set.admin_cpd = patch.cpd;
-    if (patch.cpm !== undefined) set.admin_cpm = patch.cpm;
-    const k = await this.keys.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+  async updateByAdmin(id: number, patch: Partial<Limits>): Promise<PublicKey & { user_id: number }> {
+    const k = await this.keys.findOneAndUpdate({ _id: id }, { $set: limitsSet(patch, 'admin') }, { returnDocument: 'after' });
     if (!k) throw new ApiError('not_found', `No key ${id}.`);
     return { ...this.view(k), user_id: k.user_id };
   }
@@ -279,10 +284,7 @@ export class KeyService {
       prefix: k.prefix,
       userId: k.user_id,
       scopes: k.scopes,
-      rpm: minLimit(k.user_rpm, k.admin_rpm),
-      tpd: minLimit(k.user_tpd, k.admin_tpd),
-      cpd: minLimit(k.user_cpd ?? null, k.admin_cpd ?? null),
-      cpm: minLimit(k.user_cpm ?? null, k.admin_cpm ?? null),
+      ...effectiveLimits(k),
     };
   }
 
