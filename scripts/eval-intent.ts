@@ -1,4 +1,4 @@
-// npm run eval:intent [-- --json] [-- --only clinc150,banking77,...] [-- --no-test]
+// npm run eval:intent [-- --json] [-- --only clinc150,banking77,...,demo] [-- --no-test]
 // Builds one intent pack per public data set in ../shared/datasets (train splits only), fits the
 // local model's temperature and the thresholds on validation splits (never on test), and reports on
 // the test splits: accuracy, macro-F1, out-of-scope precision/recall, the share of turns each stage
@@ -16,6 +16,7 @@ import { mulberry32, shuffle, type NeighbourMix } from '../src/intent/classifier
 import type { SecondKind } from '../src/intent/ensemble.ts';
 import { noisy } from '../src/intent/augment.ts';
 import type { DetectorOptions } from '../src/intent/detector.ts';
+import { evaluateDemoPack } from './eval-demo-pack.ts';
 
 const OOS = 'oos';
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.DATASETS_DIR ?? '../shared/datasets');
@@ -613,3 +614,5 @@ for (const [name, load] of all) {
   if (only && !only.some((o) => name.startsWith(o))) continue;
   evaluate(load(), json);
 }
+// The shipped demo pack on hand-written turns (eval-demo-pack.ts); --no-test leaves out its held-out set.
+if (!only || only.includes('demo')) evaluateDemoPack(noTest ? ['dev'] : ['dev', 'heldout'], json);

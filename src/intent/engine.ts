@@ -54,11 +54,19 @@ export interface Thresholds {
    * must reach for KNOWN; below it the turn is unlike anything the pack was taught.
    */
   min_similarity: number;
+  /**
+   * With an example memory: the cosine the nearest out-of-scope example must reach for a turn the
+   * local model turns down to be OUT_OF_SCOPE rather than UNKNOWN (0: off). A turn like nothing
+   * the pack lists, in scope or out ("kuch problem hai", gibberish), is then UNKNOWN, whose
+   * fallback asks back, instead of OUT_OF_SCOPE, whose fallback may close the conversation.
+   * Out-of-scope vocabulary found by the matcher counts as recognized.
+   */
+  out_of_scope_similarity: number;
   /** With an out-of-scope detector: its probability a turn needs for KNOWN (it then replaces accept, out_of_scope and min_similarity). */
   detector: number;
 }
 
-export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, margin: 0.1, high: 0.8, medium: 0.55, out_of_scope: 0.5, min_similarity: 0, detector: 0.5 };
+export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, margin: 0.1, high: 0.8, medium: 0.55, out_of_scope: 0.5, min_similarity: 0, out_of_scope_similarity: 0, detector: 0.5 };
 
 /** The local model's scores of a turn, apart from the thresholds (`scoreLocal`, `decideLocal`). */
 export interface LocalScores {
@@ -174,7 +182,10 @@ export class CompiledPack {
       return { result: null, candidates, oosHits: 0 };
     }
     const lead = top.score - (second?.score ?? 0);
-    if (m.exact || (top.score >= this.thresholds.deterministic && lead >= Math.max(1, top.score / 3))) {
+    // Out-of-scope vocabulary beside an intent's keywords ("naya sim chahiye" has "sim"): a rule
+    // cannot tell which wins, so the local model, which learned the out-of-scope examples, decides.
+    const clear = m.oosHits === 0 && top.score >= this.thresholds.deterministic && lead >= Math.max(1, top.score / 3);
+    if (m.exact || clear) {
       // A rule, not a probability: an exact example is 0.99; otherwise the lead maps onto 0.6–0.98.
       const confidence = m.exact ? 0.99 : round(Math.min(0.98, 0.6 + 0.08 * lead));
       return {
@@ -188,7 +199,8 @@ export class CompiledPack {
 
   /** Stage 2 alone, given what stage 1 found. */
   local(norm: Normalized, earlier: Candidate[], oosHits: number): CascadeResult {
-    return this.decideLocal(this.scoreLocal(norm, this.thresholds.min_similarity > 0, earlier, oosHits), earlier, oosHits);
+    const t = this.thresholds;
+    return this.decideLocal(this.scoreLocal(norm, t.min_similarity > 0 || t.out_of_scope_similarity > 0, earlier, oosHits), earlier, oosHits);
   }
 
   /**
@@ -257,12 +269,15 @@ export class CompiledPack {
     const lin = scores.linear;
     const oosGate = lin && scores.reads !== 'split' ? lin : ranking;
     const acceptProb = lin ? lin.best : p1.prob;
-    const turnedDown = () => out(oosHits > 0 || oosGate.oos > oosGate.best ? 'OUT_OF_SCOPE' : 'UNKNOWN');
+    // Out of scope needs the turn to resemble what the pack lists as such (`out_of_scope_similarity`).
+    const oosSimilarity = scored.find((s) => s.label === OOS_LABEL)?.similarity;
+    const recognized = oosHits > 0 || t.out_of_scope_similarity <= 0 || (oosSimilarity ?? 1) >= t.out_of_scope_similarity;
+    const turnedDown = () => out(oosHits > 0 || (recognized && oosGate.oos > oosGate.best) ? 'OUT_OF_SCOPE' : 'UNKNOWN');
     if (scores.inScope !== undefined) {
       // The detector alone decides whether to answer (it has read the out-of-scope class too).
       if (scores.inScope < t.detector) return turnedDown();
     } else {
-      if (oosGate.oos >= t.out_of_scope || oosGate.oosFirst) return out('OUT_OF_SCOPE');
+      if (oosGate.oos >= t.out_of_scope || oosGate.oosFirst) return out(recognized ? 'OUT_OF_SCOPE' : 'UNKNOWN');
       if (acceptProb < t.accept || (p1.similarity ?? 1) < t.min_similarity) return turnedDown();
     }
     // Which intent is the ranking's business, so the margin reads the ranking's probabilities.

@@ -70,11 +70,20 @@ export const PackSchema = Closed({
      * pack keeps when its median intent has under 40 examples; on bigger packs it has no effect.
      */
     min_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    /**
+     * Cosine similarity the nearest out-of-scope example must reach for a turn the local model
+     * turns down to be OUT_OF_SCOPE rather than UNKNOWN (0, the default, is off; needs the example
+     * memory, as min_similarity). Out-of-scope keywords in the turn count as reaching it.
+     */
+    out_of_scope_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     /** With `out_of_scope.detector`: the detector's probability a turn needs for KNOWN (default 0.5). */
     detector: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
   })),
   out_of_scope: Closed({
-    /** Words that mark a turn as outside the domain when no intent keyword matched. */
+    /**
+     * Words and phrases that mark a turn as outside the domain when no intent keyword matched, and
+     * beside an intent's keywords keep the deterministic stage from answering alone.
+     */
     keywords: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 5000 }),
     /** Example out-of-domain turns: an extra class of the local model. */
     examples: Type.Optional(Type.Array(Text, { maxItems: 20_000 })),

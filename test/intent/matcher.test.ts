@@ -69,9 +69,31 @@ describe('the cascade on the demo pack', () => {
     assert.notEqual(gibberish.classification, 'KNOWN');
     assert.equal(gibberish.intent, null);
   });
+  it('out-of-scope vocabulary beside an intent keyword leaves the decision to the local model', () => {
+    // "sim" is SIM.NOT_DETECTED's keyword and "naya sim" the pack's out-of-scope vocabulary.
+    const turn = normalize('mera naya sim card chahiye');
+    assert.ok(pack.matcher.match(turn.tokens, turn.text).scores[0]!.score >= pack.thresholds.deterministic);
+    assert.ok(pack.matcher.match(turn.tokens, turn.text).oosHits > 0);
+    assert.equal(pack.deterministic(turn).result, null);
+    const r = pack.classify(turn);
+    assert.equal(r.classifier_used, 'local_model');
+    assert.notEqual(r.classification, 'KNOWN');
+    // The same words without the out-of-scope phrase stay a rule's answer.
+    assert.equal(pack.deterministic(normalize('mera sim card detect nahi ho raha')).result?.intent?.id, 'TELECOM.SIM.NOT_DETECTED');
+  });
+  it('a turn turned down that resembles no out-of-scope example is UNKNOWN (asked back), not OUT_OF_SCOPE (closed)', () => {
+    assert.equal(raw.thresholds?.out_of_scope_similarity, 0.2);
+    const off = new CompiledPack(validatePack({ ...structuredClone(raw), thresholds: { ...(raw.thresholds ?? {}), out_of_scope_similarity: 0 } }));
+    for (const vague of ['kuch problem hai', 'help me with my issue', 'qwzx plorb vrentak sloomy']) {
+      assert.equal(classify(vague).classification, 'UNKNOWN', vague);
+      assert.equal(off.classify(normalize(vague)).classification, 'OUT_OF_SCOPE', vague);
+    }
+    // Turns like the pack's out-of-scope examples stay OUT_OF_SCOPE.
+    for (const foreign of ['what is my account balance', 'mujhe home loan chahiye', 'aaj mausam kaisa hai']) assert.equal(classify(foreign).classification, 'OUT_OF_SCOPE', foreign);
+  });
   it('trains fast enough to load at request time', () => assert.ok(pack.trainMs < 3000, `${pack.trainMs} ms`));
   it("a pack's thresholds.min_similarity turns down a local-model answer no example of its intent is that close to", () => {
-    const turn = 'the cash machine kept my plastic';
+    const turn = 'the cash machine kept my plastic card';
     const loose = classify(turn);
     assert.equal(loose.classifier_used, 'local_model');
     assert.equal(loose.classification, 'KNOWN');
