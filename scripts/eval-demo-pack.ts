@@ -65,6 +65,10 @@ export interface DemoSummary {
   inscope_accuracy: number;
   /** Out-of-scope turns not acted on. */
   oos_recall: number;
+  /** Turns not acted on that were out of scope. */
+  oos_precision: number;
+  /** Macro-F1 over the intents and OUT_OF_SCOPE, a turn not acted on counting as OUT_OF_SCOPE. */
+  macro_f1: number;
   /** Share of all turns acted on with an intent that is not theirs. */
   wrong_action_rate: number;
   /** Right answers per style group (en, hi, hinglish, noisy, near, off). */
@@ -86,11 +90,22 @@ export function summarize(scores: TurnScore[]): DemoSummary {
     if (s.outcome === 'right') g.right++;
   }
   const ms = scores.map((s) => s.ms).sort((a, b) => a - b);
+  const predicted = (s: TurnScore) => (s.outcome === 'asked' || (s.gold === OUT_OF_SCOPE && s.outcome === 'right') ? OUT_OF_SCOPE : s.said);
+  const labels = new Set(scores.flatMap((s) => [s.gold, predicted(s)]));
+  let f1 = 0;
+  for (const l of labels) {
+    const tp = scores.filter((s) => s.gold === l && predicted(s) === l).length;
+    const wrong = scores.filter((s) => (s.gold === l) !== (predicted(s) === l)).length;
+    f1 += tp === 0 ? 0 : (2 * tp) / (2 * tp + wrong);
+  }
+  const notActed = scores.filter((s) => predicted(s) === OUT_OF_SCOPE);
   return {
     turns: scores.length,
     accuracy: share(scores, 'right'),
     inscope_accuracy: share(inScope, 'right'),
     oos_recall: share(oos, 'right'),
+    oos_precision: notActed.length ? notActed.filter((s) => s.gold === OUT_OF_SCOPE).length / notActed.length : 0,
+    macro_f1: labels.size ? f1 / labels.size : 0,
     wrong_action_rate: share(scores, 'wrong'),
     by_group,
     p99_ms: ms[Math.min(ms.length - 1, Math.floor(0.99 * ms.length))] ?? 0,
@@ -110,12 +125,12 @@ export function evaluateDemoPack(sets: (keyof typeof DEMO_TURNS)[], json: boolea
     const scores = scoreTurns(pack, turns);
     const s = summarize(scores);
     if (json) {
-      process.stdout.write(JSON.stringify({ dataset: `demo_pack_${set}`, accuracy: s.accuracy, macro_f1: null, oos_precision: null, oos_recall: s.oos_recall, p99_ms: s.p99_ms, inscope_accuracy: s.inscope_accuracy, wrong_action_rate: s.wrong_action_rate, by_group: s.by_group }) + '\n');
+      process.stdout.write(JSON.stringify({ dataset: `demo_pack_${set}`, accuracy: s.accuracy, macro_f1: s.macro_f1, oos_precision: s.oos_precision, oos_recall: s.oos_recall, p99_ms: s.p99_ms, inscope_accuracy: s.inscope_accuracy, wrong_action_rate: s.wrong_action_rate, by_group: s.by_group }) + '\n');
       continue;
     }
     const f = (x: number) => (x * 100).toFixed(1);
     console.log(`\n== demo pack on its ${set} turns (${s.turns} hand-written turns; pack trained in ${(pack.trainMs / 1000).toFixed(2)} s)`);
-    console.log(`   accuracy ${f(s.accuracy)}   in-scope accuracy ${f(s.inscope_accuracy)}   out-of-scope not acted on ${f(s.oos_recall)}   wrong actions ${f(s.wrong_action_rate)}   p99 ${s.p99_ms.toFixed(3)} ms`);
+    console.log(`   accuracy ${f(s.accuracy)}   in-scope accuracy ${f(s.inscope_accuracy)}   macro-F1 ${f(s.macro_f1)}   out-of-scope not acted on ${f(s.oos_recall)} (precision ${f(s.oos_precision)})   wrong actions ${f(s.wrong_action_rate)}   p99 ${s.p99_ms.toFixed(3)} ms`);
     console.log(`   right by group: ${Object.entries(s.by_group).map(([g, v]) => `${g} ${v.right}/${v.turns}`).join(', ')}`);
     if (verbose) for (const t of scores.filter((x) => x.outcome !== 'right')) console.log(`   ${t.outcome.padEnd(5)} ${t.said.padEnd(32)} want ${t.gold.padEnd(32)} ${t.style.padEnd(15)} ${t.text}`);
   }
