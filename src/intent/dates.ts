@@ -6,7 +6,13 @@
 // resolved by the tense of the turn: a past-tense cue (gaya, hua, tha, kata, nikle, kiya, diya…)
 // gives the past, a future cue (ga/gi/ge endings, tak, hoga, karna, will…) the future. With neither,
 // the past wins: in a support conversation a complaint about "kal" is about something that happened.
+// The same rule places a weekday or a day of the month said without "last"/"next" or a year
+// ("monday ko paise kat gaye", "on 25th December the ATM failed"): chrono-node picks the nearest,
+// often the coming one; a past (or tenseless) turn takes the latest one not after today, a future
+// turn the first one not before it. Hindi weekdays (somvar…ravivar) and "N din pehle / baad"
+// ("do din pehle", "3 hafte pehle", and "2 din mein" in a future turn) are read here.
 import * as chrono from 'chrono-node';
+import { readNumber } from './amounts.ts';
 import { canonical } from './normalize.ts';
 
 const IST_OFFSET_MIN = 330;
@@ -42,6 +48,43 @@ const RELATIVE: Record<string, number> = {
 };
 const AMBIGUOUS: Record<string, number> = { [canonical('kal')]: 1, [canonical('parso')]: 2, [canonical('parson')]: 2, [canonical('narso')]: 3 };
 
+/** Hindi weekday names (romanized or transliterated from Devanagari) → day of the week, Sunday 0. */
+const WEEKDAYS = new Map(
+  ([['somvar', 1], ['somwar', 1], ['mangalvar', 2], ['mangalwar', 2], ['budhvar', 3], ['budhwar', 3], ['guruvar', 4], ['guruwar', 4], ['brihaspativar', 4],
+    ['shukravar', 5], ['shukrawar', 5], ['shanivar', 6], ['shaniwar', 6], ['ravivar', 0], ['raviwar', 0], ['itvar', 0], ['itwar', 0], ['etvar', 0]] as const).map(([w, d]) => [canonical(w), d]),
+);
+/** "din" (days) and "hafte" (weeks), with the words that say before or after. */
+const UNITS = new Map([['din', 1], ['dino', 1], ['dinon', 1], ['hafte', 7], ['hafta', 7], ['hafton', 7]].map(([w, n]) => [canonical(w as string), n as number]));
+const BEFORE = new Set(['pehle', 'pahle', 'pehele', 'phle', 'purana'].map(canonical));
+const AFTER = new Set(['baad', 'bad'].map(canonical));
+/** "2 din mein" is "in two days" only in a future turn ("2 din mein 500 kate" is a span). */
+const WITHIN = new Set(['mein', 'me', 'main'].map(canonical));
+
+const dayOfWeek = (nowMs: number) => new Date(nowMs + IST_OFFSET_MIN * 60_000).getUTCDay();
+
+/** "do din pehle", "3 hafte pehle", "5 din baad": days from today, or null. */
+function daysFromToday(tokens: string[], when: 'past' | 'future'): number | null {
+  for (let i = 0; i < tokens.length; i++) {
+    const n = readNumber(tokens, i);
+    if (!n || n.value <= 0 || n.value > 366 || !Number.isInteger(n.value)) continue;
+    const unit = UNITS.get(tokens[i + n.used] ?? '');
+    const side = tokens[i + n.used + 1] ?? '';
+    if (unit === undefined) continue;
+    if (BEFORE.has(side)) return -n.value * unit;
+    if (AFTER.has(side) || (when === 'future' && WITHIN.has(side))) return n.value * unit;
+  }
+  return null;
+}
+
+/** A date chrono-node placed, moved to the past or the future the turn's tense says (see above). */
+function alignToTense(iso: string, kind: 'weekday' | 'year', when: 'past' | 'future', today: string): string {
+  const [y, m, d] = iso.split('-').map(Number) as [number, number, number];
+  const shift = (yy: number, dd: number) => new Date(Date.UTC(yy, m - 1, dd)).toISOString().slice(0, 10);
+  if (when === 'past' && iso > today) return kind === 'weekday' ? shift(y, d - 7) : m === 2 && d === 29 ? iso : shift(y - 1, d);
+  if (when === 'future' && iso < today) return kind === 'weekday' ? shift(y, d + 7) : m === 2 && d === 29 ? iso : shift(y + 1, d);
+  return iso;
+}
+
 /**
  * The first date in the turn. `tokens` are the canonical tokens (see normalize), `plain` the
  * lower-cased romanized text (for chrono-node), `nowMs` the reference instant.
@@ -55,6 +98,15 @@ export function findDate(plain: string, tokens: string[], nowMs: number): string
       return istDay(nowMs, tense(tokens) === 'future' ? n : -n);
     }
   }
+  const when = tense(tokens) ?? 'past';
+  const offset = daysFromToday(tokens, when);
+  if (offset !== null) return istDay(nowMs, offset);
+  for (const t of tokens) {
+    const target = WEEKDAYS.get(t);
+    if (target === undefined) continue;
+    const dow = dayOfWeek(nowMs);
+    return istDay(nowMs, when === 'past' ? -((dow - target + 7) % 7) : (target - dow + 7) % 7);
+  }
   if (/\bday after tomorrow\b/.test(plain)) return istDay(nowMs, 2);
   if (/\bday before yesterday\b/.test(plain)) return istDay(nowMs, -2);
   if (!/[a-z]{3}|\d{1,4}[/-]\d{1,2}/.test(plain)) return null;
@@ -66,7 +118,12 @@ export function findDate(plain: string, tokens: string[], nowMs: number): string
     const month = r.start.get('month');
     const day = r.start.get('day');
     if (year === null || month === null || day === null) continue;
-    return `${String(year).padStart(4, '0')}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+    const iso = `${String(year).padStart(4, '0')}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+    // Said with "last", "next", "ago"... or with its year, the date is what chrono read.
+    if (/\b(last|next|this|coming|previous|ago|later|from now|today|tomorrow|yesterday|tonight)\b/.test(r.text)) return iso;
+    if (r.start.isCertain('weekday') && !r.start.isCertain('day')) return alignToTense(iso, 'weekday', when, istDay(nowMs));
+    if (!r.start.isCertain('year')) return alignToTense(iso, 'year', when, istDay(nowMs));
+    return iso;
   }
   return null;
 }
