@@ -107,13 +107,19 @@ const MONEY_CONTEXT = new Set(
     'credited', 'cash', 'mile', 'mila', 'diye', 'diya', 'of', 'ka', 'ke', 'ki'].map((w) => canonical(w)),
 );
 const MONEY_CONTEXT_STRONG = new Set(
-  ['kat', 'kata', 'kate', 'kati', 'deducted', 'debited', 'charged', 'withdraw', 'withdrew', 'nikala', 'nikale', 'refund', 'recharge', 'credited'].map((w) => canonical(w)),
+  ['kat', 'kata', 'kate', 'kati', 'deducted', 'debited', 'charged', 'withdraw', 'withdrew', 'nikala', 'nikale', 'refund', 'recharge', 'recharged', 'credited', 'paid',
+    'payment'].map((w) => canonical(w)),
 );
+/** A tariff is named by its price ("599 wala plan"), but "2 plan" is a count: prices start at 10. */
+const PLAN_CONTEXT = new Set(['plan', 'pack', 'plaan'].map((w) => canonical(w)));
+/** Words between a price and its plan: "599 wala plan", "199 ka pack" (not "84 days plan"). */
+const PLAN_LINK = new Set(['wala', 'vala', 'wale', 'ka', 'ki', 'ke', 'rs', 'rupees', 'rupaye'].map((w) => canonical(w)));
 
 /**
  * The first amount in the turn, in rupees: a number next to a currency word or sign, a number with
- * a lakh/crore/hazaar multiplier, or a bare number (up to 7 digits, not phone-like) next to a money
- * verb ("5000 kat gaye"). `plain` is the lower-cased text with ASCII digits and romanized Hindi.
+ * a lakh/crore/hazaar multiplier, a bare number (up to 7 digits, not phone-like) next to a money
+ * verb or a plan ("5000 kat gaye", "599 wala plan"), or grouped digits or paise next to any money
+ * word ("balance 1,234.50"). `plain` is the lower-cased text with ASCII digits and romanized Hindi.
  */
 export function findAmount(plain: string): number | null {
   // Split "₹500", "rs.500", "500rs", "500/-" into separate tokens.
@@ -138,6 +144,12 @@ export function findAmount(plain: string): number | null {
       return read.value;
     }
     if (digitsOnly && words[0]!.length <= 7 && moneyNear) return read.value;
+    const after = canon[i + read.used + 1] ?? '';
+    const planNear = PLAN_CONTEXT.has(prev) || PLAN_CONTEXT.has(next) || (PLAN_LINK.has(next) && PLAN_CONTEXT.has(after));
+    if (digitsOnly && words[0]!.length <= 5 && read.value >= 10 && planNear) return read.value;
+    // Grouped digits or paise ("1,234.50", "2,50,000") read as money beside any money word ("balance").
+    const grouped = words.length === 1 && /^\d{1,3}(,\d{2,3})+(\.\d{1,2})?$|^\d+\.\d{2}$/.test(words[0]!);
+    if (grouped && (moneyNear || MONEY_CONTEXT.has(prev) || MONEY_CONTEXT.has(next))) return read.value;
     i += read.used - 1;
   }
   return null;

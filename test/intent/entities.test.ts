@@ -27,6 +27,13 @@ describe('amounts', () => {
     ['₹५००', 500],
     ['mere account se 2000 kat gaye', 2000],
     ['100,000 rupees', 100000],
+    ['recharged with 599 but no data', 599],
+    ['719 wala plan activate nahi hua', 719],
+    ['199 ka pack nahi mila', 199],
+    ['balance 1,234.50 hai', 1234.5],
+    ['2 plan hai mere paas', null],
+    ['84 days plan', null],
+    ['84 din ka plan', null],
     ['my pin is 1234', null],
     ['call drop ho raha hai', null],
   ];
