@@ -2,14 +2,17 @@
 // turns. Pure: the service classifies a turn (dialogue act, entities, cascade) and sends the result
 // here; the machine resolves a bare yes/no from a pending confirmation, picks the decision (initial
 // ask, confirmed or denied path, missing entities, fallbacks), and remembers the pending
-// confirmation, the last intent and the entities collected so far.
+// confirmation, the last intent, the entities collected so far and the entities it asked for: a
+// later turn that supplies them ("299" after "how much was the recharge?") resumes that intent
+// from context, as a bare yes/no resumes a pending confirmation.
 //
 // Inactivity expiry is a deadline in context (`expiresAt`, epoch ms), checked by the next turn: a
 // turn after it starts from an empty session. No timer runs, so every state is tagged 'idle' and
 // the runtime holds no lease between turns (nothing is lost on restart or eviction).
 import { assign, setup } from 'xstate';
 
-export const version = 1;
+/** 2: context.awaiting (the entities asked for); version 1 snapshots are migrated by src/intent/session.ts. */
+export const version = 2;
 
 export interface Decision {
   action: string;
@@ -62,6 +65,11 @@ export interface TurnEvent {
   /** A bare confirmation or denial ("haan ji", "nahi"), else null. */
   yesNo: 'yes' | 'no' | null;
   entities: Entities;
+  /**
+   * The number the turn consists of ("299", "299 ka tha", "dedh sau"), else null: read as the
+   * amount only when the session asked for one, since out of context a bare number is no amount.
+   */
+  number?: number | null;
   result: TurnClassification;
   /** The pack's decisions for result.intent (null when not KNOWN). */
   decisions: IntentDecisions | null;
@@ -84,8 +92,16 @@ export interface TurnOutcome extends TurnClassification {
   decision: Decision;
 }
 
+/** A required entity the session asked for, and the intent it completes. */
+export interface AwaitingEntities {
+  intent: string;
+  names: string[];
+  decisions: IntentDecisions;
+}
+
 export interface IntentSessionContext {
   pending: PendingConfirmation | null;
+  awaiting: AwaitingEntities | null;
   lastIntent: string | null;
   /** Entities collected over the session (the latest value of each). */
   entities: Entities;
@@ -96,42 +112,68 @@ export interface IntentSessionContext {
   lastTurn: TurnOutcome | null;
 }
 
+/** What the pack says for a KNOWN intent given the entities collected: ask for a missing one, ask to confirm, or act. */
+function decide(intent: string, d: IntentDecisions, entities: Entities, now: number): { decision: Decision; pending: PendingConfirmation | null; awaiting: AwaitingEntities | null } {
+  const missing = (d.required ?? []).filter((name) => entities[name as keyof Entities] === undefined);
+  if (missing.length > 0 && d.missing) return { decision: d.missing, pending: null, awaiting: { intent, names: missing, decisions: d } };
+  if (d.confirm && d.confirmed && d.denied) return { decision: d.initial, pending: { intent, confirmed: d.confirmed, denied: d.denied, askedAt: now }, awaiting: null };
+  return { decision: d.initial, pending: null, awaiting: null };
+}
+
+/**
+ * The turn's own entities; while the session awaits an amount, a bare number ("299") is that
+ * amount, unless the turn is another intent of its own.
+ */
+function ownEntities(awaiting: AwaitingEntities | null, e: TurnEvent): Entities {
+  const own: Entities = { ...e.entities };
+  const forAwaited = e.result.classification !== 'KNOWN' || e.result.intent?.id === awaiting?.intent;
+  if (awaiting?.names.includes('amount') && forAwaited && own.amount === undefined && typeof e.number === 'number') own.amount = e.number;
+  return own;
+}
+
 function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionContext {
-  let ctx = context;
+  let ctx: IntentSessionContext = { ...context, awaiting: context.awaiting ?? null };
   if (ctx.expiresAt !== null && e.now > ctx.expiresAt) {
-    ctx = { ...ctx, pending: null, lastIntent: null, entities: {}, expirations: ctx.expirations + 1 };
+    ctx = { ...ctx, pending: null, awaiting: null, lastIntent: null, entities: {}, expirations: ctx.expirations + 1 };
   }
-  const entities: Entities = { ...ctx.entities, ...e.entities };
-  const common = { requestId: e.requestId, dialogue_act: e.act, entities: e.entities };
+  const own = ownEntities(ctx.awaiting, e);
+  const entities: Entities = { ...ctx.entities, ...own };
+  const common = { requestId: e.requestId, dialogue_act: e.act, entities: own };
   const touched = { turns: ctx.turns + 1, expiresAt: e.now + e.idleMs, entities };
+
+  // The turn answers the session's question: the intent that asked, certain, resolved from context.
+  const fromContext = (intent: string, decision: Decision): TurnOutcome => ({
+    ...common,
+    classification: 'KNOWN',
+    intent: { id: intent, confidence: 1, band: 'HIGH' },
+    candidates: [{ id: intent, score: 1, source: 'context' }],
+    classifier_used: 'context',
+    decision,
+  });
 
   // A bare yes/no answering a pending confirmation: resolved from context, not classified.
   if (ctx.pending && e.yesNo) {
     const p = ctx.pending;
-    const outcome: TurnOutcome = {
-      ...common,
-      classification: 'KNOWN',
-      intent: { id: p.intent, confidence: 1, band: 'HIGH' },
-      candidates: [{ id: p.intent, score: 1, source: 'context' }],
-      classifier_used: 'context',
-      decision: e.yesNo === 'yes' ? p.confirmed : p.denied,
-    };
-    return { ...ctx, ...touched, pending: null, lastIntent: p.intent, lastTurn: outcome };
+    const outcome = fromContext(p.intent, e.yesNo === 'yes' ? p.confirmed : p.denied);
+    return { ...ctx, ...touched, pending: null, awaiting: null, lastIntent: p.intent, lastTurn: outcome };
   }
 
   const r = e.result;
+  // A turn that is no intent of its own but supplies what was asked for resumes the awaited intent.
+  const a = ctx.awaiting;
+  if (a && r.classification !== 'KNOWN' && !e.yesNo && a.names.some((n) => own[n as keyof Entities] !== undefined)) {
+    const next = decide(a.intent, a.decisions, entities, e.now);
+    return { ...ctx, ...touched, pending: next.pending, awaiting: next.awaiting, lastIntent: a.intent, lastTurn: fromContext(a.intent, next.decision) };
+  }
+
   let decision: Decision;
   let pending: PendingConfirmation | null = null;
+  // Asked-for entities stay awaited through turns that are no intent (a greeting, a question back).
+  let awaiting = r.classification === 'KNOWN' ? null : ctx.awaiting;
   let lastIntent = ctx.lastIntent;
   if (r.classification === 'KNOWN' && r.intent && e.decisions) {
-    const d = e.decisions;
     lastIntent = r.intent.id;
-    const missing = (d.required ?? []).filter((name) => entities[name as keyof Entities] === undefined);
-    if (missing.length > 0 && d.missing) decision = d.missing;
-    else if (d.confirm && d.confirmed && d.denied) {
-      decision = d.initial;
-      pending = { intent: r.intent.id, confirmed: d.confirmed, denied: d.denied, askedAt: e.now };
-    } else decision = d.initial;
+    ({ decision, pending, awaiting } = decide(r.intent.id, e.decisions, entities, e.now));
   } else if (e.yesNo) {
     decision = e.fallback.stray_yes_no ?? e.fallback.unknown;
   } else if (e.act === 'GREETING' && e.fallback.greeting) decision = e.fallback.greeting;
@@ -140,7 +182,7 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   else if (r.classification === 'OUT_OF_SCOPE') decision = e.fallback.out_of_scope;
   else if (r.classification === 'AMBIGUOUS') decision = e.fallback.ambiguous;
   else decision = e.fallback.unknown;
-  return { ...ctx, ...touched, pending, lastIntent, lastTurn: { ...common, ...r, decision } };
+  return { ...ctx, ...touched, pending, awaiting, lastIntent, lastTurn: { ...common, ...r, decision } };
 }
 
 export const intentSessionMachine = setup({
@@ -154,7 +196,7 @@ export const intentSessionMachine = setup({
   },
 }).createMachine({
   id: 'intentSession',
-  context: () => ({ pending: null, lastIntent: null, entities: {}, turns: 0, expiresAt: null, expirations: 0, lastTurn: null }),
+  context: () => ({ pending: null, awaiting: null, lastIntent: null, entities: {}, turns: 0, expiresAt: null, expirations: 0, lastTurn: null }),
   initial: 'listening',
   on: {
     turn: { actions: assign(({ context, event }) => applyTurn(context, event as TurnEvent)) },

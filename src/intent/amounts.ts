@@ -115,6 +115,16 @@ const PLAN_CONTEXT = new Set(['plan', 'pack', 'plaan'].map((w) => canonical(w)))
 /** Words between a price and its plan: "599 wala plan", "199 ka pack" (not "84 days plan"). */
 const PLAN_LINK = new Set(['wala', 'vala', 'wale', 'ka', 'ki', 'ke', 'rs', 'rupees', 'rupaye'].map((w) => canonical(w)));
 
+/** The turn's words for reading money: "₹500", "rs.500", "500rs", "500/-" split; 1,00,000 and 1,234.50 kept whole; words canonical. */
+function moneyTokens(plain: string): { tokens: string[]; canon: string[] } {
+  const spaced = plain
+    .replace(/(₹|rs\.?|inr)(?=\d)/g, '$1 ')
+    .replace(/(\d)(rs\.?|inr|rupees?|₹)(?![a-z])/g, '$1 $2')
+    .replace(/(\d)\/-/g, '$1');
+  const tokens = spaced.split(/[\s;:!?()"]+|,(?!\d)|\.(?!\d)(?<!rs\.)/).map((t) => t.replace(/^[.,]+|[.,]+$/g, '')).filter(Boolean);
+  return { tokens, canon: tokens.map((t) => (/^\d/.test(t) || CURRENCY.test(t) ? t : canonical(t))) };
+}
+
 /**
  * The first amount in the turn, in rupees: a number next to a currency word or sign, a number with
  * a lakh/crore/hazaar multiplier, a bare number (up to 7 digits, not phone-like) next to a money
@@ -122,13 +132,7 @@ const PLAN_LINK = new Set(['wala', 'vala', 'wale', 'ka', 'ki', 'ke', 'rs', 'rupe
  * word ("balance 1,234.50"). `plain` is the lower-cased text with ASCII digits and romanized Hindi.
  */
 export function findAmount(plain: string): number | null {
-  // Split "₹500", "rs.500", "500rs", "500/-" into separate tokens.
-  const spaced = plain
-    .replace(/(₹|rs\.?|inr)(?=\d)/g, '$1 ')
-    .replace(/(\d)(rs\.?|inr|rupees?|₹)(?![a-z])/g, '$1 $2')
-    .replace(/(\d)\/-/g, '$1');
-  const tokens = spaced.split(/[\s;:!?()"]+|,(?!\d)|\.(?!\d)(?<!rs\.)/).map((t) => t.replace(/^[.,]+|[.,]+$/g, '')).filter(Boolean);
-  const canon = tokens.map((t) => (/^\d/.test(t) || CURRENCY.test(t) ? t : canonical(t)));
+  const { tokens, canon } = moneyTokens(plain);
   for (let i = 0; i < canon.length; i++) {
     const read = readNumber(canon, i);
     if (!read) continue;
@@ -153,4 +157,30 @@ export function findAmount(plain: string): number | null {
     i += read.used - 1;
   }
   return null;
+}
+
+/**
+ * The number a short answer consists of ("299", "299 ka tha", "it was 599", "dedh sau"): one
+ * numeral in at most six words, or with no numeral one run of number words worth 10 or more ("do"
+ * alone is also "give"); else null. Only a session that asked for an amount reads it as one.
+ */
+export function bareNumber(plain: string): number | null {
+  const tokens = moneyTokens(plain).canon.filter((t) => !CURRENCY.test(t));
+  if (tokens.length === 0 || tokens.length > 6) return null;
+  const numerals = tokens.filter((t) => /^\d/.test(t));
+  if (numerals.length > 1) return null;
+  if (numerals.length === 1) {
+    const at = tokens.indexOf(numerals[0]!);
+    const read = readNumber(tokens, at);
+    return read && read.value > 0 ? read.value : null;
+  }
+  let found: number | null = null;
+  for (let i = 0; i < tokens.length; i++) {
+    const read = readNumber(tokens, i);
+    if (!read || read.value < 10) continue;
+    if (found !== null) return null;
+    found = read.value;
+    i += read.used - 1;
+  }
+  return found;
 }

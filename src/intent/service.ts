@@ -15,6 +15,7 @@ import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { IntentSessionContext, TurnEvent, TurnOutcome } from '../../machines/intent-session.machine.ts';
 import { dialogueAct } from './acts.ts';
+import { bareNumber } from './amounts.ts';
 import { extractEntities } from './entities.ts';
 import type { CascadeResult, CompiledPack } from './engine.ts';
 import { normalize } from './normalize.ts';
@@ -118,7 +119,10 @@ export class IntentService {
     const { act, yesNo } = dialogueAct(norm, text);
     const entities = extractEntities(norm, now);
     let result = pack.classify(norm);
-    if ((result.classification === 'AMBIGUOUS' || result.classification === 'UNKNOWN') && model.routes.length > 0 && !yesNo) {
+    // A bare yes/no or a bare number ("299", "299 ka tha") answers a question the session asked: no LLM can classify it.
+    const number = bareNumber(norm.plain);
+    const answer = yesNo !== null || (number !== null && norm.tokens.length <= 3);
+    if ((result.classification === 'AMBIGUOUS' || result.classification === 'UNKNOWN') && model.routes.length > 0 && !answer) {
       result = await llmFallback(this.deps.router, this.deps.resolveRoutes(model), pack, text, result);
     }
     const event: TurnEvent = {
@@ -129,6 +133,7 @@ export class IntentService {
       act,
       yesNo,
       entities: entities as TurnEvent['entities'],
+      number,
       result: { classification: result.classification, intent: result.intent, candidates: result.candidates, classifier_used: result.classifier_used },
       decisions: result.intent ? pack.decisionsFor(result.intent.id) : null,
       fallback: pack.pack.fallback,

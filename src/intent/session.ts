@@ -9,6 +9,11 @@ export const intentSessionKind: ActorKind<typeof intentSessionMachine> = {
   kind: INTENT_SESSION_KIND,
   machine: intentSessionMachine,
   version,
+  // Version 1 sessions knew no asked-for entities.
+  migrate: (persisted, from) => {
+    const p = persisted as { context?: Record<string, unknown> };
+    return from < 2 && p.context ? { ...p, context: { awaiting: null, ...p.context } } : persisted;
+  },
   // Sessions are small and many: keep them in memory a short while after a turn.
   idleEvictMs: 30_000,
 };

@@ -77,6 +77,23 @@ describe('POST /v1/understand', () => {
     assert.notEqual(no.body.decision.action, 'CREATE_DISPUTE');
   });
 
+  it('a recharge complaint without its amount asks for it, and the bare answer "299" goes on from context', async () => {
+    const first = await understand({ session_id: 'flow-amount', text: 'recharge kiya par pack nahi aaya', language: 'hi-IN' });
+    assert.equal(first.body.intent.id, 'TELECOM.RECHARGE.NOT_REFLECTED');
+    assert.deepEqual(first.body.decision, { action: 'ASK', next_state: 'AWAITING_AMOUNT', response_id: 'TELECOM.RECHARGE.ASK_AMOUNT' });
+    const answer = await understand({ session_id: 'flow-amount', text: '299 ka tha', language: 'hi-IN' });
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.body.classification, 'KNOWN');
+    assert.equal(answer.body.classifier_used, 'context');
+    assert.equal(answer.body.intent.id, 'TELECOM.RECHARGE.NOT_REFLECTED');
+    assert.deepEqual(answer.body.entities, { amount: 299 });
+    assert.equal(answer.body.decision.action, 'ESCALATE');
+    // Out of that context a bare number is no amount and no intent.
+    const cold = await understand({ session_id: 'flow-amount-2', text: '299' });
+    assert.deepEqual(cold.body.entities, {});
+    assert.notEqual(cold.body.classification, 'KNOWN');
+  });
+
   it('the same session_id on another key shares nothing', async () => {
     const other = await createKey(gw.url, user.token, { name: 'second' });
     await understand({ session_id: 'shared-id', text: 'ATM did not give money but amount deducted' });

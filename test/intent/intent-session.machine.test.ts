@@ -2,7 +2,7 @@
 // missing entities, fallbacks, inactivity expiry) and a persistence round trip through the runtime.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { initialTransition, transition } from 'xstate';
+import { createActor, initialTransition, transition } from 'xstate';
 import { intentSessionMachine, version, type TurnEvent, type IntentDecisions } from '../../machines/intent-session.machine.ts';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
 import { intentSessionKind, INTENT_SESSION_KIND } from '../../src/intent/session.ts';
@@ -94,6 +94,62 @@ describe('intent-session machine (pure)', () => {
     assert.equal(s3.context.lastTurn?.decision.action, 'ESCALATE');
     assert.deepEqual(s3.context.lastTurn?.entities, {}, 'the response lists the turn\'s own entities');
   });
+
+  const RECHARGE: IntentDecisions = { confirm: false, initial: D('ESCALATE', 'RECHARGE_ESCALATED', 'ESC'), required: ['amount'], missing: D('ASK', 'AWAITING_AMOUNT', 'ASK_AMOUNT') };
+  const rechargeKnown = { classification: 'KNOWN' as const, intent: { id: 'TELECOM.RECHARGE.NOT_REFLECTED', confidence: 0.9, band: 'HIGH' }, candidates: [], classifier_used: 'deterministic' };
+  it('a bare number answering "how much?" resumes the intent that asked, from context', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, turn({ result: rechargeKnown, decisions: RECHARGE }));
+    assert.equal(s1.context.lastTurn?.decision.next_state, 'AWAITING_AMOUNT');
+    assert.deepEqual(s1.context.awaiting?.names, ['amount']);
+    // A greeting in between neither answers nor forgets the question.
+    const [s2] = transition(intentSessionMachine, s1, turn({ act: 'GREETING', number: null }));
+    assert.equal(s2.context.lastTurn?.classification, 'UNKNOWN');
+    assert.notEqual(s2.context.awaiting, null);
+    const [s3] = transition(intentSessionMachine, s2, turn({ number: 299 }));
+    const out = s3.context.lastTurn!;
+    assert.equal(out.classification, 'KNOWN');
+    assert.equal(out.classifier_used, 'context');
+    assert.deepEqual(out.intent, { id: 'TELECOM.RECHARGE.NOT_REFLECTED', confidence: 1, band: 'HIGH' });
+    assert.equal(out.decision.action, 'ESCALATE');
+    assert.deepEqual(out.entities, { amount: 299 });
+    assert.equal(s3.context.awaiting, null);
+    assert.deepEqual(s3.context.entities, { amount: 299 });
+  });
+  it('the number counts when the turn is the awaited intent again, not when it is another intent or nothing was asked', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    // Nothing asked: a bare number is no amount.
+    const [n1] = transition(intentSessionMachine, s0, turn({ number: 299 }));
+    assert.equal(n1.context.lastTurn?.classification, 'UNKNOWN');
+    assert.deepEqual(n1.context.entities, {});
+    const [s1] = transition(intentSessionMachine, s0, turn({ result: rechargeKnown, decisions: RECHARGE }));
+    const [same] = transition(intentSessionMachine, s1, turn({ number: 299, result: rechargeKnown, decisions: RECHARGE }));
+    assert.equal(same.context.lastTurn?.decision.action, 'ESCALATE');
+    assert.equal(same.context.lastTurn?.classifier_used, 'deterministic');
+    // Another complaint with a number in it replaces the question; its number is not the recharge's amount.
+    const [other] = transition(intentSessionMachine, s1, complaint({ number: 500 }));
+    assert.equal(other.context.lastTurn?.intent?.id, 'BANKING.ATM.CASH_NOT_DISPENSED');
+    assert.deepEqual(other.context.entities, {});
+    assert.equal(other.context.awaiting, null);
+    // A bare yes answers no question here (nothing pending to confirm): the stray fallback, still awaiting.
+    const [stray] = transition(intentSessionMachine, s1, yes());
+    assert.equal(stray.context.lastTurn?.classifier_used, 'local_model');
+    assert.notEqual(stray.context.awaiting, null);
+  });
+  it('a version 1 session (no asked-for entities) is migrated and goes on', () => {
+    const actor = createActor(intentSessionMachine).start();
+    actor.send(complaint());
+    const v1 = actor.getPersistedSnapshot() as unknown as { context: Record<string, unknown> };
+    delete v1.context.awaiting;
+    actor.stop();
+    const migrated = intentSessionKind.migrate!(v1, 1) as typeof v1;
+    assert.equal(migrated.context.awaiting, null);
+    assert.equal(intentSessionKind.migrate!(migrated, 2), migrated);
+    const resumed = createActor(intentSessionMachine, { snapshot: migrated as never }).start();
+    resumed.send(yes());
+    assert.equal(resumed.getSnapshot().context.lastTurn?.decision.action, 'CREATE_DISPUTE');
+    resumed.stop();
+  });
 });
 
 describe('intent-session actors', () => {
@@ -117,7 +173,7 @@ describe('intent-session actors', () => {
     await rt.start();
     const view = await rt.send(INTENT_SESSION_KIND, '7:s', yes());
     assert.equal((view.context as any).lastTurn.decision.action, 'CREATE_DISPUTE');
-    assert.equal(version, 1);
+    assert.equal(version, 2);
     await rt.stop();
     await store.close();
   });
