@@ -7,23 +7,22 @@
 // UNKNOWN, OUT_OF_SCOPE) is a clarifying question, right for the out-of-scope turns.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { performance } from 'node:perf_hooks';
 import { CompiledPack } from '../src/intent/engine.ts';
-import { normalize } from '../src/intent/normalize.ts';
+import { scoreTurns, summarize, type LabelledTurn } from '../src/intent/evaluate.ts';
 import { readPackFile } from '../src/intent/packs.ts';
 
-export const OUT_OF_SCOPE = 'OUT_OF_SCOPE';
+export { OUT_OF_SCOPE, scoreTurns, summarize } from '../src/intent/evaluate.ts';
 const HERE = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 export const DEMO_PACK_FILE = HERE('../config/packs/demo-banking-telecom.json');
 export const DEMO_TURNS = { dev: HERE('../test/intent/fixtures/demo-dev.tsv'), heldout: HERE('../test/intent/fixtures/demo-heldout.tsv') };
 
-export interface Turn {
-  text: string;
-  /** An intent id of the pack, or OUT_OF_SCOPE. */
-  gold: string;
+export interface Turn extends LabelledTurn {
   /** `en`, `hi`, `hinglish` (with `-noisy` when typed carelessly), `near-*` (banking or telecom asks the pack does not cover), `off-*` (another domain). */
   style: string;
 }
+
+/** The group a style reports under: `noisy` for every careless spelling, else its first word. */
+const groupOf = (style: string) => (style.endsWith('-noisy') ? 'noisy' : style.split('-')[0]!);
 
 export function readTurns(path: string): Turn[] {
   return readFileSync(path, 'utf8')
@@ -32,84 +31,8 @@ export function readTurns(path: string): Turn[] {
     .map((l, n) => {
       const [text, gold, style] = l.split('\t');
       if (!text || !gold || !style) throw new Error(`${path}:${n + 1}: expected text<TAB>label<TAB>style`);
-      return { text, gold, style };
+      return { text, gold, style, group: groupOf(style) };
     });
-}
-
-export type Outcome = 'right' | 'wrong' | 'asked';
-
-export interface TurnScore extends Turn {
-  outcome: Outcome;
-  /** What the cascade said: the intent when KNOWN, else the classification. */
-  said: string;
-  ms: number;
-}
-
-export function scoreTurns(pack: CompiledPack, turns: Turn[]): TurnScore[] {
-  return turns.map((t) => {
-    const t0 = performance.now();
-    const r = pack.classify(normalize(t.text));
-    const ms = performance.now() - t0;
-    const said = r.classification === 'KNOWN' && r.intent ? r.intent.id : r.classification;
-    const acted = r.classification === 'KNOWN';
-    const outcome: Outcome = t.gold === OUT_OF_SCOPE ? (acted ? 'wrong' : 'right') : !acted ? 'asked' : said === t.gold ? 'right' : 'wrong';
-    return { ...t, outcome, said, ms };
-  });
-}
-
-export interface DemoSummary {
-  turns: number;
-  /** Share of all turns answered right (the intent, or not acting on an out-of-scope turn). */
-  accuracy: number;
-  /** In-scope turns: KNOWN with the right intent. */
-  inscope_accuracy: number;
-  /** Out-of-scope turns not acted on. */
-  oos_recall: number;
-  /** Turns not acted on that were out of scope. */
-  oos_precision: number;
-  /** Macro-F1 over the intents and OUT_OF_SCOPE, a turn not acted on counting as OUT_OF_SCOPE. */
-  macro_f1: number;
-  /** Share of all turns acted on with an intent that is not theirs. */
-  wrong_action_rate: number;
-  /** Right answers per style group (en, hi, hinglish, noisy, near, off). */
-  by_group: Record<string, { turns: number; right: number }>;
-  p99_ms: number;
-}
-
-/** The group a style reports under: `noisy` for every careless spelling, else its first word. */
-const groupOf = (style: string) => (style.endsWith('-noisy') ? 'noisy' : style.split('-')[0]!);
-
-export function summarize(scores: TurnScore[]): DemoSummary {
-  const share = (xs: TurnScore[], o: Outcome) => (xs.length ? xs.filter((s) => s.outcome === o).length / xs.length : 0);
-  const inScope = scores.filter((s) => s.gold !== OUT_OF_SCOPE);
-  const oos = scores.filter((s) => s.gold === OUT_OF_SCOPE);
-  const by_group: DemoSummary['by_group'] = {};
-  for (const s of scores) {
-    const g = (by_group[groupOf(s.style)] ??= { turns: 0, right: 0 });
-    g.turns++;
-    if (s.outcome === 'right') g.right++;
-  }
-  const ms = scores.map((s) => s.ms).sort((a, b) => a - b);
-  const predicted = (s: TurnScore) => (s.outcome === 'asked' || (s.gold === OUT_OF_SCOPE && s.outcome === 'right') ? OUT_OF_SCOPE : s.said);
-  const labels = new Set(scores.flatMap((s) => [s.gold, predicted(s)]));
-  let f1 = 0;
-  for (const l of labels) {
-    const tp = scores.filter((s) => s.gold === l && predicted(s) === l).length;
-    const wrong = scores.filter((s) => (s.gold === l) !== (predicted(s) === l)).length;
-    f1 += tp === 0 ? 0 : (2 * tp) / (2 * tp + wrong);
-  }
-  const notActed = scores.filter((s) => predicted(s) === OUT_OF_SCOPE);
-  return {
-    turns: scores.length,
-    accuracy: share(scores, 'right'),
-    inscope_accuracy: share(inScope, 'right'),
-    oos_recall: share(oos, 'right'),
-    oos_precision: notActed.length ? notActed.filter((s) => s.gold === OUT_OF_SCOPE).length / notActed.length : 0,
-    macro_f1: labels.size ? f1 / labels.size : 0,
-    wrong_action_rate: share(scores, 'wrong'),
-    by_group,
-    p99_ms: ms[Math.min(ms.length - 1, Math.floor(0.99 * ms.length))] ?? 0,
-  };
 }
 
 export function compileDemoPack(): CompiledPack {
