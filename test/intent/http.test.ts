@@ -162,6 +162,49 @@ describe('POST /v1/understand', () => {
     assert.equal((await understand({ session_id: 'b', text: 'hello' }, bk)).status, 402);
   });
 
+  it('admin: scores the live pack, or a candidate version without storing it, on labelled turns', async () => {
+    const turns = [
+      { text: 'ATM did not dispense cash but my account was debited', expected: 'BANKING.ATM.CASH_NOT_DISPENSED', group: 'en' },
+      { text: 'net nahi chal raha', expected: 'TELECOM.DATA.SLOW_INTERNET', group: 'hinglish' },
+      { text: 'I lost my credit card, block it', expected: 'OUT_OF_SCOPE', group: 'near' },
+      { text: 'net nahi chal raha', expected: 'TELECOM.CALL.DROPS', group: 'hinglish' },
+    ];
+    const path = '/admin/intent-packs/demo-banking-telecom/evaluate';
+    const live = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { turns } });
+    assert.equal(live.status, 200, live.text);
+    assert.deepEqual(live.body.pack, { id: 'demo-banking-telecom', version: 1, candidate: false });
+    assert.deepEqual(live.body.results.map((r: any) => r.outcome), ['right', 'right', 'right', 'wrong']);
+    assert.equal(live.body.results[3].intent, 'TELECOM.DATA.SLOW_INTERNET');
+    assert.equal(live.body.results[2].intent, null);
+    assert.equal(live.body.accuracy, 0.75);
+    assert.equal(live.body.wrong_action_rate, 0.25);
+    assert.deepEqual(live.body.by_group.hinglish, { turns: 2, right: 1 });
+
+    // A candidate without the out-of-scope examples and phrases takes a lost credit card for a card
+    // the ATM kept; it is scored, not stored.
+    const pack = readPackFile('config/packs/demo-banking-telecom.json');
+    const candidate = { ...pack, version: 9, out_of_scope: { keywords: [] } };
+    const tried = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { pack: candidate, turns: turns.slice(2, 3) } });
+    assert.equal(tried.status, 200, tried.text);
+    assert.deepEqual(tried.body.pack, { id: 'demo-banking-telecom', version: 9, candidate: true });
+    assert.equal(tried.body.results[0].outcome, 'wrong');
+    assert.equal(tried.body.results[0].intent, 'BANKING.ATM.CARD_RETAINED');
+    const stored = await call(gw.url, 'GET', '/admin/intent-packs/demo-banking-telecom', { token: ADMIN_TOKEN });
+    assert.equal(stored.body.version, 1);
+
+    const badLabel = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { turns: [{ text: 'hi', expected: 'NO.SUCH' }] } });
+    assert.equal(badLabel.status, 400);
+    assert.equal(badLabel.body.error.param, 'turns[0].expected');
+    const badPack = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { pack: { ...pack, intents: [{ ...pack.intents[0], id: 'lower.case' }] }, turns } });
+    assert.equal(badPack.status, 400);
+    assert.match(badPack.body.error.param, /^pack\.intents/);
+    const otherId = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { pack: { ...pack, id: 'another' }, turns } });
+    assert.equal(otherId.status, 400);
+    assert.equal((await call(gw.url, 'POST', '/admin/intent-packs/none/evaluate', { token: ADMIN_TOKEN, body: { turns } })).status, 404);
+    assert.equal((await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { turns: [] } })).status, 400);
+    assert.equal((await call(gw.url, 'POST', path, { body: { turns } })).status, 401);
+  });
+
   it('admin: lists packs, stores a new version that takes effect without a restart, refuses a bad pack clearly', async () => {
     const list = await call(gw.url, 'GET', '/admin/intent-packs', { token: ADMIN_TOKEN });
     assert.equal(list.status, 200);
