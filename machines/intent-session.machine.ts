@@ -2,16 +2,17 @@
 // turns. Pure: the service classifies a turn (dialogue act, entities, cascade) and sends the result
 // here; the machine resolves a bare yes/no from a pending confirmation, picks the decision (initial
 // ask, confirmed or denied path, missing entities, fallbacks), and remembers the pending
-// confirmation, the last intent, the entities collected so far and the entities it asked for: a
-// later turn that supplies them ("299" after "how much was the recharge?") resumes that intent
-// from context, as a bare yes/no resumes a pending confirmation.
+// confirmation, the last intent, the entities collected so far, the entities it asked for and the
+// intents it offered: a later turn that supplies them ("299" after "how much was the recharge?")
+// or picks one ("the second one", "ATM wala" after "did you mean...?") resumes that intent from
+// context, as a bare yes/no resumes a pending confirmation.
 //
 // Inactivity expiry is a deadline in context (`expiresAt`, epoch ms), checked by the next turn: a
 // turn after it starts from an empty session. No timer runs, so every state is tagged 'idle' and
 // the runtime holds no lease between turns (nothing is lost on restart or eviction).
 import { assign, setup } from 'xstate';
 
-/** 2: context.awaiting (the entities asked for); version 1 snapshots are migrated by src/intent/session.ts. */
+/** 2: context.awaiting and context.choices; version 1 snapshots are migrated by src/intent/session.ts. */
 export const version = 2;
 
 export interface Decision {
@@ -70,7 +71,11 @@ export interface TurnEvent {
    * amount only when the session asked for one, since out of context a bare number is no amount.
    */
   number?: number | null;
+  /** A pick among offered options ("the second one", "pehla wala"): its index, −1 for the last; else null. */
+  ordinal?: number | null;
   result: TurnClassification;
+  /** With an AMBIGUOUS result: the intents to offer (the close candidates), with their decisions. */
+  choices?: Choice[];
   /** The pack's decisions for result.intent (null when not KNOWN). */
   decisions: IntentDecisions | null;
   fallback: Fallbacks;
@@ -92,6 +97,12 @@ export interface TurnOutcome extends TurnClassification {
   decision: Decision;
 }
 
+/** An intent offered to the caller after an AMBIGUOUS turn. */
+export interface Choice {
+  id: string;
+  decisions: IntentDecisions;
+}
+
 /** A required entity the session asked for, and the intent it completes. */
 export interface AwaitingEntities {
   intent: string;
@@ -102,6 +113,8 @@ export interface AwaitingEntities {
 export interface IntentSessionContext {
   pending: PendingConfirmation | null;
   awaiting: AwaitingEntities | null;
+  /** The intents offered by the previous turn (AMBIGUOUS), for this turn only. */
+  choices: Choice[] | null;
   lastIntent: string | null;
   /** Entities collected over the session (the latest value of each). */
   entities: Entities;
@@ -131,10 +144,33 @@ function ownEntities(awaiting: AwaitingEntities | null, e: TurnEvent): Entities 
   return own;
 }
 
+/**
+ * What a turn's own candidates must say of an offered intent to pick it ("paise wala"): at least
+ * this share of the offered intents' scores, and at least this score (a probability of the local
+ * model, or a keyword score of the matcher), so a turn about something else picks nothing.
+ */
+const PICK_SHARE = 0.7;
+const PICK_MIN = { local_model: 0.1, deterministic: 1 };
+
+/**
+ * Which offered intent the turn picks: by position ("the second one"), or the offered intent the
+ * turn's own candidates clearly prefer among those offered; null when it picks none.
+ */
+function picked(choices: Choice[], e: TurnEvent): Choice | null {
+  if (typeof e.ordinal === 'number') return choices[e.ordinal < 0 ? choices.length - 1 : e.ordinal] ?? null;
+  const cands = e.result.candidates;
+  const source: keyof typeof PICK_MIN = cands.some((c) => c.source === 'local_model') ? 'local_model' : 'deterministic';
+  const score = (id: string) => Math.max(0, ...cands.filter((c) => c.source === source && c.id === id).map((c) => c.score));
+  const scores = choices.map((c) => score(c.id));
+  const total = scores.reduce((a, b) => a + b, 0);
+  const best = scores.indexOf(Math.max(...scores));
+  return scores[best]! >= PICK_MIN[source] && scores[best]! / total >= PICK_SHARE ? choices[best]! : null;
+}
+
 function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionContext {
-  let ctx: IntentSessionContext = { ...context, awaiting: context.awaiting ?? null };
+  let ctx: IntentSessionContext = { ...context, awaiting: context.awaiting ?? null, choices: context.choices ?? null };
   if (ctx.expiresAt !== null && e.now > ctx.expiresAt) {
-    ctx = { ...ctx, pending: null, awaiting: null, lastIntent: null, entities: {}, expirations: ctx.expirations + 1 };
+    ctx = { ...ctx, pending: null, awaiting: null, choices: null, lastIntent: null, entities: {}, expirations: ctx.expirations + 1 };
   }
   const own = ownEntities(ctx.awaiting, e);
   const entities: Entities = { ...ctx.entities, ...own };
@@ -155,7 +191,7 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   if (ctx.pending && e.yesNo) {
     const p = ctx.pending;
     const outcome = fromContext(p.intent, e.yesNo === 'yes' ? p.confirmed : p.denied);
-    return { ...ctx, ...touched, pending: null, awaiting: null, lastIntent: p.intent, lastTurn: outcome };
+    return { ...ctx, ...touched, pending: null, awaiting: null, choices: null, lastIntent: p.intent, lastTurn: outcome };
   }
 
   const r = e.result;
@@ -163,7 +199,13 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   const a = ctx.awaiting;
   if (a && r.classification !== 'KNOWN' && !e.yesNo && a.names.some((n) => own[n as keyof Entities] !== undefined)) {
     const next = decide(a.intent, a.decisions, entities, e.now);
-    return { ...ctx, ...touched, pending: next.pending, awaiting: next.awaiting, lastIntent: a.intent, lastTurn: fromContext(a.intent, next.decision) };
+    return { ...ctx, ...touched, pending: next.pending, awaiting: next.awaiting, choices: null, lastIntent: a.intent, lastTurn: fromContext(a.intent, next.decision) };
+  }
+  // A turn that is no intent of its own but picks one of the intents just offered goes on with it.
+  const pick = ctx.choices && r.classification !== 'KNOWN' && !e.yesNo ? picked(ctx.choices, e) : null;
+  if (pick) {
+    const next = decide(pick.id, pick.decisions, entities, e.now);
+    return { ...ctx, ...touched, pending: next.pending, awaiting: next.awaiting, choices: null, lastIntent: pick.id, lastTurn: fromContext(pick.id, next.decision) };
   }
 
   let decision: Decision;
@@ -182,7 +224,8 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   else if (r.classification === 'OUT_OF_SCOPE') decision = e.fallback.out_of_scope;
   else if (r.classification === 'AMBIGUOUS') decision = e.fallback.ambiguous;
   else decision = e.fallback.unknown;
-  return { ...ctx, ...touched, pending, awaiting, lastIntent, lastTurn: { ...common, ...r, decision } };
+  const choices = r.classification === 'AMBIGUOUS' && e.choices && e.choices.length > 1 ? e.choices : null;
+  return { ...ctx, ...touched, pending, awaiting, choices, lastIntent, lastTurn: { ...common, ...r, decision } };
 }
 
 export const intentSessionMachine = setup({
@@ -196,7 +239,7 @@ export const intentSessionMachine = setup({
   },
 }).createMachine({
   id: 'intentSession',
-  context: () => ({ pending: null, awaiting: null, lastIntent: null, entities: {}, turns: 0, expiresAt: null, expirations: 0, lastTurn: null }),
+  context: () => ({ pending: null, awaiting: null, choices: null, lastIntent: null, entities: {}, turns: 0, expiresAt: null, expirations: 0, lastTurn: null }),
   initial: 'listening',
   on: {
     turn: { actions: assign(({ context, event }) => applyTurn(context, event as TurnEvent)) },

@@ -75,3 +75,29 @@ export function dialogueAct(norm: Normalized, raw: string): ActResult {
   if (tokens.some((t) => REQUEST.has(t))) return { act: 'REQUEST', yesNo: null };
   return { act: 'STATEMENT', yesNo: null };
 }
+
+const ORDINALS: [Set<string>, number][] = [
+  [set('first 1st 1 pehla pehli pehle pahla pahli pahle ek'), 0],
+  [set('second 2nd 2 two dusra dusri doosra doosri dusre doosre do'), 1],
+  [set('third 3rd 3 three teesra teesri tisra tisri teen tin'), 2],
+];
+const LAST = set('last aakhri akhri');
+const CHOICE_FILLER = set('the one wala wali wale vala vali vale option number no hai please plz ji sir madam vo wo woh voh yeh ye that this is it mera meri');
+
+/**
+ * An answer that picks from options read to the caller ("the second one", "pehla wala", "option
+ * 2", "last"): the option's index (−1 for the last), else null. Only a short turn of an ordinal and
+ * filler words; only a session that offered options reads it.
+ */
+export function ordinalChoice(tokens: string[]): number | null {
+  if (tokens.length === 0 || tokens.length > 4) return null;
+  let found: number | null = null;
+  for (const t of tokens) {
+    const hit = LAST.has(t) ? -1 : ORDINALS.find(([words]) => words.has(t))?.[1];
+    if (hit !== undefined) {
+      if (found !== null) return null;
+      found = hit;
+    } else if (!CHOICE_FILLER.has(t)) return null;
+  }
+  return found;
+}

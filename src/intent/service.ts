@@ -13,8 +13,8 @@ import type { ModelDoc } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
-import type { IntentSessionContext, TurnEvent, TurnOutcome } from '../../machines/intent-session.machine.ts';
-import { dialogueAct } from './acts.ts';
+import type { Choice, IntentSessionContext, TurnEvent, TurnOutcome } from '../../machines/intent-session.machine.ts';
+import { dialogueAct, ordinalChoice } from './acts.ts';
 import { bareNumber } from './amounts.ts';
 import { extractEntities } from './entities.ts';
 import type { CascadeResult, CompiledPack } from './engine.ts';
@@ -62,6 +62,16 @@ export interface IntentDeps {
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   now(): number;
   sessionIdleMs: number;
+}
+
+/** The intents to offer after an AMBIGUOUS turn: the local model's candidates within the pack's margin of the best. */
+function choicesOf(pack: CompiledPack, result: CascadeResult): Choice[] {
+  const local = result.candidates.filter((c) => c.source === 'local_model');
+  const best = local[0]?.score ?? 0;
+  return local.flatMap((c) => {
+    const decisions = best - c.score <= pack.thresholds.margin ? pack.decisionsFor(c.id) : null;
+    return decisions ? [{ id: c.id, decisions }] : [];
+  });
 }
 
 export class IntentService {
@@ -119,9 +129,11 @@ export class IntentService {
     const { act, yesNo } = dialogueAct(norm, text);
     const entities = extractEntities(norm, now);
     let result = pack.classify(norm);
-    // A bare yes/no or a bare number ("299", "299 ka tha") answers a question the session asked: no LLM can classify it.
+    // A bare yes/no, a bare number ("299", "299 ka tha") or a pick ("the second one") answers a
+    // question the session asked: no LLM can classify it.
     const number = bareNumber(norm.plain);
-    const answer = yesNo !== null || (number !== null && norm.tokens.length <= 3);
+    const ordinal = ordinalChoice(norm.tokens);
+    const answer = yesNo !== null || ordinal !== null || (number !== null && norm.tokens.length <= 3);
     if ((result.classification === 'AMBIGUOUS' || result.classification === 'UNKNOWN') && model.routes.length > 0 && !answer) {
       result = await llmFallback(this.deps.router, this.deps.resolveRoutes(model), pack, text, result);
     }
@@ -134,6 +146,8 @@ export class IntentService {
       yesNo,
       entities: entities as TurnEvent['entities'],
       number,
+      ordinal,
+      ...(result.classification === 'AMBIGUOUS' ? { choices: choicesOf(pack, result) } : {}),
       result: { classification: result.classification, intent: result.intent, candidates: result.candidates, classifier_used: result.classifier_used },
       decisions: result.intent ? pack.decisionsFor(result.intent.id) : null,
       fallback: pack.pack.fallback,

@@ -9,10 +9,10 @@ export const intentSessionKind: ActorKind<typeof intentSessionMachine> = {
   kind: INTENT_SESSION_KIND,
   machine: intentSessionMachine,
   version,
-  // Version 1 sessions knew no asked-for entities.
+  // Version 1 sessions knew no asked-for entities and offered no intents.
   migrate: (persisted, from) => {
     const p = persisted as { context?: Record<string, unknown> };
-    return from < 2 && p.context ? { ...p, context: { awaiting: null, ...p.context } } : persisted;
+    return from < 2 && p.context ? { ...p, context: { awaiting: null, choices: null, ...p.context } } : persisted;
   },
   // Sessions are small and many: keep them in memory a short while after a turn.
   idleEvictMs: 30_000,

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { readPackFile } from '../../src/intent/packs.ts';
 
+const pack = readPackFile('config/packs/demo-banking-telecom.json');
+
 const MODEL = 'intent-demo';
 
 describe('POST /v1/understand', () => {
@@ -92,6 +94,26 @@ describe('POST /v1/understand', () => {
     const cold = await understand({ session_id: 'flow-amount-2', text: '299' });
     assert.deepEqual(cold.body.entities, {});
     assert.notEqual(cold.body.classification, 'KNOWN');
+  });
+
+  it('an AMBIGUOUS turn offers its close candidates; "the second one" or a turn that prefers one picks it from context', async () => {
+    const first = await understand({ session_id: 'flow-pick', text: 'the cash machine kept my plastic' });
+    assert.equal(first.body.classification, 'AMBIGUOUS');
+    assert.equal(first.body.decision.response_id, 'GEN.DISAMBIGUATE');
+    const offered = first.body.candidate_intents.filter((c: any) => c.source === 'local_model').slice(0, 2).map((c: any) => c.id);
+    assert.deepEqual(offered, ['BANKING.ATM.WRONG_AMOUNT', 'BANKING.ATM.CARD_RETAINED']);
+    const second = await understand({ session_id: 'flow-pick', text: 'the second one' });
+    assert.equal(second.body.classifier_used, 'context');
+    assert.equal(second.body.intent.id, 'BANKING.ATM.CARD_RETAINED');
+    assert.equal(second.body.decision.response_id, pack.intents.find((i) => i.id === 'BANKING.ATM.CARD_RETAINED')!.decisions.initial.response_id);
+    await understand({ session_id: 'flow-pick-2', text: 'the cash machine kept my plastic' });
+    const money = await understand({ session_id: 'flow-pick-2', text: 'paise wala', language: 'hi-IN' });
+    assert.equal(money.body.classifier_used, 'context');
+    assert.equal(money.body.intent.id, 'BANKING.ATM.WRONG_AMOUNT');
+    assert.equal(money.body.decision.action, 'ASK', 'a dispute intent still asks to confirm');
+    await understand({ session_id: 'flow-pick-3', text: 'the cash machine kept my plastic' });
+    const away = await understand({ session_id: 'flow-pick-3', text: 'what is the weather today' });
+    assert.equal(away.body.classification, 'OUT_OF_SCOPE');
   });
 
   it('the same session_id on another key shares nothing', async () => {

@@ -136,14 +136,57 @@ describe('intent-session machine (pure)', () => {
     assert.equal(stray.context.lastTurn?.classifier_used, 'local_model');
     assert.notEqual(stray.context.awaiting, null);
   });
+  const CARD: IntentDecisions = { confirm: false, initial: D('INFORM', 'CARD_BLOCKED', 'CARD') };
+  const offered = [{ id: 'BANKING.ATM.WRONG_AMOUNT', decisions: DISPUTE }, { id: 'BANKING.ATM.CARD_RETAINED', decisions: CARD }];
+  const ambiguous = (over: Partial<TurnEvent> = {}) =>
+    turn({ result: { classification: 'AMBIGUOUS', intent: null, candidates: [{ id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.3, source: 'local_model' }, { id: 'BANKING.ATM.CARD_RETAINED', score: 0.28, source: 'local_model' }], classifier_used: 'local_model' }, choices: offered, ...over });
+  const unresolved = (candidates: { id: string; score: number; source: string }[], over: Partial<TurnEvent> = {}) =>
+    turn({ result: { classification: 'OUT_OF_SCOPE', intent: null, candidates, classifier_used: 'local_model' }, ...over });
+  it('after an AMBIGUOUS turn, "the second one" picks the second intent offered, from context, with its own decisions', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, ambiguous());
+    assert.equal(s1.context.lastTurn?.decision.response_id, 'GEN.DISAMBIGUATE');
+    assert.equal(s1.context.choices?.length, 2);
+    const [s2] = transition(intentSessionMachine, s1, unresolved([], { ordinal: 1 }));
+    assert.equal(s2.context.lastTurn?.classifier_used, 'context');
+    assert.deepEqual(s2.context.lastTurn?.intent, { id: 'BANKING.ATM.CARD_RETAINED', confidence: 1, band: 'HIGH' });
+    assert.equal(s2.context.lastTurn?.decision.action, 'INFORM');
+    assert.equal(s2.context.choices, null);
+    // "last" picks the last; the first intent needs a confirmation, which then becomes pending.
+    const [l1] = transition(intentSessionMachine, s1, unresolved([], { ordinal: -1 }));
+    assert.equal(l1.context.lastTurn?.intent?.id, 'BANKING.ATM.CARD_RETAINED');
+    const [f1] = transition(intentSessionMachine, s1, unresolved([], { ordinal: 0 }));
+    assert.equal(f1.context.lastTurn?.decision.action, 'ASK');
+    assert.equal(f1.value, 'awaiting_confirmation');
+    assert.equal(transition(intentSessionMachine, s1, unresolved([], { ordinal: 2 }))[0].context.lastTurn?.classifier_used, 'local_model', 'no third option');
+  });
+  it('a turn whose own candidates clearly prefer one offered intent picks it; a turn about something else picks none, and the offer lasts one turn', () => {
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, ambiguous());
+    const [money] = transition(intentSessionMachine, s1, unresolved([{ id: 'BANKING.TXN.DOUBLE_DEBIT', score: 0.14, source: 'local_model' }, { id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.136, source: 'local_model' }]));
+    assert.equal(money.context.lastTurn?.intent?.id, 'BANKING.ATM.WRONG_AMOUNT');
+    assert.equal(money.context.lastTurn?.classifier_used, 'context');
+    const [split] = transition(intentSessionMachine, s1, unresolved([{ id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.2, source: 'local_model' }, { id: 'BANKING.ATM.CARD_RETAINED', score: 0.15, source: 'local_model' }]));
+    assert.equal(split.context.lastTurn?.classifier_used, 'local_model', 'no clear preference');
+    const [faint] = transition(intentSessionMachine, s1, unresolved([{ id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.007, source: 'local_model' }]));
+    assert.equal(faint.context.lastTurn?.classifier_used, 'local_model', 'too faint to be a pick');
+    assert.equal(faint.context.choices, null);
+    const [late] = transition(intentSessionMachine, faint, unresolved([], { ordinal: 1 }));
+    assert.equal(late.context.lastTurn?.classifier_used, 'local_model', 'the offer was for one turn');
+    // A turn that is an intent of its own is just that intent.
+    const [own] = transition(intentSessionMachine, s1, complaint({ ordinal: 1 }));
+    assert.equal(own.context.lastTurn?.intent?.id, 'BANKING.ATM.CASH_NOT_DISPENSED');
+  });
   it('a version 1 session (no asked-for entities) is migrated and goes on', () => {
     const actor = createActor(intentSessionMachine).start();
     actor.send(complaint());
     const v1 = actor.getPersistedSnapshot() as unknown as { context: Record<string, unknown> };
     delete v1.context.awaiting;
+    delete v1.context.choices;
     actor.stop();
     const migrated = intentSessionKind.migrate!(v1, 1) as typeof v1;
     assert.equal(migrated.context.awaiting, null);
+    assert.equal(migrated.context.choices, null);
     assert.equal(intentSessionKind.migrate!(migrated, 2), migrated);
     const resumed = createActor(intentSessionMachine, { snapshot: migrated as never }).start();
     resumed.send(yes());
