@@ -12,6 +12,10 @@ export interface HttpMetrics {
   webhookDropped: Counter<'reason'>;
   /** Webhooks disabled automatically after 10 consecutive failures. */
   webhookDisabled: Counter<string>;
+  /** Intent turns answered, by model, classification and the stage that decided. */
+  intentTurns: Counter<'model' | 'classification' | 'classifier_used'>;
+  /** Time of the classification cascade of a turn (without the session and billing), by the stage that decided. */
+  intentCascade: Histogram<'classifier_used'>;
 }
 
 export function createMetrics(): HttpMetrics {
@@ -47,5 +51,18 @@ export function createMetrics(): HttpMetrics {
     help: 'Webhooks disabled automatically after 10 consecutive failed deliveries.',
     registers: [registry],
   });
-  return { registry, requests, duration, webhookDeliveries, webhookDropped, webhookDisabled };
+  const intentTurns = new Counter({
+    name: 'gateway_intent_turns_total',
+    help: 'Intent turns answered by model, classification (KNOWN, AMBIGUOUS, UNKNOWN, OUT_OF_SCOPE) and classifier_used: a rising UNKNOWN or OUT_OF_SCOPE share shows what the pack does not cover.',
+    labelNames: ['model', 'classification', 'classifier_used'] as const,
+    registers: [registry],
+  });
+  const intentCascade = new Histogram({
+    name: 'gateway_intent_cascade_seconds',
+    help: 'Classification cascade time of an intent turn (deterministic, local model and any LLM fallback; not the session or billing), by the stage that decided.',
+    labelNames: ['classifier_used'] as const,
+    buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1, 5],
+    registers: [registry],
+  });
+  return { registry, requests, duration, webhookDeliveries, webhookDropped, webhookDisabled, intentTurns, intentCascade };
 }

@@ -4,6 +4,7 @@
 //   the model has routes) → the session actor decides → settle exactly once (release on failure).
 // One charge per call, whatever stage resolved the turn.
 import { performance } from 'node:perf_hooks';
+import type { Counter, Histogram } from 'prom-client';
 import { ApiError } from '../http/errors.ts';
 import { ActorNotFoundError } from '../actors/errors.ts';
 import { priceMicrocents } from '../billing/money.ts';
@@ -52,6 +53,12 @@ export interface UnderstandResponse {
   latency_ms: number;
 }
 
+/** Where turns are counted (src/http/metrics.ts). */
+export interface IntentMetrics {
+  turns: Counter<'model' | 'classification' | 'classifier_used'>;
+  cascade: Histogram<'classifier_used'>;
+}
+
 export interface IntentDeps {
   models: ModelCatalog;
   billing: Billing;
@@ -62,6 +69,7 @@ export interface IntentDeps {
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   now(): number;
   sessionIdleMs: number;
+  metrics?: IntentMetrics;
 }
 
 /** The intents to offer after an AMBIGUOUS turn: the local model's candidates within the pack's margin of the best. */
@@ -128,6 +136,7 @@ export class IntentService {
     const norm = normalize(text);
     const { act, yesNo } = dialogueAct(norm, text);
     const entities = extractEntities(norm, now);
+    const cascadeStarted = performance.now();
     let result = pack.classify(norm);
     // A bare yes/no, a bare number ("299", "299 ka tha") or a pick ("the second one") answers a
     // question the session asked: no LLM can classify it.
@@ -137,6 +146,7 @@ export class IntentService {
     if ((result.classification === 'AMBIGUOUS' || result.classification === 'UNKNOWN') && model.routes.length > 0 && !answer) {
       result = await llmFallback(this.deps.router, this.deps.resolveRoutes(model), pack, text, result);
     }
+    const cascadeSeconds = (performance.now() - cascadeStarted) / 1000;
     const event: TurnEvent = {
       type: 'turn',
       now,
@@ -155,6 +165,8 @@ export class IntentService {
     // The session of this key only: the same session_id on another key is another actor.
     const actorId = `${principal.keyId}:${sessionId}`;
     const outcome = await this.send(actorId, event);
+    this.deps.metrics?.cascade.observe({ classifier_used: result.classifier_used }, cascadeSeconds);
+    this.deps.metrics?.turns.inc({ model: model._id, classification: outcome.classification, classifier_used: outcome.classifier_used });
     return {
       model: model._id,
       session_id: sessionId,

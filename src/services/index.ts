@@ -14,7 +14,7 @@ import { RouteResolver, UpstreamRouter, type RouterLogger } from '../providers/r
 import { ChatGateway } from '../gateway/chat.ts';
 import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
-import { IntentService, type ActorMessenger } from '../intent/service.ts';
+import { IntentService, type ActorMessenger, type IntentMetrics } from '../intent/service.ts';
 import { PackRegistry, readPackFile } from '../intent/packs.ts';
 import type { Webhooks, WebhookService } from '../webhooks/index.ts';
 
@@ -54,6 +54,8 @@ export async function createServices(deps: {
   /** Where routes' api_key_env names are looked up (the composition root passes process.env). */
   upstreamEnv: Readonly<Record<string, string | undefined>>;
   routerLogger?: RouterLogger;
+  /** Intent turn counters (src/http/metrics.ts); none in tests that do not read them. */
+  intentMetrics?: IntentMetrics;
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -86,7 +88,13 @@ export async function createServices(deps: {
   return {
     store: deps.store, accounts, orgs, keys, billing, events: deps.events, actors: deps.actors, models,
     upstream, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
-    intent: new IntentService({ ...gatewayDeps, packs: intentPacks, sessions: deps.actors, sessionIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 }),
+    intent: new IntentService({
+      ...gatewayDeps,
+      packs: intentPacks,
+      sessions: deps.actors,
+      sessionIdleMs: deps.config.intent.sessionIdleMinutes * 60_000,
+      ...(deps.intentMetrics ? { metrics: deps.intentMetrics } : {}),
+    }),
     intentPacks,
     webhooks: deps.webhooks.portal((userId) => billing.accountOf(userId)),
   };

@@ -116,6 +116,20 @@ describe('POST /v1/understand', () => {
     assert.equal(away.body.classification, 'OUT_OF_SCOPE');
   });
 
+  it('counts turns by model, classification and deciding stage in /metrics', async () => {
+    const text = async () => (await call(gw.url, 'GET', '/metrics')).text;
+    const count = (m: string, labels: string) => Number(new RegExp(`gateway_intent_turns_total\\{${labels}\\} (\\d+)`).exec(m)?.[1] ?? 0);
+    const known = 'model="intent-demo",classification="KNOWN",classifier_used="deterministic"';
+    const context = 'model="intent-demo",classification="KNOWN",classifier_used="context"';
+    const before = await text();
+    await understand({ session_id: 'metrics-1', text: 'ATM did not dispense cash but my account was debited' });
+    await understand({ session_id: 'metrics-1', text: 'yes' });
+    const after = await text();
+    assert.equal(count(after, known) - count(before, known), 1);
+    assert.equal(count(after, context) - count(before, context), 1);
+    assert.match(after, /gateway_intent_cascade_seconds_count\{classifier_used="deterministic"\} [1-9]/);
+  });
+
   it('the same session_id on another key shares nothing', async () => {
     const other = await createKey(gw.url, user.token, { name: 'second' });
     await understand({ session_id: 'shared-id', text: 'ATM did not give money but amount deducted' });
