@@ -165,6 +165,7 @@ export function findAmount(plain: string): number | null {
  * alone is also "give"); else null. Only a session that asked for an amount reads it as one.
  */
 export function bareNumber(plain: string): number | null {
+  if (plain.length > 80) return null; // six words at most: no need to read a long turn
   const tokens = moneyTokens(plain).canon.filter((t) => !CURRENCY.test(t));
   if (tokens.length === 0 || tokens.length > 6) return null;
   const numerals = tokens.filter((t) => /^\d/.test(t));
