@@ -4,8 +4,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalize } from '../../src/intent/normalize.ts';
 import { extractEntities } from '../../src/intent/entities.ts';
-import { findAmount, readNumber } from '../../src/intent/amounts.ts';
-import { dialogueAct, bareYesNo } from '../../src/intent/acts.ts';
+import { bareNumber, findAmount, readNumber } from '../../src/intent/amounts.ts';
+import { dialogueAct, bareYesNo, ordinalChoice } from '../../src/intent/acts.ts';
 
 // 2025-03-10T20:00Z is Tuesday 11 March 2025, 01:30 in Asia/Kolkata (UTC would still say the 10th).
 const NOW = Date.parse('2025-03-10T20:00:00Z');
@@ -40,6 +40,13 @@ describe('amounts', () => {
   for (const [text, want] of cases) {
     it(`${text} → ${want}`, () => assert.equal(ents(text).amount ?? null, want));
   }
+  it('reads the number a short answer consists of, for a session that asked for an amount', () => {
+    const cases: [string, number | null][] = [
+      ['299', 299], ['299 ka tha', 299], ['it was 599', 599], ['dedh sau', 150], ['Rs. 1,499/-', 1499], ['२९९', 299], ['5k', 5000],
+      ['2 baar 299', null], ['do', null], ['haan ji', null], ['net nahi chal raha', null], [`299 ${'bahut '.repeat(20)}`, null],
+    ];
+    for (const [text, want] of cases) assert.equal(bareNumber(normalize(text).plain), want, text);
+  });
   it('reads number words with fractions and multipliers', () => {
     assert.deepEqual(readNumber(['sava', 'do', 'lakh'], 0), { value: 225000, used: 3 });
     assert.deepEqual(readNumber(['paanch', 'sau'], 0), { value: 500, used: 2 });
@@ -98,6 +105,13 @@ describe('normalization and dialogue acts', () => {
   it('romanizes Devanagari and folds Hinglish spellings onto one form', () => {
     assert.equal(normalize('पैसे नहीं निकले').text, normalize('pese nhi nikle').text);
     assert.equal(normalize('नहीं').text, normalize('nahin').text);
+  });
+  it('reads a pick among offered options, and only a short one', () => {
+    const cases: [string, number | null][] = [
+      ['the second one', 1], ['pehla wala', 0], ['option 2', 1], ['last', -1], ['दूसरा वाला', 1], ['teesra option', 2], ['the first one please', 0],
+      ['one', null], ['1 and 2', null], ['net nahi chal raha', null], ['the second atm was fine', null],
+    ];
+    for (const [text, want] of cases) assert.equal(ordinalChoice(normalize(text).tokens), want, text);
   });
   it('bare yes/no in English, Hindi and Hinglish', () => {
     for (const t of ['haan', 'haan ji', 'ji', 'theek hai', 'yes please', 'okay', 'हाँ जी', 'bilkul', 'yes go ahead']) assert.equal(bareYesNo(normalize(t).tokens), 'yes', t);
