@@ -61,6 +61,16 @@ describe('phones, e-mails and dates', () => {
     }
     assert.equal(ents('account 123456789012 debited').phone, undefined);
   });
+  it('reads a phone number said aloud, digit by digit, in English or Hindi, with double and triple', () => {
+    for (const t of ['my number is nine eight seven six five four three two one zero', 'nine eight seven six five four three two one oh', 'mera number hai nau aath saat chhe paanch chaar teen do ek shunya', 'नौ आठ सात छह पांच चार तीन दो एक शून्य', '98765 four three two one zero']) {
+      assert.equal(ents(t).phone, '+919876543210', t);
+    }
+    assert.equal(ents('nine eight seven six five double four three two one').phone, '+919876544321');
+    assert.equal(ents('triple nine eight seven six five four three two').phone, '+919998765432');
+    // Short runs stay words: "do baar" is twice, not a digit.
+    assert.deepEqual(ents('do baar paise kat gaye'), {});
+    assert.equal(ents('one or two times').phone, undefined);
+  });
   it('reads e-mails', () => assert.equal(ents('mail A.B@Example.com please').email, 'a.b@example.com'));
   it('resolves relative dates in Asia/Kolkata', () => {
     assert.equal(ents('aaj paise kate').date, '2025-03-11');
