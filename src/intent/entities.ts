@@ -29,11 +29,12 @@ export function findPhone(plain: string): { e164: string; start: number; end: nu
 }
 
 /** Digits as said aloud, in English and Hindi (canonical spellings): a voice turn spells a number out. */
-const DIGIT_WORDS = new Map(
-  ([['zero', 0], ['oh', 0], ['shunya', 0], ['shoony', 0], ['sunya', 0], ['one', 1], ['ek', 1], ['two', 2], ['do', 2], ['three', 3], ['teen', 3], ['tin', 3],
+const DIGIT_SPELLINGS = (
+  [['zero', 0], ['oh', 0], ['shunya', 0], ['shoony', 0], ['sunya', 0], ['one', 1], ['ek', 1], ['two', 2], ['do', 2], ['three', 3], ['teen', 3], ['tin', 3],
     ['four', 4], ['char', 4], ['chaar', 4], ['five', 5], ['paanch', 5], ['panch', 5], ['six', 6], ['chhe', 6], ['chhah', 6], ['che', 6], ['chheh', 6],
-    ['seven', 7], ['saat', 7], ['sat', 7], ['eight', 8], ['aath', 8], ['ath', 8], ['nine', 9], ['nau', 9]] as const).map(([w, d]) => [canonical(w), String(d)]),
-);
+    ['seven', 7], ['saat', 7], ['sat', 7], ['eight', 8], ['aath', 8], ['ath', 8], ['nine', 9], ['nau', 9]] as const
+).flatMap(([w, d]) => [[w, String(d)] as const, [canonical(w), String(d)] as const]);
+const DIGIT_WORDS = new Map<string, string>(DIGIT_SPELLINGS);
 const REPEAT = new Map([['double', 2], ['triple', 3]].map(([w, n]) => [canonical(w as string), n as number]));
 
 /**
@@ -44,6 +45,10 @@ const REPEAT = new Map([['double', 2], ['triple', 3]].map(([w, n]) => [canonical
  */
 export function spokenDigits(plain: string): string {
   const words = plain.split(' ');
+  // Most turns have no run to rewrite: count the candidates before folding spellings word by word.
+  let candidates = 0;
+  for (const w of words) candidates += /^\d+$/.test(w) ? w.length : DIGIT_WORDS.has(w) || REPEAT.has(w) ? 1 : 0;
+  if (candidates < 7) return plain;
   const out: string[] = [];
   let run: string[] = [];
   let digits = '';
