@@ -86,26 +86,26 @@ describe('phones, e-mails and dates', () => {
     assert.equal(ents('parso paise nahi nikle').date, '2025-03-09');
     assert.equal(ents('कल पैसे कट गए').date, '2025-03-10');
   });
-  it('places a weekday or a day without its year by tense: the last one for complaints, the coming one for plans', () => {
-    // NOW is Tuesday 11 March 2025 in Asia/Kolkata; chrono alone says 2025-03-17 and 2025-12-25.
-    assert.equal(ents('monday ko paise kat gaye').date, '2025-03-10');
-    assert.equal(ents('friday ko atm se paise nahi nikle').date, '2025-03-07');
-    assert.equal(ents('friday ko recharge karna hai').date, '2025-03-14');
-    assert.equal(ents('on 25th December the ATM failed').date, '2024-12-25');
-    assert.equal(ents('25th december ko recharge karna hai').date, '2025-12-25');
-    assert.equal(ents('20 march ko paise kat gaye').date, '2024-03-20');
-    assert.equal(ents('on 25 December 2025 the ATM failed').date, '2025-12-25');
-  });
-  it('reads Hindi weekdays and "N din pehle / baad"', () => {
-    assert.equal(ents('somvar ko paise kat gaye').date, '2025-03-10');
-    assert.equal(ents('सोमवार को पैसे कटे').date, '2025-03-10');
-    assert.equal(ents('somvar ko recharge karna hai').date, '2025-03-17');
-    assert.equal(ents('do din pehle').date, '2025-03-09');
-    assert.equal(ents('दो दिन पहले पैसे कटे').date, '2025-03-09');
-    assert.equal(ents('teen hafte pehle').date, '2025-02-18');
-    assert.equal(ents('5 din baad').date, '2025-03-16');
-    assert.equal(ents('2 din mein paise wapas aayenge').date, '2025-03-13');
-    // In a past turn "2 din mein" is a span, not a date; the amount is still read.
+  // NOW is Tuesday 11 March 2025 in Asia/Kolkata; chrono alone says 2025-03-17 for Monday and 2025-12-25 for Christmas.
+  const dated: [string, string, string][] = [
+    ['a weekday in a complaint is the last one', 'monday ko paise kat gaye', '2025-03-10'],
+    ['a weekday in a complaint is the last one', 'friday ko atm se paise nahi nikle', '2025-03-07'],
+    ['a weekday in a plan is the coming one', 'friday ko recharge karna hai', '2025-03-14'],
+    ['a day without its year in a complaint is the last one', 'on 25th December the ATM failed', '2024-12-25'],
+    ['a day without its year in a plan is the coming one', '25th december ko recharge karna hai', '2025-12-25'],
+    ['a day without its year in a complaint is the last one', '20 march ko paise kat gaye', '2024-03-20'],
+    ['a day with its year is that day', 'on 25 December 2025 the ATM failed', '2025-12-25'],
+    ['Hindi weekdays, romanized', 'somvar ko paise kat gaye', '2025-03-10'],
+    ['Hindi weekdays, in Devanagari', 'सोमवार को पैसे कटे', '2025-03-10'],
+    ['Hindi weekdays, in a plan', 'somvar ko recharge karna hai', '2025-03-17'],
+    ['N din pehle', 'do din pehle', '2025-03-09'],
+    ['N din pehle, in Devanagari', 'दो दिन पहले पैसे कटे', '2025-03-09'],
+    ['N hafte pehle', 'teen hafte pehle', '2025-02-18'],
+    ['N din baad', '5 din baad', '2025-03-16'],
+    ['N din mein, in a future turn', '2 din mein paise wapas aayenge', '2025-03-13'],
+  ];
+  for (const [why, text, want] of dated) it(`${why}: ${text} → ${want}`, () => assert.equal(ents(text).date, want));
+  it('in a past turn "2 din mein" is a span, not a date; the amount is still read', () => {
     assert.deepEqual(ents('mere 2 din me 500 kate'), { amount: 500 });
   });
   it('omits what is absent', () => assert.deepEqual(ents('net nahi chal raha'), {}));
