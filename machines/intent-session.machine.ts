@@ -168,7 +168,7 @@ function picked(choices: Choice[], e: TurnEvent): Choice | null {
 }
 
 function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionContext {
-  let ctx: IntentSessionContext = { ...context, awaiting: context.awaiting ?? null, choices: context.choices ?? null };
+  let ctx = context;
   if (ctx.expiresAt !== null && e.now > ctx.expiresAt) {
     ctx = { ...ctx, pending: null, awaiting: null, choices: null, lastIntent: null, entities: {}, expirations: ctx.expirations + 1 };
   }

@@ -11,7 +11,6 @@ import { CompiledPack } from '../src/intent/engine.ts';
 import { scoreTurns, summarize, type LabelledTurn } from '../src/intent/evaluate.ts';
 import { readPackFile } from '../src/intent/packs.ts';
 
-export { OUT_OF_SCOPE, scoreTurns, summarize } from '../src/intent/evaluate.ts';
 const HERE = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 export const DEMO_PACK_FILE = HERE('../config/packs/demo-banking-telecom.json');
 export const DEMO_TURNS = { dev: HERE('../test/intent/fixtures/demo-dev.tsv'), heldout: HERE('../test/intent/fixtures/demo-heldout.tsv') };

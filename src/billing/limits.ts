@@ -11,7 +11,7 @@
 import { ApiError } from '../http/errors.ts';
 import type { Clock, WindowCounters, WindowPeriod } from '../services/common.ts';
 import type { AccountEvent, EventSink } from '../services/events.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal, LimitName } from '../services/keys.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { MICROCENTS_PER_CENT } from './types.ts';
 
@@ -20,16 +20,30 @@ const DAY = 86_400;
 /** Windows whose event this instance knows was emitted, so a flood of 429s costs no write each. */
 const EMITTED_CACHE = 10_000;
 
-export type LimitType = 'rpm' | 'tpd' | 'cpd' | 'cpm';
+export type LimitType = LimitName;
 
-/** The spend caps, in cents per window: counters `<type>:<key id>` in µ¢, fed by the usage flush. */
-export const SPEND_CAPS = [
-  { type: 'cpd', period: DAY, name: 'daily', soFar: 'today', resets: 'at midnight UTC' },
-  { type: 'cpm', period: 'month', name: 'monthly', soFar: 'this month', resets: 'on the 1st at 00:00 UTC' },
-] as const satisfies readonly { type: LimitType; period: WindowPeriod; name: string; soFar: string; resets: string }[];
+/**
+ * The limits counted per window from settled usage (fed by the usage flush, read before a call):
+ * counters `<type>:<key id>`, in tokens for tpd and in µ¢ for the spend caps, whose limits are
+ * cents (`scale` µ¢ per unit of the limit).
+ */
+export const WINDOW_CAPS = [
+  {
+    type: 'tpd', period: DAY, fed: 'tokens', scale: 1,
+    refused: (limit: number, used: string) => `This API key's daily limit of ${limit} tokens was exceeded (${used} used today); the daily limit resets at midnight UTC.`,
+  },
+  {
+    type: 'cpd', period: DAY, fed: 'spend', scale: MICROCENTS_PER_CENT,
+    refused: (limit: number, used: string) => `This API key's daily spend limit of ${limit} cents was reached (${used} spent today); it resets at midnight UTC.`,
+  },
+  {
+    type: 'cpm', period: 'month', fed: 'spend', scale: MICROCENTS_PER_CENT,
+    refused: (limit: number, used: string) => `This API key's monthly spend limit of ${limit} cents was reached (${used} spent this month); it resets on the 1st at 00:00 UTC.`,
+  },
+] as const satisfies readonly { type: LimitType; period: WindowPeriod; fed: 'tokens' | 'spend'; scale: number; refused: (limit: number, used: string) => string }[];
 
-/** Cents with up to 6 decimals (the counter is in µ¢), as a header value: "12.5", "0.000001". */
-const centsText = (uc: number): string => String(Math.round(uc) / MICROCENTS_PER_CENT);
+/** A counter in the limit's unit (tokens; cents with up to 6 decimals, as the counter is in µ¢): "12.5", "0.000001". */
+const inUnits = (count: number, scale: number): number => Math.round(count) / scale;
 
 export class RateLimits {
   private readonly emitted = new Map<string, number>();
@@ -52,50 +66,24 @@ export class RateLimits {
    */
   async admit(principal: ApiKeyPrincipal): Promise<Record<string, string> | null> {
     let standing: Record<string, string> | null = null;
-    if (principal.tpd !== null) {
-      const day = await this.windows.peek(`tpd:${principal.keyId}`, DAY);
-      if (day.count >= principal.tpd) {
-        await this.breached(principal, 'tpd', principal.tpd, day.count, day.resetAt);
-        const retry = this.secondsUntil(day.resetAt);
-        throw new ApiError(
-          'rate_limit_exceeded',
-          `This API key's daily limit of ${principal.tpd} tokens was exceeded (${day.count} used today); the daily limit resets at midnight UTC.`,
-          {
-            bare: true,
-            headers: { 'retry-after': String(retry), 'x-ratelimit-limit-tpd': String(principal.tpd), 'x-ratelimit-used-tpd': String(day.count) },
-          },
-        );
-      }
-      standing = {
-        'x-ratelimit-limit-tpd': String(principal.tpd),
-        'x-ratelimit-used-tpd': String(day.count),
-        'x-ratelimit-remaining-tpd': String(principal.tpd - day.count),
-      };
-    }
-    for (const cap of SPEND_CAPS) {
-      const limit = principal[cap.type];
-      if (limit === null) continue;
-      const spent = await this.windows.peek(`${cap.type}:${principal.keyId}`, cap.period);
-      const limitUc = limit * MICROCENTS_PER_CENT;
-      if (spent.count >= limitUc) {
-        await this.breached(principal, cap.type, limit, Math.round(spent.count) / MICROCENTS_PER_CENT, spent.resetAt);
-        throw new ApiError(
-          'rate_limit_exceeded',
-          `This API key's ${cap.name} spend limit of ${limit} cents was reached (${centsText(spent.count)} spent ${cap.soFar}); it resets ${cap.resets}.`,
-          {
-            bare: true,
-            headers: {
-              'retry-after': String(this.secondsUntil(spent.resetAt)),
-              [`x-ratelimit-limit-${cap.type}`]: String(limit),
-              [`x-ratelimit-used-${cap.type}`]: centsText(spent.count),
-            },
-          },
-        );
+    // The set caps' counters are read together, then judged in the table's order.
+    const caps = WINDOW_CAPS.filter((cap) => principal[cap.type] !== null);
+    const counts = await Promise.all(caps.map((cap) => this.windows.peek(`${cap.type}:${principal.keyId}`, cap.period)));
+    for (const [i, cap] of caps.entries()) {
+      const limit = principal[cap.type]!;
+      const { count, resetAt } = counts[i]!;
+      const used = inUnits(count, cap.scale);
+      if (count >= limit * cap.scale) {
+        await this.breached(principal, cap.type, limit, used, resetAt);
+        throw new ApiError('rate_limit_exceeded', cap.refused(limit, String(used)), {
+          bare: true,
+          headers: { 'retry-after': String(this.secondsUntil(resetAt)), [`x-ratelimit-limit-${cap.type}`]: String(limit), [`x-ratelimit-used-${cap.type}`]: String(used) },
+        });
       }
       standing ??= {};
       standing[`x-ratelimit-limit-${cap.type}`] = String(limit);
-      standing[`x-ratelimit-used-${cap.type}`] = centsText(spent.count);
-      standing[`x-ratelimit-remaining-${cap.type}`] = centsText(limitUc - spent.count);
+      standing[`x-ratelimit-used-${cap.type}`] = String(used);
+      standing[`x-ratelimit-remaining-${cap.type}`] = String(inUnits(limit * cap.scale - count, cap.scale));
     }
     if (principal.rpm !== null) {
       // Lazy: judged only by the count returned here; a crash may forget the last moment's hits.

@@ -20,7 +20,7 @@ import { RateLimits } from './limits.ts';
 import { Subscriptions, type SubscriptionView } from './subscriptions.ts';
 import { Topups, topupView, type TopupView } from './topups.ts';
 import type { Billing, Hold, Payer, UsageFacts } from './types.ts';
-import { UsageLog, type GroupBy, type Totals, type UsageRecordDoc, type UsageScope } from './usage.ts';
+import { UsageLog, groupField, type GroupBy, type Totals, type UsageRecordDoc, type UsageScope } from './usage.ts';
 import { Wallets, type SweepMarks } from './wallets.ts';
 
 export type BillingConfig = Config['billing'];
@@ -148,6 +148,17 @@ function recordView(r: UsageRecordDoc): UsageRecordView {
     cached_tokens: r.cached_tokens ?? null,
   };
 }
+
+/** The usage facts a call may give, and the record fields they fill when it does. */
+const OPTIONAL_FACTS = Object.entries({
+  promptTokens: 'prompt_tokens',
+  completionTokens: 'completion_tokens',
+  cachedTokens: 'cached_tokens',
+  seconds: 'seconds',
+  characters: 'characters',
+  calls: 'calls',
+  endUser: 'end_user',
+} as const satisfies Partial<Record<keyof UsageFacts, keyof UsageRecordDoc>>) as [keyof UsageFacts, keyof UsageRecordDoc][];
 
 export class BillingService implements Billing {
   readonly wallets: Wallets;
@@ -377,11 +388,9 @@ export class BillingService implements Billing {
       status: facts.status,
       latency_ms: Math.max(0, Math.round(facts.latencyMs)),
     };
-    if (facts.endUser !== undefined) record.end_user = facts.endUser;
-    if (facts.cachedTokens !== undefined) record.cached_tokens = facts.cachedTokens;
-    for (const f of ['promptTokens', 'completionTokens', 'seconds', 'characters', 'calls'] as const) {
+    for (const [f, field] of OPTIONAL_FACTS) {
       const v = facts[f];
-      if (v !== undefined) record[{ promptTokens: 'prompt_tokens', completionTokens: 'completion_tokens', seconds: 'seconds', characters: 'characters', calls: 'calls' }[f]] = v;
+      if (v !== undefined) (record as unknown as Record<string, unknown>)[field] = v;
     }
     this.usage.add(record, payer.keyId, (facts.promptTokens ?? 0) + (facts.completionTokens ?? 0));
   }
@@ -452,7 +461,7 @@ export class BillingService implements Billing {
       if (err instanceof RangeError) throw new ApiError('invalid_request', 'This range holds too much usage to summarize at once; narrow from/to.', { param: 'from' });
       throw err;
     });
-    const field = groupBy === 'member' ? 'user_id' : groupBy;
+    const field = groupField(groupBy);
     return {
       owner_type: acc.ownerType,
       owner_id: acc.ownerId,

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock, WindowCounters } from '../services/common.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { utcDay, type OwnerType } from './money.ts';
-import { SPEND_CAPS } from './limits.ts';
+import { WINDOW_CAPS } from './limits.ts';
 
 export interface UsageRecordDoc {
   _id: string;
@@ -66,6 +66,9 @@ interface RollupDoc extends Totals {
 
 export type GroupBy = 'day' | 'model' | 'key_prefix' | 'member' | 'end_user';
 
+/** The record and rollup field a usage summary groups by (a member is a user id). */
+export const groupField = (groupBy: GroupBy) => (groupBy === 'member' ? 'user_id' : groupBy);
+
 export interface UsageScope {
   owner: string;
   /** Only this member's usage (a member's own view). */
@@ -110,9 +113,8 @@ export class UsageLog {
   private readonly dailyModel: Collection<RollupDoc>;
   private readonly dailyEndUser: Collection<RollupDoc>;
   private buffer: UsageRecordDoc[] = [];
-  private tokens = new Map<number, number>();
-  /** µ¢ charged per key since the last flush, for the key's spend counters (cpd, cpm). */
-  private spend = new Map<number, number>();
+  /** Tokens and µ¢ charged per key since the last flush, for the key's window counters (WINDOW_CAPS). */
+  private perKey = new Map<number, { tokens: number; spend: number }>();
   private failed: Op[] = [];
   private chain: Promise<void> = Promise.resolve();
   private scheduled = false;
@@ -164,8 +166,12 @@ export class UsageLog {
   /** Buffers a record; `tokens` are added to the key's daily (TPD) counter with it, its cost to its spend (CPD, CPM) counters. */
   add(record: UsageRecordDoc, keyId: number, tokens: number): void {
     this.buffer.push(record);
-    if (tokens > 0) this.tokens.set(keyId, (this.tokens.get(keyId) ?? 0) + tokens);
-    if (record.cost_uc > 0) this.spend.set(keyId, (this.spend.get(keyId) ?? 0) + record.cost_uc);
+    if (tokens > 0 || record.cost_uc > 0) {
+      const fed = this.perKey.get(keyId) ?? { tokens: 0, spend: 0 };
+      fed.tokens += tokens;
+      fed.spend += record.cost_uc;
+      this.perKey.set(keyId, fed);
+    }
     if (this.buffer.length >= this.options.flushMaxRecords && !this.scheduled) {
       this.scheduled = true;
       void this.flush();
@@ -181,14 +187,12 @@ export class UsageLog {
   private async drain(): Promise<void> {
     this.scheduled = false;
     const records = this.buffer;
-    const tokens = this.tokens;
-    const spend = this.spend;
+    const perKey = this.perKey;
     this.buffer = [];
-    this.tokens = new Map();
-    this.spend = new Map();
+    this.perKey = new Map();
     const ops = this.failed;
     this.failed = [];
-    if (records.length === 0 && tokens.size === 0 && spend.size === 0 && ops.length === 0) return;
+    if (records.length === 0 && perKey.size === 0 && ops.length === 0) return;
     if (records.length > 0) this.options.onRecords?.(records);
 
     // One insertMany for the batch; on a retry, records already written come back as duplicates.
@@ -222,9 +226,13 @@ export class UsageLog {
     for (const [id, row] of fine) ops.push(upsert(this.daily, id, row));
     for (const [id, row] of coarse) ops.push(upsert(this.dailyModel, id, row));
     for (const [id, row] of endUsers) ops.push(upsert(this.dailyEndUser, id, row));
-    for (const [keyId, n] of tokens) ops.push(() => this.windows.hit(`tpd:${keyId}`, 86_400, n));
-    // Every key's spend is counted, so a cap set during its window counts the window's spend so far.
-    for (const [keyId, uc] of spend) for (const cap of SPEND_CAPS) ops.push(() => this.windows.hit(`${cap.type}:${keyId}`, cap.period, uc));
+    // Every key is counted, so a cap set during its window counts the window's usage so far.
+    for (const [keyId, fed] of perKey) {
+      for (const cap of WINDOW_CAPS) {
+        const n = fed[cap.fed];
+        if (n > 0) ops.push(() => this.windows.hit(`${cap.type}:${keyId}`, cap.period, n));
+      }
+    }
 
     // All issued in one turn: the embedded store commits them together.
     const results = await Promise.allSettled(ops.map((op) => op()));
@@ -255,7 +263,7 @@ export class UsageLog {
     const groups = new Map<string | number, Totals>();
     const totals = emptyTotals();
     for (const row of rows) {
-      const key = groupBy === 'day' ? row.day : groupBy === 'model' ? row.model : groupBy === 'key_prefix' ? row.key_prefix! : groupBy === 'end_user' ? row.end_user! : row.user_id!;
+      const key = row[groupField(groupBy)] as string | number;
       const t = groups.get(key) ?? emptyTotals();
       addInto(t, row);
       addInto(totals, row);

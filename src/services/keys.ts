@@ -79,8 +79,8 @@ const minLimit = (a: number | null, b: number | null): number | null => (a === n
  * The per-key limits: requests per minute, tokens per UTC day, cents per UTC day and per UTC
  * calendar month. Each is set by the owner (`user_<name>`) and an administrator (`admin_<name>`).
  */
-const LIMITS = ['rpm', 'tpd', 'cpd', 'cpm'] as const;
-type LimitName = (typeof LIMITS)[number];
+export const LIMITS = ['rpm', 'tpd', 'cpd', 'cpm'] as const;
+export type LimitName = (typeof LIMITS)[number];
 type Limits = Record<LimitName, number | null>;
 
 /** Each limit with its two stored fields, named once (effectiveLimits runs on every /v1 call). */

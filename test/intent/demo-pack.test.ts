@@ -3,7 +3,8 @@
 // `npm run eval:intent` only, so no test tunes the pack towards it.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileDemoPack, DEMO_TURNS, OUT_OF_SCOPE, readTurns, scoreTurns, summarize } from '../../scripts/eval-demo-pack.ts';
+import { compileDemoPack, DEMO_TURNS, readTurns } from '../../scripts/eval-demo-pack.ts';
+import { OUT_OF_SCOPE, scoreTurns, summarize } from '../../src/intent/evaluate.ts';
 
 describe('the demo pack on its dev turns', () => {
   const turns = readTurns(DEMO_TURNS.dev);

@@ -3,9 +3,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
-import { Closed, errors, NumericId } from '../schemas.ts';
-
-const Limit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }), Type.Null()]);
+import { Closed, errors, LimitsPatch, NumericId } from '../schemas.ts';
 
 export function registerAdminRoutes(app: App, deps: AppDeps): void {
   const base = { preHandler: requireAdmin(deps) };
@@ -39,7 +37,7 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags, security, summary: "Set an API key's administrator limits (rpm, tpd, cpd, cpm; null removes)",
         params: Closed({ id: NumericId }),
-        body: Closed({ rpm: Type.Optional(Limit), tpd: Type.Optional(Limit), cpd: Type.Optional(Limit), cpm: Type.Optional(Limit) }),
+        body: Closed(LimitsPatch),
         response: { 200: Type.Object({}, { additionalProperties: true }), ...errors(400, 401, 403, 404) },
       },
     },

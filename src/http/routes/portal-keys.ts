@@ -3,11 +3,10 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, NullableIso, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
 import { SCOPES } from '../../services/keys.ts';
 
 const Scope = Type.Union(SCOPES.map((s) => Type.Literal(s)));
-const Limit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }), Type.Null()]);
 const Key = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
@@ -63,7 +62,7 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags, security, summary: 'Rename a key or set your own rpm/tpd/cpd/cpm limits on it (null removes yours)',
         params,
-        body: Closed({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), rpm: Type.Optional(Limit), tpd: Type.Optional(Limit), cpd: Type.Optional(Limit), cpm: Type.Optional(Limit) }),
+        body: Closed({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), ...LimitsPatch }),
         response: { 200: Key, ...errors(400, 401, 404) },
       },
     },
