@@ -55,19 +55,11 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   app.get(
     '/v1/models/*',
     { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, hide: true, params: Type.Object({ '*': Type.String({ maxLength: 600 }) }) } },
-    async (req) => retrieve(req, decodeModelId((req.params as { '*': string })['*'])),
+    // The router has percent-decoded the path once already (find-my-way decodes `*` too).
+    async (req) => retrieve(req, (req.params as { '*': string })['*']),
   );
 
   registerChatRoutes(app, deps);
   registerEmbeddingsRoutes(app, deps);
   registerUnderstandRoutes(app, deps);
-}
-
-/** A path's model id, percent-decoded once; undecodable text stays as sent (and is not found). */
-function decodeModelId(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
-  }
 }
