@@ -62,6 +62,9 @@ export class ModelCatalog {
       const at = new Date(this.now());
       await this.models.updateOne({ _id: id }, { $setOnInsert: { ...def, created_at: at, updated_at: at, revision: newRevision() } }, { upsert: true });
     }
+    // Models stored before revisions existed get one, so route resolution (RouteResolver) keys them
+    // by it instead of serializing their routes on every call.
+    await this.models.updateMany({ revision: { $exists: false } }, { $set: { revision: newRevision() } });
   }
 
   async put(id: string, def: ModelInput): Promise<{ model: ModelDoc; created: boolean }> {

@@ -497,7 +497,8 @@ export type RoutedModel = Pick<ModelDoc, '_id' | 'routes' | 'updated_at' | 'revi
 /**
  * resolveRoutes once per model version, not on every call: the resolved routes (and the URLs their
  * calls memoize on them) are reused until an administrator changes the model. Keyed by the model's
- * revision; a model written before revisions existed is keyed by its update time and routes. At
+ * revision (the catalog gives one to models stored before revisions existed, at start); a model an
+ * older instance writes during a rolling upgrade has none and is keyed by its update time and routes. At
  * most `max` versions are kept, the least recently used dropped first.
  */
 export class RouteResolver {
