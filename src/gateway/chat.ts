@@ -8,7 +8,7 @@ import { ApiError } from '../http/errors.ts';
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc } from '../models/types.ts';
-import type { ChatChoice, ChatChunk, ChatMessage, ChatRequest, ResolvedRoute, ResponseFormat, TokenUsage } from '../providers/types.ts';
+import { copyDefined, PASSED_THROUGH, type ChatChoice, type ChatChunk, type ChatMessage, type ChatRequest, type ResolvedRoute, type ResponseFormat, type TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { countMessages, countText } from './tokens.ts';
 import { costMicrocents, toApiError, unservedStatus, type GatewayDeps } from './common.ts';
@@ -16,17 +16,8 @@ import type { CancelSignal } from '../providers/cancel.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
 
-/** Body fields the upstream request takes as they are (the route's schema checked them). */
-const COPIED = [
-  'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty', 'seed', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'logit_bias',
-] as const satisfies readonly (keyof ChatRequest)[];
 
-/** Copies the fields `keys` names that are set in `from` onto `to`. */
-function copyDefined<T extends object, K extends keyof T>(from: Pick<T, K>, to: T, keys: readonly K[]): void {
-  for (const k of keys) if (from[k] !== undefined) to[k] = from[k];
-}
-
-export interface ChatBody extends Pick<ChatRequest, (typeof COPIED)[number]> {
+export interface ChatBody extends Pick<ChatRequest, (typeof PASSED_THROUGH)[number]> {
   model: string;
   messages: { role: string; content: string | ({ type: string } & Record<string, unknown>)[] }[];
   stream?: boolean;
@@ -179,7 +170,7 @@ export class ChatGateway {
     const hold = await billing.hold(payer, estimate, requestId);
 
     const request: ChatRequest = { messages };
-    copyDefined(body, request, COPIED);
+    copyDefined(body, request, PASSED_THROUGH);
     if (body.stop !== undefined) request.stop = typeof body.stop === 'string' ? [body.stop] : body.stop;
     if (format !== undefined) request.response_format = format;
     // Upstreams see these per account, never as the client wrote them (see opaqueId).

@@ -71,6 +71,19 @@ export interface ChatRequest {
 }
 
 /**
+ * Chat parameters that travel unchanged from the client's body to the request and on to an
+ * OpenAI-compatible upstream (routes' schemas checked them; providers that differ translate).
+ */
+export const PASSED_THROUGH = [
+  'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty', 'seed', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'logit_bias',
+] as const satisfies readonly (keyof ChatRequest)[];
+
+/** Copies the fields `keys` names that are set in `from` onto `to`. */
+export function copyDefined<T extends object, K extends keyof T>(from: Pick<T, K>, to: T, keys: readonly K[]): void {
+  for (const k of keys) if (from[k] !== undefined) to[k] = from[k];
+}
+
+/**
  * A request a provider cannot honour as asked (a parameter it has no equivalent for): `param` names
  * the request field, `message` says why, in words fit for the client.
  */

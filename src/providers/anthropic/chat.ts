@@ -161,29 +161,34 @@ export function finishReason(stop: unknown): string {
   return (typeof stop === 'string' && FINISH[stop]) || 'stop';
 }
 
-/** Anthropic counts cached prompt tokens apart from input_tokens; the prompt is all of them. */
-function promptTokens(usage: Json): number | null {
+/** The prompt's tokens, and of them those read from the cache when Anthropic reports them. */
+interface PromptTokens {
+  total: number;
+  cached?: number;
+}
+
+/**
+ * Anthropic counts cached prompt tokens apart from input_tokens; the prompt is all of them, and the
+ * cache reads (`cache_read_input_tokens`), part of that total, are what OpenAI calls cached tokens.
+ */
+function promptTokens(usage: Json): PromptTokens | null {
   const input = tokenCount(usage.input_tokens);
   if (input === null) return null;
-  let total = input;
+  const prompt: PromptTokens = { total: input };
   for (const k of ['cache_creation_input_tokens', 'cache_read_input_tokens'] as const) {
     if (usage[k] === undefined || usage[k] === null) continue;
     const n = tokenCount(usage[k]);
     if (n === null) return null;
-    total += n;
+    prompt.total += n;
+    if (k === 'cache_read_input_tokens') prompt.cached = n;
   }
-  return total;
+  return prompt;
 }
 
-/** The prompt tokens read from the cache (`cache_read_input_tokens`), when reported. */
-function cacheReads(usage: Json): number | undefined {
-  return usage.cache_read_input_tokens === undefined || usage.cache_read_input_tokens === null ? undefined : (tokenCount(usage.cache_read_input_tokens) ?? undefined);
-}
-
-/** OpenAI-shaped usage from Anthropic's counts: the prompt is all input, cache reads marked as cached. */
-function usageFrom(prompt: number | null, output: unknown, cached: number | undefined): TokenUsage | null {
-  const usage = usageOf(prompt, output);
-  if (usage && cached !== undefined && cached <= usage.prompt_tokens) usage.cached_tokens = cached;
+/** OpenAI-shaped usage from Anthropic's counts. */
+function usageFrom(prompt: PromptTokens | null, output: unknown): TokenUsage | null {
+  const usage = usageOf(prompt?.total ?? null, output);
+  if (usage && prompt?.cached !== undefined) usage.cached_tokens = prompt.cached;
   return usage;
 }
 
@@ -197,7 +202,7 @@ export function fromAnthropic(routeId: string, json: unknown): ChatResult {
       text += block.text;
     }
   }
-  const usage = isObject(json.usage) ? usageFrom(promptTokens(json.usage), json.usage.output_tokens, cacheReads(json.usage)) : null;
+  const usage = isObject(json.usage) ? usageFrom(promptTokens(json.usage), json.usage.output_tokens) : null;
   return {
     choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason(json.stop_reason) }],
     usage,
@@ -226,8 +231,7 @@ function streamError(route: ResolvedRoute, data: Json): UpstreamError {
 
 export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterable<SseMessage>): AsyncGenerator<ChatChunk> {
   let started = false;
-  let prompt: number | null = null;
-  let cached: number | undefined;
+  let prompt: PromptTokens | null = null;
   let output: number | null = null;
   const roleOnce = function* (): Generator<ChatChunk> {
     if (started) return;
@@ -242,7 +246,6 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
       case 'message_start': {
         const usage = isObject(d.message) && isObject(d.message.usage) ? d.message.usage : {};
         prompt = promptTokens(usage);
-        cached = cacheReads(usage);
         output = tokenCount(usage.output_tokens);
         yield* roleOnce();
         break;
@@ -265,7 +268,6 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
           output = tokenCount(d.usage.output_tokens);
           if (d.usage.input_tokens !== undefined) {
             prompt = promptTokens(d.usage);
-            cached = cacheReads(d.usage);
           }
         }
         const delta = isObject(d.delta) ? d.delta : {};
@@ -276,7 +278,7 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
         break;
       }
       case 'message_stop': {
-        const usage: TokenUsage | null = usageFrom(prompt, output, cached);
+        const usage: TokenUsage | null = usageFrom(prompt, output);
         if (usage) yield { choices: [], usage };
         return;
       }

@@ -4,6 +4,7 @@
 import { routeHost, scrub, type SseMessage, type UpstreamHttp } from '../http.ts';
 import { isObject, openaiUsageOf, protocolError, type Json } from '../validate.ts';
 import {
+  PASSED_THROUGH,
   UpstreamError,
   type ChatCapability,
   type ChatChunk,
@@ -29,10 +30,7 @@ export function openaiChat(http: UpstreamHttp): ChatCapability {
 }
 
 /** The request's fields an OpenAI-compatible server takes under the same name and shape. */
-const AS_GIVEN = [
-  'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty', 'seed', 'response_format', 'logprobs', 'top_logprobs',
-  'reasoning_effort', 'verbosity', 'logit_bias', 'safety_identifier', 'user', 'prompt_cache_key',
-] as const satisfies readonly (keyof ChatRequest)[];
+const AS_GIVEN = [...PASSED_THROUGH, 'response_format', 'safety_identifier', 'user', 'prompt_cache_key'] as const satisfies readonly (keyof ChatRequest)[];
 
 export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean): Json {
   const body: Json = {
