@@ -10,7 +10,7 @@
 // Inactivity expiry is a deadline in context (`expiresAt`, epoch ms), checked by the next turn: a
 // turn after it starts from an empty session. No timer runs, so every state is tagged 'idle' and
 // the runtime holds no lease between turns (nothing is lost on restart or eviction).
-import { assign, setup } from 'xstate';
+import { assign, emit, setup } from 'xstate';
 
 /** 2: context.awaiting and context.choices; version 1 snapshots are migrated by src/intent/session.ts. */
 export const version = 2;
@@ -228,10 +228,14 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   return { ...ctx, ...touched, pending, awaiting, choices, lastIntent, lastTurn: { ...common, ...r, decision } };
 }
 
+/** What a turn emits: the runtime hands it to the caller that asked. */
+export type TurnOutcomeEvent = { type: 'turn.outcome'; outcome: TurnOutcome };
+
 export const intentSessionMachine = setup({
   types: {
     context: {} as IntentSessionContext,
     events: {} as IntentSessionEvent,
+    emitted: {} as TurnOutcomeEvent,
   },
   guards: {
     awaiting: ({ context }) => context.pending !== null,
@@ -242,7 +246,13 @@ export const intentSessionMachine = setup({
   context: () => ({ pending: null, awaiting: null, choices: null, lastIntent: null, entities: {}, turns: 0, expiresAt: null, expirations: 0, lastTurn: null }),
   initial: 'listening',
   on: {
-    turn: { actions: assign(({ context, event }) => applyTurn(context, event as TurnEvent)) },
+    // The outcome is the turn's reply (the runtime's `ask`); it is also kept as `lastTurn`.
+    turn: {
+      actions: [
+        assign(({ context, event }) => applyTurn(context, event as TurnEvent)),
+        emit(({ context }) => ({ type: 'turn.outcome' as const, outcome: context.lastTurn! })),
+      ],
+    },
     // No timers to re-arm: expiry is checked against the deadline in context by the next turn.
     'runtime.resumed': {},
   },

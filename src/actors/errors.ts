@@ -1,7 +1,7 @@
 // The typed failures of the actor runtime. Each carries the code of the HTTP error table
 // (src/http/errors.ts) it maps to, so the HTTP layer translates without knowing the runtime.
 
-export type ActorErrorCode = 'not_found' | 'revision_conflict' | 'actor_busy' | 'shutting_down' | 'internal_error';
+export type ActorErrorCode = 'not_found' | 'revision_conflict' | 'actor_busy' | 'shutting_down' | 'internal_error' | 'actor_state_too_large';
 
 export abstract class ActorRuntimeError extends Error {
   abstract readonly code: ActorErrorCode;
@@ -59,5 +59,45 @@ export class UnknownActorKindError extends ActorRuntimeError {
   readonly code = 'internal_error';
   constructor(readonly kind: string) {
     super(`actor kind ${kind} is not registered`);
+  }
+}
+
+/** A snapshot larger than the kind allows: transcripts and audio belong in the blob store. */
+export class SnapshotTooLargeError extends ActorRuntimeError {
+  override name = 'SnapshotTooLargeError';
+  readonly code = 'actor_state_too_large';
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`${kind} actor ${id}: a snapshot of ${bytes} bytes is over the ${limit}-byte limit; the event was not kept`);
+  }
+}
+
+/** A step's result could not be recorded: another instance took the actor (a newer epoch) meanwhile. */
+export class StepFencedError extends ActorRuntimeError {
+  override name = 'StepFencedError';
+  readonly code = 'actor_busy';
+  constructor(
+    readonly key: string,
+    readonly step: string,
+    readonly epoch: number,
+  ) {
+    super(`step ${step} of ${key} was fenced: epoch ${epoch} is no longer this instance's`);
+  }
+}
+
+/** The transition `ask` caused emitted nothing (a machine bug, or an event the state ignores). */
+export class NoReplyError extends ActorRuntimeError {
+  override name = 'NoReplyError';
+  readonly code = 'internal_error';
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+    readonly eventType: string,
+  ) {
+    super(`${kind} actor ${id} emitted no reply to ${eventType}`);
   }
 }

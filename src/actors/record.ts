@@ -3,6 +3,10 @@ import type { StateValue } from 'xstate';
 import type { Doc } from '../store/port.ts';
 
 export const ACTORS = 'actors';
+/** Messages for actors owned by another instance (src/actors/systems/inbox.ts). */
+export const INBOX = 'actor_inbox';
+/** Side effects done once per actor (src/actors/systems/steps.ts). */
+export const STEPS = 'actor_steps';
 
 export type ActorStatus = 'active' | 'done' | 'error' | 'stopped';
 
@@ -30,9 +34,57 @@ export type ActorDoc = Doc & {
   custodial: boolean;
   owner: string | null;
   lease_until: Date | null;
+  /** Bumped by every lease grab: the fencing token of side effects (absent on older documents: 0). */
+  epoch?: number;
+  /** The last inbox sequence number reserved by a sender. */
+  inbox_next?: number;
+  /** The last inbox message applied; written in the same conditional write as the snapshot it is in. */
+  inbox_applied?: number;
   created_at: Date;
   updated_at: Date;
+} & { [projected: `p_${string}`]: unknown };
+
+/** One message for an actor, from any instance; applied by the actor's owner in `seq` order, once. */
+export type InboxDoc = Doc & {
+  /** `${actor key}|${seq, zero-padded}` */
+  _id: string;
+  key: string;
+  seq: number;
+  /** JSON of the event; null for a skipped sequence number (a sender that died after reserving it). */
+  event: string | null;
+  /** The sender waits for the reply (the events the transition emitted). */
+  ask: boolean;
+  /** pending → taken (by the owner, about to apply) → applied; or skipped (a gap), withdrawn (its sender gave up), failed (no actor). */
+  status: 'pending' | 'taken' | 'applied' | 'skipped' | 'withdrawn' | 'failed';
+  /** JSON of the emitted events, once applied (asks only). */
+  reply?: string | null;
+  error?: string | null;
+  from: string;
+  created_at: Date;
 };
+
+/** A side effect recorded once per actor and step name. */
+export type StepDoc = Doc & {
+  /** `${actor key}|${step}` */
+  _id: string;
+  key: string;
+  /** The epoch under which it was last started; its result is recorded only under that epoch. */
+  epoch: number;
+  owner: string;
+  status: 'running' | 'done';
+  /** JSON of the result. */
+  result?: string;
+  started_at: Date;
+  done_at?: Date;
+};
+
+export function inboxId(key: string, seq: number): string {
+  return `${key}|${String(seq).padStart(12, '0')}`;
+}
+
+export function stepId(key: string, step: string): string {
+  return `${key}|${step}`;
+}
 
 /** What callers see (`GET /admin/actors/{kind}/{id}`). */
 export interface ActorView {

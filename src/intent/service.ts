@@ -6,7 +6,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Counter, Histogram } from 'prom-client';
 import { ApiError } from '../http/errors.ts';
-import { ActorNotFoundError } from '../actors/errors.ts';
 import { priceMicrocents } from '../billing/money.ts';
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
@@ -14,7 +13,7 @@ import type { ModelDoc } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
-import type { Choice, IntentSessionContext, TurnEvent, TurnOutcome } from '../../machines/intent-session.machine.ts';
+import type { Choice, TurnEvent, TurnOutcome, TurnOutcomeEvent } from '../../machines/intent-session.machine.ts';
 import { dialogueAct, ordinalChoice } from './acts.ts';
 import { bareNumber } from './amounts.ts';
 import { extractEntities } from './entities.ts';
@@ -26,8 +25,7 @@ import { INTENT_SESSION_KIND } from './session.ts';
 
 /** The part of the actor runtime the service uses (ActorRuntime satisfies it). */
 export interface ActorMessenger {
-  spawn(kind: string, id: string, input?: unknown): Promise<unknown>;
-  send(kind: string, id: string, event: { type: string }): Promise<{ context: unknown; status: string }>;
+  askOrSpawn<E extends { type: string }>(kind: string, id: string, input: unknown, event: { type: string }, opts?: { wait?: 'applied' | 'durable' }): Promise<{ reply: E }>;
 }
 
 export interface UnderstandBody {
@@ -182,19 +180,14 @@ export class IntentService {
     };
   }
 
+  /**
+   * The turn's outcome is the session actor's reply, given once the transition is applied; the
+   * session is written by its checkpoint policy (src/intent/session.ts).
+   */
   private async send(actorId: string, event: TurnEvent): Promise<TurnOutcome> {
-    const { sessions } = this.deps;
-    let view: { context: unknown };
-    try {
-      view = await sessions.send(INTENT_SESSION_KIND, actorId, event);
-    } catch (err) {
-      if (!(err instanceof ActorNotFoundError)) throw err;
-      await sessions.spawn(INTENT_SESSION_KIND, actorId);
-      view = await sessions.send(INTENT_SESSION_KIND, actorId, event);
-    }
-    const outcome = (view.context as IntentSessionContext).lastTurn;
-    if (!outcome || outcome.requestId !== event.requestId) throw new Error('intent session did not record the turn');
-    return outcome;
+    const { reply } = await this.deps.sessions.askOrSpawn<TurnOutcomeEvent>(INTENT_SESSION_KIND, actorId, undefined, event, { wait: 'applied' });
+    if (reply.type !== 'turn.outcome' || reply.outcome.requestId !== event.requestId) throw new Error('intent session did not record the turn');
+    return reply.outcome;
   }
 
   private facts(model: ModelDoc, requestId: string, cost: number, status: UsageFacts['status'], startedAt: number): UsageFacts {

@@ -16,4 +16,8 @@ export const intentSessionKind: ActorKind<typeof intentSessionMachine> = {
   },
   // Sessions are small and many: keep them in memory a short while after a turn.
   idleEvictMs: 30_000,
+  // A turn is written at once when it moves the session's state (a confirmation asked or
+  // answered), else within a second; the reply never waits for the write (the service asks with
+  // wait 'applied'). A crash forgets at most that second of conversation, never a charge.
+  persistence: { mode: 'checkpoint', intervalMs: 1_000 },
 };

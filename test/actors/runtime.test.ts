@@ -289,7 +289,8 @@ test('idle actors are evicted from memory, restored on demand; custodial ones st
 test('a snapshot the machine cannot restore: logged with the actor, stored as error, snapshot kept', async (t) => {
   const { state, started } = await fixture(t);
   const logs = captureLogs();
-  const rt = await started(hang, { logger: logs.logger });
+  // No grace lease: the edit below stands for an operator's repair made while nobody holds the actor.
+  const rt = await started(hang, { logger: logs.logger, idleLeaseGraceMs: 0 });
 
   await rt.spawn('probe', 'old', { actorId: 'old' });
   const actors = state.store.collection<ActorDoc>('actors');
