@@ -36,9 +36,11 @@ export type ActorListener = (view: ActorView) => void;
 export interface SendOptions {
   /**
    * What the returned promise waits for: 'applied' (the transition ran; the write follows by the
-   * kind's policy) or 'durable' (the resulting snapshot is stored). Default 'durable'.
+   * kind's policy), 'durable' (the resulting snapshot is stored; the default), or 'accepted' (as
+   * 'applied' when this instance holds the actor; for one held elsewhere, the message is stored in
+   * its inbox and will be applied once, in order: resolves with the stored view as it was).
    */
-  wait?: 'applied' | 'durable';
+  wait?: 'applied' | 'durable' | 'accepted';
   /** How long to wait for an actor held by another instance to apply it (then ActorBusyError). Default: leaseWaitMs. */
   timeoutMs?: number;
 }
@@ -297,6 +299,10 @@ export class ActorRuntime {
       return { view: this.memoryView(entry), emitted, pending: wait === 'durable' && entry.dirty, remote: false };
     });
     if (local.remote) {
+      if (wait === 'accepted' && !collect) {
+        await this.sys.inbox.post(entry, event, false);
+        return { view: await this.get(kindName, id), emitted: [] };
+      }
       const messageId = await this.sys.inbox.post(entry, event, true);
       const { emitted } = await this.sys.inbox.awaitApplied(entry, messageId, opts.timeoutMs ?? this.res.leaseWaitMs);
       return { view: await this.get(kindName, id), emitted };
