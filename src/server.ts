@@ -9,7 +9,10 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { resolveKeySecret } from './secrets.ts';
 import { openStore } from './store/index.ts';
+import { createRuntimeMetrics } from './actors/metrics.ts';
 import { ActorRuntime } from './actors/runtime.ts';
+import { LocalWakeups, type Wakeups } from './actors/wakeups.ts';
+import { StoreWakeups } from './actors/wakeups-store.ts';
 import { createServices } from './services/index.ts';
 import { intentSessionKind } from './intent/session.ts';
 import type { EventSink } from './services/events.ts';
@@ -42,19 +45,23 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const instanceId = config.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 
   const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, ttlSweepMs: config.store.ttlSweepMs });
-  const runtime = new ActorRuntime({
+  const metrics = createMetrics();
+  const actorLog = logger.child({ component: 'actors' });
+  // Inbox wake-ups: in process on the embedded store (one process owns it); MongoDB's change stream
+  // across instances. The runtime polls as well, so a missed wake-up only delays a message.
+  const wakeups: Wakeups = store.kind === 'mongodb' ? new StoreWakeups(store, actorLog) : new LocalWakeups();
+  const runtime: ActorRuntime = new ActorRuntime({
     store,
-    logger: logger.child({ component: 'actors' }),
+    logger: actorLog,
     instanceId,
-    leaseMs: config.actors.leaseMs,
-    leaseWaitMs: config.actors.leaseWaitMs,
-    idleEvictMs: config.actors.idleEvictMs,
+    ...config.actors,
+    wakeups,
+    metrics: createRuntimeMetrics(metrics.registry, () => runtime.sample()),
     ...(opts.now ? { now: opts.now } : {}),
   });
   // Actor kinds (transcription jobs, webhook endpoints, realtime sockets, intent sessions) register here.
   // Sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
   runtime.register({ ...intentSessionKind, expireIdleMs: config.intent.sessionIdleMinutes * 60_000 });
-  const metrics = createMetrics();
   const webhooks = new Webhooks({
     config: config.webhooks,
     store,
@@ -107,12 +114,13 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const close = () =>
     (closed ??= (async () => {
       lifecycle.closing = true;
-      await app.close(); // stops accepting; waits for in-flight requests
-      await services.billing.close(); // stops the sweeps; writes the buffered usage records
+      await app.close(); // stops accepting; waits for in-flight requests (sockets close here)
+      await webhooks.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
+      await runtime.stop(); // drains mailboxes, writes what is unsaved (charges made while finalizing included), releases leases
+      await wakeups.close?.();
+      await services.billing.close(); // then billing: stops the sweeps; writes the buffered usage records
       await services.router.close(); // stops the per-route limiters
       await services.upstream.close(); // closes pooled upstream connections
-      await webhooks.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
-      await runtime.stop(); // drains mailboxes, persists, releases leases
       await store.close(); // flushes what was acknowledged
       logger.info('gateway stopped');
     })());

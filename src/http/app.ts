@@ -222,6 +222,8 @@ function actorError(err: ActorRuntimeError, request: FastifyRequest): ApiError {
       return new ApiError('actor_busy', 'The object is busy on another instance; retry shortly.', { headers: { 'retry-after': '1' } });
     case 'shutting_down':
       return new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+    case 'actor_state_too_large':
+      return new ApiError('actor_state_too_large', 'This request would grow the object past its size limit; it was not applied.');
     default:
       request.log.error({ err }, 'actor runtime failure');
       return new ApiError('internal_error', 'The gateway failed to process the request; it has been logged with this request id.');

@@ -17,6 +17,7 @@ import {
   type IndexSpec,
   type Sort,
   type Store,
+  type StoreChange,
   type Update,
   type UpdateOptions,
   type UpdateResult,
@@ -50,6 +51,19 @@ class MongoStore implements Store {
 
   async ping(): Promise<void> {
     await this.client.db(this.dbName).command({ ping: 1 });
+  }
+
+  watch(collection: string, listener: (change: StoreChange) => void, onError: (err: unknown) => void): () => Promise<void> {
+    const stream = this.client
+      .db(this.dbName)
+      .collection<Doc>(collection)
+      .watch([{ $match: { operationType: { $in: ['insert', 'update'] } } }]);
+    stream.on('change', (change) => {
+      if (change.operationType === 'insert') listener({ op: 'insert', id: change.documentKey._id, doc: change.fullDocument });
+      else if (change.operationType === 'update') listener({ op: 'update', id: change.documentKey._id });
+    });
+    stream.on('error', onError);
+    return () => stream.close();
   }
 
   async close(): Promise<void> {

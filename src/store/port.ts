@@ -124,8 +124,22 @@ export interface Store {
   collection<T extends Doc = Doc>(name: string): Collection<T>;
   /** Resolves when the store answers; rejects otherwise. */
   ping(): Promise<void>;
+  /**
+   * Optional (MongoDB only: a change stream, which needs a replica set): calls `listener` with the
+   * `_id` and operation of every insert or update in `collection`. `onError` hears why the stream
+   * stopped (no replica set, connection lost); callers keep a polling fallback either way.
+   * Returns the stop function.
+   */
+  watch?(collection: string, listener: (change: StoreChange) => void, onError: (err: unknown) => void): () => Promise<void>;
   /** Flushes what was acknowledged and releases files or connections. */
   close(): Promise<void>;
+}
+
+/** One change seen by `Store.watch`; `doc` is the inserted document (inserts only). */
+export interface StoreChange {
+  op: 'insert' | 'update';
+  id: Id;
+  doc?: Doc;
 }
 
 /** Raised by both adapters for unique-index violations (MongoDB's error code 11000). */

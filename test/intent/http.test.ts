@@ -128,6 +128,10 @@ describe('POST /v1/understand', () => {
     assert.equal(count(after, known) - count(before, known), 1);
     assert.equal(count(after, context) - count(before, context), 1);
     assert.match(after, /gateway_intent_cascade_seconds_count\{classifier_used="deterministic"\} [1-9]/);
+    // The sessions' runtime reports its own work beside it.
+    assert.match(after, /gateway_actor_persist_seconds_count\{kind="intent-session",reason="[a-z]+"\} [1-9]/);
+    assert.match(after, /gateway_actor_leases_held [1-9]/, 'the session just written holds its grace lease');
+    assert.match(after, /gateway_actor_mailbox_depth \d+/);
   });
 
   it('the same session_id on another key shares nothing', async () => {
