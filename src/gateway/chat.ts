@@ -5,8 +5,8 @@
 // The HTTP route only translates: body in, completion or SSE chunks out.
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../http/errors.ts';
-import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
+import type { UsageFacts } from '../billing/types.ts';
+import type { CallFacts, MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import { copyDefined, PASSED_THROUGH, type ChatChoice, type ChatChunk, type ChatMessage, type ChatRequest, type ResolvedRoute, type ResponseFormat, type TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
@@ -39,13 +39,11 @@ export interface PreparedChat {
   id: string;
   created: number;
   model: ModelDoc;
-  payer: Payer;
-  hold: Hold;
+  /** The metered call: its hold, payer and request id; settled or released once. */
+  call: MeteredCall;
   request: ChatRequest;
   promptTokens: number;
   routes: ResolvedRoute[];
-  requestId: string;
-  startedAt: number;
   /** The client's end-user id as sent (`safety_identifier`, else `user`), for the usage record. */
   endUser?: string;
 }
@@ -121,7 +119,6 @@ export class ChatGateway {
   constructor(private readonly deps: GatewayDeps) {}
 
   async prepare(principal: ApiKeyPrincipal, body: ChatBody, requestId: string): Promise<PreparedChat> {
-    const { models, billing } = this.deps;
     if (!Array.isArray(body.messages) || body.messages.length === 0) {
       throw new ApiError('missing_input', 'messages must hold at least one message.', { param: 'messages' });
     }
@@ -138,36 +135,40 @@ export class ChatGateway {
       throw new ApiError('invalid_request', 'top_logprobs requires logprobs to be true.', { param: 'top_logprobs' });
     }
     const format = responseFormat(body);
-    const payer = await billing.payerFor(principal);
-    const model = await models.resolve(body.model, 'llm', payer.walletId);
-    this.deps.assertKyc(payer, model.requires_kyc === true);
-    // The model's public `reasoning` says whether it thinks; an effort for one that does not is a
-    // mistake to report, not a hint to drop (OpenAI answers 400 too).
-    if (body.reasoning_effort !== undefined && model.reasoning !== true) {
-      throw new ApiError('invalid_request', 'reasoning_effort is not supported by this model: it is not a reasoning model.', { param: 'reasoning_effort' });
-    }
-
-    // A JSON schema to answer in is part of the prompt the upstream reads (and bills).
-    const promptTokens = countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0);
-    const n = body.n ?? 1;
-    if (model.context_window !== undefined) {
-      const wanted = promptTokens + (maxTokens ?? 0);
-      if (promptTokens >= model.context_window || wanted > model.context_window) {
-        throw new ApiError(
-          'context_length_exceeded',
-          `This model's context window is ${model.context_window} tokens; the messages take ${promptTokens}` +
-            (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') + '.',
-          { param: 'messages' },
-        );
-      }
-    }
-    if (maxTokens !== undefined && model.max_output_tokens !== undefined && maxTokens > model.max_output_tokens) {
-      throw new ApiError('invalid_request', `${maxTokensParam} may be at most ${model.max_output_tokens} for this model.`, { param: maxTokensParam });
-    }
-    // The most the call can produce: max_tokens, else the model's maximum, else what the context leaves.
-    const maxOut = maxTokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
-    const estimate = costMicrocents(model.pricing, promptTokens, maxOut * n, 'ceil');
-    const hold = await billing.hold(payer, estimate, requestId);
+    const call = await this.deps.meter.begin(principal, {
+      model: body.model,
+      type: 'llm',
+      requestId,
+      check: (model) => {
+        // The model's public `reasoning` says whether it thinks; an effort for one that does not is
+        // a mistake to report, not a hint to drop (OpenAI answers 400 too).
+        if (body.reasoning_effort !== undefined && model.reasoning !== true) {
+          throw new ApiError('invalid_request', 'reasoning_effort is not supported by this model: it is not a reasoning model.', { param: 'reasoning_effort' });
+        }
+        // A JSON schema to answer in is part of the prompt the upstream reads (and bills).
+        const promptTokens = countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0);
+        if (model.context_window !== undefined) {
+          const wanted = promptTokens + (maxTokens ?? 0);
+          if (promptTokens >= model.context_window || wanted > model.context_window) {
+            throw new ApiError(
+              'context_length_exceeded',
+              `This model's context window is ${model.context_window} tokens; the messages take ${promptTokens}` +
+                (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') + '.',
+              { param: 'messages' },
+            );
+          }
+        }
+        if (maxTokens !== undefined && model.max_output_tokens !== undefined && maxTokens > model.max_output_tokens) {
+          throw new ApiError('invalid_request', `${maxTokensParam} may be at most ${model.max_output_tokens} for this model.`, { param: maxTokensParam });
+        }
+        // The most the call can produce: max_tokens, else the model's maximum, else what the context leaves.
+        const maxOut = maxTokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
+        return { promptTokens, maxOut };
+      },
+      estimate: (model, { promptTokens, maxOut }) => costMicrocents(model.pricing, promptTokens, maxOut * (body.n ?? 1), 'ceil'),
+    });
+    const { model, payer } = call;
+    const { promptTokens, maxOut } = call.checked;
 
     const request: ChatRequest = { messages };
     copyDefined(body, request, PASSED_THROUGH);
@@ -184,13 +185,10 @@ export class ChatGateway {
       id: `chatcmpl-${randomUUID().replaceAll('-', '')}`,
       created: Math.floor(this.deps.now() / 1000),
       model,
-      payer,
-      hold,
+      call,
       request,
       promptTokens,
       routes: this.deps.resolveRoutes(model),
-      requestId,
-      startedAt: this.deps.now(),
     };
   }
 
@@ -207,7 +205,7 @@ export class ChatGateway {
       completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content), 0),
     }));
     // The answer does not wait for the debit (unless wallet writes are durable); any later read of the wallet does.
-    await this.deps.billing.settleForAnswer(prep.hold, prep.payer, this.settleFacts(prep, served.route, usage, 'ok'));
+    await prep.call.settle(this.settleFacts(prep, served.route, usage, 'ok'), { answer: true });
     return {
       id: prep.id,
       object: 'chat.completion',
@@ -299,42 +297,32 @@ export class ChatGateway {
    * only then). settle() caps the cost at the hold either way.
    */
   private billable(prep: PreparedChat, reported: TokenUsage | null, count: () => TokenUsage): TokenUsage {
-    const withinHold = (u: TokenUsage) => costMicrocents(prep.model.pricing, u.prompt_tokens, u.completion_tokens, 'exact', u.cached_tokens) <= prep.hold.amountMicrocents;
+    const withinHold = (u: TokenUsage) => costMicrocents(prep.model.pricing, u.prompt_tokens, u.completion_tokens, 'exact', u.cached_tokens) <= prep.call.limitMicrocents;
     return reported && withinHold(reported) ? reported : count();
   }
 
   private async settle(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): Promise<void> {
-    await this.deps.billing.settle(prep.hold, prep.payer, this.settleFacts(prep, route, usage, status));
+    await prep.call.settle(this.settleFacts(prep, route, usage, status));
   }
 
-  private settleFacts(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): UsageFacts {
-    const cost = Math.min(prep.hold.amountMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'exact', usage.cached_tokens));
+  private settleFacts(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): CallFacts {
+    const cost = Math.min(prep.call.limitMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'exact', usage.cached_tokens));
     return {
-      requestId: prep.requestId,
-      model: prep.model._id,
-      modelType: 'llm',
       route: route.id,
       promptTokens: usage.prompt_tokens,
       completionTokens: usage.completion_tokens,
       costMicrocents: cost,
       status,
-      latencyMs: this.deps.now() - prep.startedAt,
       ...(usage.cached_tokens !== undefined ? { cachedTokens: usage.cached_tokens } : {}),
       ...(prep.endUser !== undefined ? { endUser: prep.endUser } : {}),
     };
   }
 
   private async release(prep: PreparedChat, route: ResolvedRoute | null, status: UsageFacts['status']): Promise<void> {
-    await this.deps.billing.release(prep.hold, prep.payer, {
-      requestId: prep.requestId,
-      model: prep.model._id,
-      modelType: 'llm',
+    await prep.call.release(status, {
       route: route?.id ?? null,
       promptTokens: 0,
       completionTokens: 0,
-      costMicrocents: 0,
-      status,
-      latencyMs: this.deps.now() - prep.startedAt,
       ...(prep.endUser !== undefined ? { endUser: prep.endUser } : {}),
     });
   }

@@ -3,18 +3,16 @@
 // and a usage record's status.
 import { createHmac, hkdfSync } from 'node:crypto';
 import { ApiError, ERRORS, type ErrorCode } from '../http/errors.ts';
-import type { Billing, Payer, UsageFacts } from '../billing/types.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
+import type { UsageFacts } from '../billing/types.ts';
+import type { Meter } from '../metering/meter.ts';
 import type { Pricing } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import { RouterError, type RoutedModel, type UpstreamRouter } from '../providers/router.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface GatewayDeps {
-  models: ModelCatalog;
-  billing: Billing;
+  meter: Meter;
   router: UpstreamRouter;
-  assertKyc(payer: Payer, requiresKyc: boolean): void;
   /** The model's routes as the router calls them (resolved once per model version: RouteResolver). */
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   /** What an upstream sees of a client's end-user id or cache key: see `opaqueIds`. */

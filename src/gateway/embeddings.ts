@@ -18,49 +18,56 @@ export class EmbeddingsGateway {
   constructor(private readonly deps: GatewayDeps) {}
 
   async embed(principal: ApiKeyPrincipal, body: EmbeddingsBody, requestId: string, signal: CancelSignal) {
-    const { models, billing, router, now } = this.deps;
+    const { meter, router } = this.deps;
     const inputs = embeddingsInputItems(body.input);
     if (inputs.length === 0 || inputs.some((s) => s.length === 0)) {
       throw new ApiError('missing_input', 'input must be a non-empty text or token-id list, or a non-empty array of them.', { param: 'input' });
     }
     // Texts are counted with our tokenizer; token ids are their own count, exactly.
     const tokensOf = (item: string | number[]) => (typeof item === 'string' ? countText(item) : item.length);
-    const payer = await billing.payerFor(principal);
-    const model = await models.resolve(body.model, 'embedding', payer.walletId);
-    this.deps.assertKyc(payer, model.requires_kyc === true);
-    const counts = inputs.map(tokensOf);
-    const promptTokens = counts.reduce((s, t) => s + t, 0);
-    if (model.context_window !== undefined) {
-      const longest = Math.max(...counts);
-      if (longest > model.context_window) {
-        throw new ApiError('context_length_exceeded', `An input takes ${longest} tokens; this model accepts at most ${model.context_window} per input.`, { param: 'input' });
-      }
-    }
-    const startedAt = now();
-    const hold = await billing.hold(payer, costMicrocents(model.pricing, promptTokens, 0, 'ceil'), requestId);
+    const call = await meter.begin(principal, {
+      model: body.model,
+      type: 'embedding',
+      requestId,
+      check: (model) => {
+        const counts = inputs.map(tokensOf);
+        if (model.context_window !== undefined) {
+          const longest = Math.max(...counts);
+          if (longest > model.context_window) {
+            throw new ApiError('context_length_exceeded', `An input takes ${longest} tokens; this model accepts at most ${model.context_window} per input.`, { param: 'input' });
+          }
+        }
+        return counts.reduce((s, t) => s + t, 0);
+      },
+      estimate: (model, promptTokens) => costMicrocents(model.pricing, promptTokens, 0, 'ceil'),
+    });
+    const { model, payer, checked: promptTokens } = call;
     const req: EmbeddingsRequest = { input: body.input };
     if (body.encoding_format) req.encoding_format = body.encoding_format;
     if (body.dimensions !== undefined) req.dimensions = body.dimensions;
     if (body.user !== undefined) req.user = this.deps.opaqueId(payer.walletId, body.user);
-    const facts = { requestId, model: model._id, modelType: 'embedding', completionTokens: 0, ...(body.user !== undefined ? { endUser: body.user } : {}) };
+    const endUser = body.user !== undefined ? { endUser: body.user } : {};
     let served;
     try {
       served = await router.embed(this.deps.resolveRoutes(model), req, signal);
     } catch (err) {
-      await billing.release(hold, payer, { ...facts, route: null, promptTokens: 0, costMicrocents: 0, status: unservedStatus(err, signal), latencyMs: now() - startedAt });
+      await call.release(unservedStatus(err, signal), { promptTokens: 0, completionTokens: 0, ...endUser });
       throw toApiError(err);
     }
     // Providers validate usage at the boundary (src/providers/validate.ts): absurd counts arrive as null.
     let tokens = served.result.usage?.prompt_tokens ?? promptTokens;
-    if (costMicrocents(model.pricing, tokens, 0, 'exact') > hold.amountMicrocents) tokens = promptTokens;
-    await billing.settleForAnswer(hold, payer, {
-      ...facts,
-      route: served.route.id,
-      promptTokens: tokens,
-      costMicrocents: Math.min(hold.amountMicrocents, costMicrocents(model.pricing, tokens, 0, 'exact')),
-      status: 'ok',
-      latencyMs: now() - startedAt,
-    });
+    if (costMicrocents(model.pricing, tokens, 0, 'exact') > call.limitMicrocents) tokens = promptTokens;
+    await call.settle(
+      {
+        route: served.route.id,
+        promptTokens: tokens,
+        completionTokens: 0,
+        costMicrocents: Math.min(call.limitMicrocents, costMicrocents(model.pricing, tokens, 0, 'exact')),
+        status: 'ok',
+        ...endUser,
+      },
+      { answer: true },
+    );
     return {
       object: 'list' as const,
       data: served.result.data.map((d) => ({ object: 'embedding' as const, index: d.index, embedding: d.embedding })),

@@ -7,8 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Counter, Histogram } from 'prom-client';
 import { ApiError } from '../http/errors.ts';
 import { priceMicrocents } from '../billing/money.ts';
-import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
+import type { Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
@@ -58,9 +57,7 @@ export interface IntentMetrics {
 }
 
 export interface IntentDeps {
-  models: ModelCatalog;
-  billing: Billing;
-  assertKyc(payer: Payer, requiresKyc: boolean): void;
+  meter: Meter;
   packs: PackRegistry;
   sessions: ActorMessenger;
   router: UpstreamRouter;
@@ -90,32 +87,35 @@ export class IntentService {
 
   async understand(principal: ApiKeyPrincipal, body: UnderstandBody, requestId: string): Promise<UnderstandResponse> {
     const started = performance.now();
-    const { models, billing } = this.deps;
     if (typeof body.session_id !== 'string' || body.session_id.length === 0) {
       throw new ApiError('missing_input', 'session_id is required: the client conversation id.', { param: 'session_id' });
     }
     if (typeof body.text !== 'string' || body.text.trim().length === 0) {
       throw new ApiError('missing_input', 'text is required: the turn to understand.', { param: 'text' });
     }
-    const payer = await billing.payerFor(principal);
-    const model = await models.resolve(body.model, 'intent', payer.walletId);
-    const wanted = body.language ?? 'en-IN';
-    const language = (model.languages ?? []).find((l) => l.toLowerCase() === wanted.toLowerCase());
-    if (!language) {
-      throw new ApiError('language_not_supported', `The model '${model._id}' offers ${(model.languages ?? []).join(', ') || 'no languages'}, not '${wanted}'.`, { param: 'language' });
-    }
-    this.deps.assertKyc(payer, model.requires_kyc === true);
-    const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
-    if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
-    const cost = priceMicrocents(model.pricing, { calls: 1 });
-    const hold = await billing.hold(payer, cost, requestId);
-    const startedAt = this.deps.now();
+    const call = await this.deps.meter.begin(principal, {
+      model: body.model,
+      type: 'intent',
+      requestId,
+      check: async (model) => {
+        const wanted = body.language ?? 'en-IN';
+        const language = (model.languages ?? []).find((l) => l.toLowerCase() === wanted.toLowerCase());
+        if (!language) {
+          throw new ApiError('language_not_supported', `The model '${model._id}' offers ${(model.languages ?? []).join(', ') || 'no languages'}, not '${wanted}'.`, { param: 'language' });
+        }
+        const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
+        if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
+        return { language, pack, price: priceMicrocents(model.pricing, { calls: 1 }) };
+      },
+      estimate: (_model, checked) => checked.price,
+    });
+    const { language, pack, price } = call.checked;
     try {
-      const out = await this.turn(principal, body.session_id, body.text, language, body.channel ?? 'text', model, pack, requestId);
-      await this.settle(hold, payer, model, requestId, cost, startedAt);
+      const out = await this.turn(principal, body.session_id, body.text, language, body.channel ?? 'text', call.model, pack, requestId);
+      await call.settle({ route: null, calls: 1, costMicrocents: price, status: 'ok' });
       return { ...out, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
     } catch (err) {
-      await billing.release(hold, payer, this.facts(model, requestId, 0, 'error', startedAt));
+      await call.release('error', { calls: 0 });
       throw err;
     }
   }
@@ -188,22 +188,5 @@ export class IntentService {
     const { reply } = await this.deps.sessions.askOrSpawn<TurnOutcomeEvent>(INTENT_SESSION_KIND, actorId, undefined, event, { wait: 'applied' });
     if (reply.type !== 'turn.outcome' || reply.outcome.requestId !== event.requestId) throw new Error('intent session did not record the turn');
     return reply.outcome;
-  }
-
-  private facts(model: ModelDoc, requestId: string, cost: number, status: UsageFacts['status'], startedAt: number): UsageFacts {
-    return {
-      requestId,
-      model: model._id,
-      modelType: 'intent',
-      route: null,
-      calls: status === 'ok' ? 1 : 0,
-      costMicrocents: cost,
-      status,
-      latencyMs: this.deps.now() - startedAt,
-    };
-  }
-
-  private async settle(hold: Hold, payer: Payer, model: ModelDoc, requestId: string, cost: number, startedAt: number): Promise<void> {
-    await this.deps.billing.settle(hold, payer, this.facts(model, requestId, cost, 'ok', startedAt));
   }
 }

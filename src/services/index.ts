@@ -7,6 +7,7 @@ import type { EventSink } from './events.ts';
 import { KeyService } from './keys.ts';
 import { OrgService } from './orgs.ts';
 import { BillingService } from '../billing/service.ts';
+import { Meter } from '../metering/meter.ts';
 import { ModelCatalog } from '../models/catalog.ts';
 import { UpstreamHttp } from '../providers/http.ts';
 import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
@@ -29,6 +30,7 @@ export interface Services {
   orgs: OrgService;
   keys: KeyService;
   billing: BillingService;
+  meter: Meter;
   events: EventSink;
   actors: ActorDirectory;
   models: ModelCatalog;
@@ -76,17 +78,17 @@ export async function createServices(deps: {
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
   const routes = new RouteResolver(deps.upstreamEnv);
+  // Every metered call goes through the one Meter (src/metering/meter.ts).
+  const meter = new Meter({ billing, models, assertKyc: (payer, requiresKyc) => billing.assertKyc(payer, requiresKyc), now });
   const gatewayDeps = {
-    models,
-    billing,
+    meter,
     router,
-    assertKyc: (payer: Parameters<BillingService['assertKyc']>[0], requiresKyc: boolean) => billing.assertKyc(payer, requiresKyc),
     resolveRoutes: (model: Parameters<RouteResolver['routes']>[0]) => routes.routes(model),
     opaqueId: opaqueIds(deps.keySecret),
     now,
   };
   return {
-    store: deps.store, accounts, orgs, keys, billing, events: deps.events, actors: deps.actors, models,
+    store: deps.store, accounts, orgs, keys, billing, meter, events: deps.events, actors: deps.actors, models,
     upstream, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     intent: new IntentService({
       ...gatewayDeps,
