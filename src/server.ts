@@ -9,6 +9,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { resolveKeySecret } from './secrets.ts';
 import { openStore } from './store/index.ts';
+import { openBlobs, type BlobStore } from './blobs/index.ts';
 import { createRuntimeMetrics } from './actors/metrics.ts';
 import { ActorRuntime } from './actors/runtime.ts';
 import { LocalWakeups, type Wakeups } from './actors/wakeups.ts';
@@ -24,6 +25,8 @@ import type { Store } from './store/port.ts';
 export interface Gateway {
   app: App;
   store: Store;
+  /** Uploaded recordings, transcripts, audio: files in DATA_DIR/blobs, or GridFS on MongoDB. */
+  blobs: BlobStore;
   runtime: ActorRuntime;
   /** http://host:port the gateway listens on. */
   url: string;
@@ -45,6 +48,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const instanceId = config.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 
   const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, ttlSweepMs: config.store.ttlSweepMs });
+  const blobs = await openBlobs({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir });
   const metrics = createMetrics();
   const actorLog = logger.child({ component: 'actors' });
   // Inbox wake-ups: in process on the embedded store (one process owns it); MongoDB's change stream
@@ -121,10 +125,11 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await services.billing.close(); // then billing: stops the sweeps; writes the buffered usage records
       await services.router.close(); // stops the per-route limiters
       await services.upstream.close(); // closes pooled upstream connections
+      await blobs.close();
       await store.close(); // flushes what was acknowledged
       logger.info('gateway stopped');
     })());
-  return { app, store, runtime, url, close };
+  return { app, store, blobs, runtime, url, close };
 }
 
 async function main(): Promise<void> {
