@@ -20,12 +20,11 @@ import type { CascadeResult, CompiledPack } from './engine.ts';
 import { normalize } from './normalize.ts';
 import type { PackRegistry } from './packs.ts';
 import { llmFallback } from './llm.ts';
-import { INTENT_SESSION_KIND } from './session.ts';
+import { intentSessionKind } from './session.ts';
+import type { ActorRef } from '../actors/runtime.ts';
 
-/** The part of the actor runtime the service uses (ActorRuntime satisfies it). */
-export interface ActorMessenger {
-  askOrSpawn<E extends { type: string }>(kind: string, id: string, input: unknown, event: { type: string }, opts?: { wait?: 'applied' | 'durable' }): Promise<{ reply: E }>;
-}
+/** A session actor's handle: `runtime.ref(intentSessionKind, id)`. */
+export type SessionRef = (actorId: string) => ActorRef<typeof intentSessionKind>;
 
 export interface UnderstandBody {
   model: string;
@@ -59,7 +58,7 @@ export interface IntentMetrics {
 export interface IntentDeps {
   meter: Meter;
   packs: PackRegistry;
-  sessions: ActorMessenger;
+  sessions: SessionRef;
   router: UpstreamRouter;
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   now(): number;
@@ -185,7 +184,7 @@ export class IntentService {
    * session is written by its checkpoint policy (src/intent/session.ts).
    */
   private async send(actorId: string, event: TurnEvent): Promise<TurnOutcome> {
-    const { reply } = await this.deps.sessions.askOrSpawn<TurnOutcomeEvent>(INTENT_SESSION_KIND, actorId, undefined, event, { wait: 'applied' });
+    const { reply } = await this.deps.sessions(actorId).askOrSpawn<TurnOutcomeEvent>(undefined, event, { wait: 'applied' });
     if (reply.type !== 'turn.outcome' || reply.outcome.requestId !== event.requestId) throw new Error('intent session did not record the turn');
     return reply.outcome;
   }

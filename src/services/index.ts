@@ -15,7 +15,9 @@ import { RouteResolver, UpstreamRouter, type RouterLogger } from '../providers/r
 import { ChatGateway } from '../gateway/chat.ts';
 import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
-import { IntentService, type ActorMessenger, type IntentMetrics } from '../intent/service.ts';
+import { IntentService, type IntentMetrics } from '../intent/service.ts';
+import { intentSessionKind } from '../intent/session.ts';
+import type { ActorRef } from '../actors/runtime.ts';
 import { PackRegistry, readPackFile } from '../intent/packs.ts';
 import type { Webhooks, WebhookService } from '../webhooks/index.ts';
 
@@ -50,7 +52,7 @@ export async function createServices(deps: {
   store: Store;
   keySecret: string;
   events: EventSink;
-  actors: ActorDirectory & ActorMessenger;
+  actors: ActorDirectory & { ref(kind: typeof intentSessionKind, id: string): ActorRef<typeof intentSessionKind> };
   /** The webhook subsystem (src/server.ts builds it: its outbox is usually `events`). */
   webhooks: Webhooks;
   /** Where routes' api_key_env names are looked up (the composition root passes process.env). */
@@ -93,7 +95,7 @@ export async function createServices(deps: {
     intent: new IntentService({
       ...gatewayDeps,
       packs: intentPacks,
-      sessions: deps.actors,
+      sessions: (id) => deps.actors.ref(intentSessionKind, id),
       sessionIdleMs: deps.config.intent.sessionIdleMinutes * 60_000,
       ...(deps.intentMetrics ? { metrics: deps.intentMetrics } : {}),
     }),

@@ -3,22 +3,16 @@
 // portal service, and their lifecycle (start the outbox sweep after the runtime; on close, stop the
 // sweep and wait for the deliveries in flight before the runtime persists and releases the actors).
 import type { Logger } from 'pino';
-import { fromPromise } from 'xstate';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { Config } from '../config.ts';
 import type { Clock } from '../services/common.ts';
 import type { Store } from '../store/port.ts';
-import {
-  version,
-  webhookEndpointMachine,
-  type DeliverBatchInput,
-  type DeliverBatchOutput,
-} from '../../machines/webhook-endpoint.machine.ts';
 import type { AddressPolicy } from './address.ts';
 import { WebhookDeliverer, type WebhookMetrics } from './deliverer.ts';
 import { WebhookHttp } from './http.ts';
 import { WebhookOutbox } from './outbox.ts';
-import { ACTOR_KIND, createWebhookIndexes, webhookCollections, type WebhookCollections } from './records.ts';
+import { webhookEndpointKind, type EndpointRef } from './kind.ts';
+import { createWebhookIndexes, webhookCollections, type WebhookCollections } from './records.ts';
 import { WebhookService, type WebhookAccount } from './service.ts';
 import { UsageSpikeDetector } from './usage-spike.ts';
 import type { EventSink } from '../services/events.ts';
@@ -40,6 +34,8 @@ export class Webhooks {
   readonly deliverer: WebhookDeliverer;
   readonly collections: WebhookCollections;
   readonly policy: AddressPolicy;
+  /** The actor of one endpoint. */
+  readonly endpoint: EndpointRef;
 
   constructor(private readonly deps: WebhooksDeps) {
     const { config, store, runtime, metrics, logger, now } = deps;
@@ -47,9 +43,12 @@ export class Webhooks {
     this.collections = webhookCollections(store);
     this.http = new WebhookHttp(this.policy, config.timeoutMs);
     this.deliverer = new WebhookDeliverer(this.collections, this.http, metrics, { deliveryLogSize: config.deliveryLogSize }, now, logger);
+    const kind = webhookEndpointKind(this.deliverer);
+    runtime.register(kind);
+    this.endpoint = (webhookId) => runtime.ref(kind, String(webhookId));
     this.sink = new WebhookOutbox(
       this.collections,
-      runtime,
+      this.endpoint,
       this.deliverer,
       metrics,
       {
@@ -61,24 +60,6 @@ export class Webhooks {
       now,
       logger,
     );
-    const deliverer = this.deliverer;
-    runtime.register({
-      kind: ACTOR_KIND,
-      machine: webhookEndpointMachine,
-      version,
-      // A deleted endpoint's actor ends in 'removed'; the sweep deletes it a day later. Enabled and
-      // disabled endpoints wait in idle states and are never expired.
-      retainFinishedMs: 86_400_000,
-      provide: () => ({
-        actors: {
-          deliverBatch: fromPromise<DeliverBatchOutput, DeliverBatchInput>(({ input }) => deliverer.deliverBatch(input)),
-          discardQueue: fromPromise<number, { webhookId: number }>(({ input }) => deliverer.discardQueue(input)),
-        },
-        actions: {
-          disabled: ({ context }) => deliverer.disabled(context.webhookId),
-        },
-      }),
-    });
   }
 
   async init(): Promise<void> {
@@ -87,11 +68,11 @@ export class Webhooks {
 
   /** The portal operations; `accountOf` is the billing service's account rule. */
   portal(accountOf: (userId: number) => Promise<WebhookAccount>): WebhookService {
-    const { config, store, runtime, now } = this.deps;
+    const { config, store, now } = this.deps;
     return new WebhookService({
       store,
       collections: this.collections,
-      runtime,
+      endpoint: this.endpoint,
       http: this.http,
       deliverer: this.deliverer,
       policy: this.policy,

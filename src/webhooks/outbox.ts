@@ -8,11 +8,11 @@
 // for that endpoint, counted in metrics and written to its delivery log.
 import type { Logger } from 'pino';
 import { ActorNotFoundError, RuntimeStoppedError } from '../actors/errors.ts';
-import type { ActorRuntime } from '../actors/runtime.ts';
+import type { EndpointRef } from './kind.ts';
 import type { Clock } from '../services/common.ts';
 import type { AccountEvent, EventSink } from '../services/events.ts';
 import type { WebhookDeliverer, WebhookMetrics } from './deliverer.ts';
-import { ACTOR_KIND, eventBody, newEventId, type OutboxDoc, type WebhookCollections, type WebhookDoc } from './records.ts';
+import { eventBody, newEventId, type OutboxDoc, type WebhookCollections, type WebhookDoc } from './records.ts';
 
 export interface OutboxOptions {
   maxPerAccount: number;
@@ -31,7 +31,7 @@ export class WebhookOutbox implements EventSink {
 
   constructor(
     private readonly c: WebhookCollections,
-    private readonly runtime: ActorRuntime,
+    private readonly endpoint: EndpointRef,
     private readonly deliverer: WebhookDeliverer,
     private readonly metrics: WebhookMetrics,
     private readonly options: OutboxOptions,
@@ -69,16 +69,7 @@ export class WebhookOutbox implements EventSink {
 
   /** Tells the endpoint's actor that events wait (re-creating an actor lost before its first write). */
   async wake(webhookId: number): Promise<void> {
-    try {
-      await this.runtime.send(ACTOR_KIND, String(webhookId), { type: 'outbox.ready' });
-    } catch (err) {
-      if (err instanceof ActorNotFoundError) {
-        await this.runtime.spawn(ACTOR_KIND, String(webhookId), { webhookId, batchSize: this.options.batchSize });
-        await this.runtime.send(ACTOR_KIND, String(webhookId), { type: 'outbox.ready' });
-        return;
-      }
-      throw err;
-    }
+    await this.endpoint(webhookId).sendOrSpawn({ webhookId, batchSize: this.options.batchSize }, { type: 'outbox.ready' });
   }
 
   /** Wakes the endpoints with events queued for more than a moment (missed wake-ups, crashes). */
@@ -127,7 +118,7 @@ export class WebhookOutbox implements EventSink {
 
   private async isEnabled(h: WebhookDoc): Promise<boolean> {
     try {
-      const view = await this.runtime.get(ACTOR_KIND, String(h._id));
+      const view = await this.endpoint(h._id).get();
       return view.status === 'active' && typeof view.value === 'object' && view.value !== null && 'enabled' in view.value;
     } catch (err) {
       if (err instanceof ActorNotFoundError) return true; // created, actor not written yet: wake() makes it

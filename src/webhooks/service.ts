@@ -2,7 +2,7 @@
 // while they belong to one (owners and admins manage it; members do not), else their own. Another
 // account's webhook is not found. State changes go through the endpoint actor.
 import { randomBytes } from 'node:crypto';
-import type { ActorRuntime } from '../actors/runtime.ts';
+import type { EndpointRef } from './kind.ts';
 import type { ActorView } from '../actors/record.ts';
 import { ApiError } from '../http/errors.ts';
 import type { OrgRole } from '../services/orgs.ts';
@@ -12,7 +12,7 @@ import type { WebhookEndpointContext } from '../../machines/webhook-endpoint.mac
 import { checkWebhookUrl, WebhookUrlError, type AddressPolicy } from './address.ts';
 import type { WebhookDeliverer } from './deliverer.ts';
 import type { WebhookHttp } from './http.ts';
-import { ACTOR_KIND, eventBody, newEventId, type WebhookCollections, type WebhookDoc } from './records.ts';
+import { eventBody, newEventId, type WebhookCollections, type WebhookDoc } from './records.ts';
 
 export interface WebhookAccount {
   ownerType: 'user' | 'org';
@@ -54,7 +54,7 @@ export interface TestOutcome {
 export interface WebhookServiceDeps {
   store: Store;
   collections: WebhookCollections;
-  runtime: ActorRuntime;
+  endpoint: EndpointRef;
   http: WebhookHttp;
   deliverer: WebhookDeliverer;
   policy: AddressPolicy;
@@ -93,7 +93,7 @@ export class WebhookService {
       updated_at: now,
     };
     await this.c.webhooks.insertOne(doc);
-    const view = await this.deps.runtime.spawn(ACTOR_KIND, String(id), { webhookId: id, batchSize: this.deps.batchSize });
+    const view = await this.deps.endpoint(id).spawn({ webhookId: id, batchSize: this.deps.batchSize });
     return { ...this.view(doc, view), secret: doc.secret };
   }
 
@@ -123,14 +123,14 @@ export class WebhookService {
     await this.c.webhooks.deleteOne({ _id: doc._id });
     await this.c.outbox.deleteMany({ webhook_id: doc._id });
     await this.c.deliveries.deleteMany({ webhook_id: doc._id });
-    await this.deps.runtime.send(ACTOR_KIND, String(doc._id), { type: 'remove' }).catch(() => undefined);
+    await this.deps.endpoint(doc._id).send({ type: 'remove' }).catch(() => undefined);
     return { id: doc._id, deleted: true };
   }
 
   /** The dashboard's re-enable: the endpoint receives events again and its failure counter restarts. */
   async enable(userId: number, id: number): Promise<WebhookView> {
     const doc = await this.owned(userId, id);
-    const view = await this.deps.runtime.send(ACTOR_KIND, String(doc._id), { type: 'enable' });
+    const view = await this.deps.endpoint(doc._id).send({ type: 'enable' });
     return this.view(doc, view);
   }
 
@@ -191,7 +191,7 @@ export class WebhookService {
   }
 
   private async actor(doc: WebhookDoc): Promise<ActorView | null> {
-    return this.deps.runtime.get(ACTOR_KIND, String(doc._id)).catch(() => null);
+    return this.deps.endpoint(doc._id).get().catch(() => null);
   }
 
   private view(doc: WebhookDoc, actor: ActorView | null): WebhookView {
