@@ -204,8 +204,99 @@ export interface EmbeddingsCapability {
   embed(route: ResolvedRoute, req: EmbeddingsRequest, signal: CancelSignal): Promise<EmbeddingsResult>;
 }
 
+/** Output modes of speech-to-text (Sarvam's names; OpenAI-compatible models offer `transcribe`, `translate`). */
+export type SttMode = 'transcribe' | 'translate' | 'verbatim' | 'translit' | 'codemix';
+
+/** Audio the gateway holds, decoded facts included (ffprobe'd from the bytes, not the name). */
+export interface AudioInput {
+  /** A local file with the client's bytes as uploaded (the blob's path, or a temporary copy). */
+  path: string;
+  /** The client's file name (for multipart uploads upstream; never trusted for the format). */
+  filename: string;
+  /** From the probe: `audio/wav`, `audio/mpeg`, `audio/ogg`, `audio/flac`, `audio/mp4`, `audio/webm`... */
+  contentType: string;
+  bytes: number;
+  /** Decoded duration in seconds. */
+  durationS: number;
+}
+
+export interface TranscribeRequest {
+  audio: AudioInput;
+  /** BCP-47 (`hi-IN`, `en-US`), or absent for the provider's detection. Providers translate codes. */
+  language?: string;
+  mode: SttMode;
+  prompt?: string;
+  temperature?: number;
+  /** Which timestamps to return; the provider returns what it can. */
+  timestamps: ('segment' | 'word')[];
+  /** Jobs only: speaker labels wanted, and how many speakers to expect (a hint). */
+  diarize?: boolean;
+  numSpeakers?: number;
+}
+
+export interface TranscriptWord {
+  word: string;
+  start: number;
+  end: number;
+  /** The provider's own label (an integer, a letter, a name); the gateway renames to SPEAKER_NN. */
+  speaker?: string | number | null;
+}
+
+export interface TranscriptSegment {
+  start: number;
+  end: number;
+  text: string;
+  speaker?: string | number | null;
+  words?: TranscriptWord[];
+}
+
+/** A transcript in the gateway's terms (seconds; BCP-47 language), whatever the provider's shape. */
+export interface Transcript {
+  text: string;
+  language: string | null;
+  /** Seconds of audio the provider reported (the gateway bills its own decoded duration). */
+  duration: number | null;
+  segments: TranscriptSegment[];
+}
+
+/** Synchronous speech-to-text (`POST /v1/audio/transcriptions`: up to about 30 s of audio). */
+export interface TranscribeCapability {
+  refuses?(req: TranscribeRequest): Refusal | undefined;
+  transcribe(route: ResolvedRoute, req: TranscribeRequest, signal: CancelSignal): Promise<Transcript>;
+}
+
+/** Where a provider may call back when a job finishes (the gateway's URL, with a per-job secret). */
+export interface JobCallback {
+  url: string;
+  token: string;
+}
+
+export type JobPoll =
+  | { state: 'pending' }
+  | { state: 'completed'; transcript: Transcript }
+  | { state: 'failed'; message: string };
+
+/**
+ * Long-recording jobs at a provider. `submit` hands over the audio once and answers the provider's
+ * job id; the caller records it (a fenced step) so a crash never submits the same audio twice,
+ * then `poll`s, or waits for the provider's callback, which `parseCallback` reads. A provider that
+ * offers no job API can run `transcribe` for the whole file instead (the caller's choice).
+ */
+export interface TranscriptionJobCapability {
+  refuses?(req: TranscribeRequest): Refusal | undefined;
+  submit(route: ResolvedRoute, req: TranscribeRequest, signal: CancelSignal, callback?: JobCallback): Promise<{ providerJobId: string }>;
+  poll(route: ResolvedRoute, providerJobId: string, signal: CancelSignal): Promise<JobPoll>;
+  /**
+   * A callback body the provider POSTed: which job it is about, and its result when the body
+   * carries it (Deepgram's does; Sarvam's only says the state, so the caller polls).
+   */
+  parseCallback?(body: unknown): { providerJobId: string; result?: JobPoll } | null;
+}
+
 export interface Provider {
   name: string;
   chat?: ChatCapability;
   embeddings?: EmbeddingsCapability;
+  transcribe?: TranscribeCapability;
+  transcriptionJobs?: TranscriptionJobCapability;
 }
