@@ -108,3 +108,11 @@ export type KindEvent<K> = K extends ActorKind<infer M, infer _R> ? EventFrom<M>
 export function projectedField(name: string): string {
   return name === 'created_at' || name === 'updated_at' || name === 'kind' ? name : `p_${name}`;
 }
+
+/** The stored fields (`p_<name>`) a kind projects from a snapshot; none when it projects nothing. */
+export function projectedFields(kind: ActorKind, snap: { value: StateValue; context: unknown; status: string }): Record<string, Projected> {
+  const out: Record<string, Projected> = {};
+  if (!kind.project) return out;
+  for (const [name, value] of Object.entries(kind.project({ value: snap.value, context: snap.context, status: snap.status }))) out[projectedField(name)] = value;
+  return out;
+}

@@ -14,10 +14,10 @@
 // - Resume: restoring a snapshot re-runs in-flight invoked promises but loses `after` timers, so
 //   after every restore the actor gets `{ type: 'runtime.resumed', now, mode }` and re-arms the
 //   deadlines it keeps in context (`mode: 'finalize'` when the resources it lived on are gone).
-import type { AnyEventObject, AnyStateMachine } from 'xstate';
+import { initialTransition, type AnyEventObject, type AnyStateMachine } from 'xstate';
 import type { Filter, Sort } from '../store/port.ts';
 import { ActorNotFoundError, NoReplyError, RuntimeStoppedError, UnknownActorKindError } from './errors.ts';
-import { projectedField, RESUMED, type ActorKind, type ActorResources, type KindEvent, type Projected, type ResumedEvent } from './kinds.ts';
+import { projectedField, projectedFields, RESUMED, type ActorKind, type ActorResources, type KindEvent, type Projected, type ResumedEvent } from './kinds.ts';
 import { actorKey, toView, type ActorDoc, type ActorView } from './record.ts';
 import { Resources, type Entry, type RuntimeOptions } from './resources.ts';
 import { Claims } from './systems/claims.ts';
@@ -221,6 +221,9 @@ export class ActorRuntime {
         created_at: new Date(now),
         updated_at: new Date(now),
       };
+      // Queued, it does not run until claimed: project its initial state (computed, not started) so
+      // lists by account and status see it from the first moment.
+      if (queued && entry.kind.project) Object.assign(doc, projectInitial(entry.kind, input));
       try {
         await this.res.actors.insertOne(doc);
       } catch (err) {
@@ -437,3 +440,9 @@ export class ActorRuntime {
 }
 
 export type { Projected, ResumedEvent as RuntimeResumedEvent };
+
+/** The projected fields of a kind's initial state for `input`, as the first write would store them. */
+function projectInitial(kind: ActorKind, input: unknown): Record<string, unknown> {
+  const [snap] = initialTransition(kind.machine, input);
+  return projectedFields(kind, snap);
+}

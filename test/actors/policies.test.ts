@@ -156,11 +156,14 @@ test('a snapshot over the size limit is refused with a clear error; the stored a
 
 test('claiming with capacity: an instance holds at most its share; the rest waits, unowned, and is claimed as room frees', async (t) => {
   const f = await streamFixture(t);
-  const kind = streamKind({ capacity: 2 });
+  const project = ({ value, context }: { value: unknown; context: unknown }) => ({ account: (context as StreamContext).account, phase: String(value) });
+  const kind = streamKind({ capacity: 2, project });
   const a = await f.runtime({ instanceId: 'A', leaseMs: 400 }, kind);
   for (const id of ['q1', 'q2', 'q3', 'q4']) await a.spawn('stream', id, { id, account: 1, open: true });
   const owners = async () => Promise.all(['q1', 'q2', 'q3', 'q4'].map(async (id) => (await a.get('stream', id)).owner));
   assert.deepEqual(await owners(), ['A', 'A', null, null], 'two held, two queued');
+  // Queued actors have not run, yet lists by projected fields see them (their initial state).
+  assert.deepEqual((await a.list('stream', { account: 1 })).map((v) => v.id).sort(), ['q1', 'q2', 'q3', 'q4']);
   a.abandon();
 
   const b = await f.runtime({ instanceId: 'B', leaseMs: 400 }, streamKind({ capacity: 3 }));

@@ -5,7 +5,7 @@
 // and otherwise at most every interval, events queued together written once).
 import { performance } from 'node:perf_hooks';
 import { RevisionConflictError, SnapshotTooLargeError } from '../errors.ts';
-import { projectedField, type PersistencePolicy } from '../kinds.ts';
+import { projectedFields, type PersistencePolicy } from '../kinds.ts';
 import { toView, type ActorDoc, type ActorView } from '../record.ts';
 import type { AnyActor, Entry, Resources } from '../resources.ts';
 import type { Systems } from './index.ts';
@@ -126,10 +126,7 @@ export class Persistence {
       }
       set.value = snap.value;
       set.snapshot = json;
-      if (entry.kind.project) {
-        const projected = entry.kind.project({ value: snap.value, context: snap.context, status: snap.status });
-        for (const [name, value] of Object.entries(projected)) set[projectedField(name)] = value;
-      }
+      Object.assign(set, projectedFields(entry.kind, snap));
     }
     entry.dirty = false;
     entry.urgent = false;
