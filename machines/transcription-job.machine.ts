@@ -1,0 +1,281 @@
+// One long-recording transcription job as an actor: the spec's `queued` → `processing` →
+// `completed` | `failed`. Pure: every effect is invoked by name and injected by the runtime
+// (src/transcription/kind.ts); this file does no I/O and reads no clock (times come in events and
+// effect outputs).
+//
+// - `queued`: the recording is already stored (blob port) when the job is created; a job waits
+//   here, unowned, only while every instance is at the kind's capacity, and starts when claimed.
+// - `processing.submitting`: `submit` hands the recording to route `routeIndex`. A provider with a
+//   job API answers its job id (a once-only step keyed by job and route: a replay after a crash gets
+//   the recorded id, never a second upload); a provider without one, or the offline engine,
+//   transcribes the whole recording in that step (`inline`). A failed submission moves to the next
+//   route (failover before any result); none left → `failed`.
+// - `processing.waiting` / `polling`: once a provider accepted the job it stays there. The machine
+//   polls after `pollDelayMs` (the deadline `nextPollAt` is kept in context, so a restore re-arms
+//   it: `after` timers are lost on restore) and takes a provider callback (`provider.callback`,
+//   through the runtime's inbox on whichever instance received it) at any time; a callback whose
+//   transcript the receiver stored skips the poll.
+// - `processing.finishing`: every path ends with the provider's transcript stored in a blob
+//   (`rawKey`; transcripts never enter the snapshot, which stays small). `finish` renames speakers
+//   SPEAKER_00…, stores the result, charges the recording's duration once and notifies (each a
+//   once-only step) and answers the summary kept in context.
+// - `failing` → `failed`: `fail` returns what the job held and notifies; a failed job is never charged.
+import { assign, fromPromise, setup } from 'xstate';
+
+export const version = 1;
+
+export interface TranscriptionJobInput {
+  jobId: string;
+  /** Who pays and who may read it (the API key's account), and the model asked for. */
+  account: string;
+  model: string;
+  createdAt: number;
+  /** How many routes the model had when the job was created (the failover budget). */
+  routes: number;
+}
+
+export interface JobResultSummary {
+  /** Blob key of the transcript JSON. */
+  resultKey: string;
+  language: string | null;
+  duration: number;
+  speakers: number;
+  segments: number;
+}
+
+export interface JobError {
+  code: string;
+  message: string;
+}
+
+export interface TranscriptionJobContext extends TranscriptionJobInput {
+  routeIndex: number;
+  /** The provider's job id once it accepted the recording (then the job never moves). */
+  providerJobId: string | null;
+  /** While waiting on a provider: when to poll next (epoch ms) and the delay armed for it. */
+  nextPollAt: number | null;
+  pollDelayMs: number;
+  polls: number;
+  /** Blob key of the provider's transcript (gateway shape), once it has one. */
+  rawKey: string | null;
+  finishedAt: number | null;
+  result: JobResultSummary | null;
+  error: JobError | null;
+}
+
+export interface SubmitInput {
+  jobId: string;
+  routeIndex: number;
+}
+
+/**
+ * `accepted`: the provider took the recording as a job of its own. `inline`: the transcript was made
+ * in the step (the offline engine, or a provider without a job API) and stored at `rawKey`.
+ */
+export type SubmitOutput =
+  | { kind: 'accepted'; providerJobId: string; at: number; pollDelayMs: number }
+  | { kind: 'inline'; rawKey: string };
+
+export interface PollInput {
+  jobId: string;
+  routeIndex: number;
+  providerJobId: string;
+  polls: number;
+}
+
+export type PollOutput =
+  | { state: 'pending'; at: number; pollDelayMs: number }
+  | { state: 'completed'; rawKey: string }
+  | { state: 'failed'; error: JobError };
+
+export interface FinishInput {
+  jobId: string;
+  rawKey: string;
+}
+
+export interface FailInput {
+  jobId: string;
+  error: JobError;
+}
+
+/** What a failed submission tells the machine: try the next route, or give up. */
+export interface SubmitError {
+  retryable: boolean;
+  code: string;
+  message: string;
+}
+
+export type TranscriptionJobEvent =
+  /** A provider's callback, stored by the receiver: `rawKey` when it carried the transcript. */
+  | { type: 'provider.callback'; providerJobId: string; rawKey?: string }
+  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' };
+
+function asJobError(err: unknown): SubmitError {
+  const e = err as Partial<SubmitError> | null;
+  return {
+    retryable: e?.retryable === true,
+    code: typeof e?.code === 'string' ? e.code : 'transcription_failed',
+    message: typeof e?.message === 'string' && e.message ? e.message : 'The transcription failed.',
+  };
+}
+
+function errorOf(err: unknown): JobError {
+  const { code, message } = asJobError(err);
+  return { code, message };
+}
+
+const FAILED: JobError = { code: 'transcription_failed', message: 'The transcription failed.' };
+
+export const transcriptionJobMachine = setup({
+  types: {
+    context: {} as TranscriptionJobContext,
+    events: {} as TranscriptionJobEvent,
+    input: {} as TranscriptionJobInput,
+  },
+  actors: {
+    submit: fromPromise<SubmitOutput, SubmitInput>(async () => {
+      throw new Error('transcription job: submit not provided');
+    }),
+    poll: fromPromise<PollOutput, PollInput>(async () => {
+      throw new Error('transcription job: poll not provided');
+    }),
+    finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput>(async () => {
+      throw new Error('transcription job: finish not provided');
+    }),
+    fail: fromPromise<{ at: number }, FailInput>(async () => {
+      throw new Error('transcription job: fail not provided');
+    }),
+  },
+  delays: {
+    untilPoll: ({ context }) => context.pollDelayMs,
+  },
+  guards: {
+    anotherRoute: ({ context, event }) => asJobError((event as { error?: unknown }).error).retryable && context.routeIndex + 1 < context.routes,
+    /** A callback about this job (another job's id, or a callback before acceptance, is ignored). */
+    ours: ({ context, event }) => event.type === 'provider.callback' && context.providerJobId !== null && event.providerJobId === context.providerJobId,
+  },
+  actions: {
+    keepCallbackResult: assign({
+      rawKey: ({ context, event }) => (event.type === 'provider.callback' && event.rawKey ? event.rawKey : context.rawKey),
+    }),
+  },
+}).createMachine({
+  id: 'transcription-job',
+  context: ({ input }) => ({
+    ...input,
+    routeIndex: 0,
+    providerJobId: null,
+    nextPollAt: null,
+    pollDelayMs: 0,
+    polls: 0,
+    rawKey: null,
+    finishedAt: null,
+    result: null,
+    error: null,
+  }),
+  initial: 'queued',
+  states: {
+    queued: {
+      always: 'processing',
+    },
+    processing: {
+      initial: 'submitting',
+      states: {
+        submitting: {
+          invoke: {
+            id: 'submit',
+            src: 'submit',
+            input: ({ context }) => ({ jobId: context.jobId, routeIndex: context.routeIndex }),
+            onDone: [
+              {
+                guard: ({ event }) => event.output.kind === 'inline',
+                target: 'finishing',
+                actions: assign({ rawKey: ({ event }) => (event.output as Extract<SubmitOutput, { kind: 'inline' }>).rawKey }),
+              },
+              {
+                target: 'waiting',
+                actions: assign(({ event }) => {
+                  const out = event.output as Extract<SubmitOutput, { kind: 'accepted' }>;
+                  return { providerJobId: out.providerJobId, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
+                }),
+              },
+            ],
+            onError: [
+              { guard: 'anotherRoute', target: 'submitting', reenter: true, actions: assign({ routeIndex: ({ context }) => context.routeIndex + 1 }) },
+              { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
+            ],
+          },
+        },
+        waiting: {
+          always: { guard: ({ context }) => context.rawKey !== null, target: 'finishing' },
+          after: { untilPoll: 'polling' },
+          on: {
+            'provider.callback': [
+              { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.rawKey !== undefined, target: 'finishing', actions: 'keepCallbackResult' },
+              { guard: 'ours', target: 'polling' },
+            ],
+            // `after` timers do not survive a restore: re-arm from the deadline kept in context.
+            'runtime.resumed': {
+              target: 'waiting',
+              reenter: true,
+              actions: assign({ pollDelayMs: ({ context, event }) => Math.max(0, (context.nextPollAt ?? event.now) - event.now) }),
+            },
+          },
+        },
+        polling: {
+          invoke: {
+            id: 'poll',
+            src: 'poll',
+            input: ({ context }) => ({ jobId: context.jobId, routeIndex: context.routeIndex, providerJobId: context.providerJobId!, polls: context.polls }),
+            onDone: [
+              {
+                guard: ({ event }) => event.output.state === 'pending',
+                target: 'waiting',
+                actions: assign(({ context, event }) => {
+                  const out = event.output as Extract<PollOutput, { state: 'pending' }>;
+                  return { polls: context.polls + 1, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
+                }),
+              },
+              {
+                guard: ({ event }) => event.output.state === 'completed',
+                target: 'finishing',
+                actions: assign({ rawKey: ({ event }) => (event.output as Extract<PollOutput, { state: 'completed' }>).rawKey }),
+              },
+              {
+                target: '#transcription-job.failing',
+                actions: assign({ error: ({ event }) => (event.output as Extract<PollOutput, { state: 'failed' }>).error }),
+              },
+            ],
+            // The effect retries a provider it cannot reach with its own backoff; what escapes it fails the job.
+            onError: { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
+          },
+          on: {
+            // A callback that carries the result while a poll is in flight: kept, used when the poll answers pending.
+            'provider.callback': { guard: 'ours', actions: 'keepCallbackResult' },
+          },
+        },
+        finishing: {
+          invoke: {
+            id: 'finish',
+            src: 'finish',
+            input: ({ context }) => ({ jobId: context.jobId, rawKey: context.rawKey! }),
+            onDone: { target: '#transcription-job.completed', actions: assign(({ event }) => ({ result: event.output.result, finishedAt: event.output.at })) },
+            onError: { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
+          },
+        },
+      },
+    },
+    failing: {
+      invoke: {
+        id: 'fail',
+        src: 'fail',
+        input: ({ context }) => ({ jobId: context.jobId, error: context.error ?? FAILED }),
+        onDone: { target: 'failed', actions: assign({ finishedAt: ({ event }) => event.output.at }) },
+        // Returning the hold failed (the store down): the job still ends failed; the hold sweep returns it.
+        onError: { target: 'failed' },
+      },
+    },
+    completed: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
