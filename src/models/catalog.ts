@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../http/errors.ts';
 import type { Store } from '../store/port.ts';
 import type { Clock } from '../services/common.ts';
-import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig } from './types.ts';
+import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig, SttMode, SttTimestamps } from './types.ts';
 
 /** An administrator's restriction of an account to a list of models (absent: every model). */
 interface AccessDoc {
@@ -38,6 +38,10 @@ export interface PublicModel {
   reasoning?: boolean;
   languages?: string[];
   streaming?: boolean;
+  modes?: SttMode[];
+  timestamps?: SttTimestamps;
+  jobs?: boolean;
+  diarization?: boolean;
   voices?: string[];
 }
 
@@ -130,9 +134,17 @@ export function publicModel(m: ModelDoc): PublicModel {
   };
   if (m.type === 'llm') out.reasoning = m.reasoning ?? false;
   if (m.type === 'stt' || m.type === 'intent') out.languages = m.languages ?? [];
-  if (m.type === 'stt') out.streaming = m.streaming ?? false;
+  if (m.type === 'stt') {
+    out.streaming = m.streaming ?? false;
+    Object.assign(out, sttFeatures(m));
+  }
   if (m.type === 'tts') out.voices = m.voices ?? [];
   return out;
+}
+
+/** What an stt model offers, defaults filled in: the fields `/v1/models` shows and requests are checked against. */
+export function sttFeatures(m: ModelFields): { modes: SttMode[]; timestamps: SttTimestamps; jobs: boolean; diarization: boolean } {
+  return { modes: m.modes ?? ['transcribe'], timestamps: m.timestamps ?? 'segment', jobs: m.jobs ?? false, diarization: m.diarization ?? false };
 }
 
 /** What the admin view shows of a route: everything but the inline upstream key. */
@@ -171,6 +183,11 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(`routes.${i}.base_url`, 'base_url must be http or https.');
   });
+  if (def.type !== 'stt') {
+    for (const field of ['modes', 'timestamps', 'jobs', 'diarization'] as const) {
+      if (def[field] !== undefined) throw bad(field, `${field} applies to stt models only.`);
+    }
+  }
   if (def.context_window !== undefined && def.max_output_tokens !== undefined && def.max_output_tokens > def.context_window) {
     throw bad('max_output_tokens', 'max_output_tokens cannot exceed context_window.');
   }

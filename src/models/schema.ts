@@ -1,6 +1,6 @@
 // The JSON schema of a virtual model (PUT /admin/models/{id} and config seeds): typebox, closed.
 import { Type, type TSchema } from 'typebox';
-import { MODEL_TYPES } from './types.ts';
+import { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS } from './types.ts';
 
 const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
 
@@ -25,6 +25,10 @@ export const ModelSchema = Closed({
   languages: Type.Optional(Type.Array(Lang, { maxItems: 200 })),
   streaming: Type.Optional(Type.Boolean()),
   voices: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 1000 })),
+  modes: Type.Optional(Type.Array(Type.Union(STT_MODES.map((m) => Type.Literal(m))), { minItems: 1, maxItems: STT_MODES.length, uniqueItems: true })),
+  timestamps: Type.Optional(Type.Union(STT_TIMESTAMPS.map((t) => Type.Literal(t)))),
+  jobs: Type.Optional(Type.Boolean()),
+  diarization: Type.Optional(Type.Boolean()),
   context_window: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
   max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
   pricing: Closed({

@@ -4,6 +4,11 @@
 export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
 export type ModelType = (typeof MODEL_TYPES)[number];
 
+export const STT_MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'codemix'] as const;
+export type SttMode = (typeof STT_MODES)[number];
+export const STT_TIMESTAMPS = ['segment', 'word', 'none'] as const;
+export type SttTimestamps = (typeof STT_TIMESTAMPS)[number];
+
 export interface RouteConfig {
   /** Provider folder name under src/providers/: 'openai' (any OpenAI-compatible server) or 'anthropic'. */
   provider: string;
@@ -39,6 +44,12 @@ export interface ModelFields {
   languages?: string[];
   streaming?: boolean;
   voices?: string[];
+  /** stt: the output modes offered (default `['transcribe']`), the finest timestamps it gives
+   * (`segment`, `word` or `none`; default `segment`), whether it runs async jobs and labels speakers. */
+  modes?: SttMode[];
+  timestamps?: SttTimestamps;
+  jobs?: boolean;
+  diarization?: boolean;
   context_window?: number;
   max_output_tokens?: number;
   pricing: Pricing;

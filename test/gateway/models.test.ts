@@ -68,8 +68,15 @@ describe('model catalog', () => {
     await call(gw.url, 'PUT', '/admin/models/chat-a', { token: ADMIN_TOKEN, body: llm() });
     await call(gw.url, 'PUT', '/admin/models/stt-a', {
       token: ADMIN_TOKEN,
-      body: { type: 'stt', owned_by: 'acme', languages: ['hi-IN', 'en-IN'], streaming: true, pricing: { cents_per_minute: 0.5 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'w' }] },
+      body: { type: 'stt', owned_by: 'acme', languages: ['hi-IN', 'en-IN'], streaming: true, modes: ['transcribe', 'translate'], timestamps: 'word', jobs: true, diarization: true, pricing: { cents_per_minute: 0.5 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'w' }] },
     });
+    await call(gw.url, 'PUT', '/admin/models/stt-b', {
+      token: ADMIN_TOKEN,
+      body: { type: 'stt', owned_by: 'acme', languages: ['en-IN'], pricing: { cents_per_minute: 0.5 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'w' }] },
+    });
+    const misplaced = await call(gw.url, 'PUT', '/admin/models/chat-modes', { token: ADMIN_TOKEN, body: { ...llm(), modes: ['transcribe'] } });
+    assert.equal(misplaced.status, 400, 'stt fields on another type are refused');
+    assert.equal(misplaced.body.error.param, 'modes');
     await call(gw.url, 'PUT', '/admin/models/tts-a', {
       token: ADMIN_TOKEN,
       body: { type: 'tts', owned_by: 'acme', voices: ['meera'], pricing: { cents_per_1k_chars: 1.5 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 't' }] },
@@ -78,12 +85,16 @@ describe('model catalog', () => {
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.object, 'list');
     const byId = Object.fromEntries(res.body.data.map((m: any) => [m.id, m]));
-    assert.deepEqual(Object.keys(byId).sort(), ['chat-a', 'seeded-embed', 'stt-a', 'tts-a']);
+    assert.deepEqual(Object.keys(byId).sort(), ['chat-a', 'seeded-embed', 'stt-a', 'stt-b', 'tts-a']);
     const { created, ...chat } = byId['chat-a'];
     assert.equal(typeof created, 'number');
     assert.deepEqual(chat, { id: 'chat-a', object: 'model', owned_by: 'acme', type: 'llm', reasoning: true });
     assert.deepEqual(byId['stt-a'].languages, ['hi-IN', 'en-IN']);
     assert.equal(byId['stt-a'].streaming, true);
+    assert.deepEqual([byId['stt-a'].modes, byId['stt-a'].timestamps, byId['stt-a'].jobs, byId['stt-a'].diarization], [['transcribe', 'translate'], 'word', true, true]);
+    // What an stt model offers is always shown, defaults filled in.
+    const { created: _c, ...sttB } = byId['stt-b'];
+    assert.deepEqual(sttB, { id: 'stt-b', object: 'model', owned_by: 'acme', type: 'stt', languages: ['en-IN'], streaming: false, modes: ['transcribe'], timestamps: 'segment', jobs: false, diarization: false });
     assert.deepEqual(byId['tts-a'].voices, ['meera']);
     assert.equal(byId['seeded-embed'].type, 'embedding');
     assert.ok(!res.text.includes('routes') && !res.text.includes('127.0.0.1') && !res.text.includes('pricing'), 'upstreams stay hidden');

@@ -19,6 +19,10 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     reasoning: Type.Optional(Type.Boolean()),
     languages: Type.Optional(Type.Array(Type.String())),
     streaming: Type.Optional(Type.Boolean()),
+    modes: Type.Optional(Type.Array(Type.String())),
+    timestamps: Type.Optional(Type.String()),
+    jobs: Type.Optional(Type.Boolean()),
+    diarization: Type.Optional(Type.Boolean()),
     voices: Type.Optional(Type.Array(Type.String())),
   });
 
