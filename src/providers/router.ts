@@ -47,9 +47,14 @@ import {
   type Provider,
   type Refusal,
   type ResolvedRoute,
+  type TranscribeRequest,
+  type Transcript,
 } from './types.ts';
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** The capabilities the router serves with failover. */
+type RoutedCapability = 'chat' | 'embeddings' | 'transcribe';
 const MAX_TIMEOUT_MS = 600_000;
 
 export type RouterErrorCode = 'model_unavailable' | 'model_misconfigured' | 'invalid_request' | 'context_length_exceeded';
@@ -142,6 +147,10 @@ export class UpstreamRouter {
     return this.#once(routes, signal, 'embeddings', (p, route) => p.embeddings!.embed(route, req, signal));
   }
 
+  transcribe(routes: ResolvedRoute[], req: TranscribeRequest, signal: CancelSignal): Promise<{ result: Transcript; route: ResolvedRoute }> {
+    return this.#once(routes, signal, 'transcribe', (p, route) => p.transcribe!.transcribe(route, req, signal), (p) => p.transcribe!.refuses?.(req));
+  }
+
   /**
    * Opens a stream on the first route that delivers a chunk. `first` is that chunk (with the role
    * of any role-only chunks before it merged in), or null for a stream that ended empty. `rest`
@@ -225,7 +234,7 @@ export class UpstreamRouter {
   async #once<T>(
     routes: ResolvedRoute[],
     signal: CancelSignal,
-    capability: 'chat' | 'embeddings',
+    capability: RoutedCapability,
     call: (provider: Provider, route: ResolvedRoute) => Promise<T>,
     refuses?: (provider: Provider) => Refusal | undefined,
   ): Promise<{ result: T; route: ResolvedRoute }> {
@@ -247,7 +256,7 @@ export class UpstreamRouter {
   async #serve<T>(
     routes: ResolvedRoute[],
     signal: CancelSignal,
-    capability: 'chat' | 'embeddings',
+    capability: RoutedCapability,
     attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
     refuses?: (provider: Provider) => Refusal | undefined,
   ): Promise<{ value: T; route: ResolvedRoute; release: () => void }> {

@@ -1,0 +1,103 @@
+// Audio uploads (multipart/form-data) for the transcription endpoints: the one file is streamed into
+// the blob store as it arrives (never whole in memory), the other fields are collected as strings.
+//
+// Size, as a proxy in front of the API would enforce it: an upload whose Content-Length says it is
+// over the limit is answered 413 with a plain page before authentication and before any of its body
+// is read; one sent without a length (chunked) is cut as soon as its file passes the limit. Either
+// way the connection is closed (`Connection: close`), so the rest of the body is never read.
+import multipart from '@fastify/multipart';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { BlobStore } from '../blobs/port.ts';
+import { BlobTooLargeError } from '../blobs/port.ts';
+import type { App } from './app.ts';
+import { ApiError } from './errors.ts';
+
+/** The spec's upload limit: 25 MB of audio. */
+export const UPLOAD_LIMIT_BYTES = 25 * 1024 * 1024;
+/** What the multipart framing (boundaries, part headers, the other fields) may add to the file. */
+const FORM_OVERHEAD_BYTES = 64 * 1024;
+
+const TOO_LARGE_PAGE =
+  '<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n' +
+  `<center>Audio uploads are limited to ${UPLOAD_LIMIT_BYTES / 1024 / 1024} MB.</center>\r\n</body>\r\n</html>\r\n`;
+
+/** Thrown while reading an upload past the limit; the route answers with `sendTooLarge`. */
+export class UploadTooLargeError extends Error {
+  constructor() {
+    super('upload too large');
+    this.name = 'UploadTooLargeError';
+  }
+}
+
+export function sendTooLarge(reply: FastifyReply): FastifyReply {
+  return reply.code(413).header('connection', 'close').type('text/html; charset=utf-8').send(TOO_LARGE_PAGE);
+}
+
+/**
+ * Makes `scope` (an encapsulated plugin holding only the upload routes) accept multipart bodies, and
+ * refuse, before authentication, those whose declared length is over the limit.
+ */
+export async function acceptUploads(scope: App, maxBytes = UPLOAD_LIMIT_BYTES): Promise<void> {
+  await scope.register(multipart, {
+    // The blob store counts the file's bytes itself and stops at maxBytes; busboy's own limit is a backstop.
+    limits: { fileSize: maxBytes + 1, files: 1, fields: 32, fieldSize: 64 * 1024, parts: 40, headerPairs: 100 },
+    throwFileSizeLimit: true,
+  });
+  scope.addHook('onRequest', async (request, reply) => {
+    const declared = Number(request.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxBytes + FORM_OVERHEAD_BYTES) return sendTooLarge(reply);
+  });
+}
+
+export interface Upload {
+  /** Where the file now is in the blob store (the caller deletes it when done with it). */
+  key: string;
+  filename: string;
+  bytes: number;
+  sha256: string;
+}
+
+export interface UploadForm {
+  file: Upload | null;
+  /** Every other field by name; a repeated field (`timestamp_granularities[]`) collects its values. */
+  fields: Map<string, string[]>;
+}
+
+/**
+ * Reads the multipart body: the part named `file` into the blob store under `key`, the rest as
+ * fields. Refuses a second file, a file under another name, and non-multipart bodies (400).
+ */
+export async function readUpload(request: FastifyRequest, blobs: BlobStore, key: string, maxBytes = UPLOAD_LIMIT_BYTES): Promise<UploadForm> {
+  if (!request.isMultipart()) {
+    throw new ApiError('invalid_request', "Send the audio as multipart/form-data with the recording in the field 'file'.", { param: 'file' });
+  }
+  const fields = new Map<string, string[]>();
+  let file: Upload | null = null;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file' || file) {
+          part.file.resume();
+          throw new ApiError('invalid_request', `Unexpected file in field '${part.fieldname}': send one recording, in the field 'file'.`, { param: part.fieldname });
+        }
+        const stored = await blobs.put(key, part.file, { maxBytes });
+        file = { key, filename: part.filename || 'audio', bytes: stored.size, sha256: stored.sha256 };
+      } else {
+        const value = typeof part.value === 'string' ? part.value : String(part.value);
+        const list = fields.get(part.fieldname);
+        if (list) list.push(value);
+        else fields.set(part.fieldname, [value]);
+      }
+    }
+  } catch (err) {
+    if (file) await blobs.delete(key).catch(() => {});
+    if (err instanceof BlobTooLargeError || (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw new UploadTooLargeError();
+    if (err instanceof ApiError) throw err;
+    const code = (err as { code?: string }).code;
+    if (typeof code === 'string' && code.startsWith('FST_')) {
+      throw new ApiError('invalid_request', `The multipart body could not be read: ${(err as Error).message}.`, { param: 'file' });
+    }
+    throw err;
+  }
+  return { file, fields };
+}
