@@ -83,18 +83,24 @@ export class InvitationService {
     return publicInvitation(doc);
   }
 
-  /** Per hour and per day, for the organization and for the inviter (who may move between organizations). */
+  /**
+   * Per hour and per day, for the organization and for the inviter (who may move between
+   * organizations). A refused attempt takes its hits back, so hammering does not use up the day.
+   */
   private async limit(orgId: number, userId: number): Promise<void> {
     const { perHour, perDay } = this.config;
+    // The period is part of the key: a window's id is key@start, and an hour and a day can start together.
     const checks = [
-      { key: `org:${orgId}`, period: HOUR, max: perHour },
-      { key: `user:${userId}`, period: HOUR, max: perHour },
-      { key: `org:${orgId}`, period: DAY, max: perDay },
-      { key: `user:${userId}`, period: DAY, max: perDay },
+      { key: `org:${orgId}:h`, period: HOUR, max: perHour },
+      { key: `user:${userId}:h`, period: HOUR, max: perHour },
+      { key: `org:${orgId}:d`, period: DAY, max: perDay },
+      { key: `user:${userId}:d`, period: DAY, max: perDay },
     ];
     const hits = await Promise.all(checks.map((c) => this.windows.hit(c.key, c.period)));
     const over = hits.filter((h, i) => h.count > checks[i]!.max);
-    if (over.length > 0) throw tooManyRequests(Math.max(...over.map((h) => h.resetAt)), this.now(), 'Too many invitations');
+    if (over.length === 0) return;
+    await Promise.all(checks.map((c) => this.windows.hit(c.key, c.period, -1)));
+    throw tooManyRequests(Math.max(...over.map((h) => h.resetAt)), this.now(), 'Too many invitations');
   }
 
   async listOfOrg(userId: number): Promise<PublicInvitation[]> {
