@@ -31,6 +31,8 @@ export interface ReceivedInvitation {
   created_at: string;
 }
 
+/** The invitee's list shows the oldest this many. */
+const RECEIVED_LIMIT = 100;
 const HOUR = 3600;
 const DAY = 86_400;
 
@@ -116,7 +118,7 @@ export class InvitationService {
 
   /** Pending, unexpired invitations addressed to the caller, oldest first. */
   async received(userId: number): Promise<ReceivedInvitation[]> {
-    const docs = await this.records.listOpenFor(userId, this.config.maxPendingPerOrg);
+    const docs = await this.records.listOpenFor(userId, RECEIVED_LIMIT);
     return docs.map((d) => ({
       id: d._id,
       org_id: d.org_id,
