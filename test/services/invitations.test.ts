@@ -1,6 +1,7 @@
 // The inviter learns nothing from how an invitation is made: the store work (collections, operations,
 // the fields they name) is the same for an unknown e-mail, a user in another organization and a free
-// user. Checked on the services over a store that records every call.
+// user. Checked on the services over a store that records every call. Also: an acceptance that loses
+// its race with a revoke leaves no membership behind.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -35,6 +36,16 @@ function recording(store: Store, log: string[]): Store {
   });
 }
 
+/** Records whose next decide() first lets the organization revoke the invitation (a revoke racing an accept). */
+class RacingRecords extends InvitationRecords {
+  revokeFirst: number | null = null;
+  override async decide(id: number, userId: number, status: 'accepted' | 'declined'): Promise<boolean> {
+    if (this.revokeFirst !== null) await this.revoke(id, this.revokeFirst);
+    this.revokeFirst = null;
+    return super.decide(id, userId, status);
+  }
+}
+
 describe('invitation store work', () => {
   let dir: string;
   let store: Store;
@@ -42,6 +53,7 @@ describe('invitation store work', () => {
   let invitations: InvitationService;
   let accounts: AccountService;
   let orgs: OrgService;
+  let records: RacingRecords;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gw-invite-'));
@@ -50,7 +62,7 @@ describe('invitation store work', () => {
     const rec = recording(store, log);
     const now = Date.now;
     accounts = new AccountService(rec, config.auth, now);
-    const records = new InvitationRecords(rec, config.orgs.invitations.ttlHours * 3_600_000, now);
+    records = new RacingRecords(rec, config.orgs.invitations.ttlHours * 3_600_000, now);
     orgs = new OrgService(rec, accounts, config.orgs, records, now);
     invitations = new InvitationService(rec, records, orgs, accounts, config.orgs.invitations, now);
     await accounts.init();
@@ -81,5 +93,16 @@ describe('invitation store work', () => {
     assert.ok(runs[0]!.some((op) => op.startsWith('org_invitations.insertOne')), 'an invitation is stored');
     assert.deepEqual(runs[1], runs[0]);
     assert.deepEqual(runs[2], runs[0]);
+  });
+
+  it('an acceptance that loses to a revoke between joining and claiming undoes the membership (404)', async () => {
+    const owner = (await accounts.signup('racer-owner@example.com', 'correct horse battery', '127.0.0.1')).user;
+    const org = await orgs.create(owner.id, 'Racing');
+    const invitee = (await accounts.signup('racer@example.com', 'correct horse battery', '127.0.0.1')).user;
+    const inv = await invitations.invite(owner, invitee.email, 'member');
+    records.revokeFirst = org.id;
+    await assert.rejects(invitations.accept(invitee.id, inv.id), (err: Error & { code?: string }) => err.code === 'not_found');
+    assert.equal(await orgs.membershipOf(invitee.id), null);
+    assert.equal((await orgs.listMembers(owner.id)).length, 1);
   });
 });
