@@ -94,7 +94,24 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    orgs: Type.Object({ maxMembers: Int(1, 1_000_000) }, { additionalProperties: false }),
+    orgs: Type.Object(
+      {
+        maxMembers: Int(1, 1_000_000),
+        invitations: Type.Object(
+          {
+            /** An invitation not accepted within this time can no longer be (compared in queries, not by TTL). */
+            ttlHours: Int(1, 90 * 24),
+            /** Pending, unexpired invitations an organization may have at once. */
+            maxPendingPerOrg: Int(1, 100_000),
+            /** New invitations per hour and per day: each limit counts the organization and the inviter separately. */
+            perHour: Int(1, 1_000_000),
+            perDay: Int(1, 10_000_000),
+          },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
     webhooks: Type.Object(
       {
         /** Lifts the address rule (loopback, private, link-local... receivers): development and tests only. */

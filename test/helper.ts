@@ -93,3 +93,12 @@ export async function createKey(base: string, session: string, body: Record<stri
   if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
   return res.body as { id: number; api_key: string; prefix: string; scopes: string[] };
 }
+
+/** Invites `invitee` into the inviter's organization and accepts as the invitee; returns the organization. */
+export async function joinOrg(base: string, inviterToken: string, invitee: { email: string; token: string }, role: 'admin' | 'member' = 'member') {
+  const invited = await call(base, 'POST', '/portal/org/members', { token: inviterToken, body: { email: invitee.email, role } });
+  if (invited.status !== 202) throw new Error(`invitation failed: ${invited.status} ${invited.text}`);
+  const accepted = await call(base, 'POST', `/portal/invitations/${invited.body.invitation.id}/accept`, { token: invitee.token });
+  if (accepted.status !== 200) throw new Error(`acceptance failed: ${accepted.status} ${accepted.text}`);
+  return accepted.body as { id: number; name: string; role: string };
+}

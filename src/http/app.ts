@@ -17,6 +17,7 @@ import type { Services } from '../services/index.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerPortalAuthRoutes } from './routes/portal-auth.ts';
 import { registerPortalOrgRoutes } from './routes/portal-org.ts';
+import { registerPortalInvitationRoutes } from './routes/portal-invitations.ts';
 import { registerPortalKeyRoutes } from './routes/portal-keys.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
 import { registerPortalBillingRoutes } from './routes/portal-billing.ts';
@@ -165,6 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerHealthRoutes(app, deps);
   registerPortalAuthRoutes(app, deps);
   registerPortalOrgRoutes(app, deps);
+  registerPortalInvitationRoutes(app, deps);
   registerPortalKeyRoutes(app, deps);
   registerAdminRoutes(app, deps);
   registerPortalBillingRoutes(app, deps);

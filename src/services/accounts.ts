@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { walletSeed, type WalletDoc } from '../billing/money.ts';
-import { nextId, WindowCounters, type Clock } from './common.ts';
+import { nextId, tooManyRequests, WindowCounters, type Clock } from './common.ts';
 import { walletIdOf } from '../billing/money.ts';
 
 export interface UserDoc {
@@ -52,6 +52,14 @@ const TOKEN_PREFIX = 'sess_';
 
 export const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
+/** A valid e-mail address, trimmed and lower-cased (as accounts store it); 400 otherwise. */
+export function parseEmail(email: unknown): string {
+  if (typeof email !== 'string' || !EMAIL.test(email.trim()) || email.length > 254) {
+    throw new ApiError('invalid_request', 'email must be a valid e-mail address.', { param: 'email' });
+  }
+  return email.trim().toLowerCase();
+}
+
 export function publicUser(u: UserDoc): PublicUser {
   return { id: u._id, email: u.email, created_at: u.created_at.toISOString() };
 }
@@ -88,11 +96,9 @@ export class AccountService {
   }
 
   private checkCredentialsShape(email: unknown, password: unknown): { email: string; password: string } {
-    if (typeof email !== 'string' || !EMAIL.test(email.trim()) || email.length > 254) {
-      throw new ApiError('invalid_request', 'email must be a valid e-mail address.', { param: 'email' });
-    }
+    const normalized = parseEmail(email);
     if (typeof password !== 'string') throw new ApiError('invalid_request', 'password must be a string.', { param: 'password' });
-    return { email: email.trim().toLowerCase(), password };
+    return { email: normalized, password };
   }
 
   async signup(emailIn: string, password: string, address: string): Promise<SessionGrant> {
@@ -151,8 +157,7 @@ export class AccountService {
   }
 
   private tooMany(resetAt: number, what: string): ApiError {
-    const seconds = Math.max(1, Math.ceil((resetAt - this.now()) / 1000));
-    return new ApiError('rate_limit_exceeded', `${what}; try again in ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
+    return tooManyRequests(resetAt, this.now(), what);
   }
 
   private async openSession(user: UserDoc): Promise<SessionGrant> {

@@ -1,5 +1,6 @@
 // Small pieces the services share: integer ids from a counter document, fixed-window counters kept
 // in the store (so every instance counts against one limit), and time helpers.
+import { ApiError } from '../http/errors.ts';
 import type { Store } from '../store/port.ts';
 
 export type Clock = () => number;
@@ -75,6 +76,12 @@ export class WindowCounters {
   async reset(key: string, period: WindowPeriod): Promise<void> {
     await this.store.collection(this.collectionName).deleteOne({ _id: this.window(key, period).id });
   }
+}
+
+/** 429 `rate_limit_exceeded` for a window that resets at `resetAt`, with Retry-After in seconds. */
+export function tooManyRequests(resetAt: number, now: number, what: string): ApiError {
+  const seconds = Math.max(1, Math.ceil((resetAt - now) / 1000));
+  return new ApiError('rate_limit_exceeded', `${what}; try again in ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
 }
 
 export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);

@@ -6,6 +6,8 @@ import type { Clock } from './common.ts';
 import type { EventSink } from './events.ts';
 import { KeyService } from './keys.ts';
 import { OrgService } from './orgs.ts';
+import { InvitationRecords } from './invitation-records.ts';
+import { InvitationService } from './invitations.ts';
 import { BillingService } from '../billing/service.ts';
 import { Meter } from '../metering/meter.ts';
 import { ModelCatalog } from '../models/catalog.ts';
@@ -30,6 +32,7 @@ export interface Services {
   store: Store;
   accounts: AccountService;
   orgs: OrgService;
+  invitations: InvitationService;
   keys: KeyService;
   billing: BillingService;
   meter: Meter;
@@ -64,10 +67,13 @@ export async function createServices(deps: {
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
   const accounts = new AccountService(deps.store, deps.config.auth, now);
-  const orgs = new OrgService(deps.store, accounts, deps.config.orgs, now);
+  const invitationRecords = new InvitationRecords(deps.store, deps.config.orgs.invitations.ttlHours * 3_600_000, now);
+  const orgs = new OrgService(deps.store, accounts, deps.config.orgs, invitationRecords, now);
+  const invitations = new InvitationService(deps.store, invitationRecords, orgs, accounts, deps.config.orgs.invitations, now);
   const keys = new KeyService(deps.store, deps.keySecret, deps.config.keys, deps.events, now);
   await accounts.init();
   await orgs.init();
+  await invitations.init();
   await keys.init();
   const spikes = deps.webhooks.usageSpikes(deps.events);
   const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now, onUsageRecords: spikes.observe });
@@ -90,7 +96,7 @@ export async function createServices(deps: {
     now,
   };
   return {
-    store: deps.store, accounts, orgs, keys, billing, meter, events: deps.events, actors: deps.actors, models,
+    store: deps.store, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
     upstream, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     intent: new IntentService({
       ...gatewayDeps,

@@ -1,10 +1,12 @@
 // Organizations: one wallet shared by members with roles owner, admin and member. A user belongs to
 // at most one organization: the membership document's _id is the user id, so the store's _id
-// uniqueness enforces it even under concurrent invitations.
+// uniqueness enforces it even under concurrent acceptances. Users join only by accepting an
+// invitation (src/services/invitations.ts) or by creating an organization.
 import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import type { AccountService, UserDoc, WalletDoc } from './accounts.ts';
+import type { InvitationRecords } from './invitation-records.ts';
 import { walletIdOf } from '../billing/money.ts';
 import { floorCents, walletSeed, walletTotalUc } from '../billing/money.ts';
 import { nextId, type Clock } from './common.ts';
@@ -24,6 +26,8 @@ export interface MembershipDoc {
   org_id: number;
   role: OrgRole;
   joined_at: Date;
+  /** The invitation accepted to join (absent for the creator). */
+  invitation_id?: number;
   [k: string]: unknown;
 }
 
@@ -53,6 +57,7 @@ export class OrgService {
     private readonly store: Store,
     private readonly accounts: AccountService,
     private readonly config: Config['orgs'],
+    private readonly invitations: InvitationRecords,
     private readonly now: Clock,
   ) {
     this.orgs = store.collection<OrgDoc>('orgs');
@@ -75,6 +80,44 @@ export class OrgService {
     return m;
   }
 
+  /** The caller's membership when they are the owner or an admin: 403 otherwise, 404 in no organization. */
+  async requireManager(userId: number, action: string): Promise<MembershipDoc> {
+    const me = await this.requireMembership(userId);
+    if (!MANAGERS.includes(me.role)) throw new ApiError('role_forbidden', `Only the owner or an admin can ${action}.`);
+    return me;
+  }
+
+  findOrg(orgId: number): Promise<OrgDoc | null> {
+    return this.orgs.findOne({ _id: orgId });
+  }
+
+  /** 409 `conflict` once the organization has its maximum number of members. */
+  async assertRoom(orgId: number): Promise<void> {
+    const count = await this.members.countDocuments({ org_id: orgId });
+    if (count >= this.config.maxMembers) throw new ApiError('conflict', `The organization has reached its ${this.config.maxMembers}-member limit.`);
+  }
+
+  /** Makes the user a member: 409 `already_in_org` when they belong to one (also when racing to). */
+  async join(userId: number, orgId: number, role: OrgRole, invitationId: number): Promise<void> {
+    await this.assertRoom(orgId);
+    await this.insertMember({ _id: userId, org_id: orgId, role, joined_at: new Date(this.now()), invitation_id: invitationId });
+  }
+
+  /** The membership's _id uniqueness is the guard against a concurrent create or acceptance. */
+  private async insertMember(doc: MembershipDoc): Promise<void> {
+    try {
+      await this.members.insertOne(doc);
+    } catch (err) {
+      if (isDuplicateKeyError(err)) throw new ApiError('already_in_org', 'You already belong to an organization; leave it first.');
+      throw err;
+    }
+  }
+
+  /** Undoes join() when its invitation was revoked or declined meanwhile. */
+  async undoJoin(userId: number, orgId: number, invitationId: number): Promise<void> {
+    await this.members.deleteOne({ _id: userId, org_id: orgId, invitation_id: invitationId });
+  }
+
   private async view(org: OrgDoc, role?: OrgRole): Promise<PublicOrg> {
     const wallet = await this.wallets.findOne({ _id: walletIdOf('org', org._id) });
     return {
@@ -91,13 +134,8 @@ export class OrgService {
     const id = await nextId(this.store, 'orgs');
     const created = new Date(this.now());
     const org: OrgDoc = { _id: id, name, owner_id: userId, created_at: created };
-    // Membership first: its _id uniqueness is the guard against a concurrent create or invitation.
-    try {
-      await this.members.insertOne({ _id: userId, org_id: id, role: 'owner', joined_at: created });
-    } catch (err) {
-      if (isDuplicateKeyError(err)) throw new ApiError('already_in_org', 'You already belong to an organization; leave it first.');
-      throw err;
-    }
+    // Membership first (see insertMember).
+    await this.insertMember({ _id: userId, org_id: id, role: 'owner', joined_at: created });
     await this.orgs.insertOne(org);
     await this.wallets.updateOne(
       { _id: walletIdOf('org', id) },
@@ -114,26 +152,6 @@ export class OrgService {
     return this.view(org, m.role);
   }
 
-  async invite(userId: number, email: string, role: OrgRole): Promise<PublicMember> {
-    const me = await this.requireMembership(userId);
-    if (!MANAGERS.includes(me.role)) throw new ApiError('role_forbidden', 'Only the owner or an admin can invite members.');
-    if (role === 'owner') {
-      throw new ApiError('invalid_request', "role must be 'admin' or 'member'; use POST /portal/org/transfer to change the owner.", { param: 'role' });
-    }
-    const target = await this.accounts.findByEmail(email);
-    if (!target) throw new ApiError('not_found', 'No account uses this e-mail; the invited user must sign up first.', { param: 'email' });
-    const count = await this.members.countDocuments({ org_id: me.org_id });
-    if (count >= this.config.maxMembers) throw new ApiError('conflict', `The organization has reached its ${this.config.maxMembers}-member limit.`);
-    const joined = new Date(this.now());
-    try {
-      await this.members.insertOne({ _id: target._id, org_id: me.org_id, role, joined_at: joined });
-    } catch (err) {
-      if (isDuplicateKeyError(err)) throw new ApiError('already_in_org', 'This user already belongs to an organization.', { param: 'email' });
-      throw err;
-    }
-    return { user_id: target._id, email: target.email, role, joined_at: joined.toISOString() };
-  }
-
   async listMembers(userId: number): Promise<PublicMember[]> {
     const me = await this.requireMembership(userId);
     const rows = await this.members.find({ org_id: me.org_id }, { sort: { joined_at: 1 }, limit: this.config.maxMembers });
@@ -148,8 +166,7 @@ export class OrgService {
 
   /** Owner removes anyone but themself; an admin removes members (not the owner, not other admins). */
   async remove(userId: number, targetId: number): Promise<{ user_id: number; removed: true }> {
-    const me = await this.requireMembership(userId);
-    if (!MANAGERS.includes(me.role)) throw new ApiError('role_forbidden', 'Only the owner or an admin can remove members.');
+    const me = await this.requireManager(userId, 'remove members');
     const target = await this.members.findOne({ _id: targetId, org_id: me.org_id });
     if (!target) throw new ApiError('not_found', 'No such member in your organization.');
     if (target.role === 'owner') {
@@ -195,6 +212,9 @@ export class OrgService {
     if (cents >= 1) {
       throw new ApiError('org_wallet_not_empty', `The organization wallet still holds ${cents} cents; spend or settle it before deleting the organization.`);
     }
+    // Invitations first: an acceptance racing this either finds its invitation revoked (and undoes
+    // its membership) or joined before the members are deleted below.
+    await this.invitations.revokeAllOf(me.org_id);
     await this.members.deleteMany({ org_id: me.org_id });
     await this.orgs.deleteOne({ _id: me.org_id });
     await this.wallets.updateOne({ _id: walletIdOf('org', me.org_id) }, { $set: { closed_at: new Date(this.now()) } });

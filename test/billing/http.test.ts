@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, joinOrg, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 
 const PRICING = { input_cents_per_mtok: 150, output_cents_per_mtok: 600 };
@@ -40,7 +40,7 @@ describe('billing over HTTP', () => {
     const member = await signup(gw.url);
     const org = await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Acme' } });
     assert.equal(org.status, 201);
-    assert.equal((await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: member.email, role: 'member' } })).status, 201);
+    await joinOrg(gw.url, owner.token, member);
     return { owner, member, orgId: org.body.id as number };
   }
   async function records(token: string, want: number) {

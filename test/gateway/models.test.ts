@@ -2,7 +2,7 @@
 // the spec's shape, reflecting changes on the next request.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, joinOrg, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
 const llm = (over: Record<string, unknown> = {}) => ({
   type: 'llm',
@@ -140,7 +140,7 @@ describe('model catalog', () => {
     const owner = await signup(gw.url);
     const member = await signup(gw.url);
     const org = await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Restricted' } });
-    await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: member.email, role: 'member' } });
+    await joinOrg(gw.url, owner.token, member);
     const memberKey = await createKey(gw.url, member.token);
     await call(gw.url, 'PUT', '/admin/models/chat-b', { token: ADMIN_TOKEN, body: llm() });
 

@@ -1,7 +1,8 @@
 // Organizations: roles, membership rules, transfer, delete, and isolation between accounts.
+// Invitations themselves: test/http/invitations.test.ts.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { call, joinOrg, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
 describe('organizations', () => {
   let gw: TestGateway;
@@ -16,8 +17,8 @@ describe('organizations', () => {
     const member = await signup(gw.url);
     const org = await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Acme Voice' } });
     assert.equal(org.status, 201, org.text);
-    assert.equal((await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: admin.email, role: 'admin' } })).status, 201);
-    assert.equal((await call(gw.url, 'POST', '/portal/org/members', { token: admin.token, body: { email: member.email, role: 'member' } })).status, 201);
+    await joinOrg(gw.url, owner.token, admin, 'admin');
+    await joinOrg(gw.url, admin.token, member);
     return { owner, admin, member, org: org.body };
   }
 
@@ -41,13 +42,8 @@ describe('organizations', () => {
     assert.deepEqual(me.body.organization, { id: org.id, role: 'admin' });
   });
 
-  it('invitations: the user must exist, belongs to one org at most, members cannot invite', async () => {
+  it('invitations: members cannot invite, nobody is invited as owner, a member cannot found a second org', async () => {
     const { owner, member } = await team();
-    const ghost = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: 'ghost@example.com', role: 'member' } });
-    assert.equal(ghost.status, 404);
-    const dup = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: member.email, role: 'member' } });
-    assert.equal(dup.status, 409);
-    assert.equal(dup.body.error.code, 'already_in_org');
     const outsider = await signup(gw.url);
     const byMember = await call(gw.url, 'POST', '/portal/org/members', { token: member.token, body: { email: outsider.email, role: 'member' } });
     assert.equal(byMember.status, 403);
@@ -56,26 +52,32 @@ describe('organizations', () => {
     assert.equal(asOwner.status, 400);
     const badRole = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: outsider.email, role: 'boss' } });
     assert.equal(badRole.status, 400);
-    // Someone already in another org cannot create a second one or be invited elsewhere.
+    // Someone already in an org cannot create a second one (accepting another org's invitation: invitations.test.ts).
     const second = await call(gw.url, 'POST', '/portal/org', { token: member.token, body: { name: 'Other' } });
     assert.equal(second.status, 409);
   });
 
-  it('concurrent invitations of one user to two orgs: exactly one wins', async () => {
+  it('concurrent acceptances of invitations from two orgs: exactly one wins', async () => {
     const a = await team();
     const b = await team();
     const target = await signup(gw.url);
-    const results = await Promise.all([
-      call(gw.url, 'POST', '/portal/org/members', { token: a.owner.token, body: { email: target.email, role: 'member' } }),
-      call(gw.url, 'POST', '/portal/org/members', { token: b.owner.token, body: { email: target.email, role: 'member' } }),
-    ]);
-    assert.deepEqual(results.map((r) => r.status).sort(), [201, 409]);
+    const ids: number[] = [];
+    for (const t of [a, b]) {
+      const inv = await call(gw.url, 'POST', '/portal/org/members', { token: t.owner.token, body: { email: target.email, role: 'member' } });
+      assert.equal(inv.status, 202, inv.text);
+      ids.push(inv.body.invitation.id);
+    }
+    const results = await Promise.all(ids.map((id) => call(gw.url, 'POST', `/portal/invitations/${id}/accept`, { token: target.token })));
+    assert.deepEqual(results.map((r) => r.status).sort(), [200, 409]);
+    assert.equal(results.find((r) => r.status === 409)!.body.error.code, 'already_in_org');
+    const winner = results.find((r) => r.status === 200)!.body.id;
+    assert.equal((await call(gw.url, 'GET', '/portal/org', { token: target.token })).body.id, winner);
   });
 
   it('removal rules: admin cannot remove the owner or another admin; the owner can; members cannot', async () => {
     const { owner, admin, member } = await team();
     const admin2 = await signup(gw.url);
-    await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: admin2.email, role: 'admin' } });
+    await joinOrg(gw.url, owner.token, admin2, 'admin');
     assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${owner.id}`, { token: admin.token })).status, 403);
     assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${admin2.id}`, { token: admin.token })).status, 403);
     assert.equal((await call(gw.url, 'DELETE', `/portal/org/members/${admin.id}`, { token: member.token })).status, 403);

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { call, createKey, signup } from '../helper.ts';
+import { call, createKey, joinOrg, signup } from '../helper.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLE = join(ROOT, 'dist', 'server.js');
@@ -106,7 +106,7 @@ describe('gateway process', () => {
       const member = await signup(first.url);
       const org = await call(first.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Durable' } });
       assert.equal(org.status, 201);
-      assert.equal((await call(first.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: member.email, role: 'member' } })).status, 201);
+      await joinOrg(first.url, owner.token, member);
       const live = await createKey(first.url, member.token, { name: 'live' });
       const dead = await createKey(first.url, member.token, { name: 'dead' });
       assert.equal((await call(first.url, 'DELETE', `/portal/keys/${dead.id}`, { token: member.token })).status, 200);

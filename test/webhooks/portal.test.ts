@@ -2,7 +2,7 @@
 // shown only at creation, PATCH and DELETE, and the SSRF rules applied to the URL at creation.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { call, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { call, joinOrg, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
 describe('portal webhooks', () => {
   let gw: TestGateway;
@@ -85,8 +85,8 @@ describe('portal webhooks', () => {
     const admin = await signup(gw.url);
     const member = await signup(gw.url);
     assert.equal((await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Acme' } })).status, 201);
-    await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: admin.email, role: 'admin' } });
-    await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body: { email: member.email, role: 'member' } });
+    await joinOrg(gw.url, owner.token, admin, 'admin');
+    await joinOrg(gw.url, owner.token, member);
     const byAdmin = await post(admin.token, { url: 'https://org.example.com', events: ['low_balance'] });
     assert.equal(byAdmin.status, 201);
     const seenByOwner = await call(gw.url, 'GET', '/portal/webhooks', { token: owner.token });

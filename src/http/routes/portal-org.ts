@@ -1,10 +1,11 @@
-// Organizations: the spec's resources and roles, plus our GET/transfer/delete.
+// Organizations: the spec's resources and roles, plus our GET/transfer/delete. Joining is by
+// invitation: routes/portal-invitations.ts (POST /portal/org/members among them).
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, NumericId } from '../schemas.ts';
 
-const Org = Type.Object({
+export const Org = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   wallet_cents: Type.Integer(),
@@ -12,7 +13,6 @@ const Org = Type.Object({
   role: Type.Optional(Type.String()),
 });
 const Member = Type.Object({ user_id: Type.Integer(), email: Type.String(), role: Type.String(), joined_at: IsoDate });
-const Role = Type.Union([Type.Literal('admin'), Type.Literal('member'), Type.Literal('owner')]);
 
 export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
   const { orgs } = deps.services;
@@ -32,12 +32,6 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
 
   app.delete('/portal/org', { ...base, schema: { tags, security, summary: 'Delete the organization (owner; wallet must be empty)', response: { 200: Type.Object({ id: Type.Integer(), deleted: Type.Boolean() }), ...errors(401, 403, 404, 409) } } }, async (req) =>
     orgs.delete(sessionOf(req).id),
-  );
-
-  app.post(
-    '/portal/org/members',
-    { ...base, schema: { tags, security, summary: 'Invite an existing user (owner or admin)', body: Closed({ email: Type.String({ minLength: 3, maxLength: 254 }), role: Role }), response: { 201: Member, ...errors(400, 401, 403, 404, 409) } } },
-    async (req, reply) => reply.code(201).send(await orgs.invite(sessionOf(req).id, req.body.email, req.body.role)),
   );
 
   app.get('/portal/org/members', { ...base, schema: { tags, security, summary: 'Members of your organization', response: { 200: Type.Object({ members: Type.Array(Member) }), ...errors(401, 404) } } }, async (req) => ({
