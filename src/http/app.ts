@@ -28,6 +28,7 @@ import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError } from '../actors/errors.ts';
+import { InvalidKeyError } from '../store/port.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -189,6 +190,8 @@ function sendError(err: ApiError, request: FastifyRequest, reply: FastifyReply) 
 export function toApiError(err: unknown, request: FastifyRequest): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ActorRuntimeError) return actorError(err, request);
+  // A key the store refused (the route schemas refuse such strings first: this is the backstop).
+  if (err instanceof InvalidKeyError) return new ApiError('invalid_request', 'An id in the request holds a NUL character or an unpaired surrogate.');
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation && fe.validation.length > 0) return validationError(fe.validation, fe.validationContext ?? 'body');
   switch (fe.code) {
