@@ -27,7 +27,7 @@ import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
-import { ActorRuntimeError } from '../actors/errors.ts';
+import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError } from '../store/port.ts';
 
 export type App = FastifyInstance<
@@ -225,6 +225,8 @@ function actorError(err: ActorRuntimeError, request: FastifyRequest): ApiError {
       return new ApiError('actor_busy', 'The object is busy on another instance; retry shortly.', { headers: { 'retry-after': '1' } });
     case 'shutting_down':
       return new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+    case 'invalid_request':
+      return new ApiError('invalid_request', `The object id is not valid: 1 to ${MAX_ACTOR_ID_LENGTH} characters, no NUL character, no unpaired surrogate.`);
     case 'actor_state_too_large':
       return new ApiError('actor_state_too_large', 'This request would grow the object past its size limit; it was not applied.');
     default:
