@@ -29,6 +29,7 @@ import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError } from '../store/port.ts';
+import { STRING_RULES } from '../strings.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -271,6 +272,8 @@ function validationError(errors: AjvError[], context: string): ApiError {
     // A map's key that breaks the rule for keys (logit_bias takes token ids).
     return new ApiError('invalid_request', `Invalid ${where}field '${field}': key '${e.propertyName}' ${e.message ?? 'is not valid'}.`, { param: field });
   }
+  const rule = e.keyword === 'pattern' ? STRING_RULES.get(String(e.params.pattern)) : undefined;
+  if (rule) return new ApiError('invalid_request', `Invalid ${where}field '${field}': ${rule}.`, { param: field });
   if (e.keyword === 'const') {
     const allowed = errors.filter((x) => x.keyword === 'const' && x.instancePath === e.instancePath).map((x) => JSON.stringify(x.params.allowedValue));
     return new ApiError('invalid_request', `Invalid ${where}field '${field}': must be ${allowed.length > 1 ? `one of ${allowed.join(', ')}` : allowed[0]}.`, { param: field });

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
 
 const Org = Type.Object({
   id: Type.Integer(),
@@ -22,7 +22,7 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
 
   app.post(
     '/portal/org',
-    { ...base, schema: { tags, security, summary: 'Create an organization (you become its owner)', body: Closed({ name: Type.String({ minLength: 1, maxLength: 200 }) }), response: { 201: Org, ...errors(400, 401, 409) } } },
+    { ...base, schema: { tags, security, summary: 'Create an organization (you become its owner)', body: Closed({ name: KeyString(200, { minLength: 1 }) }), response: { 201: Org, ...errors(400, 401, 409) } } },
     async (req, reply) => reply.code(201).send(await orgs.create(sessionOf(req).id, req.body.name.trim() || req.body.name)),
   );
 
@@ -36,7 +36,7 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
 
   app.post(
     '/portal/org/members',
-    { ...base, schema: { tags, security, summary: 'Invite an existing user (owner or admin)', body: Closed({ email: Type.String({ minLength: 3, maxLength: 254 }), role: Role }), response: { 201: Member, ...errors(400, 401, 403, 404, 409) } } },
+    { ...base, schema: { tags, security, summary: 'Invite an existing user (owner or admin)', body: Closed({ email: KeyString(254, { minLength: 3 }), role: Role }), response: { 201: Member, ...errors(400, 401, 403, 404, 409) } } },
     async (req, reply) => reply.code(201).send(await orgs.invite(sessionOf(req).id, req.body.email, req.body.role)),
   );
 
