@@ -4,7 +4,7 @@
 // organization names, group labels): printable text, so no C0 or C1 control character, no DEL and
 // no unpaired surrogate. Free text (a turn to classify) may hold anything but NUL and unpaired
 // surrogates. An unpaired surrogate is refused because every store writes strings as UTF-8 and
-// would keep U+FFFD in its place (src/store/key-strings.ts), NUL because LMDB keys use it as a separator.
+// reads U+FFFD back in its place (src/store/key-strings.ts), NUL because LMDB keys use it as a separator.
 //
 // The patterns mean the same with the `u` flag (Ajv, TypeBox) and without it: an astral character
 // is one code point above U+FFFF with it, and a high + low surrogate pair (the second branch) without.

@@ -1,9 +1,10 @@
 // Strings that key a document must reach the store and come back unchanged. Both adapters write
-// strings as UTF-8 (BSON; msgpack and LMDB keys), where an unpaired surrogate becomes U+FFFD: 'a\ud800'
-// and 'a\udc00' would name one document, and the stored `_id` would not be the one asked for (an
-// actor written under one then never finds its own write: a revision conflict, then a lease held
-// forever). The embedded store's ordered-binary keys also use NUL as a separator. So a key is
-// well-formed UTF-16 without NUL, checked before any I/O (InvalidKeyError).
+// strings as UTF-8 (BSON; msgpack), where an unpaired surrogate cannot be kept: it is read back as
+// U+FFFD (BSON) or three of them (msgpack), so the stored `_id` is not the one asked for (an actor
+// written under 'a\ud800' then never matched its own document: a revision conflict, then its lease
+// held forever), and on MongoDB 'a\ud800' and 'a\udc00' name one document. The embedded store's
+// ordered-binary keys also use NUL as a separator. So a key is well-formed UTF-16 without NUL,
+// checked before any I/O (InvalidKeyError).
 import { InvalidKeyError, type Doc, type Filter, type Update } from './port.ts';
 
 /** A NUL, or a surrogate code unit not paired (with the `u` flag, a pair is one astral code point). */

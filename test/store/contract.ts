@@ -213,7 +213,7 @@ export function runStoreContract(label: string, open: OpenStore): void {
     });
 
     describe('key strings', () => {
-      // Each would be stored as something else (U+FFFD for a lone surrogate) or forge a key (NUL).
+      // Each would come back as something else (U+FFFD for an unpaired surrogate) or forge a key (NUL).
       const BAD = ['a\u0000b', 'a\ud800', '\udc00z', 'x\ud800\ud800', '\udfff\ud800'];
       const isInvalidKey = (err: unknown) => err instanceof InvalidKeyError && err.field === '_id';
 

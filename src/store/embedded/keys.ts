@@ -28,7 +28,8 @@ export function scalarPair(value: unknown): Pair | undefined {
       return Number.isNaN(value) ? undefined : [TAG.number, value === 0 ? 0 : value];
     case 'string':
       // ordered-binary separates array elements with NUL bytes, so a NUL inside a string could forge
-      // a key; an unpaired surrogate would be written as U+FFFD (src/store/key-strings.ts).
+      // a key; an unpaired surrogate is not kept by the document (src/store/key-strings.ts), which
+      // would then disagree with its index entry.
       return isKeyString(value) ? [TAG.string, value] : undefined;
     case 'boolean':
       return [TAG.boolean, value];
