@@ -180,6 +180,7 @@ describe('hostile keys and labels', () => {
       assert.equal(res.status, 400, `${JSON.stringify(session_id)} → ${res.status} ${res.text.slice(0, 200)}`);
       assert.equal(res.body.error.code, 'invalid_request');
       assert.equal(res.body.error.param, 'session_id');
+      assert.match(res.body.error.message, /^Invalid field 'session_id': must not contain control characters or unpaired surrogates\.$/);
       assert.ok(Date.now() - started < 2000, 'no wait for a lease');
     }
     const ok = await understand('a\ud83d\ude00b'); // a well-formed pair: an emoji
