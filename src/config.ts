@@ -174,13 +174,18 @@ function readJson(path: string): Json {
   }
 }
 
-function merge(base: Json, over: Json): Json {
+/** Keys that would reach a prototype through `out[k] = ...`: refused, not merged. */
+const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+function merge(base: Json, over: Json, at = ''): Json {
   const out: Json = { ...base };
   for (const [k, v] of Object.entries(over)) {
-    const b = out[k];
+    const path = at ? `${at}.${k}` : k;
+    if (PROTOTYPE_KEYS.has(k)) throw new ConfigError(`invalid configuration: field "${path}" is not a known setting`);
+    const b = Object.hasOwn(out, k) ? out[k] : undefined;
     out[k] =
       v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b)
-        ? merge(b as Json, v as Json)
+        ? merge(b as Json, v as Json, path)
         : v;
   }
   return out;

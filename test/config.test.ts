@@ -49,6 +49,22 @@ describe('configuration', () => {
     }
   });
 
+  it('refuses prototype keys in CONFIG_FILE, naming them, instead of merging them into a prototype', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-cfg-'));
+    try {
+      const f = join(dir, 'c.json');
+      // Written as text: JSON.parse makes "__proto__" an own key, as a hand-written file would.
+      await writeFile(f, '{"__proto__": {"adminToken": "injected-token-0123456789"}}');
+      assert.throws(() => loadConfig({ CONFIG_FILE: f }), (e: unknown) => e instanceof ConfigError && /"__proto__"/.test(e.message));
+      await writeFile(f, '{"http": {"constructor": {"prototype": {"x": 1}}}}');
+      assert.throws(() => loadConfig({ CONFIG_FILE: f }), (e: unknown) => e instanceof ConfigError && /"http.constructor"/.test(e.message));
+      assert.throws(() => loadConfig({}, JSON.parse('{"webhooks": {"prototype": 1}}')), (e: unknown) => e instanceof ConfigError && /"webhooks.prototype"/.test(e.message));
+      assert.equal(({} as Record<string, unknown>).adminToken, undefined);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('generates the key-signing secret once, mode 0600, and requires it with MongoDB', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gw-secret-'));
     try {

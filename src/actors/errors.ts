@@ -1,7 +1,7 @@
 // The typed failures of the actor runtime. Each carries the code of the HTTP error table
 // (src/http/errors.ts) it maps to, so the HTTP layer translates without knowing the runtime.
 
-export type ActorErrorCode = 'not_found' | 'revision_conflict' | 'actor_busy' | 'shutting_down' | 'internal_error' | 'actor_state_too_large';
+export type ActorErrorCode = 'not_found' | 'revision_conflict' | 'actor_busy' | 'shutting_down' | 'internal_error' | 'actor_state_too_large' | 'invalid_request';
 
 export abstract class ActorRuntimeError extends Error {
   abstract readonly code: ActorErrorCode;
@@ -17,6 +17,24 @@ export class ActorNotFoundError extends ActorRuntimeError {
     super(`no ${kind} actor with id ${id}`);
   }
 }
+
+/**
+ * An id the runtime cannot key an actor by: empty, longer than MAX_ACTOR_ID_LENGTH, or not a key
+ * string (src/store/key-strings.ts: an unpaired surrogate or a NUL). The message leaves the id out.
+ */
+export class InvalidActorIdError extends ActorRuntimeError {
+  override name = 'InvalidActorIdError';
+  readonly code = 'invalid_request';
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
+    super(`${kind} actor id is not valid: 1 to ${MAX_ACTOR_ID_LENGTH} characters of well-formed UTF-16 without NUL`);
+  }
+}
+
+/** The longest actor id (in UTF-16 code units); its store key is `kind:id`. */
+export const MAX_ACTOR_ID_LENGTH = 512;
 
 /** Someone else wrote the actor (its revision or owner changed behind this instance's back). */
 export class RevisionConflictError extends ActorRuntimeError {

@@ -1,6 +1,8 @@
 // How an actor is stored (collection `actors`, one document per actor) and how it is shown.
 import type { StateValue } from 'xstate';
 import type { Doc } from '../store/port.ts';
+import { isKeyString } from '../store/key-strings.ts';
+import { InvalidActorIdError, MAX_ACTOR_ID_LENGTH } from './errors.ts';
 
 export const ACTORS = 'actors';
 /** Messages for actors owned by another instance (src/actors/systems/inbox.ts). */
@@ -104,6 +106,11 @@ export interface ActorView {
 
 export function actorKey(kind: string, id: string): string {
   return `${kind}:${id}`;
+}
+
+/** Throws InvalidActorIdError unless `id` can key an actor (the runtime's facade checks every id given to it). */
+export function checkActorId(kind: string, id: string): void {
+  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ACTOR_ID_LENGTH || !isKeyString(id)) throw new InvalidActorIdError(kind, id);
 }
 
 export function toView(doc: ActorDoc): ActorView {

@@ -18,7 +18,7 @@ import { initialTransition, type AnyEventObject, type AnyStateMachine } from 'xs
 import type { Filter, Sort } from '../store/port.ts';
 import { ActorNotFoundError, NoReplyError, RuntimeStoppedError, UnknownActorKindError } from './errors.ts';
 import { projectedField, projectedFields, RESUMED, type ActorKind, type ActorResources, type KindEvent, type Projected, type ResumedEvent } from './kinds.ts';
-import { actorKey, toView, type ActorDoc, type ActorView } from './record.ts';
+import { actorKey, checkActorId, toView, type ActorDoc, type ActorView } from './record.ts';
 import { Resources, type Entry, type RuntimeOptions } from './resources.ts';
 import { Claims } from './systems/claims.ts';
 import type { Systems } from './systems/index.ts';
@@ -319,6 +319,7 @@ export class ActorRuntime {
 
   /** The stored view, whoever owns the actor. */
   async get(kind: string, id: string): Promise<ActorView> {
+    checkActorId(kind, id);
     const doc = await this.res.actors.findOne({ _id: actorKey(kind, id) });
     if (!doc) throw new ActorNotFoundError(kind, id);
     return toView(doc);
@@ -345,6 +346,7 @@ export class ActorRuntime {
 
   /** Calls `listener` with the view after every change this instance stores; returns the unsubscribe. */
   subscribe(kind: string, id: string, listener: ActorListener): () => void {
+    checkActorId(kind, id);
     const key = actorKey(kind, id);
     let set = this.res.listeners.get(key);
     if (!set) {
@@ -416,6 +418,7 @@ export class ActorRuntime {
     if (this.res.state !== 'running') throw new RuntimeStoppedError();
     const kind = this.res.kindOf(kindName);
     if (!kind) throw new UnknownActorKindError(kindName);
+    checkActorId(kindName, id);
     return this.res.entry(kind, id);
   }
 

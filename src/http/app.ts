@@ -28,7 +28,9 @@ import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
-import { ActorRuntimeError } from '../actors/errors.ts';
+import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
+import { InvalidKeyError } from '../store/port.ts';
+import { STRING_RULES } from '../strings.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -191,6 +193,8 @@ function sendError(err: ApiError, request: FastifyRequest, reply: FastifyReply) 
 export function toApiError(err: unknown, request: FastifyRequest): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ActorRuntimeError) return actorError(err, request);
+  // A key the store refused (the route schemas refuse such strings first: this is the backstop).
+  if (err instanceof InvalidKeyError) return new ApiError('invalid_request', 'An id in the request holds a NUL character or an unpaired surrogate.');
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation && fe.validation.length > 0) return validationError(fe.validation, fe.validationContext ?? 'body');
   switch (fe.code) {
@@ -224,6 +228,8 @@ function actorError(err: ActorRuntimeError, request: FastifyRequest): ApiError {
       return new ApiError('actor_busy', 'The object is busy on another instance; retry shortly.', { headers: { 'retry-after': '1' } });
     case 'shutting_down':
       return new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+    case 'invalid_request':
+      return new ApiError('invalid_request', `The object id is not valid: 1 to ${MAX_ACTOR_ID_LENGTH} characters, no NUL character, no unpaired surrogate.`);
     case 'actor_state_too_large':
       return new ApiError('actor_state_too_large', 'This request would grow the object past its size limit; it was not applied.');
     default:
@@ -268,6 +274,8 @@ function validationError(errors: AjvError[], context: string): ApiError {
     // A map's key that breaks the rule for keys (logit_bias takes token ids).
     return new ApiError('invalid_request', `Invalid ${where}field '${field}': key '${e.propertyName}' ${e.message ?? 'is not valid'}.`, { param: field });
   }
+  const rule = e.keyword === 'pattern' ? STRING_RULES.get(String(e.params.pattern)) : undefined;
+  if (rule) return new ApiError('invalid_request', `Invalid ${where}field '${field}': ${rule}.`, { param: field });
   if (e.keyword === 'const') {
     const allowed = errors.filter((x) => x.keyword === 'const' && x.instancePath === e.instancePath).map((x) => JSON.stringify(x.params.allowedValue));
     return new ApiError('invalid_request', `Invalid ${where}field '${field}': must be ${allowed.length > 1 ? `one of ${allowed.join(', ')}` : allowed[0]}.`, { param: field });

@@ -2,6 +2,8 @@
 // OpenAPI document. Bodies are closed (additionalProperties: false): unknown fields are refused.
 import { Type, type TSchema } from 'typebox';
 
+export { FreeText, KeyString } from '../strings.ts';
+
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
     message: Type.String(),

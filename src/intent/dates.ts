@@ -43,10 +43,10 @@ function tense(tokens: string[]): 'past' | 'future' | null {
   return past > future ? 'past' : 'future';
 }
 
-const RELATIVE: Record<string, number> = {
-  [canonical('aaj')]: 0, [canonical('abhi')]: 0, [canonical('aj')]: 0,
-};
-const AMBIGUOUS: Record<string, number> = { [canonical('kal')]: 1, [canonical('parso')]: 2, [canonical('parson')]: 2, [canonical('narso')]: 3 };
+// Words of the turn are looked up in Maps, never as keys of an object literal (whose prototype
+// answers "constructor" or "toString").
+const RELATIVE = new Map([['aaj', 0], ['abhi', 0], ['aj', 0]].map(([w, n]) => [canonical(w as string), n as number]));
+const AMBIGUOUS = new Map([['kal', 1], ['parso', 2], ['parson', 2], ['narso', 3]].map(([w, n]) => [canonical(w as string), n as number]));
 
 /** Hindi weekday names (romanized or transliterated from Devanagari) → day of the week, Sunday 0. */
 const WEEKDAYS = new Map(
@@ -92,11 +92,10 @@ function alignToTense(iso: string, kind: 'weekday' | 'year', when: 'past' | 'fut
 export function findDate(plain: string, tokens: string[], nowMs: number): string | null {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
-    if (RELATIVE[t] !== undefined) return istDay(nowMs, RELATIVE[t]);
-    if (AMBIGUOUS[t] !== undefined) {
-      const n = AMBIGUOUS[t]!;
-      return istDay(nowMs, tense(tokens) === 'future' ? n : -n);
-    }
+    const today = RELATIVE.get(t);
+    if (today !== undefined) return istDay(nowMs, today);
+    const n = AMBIGUOUS.get(t);
+    if (n !== undefined) return istDay(nowMs, tense(tokens) === 'future' ? n : -n);
   }
   const when = tense(tokens) ?? 'past';
   const offset = daysFromToday(tokens, when);

@@ -55,7 +55,10 @@ export interface TurnsSummary {
   macro_f1: number;
   /** Share of all turns acted on with an intent that is not theirs. */
   wrong_action_rate: number;
-  /** Right answers per group (the turns' `group`, when they have one). */
+  /**
+   * Right answers per group (the turns' `group`, when they have one). Groups are the caller's
+   * labels, so they are counted in a Map and become own keys only: "__proto__" is a group too.
+   */
   by_group: Record<string, { turns: number; right: number }>;
   p99_ms: number;
 }
@@ -64,10 +67,11 @@ export function summarize(scores: TurnScore[]): TurnsSummary {
   const share = (xs: TurnScore[], o: Outcome) => (xs.length ? xs.filter((s) => s.outcome === o).length / xs.length : 0);
   const inScope = scores.filter((s) => s.gold !== OUT_OF_SCOPE);
   const oos = scores.filter((s) => s.gold === OUT_OF_SCOPE);
-  const by_group: TurnsSummary['by_group'] = {};
+  const groups = new Map<string, { turns: number; right: number }>();
   for (const s of scores) {
     if (s.group === undefined) continue;
-    const g = (by_group[s.group] ??= { turns: 0, right: 0 });
+    let g = groups.get(s.group);
+    if (!g) groups.set(s.group, (g = { turns: 0, right: 0 }));
     g.turns++;
     if (s.outcome === 'right') g.right++;
   }
@@ -89,7 +93,7 @@ export function summarize(scores: TurnScore[]): TurnsSummary {
     oos_precision: notActed.length ? notActed.filter((s) => s.gold === OUT_OF_SCOPE).length / notActed.length : 0,
     macro_f1: labels.size ? f1 / labels.size : 0,
     wrong_action_rate: share(scores, 'wrong'),
-    by_group,
+    by_group: Object.fromEntries(groups), // defines own properties, never a prototype
     p99_ms: ms[Math.min(ms.length - 1, Math.floor(0.99 * ms.length))] ?? 0,
   };
 }

@@ -180,10 +180,11 @@ export function validatePack(raw: unknown): IntentPack {
     if (intent.entities) decisions.push([`${at}.entities.missing`, intent.entities.missing]);
   });
   for (const [path, d] of decisions) {
-    const texts = pack.responses[d.response_id];
+    // Own keys only: the pack's records are keyed by its author, and a prototype is not a wording.
+    const texts = Object.hasOwn(pack.responses, d.response_id) ? pack.responses[d.response_id] : undefined;
     if (!texts) throw new PackError(`${path}.response_id`, `response ${d.response_id} is not in responses`);
     for (const lang of pack.languages) {
-      if (!texts[lang]) throw new PackError(`responses.${d.response_id}`, `no wording for language ${lang}`);
+      if (!Object.hasOwn(texts, lang)) throw new PackError(`responses.${d.response_id}`, `no wording for language ${lang}`);
     }
   }
   return pack;

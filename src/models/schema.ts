@@ -1,6 +1,7 @@
 // The JSON schema of a virtual model (PUT /admin/models/{id} and config seeds): typebox, closed.
 import { Type, type TSchema } from 'typebox';
 import { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS } from './types.ts';
+import { KeyString } from '../strings.ts';
 
 const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
 
@@ -8,11 +9,11 @@ const Cents = Type.Number({ minimum: 0, maximum: 1e9 });
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
 
 export const RouteSchema = Closed({
-  provider: Type.String({ minLength: 1, maxLength: 64 }),
-  base_url: Type.String({ minLength: 1, maxLength: 2048 }),
+  provider: KeyString(64, { minLength: 1 }),
+  base_url: KeyString(2048, { minLength: 1 }),
   api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
   api_key_env: Type.Optional(Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$' })),
-  upstream_model: Type.String({ minLength: 1, maxLength: 256 }),
+  upstream_model: KeyString(256, { minLength: 1 }),
   timeout_ms: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
   max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
   rpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
@@ -20,11 +21,11 @@ export const RouteSchema = Closed({
 
 export const ModelSchema = Closed({
   type: Type.Union(MODEL_TYPES.map((t) => Type.Literal(t))),
-  owned_by: Type.String({ minLength: 1, maxLength: 128 }),
+  owned_by: KeyString(128, { minLength: 1 }),
   reasoning: Type.Optional(Type.Boolean()),
   languages: Type.Optional(Type.Array(Lang, { maxItems: 200 })),
   streaming: Type.Optional(Type.Boolean()),
-  voices: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 1000 })),
+  voices: Type.Optional(Type.Array(KeyString(128, { minLength: 1 }), { maxItems: 1000 })),
   modes: Type.Optional(Type.Array(Type.Union(STT_MODES.map((m) => Type.Literal(m))), { minItems: 1, maxItems: STT_MODES.length, uniqueItems: true })),
   timestamps: Type.Optional(Type.Union(STT_TIMESTAMPS.map((t) => Type.Literal(t)))),
   jobs: Type.Optional(Type.Boolean()),
@@ -47,6 +48,6 @@ export const ModelSchema = Closed({
 
 /** A seeded model in config: the same fields plus its id. */
 export const SeedModelSchema = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 128 }), ...ModelSchema.properties },
+  { id: KeyString(128, { minLength: 1 }), ...ModelSchema.properties },
   { additionalProperties: false },
 );

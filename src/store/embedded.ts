@@ -70,6 +70,7 @@ import {
 import { fastMatcher } from './embedded/fastpath.ts';
 import { upsertSeed } from './embedded/filter.ts';
 import { AFTER, TAG, assertId, documentKey, idKey, sameKey, type IndexKey } from './embedded/keys.ts';
+import { checkIds } from './key-strings.ts';
 import { acquireDirectory, type Directory } from './embedded/directory.ts';
 import type { Overlay, PendingDoc } from './embedded/overlay.ts';
 import { planQuery, type KeyRange, type Plan } from './embedded/plan.ts';
@@ -249,6 +250,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   // ---- reads: synchronous LMDB reads on the latest committed snapshot ----
 
   async findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
+    checkIds(this.name, { filter });
     this.ctx.assertOpen();
     if (this.overlay.lazyCommit) await this.lazyCommitted();
     // `{ _id: v }` alone, the most common read (keys, accounts, models, wallets): a point lookup.
@@ -259,6 +261,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    checkIds(this.name, { filter });
     this.ctx.assertOpen();
     if (this.overlay.lazyCommit) await this.lazyCommitted();
     const skip = options.skip ?? 0;
@@ -269,6 +272,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async countDocuments(filter: Filter): Promise<number> {
+    checkIds(this.name, { filter });
     this.ctx.assertOpen();
     if (this.overlay.lazyCommit) await this.lazyCommitted();
     if (Object.keys(filter).length === 0) return this.docs.getCount();
@@ -315,6 +319,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    checkIds(this.name, { filter, update });
     assertUpdate(update);
     const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
     if (lazy !== undefined) return { matchedCount: lazy ? 1 : 0, modifiedCount: lazy?.modified ? 1 : 0, upsertedId: null };
@@ -327,6 +332,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    checkIds(this.name, { filter, update });
     assertUpdate(update);
     return this.write({}, () => {
       const ids = this.matchingIds(filter);
@@ -340,6 +346,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
+    checkIds(this.name, { filter, update });
     assertUpdate(update);
     const after = (options.returnDocument ?? 'after') === 'after';
     const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
@@ -364,6 +371,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async replaceOne(filter: Filter, doc: T, options: UpdateOptions = {}): Promise<UpdateResult> {
+    checkIds(this.name, { filter, docs: [doc] });
     assertReplacement(doc);
     return this.write(options, () => {
       const current = this.first(filter);
@@ -381,6 +389,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async deleteOne(filter: Filter, options: WriteOptions = {}): Promise<DeleteResult> {
+    checkIds(this.name, { filter });
     return this.write(options, () => {
       const doc = this.first(filter);
       if (doc) this.remove(doc);
@@ -389,6 +398,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async deleteMany(filter: Filter): Promise<DeleteResult> {
+    checkIds(this.name, { filter });
     return this.write({}, () => {
       let deleted = 0;
       for (const id of this.matchingIds(filter)) {
@@ -402,6 +412,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async findOneAndDelete(filter: Filter, options: { sort?: Sort } & WriteOptions = {}): Promise<T | null> {
+    checkIds(this.name, { filter });
     return this.write(options, () => {
       const doc = this.first(filter, options.sort);
       if (doc) this.remove(doc);

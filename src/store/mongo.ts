@@ -1,7 +1,9 @@
 // The MongoDB adapter: a thin layer over the official driver. Each method calls the driver's method
 // of the same name with the same arguments; the only translations are the ones the port documents:
 // duplicate-key errors become DuplicateKeyError, findOneAnd* return the document itself
-// (`includeResultMetadata: false`) and `returnDocument` defaults to 'after'.
+// (`includeResultMetadata: false`) and `returnDocument` defaults to 'after'. Before each call the
+// `_id`s it names are checked (key-strings.ts): MongoDB would store an unpaired surrogate as U+FFFD,
+// so the document read back would not be the one written.
 
 import { MongoClient, MongoBulkWriteError, MongoServerError, type Collection as DriverCollection } from 'mongodb';
 import {
@@ -23,11 +25,17 @@ import {
   type UpdateResult,
   type WriteOptions,
 } from './port.ts';
+import { checkIds, type NamedIds } from './key-strings.ts';
 
 export async function openMongoStore(opts: { url: string; dbName?: string }): Promise<Store> {
   const client = new MongoClient(opts.url);
   await client.connect();
-  return new MongoStore(client, opts.dbName ?? dbNameFromUrl(opts.url) ?? 'gateway');
+  return mongoStoreOn(client, opts.dbName ?? dbNameFromUrl(opts.url) ?? 'gateway');
+}
+
+/** The store over a client the caller made (it connects on first use; `close` closes it). */
+export function mongoStoreOn(client: MongoClient, dbName: string): Store {
+  return new MongoStore(client, dbName);
 }
 
 /** The database named in the connection string's path (`mongodb://host/<db>?...`), if any. */
@@ -79,31 +87,31 @@ class MongoCollection<T extends Doc> implements Collection<T> {
   }
 
   insertOne(doc: T, options: WriteOptions = {}): Promise<{ insertedId: Id }> {
-    return this.call(async () => ({ insertedId: (await this.c.insertOne(doc, definedOnly(options))).insertedId }));
+    return this.call(async () => ({ insertedId: (await this.c.insertOne(doc, definedOnly(options))).insertedId }), { docs: [doc] });
   }
 
   insertMany(docs: T[], options: { ordered?: boolean } & WriteOptions = {}): Promise<{ insertedCount: number }> {
-    return this.call(async () => ({ insertedCount: (await this.c.insertMany(docs, { ...definedOnly(options), ordered: options.ordered ?? true })).insertedCount }));
+    return this.call(async () => ({ insertedCount: (await this.c.insertMany(docs, { ...definedOnly(options), ordered: options.ordered ?? true })).insertedCount }), { docs });
   }
 
   findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
-    return this.call(() => this.c.findOne(filter, definedOnly(options)) as Promise<T | null>);
+    return this.call(() => this.c.findOne(filter, definedOnly(options)) as Promise<T | null>, { filter });
   }
 
   find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    return this.call(() => this.c.find(filter, definedOnly(options)).toArray() as Promise<T[]>);
+    return this.call(() => this.c.find(filter, definedOnly(options)).toArray() as Promise<T[]>, { filter });
   }
 
   countDocuments(filter: Filter): Promise<number> {
-    return this.call(() => this.c.countDocuments(filter));
+    return this.call(() => this.c.countDocuments(filter), { filter });
   }
 
   updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
-    return this.call(async () => updateResult(await this.c.updateOne(filter, update, definedOnly(options))));
+    return this.call(async () => updateResult(await this.c.updateOne(filter, update, definedOnly(options))), { filter, update });
   }
 
   updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
-    return this.call(async () => updateResult(await this.c.updateMany(filter, update)));
+    return this.call(async () => updateResult(await this.c.updateMany(filter, update)), { filter, update });
   }
 
   findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
@@ -114,24 +122,26 @@ class MongoCollection<T extends Doc> implements Collection<T> {
           returnDocument: options.returnDocument ?? 'after',
           includeResultMetadata: false,
         }) as Promise<T | null>,
+      { filter, update },
     );
   }
 
   replaceOne(filter: Filter, doc: T, options: UpdateOptions = {}): Promise<UpdateResult> {
-    return this.call(async () => updateResult(await this.c.replaceOne(filter, doc, definedOnly(options))));
+    return this.call(async () => updateResult(await this.c.replaceOne(filter, doc, definedOnly(options))), { filter, docs: [doc] });
   }
 
   deleteOne(filter: Filter, options: WriteOptions = {}): Promise<DeleteResult> {
-    return this.call(async () => ({ deletedCount: (await this.c.deleteOne(filter, definedOnly(options))).deletedCount }));
+    return this.call(async () => ({ deletedCount: (await this.c.deleteOne(filter, definedOnly(options))).deletedCount }), { filter });
   }
 
   deleteMany(filter: Filter): Promise<DeleteResult> {
-    return this.call(async () => ({ deletedCount: (await this.c.deleteMany(filter)).deletedCount }));
+    return this.call(async () => ({ deletedCount: (await this.c.deleteMany(filter)).deletedCount }), { filter });
   }
 
   findOneAndDelete(filter: Filter, options: { sort?: Sort } & WriteOptions = {}): Promise<T | null> {
     return this.call(
       () => this.c.findOneAndDelete(filter, { ...definedOnly(options), includeResultMetadata: false }) as Promise<T | null>,
+      { filter },
     );
   }
 
@@ -142,9 +152,13 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     );
   }
 
-  /** Runs a driver call, turning MongoDB's duplicate-key error (code 11000) into the port's. */
-  private async call<R>(op: () => Promise<R>): Promise<R> {
+  /**
+   * Runs a driver call once the `_id`s it names are checked (InvalidKeyError, as a rejection),
+   * turning MongoDB's duplicate-key error (code 11000) into the port's.
+   */
+  private async call<R>(op: () => Promise<R>, named: NamedIds = {}): Promise<R> {
     try {
+      checkIds(this.name, named);
       return await op();
     } catch (err) {
       if (err instanceof MongoServerError && err.code === 11000) {

@@ -160,6 +160,21 @@ export function isDuplicateKeyError(err: unknown): err is DuplicateKeyError {
   return err instanceof DuplicateKeyError;
 }
 
+/**
+ * Raised by both adapters, before any I/O, for a string `_id` (in a document, a filter or an
+ * upsert) that is not well-formed UTF-16 or holds a NUL (src/store/key-strings.ts says why); the
+ * embedded store raises it too for such a string in an indexed field.
+ */
+export class InvalidKeyError extends Error {
+  constructor(
+    readonly collection: string,
+    readonly field: string,
+  ) {
+    super(`${collection}: ${field} must be a string of well-formed UTF-16 without NUL characters`);
+    this.name = 'InvalidKeyError';
+  }
+}
+
 /** The driver's default index name: `field_1_other_-1`. */
 export function indexName(spec: IndexSpec): string {
   return spec.name ?? Object.entries(spec.keys).map(([k, d]) => `${k}_${d}`).join('_');

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
 import { initialTransition, transition } from 'xstate';
-import { ActorBusyError, ActorNotFoundError, RevisionConflictError } from '../../src/actors/errors.ts';
+import { ActorBusyError, ActorNotFoundError, InvalidActorIdError, RevisionConflictError } from '../../src/actors/errors.ts';
 import type { ActorDoc, ActorView } from '../../src/actors/record.ts';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
 import type { Store } from '../../src/store/port.ts';
@@ -364,4 +364,25 @@ test('retention: the sweep deletes finished actors after retainFinishedMs and id
   const again = await rt.spawn('probe', 'idle-old', { actorId: 'idle-old' });
   assert.equal(again.status, 'active');
   assert.deepEqual((again.context as ProbeContext).notes, []);
+});
+
+test('refuses an id it cannot key (NUL, unpaired surrogate, empty, over 512) with InvalidActorIdError, storing nothing', async (t) => {
+  const f = await fixture(t);
+  const rt = await f.started(hang);
+  const invalid = (err: unknown) => err instanceof InvalidActorIdError && err.code === 'invalid_request';
+  for (const id of ['a\u0000b', 'a\ud800', '\udc00z', '', 'x'.repeat(513)]) {
+    const at = JSON.stringify(id.slice(0, 10));
+    await assert.rejects(rt.spawn('probe', id, { actorId: id }), invalid, at);
+    await assert.rejects(rt.send('probe', id, { type: 'note', seq: 1 }), invalid, at);
+    await assert.rejects(rt.askOrSpawn('probe', id, { actorId: id }, { type: 'note', seq: 1 }), invalid, at);
+    await assert.rejects(rt.get('probe', id), invalid, at);
+    assert.throws(() => rt.subscribe('probe', id, () => {}), invalid, at);
+  }
+  assert.equal(await f.state.store.collection('actors').countDocuments({}), 0);
+  // Unusual but well-formed ids are ids like any other, kept as given.
+  for (const id of ['😀 tab\t', '__proto__', 'x'.repeat(512)]) {
+    const view = await rt.sendOrSpawn('probe', id, { actorId: id }, { type: 'note', seq: 7 });
+    assert.equal(view.id, id);
+    assert.deepEqual(ctx(await rt.get('probe', id)).notes, [7]);
+  }
 });

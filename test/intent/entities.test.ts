@@ -6,6 +6,7 @@ import { normalize } from '../../src/intent/normalize.ts';
 import { extractEntities } from '../../src/intent/entities.ts';
 import { bareNumber, findAmount, readNumber } from '../../src/intent/amounts.ts';
 import { dialogueAct, bareYesNo, ordinalChoice } from '../../src/intent/acts.ts';
+import { findDate } from '../../src/intent/dates.ts';
 
 // 2025-03-10T20:00Z is Tuesday 11 March 2025, 01:30 in Asia/Kolkata (UTC would still say the 10th).
 const NOW = Date.parse('2025-03-10T20:00:00Z');
@@ -109,6 +110,10 @@ describe('phones, e-mails and dates', () => {
     assert.deepEqual(ents('mere 2 din me 500 kate'), { amount: 500 });
   });
   it('omits what is absent', () => assert.deepEqual(ents('net nahi chal raha'), {}));
+  it('reads no date from tokens named like Object.prototype members', () => {
+    // normalize() lower-cases and respells them today; findDate must not depend on that.
+    for (const w of ['constructor', 'toString', 'valueOf', '__proto__', 'hasOwnProperty']) assert.equal(findDate(w, [w], NOW), null, w);
+  });
 });
 
 describe('normalization and dialogue acts', () => {

@@ -147,7 +147,9 @@ describe('Anthropic answer translation', () => {
   });
 
   it('maps stop_reason to finish_reason', () => {
-    const cases: [unknown, string][] = [['end_turn', 'stop'], ['stop_sequence', 'stop'], ['max_tokens', 'length'], ['tool_use', 'tool_calls'], ['refusal', 'content_filter'], [null, 'stop'], ['new_reason', 'stop']];
+    const cases: [unknown, string][] = [['end_turn', 'stop'], ['stop_sequence', 'stop'], ['max_tokens', 'length'], ['tool_use', 'tool_calls'], ['refusal', 'content_filter'], [null, 'stop'], ['new_reason', 'stop'],
+      // Object.prototype's names are words like any other.
+      ['constructor', 'stop'], ['toString', 'stop'], ['__proto__', 'stop'], ['hasOwnProperty', 'stop']];
     for (const [stop, finish] of cases) assert.equal(fromAnthropic('m#0', message({ stop_reason: stop })).choices[0]!.finish_reason, finish, String(stop));
   });
 
@@ -216,6 +218,10 @@ describe('Anthropic stream translation', () => {
     assert.ok(error instanceof UpstreamError && error.kind === 'http' && error.status === 529 && error.retryable);
     const bad = await drain(anthropicChunks(ROUTE, feed([ev({ type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long' } })])));
     assert.ok(bad.error instanceof UpstreamError && bad.error.kind === 'client' && bad.error.upstreamMessage === 'prompt is too long');
+    for (const type of ['constructor', 'toString', '__proto__', 'valueOf']) {
+      const odd = await drain(anthropicChunks(ROUTE, feed([ev({ type: 'error', error: { type, message: 'x' } })])));
+      assert.ok(odd.error instanceof UpstreamError && odd.error.kind === 'http' && odd.error.status === 500 && odd.error.retryable, `${type}: ${String(odd.error)}`);
+    }
   });
 
   it('throws protocol when the stream ends before message_stop or a delta is malformed', async () => {

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isDuplicateKeyError, type Collection, type Doc, type Store } from '../../src/store/port.ts';
+import { InvalidKeyError, isDuplicateKeyError, type Collection, type Doc, type Store } from '../../src/store/port.ts';
 
 export type OpenStore = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
 
@@ -209,6 +209,43 @@ export function runStoreContract(label: string, open: OpenStore): void {
         await c.insertOne({ _id: 1, v: 1 });
         await assert.rejects(c.updateOne({ _id: 1 }, { $set: { _id: 2 } }));
         assert.deepEqual(await c.find({}), [{ _id: 1, v: 1 }]);
+      });
+    });
+
+    describe('key strings', () => {
+      // Each would come back as something else (U+FFFD for an unpaired surrogate) or forge a key (NUL).
+      const BAD = ['a\u0000b', 'a\ud800', '\udc00z', 'x\ud800\ud800', '\udfff\ud800'];
+      const isInvalidKey = (err: unknown) => err instanceof InvalidKeyError && err.field === '_id';
+
+      it('refuses an _id that is not well-formed UTF-16 or holds a NUL, on every call, and leaves the data alone', async () => {
+        const c = fresh();
+        await c.insertOne({ _id: 'ok', v: 1 });
+        for (const id of BAD) {
+          const at = JSON.stringify(id);
+          await assert.rejects(c.insertOne({ _id: id, v: 1 }), isInvalidKey, at);
+          await assert.rejects(c.insertMany([{ _id: `fine-${at}` }, { _id: id }]), isInvalidKey, at);
+          await assert.rejects(c.findOne({ _id: id }), isInvalidKey, at);
+          await assert.rejects(c.find({ _id: { $in: ['ok', id] } }), isInvalidKey, at);
+          await assert.rejects(c.countDocuments({ _id: { $eq: id } }), isInvalidKey, at);
+          await assert.rejects(c.updateOne({ _id: id }, { $set: { v: 2 } }, { upsert: true }), isInvalidKey, at);
+          await assert.rejects(c.updateOne({ name: 'n' }, { $setOnInsert: { _id: id } }, { upsert: true }), isInvalidKey, at);
+          await assert.rejects(c.updateOne({ _id: id }, { $set: { v: 2 } }, { writeConcern: { j: false } }), isInvalidKey, at);
+          await assert.rejects(c.updateMany({ _id: { $ne: id } }, { $set: { v: 2 } }), isInvalidKey, at);
+          await assert.rejects(c.findOneAndUpdate({ _id: id }, { $set: { v: 2 } }, { upsert: true }), isInvalidKey, at);
+          await assert.rejects(c.replaceOne({ _id: 'ok' }, { _id: id, v: 2 }), isInvalidKey, at);
+          await assert.rejects(c.deleteOne({ _id: id }), isInvalidKey, at);
+          await assert.rejects(c.deleteMany({ _id: { $in: [id] } }), isInvalidKey, at);
+          await assert.rejects(c.findOneAndDelete({ _id: id }), isInvalidKey, at);
+        }
+        assert.deepEqual(await c.find({}), [{ _id: 'ok', v: 1 }]);
+      });
+
+      it('keeps every well-formed string _id as it was given', async () => {
+        const c = fresh();
+        const ids = ['😀', 'tab\there', 'new\nline', '\u0085', '\u007f', 'Ω-ß', '__proto__', 'constructor', 'x'.repeat(1000)];
+        for (const id of ids) await c.insertOne({ _id: id, id });
+        for (const id of ids) assert.deepEqual(await c.findOne({ _id: id }), { _id: id, id }, JSON.stringify(id));
+        assert.equal(await c.countDocuments({}), ids.length);
       });
     });
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { openEmbeddedStore } from '../../src/store/embedded.ts';
-import { isDuplicateKeyError, type Store } from '../../src/store/port.ts';
+import { InvalidKeyError, isDuplicateKeyError, type Store } from '../../src/store/port.ts';
 import { runStoreContract } from './contract.ts';
 import { payloadFor, sha256 } from './fixtures/payload.ts';
 
@@ -112,6 +112,23 @@ describe('embedded store', () => {
         await assert.rejects(c.updateOne({ _id: 2 }, { $set: { tag: ['a'] } }), /holds an array/);
         assert.deepEqual(await c.find({}), [{ _id: 2, tag: 'a' }]);
         assert.equal(await c.countDocuments({ tag: 'a' }), 1);
+      }),
+    );
+  });
+
+  it('refuses a NUL or an unpaired surrogate in an indexed string with InvalidKeyError, and stores nothing', async () => {
+    await withDir((dir) =>
+      withStore(dir, async (store) => {
+        const c = store.collection('emails');
+        await c.createIndex({ keys: { email: 1 }, unique: true });
+        await c.insertOne({ _id: 1, email: 'a\ufffd@x' });
+        const invalid = (err: unknown) => err instanceof InvalidKeyError && /email/.test(err.field);
+        // The document would keep U+FFFD in its place, so it would disagree with its own index entry.
+        for (const email of ['a\ud800@x', 'a\u0000@x']) {
+          await assert.rejects(c.insertOne({ _id: 2, email }), invalid, JSON.stringify(email));
+          await assert.rejects(c.updateOne({ _id: 1 }, { $set: { email } }), invalid, JSON.stringify(email));
+        }
+        assert.deepEqual(await c.find({}), [{ _id: 1, email: 'a\ufffd@x' }]);
       }),
     );
   });

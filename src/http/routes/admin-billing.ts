@@ -3,7 +3,7 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
-import { Closed, errors, IsoDate, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
 import { Subscription } from './portal-billing.ts';
 
 const OwnerType = Type.Union([Type.Literal('user'), Type.Literal('org')]);
@@ -60,7 +60,7 @@ export function registerAdminBillingRoutes(app: App, deps: AppDeps): void {
         tags, security,
         summary: "Start a plan (credits its first cycle now; the same active plan is left as it is) or cancel with plan null",
         params: Closed({ owner_type: OwnerType, owner_id: NumericId }),
-        body: Closed({ plan: Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()]) }),
+        body: Closed({ plan: Type.Union([KeyString(64, { minLength: 1 }), Type.Null()]) }),
         response: { 200: Subscription, ...errors(400, 401, 403, 404, 409) },
       },
     },

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
-import { Closed, errors } from '../schemas.ts';
+import { Closed, errors, FreeText, KeyString } from '../schemas.ts';
 import { PackError, validatePack } from '../../intent/pack.ts';
 import { CompiledPack } from '../../intent/engine.ts';
 import { OUT_OF_SCOPE, scoreTurns, summarize } from '../../intent/evaluate.ts';
@@ -44,10 +44,10 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
   );
 
   const LabelledTurn = Closed({
-    text: Type.String({ minLength: 1, maxLength: 4000 }),
+    text: FreeText(4000, { minLength: 1 }),
     /** An intent id of the pack, or OUT_OF_SCOPE for a turn it should not act on. */
-    expected: Type.String({ minLength: 1, maxLength: 200 }),
-    group: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    expected: KeyString(200, { minLength: 1 }),
+    group: Type.Optional(KeyString(64, { minLength: 1 })),
   });
   app.post(
     '/admin/intent-packs/:id/evaluate',

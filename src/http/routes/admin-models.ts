@@ -3,11 +3,11 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
-import { Closed, errors, NumericId } from '../schemas.ts';
+import { Closed, errors, KeyString, NumericId } from '../schemas.ts';
 import { adminModel } from '../../models/catalog.ts';
 import { ModelSchema } from '../../models/schema.ts';
 
-const ModelId = Type.String({ minLength: 1, maxLength: 128 });
+const ModelId = KeyString(128, { minLength: 1 });
 const Owner = Type.Union([Type.Literal('user'), Type.Literal('org')]);
 
 export function registerAdminModelRoutes(app: App, deps: AppDeps): void {

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
-import { Closed, errors, LimitsPatch, NumericId } from '../schemas.ts';
+import { Closed, errors, KeyString, LimitsPatch, NumericId } from '../schemas.ts';
 
 export function registerAdminRoutes(app: App, deps: AppDeps): void {
   const base = { preHandler: requireAdmin(deps) };
@@ -16,7 +16,7 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       ...base,
       schema: {
         tags, security, summary: "An actor's state, context and revision",
-        params: Closed({ kind: Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' }), id: Type.String({ minLength: 1, maxLength: 200 }) }),
+        params: Closed({ kind: Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' }), id: KeyString(200, { minLength: 1 }) }),
         response: { 200: Type.Object({}, { additionalProperties: true }), ...errors(401, 403, 404) },
       },
     },

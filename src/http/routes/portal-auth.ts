@@ -2,10 +2,10 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString } from '../schemas.ts';
 
 const Credentials = Closed({
-  email: Type.String({ minLength: 3, maxLength: 254 }),
+  email: KeyString(254, { minLength: 3 }),
   password: Type.String({ minLength: 1, maxLength: 4096 }),
 });
 

@@ -4,7 +4,7 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
 import { Org } from './portal-org.ts';
 
 const InvitedRole = Type.Union([Type.Literal('admin'), Type.Literal('member')]);
@@ -35,7 +35,7 @@ export function registerPortalInvitationRoutes(app: App, deps: AppDeps): void {
         security,
         summary: 'Invite someone by e-mail (owner or admin); they join when they accept',
         description: 'The same 202 answer whether or not the e-mail has an account or an organization; re-inviting while pending returns the same invitation.',
-        body: Closed({ email: Type.String({ minLength: 3, maxLength: 254 }), role: Type.Union([InvitedRole, Type.Literal('owner')]) }),
+        body: Closed({ email: KeyString(254, { minLength: 3 }), role: Type.Union([InvitedRole, Type.Literal('owner')]) }),
         response: { 202: Type.Object({ invitation: Invitation }), ...errors(400, 401, 403, 404, 409, 429) },
       },
     },

@@ -3,7 +3,7 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
 import { SCOPES } from '../../services/keys.ts';
 
 const Scope = Type.Union(SCOPES.map((s) => Type.Literal(s)));
@@ -37,8 +37,8 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags, security, summary: 'Create an API key',
         body: Closed({
-          name: Type.String({ minLength: 1, maxLength: 100 }),
-          expires_at: Type.Optional(Type.String({ maxLength: 40 })),
+          name: KeyString(100, { minLength: 1 }),
+          expires_at: Type.Optional(KeyString(40)),
           scopes: Type.Optional(Type.Array(Scope, { minItems: 1, maxItems: SCOPES.length })),
         }),
         response: { 201: KeyWithSecret, ...errors(400, 401, 409) },
@@ -62,7 +62,7 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags, security, summary: 'Rename a key or set your own rpm/tpd/cpd/cpm limits on it (null removes yours)',
         params,
-        body: Closed({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), ...LimitsPatch }),
+        body: Closed({ name: Type.Optional(KeyString(100, { minLength: 1 })), ...LimitsPatch }),
         response: { 200: Key, ...errors(400, 401, 404) },
       },
     },

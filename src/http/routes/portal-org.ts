@@ -3,7 +3,7 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
 
 export const Org = Type.Object({
   id: Type.Integer(),
@@ -22,7 +22,7 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
 
   app.post(
     '/portal/org',
-    { ...base, schema: { tags, security, summary: 'Create an organization (you become its owner)', body: Closed({ name: Type.String({ minLength: 1, maxLength: 200 }) }), response: { 201: Org, ...errors(400, 401, 409) } } },
+    { ...base, schema: { tags, security, summary: 'Create an organization (you become its owner)', body: Closed({ name: KeyString(200, { minLength: 1 }) }), response: { 201: Org, ...errors(400, 401, 409) } } },
     async (req, reply) => reply.code(201).send(await orgs.create(sessionOf(req).id, req.body.name.trim() || req.body.name)),
   );
 

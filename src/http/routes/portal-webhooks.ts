@@ -4,12 +4,12 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, NullableIso, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, NullableIso, NumericId } from '../schemas.ts';
 import { EVENT_NAMES } from '../../webhooks/records.ts';
 
 const EventName = Type.Union(EVENT_NAMES.map((e) => Type.Literal(e)));
 const Events = Type.Array(EventName, { minItems: 1, maxItems: EVENT_NAMES.length * 2 });
-const Url = Type.String({ minLength: 1, maxLength: 2048 });
+const Url = KeyString(2048, { minLength: 1 });
 
 const Webhook = Type.Object({
   id: Type.Integer(),

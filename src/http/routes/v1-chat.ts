@@ -6,7 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
-import { errors } from '../schemas.ts';
+import { errors, KeyString } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
@@ -19,7 +19,7 @@ const Message = Type.Object(
   {
     role: Type.String({ maxLength: 32 }),
     content: Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 })]),
-    name: Type.Optional(Type.String({ maxLength: 64 })),
+    name: Type.Optional(KeyString(64)),
   },
   { additionalProperties: false },
 );
@@ -47,7 +47,7 @@ const ResponseFormatSchema = Type.Object(
 
 export const ChatBodySchema = Type.Object(
   {
-    model: Type.String({ maxLength: 200 }),
+    model: KeyString(200),
     messages: Type.Array(Message, { maxItems: 2048 }),
     stream: Type.Optional(Type.Boolean()),
     stream_options: Type.Optional(Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
@@ -74,9 +74,9 @@ export const ChatBodySchema = Type.Object(
         maxProperties: 1024,
       }),
     ),
-    safety_identifier: Type.Optional(Type.String({ maxLength: 64 })),
-    user: Type.Optional(Type.String({ maxLength: 256 })),
-    prompt_cache_key: Type.Optional(Type.String({ maxLength: 1024 })),
+    safety_identifier: Type.Optional(KeyString(64)),
+    user: Type.Optional(KeyString(256)),
+    prompt_cache_key: Type.Optional(KeyString(1024)),
   },
   { additionalProperties: false },
 );

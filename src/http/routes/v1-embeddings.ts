@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { errors } from '../schemas.ts';
+import { errors, KeyString } from '../schemas.ts';
 import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
@@ -21,11 +21,11 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
         tags: ['v1'], summary: 'Embeddings (OpenAI-compatible)', security: [{ apiKey: [] }],
         body: Type.Object(
           {
-            model: Type.String({ maxLength: 200 }),
+            model: KeyString(200),
             input: Type.Union([Text, Type.Array(Text, { maxItems: 2048 }), Tokens, Type.Array(Tokens, { maxItems: 2048 })]),
             encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
             dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: 65_536 })),
-            user: Type.Optional(Type.String({ maxLength: 256 })),
+            user: Type.Optional(KeyString(256)),
           },
           { additionalProperties: false },
         ),

@@ -3,16 +3,16 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { errors } from '../schemas.ts';
+import { errors, FreeText, KeyString } from '../schemas.ts';
 import type { UnderstandBody } from '../../intent/service.ts';
 
 export const UnderstandBodySchema = Type.Object(
   {
-    model: Type.String({ maxLength: 200 }),
+    model: KeyString(200),
     // Optional in the schema so that a missing one answers the spec's missing_input, not invalid_request.
-    session_id: Type.Optional(Type.String({ maxLength: 256 })),
-    text: Type.Optional(Type.String({ maxLength: 4000 })),
-    language: Type.Optional(Type.String({ maxLength: 35 })),
+    session_id: Type.Optional(KeyString(256)),
+    text: Type.Optional(FreeText(4000)),
+    language: Type.Optional(KeyString(35)),
     /** Ours: the channel the response reference is for (default text). */
     channel: Type.Optional(Type.Union([Type.Literal('text'), Type.Literal('voice')])),
   },

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { errors } from '../schemas.ts';
+import { errors, KeyString } from '../schemas.ts';
 import { publicModel } from '../../models/catalog.ts';
 import { registerChatRoutes } from './v1-chat.ts';
 import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
@@ -53,12 +53,12 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   };
   app.get(
     '/v1/models/:model',
-    { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, params: Type.Object({ model: Type.String({ maxLength: 200 }) }) } },
+    { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, params: Type.Object({ model: KeyString(200) }) } },
     async (req) => retrieve(req, (req.params as { model: string }).model),
   );
   app.get(
     '/v1/models/*',
-    { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, hide: true, params: Type.Object({ '*': Type.String({ maxLength: 600 }) }) } },
+    { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, hide: true, params: Type.Object({ '*': KeyString(600) }) } },
     // The router has percent-decoded the path once already (find-my-way decodes `*` too).
     async (req) => retrieve(req, (req.params as { '*': string })['*']),
   );

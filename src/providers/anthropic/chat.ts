@@ -148,17 +148,19 @@ export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: bool
   return body;
 }
 
-const FINISH: Record<string, string> = {
-  end_turn: 'stop',
-  stop_sequence: 'stop',
-  max_tokens: 'length',
-  tool_use: 'tool_calls',
-  refusal: 'content_filter',
-  pause_turn: 'stop',
-};
+// The upstream's words are looked up in Maps: an object literal would answer "constructor" or
+// "toString" with Object.prototype's members.
+const FINISH = new Map<string, string>([
+  ['end_turn', 'stop'],
+  ['stop_sequence', 'stop'],
+  ['max_tokens', 'length'],
+  ['tool_use', 'tool_calls'],
+  ['refusal', 'content_filter'],
+  ['pause_turn', 'stop'],
+]);
 
 export function finishReason(stop: unknown): string {
-  return (typeof stop === 'string' && FINISH[stop]) || 'stop';
+  return (typeof stop === 'string' && FINISH.get(stop)) || 'stop';
 }
 
 /** The prompt's tokens, and of them those read from the cache when Anthropic reports them. */
@@ -209,21 +211,21 @@ export function fromAnthropic(routeId: string, json: unknown): ChatResult {
   };
 }
 
-const ERROR_TYPES: Record<string, [UpstreamError['kind'], number]> = {
-  invalid_request_error: ['client', 400],
-  request_too_large: ['client', 413],
-  authentication_error: ['config', 401],
-  permission_error: ['config', 403],
-  not_found_error: ['config', 404],
-  rate_limit_error: ['http', 429],
-  api_error: ['http', 500],
-  overloaded_error: ['http', 529],
-};
+const ERROR_TYPES = new Map<string, [UpstreamError['kind'], number]>([
+  ['invalid_request_error', ['client', 400]],
+  ['request_too_large', ['client', 413]],
+  ['authentication_error', ['config', 401]],
+  ['permission_error', ['config', 403]],
+  ['not_found_error', ['config', 404]],
+  ['rate_limit_error', ['http', 429]],
+  ['api_error', ['http', 500]],
+  ['overloaded_error', ['http', 529]],
+]);
 
 /** An `error` event in the stream, classified as its HTTP twin would be. */
 function streamError(route: ResolvedRoute, data: Json): UpstreamError {
   const err = isObject(data.error) ? data.error : {};
-  const [kind, status] = (typeof err.type === 'string' && ERROR_TYPES[err.type]) || ['http', 500];
+  const [kind, status] = (typeof err.type === 'string' && ERROR_TYPES.get(err.type)) || ['http', 500];
   const said = typeof err.message === 'string' ? scrub(err.message, [route.apiKey]) : undefined;
   const retryable = kind === 'http';
   return new UpstreamError(kind, `route ${route.id}: upstream failed mid-stream (${status})`, retryable, status, said);

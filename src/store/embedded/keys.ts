@@ -7,7 +7,8 @@
 // its type. A null and a missing field share the null tag, as in a MongoDB index.
 
 import { resolve } from 'mingo/util';
-import type { Doc, Id } from '../port.ts';
+import { InvalidKeyError, type Doc, type Id } from '../port.ts';
+import { checkKey, isKeyString } from '../key-strings.ts';
 
 export const TAG = { null: 10, number: 20, string: 30, boolean: 80, date: 90 } as const;
 /** Greater than any tag, so `[...prefix, AFTER]` is an exclusive upper bound of every key starting with `prefix`. */
@@ -26,8 +27,10 @@ export function scalarPair(value: unknown): Pair | undefined {
       // -0 and 0 are one value for MongoDB; NaN has no place in a total order.
       return Number.isNaN(value) ? undefined : [TAG.number, value === 0 ? 0 : value];
     case 'string':
-      // ordered-binary separates array elements with NUL bytes, so a NUL inside a string could forge a key.
-      return value.includes('\0') ? undefined : [TAG.string, value];
+      // ordered-binary separates array elements with NUL bytes, so a NUL inside a string could forge
+      // a key; an unpaired surrogate is not kept by the document (src/store/key-strings.ts), which
+      // would then disagree with its index entry.
+      return isKeyString(value) ? [TAG.string, value] : undefined;
     case 'boolean':
       return [TAG.boolean, value];
     default:
@@ -55,7 +58,10 @@ export function documentKey(index: KeyedIndex, doc: Doc, collection: string): In
     const value: unknown = resolve(doc, field);
     if (value !== undefined) present = true;
     const pair = scalarPair(value);
-    if (pair === undefined) throw unindexable(collection, index.name, field, value);
+    if (pair === undefined) {
+      if (typeof value === 'string') throw new InvalidKeyError(collection, `field '${field}' of index '${index.name}'`);
+      throw unindexable(collection, index.name, field, value);
+    }
     key.push(...pair);
   }
   return index.sparse && !present ? null : key;
@@ -64,9 +70,7 @@ export function documentKey(index: KeyedIndex, doc: Doc, collection: string): In
 function unindexable(collection: string, index: string, field: string, value: unknown): Error {
   const what = Array.isArray(value)
     ? 'an array (multikey indexes are not supported by the embedded store)'
-    : typeof value === 'string'
-      ? 'a string containing a NUL character'
-      : typeof value === 'number'
+    : typeof value === 'number'
         ? 'NaN'
         : value instanceof Date
           ? 'an invalid Date'
@@ -81,10 +85,9 @@ export function sameKey(a: IndexKey | null, b: IndexKey | null): boolean {
 
 /** `_id`s are the primary keys; refuse what ordered-binary cannot round-trip faithfully. */
 export function assertId(id: unknown, collection: string): asserts id is Id {
-  const ok =
-    (typeof id === 'number' && Number.isFinite(id)) || (typeof id === 'string' && !id.includes('\0'));
-  if (!ok) {
-    throw new Error(`${collection}: _id must be a finite number or a string without NUL characters`);
+  if (typeof id === 'string') return checkKey(id, collection, '_id');
+  if (typeof id !== 'number' || !Number.isFinite(id)) {
+    throw new Error(`${collection}: _id must be a finite number or a string of well-formed UTF-16 without NUL characters`);
   }
 }
 
