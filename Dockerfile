@@ -18,6 +18,7 @@ FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
+    METRICS_LISTEN=0.0.0.0:9464 \
     DATA_DIR=/data
 WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
@@ -27,7 +28,7 @@ COPY --from=deps --chown=node:node /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
-EXPOSE 8080
+EXPOSE 8080 9464
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The gateway is PID 1 and gets SIGTERM itself; it shuts down gracefully. Same node flags as

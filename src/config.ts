@@ -28,7 +28,24 @@ export const ConfigSchema = Type.Object(
         requestTimeoutMs: Int(1000, 600_000),
         headersTimeoutMs: Int(1000, 600_000),
         keepAliveTimeoutMs: Int(1000, 600_000),
+        /** Load-balancer addresses (IPs, CIDRs, `loopback`, `linklocal`, `uniquelocal`) whose X-Forwarded-For is believed. */
         trustProxy: Type.Array(Type.String({ minLength: 1 }), { maxItems: 64 }),
+        /** Open connections in all; past it a new one gets a 503 and is closed. */
+        maxConnections: Int(1, 1_000_000),
+        /** Open connections from one remote address (an IPv6 /64); trusted proxies are exempt. */
+        maxConnectionsPerAddress: Int(1, 1_000_000),
+      },
+      { additionalProperties: false },
+    ),
+    metrics: Type.Object(
+      {
+        /**
+         * Where GET /metrics is served: `host:port`, a listener of its own (not the API port); `api`,
+         * the API port (needs `token`); `off`, nowhere.
+         */
+        listen: Type.String({ pattern: '^(api|off|(\\[[0-9A-Fa-f:.]+\\]|[^:\\s\\[\\]]+):\\d{1,5})$' }),
+        /** When set, /metrics asks for `Authorization: Bearer <token>`. */
+        token: Type.Optional(Type.String({ minLength: 16 })),
       },
       { additionalProperties: false },
     ),
@@ -203,6 +220,8 @@ const ENV: Record<string, [string, 'int' | 'string' | 'bool']> = {
   INSTANCE_ID: ['instanceId', 'string'],
   WEBHOOKS_ALLOW_PRIVATE_NETWORKS: ['webhooks.allowPrivateNetworks', 'bool'],
   WEBHOOKS_ALLOW_HTTP: ['webhooks.allowHttp', 'bool'],
+  METRICS_LISTEN: ['metrics.listen', 'string'],
+  METRICS_TOKEN: ['metrics.token', 'string'],
 };
 
 function fromEnv(env: NodeJS.ProcessEnv): Json {
@@ -241,5 +260,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Json
     const why = unknown ? 'is not a known setting' : (first?.message ?? 'is invalid');
     throw new ConfigError(`invalid configuration: field "${field}" ${why}`);
   }
-  return raw as Config;
+  const config = raw as Config;
+  // Rules across fields.
+  if (config.http.headersTimeoutMs > config.http.requestTimeoutMs) {
+    throw new ConfigError('invalid configuration: field "http.headersTimeoutMs" must not exceed http.requestTimeoutMs');
+  }
+  if (config.metrics.listen === 'api' && config.metrics.token === undefined) {
+    throw new ConfigError('invalid configuration: field "metrics.token" must be set to serve /metrics on the API port (metrics.listen "api")');
+  }
+  return config;
 }

@@ -20,6 +20,7 @@ import type { EventSink } from './services/events.ts';
 import { Webhooks } from './webhooks/index.ts';
 import { buildApp, type App, type Lifecycle } from './http/app.ts';
 import { createMetrics } from './http/metrics.ts';
+import { startMetricsServer, type MetricsServer } from './http/metrics-server.ts';
 import type { Store } from './store/port.ts';
 
 export interface Gateway {
@@ -30,6 +31,8 @@ export interface Gateway {
   runtime: ActorRuntime;
   /** http://host:port the gateway listens on. */
   url: string;
+  /** http://host:port serving GET /metrics: its own listener, the API's (metrics.listen "api"), or '' (off, or not listening). */
+  metricsUrl: string;
   close(): Promise<void>;
 }
 
@@ -104,13 +107,17 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   services.billing.start((err, what) => logger.error({ err, component: 'billing' }, what)); // usage flush, hold and renewal sweeps
 
   let url = '';
+  let metricsServer: MetricsServer | null = null;
   if (opts.listen !== false) {
+    const { listen, token } = config.metrics;
+    if (listen !== 'api' && listen !== 'off') metricsServer = await startMetricsServer({ listen, token, registry: metrics.registry });
     url = await app.listen({ port: config.port, host: config.host });
   } else {
     await app.ready();
   }
+  const metricsUrl = metricsServer?.url ?? (config.metrics.listen === 'api' ? url : '');
   logger.info(
-    { url, store: store.kind, instance_id: instanceId, start_ms: Math.round(performance.now() - startedAt) },
+    { url, metrics_url: metricsUrl, store: store.kind, instance_id: instanceId, start_ms: Math.round(performance.now() - startedAt) },
     'gateway started',
   );
 
@@ -119,6 +126,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     (closed ??= (async () => {
       lifecycle.closing = true;
       await app.close(); // stops accepting; waits for in-flight requests (sockets close here)
+      await metricsServer?.close();
       await webhooks.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
       await runtime.stop(); // drains mailboxes, writes what is unsaved (charges made while finalizing included), releases leases
       await wakeups.close?.();
@@ -129,7 +137,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await store.close(); // flushes what was acknowledged
       logger.info('gateway stopped');
     })());
-  return { app, store, blobs, runtime, url, close };
+  return { app, store, blobs, runtime, url, metricsUrl, close };
 }
 
 async function main(): Promise<void> {

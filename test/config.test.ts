@@ -36,6 +36,21 @@ describe('configuration', () => {
     for (const [env, re] of cases) assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message), JSON.stringify(env));
   });
 
+  it('caps connections and keeps /metrics off the API port by default; METRICS_LISTEN and METRICS_TOKEN override', () => {
+    const c = loadConfig({});
+    assert.deepEqual([c.http.maxConnections, c.http.maxConnectionsPerAddress], [10_000, 256]);
+    assert.deepEqual(c.metrics, { listen: '127.0.0.1:9464' });
+    const e = loadConfig({ METRICS_LISTEN: '[::1]:9100', METRICS_TOKEN: 't'.repeat(16) });
+    assert.deepEqual(e.metrics, { listen: '[::1]:9100', token: 't'.repeat(16) });
+    assert.throws(() => loadConfig({ METRICS_LISTEN: '9464' }), /field "metrics.listen"/);
+  });
+
+  it('refuses settings that contradict each other', () => {
+    assert.throws(() => loadConfig({ METRICS_LISTEN: 'api' }), /field "metrics.token" must be set/);
+    assert.equal(loadConfig({ METRICS_LISTEN: 'api', METRICS_TOKEN: 't'.repeat(16) }).metrics.listen, 'api');
+    assert.throws(() => loadConfig({}, { http: { headersTimeoutMs: 20_000, requestTimeoutMs: 10_000 } }), /field "http.headersTimeoutMs" must not exceed/);
+  });
+
   it('overlays CONFIG_FILE and refuses unknown fields in it', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gw-cfg-'));
     try {

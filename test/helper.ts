@@ -25,6 +25,7 @@ export function testConfig(dir: string, overrides: Record<string, unknown> = {})
     logLevel: 'silent',
     adminToken: ADMIN_TOKEN,
     auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 100_000 },
+    metrics: { listen: '127.0.0.1:0' }, // its own listener, as by default, on a free port: Gateway.metricsUrl
     ...overrides,
   });
 }

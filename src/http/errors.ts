@@ -23,6 +23,7 @@ export const ERRORS = {
   invalid_json: { status: 400, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
+  headers_too_large: { status: 431, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
@@ -30,6 +31,7 @@ export const ERRORS = {
   invalid_session: { status: 401, type: 'authentication_error' },
   invalid_credentials: { status: 401, type: 'authentication_error' },
   invalid_admin_token: { status: 401, type: 'authentication_error' },
+  invalid_metrics_token: { status: 401, type: 'authentication_error' },
   admin_disabled: { status: 403, type: 'permission_error' },
   role_forbidden: { status: 403, type: 'permission_error' },
   email_taken: { status: 409, type: 'conflict_error' },
@@ -44,6 +46,7 @@ export const ERRORS = {
   actor_state_too_large: { status: 413, type: 'invalid_request_error' },
   // Ours: server side.
   actor_busy: { status: 503, type: 'server_error' },
+  too_many_connections: { status: 503, type: 'server_error' },
   not_ready: { status: 503, type: 'server_error' },
   shutting_down: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },

@@ -1,11 +1,17 @@
 // Prometheus metrics through prom-client, in a registry owned by the app (no global default
 // registry, so tests and several apps in one process never share counters).
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface HttpMetrics {
   registry: Registry;
   requests: Counter<'method' | 'route' | 'status'>;
   duration: Histogram<'method' | 'route' | 'status'>;
+  /** Requests Node's HTTP parser refused or timed out, before any route: by status and parser code. */
+  clientErrors: Counter<'status' | 'reason'>;
+  /** Open connections admitted by the caps. */
+  connections: Gauge<string>;
+  /** Connections refused by a cap (total, per_address). */
+  connectionsRefused: Counter<'reason'>;
   /** Webhook delivery attempts by outcome (ok, failed). */
   webhookDeliveries: Counter<'outcome'>;
   /** Webhook events accepted but never attempted, by reason (queue_full, endpoint_disabled, endpoint_removed). */
@@ -32,6 +38,23 @@ export function createMetrics(): HttpMetrics {
     help: 'HTTP request latency by method, route pattern and status code.',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const clientErrors = new Counter({
+    name: 'gateway_http_client_errors_total',
+    help: "Requests refused before any route: malformed HTTP, oversized headers, timeouts; by status and the parser's code.",
+    labelNames: ['status', 'reason'] as const,
+    registers: [registry],
+  });
+  const connections = new Gauge({
+    name: 'gateway_http_connections',
+    help: 'Open HTTP connections (admitted by the connection caps).',
+    registers: [registry],
+  });
+  const connectionsRefused = new Counter({
+    name: 'gateway_http_connections_refused_total',
+    help: 'Connections refused with a 503 by a cap: total (http.maxConnections) or per_address (http.maxConnectionsPerAddress).',
+    labelNames: ['reason'] as const,
     registers: [registry],
   });
   const webhookDeliveries = new Counter({
@@ -64,5 +87,5 @@ export function createMetrics(): HttpMetrics {
     buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1, 5],
     registers: [registry],
   });
-  return { registry, requests, duration, webhookDeliveries, webhookDropped, webhookDisabled, intentTurns, intentCascade };
+  return { registry, requests, duration, clientErrors, connections, connectionsRefused, webhookDeliveries, webhookDropped, webhookDisabled, intentTurns, intentCascade };
 }

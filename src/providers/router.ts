@@ -3,7 +3,8 @@
 // Failover. A route that fails to connect, times out, answers 5xx/408/409/425/429 or a malformed
 // answer, or cannot work as configured (resolveRoutes flagged it; 401/402/403/404/405 or a redirect)
 // is skipped for the next one. A 400/413/422 is about the request: it goes back to the caller as
-// `invalid_request` (or `context_length_exceeded`) without trying further routes. A route whose
+// `invalid_request` (or `context_length_exceeded`) without trying further routes, with the upstream's
+// explanation in which its model id, provider and host are replaced (hide.ts). A route whose
 // provider cannot honour the request as asked (`refuses`: Anthropic has no `seed`, say) is passed
 // over before any call, with no effect on its health; if no route served and none failed for a
 // reason a retry could cure, the first refusal goes back as `invalid_request` naming the parameter.
@@ -34,6 +35,7 @@ import Bottleneck from 'bottleneck';
 import pLimit from 'p-limit';
 import { LRUCache } from 'lru-cache';
 import { abortedError, usableBaseUrl } from './http.ts';
+import { hideUpstream } from './hide.ts';
 import type { CancelSignal } from './cancel.ts';
 import { isProviderName, type ProviderName } from './index.ts';
 import type { ModelDoc, RouteConfig } from '../models/types.ts';
@@ -294,7 +296,7 @@ export class UpstreamRouter {
         const failure = this.#classify(route, err, signal);
         if (failure.kind === 'aborted') throw failure;
         attempts.push({ route: route.id, outcome: failure.kind, ...(failure.status !== undefined ? { status: failure.status } : {}) });
-        if (failure.kind === 'client') throw rejected(failure, attempts);
+        if (failure.kind === 'client') throw rejected(failure, route, attempts);
         this.#failed(route, failure, signal);
       }
     }
@@ -478,8 +480,9 @@ function mergeRoles(roles: ChatChunk, chunk: ChatChunk): ChatChunk {
 
 const CONTEXT_LENGTH = /context (length|window)|maximum context|too many (input )?tokens|prompt is too long|input is too long/i;
 
-function rejected(failure: UpstreamError, attempts: Attempt[]): RouterError {
-  const said = failure.upstreamMessage;
+/** The upstream's own words reach the client without the names that would give the route away. */
+function rejected(failure: UpstreamError, route: ResolvedRoute, attempts: Attempt[]): RouterError {
+  const said = failure.upstreamMessage === undefined ? undefined : hideUpstream(failure.upstreamMessage, route);
   if (said && CONTEXT_LENGTH.test(said)) {
     return new RouterError('context_length_exceeded', `the request exceeds the model's context window: ${said}`, attempts);
   }

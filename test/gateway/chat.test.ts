@@ -495,6 +495,23 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal((await wallet(gw, u.token)).balance_cents, before.balance_cents);
   });
 
+  it("relays an upstream's rejection without its model id, provider or host (the spec hides upstreams)", async () => {
+    const u = await fundedUser(gw);
+    up.next({ status: 400, message: `The model 'gpt-up' does not support this on OpenAI (api.openai.com, ${up.url.replace('http://', '')}).` });
+    const openai = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(openai.status, 400, openai.text);
+    assert.equal(openai.body.error.code, 'invalid_request');
+    assert.match(openai.body.error.message, /The model 'chat-a' does not support this on upstream/);
+    anthropic.next({ status: 400, message: 'prompt is too long for claude-up: 300000 tokens > 200000 maximum (Anthropic)' });
+    const claude = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(claude.status, 400, claude.text);
+    assert.equal(claude.body.error.code, 'context_length_exceeded');
+    assert.match(claude.body.error.message, /prompt is too long for claude: 300000 tokens/);
+    for (const r of [openai, claude]) {
+      assert.doesNotMatch(r.body.error.message, /gpt-up|claude-up|openai|anthropic|127\.0\.0\.1/i, r.body.error.message);
+    }
+  });
+
   it('validates with the spec codes', async () => {
     const u = await fundedUser(gw);
     const cases: [Record<string, unknown>, number, string, string?][] = [

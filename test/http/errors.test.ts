@@ -141,7 +141,7 @@ describe('operational endpoints', () => {
   it('metrics count requests by route pattern and status', async () => {
     await call(gw.url, 'GET', '/portal/keys/7');
     await call(gw.url, 'GET', '/portal/keys/8');
-    const m = await call(gw.url, 'GET', '/metrics');
+    const m = await call(gw.metricsUrl, 'GET', '/metrics');
     assert.equal(m.status, 200);
     assert.match(m.headers.get('content-type') ?? '', /text\/plain/);
     assert.match(m.text, /gateway_http_requests_total\{method="GET",route="\/portal\/keys\/:id",status="401"\} 2/);

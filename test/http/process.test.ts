@@ -18,7 +18,7 @@ async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.Proces
   const [command, args] = opts.npmStart ? ['npm', ['start', '--silent']] : [process.execPath, ['--enable-source-maps', BUNDLE]];
   const child = spawn(command, args, {
     cwd: opts.cwd ?? ROOT,
-    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
+    env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: opts.npmStart === true, // its own process group, so a test can kill whatever npm started
   });

@@ -117,7 +117,7 @@ describe('POST /v1/understand', () => {
   });
 
   it('counts turns by model, classification and deciding stage in /metrics', async () => {
-    const text = async () => (await call(gw.url, 'GET', '/metrics')).text;
+    const text = async () => (await call(gw.metricsUrl, 'GET', '/metrics')).text;
     const count = (m: string, labels: string) => Number(new RegExp(`gateway_intent_turns_total\\{${labels}\\} (\\d+)`).exec(m)?.[1] ?? 0);
     const known = 'model="intent-demo",classification="KNOWN",classifier_used="deterministic"';
     const context = 'model="intent-demo",classification="KNOWN",classifier_used="context"';

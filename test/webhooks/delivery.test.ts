@@ -144,7 +144,7 @@ describe('webhook delivery', () => {
     assert.ok(disabled.disabled_at);
     await sleep(500);
     assert.equal(r.received.length, 20, 'exactly 10 failed attempts after the reset, none after disabling');
-    const metrics = await call(gw.url, 'GET', '/metrics');
+    const metrics = await call(gw.metricsUrl, 'GET', '/metrics');
     assert.match(metrics.text, /gateway_webhook_endpoints_disabled_total 1/);
     // The 4 events after the 10th failure were either still queued (dropped, counted) or emitted
     // after the disabling (never queued for it).

@@ -1,6 +1,7 @@
 // Operational endpoints: liveness, readiness (store reachable, actors restored) and metrics.
 import type { App, AppDeps } from '../app.ts';
 import { ApiError } from '../errors.ts';
+import { METRICS_TOKEN_REFUSED, metricsAuthorized } from '../metrics-server.ts';
 
 export function registerHealthRoutes(app: App, deps: AppDeps): void {
   app.get('/healthz', { schema: { tags: ['ops'], summary: 'The process is up' } }, async () => ({ status: 'ok' }));
@@ -14,7 +15,12 @@ export function registerHealthRoutes(app: App, deps: AppDeps): void {
     return reply.send({ status: 'ready', checks });
   });
 
-  app.get('/metrics', { schema: { tags: ['ops'], summary: 'Prometheus metrics' } }, async (_req, reply) => {
+  // On the API port only when configured so (metrics.listen "api"), and then behind the metrics
+  // token; by default a listener of its own serves it (src/http/metrics-server.ts).
+  const { listen, token } = deps.config.metrics;
+  if (listen !== 'api') return;
+  app.get('/metrics', { schema: { tags: ['ops'], summary: 'Prometheus metrics (Authorization: Bearer <metrics token>)' } }, async (req, reply) => {
+    if (!metricsAuthorized(req.headers.authorization, token)) throw METRICS_TOKEN_REFUSED();
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });
