@@ -197,7 +197,7 @@ describe('hostile keys and labels', () => {
     assert.equal(turn.status, 200, turn.text);
     const chat = await call(gw.url, 'POST', '/v1/chat/completions', { token: apiKey, body: { model: 'chat-k', messages: [{ role: 'user', content: 'hi' }] } });
     assert.equal(chat.status, 200, chat.text);
-    const metrics = await call(gw.url, 'GET', '/metrics');
+    const metrics = await call(gw.metricsUrl, 'GET', '/metrics');
     assert.equal(metrics.status, 200);
   });
 });

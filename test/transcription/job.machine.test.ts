@@ -47,9 +47,10 @@ function effects(plan: { submit: (i: SubmitInput) => SubmitOutput; poll?: (i: Po
 }
 
 async function settle(actor: { getSnapshot(): AnyMachineSnapshot }, value: string | object): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  // Effects resolve on later ticks and `after(0)` on a real timer: wait up to 2 s, checking often.
+  for (const until = Date.now() + 2000; Date.now() < until; ) {
     if (JSON.stringify(actor.getSnapshot().value) === JSON.stringify(value)) return;
-    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 1));
   }
   assert.fail(`never reached ${JSON.stringify(value)}; at ${JSON.stringify(actor.getSnapshot().value)}`);
 }
