@@ -1,5 +1,5 @@
-// The typed failures of the actor runtime. Each carries the code of the HTTP error table
-// (src/http/errors.ts) it maps to, so the HTTP layer translates without knowing the runtime.
+// The typed failures of the actor runtime. Each carries the code of the error table
+// (src/errors.ts) it maps to, so the HTTP layer translates without knowing the runtime.
 
 export type ActorErrorCode = 'not_found' | 'revision_conflict' | 'actor_busy' | 'shutting_down' | 'internal_error' | 'actor_state_too_large' | 'invalid_request';
 

@@ -8,7 +8,7 @@
 //   spend may pass it by what they cost.
 // A breach is a 429 with the spec's bare `{detail}` body and headers, and one rate_limit_exceeded
 // event per key, limit and window: a marker document decides which instance emits it.
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Clock, WindowCounters, WindowPeriod } from '../services/common.ts';
 import type { AccountEvent, EventSink } from '../services/events.ts';
 import type { ApiKeyPrincipal, LimitName } from '../services/keys.ts';

@@ -8,7 +8,7 @@
 // record; settle = the hold record's delete + 1 wallet write, plus the usage record, rollups and
 // token counter, buffered and written in batches.
 import type { Config } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { UserDoc } from '../services/accounts.ts';
 import { WindowCounters, type Clock } from '../services/common.ts';
 import type { EventSink } from '../services/events.ts';

@@ -4,7 +4,7 @@
 // the credit of cycle k is a top-up with the reference `sub:<owner>:g<generation>:c<k>`, so the
 // unique index makes it happen once however many instances sweep, retry or crash mid-way.
 // Starting a subscription (or changing its plan) begins a new generation and credits its cycle 0.
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Clock } from '../services/common.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { addMonths, walletIdOf, type OwnerType } from './money.ts';

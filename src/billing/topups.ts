@@ -4,7 +4,7 @@
 // repeated `reference` hits the unique index and answers with the original (finishing it if a crash
 // left it pending); a sweep finishes pending top-ups left by a crash.
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Clock } from '../services/common.ts';
 import type { EventSink } from '../services/events.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';

@@ -4,7 +4,7 @@
 //   exact cost once (or release) → usage record.
 // The HTTP route only translates: body in, completion or SSE chunks out.
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { UsageFacts } from '../billing/types.ts';
 import type { CallFacts, MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';

@@ -2,7 +2,7 @@
 // sanity check on upstream usage, and the translation of router failures into the error envelope
 // and a usage record's status.
 import { createHmac, hkdfSync } from 'node:crypto';
-import { ApiError, ERRORS, type ErrorCode } from '../http/errors.ts';
+import { ApiError, ERRORS, type ErrorCode } from '../errors.ts';
 import type { UsageFacts } from '../billing/types.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { Pricing } from '../models/types.ts';

@@ -1,5 +1,5 @@
 // The metered embeddings path: resolve the model, limits, count input tokens, hold, upstream, settle.
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { embeddingsInputItems, type EmbeddingsInput, type EmbeddingsRequest } from '../providers/types.ts';
 import { countText } from './tokens.ts';

@@ -5,7 +5,7 @@
 // One charge per call, whatever stage resolved the turn.
 import { performance } from 'node:perf_hooks';
 import type { Counter, Histogram } from 'prom-client';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { priceMicrocents } from '../billing/money.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';

@@ -2,7 +2,7 @@
 // account. Every lookup reads the store (a point read), so a model added or changed appears on the
 // next request on every instance, with no restart and no cache to invalidate.
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 import type { Clock } from '../services/common.ts';
 import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig, SttMode, SttTimestamps } from './types.ts';

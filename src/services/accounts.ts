@@ -3,7 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import type { Config } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { walletSeed, type WalletDoc } from '../billing/money.ts';
 import { nextId, tooManyRequests, WindowCounters, type Clock } from './common.ts';

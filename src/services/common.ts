@@ -1,6 +1,6 @@
 // Small pieces the services share: integer ids from a counter document, fixed-window counters kept
 // in the store (so every instance counts against one limit), and time helpers.
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 
 export type Clock = () => number;

@@ -3,7 +3,7 @@
 // same whether the e-mail has an account, is in an organization or is free, and costs the same store
 // work in each case, so inviting reveals nothing about other people's accounts.
 import type { Config } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 import { parseEmail, type AccountService } from './accounts.ts';
 import { tooManyRequests, WindowCounters, type Clock } from './common.ts';

@@ -11,7 +11,7 @@ import { randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
 import { compactVerify, SignJWT } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { sha256 } from './accounts.ts';
 import { iso, nextId, type Clock } from './common.ts';

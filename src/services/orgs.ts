@@ -3,7 +3,7 @@
 // uniqueness enforces it even under concurrent acceptances. Users join only by accepting an
 // invitation (src/services/invitations.ts) or by creating an organization.
 import type { Config } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import type { AccountService, UserDoc, WalletDoc } from './accounts.ts';
 import type { InvitationRecords } from './invitation-records.ts';

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EndpointRef } from './kind.ts';
 import type { ActorView } from '../actors/record.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { OrgRole } from '../services/orgs.ts';
 import { nextId, type Clock } from '../services/common.ts';
 import type { Store } from '../store/port.ts';

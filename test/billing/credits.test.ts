@@ -2,7 +2,7 @@
 // mid-way), and subscriptions credited once per cycle however many instances sweep.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError } from '../../src/http/errors.ts';
+import { ApiError } from '../../src/errors.ts';
 import { fixture, org, user, walletOf, type Fixture } from './helpers.ts';
 
 const balanceCents = async (fx: Fixture, walletId: string) => {

@@ -3,7 +3,7 @@
 // settlement, holds returned by the sweeper after a crash, low_balance once per crossing, migrations.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError } from '../../src/http/errors.ts';
+import { ApiError } from '../../src/errors.ts';
 import { assertKyc } from '../../src/billing/service.ts';
 import { addMonths, chargeFor, PICOCENTS_PER_MICROCENT, priceMicrocents, walletIdOf, parseHold } from '../../src/billing/money.ts';
 import { call, facts, fixture, fund, org, principal, user, walletOf, type Fixture } from './helpers.ts';

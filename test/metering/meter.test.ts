@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { walletIdOf } from '../../src/billing/money.ts';
-import { ApiError } from '../../src/http/errors.ts';
+import { ApiError } from '../../src/errors.ts';
 import { Meter } from '../../src/metering/meter.ts';
 import { ModelCatalog } from '../../src/models/catalog.ts';
 import { PROVIDER_NAMES } from '../../src/providers/index.ts';

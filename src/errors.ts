@@ -1,0 +1,79 @@
+// The closed set of error codes the gateway answers with, each with its HTTP status and OpenAI-style
+// `type` (the spec's codes first, ours after), and ApiError, which domain code, actors and sockets
+// throw with one of them. Nothing here knows HTTP or WebSocket framing: the HTTP edge
+// (src/http/errors.ts) turns an ApiError into the spec's envelope and status, the WebSocket edge into
+// an `error` frame.
+
+export const ERRORS = {
+  // The spec's table.
+  missing_input: { status: 400, type: 'invalid_request_error' },
+  invalid_message_role: { status: 400, type: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  voice_not_supported: { status: 400, type: 'invalid_request_error' },
+  language_not_supported: { status: 400, type: 'invalid_request_error' },
+  invalid_api_key: { status: 401, type: 'invalid_request_error' },
+  insufficient_credit: { status: 402, type: 'insufficient_quota' },
+  kyc_required: { status: 403, type: 'permission_error' },
+  permission_denied: { status: 403, type: 'permission_error' },
+  insufficient_scope: { status: 403, type: 'permission_error' },
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  model_unavailable: { status: 503, type: 'server_error' },
+  model_misconfigured: { status: 503, type: 'server_error' },
+  // Ours: request shape.
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  body_too_large: { status: 413, type: 'invalid_request_error' },
+  headers_too_large: { status: 431, type: 'invalid_request_error' },
+  request_timeout: { status: 408, type: 'invalid_request_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  // Ours: portal and admin.
+  invalid_session: { status: 401, type: 'authentication_error' },
+  invalid_credentials: { status: 401, type: 'authentication_error' },
+  invalid_admin_token: { status: 401, type: 'authentication_error' },
+  invalid_metrics_token: { status: 401, type: 'authentication_error' },
+  admin_disabled: { status: 403, type: 'permission_error' },
+  role_forbidden: { status: 403, type: 'permission_error' },
+  email_taken: { status: 409, type: 'conflict_error' },
+  already_in_org: { status: 409, type: 'conflict_error' },
+  not_in_org: { status: 409, type: 'conflict_error' },
+  owner_cannot_leave: { status: 409, type: 'conflict_error' },
+  org_wallet_not_empty: { status: 409, type: 'conflict_error' },
+  key_limit_reached: { status: 409, type: 'conflict_error' },
+  conflict: { status: 409, type: 'conflict_error' },
+  revision_conflict: { status: 409, type: 'conflict_error' },
+  invitation_expired: { status: 410, type: 'invalid_request_error' },
+  actor_state_too_large: { status: 413, type: 'invalid_request_error' },
+  // Ours: server side.
+  actor_busy: { status: 503, type: 'server_error' },
+  too_many_connections: { status: 503, type: 'server_error' },
+  not_ready: { status: 503, type: 'server_error' },
+  shutting_down: { status: 503, type: 'server_error' },
+  internal_error: { status: 500, type: 'server_error' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly status: number;
+  readonly type: string;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly options: {
+      param?: string;
+      type?: string;
+      headers?: Record<string, string>;
+      /** Answer with the bare body `{detail: message}` (the spec's per-key RPM/TPD 429s). */
+      bare?: boolean;
+    } = {},
+  ) {
+    super(message);
+    this.status = ERRORS[code].status;
+    this.type = options.type ?? ERRORS[code].type;
+  }
+}
+
