@@ -48,7 +48,10 @@ export interface RecordedRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
+  /** The body parsed as JSON, else as UTF-8 text. */
   body: any;
+  /** The body's bytes as they came (multipart forms, audio). */
+  raw: Buffer;
   remotePort: number;
   /** Date.now() when the request arrived. */
   at: number;
@@ -114,6 +117,7 @@ export class FakeServer {
       path: (req.url ?? '').split('?')[0] ?? '',
       headers: req.headers,
       body: undefined,
+      raw: Buffer.alloc(0),
       remotePort: req.socket.remotePort ?? 0,
       at: Date.now(),
       closedEarly: false,
@@ -128,7 +132,8 @@ export class FakeServer {
       finish();
     });
     try {
-      const raw = await readBody(req);
+      rec.raw = await readBody(req);
+      const raw = rec.raw.toString('utf8');
       try {
         rec.body = JSON.parse(raw);
       } catch {
@@ -148,11 +153,11 @@ export class FakeServer {
   }
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(parts)));
     req.on('error', reject);
   });
 }
