@@ -47,6 +47,8 @@ export interface FakeBehaviour {
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The query string, without its `?`. */
+  query: string;
   headers: IncomingHttpHeaders;
   /** The body parsed as JSON, else as UTF-8 text. */
   body: any;
@@ -115,6 +117,7 @@ export class FakeServer {
     const rec: RecordedRequest = {
       method: req.method ?? '',
       path: (req.url ?? '').split('?')[0] ?? '',
+      query: (req.url ?? '').split('?').slice(1).join('?'),
       headers: req.headers,
       body: undefined,
       raw: Buffer.alloc(0),

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { UpstreamFiles } from '../../src/providers/upload.ts';
 import { audioFormatOf, openaiTranscribe } from '../../src/providers/openai/transcribe.ts';
 import { whisperLanguageCode } from '../../src/providers/openai/languages.ts';
-import { UpstreamError, type TranscribeCapability, type TranscribeRequest } from '../../src/providers/types.ts';
+import { type TranscribeCapability, type TranscribeRequest } from '../../src/providers/types.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { readForm, wavInput } from '../fakes/audio.ts';
-import { never, routeTo, until } from './helpers.ts';
+import { never, routeTo, until, upstreamFailure } from './helpers.ts';
 
 const KEY = 'sk-up-0123456789';
 
@@ -134,14 +134,9 @@ describe('OpenAI-compatible speech-to-text', () => {
   });
 
   describe('failures', () => {
-    const failure = async (p: Promise<unknown>) => {
-      const err = await p.then(() => assert.fail('expected a failure'), (e: unknown) => e);
-      assert.ok(err instanceof UpstreamError, String(err));
-      return err;
-    };
 
     it('a wrong key is a config failure, with OpenAI\'s message', async () => {
-      const err = await failure(stt.transcribe(route('whisper-1', { apiKey: 'sk-wrong-key-123456' }), request(1), never));
+      const err = await upstreamFailure(stt.transcribe(route('whisper-1', { apiKey: 'sk-wrong-key-123456' }), request(1), never));
       assert.equal(err.kind, 'config');
       assert.equal(err.status, 401);
       assert.equal(err.upstreamMessage, 'Incorrect API key provided.');
@@ -149,13 +144,13 @@ describe('OpenAI-compatible speech-to-text', () => {
 
     it('5xx is retryable', async () => {
       up.next({ status: 503 });
-      const busy = await failure(stt.transcribe(route('whisper-1'), request(1), never));
+      const busy = await upstreamFailure(stt.transcribe(route('whisper-1'), request(1), never));
       assert.deepEqual([busy.kind, busy.retryable, busy.status], ['http', true, 503]);
     });
 
     it('an upstream 400 comes back as a client failure carrying the upstream\'s reason', async () => {
       up.next({ status: 400, message: 'Audio file might be corrupted or unsupported' });
-      const err = await failure(stt.transcribe(route('whisper-1'), request(1), never));
+      const err = await upstreamFailure(stt.transcribe(route('whisper-1'), request(1), never));
       assert.deepEqual([err.kind, err.retryable, err.status, err.upstreamMessage], ['client', false, 400, 'Audio file might be corrupted or unsupported']);
     });
 
@@ -166,7 +161,7 @@ describe('OpenAI-compatible speech-to-text', () => {
       await until(() => up.requests.length > 0 && up.active > 0);
       const rec = up.requests.at(-1)!;
       ac.abort();
-      const err = await failure(pending);
+      const err = await upstreamFailure(pending);
       assert.equal(err.kind, 'aborted');
       await rec.ended;
       assert.equal(rec.closedEarly, true);
@@ -175,14 +170,14 @@ describe('OpenAI-compatible speech-to-text', () => {
     it('a silent upstream times out within the route\'s timeout_ms', async () => {
       up.next({ hang: true });
       const started = Date.now();
-      const err = await failure(stt.transcribe(route('whisper-1', { timeoutMs: 300 }), request(1), never));
+      const err = await upstreamFailure(stt.transcribe(route('whisper-1', { timeoutMs: 300 }), request(1), never));
       assert.deepEqual([err.kind, err.retryable], ['timeout', true]);
       assert.ok(Date.now() - started < 2000);
     });
 
     it('a malformed answer is a protocol failure', async () => {
       up.next({ rawBody: '{"text": 42}' });
-      const err = await failure(stt.transcribe(route('whisper-1'), request(1), never));
+      const err = await upstreamFailure(stt.transcribe(route('whisper-1'), request(1), never));
       assert.equal(err.kind, 'protocol');
     });
   });

@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { UpstreamFiles } from '../../src/providers/upload.ts';
 import { createSarvamProvider } from '../../src/providers/sarvam/index.ts';
 import { toSarvamLanguage } from '../../src/providers/sarvam/languages.ts';
-import { UpstreamError, type JobPoll, type TranscribeCapability, type TranscribeRequest, type TranscriptionJobCapability } from '../../src/providers/types.ts';
+import { type JobPoll, type TranscribeCapability, type TranscribeRequest, type TranscriptionJobCapability } from '../../src/providers/types.ts';
 import { startSarvamUpstream, type SarvamUpstream } from '../fakes/sarvam-upstream.ts';
 import { FakeServer, sendJson } from '../fakes/fake-server.ts';
 import { readForm, wavInput } from '../fakes/audio.ts';
-import { never, routeTo, until } from './helpers.ts';
+import { never, routeTo, until, upstreamFailure } from './helpers.ts';
 
 const KEY = 'sarvam-key-0123456789';
 
@@ -42,11 +42,6 @@ describe('Sarvam', () => {
 
   const route = (overrides = {}) => routeTo(up, { provider: 'sarvam', apiKey: KEY, upstreamModel: 'saaras:v3', ...overrides });
   const request = (seconds: number, more: Partial<TranscribeRequest> = {}): TranscribeRequest => ({ audio: wavInput(dir, seconds), mode: 'transcribe', timestamps: ['segment'], ...more });
-  const failure = async (p: Promise<unknown>) => {
-    const err = await p.then(() => assert.fail('expected a failure'), (e: unknown) => e);
-    assert.ok(err instanceof UpstreamError, String(err));
-    return err;
-  };
 
   describe('speech-to-text (REST, ≤ 30 s)', () => {
     it('sends Odia as od-IN with the mode and timestamps, and reads chunks back as segments in or-IN', async () => {
@@ -97,15 +92,15 @@ describe('Sarvam', () => {
     });
 
     it('classifies failures: a wrong key (403) is config, 5xx retryable, 400 the request\'s', async () => {
-      const wrong = await failure(stt.transcribe(route({ apiKey: 'not-the-key-000' }), request(1), never));
+      const wrong = await upstreamFailure(stt.transcribe(route({ apiKey: 'not-the-key-000' }), request(1), never));
       assert.deepEqual([wrong.kind, wrong.status, wrong.upstreamMessage], ['config', 403, 'Invalid API key']);
       up.next({ status: 500 });
-      const busy = await failure(stt.transcribe(route(), request(1), never));
+      const busy = await upstreamFailure(stt.transcribe(route(), request(1), never));
       assert.deepEqual([busy.kind, busy.retryable], ['http', true]);
       up.next({ status: 400, message: 'Invalid audio file' });
-      const bad = await failure(stt.transcribe(route(), request(1), never));
+      const bad = await upstreamFailure(stt.transcribe(route(), request(1), never));
       assert.deepEqual([bad.kind, bad.retryable, bad.upstreamMessage], ['client', false, 'Invalid audio file']);
-      const noKey = await failure(stt.transcribe(route({ apiKey: '' }), request(1), never));
+      const noKey = await upstreamFailure(stt.transcribe(route({ apiKey: '' }), request(1), never));
       assert.equal(noKey.kind, 'config');
     });
 
@@ -115,7 +110,7 @@ describe('Sarvam', () => {
       const pending = stt.transcribe(route(), request(1), ac.signal);
       await until(() => up.active > 0);
       ac.abort();
-      assert.equal((await failure(pending)).kind, 'aborted');
+      assert.equal((await upstreamFailure(pending)).kind, 'aborted');
     });
   });
 
@@ -176,7 +171,7 @@ describe('Sarvam', () => {
     it('a failure before start leaves a job that never starts: a new submit starts exactly one job', async () => {
       const before = up.jobs.size;
       up.next({}, {}, {}, { status: 503 }); // create, upload-files, PUT, then start fails
-      const err = await failure(jobs.submit(route(), request(1), never));
+      const err = await upstreamFailure(jobs.submit(route(), request(1), never));
       assert.deepEqual([err.kind, err.retryable], ['http', true]);
       const { providerJobId } = await jobs.submit(route(), request(1), never);
       const created = [...up.jobs.values()].slice(before);
@@ -187,7 +182,7 @@ describe('Sarvam', () => {
 
     it('a storage failure is retryable and never shows the storage signature', async () => {
       up.next({}, {}, { status: 503 });
-      const err = await failure(jobs.submit(route(), request(1), never));
+      const err = await upstreamFailure(jobs.submit(route(), request(1), never));
       assert.deepEqual([err.kind, err.status], ['http', 503]);
       assert.doesNotMatch(`${err.message} ${err.upstreamMessage ?? ''}`, /SECRETSIGNATURE|127\.0\.0\.1/);
     });
@@ -196,7 +191,7 @@ describe('Sarvam', () => {
       up.blobOrigin = 'http://127.0.0.2:9';
       try {
         const before = up.jobs.size;
-        const err = await failure(jobs.submit(route(), request(1), never));
+        const err = await upstreamFailure(jobs.submit(route(), request(1), never));
         assert.equal(err.kind, 'protocol');
         const job = [...up.jobs.values()].slice(before)[0]!;
         assert.deepEqual([job.uploads, job.starts], [0, 0]);
