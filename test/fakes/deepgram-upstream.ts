@@ -12,19 +12,13 @@
 // (FakeBehaviour) and per fake: `callbackDelayMs`, `failNextJob` (the next callback reports an
 // error instead of results). Records the callbacks it sent.
 import { randomUUID } from 'node:crypto';
-import { FakeServer, sendAnswer, sendJson } from './fake-server.ts';
+import { deliverCallback, FakeServer, sendAnswer, sendJson, type CallbackSent } from './fake-server.ts';
 import { fakeSpeech } from './audio.ts';
 
 const LANGUAGE = /^([a-z]{2,3}|en-(US|GB|AU|IN|NZ))$/;
 
-export interface DeepgramCallbackSent {
-  url: string;
-  body: any;
-  status: number | null;
-}
-
 export interface DeepgramUpstream extends FakeServer {
-  callbacks: DeepgramCallbackSent[];
+  callbacks: CallbackSent[];
   callbackDelayMs: number;
   failNextJob: string | null;
 }
@@ -53,7 +47,7 @@ export async function startDeepgramUpstream(opts: { apiKey?: string; models?: st
     self.failNextJob = null;
     sendAnswer(x, { request_id: requestId });
     const body = failure ? { err_code: 'ASR_FAILED', err_msg: failure, metadata: { request_id: requestId, extra } } : { ...result, metadata: { ...result.metadata, extra } };
-    setTimeout(() => void post(self, callback, body), self.callbackDelayMs).unref();
+    setTimeout(() => void deliverCallback(self.callbacks, callback, {}, body), self.callbackDelayMs).unref();
   });
   self = Object.assign(server, { callbacks: [], callbackDelayMs: 20, failNextJob: null });
   return self;
@@ -88,16 +82,4 @@ function listenResult(audio: Buffer, q: URLSearchParams, requestId: string, mode
         : {}),
     },
   };
-}
-
-async function post(self: DeepgramUpstream, url: string, body: unknown): Promise<void> {
-  const sent: DeepgramCallbackSent = { url, body, status: null };
-  self.callbacks.push(sent);
-  try {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    sent.status = res.status;
-    await res.arrayBuffer();
-  } catch {
-    sent.status = 0;
-  }
 }

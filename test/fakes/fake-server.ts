@@ -262,3 +262,24 @@ export function simulate(messages: { role: string; content: string }[], reply: s
   const promptTokens = messages.reduce((n, m) => n + words(m.content).length, 0);
   return { text, pieces, finish, stopSequence, promptTokens, completionTokens: pieces.length };
 }
+
+/** A callback a fake provider POSTed to the gateway, and the status it got (0: no answer). */
+export interface CallbackSent {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  status: number | null;
+}
+
+/** POSTs `body` as JSON to `url` as a provider's callback, recording it in `log`. */
+export async function deliverCallback(log: CallbackSent[], url: string, headers: Record<string, string>, body: unknown): Promise<void> {
+  const sent: CallbackSent = { url, headers: { 'content-type': 'application/json', ...headers }, body, status: null };
+  log.push(sent);
+  try {
+    const res = await fetch(url, { method: 'POST', headers: sent.headers, body: JSON.stringify(body) });
+    sent.status = res.status;
+    await res.arrayBuffer();
+  } catch {
+    sent.status = 0;
+  }
+}

@@ -18,7 +18,7 @@
 // `failNextJob` (the next created job fails, as a whole or its file), `callbackDelayMs`,
 // `blobOrigin` (storage URLs on another origin). Records jobs (uploads counted) and callbacks.
 import { randomUUID } from 'node:crypto';
-import { FakeServer, sendAnswer, sendJson, type Exchange } from './fake-server.ts';
+import { deliverCallback, FakeServer, sendAnswer, sendJson, type CallbackSent, type Exchange } from './fake-server.ts';
 import { audioSeconds, fakeSpeech, readForm } from './audio.ts';
 
 export const SARVAM_LANGUAGE_CODES = [
@@ -41,16 +41,9 @@ export interface SarvamJob {
   fail: { level: 'job' | 'file'; message: string } | null;
 }
 
-export interface SarvamCallbackSent {
-  url: string;
-  headers: Record<string, string>;
-  body: unknown;
-  status: number | null;
-}
-
 export interface SarvamUpstream extends FakeServer {
   jobs: Map<string, SarvamJob>;
-  callbacks: SarvamCallbackSent[];
+  callbacks: CallbackSent[];
   pollsUntilDone: number;
   failNextJob: SarvamJob['fail'];
   callbackDelayMs: number;
@@ -168,18 +161,10 @@ function end(job: SarvamJob): void {
   job.state = job.fail?.level === 'job' ? 'Failed' : 'Completed';
 }
 
-async function finish(self: SarvamUpstream, job: SarvamJob): Promise<void> {
+function finish(self: SarvamUpstream, job: SarvamJob): Promise<void> {
   end(job);
-  const sent: SarvamCallbackSent = { url: job.callback!.url, headers: { 'content-type': 'application/json' }, body: { job_id: job.id, job_state: job.state }, status: null };
-  if (job.callback!.auth_token) sent.headers['X-SARVAM-JOB-CALLBACK-TOKEN'] = job.callback!.auth_token;
-  self.callbacks.push(sent);
-  try {
-    const res = await fetch(sent.url, { method: 'POST', headers: sent.headers, body: JSON.stringify(sent.body) });
-    sent.status = res.status;
-    await res.arrayBuffer();
-  } catch {
-    sent.status = 0;
-  }
+  const token: Record<string, string> = job.callback!.auth_token ? { 'X-SARVAM-JOB-CALLBACK-TOKEN': job.callback!.auth_token } : {};
+  return deliverCallback(self.callbacks, job.callback!.url, token, { job_id: job.id, job_state: job.state });
 }
 
 /** The storage: a PUT stores a job's file, a GET reads a finished job's output. */

@@ -2,53 +2,28 @@
 // body), its answer (utterances as segments, integer speakers as Deepgram gives them, words), the
 // language mapping, failures classified, and callback jobs (submitted once, the result and its
 // secret read from the callback body; no polling).
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { UpstreamFiles } from '../../src/providers/upload.ts';
+import { readFileSync } from 'node:fs';
 import { createDeepgramProvider } from '../../src/providers/deepgram/index.ts';
 import { deepgramLanguage, parseDeepgram } from '../../src/providers/deepgram/transcribe.ts';
-import type { JobPoll, TranscribeCapability, TranscribeRequest, TranscriptionJobCapability } from '../../src/providers/types.ts';
-import { startDeepgramUpstream, type DeepgramUpstream } from '../fakes/deepgram-upstream.ts';
-import { FakeServer, sendJson } from '../fakes/fake-server.ts';
-import { wavInput } from '../fakes/audio.ts';
+import type { JobPoll } from '../../src/providers/types.ts';
+import { startDeepgramUpstream } from '../fakes/deepgram-upstream.ts';
 import { never, routeTo, until, upstreamFailure } from './helpers.ts';
+import { sttHarness } from './stt-harness.ts';
 
 const KEY = 'dg-key-0123456789';
 
 describe('Deepgram', () => {
-  let up: DeepgramUpstream;
-  let receiver: FakeServer;
-  let files: UpstreamFiles;
-  let stt: TranscribeCapability;
-  let jobs: TranscriptionJobCapability;
-  let dir: string;
-  before(async () => {
-    up = await startDeepgramUpstream({ apiKey: KEY });
-    receiver = await FakeServer.start(async (x) => sendJson(x.res, 200, { ok: true }));
-    files = new UpstreamFiles();
-    const provider = createDeepgramProvider(files);
-    stt = provider.transcribe!;
-    jobs = provider.transcriptionJobs!;
-    dir = mkdtempSync(join(tmpdir(), 'stt-deepgram-'));
-  });
-  after(async () => {
-    await files.close();
-    await up.close();
-    await receiver.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const h = sttHarness(() => startDeepgramUpstream({ apiKey: KEY }), createDeepgramProvider);
 
-  const route = (overrides = {}) => routeTo(up, { provider: 'deepgram', apiKey: KEY, upstreamModel: 'nova-3', ...overrides });
-  const request = (seconds: number, more: Partial<TranscribeRequest> = {}): TranscribeRequest => ({ audio: wavInput(dir, seconds), mode: 'transcribe', timestamps: ['segment'], ...more });
-  const query = () => Object.fromEntries(new URLSearchParams(up.requests.at(-1)!.query));
+  const route = (overrides = {}) => routeTo(h.up, { provider: 'deepgram', apiKey: KEY, upstreamModel: 'nova-3', ...overrides });
+  const query = () => Object.fromEntries(new URLSearchParams(h.up.requests.at(-1)!.query));
 
   it('posts the audio as the body with the key and query, and reads utterances with Deepgram\'s integer speakers', async () => {
-    const req = request(6, { language: 'en-IN', diarize: true, timestamps: ['segment', 'word'] });
-    const t = await stt.transcribe(route(), req, never);
-    const rec = up.requests.at(-1)!;
+    const req = h.request(6, { language: 'en-IN', diarize: true, timestamps: ['segment', 'word'] });
+    const t = await h.stt.transcribe(route(), req, never);
+    const rec = h.up.requests.at(-1)!;
     assert.equal(rec.path, '/v1/listen');
     assert.equal(rec.headers.authorization, `Token ${KEY}`);
     assert.equal(rec.headers['content-type'], 'audio/wav');
@@ -69,10 +44,10 @@ describe('Deepgram', () => {
     assert.equal(deepgramLanguage('hi-IN'), 'hi');
     assert.equal(deepgramLanguage('en-gb'), 'en-GB');
     assert.equal(deepgramLanguage('ta'), 'ta');
-    const hindi = await stt.transcribe(route(), request(2, { language: 'hi-IN' }), never);
+    const hindi = await h.stt.transcribe(route(), h.request(2, { language: 'hi-IN' }), never);
     assert.equal(query().language, 'hi');
     assert.equal(hindi.language, 'hi-IN');
-    const detected = await stt.transcribe(route(), request(2), never);
+    const detected = await h.stt.transcribe(route(), h.request(2), never);
     assert.deepEqual(query(), { model: 'nova-3', punctuate: 'true', utterances: 'true', detect_language: 'true' });
     assert.equal(detected.language, 'en');
     assert.equal(detected.segments[0]!.speaker, undefined, 'no speakers without diarization');
@@ -87,26 +62,26 @@ describe('Deepgram', () => {
   });
 
   it('only transcribes: other modes are refused before any call', () => {
-    assert.equal(stt.refuses!(request(1, { mode: 'translate' }), route())?.param, 'mode');
-    assert.equal(stt.refuses!(request(1), route()), undefined);
+    assert.equal(h.stt.refuses!(h.request(1, { mode: 'translate' }), route())?.param, 'mode');
+    assert.equal(h.stt.refuses!(h.request(1), route()), undefined);
   });
 
   it('classifies failures with Deepgram\'s err_msg: a wrong key is config, 5xx retryable, 400 the request\'s', async () => {
-    const wrong = await upstreamFailure(stt.transcribe(route({ apiKey: 'dg-wrong-000000' }), request(1), never));
+    const wrong = await upstreamFailure(h.stt.transcribe(route({ apiKey: 'dg-wrong-000000' }), h.request(1), never));
     assert.deepEqual([wrong.kind, wrong.status, wrong.upstreamMessage], ['config', 401, 'Invalid credentials.']);
-    up.next({ status: 503 });
-    const busy = await upstreamFailure(stt.transcribe(route(), request(1), never));
+    h.up.next({ status: 503 });
+    const busy = await upstreamFailure(h.stt.transcribe(route(), h.request(1), never));
     assert.deepEqual([busy.kind, busy.retryable], ['http', true]);
-    const bad = await upstreamFailure(stt.transcribe(route({ upstreamModel: 'nova-9' }), request(1), never));
+    const bad = await upstreamFailure(h.stt.transcribe(route({ upstreamModel: 'nova-9' }), h.request(1), never));
     assert.deepEqual([bad.kind, bad.status, bad.upstreamMessage], ['client', 400, 'No such model/language/tier combination found.']);
   });
 
   it('the caller leaving aborts the upload', async () => {
-    up.next({ hang: true });
+    h.up.next({ hang: true });
     const ac = new AbortController();
-    const pending = stt.transcribe(route(), request(2), ac.signal);
-    await until(() => up.active > 0);
-    const rec = up.requests.at(-1)!;
+    const pending = h.stt.transcribe(route(), h.request(2), ac.signal);
+    await until(() => h.up.active > 0);
+    const rec = h.up.requests.at(-1)!;
     ac.abort();
     assert.equal((await upstreamFailure(pending)).kind, 'aborted');
     await rec.ended;
@@ -115,20 +90,20 @@ describe('Deepgram', () => {
 
   describe('callback jobs', () => {
     it('submits the audio once with the callback and its secret; the callback body carries both and the result', async () => {
-      const before = up.requests.length;
-      const req = request(5, { diarize: true, numSpeakers: 2 });
-      const { providerJobId } = await jobs.submit(route(), req, never, { url: `${receiver.url}/callbacks/stt/j7`, token: 'secret-token-7' });
-      assert.equal(up.requests.length - before, 1, 'the audio went up once');
+      const before = h.up.requests.length;
+      const req = h.request(5, { diarize: true, numSpeakers: 2 });
+      const { providerJobId } = await h.jobs!.submit(route(), req, never, { url: `${h.receiver.url}/callbacks/stt/j7`, token: 'secret-token-7' });
+      assert.equal(h.up.requests.length - before, 1, 'the audio went up once');
       const q = query();
-      assert.equal(q.callback, `${receiver.url}/callbacks/stt/j7`);
+      assert.equal(q.callback, `${h.receiver.url}/callbacks/stt/j7`);
       assert.equal(q.extra, 'callback_secret:secret-token-7');
       assert.equal(q.diarize, 'true');
-      assert.deepEqual(await jobs.poll(route(), providerJobId, never), { state: 'pending' });
+      assert.deepEqual(await h.jobs!.poll(route(), providerJobId, never), { state: 'pending' });
 
-      await until(() => receiver.requests.length > 0);
-      const cb = receiver.requests.at(-1)!;
+      await until(() => h.receiver.requests.length > 0);
+      const cb = h.receiver.requests.at(-1)!;
       assert.equal(cb.path, '/callbacks/stt/j7');
-      const parsed = jobs.parseCallback!(cb.body, cb.headers)!;
+      const parsed = h.jobs!.parseCallback!(cb.body, cb.headers)!;
       assert.equal(parsed.providerJobId, providerJobId);
       assert.equal(parsed.token, 'secret-token-7');
       const result = parsed.result as Extract<JobPoll, { state: 'completed' }>;
@@ -138,20 +113,20 @@ describe('Deepgram', () => {
     });
 
     it('a job Deepgram fails comes back failed, with its reason', async () => {
-      up.failNextJob = 'Audio could not be transcribed';
-      const count = receiver.requests.length;
-      const { providerJobId } = await jobs.submit(route(), request(1), never, { url: `${receiver.url}/cb`, token: 't' });
-      await until(() => receiver.requests.length > count);
-      const cb = receiver.requests.at(-1)!;
-      assert.deepEqual(jobs.parseCallback!(cb.body, cb.headers), { providerJobId, token: 't', result: { state: 'failed', message: 'Audio could not be transcribed' } });
-      assert.equal(jobs.parseCallback!({ results: {} }, {}), null);
+      h.up.failNextJob = 'Audio could not be transcribed';
+      const count = h.receiver.requests.length;
+      const { providerJobId } = await h.jobs!.submit(route(), h.request(1), never, { url: `${h.receiver.url}/cb`, token: 't' });
+      await until(() => h.receiver.requests.length > count);
+      const cb = h.receiver.requests.at(-1)!;
+      assert.deepEqual(h.jobs!.parseCallback!(cb.body, cb.headers), { providerJobId, token: 't', result: { state: 'failed', message: 'Audio could not be transcribed' } });
+      assert.equal(h.jobs!.parseCallback!({ results: {} }, {}), null);
     });
 
     it('without a callback URL a job cannot run at Deepgram: misconfigured, nothing sent', async () => {
-      const before = up.requests.length;
-      const err = await upstreamFailure(jobs.submit(route(), request(1), never));
+      const before = h.up.requests.length;
+      const err = await upstreamFailure(h.jobs!.submit(route(), h.request(1), never));
       assert.equal(err.kind, 'config');
-      assert.equal(up.requests.length, before);
+      assert.equal(h.up.requests.length, before);
     });
   });
 });

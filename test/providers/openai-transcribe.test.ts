@@ -1,48 +1,34 @@
 // Speech-to-text through the OpenAI-compatible provider against the fake upstream, over loopback:
 // the multipart it sends (fields, the file under a safe name, streamed with an exact length), the
 // format it asks for each model, what it makes of the answers, refusals, and failures classified.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { UpstreamFiles } from '../../src/providers/upload.ts';
+import { readFileSync } from 'node:fs';
 import { audioFormatOf, openaiTranscribe } from '../../src/providers/openai/transcribe.ts';
 import { whisperLanguageCode } from '../../src/providers/openai/languages.ts';
-import { type TranscribeCapability, type TranscribeRequest } from '../../src/providers/types.ts';
-import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
-import { readForm, wavInput } from '../fakes/audio.ts';
+import type { TranscribeRequest } from '../../src/providers/types.ts';
+import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
+import { readForm } from '../fakes/audio.ts';
 import { never, routeTo, until, upstreamFailure } from './helpers.ts';
+import { sttHarness } from './stt-harness.ts';
 
 const KEY = 'sk-up-0123456789';
 
 describe('OpenAI-compatible speech-to-text', () => {
-  let up: FakeServer;
-  let files: UpstreamFiles;
-  let stt: TranscribeCapability;
-  let dir: string;
-  before(async () => {
-    up = await startOpenAIUpstream({ apiKey: KEY, models: ['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-transcribe-diarize'] });
-    files = new UpstreamFiles();
-    stt = openaiTranscribe(files);
-    dir = mkdtempSync(join(tmpdir(), 'stt-openai-'));
-  });
-  after(async () => {
-    await files.close();
-    await up.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const h = sttHarness(
+    () => startOpenAIUpstream({ apiKey: KEY, models: ['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-transcribe-diarize'] }),
+    (files) => ({ name: 'openai', transcribe: openaiTranscribe(files) }),
+  );
 
-  const route = (model: string, overrides = {}) => routeTo(up, { apiKey: KEY, upstreamModel: model, ...overrides });
-  const request = (seconds: number, more: Partial<TranscribeRequest> = {}): TranscribeRequest => ({ audio: wavInput(dir, seconds), mode: 'transcribe', timestamps: ['segment'], ...more });
+  const route = (model: string, overrides = {}) => routeTo(h.up, { apiKey: KEY, upstreamModel: model, ...overrides });
   const lastForm = async () => {
-    const rec = up.requests.at(-1)!;
+    const rec = h.up.requests.at(-1)!;
     return { rec, form: (await readForm(rec.raw, rec.headers['content-type']))! };
   };
 
   it('sends whisper-1 a verbose_json form with the ISO language, and reads segments, words and the language', async () => {
-    const req = request(6, { language: 'hi-IN', prompt: 'a call', temperature: 0.2, timestamps: ['segment', 'word'] });
-    const t = await stt.transcribe(route('whisper-1'), req, never);
+    const req = h.request(6, { language: 'hi-IN', prompt: 'a call', temperature: 0.2, timestamps: ['segment', 'word'] });
+    const t = await h.stt.transcribe(route('whisper-1'), req, never);
     const { rec, form } = await lastForm();
     assert.equal(rec.path, '/v1/audio/transcriptions');
     assert.equal(rec.headers.authorization, `Bearer ${KEY}`);
@@ -75,7 +61,7 @@ describe('OpenAI-compatible speech-to-text', () => {
   });
 
   it('asks only for segments when words are not wanted, and names a detected language by its code', async () => {
-    const t = await stt.transcribe(route('whisper-1'), request(3, { timestamps: [] }), never);
+    const t = await h.stt.transcribe(route('whisper-1'), h.request(3, { timestamps: [] }), never);
     const { form } = await lastForm();
     assert.deepEqual(form.fields.get('timestamp_granularities[]'), ['segment']);
     assert.equal(form.fields.get('language'), undefined);
@@ -84,7 +70,7 @@ describe('OpenAI-compatible speech-to-text', () => {
   });
 
   it('asks gpt-4o-transcribe for json (all it gives): text, no segments, the asked language', async () => {
-    const t = await stt.transcribe(route('gpt-4o-transcribe'), request(4, { language: 'ta-IN', timestamps: ['segment', 'word'] }), never);
+    const t = await h.stt.transcribe(route('gpt-4o-transcribe'), h.request(4, { language: 'ta-IN', timestamps: ['segment', 'word'] }), never);
     const { form } = await lastForm();
     assert.deepEqual(form.fields.get('response_format'), ['json']);
     assert.equal(form.fields.get('timestamp_granularities[]'), undefined);
@@ -93,7 +79,7 @@ describe('OpenAI-compatible speech-to-text', () => {
   });
 
   it('asks a diarize model for diarized_json with chunking, keeping its speaker labels as they are', async () => {
-    const t = await stt.transcribe(route('gpt-4o-transcribe-diarize'), request(40, { diarize: true }), never);
+    const t = await h.stt.transcribe(route('gpt-4o-transcribe-diarize'), h.request(40, { diarize: true }), never);
     const { form } = await lastForm();
     assert.deepEqual(form.fields.get('response_format'), ['diarized_json']);
     assert.deepEqual(form.fields.get('chunking_strategy'), ['auto']);
@@ -103,7 +89,7 @@ describe('OpenAI-compatible speech-to-text', () => {
   });
 
   it('translates through /audio/translations without a language, answering English', async () => {
-    const t = await stt.transcribe(route('whisper-1'), request(3, { mode: 'translate', language: 'hi-IN' }), never);
+    const t = await h.stt.transcribe(route('whisper-1'), h.request(3, { mode: 'translate', language: 'hi-IN' }), never);
     const { rec, form } = await lastForm();
     assert.equal(rec.path, '/v1/audio/translations');
     assert.equal(form.fields.get('language'), undefined);
@@ -113,13 +99,13 @@ describe('OpenAI-compatible speech-to-text', () => {
   });
 
   it('refuses what a route cannot do, before any call', () => {
-    const n = up.requests.length;
-    const refuses = (model: string, more: Partial<TranscribeRequest>) => stt.refuses!(request(1, more), route(model))?.param;
+    const n = h.up.requests.length;
+    const refuses = (model: string, more: Partial<TranscribeRequest>) => h.stt.refuses!(h.request(1, more), route(model))?.param;
     assert.equal(refuses('whisper-1', { mode: 'verbatim' }), 'mode');
     assert.equal(refuses('gpt-4o-transcribe', { mode: 'translate' }), 'mode');
     assert.equal(refuses('gpt-4o-transcribe-diarize', { prompt: 'x' }), 'prompt');
     assert.equal(refuses('whisper-1', { mode: 'translate', prompt: 'x' }), undefined);
-    assert.equal(up.requests.length, n);
+    assert.equal(h.up.requests.length, n);
   });
 
   it('picks the answer format from the model name, with or without a vendor prefix', () => {
@@ -136,30 +122,30 @@ describe('OpenAI-compatible speech-to-text', () => {
   describe('failures', () => {
 
     it('a wrong key is a config failure, with OpenAI\'s message', async () => {
-      const err = await upstreamFailure(stt.transcribe(route('whisper-1', { apiKey: 'sk-wrong-key-123456' }), request(1), never));
+      const err = await upstreamFailure(h.stt.transcribe(route('whisper-1', { apiKey: 'sk-wrong-key-123456' }), h.request(1), never));
       assert.equal(err.kind, 'config');
       assert.equal(err.status, 401);
       assert.equal(err.upstreamMessage, 'Incorrect API key provided.');
     });
 
     it('5xx is retryable', async () => {
-      up.next({ status: 503 });
-      const busy = await upstreamFailure(stt.transcribe(route('whisper-1'), request(1), never));
+      h.up.next({ status: 503 });
+      const busy = await upstreamFailure(h.stt.transcribe(route('whisper-1'), h.request(1), never));
       assert.deepEqual([busy.kind, busy.retryable, busy.status], ['http', true, 503]);
     });
 
     it('an upstream 400 comes back as a client failure carrying the upstream\'s reason', async () => {
-      up.next({ status: 400, message: 'Audio file might be corrupted or unsupported' });
-      const err = await upstreamFailure(stt.transcribe(route('whisper-1'), request(1), never));
+      h.up.next({ status: 400, message: 'Audio file might be corrupted or unsupported' });
+      const err = await upstreamFailure(h.stt.transcribe(route('whisper-1'), h.request(1), never));
       assert.deepEqual([err.kind, err.retryable, err.status, err.upstreamMessage], ['client', false, 400, 'Audio file might be corrupted or unsupported']);
     });
 
     it('the caller leaving aborts the upload and the wait, closing the connection', async () => {
-      up.next({ hang: true });
+      h.up.next({ hang: true });
       const ac = new AbortController();
-      const pending = stt.transcribe(route('whisper-1'), request(2), ac.signal);
-      await until(() => up.requests.length > 0 && up.active > 0);
-      const rec = up.requests.at(-1)!;
+      const pending = h.stt.transcribe(route('whisper-1'), h.request(2), ac.signal);
+      await until(() => h.up.requests.length > 0 && h.up.active > 0);
+      const rec = h.up.requests.at(-1)!;
       ac.abort();
       const err = await upstreamFailure(pending);
       assert.equal(err.kind, 'aborted');
@@ -168,16 +154,16 @@ describe('OpenAI-compatible speech-to-text', () => {
     });
 
     it('a silent upstream times out within the route\'s timeout_ms', async () => {
-      up.next({ hang: true });
+      h.up.next({ hang: true });
       const started = Date.now();
-      const err = await upstreamFailure(stt.transcribe(route('whisper-1', { timeoutMs: 300 }), request(1), never));
+      const err = await upstreamFailure(h.stt.transcribe(route('whisper-1', { timeoutMs: 300 }), h.request(1), never));
       assert.deepEqual([err.kind, err.retryable], ['timeout', true]);
       assert.ok(Date.now() - started < 2000);
     });
 
     it('a malformed answer is a protocol failure', async () => {
-      up.next({ rawBody: '{"text": 42}' });
-      const err = await upstreamFailure(stt.transcribe(route('whisper-1'), request(1), never));
+      h.up.next({ rawBody: '{"text": 42}' });
+      const err = await upstreamFailure(h.stt.transcribe(route('whisper-1'), h.request(1), never));
       assert.equal(err.kind, 'protocol');
     });
   });

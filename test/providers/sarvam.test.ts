@@ -1,53 +1,29 @@
 // Sarvam against its fake over loopback: the REST transcription (Odia as od-IN, modes, chunk
 // timestamps, the 30 s limit) and the batch job API (create, upload to storage once, start, poll,
 // download; diarized speakers as Sarvam labels them; the callback and its token; failures).
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { UpstreamFiles } from '../../src/providers/upload.ts';
+import { readFileSync } from 'node:fs';
 import { createSarvamProvider } from '../../src/providers/sarvam/index.ts';
 import { toSarvamLanguage } from '../../src/providers/sarvam/languages.ts';
-import { type JobPoll, type TranscribeCapability, type TranscribeRequest, type TranscriptionJobCapability } from '../../src/providers/types.ts';
-import { startSarvamUpstream, type SarvamUpstream } from '../fakes/sarvam-upstream.ts';
-import { FakeServer, sendJson } from '../fakes/fake-server.ts';
-import { readForm, wavInput } from '../fakes/audio.ts';
+import type { JobPoll } from '../../src/providers/types.ts';
+import { startSarvamUpstream } from '../fakes/sarvam-upstream.ts';
+import { readForm } from '../fakes/audio.ts';
 import { never, routeTo, until, upstreamFailure } from './helpers.ts';
+import { sttHarness } from './stt-harness.ts';
 
 const KEY = 'sarvam-key-0123456789';
 
 describe('Sarvam', () => {
-  let up: SarvamUpstream;
-  let receiver: FakeServer;
-  let files: UpstreamFiles;
-  let stt: TranscribeCapability;
-  let jobs: TranscriptionJobCapability;
-  let dir: string;
-  before(async () => {
-    up = await startSarvamUpstream({ apiKey: KEY });
-    receiver = await FakeServer.start(async (x) => sendJson(x.res, 200, { ok: true }));
-    files = new UpstreamFiles();
-    const provider = createSarvamProvider(files);
-    stt = provider.transcribe!;
-    jobs = provider.transcriptionJobs!;
-    dir = mkdtempSync(join(tmpdir(), 'stt-sarvam-'));
-  });
-  after(async () => {
-    await files.close();
-    await up.close();
-    await receiver.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const h = sttHarness(() => startSarvamUpstream({ apiKey: KEY }), createSarvamProvider);
 
-  const route = (overrides = {}) => routeTo(up, { provider: 'sarvam', apiKey: KEY, upstreamModel: 'saaras:v3', ...overrides });
-  const request = (seconds: number, more: Partial<TranscribeRequest> = {}): TranscribeRequest => ({ audio: wavInput(dir, seconds), mode: 'transcribe', timestamps: ['segment'], ...more });
+  const route = (overrides = {}) => routeTo(h.up, { provider: 'sarvam', apiKey: KEY, upstreamModel: 'saaras:v3', ...overrides });
 
   describe('speech-to-text (REST, ≤ 30 s)', () => {
     it('sends Odia as od-IN with the mode and timestamps, and reads chunks back as segments in or-IN', async () => {
-      const req = request(6, { language: 'or-IN' });
-      const t = await stt.transcribe(route(), req, never);
-      const rec = up.requests.at(-1)!;
+      const req = h.request(6, { language: 'or-IN' });
+      const t = await h.stt.transcribe(route(), req, never);
+      const rec = h.up.requests.at(-1)!;
       assert.equal(rec.path, '/speech-to-text');
       assert.equal(rec.headers['api-subscription-key'], KEY);
       const form = (await readForm(rec.raw, rec.headers['content-type']))!;
@@ -61,8 +37,8 @@ describe('Sarvam', () => {
     });
 
     it('asks Sarvam to detect the language when none is given, and takes both Odia spellings', async () => {
-      const t = await stt.transcribe(route(), request(2, { timestamps: [] }), never);
-      const form = (await readForm(up.requests.at(-1)!.raw, up.requests.at(-1)!.headers['content-type']))!;
+      const t = await h.stt.transcribe(route(), h.request(2, { timestamps: [] }), never);
+      const form = (await readForm(h.up.requests.at(-1)!.raw, h.up.requests.at(-1)!.headers['content-type']))!;
       assert.deepEqual(form.fields.get('language_code'), ['unknown']);
       assert.deepEqual(form.fields.get('with_timestamps'), ['false']);
       assert.deepEqual(t.segments, []);
@@ -74,41 +50,41 @@ describe('Sarvam', () => {
     });
 
     it('translates in translate mode (English out), and sends saarika models no mode', async () => {
-      const t = await stt.transcribe(route(), request(2, { mode: 'translate', language: 'hi-IN' }), never);
+      const t = await h.stt.transcribe(route(), h.request(2, { mode: 'translate', language: 'hi-IN' }), never);
       assert.equal(t.language, 'en');
       assert.match(t.text, /^translated part 1/);
-      await stt.transcribe(route({ upstreamModel: 'saarika:v2.5' }), request(2), never);
-      const form = (await readForm(up.requests.at(-1)!.raw, up.requests.at(-1)!.headers['content-type']))!;
+      await h.stt.transcribe(route({ upstreamModel: 'saarika:v2.5' }), h.request(2), never);
+      const form = (await readForm(h.up.requests.at(-1)!.raw, h.up.requests.at(-1)!.headers['content-type']))!;
       assert.equal(form.fields.get('mode'), undefined);
     });
 
     it('refuses audio over 30 s, languages Sarvam lacks, and modes saarika lacks, before any call', () => {
-      const n = up.requests.length;
-      assert.equal(stt.refuses!(request(31), route())?.param, 'file');
-      assert.equal(stt.refuses!(request(1, { language: 'fr-FR' }), route())?.param, 'language_code');
-      assert.equal(stt.refuses!(request(1, { mode: 'codemix' }), route({ upstreamModel: 'saarika:v2.5' }))?.param, 'mode');
-      assert.equal(stt.refuses!(request(1, { mode: 'codemix' }), route()), undefined);
-      assert.equal(up.requests.length, n);
+      const n = h.up.requests.length;
+      assert.equal(h.stt.refuses!(h.request(31), route())?.param, 'file');
+      assert.equal(h.stt.refuses!(h.request(1, { language: 'fr-FR' }), route())?.param, 'language_code');
+      assert.equal(h.stt.refuses!(h.request(1, { mode: 'codemix' }), route({ upstreamModel: 'saarika:v2.5' }))?.param, 'mode');
+      assert.equal(h.stt.refuses!(h.request(1, { mode: 'codemix' }), route()), undefined);
+      assert.equal(h.up.requests.length, n);
     });
 
     it('classifies failures: a wrong key (403) is config, 5xx retryable, 400 the request\'s', async () => {
-      const wrong = await upstreamFailure(stt.transcribe(route({ apiKey: 'not-the-key-000' }), request(1), never));
+      const wrong = await upstreamFailure(h.stt.transcribe(route({ apiKey: 'not-the-key-000' }), h.request(1), never));
       assert.deepEqual([wrong.kind, wrong.status, wrong.upstreamMessage], ['config', 403, 'Invalid API key']);
-      up.next({ status: 500 });
-      const busy = await upstreamFailure(stt.transcribe(route(), request(1), never));
+      h.up.next({ status: 500 });
+      const busy = await upstreamFailure(h.stt.transcribe(route(), h.request(1), never));
       assert.deepEqual([busy.kind, busy.retryable], ['http', true]);
-      up.next({ status: 400, message: 'Invalid audio file' });
-      const bad = await upstreamFailure(stt.transcribe(route(), request(1), never));
+      h.up.next({ status: 400, message: 'Invalid audio file' });
+      const bad = await upstreamFailure(h.stt.transcribe(route(), h.request(1), never));
       assert.deepEqual([bad.kind, bad.retryable, bad.upstreamMessage], ['client', false, 'Invalid audio file']);
-      const noKey = await upstreamFailure(stt.transcribe(route({ apiKey: '' }), request(1), never));
+      const noKey = await upstreamFailure(h.stt.transcribe(route({ apiKey: '' }), h.request(1), never));
       assert.equal(noKey.kind, 'config');
     });
 
     it('the caller leaving aborts the call', async () => {
-      up.next({ hang: true });
+      h.up.next({ hang: true });
       const ac = new AbortController();
-      const pending = stt.transcribe(route(), request(1), ac.signal);
-      await until(() => up.active > 0);
+      const pending = h.stt.transcribe(route(), h.request(1), ac.signal);
+      await until(() => h.up.active > 0);
       ac.abort();
       assert.equal((await upstreamFailure(pending)).kind, 'aborted');
     });
@@ -117,22 +93,22 @@ describe('Sarvam', () => {
   describe('batch jobs', () => {
     const pollUntilDone = async (id: string): Promise<JobPoll & { polls: number }> => {
       for (let polls = 1; polls < 20; polls++) {
-        const p = await jobs.poll(route(), id, never);
+        const p = await h.jobs!.poll(route(), id, never);
         if (p.state !== 'pending') return { ...p, polls };
       }
       throw new Error('the job never finished');
     };
 
     it('creates, uploads the audio once to storage, starts; polls to a diarized transcript with Sarvam\'s labels', async () => {
-      up.pollsUntilDone = 2;
-      const req = request(8, { language: 'or-IN', diarize: true, numSpeakers: 3 });
-      const { providerJobId } = await jobs.submit(route(), req, never);
-      const job = up.jobs.get(providerJobId)!;
+      h.up.pollsUntilDone = 2;
+      const req = h.request(8, { language: 'or-IN', diarize: true, numSpeakers: 3 });
+      const { providerJobId } = await h.jobs!.submit(route(), req, never);
+      const job = h.up.jobs.get(providerJobId)!;
       assert.deepEqual(job.parameters, { model: 'saaras:v3', mode: 'transcribe', language_code: 'od-IN', with_timestamps: true, with_diarization: true, num_speakers: 3 });
       assert.equal(job.uploads, 1);
       assert.equal(job.starts, 1);
       assert.ok(job.file!.bytes.equals(readFileSync(req.audio.path)));
-      const put = up.requests.find((r) => r.method === 'PUT')!;
+      const put = h.up.requests.find((r) => r.method === 'PUT')!;
       assert.equal(put.headers['x-ms-blob-type'], 'BlockBlob');
       assert.equal(put.headers['api-subscription-key'], undefined, 'the key never goes to storage');
 
@@ -143,60 +119,60 @@ describe('Sarvam', () => {
       assert.equal(t.language, 'or-IN');
       assert.deepEqual(t.segments.map((s) => s.speaker), ['SPEAKER_00', 'SPEAKER_01', 'SPEAKER_02', 'SPEAKER_00']);
       assert.deepEqual(t.segments.map((s) => [s.start, s.end]), [[0, 2.5], [2.5, 5], [5, 7.5], [7.5, 8]]);
-      up.pollsUntilDone = 1;
+      h.up.pollsUntilDone = 1;
     });
 
     it('gives Sarvam the callback, whose POST carries the token in its header; the caller then polls', async () => {
-      const { providerJobId } = await jobs.submit(route(), request(3, { diarize: false }), never, { url: `${receiver.url}/callbacks/stt/j1`, token: 'cb-token-42' });
-      assert.deepEqual(up.jobs.get(providerJobId)!.callback, { url: `${receiver.url}/callbacks/stt/j1`, auth_token: 'cb-token-42' });
-      await until(() => receiver.requests.length > 0);
-      const cb = receiver.requests[0]!;
+      const { providerJobId } = await h.jobs!.submit(route(), h.request(3, { diarize: false }), never, { url: `${h.receiver.url}/callbacks/stt/j1`, token: 'cb-token-42' });
+      assert.deepEqual(h.up.jobs.get(providerJobId)!.callback, { url: `${h.receiver.url}/callbacks/stt/j1`, auth_token: 'cb-token-42' });
+      await until(() => h.receiver.requests.length > 0);
+      const cb = h.receiver.requests[0]!;
       assert.equal(cb.path, '/callbacks/stt/j1');
-      assert.deepEqual(jobs.parseCallback!(cb.body, cb.headers), { providerJobId, token: 'cb-token-42' });
-      const done = await jobs.poll(route(), providerJobId, never);
+      assert.deepEqual(h.jobs!.parseCallback!(cb.body, cb.headers), { providerJobId, token: 'cb-token-42' });
+      const done = await h.jobs!.poll(route(), providerJobId, never);
       assert.equal(done.state, 'completed');
       assert.ok((done as Extract<JobPoll, { state: 'completed' }>).transcript.segments.every((s) => s.speaker === null || s.speaker === undefined));
-      assert.equal(jobs.parseCallback!({ hello: 1 }, {}), null);
+      assert.equal(h.jobs!.parseCallback!({ hello: 1 }, {}), null);
     });
 
     it('reports a failed job, and a job whose file failed, with Sarvam\'s reason', async () => {
-      up.failNextJob = { level: 'job', message: 'Audio could not be decoded' };
-      const a = await jobs.submit(route(), request(1), never);
-      assert.deepEqual(await jobs.poll(route(), a.providerJobId, never), { state: 'failed', message: 'Audio could not be decoded' });
-      up.failNextJob = { level: 'file', message: 'Internal error on file' };
-      const b = await jobs.submit(route(), request(1), never);
-      assert.deepEqual(await jobs.poll(route(), b.providerJobId, never), { state: 'failed', message: 'Internal error on file' });
+      h.up.failNextJob = { level: 'job', message: 'Audio could not be decoded' };
+      const a = await h.jobs!.submit(route(), h.request(1), never);
+      assert.deepEqual(await h.jobs!.poll(route(), a.providerJobId, never), { state: 'failed', message: 'Audio could not be decoded' });
+      h.up.failNextJob = { level: 'file', message: 'Internal error on file' };
+      const b = await h.jobs!.submit(route(), h.request(1), never);
+      assert.deepEqual(await h.jobs!.poll(route(), b.providerJobId, never), { state: 'failed', message: 'Internal error on file' });
     });
 
     it('a failure before start leaves a job that never starts: a new submit starts exactly one job', async () => {
-      const before = up.jobs.size;
-      up.next({}, {}, {}, { status: 503 }); // create, upload-files, PUT, then start fails
-      const err = await upstreamFailure(jobs.submit(route(), request(1), never));
+      const before = h.up.jobs.size;
+      h.up.next({}, {}, {}, { status: 503 }); // create, upload-files, PUT, then start fails
+      const err = await upstreamFailure(h.jobs!.submit(route(), h.request(1), never));
       assert.deepEqual([err.kind, err.retryable], ['http', true]);
-      const { providerJobId } = await jobs.submit(route(), request(1), never);
-      const created = [...up.jobs.values()].slice(before);
+      const { providerJobId } = await h.jobs!.submit(route(), h.request(1), never);
+      const created = [...h.up.jobs.values()].slice(before);
       assert.equal(created.length, 2);
       assert.deepEqual(created.map((j) => j.starts), [0, 1]);
       assert.equal(created[1]!.id, providerJobId);
     });
 
     it('a storage failure is retryable and never shows the storage signature', async () => {
-      up.next({}, {}, { status: 503 });
-      const err = await upstreamFailure(jobs.submit(route(), request(1), never));
+      h.up.next({}, {}, { status: 503 });
+      const err = await upstreamFailure(h.jobs!.submit(route(), h.request(1), never));
       assert.deepEqual([err.kind, err.status], ['http', 503]);
       assert.doesNotMatch(`${err.message} ${err.upstreamMessage ?? ''}`, /SECRETSIGNATURE|127\.0\.0\.1/);
     });
 
     it('refuses a storage URL on another http origin: no audio is sent there, the job is not started', async () => {
-      up.blobOrigin = 'http://127.0.0.2:9';
+      h.up.blobOrigin = 'http://127.0.0.2:9';
       try {
-        const before = up.jobs.size;
-        const err = await upstreamFailure(jobs.submit(route(), request(1), never));
+        const before = h.up.jobs.size;
+        const err = await upstreamFailure(h.jobs!.submit(route(), h.request(1), never));
         assert.equal(err.kind, 'protocol');
-        const job = [...up.jobs.values()].slice(before)[0]!;
+        const job = [...h.up.jobs.values()].slice(before)[0]!;
         assert.deepEqual([job.uploads, job.starts], [0, 0]);
       } finally {
-        up.blobOrigin = null;
+        h.up.blobOrigin = null;
       }
     });
   });
