@@ -5,7 +5,7 @@ export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent']
 export type ModelType = (typeof MODEL_TYPES)[number];
 
 export interface RouteConfig {
-  /** Provider folder name under src/providers/: 'openai' (any OpenAI-compatible server) or 'anthropic'. */
+  /** Provider folder name under src/providers/ (PROVIDER_NAMES): 'openai' (any OpenAI-compatible server), 'anthropic', 'sarvam', 'deepgram'. */
   provider: string;
   base_url: string;
   /** The upstream key, inline (stored; never returned to clients) or by environment variable name. */
