@@ -14,6 +14,7 @@ import { abortedError, DEFAULT_LIMITS, networkError, scrub, statusError, type Up
 import { Cancel } from './cancel.ts';
 import { fileBody, multipartBody, type MultipartFile, type StreamedBody } from './multipart.ts';
 import { UpstreamError } from './types.ts';
+import { addressRange } from '../webhooks/address.ts';
 import { parseJson, protocolError } from './validate.ts';
 
 /** What a file call sends: a form with one file, a file as the body, JSON, or nothing (GET). */
@@ -156,7 +157,7 @@ async function payloadBody(p: Payload): Promise<StreamedBody | null> {
       return fileBody(p.path, p.contentType);
     case 'json': {
       const bytes = Buffer.from(JSON.stringify(p.value));
-      return { contentType: 'application/json', length: bytes.length, stream: Readable.from([bytes]) };
+      return { contentType: 'application/json', length: bytes.length, stream: Readable.from([bytes], { objectMode: false }) };
     }
     case 'none':
       return null;
@@ -188,23 +189,26 @@ function discard(body: Readable): void {
 
 /**
  * A URL a provider handed out for a file (Sarvam's storage upload and download URLs), checked
- * before the gateway sends audio to it or fetches from it: https without credentials, or else on
- * the route's own origin (a self-hosted or test upstream). So an upstream cannot steer the audio
- * or a GET at an internal http address. Null when it fails the check.
+ * before the gateway sends audio to it or fetches from it: on the route's own origin (a
+ * self-hosted or test upstream), or else https without credentials to a host that is not an
+ * internal address written as an IP literal (loopback, private, link-local such as the cloud
+ * metadata address…; the webhooks' classification) nor a local name. So an upstream cannot steer
+ * the audio or a GET at an internal service. Null when it fails the check.
  */
 export function handedOutUrl(baseUrl: string, value: unknown): URL | null {
   if (typeof value !== 'string' || value.length > 8192) return null;
   let url: URL;
+  let base: URL;
   try {
     url = new URL(value);
+    base = new URL(baseUrl);
   } catch {
     return null;
   }
   if (url.username || url.password) return null;
-  if (url.protocol === 'https:') return url;
-  try {
-    return url.protocol === 'http:' && url.origin === new URL(baseUrl).origin ? url : null;
-  } catch {
-    return null;
-  }
+  if (url.origin === base.origin) return url;
+  if (url.protocol !== 'https:') return null;
+  const range = addressRange(url.hostname);
+  if (range !== null ? range !== 'unicast' : /^(localhost|.*\.localhost|.*\.local|.*\.internal)\.?$/i.test(url.hostname)) return null;
+  return url;
 }

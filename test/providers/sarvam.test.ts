@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createSarvamProvider } from '../../src/providers/sarvam/index.ts';
 import { toSarvamLanguage } from '../../src/providers/sarvam/languages.ts';
+import { handedOutUrl } from '../../src/providers/upload.ts';
 import type { JobPoll } from '../../src/providers/types.ts';
 import { startSarvamUpstream } from '../fakes/sarvam-upstream.ts';
 import { readForm } from '../fakes/audio.ts';
@@ -163,17 +164,27 @@ describe('Sarvam', () => {
       assert.doesNotMatch(`${err.message} ${err.upstreamMessage ?? ''}`, /SECRETSIGNATURE|127\.0\.0\.1/);
     });
 
-    it('refuses a storage URL on another http origin: no audio is sent there, the job is not started', async () => {
-      h.up.blobOrigin = 'http://127.0.0.2:9';
-      try {
-        const before = h.up.jobs.size;
-        const err = await upstreamFailure(h.jobs!.submit(route(), h.request(1), never));
-        assert.equal(err.kind, 'protocol');
-        const job = [...h.up.jobs.values()].slice(before)[0]!;
-        assert.deepEqual([job.uploads, job.starts], [0, 0]);
-      } finally {
-        h.up.blobOrigin = null;
-      }
+    for (const origin of ['http://storage.example', 'https://127.0.0.1:1', 'https://[::ffff:7f00:1]', 'https://169.254.169.254', 'https://blob.internal']) {
+      it(`refuses a storage URL at ${origin}: no audio is sent there, the job is not started`, async () => {
+        h.up.blobOrigin = origin;
+        try {
+          const before = h.up.jobs.size;
+          const err = await upstreamFailure(h.jobs!.submit(route(), h.request(1), never));
+          assert.equal(err.kind, 'protocol');
+          const job = [...h.up.jobs.values()].slice(before)[0]!;
+          assert.deepEqual([job.uploads, job.starts], [0, 0]);
+        } finally {
+          h.up.blobOrigin = null;
+        }
+      });
+    }
+
+    it('accepts a storage URL on the route\'s own origin or over https to a public host', () => {
+      const base = 'http://10.0.0.5:8080';
+      assert.equal(handedOutUrl(base, 'http://10.0.0.5:8080/blob/x?sig=1')?.pathname, '/blob/x');
+      assert.equal(handedOutUrl(base, 'https://sarvam.blob.core.windows.net/c/a.wav?sig=1')?.host, 'sarvam.blob.core.windows.net');
+      assert.equal(handedOutUrl(base, 'https://user:pw@sarvam.blob.core.windows.net/c'), null);
+      assert.equal(handedOutUrl(base, 42), null);
     });
   });
 });
