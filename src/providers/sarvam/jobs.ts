@@ -4,10 +4,10 @@
 //      with_diarization, num_speakers}, callback?: {url, auth_token}} → {job_id, job_state}
 //   2. POST /speech-to-text/job/v1/upload-files {job_id, files: [name]} → upload_urls[name].file_url,
 //      then PUT the audio there with `x-ms-blob-type: BlockBlob` (an Azure blob SAS URL: the key is
-//      not sent to it, and it must be https or on the route's own origin, see handedOutUrl)
+//      not sent to it, and handedOutUrl must accept it: the route's origin, or public https)
 //   3. POST /speech-to-text/job/v1/{job_id}/start
-// and answers the job id. A failure between 1 and 3 leaves a created job that never starts (Sarvam
-// bills nothing for it): the caller may call `submit` again, but only while it has not recorded a
+// and answers the job id. A failure between 1 and 3 leaves a created job that never starts
+// (nothing is processed): the caller may call `submit` again, but only while it has not recorded a
 // provider job id: once `start` answered, a second submit would process (and bill) the audio twice.
 // A crash after `start` answered and before the caller's write is the one window where that can
 // happen; the caller keeps it short by recording the id at once.
