@@ -10,7 +10,7 @@ export const STT_TIMESTAMPS = ['segment', 'word', 'none'] as const;
 export type SttTimestamps = (typeof STT_TIMESTAMPS)[number];
 
 export interface RouteConfig {
-  /** Provider folder name under src/providers/: 'openai' (any OpenAI-compatible server) or 'anthropic'. */
+  /** Provider folder name under src/providers/ (PROVIDER_NAMES): 'openai' (any OpenAI-compatible server), 'anthropic', 'sarvam', 'deepgram'. */
   provider: string;
   base_url: string;
   /** The upstream key, inline (stored; never returned to clients) or by environment variable name. */

@@ -1,12 +1,15 @@
 // The provider registry, keyed by the closed set of provider names a route's `provider` may take.
 // A new provider is one folder (src/providers/<name>/, a file per capability) plus one line here.
 import type { UpstreamHttp } from './http.ts';
+import { UpstreamFiles } from './upload.ts';
 import type { Provider } from './types.ts';
 import { createOpenAIProvider } from './openai/index.ts';
 import { createAnthropicProvider } from './anthropic/index.ts';
+import { createSarvamProvider } from './sarvam/index.ts';
+import { createDeepgramProvider } from './deepgram/index.ts';
 import type { AnthropicOptions } from './anthropic/chat.ts';
 
-export const PROVIDER_NAMES = ['openai', 'anthropic'] as const;
+export const PROVIDER_NAMES = ['openai', 'anthropic', 'sarvam', 'deepgram'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 export function isProviderName(name: string): name is ProviderName {
@@ -15,12 +18,21 @@ export function isProviderName(name: string): name is ProviderName {
 
 export interface ProvidersOptions {
   anthropic?: AnthropicOptions;
+  /**
+   * The client for audio uploads and file fetches (speech-to-text). The composition root passes
+   * one and closes it at shutdown; without one, a private one is made (its idle sockets do not
+   * hold the process open, but nothing closes it).
+   */
+  files?: UpstreamFiles;
 }
 
 export function createProviders(http: UpstreamHttp, opts: ProvidersOptions = {}): Map<ProviderName, Provider> {
+  const files = opts.files ?? new UpstreamFiles();
   const registry: Record<ProviderName, Provider> = {
-    openai: createOpenAIProvider(http),
+    openai: createOpenAIProvider(http, files),
     anthropic: createAnthropicProvider(http, opts.anthropic),
+    sarvam: createSarvamProvider(files),
+    deepgram: createDeepgramProvider(files),
   };
   return new Map(PROVIDER_NAMES.map((name) => [name, registry[name]]));
 }

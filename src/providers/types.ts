@@ -261,7 +261,11 @@ export interface Transcript {
 
 /** Synchronous speech-to-text (`POST /v1/audio/transcriptions`: up to about 30 s of audio). */
 export interface TranscribeCapability {
-  refuses?(req: TranscribeRequest): Refusal | undefined;
+  /**
+   * As ChatCapability's, with the route: what a route can honour depends on its upstream model
+   * (OpenAI's diarize model takes no prompt, only whisper-1 translates, Sarvam's saarika has one mode).
+   */
+  refuses?(req: TranscribeRequest, route: ResolvedRoute): Refusal | undefined;
   transcribe(route: ResolvedRoute, req: TranscribeRequest, signal: CancelSignal): Promise<Transcript>;
 }
 
@@ -283,14 +287,26 @@ export type JobPoll =
  * offers no job API can run `transcribe` for the whole file instead (the caller's choice).
  */
 export interface TranscriptionJobCapability {
-  refuses?(req: TranscribeRequest): Refusal | undefined;
+  refuses?(req: TranscribeRequest, route: ResolvedRoute): Refusal | undefined;
   submit(route: ResolvedRoute, req: TranscribeRequest, signal: CancelSignal, callback?: JobCallback): Promise<{ providerJobId: string }>;
   poll(route: ResolvedRoute, providerJobId: string, signal: CancelSignal): Promise<JobPoll>;
   /**
-   * A callback body the provider POSTed: which job it is about, and its result when the body
-   * carries it (Deepgram's does; Sarvam's only says the state, so the caller polls).
+   * A callback the provider POSTed (its parsed JSON body and its headers): which job it is about,
+   * the token it presents (the JobCallback's, which the caller compares in constant time before
+   * believing anything else; null when none came), and its result when the body carries it
+   * (Deepgram's does; Sarvam's only says the state, so the caller polls). Null when the body is
+   * not this provider's callback.
    */
-  parseCallback?(body: unknown): { providerJobId: string; result?: JobPoll } | null;
+  parseCallback?(body: unknown, headers: CallbackHeaders): ParsedCallback | null;
+}
+
+/** Request headers as Node gives them (lower-case names). */
+export type CallbackHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+export interface ParsedCallback {
+  providerJobId: string;
+  token: string | null;
+  result?: JobPoll;
 }
 
 export interface Provider {

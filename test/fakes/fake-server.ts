@@ -47,8 +47,13 @@ export interface FakeBehaviour {
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The query string, without its `?`. */
+  query: string;
   headers: IncomingHttpHeaders;
+  /** The body parsed as JSON, else as UTF-8 text. */
   body: any;
+  /** The body's bytes as they came (multipart forms, audio). */
+  raw: Buffer;
   remotePort: number;
   /** Date.now() when the request arrived. */
   at: number;
@@ -112,8 +117,10 @@ export class FakeServer {
     const rec: RecordedRequest = {
       method: req.method ?? '',
       path: (req.url ?? '').split('?')[0] ?? '',
+      query: (req.url ?? '').split('?').slice(1).join('?'),
       headers: req.headers,
       body: undefined,
+      raw: Buffer.alloc(0),
       remotePort: req.socket.remotePort ?? 0,
       at: Date.now(),
       closedEarly: false,
@@ -128,7 +135,8 @@ export class FakeServer {
       finish();
     });
     try {
-      const raw = await readBody(req);
+      rec.raw = await readBody(req);
+      const raw = rec.raw.toString('utf8');
       try {
         rec.body = JSON.parse(raw);
       } catch {
@@ -148,11 +156,11 @@ export class FakeServer {
   }
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(parts)));
     req.on('error', reject);
   });
 }
@@ -253,4 +261,25 @@ export function simulate(messages: { role: string; content: string }[], reply: s
   text = pieces.join('');
   const promptTokens = messages.reduce((n, m) => n + words(m.content).length, 0);
   return { text, pieces, finish, stopSequence, promptTokens, completionTokens: pieces.length };
+}
+
+/** A callback a fake provider POSTed to the gateway, and the status it got (0: no answer). */
+export interface CallbackSent {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  status: number | null;
+}
+
+/** POSTs `body` as JSON to `url` as a provider's callback, recording it in `log`. */
+export async function deliverCallback(log: CallbackSent[], url: string, headers: Record<string, string>, body: unknown): Promise<void> {
+  const sent: CallbackSent = { url, headers: { 'content-type': 'application/json', ...headers }, body, status: null };
+  log.push(sent);
+  try {
+    const res = await fetch(url, { method: 'POST', headers: sent.headers, body: JSON.stringify(body) });
+    sent.status = res.status;
+    await res.arrayBuffer();
+  } catch {
+    sent.status = 0;
+  }
 }

@@ -2,7 +2,8 @@
 //   POST /v1/chat/completions — JSON, or SSE with `stream: true` (role chunk, one chunk per word,
 //     the finish_reason chunk, the usage chunk when `stream_options.include_usage`, `[DONE]`);
 //   POST /v1/embeddings — string, list, token-id list or lists input, `encoding_format` float|base64,
-//     `dimensions`.
+//     `dimensions`;
+//   POST /v1/audio/transcriptions and /v1/audio/translations — see openai-audio-upstream.ts.
 // With `logprobs` it sends each output token's entry (fakeLogprob), in answers and per chunk.
 // It refuses (400) what OpenAI refuses among the passed-through parameters (invalidChatBody), and a
 // `reasoning_effort` makes it spend FAKE_REASONING_TOKENS hidden tokens per choice, reported in
@@ -16,6 +17,7 @@
 //   up.requests[0].headers.authorization                  // 'Bearer sk-up'
 import { FakeServer, sendAnswer, sendJson, sendStream, simulate, words, type Exchange } from './fake-server.ts';
 import { REASONING_EFFORTS } from '../../src/providers/types.ts';
+import { OPENAI_AUDIO_PATHS, openaiAudio } from './openai-audio-upstream.ts';
 
 export { FakeServer, simulate, words, type FakeBehaviour, type RecordedRequest } from './fake-server.ts';
 
@@ -47,6 +49,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       return openaiError(x, 401, 'Incorrect API key provided.');
     }
     if (behaviour.status) return openaiError(x, behaviour.status, behaviour.message ?? `fake failure ${behaviour.status}`);
+    if (OPENAI_AUDIO_PATHS.includes(rec.path)) return openaiAudio(x, (status, message) => openaiError(x, status, message), opts.models);
     const body = rec.body;
     if (typeof body !== 'object' || body === null || typeof body.model !== 'string') return openaiError(x, 400, 'model is required');
     if (opts.models && !opts.models.includes(body.model)) {

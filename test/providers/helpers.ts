@@ -2,7 +2,8 @@
 // a condition, and a port nothing listens on.
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ChatChunk, ResolvedRoute } from '../../src/providers/types.ts';
+import assert from 'node:assert/strict';
+import { UpstreamError, type ChatChunk, type ResolvedRoute } from '../../src/providers/types.ts';
 import type { FakeServer } from '../fakes/fake-server.ts';
 
 export function routeTo(fake: FakeServer | string, overrides: Partial<ResolvedRoute> = {}): ResolvedRoute {
@@ -60,3 +61,13 @@ export async function closedPort(): Promise<number> {
 }
 
 export const never = new AbortController().signal;
+
+/** The UpstreamError a call fails with (the test fails if it succeeds or throws anything else). */
+export async function upstreamFailure(p: Promise<unknown>): Promise<UpstreamError> {
+  const err = await p.then(
+    () => assert.fail('expected a failure'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof UpstreamError, String(err));
+  return err;
+}

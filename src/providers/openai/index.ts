@@ -1,9 +1,14 @@
-// OpenAI-compatible provider: chat completions and embeddings.
+// OpenAI-compatible provider: chat completions, embeddings, and speech-to-text (no job API).
 import type { UpstreamHttp } from '../http.ts';
+import type { UpstreamFiles } from '../upload.ts';
 import type { Provider } from '../types.ts';
 import { openaiChat } from './chat.ts';
 import { openaiEmbeddings } from './embeddings.ts';
+import { openaiTranscribe } from './transcribe.ts';
 
-export function createOpenAIProvider(http: UpstreamHttp): Provider {
-  return { name: 'openai', chat: openaiChat(http), embeddings: openaiEmbeddings(http) };
+/** Without `files` (tests of chat and embeddings), the provider has no speech-to-text. */
+export function createOpenAIProvider(http: UpstreamHttp, files?: UpstreamFiles): Provider {
+  const provider: Provider = { name: 'openai', chat: openaiChat(http), embeddings: openaiEmbeddings(http) };
+  if (files) provider.transcribe = openaiTranscribe(files);
+  return provider;
 }

@@ -1,0 +1,20 @@
+// The request every Sarvam call sends: `${base_url}${path}` (base_url without a version, as in
+// Sarvam's SDK: https://api.sarvam.ai) with the key in `api-subscription-key`. Sarvam needs a key.
+import { routeUrl } from '../http.ts';
+import type { CancelSignal } from '../cancel.ts';
+import type { FileCall, Payload } from '../upload.ts';
+import { UpstreamError, type ResolvedRoute } from '../types.ts';
+
+export function sarvamCall(route: ResolvedRoute, method: FileCall['method'], path: string, payload: Payload, signal: CancelSignal): FileCall {
+  if (!route.apiKey) throw new UpstreamError('config', `route ${route.id} has no API key`, false);
+  return {
+    routeId: route.id,
+    url: routeUrl(route, path),
+    headers: { 'api-subscription-key': route.apiKey },
+    timeoutMs: route.timeoutMs,
+    signal,
+    secrets: [route.apiKey],
+    method,
+    payload,
+  };
+}
