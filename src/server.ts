@@ -133,6 +133,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await services.billing.close(); // then billing: stops the sweeps; writes the buffered usage records
       await services.router.close(); // stops the per-route limiters
       await services.upstream.close(); // closes pooled upstream connections
+      await services.upstreamFiles.close(); // and the audio upload pool
       await blobs.close();
       await store.close(); // flushes what was acknowledged
       logger.info('gateway stopped');

@@ -150,7 +150,7 @@ export class UpstreamRouter {
   }
 
   transcribe(routes: ResolvedRoute[], req: TranscribeRequest, signal: CancelSignal): Promise<{ result: Transcript; route: ResolvedRoute }> {
-    return this.#once(routes, signal, 'transcribe', (p, route) => p.transcribe!.transcribe(route, req, signal), (p) => p.transcribe!.refuses?.(req));
+    return this.#once(routes, signal, 'transcribe', (p, route) => p.transcribe!.transcribe(route, req, signal), (p, route) => p.transcribe!.refuses?.(req, route));
   }
 
   /**
@@ -238,7 +238,7 @@ export class UpstreamRouter {
     signal: CancelSignal,
     capability: RoutedCapability,
     call: (provider: Provider, route: ResolvedRoute) => Promise<T>,
-    refuses?: (provider: Provider) => Refusal | undefined,
+    refuses?: (provider: Provider, route: ResolvedRoute) => Refusal | undefined,
   ): Promise<{ result: T; route: ResolvedRoute }> {
     const served = await this.#serve(
       routes,
@@ -260,7 +260,7 @@ export class UpstreamRouter {
     signal: CancelSignal,
     capability: RoutedCapability,
     attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
-    refuses?: (provider: Provider) => Refusal | undefined,
+    refuses?: (provider: Provider, route: ResolvedRoute) => Refusal | undefined,
   ): Promise<{ value: T; route: ResolvedRoute; release: () => void }> {
     const attempts: Attempt[] = [];
     let refusal: Refusal | undefined;
@@ -273,7 +273,7 @@ export class UpstreamRouter {
         this.#logger?.warn({ route: route.id, problem: why }, 'upstream route is misconfigured');
         continue;
       }
-      const refused = refuses?.(provider);
+      const refused = refuses?.(provider, route);
       if (refused) {
         attempts.push({ route: route.id, outcome: 'unsupported' });
         refusal ??= refused;

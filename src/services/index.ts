@@ -12,6 +12,7 @@ import { BillingService } from '../billing/service.ts';
 import { Meter } from '../metering/meter.ts';
 import { ModelCatalog } from '../models/catalog.ts';
 import { UpstreamHttp } from '../providers/http.ts';
+import { UpstreamFiles } from '../providers/upload.ts';
 import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
 import { RouteResolver, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
 import { ChatGateway } from '../gateway/chat.ts';
@@ -41,6 +42,8 @@ export interface Services {
   models: ModelCatalog;
   /** Pooled upstream HTTP (closed on shutdown), the failover router, and the metered endpoints. */
   upstream: UpstreamHttp;
+  /** Pooled uploads of audio to speech providers (closed on shutdown). */
+  upstreamFiles: UpstreamFiles;
   router: UpstreamRouter;
   chat: ChatGateway;
   embeddings: EmbeddingsGateway;
@@ -82,7 +85,8 @@ export async function createServices(deps: {
   await models.seed(deps.config.models);
   await deps.webhooks.init();
   const upstream = new UpstreamHttp();
-  const router = new UpstreamRouter(createProviders(upstream), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
+  const upstreamFiles = new UpstreamFiles();
+  const router = new UpstreamRouter(createProviders(upstream, { files: upstreamFiles }), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
   const routes = new RouteResolver(deps.upstreamEnv);
@@ -97,7 +101,7 @@ export async function createServices(deps: {
   };
   return {
     store: deps.store, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
-    upstream, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
+    upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     intent: new IntentService({
       ...gatewayDeps,
       packs: intentPacks,
