@@ -180,7 +180,7 @@ export async function* decodeToPcm(input: AudioInput, options: DecodeOptions = {
   let finished = false;
   try {
     for await (const chunk of run.child.stdout! as AsyncIterable<Buffer>) {
-      let data = odd ? Buffer.concat([odd, chunk]) : chunk;
+      let data: Buffer = odd ? Buffer.concat([odd, chunk]) : chunk;
       odd = null;
       if (data.length % 2 === 1) {
         odd = data.subarray(data.length - 1);
