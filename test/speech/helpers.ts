@@ -138,3 +138,30 @@ function pearson(xs: number[], ys: number[]): number {
   }
   return sxy / Math.sqrt(sxx * syy || 1);
 }
+
+/** Deterministic white noise of amplitude ±amp (a linear congruential generator). */
+export function whiteNoise(n: number, amp: number, seed = 12345): Int16Array {
+  const out = new Int16Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (s * 1103515245 + 12345) & 0x7fffffff;
+    out[i] = Math.round(((s / 0x7fffffff) * 2 - 1) * amp);
+  }
+  return out;
+}
+
+export function concatSamples(parts: readonly Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** `samples` with white noise of amplitude ±amp added throughout (clipped to 16 bits). */
+export function withNoise(samples: Int16Array, amp: number): Int16Array {
+  const noise = whiteNoise(samples.length, amp);
+  return samples.map((x, i) => Math.max(-32768, Math.min(32767, x + noise[i]!)));
+}
