@@ -21,6 +21,12 @@ ENV NODE_ENV=production \
     METRICS_LISTEN=0.0.0.0:9464 \
     DATA_DIR=/data
 WORKDIR /app
+# The speech engines: ffmpeg (probe, decode), pocketsphinx with its English model (stt-local),
+# espeak-ng (synthesis). scripts/install-debian-packages.sh installs the same on a development machine.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --chown=node:node package.json package-lock.json ./
 COPY --chown=node:node config ./config

@@ -1,0 +1,210 @@
+// Voice activity detection with OpenAI's `server_vad` semantics, on WebRTC's VAD (libfvad compiled
+// to WASM, `@echogarden/fvad-wasm`): 8 or 16 kHz mono PCM16 in frames of 10, 20 or 30 ms, with
+// no resampling of telephony audio.
+//
+// A frame counts as voiced when WebRTC's VAD says so AND its level is a margin above the noise
+// floor. The energy gate is ours: on its own, WebRTC's VAD takes steady white noise at -55 dBFS
+// for speech (measured on the codec2 and LibriVox clips: the gaps between utterances were never
+// found), so a call with background hiss would never end a turn. On top, as OpenAI's turn
+// detection reads:
+// - speech starts once `min_speech_ms` of consecutive voiced frames are seen; `speech_started`
+//   carries `audio_start_ms` = the first voiced frame − `prefix_padding_ms` (not before 0): where
+//   the audio of the utterance begins, padding included.
+// - speech stops once `silence_duration_ms` of consecutive unvoiced frames follow; `speech_stopped`
+//   carries `audio_end_ms` = the end of that silence (the last voiced frame + the silence), the
+//   end of the audio the utterance commits.
+// - `threshold` (0–1, OpenAI's default 0.5: higher needs louder, clearer speech) sets both WebRTC's
+//   aggressiveness mode, [0, 0.25) → 0 (quality), [0.25, 0.5) → 1 (low bitrate), [0.5, 0.75) → 2
+//   (aggressive), [0.75, 1] → 3 (very aggressive), and the gate's margin, 3 dB + 6 dB × threshold
+//   (6 dB at 0.5). WebRTC's VAD gives no probability, so the threshold cannot mean one.
+// Known limit: a sudden rise of the background noise by more than the margin reads as speech
+// until the floor's 3 s window has passed over it.
+// Times are milliseconds of audio since the detector started (the session's audio clock).
+
+import createFvad, { type FvadModule } from '@echogarden/fvad-wasm';
+
+export type VadEvent = { type: 'speech_started'; audio_start_ms: number } | { type: 'speech_stopped'; audio_end_ms: number };
+
+export interface ServerVadOptions {
+  sampleRate: 8000 | 16000;
+  /** 0–1, default 0.5; see the mapping above. */
+  threshold?: number;
+  /** Default 300 (OpenAI's). */
+  prefix_padding_ms?: number;
+  /** Default 500 (OpenAI's). */
+  silence_duration_ms?: number;
+  /** Voiced audio needed before speech counts as started; default 60 ms (filters clicks). */
+  min_speech_ms?: number;
+  /** WebRTC VAD frame: 10, 20 or 30 ms; default 20. */
+  frame_ms?: 10 | 20 | 30;
+}
+
+export interface VoiceDetector {
+  /** Takes the next samples; returns the events they complete, in order. */
+  push(samples: Int16Array): VadEvent[];
+  /** End of the audio: a speech still open stops here. */
+  flush(): VadEvent[];
+  readonly inSpeech: boolean;
+  /** Milliseconds of audio taken so far. */
+  readonly audioMs: number;
+  /** Frees the WASM memory. */
+  destroy(): void;
+}
+
+export interface VoiceDetectors {
+  create(options: ServerVadOptions): VoiceDetector;
+}
+
+export class VadError extends Error {
+  override name = 'VadError';
+}
+
+/** The fvad mode for an OpenAI `threshold`. */
+export function fvadMode(threshold: number): 0 | 1 | 2 | 3 {
+  if (!(threshold >= 0 && threshold <= 1)) throw new VadError('threshold must be between 0 and 1');
+  return threshold < 0.25 ? 0 : threshold < 0.5 ? 1 : threshold < 0.75 ? 2 : 3;
+}
+
+/** The energy gate's margin above the noise floor for an OpenAI `threshold`: 3 dB at 0 to 9 dB at 1. */
+export function gateMarginDb(threshold: number): number {
+  return 3 + 6 * threshold;
+}
+
+// The noise floor (minimum statistics): the lowest 100 ms average level over the last 3 s, not
+// below -70 dBFS (digital silence). It follows a change of background noise within 3 s, and stays
+// under speech, whose pauses are quieter than its words. (A 1.5 s window cut the ends of
+// LibriVox sentences by up to 0.5 s; 3 s keeps them within 0.2 s.)
+const FLOOR_MIN_DB = -70;
+const SMOOTH_MS = 100;
+const FLOOR_WINDOW_MS = 3000;
+
+/** A frame's RMS level in dB relative to full scale (-Infinity for digital silence). */
+export function levelDb(samples: Int16Array): number {
+  let sum = 0;
+  for (let i = 0; i < samples.length; i++) sum += samples[i]! * samples[i]!;
+  return 10 * Math.log10(sum / samples.length / (32768 * 32768));
+}
+
+/** A noise-floor tracker: give it each frame's level, it answers the floor in dBFS. */
+function noiseFloor(frameMs: number): (levelDb: number) => number {
+  const smooth = new Float64Array(Math.max(1, Math.round(SMOOTH_MS / frameMs))); // recent frame powers
+  const window = new Float64Array(Math.max(1, Math.round(FLOOR_WINDOW_MS / frameMs))).fill(Infinity); // smoothed levels
+  let n = 0;
+  let sum = 0;
+  return (level) => {
+    const power = 10 ** (level / 10);
+    sum += power - smooth[n % smooth.length]!;
+    smooth[n % smooth.length] = power;
+    const filled = Math.min(n + 1, smooth.length);
+    window[n % window.length] = 10 * Math.log10(Math.max(sum, 0) / filled);
+    n += 1;
+    let min = Infinity;
+    for (const v of window) if (v < min) min = v;
+    return Math.max(min, FLOOR_MIN_DB);
+  };
+}
+
+/** Loads the WASM module once; `create` then makes detectors that share it. */
+export async function loadVoiceDetectors(): Promise<VoiceDetectors> {
+  const fvad = await createFvad();
+  return { create: (options) => createDetector(fvad, options) };
+}
+
+function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetector {
+  const rate = options.sampleRate;
+  if (rate !== 8000 && rate !== 16000) throw new VadError('sample rate must be 8000 or 16000');
+  const frameMs = options.frame_ms ?? 20;
+  if (frameMs !== 10 && frameMs !== 20 && frameMs !== 30) throw new VadError('frame_ms must be 10, 20 or 30');
+  const prefixMs = options.prefix_padding_ms ?? 300;
+  const silenceMs = options.silence_duration_ms ?? 500;
+  const minSpeechMs = options.min_speech_ms ?? 60;
+  for (const [name, v] of [['prefix_padding_ms', prefixMs], ['silence_duration_ms', silenceMs], ['min_speech_ms', minSpeechMs]] as const) {
+    if (!Number.isFinite(v) || v < 0) throw new VadError(`${name} must be a number of milliseconds, 0 or more`);
+  }
+  const frame = (rate * frameMs) / 1000;
+  const handle = fvad._fvad_new();
+  if (handle === 0) throw new VadError('fvad_new failed');
+  const framePtr = fvad._malloc(frame * 2);
+  if (fvad._fvad_set_sample_rate(handle, rate) !== 0 || fvad._fvad_set_mode(handle, fvadMode(options.threshold ?? 0.5)) !== 0) {
+    fvad._free(framePtr);
+    fvad._fvad_free(handle);
+    throw new VadError('fvad rejected its settings');
+  }
+
+  const pending = new Int16Array(frame); // a partial frame carried between pushes
+  let pendingLength = 0;
+  let frames = 0; // frames judged so far
+  let inSpeech = false;
+  let voicedRun = 0; // consecutive voiced frames (before speech starts)
+  let silentRun = 0; // consecutive unvoiced frames (during speech)
+  let destroyed = false;
+
+  const marginDb = gateMarginDb(options.threshold ?? 0.5);
+  const floor = noiseFloor(frameMs);
+  const judge = (samples: Int16Array, events: VadEvent[]): void => {
+    fvad.HEAP16.set(samples, framePtr >> 1);
+    const webrtc = fvad._fvad_process(handle, framePtr, frame);
+    if (webrtc < 0) throw new VadError('fvad_process failed');
+    const level = levelDb(samples);
+    const voiced = webrtc === 1 && level >= floor(level) + marginDb;
+    frames += 1;
+    const endMs = frames * frameMs;
+    if (!inSpeech) {
+      voicedRun = voiced ? voicedRun + 1 : 0;
+      if (voicedRun * frameMs >= Math.max(minSpeechMs, frameMs)) {
+        inSpeech = true;
+        silentRun = 0;
+        const onset = endMs - voicedRun * frameMs;
+        events.push({ type: 'speech_started', audio_start_ms: Math.max(0, onset - prefixMs) });
+      }
+    } else {
+      silentRun = voiced ? 0 : silentRun + 1;
+      if (silentRun * frameMs >= Math.max(silenceMs, frameMs)) {
+        inSpeech = false;
+        voicedRun = 0;
+        events.push({ type: 'speech_stopped', audio_end_ms: endMs });
+      }
+    }
+  };
+
+  return {
+    push(samples) {
+      if (destroyed) throw new VadError('detector destroyed');
+      const events: VadEvent[] = [];
+      let at = 0;
+      if (pendingLength > 0) {
+        const take = Math.min(frame - pendingLength, samples.length);
+        pending.set(samples.subarray(0, take), pendingLength);
+        pendingLength += take;
+        at = take;
+        if (pendingLength < frame) return events;
+        judge(pending, events);
+        pendingLength = 0;
+      }
+      for (; at + frame <= samples.length; at += frame) judge(samples.subarray(at, at + frame), events);
+      pending.set(samples.subarray(at), 0);
+      pendingLength = samples.length - at;
+      return events;
+    },
+    flush() {
+      const events: VadEvent[] = [];
+      if (inSpeech) {
+        inSpeech = false;
+        events.push({ type: 'speech_stopped', audio_end_ms: Math.round(frames * frameMs + (pendingLength * 1000) / rate) });
+      }
+      return events;
+    },
+    get inSpeech() {
+      return inSpeech;
+    },
+    get audioMs() {
+      return frames * frameMs + (pendingLength * 1000) / rate;
+    },
+    destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      fvad._free(framePtr);
+      fvad._fvad_free(handle);
+    },
+  };
+}
