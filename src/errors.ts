@@ -20,6 +20,10 @@ export const ERRORS = {
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   model_unavailable: { status: 503, type: 'server_error' },
   model_misconfigured: { status: 503, type: 'server_error' },
+  // Ours: audio.
+  invalid_audio: { status: 400, type: 'invalid_request_error' },
+  audio_too_long: { status: 400, type: 'invalid_request_error' },
+  mode_not_supported: { status: 400, type: 'invalid_request_error' },
   // Ours: request shape.
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },

@@ -60,11 +60,11 @@ export async function call<T = any>(
   base: string,
   method: string,
   path: string,
-  opts: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  opts: { token?: string; body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> } = {},
 ): Promise<Res<T>> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | undefined;
+  let body: string | Uint8Array | undefined;
   if (opts.raw !== undefined) body = opts.raw;
   else if (opts.body !== undefined) {
     body = JSON.stringify(opts.body);

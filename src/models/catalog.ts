@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 import type { Clock } from '../services/common.ts';
+import { IN_PROCESS_PROVIDERS } from '../providers/index.ts';
 import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig, SttMode, SttTimestamps } from './types.ts';
 
 /** An administrator's restriction of an account to a list of models (absent: every model). */
@@ -175,6 +176,13 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
   def.routes.forEach((r, i) => {
     if (!providers.includes(r.provider)) throw bad(`routes.${i}.provider`, `Unknown provider '${r.provider}'; known: ${providers.join(', ')}.`);
     if (r.api_key && r.api_key_env) throw bad(`routes.${i}`, 'Give api_key or api_key_env, not both.');
+    if (IN_PROCESS_PROVIDERS.includes(r.provider)) {
+      if (r.base_url !== undefined || r.api_key !== undefined || r.api_key_env !== undefined) {
+        throw bad(`routes.${i}`, `A '${r.provider}' route runs in the gateway: it takes no base_url and no key.`);
+      }
+      return;
+    }
+    if (r.base_url === undefined) throw bad(`routes.${i}.base_url`, 'base_url is required.');
     let url: URL;
     try {
       url = new URL(r.base_url);

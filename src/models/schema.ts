@@ -10,7 +10,7 @@ const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLe
 
 export const RouteSchema = Closed({
   provider: KeyString(64, { minLength: 1 }),
-  base_url: KeyString(2048, { minLength: 1 }),
+  base_url: Type.Optional(KeyString(2048, { minLength: 1 })),
   api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
   api_key_env: Type.Optional(Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$' })),
   upstream_model: KeyString(256, { minLength: 1 }),

@@ -12,7 +12,8 @@ export type SttTimestamps = (typeof STT_TIMESTAMPS)[number];
 export interface RouteConfig {
   /** Provider folder name under src/providers/ (PROVIDER_NAMES): 'openai' (any OpenAI-compatible server), 'anthropic', 'sarvam', 'deepgram'. */
   provider: string;
-  base_url: string;
+  /** Required, except for in-process providers (`local`). */
+  base_url?: string;
   /** The upstream key, inline (stored; never returned to clients) or by environment variable name. */
   api_key?: string;
   api_key_env?: string;

@@ -7,9 +7,13 @@ import { createOpenAIProvider } from './openai/index.ts';
 import { createAnthropicProvider } from './anthropic/index.ts';
 import { createSarvamProvider } from './sarvam/index.ts';
 import { createDeepgramProvider } from './deepgram/index.ts';
+import { createLocalProvider, type LocalOptions } from './local/index.ts';
 import type { AnthropicOptions } from './anthropic/chat.ts';
 
-export const PROVIDER_NAMES = ['openai', 'anthropic', 'sarvam', 'deepgram'] as const;
+export const PROVIDER_NAMES = ['openai', 'anthropic', 'sarvam', 'deepgram', 'local'] as const;
+
+/** Providers that run in the gateway itself: their routes take no base_url and no key. */
+export const IN_PROCESS_PROVIDERS: readonly string[] = ['local'];
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 export function isProviderName(name: string): name is ProviderName {
@@ -24,6 +28,8 @@ export interface ProvidersOptions {
    * hold the process open, but nothing closes it).
    */
   files?: UpstreamFiles;
+  /** The offline engines' options (the diarizer). */
+  local?: LocalOptions;
 }
 
 export function createProviders(http: UpstreamHttp, opts: ProvidersOptions = {}): Map<ProviderName, Provider> {
@@ -33,6 +39,7 @@ export function createProviders(http: UpstreamHttp, opts: ProvidersOptions = {})
     anthropic: createAnthropicProvider(http, opts.anthropic),
     sarvam: createSarvamProvider(files),
     deepgram: createDeepgramProvider(files),
+    local: createLocalProvider(opts.local),
   };
   return new Map(PROVIDER_NAMES.map((name) => [name, registry[name]]));
 }

@@ -18,6 +18,8 @@ import { RouteResolver, UpstreamRouter, type RouterLogger } from '../providers/r
 import { ChatGateway } from '../gateway/chat.ts';
 import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
+import { SyncTranscription } from '../transcription/sync.ts';
+import type { BlobStore } from '../blobs/port.ts';
 import { IntentService, type IntentMetrics } from '../intent/service.ts';
 import { intentSessionKind } from '../intent/session.ts';
 import type { ActorRef } from '../actors/runtime.ts';
@@ -31,6 +33,8 @@ export interface ActorDirectory {
 
 export interface Services {
   store: Store;
+  /** Uploaded recordings and transcripts (src/blobs/). */
+  blobs: BlobStore;
   accounts: AccountService;
   orgs: OrgService;
   invitations: InvitationService;
@@ -47,6 +51,8 @@ export interface Services {
   router: UpstreamRouter;
   chat: ChatGateway;
   embeddings: EmbeddingsGateway;
+  /** POST /v1/audio/transcriptions (src/transcription/). */
+  transcription: SyncTranscription;
   /** POST /v1/understand, and the intent packs it classifies with. */
   intent: IntentService;
   intentPacks: PackRegistry;
@@ -56,6 +62,7 @@ export interface Services {
 export async function createServices(deps: {
   config: Config;
   store: Store;
+  blobs: BlobStore;
   keySecret: string;
   events: EventSink;
   actors: ActorDirectory & { ref(kind: typeof intentSessionKind, id: string): ActorRef<typeof intentSessionKind> };
@@ -100,8 +107,9 @@ export async function createServices(deps: {
     now,
   };
   return {
-    store: deps.store, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
+    store: deps.store, blobs: deps.blobs, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
+    transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),
     intent: new IntentService({
       ...gatewayDeps,
       packs: intentPacks,

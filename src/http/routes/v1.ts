@@ -8,6 +8,7 @@ import { publicModel } from '../../models/catalog.ts';
 import { registerChatRoutes } from './v1-chat.ts';
 import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
 import { registerUnderstandRoutes } from './v1-understand.ts';
+import { registerAudioRoutes } from './v1-audio.ts';
 
 export function registerV1Routes(app: App, deps: AppDeps): void {
   const ModelEntry = Type.Object({
@@ -66,4 +67,5 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   registerChatRoutes(app, deps);
   registerEmbeddingsRoutes(app, deps);
   registerUnderstandRoutes(app, deps);
+  registerAudioRoutes(app, deps);
 }

@@ -1,0 +1,45 @@
+// What the gateway learns of an uploaded recording before any provider sees it: ffprobe's view of
+// its bytes (never its name) and its exact decoded duration, which is what the client is billed for.
+import { ApiError } from '../errors.ts';
+import { AudioDecodeError, decodeToPcm, pcmSeconds, probeAudio, type AudioProbe } from '../speech/ffmpeg.ts';
+
+/** The content type a provider is told, from the container ffprobe found. */
+function contentTypeOf(container: string): string {
+  const names = container.split(',');
+  if (names.includes('wav') || names.includes('w64')) return 'audio/wav';
+  if (names.includes('mp3')) return 'audio/mpeg';
+  if (names.includes('ogg')) return 'audio/ogg';
+  if (names.includes('flac')) return 'audio/flac';
+  if (names.includes('webm') || names.includes('matroska')) return 'audio/webm';
+  if (names.includes('mp4') || names.includes('mov') || names.includes('m4a')) return 'audio/mp4';
+  if (names.includes('aac')) return 'audio/aac';
+  return 'application/octet-stream';
+}
+
+export interface AudioFacts {
+  probe: AudioProbe;
+  contentType: string;
+  /** Seconds, from decoding (exact to the sample), not from the container's claim. */
+  durationS: number;
+}
+
+/**
+ * Probes and decodes the file at `path`. `maxSeconds` stops decoding there (the sync limit): the
+ * answer is then `maxSeconds` plus a little, enough to refuse. Undecodable audio → 400 invalid_audio.
+ */
+export async function examineAudio(path: string, opts: { maxSeconds?: number; signal?: AbortSignal } = {}): Promise<AudioFacts> {
+  try {
+    const probe = await probeAudio({ path }, opts.signal ? { signal: opts.signal } : {});
+    let bytes = 0;
+    const limit = opts.maxSeconds !== undefined ? { maxSeconds: opts.maxSeconds + 1 } : {};
+    for await (const chunk of decodeToPcm({ path }, { ...limit, ...(opts.signal ? { signal: opts.signal } : {}) })) bytes += chunk.length;
+    const durationS = pcmSeconds(bytes);
+    if (durationS <= 0) throw new ApiError('invalid_audio', 'The file holds no audio samples.', { param: 'file' });
+    return { probe, contentType: contentTypeOf(probe.container), durationS };
+  } catch (err) {
+    if (err instanceof AudioDecodeError) {
+      throw new ApiError('invalid_audio', `The file could not be decoded as audio (${err.message}). Send wav, mp3, ogg/opus, flac, m4a/aac or webm.`, { param: 'file' });
+    }
+    throw err;
+  }
+}

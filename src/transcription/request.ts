@@ -1,0 +1,112 @@
+// What a transcription request asks for, read from its multipart fields and checked against the
+// model: the rules the sync endpoint and the jobs endpoint share. Field names follow OpenAI's
+// (`language` as client libraries send it, `language_code` as the spec names it) plus ours
+// (`mode`, `diarize`, `num_speakers`).
+import { ApiError } from '../errors.ts';
+import { sttFeatures } from '../models/catalog.ts';
+import type { ModelDoc, SttMode } from '../models/types.ts';
+import { STT_MODES } from '../models/types.ts';
+import { RESPONSE_FORMATS, type ResponseFormat, type TimestampGranularity } from '../speech/formats.ts';
+import { matchLanguage } from '../speech/languages.ts';
+
+export interface TranscriptionFields {
+  model: string;
+  /** As the client sent it (checked against the model's languages by `checkAgainstModel`). */
+  language?: string;
+  mode: SttMode;
+  responseFormat: ResponseFormat;
+  granularities: TimestampGranularity[];
+  prompt?: string;
+  temperature?: number;
+  /** Jobs only. */
+  diarize: boolean;
+  numSpeakers?: number;
+}
+
+const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param });
+
+function one(fields: Map<string, string[]>, name: string): string | undefined {
+  const values = fields.get(name);
+  if (!values) return undefined;
+  if (values.length > 1) throw bad(name, `Give '${name}' once.`);
+  return values[0];
+}
+
+function bool(fields: Map<string, string[]>, name: string, fallback: boolean): boolean {
+  const v = one(fields, name);
+  if (v === undefined) return fallback;
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  throw bad(name, `'${name}' is true or false.`);
+}
+
+/**
+ * Reads the form's fields (the file is read separately). `allowed` names the fields the endpoint
+ * takes; any other field is refused, as JSON bodies' unknown fields are.
+ */
+export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jobs'): TranscriptionFields {
+  const allowed = endpoint === 'sync' ? SYNC_FIELDS : JOB_FIELDS;
+  for (const name of fields.keys()) {
+    if (!allowed.has(name)) throw bad(name, `Unknown field '${name}'.`);
+  }
+  const model = one(fields, 'model');
+  if (!model) throw bad('model', "The field 'model' is required.");
+  const byCode = one(fields, 'language_code');
+  const byName = one(fields, 'language');
+  if (byCode !== undefined && byName !== undefined && byCode !== byName) throw bad('language_code', "Give 'language_code' or 'language', not two different ones.");
+  const language = (byCode ?? byName)?.trim() || undefined;
+  const mode = (one(fields, 'mode') ?? 'transcribe') as SttMode;
+  if (!(STT_MODES as readonly string[]).includes(mode)) throw bad('mode', `'mode' is one of ${STT_MODES.join(', ')}.`);
+  const responseFormat = (one(fields, 'response_format') ?? 'json') as ResponseFormat;
+  if (!(RESPONSE_FORMATS as readonly string[]).includes(responseFormat)) throw bad('response_format', `'response_format' is one of ${RESPONSE_FORMATS.join(', ')}.`);
+  const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])] as TimestampGranularity[];
+  for (const g of granularities) if (g !== 'segment' && g !== 'word') throw bad('timestamp_granularities[]', "Each timestamp granularity is 'segment' or 'word'.");
+  const out: TranscriptionFields = { model, mode, responseFormat, granularities: [...new Set(granularities)], diarize: bool(fields, 'diarize', endpoint === 'jobs') };
+  if (language) out.language = language;
+  const prompt = one(fields, 'prompt');
+  if (prompt) out.prompt = prompt;
+  const temperature = one(fields, 'temperature');
+  if (temperature !== undefined) {
+    const t = Number(temperature);
+    if (temperature.trim() === '' || !Number.isFinite(t) || t < 0 || t > 1) throw bad('temperature', "'temperature' is a number from 0 to 1.");
+    out.temperature = t;
+  }
+  const speakers = one(fields, 'num_speakers');
+  if (speakers !== undefined) {
+    const n = Number(speakers);
+    if (!Number.isInteger(n) || n < 1 || n > 20) throw bad('num_speakers', "'num_speakers' is a whole number from 1 to 20.");
+    out.numSpeakers = n;
+  }
+  const stream = one(fields, 'stream');
+  if (stream !== undefined && stream !== 'false') throw bad('stream', 'Streamed transcription is not offered here; use the realtime WebSocket.');
+  return out;
+}
+
+const COMMON = ['model', 'language', 'language_code', 'mode', 'prompt', 'temperature'];
+const SYNC_FIELDS = new Set([...COMMON, 'response_format', 'timestamp_granularities[]', 'timestamp_granularities', 'stream']);
+const JOB_FIELDS = new Set([...COMMON, 'diarize', 'num_speakers']);
+
+/**
+ * The model's rules: a mode it offers (`mode_not_supported`), a language it offers
+ * (`language_not_supported`; answered as the model's own tag), jobs and diarization where asked.
+ * Returns the language to ask the provider for, if any.
+ */
+export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, endpoint: 'sync' | 'jobs'): string | undefined {
+  const features = sttFeatures(model);
+  if (!features.modes.includes(req.mode)) {
+    throw new ApiError('mode_not_supported', `The model '${model._id}' offers the modes ${features.modes.join(', ')}, not '${req.mode}'.`, { param: 'mode' });
+  }
+  if (endpoint === 'jobs' && !features.jobs) {
+    throw new ApiError('invalid_request', `The model '${model._id}' does not run transcription jobs; see its 'jobs' field in /v1/models.`, { param: 'model' });
+  }
+  if (endpoint === 'jobs' && req.diarize && !features.diarization) {
+    throw new ApiError('invalid_request', `The model '${model._id}' does not label speakers; send diarize=false or pick a model with 'diarization'.`, { param: 'diarize' });
+  }
+  if (req.language === undefined) return undefined;
+  const offered = model.languages ?? [];
+  const matched = matchLanguage(req.language, offered);
+  if (!matched) {
+    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${req.language}'.`, { param: 'language_code' });
+  }
+  return matched;
+}

@@ -1,0 +1,86 @@
+// POST /v1/audio/transcriptions: the metered path of a short clip (about 30 s at most).
+//   upload (already in the blob store) → probe and decode (exact duration) → Meter.begin (model of
+//   type stt, its modes and languages, hold the duration's price) → router.transcribe (failover)
+//   → settle by the decoded seconds, or release when nothing was transcribed → render.
+import type { BlobStore } from '../blobs/port.ts';
+import { ApiError } from '../errors.ts';
+import { costMicrocentsOfSeconds, transcriptForClient } from './result.ts';
+import { checkAgainstModel, type TranscriptionFields } from './request.ts';
+import { examineAudio } from './audio.ts';
+import { renderTranscript, type Rendered } from '../speech/formats.ts';
+import { sttFeatures } from '../models/catalog.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import { toApiError, unservedStatus, type GatewayDeps } from '../gateway/common.ts';
+import type { CancelSignal } from '../providers/cancel.ts';
+import type { TranscribeRequest } from '../providers/types.ts';
+import type { Upload } from '../http/uploads.ts';
+
+/** The spec's "about 30 seconds": a clip up to 30.5 s is taken (encoders pad). */
+export const SYNC_LIMIT_SECONDS = 30.5;
+
+export class SyncTranscription {
+  constructor(private readonly deps: GatewayDeps & { blobs: BlobStore }) {}
+
+  async transcribe(principal: ApiKeyPrincipal, fields: TranscriptionFields, upload: Upload, requestId: string, signal: CancelSignal): Promise<Rendered> {
+    const done = await this.deps.blobs.withFile(upload.key, (path) => this.run(principal, fields, upload, path, requestId, signal));
+    if (!done) throw new ApiError('invalid_request', "The field 'file' is required.", { param: 'file' });
+    return done;
+  }
+
+  private async run(principal: ApiKeyPrincipal, fields: TranscriptionFields, upload: Upload, path: string, requestId: string, signal: CancelSignal): Promise<Rendered> {
+    const { meter, router } = this.deps;
+    const audio = await examineAudio(path, { maxSeconds: SYNC_LIMIT_SECONDS });
+    if (audio.durationS > SYNC_LIMIT_SECONDS) {
+      throw new ApiError(
+        'audio_too_long',
+        `The audio is longer than ${Math.floor(SYNC_LIMIT_SECONDS)} seconds, the limit of this endpoint; send long recordings to POST /v1/audio/transcriptions/jobs.`,
+        { param: 'file' },
+      );
+    }
+    const seconds = Math.ceil(audio.durationS - 1e-9);
+    const call = await meter.begin(principal, {
+      model: fields.model,
+      type: 'stt',
+      requestId,
+      check: (model) => checkAgainstModel(model, fields, 'sync'),
+      estimate: (model) => costMicrocentsOfSeconds(model.pricing, seconds),
+    });
+    const { model, checked: language } = call;
+    const req: TranscribeRequest = {
+      audio: { path, filename: upload.filename, contentType: audio.contentType, bytes: upload.bytes, durationS: audio.durationS },
+      mode: fields.mode,
+      timestamps: fields.granularities.length > 0 ? fields.granularities : ['segment'],
+    };
+    if (language !== undefined) req.language = language;
+    if (fields.prompt !== undefined) req.prompt = fields.prompt;
+    if (fields.temperature !== undefined) req.temperature = fields.temperature;
+    let served;
+    try {
+      served = await router.transcribe(this.deps.resolveRoutes(model), req, signal);
+    } catch (err) {
+      await call.release(unservedStatus(err, signal), { seconds: 0 });
+      throw toApiError(err);
+    }
+    await call.settle({ route: served.route.id, seconds, costMicrocents: costMicrocentsOfSeconds(model.pricing, seconds), status: 'ok' }, { answer: true });
+    const transcript = transcriptForClient(served.result, { durationS: audio.durationS, language: language ?? model.languages?.[0] ?? null, diarized: false });
+    const timestamps = sttFeatures(model).timestamps !== 'none';
+    if (fields.responseFormat === 'json') {
+      // The spec's synchronous transcript (BCP-47 language, duration, segments when the model gives
+      // timestamps), with OpenAI's `usage` too.
+      const body = {
+        text: transcript.text,
+        language: transcript.language,
+        duration: transcript.duration,
+        ...(timestamps ? { segments: transcript.segments.map((s, id) => ({ id, start: s.start, end: s.end, text: s.text.trim() })) } : {}),
+        usage: { type: 'duration' as const, seconds },
+      };
+      return { contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) };
+    }
+    return renderTranscript(transcript, {
+      format: fields.responseFormat,
+      granularities: fields.granularities,
+      ...(fields.temperature !== undefined ? { temperature: fields.temperature } : {}),
+      task: fields.mode === 'translate' ? 'translate' : 'transcribe',
+    });
+  }
+}

@@ -1,0 +1,158 @@
+// POST /v1/audio/transcriptions end to end, through a real gateway: the official `openai` client in
+// every response format against the offline engine (stt-local: Debian's pocketsphinx on a LibriVox
+// clip), billing by the decoded seconds, the limits (25 MB before authentication, about 30 s), and
+// refusals in the envelope.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import OpenAI, { toFile } from 'openai';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { wavBytes } from '../fakes/audio.ts';
+
+const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
+const CLIP = join(LIBRIVOX, 'sense_and_sensibility_01_austen_64kb-0880.wav'); // "he was not an ill disposed young man", 2.99 s
+const missing = ['ffmpeg', 'pocketsphinx_continuous'].filter((b) => !execFileSync('sh', ['-c', `command -v ${b} || true`]).toString().trim());
+const skip = missing.length > 0 || !existsSync(CLIP) ? `needs ${missing.join(', ') || 'pocketsphinx-testdata'} (scripts/install-debian-packages.sh --test)` : false;
+
+describe('POST /v1/audio/transcriptions', { skip }, () => {
+  let gw: TestGateway;
+  let apiKey: string;
+  let userId: number;
+  let client: OpenAI;
+  const walletMicrocents = async () => (await call(gw.url, 'GET', '/portal/wallet', { token: session })).body.balance_microcents as number;
+  let session: string;
+
+  before(async () => {
+    gw = await startTestGateway();
+    const s = await signup(gw.url);
+    session = s.token;
+    userId = s.id;
+    apiKey = (await createKey(gw.url, s.token)).api_key;
+    const top = await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: userId, amount_cents: 100 } });
+    assert.equal(top.status, 201, top.text);
+    client = new OpenAI({ apiKey, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  });
+  after(async () => gw?.destroy());
+
+  it('the official client transcribes a clip with stt-local in every format, billed by its seconds', async () => {
+    const before = await walletMicrocents();
+    const file = () => toFile(readFileSync(CLIP), 'clip.wav');
+    const json = await client.audio.transcriptions.create({ model: 'stt-local', file: await file() });
+    const words = json.text.toLowerCase().split(/\s+/);
+    for (const w of ['was', 'not', 'young', 'man']) assert.ok(words.includes(w), `"${json.text}" has "${w}"`);
+    const spec = json as unknown as { language: string; duration: number; segments: { id: number; start: number; end: number; text: string }[]; usage: { type: string; seconds: number } };
+    assert.equal(spec.language, 'en-US');
+    assert.ok(Math.abs(spec.duration - 2.99) < 0.05, `duration ${spec.duration}`);
+    assert.equal(spec.segments[0]!.id, 0);
+    assert.ok(spec.segments.every((s) => s.end > s.start && s.end <= spec.duration + 0.001));
+    assert.deepEqual(spec.usage, { type: 'duration', seconds: 3 });
+
+    const verbose = await client.audio.transcriptions.create({ model: 'stt-local', file: await file(), response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'] });
+    assert.equal(verbose.language, 'english');
+    assert.ok(verbose.words!.length >= 5 && verbose.words!.every((w) => w.end >= w.start));
+    assert.ok(verbose.segments!.length >= 1);
+
+    const text = await client.audio.transcriptions.create({ model: 'stt-local', file: await file(), response_format: 'text' });
+    assert.equal(typeof text, 'string');
+    assert.ok((text as unknown as string).includes('young'));
+    const srt = (await client.audio.transcriptions.create({ model: 'stt-local', file: await file(), response_format: 'srt' })) as unknown as string;
+    assert.match(srt, /^1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n/);
+    const vtt = (await client.audio.transcriptions.create({ model: 'stt-local', file: await file(), response_format: 'vtt' })) as unknown as string;
+    assert.match(vtt, /^WEBVTT\n\n00:00:\d\d\.\d{3} --> /);
+
+    // Five calls of 3 billed seconds at 0.1 cent a minute: 5 × 3/60 × 0.1 cent = 0.025 cent = 25,000 µ¢.
+    assert.equal(before - (await walletMicrocents()), 25_000);
+  });
+
+  it('refuses what it cannot decode, what is too long, and what the model does not offer; none of it is charged', async () => {
+    const before = await walletMicrocents();
+    const notAudio = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(Buffer.from('this is not audio at all'.repeat(50)), 'speech.mp3') }).catch((e) => e);
+    assert.equal(notAudio.status, 400);
+    assert.equal(notAudio.code, 'invalid_audio');
+    const long = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(wavBytes(31), 'long.wav') }).catch((e) => e);
+    assert.equal(long.status, 400);
+    assert.equal(long.code, 'audio_too_long');
+    assert.match(long.message, /\/v1\/audio\/transcriptions\/jobs/);
+    const hindi = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' }).catch((e) => e);
+    assert.equal(hindi.status, 400);
+    assert.equal(hindi.code, 'language_not_supported');
+    const mode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...form({ model: 'stt-local', mode: 'translate' }, readFileSync(CLIP)) });
+    assert.equal(mode.status, 400, mode.text);
+    assert.equal(mode.body.error.code, 'mode_not_supported');
+    const unknown = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...form({ model: 'stt-local', colour: 'blue' }, readFileSync(CLIP)) });
+    assert.equal(unknown.body.error.param, 'colour');
+    const noFile = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...form({ model: 'stt-local' }, null) });
+    assert.equal(noFile.status, 400);
+    assert.equal(noFile.body.error.param, 'file');
+    assert.equal(await walletMicrocents(), before);
+  });
+
+  it('answers 413 with a plain page before authentication when Content-Length says over 25 MB, and closes', async () => {
+    const res = await rawPost(gw.url, { 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(26 * 1024 * 1024) }, Buffer.alloc(0));
+    assert.equal(res.status, 413);
+    assert.match(res.headers['content-type'] ?? '', /^text\/html/);
+    assert.equal(res.headers.connection, 'close');
+    assert.match(res.body, /413 Request Entity Too Large/);
+    assert.ok(res.headers['x-request-id']);
+  });
+
+  it('cuts a chunked upload as soon as it passes 25 MB: 413, plain page, connection closed', async () => {
+    const size = 100 * 1024 * 1024;
+    const res = await chunkedUpload(gw.url, apiKey, size);
+    assert.equal(res.status, 413);
+    assert.match(res.body, /413 Request Entity Too Large/);
+    assert.equal(res.headers.connection, 'close');
+    assert.ok(res.sentBytes < 40 * 1024 * 1024, `stopped reading soon after 25 MB (${res.sentBytes} of ${size} bytes sent)`);
+  });
+});
+
+/** A multipart body (fields, then the file when given). */
+function form(fields: Record<string, string>, file: Buffer | null): { raw: Buffer; headers: Record<string, string> } {
+  const boundary = 'gatewaytestboundary';
+  const parts: Buffer[] = [];
+  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  if (file) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.wav"\r\ncontent-type: audio/wav\r\n\r\n`), file, Buffer.from('\r\n'));
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+function rawPost(base: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; headers: Record<string, string | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}/v1/audio/transcriptions`, { method: 'POST', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers as Record<string, string | undefined>, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Streams a multipart upload of `size` bytes of file without a Content-Length, as fast as it is taken. */
+function chunkedUpload(base: string, apiKey: string, size: number): Promise<{ status: number; headers: Record<string, string | undefined>; body: string; sentBytes: number }> {
+  return new Promise((resolve, reject) => {
+    let sent = 0;
+    const boundary = 'bigboundary';
+    const req = request(`${base}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers as Record<string, string | undefined>, body: Buffer.concat(chunks).toString(), sentBytes: sent }));
+    });
+    req.on('error', () => {}); // the server closes the connection while we still send
+    req.write(`--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nstt-local\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.wav"\r\ncontent-type: audio/wav\r\n\r\n`);
+    const chunk = Buffer.alloc(256 * 1024, 7);
+    const pump = () => {
+      while (sent < size) {
+        sent += chunk.length;
+        if (!req.write(chunk)) return void req.once('drain', pump);
+      }
+      req.end(`\r\n--${boundary}--\r\n`);
+    };
+    pump();
+    setTimeout(() => reject(new Error('no answer')), 20_000).unref();
+  });
+}
+
