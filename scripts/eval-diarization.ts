@@ -138,6 +138,10 @@ function tune(conversations: readonly Conversation[]): void {
       return thresholds.map((threshold) => score(c, setup, prepared.cut({ threshold }), 0));
     }),
   );
+  for (const setup of SETUPS.filter((s) => s.hint)) {
+    const runs = conversations.map((c) => run(c, setup));
+    console.log(`development set, ${setup.name}: DER ${pct(total(runs, 'collar').der)}`);
+  }
   console.log('development set: DER (0.25 s collar) and right speaker counts by threshold');
   thresholds.forEach((threshold, t) => {
     const cells = setups.map((setup, s) => {

@@ -102,3 +102,62 @@ function unitVector(v: Float32Array): Float32Array {
   norm = Math.sqrt(norm) || 1;
   return v.map((x) => x / norm);
 }
+
+/**
+ * Cluster index per item, treating clusters of fewer than `minSize` items as outliers: with
+ * `clusters: k`, the dendrogram is split top-down until k clusters of at least `minSize` items
+ * exist; with a threshold, only the clusters of at least `minSize` items count towards
+ * `maxClusters`. Outliers then join the nearest kept cluster (cosine to its centroid).
+ */
+export function cutWithoutOutliers(vectors: readonly Float32Array[], merges: readonly Merge[], cut: Cut, minSize: number): Int32Array {
+  const n = vectors.length;
+  if (n === 0) return new Int32Array(0);
+  let labels: Int32Array | undefined;
+  if (cut.clusters === undefined) {
+    labels = cutTree(n, merges, { threshold: cut.threshold });
+    const kept = bigClusters(labels, minSize).length;
+    if (kept === 0) return new Int32Array(n);
+    if (kept > (cut.maxClusters ?? Infinity)) return cutWithoutOutliers(vectors, merges, { clusters: cut.maxClusters }, minSize);
+  } else {
+    for (let m = 1; m <= n && !labels; m++) {
+      const level = cutTree(n, merges, { clusters: m });
+      if (bigClusters(level, minSize).length >= cut.clusters) labels = level;
+    }
+    labels ??= cutTree(n, merges, { clusters: cut.clusters });
+  }
+  return foldOutliers(vectors, labels, bigClusters(labels, minSize));
+}
+
+function bigClusters(labels: Int32Array, minSize: number): number[] {
+  const sizes = new Map<number, number>();
+  for (const l of labels) sizes.set(l, (sizes.get(l) ?? 0) + 1);
+  return [...sizes].filter(([, size]) => size >= minSize).map(([label]) => label);
+}
+
+function foldOutliers(vectors: readonly Float32Array[], labels: Int32Array, kept: readonly number[]): Int32Array {
+  if (kept.length === 0) return labels;
+  const dims = vectors[0]!.length;
+  const centroids = new Map(kept.map((label) => [label, new Float32Array(dims)]));
+  vectors.forEach((v, i) => {
+    const centroid = centroids.get(labels[i]!);
+    if (!centroid) return;
+    const u = unitVector(v);
+    for (let d = 0; d < dims; d++) centroid[d]! += u[d]!;
+  });
+  const units = new Map([...centroids].map(([label, c]) => [label, unitVector(c)]));
+  return labels.map((label, i) => {
+    if (units.has(label)) return label;
+    const u = unitVector(vectors[i]!);
+    let best = kept[0]!;
+    let bestDot = -Infinity;
+    for (const [candidate, c] of units) {
+      let dot = 0;
+      for (let d = 0; d < dims; d++) dot += u[d]! * c[d]!;
+      if (dot > bestDot) {
+        bestDot = dot;
+        best = candidate;
+      }
+    }
+    return best;
+  });
+}

@@ -1,9 +1,9 @@
 // Offline speaker diarization for stt-local: a classical pipeline over 16 kHz mono PCM.
 //   speech segments (given) → 1.5 s windows, 0.75 s hop, inside each segment
-//   → per window: mean and std of 12 MFCCs and their deltas (speaker-features.ts)
+//   → per window: mean and std of 19 MFCCs and their deltas (speaker-features.ts)
 //   → z-scored over the recording → agglomerative clustering, cosine distance, average linkage
 //   → each segment takes its windows' majority cluster → speakers numbered by first appearance.
-import { averageLinkage, cutTree, type Cut } from './cluster.ts';
+import { averageLinkage, cutWithoutOutliers, type Cut } from './cluster.ts';
 import { EMBEDDING_DIMS, FRAME_HOP, FRAME_SIZE, frameExtractor, poolWindow } from './speaker-features.ts';
 
 export interface SpeechSegment {
@@ -30,12 +30,14 @@ export interface Diarization {
 }
 
 /** Tuned with `npm run eval:diarization -- --tune` on the development conversations (README). */
-export const DEFAULT_THRESHOLD = 0.9;
+export const DEFAULT_THRESHOLD = 1.1;
 export const DEFAULT_MAX_SPEAKERS = 8;
 const WINDOW_FRAMES = 150; // 1.5 s of 10 ms frames
 const WINDOW_HOP_FRAMES = 75;
 /** Longer recordings widen the hop so the n×n distance matrix stays small (2000² floats = 16 MB). */
 const MAX_WINDOWS = 2000;
+/** Smaller clusters are outliers (a cough, a laugh, a noisy window), folded into the nearest speaker. */
+const MIN_CLUSTER_WINDOWS = 3;
 
 interface Window {
   segment: number;
@@ -68,13 +70,14 @@ export function prepareDiarization(
     .filter((s) => Number.isFinite(s.start) && Number.isFinite(s.end) && s.end > s.start)
     .sort((x, y) => x.start - y.start);
   const windows = speech.length > 0 ? embedWindows(pcm, sampleRate, speech) : [];
-  const merges = averageLinkage(windows.map((w) => w.embedding));
+  const vectors = windows.map((w) => w.embedding);
+  const merges = averageLinkage(vectors);
   return {
     cut(opts = {}) {
       checkCount('numSpeakers', opts.numSpeakers);
       checkCount('maxSpeakers', opts.maxSpeakers);
       if (speech.length === 0) return { segments: [], speakers: 0 };
-      const labels = cutTree(windows.length, merges, cutFor(opts));
+      const labels = cutWithoutOutliers(vectors, merges, cutFor(opts), MIN_CLUSTER_WINDOWS);
       return numberByFirstAppearance(speech, majorityPerSegment(speech.length, windows, labels));
     },
   };

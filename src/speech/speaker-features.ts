@@ -19,8 +19,8 @@ const Meyda = meydaExport as unknown as MeydaExtractor;
 
 export const FRAME_SIZE = 512; // 32 ms at 16 kHz, a power of two as meyda requires
 export const FRAME_HOP = 160; // 10 ms
-const MEL_BANDS = 26;
-const CEPSTRA = 13; // c0 (overall level) is dropped: 12 coefficients are kept
+const MEL_BANDS = 40;
+const CEPSTRA = 20; // c0 (overall level) is dropped: 19 coefficients are kept
 const DIMS = CEPSTRA - 1;
 const PRE_EMPHASIS = 0.97;
 const DELTA_SPAN = 2;
