@@ -1,7 +1,8 @@
 // Offline speaker diarization for stt-local: a classical pipeline over 16 kHz mono PCM.
 //   speech segments (given) → 1.5 s windows, 0.75 s hop, inside each segment
 //   → per window: mean and std of 19 MFCCs and their deltas (speaker-features.ts)
-//   → z-scored over the recording → agglomerative clustering, cosine distance, average linkage
+//   → z-scored over the recording → agglomerative clustering, cosine distance, average linkage,
+//     clusters under 3 windows folded into the nearest one as outliers
 //   → each segment takes its windows' majority cluster → speakers numbered by first appearance.
 import { averageLinkage, cutWithoutOutliers, type Cut } from './cluster.ts';
 import { EMBEDDING_DIMS, FRAME_HOP, FRAME_SIZE, frameExtractor, poolWindow } from './speaker-features.ts';
@@ -56,7 +57,7 @@ export function diarize(
 
 /**
  * The expensive part (features, dendrogram) once; `cut` then labels the segments for given
- * options in microseconds (the evaluation sweeps thresholds with it).
+ * options in milliseconds (the evaluation sweeps thresholds with it).
  */
 export function prepareDiarization(
   pcm: Int16Array,
