@@ -19,6 +19,7 @@ import { ChatGateway } from '../gateway/chat.ts';
 import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
 import { SyncTranscription } from '../transcription/sync.ts';
+import { diarize } from '../speech/diarize.ts';
 import type { BlobStore } from '../blobs/port.ts';
 import { IntentService, type IntentMetrics } from '../intent/service.ts';
 import { intentSessionKind } from '../intent/session.ts';
@@ -93,7 +94,7 @@ export async function createServices(deps: {
   await deps.webhooks.init();
   const upstream = new UpstreamHttp();
   const upstreamFiles = new UpstreamFiles();
-  const router = new UpstreamRouter(createProviders(upstream, { files: upstreamFiles }), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
+  const router = new UpstreamRouter(createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarize } }), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
   const routes = new RouteResolver(deps.upstreamEnv);

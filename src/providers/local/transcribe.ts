@@ -10,8 +10,29 @@ import { transcribePcm } from '../../speech/pocketsphinx.ts';
 import { primaryLanguage } from '../../speech/languages.ts';
 import { UpstreamError, type TranscribeCapability, type Transcript, type TranscriptSegment } from '../types.ts';
 
-/** Labels segments with speakers (src/speech/diarize.ts), given the whole recording as 16 kHz PCM. */
-export type Diarizer = (pcm: Int16Array, segments: { start: number; end: number }[], opts: { numSpeakers?: number }) => Promise<number[]> | number[];
+/** Labels speech with speakers (src/speech/diarize.ts's `diarize`), given the whole recording as 16 kHz PCM. */
+export type Diarizer = (
+  pcm: Int16Array,
+  sampleRate: 16000,
+  segments: readonly { start: number; end: number }[],
+  opts: { numSpeakers?: number },
+) => { segments: { start: number; end: number; speaker: number }[] };
+
+/** Each segment's speaker: the labelled span that overlaps it most (0 when none does). */
+export function speakersFor(segments: readonly { start: number; end: number }[], labelled: readonly { start: number; end: number; speaker: number }[]): number[] {
+  return segments.map((s) => {
+    let best = 0;
+    let most = 0;
+    for (const l of labelled) {
+      const overlap = Math.min(s.end, l.end) - Math.max(s.start, l.start);
+      if (overlap > most) {
+        most = overlap;
+        best = l.speaker;
+      }
+    }
+    return best;
+  });
+}
 
 export interface LocalOptions {
   /** Absent: `diarize` requests are answered without speaker labels (every segment SPEAKER_00). */
@@ -48,8 +69,9 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
           const all = Buffer.concat(kept);
           kept.length = 0;
           const samples = new Int16Array(all.buffer, all.byteOffset, all.length / 2);
-          const labels = await opts.diarizer!(samples, segments, req.numSpeakers !== undefined ? { numSpeakers: req.numSpeakers } : {});
-          segments.forEach((s, i) => (s.speaker = labels[i] ?? 0));
+          const found = opts.diarizer!(samples, 16000, segments, req.numSpeakers !== undefined ? { numSpeakers: req.numSpeakers } : {});
+          const labels = speakersFor(segments, found.segments);
+          segments.forEach((s, i) => (s.speaker = labels[i]));
         }
         const out: Transcript = { text: t.text, language: 'en', duration: t.duration, segments };
         return out;
