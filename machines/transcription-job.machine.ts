@@ -32,7 +32,15 @@ export interface TranscriptionJobInput {
   createdAt: number;
   /** How many routes the model had when the job was created (the failover budget). */
   routes: number;
+  /**
+   * What the effects need and the machine never reads (the request's options, the stored audio's
+   * facts, the hold): plain JSON, handed to every effect with the job id.
+   */
+  spec: JobSpec;
 }
+
+/** Opaque to the machine; the kind (src/transcription/kind.ts) defines and reads it. */
+export type JobSpec = Record<string, unknown>;
 
 export interface JobResultSummary {
   /** Blob key of the transcript JSON. */
@@ -65,6 +73,7 @@ export interface TranscriptionJobContext extends TranscriptionJobInput {
 
 export interface SubmitInput {
   jobId: string;
+  spec: JobSpec;
   routeIndex: number;
 }
 
@@ -78,6 +87,7 @@ export type SubmitOutput =
 
 export interface PollInput {
   jobId: string;
+  spec: JobSpec;
   routeIndex: number;
   providerJobId: string;
   polls: number;
@@ -90,11 +100,13 @@ export type PollOutput =
 
 export interface FinishInput {
   jobId: string;
+  spec: JobSpec;
   rawKey: string;
 }
 
 export interface FailInput {
   jobId: string;
+  spec: JobSpec;
   error: JobError;
 }
 
@@ -185,7 +197,7 @@ export const transcriptionJobMachine = setup({
           invoke: {
             id: 'submit',
             src: 'submit',
-            input: ({ context }) => ({ jobId: context.jobId, routeIndex: context.routeIndex }),
+            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, routeIndex: context.routeIndex }),
             onDone: [
               {
                 guard: ({ event }) => event.output.kind === 'inline',
@@ -226,7 +238,7 @@ export const transcriptionJobMachine = setup({
           invoke: {
             id: 'poll',
             src: 'poll',
-            input: ({ context }) => ({ jobId: context.jobId, routeIndex: context.routeIndex, providerJobId: context.providerJobId!, polls: context.polls }),
+            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, routeIndex: context.routeIndex, providerJobId: context.providerJobId!, polls: context.polls }),
             onDone: [
               {
                 guard: ({ event }) => event.output.state === 'pending',
@@ -258,7 +270,7 @@ export const transcriptionJobMachine = setup({
           invoke: {
             id: 'finish',
             src: 'finish',
-            input: ({ context }) => ({ jobId: context.jobId, rawKey: context.rawKey! }),
+            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, rawKey: context.rawKey! }),
             onDone: { target: '#transcription-job.completed', actions: assign(({ event }) => ({ result: event.output.result, finishedAt: event.output.at })) },
             onError: { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
           },
@@ -269,7 +281,7 @@ export const transcriptionJobMachine = setup({
       invoke: {
         id: 'fail',
         src: 'fail',
-        input: ({ context }) => ({ jobId: context.jobId, error: context.error ?? FAILED }),
+        input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, error: context.error ?? FAILED }),
         onDone: { target: 'failed', actions: assign({ finishedAt: ({ event }) => event.output.at }) },
         // Returning the hold failed (the store down): the job still ends failed; the hold sweep returns it.
         onError: { target: 'failed' },

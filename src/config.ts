@@ -156,6 +156,25 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    transcription: Type.Object(
+      {
+        /** Finished jobs, their audio and transcripts are deleted this many days after they end. */
+        retentionDays: Int(1, 3650),
+        /** Active jobs one instance works on at once; more wait, queued, for room on any instance. */
+        capacity: Int(1, 10_000),
+        /** First poll of a provider's job after it accepted it; later polls back off to maxPollMs. */
+        pollMs: Int(100, 3_600_000),
+        maxPollMs: Int(100, 3_600_000),
+        /** A job's hold lasts this long: a job not finished by then fails (and is not charged). */
+        maxJobHours: Int(1, 720),
+        /**
+         * The gateway's public base URL (https://api.example.com), for providers' job callbacks;
+         * empty: no callbacks, jobs are polled (Deepgram, which cannot be polled, is then not used for jobs).
+         */
+        publicUrl: Type.String({ maxLength: 2048 }),
+      },
+      { additionalProperties: false },
+    ),
     intent: Type.Object(
       {
         /** An intent session forgets its context after this long without a turn. */

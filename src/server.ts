@@ -99,6 +99,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const extra = opts.events;
   const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
   const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, ...(opts.now ? { now: opts.now } : {}) });
+  for (const kind of services.kinds) runtime.register(kind);
   const app = await buildApp({ config, logger, metrics, services, lifecycle });
 
   await runtime.start();

@@ -95,6 +95,8 @@ export interface ActorView {
   value: StateValue | null;
   status: ActorStatus;
   context: unknown;
+  /** What it was spawned from, while it has not run yet (queued for capacity: no snapshot, no context). */
+  input?: unknown;
   output?: unknown;
   error?: string;
   revision: number;
@@ -121,6 +123,7 @@ export function toView(doc: ActorDoc): ActorView {
     value: doc.value,
     status: doc.status,
     context: snapshot?.context ?? null,
+    ...(doc.snapshot === null && doc.input ? { input: JSON.parse(doc.input) } : {}),
     ...(snapshot?.output !== undefined ? { output: snapshot.output } : {}),
     ...(doc.error !== undefined ? { error: doc.error } : {}),
     revision: doc.rev,

@@ -19,7 +19,7 @@ import { CARRY_FOLD_PC, chargeFor, floorCents, MICROCENTS_PER_CENT, ownerField, 
 import { RateLimits } from './limits.ts';
 import { Subscriptions, type SubscriptionView } from './subscriptions.ts';
 import { Topups, topupView, type TopupView } from './topups.ts';
-import type { Billing, Hold, Payer, UsageFacts } from './types.ts';
+import type { Billing, Hold, HoldOptions, Payer, UsageFacts } from './types.ts';
 import { UsageLog, groupField, type GroupBy, type Totals, type UsageRecordDoc, type UsageScope } from './usage.ts';
 import { Wallets, type SweepMarks } from './wallets.ts';
 
@@ -320,11 +320,11 @@ export class BillingService implements Billing {
     return this.limits.admit(principal);
   }
 
-  async hold(payer: Payer, microcents: number, requestId: string): Promise<Hold> {
+  async hold(payer: Payer, microcents: number, requestId: string, opts: HoldOptions = {}): Promise<Hold> {
     if (!Number.isFinite(microcents) || microcents < 0) throw new RangeError(`a hold must be a finite, non-negative number of micro-cents, got ${microcents}`);
     // At least 1 µ¢: an empty wallet pays for nothing, not even a call estimated at zero.
     const amount = Math.max(1, Math.ceil(microcents));
-    const id = await this.wallets.hold(payer.walletId, amount, requestId);
+    const id = await this.wallets.hold(payer.walletId, amount, requestId, opts.ttlMs);
     if (id === null) {
       const w = await this.wallets.get(payer.walletId);
       const whose = payer.ownerType === 'org' ? "Your organization's wallet" : 'Your wallet';

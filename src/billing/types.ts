@@ -18,6 +18,14 @@ export interface Payer {
   kycVerified: boolean;
 }
 
+export interface HoldOptions {
+  /**
+   * How long the hold lives before the sweep returns it (default `billing.holdTtlSeconds`): a job
+   * that waits on a provider for hours holds its estimate that long.
+   */
+  ttlMs?: number;
+}
+
 export interface Hold {
   /** The hold's entry in its wallet's `holds` list (see holdToken in money.ts). */
   id: string;
@@ -65,7 +73,7 @@ export interface Billing {
    * for a free call); throws ApiError insufficient_credit (402) when the spendable balance cannot
    * cover it. The hold lives `billing.holdTtlSeconds`; one not settled by then is returned by the sweep.
    */
-  hold(payer: Payer, microcents: number, requestId: string): Promise<Hold>;
+  hold(payer: Payer, microcents: number, requestId: string, opts?: HoldOptions): Promise<Hold>;
   /**
    * Debits the exact cost (capped at the hold: an absurd upstream usage never overspends), returns
    * the rest of the hold, adds promptTokens + completionTokens to the key's TPD counter and records

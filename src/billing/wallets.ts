@@ -122,9 +122,9 @@ export class Wallets {
   }
 
   /** Reserves `amount` µ¢; resolves to the hold's id (its token), or null when the spendable balance is short. */
-  async hold(walletId: string, amount: number, requestId: string): Promise<string | null> {
+  async hold(walletId: string, amount: number, requestId: string, ttlMs = this.holdTtlMs): Promise<string | null> {
     const id = `h${randomUUID().replaceAll('-', '')}`;
-    const token = holdToken({ id, a: amount, x: this.now() + this.holdTtlMs, r: requestId });
+    const token = holdToken({ id, a: amount, x: this.now() + ttlMs, r: requestId });
     const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
       { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },

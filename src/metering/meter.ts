@@ -30,6 +30,8 @@ export interface BeginOptions<T> {
   check?: (model: ModelDoc, payer: Payer) => T | Promise<T>;
   /** The most the call can cost, µ¢ (rounded up by billing to whole µ¢, at least 1). */
   estimate: (model: ModelDoc, checked: T) => number;
+  /** The hold's life when it must outlast the request (a job); default billing's hold TTL. */
+  holdTtlMs?: number;
 }
 
 /** What a usage record needs beyond what the MeteredCall knows. */
@@ -45,7 +47,7 @@ export class Meter {
     const checked = (opts.check ? await opts.check(model, payer) : undefined) as T;
     this.deps.assertKyc(payer, model.requires_kyc === true);
     const estimate = opts.estimate(model, checked);
-    const hold = await billing.hold(payer, estimate, opts.requestId);
+    const hold = await billing.hold(payer, estimate, opts.requestId, opts.holdTtlMs !== undefined ? { ttlMs: opts.holdTtlMs } : {});
     return Object.assign(new MeteredCall(billing, payer, model, hold, opts.requestId, this.deps.now), { checked });
   }
 }

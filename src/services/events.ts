@@ -1,8 +1,9 @@
-// Account events (low_balance, topup, rate_limit_exceeded, key_expired, usage_spike). Services emit
+// Account events (low_balance, topup, rate_limit_exceeded, key_expired, usage_spike, and ours:
+// transcription.completed and transcription.failed). Services emit
 // them through this port; the webhook subsystem (src/webhooks/outbox.ts) implements it with a
 // durable outbox.
 
-export type AccountEventName = 'low_balance' | 'topup' | 'rate_limit_exceeded' | 'key_expired' | 'usage_spike';
+export type AccountEventName = 'low_balance' | 'topup' | 'rate_limit_exceeded' | 'key_expired' | 'usage_spike' | 'transcription.completed' | 'transcription.failed';
 
 export interface AccountEvent {
   event: AccountEventName;

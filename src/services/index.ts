@@ -20,10 +20,14 @@ import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
 import { SyncTranscription } from '../transcription/sync.ts';
 import { diarize } from '../speech/diarize.ts';
+import { transcriptionJobKind } from '../transcription/kind.ts';
+import { TranscriptionJobs } from '../transcription/jobs.ts';
+import type { ActorKind } from '../actors/kinds.ts';
+import type { ActorRuntime } from '../actors/runtime.ts';
+import { createHmac } from 'node:crypto';
 import type { BlobStore } from '../blobs/port.ts';
 import { IntentService, type IntentMetrics } from '../intent/service.ts';
 import { intentSessionKind } from '../intent/session.ts';
-import type { ActorRef } from '../actors/runtime.ts';
 import { PackRegistry, readPackFile } from '../intent/packs.ts';
 import type { Webhooks, WebhookService } from '../webhooks/index.ts';
 
@@ -54,6 +58,10 @@ export interface Services {
   embeddings: EmbeddingsGateway;
   /** POST /v1/audio/transcriptions (src/transcription/). */
   transcription: SyncTranscription;
+  /** The transcription jobs endpoints; their actor kind is in `kinds`. */
+  transcriptionJobs: TranscriptionJobs;
+  /** Actor kinds the services run on, registered with the runtime by src/server.ts before it starts. */
+  kinds: ActorKind<any, any>[];
   /** POST /v1/understand, and the intent packs it classifies with. */
   intent: IntentService;
   intentPacks: PackRegistry;
@@ -66,7 +74,7 @@ export async function createServices(deps: {
   blobs: BlobStore;
   keySecret: string;
   events: EventSink;
-  actors: ActorDirectory & { ref(kind: typeof intentSessionKind, id: string): ActorRef<typeof intentSessionKind> };
+  actors: ActorRuntime;
   /** The webhook subsystem (src/server.ts builds it: its outbox is usually `events`). */
   webhooks: Webhooks;
   /** Where routes' api_key_env names are looked up (the composition root passes process.env). */
@@ -94,7 +102,8 @@ export async function createServices(deps: {
   await deps.webhooks.init();
   const upstream = new UpstreamHttp();
   const upstreamFiles = new UpstreamFiles();
-  const router = new UpstreamRouter(createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarize } }), { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
+  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarize } });
+  const router = new UpstreamRouter(providers, { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
   const routes = new RouteResolver(deps.upstreamEnv);
@@ -107,7 +116,30 @@ export async function createServices(deps: {
     opaqueId: opaqueIds(deps.keySecret),
     now,
   };
+  const tx = deps.config.transcription;
+  const callbackToken = (jobId: string) => createHmac('sha256', deps.keySecret).update(`transcription-callback:${jobId}`).digest('base64url');
+  const jobKind = transcriptionJobKind({
+    blobs: deps.blobs,
+    billing,
+    models,
+    providers,
+    resolveRoutes: gatewayDeps.resolveRoutes,
+    events: deps.events,
+    now,
+    pollMs: tx.pollMs,
+    maxPollMs: tx.maxPollMs,
+    capacity: tx.capacity,
+    retainMs: tx.retentionDays * 86_400_000,
+    ...(tx.publicUrl
+      ? { callbackUrl: (provider: string, jobId: string) => ({ url: `${tx.publicUrl.replace(/\/+$/, '')}/v1/audio/transcriptions/jobs/${jobId}/callback/${provider}`, token: callbackToken(jobId) }) }
+      : {}),
+  });
+  const transcriptionJobs = new TranscriptionJobs({
+    blobs: deps.blobs, meter, runtime: deps.actors, kind: jobKind, resolveRoutes: gatewayDeps.resolveRoutes, now, holdTtlMs: tx.maxJobHours * 3_600_000,
+  });
   return {
+    kinds: [jobKind],
+    transcriptionJobs,
     store: deps.store, blobs: deps.blobs, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),

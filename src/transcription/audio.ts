@@ -4,7 +4,7 @@ import { ApiError } from '../errors.ts';
 import { AudioDecodeError, decodeToPcm, pcmSeconds, probeAudio, type AudioProbe } from '../speech/ffmpeg.ts';
 
 /** The content type a provider is told, from the container ffprobe found. */
-function contentTypeOf(container: string): string {
+export function contentTypeOf(container: string): string {
   const names = container.split(',');
   if (names.includes('wav') || names.includes('w64')) return 'audio/wav';
   if (names.includes('mp3')) return 'audio/mpeg';

@@ -12,7 +12,7 @@ import type { Collection, Store } from '../store/port.ts';
 
 export const ACTOR_KIND = 'webhook';
 
-export const EVENT_NAMES: readonly AccountEventName[] = ['low_balance', 'topup', 'rate_limit_exceeded', 'key_expired', 'usage_spike'];
+export const EVENT_NAMES: readonly AccountEventName[] = ['low_balance', 'topup', 'rate_limit_exceeded', 'key_expired', 'usage_spike', 'transcription.completed', 'transcription.failed'];
 
 export interface WebhookDoc {
   _id: number;

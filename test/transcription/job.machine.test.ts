@@ -16,7 +16,7 @@ import {
   type TranscriptionJobContext,
 } from '../../machines/transcription-job.machine.ts';
 
-const input = { jobId: 'txjob_1', account: 'user:1', model: 'stt-x', createdAt: 1_000, routes: 2 };
+const input = { jobId: 'txjob_1', account: 'user:1', model: 'stt-x', createdAt: 1_000, routes: 2, spec: { audioKey: 'jobs/txjob_1/audio' } };
 const ctx = (s: AnyMachineSnapshot) => s.context as TranscriptionJobContext;
 const summary: JobResultSummary = { resultKey: 'jobs/txjob_1/result', language: 'en-US', duration: 61, speakers: 2, segments: 4 };
 
@@ -66,7 +66,7 @@ test('inline (offline engine or a provider without jobs): submit transcribes, fi
   const { machine, calls } = effects({ submit: () => ({ kind: 'inline', rawKey: 'jobs/txjob_1/raw' }) });
   const actor = createActor(machine, { input }).start();
   await settle(actor, 'completed');
-  assert.deepEqual(calls.finish, [{ jobId: 'txjob_1', rawKey: 'jobs/txjob_1/raw' }]);
+  assert.deepEqual(calls.finish, [{ jobId: 'txjob_1', spec: input.spec, rawKey: 'jobs/txjob_1/raw' }]);
   assert.deepEqual(ctx(actor.getSnapshot()).result, summary);
   assert.equal(calls.fail.length, 0);
 });
@@ -96,7 +96,7 @@ test('a failure nobody can retry fails the job: fail is called, finish (the char
   });
   const actor = createActor(machine, { input }).start();
   await settle(actor, 'failed');
-  assert.deepEqual(calls.fail, [{ jobId: 'txjob_1', error: { code: 'invalid_audio', message: 'Audio could not be decoded.' } }]);
+  assert.deepEqual(calls.fail, [{ jobId: 'txjob_1', spec: input.spec, error: { code: 'invalid_audio', message: 'Audio could not be decoded.' } }]);
   assert.equal(calls.finish.length, 0);
   assert.deepEqual(ctx(actor.getSnapshot()).error, { code: 'invalid_audio', message: 'Audio could not be decoded.' });
 });
@@ -126,7 +126,7 @@ test('a callback with the stored transcript finishes without polling; one for an
   actor.send({ type: 'provider.callback', providerJobId: 'prov-9', rawKey: 'jobs/txjob_1/raw' });
   await settle(actor, 'completed');
   assert.equal(calls.poll.length, 0);
-  assert.deepEqual(calls.finish, [{ jobId: 'txjob_1', rawKey: 'jobs/txjob_1/raw' }]);
+  assert.deepEqual(calls.finish, [{ jobId: 'txjob_1', spec: input.spec, rawKey: 'jobs/txjob_1/raw' }]);
 });
 
 test('a callback without the result polls at once', async () => {

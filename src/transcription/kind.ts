@@ -1,0 +1,266 @@
+// The transcription-job actor kind: the machine (machines/transcription-job.machine.ts) with its
+// effects bound to the blob store, the providers and billing. Every side effect that must happen
+// once is a step (`ctx.steps.once`, keyed by job and step name), so a replay after a crash or a
+// takeover finds it done:
+//   submit:<route>  the recording handed to a provider's job API (its job id recorded), or
+//   inline:<route>  transcribed in one call (the offline engine, or a provider without jobs),
+//                   its transcript stored as `jobs/<id>/raw.json`
+//   fetch           a finished provider job's transcript stored the same way
+//   result          the client's transcript (speakers SPEAKER_NN) stored as `jobs/<id>/result.json`
+//   charge          the hold settled for the decoded seconds (or, on failure, `release`d)
+//   notify          the transcription.completed / .failed event
+import { fromPromise } from 'xstate';
+import type { ActorKind, ActorKindContext } from '../actors/kinds.ts';
+import type { BlobStore } from '../blobs/port.ts';
+import type { Hold, Payer } from '../billing/types.ts';
+import type { Billing } from '../billing/types.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import type { ModelDoc, SttMode } from '../models/types.ts';
+import type { EventSink } from '../services/events.ts';
+import type { Provider, ResolvedRoute, TranscribeRequest, Transcript as UpstreamTranscript } from '../providers/types.ts';
+import { UpstreamError } from '../providers/types.ts';
+import {
+  transcriptionJobMachine,
+  version,
+  type FailInput,
+  type FinishInput,
+  type JobResultSummary,
+  type PollInput,
+  type PollOutput,
+  type SubmitError,
+  type SubmitInput,
+  type SubmitOutput,
+} from '../../machines/transcription-job.machine.ts';
+import { costMicrocentsOfSeconds, transcriptForClient } from './result.ts';
+import { examineAudio } from './audio.ts';
+import type { Transcript } from '../speech/transcript.ts';
+
+export const JOB_KIND = 'transcription-job';
+
+/** What a job carries for its effects (the machine's `spec`): plain JSON, fixed at creation. */
+export interface JobSpecFields {
+  model: string;
+  audioKey: string;
+  filename: string;
+  contentType: string;
+  bytes: number;
+  language?: string;
+  mode: SttMode;
+  prompt?: string;
+  diarize: boolean;
+  numSpeakers?: number;
+  payer: Payer;
+  hold: Hold;
+  requestId: string;
+  startedAt: number;
+}
+
+export interface JobKindDeps {
+  blobs: BlobStore;
+  billing: Billing;
+  models: ModelCatalog;
+  providers: ReadonlyMap<string, Provider>;
+  resolveRoutes(model: ModelDoc): ResolvedRoute[];
+  events: EventSink;
+  now(): number;
+  /** Where providers call back (`${publicUrl}/v1/audio/transcriptions/callbacks/<provider>`), when the gateway has a public URL. */
+  callbackUrl?(provider: string, jobId: string): { url: string; token: string } | undefined;
+  /** First poll after a provider accepted a job, then backing off to `maxPollMs`. */
+  pollMs?: number;
+  maxPollMs?: number;
+  /** Active jobs one instance holds (the rest wait, queued, for an instance with room). */
+  capacity?: number;
+  /** Finished jobs are deleted (with their audio and transcript) this long after they end. */
+  retainMs: number;
+}
+
+export const rawKeyOf = (jobId: string): string => `jobs/${jobId}/raw.json`;
+export const resultKeyOf = (jobId: string): string => `jobs/${jobId}/result.json`;
+
+/** A failure a job can tell its client about; `retryable` sends the job to the model's next route. */
+function jobError(code: string, message: string, retryable: boolean): SubmitError & Error {
+  return Object.assign(new Error(message), { code, retryable });
+}
+
+function fromUpstream(err: unknown): SubmitError & Error {
+  if (err instanceof UpstreamError) {
+    if (err.kind === 'client') return jobError('invalid_audio', err.upstreamMessage ?? 'The provider refused the recording.', false);
+    return jobError('model_unavailable', 'The transcription provider failed.', true);
+  }
+  if ((err as { code?: unknown }).code === 'invalid_audio') return jobError('invalid_audio', (err as Error).message, false);
+  return jobError('transcription_failed', 'The transcription failed.', true);
+}
+
+export function transcriptionJobKind(deps: JobKindDeps): ActorKind<typeof transcriptionJobMachine> {
+  const pollMs = deps.pollMs ?? 5_000;
+  const maxPollMs = deps.maxPollMs ?? 60_000;
+
+  return {
+    kind: JOB_KIND,
+    machine: transcriptionJobMachine,
+    version,
+    // Few events per job, each a step of its life: every one is written.
+    persistence: { mode: 'every-event' },
+    onOrphan: 'resume',
+    ...(deps.capacity !== undefined ? { capacity: deps.capacity } : {}),
+    retainFinishedMs: deps.retainMs,
+    project: ({ value, context }) => {
+      const c = context as { account: string; jobId: string; createdAt: number };
+      const status = typeof value === 'string' ? (value === 'failing' ? 'processing' : value) : Object.keys(value)[0]!;
+      // `order` sorts newest first and breaks ties by id: the list's cursor.
+      return { account: c.account, status, order: `${String(c.createdAt).padStart(15, '0')}:${c.jobId}` };
+    },
+    indexes: [{ account: 1, order: -1 }, { account: 1, status: 1, order: -1 }],
+    provide: (ctx) => effects(deps, ctx, pollMs, maxPollMs),
+  };
+}
+
+function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPollMs: number) {
+  const specOf = (s: unknown) => s as JobSpecFields;
+
+  async function routeFor(modelId: string, routeIndex: number): Promise<{ route: ResolvedRoute; provider: Provider }> {
+    const model = await deps.models.get(modelId);
+    const route = model ? deps.resolveRoutes(model)[routeIndex] : undefined;
+    const provider = route && !route.problem ? deps.providers.get(route.provider) : undefined;
+    if (!route || !provider) throw jobError('model_misconfigured', 'The model has no usable route for this job.', true);
+    return { route, provider };
+  }
+
+  function request(spec: JobSpecFields, path: string, durationS: number): TranscribeRequest {
+    const req: TranscribeRequest = {
+      audio: { path, filename: spec.filename, contentType: spec.contentType, bytes: spec.bytes, durationS },
+      mode: spec.mode,
+      timestamps: ['segment'],
+      diarize: spec.diarize,
+    };
+    if (spec.language !== undefined) req.language = spec.language;
+    if (spec.prompt !== undefined) req.prompt = spec.prompt;
+    if (spec.numSpeakers !== undefined) req.numSpeakers = spec.numSpeakers;
+    return req;
+  }
+
+  /** The recording's decoded duration, measured once (a step), and what ffprobe says it is. */
+  const examine = (spec: JobSpecFields) =>
+    ctx.steps.once('examine', async ({ signal }) => {
+      const facts = await deps.blobs.withFile(spec.audioKey, (path) => examineAudio(path, { signal }));
+      if (!facts) throw jobError('invalid_audio', 'The recording is gone.', false);
+      return { durationS: facts.durationS };
+    });
+
+  const storeRaw = async (jobId: string, transcript: UpstreamTranscript): Promise<string> => {
+    const key = rawKeyOf(jobId);
+    await deps.blobs.put(key, Buffer.from(JSON.stringify(transcript)));
+    return key;
+  };
+
+  return {
+    actors: {
+      submit: fromPromise<SubmitOutput, SubmitInput>(async ({ input }) => {
+        const spec = specOf(input.spec);
+        try {
+          const { route, provider } = await routeFor(spec.model, input.routeIndex);
+          const { durationS } = await examine(spec);
+          if (provider.transcriptionJobs && !provider.transcriptionJobs.refuses?.(request(spec, '', durationS), route)) {
+            const jobs = provider.transcriptionJobs;
+            const { providerJobId } = await ctx.steps.once(`submit:${input.routeIndex}`, async ({ signal }) => {
+              const out = await deps.blobs.withFile(spec.audioKey, (path) => jobs.submit(route, request(spec, path, durationS), signal, deps.callbackUrl?.(route.provider, input.jobId)));
+              if (!out) throw jobError('invalid_audio', 'The recording is gone.', false);
+              return out;
+            });
+            return { kind: 'accepted', providerJobId, at: deps.now(), pollDelayMs: pollMs };
+          }
+          if (provider.transcribe) {
+            const stt = provider.transcribe;
+            const refused = stt.refuses?.(request(spec, '', durationS), route);
+            if (refused) throw jobError('invalid_request', refused.message, true);
+            const rawKey = await ctx.steps.once(`inline:${input.routeIndex}`, async ({ signal }) => {
+              const t = await deps.blobs.withFile(spec.audioKey, (path) => stt.transcribe(route, request(spec, path, durationS), signal));
+              if (!t) throw jobError('invalid_audio', 'The recording is gone.', false);
+              return storeRaw(input.jobId, t);
+            });
+            return { kind: 'inline', rawKey };
+          }
+          throw jobError('model_misconfigured', 'The route cannot transcribe.', true);
+        } catch (err) {
+          throw (err as Partial<SubmitError>).retryable !== undefined ? err : fromUpstream(err);
+        }
+      }),
+
+      poll: fromPromise<PollOutput, PollInput>(async ({ input }) => {
+        const spec = specOf(input.spec);
+        const { route, provider } = await routeFor(spec.model, input.routeIndex);
+        const jobs = provider.transcriptionJobs;
+        if (!jobs) return { state: 'failed', error: { code: 'model_misconfigured', message: 'The provider that took the job no longer serves this model.' } };
+        const backoff = Math.min(maxPollMs, pollMs * 2 ** Math.min(input.polls, 6));
+        let answer;
+        try {
+          answer = await jobs.poll(route, input.providerJobId, ctx.lease().signal);
+        } catch (err) {
+          // A provider we cannot reach now: try again later, the job stays with it.
+          ctx.logger.warn({ err: (err as Error).message, job_id: input.jobId }, 'transcription job poll failed; retrying');
+          return { state: 'pending', at: deps.now(), pollDelayMs: backoff };
+        }
+        if (answer.state === 'pending') return { state: 'pending', at: deps.now(), pollDelayMs: backoff };
+        if (answer.state === 'failed') return { state: 'failed', error: { code: 'upstream_error', message: answer.message || 'The provider could not transcribe the recording.' } };
+        const rawKey = await ctx.steps.once('fetch', () => storeRaw(input.jobId, answer.transcript));
+        return { state: 'completed', rawKey };
+      }),
+
+      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput>(async ({ input }) => {
+        const spec = specOf(input.spec);
+        const { durationS } = await examine(spec);
+        const result = await ctx.steps.once('result', async () => {
+          const raw = await readJson<UpstreamTranscript>(deps.blobs, input.rawKey);
+          const transcript = transcriptForClient(raw, { durationS, language: spec.language ?? null, diarized: true });
+          if (!spec.diarize) for (const s of transcript.segments) s.speaker = 'SPEAKER_00';
+          const resultKey = resultKeyOf(input.jobId);
+          await deps.blobs.put(resultKey, Buffer.from(JSON.stringify(transcript)));
+          return summaryOf(resultKey, transcript);
+        });
+        const seconds = Math.ceil(durationS - 1e-9);
+        await ctx.steps.once('charge', async () => {
+          const model = await deps.models.get(spec.model);
+          const cost = model ? costMicrocentsOfSeconds(model.pricing, seconds) : spec.hold.amountMicrocents;
+          await deps.billing.settle(spec.hold, spec.payer, {
+            requestId: spec.requestId, model: spec.model, modelType: 'stt', route: null, seconds,
+            costMicrocents: Math.min(cost, spec.hold.amountMicrocents), status: 'ok', latencyMs: deps.now() - spec.startedAt,
+          });
+          return true;
+        });
+        await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.completed', { job_id: input.jobId, status: 'completed', duration: result.duration }));
+        await deps.blobs.delete(input.rawKey).catch(() => false);
+        return { result, at: deps.now() };
+      }),
+
+      fail: fromPromise<{ at: number }, FailInput>(async ({ input }) => {
+        const spec = specOf(input.spec);
+        await ctx.steps.once('charge', async () => {
+          await deps.billing.release(spec.hold, spec.payer, {
+            requestId: spec.requestId, model: spec.model, modelType: 'stt', route: null, seconds: 0, costMicrocents: 0, status: 'upstream_failed', latencyMs: deps.now() - spec.startedAt,
+          });
+          return true;
+        });
+        await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.failed', { job_id: input.jobId, status: 'failed', error: input.error.code }));
+        await deps.blobs.delete(rawKeyOf(input.jobId)).catch(() => false);
+        return { at: deps.now() };
+      }),
+    },
+  };
+}
+
+async function notify(deps: JobKindDeps, spec: JobSpecFields, event: 'transcription.completed' | 'transcription.failed', fields: Record<string, string | number>): Promise<boolean> {
+  await deps.events.emit({ event, owner: { type: spec.payer.ownerType, id: spec.payer.ownerId }, fields });
+  return true;
+}
+
+function summaryOf(resultKey: string, t: Transcript): JobResultSummary {
+  return { resultKey, language: t.language, duration: t.duration, speakers: new Set(t.segments.map((s) => s.speaker)).size, segments: t.segments.length };
+}
+
+export async function readJson<T>(blobs: BlobStore, key: string): Promise<T> {
+  const stream = await blobs.get(key);
+  if (!stream) throw jobError('transcription_failed', 'The stored transcript is gone.', false);
+  const parts: Buffer[] = [];
+  for await (const chunk of stream) parts.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(parts).toString('utf8')) as T;
+}
