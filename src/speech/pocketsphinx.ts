@@ -241,9 +241,12 @@ export async function startPocketsphinx(options: PocketsphinxOptions): Promise<R
     throw err;
   }
   control.on('error', () => {}); // EPIPE when the engine dies: its exit says why
-  void run.exited.then(() => { audio.destroy(); return cleanup(); });
-
   const vad = options.detectors.create({ sampleRate: PCM_SAMPLE_RATE, prefix_padding_ms: 300, silence_duration_ms: 500 });
+  void run.exited.then(() => {
+    audio.destroy();
+    vad.destroy(); // write() and end() check the process first, so nothing uses it after this
+    return cleanup();
+  });
   const maxFrames = Math.round((options.maxUtteranceSeconds ?? 30) / FRAME_SECONDS);
   let bytes = 0;
   let odd: Uint8Array | null = null;
@@ -300,7 +303,6 @@ export async function startPocketsphinx(options: PocketsphinxOptions): Promise<R
       if (odd) throw new RecogniserError('PCM ended mid-sample (odd byte count)');
       const frames = Math.floor(bytes / 2 / SAMPLES_PER_FRAME);
       await takeEvents(vad.flush(), frames);
-      vad.destroy();
       control!.end();
       const [exit] = await Promise.all([run.exited, outputDone]);
       if (exit.code !== 0) throw await failure();

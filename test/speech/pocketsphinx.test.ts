@@ -101,6 +101,12 @@ describe('pocketsphinx recogniser', { skip: missing('ffmpeg', 'pocketsphinx', 'l
     assert.ok(Math.abs(transcript.duration - 7.1) < 0.1);
   });
 
+  it('silence gives an empty transcript that still says how long the audio was', async () => {
+    const recogniser = await startPocketsphinx({ detectors });
+    await recogniser.write(Buffer.alloc(64_000));
+    assert.deepEqual(await recogniser.end(), { text: '', language: 'en', duration: 2, segments: [] });
+  });
+
   it('stops on abort: the pending call rejects with the reason', async () => {
     const controller = new AbortController();
     const recogniser = await startPocketsphinx({ detectors, signal: controller.signal });
