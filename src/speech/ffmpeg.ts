@@ -37,7 +37,10 @@ export class AudioDecodeError extends Error {
   }
 }
 
-/** A file on disk (seekable), bytes in memory, or a stream (piped; an MP4 must have its index first). */
+/**
+ * A file on disk (seekable), bytes in memory, or a stream (piped; an MP4 must have its index
+ * first; destroyed if ffmpeg stops reading early, e.g. at `maxSeconds`).
+ */
 export type AudioInput = { path: string } | { bytes: Uint8Array } | { stream: Readable | AsyncIterable<Uint8Array> };
 
 export interface AudioToolsOptions {
