@@ -37,7 +37,10 @@ export class AudioDecodeError extends Error {
   }
 }
 
-/** A file on disk (seekable), bytes in memory, or a stream (piped; an MP4 must have its index first). */
+/**
+ * A file on disk (seekable), bytes in memory, or a stream (piped; an MP4 must have its index
+ * first; destroyed if ffmpeg stops reading early, e.g. at `maxSeconds`).
+ */
 export type AudioInput = { path: string } | { bytes: Uint8Array } | { stream: Readable | AsyncIterable<Uint8Array> };
 
 export interface AudioToolsOptions {
@@ -158,10 +161,12 @@ export async function probeAudio(input: AudioInput, options: AudioToolsOptions =
 export interface DecodeOptions extends AudioToolsOptions {
   /** Decode at most this many seconds (the rest of the input is not read). */
   maxSeconds?: number;
+  /** Output sample rate; 16 kHz (the engines') unless told, e.g. 8000 for telephony. */
+  sampleRate?: number;
 }
 
 /**
- * The first audio stream as 16 kHz mono s16le PCM, in chunks of whole samples. Ends when ffmpeg
+ * The first audio stream as mono s16le PCM (16 kHz unless `sampleRate` says otherwise), in chunks of whole samples. Ends when ffmpeg
  * exits cleanly; throws AudioDecodeError when it fails, the abort reason when aborted. Stopping
  * the iteration early kills ffmpeg.
  */
@@ -171,7 +176,7 @@ export async function* decodeToPcm(input: AudioInput, options: DecodeOptions = {
     options.ffmpegPath ?? 'ffmpeg',
     (url) => [
       '-nostdin', '-hide_banner', '-loglevel', 'error', ...INPUT_ARGS, '-i', url,
-      '-map', '0:a:0', '-vn', ...limit, '-ac', '1', '-ar', String(PCM_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 's16le', 'pipe:1',
+      '-map', '0:a:0', '-vn', ...limit, '-ac', '1', '-ar', String(options.sampleRate ?? PCM_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 's16le', 'pipe:1',
     ],
     input,
     options.signal,

@@ -31,12 +31,14 @@ export interface ToolRun {
 export interface SpawnToolOptions {
   /** stdin of the child: a pipe (default), an open file descriptor, or nothing. */
   stdin?: 'pipe' | 'ignore' | number;
+  /** stdout of the child: a pipe (default) or an open file descriptor. */
+  stdout?: 'pipe' | number;
   signal?: AbortSignal;
   stderrLimit?: number;
 }
 
 export function spawnTool(command: string, args: string[], options: SpawnToolOptions = {}): ToolRun {
-  const stdio: StdioOptions = [options.stdin ?? 'pipe', 'pipe', 'pipe'];
+  const stdio: StdioOptions = [options.stdin ?? 'pipe', options.stdout ?? 'pipe', 'pipe'];
   const child = spawn(command, args, { stdio, shell: false, windowsHide: true });
   const limit = options.stderrLimit ?? 8192;
   const chunks: Buffer[] = [];

@@ -1,43 +1,39 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { decodeToPcm } from '../../src/speech/ffmpeg.ts';
 import {
-  parseWordLine,
+  parseHypseg,
   RecogniserError,
   spokenWord,
   startPocketsphinx,
   transcribePcm,
   utteranceSegments,
-  utteranceSplitter,
 } from '../../src/speech/pocketsphinx.ts';
 import { ToolMissingError } from '../../src/speech/process.ts';
 import type { TranscriptSegment } from '../../src/speech/transcript.ts';
+import { loadVoiceDetectors, type VoiceDetectors } from '../../src/speech/vad.ts';
 import { wordErrorRate } from '../../src/speech/wer.ts';
 import { librivoxTranscripts, librivoxWav, missing, referencePcm } from './helpers.ts';
 
-// What `pocketsphinx_continuous -time yes` printed for 1 s silence + LibriVox 0880 on this machine.
-const OUTPUT = `he was not an illness those young man
-<s> 0.000 0.990 0.999200
-<sil> 1.000 1.070 0.461308
-<sil> 1.080 1.200 0.944399
-he 1.210 1.320 0.998601
-was(2) 1.330 1.540 0.999600
-not 1.550 1.970 0.998501
-[SPEECH] 1.980 2.100 0.535598
-an(2) 2.110 2.290 0.472940
-illness 2.300 2.680 0.834168
-those 2.690 3.040 0.055875
-young 3.050 3.320 0.050806
-man 3.330 3.790 0.905008
-</s> 3.800 4.090 1.000000
-`;
+// What `pocketsphinx_batch -hypseg` printed for 1 s silence + LibriVox 0880, frames 100–410.
+const HYPSEG =
+  'u1 S 0 T -8980255 A -7928832 L -1051423 0 -180224 0 <s> 7 -234496 -524288 <sil> 21 -254976 -341 he ' +
+  '34 -307200 -137 was(2) 55 -1098752 -261 not 106 -367616 -524288 <sil> 113 -1459200 -512 until ' +
+  '148 -926720 -280 this 167 -985088 -379 blows 205 -965632 -628 young 233 -574464 -201 man 274 -574464 -108 </s> 311';
 
 describe('pocketsphinx output parsing', () => {
-  it('reads word lines and nothing else', () => {
-    assert.deepEqual(parseWordLine('was(2) 1.330 1.540 0.999600'), { token: 'was(2)', start: 1.33, end: 1.55, confidence: 0.9996 });
-    assert.equal(parseWordLine('he was not an illness those young man'), null);
-    assert.equal(parseWordLine('one two three'), null);
-    assert.equal(parseWordLine(''), null);
+  it('reads a -hypseg line: words with times from the utterance start, the next word ending each', () => {
+    const parsed = parseHypseg(HYPSEG, 1.0)!;
+    assert.equal(parsed.id, 'u1');
+    assert.deepEqual(parsed.words.slice(0, 4), [
+      { token: '<s>', start: 1, end: 1.07 },
+      { token: '<sil>', start: 1.07, end: 1.21 },
+      { token: 'he', start: 1.21, end: 1.34 },
+      { token: 'was(2)', start: 1.34, end: 1.55 },
+    ]);
+    assert.deepEqual(parsed.words.at(-1), { token: '</s>', start: 3.74, end: 4.11 });
+    assert.equal(parseHypseg('he was not an illness those young man', 0), null);
+    assert.equal(parseHypseg('', 0), null);
   });
 
   it('drops markers and fillers, folds pronunciation variants', () => {
@@ -47,25 +43,22 @@ describe('pocketsphinx output parsing', () => {
   });
 
   it('turns an utterance into segments with word times, split at pauses', () => {
-    const utterances: ReturnType<typeof utteranceSegments>[] = [];
-    const splitter = utteranceSplitter((words) => utterances.push(utteranceSegments(words)));
-    for (const line of OUTPUT.split('\n')) splitter.line(line);
-    splitter.flush();
-    assert.equal(utterances.length, 1);
-    const [segments] = utterances;
-    assert.deepEqual(segments!.map((s) => s.text), ['he was not an illness those young man']);
-    const seg = segments![0]!;
-    assert.equal(seg.start, 1.21);
-    assert.equal(seg.end, 3.8);
-    assert.deepEqual(seg.words!.slice(0, 2), [{ word: 'he', start: 1.21, end: 1.33 }, { word: 'was', start: 1.33, end: 1.55 }]);
-    assert.ok(seg.avg_logprob! < 0 && seg.avg_logprob! > -1);
-    // A 0.3 s pause (the [SPEECH] filler, 1.98–2.11 plus the gap) splits; a shorter one does not.
-    const split = utteranceSegments(OUTPUT.split('\n').map(parseWordLine).filter((w) => w !== null), 0.1);
-    assert.deepEqual(split.map((s) => s.text), ['he was not', 'an illness those young man']);
+    const words = parseHypseg(HYPSEG, 1.0)!.words;
+    const [seg, ...rest] = utteranceSegments(words);
+    assert.equal(rest.length, 0);
+    assert.equal(seg!.text, 'he was not until this blows young man');
+    assert.equal(seg!.start, 1.21);
+    assert.equal(seg!.end, 3.74);
+    assert.deepEqual(seg!.words!.slice(0, 2), [{ word: 'he', start: 1.21, end: 1.34 }, { word: 'was', start: 1.34, end: 1.55 }]);
+    // The <sil> at 2.06–2.13 is a 0.07 s pause: a 0.05 s threshold splits there.
+    assert.deepEqual(utteranceSegments(words, 0.05).map((s) => s.text), ['he was not', 'until this blows young man']);
   });
 });
 
 describe('pocketsphinx recogniser', { skip: missing('ffmpeg', 'pocketsphinx', 'librivox') }, () => {
+  let detectors: VoiceDetectors;
+  before(async () => { detectors = await loadVoiceDetectors(); });
+
   it('streams: transcribes silence + clip + silence + clip, each utterance as soon as it closes, with its times', async () => {
     const silence = new Int16Array(16_000);
     const parts = [silence, referencePcm(librivoxWav('0880')), silence, referencePcm(librivoxWav('0930')), silence];
@@ -73,7 +66,7 @@ describe('pocketsphinx recogniser', { skip: missing('ffmpeg', 'pocketsphinx', 'l
     const seen: TranscriptSegment[] = [];
     let firstSegment!: () => void;
     const first = new Promise<void>((resolve) => { firstSegment = resolve; });
-    const recogniser = await startPocketsphinx({ onSegment: (s) => { seen.push(s); firstSegment(); } });
+    const recogniser = await startPocketsphinx({ detectors, onSegment: (s) => { seen.push(s); firstSegment(); } });
     for (let at = 0; at < audio.length; at += 3200) await recogniser.write(audio.subarray(at, at + 3200));
     // The first utterance arrives while the input is still open: the engine can be fed live audio.
     await first;
@@ -102,15 +95,21 @@ describe('pocketsphinx recogniser', { skip: missing('ffmpeg', 'pocketsphinx', 'l
   });
 
   it('transcribes a file end to end: ffmpeg decodes, the engine recognises', async () => {
-    const transcript = await transcribePcm(decodeToPcm({ path: librivoxWav('0870') }));
+    const transcript = await transcribePcm(decodeToPcm({ path: librivoxWav('0870') }), { detectors });
     const wer = wordErrorRate([{ reference: librivoxTranscripts().get('0870')!, hypothesis: transcript.text }]);
     assert.ok(wer < 0.5, `WER ${wer}: ${transcript.text}`);
     assert.ok(Math.abs(transcript.duration - 7.1) < 0.1);
   });
 
+  it('silence gives an empty transcript that still says how long the audio was', async () => {
+    const recogniser = await startPocketsphinx({ detectors });
+    await recogniser.write(Buffer.alloc(64_000));
+    assert.deepEqual(await recogniser.end(), { text: '', language: 'en', duration: 2, segments: [] });
+  });
+
   it('stops on abort: the pending call rejects with the reason', async () => {
     const controller = new AbortController();
-    const recogniser = await startPocketsphinx({ signal: controller.signal });
+    const recogniser = await startPocketsphinx({ detectors, signal: controller.signal });
     await recogniser.write(Buffer.alloc(32_000));
     const reason = new Error('caller hung up');
     controller.abort(reason);
@@ -118,15 +117,20 @@ describe('pocketsphinx recogniser', { skip: missing('ffmpeg', 'pocketsphinx', 'l
   });
 
   it('refuses a half sample, and says what failed when the model is missing or the binary is', async () => {
-    const recogniser = await startPocketsphinx();
+    const recogniser = await startPocketsphinx({ detectors });
     await recogniser.write(Buffer.alloc(3));
     await assert.rejects(recogniser.end(), /odd byte count/);
     recogniser.abort();
-    await assert.rejects(startPocketsphinx({ modelDir: '/nonexistent' }), (err) => {
+    const withoutModel = async (): Promise<unknown> => {
+      const r = await startPocketsphinx({ detectors, modelDir: '/nonexistent' });
+      await r.write(Buffer.alloc(32_000));
+      return r.end();
+    };
+    await assert.rejects(withoutModel(), (err) => {
       assert.ok(err instanceof RecogniserError);
       assert.match(err.message, /pocketsphinx failed/);
       return true;
     });
-    await assert.rejects(startPocketsphinx({ binary: 'no-such-pocketsphinx' }), ToolMissingError);
+    await assert.rejects(startPocketsphinx({ detectors, binary: 'no-such-pocketsphinx' }), ToolMissingError);
   });
 });

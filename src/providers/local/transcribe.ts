@@ -8,6 +8,7 @@
 import { decodeToPcm, AudioDecodeError } from '../../speech/ffmpeg.ts';
 import { transcribePcm } from '../../speech/pocketsphinx.ts';
 import { primaryLanguage } from '../../speech/languages.ts';
+import { loadVoiceDetectors, type VoiceDetectors } from '../../speech/vad.ts';
 import { UpstreamError, type TranscribeCapability, type Transcript, type TranscriptSegment } from '../types.ts';
 
 /** Labels speech with speakers (src/speech/diarize.ts's `diarize`), given the whole recording as 16 kHz PCM. */
@@ -40,6 +41,9 @@ export interface LocalOptions {
 }
 
 export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
+  // The VAD that cuts the audio into utterances for the recogniser: WASM, loaded once, on first use.
+  let detectors: Promise<VoiceDetectors> | null = null;
+  const voiceDetectors = () => (detectors ??= loadVoiceDetectors());
   return {
     refuses(req) {
       if (req.mode !== 'transcribe') return { param: 'mode', message: `The offline engine only transcribes (mode 'transcribe'), not '${req.mode}'.` };
@@ -63,7 +67,7 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
             yield chunk;
           }
         };
-        const t = await transcribePcm(tee(), { signal: abort.signal });
+        const t = await transcribePcm(tee(), { detectors: await voiceDetectors(), signal: abort.signal });
         const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
         if (keep && segments.length > 0) {
           const all = Buffer.concat(kept);
