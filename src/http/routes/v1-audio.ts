@@ -1,12 +1,19 @@
-// POST /v1/audio/transcriptions (OpenAI-compatible, multipart): the upload is streamed into the blob
-// store, the fields read, then src/transcription/sync.ts meters and transcribes it. The uploaded
-// file is deleted when the answer is sent, whatever it was.
+// Transcription endpoints. Uploads (multipart) are streamed into the blob store, the fields read,
+// then a service takes over:
+//   POST /v1/audio/transcriptions        → src/transcription/sync.ts (the file deleted after the answer)
+//   POST /v1/audio/transcriptions/jobs   → src/transcription/jobs.ts (the file kept: the job's recording)
+//   GET  /v1/audio/transcriptions/jobs[/{id}]
+//   POST /v1/audio/transcriptions/jobs/{id}/callback/{provider}: a provider's job callback, checked
+//        against the job's token, handed to the job's actor through the runtime (any instance).
 import { randomBytes } from 'node:crypto';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { acceptUploads, readUpload, sendTooLarge, UploadTooLargeError } from '../uploads.ts';
 import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
+import { audioKeyOf, newJobId } from '../../transcription/jobs.ts';
+import { Type } from 'typebox';
+import { errors, KeyString } from '../schemas.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
 export function registerAudioRoutes(app: App, deps: AppDeps): void {
@@ -38,5 +45,86 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
         }
       },
     );
+
+    scope.post(
+      '/v1/audio/transcriptions/jobs',
+      {
+        preHandler: requireApiKey(deps, 'audio'),
+        schema: { tags: ['v1'], summary: 'Start a transcription job for a long recording (multipart; diarization)', security: [{ apiKey: [] }], consumes: ['multipart/form-data'] },
+      },
+      async (req, reply) => {
+        const { blobs, transcriptionJobs } = deps.services;
+        const jobId = newJobId();
+        const key = audioKeyOf(jobId);
+        let accepted = false;
+        try {
+          const form = await readUpload(req, blobs, key);
+          if (!form.file) throw new ApiError('invalid_request', "The field 'file' is required: the recording to transcribe.", { param: 'file' });
+          const fields = readFields(form.fields, 'jobs');
+          const job = await transcriptionJobs.create(principalOf(req), jobId, fields, form.file);
+          accepted = true;
+          return reply.code(202).header('location', `/v1/audio/transcriptions/jobs/${jobId}`).send(job);
+        } catch (err) {
+          if (err instanceof UploadTooLargeError) return sendTooLarge(reply);
+          if (!req.raw.readableEnded) reply.header('connection', 'close');
+          throw err;
+        } finally {
+          if (!accepted) await blobs.delete(key).catch(() => {});
+        }
+      },
+    );
   });
+
+  const JobId = Type.Object({ id: KeyString(64) });
+  const Job = Type.Object({
+    id: Type.String(),
+    object: Type.Literal('transcription.job'),
+    status: Type.String(),
+    model: Type.String(),
+    created_at: Type.Integer(),
+    completed_at: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+    language: Type.Optional(Type.String()),
+    duration: Type.Optional(Type.Number()),
+    text: Type.Optional(Type.String()),
+    segments: Type.Optional(Type.Array(Type.Object({ speaker: Type.String(), start: Type.Number(), end: Type.Number(), text: Type.String() }))),
+    error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
+  });
+  app.get(
+    '/v1/audio/transcriptions/jobs/:id',
+    {
+      preHandler: requireApiKey(deps, 'audio'),
+      schema: { tags: ['v1'], summary: 'A transcription job', security: [{ apiKey: [] }], params: JobId, response: { 200: Job, ...errors(401, 403, 404) } },
+    },
+    async (req) => {
+      const { walletId } = await deps.services.billing.payerFor(principalOf(req));
+      return deps.services.transcriptionJobs.get(walletId, (req.params as { id: string }).id);
+    },
+  );
+
+  app.get(
+    '/v1/audio/transcriptions/jobs',
+    {
+      preHandler: requireApiKey(deps, 'audio'),
+      schema: {
+        tags: ['v1'], summary: "The caller's transcription jobs, newest first (cursor pagination)", security: [{ apiKey: [] }],
+        querystring: Type.Object(
+          {
+            limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100, default 20' })),
+            after: Type.Optional(KeyString(64)),
+            status: Type.Optional(Type.Union(['queued', 'processing', 'completed', 'failed'].map((s) => Type.Literal(s)))),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Job), has_more: Type.Boolean(), first_id: Type.Union([Type.String(), Type.Null()]), last_id: Type.Union([Type.String(), Type.Null()]) }),
+          ...errors(400, 401, 403),
+        },
+      },
+    },
+    async (req) => {
+      const q = req.query as { limit?: string; after?: string; status?: 'queued' | 'processing' | 'completed' | 'failed' };
+      const { walletId } = await deps.services.billing.payerFor(principalOf(req));
+      return deps.services.transcriptionJobs.list(walletId, { limit: q.limit !== undefined ? Number(q.limit) : 20, ...(q.after ? { after: q.after } : {}), ...(q.status ? { status: q.status } : {}) });
+    },
+  );
 }

@@ -1,0 +1,115 @@
+// Transcription jobs end to end through a real gateway on the offline engine (stt-local): a
+// two-speaker conversation of real recorded voices is uploaded, queued, transcribed, diarized
+// (SPEAKER_00/01 by first appearance), charged once by its decoded seconds, listed and read back;
+// another account cannot see it; a refused request keeps nothing.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { mulberry32 } from '../../src/intent/classifier.ts';
+import { assemble, wav } from '../../scripts/diarization/conversations.ts';
+import { debianSpeakers, haveFfmpeg, SAMPLE_RATE, utterances } from '../../scripts/diarization/sources.ts';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+
+const PAIR = ['librivox', 'hts1'];
+const found = haveFfmpeg() ? debianSpeakers().filter((s) => PAIR.includes(s.id)) : [];
+const skip = found.length < 2 ? 'needs ffmpeg, pocketsphinx-testdata and codec2-examples (scripts/install-debian-packages.sh --test)' : false;
+
+function conversationWav(): { bytes: Buffer; seconds: number } {
+  const [a, b] = PAIR.map((id) => utterances(found.find((s) => s.id === id)!));
+  const turns = [0, 1, 2].flatMap((i) => [a![i % a!.length]!, b![i % b!.length]!]);
+  const c = assemble('pair', turns, mulberry32(3));
+  return { bytes: wav(c.pcm, SAMPLE_RATE), seconds: c.pcm.length / SAMPLE_RATE };
+}
+
+function form(fields: Record<string, string>, file: Buffer): { raw: Buffer; headers: Record<string, string> } {
+  const boundary = 'jobboundary';
+  const parts: Buffer[] = [];
+  parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="call.wav"\r\ncontent-type: audio/wav\r\n\r\n`), file, Buffer.from('\r\n'));
+  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+describe('transcription jobs on the offline engine', { skip }, () => {
+  let gw: TestGateway;
+  let owner: { token: string; key: string };
+  let stranger: { token: string; key: string };
+
+  before(async () => {
+    gw = await startTestGateway();
+    const account = async () => {
+      const s = await signup(gw.url);
+      const key = (await createKey(gw.url, s.token)).api_key;
+      await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: 100 } });
+      return { token: s.token, key };
+    };
+    owner = await account();
+    stranger = await account();
+  });
+  after(async () => gw?.destroy());
+
+  const balance = async (token: string) => (await call(gw.url, 'GET', '/portal/wallet', { token })).body.balance_microcents as number;
+
+  it('queues, transcribes and diarizes a conversation, charges its seconds once, and lists it', async () => {
+    const { bytes, seconds } = conversationWav();
+    const before = await balance(owner.token);
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: owner.key, ...form({ model: 'stt-local', num_speakers: '2' }, bytes) });
+    assert.equal(created.status, 202, created.text);
+    assert.match(created.body.id, /^txjob_[0-9a-f]{24}$/);
+    assert.equal(created.body.status, 'queued');
+
+    let job: any;
+    const until = Date.now() + 60_000;
+    do {
+      await new Promise((r) => setTimeout(r, 250));
+      job = (await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${created.body.id}`, { token: owner.key })).body;
+    } while ((job.status === 'queued' || job.status === 'processing') && Date.now() < until);
+    assert.equal(job.status, 'completed', JSON.stringify(job));
+    assert.equal(job.object, 'transcription.job');
+    assert.ok(Math.abs(job.duration - seconds) < 0.05, `${job.duration} vs ${seconds}`);
+    assert.ok(job.text.length > 10);
+    const speakers = job.segments.map((s: any) => s.speaker);
+    assert.equal(speakers[0], 'SPEAKER_00', 'numbered by first appearance');
+    assert.deepEqual([...new Set(speakers)].sort(), ['SPEAKER_00', 'SPEAKER_01']);
+    assert.ok(job.segments.every((s: any) => s.end > s.start && typeof s.text === 'string'));
+
+    // Charged once, for the decoded seconds rounded up, at 0.1 cent a minute.
+    const expected = Math.ceil(seconds - 1e-9) * (0.1 / 60) * 1e6;
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(Math.abs(before - (await balance(owner.token)) - expected) < 1.0001, `${before - (await balance(owner.token))} vs ${expected}`);
+
+    const listed = await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs?limit=5', { token: owner.key });
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.body.object, 'list');
+    assert.equal(listed.body.data[0].id, created.body.id);
+    const done = await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs?status=completed', { token: owner.key });
+    assert.equal(done.body.data.length, 1);
+    const none = await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs?status=failed', { token: owner.key });
+    assert.equal(none.body.data.length, 0);
+
+    // Another account: not found, and its list is empty.
+    const theirs = await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${created.body.id}`, { token: stranger.key });
+    assert.equal(theirs.status, 404);
+    assert.equal((await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: stranger.key })).body.data.length, 0);
+  });
+
+  it('diarize=false labels every segment SPEAKER_00; a refused request keeps no job and no charge', async () => {
+    const { bytes } = conversationWav();
+    const before = await balance(stranger.token);
+    const bad = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...form({ model: 'stt-local', language_code: 'hi-IN' }, bytes) });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, 'language_not_supported');
+    assert.equal(await balance(stranger.token), before);
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...form({ model: 'stt-local', diarize: 'false' }, bytes) });
+    assert.equal(created.status, 202, created.text);
+    let job: any;
+    const until = Date.now() + 60_000;
+    do {
+      await new Promise((r) => setTimeout(r, 250));
+      job = (await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${created.body.id}`, { token: stranger.key })).body;
+    } while (job.status !== 'completed' && job.status !== 'failed' && Date.now() < until);
+    assert.equal(job.status, 'completed');
+    assert.ok(job.segments.every((s: any) => s.speaker === 'SPEAKER_00'));
+    const list = await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: stranger.key });
+    assert.deepEqual(list.body.data.map((j: any) => j.id), [created.body.id]);
+  });
+});
