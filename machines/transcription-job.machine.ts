@@ -118,8 +118,11 @@ export interface SubmitError {
 }
 
 export type TranscriptionJobEvent =
-  /** A provider's callback, stored by the receiver: `rawKey` when it carried the transcript. */
-  | { type: 'provider.callback'; providerJobId: string; rawKey?: string }
+  /**
+   * A provider's callback, stored by the receiver: `rawKey` when it carried the transcript, `error`
+   * when it reported the job failed (a provider without a status endpoint says so only there).
+   */
+  | { type: 'provider.callback'; providerJobId: string; rawKey?: string; error?: JobError }
   | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' };
 
 function asJobError(err: unknown): SubmitError {
@@ -223,6 +226,7 @@ export const transcriptionJobMachine = setup({
           after: { untilPoll: 'polling' },
           on: {
             'provider.callback': [
+              { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.error !== undefined, target: '#transcription-job.failing', actions: assign({ error: ({ event }) => event.error ?? FAILED }) },
               { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.rawKey !== undefined, target: 'finishing', actions: 'keepCallbackResult' },
               { guard: 'ours', target: 'polling' },
             ],

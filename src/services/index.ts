@@ -136,6 +136,7 @@ export async function createServices(deps: {
   });
   const transcriptionJobs = new TranscriptionJobs({
     blobs: deps.blobs, meter, runtime: deps.actors, kind: jobKind, resolveRoutes: gatewayDeps.resolveRoutes, now, holdTtlMs: tx.maxJobHours * 3_600_000,
+    providers, callbackToken,
   });
   return {
     kinds: [jobKind],

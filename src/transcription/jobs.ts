@@ -7,13 +7,14 @@
 // The actor does the rest (submit or transcribe, poll, store, charge once, notify). What a client
 // reads comes from the actor's projection (status; listed by account without opening snapshots)
 // and, once completed, from the stored transcript.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ActorRef, ActorRuntime } from '../actors/runtime.ts';
 import type { ActorView } from '../actors/record.ts';
 import type { BlobStore } from '../blobs/port.ts';
 import { ApiError } from '../errors.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
+import type { CallbackHeaders, Provider } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { Upload } from '../http/uploads.ts';
 import type { Transcript } from '../speech/transcript.ts';
@@ -44,6 +45,9 @@ export interface JobObject {
 }
 
 export interface JobsDeps {
+  /** The providers, for their callbacks' formats; and each job's callback token. */
+  providers: ReadonlyMap<string, Provider>;
+  callbackToken(jobId: string): string;
   blobs: BlobStore;
   meter: Meter;
   runtime: Pick<ActorRuntime, 'ref' | 'list' | 'get'>;
@@ -122,6 +126,35 @@ export class TranscriptionJobs {
       throw err;
     }
     return { id: jobId, object: 'transcription.job', status: 'queued', created_at: Math.floor(createdAt / 1000) };
+  }
+
+  /**
+   * A provider's callback about job `jobId`: believed only with the job's token (compared in
+   * constant time; anything else is 404, as an unknown job is). A carried transcript is stored
+   * before the job hears of it; the job hears through the runtime, whichever instance holds it.
+   */
+  async callback(jobId: string, providerName: string, body: unknown, headers: CallbackHeaders): Promise<{ received: true }> {
+    const notFound = () => new ApiError('not_found', 'No such callback.');
+    const jobs = this.deps.providers.get(providerName)?.transcriptionJobs;
+    if (!jobs?.parseCallback || !/^txjob_[0-9a-f]{24}$/.test(jobId)) throw notFound();
+    const parsed = jobs.parseCallback(body, headers);
+    if (!parsed) throw new ApiError('invalid_request', 'Not a callback this provider sends.');
+    const expected = Buffer.from(this.deps.callbackToken(jobId));
+    const given = Buffer.from(parsed.token ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw notFound();
+    const event: { type: 'provider.callback'; providerJobId: string; rawKey?: string; error?: { code: string; message: string } } = { type: 'provider.callback', providerJobId: parsed.providerJobId };
+    if (parsed.result?.state === 'completed') {
+      const key = `jobs/${jobId}/callback.json`;
+      await this.deps.blobs.put(key, Buffer.from(JSON.stringify(parsed.result.transcript)));
+      event.rawKey = key;
+    } else if (parsed.result?.state === 'failed') {
+      event.error = { code: 'upstream_error', message: parsed.result.message || 'The provider could not transcribe the recording.' };
+    }
+    await this.ref(jobId).send(event, { wait: 'accepted' }).catch((err: unknown) => {
+      if ((err as { code?: string }).code === 'not_found') throw notFound();
+      throw err;
+    });
+    return { received: true };
   }
 
   /** The caller's job (another account's, or none: 404 either way). */

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { acceptUploads, readUpload, sendTooLarge, UploadTooLargeError } from '../uploads.ts';
+import { acceptUploads, readUpload, sendTooLarge, UPLOAD_LIMIT_BYTES, UploadTooLargeError } from '../uploads.ts';
 import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
 import { audioKeyOf, newJobId } from '../../transcription/jobs.ts';
@@ -125,6 +125,24 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
       const q = req.query as { limit?: string; after?: string; status?: 'queued' | 'processing' | 'completed' | 'failed' };
       const { walletId } = await deps.services.billing.payerFor(principalOf(req));
       return deps.services.transcriptionJobs.list(walletId, { limit: q.limit !== undefined ? Number(q.limit) : 20, ...(q.after ? { after: q.after } : {}), ...(q.status ? { status: q.status } : {}) });
+    },
+  );
+
+  // Providers' job callbacks: no API key (the provider calls); the job's token decides. Transcripts
+  // of long recordings are large JSON, hence the upload-sized body limit.
+  app.post(
+    '/v1/audio/transcriptions/jobs/:id/callback/:provider',
+    {
+      bodyLimit: UPLOAD_LIMIT_BYTES,
+      schema: {
+        tags: ['v1'], summary: "A provider's job callback (authenticated by the job's token)",
+        params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
+        response: { 200: Type.Object({ received: Type.Literal(true) }), ...errors(400, 404) },
+      },
+    },
+    async (req) => {
+      const { id, provider } = req.params as { id: string; provider: string };
+      return deps.services.transcriptionJobs.callback(id, provider, req.body, req.headers);
     },
   );
 }
