@@ -99,6 +99,8 @@ export interface ActorKind<TMachine extends AnyStateMachine = AnyStateMachine, R
    */
   retainFinishedMs?: number;
   expireIdleMs?: number;
+  /** Deletes what a finished actor kept outside its snapshot (a job's blobs), just before the actor itself. */
+  onRetired?: (id: string) => Promise<void>;
 }
 
 /** The events a kind's machine accepts (for typed references). */

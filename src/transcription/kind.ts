@@ -104,6 +104,10 @@ export function transcriptionJobKind(deps: JobKindDeps): ActorKind<typeof transc
     onOrphan: 'resume',
     ...(deps.capacity !== undefined ? { capacity: deps.capacity } : {}),
     retainFinishedMs: deps.retainMs,
+    // The recording and transcripts go with the job.
+    onRetired: async (id) => {
+      for (const blob of await deps.blobs.list(`jobs/${id}/`)) await deps.blobs.delete(blob.key);
+    },
     project: ({ value, context }) => {
       const c = context as { account: string; jobId: string; createdAt: number };
       const status = typeof value === 'string' ? (value === 'failing' ? 'processing' : value) : Object.keys(value)[0]!;

@@ -343,7 +343,9 @@ test('a migrate hook upgrades a snapshot written by an older machine version', a
 test('retention: the sweep deletes finished actors after retainFinishedMs and idle ones after expireIdleMs, never working or recently changed ones', async (t) => {
   const f = await fixture(t);
   let clock = Date.now();
-  const rt = await f.started(async (input) => (input.actorId === 'busy' ? hang(input) : `ok:${input.actorId}`), { now: () => clock }, { expireIdleMs: 60_000, retainFinishedMs: 3_600_000 });
+  const retired: string[] = [];
+  const onRetired = async (id: string) => void retired.push(id);
+  const rt = await f.started(async (input) => (input.actorId === 'busy' ? hang(input) : `ok:${input.actorId}`), { now: () => clock }, { expireIdleMs: 60_000, retainFinishedMs: 3_600_000, onRetired });
   for (const id of ['idle-old', 'idle-fresh', 'done-old', 'busy']) await rt.spawn('probe', id, { actorId: id });
   for (const id of ['done-old', 'busy']) await rt.send('probe', id, { type: 'start', now: clock, timeoutMs: 10 * 3_600_000 });
   await untilDone(rt, 'done-old');
@@ -356,9 +358,11 @@ test('retention: the sweep deletes finished actors after retainFinishedMs and id
   assert.equal((await rt.get('probe', 'done-old')).status, 'done', 'finished actors wait retainFinishedMs');
   assert.equal((await rt.get('probe', 'busy')).status, 'active', 'a working (custodial) actor is never expired');
 
+  assert.deepEqual(retired, [], 'only finished actors are retired through the kind');
   clock += 3_600_000;
   await rt.sweep();
   await assert.rejects(rt.get('probe', 'done-old'), ActorNotFoundError);
+  assert.deepEqual(retired, ['done-old'], 'the kind deleted what the actor kept elsewhere first');
   assert.equal((await rt.get('probe', 'busy')).status, 'active');
   // A deleted id starts afresh.
   const again = await rt.spawn('probe', 'idle-old', { actorId: 'idle-old' });
