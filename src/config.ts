@@ -241,6 +241,8 @@ const ENV: Record<string, [string, 'int' | 'string' | 'bool']> = {
   WEBHOOKS_ALLOW_HTTP: ['webhooks.allowHttp', 'bool'],
   METRICS_LISTEN: ['metrics.listen', 'string'],
   METRICS_TOKEN: ['metrics.token', 'string'],
+  TRANSCRIPTION_PUBLIC_URL: ['transcription.publicUrl', 'string'],
+  TRANSCRIPTION_POLL_MS: ['transcription.pollMs', 'int'],
 };
 
 function fromEnv(env: NodeJS.ProcessEnv): Json {
