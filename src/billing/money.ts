@@ -11,6 +11,14 @@ export const PICOCENTS_PER_MICROCENT = 1_000_000;
 /** The carry is folded into the balance once it reaches this many pico-cents (1,000 µ¢ = 0.001 cent). */
 export const CARRY_FOLD_PC = 1_000_000_000;
 
+/**
+ * The most a wallet may hold, µ¢ (balance + held): 9 × 10^15 µ¢ = 9,000,000,000 cents, below 2^53
+ * (≈ 9.007 × 10^15) by more than any carry can fold in, so every balance, hold and debit stays an
+ * exact integer in a JavaScript number and a MongoDB double. A credit past it is refused.
+ */
+export const WALLET_LIMIT_UC = 9_000_000_000_000_000;
+export const WALLET_LIMIT_CENTS = WALLET_LIMIT_UC / 1_000_000;
+
 export type OwnerType = 'user' | 'org';
 
 /** A hold in flight (stored in its wallet's `holds` list as one string, see holdToken). */

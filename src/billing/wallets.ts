@@ -25,7 +25,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../services/common.ts';
 import type { Collection, Store, WriteOptions } from '../store/port.ts';
-import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, holdToken, parseHold, walletSeed, type OwnerType, type WalletDoc } from './money.ts';
+import { ApiError } from '../http/errors.ts';
+import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, WALLET_LIMIT_CENTS, WALLET_LIMIT_UC, floorCents, holdToken, parseHold, walletSeed, walletTotalUc, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
 /** Acknowledged once applied; on disk with the next group commit (see above). */
@@ -123,6 +124,8 @@ export class Wallets {
 
   /** Reserves `amount` µ¢; resolves to the hold's id (its token), or null when the spendable balance is short. */
   async hold(walletId: string, amount: number, requestId: string): Promise<string | null> {
+    // No wallet holds more than WALLET_LIMIT_UC: a larger hold could never be covered (and would not be exact).
+    if (!Number.isSafeInteger(amount) || amount > WALLET_LIMIT_UC) return null;
     const id = `h${randomUUID().replaceAll('-', '')}`;
     const token = holdToken({ id, a: amount, x: this.now() + this.holdTtlMs, r: requestId });
     const reserved = await this.docs.updateOne(
@@ -179,12 +182,23 @@ export class Wallets {
    * one (a retry after a crash) is a no-op. Resolves to the wallet after, or null if it is missing.
    */
   async credit(walletId: string, creditId: string, amount: number): Promise<WalletDoc | null> {
+    if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`a credit must be a safe non-negative integer of micro-cents, got ${amount}`);
+    // Conditional on the room left under WALLET_LIMIT_UC, so concurrent credits cannot pass it together.
     const applied = await this.docs.findOneAndUpdate(
-      { _id: walletId, applied_topups: { $ne: creditId } },
+      { _id: walletId, applied_topups: { $ne: creditId }, $expr: { $lte: [{ $add: [{ $ifNull: ['$balance_uc', 0] }, { $ifNull: ['$held_uc', 0] }] }, WALLET_LIMIT_UC - amount] } },
       { $inc: { balance_uc: amount }, $push: { applied_topups: { $each: [creditId], $slice: -64 } } },
       { returnDocument: 'after' },
     );
-    return applied ?? this.get(walletId);
+    if (applied) return applied;
+    const w = await this.get(walletId);
+    if (!w || w.applied_topups?.includes(creditId)) return w;
+    throw walletLimitExceeded(w, amount);
+  }
+
+  /** Throws 409 wallet_limit_exceeded when crediting `amount` µ¢ now would take the wallet past WALLET_LIMIT_UC. */
+  async assertRoom(walletId: string, amount: number): Promise<void> {
+    const w = await this.get(walletId);
+    if (w && walletTotalUc(w) + amount > WALLET_LIMIT_UC) throw walletLimitExceeded(w, amount);
   }
 
   async setThreshold(walletId: string, cents: number): Promise<WalletDoc | null> {
@@ -215,4 +229,11 @@ export class Wallets {
     }
     return { returned, done };
   }
+}
+
+function walletLimitExceeded(w: WalletDoc, amount: number): ApiError {
+  return new ApiError(
+    'wallet_limit_exceeded',
+    `Crediting ${Math.ceil(amount / 1_000_000).toLocaleString('en-US')} cents would take this wallet past its limit of ${WALLET_LIMIT_CENTS.toLocaleString('en-US')} cents (it holds ${floorCents(walletTotalUc(w)).toLocaleString('en-US')} cents).`,
+  );
 }
