@@ -33,6 +33,13 @@ const MIGRATION_ID = 'wallets_microcents';
 const LAZY: WriteOptions = { writeConcern: { j: false } };
 /** Wallets looked at per sweep page (those with money held). */
 const SWEEP_PAGE = 500;
+/** What a finish's caller reads of the wallet: not its lists, which can be long on a busy wallet. */
+const WITHOUT_LISTS = { holds: 0, usage_outbox: 0, applied_topups: 0 } as const;
+
+/** The update that appends a usage entry to the outbox and marks it pending (nothing without one). */
+function outboxPush(entry: string | undefined): Record<string, Record<string, unknown>> {
+  return entry === undefined ? {} : { $push: { usage_outbox: entry }, $set: { usage_pending: true } };
+}
 
 /** Hold records of versions that kept them in a collection of their own (migrated at start). */
 interface LegacyHoldDoc {
@@ -62,6 +69,8 @@ export class Wallets {
     private readonly store: Store,
     private readonly now: Clock,
     private readonly holdTtlMs: number,
+    /** This instance's tag (instances.ts), written into its holds. */
+    private readonly owner: string,
     durableCallWrites = false,
   ) {
     this.docs = store.collection<WalletDoc>('wallets');
@@ -70,6 +79,7 @@ export class Wallets {
 
   async init(): Promise<void> {
     await this.docs.createIndex({ keys: { held_uc: 1 } });
+    await this.docs.createIndex({ keys: { usage_pending: 1 }, sparse: true });
     await this.migrate();
     await this.adoptLegacyHolds();
   }
@@ -127,7 +137,7 @@ export class Wallets {
     // No wallet holds more than WALLET_LIMIT_UC: a larger hold could never be covered (and would not be exact).
     if (!Number.isSafeInteger(amount) || amount > WALLET_LIMIT_UC) return null;
     const id = `h${randomUUID().replaceAll('-', '')}`;
-    const token = holdToken({ id, a: amount, x: this.now() + this.holdTtlMs, r: requestId });
+    const token = holdToken({ id, a: amount, x: this.now() + this.holdTtlMs, r: requestId, o: this.owner });
     const reserved = await this.docs.updateOne(
       { _id: walletId, balance_uc: { $gte: amount } },
       { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },
@@ -137,34 +147,58 @@ export class Wallets {
   }
 
   /**
-   * Ends a hold (by its token): debits `charge` (≤ its amount), returns the rest, credits `carryPc`.
-   * Resolves to the wallet after the write, or null when the hold was already finished (or swept).
+   * Ends a hold (by its token): debits `charge` (≤ its amount), returns the rest, credits `carryPc`,
+   * and appends the call's usage record (`entry`, usage-entry.ts) to the wallet's outbox in the
+   * same write. Resolves to the wallet after the write, or null when the hold was already finished
+   * (or swept): the hold's presence decides, once, whether this call is charged and recorded.
    */
-  async finish(walletId: string, token: string, charge: number, carryPc: number): Promise<WalletDoc | null> {
+  async finish(walletId: string, token: string, charge: number, carryPc: number, entry?: string): Promise<WalletDoc | null> {
     const amount = parseHold(token)?.a;
     if (amount === undefined) return null;
     const inc: Record<string, number> = { balance_uc: amount - Math.min(charge, amount), held_uc: -amount };
     if (carryPc > 0) inc.carry_pc = carryPc;
     return this.docs.findOneAndUpdate(
       { _id: walletId, holds: token },
-      { $inc: inc, $pull: { holds: token } },
-      { returnDocument: 'after', ...this.finishWrites },
+      { $inc: inc, $pull: { holds: token }, ...outboxPush(entry) },
+      { returnDocument: 'after', projection: WITHOUT_LISTS, ...this.finishWrites },
     );
   }
 
   /**
    * A debit without a hold (a call that outlived its hold): as much of `charge` as the spendable
-   * balance allows, never below zero. Resolves to what was taken and the wallet after.
+   * balance allows, never below zero, with the call's usage record (`entryFor(taken)`) in the same
+   * write. Resolves to what was taken and the wallet after.
    */
-  async debitAvailable(walletId: string, charge: number): Promise<{ taken: number; wallet: WalletDoc | null }> {
+  async debitAvailable(walletId: string, charge: number, entryFor?: (taken: number) => string): Promise<{ taken: number; wallet: WalletDoc | null }> {
     for (let attempt = 0; attempt < 8; attempt++) {
       const w = await this.get(walletId);
       const take = Math.min(charge, w?.balance_uc ?? 0);
-      if (!w || take <= 0) return { taken: 0, wallet: w };
-      const after = await this.docs.findOneAndUpdate({ _id: walletId, balance_uc: w.balance_uc }, { $inc: { balance_uc: -take } }, { returnDocument: 'after' });
+      if (!w) return { taken: 0, wallet: w };
+      const after = await this.docs.findOneAndUpdate(
+        { _id: walletId, balance_uc: w.balance_uc },
+        { $inc: { balance_uc: -take }, ...outboxPush(entryFor?.(take)) },
+        { returnDocument: 'after', projection: WITHOUT_LISTS },
+      );
       if (after) return { taken: take, wallet: after };
     }
     return { taken: 0, wallet: await this.get(walletId) };
+  }
+
+  /**
+   * Takes written usage entries out of a wallet's outbox, and clears its `usage_pending` mark once
+   * the outbox is empty (conditionally, so a settle's entry appended meanwhile keeps it). Lazy: an
+   * entry whose removal a crash forgets is found already written by the recovery.
+   */
+  async pullUsage(walletId: string, entries: string[]): Promise<void> {
+    const after = entries.length > 0 ? await this.docs.findOneAndUpdate({ _id: walletId }, { $pull: { usage_outbox: { $in: entries } } }, { returnDocument: 'after', projection: { usage_outbox: 1, usage_pending: 1 }, ...LAZY }) : await this.get(walletId);
+    if (after?.usage_pending && (after.usage_outbox ?? []).length === 0) {
+      await this.docs.updateOne({ _id: walletId, usage_pending: true, 'usage_outbox.0': { $exists: false } }, { $unset: { usage_pending: '' } }, LAZY);
+    }
+  }
+
+  /** Wallets whose usage outbox may hold entries (for recovery), by `_id` after `after`. */
+  usagePending(after: string, limit: number): Promise<WalletDoc[]> {
+    return this.docs.find({ usage_pending: true, _id: { $gt: after } }, { sort: { _id: 1 }, limit });
   }
 
   /** Moves whole 1,000 µ¢ units of carry into the balance (conditional, so concurrent folds never overshoot). */
@@ -212,16 +246,18 @@ export class Wallets {
    * outlived its hold finds the mark the moment the hold is gone; the mark is taken back when the
    * call finished the hold first.
    */
-  async sweep(marks: SweepMarks): Promise<{ returned: number; done: boolean }> {
+  async sweep(marks: SweepMarks, deadOwners: () => Promise<(tag: string | undefined) => boolean>): Promise<{ returned: number; done: boolean }> {
     const nowMs = this.now();
     const page = await this.docs.find({ held_uc: { $gt: 0 }, _id: { $gt: this.sweepFrom } }, { sort: { _id: 1 }, limit: SWEEP_PAGE });
     const done = page.length < SWEEP_PAGE;
     this.sweepFrom = done ? '' : page.at(-1)!._id;
+    // Read after the page: an owner of a hold on it took its lease before the hold, so it shows.
+    const dead = page.length > 0 ? await deadOwners() : () => false;
     let returned = 0;
     for (const w of page) {
       for (const token of w.holds ?? []) {
         const h = parseHold(token);
-        if (!h || h.x > nowMs) continue;
+        if (!h || (h.x > nowMs && !dead(h.o))) continue;
         if (!(await marks.mark(w._id, token, h.a))) continue;
         if (await this.finish(w._id, token, 0, 0)) returned++;
         else await marks.unmark(token);

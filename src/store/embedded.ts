@@ -811,10 +811,13 @@ function scalarId(value: unknown): Id | undefined {
   return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) ? value : undefined;
 }
 
-/** Whether an update carries objects (documents, arrays, Dates) that a stored document could share. */
+/**
+ * Whether an update carries objects (documents, arrays, Dates) that a stored document could share.
+ * A `$pull`'s operand is a condition (`{$in: [...]}`), never stored.
+ */
 function sharesObjects(update: Update): boolean {
-  for (const expr of Object.values(update)) {
-    if (expr === null || typeof expr !== 'object') continue;
+  for (const [op, expr] of Object.entries(update)) {
+    if (op === '$pull' || expr === null || typeof expr !== 'object') continue;
     for (const operand of Object.values(expr)) if (operand !== null && typeof operand === 'object') return true;
   }
   return false;
