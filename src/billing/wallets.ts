@@ -201,13 +201,18 @@ export class Wallets {
     return this.docs.find({ usage_pending: true, _id: { $gt: after } }, { sort: { _id: 1 }, limit });
   }
 
-  /** Moves whole 1,000 µ¢ units of carry into the balance (conditional, so concurrent folds never overshoot). */
+  /**
+   * Moves whole 1,000 µ¢ units of carry into the balance (conditional, so concurrent folds never
+   * overshoot). Lazy like the settles: a fold a crash forgets leaves the carry where it was, and a
+   * durable write would send the busy wallet's hot writes through the write queue while it commits.
+   */
   async foldCarry(w: WalletDoc): Promise<void> {
     const units = Math.floor((w.carry_pc ?? 0) / CARRY_FOLD_PC);
     if (units <= 0) return;
     await this.docs.updateOne(
       { _id: w._id, carry_pc: { $gte: units * CARRY_FOLD_PC } },
       { $inc: { carry_pc: -units * CARRY_FOLD_PC, balance_uc: (units * CARRY_FOLD_PC) / PICOCENTS_PER_MICROCENT } },
+      LAZY,
     );
   }
 

@@ -343,7 +343,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     assertUpdate(update);
     const after = (options.returnDocument ?? 'after') === 'after';
     const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
-    if (lazy !== undefined) return lazy ? project([cloneDoc(after ? lazy.after : lazy.before)], options.projection)[0]! : null;
+    // Projected first, so a long list the caller left out is not copied.
+    if (lazy !== undefined) return lazy ? cloneDoc(project([after ? lazy.after : lazy.before], options.projection)[0]!) : null;
     const doc = await this.write(options, () => {
       const current = this.first(filter, options.sort);
       if (current) {

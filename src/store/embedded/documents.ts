@@ -94,7 +94,26 @@ function idFirst(doc: Record<string, unknown>): Record<string, unknown> {
 
 export function project<T extends Doc>(docs: T[], projection: Projection | undefined): T[] {
   if (!projection || Object.keys(projection).length === 0) return docs;
+  const excluded = exclusionOnly(projection);
+  if (excluded) return docs.map((doc) => omit(doc, excluded));
   return find(docs, {}, projection, { scriptEnabled: false }).all() as T[];
+}
+
+/** The fields of a projection that only excludes top-level fields (`{holds: 0, ...}`), else undefined (mingo's). */
+function exclusionOnly(projection: Projection): Set<string> | undefined {
+  const fields = new Set<string>();
+  for (const [field, v] of Object.entries(projection)) {
+    if (v !== 0 || field.length === 0 || field.startsWith('$') || field.includes('.')) return undefined;
+    fields.add(field);
+  }
+  return fields;
+}
+
+/** A shallow copy of `doc` without `fields` (its values shared: callers clone if they keep it). */
+function omit<T extends Doc>(doc: T, fields: Set<string>): T {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(doc)) if (!fields.has(k)) out[k] = doc[k];
+  return out as T;
 }
 
 /**
