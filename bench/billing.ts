@@ -31,6 +31,10 @@ await store.collection('wallets').insertOne({ _id: 'org:1', owner_type: 'org', o
 const keys: ApiKeyPrincipal[] = Array.from({ length: 20 }, (_, i) => ({ keyId: i + 1, jti: `j${i}`, prefix: `sk-live-${i}`, userId: 2, scopes: ['*'], rpm: 1e9, tpd: 1e12, cpd: 1e9, cpm: 1e9 }));
 
 async function metered(i: number): Promise<void> {
+  // Each call starts on an event-loop turn of its own, as a request read from a socket does: without
+  // it the calls in flight ran as one chain of microtasks, starving timers and I/O completions (the
+  // store's delayed writes, commits, the usage flush) until the run ended.
+  await new Promise((resolve) => setImmediate(resolve));
   const p = keys[i % keys.length]!;
   await billing.admit(p);
   const payer = await billing.payerFor(p);

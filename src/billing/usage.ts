@@ -266,15 +266,16 @@ export class UsageLog {
    *    already there belongs to the batch that inserted it, which alone rolls it up;
    * 3. in one event turn, the rollups and counters of the records this batch inserted, and the
    *    deletion of the batch document (one commit on the embedded store: all or nothing);
-   * 4. the entries are pulled from their wallets (lazily: an entry left behind is found written).
+   * 4. with step 3, the entries are pulled from their wallets (lazily: an entry left behind is
+   *    found written), so a busy wallet carries its outbox for as short a time as it can.
    */
   async write(b: Batch): Promise<void> {
-    if (b.records.length > 0) {
-      const ids = b.records.map((r) => r._id);
-      await this.batches.insertOne({ _id: b.id, instance: this.tag, ids, created_at: new Date(this.now()) }).catch(unlessDuplicate);
-      await this.finishBatch(b.id, await this.insert(b.id, b.records));
-    }
-    await this.pull(b.entries);
+    if (b.records.length === 0) return this.pull(b.entries);
+    const ids = b.records.map((r) => r._id);
+    await this.batches.insertOne({ _id: b.id, instance: this.tag, ids, created_at: new Date(this.now()) }).catch(unlessDuplicate);
+    const owned = await this.insert(b.id, b.records);
+    // The records are written and the batch document answers for their rollups: the entries can go.
+    await Promise.all([this.finishBatch(b.id, owned), this.pull(b.entries)]);
   }
 
   /** Step 2: inserts the records marked with the batch; resolves to those this batch inserted. */

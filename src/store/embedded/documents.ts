@@ -139,7 +139,11 @@ export function sortComparator(sort: Sort): (a: Doc, b: Doc) => number {
  */
 export function cloneDoc<T>(value: T): T {
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(cloneDoc) as T;
+  if (Array.isArray(value)) {
+    // A list of strings or numbers (a wallet's holds and usage outbox) is copied in one go.
+    for (const el of value) if (el !== null && typeof el === 'object') return value.map(cloneDoc) as T;
+    return value.slice() as T;
+  }
   if (value instanceof Date) return new Date(value.getTime()) as T;
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return structuredClone(value);
