@@ -80,12 +80,15 @@ export async function storedUsage(url: string, token: string) {
 
 /**
  * What a crash cost, from the clients' answers and what the restarted gateway stored: calls debited,
- * answered calls left unbilled, and how long before the kill those were answered.
+ * answered calls left unbilled, and how much traffic that is (unbilled calls at the answer rate, in
+ * ms: answers still in flight when the process died arrive after the kill, so their own times say
+ * little).
  */
-export function crashAccount(acks: Ack[], debitUc: number, killedAt: number): { perCall: number; debited: number; unbilled: number; windowMs: number } {
+export function crashAccount(acks: Ack[], debitUc: number): { perCall: number; debited: number; unbilled: number; rate: number; windowMs: number } {
   const perCall = acks[0]!.cost;
   assert.ok(acks.every((a) => a.cost === perCall), 'every call costs the same');
   const answered = acks.length * perCall;
   const unbilled = Math.max(0, (answered - debitUc) / perCall);
-  return { perCall, debited: debitUc / perCall, unbilled, windowMs: unbilled > 0 ? killedAt - acks[acks.length - unbilled]!.at : 0 };
+  const rate = acks.length / Math.max(1, acks.at(-1)!.at - acks[0]!.at); // calls per ms
+  return { perCall, debited: debitUc / perCall, unbilled, rate: rate * 1000, windowMs: unbilled / rate };
 }

@@ -8,7 +8,7 @@
 // - the holds of the calls the kill interrupted are returned at once: a small wallet that one of
 //   them was holding is not refused (402) after the restart.
 // With durable wallet writes no answered call goes unbilled; with lazy ones at most those answered
-// in the last moments before the kill (the window is printed, and bounded here).
+// in the last moments before the kill (printed as ms of traffic, and bounded here).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,8 +23,11 @@ import { chat, crashAccount, fundedAccount, loadUntilGone, putModel, storedUsage
 const ADMIN = 'crash-test-admin-token-0123456789';
 const CONCURRENCY = 16;
 const LOAD_MS = 1500;
-/** The most answered calls a lazy-mode crash may leave unbilled, as a time window before the kill. */
-const LAZY_WINDOW_MS = 100;
+/**
+ * The most answered calls a lazy-mode crash may leave unbilled, in ms of traffic: writes not yet
+ * committed, at most about two commits' worth (bench/crash.ts measured up to ~70 ms on a loaded VM).
+ */
+const LAZY_WINDOW_MS = 250;
 
 describe('money across kill -9', () => {
   let up: FakeServer;
@@ -74,7 +77,6 @@ describe('money across kill -9', () => {
       await sleep(LOAD_MS);
       const gone = exited(first.child);
       first.child.kill('SIGKILL');
-      const killedAt = performance.now();
       await gone;
       const { acks, refused } = await running;
       await hanging;
@@ -84,7 +86,7 @@ describe('money across kill -9', () => {
       second = await start(name, durable);
       const after = await storedUsage(second.url, big.token);
       const debit = startUc - after.wallet.balance_microcents;
-      const { perCall, debited, unbilled, windowMs } = crashAccount(acks, debit, killedAt);
+      const { perCall, debited, unbilled, rate, windowMs } = crashAccount(acks, debit);
 
       // Debits and records agree exactly, whatever was lost.
       assert.equal(after.cost, debit, 'usage records add up to the debits');
@@ -92,9 +94,9 @@ describe('money across kill -9', () => {
       assert.deepEqual([after.summary.requests, after.summary.cost_microcents], [after.count, debit], 'the summary (rollups) agrees');
       // Never billed for more than was answered, except calls in flight at the kill.
       assert.ok(debited <= acks.length + CONCURRENCY, `debited ${debited} calls, answered ${acks.length}`);
-      console.log(`${name} wallet writes: ${acks.length} calls answered in ${LOAD_MS} ms, ${debited} debited and recorded, ${unbilled} answered but unbilled (the last ${windowMs.toFixed(1)} ms before the kill)`);
+      console.log(`${name} wallet writes: ${acks.length} calls answered (${Math.round(rate)}/s), ${debited} debited and recorded, ${unbilled} answered but unbilled (${windowMs.toFixed(1)} ms of traffic)`);
       if (durable) assert.equal(unbilled, 0, 'with durable wallet writes every answered call is billed');
-      else assert.ok(windowMs <= LAZY_WINDOW_MS, `lazy writes lost the calls answered in the last ${windowMs.toFixed(1)} ms`);
+      else assert.ok(windowMs <= LAZY_WINDOW_MS, `lazy writes lost ${windowMs.toFixed(1)} ms of answered calls`);
 
       // The small wallet is whole again and pays for a call at once.
       const w = (await call(second.url, 'GET', '/portal/wallet', { token: small.token })).body;
