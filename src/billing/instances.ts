@@ -8,7 +8,10 @@
 // - The embedded store has one owner, the process that opened it: at start every other lease is
 //   dead, so `forgetOthers` drops them and the start-up sweep finishes everything left at once.
 // Liveness is read after the holds it judges (see Wallets.sweep): a hold was written after its
-// owner's lease, so a lease read later always sees an owner that is alive.
+// owner's lease, so a lease read later always sees an owner that is alive. An instance alive but
+// unable to renew for a whole lease (store unreachable, event loop stalled) is taken for dead: its
+// holds are returned (its calls are then charged without them, once, as after an expiry) and a usage
+// batch it is writing may be rolled up twice; the lease is sized to make that a real outage.
 import type { Clock } from '../services/common.ts';
 import type { Collection, Store } from '../store/port.ts';
 

@@ -6,16 +6,19 @@
 //   conditional write;
 // - finish (settle or release): remove the hold if it is still there, debit the charge and give back
 //   the rest, one conditional write: it decides, once, who finishes the hold;
-// - sweep: holds past their expiry (their process died, or the call outlived them) are returned.
+// - sweep: holds past their expiry (the call outlived them), or whose instance is known dead, are
+//   returned.
 // Both are lazy writes (`j: false`): acknowledged once applied, so a call waits for no disk flush
 // (on the embedded store they are applied in memory at once and the wallet is written once per
 // batch: see store/embedded/overlay.ts).
 // Every later write and read sees them (a read of the wallet, the portal's included, waits for their
 // commit, so what anyone is shown is on disk), and they reach the disk with a group commit within
-// about 2 ms plus that commit (the embedded store waits 2 ms for a settle to join its hold's write).
-// A crash in that window loses the last holds and debits together: in the
-// client's favour (a call uncharged, never a charge without its call), like the usage records that
-// trail too. A hold that reached the disk without its settle is returned by the sweep.
+// about 2 ms plus that commit (the embedded store waits 2 ms for a settle to join its hold's write;
+// add the commit ahead while the disk is busy). A crash in that window loses the last holds and
+// debits together, each debit with its usage record (the settle writes it into `usage_outbox`, see
+// billing/usage.ts): in the client's favour (a call uncharged, never a charge without its call, nor a
+// record without its debit). A hold that reached the disk without its settle is returned at once when
+// its instance is known dead (instances.ts), else by the sweep after it expires.
 // (`billing.durableWalletWrites: true` makes finishes wait for their fsync instead. Holds stay lazy
 // even then: a hold is never shown to the client, a crash that loses one also ends its call unanswered,
 // and the finish's commit carries it to disk, so one fsync per call is enough.)
