@@ -81,7 +81,7 @@ describe('money across kill -9', () => {
       const { acks, refused } = await running;
       await hanging;
       assert.equal(refused, 0);
-      assert.ok(acks.length > 50, `only ${acks.length} calls answered before the kill`);
+      assert.ok(acks.length > 20, `only ${acks.length} calls answered before the kill`);
 
       second = await start(name, durable);
       const after = await storedUsage(second.url, big.token);
