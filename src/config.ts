@@ -56,6 +56,8 @@ export const ConfigSchema = Type.Object(
         holdTtlSeconds: Int(10, 7 * 86_400),
         /** Settles and releases wait for their fsync before the answer (true) or only for being applied (false, the default); holds are always lazy. */
         durableWalletWrites: Type.Boolean(),
+        /** A billing instance whose lease is this old is dead: its holds and usage are finished by the others (MongoDB). */
+        instanceLeaseSeconds: Int(3, 3600),
         sweepIntervalMs: Int(100, 3_600_000),
         renewalIntervalMs: Int(100, 86_400_000),
         /** Usage records and rollups trail the calls by at most this (or flushMaxRecords records). */

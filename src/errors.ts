@@ -48,6 +48,7 @@ export const ERRORS = {
   key_limit_reached: { status: 409, type: 'conflict_error' },
   conflict: { status: 409, type: 'conflict_error' },
   revision_conflict: { status: 409, type: 'conflict_error' },
+  wallet_limit_exceeded: { status: 409, type: 'conflict_error' },
   invitation_expired: { status: 410, type: 'invalid_request_error' },
   actor_state_too_large: { status: 413, type: 'invalid_request_error' },
   // Ours: server side.

@@ -98,7 +98,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
   const extra = opts.events;
   const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
-  const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, ...(opts.now ? { now: opts.now } : {}) });
+  const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, ...(opts.now ? { now: opts.now } : {}) });
   for (const kind of services.kinds) runtime.register(kind);
   const app = await buildApp({ config, logger, metrics, services, lifecycle });
 
@@ -106,6 +106,9 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   lifecycle.actorsRestored = true;
   webhooks.start(); // wakes endpoints with queued events, then sweeps the outbox
   services.billing.start((err, what) => logger.error({ err, component: 'billing' }, what)); // usage flush, hold and renewal sweeps
+  // Before serving: a crashed predecessor's holds returned (so its calls lock no money) and its usage written.
+  const recovered = await services.billing.recoverDead();
+  if (recovered.holds > 0 || recovered.records > 0) logger.info({ component: 'billing', holds_returned: recovered.holds, usage_records_written: recovered.records }, 'billing recovered what a dead instance left');
 
   let url = '';
   let metricsServer: MetricsServer | null = null;

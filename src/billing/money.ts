@@ -11,6 +11,14 @@ export const PICOCENTS_PER_MICROCENT = 1_000_000;
 /** The carry is folded into the balance once it reaches this many pico-cents (1,000 µ¢ = 0.001 cent). */
 export const CARRY_FOLD_PC = 1_000_000_000;
 
+/**
+ * The most a wallet may hold, µ¢ (balance + held): 9 × 10^15 µ¢ = 9,000,000,000 cents, below 2^53
+ * (≈ 9.007 × 10^15) by more than any carry can fold in, so every balance, hold and debit stays an
+ * exact integer in a JavaScript number and a MongoDB double. A credit past it is refused.
+ */
+export const WALLET_LIMIT_UC = 9_000_000_000_000_000;
+export const WALLET_LIMIT_CENTS = WALLET_LIMIT_UC / 1_000_000;
+
 export type OwnerType = 'user' | 'org';
 
 /** A hold in flight (stored in its wallet's `holds` list as one string, see holdToken). */
@@ -22,18 +30,21 @@ export interface StoredHold {
   x: number;
   /** The request it covers (to trace a stuck hold). */
   r: string;
+  /** The billing instance that took it (instances.ts), so it is returned once that one is dead; absent in older holds. */
+  o?: string;
 }
 
 /**
- * `<id> <µ¢> <expiry ms> <request id>`: a string rather than an object, because msgpack (the
- * embedded store's encoding) writes a list of objects several times slower than a list of strings,
- * and a busy wallet rewrites its list on every hold and settle. Ids never contain spaces.
+ * `<id> <µ¢> <expiry ms> <request id> <owner tag>`: a string rather than an object, because msgpack
+ * (the embedded store's encoding) writes a list of objects several times slower than a list of
+ * strings, and a busy wallet rewrites its list on every hold and settle. Ids never contain spaces.
  */
-export const holdToken = (h: StoredHold): string => `${h.id} ${h.a} ${h.x} ${h.r}`;
+export const holdToken = (h: StoredHold): string => `${h.id} ${h.a} ${h.x} ${h.r}${h.o === undefined ? '' : ` ${h.o}`}`;
 
 export function parseHold(token: string): StoredHold | null {
-  const [id, a, x, r] = token.split(' ');
-  const hold = { id: id ?? '', a: Number(a), x: Number(x), r: r ?? '' };
+  const [id, a, x, r, o] = token.split(' ');
+  const hold: StoredHold = { id: id ?? '', a: Number(a), x: Number(x), r: r ?? '' };
+  if (o) hold.o = o;
   return hold.id && Number.isSafeInteger(hold.a) && Number.isSafeInteger(hold.x) ? hold : null;
 }
 
@@ -47,6 +58,13 @@ export interface WalletDoc {
   held_uc: number;
   /** The holds in flight, as holdToken strings; see billing/wallets.ts. */
   holds?: string[];
+  /**
+   * The usage records of the calls settled on this wallet and not yet in `usage_records`, each
+   * written by the settle's own write (usage-entry.ts strings; see billing/usage.ts).
+   */
+  usage_outbox?: string[];
+  /** Set while `usage_outbox` may hold records (indexed, sparse: how recovery finds them). */
+  usage_pending?: true;
   /** Pico-cents charged above exact costs by rounding up, owed back to the wallet. */
   carry_pc?: number;
   low_balance_threshold_cents?: number;

@@ -4,9 +4,14 @@
 // (two gateway processes) share every limit, wallet and counter through the store alone.
 //
 // Store operations per metered call: admit = 1 counter write (rpm) + 1 read (tpd), each only when
-// the key has that limit; payerFor = 2-3 point reads; hold = 1 conditional wallet write + the hold
-// record; settle = the hold record's delete + 1 wallet write, plus the usage record, rollups and
-// token counter, buffered and written in batches.
+// the key has that limit; payerFor = 2-3 point reads; hold = 1 conditional wallet write (the hold
+// recorded in it); settle = 1 conditional wallet write (the hold removed, the debit, and the usage
+// record in the wallet's outbox), then the usage record, rollups and counters written in batches.
+//
+// After a crash (or at start on the embedded store, whose only owner is this process) what a dead
+// instance left is finished at once: its holds returned, its usage batches and outbox entries
+// written (instances.ts says how an instance is known dead; usage-recovery.ts what is written).
+import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import type { UserDoc } from '../services/accounts.ts';
@@ -20,6 +25,9 @@ import { RateLimits } from './limits.ts';
 import { Subscriptions, type SubscriptionView } from './subscriptions.ts';
 import { Topups, topupView, type TopupView } from './topups.ts';
 import type { Billing, Hold, HoldOptions, Payer, UsageFacts } from './types.ts';
+import { InstanceLeases } from './instances.ts';
+import { encodeEntry } from './usage-entry.ts';
+import { STALE_ENTRY_MS, UsageRecovery } from './usage-recovery.ts';
 import { UsageLog, groupField, type GroupBy, type Totals, type UsageRecordDoc, type UsageScope } from './usage.ts';
 import { Wallets, type SweepMarks } from './wallets.ts';
 
@@ -34,6 +42,13 @@ export interface BillingDeps {
   onError?: (err: unknown, what: string) => void;
   /** Told about each batch of usage records as it is flushed (the usage_spike detector). */
   onUsageRecords?: (records: readonly UsageRecordDoc[]) => void;
+  /** This process's name (the gateway's instance id), kept on its lease for operators. */
+  instance?: string;
+  /**
+   * The store has one owner and it is this process (the embedded store): at start, every hold,
+   * usage batch and outbox entry left by another instance is a dead one's, finished at once.
+   */
+  soleOwner?: boolean;
 }
 
 /** The caller's account for portal views: their organization while they belong to one, else their own. */
@@ -180,21 +195,29 @@ export class BillingService implements Billing {
   /** Settles issued by settleForAnswer and not finished yet (close() waits for them). */
   private readonly settling = new Set<Promise<void>>();
   private renewing: Promise<unknown> | null = null;
+  private readonly leases: InstanceLeases;
+  private readonly recovery: UsageRecovery;
 
   constructor(private readonly deps: BillingDeps) {
     const { store, config, now } = deps;
     this.now = now;
     this.events = deps.events;
     this.report = deps.onError ?? (() => {});
+    const tag = randomBytes(4).toString('hex');
+    this.leases = new InstanceLeases(store, now, tag, deps.instance ?? tag, config.instanceLeaseSeconds * 1000);
     this.windows = new WindowCounters(store, now);
-    this.wallets = new Wallets(store, now, config.holdTtlSeconds * 1000, config.durableWalletWrites);
+    this.wallets = new Wallets(store, now, config.holdTtlSeconds * 1000, tag, config.durableWalletWrites);
+    const outbox = { pull: (walletId: string, entries: string[]) => this.wallets.pullUsage(walletId, entries), pending: (after: string, limit: number) => this.wallets.usagePending(after, limit) };
     this.usage = new UsageLog(
       store,
       now,
       this.windows,
+      outbox,
+      tag,
       { flushIntervalMs: config.usageFlushIntervalMs, flushMaxRecords: config.usageFlushMaxRecords, maxBuffered: config.usageMaxBuffered, ...(deps.onUsageRecords ? { onRecords: deps.onUsageRecords } : {}) },
       this.onError,
     );
+    this.recovery = new UsageRecovery(this.usage, store.collection('usage_batches'), outbox, this.onError);
     this.limits = new RateLimits(store, this.windows, deps.events, now, async (p) => {
       const acc = await this.accountOf(p.userId);
       return { type: acc.ownerType, id: acc.ownerId };
@@ -214,6 +237,30 @@ export class BillingService implements Billing {
     await this.topups.init();
     await this.subscriptions.init();
     await this.swept.createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
+    await this.leases.init();
+  }
+
+  /**
+   * Finishes what dead instances left (see the top of this file): their holds returned, their usage
+   * written. Called at start, before serving; on a store this process alone owns, every other
+   * instance is then dead.
+   */
+  async recoverDead(): Promise<{ holds: number; records: number }> {
+    if (this.deps.soleOwner) await this.leases.forgetOthers();
+    const holds = await this.sweepHolds();
+    const records = await this.recoverUsage(this.deps.soleOwner ? Infinity : this.now() - STALE_ENTRY_MS);
+    return { holds, records };
+  }
+
+  /** Writes the usage left by dead instances: their cut-short batches, and outbox entries made at or before `cutoffMs`. */
+  async recoverUsage(cutoffMs = this.now() - STALE_ENTRY_MS): Promise<number> {
+    try {
+      const dead = await this.leases.deadTest();
+      return (await this.recovery.run((tag) => dead(tag), cutoffMs)).records;
+    } catch (err) {
+      this.onError(err, 'usage recovery failed');
+      return 0;
+    }
   }
 
   /** Starts the usage flush, the hold and top-up sweep and the subscription renewal sweep. */
@@ -221,11 +268,14 @@ export class BillingService implements Billing {
     if (onError) this.report = onError;
     if (this.timers.length > 0) return;
     this.usage.start();
-    const { sweepIntervalMs, renewalIntervalMs } = this.deps.config;
+    const { sweepIntervalMs, renewalIntervalMs, instanceLeaseSeconds } = this.deps.config;
     this.timers.push(
       setInterval(() => {
-        this.sweeping ??= this.sweepHolds().finally(() => (this.sweeping = null));
+        this.sweeping ??= this.sweepHolds()
+          .then(() => this.recoverUsage())
+          .finally(() => (this.sweeping = null));
       }, sweepIntervalMs),
+      setInterval(() => void this.leases.renew().catch((err: unknown) => this.onError(err, 'billing lease renewal failed')), (instanceLeaseSeconds * 1000) / 3),
       setInterval(() => {
         this.renewing ??= this.renewSubscriptions().finally(() => (this.renewing = null));
       }, renewalIntervalMs),
@@ -239,6 +289,7 @@ export class BillingService implements Billing {
     this.timers = [];
     await Promise.all([this.sweeping, this.renewing, ...this.settling]);
     await this.usage.close();
+    await this.leases.release().catch((err: unknown) => this.onError(err, 'billing lease release failed'));
   }
 
   /** Writes the buffered usage records now (otherwise they trail by at most one flush interval). */
@@ -246,12 +297,15 @@ export class BillingService implements Billing {
     return this.usage.flush();
   }
 
-  /** One sweep: expired holds returned (one pass over the wallets with money held), crashed top-ups finished. */
+  /**
+   * One sweep: holds returned when expired or when their instance is known dead (one pass over the
+   * wallets with money held), crashed top-ups finished.
+   */
   async sweepHolds(): Promise<number> {
     let total = 0;
     try {
       for (let done = false; !done; ) {
-        const page = await this.wallets.sweep(this.sweptMarks);
+        const page = await this.wallets.sweep(this.sweptMarks, () => this.leases.deadTest());
         total += page.returned;
         done = page.done;
       }
@@ -324,7 +378,7 @@ export class BillingService implements Billing {
     if (!Number.isFinite(microcents) || microcents < 0) throw new RangeError(`a hold must be a finite, non-negative number of micro-cents, got ${microcents}`);
     // At least 1 µ¢: an empty wallet pays for nothing, not even a call estimated at zero.
     const amount = Math.max(1, Math.ceil(microcents));
-    const id = await this.wallets.hold(payer.walletId, amount, requestId, opts.ttlMs);
+    const id = await this.wallets.hold(payer.walletId, amount, requestId, opts);
     if (id === null) {
       const w = await this.wallets.get(payer.walletId);
       const whose = payer.ownerType === 'org' ? "Your organization's wallet" : 'Your wallet';
@@ -355,22 +409,39 @@ export class BillingService implements Billing {
   private async finish(hold: Hold, payer: Payer, facts: UsageFacts, costUc: number): Promise<void> {
     const capped = costUc >= hold.amountMicrocents;
     const { chargeUc, carryPc } = chargeFor(Math.min(costUc, hold.amountMicrocents));
+    // The usage record goes into the wallet with the debit (see billing/usage.ts).
+    const record = this.record(hold, payer, facts);
+    let entry = '';
+    const entryFor = (charged: number): string => {
+      record.cost_uc = capped || charged !== chargeUc ? charged : Math.round(costUc);
+      return (entry = encodeEntry(record));
+    };
+    entryFor(chargeUc);
     let charged = chargeUc;
-    let wallet = await this.wallets.finish(hold.walletId, hold.id, chargeUc, carryPc);
+    let wallet = await this.wallets.finish(hold.walletId, hold.id, chargeUc, carryPc, entry);
     if (!wallet) {
       // Already settled or released (a repeat: nothing to do), or swept after its TTL while the call
       // was still running: then the sweeper's marker is claimed once and the cost charged without a
       // hold, as far as the spendable balance goes.
       const swept = await this.swept.findOneAndDelete({ _id: hold.id });
       if (!swept) return;
-      const debit = chargeUc > 0 ? await this.wallets.debitAvailable(hold.walletId, chargeUc) : { taken: 0, wallet: null };
+      const debit = await this.wallets.debitAvailable(hold.walletId, chargeUc, entryFor);
+      if (!debit.wallet) {
+        this.onError(new Error(`late settle of ${hold.id} on ${hold.walletId} was not written (wallet missing or too busy)`), 'settle failed');
+        return;
+      }
       charged = debit.taken;
       wallet = debit.wallet;
     }
-    if (wallet && charged > 0) {
+    if (charged > 0) {
       await this.lowBalance(wallet, charged);
       if ((wallet.carry_pc ?? 0) >= CARRY_FOLD_PC) void this.wallets.foldCarry(wallet).catch((err: unknown) => this.onError(err, 'carry fold failed'));
     }
+    this.usage.add(record, entry);
+  }
+
+  /** A call's usage record (its cost is set by finish). */
+  private record(hold: Hold, payer: Payer, facts: UsageFacts): UsageRecordDoc {
     const ts = this.now();
     const record: UsageRecordDoc = {
       _id: this.usage.newId(ts),
@@ -380,11 +451,12 @@ export class BillingService implements Billing {
       owner_type: payer.ownerType,
       owner_id: payer.ownerId,
       user_id: payer.userId,
+      key_id: payer.keyId,
       key_prefix: payer.keyPrefix,
       model: facts.model,
       model_type: facts.modelType,
       route: facts.route,
-      cost_uc: capped || charged !== chargeUc ? charged : Math.round(costUc),
+      cost_uc: 0,
       status: facts.status,
       latency_ms: Math.max(0, Math.round(facts.latencyMs)),
     };
@@ -392,7 +464,7 @@ export class BillingService implements Billing {
       const v = facts[f];
       if (v !== undefined) (record as unknown as Record<string, unknown>)[field] = v;
     }
-    this.usage.add(record, payer.keyId, (facts.promptTokens ?? 0) + (facts.completionTokens ?? 0));
+    return record;
   }
 
   /** low_balance once per crossing: the one write that took the balance from ≥ threshold to below it. */

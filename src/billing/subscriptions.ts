@@ -3,7 +3,9 @@
 // (UTC; a 31st falls back to the month's last day). `credited_cycle` is the last cycle credited;
 // the credit of cycle k is a top-up with the reference `sub:<owner>:g<generation>:c<k>`, so the
 // unique index makes it happen once however many instances sweep, retry or crash mid-way.
-// Starting a subscription (or changing its plan) begins a new generation and credits its cycle 0.
+// Starting a subscription (or changing its plan) begins a new generation and credits its cycle 0;
+// it is refused (409 wallet_limit_exceeded) when that credit would pass the wallet's limit. A
+// renewal the limit refuses stays due, reported at each sweep, and is credited once there is room.
 import { ApiError } from '../errors.ts';
 import type { Clock } from '../services/common.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
@@ -105,6 +107,7 @@ export class Subscriptions {
       return { sub: canceled, started: false };
     }
     if (current?.status === 'active' && current.plan === plan) return { sub: current, started: false };
+    await this.topups.assertRoom(ownerType, ownerId, this.plans.get(plan)!.monthly_credit_cents);
     const next: SubscriptionDoc = {
       _id: id,
       owner_type: ownerType,

@@ -2,7 +2,9 @@
 // written first as `pending`, then credited to the wallet (once per top-up id: the wallet remembers
 // its last credits), then marked `credited`; the one write that marks it emits the topup event. A
 // repeated `reference` hits the unique index and answers with the original (finishing it if a crash
-// left it pending); a sweep finishes pending top-ups left by a crash.
+// left it pending); a sweep finishes pending top-ups left by a crash. A credit that would take the
+// wallet past its limit (money.ts WALLET_LIMIT_UC) is refused with 409 wallet_limit_exceeded and the
+// top-up is not kept.
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import type { Clock } from '../services/common.ts';
@@ -115,7 +117,11 @@ export class Topups {
 
   /** Credits the wallet (idempotent per top-up), then marks the top-up; the marking write emits the event. */
   private async apply(t: TopupDoc): Promise<TopupDoc> {
-    const wallet = await this.wallets.credit(t.wallet_id, t._id, t.amount_cents * MICROCENTS_PER_CENT);
+    const wallet = await this.wallets.credit(t.wallet_id, t._id, t.amount_cents * MICROCENTS_PER_CENT).catch(async (err: unknown) => {
+      // Past the wallet's limit: refused, so not kept (its reference may be used again once there is room).
+      if (err instanceof ApiError && err.code === 'wallet_limit_exceeded') await this.docs.deleteOne({ _id: t._id, state: 'pending' });
+      throw err;
+    });
     if (!wallet) throw new Error(`wallet ${t.wallet_id} is missing`);
     const newBalance = floorCents(walletTotalUc(wallet));
     const marked = await this.docs.findOneAndUpdate(
@@ -130,6 +136,11 @@ export class Topups {
         .catch((err: unknown) => this.onError(err, 'topup event failed'));
     }
     return marked;
+  }
+
+  /** Throws 409 wallet_limit_exceeded when crediting `amountCents` now would take the wallet past its limit. */
+  assertRoom(ownerType: OwnerType, ownerId: number, amountCents: number): Promise<void> {
+    return this.wallets.assertRoom(walletIdOf(ownerType, ownerId), amountCents * MICROCENTS_PER_CENT);
   }
 
   /** Finishes top-ups a crash left pending; resolves to how many. */

@@ -24,6 +24,11 @@ export interface HoldOptions {
    * that waits on a provider for hours holds its estimate that long.
    */
   ttlMs?: number;
+  /**
+   * Held for an actor (a job), not for a request: it outlives the process that took it (the actor
+   * resumes elsewhere and settles it), so it is not returned when that process dies, only by its TTL.
+   */
+  custodial?: boolean;
 }
 
 export interface Hold {

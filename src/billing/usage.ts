@@ -1,20 +1,24 @@
-// Usage records and their daily rollups.
+// Usage records and their daily rollups, written exactly once per call across crashes.
 //
-// Settles add a record to an in-memory buffer; the buffer is written every `flushIntervalMs` or as
-// soon as it holds `flushMaxRecords` records, in one event turn (so the embedded store commits the
-// batch at once), together with the `$inc`s of the rollups and of the per-key daily token (tpd)
-// and spend (cpd, cpm) counters the batch adds up to. Records and rollups therefore trail the calls by
-// at most one flush interval; close() writes what is buffered. A failed write is retried at the
-// next flush; the buffer is bounded (`maxBuffered`), beyond which the oldest unwritten records are
-// dropped and reported.
+// A call's record is first written by its settle, into the wallet document with the debit
+// (`usage_outbox`, one compact string: usage-entry.ts), so the two reach the disk in one
+// single-document write, on MongoDB as on the embedded store: no crash can keep one without the
+// other. The settle also hands the record to this log's in-memory buffer, written every
+// `flushIntervalMs` or as soon as it holds `flushMaxRecords` records, as a batch (see `write`):
+// `usage_records` (idempotent by the record's id), then the `$inc`s of the rollups and of the
+// per-key daily token (tpd) and spend (cpd, cpm) counters, then the entries are pulled from the
+// outboxes. A crash loses the buffer, not the records: recovery (usage-recovery.ts) writes what the
+// outboxes still hold and finishes a batch that was cut short, so records, rollups and counters
+// match the wallets' debits. Records and rollups trail the calls by at most one flush interval;
+// close() writes what is buffered. A failed write is retried at the next flush; past `maxBuffered`
+// unwritten records the oldest batches are set aside (reported) for the recovery to write.
 //
 // Rollups, so that a usage summary reads a few rows per day instead of every record:
 // - `usage_daily`: per account, UTC day, model, key prefix and member;
 // - `usage_daily_model`: per account, UTC day and model (the account-wide day and model views);
 // - `usage_daily_end_user`: per account, UTC day, the client's end user and member, for the calls
 //   that named an end user (`safety_identifier` or `user`): the end-user view.
-import { randomBytes } from 'node:crypto';
-import type { Clock, WindowCounters } from '../services/common.ts';
+import type { Clock, WindowCounters, WindowPeriod } from '../services/common.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { utcDay, type OwnerType } from './money.ts';
 import { WINDOW_CAPS } from './limits.ts';
@@ -44,6 +48,10 @@ export interface UsageRecordDoc {
   latency_ms: number;
   /** The client's end-user id, when the call named one. */
   end_user?: string;
+  /** The API key (its id: the per-key counters are fed from it). */
+  key_id?: number;
+  /** The batch that inserted it (usage.ts `write`), which alone rolls it up. */
+  batch?: string;
   /** Of prompt_tokens, those the upstream read from its cache (priced as cached input), when it said. */
   cached_tokens?: number;
   [k: string]: unknown;
@@ -85,6 +93,33 @@ export interface UsageLogOptions {
 
 type Op = () => Promise<unknown>;
 
+/** What the log needs of the wallets' outboxes. */
+export interface UsageOutbox {
+  /** Takes written entries out of a wallet's outbox. */
+  pull(walletId: string, entries: string[]): Promise<void>;
+}
+
+/** Records to write together, and the outbox entries (wallet id, entry) that hold them. */
+export interface Batch {
+  id: string;
+  records: UsageRecordDoc[];
+  entries: [walletId: string, entry: string][];
+}
+
+/** A batch being written (usage.ts `write`): deleted once its rollups are applied. */
+export interface BatchDoc {
+  _id: string;
+  /** The instance writing it (instances.ts tag): a dead one's batch is finished by recovery. */
+  instance: string;
+  ids: string[];
+  created_at: Date;
+  [k: string]: unknown;
+}
+
+const unlessDuplicate = (err: unknown): void => {
+  if (!isDuplicateKeyError(err)) throw err;
+};
+
 /** The most rollup rows one summary may read; a wider range is refused rather than scanned. */
 const MAX_ROLLUP_ROWS = 200_000;
 
@@ -109,27 +144,33 @@ function totalsOf(r: UsageRecordDoc): Totals {
 
 export class UsageLog {
   readonly records: Collection<UsageRecordDoc>;
+  private readonly batches: Collection<BatchDoc>;
   private readonly daily: Collection<RollupDoc>;
   private readonly dailyModel: Collection<RollupDoc>;
   private readonly dailyEndUser: Collection<RollupDoc>;
-  private buffer: UsageRecordDoc[] = [];
-  /** Tokens and µ¢ charged per key since the last flush, for the key's window counters (WINDOW_CAPS). */
-  private perKey = new Map<number, { tokens: number; spend: number }>();
+  private buffer: { record: UsageRecordDoc; entry: string }[] = [];
+  /** Batches formed and not yet written (a failed write is retried, in order, at the next flush). */
+  private unwritten: Batch[] = [];
+  /** Rollup and counter writes that failed, retried at the next flush. */
   private failed: Op[] = [];
   private chain: Promise<void> = Promise.resolve();
   private scheduled = false;
   private timer: NodeJS.Timeout | null = null;
-  private readonly tag = randomBytes(4).toString('hex');
   private seq = 0;
+  private batchSeq = 0;
 
   constructor(
     store: Store,
     private readonly now: Clock,
     private readonly windows: WindowCounters,
+    private readonly outbox: UsageOutbox,
+    /** This instance's tag (instances.ts): in record and batch ids, and on its batches. */
+    private readonly tag: string,
     private readonly options: UsageLogOptions,
     private readonly onError: (err: unknown, what: string) => void,
   ) {
     this.records = store.collection<UsageRecordDoc>('usage_records');
+    this.batches = store.collection<BatchDoc>('usage_batches');
     this.daily = store.collection<RollupDoc>('usage_daily');
     this.dailyModel = store.collection<RollupDoc>('usage_daily_model');
     this.dailyEndUser = store.collection<RollupDoc>('usage_daily_end_user');
@@ -163,15 +204,12 @@ export class UsageLog {
     return `${tsMs.toString(36).padStart(9, '0')}${this.tag}${this.seq.toString(36).padStart(6, '0')}`;
   }
 
-  /** Buffers a record; `tokens` are added to the key's daily (TPD) counter with it, its cost to its spend (CPD, CPM) counters. */
-  add(record: UsageRecordDoc, keyId: number, tokens: number): void {
-    this.buffer.push(record);
-    if (tokens > 0 || record.cost_uc > 0) {
-      const fed = this.perKey.get(keyId) ?? { tokens: 0, spend: 0 };
-      fed.tokens += tokens;
-      fed.spend += record.cost_uc;
-      this.perKey.set(keyId, fed);
-    }
+  /**
+   * Buffers a record whose `entry` its settle wrote into the wallet's outbox; its tokens count
+   * towards its key's daily (TPD) counter and its cost towards the key's spend (CPD, CPM) counters.
+   */
+  add(record: UsageRecordDoc, entry: string): void {
+    this.buffer.push({ record, entry });
     if (this.buffer.length >= this.options.flushMaxRecords && !this.scheduled) {
       this.scheduled = true;
       void this.flush();
@@ -186,24 +224,106 @@ export class UsageLog {
 
   private async drain(): Promise<void> {
     this.scheduled = false;
-    const records = this.buffer;
-    const perKey = this.perKey;
-    this.buffer = [];
-    this.perKey = new Map();
+    if (this.buffer.length > 0) {
+      const items = this.buffer;
+      this.buffer = [];
+      const batch = this.batch(items.map((i) => i.record), items.map((i) => [i.record.owner, i.entry]));
+      this.options.onRecords?.(batch.records);
+      this.unwritten.push(batch);
+    }
     const ops = this.failed;
     this.failed = [];
-    if (records.length === 0 && perKey.size === 0 && ops.length === 0) return;
-    if (records.length > 0) this.options.onRecords?.(records);
-
-    // One insertMany for the batch; on a retry, records already written come back as duplicates.
-    if (records.length > 0) {
-      ops.push(() =>
-        this.records.insertMany(records, { ordered: false }).catch((err: unknown) => {
-          if (!isDuplicateKeyError(err)) throw err;
-          return { insertedCount: err.insertedCount };
-        }),
-      );
+    if (ops.length > 0) await this.run(ops);
+    while (this.unwritten.length > 0) {
+      try {
+        await this.write(this.unwritten[0]!);
+      } catch (err) {
+        this.onError(err, 'usage write failed; retrying at the next flush');
+        break;
+      }
+      this.unwritten.shift();
     }
+    let excess = this.unwritten.reduce((n, b) => n + b.records.length, 0) - this.options.maxBuffered;
+    while (excess > 0 && this.unwritten.length > 0) {
+      const dropped = this.unwritten.shift()!;
+      excess -= dropped.records.length;
+      this.onError(new Error(`set aside ${dropped.records.length} usage records: the store has been failing; they stay in their wallets' outboxes, written by the next recovery`), 'usage buffer full');
+    }
+  }
+
+  /** A batch of records to write, with the outbox entries (by wallet) that hold them. */
+  batch(records: UsageRecordDoc[], entries: [walletId: string, entry: string][]): Batch {
+    this.batchSeq = (this.batchSeq + 1) % 36 ** 6;
+    return { id: `b${this.now().toString(36)}${this.tag}${this.batchSeq.toString(36)}`, records, entries };
+  }
+
+  /**
+   * Writes a batch's records exactly once each, then its rollups and counters, then takes its
+   * entries out of the wallets' outboxes; a retry, on this or any instance, repeats nothing:
+   * 1. the batch's document (its id, instance and record ids), so a crash after step 2 leaves a
+   *    trace of whose rollups are due;
+   * 2. the records, each marked with the batch: an insert is idempotent by `_id`, and a record
+   *    already there belongs to the batch that inserted it, which alone rolls it up;
+   * 3. in one event turn, the rollups and counters of the records this batch inserted, and the
+   *    deletion of the batch document (one commit on the embedded store: all or nothing);
+   * 4. with step 3, the entries are pulled from their wallets (lazily: an entry left behind is
+   *    found written), so a busy wallet carries its outbox for as short a time as it can.
+   */
+  async write(b: Batch): Promise<void> {
+    if (b.records.length === 0) return this.pull(b.entries);
+    const ids = b.records.map((r) => r._id);
+    await this.batches.insertOne({ _id: b.id, instance: this.tag, ids, created_at: new Date(this.now()) }).catch(unlessDuplicate);
+    const owned = await this.insert(b.id, b.records);
+    // The records are written and the batch document answers for their rollups: the entries can go.
+    await Promise.all([this.finishBatch(b.id, owned), this.pull(b.entries)]);
+  }
+
+  /** Step 2: inserts the records marked with the batch; resolves to those this batch inserted. */
+  private async insert(batchId: string, records: UsageRecordDoc[]): Promise<UsageRecordDoc[]> {
+    for (const r of records) r.batch = batchId;
+    try {
+      await this.records.insertMany(records, { ordered: false });
+      return records;
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+      return this.ownedBy(batchId, records.map((r) => r._id));
+    }
+  }
+
+  /** The records among `ids` that `batchId` inserted. */
+  async ownedBy(batchId: string, ids: string[]): Promise<UsageRecordDoc[]> {
+    const stored = await this.records.find({ _id: { $in: ids } }, { limit: ids.length });
+    return stored.filter((r) => r.batch === batchId);
+  }
+
+  /** Step 3: the rollups and counters of `owned`, and the batch document's deletion, in one event turn. */
+  async finishBatch(batchId: string, owned: readonly UsageRecordDoc[]): Promise<void> {
+    await this.run([...this.rollups(owned), ...this.counters(owned), () => this.batches.deleteOne({ _id: batchId })]);
+  }
+
+  /** Step 4. */
+  private async pull(entries: readonly [string, string][]): Promise<void> {
+    const byWallet = new Map<string, string[]>();
+    for (const [walletId, entry] of entries) {
+      const list = byWallet.get(walletId);
+      if (list) list.push(entry);
+      else byWallet.set(walletId, [entry]);
+    }
+    const results = await Promise.allSettled([...byWallet].map(([walletId, list]) => this.outbox.pull(walletId, list)));
+    for (const res of results) if (res.status === 'rejected') this.onError(res.reason, 'usage outbox cleanup failed (harmless: found written next time)');
+  }
+
+  /** Issues `ops` in one event turn (the embedded store commits them together); failures are retried at the next flush. */
+  private async run(ops: Op[]): Promise<void> {
+    const results = await Promise.allSettled(ops.map((op) => op()));
+    results.forEach((res, i) => {
+      if (res.status === 'fulfilled') return;
+      this.failed.push(ops[i]!);
+      this.onError(res.reason, 'usage write failed; retrying at the next flush');
+    });
+  }
+
+  private rollups(records: readonly UsageRecordDoc[]): Op[] {
     const fine = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
     const coarse = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
     const endUsers = new Map<string, { set: Record<string, unknown>; inc: Totals }>();
@@ -223,29 +343,31 @@ export class UsageLog {
     }
     const upsert = (c: Collection<RollupDoc>, id: string, row: { set: Record<string, unknown>; inc: Totals }) => () =>
       c.updateOne({ _id: id }, { $inc: row.inc, $setOnInsert: row.set }, { upsert: true });
-    for (const [id, row] of fine) ops.push(upsert(this.daily, id, row));
-    for (const [id, row] of coarse) ops.push(upsert(this.dailyModel, id, row));
-    for (const [id, row] of endUsers) ops.push(upsert(this.dailyEndUser, id, row));
-    // Every key is counted, so a cap set during its window counts the window's usage so far.
-    for (const [keyId, fed] of perKey) {
+    return [
+      ...[...fine].map(([id, row]) => upsert(this.daily, id, row)),
+      ...[...coarse].map(([id, row]) => upsert(this.dailyModel, id, row)),
+      ...[...endUsers].map(([id, row]) => upsert(this.dailyEndUser, id, row)),
+    ];
+  }
+
+  /** Every key is counted (in the window of each record's time), so a cap set during its window counts the window's usage so far. */
+  private counters(records: readonly UsageRecordDoc[]): Op[] {
+    const sums = new Map<string, { key: string; period: WindowPeriod; at: number; n: number }>();
+    for (const r of records) {
+      if (r.key_id === undefined) continue;
+      const fed = { tokens: (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0), spend: r.cost_uc };
       for (const cap of WINDOW_CAPS) {
         const n = fed[cap.fed];
-        if (n > 0) ops.push(() => this.windows.hit(`${cap.type}:${keyId}`, cap.period, n));
+        if (n <= 0) continue;
+        const key = `${cap.type}:${r.key_id}`;
+        const at = this.windows.windowStart(cap.period, r.ts.getTime());
+        const id = `${key}@${at}`;
+        const sum = sums.get(id);
+        if (sum) sum.n += n;
+        else sums.set(id, { key, period: cap.period, at, n });
       }
     }
-
-    // All issued in one turn: the embedded store commits them together.
-    const results = await Promise.allSettled(ops.map((op) => op()));
-    results.forEach((res, i) => {
-      if (res.status === 'fulfilled' || isDuplicateKeyError(res.reason)) return; // a retried insert that had landed
-      this.failed.push(ops[i]!);
-      this.onError(res.reason, 'usage write failed; retrying at the next flush');
-    });
-    const excess = this.failed.length - this.options.maxBuffered;
-    if (excess > 0) {
-      this.failed.splice(0, excess);
-      this.onError(new Error(`dropped ${excess} usage writes: the store has been failing`), 'usage buffer full');
-    }
+    return [...sums.values()].map((s) => () => this.windows.hit(s.key, s.period, s.n, false, s.at));
   }
 
   /** Totals per group over the UTC days `from`..`to` (inclusive, `YYYY-MM-DD`), from the rollups. */

@@ -32,6 +32,8 @@ export interface BeginOptions<T> {
   estimate: (model: ModelDoc, checked: T) => number;
   /** The hold's life when it must outlast the request (a job); default billing's hold TTL. */
   holdTtlMs?: number;
+  /** An actor's hold (a job): kept across the death of the process that took it (see HoldOptions). */
+  custodial?: boolean;
 }
 
 /** What a usage record needs beyond what the MeteredCall knows. */
@@ -47,7 +49,10 @@ export class Meter {
     const checked = (opts.check ? await opts.check(model, payer) : undefined) as T;
     this.deps.assertKyc(payer, model.requires_kyc === true);
     const estimate = opts.estimate(model, checked);
-    const hold = await billing.hold(payer, estimate, opts.requestId, opts.holdTtlMs !== undefined ? { ttlMs: opts.holdTtlMs } : {});
+    const hold = await billing.hold(payer, estimate, opts.requestId, {
+      ...(opts.holdTtlMs !== undefined ? { ttlMs: opts.holdTtlMs } : {}),
+      ...(opts.custodial ? { custodial: true } : {}),
+    });
     return Object.assign(new MeteredCall(billing, payer, model, hold, opts.requestId, this.deps.now), { checked });
   }
 }

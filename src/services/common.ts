@@ -38,24 +38,33 @@ export class WindowCounters {
     await this.store.collection(this.collectionName).createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
   }
 
-  private window(key: string, period: WindowPeriod): { id: string; start: number; resetAt: number } {
+  /** Epoch ms when the window of `period` holding instant `at` starts. */
+  windowStart(period: WindowPeriod, at: number): number {
     if (period === 'month') {
-      const now = new Date(this.now());
-      const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
-      return { id: `${key}@${start}`, start, resetAt: Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) };
+      const d = new Date(at);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
     }
     const size = period * 1000;
-    const start = Math.floor(this.now() / size) * size;
-    return { id: `${key}@${start}`, start, resetAt: start + size };
+    return Math.floor(at / size) * size;
+  }
+
+  private window(key: string, period: WindowPeriod, at = this.now()): { id: string; start: number; resetAt: number } {
+    const start = this.windowStart(period, at);
+    if (period === 'month') {
+      const d = new Date(start);
+      return { id: `${key}@${start}`, start, resetAt: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+    }
+    return { id: `${key}@${start}`, start, resetAt: start + period * 1000 };
   }
 
   /**
-   * Adds `by` to the current window of `key` and returns the new count. `lazy` skips waiting for
-   * the disk (the store's `j: false`: reads still see the hit, a crash may forget it): for counters
-   * whose last moment of hits may be lost (per-key RPM), not for ones that lock someone out.
+   * Adds `by` to the window of `key` holding instant `at` (default now) and returns the new count.
+   * `lazy` skips waiting for the disk (the store's `j: false`: reads still see the hit, a crash may
+   * forget it): for counters whose last moment of hits may be lost (per-key RPM), not for ones that
+   * lock someone out.
    */
-  async hit(key: string, period: WindowPeriod, by = 1, lazy = false): Promise<WindowHit> {
-    const w = this.window(key, period);
+  async hit(key: string, period: WindowPeriod, by = 1, lazy = false, at?: number): Promise<WindowHit> {
+    const w = this.window(key, period, at);
     const doc = await this.store
       .collection<{ _id: string; count: number; expires_at: Date }>(this.collectionName)
       .findOneAndUpdate(

@@ -82,6 +82,8 @@ export async function createServices(deps: {
   routerLogger?: RouterLogger;
   /** Intent turn counters (src/http/metrics.ts); none in tests that do not read them. */
   intentMetrics?: IntentMetrics;
+  /** This process's name (src/server.ts), for billing's instance lease. */
+  instanceId?: string;
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -95,7 +97,8 @@ export async function createServices(deps: {
   await invitations.init();
   await keys.init();
   const spikes = deps.webhooks.usageSpikes(deps.events);
-  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now, onUsageRecords: spikes.observe });
+  // The embedded store has one owner, this process: what another instance left on it is a dead one's.
+  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
   await billing.init();
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);

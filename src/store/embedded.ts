@@ -350,7 +350,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     assertUpdate(update);
     const after = (options.returnDocument ?? 'after') === 'after';
     const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
-    if (lazy !== undefined) return lazy ? project([cloneDoc(after ? lazy.after : lazy.before)], options.projection)[0]! : null;
+    // Projected first, so a long list the caller left out is not copied.
+    if (lazy !== undefined) return lazy ? cloneDoc(project([after ? lazy.after : lazy.before], options.projection)[0]!) : null;
     const doc = await this.write(options, () => {
       const current = this.first(filter, options.sort);
       if (current) {
@@ -822,10 +823,13 @@ function scalarId(value: unknown): Id | undefined {
   return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) ? value : undefined;
 }
 
-/** Whether an update carries objects (documents, arrays, Dates) that a stored document could share. */
+/**
+ * Whether an update carries objects (documents, arrays, Dates) that a stored document could share.
+ * A `$pull`'s operand is a condition (`{$in: [...]}`), never stored.
+ */
 function sharesObjects(update: Update): boolean {
-  for (const expr of Object.values(update)) {
-    if (expr === null || typeof expr !== 'object') continue;
+  for (const [op, expr] of Object.entries(update)) {
+    if (op === '$pull' || expr === null || typeof expr !== 'object') continue;
     for (const operand of Object.values(expr)) if (operand !== null && typeof operand === 'object') return true;
   }
   return false;

@@ -94,6 +94,7 @@ export class TranscriptionJobs {
       check: (model) => checkAgainstModel(model, fields, 'jobs'),
       estimate: (model) => costMicrocentsOfSeconds(model.pricing, estimateSeconds),
       holdTtlMs: this.deps.holdTtlMs,
+      custodial: true,
     });
     const createdAt = this.deps.now();
     const spec: JobSpecFields = {

@@ -130,3 +130,41 @@ describe('subscriptions', () => {
     assert.equal(await balanceCents(fx, `user:${u}`), 1000);
   });
 });
+
+describe('the wallet limit (2^53 µ¢ is where arithmetic stops being exact)', () => {
+  let fx: Fixture;
+  before(async () => {
+    fx = await fixture();
+  });
+  after(() => fx.close());
+  const limited = (e: unknown) => e instanceof ApiError && e.code === 'wallet_limit_exceeded' && e.status === 409 && /9,000,000,000 cents/.test(e.message);
+
+  it('refuses a top-up or a subscription credit that would pass 9,000,000,000 cents; debits at the limit stay exact', async () => {
+    const b = await fx.billing({ plans: [{ id: 'big', monthly_credit_cents: 1_000_000_000 }] });
+    const u = await user(fx.store);
+    const w = `user:${u}`;
+    for (let i = 0; i < 9; i++) await b.topup({ user_id: u, amount_cents: 1_000_000_000, reference: `big-${i}` });
+    assert.equal(await balanceCents(fx, w), 9_000_000_000);
+    // One more cent would pass the limit: refused, not recorded, and the reference stays free.
+    await assert.rejects(b.topup({ user_id: u, amount_cents: 1, reference: 'one-more' }), limited);
+    assert.equal(await fx.store.collection('topups').countDocuments({ reference: 'one-more' }), 0);
+    await assert.rejects(b.topup({ user_id: u, amount_cents: 1_000_000_000 }), limited);
+    await assert.rejects(b.setSubscription('user', u, 'big'), limited);
+    assert.equal((await b.subscriptionView(u)).status, 'none');
+    assert.equal(await balanceCents(fx, w), 9_000_000_000);
+
+    // An 11 µ¢ call is debited 11 µ¢ (past 2^53 it was debited 12).
+    const payer = await b.payerFor({ keyId: 1, jti: 'j', prefix: 'sk-live-x', userId: u, scopes: ['*'], rpm: null, tpd: null, cpd: null, cpm: null });
+    const before = (await walletOf(fx.store, w)).balance_uc;
+    const hold = await b.hold(payer, 100, 'req');
+    await b.settle(hold, payer, { requestId: 'req', model: 'm', modelType: 'llm', route: null, costMicrocents: 11, status: 'ok', latencyMs: 1 });
+    assert.equal(before - (await walletOf(fx.store, w)).balance_uc, 11);
+    // 11 µ¢ spent leaves less than a cent of room.
+    await b.topup({ user_id: u, amount_cents: 1, reference: 'still-full' }).then(
+      () => assert.fail('1 cent more than the room left must be refused'),
+      (e: unknown) => assert.ok(limited(e)),
+    );
+    // A hold larger than any wallet can hold is refused as insufficient credit, never written.
+    await assert.rejects(b.hold(payer, 2 ** 60, 'huge'), (e: unknown) => e instanceof ApiError && e.code === 'insufficient_credit');
+  });
+});

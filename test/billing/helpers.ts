@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.ts';
-import { BillingService, type BillingConfig } from '../../src/billing/service.ts';
+import { BillingService, type BillingConfig, type BillingDeps } from '../../src/billing/service.ts';
 import { walletIdOf } from '../../src/billing/money.ts';
 import type { Payer } from '../../src/billing/types.ts';
 import type { AccountEvent } from '../../src/services/events.ts';
@@ -23,7 +23,7 @@ export interface Fixture {
   events: AccountEvent[];
   errors: unknown[];
   /** A billing instance on the shared store (as another gateway process would be). */
-  billing(overrides?: Partial<BillingConfig>): Promise<BillingService>;
+  billing(overrides?: Partial<BillingConfig>, deps?: Partial<BillingDeps>): Promise<BillingService>;
   close(): Promise<void>;
 }
 
@@ -43,13 +43,14 @@ export async function fixture(start = Date.UTC(2026, 0, 15, 12, 0, 0)): Promise<
     clock,
     events,
     errors,
-    async billing(overrides = {}) {
+    async billing(overrides = {}, deps = {}) {
       const b = new BillingService({
         store,
         config: billingConfig(overrides),
         events: { emit: async (e) => void events.push(e) },
         now: clock.now,
         onError: (err) => errors.push(err),
+        ...deps,
       });
       await b.init();
       instances.push(b);

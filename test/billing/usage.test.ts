@@ -3,7 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { call, facts, fixture, fund, org, principal, user, type Fixture } from './helpers.ts';
+import { call, facts, fixture, fund, org, principal, user, walletOf, type Fixture } from './helpers.ts';
 
 describe('usage', () => {
   let fx: Fixture;
@@ -39,8 +39,9 @@ describe('usage', () => {
     await b.close(); // close writes what is buffered
     const rows = await fx.store.collection('usage_records').find({ owner: `org:${o}` }, { sort: { _id: 1 } });
     assert.equal(rows.length, 2);
-    const { _id, ts, ...rest } = rows[0]!;
+    const { _id, ts, batch, ...rest } = rows[0]!;
     assert.equal(typeof _id, 'string');
+    assert.equal(typeof batch, 'string', 'the batch that wrote it');
     assert.equal((ts as Date).getTime(), fx.clock.t);
     assert.deepEqual(rest, {
       request_id: 'req_abc',
@@ -48,6 +49,7 @@ describe('usage', () => {
       owner_type: 'org',
       owner_id: o,
       user_id: member,
+      key_id: p.keyId,
       key_prefix: p.prefix,
       model: 'voice-1',
       model_type: 'stt',
@@ -58,6 +60,10 @@ describe('usage', () => {
       latency_ms: 88,
     });
     assert.deepEqual([rows[1]!.status, rows[1]!.cost_uc, rows[1]!.route], ['upstream_failed', 0, null]);
+    // Written, so out of the wallet's outbox (where each settle put its record with the debit).
+    const w = await walletOf(fx.store, payer.walletId);
+    assert.deepEqual([w.usage_outbox, w.usage_pending], [[], undefined]);
+    assert.equal(await fx.store.collection('usage_batches').countDocuments({}), 0);
   });
 
   it('writes buffered records within the flush interval without being asked', async () => {

@@ -186,15 +186,16 @@ describe('wallets', () => {
     assert.equal((await walletOf(fx.store, payer.walletId)).balance_uc, 9_000);
   });
 
-  it('returns the holds of a process that died, once, after their expiry; a late settle is still charged once', async () => {
-    const crashed = await fx.billing({ holdTtlSeconds: 60 });
+  it('returns holds once after their expiry while their instance lives on (calls that outlived them); a late settle is still charged once', async () => {
+    // Leases far longer than the test: every instance here stays alive, holds go by expiry alone.
+    const crashed = await fx.billing({ holdTtlSeconds: 60, instanceLeaseSeconds: 3600 });
     const u = await user(fx.store);
     const payer = await crashed.payerFor(principal(u));
     await fund(fx.store, payer.walletId, 10_000);
     const h1 = await crashed.hold(payer, 3000, 'r1');
     fx.clock.t += 30_000;
     const h2 = await crashed.hold(payer, 2000, 'r2');
-    const [s1, s2] = [await fx.billing({ holdTtlSeconds: 60 }), await fx.billing({ holdTtlSeconds: 60 })];
+    const [s1, s2] = [await fx.billing({ holdTtlSeconds: 60, instanceLeaseSeconds: 3600 }), await fx.billing({ holdTtlSeconds: 60, instanceLeaseSeconds: 3600 })];
     assert.equal(await s1.sweepHolds(), 0, 'nothing expired yet');
     fx.clock.t += 31_000; // h1 expired, h2 not
     assert.deepEqual((await Promise.all([s1.sweepHolds(), s2.sweepHolds()])).sort(), [0, 1]);

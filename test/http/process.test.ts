@@ -3,50 +3,14 @@
 // closed, restart finds everything), and the bundle finds config/ from any working directory.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { call, createKey, joinOrg, signup } from '../helper.ts';
+import { buildBundle, exited, launch } from '../gateway-process.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BUNDLE = join(ROOT, 'dist', 'server.js');
-
-async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv; npmStart?: boolean } = {}): Promise<{ child: ChildProcess; url: string; startMs: number }> {
-  const [command, args] = opts.npmStart ? ['npm', ['start', '--silent']] : [process.execPath, ['--enable-source-maps', BUNDLE]];
-  const child = spawn(command, args, {
-    cwd: opts.cwd ?? ROOT,
-    env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-    detached: opts.npmStart === true, // its own process group, so a test can kill whatever npm started
-  });
-  const lines = createInterface({ input: child.stdout! });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('gateway did not start in 30 s')), 30_000);
-    child.once('exit', (code) => reject(new Error(`gateway exited early with ${code}`)));
-    lines.on('line', (line) => {
-      try {
-        const rec = JSON.parse(line);
-        if (rec.msg === 'gateway started') {
-          clearTimeout(timer);
-          resolve({ child, url: rec.url, startMs: rec.start_ms });
-        }
-      } catch {
-        /* not JSON */
-      }
-    });
-  });
-}
-
-before(() => {
-  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
-  assert.equal(build.status, 0, 'npm run build failed');
-});
-
-const exited = (child: ChildProcess) =>
-  new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+before(buildBundle);
 
 describe('gateway process', () => {
   it('shuts down gracefully when `npm start` (the Quick start) gets SIGTERM', async () => {

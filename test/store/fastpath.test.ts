@@ -39,7 +39,10 @@ function generator(seed: number) {
     const out: Record<string, Record<string, unknown>> = {};
     for (let i = 0; i < 1 + Math.floor(rnd() * 3); i++) {
       const op = pick(UPDATE_OPS);
-      const operand = op === '$inc' ? pick([0, 1, -2, 0.5, 'a', null]) : pick(rnd() < 0.8 ? SCALARS : VALUES);
+      const operand =
+        op === '$inc' ? pick([0, 1, -2, 0.5, 'a', null])
+        : op === '$pull' && rnd() < 0.3 ? { $in: Array.from({ length: Math.floor(rnd() * 12) }, () => pick(rnd() < 0.9 ? SCALARS : VALUES)) }
+        : pick(rnd() < 0.8 ? SCALARS : VALUES);
       (out[op] ??= {})[pick(FIELDS)] = structuredClone(operand);
     }
     return out;

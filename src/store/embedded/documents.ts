@@ -94,7 +94,26 @@ function idFirst(doc: Record<string, unknown>): Record<string, unknown> {
 
 export function project<T extends Doc>(docs: T[], projection: Projection | undefined): T[] {
   if (!projection || Object.keys(projection).length === 0) return docs;
+  const excluded = exclusionOnly(projection);
+  if (excluded) return docs.map((doc) => omit(doc, excluded));
   return find(docs, {}, projection, { scriptEnabled: false }).all() as T[];
+}
+
+/** The fields of a projection that only excludes top-level fields (`{holds: 0, ...}`), else undefined (mingo's). */
+function exclusionOnly(projection: Projection): Set<string> | undefined {
+  const fields = new Set<string>();
+  for (const [field, v] of Object.entries(projection)) {
+    if (v !== 0 || field.length === 0 || field.startsWith('$') || field.includes('.')) return undefined;
+    fields.add(field);
+  }
+  return fields;
+}
+
+/** A shallow copy of `doc` without `fields` (its values shared: callers clone if they keep it). */
+function omit<T extends Doc>(doc: T, fields: Set<string>): T {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(doc)) if (!fields.has(k)) out[k] = doc[k];
+  return out as T;
 }
 
 /**
@@ -120,7 +139,11 @@ export function sortComparator(sort: Sort): (a: Doc, b: Doc) => number {
  */
 export function cloneDoc<T>(value: T): T {
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(cloneDoc) as T;
+  if (Array.isArray(value)) {
+    // A list of strings or numbers (a wallet's holds and usage outbox) is copied in one go.
+    for (const el of value) if (el !== null && typeof el === 'object') return value.map(cloneDoc) as T;
+    return value.slice() as T;
+  }
   if (value instanceof Date) return new Date(value.getTime()) as T;
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return structuredClone(value);

@@ -13,7 +13,8 @@
 //   only numbers compare (MongoDB's type bracketing), an array field matching when one element does.
 // Covered updates: `$set` (string, finite number, boolean or null), `$inc` (finite number onto a
 // number or a missing field), `$unset`, `$push` of one scalar onto an array or a missing field, and
-// `$pull` of one scalar from an array of scalars; top-level fields other than `_id`, each named once.
+// `$pull` of one scalar, or `{$in: [scalars]}`, from an array of scalars; top-level fields other
+// than `_id`, each named once.
 
 import type { Doc, Filter, Update } from '../port.ts';
 import { isPlainObject } from './filter.ts';
@@ -120,6 +121,13 @@ export function fastMatcher(filter: Filter): FastTest | undefined {
 
 const UPDATE_OPS = new Set(['$set', '$inc', '$unset', '$push', '$pull']);
 
+/** `{$in: [scalars]}` (a `$pull` of any of several values). */
+function scalarsIn(operand: unknown): boolean {
+  if (!isPlainObject(operand)) return false;
+  const keys = Object.keys(operand);
+  return keys.length === 1 && keys[0] === '$in' && Array.isArray(operand.$in) && operand.$in.every(isScalar);
+}
+
 /**
  * Applies a covered update to `doc` in place and says whether it changed it; undefined (with `doc`
  * untouched) when the update or this document is not covered, for mingo to apply instead.
@@ -145,7 +153,7 @@ export function fastUpdate(doc: Doc, update: Update): boolean | undefined {
           break;
         case '$push':
         case '$pull':
-          if (!isScalar(operand)) return undefined;
+          if (!isScalar(operand) && !(op === '$pull' && scalarsIn(operand))) return undefined;
           if (current !== undefined && !Array.isArray(current)) return undefined;
           // An element that is an array or a document may match a scalar in MongoDB's $pull.
           if (op === '$pull' && Array.isArray(current) && !current.every((el) => el === null || isScalar(el))) return undefined;
@@ -187,7 +195,9 @@ export function fastUpdate(doc: Doc, update: Update): boolean | undefined {
         break;
       case '$pull':
         if (present) {
-          const kept = (current as unknown[]).filter((el) => el !== operand);
+          const out = isScalar(operand) ? [operand] : (operand as { $in: Scalar[] }).$in;
+          const drop = out.length > 8 ? new Set<unknown>(out) : undefined;
+          const kept = (current as unknown[]).filter((el) => (drop ? !drop.has(el) : !out.includes(el as Scalar)));
           if (kept.length !== (current as unknown[]).length) {
             doc[field] = kept;
             changed = true;

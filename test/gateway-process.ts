@@ -1,0 +1,67 @@
+// The gateway as a real child process with its own data directory, started as `npm start` starts it
+// (the esbuild bundle, built by buildBundle once per test file) or from the sources. Used by the
+// tests that kill it.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../', import.meta.url));
+export const BUNDLE = join(ROOT, 'dist', 'server.js');
+
+/** Builds the bundle as `npm start` does (`npm run build`). */
+export function buildBundle(): void {
+  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  assert.equal(build.status, 0, 'npm run build failed');
+}
+
+export interface Launched {
+  child: ChildProcess;
+  url: string;
+  startMs: number;
+  /** Every JSON log line the process wrote so far (and on). */
+  logs: Record<string, unknown>[];
+}
+
+/**
+ * Starts the gateway on `dataDir`: the bundle (built first), `npm start` itself with `npmStart`, or
+ * straight from the sources through tsx with `fromSource` (no bundle, so no race with a test file
+ * rebuilding it concurrently).
+ */
+export async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv; npmStart?: boolean; fromSource?: boolean } = {}): Promise<Launched> {
+  const [command, args] = opts.npmStart
+    ? ['npm', ['start', '--silent']]
+    : [process.execPath, opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src', 'server.ts')] : ['--enable-source-maps', BUNDLE]];
+  const child = spawn(command, args, {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: opts.npmStart === true, // its own process group, so a test can kill whatever npm started
+  });
+  const logs: Record<string, unknown>[] = [];
+  const lines = createInterface({ input: child.stdout! });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('gateway did not start in 30 s')), 30_000);
+    child.once('exit', (code) => reject(new Error(`gateway exited early with ${code}`)));
+    lines.on('line', (line) => {
+      let rec: Record<string, unknown>;
+      try {
+        rec = JSON.parse(line);
+      } catch {
+        return; // not JSON
+      }
+      logs.push(rec);
+      if (rec.msg === 'gateway started') {
+        clearTimeout(timer);
+        resolve({ child, url: rec.url as string, startMs: rec.start_ms as number, logs });
+      }
+    });
+  });
+}
+
+export const exited = (child: ChildProcess) =>
+  new Promise<{ code: number | null; signal: string | null }>((r) => {
+    if (child.exitCode !== null || child.signalCode !== null) r({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => r({ code, signal }));
+  });
