@@ -24,7 +24,7 @@ describe('speech-to-text providers in the registry', () => {
     const files = new UpstreamFiles();
     try {
       const providers = createProviders(http, { files });
-      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram']);
+      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram', 'local']);
       const has = (name: (typeof PROVIDER_NAMES)[number]) => {
         const p = providers.get(name)!;
         return [p.chat, p.embeddings, p.transcribe, p.transcriptionJobs].map(Boolean);
@@ -33,6 +33,7 @@ describe('speech-to-text providers in the registry', () => {
       assert.deepEqual(has('anthropic'), [true, false, false, false]);
       assert.deepEqual(has('sarvam'), [false, false, true, true]);
       assert.deepEqual(has('deepgram'), [false, false, true, true]);
+      assert.deepEqual(has('local'), [false, false, true, false], 'the offline engine: sync transcription, jobs run inline');
     } finally {
       await files.close();
       await http.close();
