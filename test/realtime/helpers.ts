@@ -176,4 +176,4 @@ export async function closedSession(gw: TestGateway, sessionId: string, ms = 15_
 }
 
 /** µ¢ of `seconds` of audio at stt-local's 0.1 cent a minute. */
-export const localPrice = (seconds: number): number => Math.round((seconds * 0.1 * 1_000_000) / 60);
+export const localPrice = (seconds: number): number => Math.ceil((seconds * 0.1 * 1_000_000) / 60 - 1e-9);
