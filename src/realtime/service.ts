@@ -49,6 +49,8 @@ export interface RealtimeServiceDeps {
   /** A resident offline engine for one socket (stt-local). */
   startEngine(): Promise<UtteranceEngine>;
   settings: RealtimeSettings;
+  /** Open sessions and charged seconds (/metrics); none in tests that do not read them. */
+  metrics?: { sessions: { inc(): void; dec(): void }; chargedSeconds: { inc(n: number): void } };
   logger: Logger;
   now(): number;
 }
@@ -151,8 +153,9 @@ export class RealtimeService {
       log,
       now: this.deps.now,
       onFinished: (charged) => {
-        this.sessions.delete(session);
+        if (this.sessions.delete(session)) this.deps.metrics?.sessions.dec();
         this.finished.delete(session);
+        if (charged) this.deps.metrics?.chargedSeconds.inc(charged);
         releaseSlot();
         log.info({ charged_seconds: charged, audio_ms: Math.round(session.audioMs) }, 'realtime session finished');
         done();
@@ -181,6 +184,7 @@ export class RealtimeService {
       throw err;
     }
     this.sessions.add(session);
+    this.deps.metrics?.sessions.inc();
     this.finished.set(session, finished);
     session.start();
     log.info({ model: params.model, encoding: params.encoding, sample_rate: params.sampleRate, recognition: recogniser.mode }, 'realtime session opened');

@@ -31,7 +31,7 @@ import { intentSessionKind } from '../intent/session.ts';
 import { PackRegistry, readPackFile } from '../intent/packs.ts';
 import type { Webhooks, WebhookService } from '../webhooks/index.ts';
 import { realtimeSessionKind } from '../realtime/kind.ts';
-import { RealtimeService } from '../realtime/service.ts';
+import { RealtimeService, type RealtimeServiceDeps } from '../realtime/service.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../speech/vad.ts';
 import { loadResamplers, type Resamplers } from '../speech/resample.ts';
 import { startPocketsphinxEngine } from '../speech/pocketsphinx.ts';
@@ -90,8 +90,9 @@ export async function createServices(deps: {
   routerLogger?: RouterLogger;
   /** Intent turn counters (src/http/metrics.ts); none in tests that do not read them. */
   intentMetrics?: IntentMetrics;
-  /** The realtime sessions' log. */
+  /** The realtime sessions' log and counters. */
   logger: Logger;
+  realtimeMetrics?: RealtimeServiceDeps['metrics'];
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -174,6 +175,7 @@ export async function createServices(deps: {
       holdTtlMs: rt.tickMaxAgeMs * 2 + 60_000,
     },
     logger: deps.logger,
+    ...(deps.realtimeMetrics ? { metrics: deps.realtimeMetrics } : {}),
     now,
   });
   return {
