@@ -51,23 +51,26 @@ function fromSegments(segments: readonly Pick<TranscriptSegment, 'start' | 'end'
 }
 
 /**
- * stt-local streaming. `engine` starts in the background (its model loads in ~0.5 s); audio and
- * decodes wait for it in order. A failed start fails every later call.
+ * stt-local streaming. The engine starts with the first audio (an idle socket costs no process;
+ * its model loads in ~0.5 s meanwhile); audio and decodes wait for it in order. A failed start fails
+ * every later call.
  */
-export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; engine: Promise<UtteranceEngine>; resamplers: Resamplers }): SessionRecogniser {
+export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; startEngine: () => Promise<UtteranceEngine>; resamplers: Resamplers }): SessionRecogniser {
   const resampler: Resampler | null = opts.rate === 16000 ? null : opts.resamplers.create({ from: opts.rate, to: 16000, quality: 5 });
   let engine: UtteranceEngine | null = null;
   let failed: unknown = null;
   let closed = false;
-  let chain: Promise<unknown> = opts.engine.then(
-    (e) => {
-      engine = e;
-      if (closed) e.abort();
-    },
-    (err: unknown) => {
-      failed = err;
-    },
-  );
+  let chain: Promise<unknown> | null = null;
+  const started = (): Promise<unknown> =>
+    (chain ??= opts.startEngine().then(
+      (e) => {
+        engine = e;
+        if (closed) e.abort();
+      },
+      (err: unknown) => {
+        failed = err;
+      },
+    ));
   let frames16k = 0; // 10 ms frames handed to the engine (a partial one not counted)
   let samples16k = 0;
   return {
@@ -79,14 +82,14 @@ export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; engine: Pro
       frames16k = Math.floor(samples16k / 160);
       const bytes = bytesOf(pcm.slice());
       // One append at a time (the engine's file write pushes back); decodes queue behind them.
-      chain = chain.then(() => (engine && !failed ? engine.append(bytes).catch((err: unknown) => void (failed ??= err)) : undefined));
+      chain = started().then(() => (engine && !failed ? engine.append(bytes).catch((err: unknown) => void (failed ??= err)) : undefined));
     },
     recognise(u, signal) {
       const start = Math.floor(u.startMs / 10);
       const end = Math.min(Math.ceil(u.endMs / 10), frames16k);
       let answer: Promise<TranscriptSegment[]> = Promise.reject(new Error('the offline engine is closed'));
       answer.catch(() => {});
-      const asked = chain.then(() => {
+      const asked = started().then(() => {
         if (failed) answer = Promise.reject(failed);
         else if (engine) answer = engine.decode(start, end); // asked now; answered later, audio keeps flowing
         answer.catch(() => {});

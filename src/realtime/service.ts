@@ -195,7 +195,7 @@ export class RealtimeService {
     const routes = this.deps.resolveRoutes(model);
     const first = routes.find((r) => !r.problem);
     if (first?.provider === 'local') {
-      return streamingLocalRecogniser({ rate: params.sampleRate, engine: this.deps.startEngine(), resamplers: await this.deps.resamplers() });
+      return streamingLocalRecogniser({ rate: params.sampleRate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
     }
     return utteranceRecogniser({
       rate: params.sampleRate,

@@ -24,7 +24,7 @@ describe('speech-to-text providers in the registry', () => {
     const files = new UpstreamFiles();
     try {
       const providers = createProviders(http, { files });
-      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram']);
+      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram', 'local']);
       const has = (name: (typeof PROVIDER_NAMES)[number]) => {
         const p = providers.get(name)!;
         return [p.chat, p.embeddings, p.transcribe, p.transcriptionJobs].map(Boolean);
