@@ -41,7 +41,7 @@ export interface RealtimeSessionInput {
 
 export type Opaque = Record<string, unknown>;
 
-export type EndReason = 'client_closed' | 'client_vanished' | 'shutdown' | 'idle' | 'limit' | 'upstream_failed' | 'insufficient_credit' | 'orphaned' | 'error';
+export type EndReason = 'client_closed' | 'client_vanished' | 'shutdown' | 'idle' | 'limit' | 'unauthorized' | 'upstream_failed' | 'insufficient_credit' | 'orphaned' | 'error';
 
 export interface SessionError {
   code: string;

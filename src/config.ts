@@ -206,6 +206,8 @@ export const ConfigSchema = Type.Object(
         maxPendingUtterances: Int(1, 1000),
         /** One utterance's recognition; past it the session ends with an error frame. */
         utteranceTimeoutMs: Int(1000, 600_000),
+        /** How often an open socket's key is authenticated again (a revoked key ends the session). */
+        reauthIntervalMs: Int(1000, 3_600_000),
         /** How long shutdown waits for open sessions to bill. */
         closeTimeoutMs: Int(100, 120_000),
         /** Finished sessions' actors are deleted after this many days. */

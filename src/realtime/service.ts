@@ -58,7 +58,8 @@ export interface RealtimeServiceDeps {
 /** A socket admitted before its upgrade: accept it once upgraded, or cancel (nothing is charged). */
 export interface Opening {
   readonly params: SessionParams;
-  accept(sink: SessionSink): Promise<RealtimeSession>;
+  /** `recheck` re-authenticates the socket's key (throws ApiError when it no longer may). */
+  accept(sink: SessionSink, recheck: () => Promise<void>): Promise<RealtimeSession>;
   cancel(): void;
 }
 
@@ -122,11 +123,11 @@ export class RealtimeService {
         releaseSlot();
         void call.release('client_closed', { seconds: 0 }).catch((err: unknown) => this.deps.logger.warn({ err }, 'realtime hold not released'));
       },
-      accept: async (sink) => {
+      accept: async (sink, recheck) => {
         if (settled) throw new Error('opening already used');
         settled = true;
         try {
-          return await this.start(params, call, sink, releaseSlot);
+          return await this.start(params, call, sink, recheck, releaseSlot);
         } catch (err) {
           releaseSlot();
           await call.release('error', { seconds: 0 }).catch(() => undefined);
@@ -136,7 +137,7 @@ export class RealtimeService {
     };
   }
 
-  private async start(params: SessionParams, call: MeteredCall, sink: SessionSink, releaseSlot: () => void): Promise<RealtimeSession> {
+  private async start(params: SessionParams, call: MeteredCall, sink: SessionSink, recheck: () => Promise<void>, releaseSlot: () => void): Promise<RealtimeSession> {
     const { settings, runtime, kind } = this.deps;
     const log = this.deps.logger.child({ session_id: params.sessionId, request_id: params.requestId });
     const recogniser = await this.recogniserFor(call.model, params);
@@ -150,6 +151,7 @@ export class RealtimeService {
       recogniser,
       actor: runtime.ref(kind, params.sessionId),
       sink,
+      recheck,
       log,
       now: this.deps.now,
       onFinished: (charged) => {

@@ -69,6 +69,8 @@ export interface SessionLimits {
   maxUtteranceMs: number;
   maxPendingUtterances: number;
   utteranceTimeoutMs: number;
+  /** How often the key is authenticated again while the socket is open. */
+  reauthIntervalMs: number;
 }
 
 export interface SessionDeps {
@@ -79,6 +81,8 @@ export interface SessionDeps {
   /** The session's actor (the runtime's `ref(kind, id)`). */
   actor: { send(event: RealtimeSessionEvent, opts: { wait: 'applied' | 'durable' }): Promise<unknown> };
   sink: SessionSink;
+  /** Authenticates the socket's key again; throws ApiError when it no longer may (revoked, expired). */
+  recheck(): Promise<void>;
   log: Logger;
   now(): number;
   /** Called once when the session is over (closed and billed, or given up). */
@@ -109,6 +113,8 @@ export class RealtimeSession implements SessionResources {
   private readonly abort = new AbortController();
   private progressTimer: NodeJS.Timeout | null = null;
   private lastProgressMs = -1;
+  private lastAuthAt: number;
+  private authChecking = false;
   private lastAudioAt: number;
   private ended = false;
   private finished = false;
@@ -118,6 +124,7 @@ export class RealtimeSession implements SessionResources {
     this.decoder = createDecoder(deps.params.encoding);
     this.buffer = new AudioBuffer(Math.ceil(((deps.limits.maxUtteranceMs + DEFAULT_TURN_DETECTION.prefix_padding_ms + KEEP_EXTRA_MS + 5_000) * this.rate) / 1000));
     this.lastAudioAt = deps.now();
+    this.lastAuthAt = deps.now();
     this.vad = this.newDetector(this.turn);
   }
 
@@ -265,9 +272,24 @@ export class RealtimeSession implements SessionResources {
       this.lastProgressMs = audioMs;
       this.toActor({ type: 'audio.progress', audioMs, now: this.deps.now() });
     }
+    if (!this.authChecking && this.deps.now() - this.lastAuthAt >= this.deps.limits.reauthIntervalMs) this.reauthenticate();
     if (this.deps.now() - this.lastAudioAt >= this.deps.limits.idleTimeoutMs) {
       this.end('idle', { code: 'request_timeout', message: `No audio for ${Math.round(this.deps.limits.idleTimeoutMs / 1000)} s; the session is closed.` });
     }
+  }
+
+  /** The key, again: revoked or expired ends the session (error frame with the key's code, close 1008). */
+  private reauthenticate(): void {
+    this.authChecking = true;
+    this.lastAuthAt = this.deps.now();
+    this.deps.recheck().then(
+      () => (this.authChecking = false),
+      (err: unknown) => {
+        this.authChecking = false;
+        if (!(err instanceof ApiError)) return this.deps.log.warn({ err }, 'realtime key check failed; retried at the next interval');
+        this.end('unauthorized', { code: err.code, message: err.message });
+      },
+    );
   }
 
   private toActor(event: RealtimeSessionEvent): void {

@@ -55,6 +55,7 @@ const CLOSE_CODES: Record<EndReason, number> = {
   idle: 1000,
   shutdown: 1001,
   limit: 1008,
+  unauthorized: 1008,
   insufficient_credit: 1008,
   upstream_failed: 1011,
   error: 1011,
@@ -84,7 +85,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     };
     socket.on('error', () => {}); // a peer gone meanwhile is not our failure
     admit(req, requestId).then(
-      (opening) => {
+      ({ opening, recheck }) => {
         if (socket.destroyed) return opening.cancel();
         let upgraded = false;
         socket.once('close', () => {
@@ -93,7 +94,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
         wss.handleUpgrade(req, socket, head, (ws) => {
           upgraded = true;
           access.info({ request_id: requestId, req, status: 101, session_id: opening.params.sessionId }, 'realtime upgrade');
-          serve(ws, opening, requestId);
+          serve(ws, opening, requestId, recheck);
         });
       },
       (err: unknown) => refuse(err instanceof ApiError ? err : internal(err, requestId)),
@@ -114,10 +115,13 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     const authorization = req.headers.authorization ?? (key ? `Bearer ${key}` : undefined);
     const principal: ApiKeyPrincipal = await deps.keys.authenticate(authorization, 'audio');
     await deps.billing.admit(principal);
-    return deps.realtime.admit(principal, query, requestId);
+    const opening = await deps.realtime.admit(principal, query, requestId);
+    // The key is checked again while the socket is open (a revoked or expired key ends it); the
+    // credential stays in this closure, in memory only.
+    return { opening, recheck: async () => void (await deps.keys.authenticate(authorization, 'audio')) };
   }
 
-  function serve(ws: WebSocket, opening: Awaited<ReturnType<RealtimeService['admit']>>, requestId: string) {
+  function serve(ws: WebSocket, opening: Awaited<ReturnType<RealtimeService['admit']>>, requestId: string, recheck: () => Promise<void>) {
     const { limits } = deps;
     const { params } = opening;
     const log = access.child({ request_id: requestId, session_id: params.sessionId });
@@ -221,7 +225,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
       }
     };
 
-    opening.accept(sink).then(
+    opening.accept(sink, recheck).then(
       (s) => {
         session = s;
         if (ws.readyState !== ws.OPEN) {

@@ -22,7 +22,7 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
 
   before(async () => {
     upstream = await startOpenAIUpstream({ apiKey: 'up-key' });
-    f = await fundedGateway({ realtime: { maxSocketsPerKey: 2, maxPayloadBytes: 65536, utteranceTimeoutMs: 2000 } });
+    f = await fundedGateway({ realtime: { maxSocketsPerKey: 2, maxPayloadBytes: 65536, utteranceTimeoutMs: 2000, reauthIntervalMs: 1000 } });
     const route = { provider: 'openai', base_url: `${upstream.url}/v1`, api_key: 'up-key', upstream_model: 'whisper-1' };
     await put('stt-cloud', model([route]));
     await put('stt-failover', model([{ ...route, base_url: 'http://127.0.0.1:9/v1' }, route]));
@@ -128,6 +128,21 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     assert.equal(view.context.chargedSeconds, 4);
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(before - (await f.balance()), localPrice(4));
+  });
+
+  it('after the upgrade, a key revoked mid-session ends it: error frame invalid_api_key, close 1008, the audio billed', async () => {
+    const key = await createKey(f.gw.url, f.session, { name: 'revoked-later' });
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: key.api_key });
+    const id = (await c.next('transcription_session.created')).session.id;
+    c.ws.send(encode(speech16k(0.2, 0), 'pcm_s16le').subarray(0, 32_000)); // 1 s
+    assert.equal((await call(f.gw.url, 'DELETE', `/portal/keys/${key.id}`, { token: f.session })).status, 200);
+    const err = await c.next('error', 5000);
+    assert.equal(err.error.code, 'invalid_api_key');
+    await c.next('transcription_session.done');
+    assert.equal(await c.closed, 1008);
+    const view = await closedSession(f.gw, id);
+    assert.equal(view.context.ending.reason, 'unauthorized');
+    assert.equal(view.context.chargedSeconds, 1);
   });
 
   it('a wallet that runs dry mid-session ends it: insufficient_credit error frame, close 1008, the covered ticks charged', async () => {
