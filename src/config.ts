@@ -177,6 +177,46 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    realtime: Type.Object(
+      {
+        /** Open realtime sockets per API key on one instance; past it the upgrade is refused 429. */
+        maxSocketsPerKey: Int(1, 100_000),
+        /** Largest WebSocket frame (1 s of 16 kHz linear32 is 64 KB); a larger one closes the socket (1009). */
+        maxPayloadBytes: Int(1024, 16 << 20),
+        /** No audio for this long ends the session. */
+        idleTimeoutMs: Int(1000, 3_600_000),
+        /** Ping interval; a socket that did not answer the last ping by the next one is cut. */
+        pingIntervalMs: Int(1000, 600_000),
+        /** Our frames a client may leave unread before it is cut. */
+        maxBufferedBytes: Int(16_384, 64 << 20),
+        /** Audio faster than real time is taken up to this factor, after `burstSeconds` ahead. */
+        rateFactor: Type.Number({ minimum: 1, maximum: 100 }),
+        burstSeconds: Int(0, 600),
+        /** Malformed frames a session answers with `error` frames before it is closed (1008). */
+        maxBadFrames: Int(1, 1_000_000),
+        /** Seconds of audio one tick's hold covers; each tick is settled and the next held. */
+        tickSeconds: Int(1, 3600),
+        /** A tick's hold is settled and renewed at this age even when its audio is not in. */
+        tickMaxAgeMs: Int(1000, 3_600_000),
+        /** Audio-received checkpoints sent to the session's actor (ms). */
+        progressMs: Int(100, 60_000),
+        /** The actor's checkpoint interval (ms): with progressMs, what a kill -9 can leave unbilled. */
+        checkpointMs: Int(100, 60_000),
+        /** An utterance is committed at this length even while speech goes on. */
+        maxUtteranceSeconds: Int(1, 120),
+        /** Committed utterances waiting for the recogniser; past it the session ends (model_unavailable). */
+        maxPendingUtterances: Int(1, 1000),
+        /** One utterance's recognition; past it the session ends with an error frame. */
+        utteranceTimeoutMs: Int(1000, 600_000),
+        /** How often an open socket's key is authenticated again (a revoked key ends the session). */
+        reauthIntervalMs: Int(1000, 3_600_000),
+        /** How long shutdown waits for open sessions to bill. */
+        closeTimeoutMs: Int(100, 120_000),
+        /** Finished sessions' actors are deleted after this many days. */
+        retentionDays: Int(1, 3650),
+      },
+      { additionalProperties: false },
+    ),
     intent: Type.Object(
       {
         /** An intent session forgets its context after this long without a turn. */

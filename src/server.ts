@@ -19,6 +19,7 @@ import { intentSessionKind } from './intent/session.ts';
 import type { EventSink } from './services/events.ts';
 import { Webhooks } from './webhooks/index.ts';
 import { buildApp, type App, type Lifecycle } from './http/app.ts';
+import { attachRealtimeEdge } from './ws/realtime.ts';
 import { createMetrics } from './http/metrics.ts';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.ts';
 import type { Store } from './store/port.ts';
@@ -98,9 +99,18 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
   const extra = opts.events;
   const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
-  const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, ...(opts.now ? { now: opts.now } : {}) });
+  const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), logger: logger.child({ component: 'realtime' }), realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds }, intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, ...(opts.now ? { now: opts.now } : {}) });
   for (const kind of services.kinds) runtime.register(kind);
   const app = await buildApp({ config, logger, metrics, services, lifecycle });
+  // WS /v1/audio/transcriptions/stream: on the same server, authenticated before the upgrade.
+  const realtimeEdge = attachRealtimeEdge(app.server, {
+    keys: services.keys,
+    billing: services.billing,
+    realtime: services.realtime,
+    limits: config.realtime,
+    closing: () => lifecycle.closing,
+    logger,
+  });
 
   await runtime.start();
   lifecycle.actorsRestored = true;
@@ -129,7 +139,9 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const close = () =>
     (closed ??= (async () => {
       lifecycle.closing = true;
-      await app.close(); // stops accepting; waits for in-flight requests (sockets close here)
+      realtimeEdge.close(); // no new sockets
+      await services.realtime.close(); // open sockets get transcription_session.done and close 1001; their actors bill
+      await app.close(); // stops accepting; waits for in-flight requests
       await metricsServer?.close();
       await webhooks.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
       await runtime.stop(); // drains mailboxes, writes what is unsaved (charges made while finalizing included), releases leases

@@ -20,6 +20,9 @@ export interface HttpMetrics {
   webhookDisabled: Counter<string>;
   /** Intent turns answered, by model, classification and the stage that decided. */
   intentTurns: Counter<'model' | 'classification' | 'classifier_used'>;
+  /** Realtime transcription sockets open on this instance, and the audio seconds their sessions were charged. */
+  realtimeSessions: Gauge<string>;
+  realtimeChargedSeconds: Counter<string>;
   /** Time of the classification cascade of a turn (without the session and billing), by the stage that decided. */
   intentCascade: Histogram<'classifier_used'>;
 }
@@ -49,6 +52,16 @@ export function createMetrics(): HttpMetrics {
   const connections = new Gauge({
     name: 'gateway_http_connections',
     help: 'Open HTTP connections (admitted by the connection caps).',
+    registers: [registry],
+  });
+  const realtimeSessions = new Gauge({
+    name: 'gateway_realtime_sessions',
+    help: 'Open realtime transcription sessions (WS /v1/audio/transcriptions/stream) on this instance.',
+    registers: [registry],
+  });
+  const realtimeChargedSeconds = new Counter({
+    name: 'gateway_realtime_charged_seconds_total',
+    help: 'Audio seconds charged for realtime sessions closed on this instance.',
     registers: [registry],
   });
   const connectionsRefused = new Counter({
@@ -87,5 +100,5 @@ export function createMetrics(): HttpMetrics {
     buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1, 5],
     registers: [registry],
   });
-  return { registry, requests, duration, clientErrors, connections, connectionsRefused, webhookDeliveries, webhookDropped, webhookDisabled, intentTurns, intentCascade };
+  return { registry, requests, duration, clientErrors, connections, connectionsRefused, webhookDeliveries, webhookDropped, webhookDisabled, intentTurns, intentCascade, realtimeSessions, realtimeChargedSeconds };
 }

@@ -30,6 +30,12 @@ import { IntentService, type IntentMetrics } from '../intent/service.ts';
 import { intentSessionKind } from '../intent/session.ts';
 import { PackRegistry, readPackFile } from '../intent/packs.ts';
 import type { Webhooks, WebhookService } from '../webhooks/index.ts';
+import { realtimeSessionKind } from '../realtime/kind.ts';
+import { RealtimeService, type RealtimeServiceDeps } from '../realtime/service.ts';
+import { loadVoiceDetectors, type VoiceDetectors } from '../speech/vad.ts';
+import { loadResamplers, type Resamplers } from '../speech/resample.ts';
+import { startPocketsphinxEngine } from '../speech/pocketsphinx.ts';
+import type { Logger } from 'pino';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
 export interface ActorDirectory {
@@ -66,6 +72,8 @@ export interface Services {
   intent: IntentService;
   intentPacks: PackRegistry;
   webhooks: WebhookService;
+  /** WS /v1/audio/transcriptions/stream (src/realtime/); its actor kind is in `kinds`. */
+  realtime: RealtimeService;
 }
 
 export async function createServices(deps: {
@@ -84,6 +92,9 @@ export async function createServices(deps: {
   intentMetrics?: IntentMetrics;
   /** This process's name (src/server.ts), for billing's instance lease. */
   instanceId?: string;
+  /** The realtime sessions' log and counters. */
+  logger: Logger;
+  realtimeMetrics?: RealtimeServiceDeps['metrics'];
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -141,8 +152,38 @@ export async function createServices(deps: {
     blobs: deps.blobs, meter, runtime: deps.actors, kind: jobKind, resolveRoutes: gatewayDeps.resolveRoutes, now, holdTtlMs: tx.maxJobHours * 3_600_000,
     providers, callbackToken,
   });
+  const rt = deps.config.realtime;
+  const realtimeKind = realtimeSessionKind({
+    billing,
+    now,
+    checkpointMs: rt.checkpointMs,
+    holdTtlMs: rt.tickMaxAgeMs * 2 + 60_000,
+    retainMs: rt.retentionDays * 86_400_000,
+  });
+  // The speech WASM modules, loaded once on first use and shared by every socket.
+  let detectors: Promise<VoiceDetectors> | null = null;
+  let resamplers: Promise<Resamplers> | null = null;
+  const realtime = new RealtimeService({
+    meter,
+    runtime: deps.actors,
+    kind: realtimeKind,
+    router,
+    resolveRoutes: gatewayDeps.resolveRoutes,
+    detectors: () => (detectors ??= loadVoiceDetectors()),
+    resamplers: () => (resamplers ??= loadResamplers()),
+    startEngine: () => startPocketsphinxEngine({}),
+    settings: {
+      ...rt,
+      maxUtteranceMs: rt.maxUtteranceSeconds * 1000,
+      holdTtlMs: rt.tickMaxAgeMs * 2 + 60_000,
+    },
+    logger: deps.logger,
+    ...(deps.realtimeMetrics ? { metrics: deps.realtimeMetrics } : {}),
+    now,
+  });
   return {
-    kinds: [jobKind],
+    kinds: [jobKind, realtimeKind],
+    realtime,
     transcriptionJobs,
     store: deps.store, blobs: deps.blobs, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),

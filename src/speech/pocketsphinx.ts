@@ -31,7 +31,7 @@ import { PCM_BYTES_PER_SECOND, PCM_SAMPLE_RATE } from './ffmpeg.ts';
 import { samplesOf } from './pcm.ts';
 import { abortReason, spawnTool, type ToolRun } from './process.ts';
 import { joinSegmentTexts, type Transcript, type TranscriptSegment, type TranscriptWord } from './transcript.ts';
-import type { VoiceDetectors } from './vad.ts';
+import type { VadEvent, VoiceDetectors } from './vad.ts';
 
 export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 /** pocketsphinx's frame: 10 ms, 160 samples at 16 kHz. */
@@ -172,8 +172,32 @@ async function connect(fifo: string, run: ToolRun, timeoutMs: number, signal?: A
   }
 }
 
-/** Starts a recogniser; resolves once the engine has loaded its model and waits for utterances. */
-export async function startPocketsphinx(options: PocketsphinxOptions): Promise<Recogniser> {
+/**
+ * The engine alone: 16 kHz PCM appended as it comes, utterances decoded when the caller says where
+ * they are (frames of 10 ms from the start of the audio). The realtime socket drives it with its
+ * own voice detector (server VAD with the client's settings) or the client's commits; the
+ * recogniser below drives it with a VAD of its own.
+ */
+export interface UtteranceEngine {
+  /** Appends PCM (whole samples; an odd byte is kept for the next call). Resolves when taken (backpressure). */
+  append(pcm: Uint8Array): Promise<void>;
+  /** Frames of audio appended so far. */
+  readonly frames: number;
+  /**
+   * Decodes frames [startFrame, endFrame) as one utterance, once they are appended; resolves with
+   * its segments (times in seconds from the start of the audio), in the order decodes were asked.
+   */
+  decode(startFrame: number, endFrame: number): Promise<TranscriptSegment[]>;
+  /** No more utterances: resolves once the engine has decoded what it was given and exited. */
+  end(): Promise<void>;
+  /** Stops the engine; pending decodes reject. */
+  abort(): void;
+}
+
+export type EngineOptions = Omit<PocketsphinxOptions, 'detectors' | 'onSegment' | 'maxUtteranceSeconds'>;
+
+/** Starts the engine; resolves once it has loaded its model and waits for utterances. */
+export async function startPocketsphinxEngine(options: EngineOptions): Promise<UtteranceEngine> {
   const modelDir = options.modelDir ?? DEFAULT_MODEL_DIR;
   const dir = await mkdtemp(join(options.tmpDir ?? tmpdir(), 'pocketsphinx-'));
   const ctl = join(dir, 'utterances.ctl');
@@ -207,17 +231,17 @@ export async function startPocketsphinx(options: PocketsphinxOptions): Promise<R
     closeSync(hypWriteFd); // the child holds its own copy; the read end sees EOF when it exits
   }
   const output = new Socket({ fd: hypReadFd, readable: true, writable: false });
-  const offsets = new Map<string, number>(); // utterance id → its start, in seconds
-  const segments: TranscriptSegment[] = [];
+  // Decodes asked for and not answered yet, in order: the engine answers each utterance with one
+  // line (words, or just its id and scores when it heard none).
+  const pending = new Map<string, { offset: number; resolve: (s: TranscriptSegment[]) => void; reject: (err: unknown) => void }>();
   const lines = createInterface({ input: output, crlfDelay: Infinity });
   lines.on('line', (line) => {
     const id = line.trim().split(/\s+/)[0] ?? '';
-    const parsed = parseHypseg(line, offsets.get(id) ?? 0);
-    if (!parsed) return;
-    for (const segment of utteranceSegments(parsed.words, options.pauseSeconds)) {
-      segments.push(segment);
-      options.onSegment?.(segment);
-    }
+    const waiter = pending.get(id);
+    if (!waiter) return;
+    pending.delete(id);
+    const parsed = parseHypseg(line, waiter.offset);
+    waiter.resolve(parsed ? utteranceSegments(parsed.words, options.pauseSeconds) : []);
   });
   const outputDone = once(lines, 'close');
 
@@ -242,47 +266,30 @@ export async function startPocketsphinx(options: PocketsphinxOptions): Promise<R
     throw err;
   }
   control.on('error', () => {}); // EPIPE when the engine dies: its exit says why
-  const vad = options.detectors.create({ sampleRate: PCM_SAMPLE_RATE, prefix_padding_ms: 300, silence_duration_ms: 500 });
-  void run.exited.then(() => {
+  void run.exited.then(async () => {
     audio.destroy();
-    vad.destroy(); // write() and end() check the process first, so nothing uses it after this
+    await outputDone.catch(() => undefined);
+    if (pending.size > 0) {
+      const err = await failure();
+      for (const w of pending.values()) w.reject(err);
+      pending.clear();
+    }
     return cleanup();
   });
-  const maxFrames = Math.round((options.maxUtteranceSeconds ?? 30) / FRAME_SECONDS);
   let bytes = 0;
   let odd: Uint8Array | null = null;
-  let utteranceStart: number | null = null; // frames
   let utterances = 0;
   let written: Promise<void> = Promise.resolve(); // the last audio write, done
-
-  const decodeUtterance = async (startFrame: number, endFrame: number): Promise<void> => {
-    if (endFrame <= startFrame) return;
-    const id = `u${utterances++}`;
-    offsets.set(id, startFrame * FRAME_SECONDS);
-    await written; // the engine reads the frames from the file: they must be there before it is told
-    if (!control!.write(`audio ${startFrame} ${endFrame} ${id}\n`)) await once(control!, 'drain');
-  };
-
-  const takeEvents = async (events: ReturnType<typeof vad.push>, frameNow: number): Promise<void> => {
-    for (const event of events) {
-      if (event.type === 'speech_started') utteranceStart = Math.floor(event.audio_start_ms / 10);
-      else if (utteranceStart !== null) {
-        await decodeUtterance(utteranceStart, Math.min(Math.ceil(event.audio_end_ms / 10), frameNow));
-        utteranceStart = null;
-      }
-    }
-    if (utteranceStart !== null && frameNow - utteranceStart >= maxFrames) {
-      await decodeUtterance(utteranceStart, frameNow);
-      utteranceStart = frameNow; // speech goes on: the next utterance starts here
-    }
-  };
 
   const check = async (): Promise<void> => {
     if (control!.destroyed || run.child.exitCode !== null || run.child.signalCode !== null) throw await failure();
   };
 
   return {
-    async write(pcm) {
+    get frames() {
+      return Math.floor(bytes / 2 / SAMPLES_PER_FRAME);
+    },
+    async append(pcm) {
       if (pcm.length === 0) return;
       await check();
       let data = odd ? Buffer.concat([odd, pcm]) : Buffer.from(pcm.buffer, pcm.byteOffset, pcm.length);
@@ -297,21 +304,102 @@ export async function startPocketsphinx(options: PocketsphinxOptions): Promise<R
       written = new Promise<void>((resolve, reject) => { full = !audio.write(data, (err) => (err ? reject(err) : resolve())); });
       written.catch(() => {}); // awaited where it matters; an unawaited failure must not crash
       if (full) await Promise.race([once(audio, 'drain'), run.exited.then(async () => Promise.reject(await failure()))]);
-      await takeEvents(vad.push(samplesOf(data)), Math.floor(bytes / 2 / SAMPLES_PER_FRAME));
+    },
+    async decode(startFrame, endFrame) {
+      if (endFrame <= startFrame) return [];
+      await check();
+      const id = `u${utterances++}`;
+      const answer = new Promise<TranscriptSegment[]>((resolve, reject) => pending.set(id, { offset: startFrame * FRAME_SECONDS, resolve, reject }));
+      await written; // the engine reads the frames from the file: they must be there before it is told
+      if (!control!.write(`audio ${startFrame} ${endFrame} ${id}\n`)) await once(control!, 'drain');
+      return answer;
     },
     async end() {
       await check();
       if (odd) throw new RecogniserError('PCM ended mid-sample (odd byte count)');
-      const frames = Math.floor(bytes / 2 / SAMPLES_PER_FRAME);
-      await takeEvents(vad.flush(), frames);
       control!.end();
       const [exit] = await Promise.all([run.exited, outputDone]);
       if (exit.code !== 0) throw await failure();
-      return { text: joinSegmentTexts(segments), language: 'en', duration: round(bytes / PCM_BYTES_PER_SECOND), segments };
     },
     abort() {
       control!.destroy();
       run.kill();
+    },
+  };
+}
+
+/** Starts a recogniser; resolves once the engine has loaded its model and waits for utterances. */
+export async function startPocketsphinx(options: PocketsphinxOptions): Promise<Recogniser> {
+  const engine = await startPocketsphinxEngine(options);
+  const vad = options.detectors.create({ sampleRate: PCM_SAMPLE_RATE, prefix_padding_ms: 300, silence_duration_ms: 500 });
+  const maxFrames = Math.round((options.maxUtteranceSeconds ?? 30) / FRAME_SECONDS);
+  const segments: TranscriptSegment[] = [];
+  const decodes: Promise<void>[] = [];
+  let utteranceStart: number | null = null; // frames
+  let ended = false;
+  const release = () => {
+    if (ended) return;
+    ended = true;
+    vad.destroy();
+  };
+
+  // Utterances are answered in the order they were asked; each segment is reported as it comes.
+  let chain = Promise.resolve();
+  const decodeUtterance = async (startFrame: number, endFrame: number): Promise<void> => {
+    const answer = engine.decode(startFrame, endFrame);
+    answer.catch(() => {});
+    chain = chain.then(async () => {
+      for (const segment of await answer) {
+        segments.push(segment);
+        options.onSegment?.(segment);
+      }
+    });
+    chain.catch(() => {});
+    decodes.push(chain);
+  };
+
+  const takeEvents = async (events: VadEvent[], frameNow: number): Promise<void> => {
+    for (const event of events) {
+      if (event.type === 'speech_started') utteranceStart = Math.floor(event.audio_start_ms / 10);
+      else if (utteranceStart !== null) {
+        await decodeUtterance(utteranceStart, Math.min(Math.ceil(event.audio_end_ms / 10), frameNow));
+        utteranceStart = null;
+      }
+    }
+    if (utteranceStart !== null && frameNow - utteranceStart >= maxFrames) {
+      await decodeUtterance(utteranceStart, frameNow);
+      utteranceStart = frameNow; // speech goes on: the next utterance starts here
+    }
+  };
+
+  let bytes = 0;
+  let carry: Uint8Array | null = null; // the VAD takes whole samples: an odd byte waits for the next write
+  return {
+    async write(pcm) {
+      if (pcm.length === 0) return;
+      await engine.append(pcm);
+      bytes += pcm.length;
+      let data = carry ? Buffer.concat([carry, pcm]) : Buffer.from(pcm.buffer, pcm.byteOffset, pcm.length);
+      carry = null;
+      if (data.length % 2 === 1) {
+        carry = Uint8Array.from(data.subarray(data.length - 1));
+        data = data.subarray(0, data.length - 1);
+      }
+      if (data.length > 0) await takeEvents(vad.push(samplesOf(data)), engine.frames);
+    },
+    async end() {
+      try {
+        await takeEvents(vad.flush(), engine.frames);
+        await Promise.all(decodes);
+        await engine.end();
+        return { text: joinSegmentTexts(segments), language: 'en', duration: round(bytes / PCM_BYTES_PER_SECOND), segments };
+      } finally {
+        release();
+      }
+    },
+    abort() {
+      engine.abort();
+      release();
     },
   };
 }

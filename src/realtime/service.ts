@@ -1,0 +1,228 @@
+// The realtime transcription service: what the WebSocket edge calls. `open` runs before the upgrade
+// and does everything that can refuse with an HTTP status (the per-key socket cap, the model and its
+// `streaming` flag, the language, KYC, the first tick's hold, through the Meter); `accept` runs after
+// it: the socket's resources (decoder, VAD, recogniser) and its actor, spawned with them.
+// `close` ends every session at shutdown (sockets close, then actors finalize and bill).
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ActorRuntime } from '../actors/runtime.ts';
+import { ApiError } from '../errors.ts';
+import type { MeteredCall, Meter } from '../metering/meter.ts';
+import type { ModelDoc } from '../models/types.ts';
+import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
+import type { ResolvedRoute } from '../providers/types.ts';
+import type { ApiKeyPrincipal } from '../services/keys.ts';
+import { matchLanguage } from '../speech/languages.ts';
+import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
+import type { Resamplers } from '../speech/resample.ts';
+import type { VoiceDetectors } from '../speech/vad.ts';
+import type { Encoding } from './decoder.ts';
+import { REALTIME_KIND, tickEstimate, type RealtimeKind, type SessionSpec } from './kind.ts';
+import { streamingLocalRecogniser, utteranceRecogniser, type SessionRecogniser } from './recognisers.ts';
+import { RealtimeSession, type SessionLimits, type SessionParams, type SessionSink } from './session.ts';
+
+export interface RealtimeSettings extends SessionLimits {
+  maxSocketsPerKey: number;
+  tickSeconds: number;
+  tickMaxAgeMs: number;
+  holdTtlMs: number;
+  /** How long shutdown waits for sessions to bill. */
+  closeTimeoutMs: number;
+}
+
+export interface StreamQuery {
+  model: string;
+  language: string | null;
+  sampleRate: 8000 | 16000;
+  encoding: Encoding;
+  returnTimestamps: boolean;
+}
+
+export interface RealtimeServiceDeps {
+  meter: Meter;
+  runtime: ActorRuntime;
+  kind: RealtimeKind;
+  router: UpstreamRouter;
+  resolveRoutes(model: RoutedModel): ResolvedRoute[];
+  detectors(): Promise<VoiceDetectors>;
+  resamplers(): Promise<Resamplers>;
+  /** A resident offline engine for one socket (stt-local). */
+  startEngine(): Promise<UtteranceEngine>;
+  settings: RealtimeSettings;
+  /** Open sessions and charged seconds (/metrics); none in tests that do not read them. */
+  metrics?: { sessions: { inc(): void; dec(): void }; chargedSeconds: { inc(n: number): void } };
+  logger: Logger;
+  now(): number;
+}
+
+/** A socket admitted before its upgrade: accept it once upgraded, or cancel (nothing is charged). */
+export interface Opening {
+  readonly params: SessionParams;
+  /** `recheck` re-authenticates the socket's key (throws ApiError when it no longer may). */
+  accept(sink: SessionSink, recheck: () => Promise<void>): Promise<RealtimeSession>;
+  cancel(): void;
+}
+
+export class RealtimeService {
+  private readonly perKey = new Map<number, number>();
+  private readonly sessions = new Set<RealtimeSession>();
+  private readonly finished = new Map<RealtimeSession, Promise<void>>();
+
+  constructor(private readonly deps: RealtimeServiceDeps) {}
+
+  /** Open sessions on this instance (metrics). */
+  get open(): number {
+    return this.sessions.size;
+  }
+
+  async admit(principal: ApiKeyPrincipal, query: StreamQuery, requestId: string): Promise<Opening> {
+    const { settings } = this.deps;
+    const keyId = principal.keyId;
+    const mine = this.perKey.get(keyId) ?? 0;
+    if (mine >= settings.maxSocketsPerKey) {
+      throw new ApiError('rate_limit_exceeded', `This key has ${mine} realtime sockets open, its limit; close one first.`, { headers: { 'retry-after': '1' } });
+    }
+    this.perKey.set(keyId, mine + 1);
+    let released = false;
+    const releaseSlot = () => {
+      if (released) return;
+      released = true;
+      const n = (this.perKey.get(keyId) ?? 1) - 1;
+      if (n <= 0) this.perKey.delete(keyId);
+      else this.perKey.set(keyId, n);
+    };
+    let call: MeteredCall & { checked: string | null };
+    try {
+      call = await this.deps.meter.begin(principal, {
+        model: query.model,
+        type: 'stt',
+        requestId,
+        check: (model) => checkModel(model, query),
+        estimate: (model) => tickEstimate(model.pricing, settings.tickSeconds),
+        holdTtlMs: settings.holdTtlMs,
+      });
+    } catch (err) {
+      releaseSlot();
+      throw err;
+    }
+    const params: SessionParams = {
+      sessionId: `rts_${randomBytes(12).toString('base64url')}`,
+      requestId,
+      model: call.model._id,
+      language: call.checked,
+      sampleRate: query.sampleRate,
+      encoding: query.encoding,
+      returnTimestamps: query.returnTimestamps,
+    };
+    let settled = false;
+    return {
+      params,
+      cancel: () => {
+        if (settled) return;
+        settled = true;
+        releaseSlot();
+        void call.release('client_closed', { seconds: 0 }).catch((err: unknown) => this.deps.logger.warn({ err }, 'realtime hold not released'));
+      },
+      accept: async (sink, recheck) => {
+        if (settled) throw new Error('opening already used');
+        settled = true;
+        try {
+          return await this.start(params, call, sink, recheck, releaseSlot);
+        } catch (err) {
+          releaseSlot();
+          await call.release('error', { seconds: 0 }).catch(() => undefined);
+          throw err;
+        }
+      },
+    };
+  }
+
+  private async start(params: SessionParams, call: MeteredCall, sink: SessionSink, recheck: () => Promise<void>, releaseSlot: () => void): Promise<RealtimeSession> {
+    const { settings, runtime, kind } = this.deps;
+    const log = this.deps.logger.child({ session_id: params.sessionId, request_id: params.requestId });
+    const recogniser = await this.recogniserFor(call.model, params);
+    const detectors = await this.deps.detectors();
+    let done!: () => void;
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    const session: RealtimeSession = new RealtimeSession({
+      params,
+      limits: settings,
+      detectors,
+      recogniser,
+      actor: runtime.ref(kind, params.sessionId),
+      sink,
+      recheck,
+      log,
+      now: this.deps.now,
+      onFinished: (charged) => {
+        if (this.sessions.delete(session)) this.deps.metrics?.sessions.dec();
+        this.finished.delete(session);
+        if (charged) this.deps.metrics?.chargedSeconds.inc(charged);
+        releaseSlot();
+        log.info({ charged_seconds: charged, audio_ms: Math.round(session.audioMs) }, 'realtime session finished');
+        done();
+      },
+    });
+    const spec: SessionSpec = { payer: call.payer, pricing: call.model.pricing, startedAt: call.startedAt };
+    try {
+      await runtime.spawn(
+        REALTIME_KIND,
+        params.sessionId,
+        {
+          sessionId: params.sessionId,
+          account: call.payer.walletId,
+          model: params.model,
+          requestId: params.requestId,
+          createdAt: this.deps.now(),
+          tickSeconds: settings.tickSeconds,
+          tickMaxAgeMs: settings.tickMaxAgeMs,
+          hold: call.hold as unknown as Record<string, unknown>,
+          spec: spec as unknown as Record<string, unknown>,
+        },
+        { resources: session },
+      );
+    } catch (err) {
+      recogniser.close();
+      throw err;
+    }
+    this.sessions.add(session);
+    this.deps.metrics?.sessions.inc();
+    this.finished.set(session, finished);
+    session.start();
+    log.info({ model: params.model, encoding: params.encoding, sample_rate: params.sampleRate, recognition: recogniser.mode }, 'realtime session opened');
+    return session;
+  }
+
+  private async recogniserFor(model: ModelDoc, params: SessionParams): Promise<SessionRecogniser> {
+    const routes = this.deps.resolveRoutes(model);
+    const first = routes.find((r) => !r.problem);
+    if (first?.provider === 'local') {
+      return streamingLocalRecogniser({ rate: params.sampleRate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
+    }
+    return utteranceRecogniser({
+      rate: params.sampleRate,
+      ...(params.language ? { language: params.language } : {}),
+      transcribe: async (req, signal) => (await this.deps.router.transcribe(routes, req, signal)).result,
+    });
+  }
+
+  /** Shutdown: every session is told (`transcription_session.done`, close 1001), then billed. */
+  async close(): Promise<void> {
+    const waiting = [...this.finished.values()];
+    for (const session of [...this.sessions]) session.end('shutdown');
+    const timeout = new Promise<void>((resolve) => setTimeout(resolve, this.deps.settings.closeTimeoutMs).unref());
+    await Promise.race([Promise.all(waiting), timeout]);
+  }
+}
+
+/** The model serves the socket (`streaming`) and offers the language asked for. Returns the language. */
+function checkModel(model: ModelDoc, query: StreamQuery): string | null {
+  if (model.streaming !== true) {
+    throw new ApiError('invalid_request', `The model '${model._id}' does not stream; pick an stt model with 'streaming': true in /v1/models.`, { param: 'model' });
+  }
+  if (query.language === null) return null;
+  const offered = model.languages ?? [];
+  const matched = matchLanguage(query.language, offered);
+  if (!matched) throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${query.language}'.`, { param: 'language' });
+  return matched;
+}

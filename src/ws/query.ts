@@ -1,0 +1,29 @@
+// The realtime socket's query string, checked before the upgrade (a refusal is 400 in the envelope,
+// naming the parameter). `api_key` is read by the authentication, never here, and never logged.
+import { ApiError } from '../errors.ts';
+import { ENCODINGS, type Encoding } from '../realtime/decoder.ts';
+import type { StreamQuery } from '../realtime/service.ts';
+
+const KNOWN = new Set(['model', 'language', 'sample_rate', 'encoding', 'return_timestamps', 'api_key', 'intent']);
+
+const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param });
+
+export function readStreamQuery(params: URLSearchParams): StreamQuery {
+  for (const name of params.keys()) if (!KNOWN.has(name)) throw bad(name, `Unknown query parameter '${name}'.`);
+  for (const name of KNOWN) if (params.getAll(name).length > 1) throw bad(name, `Give '${name}' once.`);
+  const model = params.get('model');
+  if (!model) throw new ApiError('missing_input', "The query parameter 'model' is required.", { param: 'model' });
+  if (model.length > 200) throw bad('model', "'model' is at most 200 characters.");
+  const language = params.get('language')?.trim() || null;
+  if (language !== null && !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(language)) throw bad('language', "'language' is a BCP-47 tag such as en or en-US.");
+  const rate = params.get('sample_rate') ?? '16000';
+  if (rate !== '16000' && rate !== '8000') throw bad('sample_rate', "'sample_rate' is 16000 or 8000.");
+  const encoding = (params.get('encoding') ?? 'pcm_s16le') as Encoding;
+  if (!(ENCODINGS as readonly string[]).includes(encoding)) throw bad('encoding', `'encoding' is one of ${ENCODINGS.join(', ')}.`);
+  const ts = params.get('return_timestamps') ?? 'true';
+  if (ts !== 'true' && ts !== 'false') throw bad('return_timestamps', "'return_timestamps' is true or false.");
+  // OpenAI's `intent=transcription` (its URL for transcription sessions) is accepted and means nothing more.
+  const intent = params.get('intent');
+  if (intent !== null && intent !== 'transcription') throw bad('intent', "'intent' can only be 'transcription'.");
+  return { model, language, sampleRate: rate === '8000' ? 8000 : 16000, encoding, returnTimestamps: ts === 'true' };
+}

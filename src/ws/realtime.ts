@@ -1,0 +1,252 @@
+// WS /v1/audio/transcriptions/stream: the WebSocket edge. Plain `ws` with `noServer`, on the HTTP
+// server's 'upgrade' event, so everything that can refuse happens BEFORE the upgrade and is answered
+// as an HTTP error envelope with its status (and x-request-id): the path, shutdown, the query, the
+// key (Authorization header or `api_key` query; scope `audio`), the key's RPM, the per-key socket
+// cap (429), the model, the language, KYC and the first tick's hold (402). After the upgrade a
+// refusal is an `error` frame, then a close with a fitting code.
+//
+// Limits, per socket: `maxPayload` (a larger frame is closed with 1009 by ws itself, no error frame),
+// ping every `pingIntervalMs` and terminated when a pong is missed, audio faster than real time
+// allowed up to `rateFactor` after a burst of `burstSeconds` (past it the socket is paused until
+// real time catches up: TCP pushes back on the client, nothing is dropped), a budget of malformed
+// frames (past it: close 1008), and the send buffer: a client that leaves more than
+// `maxBufferedBytes` of our frames unread is cut (terminate), billed for the audio it sent.
+// This file translates frames to session calls and session outputs to frames; nothing more.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { ApiError } from '../errors.ts';
+import type { EndReason } from '../../machines/realtime-session.machine.ts';
+import type { RealtimeService } from '../realtime/service.ts';
+import type { RealtimeSession, SessionOutput } from '../realtime/session.ts';
+import type { ApiKeyPrincipal, KeyService } from '../services/keys.ts';
+import type { Billing } from '../billing/types.ts';
+import { answerAndClose } from '../http/raw-reply.ts';
+import { newRequestId } from '../http/request-id.ts';
+import { errorFrame, FrameError, parseClientFrame, serverFrame } from './frames.ts';
+import { readStreamQuery } from './query.ts';
+
+export const STREAM_PATH = '/v1/audio/transcriptions/stream';
+
+export interface SocketLimits {
+  maxPayloadBytes: number;
+  pingIntervalMs: number;
+  maxBufferedBytes: number;
+  rateFactor: number;
+  burstSeconds: number;
+  maxBadFrames: number;
+}
+
+export interface RealtimeEdgeDeps {
+  keys: Pick<KeyService, 'authenticate'>;
+  billing: Pick<Billing, 'admit'>;
+  realtime: RealtimeService;
+  limits: SocketLimits;
+  closing(): boolean;
+  logger: Logger;
+}
+
+/** Close codes: RFC 6455's, by why the session ended. */
+const CLOSE_CODES: Record<EndReason, number> = {
+  client_closed: 1000,
+  client_vanished: 1000,
+  idle: 1000,
+  shutdown: 1001,
+  limit: 1008,
+  unauthorized: 1008,
+  insufficient_credit: 1008,
+  upstream_failed: 1011,
+  error: 1011,
+  orphaned: 1011,
+};
+
+export interface RealtimeEdge {
+  /** Stops taking upgrades (sessions are ended by the service's close). */
+  close(): void;
+}
+
+export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): RealtimeEdge {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: deps.limits.maxPayloadBytes, perMessageDeflate: false, clientTracking: false });
+  const ids = new WeakMap<IncomingMessage, string>();
+  wss.on('headers', (headers, req) => {
+    const id = ids.get(req);
+    if (id) headers.push(`x-request-id: ${id}`);
+  });
+  const access = deps.logger.child({ component: 'realtime' });
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const requestId = newRequestId();
+    ids.set(req, requestId);
+    const refuse = (err: ApiError) => {
+      access.info({ request_id: requestId, req, status: err.status, code: err.code }, 'realtime upgrade refused');
+      answerAndClose(socket as Socket, err, requestId, false);
+    };
+    socket.on('error', () => {}); // a peer gone meanwhile is not our failure
+    admit(req, requestId).then(
+      ({ opening, recheck }) => {
+        if (socket.destroyed) return opening.cancel();
+        let upgraded = false;
+        socket.once('close', () => {
+          if (!upgraded) opening.cancel();
+        });
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          upgraded = true;
+          access.info({ request_id: requestId, req, status: 101, session_id: opening.params.sessionId }, 'realtime upgrade');
+          serve(ws, opening, requestId, recheck);
+        });
+      },
+      (err: unknown) => refuse(err instanceof ApiError ? err : internal(err, requestId)),
+    );
+  };
+
+  const internal = (err: unknown, requestId: string) => {
+    access.error({ err, request_id: requestId }, 'realtime upgrade failed');
+    return new ApiError('internal_error', 'The gateway failed to open the session; it has been logged with this request id.');
+  };
+
+  async function admit(req: IncomingMessage, requestId: string) {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (url.pathname !== STREAM_PATH) throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
+    if (deps.closing()) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+    const query = readStreamQuery(url.searchParams);
+    const key = url.searchParams.get('api_key');
+    const authorization = req.headers.authorization ?? (key ? `Bearer ${key}` : undefined);
+    const principal: ApiKeyPrincipal = await deps.keys.authenticate(authorization, 'audio');
+    await deps.billing.admit(principal);
+    const opening = await deps.realtime.admit(principal, query, requestId);
+    // The key is checked again while the socket is open (a revoked or expired key ends it); the
+    // credential stays in this closure, in memory only.
+    return { opening, recheck: async () => void (await deps.keys.authenticate(authorization, 'audio')) };
+  }
+
+  function serve(ws: WebSocket, opening: Awaited<ReturnType<RealtimeService['admit']>>, requestId: string, recheck: () => Promise<void>) {
+    const { limits } = deps;
+    const { params } = opening;
+    const log = access.child({ request_id: requestId, session_id: params.sessionId });
+    ws.pause(); // nothing is read until the session is ready
+    let session: RealtimeSession | null = null;
+    let clientEventId: string | null = null;
+    let badFrames = 0;
+    let alive = true;
+    let firstAudioAt = 0;
+    let resumeTimer: NodeJS.Timeout | null = null;
+
+    const sendText = (text: string) => {
+      if (ws.readyState !== ws.OPEN) return;
+      if (ws.bufferedAmount > limits.maxBufferedBytes) {
+        log.warn({ buffered: ws.bufferedAmount }, 'realtime client not reading its frames: cut');
+        ws.terminate();
+        return;
+      }
+      ws.send(text);
+    };
+    const sink = {
+      send: (out: SessionOutput) => sendText(serverFrame(out, { requestId, returnTimestamps: params.returnTimestamps, clientEventId })),
+      close: (reason: EndReason) => {
+        if (ws.readyState === ws.OPEN) ws.close(CLOSE_CODES[reason], reason);
+      },
+    };
+    const ping = setInterval(() => {
+      if (!alive) {
+        log.info('realtime client missed a pong: cut');
+        ws.terminate();
+        return;
+      }
+      alive = false;
+      ws.ping();
+    }, limits.pingIntervalMs);
+    ping.unref();
+    ws.on('pong', () => (alive = true));
+    ws.on('error', (err) => log.info({ err: err.message }, 'realtime socket error'));
+    ws.on('close', (code) => {
+      clearInterval(ping);
+      if (resumeTimer) clearTimeout(resumeTimer);
+      if (session) session.clientGone(code === 1006);
+      else opening.cancel();
+    });
+
+    /** Audio faster than real time × rateFactor (after the burst) pauses the socket until it is not. */
+    const pace = (s: RealtimeSession) => {
+      const now = Date.now();
+      if (firstAudioAt === 0) firstAudioAt = now;
+      const allowedMs = limits.burstSeconds * 1000 + limits.rateFactor * (now - firstAudioAt);
+      const ahead = s.audioMs - allowedMs;
+      if (ahead > 0 && !ws.isPaused) {
+        ws.pause();
+        resumeTimer = setTimeout(() => {
+          resumeTimer = null;
+          if (ws.readyState === ws.OPEN) ws.resume();
+        }, Math.ceil(ahead / limits.rateFactor));
+      }
+    };
+
+    const onMessage = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
+      if (s.isEnded) return;
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      clientEventId = null;
+      try {
+        if (isBinary) {
+          s.audio(bytes);
+          pace(s);
+          return;
+        }
+        const event = parseClientFrame(bytes.toString('utf8'), params.encoding);
+        clientEventId = event.eventId;
+        switch (event.type) {
+          case 'input_audio_buffer.append':
+            s.audio(event.audio);
+            pace(s);
+            break;
+          case 'input_audio_buffer.commit':
+            s.commit();
+            break;
+          case 'input_audio_buffer.clear':
+            s.clear();
+            break;
+          case 'transcription_session.update':
+            if (event.turnDetection !== undefined) s.update(event.turnDetection);
+            else sink.send({ type: 'updated', session: s.describe() });
+            break;
+        }
+      } catch (err) {
+        if (!(err instanceof ApiError)) {
+          log.error({ err }, 'realtime frame failed');
+          s.end('error', { code: 'internal_error', message: 'The gateway failed on this frame; it has been logged with this request id.' });
+          return;
+        }
+        sendText(errorFrame(err.code, err.message, requestId, err.options.param, err instanceof FrameError ? err.eventId : clientEventId));
+        if (err instanceof FrameError && ++badFrames > limits.maxBadFrames) {
+          s.end('limit', { code: 'invalid_request', message: `More than ${limits.maxBadFrames} malformed frames; the session is closed.` });
+        }
+      } finally {
+        clientEventId = null;
+      }
+    };
+
+    opening.accept(sink, recheck).then(
+      (s) => {
+        session = s;
+        if (ws.readyState !== ws.OPEN) {
+          s.clientGone(true);
+          return;
+        }
+        ws.on('message', (data, isBinary) => onMessage(s, data, isBinary));
+        ws.resume();
+      },
+      (err: unknown) => {
+        const e = err instanceof ApiError ? err : internal(err, requestId);
+        sendText(errorFrame(e.code, e.message, requestId, e.options.param));
+        if (ws.readyState === ws.OPEN) ws.close(1011, 'error');
+      },
+    );
+  }
+
+  server.on('upgrade', onUpgrade);
+  return {
+    close() {
+      server.off('upgrade', onUpgrade);
+    },
+  };
+}

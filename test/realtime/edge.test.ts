@@ -1,0 +1,199 @@
+// The realtime socket's edge and limits: refusals before the upgrade (the HTTP envelope with its
+// status and x-request-id), after it (an error frame, then a close), the per-key cap, oversized and
+// malformed frames, a client that vanishes (billed once), a wallet that runs dry mid-session, and
+// utterance mode on a sync-only route (failover between utterances, an upstream failure reported in
+// bounded time).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import WebSocket from 'ws';
+import { ADMIN_TOKEN, call, createKey } from '../helper.ts';
+import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
+import { closedSession, connect, encode, fundedGateway, localPrice, refusal, skipSpeech, speech16k, type Funded } from './helpers.ts';
+
+const model = (routes: object[], centsPerMinute = 0.6) => ({ type: 'stt', owned_by: 'acme', languages: ['en-US'], streaming: true, pricing: { cents_per_minute: centsPerMinute }, routes });
+
+describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
+  let f: Funded;
+  let upstream: FakeServer;
+  const put = async (id: string, body: object) => {
+    const res = await call(f.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
+    assert.ok(res.status < 300, res.text);
+  };
+
+  before(async () => {
+    upstream = await startOpenAIUpstream({ apiKey: 'up-key' });
+    f = await fundedGateway({ realtime: { maxSocketsPerKey: 2, maxPayloadBytes: 65536, utteranceTimeoutMs: 2000, reauthIntervalMs: 1000 } });
+    const route = { provider: 'openai', base_url: `${upstream.url}/v1`, api_key: 'up-key', upstream_model: 'whisper-1' };
+    await put('stt-cloud', model([route]));
+    await put('stt-failover', model([{ ...route, base_url: 'http://127.0.0.1:9/v1' }, route]));
+    await put('stt-batch', { ...model([route]), streaming: false });
+  });
+  after(async () => {
+    await f?.gw.destroy();
+    await upstream?.close();
+  });
+
+  it('refuses before the upgrade in the HTTP envelope, with the status and x-request-id', async () => {
+    const noKey = await refusal(connect(f.gw.url, { model: 'stt-local' }));
+    assert.equal(noKey.status, 401);
+    assert.equal(noKey.body.error.code, 'invalid_api_key');
+    assert.equal(noKey.body.error.request_id, noKey.headers['x-request-id']);
+    const wrong = await refusal(connect(f.gw.url, { model: 'stt-local', api_key: 'sk-live-nope' }));
+    assert.equal(wrong.status, 401);
+    const chatOnly = (await createKey(f.gw.url, f.session, { name: 'chat', scopes: ['chat'] })).api_key;
+    const scope = await refusal(connect(f.gw.url, { model: 'stt-local' }, { authorization: `Bearer ${chatOnly}` }));
+    assert.equal(scope.status, 403);
+    assert.equal(scope.body.error.code, 'permission_denied');
+    const rate = await refusal(connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey, sample_rate: '44100' }));
+    assert.equal(rate.status, 400);
+    assert.equal(rate.body.error.param, 'sample_rate');
+    const batch = await refusal(connect(f.gw.url, { model: 'stt-batch', api_key: f.apiKey }));
+    assert.equal(batch.status, 400);
+    assert.equal(batch.body.error.param, 'model');
+    const unknown = await refusal(connect(f.gw.url, { model: 'nope', api_key: f.apiKey }));
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.error.code, 'model_not_found');
+    const hindi = await refusal(connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey, language: 'hi' }));
+    assert.equal(hindi.body.error.code, 'language_not_supported');
+    // Any other path on the server: 404 in the envelope, not a hang.
+    const other = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${f.gw.url.replace(/^http/, 'ws')}/v1/other?api_key=${f.apiKey}`);
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.once('upgrade', () => resolve(101));
+      ws.once('error', () => resolve(0));
+    });
+    assert.equal(other, 404);
+    const poor = await fundedGateway({}, 0);
+    try {
+      const broke = await refusal(connect(poor.gw.url, { model: 'stt-local', api_key: poor.apiKey }));
+      assert.equal(broke.status, 402);
+      assert.equal(broke.body.error.code, 'insufficient_credit');
+    } finally {
+      await poor.gw.destroy();
+    }
+  });
+
+  it('caps open sockets per key (429 before the upgrade), and frees the slot on close', async () => {
+    const a = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const b = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    await a.next('transcription_session.created');
+    await b.next('transcription_session.created');
+    const third = await refusal(connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey }));
+    assert.equal(third.status, 429);
+    assert.equal(third.body.error.code, 'rate_limit_exceeded');
+    const idA = (await a.next('transcription_session.created')).session.id;
+    a.ws.close();
+    await closedSession(f.gw, idA);
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    await c.next('transcription_session.created');
+    for (const x of [b, c]) x.ws.close();
+    await Promise.all([b.closed, c.closed]);
+    await closedSession(f.gw, (await b.next('transcription_session.created')).session.id);
+    await closedSession(f.gw, (await c.next('transcription_session.created')).session.id);
+  });
+
+  it('answers malformed frames with error frames and goes on; an oversized frame closes the socket (1009)', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const id = (await c.next('transcription_session.created')).session.id;
+    c.ws.send('not json');
+    c.ws.send('[1,2]');
+    c.send({ no: 'type' });
+    c.send({ type: 'input_audio_buffer.append', audio: '%%%not base64%%%', event_id: 'event_bad' });
+    c.send({ type: 'conversation.item.create' });
+    c.send({ type: 'transcription_session.update', session: { turn_detection: { type: 'semantic_vad' } } });
+    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'g711_ulaw' } });
+    await c.until((f) => f.filter((x) => x.type === 'error').length >= 7, 5000, 'seven error frames');
+    const errors = c.of('error');
+    assert.ok(errors.every((e) => e.error.code === 'invalid_request' && e.error.type === 'invalid_request_error' && typeof e.error.message === 'string'));
+    assert.equal(errors[3]!.error.event_id, 'event_bad');
+    assert.equal(errors[3]!.error.param, 'audio');
+    c.send({ type: 'transcription_session.update', session: { turn_detection: { type: 'server_vad', silence_duration_ms: 800 } } });
+    const updated = await c.next('transcription_session.updated');
+    assert.equal(updated.session.turn_detection.silence_duration_ms, 800);
+    c.ws.send(Buffer.alloc(70_000));
+    assert.equal(await c.closed, 1009);
+    await closedSession(f.gw, id);
+  });
+
+  it('a client that vanishes (no close frame) is billed once for the audio it sent', async () => {
+    const before = await f.balance();
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const id = (await c.next('transcription_session.created')).session.id;
+    const audio = encode(speech16k(0.5, 0), 'pcm_s16le'); // 3.49 s
+    for (let at = 0; at < audio.length; at += 32_000) c.ws.send(audio.subarray(at, at + 32_000));
+    await c.next('input_audio_buffer.speech_started');
+    c.ws.terminate();
+    const view = await closedSession(f.gw, id);
+    assert.equal(view.context.ending.reason, 'client_vanished');
+    assert.equal(view.context.chargedSeconds, 4);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(before - (await f.balance()), localPrice(4));
+  });
+
+  it('after the upgrade, a key revoked mid-session ends it: error frame invalid_api_key, close 1008, the audio billed', async () => {
+    const key = await createKey(f.gw.url, f.session, { name: 'revoked-later' });
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: key.api_key });
+    const id = (await c.next('transcription_session.created')).session.id;
+    c.ws.send(encode(speech16k(0.2, 0), 'pcm_s16le').subarray(0, 32_000)); // 1 s
+    assert.equal((await call(f.gw.url, 'DELETE', `/portal/keys/${key.id}`, { token: f.session })).status, 200);
+    const err = await c.next('error', 5000);
+    assert.equal(err.error.code, 'invalid_api_key');
+    await c.next('transcription_session.done');
+    assert.equal(await c.closed, 1008);
+    const view = await closedSession(f.gw, id);
+    assert.equal(view.context.ending.reason, 'unauthorized');
+    assert.equal(view.context.chargedSeconds, 1);
+  });
+
+  it('a wallet that runs dry mid-session ends it: insufficient_credit error frame, close 1008, the covered ticks charged', async () => {
+    const poor = await fundedGateway({ realtime: { tickSeconds: 1 } }, 2);
+    try {
+      await call(poor.gw.url, 'PUT', '/admin/models/stt-pricey', { token: ADMIN_TOKEN, body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60) });
+      const c = await connect(poor.gw.url, { model: 'stt-pricey', api_key: poor.apiKey });
+      const id = (await c.next('transcription_session.created')).session.id;
+      c.append(encode(speech16k(1, 2), 'pcm_s16le'), 32000); // 6 s: more than two cents' worth
+      const err = await c.next('error', 10_000);
+      assert.equal(err.error.code, 'insufficient_credit');
+      await c.next('transcription_session.done');
+      assert.equal(await c.closed, 1008);
+      const view = await closedSession(poor.gw, id);
+      assert.equal(view.context.chargedSeconds, 2);
+      assert.equal(await poor.balance(), 0);
+    } finally {
+      await poor.gw.destroy();
+    }
+  });
+
+  it('utterance mode: a sync-only route serves the socket, each utterance through the router, failing over between routes', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-failover', api_key: f.apiKey });
+    const created = await c.next('transcription_session.created');
+    assert.equal(created.session.recognition, 'utterance');
+    c.append(encode(speech16k(1, 1), 'pcm_s16le'), 32000);
+    const completed = await c.next('conversation.item.input_audio_transcription.completed');
+    assert.match(completed.transcript, /^part 1 of \d+ bytes/);
+    assert.ok(completed.start >= 0.5 && completed.start < 1.2, `start ${completed.start}`);
+    c.ws.close();
+    await closedSession(f.gw, created.session.id);
+  });
+
+  it('an upstream that hangs is reported as an error frame within the bounded time, the session closes (1011), the audio is billed', async () => {
+    upstream.defaultBehaviour = { hang: true };
+    try {
+      const c = await connect(f.gw.url, { model: 'stt-cloud', api_key: f.apiKey });
+      const id = (await c.next('transcription_session.created')).session.id;
+      c.append(encode(speech16k(1, 1), 'pcm_s16le'), 32000);
+      const committedAt = Date.now();
+      await c.next('input_audio_buffer.committed');
+      const err = await c.next('error', 10_000);
+      assert.ok(Date.now() - committedAt < 5000, `error after ${Date.now() - committedAt} ms`);
+      assert.equal(err.error.code, 'model_unavailable');
+      await c.next('transcription_session.done');
+      assert.equal(await c.closed, 1011);
+      const view = await closedSession(f.gw, id);
+      assert.equal(view.context.ending.reason, 'upstream_failed');
+      assert.equal(view.context.chargedSeconds, 5);
+    } finally {
+      upstream.defaultBehaviour = {};
+    }
+  });
+});
