@@ -289,6 +289,14 @@ export type JobPoll =
 export interface TranscriptionJobCapability {
   refuses?(req: TranscribeRequest, route: ResolvedRoute): Refusal | undefined;
   submit(route: ResolvedRoute, req: TranscribeRequest, signal: CancelSignal, callback?: JobCallback): Promise<{ providerJobId: string }>;
+  /**
+   * Providers whose job id comes before the audio (Sarvam) split `submit` in two, so the caller
+   * records the id before anything can start: `create` makes the provider's job (nothing is
+   * processed yet); `start` hands it the audio and starts it, and leaves a job that already started
+   * as it is, so calling it again after a crash never processes the audio twice.
+   */
+  create?(route: ResolvedRoute, req: TranscribeRequest, signal: CancelSignal, callback?: JobCallback): Promise<{ providerJobId: string }>;
+  start?(route: ResolvedRoute, providerJobId: string, req: TranscribeRequest, signal: CancelSignal): Promise<void>;
   poll(route: ResolvedRoute, providerJobId: string, signal: CancelSignal): Promise<JobPoll>;
   /**
    * A callback the provider POSTed (its parsed JSON body and its headers): which job it is about,

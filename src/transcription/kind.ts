@@ -2,6 +2,8 @@
 // effects bound to the blob store, the providers and billing. Every side effect that must happen
 // once is a step (`ctx.steps.once`, keyed by job and step name), so a replay after a crash or a
 // takeover finds it done:
+//   create:<route>, start:<route>  a two-phase provider's job made (its id recorded first), then
+//                   given the audio and started (skipped by the provider when already started), or
 //   submit:<route>  the recording handed to a provider's job API (its job id recorded), or
 //   inline:<route>  transcribed in one call (the offline engine, or a provider without jobs),
 //                   its transcript stored as `jobs/<id>/raw.json`
@@ -166,8 +168,19 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
           const { durationS } = await examine(spec);
           if (provider.transcriptionJobs && !provider.transcriptionJobs.refuses?.(request(spec, '', durationS), route)) {
             const jobs = provider.transcriptionJobs;
+            const callback = deps.callbackUrl?.(route.provider, input.jobId);
+            if (jobs.create && jobs.start) {
+              // The provider's id recorded first; then the audio goes up and the job starts (once).
+              const { providerJobId } = await ctx.steps.once(`create:${input.routeIndex}`, ({ signal }) => jobs.create!(route, request(spec, '', durationS), signal, callback));
+              await ctx.steps.once(`start:${input.routeIndex}`, async ({ signal }) => {
+                const started = await deps.blobs.withFile(spec.audioKey, (path) => jobs.start!(route, providerJobId, request(spec, path, durationS), signal).then(() => true));
+                if (!started) throw jobError('invalid_audio', 'The recording is gone.', false);
+                return true;
+              });
+              return { kind: 'accepted', providerJobId, at: deps.now(), pollDelayMs: pollMs };
+            }
             const { providerJobId } = await ctx.steps.once(`submit:${input.routeIndex}`, async ({ signal }) => {
-              const out = await deps.blobs.withFile(spec.audioKey, (path) => jobs.submit(route, request(spec, path, durationS), signal, deps.callbackUrl?.(route.provider, input.jobId)));
+              const out = await deps.blobs.withFile(spec.audioKey, (path) => jobs.submit(route, request(spec, path, durationS), signal, callback));
               if (!out) throw jobError('invalid_audio', 'The recording is gone.', false);
               return out;
             });

@@ -85,7 +85,7 @@ export async function startSarvamUpstream(opts: { apiKey?: string; models?: stri
       return sendAnswer(x, status(job));
     }
     if (rec.method === 'GET' && rec.path === `/speech-to-text/job/v1/${job.id}/status`) {
-      job.polls += 1;
+      if (job.state !== 'Accepted') job.polls += 1; // a status check before start is not a poll of a started job
       if (job.state === 'Running' && job.polls >= self.pollsUntilDone) end(job);
       return sendAnswer(x, status(job));
     }

@@ -100,6 +100,16 @@ describe('Sarvam', () => {
       throw new Error('the job never finished');
     };
 
+    it('in two halves: create gives the id with nothing started; start again after a crash starts nothing twice', async () => {
+      const req = h.request(3);
+      const { providerJobId } = await h.jobs!.create!(route(), req, never);
+      const job = h.up.jobs.get(providerJobId)!;
+      assert.deepEqual([job.uploads, job.starts, job.state], [0, 0, 'Accepted']);
+      await h.jobs!.start!(route(), providerJobId, req, never);
+      await h.jobs!.start!(route(), providerJobId, req, never); // the replay of a step whose record was lost
+      assert.deepEqual([job.uploads, job.starts], [1, 1]);
+    });
+
     it('creates, uploads the audio once to storage, starts; polls to a diarized transcript with Sarvam\'s labels', async () => {
       h.up.pollsUntilDone = 2;
       const req = h.request(8, { language: 'or-IN', diarize: true, numSpeakers: 3 });

@@ -6,11 +6,11 @@
 //      then PUT the audio there with `x-ms-blob-type: BlockBlob` (an Azure blob SAS URL: the key is
 //      not sent to it, and handedOutUrl must accept it: the route's origin, or public https)
 //   3. POST /speech-to-text/job/v1/{job_id}/start
-// and answers the job id. A failure between 1 and 3 leaves a created job that never starts
-// (nothing is processed): the caller may call `submit` again, but only while it has not recorded a
-// provider job id: once `start` answered, a second submit would process (and bill) the audio twice.
-// A crash after `start` answered and before the caller's write is the one window where that can
-// happen; the caller keeps it short by recording the id at once.
+// and answers the job id. It is also offered in two halves, `create` (step 1: the job id, nothing
+// processed) and `start` (steps 2–3, skipped when the job's status says it already started), so
+// the job actor records the id before the audio goes up: a replay after a crash starts the same
+// job at most once (it may upload the file again to a job that has not started; nothing is
+// processed twice).
 // `poll`: GET /speech-to-text/job/v1/{job_id}/status → job_state Accepted | Pending | Running
 // (pending), Failed (failed, with error_message), Completed: the file's own state must be
 // `Success`, then 5. POST /speech-to-text/job/v1/download-files {job_id, files: [output name]} →
@@ -34,16 +34,27 @@ export function sarvamJobs(files: UpstreamFiles): TranscriptionJobCapability {
   const post = (route: ResolvedRoute, path: string, value: unknown, signal: CancelSignal) =>
     files.json(sarvamCall(route, 'POST', path, { type: 'json', value }, signal));
 
-  return {
+  const capability: TranscriptionJobCapability = {
     refuses: sarvamRefuses,
 
     async submit(route, req, signal, callback) {
+      const created = await capability.create!(route, req, signal, callback);
+      await capability.start!(route, created.providerJobId, req, signal);
+      return created;
+    },
+
+    async create(route, req, signal, callback) {
       const parameters: Json = { model: route.upstreamModel, ...Object.fromEntries(sarvamParameters(route, req)), with_timestamps: true };
       parameters.with_diarization = req.diarize === true;
       if (req.diarize === true && req.numSpeakers !== undefined) parameters.num_speakers = req.numSpeakers;
       const created = await post(route, JOBS, { job_parameters: parameters, ...(callback ? { callback: { url: callback.url, auth_token: callback.token } } : {}) }, signal);
-      const jobId = jobIdOf(route.id, isObject(created) ? created.job_id : undefined);
+      return { providerJobId: jobIdOf(route.id, isObject(created) ? created.job_id : undefined) };
+    },
 
+    async start(route, jobId, req, signal) {
+      // Started already (a replay after a crash between `start` and the caller's record): leave it.
+      const status = await files.json(sarvamCall(route, 'GET', `${JOBS}/${encodeURIComponent(jobId)}/status`, { type: 'none' }, signal));
+      if (isObject(status) && status.job_state !== 'Accepted') return;
       const name = uploadName(req.audio);
       const upload = await post(route, `${JOBS}/upload-files`, { job_id: jobId, files: [name] }, signal);
       const target = fileUrlOf(route, isObject(upload) ? upload.upload_urls : undefined, name);
@@ -57,9 +68,7 @@ export function sarvamJobs(files: UpstreamFiles): TranscriptionJobCapability {
         method: 'PUT',
         payload: { type: 'file', path: req.audio.path, contentType: req.audio.contentType },
       });
-
       await post(route, `${JOBS}/${jobId}/start`, {}, signal);
-      return { providerJobId: jobId };
     },
 
     async poll(route, providerJobId, signal) {
@@ -92,6 +101,7 @@ export function sarvamJobs(files: UpstreamFiles): TranscriptionJobCapability {
 
     parseCallback: parseSarvamCallback,
   };
+  return capability;
 }
 
 export function parseSarvamCallback(body: unknown, headers: CallbackHeaders): ParsedCallback | null {
