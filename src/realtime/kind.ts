@@ -99,7 +99,7 @@ function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>
         await settle(input, input.tick, input.hold as unknown as Hold, input.seconds);
         try {
           const hold = await ctx.steps.once(`hold:${input.tick + 1}`, () =>
-            deps.billing.hold(spec.payer, tickEstimate(spec.pricing, input.tickSeconds), `${input.requestId}:${input.tick + 1}`, { ttlMs: deps.holdTtlMs }),
+            deps.billing.hold(spec.payer, tickEstimate(spec.pricing, input.tickSeconds), `${input.requestId}:${input.tick + 1}`, { ttlMs: deps.holdTtlMs, custodial: true }),
           );
           return { hold: hold as unknown as Record<string, unknown>, at: deps.now() };
         } catch (err) {

@@ -100,6 +100,8 @@ export class RealtimeService {
         check: (model) => checkModel(model, query),
         estimate: (model) => tickEstimate(model.pricing, settings.tickSeconds),
         holdTtlMs: settings.holdTtlMs,
+        // The session's actor settles its ticks, after a restart too (finalize): its holds outlive this process.
+        custodial: true,
       });
     } catch (err) {
       releaseSlot();
