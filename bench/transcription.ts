@@ -25,7 +25,7 @@
 // prints the gateway's VmRSS every 20 ms of the one-hour job.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, openAsBlob, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
@@ -38,9 +38,9 @@ import { transcribePcm } from '../src/speech/pocketsphinx.ts';
 import { loadVoiceDetectors } from '../src/speech/vad.ts';
 import { ADMIN, childrenCpuSeconds, cpuSeconds, json, memMiB, median, payingAccount, startGatewayProcess, stop } from './process.ts';
 
-const { values: opts } = parseArgs({ options: { n: { type: 'string', default: '100' }, 'rss-trace': { type: 'boolean', default: false }, rounds: { type: 'string', default: '2' } } });
+const { values: opts } = parseArgs({ options: { n: { type: 'string', default: '100' }, 'rss-trace': { type: 'boolean', default: false }, rounds: { type: 'string', default: '3' } } });
 const N = Math.max(10, Number(opts.n) || 100);
-const RTF_ROUNDS = Math.max(1, Number(opts.rounds) || 2);
+const RTF_ROUNDS = Math.max(1, Number(opts.rounds) || 3);
 const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
 /** The job model's price: 0.6 cent a minute, i.e. exactly 10,000 µ¢ a second. */
 const MICROCENTS_PER_MINUTE = 600_000;
@@ -108,11 +108,12 @@ async function multipart(fields: Record<string, string>, file: { path: string; n
   return { body: Buffer.from(await req.arrayBuffer()), contentType: req.headers.get('content-type')! };
 }
 
+const load0 = loadavg()[0]!.toFixed(2);
 try {
   const hour = await oneHourJob();
   const sync = await syncOverhead();
   const rtf = await realTimeFactor();
-  console.log(`\nSpeech to text, node ${process.version}, ${availableParallelism()} cores shared by this process (fakes, client) and the gateway`);
+  console.log(`\nSpeech to text, node ${process.version}, ${availableParallelism()} cores shared by this process (fakes, client) and the gateway; load average ${load0} at the start, ${loadavg()[0]!.toFixed(2)} at the end`);
   for (const block of [sync, hour, rtf]) console.log(`\n${block.join('\n')}`);
 } finally {
   await stop(gw.child);
@@ -302,14 +303,19 @@ async function realTimeFactor(): Promise<string[]> {
   }
   const each = rows.slice(0, -1);
   const joined = rows.at(-1)!;
-  const audio = each.reduce((s, r) => s + r.seconds, 0);
-  const total = (which: 'direct' | 'gateway') => each.reduce((s, r) => s + median(r[which]), 0);
-  const rtf = (msTaken: number, s: number) => (msTaken / 1000 / s).toFixed(3);
+  const audio = each.reduce((sum, r) => sum + r.seconds, 0);
+  // Per round: the five clips' total time over their total audio, and the joined clip's.
+  const perRound = (which: 'direct' | 'gateway', rs: typeof rows, seconds: number) =>
+    Array.from({ length: RTF_ROUNDS }, (_, k) => rs.reduce((sum, r) => sum + r[which][k]!, 0) / 1000 / seconds);
+  const spread = (xs: number[], digits = 3) => `${median(xs).toFixed(digits)}` + (xs.length > 1 ? ` [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]` : '');
+  const rtf = (msTaken: number, seconds: number) => (msTaken / 1000 / seconds).toFixed(3);
+  const share = Array.from({ length: RTF_ROUNDS }, (_, k) => each.reduce((sum, r) => sum + r.gateway[k]! - r.direct[k]!, 0) / each.length);
   return [
     `stt-local real-time factor (processing s / audio s, start to transcript; a pocketsphinx_batch started per call, its model load included),`,
-    `the LibriVox clips of pocketsphinx-testdata, median of ${RTF_ROUNDS} rounds, direct = ffmpeg decode → transcribePcm in this process:`,
-    ...rows.map((r) => `  ${r.name.padEnd(16)} ${r.seconds.toFixed(2).padStart(5)} s  direct ${rtf(median(r.direct), r.seconds)}  gateway ${rtf(median(r.gateway), r.seconds)}  (${ms(median(r.gateway) - median(r.direct))})${r.differ ? `  transcripts differ in ${r.differ} round(s)` : ''}`),
-    `  five clips, ${audio.toFixed(1)} s in all: direct ${rtf(total('direct'), audio)}, gateway ${rtf(total('gateway'), audio)}; joined (one call): direct ${rtf(median(joined.direct), joined.seconds)}, gateway ${rtf(median(joined.gateway), joined.seconds)}`,
-    `  the gateway's share: ${ms((total('gateway') - total('direct')) / each.length)} a call on average (upload stored, probe + decode, hold and settle, the answer)`,
+    `the LibriVox clips of pocketsphinx-testdata, ${RTF_ROUNDS} rounds (median [range]); direct = ffmpeg decode → transcribePcm in this process:`,
+    ...rows.map((r) => `  ${r.name.padEnd(16)} ${r.seconds.toFixed(2).padStart(5)} s  direct ${rtf(median(r.direct), r.seconds)}  gateway ${rtf(median(r.gateway), r.seconds)}${r.differ ? `  (transcripts differ in ${r.differ} round(s))` : ''}`),
+    `  five clips, ${audio.toFixed(1)} s in all: direct ${spread(perRound('direct', each, audio))}, gateway ${spread(perRound('gateway', each, audio))}`,
+    `  joined, one call of ${joined.seconds.toFixed(1)} s: direct ${spread(perRound('direct', [joined], joined.seconds))}, gateway ${spread(perRound('gateway', [joined], joined.seconds))}`,
+    `  the gateway's share per call (gateway − direct, mean over the five clips): ${spread(share, 0)} ms (upload stored, probe + decode, hold and settle, the answer)`,
   ];
 }
