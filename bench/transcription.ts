@@ -20,10 +20,10 @@
 //    does), alternating; the difference is the gateway's share.
 //
 // Needs the Debian packages of scripts/install-debian-packages.sh --test.
-//   npm run bench:transcription [-- --n 100] [--rounds 2] [--rss-trace]
+//   npm run bench:transcription [-- --n 100] [--rounds 3] [--rss-trace]
 // --n: sync calls per target (part 1); --rounds: of the stt-local series (part 3); --rss-trace
 // prints the gateway's VmRSS every 20 ms of the one-hour job.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, openAsBlob, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -155,6 +155,7 @@ async function oneHourJob(): Promise<string[]> {
   form.append('file', await openAsBlob(HOUR, { type: 'audio/mpeg' }), 'hour.mp3'); // streamed from disk
   const created = await fetch(`${gw.url}/v1/audio/transcriptions/jobs`, { method: 'POST', headers: auth, body: form });
   const acceptedMs = performance.now() - t0;
+  const uploadHwm = memMiB(pid, 'VmHWM'); // the peak while the upload was received and stored
   const job0 = (await created.json()) as { id: string };
   if (created.status !== 202) throw new Error(`job refused: ${created.status} ${JSON.stringify(job0)}`);
   let job: { status: string; duration?: number; segments?: unknown[]; error?: unknown };
@@ -191,7 +192,8 @@ async function oneHourJob(): Promise<string[]> {
     `  examineAudio on the hour alone (this process): ${ms(examineMs)}, ${examined.durationS.toFixed(4)} s`,
     `  gateway CPU: ${cpu.toFixed(2)} s own + ${childrenCpu.toFixed(2)} s of its children (ffprobe, ffmpeg)`,
     `  provider jobs created ${pj.length}, uploads ${pj.map((j) => j.uploads).join(',')}, the file it got ${pj[0]?.file?.bytes.length ?? 0} bytes (${pj[0]?.file?.bytes.equals(readFileSync(HOUR)) ? 'identical' : 'DIFFERENT'}); ${job.segments?.length ?? 0} segments, duration ${job.duration} s`,
-    `  gateway RSS: idle ${idleRss.toFixed(1)} MiB (VmHWM ${idleHwm.toFixed(1)}); peak VmHWM after the job ${peakHwm.toFixed(1)} MiB (+${(peakHwm - idleHwm).toFixed(1)} MiB; sampled VmRSS peak ${sampledPeak.toFixed(1)} MiB, +${(sampledPeak - idleRss).toFixed(1)} over idle) — the upload is ${(bytes / 1024 / 1024).toFixed(1)} MiB`,
+    `  gateway RSS: idle ${idleRss.toFixed(1)} MiB (VmHWM ${idleHwm.toFixed(1)}); VmHWM at the 202 ${uploadHwm.toFixed(1)} MiB (+${(uploadHwm - idleHwm).toFixed(1)}: receiving and storing the upload),`,
+    `    after the job ${peakHwm.toFixed(1)} MiB (+${(peakHwm - idleHwm).toFixed(1)}; VmRSS sampled every 20 ms peaked at ${sampledPeak.toFixed(1)}, +${(sampledPeak - idleRss).toFixed(1)} over idle); the upload is ${(bytes / 1024 / 1024).toFixed(1)} MiB`,
     `  charge: ${charged} µ¢ taken; expected ceil(${decoded.seconds.toFixed(4)}) = ${seconds} s × ${MICROCENTS_PER_MINUTE / 60} µ¢/s = ${expected} µ¢ → ${charged === expected ? 'PASS' : 'FAIL'}`,
   ];
 }
@@ -222,7 +224,11 @@ async function syncOverhead(): Promise<string[]> {
   }
   const examine: number[] = [];
   const store: number[] = [];
+  const bare: number[] = [];
   const steps = async () => {
+    const t = performance.now();
+    await new Promise((resolve, reject) => execFile('ffmpeg', ['-version'], (err) => (err ? reject(err) : resolve(null))));
+    bare.push(performance.now() - t);
     const t0 = performance.now();
     await blobs.put('uploads/bench', chunks());
     const t1 = performance.now();
@@ -237,6 +243,7 @@ async function syncOverhead(): Promise<string[]> {
   }
   store.length = 0;
   examine.length = 0;
+  bare.length = 0;
   let cpu = 0;
   let childrenCpu = 0;
   const tasks = [...targets.map((t) => async () => {
@@ -263,6 +270,7 @@ async function syncOverhead(): Promise<string[]> {
     `  added by the gateway: p50 ${ms(added50)}, p99 ${ms(pct(g, 0.99) - pct(d, 0.99))}`,
     `  per call the gateway stores the upload (blob put, fsynced; timed alone, interleaved: p50 ${ms(median(store))}, ${((median(store) / added50) * 100).toFixed(0)}% of what it adds at p50),`,
     `  then probes and decodes it for its exact duration (examineAudio: ffprobe, then ffmpeg; p50 ${ms(median(examine))}, p90 ${ms(pct(examine, 0.9))}, ${((median(examine) / added50) * 100).toFixed(0)}%);`,
+    `  (a bare \`ffmpeg -version\`, i.e. starting the process and loading its libraries: p50 ${ms(median(bare))}; examineAudio starts two);`,
     `  the rest, by difference (key, hold and settle, multipart in and out): ${ms(added50 - median(examine) - median(store))}`,
     `  gateway CPU per call: ${cpuMs.toFixed(1)} ms own + ${childrenMs.toFixed(1)} ms of its children (ffprobe, ffmpeg)`,
   ];
