@@ -83,7 +83,7 @@ export async function startGatewayProcess(runDir: string, opts: { env?: NodeJS.P
   if (build.status !== 0) throw new Error('npm run build failed');
   const { child, hit: url } = await startLogged(
     [...(opts.nodeFlags ?? []), ...startArgs()],
-    { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(runDir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, ...opts.env }, log: join(runDir, 'gateway.log') },
+    { cwd: ROOT, env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: join(runDir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, ...opts.env }, log: join(runDir, 'gateway.log') },
     (line) => {
       try {
         const rec = JSON.parse(line);
