@@ -20,7 +20,7 @@
 //    does), alternating; the difference is the gateway's share.
 //
 // Needs the Debian packages of scripts/install-debian-packages.sh --test.
-//   npm run bench:transcription [-- --n 100] [--rounds 3] [--rss-trace]
+//   npm run bench:transcription [-- --n 100] [--rounds 2] [--rss-trace]
 // --n: sync calls per target (part 1); --rounds: of the stt-local series (part 3); --rss-trace
 // prints the gateway's VmRSS every 20 ms of the one-hour job.
 import { execFile, execFileSync, spawn } from 'node:child_process';
@@ -38,9 +38,9 @@ import { transcribePcm } from '../src/speech/pocketsphinx.ts';
 import { loadVoiceDetectors } from '../src/speech/vad.ts';
 import { ADMIN, childrenCpuSeconds, cpuSeconds, json, memMiB, median, payingAccount, startGatewayProcess, stop } from './process.ts';
 
-const { values: opts } = parseArgs({ options: { n: { type: 'string', default: '100' }, 'rss-trace': { type: 'boolean', default: false }, rounds: { type: 'string', default: '3' } } });
+const { values: opts } = parseArgs({ options: { n: { type: 'string', default: '100' }, 'rss-trace': { type: 'boolean', default: false }, rounds: { type: 'string', default: '2' } } });
 const N = Math.max(10, Number(opts.n) || 100);
-const RTF_ROUNDS = Math.max(1, Number(opts.rounds) || 3);
+const RTF_ROUNDS = Math.max(1, Number(opts.rounds) || 2);
 const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
 /** The job model's price: 0.6 cent a minute, i.e. exactly 10,000 µ¢ a second. */
 const MICROCENTS_PER_MINUTE = 600_000;
@@ -279,23 +279,28 @@ async function syncOverhead(): Promise<string[]> {
 // ---------- 3. stt-local real-time factor ----------
 async function realTimeFactor(): Promise<string[]> {
   const detectors = await loadVoiceDetectors();
-  const directly = async (path: string) => {
+  /** Wall ms and CPU s (the process's own and its reaped children's: ffmpeg, pocketsphinx_batch) of one call. */
+  const timed = async (who: number, call: () => Promise<string>) => {
+    const cpu0 = cpuSeconds(who) + childrenCpuSeconds(who);
     const t0 = performance.now();
-    const t = await transcribePcm(decodeToPcm({ path }), { detectors });
-    return { ms: performance.now() - t0, text: t.text };
+    const text = await call();
+    return { ms: performance.now() - t0, cpu: cpuSeconds(who) + childrenCpuSeconds(who) - cpu0, text };
   };
+  const directly = (path: string) => timed(process.pid, async () => (await transcribePcm(decodeToPcm({ path }), { detectors })).text);
   const throughGateway = async (path: string) => {
     const form = await multipart({ model: 'stt-local', response_format: 'json' }, { path, name: 'clip.wav', type: 'audio/wav' });
-    const t0 = performance.now();
-    const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { ...auth, 'content-type': form.contentType }, body: form.body });
-    const out = (await res.json()) as { text: string };
-    if (res.status !== 200) throw new Error(`stt-local: ${res.status} ${JSON.stringify(out)}`);
-    return { ms: performance.now() - t0, text: out.text };
+    return timed(pid, async () => {
+      const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { ...auth, 'content-type': form.contentType }, body: form.body });
+      const out = (await res.json()) as { text: string };
+      if (res.status !== 200) throw new Error(`stt-local: ${res.status} ${JSON.stringify(out)}`);
+      return out.text;
+    });
   };
   await directly(clips[1]!); // warm-up: the VAD's WASM, the page cache
   await throughGateway(clips[1]!);
+  type Run = Awaited<ReturnType<typeof directly>>;
   const rows = await Promise.all(
-    [...clips, ALL].map(async (path, i) => ({ name: path === ALL ? 'all five joined' : ids[i]!.slice(-4), path, seconds: (await decodedSeconds(path)).seconds, direct: [] as number[], gateway: [] as number[], differ: 0 })),
+    [...clips, ALL].map(async (path, i) => ({ name: path === ALL ? 'all five joined' : ids[i]!.slice(-4), path, seconds: (await decodedSeconds(path)).seconds, direct: [] as Run[], gateway: [] as Run[], differ: 0 })),
   );
   for (let round = 0; round < RTF_ROUNDS; round++) {
     for (const [i, row] of rows.entries()) {
@@ -304,26 +309,31 @@ async function realTimeFactor(): Promise<string[]> {
       const g1 = gatewayFirst ? await throughGateway(row.path) : null;
       const d = await directly(row.path);
       const g = g1 ?? (await throughGateway(row.path));
-      row.direct.push(d.ms);
-      row.gateway.push(g.ms);
+      row.direct.push(d);
+      row.gateway.push(g);
       if (d.text !== g.text) row.differ += 1;
     }
   }
   const each = rows.slice(0, -1);
   const joined = rows.at(-1)!;
   const audio = each.reduce((sum, r) => sum + r.seconds, 0);
-  // Per round: the five clips' total time over their total audio, and the joined clip's.
-  const perRound = (which: 'direct' | 'gateway', rs: typeof rows, seconds: number) =>
-    Array.from({ length: RTF_ROUNDS }, (_, k) => rs.reduce((sum, r) => sum + r[which][k]!, 0) / 1000 / seconds);
+  type Path = 'direct' | 'gateway';
+  /** Per round: the rows' summed wall seconds (or CPU seconds) over their summed audio. */
+  const perRound = (path: Path, rs: typeof rows, of: (r: Run) => number) =>
+    Array.from({ length: RTF_ROUNDS }, (_, k) => rs.reduce((sum, r) => sum + of(r[path][k]!), 0) / rs.reduce((sum, r) => sum + r.seconds, 0));
+  const wall = (r: Run) => r.ms / 1000;
+  const cpu = (r: Run) => r.cpu;
   const spread = (xs: number[], digits = 3) => `${median(xs).toFixed(digits)}` + (xs.length > 1 ? ` [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]` : '');
-  const rtf = (msTaken: number, seconds: number) => (msTaken / 1000 / seconds).toFixed(3);
-  const share = Array.from({ length: RTF_ROUNDS }, (_, k) => each.reduce((sum, r) => sum + r.gateway[k]! - r.direct[k]!, 0) / each.length);
+  const both = (rs: typeof rows) => (['direct', 'gateway'] as const).map((p) => `${p} ${spread(perRound(p, rs, wall))} (CPU ${spread(perRound(p, rs, cpu))})`).join(', ');
+  const share = (of: (r: Run) => number) => Array.from({ length: RTF_ROUNDS }, (_, k) => (each.reduce((sum, r) => sum + of(r.gateway[k]!) - of(r.direct[k]!), 0) / each.length) * 1000);
   return [
-    `stt-local real-time factor (processing s / audio s, start to transcript; a pocketsphinx_batch started per call, its model load included),`,
-    `the LibriVox clips of pocketsphinx-testdata, ${RTF_ROUNDS} rounds (median [range]); direct = ffmpeg decode → transcribePcm in this process:`,
-    ...rows.map((r) => `  ${r.name.padEnd(16)} ${r.seconds.toFixed(2).padStart(5)} s  direct ${rtf(median(r.direct), r.seconds)}  gateway ${rtf(median(r.gateway), r.seconds)}${r.differ ? `  (transcripts differ in ${r.differ} round(s))` : ''}`),
-    `  five clips, ${audio.toFixed(1)} s in all: direct ${spread(perRound('direct', each, audio))}, gateway ${spread(perRound('gateway', each, audio))}`,
-    `  joined, one call of ${joined.seconds.toFixed(1)} s: direct ${spread(perRound('direct', [joined], joined.seconds))}, gateway ${spread(perRound('gateway', [joined], joined.seconds))}`,
-    `  the gateway's share per call (gateway − direct, mean over the five clips): ${spread(share, 0)} ms (upload stored, probe + decode, hold and settle, the answer)`,
+    `stt-local real-time factor: processing s / audio s, start to transcript, a pocketsphinx_batch started per call (its model load included);`,
+    `CPU: s of CPU (the process and its ffmpeg and pocketsphinx children) / audio s. The LibriVox clips of pocketsphinx-testdata,`,
+    `${RTF_ROUNDS} rounds, median [range]; direct = ffmpeg decode → transcribePcm in this process:`,
+    ...rows.map((r) => `  ${r.name.padEnd(16)} ${r.seconds.toFixed(2).padStart(5)} s  ${(['direct', 'gateway'] as const).map((p) => `${p} ${median(r[p].map(wall).map((x) => x / r.seconds)).toFixed(3)}`).join('  ')}${r.differ ? `  (transcripts differ in ${r.differ} round(s))` : ''}`),
+    `  five clips, ${audio.toFixed(1)} s in all: ${both(each)}`,
+    `  joined, one call of ${joined.seconds.toFixed(1)} s: ${both([joined])}`,
+    `  the gateway's share per call (gateway − direct, mean over the five clips): ${spread(share(wall), 0)} ms wall, ${spread(share(cpu), 0)} ms CPU`,
+    `  (it stores the upload, probes and decodes it once more than the direct path, holds and settles, answers)`,
   ];
 }
