@@ -5,19 +5,23 @@
 // 1. Sync overhead: a 10 s clip of real speech (16 kHz WAV, 320 KB) posted N times, sequentially,
 //    to the fake OpenAI-compatible audio upstream directly (with the fields the gateway sends it)
 //    and through the gateway (`POST /v1/audio/transcriptions`, response_format json, a model routed
-//    to that fake), alternating; p50/p90/p99 of each and what the gateway adds. Beside them, what
-//    the gateway does for every call before any provider sees it, timed alone in this process:
-//    examineAudio (ffprobe + ffmpeg decoding the whole clip, for the exact billed duration).
+//    to that fake), interleaved with what the gateway does for every call before any provider sees
+//    it, timed alone in this process: storing the upload (blob put, fsynced), examineAudio (ffprobe
+//    + ffmpeg decoding the whole clip, for the exact billed duration), and a bare `ffmpeg -version`
+//    (the cost of starting the process). p50/p90/p99 of each, what the gateway adds, its CPU per
+//    call (its own, and its children's: ffprobe, ffmpeg).
 // 2. One-hour job: an hour of speech as mp3 (32 kbps, 16 kHz mono: the LibriVox clips looped, made
 //    here with ffmpeg, 14.4 MB) submitted as a job to a model routed to the fake Sarvam job API
-//    (pollMs 100). Wall time from the POST to the job read back completed, the gateway's peak RSS
-//    (VmHWM) against its own idle figure just before, and the exact charge: the wallet's
+//    (pollMs 100); run first, on the fresh process. Wall time from the POST to the job read back
+//    completed (and when each provider call came), the gateway's peak RSS (VmHWM) against its own
+//    idle figure just before and at the 202, and the exact charge: the wallet's
 //    balance_microcents before and after against ceil(decoded seconds) × price, decoded here with
 //    ffmpeg; PASS or FAIL.
 // 3. stt-local's real-time factor on the LibriVox clips of pocketsphinx-testdata (each, and all five
 //    joined: 24.7 s): processing seconds over audio seconds through the gateway's sync endpoint and
 //    directly (ffmpeg decode → src/speech/pocketsphinx.ts transcribePcm, as the offline provider
-//    does), alternating; the difference is the gateway's share.
+//    does), alternating, over rounds; in wall time and in CPU time (the process's own and its
+//    children's, which a shared machine's load moves less); the difference is the gateway's share.
 //
 // Needs the Debian packages of scripts/install-debian-packages.sh --test.
 //   npm run bench:transcription [-- --n 100] [--rounds 2] [--rss-trace]
