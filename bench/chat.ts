@@ -17,14 +17,14 @@
 // --only runs just that one load (no latency series), for A/B runs;
 // --profile DIR starts the gateway and the floor with --cpu-prof, writing their CPU profiles to
 // DIR/gateway and DIR/floor on exit.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Pool, type Dispatcher } from 'undici';
+import { ADMIN, cpuSeconds, json, median, payingAccount, peakRssMiB, ROOT, startGatewayProcess, startLogged, statCpu } from './process.ts';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
@@ -38,9 +38,6 @@ const PROFILE_DIR = args.includes('--profile') ? args[args.indexOf('--profile') 
 const THREADS = args.includes('--threads'); // CPU per request split by thread (main, LMDB writer, libuv pool, GC...)
 /** --rounds N: the whole series N times over; figures are medians over rounds, ratios medians of each round's. */
 const ROUNDS = Math.max(1, Number(args.includes('--rounds') ? args[args.indexOf('--rounds') + 1] : 1) || 1);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ADMIN = 'bench-admin-token-0123456789';
-const CLK_TCK = 100;
 /** One temporary directory per run: the gateway's data and every server's log, removed at the end. */
 const RUN_DIR = mkdtempSync(join(tmpdir(), 'bench-chat-'));
 
@@ -77,23 +74,6 @@ function fakeUpstream(): Promise<{ server: Server; url: string }> {
   }));
 }
 
-/** User and system CPU seconds from a /proc stat line (fields after the `(comm)` may not be split on it). */
-function statCpu(stat: string): { user: number; sys: number } {
-  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-  return { user: Number(fields[11]) / CLK_TCK, sys: Number(fields[12]) / CLK_TCK };
-}
-
-function cpuSeconds(pid: number): number {
-  const { user, sys } = statCpu(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  return user + sys;
-}
-
-/** A process's peak resident set in MiB, from /proc/<pid>/status (VmHWM). */
-function peakRssMiB(pid: number): number {
-  const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return kb === undefined ? NaN : Math.round(Number(kb) / 1024);
-}
-
 /** User and system CPU seconds per thread name (/proc/<pid>/task/<tid>/stat; threads of one name summed). */
 function cpuByThread(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -108,72 +88,20 @@ function cpuByThread(pid: number): Map<string, number> {
   return out;
 }
 
-/**
- * Starts a server process whose stdout goes to a file (as a production gateway's logs go to a
- * collector, not into the load generator: parsing every access line here would load the process
- * that hosts the upstream and autocannon), and resolves to the first log line `match` accepts.
- */
-async function startLogged(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string }, match: (line: string) => string | null, what: string): Promise<{ child: ChildProcess; hit: string }> {
-  const fd = openSync(opts.log, 'w');
-  const child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, 'inherit'] });
-  closeSync(fd);
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${what} exited with ${code} (its log: ${opts.log})`))));
-  exited.catch(() => undefined);
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const hit = readFileSync(opts.log, 'utf8').split('\n').map(match).find((h) => h !== null);
-    if (hit) return { child, hit };
-    await Promise.race([new Promise((r) => setTimeout(r, 50)), exited]);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`${what} did not start (its log: ${opts.log})`);
-}
-
-async function json(method: string, url: string, token: string | undefined, body?: unknown) {
-  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const out = (await res.json()) as any;
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(out)}`);
-  return out;
-}
-
 /** `--cpu-prof` flags writing a server's profile to PROFILE_DIR/<name>, when profiling. */
 function profileFlags(name: string): string[] {
   return PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : [];
 }
 
-/** The node arguments `npm start` runs the gateway with (after `exec node`), so the bench runs the same. */
-function startArgs(): string[] {
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const m = /^exec node (.+)$/.exec(start);
-  if (!m) throw new Error(`unexpected start script: ${start}`);
-  return m[1]!.split(' ');
-}
-
 async function startOurGateway(upstream: string) {
-  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('npm run build failed');
-  const { child, hit: url } = await startLogged(
-    [...profileFlags('gateway'), ...startArgs()],
-    { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(RUN_DIR, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(RUN_DIR, 'gateway.log') },
-    (line) => {
-      try {
-        const rec = JSON.parse(line);
-        return rec.msg === 'gateway started' ? String(rec.url) : null;
-      } catch {
-        return null;
-      }
-    },
-    'gateway',
-  );
+  const { child, url } = await startGatewayProcess(RUN_DIR, { nodeFlags: profileFlags('gateway') });
   await json('PUT', `${url}/admin/models/bench-chat`, ADMIN, {
     type: 'llm', owned_by: 'bench', context_window: 128_000, max_output_tokens: 256,
     pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 },
     routes: [{ provider: 'openai', base_url: `${upstream}/v1`, api_key: 'sk-upstream', upstream_model: 'up', max_concurrent: 1000 }],
   });
-  const user = await json('POST', `${url}/portal/auth/signup`, undefined, { email: 'bench@example.com', password: 'bench password 123' });
-  await json('POST', `${url}/admin/topups`, ADMIN, { user_id: user.user.id, amount_cents: 100_000_000, reference: 'bench' });
-  const key = await json('POST', `${url}/portal/keys`, user.session_token, { name: 'bench' });
-  return { child, url, key: key.api_key as string };
+  const { key } = await payingAccount(url, 100_000_000);
+  return { child, url, key };
 }
 
 async function startFloor(upstream: string): Promise<{ child: ChildProcess; url: string }> {
@@ -397,12 +325,6 @@ function printLatencies(targets: Target[], rounds: Map<string, { seq: Latency; f
   console.log(`  mean latency added over direct: gateway ${added('gateway')}, floor ${added('floor')}` + (pk ? `, portkey ${added('portkey')}` : ''));
   console.log('\nStreaming, time to first chunk (one connection, 300 sequential requests):');
   for (const t of targets) console.log(`  ${t.name.padEnd(8)} p50 ${med(t.name, 'first', 'p50')} ms  p99 ${med(t.name, 'first', 'p99')} ms  mean ${med(t.name, 'first', 'mean')} ms`);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function range(values: number[], digits: number): string {
