@@ -17,14 +17,15 @@
 // --only runs just that one load (no latency series), for A/B runs;
 // --profile DIR starts the gateway and the floor with --cpu-prof, writing their CPU profiles to
 // DIR/gateway and DIR/floor on exit.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Pool, type Dispatcher } from 'undici';
+import { cpuSeconds, json, peakRssMiB, startArgs, startLogged, statCpu } from './procs.ts';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
@@ -40,7 +41,6 @@ const THREADS = args.includes('--threads'); // CPU per request split by thread (
 const ROUNDS = Math.max(1, Number(args.includes('--rounds') ? args[args.indexOf('--rounds') + 1] : 1) || 1);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN = 'bench-admin-token-0123456789';
-const CLK_TCK = 100;
 /** One temporary directory per run: the gateway's data and every server's log, removed at the end. */
 const RUN_DIR = mkdtempSync(join(tmpdir(), 'bench-chat-'));
 
@@ -77,23 +77,6 @@ function fakeUpstream(): Promise<{ server: Server; url: string }> {
   }));
 }
 
-/** User and system CPU seconds from a /proc stat line (fields after the `(comm)` may not be split on it). */
-function statCpu(stat: string): { user: number; sys: number } {
-  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-  return { user: Number(fields[11]) / CLK_TCK, sys: Number(fields[12]) / CLK_TCK };
-}
-
-function cpuSeconds(pid: number): number {
-  const { user, sys } = statCpu(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  return user + sys;
-}
-
-/** A process's peak resident set in MiB, from /proc/<pid>/status (VmHWM). */
-function peakRssMiB(pid: number): number {
-  const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return kb === undefined ? NaN : Math.round(Number(kb) / 1024);
-}
-
 /** User and system CPU seconds per thread name (/proc/<pid>/task/<tid>/stat; threads of one name summed). */
 function cpuByThread(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -108,52 +91,16 @@ function cpuByThread(pid: number): Map<string, number> {
   return out;
 }
 
-/**
- * Starts a server process whose stdout goes to a file (as a production gateway's logs go to a
- * collector, not into the load generator: parsing every access line here would load the process
- * that hosts the upstream and autocannon), and resolves to the first log line `match` accepts.
- */
-async function startLogged(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string }, match: (line: string) => string | null, what: string): Promise<{ child: ChildProcess; hit: string }> {
-  const fd = openSync(opts.log, 'w');
-  const child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, 'inherit'] });
-  closeSync(fd);
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${what} exited with ${code} (its log: ${opts.log})`))));
-  exited.catch(() => undefined);
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const hit = readFileSync(opts.log, 'utf8').split('\n').map(match).find((h) => h !== null);
-    if (hit) return { child, hit };
-    await Promise.race([new Promise((r) => setTimeout(r, 50)), exited]);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`${what} did not start (its log: ${opts.log})`);
-}
-
-async function json(method: string, url: string, token: string | undefined, body?: unknown) {
-  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const out = (await res.json()) as any;
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(out)}`);
-  return out;
-}
-
 /** `--cpu-prof` flags writing a server's profile to PROFILE_DIR/<name>, when profiling. */
 function profileFlags(name: string): string[] {
   return PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : [];
-}
-
-/** The node arguments `npm start` runs the gateway with (after `exec node`), so the bench runs the same. */
-function startArgs(): string[] {
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const m = /^exec node (.+)$/.exec(start);
-  if (!m) throw new Error(`unexpected start script: ${start}`);
-  return m[1]!.split(' ');
 }
 
 async function startOurGateway(upstream: string) {
   const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('npm run build failed');
   const { child, hit: url } = await startLogged(
-    [...profileFlags('gateway'), ...startArgs()],
+    [...profileFlags('gateway'), ...startArgs(ROOT)],
     { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(RUN_DIR, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(RUN_DIR, 'gateway.log') },
     (line) => {
       try {

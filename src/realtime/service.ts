@@ -23,6 +23,10 @@ import { RealtimeSession, type SessionLimits, type SessionParams, type SessionSi
 
 export interface RealtimeSettings extends SessionLimits {
   maxSocketsPerKey: number;
+  /** Sockets on this instance, all keys together. */
+  maxSockets: number;
+  /** stt-local sessions on this instance (one pocketsphinx process each). */
+  maxLocalEngines: number;
   tickSeconds: number;
   tickMaxAgeMs: number;
   holdTtlMs: number;
@@ -65,6 +69,9 @@ export interface Opening {
 
 export class RealtimeService {
   private readonly perKey = new Map<number, number>();
+  /** Sockets admitted (opening or open) on this instance, and those of them holding a local engine. */
+  private admitted = 0;
+  private engines = 0;
   private readonly sessions = new Set<RealtimeSession>();
   private readonly finished = new Map<RealtimeSession, Promise<void>>();
 
@@ -78,15 +85,22 @@ export class RealtimeService {
   async admit(principal: ApiKeyPrincipal, query: StreamQuery, requestId: string): Promise<Opening> {
     const { settings } = this.deps;
     const keyId = principal.keyId;
+    if (this.admitted >= settings.maxSockets) {
+      throw new ApiError('too_many_connections', `This gateway instance has ${this.admitted} realtime sockets open, its limit; retry shortly or on another instance.`, { headers: { 'retry-after': '1' } });
+    }
     const mine = this.perKey.get(keyId) ?? 0;
     if (mine >= settings.maxSocketsPerKey) {
       throw new ApiError('rate_limit_exceeded', `This key has ${mine} realtime sockets open, its limit; close one first.`, { headers: { 'retry-after': '1' } });
     }
     this.perKey.set(keyId, mine + 1);
+    this.admitted += 1;
     let released = false;
+    let engine = false;
     const releaseSlot = () => {
       if (released) return;
       released = true;
+      this.admitted -= 1;
+      if (engine) this.engines -= 1;
       const n = (this.perKey.get(keyId) ?? 1) - 1;
       if (n <= 0) this.perKey.delete(keyId);
       else this.perKey.set(keyId, n);
@@ -104,6 +118,15 @@ export class RealtimeService {
     } catch (err) {
       releaseSlot();
       throw err;
+    }
+    if (this.firstRoute(call.model)?.provider === 'local') {
+      if (this.engines >= settings.maxLocalEngines) {
+        releaseSlot();
+        await call.release('error', { seconds: 0 }).catch(() => undefined);
+        throw new ApiError('model_unavailable', `All ${settings.maxLocalEngines} local speech engines of this instance are in use; retry shortly or pick a cloud stt model.`, { headers: { 'retry-after': '5' } });
+      }
+      this.engines += 1;
+      engine = true;
     }
     const params: SessionParams = {
       sessionId: `rts_${randomBytes(12).toString('base64url')}`,
@@ -195,8 +218,7 @@ export class RealtimeService {
 
   private async recogniserFor(model: ModelDoc, params: SessionParams): Promise<SessionRecogniser> {
     const routes = this.deps.resolveRoutes(model);
-    const first = routes.find((r) => !r.problem);
-    if (first?.provider === 'local') {
+    if (this.firstRoute(model)?.provider === 'local') {
       return streamingLocalRecogniser({ rate: params.sampleRate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
     }
     return utteranceRecogniser({
@@ -204,6 +226,11 @@ export class RealtimeService {
       ...(params.language ? { language: params.language } : {}),
       transcribe: async (req, signal) => (await this.deps.router.transcribe(routes, req, signal)).result,
     });
+  }
+
+  /** The route a session starts on: the model's first usable one. */
+  private firstRoute(model: ModelDoc): ResolvedRoute | undefined {
+    return this.deps.resolveRoutes(model).find((r) => !r.problem);
   }
 
   /** Shutdown: every session is told (`transcription_session.done`, close 1001), then billed. */
