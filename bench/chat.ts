@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Pool, type Dispatcher } from 'undici';
-import { cpuSeconds, json, peakRssMiB, startArgs, startLogged, statCpu } from './procs.ts';
+import { cpuSeconds, gatewayUrl, json, peakRssMiB, startArgs, startLogged, statCpu } from './procs.ts';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf('--seconds') + 1]) || 10;
@@ -102,14 +102,7 @@ async function startOurGateway(upstream: string) {
   const { child, hit: url } = await startLogged(
     [...profileFlags('gateway'), ...startArgs(ROOT)],
     { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(RUN_DIR, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN }, log: join(RUN_DIR, 'gateway.log') },
-    (line) => {
-      try {
-        const rec = JSON.parse(line);
-        return rec.msg === 'gateway started' ? String(rec.url) : null;
-      } catch {
-        return null;
-      }
-    },
+    gatewayUrl,
     'gateway',
   );
   await json('PUT', `${url}/admin/models/bench-chat`, ADMIN, {

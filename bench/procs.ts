@@ -65,3 +65,13 @@ export function rssMiB(pid: number): number {
   const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
   return kb === undefined ? NaN : Number(kb) / 1024;
 }
+
+/** The gateway's URL from its "gateway started" log line (null for any other line). */
+export function gatewayUrl(line: string): string | null {
+  try {
+    const rec = JSON.parse(line);
+    return rec.msg === 'gateway started' ? String(rec.url) : null;
+  } catch {
+    return null;
+  }
+}

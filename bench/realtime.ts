@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { g711Encode } from '../src/speech/g711.ts';
-import { cpuSeconds, json, rssMiB, startArgs, startLogged } from './procs.ts';
+import { cpuSeconds, gatewayUrl, json, rssMiB, startArgs, startLogged } from './procs.ts';
 
 const args = process.argv.slice(2);
 const arg = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -92,14 +92,7 @@ async function startGateway(upstream: string): Promise<Target> {
   const { child, hit: url } = await startLogged(
     [...profileFlags('gateway'), ...startArgs(ROOT)],
     { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(RUN_DIR, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, CONFIG_FILE: overlay }, log: join(RUN_DIR, 'gateway.log') },
-    (line) => {
-      try {
-        const rec = JSON.parse(line);
-        return rec.msg === 'gateway started' ? String(rec.url) : null;
-      } catch {
-        return null;
-      }
-    },
+    gatewayUrl,
     'gateway',
   );
   await json('PUT', `${url}/admin/models/bench-stt`, ADMIN, {
