@@ -1,9 +1,10 @@
 // What the three realtime protocols share (src/providers/<vendor>/realtime.ts): a WebSocket to the
 // route's base_url (http → ws, https → wss), bounded connect and handshake, refusals mapped to
 // UpstreamError as the router reads them (401/403/404 `config`, 429/5xx `http`, connect and
-// timeout), upstream JSON parsed with its depth checked, and one commit at a time: `commit` sends
-// the protocol's end-of-utterance message and answers the text the protocol sends back for it.
-// The upstream closing or failing ends a pending commit at once with the reason, and `ended`
+// timeout), upstream JSON parsed with its depth checked, and commits in order: `commit` sends the
+// protocol's end-of-utterance message at once and answers the text the protocol sends back for it
+// (several may be pending; answers come in commit order, the oldest pending first).
+// The upstream closing or failing ends every pending commit at once with the reason, and `ended`
 // resolves: the session above reports it (an error frame) or fails over before the next utterance.
 import WebSocket from 'ws';
 import { routeUrl } from './http.ts';
@@ -17,8 +18,8 @@ const MAX_UPSTREAM_FRAME = 1 << 20;
 const MAX_OPEN_MS = 10_000;
 
 export interface ProtocolHandlers {
-  /** A JSON frame from the upstream. `turn` is the pending commit, if any. */
-  message(msg: Json, turn: PendingTurn | null, up: UpstreamSocket): void;
+  /** A JSON frame from the upstream. `turns`: the pending commits, oldest first. */
+  message(msg: Json, turns: readonly PendingTurn[], up: UpstreamSocket): void;
   /** Sends audio in the protocol's way. */
   audio(bytes: Uint8Array, up: UpstreamSocket): void;
   /** Sends the protocol's end-of-utterance message. */
@@ -33,6 +34,8 @@ export interface PendingTurn {
   fail(err: UpstreamError): void;
   /** Text of final pieces gathered so far (protocols that send several finals per commit). */
   parts: string[];
+  /** The upstream's id for this commit, once it said (OpenAI's item_id). */
+  id: string | null;
 }
 
 export interface OpenOptions {
@@ -51,7 +54,7 @@ export interface OpenOptions {
 export class UpstreamSocket implements RealtimeUpstream {
   readonly ended: Promise<UpstreamError>;
   private end!: (err: UpstreamError) => void;
-  private turn: PendingTurn | null = null;
+  private readonly turns: PendingTurn[] = [];
   private done = false;
 
   constructor(
@@ -77,33 +80,38 @@ export class UpstreamSocket implements RealtimeUpstream {
 
   commit(signal: AbortSignal, onDelta: (delta: string) => void): Promise<RealtimeTurn> {
     if (this.done) return Promise.reject(new UpstreamError('connect', `route ${this.routeId}: the realtime upstream is closed`, true));
-    if (this.turn) return Promise.reject(new Error('one commit at a time'));
     return new Promise<RealtimeTurn>((resolve, reject) => {
       const onAbort = () => settle(() => reject(signal.reason));
       const settle = (fn: () => void) => {
-        if (this.turn !== turn) return;
-        this.turn = null;
+        const at = this.turns.indexOf(turn);
+        if (at < 0) return;
+        this.turns.splice(at, 1);
         signal.removeEventListener('abort', onAbort);
         fn();
       };
       const turn: PendingTurn = {
         parts: [],
-        delta: (text) => this.turn === turn && onDelta(text),
+        id: null,
+        delta: (text) => this.turns.includes(turn) && onDelta(text),
         finish: (t) => settle(() => resolve(t)),
         fail: (err) => settle(() => reject(err)),
       };
-      this.turn = turn;
+      this.turns.push(turn);
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       this.handlers.commit(this);
     });
   }
 
+  private failAll(err: UpstreamError): void {
+    for (const t of [...this.turns]) t.fail(err);
+  }
+
   /** The upstream failed (a protocol error, a fatal error message): the pending commit with it, and the socket closes. */
   fail(err: UpstreamError): void {
     if (this.done) return;
     this.done = true;
-    this.turn?.fail(err);
+    this.failAll(err);
     this.end(err);
     this.ws.terminate();
   }
@@ -112,7 +120,7 @@ export class UpstreamSocket implements RealtimeUpstream {
     if (this.done) return;
     this.done = true;
     const err = new UpstreamError('aborted', `route ${this.routeId}: closed by the gateway`, false);
-    this.turn?.fail(err);
+    this.failAll(err);
     this.end(err);
     if (this.ws.readyState === WebSocket.OPEN) {
       this.handlers.goodbye?.(this);
@@ -130,7 +138,7 @@ export class UpstreamSocket implements RealtimeUpstream {
       return this.fail(new UpstreamError('protocol', `route ${this.routeId}: the realtime upstream sent a frame that is not JSON`, true));
     }
     if (!isObject(msg)) return this.fail(new UpstreamError('protocol', `route ${this.routeId}: the realtime upstream sent a frame that is not a JSON object`, true));
-    this.handlers.message(msg, this.turn, this);
+    this.handlers.message(msg, this.turns, this);
   }
 
   onClose(code: number): void {

@@ -10,7 +10,7 @@ import { ApiError } from '../errors.ts';
 import type { MeteredCall, Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
-import type { ResolvedRoute } from '../providers/types.ts';
+import type { RealtimeCapability, ResolvedRoute } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
@@ -19,6 +19,7 @@ import type { VoiceDetectors } from '../speech/vad.ts';
 import type { Encoding } from './decoder.ts';
 import { REALTIME_KIND, tickEstimate, type RealtimeKind, type SessionSpec } from './kind.ts';
 import { streamingLocalRecogniser, utteranceRecogniser, type SessionRecogniser } from './recognisers.ts';
+import { upstreamRecogniser, type RealtimeRoute } from './upstream-recogniser.ts';
 import { RealtimeSession, type SessionLimits, type SessionParams, type SessionSink } from './session.ts';
 
 export interface RealtimeSettings extends SessionLimits {
@@ -48,6 +49,8 @@ export interface RealtimeServiceDeps {
   kind: RealtimeKind;
   router: UpstreamRouter;
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
+  /** The provider's streaming protocol, for routes with `realtime: true`. */
+  realtimeOf(provider: string): RealtimeCapability | undefined;
   detectors(): Promise<VoiceDetectors>;
   resamplers(): Promise<Resamplers>;
   /** A resident offline engine for one socket (stt-local). */
@@ -163,7 +166,7 @@ export class RealtimeService {
   private async start(params: SessionParams, call: MeteredCall, sink: SessionSink, recheck: () => Promise<void>, releaseSlot: () => void): Promise<RealtimeSession> {
     const { settings, runtime, kind } = this.deps;
     const log = this.deps.logger.child({ session_id: params.sessionId, request_id: params.requestId });
-    const recogniser = await this.recogniserFor(call.model, params);
+    const recogniser = await this.recogniserFor(call.model, params, log);
     const detectors = await this.deps.detectors();
     let done!: () => void;
     const finished = new Promise<void>((resolve) => (done = resolve));
@@ -216,10 +219,25 @@ export class RealtimeService {
     return session;
   }
 
-  private async recogniserFor(model: ModelDoc, params: SessionParams): Promise<SessionRecogniser> {
+  private async recogniserFor(model: ModelDoc, params: SessionParams, log: Logger): Promise<SessionRecogniser> {
     const routes = this.deps.resolveRoutes(model);
-    if (this.firstRoute(model)?.provider === 'local') {
+    const first = this.firstRoute(model);
+    if (first?.provider === 'local') {
       return streamingLocalRecogniser({ rate: params.sampleRate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
+    }
+    if (first?.realtime && this.deps.realtimeOf(first.provider)) {
+      // The model's routes that stream, in order (failover between utterances goes through them).
+      const streaming: RealtimeRoute[] = [];
+      for (const route of routes) {
+        const capability = route.realtime && !route.problem ? this.deps.realtimeOf(route.provider) : undefined;
+        if (capability) streaming.push({ route, capability });
+      }
+      return upstreamRecogniser({
+        routes: streaming,
+        request: { sampleRate: params.sampleRate, encoding: params.encoding, ...(params.language ? { language: params.language } : {}) },
+        resamplers: await this.deps.resamplers(),
+        log,
+      });
     }
     return utteranceRecogniser({
       rate: params.sampleRate,

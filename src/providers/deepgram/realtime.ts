@@ -32,7 +32,8 @@ export function deepgramRealtime(): RealtimeCapability {
           audio: (bytes, s) => s.sendBinary(bytes),
           commit: (s) => s.sendJson({ type: 'Finalize' }),
           goodbye: (s) => s.sendJson({ type: 'CloseStream' }),
-          message: (m, turn) => {
+          message: (m, turns) => {
+            const turn = turns[0];
             if (m.type !== 'Results' || !turn || m.is_final !== true) return;
             const text = transcriptOf(m);
             if (text) turn.parts.push(text);

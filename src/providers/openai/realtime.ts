@@ -21,7 +21,6 @@ export function openaiRealtime(): RealtimeCapability {
     format,
     async open(route, req, signal) {
       const fmt = format(req);
-      let committed: string | null = null; // the item id of the pending commit
       const up = await openUpstreamSocket({
         route,
         path: '/realtime',
@@ -32,30 +31,20 @@ export function openaiRealtime(): RealtimeCapability {
         ready: (m) => m.type === 'transcription_session.created' || m.type === 'session.created',
         handlers: {
           audio: (bytes, s) => s.sendJson({ type: 'input_audio_buffer.append', audio: base64Of(bytes) }),
-          commit: (s) => {
-            committed = null;
-            s.sendJson({ type: 'input_audio_buffer.commit' });
-          },
-          message: (m, turn) => {
-            if (!turn) return;
+          commit: (s) => s.sendJson({ type: 'input_audio_buffer.commit' }),
+          message: (m, turns) => {
             const item = typeof m.item_id === 'string' ? m.item_id : null;
-            switch (m.type) {
-              case 'input_audio_buffer.committed':
-                committed = item;
-                break;
-              case 'conversation.item.input_audio_transcription.delta':
-                if (item === committed && typeof m.delta === 'string') turn.delta(m.delta);
-                break;
-              case 'conversation.item.input_audio_transcription.completed':
-                if (item === committed) turn.finish({ text: typeof m.transcript === 'string' ? m.transcript : '' });
-                break;
-              case 'conversation.item.input_audio_transcription.failed':
-                if (item === committed) turn.fail(upstreamErrorMessage(route.id, isObject(m.error) ? m.error.message : undefined));
-                break;
-              case 'error':
-                turn.fail(upstreamErrorMessage(route.id, isObject(m.error) ? m.error.message : undefined));
-                break;
+            if (m.type === 'input_audio_buffer.committed') {
+              const waiting = turns.find((t) => t.id === null);
+              if (waiting) waiting.id = item;
+              return;
             }
+            if (m.type === 'error') return turns[0]?.fail(upstreamErrorMessage(route.id, isObject(m.error) ? m.error.message : undefined));
+            const turn = item === null ? undefined : turns.find((t) => t.id === item);
+            if (!turn) return;
+            if (m.type === 'conversation.item.input_audio_transcription.delta' && typeof m.delta === 'string') turn.delta(m.delta);
+            else if (m.type === 'conversation.item.input_audio_transcription.completed') turn.finish({ text: typeof m.transcript === 'string' ? m.transcript : '' });
+            else if (m.type === 'conversation.item.input_audio_transcription.failed') turn.fail(upstreamErrorMessage(route.id, isObject(m.error) ? m.error.message : undefined));
           },
         },
       });

@@ -32,12 +32,12 @@ export function sarvamRealtime(): RealtimeCapability {
           audio: (bytes, s) => s.sendJson({ type: 'audio_input', audio: base64Of(bytes) }),
           commit: (s) => s.sendJson({ type: 'flush' }),
           goodbye: (s) => s.sendJson({ type: 'end' }),
-          message: (m, turn, s) => {
+          message: (m, turns, s) => {
             if (m.type === 'error') {
               const err = upstreamErrorMessage(route.id, m.message);
               if (m.is_fatal === true) s.fail(err);
-              else turn?.fail(err);
-            } else if (m.type === 'transcript.final' && turn) turn.finish({ text: typeof m.text === 'string' ? m.text : '' });
+              else turns[0]?.fail(err);
+            } else if (m.type === 'transcript.final') turns[0]?.finish({ text: typeof m.text === 'string' ? m.text : '' });
           },
         },
       });
