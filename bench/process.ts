@@ -67,7 +67,7 @@ export async function json(method: string, url: string, token: string | undefine
 }
 
 /** The node arguments `npm start` runs the gateway with (after `exec node`), so a bench runs the same. */
-function startArgs(): string[] {
+export function startArgs(): string[] {
   const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const m = /^exec node (.+)$/.exec(start);
   if (!m) throw new Error(`unexpected start script: ${start}`);
@@ -84,14 +84,7 @@ export async function startGatewayProcess(runDir: string, opts: { env?: NodeJS.P
   const { child, hit: url } = await startLogged(
     [...(opts.nodeFlags ?? []), ...startArgs()],
     { cwd: ROOT, env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: join(runDir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, ...opts.env }, log: join(runDir, 'gateway.log') },
-    (line) => {
-      try {
-        const rec = JSON.parse(line);
-        return rec.msg === 'gateway started' ? String(rec.url) : null;
-      } catch {
-        return null;
-      }
-    },
+    gatewayUrl,
     'gateway',
   );
   return { child, url };
@@ -119,3 +112,16 @@ export function median(values: number[]): number {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
+
+/** The gateway's URL from its "gateway started" log line (null for any other line). */
+export function gatewayUrl(line: string): string | null {
+  try {
+    const rec = JSON.parse(line);
+    return rec.msg === 'gateway started' ? String(rec.url) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A process's current resident set in MiB (VmRSS). */
+export const rssMiB = (pid: number): number => memMiB(pid, 'VmRSS');

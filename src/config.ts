@@ -181,6 +181,10 @@ export const ConfigSchema = Type.Object(
       {
         /** Open realtime sockets per API key on one instance; past it the upgrade is refused 429. */
         maxSocketsPerKey: Int(1, 100_000),
+        /** Open realtime sockets on one instance, all keys together; past it the upgrade is refused 503. */
+        maxSockets: Int(1, 1_000_000),
+        /** stt-local sessions on one instance (each holds a pocketsphinx process, ≈105 MB); past it 503. */
+        maxLocalEngines: Int(0, 10_000),
         /** Largest WebSocket frame (1 s of 16 kHz linear32 is 64 KB); a larger one closes the socket (1009). */
         maxPayloadBytes: Int(1024, 16 << 20),
         /** No audio for this long ends the session. */

@@ -17,6 +17,7 @@ export const RouteSchema = Closed({
   timeout_ms: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
   max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
   rpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+  realtime: Type.Optional(Type.Boolean()),
 });
 
 export const ModelSchema = Closed({

@@ -21,6 +21,8 @@ export interface RouteConfig {
   timeout_ms?: number;
   max_concurrent?: number;
   rpm?: number;
+  /** stt: serve realtime sockets over the provider's streaming protocol (openai, sarvam, deepgram). */
+  realtime?: boolean;
 }
 
 /** Fractions of a cent are allowed everywhere. */

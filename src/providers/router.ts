@@ -571,6 +571,7 @@ export function resolveRoutes(
     const rpm = positive(r.rpm);
     if (maxConcurrent !== null) route.maxConcurrent = maxConcurrent;
     if (rpm !== null) route.rpm = rpm;
+    if (r.realtime === true) route.realtime = true;
     if (problems.length > 0) route.problem = problems.join('; ');
     return route;
   });

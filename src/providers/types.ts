@@ -15,6 +15,8 @@ export interface ResolvedRoute {
   timeoutMs: number;
   maxConcurrent?: number;
   rpm?: number;
+  /** Serves realtime sockets over the provider's own streaming protocol (`realtime` capability). */
+  realtime?: boolean;
   /**
    * Set by resolveRoutes when the route cannot work as configured (key variable unset, unparsable
    * base_url, unknown provider): the router counts it as misconfigured without calling it. For
@@ -317,8 +319,50 @@ export interface ParsedCallback {
   result?: JobPoll;
 }
 
+/** Audio as a realtime upstream takes it; the gateway converts the socket's audio to it. */
+export interface RealtimeAudioFormat {
+  encoding: 'pcm_s16le' | 'mulaw' | 'alaw';
+  sampleRate: number;
+}
+
+/** A realtime socket's audio as the client sends it, and its language. */
+export interface RealtimeOpenRequest {
+  sampleRate: 8000 | 16000;
+  encoding: 'pcm_s16le' | 'mulaw' | 'alaw' | 'linear32';
+  /** BCP-47, or absent for the provider's detection. */
+  language?: string;
+}
+
+/** One utterance's text from a realtime upstream. */
+export interface RealtimeTurn {
+  text: string;
+}
+
+/**
+ * An open streaming connection to a provider, used in manual-commit mode: the gateway's own VAD
+ * decides the turns, `send` streams every sample, `commit` ends an utterance and answers its text
+ * (deltas, where the protocol streams them, through `onDelta`). One commit at a time.
+ */
+export interface RealtimeUpstream {
+  readonly format: RealtimeAudioFormat;
+  send(audio: Uint8Array): void;
+  commit(signal: AbortSignal, onDelta: (delta: string) => void): Promise<RealtimeTurn>;
+  /** Resolves with why, once the upstream closed or failed (never rejects). */
+  readonly ended: Promise<UpstreamError>;
+  close(): void;
+}
+
+/** A provider's streaming speech-to-text protocol (OpenAI Realtime, Sarvam streaming, Deepgram live). */
+export interface RealtimeCapability {
+  /** The audio format this provider should get for a socket's audio (G.711 passed through where it takes it). */
+  format(req: RealtimeOpenRequest): RealtimeAudioFormat;
+  /** Connects; resolves once the upstream is ready for audio. */
+  open(route: ResolvedRoute, req: RealtimeOpenRequest, signal: AbortSignal): Promise<RealtimeUpstream>;
+}
+
 export interface Provider {
   name: string;
+  realtime?: RealtimeCapability;
   chat?: ChatCapability;
   embeddings?: EmbeddingsCapability;
   transcribe?: TranscribeCapability;

@@ -36,8 +36,12 @@ export interface SessionRecogniser {
   readonly mode: 'streaming' | 'utterance';
   /** Every sample of the session, in order (at the session's rate). */
   audio(samples: Int16Array): void;
-  /** Recognises a committed utterance; called in commit order, after the audio it covers. */
-  recognise(utterance: Utterance, signal: AbortSignal): Promise<Recognised>;
+  /**
+   * Recognises a committed utterance; called in commit order, after the audio it covers. Where the
+   * upstream streams its text, pieces of it go to `onDelta` before the answer (which then holds
+   * the whole text).
+   */
+  recognise(utterance: Utterance, signal: AbortSignal, onDelta?: (delta: string) => void): Promise<Recognised>;
   /** Stops the engine (idempotent). */
   close(): void;
 }

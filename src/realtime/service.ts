@@ -10,7 +10,7 @@ import { ApiError } from '../errors.ts';
 import type { MeteredCall, Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
-import type { ResolvedRoute } from '../providers/types.ts';
+import type { RealtimeCapability, ResolvedRoute } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
@@ -19,10 +19,15 @@ import type { VoiceDetectors } from '../speech/vad.ts';
 import type { Encoding } from './decoder.ts';
 import { REALTIME_KIND, tickEstimate, type RealtimeKind, type SessionSpec } from './kind.ts';
 import { streamingLocalRecogniser, utteranceRecogniser, type SessionRecogniser } from './recognisers.ts';
+import { upstreamRecogniser, type RealtimeRoute } from './upstream-recogniser.ts';
 import { RealtimeSession, type SessionLimits, type SessionParams, type SessionSink } from './session.ts';
 
 export interface RealtimeSettings extends SessionLimits {
   maxSocketsPerKey: number;
+  /** Sockets on this instance, all keys together. */
+  maxSockets: number;
+  /** stt-local sessions on this instance (one pocketsphinx process each). */
+  maxLocalEngines: number;
   tickSeconds: number;
   tickMaxAgeMs: number;
   holdTtlMs: number;
@@ -44,6 +49,8 @@ export interface RealtimeServiceDeps {
   kind: RealtimeKind;
   router: UpstreamRouter;
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
+  /** The provider's streaming protocol, for routes with `realtime: true`. */
+  realtimeOf(provider: string): RealtimeCapability | undefined;
   detectors(): Promise<VoiceDetectors>;
   resamplers(): Promise<Resamplers>;
   /** A resident offline engine for one socket (stt-local). */
@@ -65,6 +72,9 @@ export interface Opening {
 
 export class RealtimeService {
   private readonly perKey = new Map<number, number>();
+  /** Sockets admitted (opening or open) on this instance, and those of them holding a local engine. */
+  private admitted = 0;
+  private engines = 0;
   private readonly sessions = new Set<RealtimeSession>();
   private readonly finished = new Map<RealtimeSession, Promise<void>>();
 
@@ -78,15 +88,22 @@ export class RealtimeService {
   async admit(principal: ApiKeyPrincipal, query: StreamQuery, requestId: string): Promise<Opening> {
     const { settings } = this.deps;
     const keyId = principal.keyId;
+    if (this.admitted >= settings.maxSockets) {
+      throw new ApiError('too_many_connections', `This gateway instance has ${this.admitted} realtime sockets open, its limit; retry shortly or on another instance.`, { headers: { 'retry-after': '1' } });
+    }
     const mine = this.perKey.get(keyId) ?? 0;
     if (mine >= settings.maxSocketsPerKey) {
       throw new ApiError('rate_limit_exceeded', `This key has ${mine} realtime sockets open, its limit; close one first.`, { headers: { 'retry-after': '1' } });
     }
     this.perKey.set(keyId, mine + 1);
+    this.admitted += 1;
     let released = false;
+    let engine = false;
     const releaseSlot = () => {
       if (released) return;
       released = true;
+      this.admitted -= 1;
+      if (engine) this.engines -= 1;
       const n = (this.perKey.get(keyId) ?? 1) - 1;
       if (n <= 0) this.perKey.delete(keyId);
       else this.perKey.set(keyId, n);
@@ -106,6 +123,15 @@ export class RealtimeService {
     } catch (err) {
       releaseSlot();
       throw err;
+    }
+    if (this.firstRoute(call.model)?.provider === 'local') {
+      if (this.engines >= settings.maxLocalEngines) {
+        releaseSlot();
+        await call.release('error', { seconds: 0 }).catch(() => undefined);
+        throw new ApiError('model_unavailable', `All ${settings.maxLocalEngines} local speech engines of this instance are in use; retry shortly or pick a cloud stt model.`, { headers: { 'retry-after': '5' } });
+      }
+      this.engines += 1;
+      engine = true;
     }
     const params: SessionParams = {
       sessionId: `rts_${randomBytes(12).toString('base64url')}`,
@@ -142,7 +168,7 @@ export class RealtimeService {
   private async start(params: SessionParams, call: MeteredCall, sink: SessionSink, recheck: () => Promise<void>, releaseSlot: () => void): Promise<RealtimeSession> {
     const { settings, runtime, kind } = this.deps;
     const log = this.deps.logger.child({ session_id: params.sessionId, request_id: params.requestId });
-    const recogniser = await this.recogniserFor(call.model, params);
+    const recogniser = await this.recogniserFor(call.model, params, log);
     const detectors = await this.deps.detectors();
     let done!: () => void;
     const finished = new Promise<void>((resolve) => (done = resolve));
@@ -195,17 +221,36 @@ export class RealtimeService {
     return session;
   }
 
-  private async recogniserFor(model: ModelDoc, params: SessionParams): Promise<SessionRecogniser> {
+  private async recogniserFor(model: ModelDoc, params: SessionParams, log: Logger): Promise<SessionRecogniser> {
     const routes = this.deps.resolveRoutes(model);
-    const first = routes.find((r) => !r.problem);
+    const first = this.firstRoute(model);
     if (first?.provider === 'local') {
       return streamingLocalRecogniser({ rate: params.sampleRate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
+    }
+    if (first?.realtime && this.deps.realtimeOf(first.provider)) {
+      // The model's routes that stream, in order (failover between utterances goes through them).
+      const streaming: RealtimeRoute[] = [];
+      for (const route of routes) {
+        const capability = route.realtime && !route.problem ? this.deps.realtimeOf(route.provider) : undefined;
+        if (capability) streaming.push({ route, capability });
+      }
+      return upstreamRecogniser({
+        routes: streaming,
+        request: { sampleRate: params.sampleRate, encoding: params.encoding, ...(params.language ? { language: params.language } : {}) },
+        resamplers: await this.deps.resamplers(),
+        log,
+      });
     }
     return utteranceRecogniser({
       rate: params.sampleRate,
       ...(params.language ? { language: params.language } : {}),
       transcribe: async (req, signal) => (await this.deps.router.transcribe(routes, req, signal)).result,
     });
+  }
+
+  /** The route a session starts on: the model's first usable one. */
+  private firstRoute(model: ModelDoc): ResolvedRoute | undefined {
+    return this.deps.resolveRoutes(model).find((r) => !r.problem);
   }
 
   /** Shutdown: every session is told (`transcription_session.done`, close 1001), then billed. */

@@ -365,14 +365,26 @@ export class RealtimeSession implements SessionResources {
     const samples = this.buffer.slice(from, to);
     const utterance = { itemId: id, startMs: this.msOf(from), endMs: this.msOf(to), samples: () => samples };
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.limits.utteranceTimeoutMs)]);
-    const answer = this.deps.recogniser.recognise(utterance, signal);
+    // Deltas stream once this utterance's answer is the next to go out (held until then).
+    const held: string[] = [];
+    let head = false;
+    let streamed = false;
+    const onDelta = (delta: string) => {
+      if (this.ended || !delta) return;
+      streamed = true;
+      if (head) this.deps.sink.send({ type: 'delta', itemId: id, delta });
+      else held.push(delta);
+    };
+    const answer = this.deps.recogniser.recognise(utterance, signal, onDelta);
     answer.catch(() => {});
     // Answers go out in commit order.
     this.answered = this.answered.then(async () => {
+      head = true;
+      for (const delta of held.splice(0)) if (!this.ended) this.deps.sink.send({ type: 'delta', itemId: id, delta });
       try {
         const r = await answer;
         if (this.ended) return;
-        if (r.text) this.deps.sink.send({ type: 'delta', itemId: id, delta: r.text });
+        if (r.text && !streamed) this.deps.sink.send({ type: 'delta', itemId: id, delta: r.text });
         this.deps.sink.send({ type: 'completed', itemId: id, transcript: r.text, start: r.start, end: r.end, seconds: Math.ceil((utterance.endMs - utterance.startMs) / 1000) });
         this.toActor({ type: 'transcript.final', itemId: id });
       } catch (err) {

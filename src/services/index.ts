@@ -13,7 +13,7 @@ import { Meter } from '../metering/meter.ts';
 import { ModelCatalog } from '../models/catalog.ts';
 import { UpstreamHttp } from '../providers/http.ts';
 import { UpstreamFiles } from '../providers/upload.ts';
-import { createProviders, PROVIDER_NAMES } from '../providers/index.ts';
+import { createProviders, isProviderName, PROVIDER_NAMES } from '../providers/index.ts';
 import { RouteResolver, UpstreamRouter, type RouterLogger } from '../providers/router.ts';
 import { ChatGateway } from '../gateway/chat.ts';
 import { opaqueIds } from '../gateway/common.ts';
@@ -169,6 +169,7 @@ export async function createServices(deps: {
     kind: realtimeKind,
     router,
     resolveRoutes: gatewayDeps.resolveRoutes,
+    realtimeOf: (provider) => (isProviderName(provider) ? providers.get(provider)?.realtime : undefined),
     detectors: () => (detectors ??= loadVoiceDetectors()),
     resamplers: () => (resamplers ??= loadResamplers()),
     startEngine: () => startPocketsphinxEngine({}),

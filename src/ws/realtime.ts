@@ -163,23 +163,37 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     ws.on('close', (code) => {
       clearInterval(ping);
       if (resumeTimer) clearTimeout(resumeTimer);
+      backlog.length = 0;
       if (session) session.clientGone(code === 1006);
       else opening.cancel();
     });
 
-    /** Audio faster than real time × rateFactor (after the burst) pauses the socket until it is not. */
+    /**
+     * Audio faster than real time × rateFactor (after the burst) pauses the socket until it is not.
+     * Frames `ws` had already read when it paused (one socket read, up to 64 KB: 8 s of μ-law) wait
+     * in `backlog` and are taken, in order, as real time catches up.
+     */
+    const backlog: [RawData, boolean][] = [];
     const pace = (s: RealtimeSession) => {
       const now = Date.now();
       if (firstAudioAt === 0) firstAudioAt = now;
       const allowedMs = limits.burstSeconds * 1000 + limits.rateFactor * (now - firstAudioAt);
       const ahead = s.audioMs - allowedMs;
-      if (ahead > 0 && !ws.isPaused) {
+      if (ahead > 0 && !resumeTimer) {
         ws.pause();
         resumeTimer = setTimeout(() => {
           resumeTimer = null;
-          if (ws.readyState === ws.OPEN) ws.resume();
+          while (backlog.length > 0 && !resumeTimer && !s.isEnded) {
+            const [data, isBinary] = backlog.shift()!;
+            onMessage(s, data, isBinary);
+          }
+          if (!resumeTimer && ws.readyState === ws.OPEN) ws.resume();
         }, Math.ceil(ahead / limits.rateFactor));
       }
+    };
+    const take = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
+      if (resumeTimer || backlog.length > 0) backlog.push([data, isBinary]);
+      else onMessage(s, data, isBinary);
     };
 
     const onMessage = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
@@ -232,7 +246,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
           s.clientGone(true);
           return;
         }
-        ws.on('message', (data, isBinary) => onMessage(s, data, isBinary));
+        ws.on('message', (data, isBinary) => take(s, data, isBinary));
         ws.resume();
       },
       (err: unknown) => {

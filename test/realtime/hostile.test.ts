@@ -1,0 +1,113 @@
+// Hostile clients against the realtime socket: a thousand idle sockets (the instance-wide socket
+// cap refuses past it, 503 before the upgrade), stt-local sessions past the local-engine cap (503),
+// a flood of audio far faster than real time (paused, not buffered: the audio taken stays within
+// the burst and the rate factor), and a flood of junk frames (error frames, then close 1008 past
+// the budget); each slot comes back when its socket closes.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ADMIN_TOKEN, call } from '../helper.ts';
+import { closedSession, connect, fundedGateway, refusal, skipSpeech, type Client, type Funded } from './helpers.ts';
+
+describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
+  let f: Funded;
+  before(async () => {
+    f = await fundedGateway(
+      {
+        http: { maxConnectionsPerAddress: 5000, maxConnections: 5000 },
+        realtime: { maxSockets: 1000, maxSocketsPerKey: 1000, maxLocalEngines: 2, maxBadFrames: 50, burstSeconds: 1, rateFactor: 2, pingIntervalMs: 1000 },
+      },
+      1000,
+    );
+    // A cloud model (utterance mode): an idle socket on it calls nothing upstream.
+    const res = await call(f.gw.url, 'PUT', '/admin/models/stt-idle', {
+      token: ADMIN_TOKEN,
+      body: { type: 'stt', owned_by: 'acme', streaming: true, pricing: { cents_per_minute: 0.01 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key: 'k', upstream_model: 'whisper-1' }] },
+    });
+    assert.ok(res.status < 300, res.text);
+  });
+  after(async () => f?.gw.destroy());
+
+  it('a thousand idle sockets are held; the next is refused 503 before the upgrade; a closed one frees its slot', async () => {
+    const open: Client[] = [];
+    try {
+      for (let i = 0; i < 1000; i += 50) {
+        open.push(...(await Promise.all(Array.from({ length: 50 }, () => connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey })))));
+      }
+      await Promise.all(open.map((c) => c.next('transcription_session.created')));
+      const over = await refusal(connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey }));
+      assert.equal(over.status, 503);
+      assert.equal(over.body.error.code, 'too_many_connections');
+      assert.equal(over.headers['retry-after'], '1');
+      const first = open.shift()!;
+      const id = (await first.next('transcription_session.created')).session.id;
+      first.ws.close();
+      await closedSession(f.gw, id);
+      const again = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey });
+      open.push(again);
+      await again.next('transcription_session.created');
+    } finally {
+      for (const c of open) c.ws.close();
+      await Promise.all(open.map((c) => c.closed));
+      // Slots come back as the sessions finish billing: wait until the instance takes a socket again.
+      for (const deadline = Date.now() + 30_000; ; ) {
+        const ok = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey }).then((c) => (c.ws.close(), true), () => false);
+        if (ok) break;
+        assert.ok(Date.now() < deadline, 'the slots did not come back');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  });
+
+  it('stt-local sessions past the local-engine cap are refused 503 before the upgrade', async () => {
+    const a = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const b = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const idA = (await a.next('transcription_session.created')).session.id;
+    await b.next('transcription_session.created');
+    const third = await refusal(connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey }));
+    assert.equal(third.status, 503);
+    assert.equal(third.body.error.code, 'model_unavailable');
+    // A cloud model is not held back by the engines.
+    const cloud = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey });
+    await cloud.next('transcription_session.created');
+    a.ws.close();
+    await closedSession(f.gw, idA);
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    await c.next('transcription_session.created');
+    for (const x of [b, c, cloud]) x.ws.close();
+    await Promise.all([b.closed, c.closed, cloud.closed]);
+  });
+
+  it('an audio flood far faster than real time is paused, not taken: the audio received stays within burst + rate × time', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey, sample_rate: '8000', encoding: 'mulaw' });
+    const id = (await c.next('transcription_session.created')).session.id;
+    const t0 = Date.now();
+    const second = Buffer.alloc(8000, 0xff); // 1 s of μ-law silence
+    for (let i = 0; i < 60; i++) c.ws.send(second); // a minute of audio at once
+    await new Promise((r) => setTimeout(r, 2500));
+    // What the session took so far (its last progress checkpoint, at most a second old).
+    const progress = (await f.gw.runtime.get('realtime-session', id)) as { context: { audioMs: number } };
+    const elapsedS = (Date.now() - t0) / 1000;
+    const taken = progress.context.audioMs / 1000;
+    // burst 1 s + 2× real time, plus the frame taken before the pause: far from the 60 s sent.
+    assert.ok(taken <= 1 + 2 * elapsedS + 1, `took ${taken} s of audio in ${elapsedS} s`);
+    assert.ok(taken >= 1, `took ${taken} s`);
+    // Its close frame waits behind its own audio (the socket is paused); a client that drops the
+    // connection is cut by the liveness check (its pong is behind its audio too) and billed for what was taken.
+    c.ws.terminate();
+    const view = await closedSession(f.gw, id);
+    assert.ok(view.context.audioMs / 1000 <= 1 + 2 * ((Date.now() - t0) / 1000) + 1);
+    assert.equal(view.context.chargedSeconds, Math.ceil(view.context.audioMs / 1000 - 1e-9));
+  });
+
+  it('a junk flood gets error frames, then close 1008 past the budget', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey });
+    const id = (await c.next('transcription_session.created')).session.id;
+    const junk = ['not json', '[]', '{}', '{"type":42}', '{"type":"nope"}', '{"type":"input_audio_buffer.append","audio":"***"}', '\u0000\u0001', '{"type":"transcription_session.update","session":{"voice":"x"}}'];
+    for (let i = 0; i < 200; i++) c.ws.send(junk[i % junk.length]!);
+    assert.equal(await c.closed, 1008);
+    assert.ok(c.of('error').length >= 50, `${c.of('error').length} error frames`);
+    assert.ok(c.of('error').every((e) => e.error.code === 'invalid_request'));
+    await closedSession(f.gw, id);
+  });
+});
