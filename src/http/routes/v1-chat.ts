@@ -8,6 +8,7 @@ import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors, KeyString } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
+import { normalizeChatBody } from '../../gateway/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
@@ -15,14 +16,50 @@ import { cancelOnDisconnect } from '../../providers/cancel.ts';
 // joined in order. A part's shape is checked in the gateway, so an image, audio or file part is
 // refused as such ("only text parts") rather than as a text part missing its text.
 const Part = Type.Object({ type: Type.String({ maxLength: 64 }) }, { additionalProperties: true });
-const Message = Type.Object(
+const FunctionName = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' });
+// Tool calling (models with `tools: true`; the gateway refuses it for others, naming the field).
+const ToolCall = Type.Object(
   {
-    role: Type.String({ maxLength: 32 }),
-    content: Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 })]),
-    name: Type.Optional(KeyString(64)),
+    id: KeyString(256),
+    type: Type.Literal('function'),
+    function: Type.Object({ name: FunctionName, arguments: Type.String({ maxLength: 1_000_000 }) }, { additionalProperties: false }),
   },
   { additionalProperties: false },
 );
+const Message = Type.Object(
+  {
+    role: Type.String({ maxLength: 32 }),
+    // Null (or absent) only on an assistant message with tool_calls (checked in the gateway).
+    content: Type.Optional(
+      Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 }), Type.Null()]),
+    ),
+    name: Type.Optional(KeyString(64)),
+    tool_calls: Type.Optional(Type.Array(ToolCall, { maxItems: 128 })),
+    tool_call_id: Type.Optional(KeyString(256)),
+  },
+  { additionalProperties: false },
+);
+export const ToolSchema = Type.Object(
+  {
+    type: Type.Literal('function'),
+    function: Type.Object(
+      {
+        name: FunctionName,
+        description: Type.Optional(Type.String({ maxLength: 10_000 })),
+        parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+        strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+export const ToolChoiceSchema = Type.Union([
+  Type.Literal('none'),
+  Type.Literal('auto'),
+  Type.Literal('required'),
+  Type.Object({ type: Type.Literal('function'), function: Type.Object({ name: FunctionName }, { additionalProperties: false }) }, { additionalProperties: false }),
+]);
 
 // OpenAI's three shapes as one object, so every mistake is reported against the field it is in;
 // `json_schema` comes with type json_schema and only with it (checked in the gateway). A JSON
@@ -77,6 +114,9 @@ export const ChatBodySchema = Type.Object(
     safety_identifier: Type.Optional(KeyString(64)),
     user: Type.Optional(KeyString(256)),
     prompt_cache_key: Type.Optional(KeyString(1024)),
+    tools: Type.Optional(Type.Array(ToolSchema, { minItems: 1, maxItems: 128 })),
+    tool_choice: Type.Optional(ToolChoiceSchema),
+    parallel_tool_calls: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -93,7 +133,7 @@ const ChatCompletionSchema = Type.Object({
   choices: Type.Array(
     Type.Object({
       index: Type.Integer(),
-      message: Type.Object({ role: Type.String(), content: Type.String() }),
+      message: Type.Object({ role: Type.String(), content: Type.Union([Type.String(), Type.Null()]), tool_calls: Type.Optional(Type.Array(ToolCall)) }),
       finish_reason: Type.String(),
       logprobs: Type.Optional(Type.Union([Type.Object({ content: Type.Union([Type.Array(TokenLogprobSchema), Type.Null()]) }), Type.Null()])),
     }),
@@ -124,6 +164,8 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
     '/v1/chat/completions',
     {
       preHandler: requireApiKey(deps, 'chat'),
+      // Before the schema: nulls as absent, `developer` as system, the role's code before any other.
+      preValidation: async (req) => normalizeChatBody(req.body),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
       schema: {
         tags: ['v1'], summary: 'Chat completion (OpenAI-compatible; stream: true for server-sent events)', security: [{ apiKey: [] }],

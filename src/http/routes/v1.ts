@@ -18,6 +18,7 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     owned_by: Type.String(),
     type: Type.String(),
     reasoning: Type.Optional(Type.Boolean()),
+    tools: Type.Optional(Type.Boolean()),
     languages: Type.Optional(Type.Array(Type.String())),
     streaming: Type.Optional(Type.Boolean()),
     modes: Type.Optional(Type.Array(Type.String())),
