@@ -1,11 +1,10 @@
 // POST /v1/chat/completions: OpenAI-compatible, JSON or server-sent events. The route translates
 // only; the metered path is src/gateway/chat.ts.
-import { once } from 'node:events';
 import { Type } from 'typebox';
-import type { ServerResponse } from 'node:http';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { ApiError, toEnvelope } from '../errors.ts';
+import { toEnvelope } from '../errors.ts';
+import { relaySse } from '../sse.ts';
 import { errors, KeyString } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
 import { normalizeChatBody } from '../../gateway/chat-input.ts';
@@ -147,18 +146,6 @@ const ChatCompletionSchema = Type.Object({
   }),
 });
 
-/** Writes one SSE event, waiting for the socket to drain (or the client to leave) when it is full. */
-async function send(res: ServerResponse, payload: string): Promise<void> {
-  // Events that are ready together (an upstream read often holds several) leave in one write: the
-  // response is corked until the current tick's work is done, which delays nothing that waits.
-  if (res.writableCorked === 0) {
-    res.cork();
-    process.nextTick(() => res.uncork());
-  }
-  if (res.write(`data: ${payload}\n\n`)) return;
-  await Promise.race([once(res, 'drain'), once(res, 'close')]);
-}
-
 export function registerChatRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/v1/chat/completions',
@@ -183,28 +170,12 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       if (body.stream !== true) return chat.complete(prep, cancel);
 
       const { chunks } = await chat.openStream(prep, cancel, body.stream_options?.include_usage === true);
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        ...(reply.getHeaders() as Record<string, string>), // x-request-id, a limited key's x-ratelimit-*
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
+      // Mid-stream failure: the stream ends with an error event (OpenAI's shape) and no [DONE].
+      await relaySse(req, reply, cancel, chunks, {
+        frame: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+        done: 'data: [DONE]\n\n',
+        error: (api) => `data: ${JSON.stringify(toEnvelope(api, req.id))}\n\n`,
       });
-      try {
-        for await (const chunk of chunks) {
-          if (cancel.aborted) break;
-          await send(res, JSON.stringify(chunk));
-        }
-        if (!cancel.aborted) await send(res, '[DONE]');
-      } catch (err) {
-        // Mid-stream failure: the stream ends with an error event (OpenAI's shape) and no [DONE].
-        const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
-        if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
-        if (!cancel.aborted) await send(res, JSON.stringify(toEnvelope(api, req.id)));
-      }
-      res.end();
     },
   );
 }
