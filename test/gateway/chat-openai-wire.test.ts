@@ -114,6 +114,24 @@ describe('chat as OpenAI clients send it', () => {
     assert.equal(over.body.error.param, 'max_completion_tokens');
   });
 
+  it("a per-key limit's 429 reaches openai-node with its reason; plain clients keep the spec's bare {detail}", async () => {
+    const s = await signup(gw.url);
+    assert.equal((await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: 1000 } })).status, 201);
+    const k = await createKey(gw.url, s.token);
+    assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${k.id}`, { token: ADMIN_TOKEN, body: { rpm: 1 } })).status, 200);
+    const ai = new OpenAI({ apiKey: k.api_key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    await ai.chat.completions.create({ model: 'plain', messages: [{ role: 'user', content: 'hi' }] });
+    await assert.rejects(ai.chat.completions.create({ model: 'plain', messages: [{ role: 'user', content: 'hi' }] }), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.RateLimitError);
+      assert.match(e.message, /^429 .*per-minute limit/);
+      assert.equal(e.code, 'rate_limit_exceeded');
+      return true;
+    });
+    const plain = await call(gw.url, 'POST', '/v1/chat/completions', { token: k.api_key, body: { model: 'plain', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(plain.status, 429);
+    assert.deepEqual(Object.keys(plain.body), ['detail']);
+  });
+
   for (const model of ['agent', 'claude-agent']) {
     it(`tool calling on ${model}: a call, its result, the answer; streamed deltas; billed`, async () => {
       const ai = client();
