@@ -8,7 +8,8 @@
 // thinking's rules (budget 1,024 or more and under max_tokens; temperature only 1, top_p 0.95 or
 // more, no prefilled final assistant turn beside it). With thinking it answers a thinking block
 // (with its signature) before the text, its tokens counted in output_tokens. Errors use
-// Anthropic's `{type: 'error', error: {type, message}}`. Programmable per request through
+// Anthropic's `{type: 'error', error: {type, message}}`. Offered `tools`, it answers a tool_use block (streamed as
+// input_json_delta pieces) as test/fakes/tools.ts plays it; a tool_result must answer the turn before's tool_use. Programmable per request through
 // FakeBehaviour (see fake-server.ts); `errorAfterChunks` sends an `event: error` (overloaded).
 import { FakeServer, sendAnswer, sendJson, sendStream, simulate, words, type Exchange } from './fake-server.ts';
 import { afterTool, fakeToolCall, textOf, type FakeToolCall } from './tools.ts';

@@ -4,6 +4,7 @@
 //   POST /v1/embeddings — string, list, token-id list or lists input, `encoding_format` float|base64,
 //     `dimensions`;
 //   POST /v1/audio/transcriptions and /v1/audio/translations — see openai-audio-upstream.ts.
+// Offered `tools`, it calls one as test/fakes/tools.ts plays it (answers and streamed deltas).
 // With `logprobs` it sends each output token's entry (fakeLogprob), in answers and per chunk.
 // It refuses (400) what OpenAI refuses among the passed-through parameters (invalidChatBody), and a
 // `reasoning_effort` makes it spend FAKE_REASONING_TOKENS hidden tokens per choice, reported in

@@ -13,8 +13,9 @@
 // `frequency_penalty`, `logit_bias`, `verbosity`, `logprobs`, a JSON `response_format` (`text` is
 // what it does anyway), and with thinking what Anthropic refuses beside it (temperature below 1,
 // top_p below 0.95, a prefilled assistant turn, max_tokens too small for the smallest budget).
-// Answer: text blocks joined (thinking and tool blocks dropped); stop_reason → finish_reason.
-// Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
+// Answer: text blocks joined (thinking blocks dropped), tool_use blocks → tool_calls (tools.ts);
+// stop_reason → finish_reason.
+// Tools, both ways: see tools.ts. Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
 // finish_reason chunk; message_stop → the usage chunk (input tokens from message_start, output from
 // the last message_delta); ping ignored; an `error` event throws.
 import { routeUrl, scrub, type SseMessage, type UpstreamCall, type UpstreamHttp } from '../http.ts';
