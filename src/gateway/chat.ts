@@ -10,16 +10,20 @@ import type { CallFacts, MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import { copyDefined, PASSED_THROUGH, type ChatChoice, type ChatChunk, type ChatMessage, type ChatRequest, type ResolvedRoute, type ResponseFormat, type TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
-import { countMessages, countText } from './tokens.ts';
+import { countMessages, countText, countTools } from './tokens.ts';
+import { CHAT_ROLES, roleRefusal } from './chat-input.ts';
 import { costMicrocents, toApiError, unservedStatus, type GatewayDeps } from './common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
-
-const ROLES = new Set(['system', 'user', 'assistant']);
 
 
 export interface ChatBody extends Pick<ChatRequest, (typeof PASSED_THROUGH)[number]> {
   model: string;
-  messages: { role: string; content: string | ({ type: string } & Record<string, unknown>)[] }[];
+  messages: {
+    role: string;
+    content?: string | ({ type: string } & Record<string, unknown>)[] | null;
+    tool_calls?: ChatMessage['tool_calls'];
+    tool_call_id?: string;
+  }[];
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
   max_tokens?: number;
@@ -93,6 +97,62 @@ function joinTextParts(parts: ({ type: string } & Record<string, unknown>)[], me
     .join('');
 }
 
+/**
+ * The messages as passed on: text parts joined, tool fields only where they belong. A `tool`
+ * message is only converted here: whether the model takes it at all comes first (toolMessagesChecked).
+ */
+function chatMessages(body: ChatBody): ChatMessage[] {
+  return body.messages.map((m, i) => {
+    if (!CHAT_ROLES.has(m.role)) throw roleRefusal(i, m.role);
+    const at = `messages.${i}`;
+    const out: ChatMessage = { role: m.role as ChatMessage['role'], content: null };
+    if (m.role === 'tool') {
+      if (typeof m.content === 'string') out.content = m.content;
+      if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+      return out;
+    }
+    if (typeof m.content === 'string') out.content = m.content;
+    else if (Array.isArray(m.content)) out.content = joinTextParts(m.content, i);
+    if (m.tool_calls !== undefined) {
+      if (m.role !== 'assistant') throw new ApiError('invalid_request', `${at}.tool_calls goes only on an assistant message.`, { param: `${at}.tool_calls` });
+      if (m.tool_calls.length > 0) out.tool_calls = m.tool_calls;
+    }
+    if (m.tool_call_id !== undefined) throw new ApiError('invalid_request', `${at}.tool_call_id goes only on a tool message.`, { param: `${at}.tool_call_id` });
+    if (out.content === null && out.tool_calls === undefined) {
+      throw new ApiError('missing_input', `Missing required field '${at}.content' (only an assistant message with tool_calls may omit it).`, { param: `${at}.content` });
+    }
+    return out;
+  });
+}
+
+const TOOL_PARAMS = ['tools', 'tool_choice', 'parallel_tool_calls'] as const;
+
+/**
+ * For a model without tool calling, the spec's contract exactly: a `tool` message is
+ * invalid_message_role, any other tool field invalid_request naming it; each says why. For a model
+ * with it, each `tool` message carries its call id and its content (text or text parts).
+ */
+function toolMessagesChecked(model: ModelDoc, body: ChatBody, messages: ChatMessage[]): void {
+  if (model.tools !== true) {
+    const why = `tool calling is not enabled for model '${model._id}'`;
+    const tool = messages.findIndex((m) => m.role === 'tool');
+    if (tool >= 0) throw roleRefusal(tool, 'tool', `${why}; use system, user or assistant`);
+    const calls = messages.findIndex((m) => m.tool_calls !== undefined);
+    const param = TOOL_PARAMS.find((k) => body[k] !== undefined) ?? (calls >= 0 ? `messages.${calls}.tool_calls` : undefined);
+    if (param !== undefined) throw new ApiError('invalid_request', `${param}: ${why}.`, { param });
+    return;
+  }
+  messages.forEach((m, i) => {
+    if (m.role !== 'tool') return;
+    const sent = body.messages[i]!;
+    const at = `messages.${i}`;
+    if (sent.tool_calls !== undefined) throw new ApiError('invalid_request', `${at}.tool_calls goes only on an assistant message.`, { param: `${at}.tool_calls` });
+    if (m.tool_call_id === undefined) throw new ApiError('missing_input', `Missing required field '${at}.tool_call_id'.`, { param: `${at}.tool_call_id` });
+    if (Array.isArray(sent.content)) m.content = joinTextParts(sent.content, i);
+    if (m.content === null) throw new ApiError('missing_input', `Missing required field '${at}.content'.`, { param: `${at}.content` });
+  });
+}
+
 /** OpenAI's response_format: `json_schema` goes with type json_schema, and only with it. */
 function responseFormat(body: ChatBody): ResponseFormat | undefined {
   const rf = body.response_format;
@@ -122,14 +182,7 @@ export class ChatGateway {
     if (!Array.isArray(body.messages) || body.messages.length === 0) {
       throw new ApiError('missing_input', 'messages must hold at least one message.', { param: 'messages' });
     }
-    body.messages.forEach((m, i) => {
-      if (!ROLES.has(m.role)) {
-        throw new ApiError('invalid_message_role', `messages[${i}].role '${m.role}' is not supported; use system, user or assistant.`, { param: `messages.${i}.role` });
-      }
-    });
-    const messages = body.messages.some((m) => typeof m.content !== 'string')
-      ? body.messages.map((m, i) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : joinTextParts(m.content, i) }) as ChatMessage)
-      : (body.messages as ChatMessage[]);
+    const messages = chatMessages(body);
     const { maxTokens, maxTokensParam } = outputLimit(body);
     if (body.top_logprobs !== undefined && body.logprobs !== true) {
       throw new ApiError('invalid_request', 'top_logprobs requires logprobs to be true.', { param: 'top_logprobs' });
@@ -140,13 +193,19 @@ export class ChatGateway {
       type: 'llm',
       requestId,
       check: (model) => {
+        toolMessagesChecked(model, body, messages);
         // The model's public `reasoning` says whether it thinks; an effort for one that does not is
         // a mistake to report, not a hint to drop (OpenAI answers 400 too).
         if (body.reasoning_effort !== undefined && model.reasoning !== true) {
           throw new ApiError('invalid_request', 'reasoning_effort is not supported by this model: it is not a reasoning model.', { param: 'reasoning_effort' });
         }
-        // A JSON schema to answer in is part of the prompt the upstream reads (and bills).
-        const promptTokens = countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0);
+        // A JSON schema to answer in, and the tools offered, are part of the prompt the upstream reads (and bills).
+        const promptTokens =
+          countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0) + countTools(body.tools);
+        // An output cap above the model's maximum is named as such, before the context check it would also fail.
+        if (maxTokens !== undefined && model.max_output_tokens !== undefined && maxTokens > model.max_output_tokens) {
+          throw new ApiError('invalid_request', `${maxTokensParam} may be at most ${model.max_output_tokens} for this model.`, { param: maxTokensParam });
+        }
         if (model.context_window !== undefined) {
           const wanted = promptTokens + (maxTokens ?? 0);
           if (promptTokens >= model.context_window || wanted > model.context_window) {
@@ -154,12 +213,10 @@ export class ChatGateway {
               'context_length_exceeded',
               `This model's context window is ${model.context_window} tokens; the messages take ${promptTokens}` +
                 (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') + '.',
-              { param: 'messages' },
+              // The prompt alone fits: the output cap is what to change.
+              { param: promptTokens < model.context_window ? maxTokensParam : 'messages' },
             );
           }
-        }
-        if (maxTokens !== undefined && model.max_output_tokens !== undefined && maxTokens > model.max_output_tokens) {
-          throw new ApiError('invalid_request', `${maxTokensParam} may be at most ${model.max_output_tokens} for this model.`, { param: maxTokensParam });
         }
         // The most the call can produce: max_tokens, else the model's maximum, else what the context leaves.
         const maxOut = maxTokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
@@ -202,7 +259,7 @@ export class ChatGateway {
     }
     const usage = this.billable(prep, served.result.usage, () => ({
       prompt_tokens: prep.promptTokens,
-      completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content), 0),
+      completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content ?? '') + countTools(c.message.tool_calls), 0),
     }));
     // The answer does not wait for the debit (unless wallet writes are durable); any later read of the wallet does.
     await prep.call.settle(this.settleFacts(prep, served.route, usage, 'ok'), { answer: true });
@@ -213,6 +270,7 @@ export class ChatGateway {
       model: prep.model._id,
       choices: served.result.choices.map((c) => {
         const choice: ChatChoice = { index: c.index, message: { role: 'assistant', content: c.message.content }, finish_reason: c.finish_reason };
+        if (c.message.tool_calls !== undefined) choice.message.tool_calls = c.message.tool_calls;
         if (c.logprobs !== undefined) choice.logprobs = c.logprobs;
         return choice;
       }),
@@ -261,13 +319,17 @@ export class ChatGateway {
         if (chunk.choices.length === 0) continue;
         const choices = chunk.choices.map((c) => {
           if (c.delta.content) received.push(c.delta.content);
-          const delta: Record<string, string> = {};
+          const delta: Record<string, unknown> = {};
           // The spec: the first chunk of each choice carries delta.role.
           if (!roleSent.has(c.index)) {
             roleSent.add(c.index);
             delta.role = 'assistant';
           }
           if (c.delta.content) delta.content = c.delta.content;
+          if (c.delta.tool_calls) {
+            delta.tool_calls = c.delta.tool_calls;
+            for (const t of c.delta.tool_calls) received.push(t.function.name ?? '', t.function.arguments ?? '');
+          }
           return c.logprobs
             ? { index: c.index, delta, logprobs: c.logprobs, finish_reason: c.finish_reason ?? null }
             : { index: c.index, delta, finish_reason: c.finish_reason ?? null };

@@ -9,6 +9,15 @@ export const countText = (text: string): number => (text.length === 0 ? 0 : coun
 
 export function countMessages(messages: readonly ChatMessage[]): number {
   let n = 3;
-  for (const m of messages) n += 3 + countText(m.role) + countText(m.content);
+  for (const m of messages) {
+    n += 3 + countText(m.role) + countText(m.content ?? '');
+    if (m.tool_calls !== undefined) n += countTools(m.tool_calls);
+    if (m.tool_call_id !== undefined) n += countText(m.tool_call_id);
+  }
   return n;
+}
+
+/** Tool definitions or calls as the model reads them: their JSON (an estimate, as the upstreams' formats differ). */
+export function countTools(tools: readonly unknown[] | undefined): number {
+  return tools === undefined || tools.length === 0 ? 0 : countText(JSON.stringify(tools));
 }

@@ -8,8 +8,18 @@ export interface ErrorEnvelope {
   error: { message: string; type: string; code: ErrorCode; param?: string; request_id?: string };
 }
 
-export function toEnvelope(err: ApiError, requestId: string): ErrorEnvelope | { detail: string } {
-  if (err.options.bare) return { detail: err.message };
+/**
+ * The error's body. The spec's per-key limits answer a bare `{detail}`; `sdk` (a request from
+ * OpenAI's official SDKs, which read only `error.message`) adds the envelope beside `detail`, so the
+ * SDK shows the reason instead of "429 status code (no body)". See README "Errors".
+ */
+export function toEnvelope(err: ApiError, requestId: string, opts: { sdk?: boolean } = {}): ErrorEnvelope | { detail: string } {
+  if (err.options.bare && !opts.sdk) return { detail: err.message };
+  if (err.options.bare) return { detail: err.message, ...envelope(err, requestId) };
+  return envelope(err, requestId);
+}
+
+function envelope(err: ApiError, requestId: string): ErrorEnvelope {
   return {
     error: {
       message: err.message,
@@ -19,4 +29,9 @@ export function toEnvelope(err: ApiError, requestId: string): ErrorEnvelope | { 
       request_id: requestId,
     },
   };
+}
+
+/** Whether a request comes from one of OpenAI's official SDKs (openai-node and openai-python send `X-Stainless-Lang`). */
+export function fromOpenAISdk(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  return headers['x-stainless-lang'] !== undefined;
 }

@@ -21,13 +21,15 @@ export const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Obje
 
 /** The spec's per-key RPM/TPD 429 body (ApiError with `bare`). */
 export const BareDetail = Type.Object({ detail: Type.String() });
+/** The same for OpenAI's SDKs: `detail` with the envelope beside it (see toEnvelope). */
+const DetailWithEnvelope = Type.Object({ detail: Type.String(), error: ErrorEnvelope.properties.error });
 
 /**
  * Standard error responses documented on every route. A 429 may also be the bare `{detail}` body,
  * and must be declared so: the response serializer would otherwise fail on it (a 500).
  */
 export const errors = (...codes: number[]) =>
-  Object.fromEntries(codes.map((c) => [c, c === 429 ? Type.Union([ErrorEnvelope, BareDetail]) : ErrorEnvelope]));
+  Object.fromEntries(codes.map((c) => [c, c === 429 ? Type.Union([DetailWithEnvelope, ErrorEnvelope, BareDetail]) : ErrorEnvelope]));
 
 export const IsoDate = Type.String({ description: 'ISO 8601 UTC' });
 export const NullableIso = Type.Union([IsoDate, Type.Null()]);

@@ -37,6 +37,7 @@ export interface PublicModel {
   owned_by: string;
   type: ModelType;
   reasoning?: boolean;
+  tools?: boolean;
   languages?: string[];
   streaming?: boolean;
   modes?: SttMode[];
@@ -133,7 +134,10 @@ export function publicModel(m: ModelDoc): PublicModel {
     owned_by: m.owned_by,
     type: m.type,
   };
-  if (m.type === 'llm') out.reasoning = m.reasoning ?? false;
+  if (m.type === 'llm') {
+    out.reasoning = m.reasoning ?? false;
+    out.tools = m.tools ?? false;
+  }
   if (m.type === 'stt' || m.type === 'intent') out.languages = m.languages ?? [];
   if (m.type === 'stt') {
     out.streaming = m.streaming ?? false;
@@ -191,6 +195,7 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(`routes.${i}.base_url`, 'base_url must be http or https.');
   });
+  if (def.type !== 'llm' && def.tools !== undefined) throw bad('tools', 'tools applies to llm models only.');
   if (def.type !== 'stt') {
     for (const field of ['modes', 'timestamps', 'jobs', 'diarization'] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to stt models only.`);

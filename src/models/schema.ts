@@ -24,6 +24,7 @@ export const ModelSchema = Closed({
   type: Type.Union(MODEL_TYPES.map((t) => Type.Literal(t))),
   owned_by: KeyString(128, { minLength: 1 }),
   reasoning: Type.Optional(Type.Boolean()),
+  tools: Type.Optional(Type.Boolean()),
   languages: Type.Optional(Type.Array(Lang, { maxItems: 200 })),
   streaming: Type.Optional(Type.Boolean()),
   voices: Type.Optional(Type.Array(KeyString(128, { minLength: 1 }), { maxItems: 1000 })),

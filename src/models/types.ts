@@ -44,6 +44,8 @@ export interface ModelFields {
   type: ModelType;
   owned_by: string;
   reasoning?: boolean;
+  /** llm: the model takes OpenAI's tool calling (tools, tool_choice, tool messages). */
+  tools?: boolean;
   languages?: string[];
   streaming?: boolean;
   voices?: string[];

@@ -449,7 +449,7 @@ function positive(n: number | undefined): number | null {
 }
 
 /**
- * Pulls the stream's first chunk with something in it. Role-only chunks are held back and their
+ * Pulls the stream's first chunk with something in it (text, a tool call, a finish). Role-only chunks are held back and their
  * roles merged into it, so the route is not committed to before it said anything.
  */
 async function pullFirst(it: AsyncIterator<ChatChunk>): Promise<ChatChunk | null> {
@@ -458,7 +458,7 @@ async function pullFirst(it: AsyncIterator<ChatChunk>): Promise<ChatChunk | null
     const next = await it.next();
     if (next.done) return roles;
     const chunk = next.value;
-    const roleOnly = chunk.usage === undefined && chunk.choices.length > 0 && chunk.choices.every((c) => !c.finish_reason && !c.delta.content);
+    const roleOnly = chunk.usage === undefined && chunk.choices.length > 0 && chunk.choices.every((c) => !c.finish_reason && !c.delta.content && !c.delta.tool_calls);
     if (!roleOnly) return roles ? mergeRoles(roles, chunk) : chunk;
     roles = roles ? { choices: [...roles.choices, ...chunk.choices.filter((c) => !roles!.choices.some((r) => r.index === c.index))] } : chunk;
   }

@@ -30,9 +30,39 @@ export interface ResolvedRoute {
   urls?: Map<string, URL | null>;
 }
 
+/** A function call the model asked for (OpenAI's shape; `arguments` is JSON text as the model wrote it). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A function the model may call: OpenAI's tool definition, `parameters` a JSON schema. */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+/**
+ * A message as the gateway passes it on. Only models with tool calling see `tool` messages,
+ * `tool_calls` and a null `content` (an assistant turn that only calls tools).
+ */
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | null;
+  tool_calls?: ToolCall[];
+  /** On a `tool` message: the call it answers. */
+  tool_call_id?: string;
+}
+
+/** A streamed piece of a tool call: the first carries id, type and name; later ones more arguments. */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments?: string };
 }
 
 /** OpenAI's `response_format`: plain text, any JSON object, or JSON following a schema. */
@@ -70,6 +100,9 @@ export interface ChatRequest {
   safety_identifier?: string;
   user?: string;
   prompt_cache_key?: string;
+  tools?: ToolDefinition[];
+  tool_choice?: ToolChoice;
+  parallel_tool_calls?: boolean;
 }
 
 /**
@@ -78,6 +111,7 @@ export interface ChatRequest {
  */
 export const PASSED_THROUGH = [
   'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty', 'seed', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'logit_bias',
+  'tools', 'tool_choice', 'parallel_tool_calls',
 ] as const satisfies readonly (keyof ChatRequest)[];
 
 /** Copies the fields `keys` names that are set in `from` onto `to`. */
@@ -117,7 +151,8 @@ export interface ChoiceLogprobs {
 
 export interface ChatChoice {
   index: number;
-  message: { role: 'assistant'; content: string };
+  /** content is null only when the model answered with tool calls alone. */
+  message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] };
   finish_reason: string;
   /** Present when the request asked for logprobs: what the upstream gave, or null. */
   logprobs?: ChoiceLogprobs | null;
@@ -130,7 +165,7 @@ export interface ChatResult {
 }
 
 export interface ChatChunk {
-  choices: { index: number; delta: { role?: 'assistant'; content?: string }; finish_reason?: string | null; logprobs?: ChoiceLogprobs }[];
+  choices: { index: number; delta: { role?: 'assistant'; content?: string; tool_calls?: ToolCallDelta[] }; finish_reason?: string | null; logprobs?: ChoiceLogprobs }[];
   /** Present on the chunk that carries the upstream's final usage, if any. */
   usage?: TokenUsage;
 }

@@ -8,9 +8,11 @@
 // thinking's rules (budget 1,024 or more and under max_tokens; temperature only 1, top_p 0.95 or
 // more, no prefilled final assistant turn beside it). With thinking it answers a thinking block
 // (with its signature) before the text, its tokens counted in output_tokens. Errors use
-// Anthropic's `{type: 'error', error: {type, message}}`. Programmable per request through
+// Anthropic's `{type: 'error', error: {type, message}}`. Offered `tools`, it answers a tool_use block (streamed as
+// input_json_delta pieces) as test/fakes/tools.ts plays it; a tool_result must answer the turn before's tool_use. Programmable per request through
 // FakeBehaviour (see fake-server.ts); `errorAfterChunks` sends an `event: error` (overloaded).
-import { FakeServer, sendAnswer, sendJson, sendStream, simulate, type Exchange } from './fake-server.ts';
+import { FakeServer, sendAnswer, sendJson, sendStream, simulate, words, type Exchange } from './fake-server.ts';
+import { afterTool, fakeToolCall, textOf, type FakeToolCall } from './tools.ts';
 
 export { FakeServer, simulate, words, type FakeBehaviour, type RecordedRequest } from './fake-server.ts';
 
@@ -44,7 +46,8 @@ export function invalidMessagesBody(body: any): string | null {
     if (m.role !== 'user' && m.role !== 'assistant') {
       return `messages.${i}.role: Input should be 'user' or 'assistant'`;
     }
-    if (typeof m.content !== 'string' || m.content === '') return `messages.${i}: text content blocks must be non-empty`;
+    const contentProblem = invalidContent(m, i, body.messages[i - 1]);
+    if (contentProblem) return contentProblem;
     const want = i % 2 === 0 ? 'user' : 'assistant';
     if (m.role !== want) return 'messages: roles must alternate between "user" and "assistant", starting with "user"';
   }
@@ -55,6 +58,13 @@ export function invalidMessagesBody(body: any): string | null {
   if (body.metadata !== undefined && (typeof body.metadata?.user_id !== 'string' || body.metadata.user_id.length > 256)) {
     return 'metadata.user_id: String should have at most 256 characters';
   }
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools) || !body.tools.every((t: any) => typeof t?.name === 'string' && typeof t.input_schema === 'object' && Object.keys(t).every((k) => ['name', 'description', 'input_schema'].includes(k)))) {
+      return 'tools: each tool takes name, description and input_schema';
+    }
+  }
+  if (body.tool_choice !== undefined && !['auto', 'any', 'none', 'tool'].includes(body.tool_choice?.type)) return 'tool_choice: Input tag does not match any of the expected tags';
+  if (body.tool_choice?.type === 'tool' && !body.tools?.some((t: any) => t.name === body.tool_choice.name)) return 'tool_choice.name: no such tool';
   if (body.thinking !== undefined) {
     const t = body.thinking;
     if (t?.type !== 'enabled' || !Number.isInteger(t.budget_tokens)) return 'thinking: Input tag does not match any of the expected tags';
@@ -65,6 +75,24 @@ export function invalidMessagesBody(body: any): string | null {
     if (body.messages.at(-1).role === 'assistant') {
       return 'messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.';
     }
+  }
+  return null;
+}
+
+/** A message's content as the real API checks it: non-empty text, or blocks; a tool_result answers a tool_use of the turn before. */
+function invalidContent(m: any, i: number, previous: any): string | null {
+  if (typeof m.content === 'string') return m.content === '' ? `messages.${i}: text content blocks must be non-empty` : null;
+  if (!Array.isArray(m.content) || m.content.length === 0) return `messages.${i}: content must be a string or a non-empty list of blocks`;
+  for (const [j, b] of (m.content as any[]).entries()) {
+    const at = `messages.${i}.content.${j}`;
+    if (b?.type === 'text' && typeof b.text === 'string' && b.text !== '') continue;
+    if (b?.type === 'tool_use' && m.role === 'assistant' && typeof b.id === 'string' && typeof b.name === 'string' && typeof b.input === 'object' && b.input !== null && !Array.isArray(b.input)) continue;
+    if (b?.type === 'tool_result' && m.role === 'user' && typeof b.tool_use_id === 'string') {
+      const asked = Array.isArray(previous?.content) && previous.content.some((p: any) => p.type === 'tool_use' && p.id === b.tool_use_id);
+      if (!asked) return `${at}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+      continue;
+    }
+    return `${at}: invalid content block`;
   }
   return null;
 }
@@ -87,8 +115,14 @@ export async function startAnthropicUpstream(opts: AnthropicUpstreamOptions = {}
 }
 
 async function messages(x: Exchange, body: any): Promise<void> {
-  const all = body.system ? [{ role: 'system', content: body.system as string }, ...body.messages] : body.messages;
-  const sim = simulate(all, x.behaviour.reply, body.max_tokens, body.stop_sequences);
+  const texts = (body.messages as any[]).map((m) => ({ role: m.role, content: textOf(m.content) }));
+  const all = body.system ? [{ role: 'system', content: body.system as string }, ...texts] : texts;
+  const lastBlocks = Array.isArray(body.messages.at(-1).content) ? (body.messages.at(-1).content as any[]) : [];
+  const result = lastBlocks.find((b) => b.type === 'tool_result');
+  const lastUser = [...(body.messages as any[])].reverse().find((m) => m.role === 'user' && !(Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_result')));
+  const tool = fakeToolCall((body.tools ?? []).map((t: any) => t.name), body.tool_choice?.type === 'none' ? 'none' : body.tool_choice, textOf(lastUser?.content), result !== undefined);
+  if (tool) return toolUse(x, body, all, tool);
+  const sim = simulate(all, x.behaviour.reply ?? (result ? afterTool(textOf(result.content)) : undefined), body.max_tokens, body.stop_sequences);
   const stopReason = sim.finish === 'length' ? 'max_tokens' : sim.stopSequence ? 'stop_sequence' : 'end_turn';
   const thought = body.thinking ? FAKE_THINKING : [];
   const outputTokens = sim.completionTokens + thought.length;
@@ -125,4 +159,23 @@ async function messages(x: Exchange, body: any): Promise<void> {
     event('message_stop', {}),
   ];
   await sendStream(x, frames, event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }));
+}
+
+/** The fake model calling a tool: Anthropic's answer, or its stream (tool_use start, input_json_delta in two pieces). */
+async function toolUse(x: Exchange, body: any, all: { role: string; content: string }[], tool: FakeToolCall): Promise<void> {
+  const usage = { input_tokens: all.reduce((n, m) => n + words(m.content).length, 0), output_tokens: 5 };
+  const message = { id: 'msg_fake', type: 'message', role: 'assistant', model: body.model };
+  const block = { type: 'tool_use', id: tool.id, name: tool.name, input: JSON.parse(tool.arguments) };
+  if (!body.stream) return sendAnswer(x, { ...message, content: [block], stop_reason: 'tool_use', stop_sequence: null, usage });
+  const event = (name: string, data: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+  const half = Math.floor(tool.arguments.length / 2);
+  await sendStream(x, [
+    event('message_start', { message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }),
+    event('content_block_start', { index: 0, content_block: { ...block, input: {} } }),
+    event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: tool.arguments.slice(0, half) } }),
+    event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: tool.arguments.slice(half) } }),
+    event('content_block_stop', { index: 0 }),
+    event('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 5 } }),
+    event('message_stop', {}),
+  ], event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }));
 }

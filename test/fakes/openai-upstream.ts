@@ -4,6 +4,7 @@
 //   POST /v1/embeddings — string, list, token-id list or lists input, `encoding_format` float|base64,
 //     `dimensions`;
 //   POST /v1/audio/transcriptions and /v1/audio/translations — see openai-audio-upstream.ts.
+// Offered `tools`, it calls one as test/fakes/tools.ts plays it (answers and streamed deltas).
 // With `logprobs` it sends each output token's entry (fakeLogprob), in answers and per chunk.
 // It refuses (400) what OpenAI refuses among the passed-through parameters (invalidChatBody), and a
 // `reasoning_effort` makes it spend FAKE_REASONING_TOKENS hidden tokens per choice, reported in
@@ -18,6 +19,7 @@
 import { FakeServer, sendAnswer, sendJson, sendStream, simulate, words, type Exchange } from './fake-server.ts';
 import { REASONING_EFFORTS } from '../../src/providers/types.ts';
 import { OPENAI_AUDIO_PATHS, openaiAudio } from './openai-audio-upstream.ts';
+import { afterTool, fakeToolCall, textOf, type FakeToolCall } from './tools.ts';
 
 export { FakeServer, simulate, words, type FakeBehaviour, type RecordedRequest } from './fake-server.ts';
 
@@ -98,7 +100,11 @@ export const FAKE_REASONING_TOKENS = 7;
 async function chat(x: Exchange, body: any): Promise<void> {
   const invalid = invalidChatBody(body);
   if (invalid) return openaiError(x, 400, invalid);
-  const sim = simulate(body.messages, x.behaviour.reply, body.max_tokens, body.stop);
+  const messages = (body.messages as any[]).map((m) => ({ role: m.role, content: textOf(m.content) }));
+  const last = messages.at(-1)!;
+  const tool = fakeToolCall((body.tools ?? []).map((t: any) => t.function.name), body.tool_choice, [...messages].reverse().find((m) => m.role === 'user')?.content ?? '', last.role === 'tool');
+  if (tool) return toolCallAnswer(x, body, messages, tool);
+  const sim = simulate(messages, x.behaviour.reply ?? (last.role === 'tool' ? afterTool(last.content) : undefined), body.max_tokens, body.stop);
   const n: number = body.n ?? 1;
   const reasoning = body.reasoning_effort !== undefined && body.reasoning_effort !== 'none' ? FAKE_REASONING_TOKENS * n : 0;
   const usage = x.behaviour.usage ?? {
@@ -131,6 +137,30 @@ async function chat(x: Exchange, body: any): Promise<void> {
   if (withUsage) frames.push(frame([], { usage }));
   frames.push('data: [DONE]\n\n');
   await sendStream(x, frames, `data: ${JSON.stringify({ error: { message: 'fake failure mid-stream', type: 'server_error' } })}\n\n`);
+}
+
+/** The fake model calling a tool: OpenAI's answer, or its stream (id and name first, then the arguments in two pieces). */
+async function toolCallAnswer(x: Exchange, body: any, messages: { role: string; content: string }[], tool: FakeToolCall): Promise<void> {
+  const promptTokens = messages.reduce((n, m) => n + words(m.content).length, 0);
+  const usage = { prompt_tokens: promptTokens, completion_tokens: 5, total_tokens: promptTokens + 5 };
+  const base = { id: 'chatcmpl-fake', created: 1_700_000_000, model: body.model };
+  const call = { id: tool.id, type: 'function', function: { name: tool.name, arguments: tool.arguments } };
+  if (!body.stream) {
+    const message = { role: 'assistant', content: null, tool_calls: [call], refusal: null, annotations: [] };
+    return sendAnswer(x, { ...base, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: 'tool_calls' }], usage });
+  }
+  const frame = (delta: unknown, finish: string | null, extra: Record<string, unknown> = {}) =>
+    `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra })}\n\n`;
+  const half = Math.floor(tool.arguments.length / 2);
+  const frames = [
+    frame({ role: 'assistant', content: null, tool_calls: [{ index: 0, ...call, function: { name: tool.name, arguments: '' } }] }, null),
+    frame({ tool_calls: [{ index: 0, function: { arguments: tool.arguments.slice(0, half) } }] }, null),
+    frame({ tool_calls: [{ index: 0, function: { arguments: tool.arguments.slice(half) } }] }, null),
+    frame({}, 'tool_calls'),
+  ];
+  if (body.stream_options?.include_usage === true) frames.push(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
+  frames.push('data: [DONE]\n\n');
+  await sendStream(x, frames, 'data: {"error":{"message":"fake failure mid-stream"}}\n\n');
 }
 
 /** A deterministic vector per text: the same input gives the same embedding. */

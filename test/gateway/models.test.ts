@@ -88,7 +88,7 @@ describe('model catalog', () => {
     assert.deepEqual(Object.keys(byId).sort(), ['chat-a', 'seeded-embed', 'stt-a', 'stt-b', 'tts-a']);
     const { created, ...chat } = byId['chat-a'];
     assert.equal(typeof created, 'number');
-    assert.deepEqual(chat, { id: 'chat-a', object: 'model', owned_by: 'acme', type: 'llm', reasoning: true });
+    assert.deepEqual(chat, { id: 'chat-a', object: 'model', owned_by: 'acme', type: 'llm', reasoning: true, tools: false });
     assert.deepEqual(byId['stt-a'].languages, ['hi-IN', 'en-IN']);
     assert.equal(byId['stt-a'].streaming, true);
     assert.deepEqual([byId['stt-a'].modes, byId['stt-a'].timestamps, byId['stt-a'].jobs, byId['stt-a'].diarization], [['transcribe', 'translate'], 'word', true, true]);
@@ -114,7 +114,7 @@ describe('model catalog', () => {
     assert.equal(one.status, 200, one.text);
     const { created, ...entry } = one.body;
     assert.equal(typeof created, 'number');
-    assert.deepEqual(entry, { id: 'retrieve-a', object: 'model', owned_by: 'acme', type: 'llm', reasoning: true });
+    assert.deepEqual(entry, { id: 'retrieve-a', object: 'model', owned_by: 'acme', type: 'llm', reasoning: true, tools: false });
     const embed = await call(gw.url, 'GET', '/v1/models/seeded-embed', { token: k.api_key });
     assert.equal(embed.body.type, 'embedding');
     for (const path of ['/v1/models/acme/chat-2:v1', `/v1/models/${encodeURIComponent('acme/chat-2:v1')}`]) {

@@ -134,13 +134,13 @@ describe('Anthropic answer translation', () => {
     content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn', usage: { input_tokens: 5, output_tokens: 2 }, ...over,
   });
 
-  it('joins text blocks, drops others, and reads usage including cached prompt tokens', () => {
+  it('joins text blocks, turns tool_use blocks into tool calls, drops others, and reads usage including cached prompt tokens', () => {
     const result = fromAnthropic('m#0', message({
       content: [{ type: 'thinking', thinking: 'hmm' }, { type: 'text', text: 'Hel' }, { type: 'tool_use', id: 't', name: 'f', input: {} }, { type: 'text', text: 'lo' }],
       usage: { input_tokens: 5, output_tokens: 2, cache_read_input_tokens: 10, cache_creation_input_tokens: null },
     }));
     assert.deepEqual(result, {
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello', tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{}' } }] }, finish_reason: 'stop' }],
       usage: { prompt_tokens: 15, completion_tokens: 2, cached_tokens: 10 },
     });
     assert.equal(fromAnthropic('m#0', message({})).usage!.cached_tokens, undefined, 'no cache reads reported, none assumed');

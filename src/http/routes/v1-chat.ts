@@ -1,13 +1,13 @@
 // POST /v1/chat/completions: OpenAI-compatible, JSON or server-sent events. The route translates
 // only; the metered path is src/gateway/chat.ts.
-import { once } from 'node:events';
 import { Type } from 'typebox';
-import type { ServerResponse } from 'node:http';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { ApiError, toEnvelope } from '../errors.ts';
+import { toEnvelope } from '../errors.ts';
+import { relaySse } from '../sse.ts';
 import { errors, KeyString } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
+import { normalizeChatBody } from '../../gateway/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
@@ -15,14 +15,50 @@ import { cancelOnDisconnect } from '../../providers/cancel.ts';
 // joined in order. A part's shape is checked in the gateway, so an image, audio or file part is
 // refused as such ("only text parts") rather than as a text part missing its text.
 const Part = Type.Object({ type: Type.String({ maxLength: 64 }) }, { additionalProperties: true });
-const Message = Type.Object(
+const FunctionName = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' });
+// Tool calling (models with `tools: true`; the gateway refuses it for others, naming the field).
+const ToolCall = Type.Object(
   {
-    role: Type.String({ maxLength: 32 }),
-    content: Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 })]),
-    name: Type.Optional(KeyString(64)),
+    id: KeyString(256),
+    type: Type.Literal('function'),
+    function: Type.Object({ name: FunctionName, arguments: Type.String({ maxLength: 1_000_000 }) }, { additionalProperties: false }),
   },
   { additionalProperties: false },
 );
+const Message = Type.Object(
+  {
+    role: Type.String({ maxLength: 32 }),
+    // Null (or absent) only on an assistant message with tool_calls (checked in the gateway).
+    content: Type.Optional(
+      Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 }), Type.Null()]),
+    ),
+    name: Type.Optional(KeyString(64)),
+    tool_calls: Type.Optional(Type.Array(ToolCall, { maxItems: 128 })),
+    tool_call_id: Type.Optional(KeyString(256)),
+  },
+  { additionalProperties: false },
+);
+export const ToolSchema = Type.Object(
+  {
+    type: Type.Literal('function'),
+    function: Type.Object(
+      {
+        name: FunctionName,
+        description: Type.Optional(Type.String({ maxLength: 10_000 })),
+        parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+        strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+export const ToolChoiceSchema = Type.Union([
+  Type.Literal('none'),
+  Type.Literal('auto'),
+  Type.Literal('required'),
+  Type.Object({ type: Type.Literal('function'), function: Type.Object({ name: FunctionName }, { additionalProperties: false }) }, { additionalProperties: false }),
+]);
 
 // OpenAI's three shapes as one object, so every mistake is reported against the field it is in;
 // `json_schema` comes with type json_schema and only with it (checked in the gateway). A JSON
@@ -77,6 +113,9 @@ export const ChatBodySchema = Type.Object(
     safety_identifier: Type.Optional(KeyString(64)),
     user: Type.Optional(KeyString(256)),
     prompt_cache_key: Type.Optional(KeyString(1024)),
+    tools: Type.Optional(Type.Array(ToolSchema, { minItems: 1, maxItems: 128 })),
+    tool_choice: Type.Optional(ToolChoiceSchema),
+    parallel_tool_calls: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -93,7 +132,7 @@ const ChatCompletionSchema = Type.Object({
   choices: Type.Array(
     Type.Object({
       index: Type.Integer(),
-      message: Type.Object({ role: Type.String(), content: Type.String() }),
+      message: Type.Object({ role: Type.String(), content: Type.Union([Type.String(), Type.Null()]), tool_calls: Type.Optional(Type.Array(ToolCall)) }),
       finish_reason: Type.String(),
       logprobs: Type.Optional(Type.Union([Type.Object({ content: Type.Union([Type.Array(TokenLogprobSchema), Type.Null()]) }), Type.Null()])),
     }),
@@ -107,23 +146,13 @@ const ChatCompletionSchema = Type.Object({
   }),
 });
 
-/** Writes one SSE event, waiting for the socket to drain (or the client to leave) when it is full. */
-async function send(res: ServerResponse, payload: string): Promise<void> {
-  // Events that are ready together (an upstream read often holds several) leave in one write: the
-  // response is corked until the current tick's work is done, which delays nothing that waits.
-  if (res.writableCorked === 0) {
-    res.cork();
-    process.nextTick(() => res.uncork());
-  }
-  if (res.write(`data: ${payload}\n\n`)) return;
-  await Promise.race([once(res, 'drain'), once(res, 'close')]);
-}
-
 export function registerChatRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/v1/chat/completions',
     {
       preHandler: requireApiKey(deps, 'chat'),
+      // Before the schema: nulls as absent, `developer` as system, the role's code before any other.
+      preValidation: async (req) => normalizeChatBody(req.body),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
       schema: {
         tags: ['v1'], summary: 'Chat completion (OpenAI-compatible; stream: true for server-sent events)', security: [{ apiKey: [] }],
@@ -141,28 +170,12 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       if (body.stream !== true) return chat.complete(prep, cancel);
 
       const { chunks } = await chat.openStream(prep, cancel, body.stream_options?.include_usage === true);
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        ...(reply.getHeaders() as Record<string, string>), // x-request-id, a limited key's x-ratelimit-*
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
+      // Mid-stream failure: the stream ends with an error event (OpenAI's shape) and no [DONE].
+      await relaySse(req, reply, cancel, chunks, {
+        frame: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+        done: 'data: [DONE]\n\n',
+        error: (api) => `data: ${JSON.stringify(toEnvelope(api, req.id))}\n\n`,
       });
-      try {
-        for await (const chunk of chunks) {
-          if (cancel.aborted) break;
-          await send(res, JSON.stringify(chunk));
-        }
-        if (!cancel.aborted) await send(res, '[DONE]');
-      } catch (err) {
-        // Mid-stream failure: the stream ends with an error event (OpenAI's shape) and no [DONE].
-        const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
-        if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
-        if (!cancel.aborted) await send(res, JSON.stringify(toEnvelope(api, req.id)));
-      }
-      res.end();
     },
   );
 }

@@ -6,6 +6,7 @@ import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import { publicModel } from '../../models/catalog.ts';
 import { registerChatRoutes } from './v1-chat.ts';
+import { registerResponsesRoutes } from './v1-responses.ts';
 import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
 import { registerUnderstandRoutes } from './v1-understand.ts';
 import { registerAudioRoutes } from './v1-audio.ts';
@@ -18,6 +19,7 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     owned_by: Type.String(),
     type: Type.String(),
     reasoning: Type.Optional(Type.Boolean()),
+    tools: Type.Optional(Type.Boolean()),
     languages: Type.Optional(Type.Array(Type.String())),
     streaming: Type.Optional(Type.Boolean()),
     modes: Type.Optional(Type.Array(Type.String())),
@@ -65,6 +67,7 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   );
 
   registerChatRoutes(app, deps);
+  registerResponsesRoutes(app, deps);
   registerEmbeddingsRoutes(app, deps);
   registerUnderstandRoutes(app, deps);
   registerAudioRoutes(app, deps);

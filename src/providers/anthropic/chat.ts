@@ -13,8 +13,9 @@
 // `frequency_penalty`, `logit_bias`, `verbosity`, `logprobs`, a JSON `response_format` (`text` is
 // what it does anyway), and with thinking what Anthropic refuses beside it (temperature below 1,
 // top_p below 0.95, a prefilled assistant turn, max_tokens too small for the smallest budget).
-// Answer: text blocks joined (thinking and tool blocks dropped); stop_reason → finish_reason.
-// Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
+// Answer: text blocks joined (thinking blocks dropped), tool_use blocks → tool_calls (tools.ts);
+// stop_reason → finish_reason.
+// Tools, both ways: see tools.ts. Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
 // finish_reason chunk; message_stop → the usage chunk (input tokens from message_start, output from
 // the last message_delta); ping ignored; an `error` event throws.
 import { routeUrl, scrub, type SseMessage, type UpstreamCall, type UpstreamHttp } from '../http.ts';
@@ -31,6 +32,8 @@ import {
   type ResolvedRoute,
   type TokenUsage,
 } from '../types.ts';
+
+import { anthropicTools, mergeContent, toolArgumentsRefusal, toolCallDelta, toolCallsOf, toTurn, type Turn } from './tools.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -101,6 +104,8 @@ export function anthropicRefuses(req: ChatRequest, defaultMaxTokens = DEFAULT_MA
   }
   const first = req.messages.find((m) => m.role !== 'system');
   if (!first) return { param: 'messages', message: 'at least one user message is required by this model' };
+  const badArguments = toolArgumentsRefusal(req);
+  if (badArguments) return badArguments;
   if (first.role !== 'user') return { param: 'messages', message: 'the conversation must start with a user message for this model' };
   if (thinks(req)) {
     // What Anthropic refuses beside extended thinking.
@@ -121,19 +126,20 @@ export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: bool
   const refusal = anthropicRefuses(req, defaultMaxTokens);
   if (refusal) throw refuse(route, refusal.message);
   const system: string[] = [];
-  const turns: { role: 'user' | 'assistant'; content: string }[] = [];
+  const turns: Turn[] = [];
   for (const m of req.messages) {
     if (m.role === 'system') {
-      system.push(m.content);
+      system.push(m.content ?? '');
       continue;
     }
+    const turn = toTurn(m);
     const last = turns[turns.length - 1];
-    if (last && last.role === m.role) last.content = `${last.content}\n\n${m.content}`;
-    else turns.push({ role: m.role, content: m.content });
+    if (last && last.role === turn.role) last.content = mergeContent(last.content, turn.content);
+    else turns.push(turn);
   }
   const final = turns[turns.length - 1];
   // Anthropic refuses a prefilled assistant turn that ends in whitespace.
-  if (final && final.role === 'assistant') final.content = final.content.trimEnd();
+  if (final && final.role === 'assistant' && typeof final.content === 'string') final.content = final.content.trimEnd();
 
   const maxTokens = req.max_tokens ?? defaultMaxTokens;
   const body: Json = { model: route.upstreamModel, max_tokens: maxTokens, messages: turns };
@@ -144,6 +150,7 @@ export function toAnthropic(route: ResolvedRoute, req: ChatRequest, stream: bool
   if (thinks(req)) body.thinking = { type: 'enabled', budget_tokens: Math.min(THINKING_BUDGET[req.reasoning_effort], maxTokens - 1) };
   const endUser = req.safety_identifier ?? req.user;
   if (endUser !== undefined) body.metadata = { user_id: endUser };
+  Object.assign(body, anthropicTools(req));
   if (stream) body.stream = true;
   return body;
 }
@@ -204,11 +211,11 @@ export function fromAnthropic(routeId: string, json: unknown): ChatResult {
       text += block.text;
     }
   }
+  const toolCalls = toolCallsOf(routeId, json.content as Json[]);
   const usage = isObject(json.usage) ? usageFrom(promptTokens(json.usage), json.usage.output_tokens) : null;
-  return {
-    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason(json.stop_reason) }],
-    usage,
-  };
+  const message: ChatResult['choices'][number]['message'] = { role: 'assistant', content: text === '' && toolCalls ? null : text };
+  if (toolCalls) message.tool_calls = toolCalls;
+  return { choices: [{ index: 0, message, finish_reason: finishReason(json.stop_reason) }], usage };
 }
 
 const ERROR_TYPES = new Map<string, [UpstreamError['kind'], number]>([
@@ -235,6 +242,8 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
   let started = false;
   let prompt: PromptTokens | null = null;
   let output: number | null = null;
+  /** Anthropic's content-block index of each tool_use block → its index among the tool calls. */
+  const toolBlocks = new Map<number, number>();
   const roleOnce = function* (): Generator<ChatChunk> {
     if (started) return;
     started = true;
@@ -256,6 +265,12 @@ export async function* anthropicChunks(route: ResolvedRoute, events: AsyncIterab
       case 'content_block_delta': {
         const part = d.type === 'content_block_start' ? d.content_block : d.delta;
         if (!isObject(part)) throw protocolError(route.id, `${d.type} has no block`);
+        const call = toolCallDelta(route.id, d, part, toolBlocks);
+        if (call) {
+          yield* roleOnce();
+          yield { choices: [{ index: 0, delta: { tool_calls: [call] } }] };
+          break;
+        }
         const text = part.type === 'text' || part.type === 'text_delta' ? part.text : undefined;
         if (text !== undefined && typeof text !== 'string') throw protocolError(route.id, 'a text delta has no text');
         if (text) {

@@ -8,7 +8,10 @@ import {
   UpstreamError,
   type ChatCapability,
   type ChatChunk,
+  type ChatMessage,
   type ChatRequest,
+  type ToolCall,
+  type ToolCallDelta,
   type ChatResult,
   type ChoiceLogprobs,
   type ResolvedRoute,
@@ -35,7 +38,7 @@ const AS_GIVEN = [...PASSED_THROUGH, 'response_format', 'safety_identifier', 'us
 export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean): Json {
   const body: Json = {
     model: route.upstreamModel,
-    messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
+    messages: req.messages.map(messageBody),
   };
   for (const k of AS_GIVEN) if (req[k] !== undefined) body[k] = req[k];
   if (req.max_tokens !== undefined) body[isOpenAIItself(route) ? 'max_completion_tokens' : 'max_tokens'] = req.max_tokens;
@@ -45,6 +48,50 @@ export function chatBody(route: ResolvedRoute, req: ChatRequest, stream: boolean
     body.stream_options = { include_usage: true };
   }
   return body;
+}
+
+/** A message in OpenAI's shape: the tool fields only when present. */
+function messageBody(m: ChatMessage): Json {
+  const out: Json = { role: m.role, content: m.content };
+  if (m.tool_calls !== undefined) out.tool_calls = m.tool_calls;
+  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+  return out;
+}
+
+/** A tool call of an answer, rebuilt from OpenAI's fields; null when malformed. */
+function toolCallOf(v: unknown): ToolCall | null {
+  if (!isObject(v) || typeof v.id !== 'string' || !isObject(v.function)) return null;
+  const { name, arguments: args } = v.function;
+  if (typeof name !== 'string' || typeof args !== 'string') return null;
+  return { id: v.id, type: 'function', function: { name, arguments: args } };
+}
+
+/** A streamed tool-call piece, rebuilt from OpenAI's fields; null when malformed. */
+function toolCallDeltaOf(v: unknown): ToolCallDelta | null {
+  if (!isObject(v)) return null;
+  const index = choiceIndex(v.index);
+  const fn = v.function ?? {};
+  if (index === null || !isObject(fn)) return null;
+  const out: ToolCallDelta = { index, function: {} };
+  if (typeof v.id === 'string') {
+    out.id = v.id;
+    out.type = 'function';
+  }
+  if (typeof fn.name === 'string') out.function.name = fn.name;
+  if (typeof fn.arguments === 'string') out.function.arguments = fn.arguments;
+  return out;
+}
+
+/** A list of tool calls (or their deltas), each checked; undefined when absent or empty. */
+function toolCallsOf<T>(routeId: string, v: unknown, each: (v: unknown) => T | null): T[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || v.length > 1024) throw protocolError(routeId, 'tool_calls is malformed');
+  const out = v.map((t: unknown) => {
+    const call = each(t);
+    if (call === null) throw protocolError(routeId, 'a tool call is malformed');
+    return call;
+  });
+  return out.length > 0 ? out : undefined;
 }
 
 /**
@@ -102,11 +149,14 @@ export function parseCompletion(routeId: string, json: unknown, wantLogprobs = f
     if (content !== null && content !== undefined && typeof content !== 'string') {
       throw protocolError(routeId, 'a message content is not text');
     }
+    const toolCalls = toolCallsOf(routeId, c.message.tool_calls, toolCallOf);
     const choice: ChatResult['choices'][number] = {
       index: choiceIndex(c.index) ?? i,
-      message: { role: 'assistant' as const, content: content ?? '' },
+      // Null only beside tool calls (OpenAI's shape); otherwise the spec's string.
+      message: { role: 'assistant' as const, content: content ?? (toolCalls ? null : '') },
       finish_reason: typeof c.finish_reason === 'string' ? c.finish_reason : 'stop',
     };
+    if (toolCalls) choice.message.tool_calls = toolCalls;
     if (wantLogprobs) choice.logprobs = logprobsOf(routeId, c.logprobs);
     return choice;
   });
@@ -147,11 +197,13 @@ function parseChunk(route: ResolvedRoute, d: unknown, wantLogprobs: boolean): Ch
     const out: ChatChunk['choices'][number] = { index, delta: {} };
     if (delta.role === 'assistant') out.delta.role = 'assistant';
     if (typeof delta.content === 'string' && (delta.content !== '' || out.delta.role)) out.delta.content = delta.content;
+    const toolCalls = toolCallsOf(route.id, delta.tool_calls, toolCallDeltaOf);
+    if (toolCalls) out.delta.tool_calls = toolCalls;
     if (typeof c.finish_reason === 'string') out.finish_reason = c.finish_reason;
     // Only asked-for logprobs are read (an upstream that sends them unasked costs nothing).
     const logprobs = wantLogprobs ? logprobsOf(route.id, c.logprobs) : null;
     if (logprobs?.content?.length) out.logprobs = logprobs;
-    if (out.delta.role || out.delta.content || out.finish_reason || out.logprobs) choices.push(out);
+    if (out.delta.role || out.delta.content || out.delta.tool_calls || out.finish_reason || out.logprobs) choices.push(out);
   }
   const usage = isObject(d.usage) ? openaiUsageOf(d.usage) : null;
   return usage ? { choices, usage } : { choices };

@@ -1,0 +1,52 @@
+// Server-sent events onto a hijacked reply, shared by the streaming routes: headers once, each
+// frame written as it comes (waiting for the socket to drain, or the client to leave, when it is
+// full), a mid-stream failure ended with one error frame, then the end of the response.
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from './errors.ts';
+import type { CancelSignal } from '../providers/cancel.ts';
+
+/** Writes one SSE frame, waiting for the socket to drain (or the client to leave) when it is full. */
+async function send(res: ServerResponse, frame: string): Promise<void> {
+  // Events that are ready together (an upstream read often holds several) leave in one write: the
+  // response is corked until the current tick's work is done, which delays nothing that waits.
+  if (res.writableCorked === 0) {
+    res.cork();
+    process.nextTick(() => res.uncork());
+  }
+  if (res.write(frame)) return;
+  await Promise.race([once(res, 'drain'), once(res, 'close')]);
+}
+
+export interface SseFraming<T> {
+  frame(item: T): string;
+  /** The last frame of a stream that completed (chat's `[DONE]`), if any. */
+  done?: string;
+  /** The frame that ends a stream the upstream failed mid-way. */
+  error(err: ApiError): string;
+}
+
+export async function relaySse<T>(req: FastifyRequest, reply: FastifyReply, cancel: CancelSignal, items: AsyncIterable<T>, framing: SseFraming<T>): Promise<void> {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>), // x-request-id, a limited key's x-ratelimit-*
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  try {
+    for await (const item of items) {
+      if (cancel.aborted) break;
+      await send(res, framing.frame(item));
+    }
+    if (!cancel.aborted && framing.done !== undefined) await send(res, framing.done);
+  } catch (err) {
+    const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
+    if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
+    if (!cancel.aborted) await send(res, framing.error(api));
+  }
+  res.end();
+}
