@@ -4,7 +4,6 @@
 // refused before the status line (an ordinary JSON error); after it, an upstream failure cuts a raw
 // body short (the connection is destroyed, so the client sees an incomplete response, never a
 // complete-looking one) or ends an SSE stream with an `error` event.
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
@@ -34,8 +33,14 @@ export const SpeechBodySchema = Type.Object(
 
 /** Writes, waiting for the socket to drain (or the client to leave) when it is full. */
 async function write(res: ServerResponse, data: string | Buffer): Promise<void> {
-  if (res.write(data)) return;
-  await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  if (res.write(data) || res.destroyed) return;
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
 }
 
 export function registerSpeechRoutes(app: App, deps: AppDeps): void {
