@@ -24,11 +24,18 @@ export function fakeSpeechPcm(input: string): Buffer {
   return out;
 }
 
-/** The fake's answer body for a text in a format (containers through ffmpeg). */
+const encoded = new Map<string, Buffer>();
+
+/** The fake's answer body for a text in a format (containers through ffmpeg, made once: an Ogg stream's serial number is random). */
 export function fakeSpeechAudio(input: string, format: string): Buffer {
   const pcm = fakeSpeechPcm(input);
   if (format === 'pcm') return pcm;
-  return execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', String(FAKE_PCM_RATE), '-ac', '1', '-i', 'pipe:0', ...ENCODERS[format]!, 'pipe:1'], { input: pcm });
+  const key = `${format}\n${input}`;
+  const found = encoded.get(key);
+  if (found) return found;
+  const bytes = execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', String(FAKE_PCM_RATE), '-ac', '1', '-i', 'pipe:0', ...ENCODERS[format]!, 'pipe:1'], { input: pcm });
+  encoded.set(key, bytes);
+  return bytes;
 }
 
 export function startSpeechUpstream(): Promise<FakeServer> {
