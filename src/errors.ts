@@ -24,6 +24,7 @@ export const ERRORS = {
   invalid_audio: { status: 400, type: 'invalid_request_error' },
   audio_too_long: { status: 400, type: 'invalid_request_error' },
   mode_not_supported: { status: 400, type: 'invalid_request_error' },
+  input_too_long: { status: 400, type: 'invalid_request_error' },
   // Ours: request shape.
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },

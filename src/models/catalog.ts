@@ -45,6 +45,7 @@ export interface PublicModel {
   jobs?: boolean;
   diarization?: boolean;
   voices?: string[];
+  max_input_chars?: number;
 }
 
 export class ModelCatalog {
@@ -138,13 +139,23 @@ export function publicModel(m: ModelDoc): PublicModel {
     out.reasoning = m.reasoning ?? false;
     out.tools = m.tools ?? false;
   }
-  if (m.type === 'stt' || m.type === 'intent') out.languages = m.languages ?? [];
+  if (m.type === 'stt' || m.type === 'intent' || m.type === 'tts') out.languages = m.languages ?? [];
   if (m.type === 'stt') {
     out.streaming = m.streaming ?? false;
     Object.assign(out, sttFeatures(m));
   }
-  if (m.type === 'tts') out.voices = m.voices ?? [];
+  if (m.type === 'tts') {
+    out.voices = m.voices ?? [];
+    out.max_input_chars = maxInputChars(m);
+  }
   return out;
+}
+
+/** The default of a tts model's `max_input_chars` (OpenAI's limit). */
+export const DEFAULT_MAX_INPUT_CHARS = 4096;
+
+export function maxInputChars(m: ModelFields): number {
+  return m.max_input_chars ?? DEFAULT_MAX_INPUT_CHARS;
 }
 
 /** What an stt model offers, defaults filled in: the fields `/v1/models` shows and requests are checked against. */
@@ -201,6 +212,7 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
       if (def[field] !== undefined) throw bad(field, `${field} applies to stt models only.`);
     }
   }
+  if (def.type !== 'tts' && def.max_input_chars !== undefined) throw bad('max_input_chars', 'max_input_chars applies to tts models only.');
   if (def.context_window !== undefined && def.max_output_tokens !== undefined && def.max_output_tokens > def.context_window) {
     throw bad('max_output_tokens', 'max_output_tokens cannot exceed context_window.');
   }

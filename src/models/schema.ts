@@ -28,6 +28,7 @@ export const ModelSchema = Closed({
   languages: Type.Optional(Type.Array(Lang, { maxItems: 200 })),
   streaming: Type.Optional(Type.Boolean()),
   voices: Type.Optional(Type.Array(KeyString(128, { minLength: 1 }), { maxItems: 1000 })),
+  max_input_chars: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
   modes: Type.Optional(Type.Array(Type.Union(STT_MODES.map((m) => Type.Literal(m))), { minItems: 1, maxItems: STT_MODES.length, uniqueItems: true })),
   timestamps: Type.Optional(Type.Union(STT_TIMESTAMPS.map((t) => Type.Literal(t)))),
   jobs: Type.Optional(Type.Boolean()),

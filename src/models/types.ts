@@ -49,6 +49,8 @@ export interface ModelFields {
   languages?: string[];
   streaming?: boolean;
   voices?: string[];
+  /** tts: the longest `input` a request may carry, in characters (Unicode code points); default 4096. */
+  max_input_chars?: number;
   /** stt: the output modes offered (default `['transcribe']`), the finest timestamps it gives
    * (`segment`, `word` or `none`; default `segment`), whether it runs async jobs and labels speakers. */
   modes?: SttMode[];

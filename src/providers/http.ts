@@ -151,23 +151,57 @@ export class UpstreamHttp {
    * caller's signal aborts the request at any point; leaving the loop early releases the socket.
    */
   async openSse(call: UpstreamCall): Promise<AsyncIterable<SseMessage>> {
+    const { res, ex } = await this.#accepted(call, 'text/event-stream', (type) => type === undefined || type.includes('text/event-stream') ? null : 'expected an event stream');
+    return this.#events(res.body, call.routeId, ex);
+  }
+
+  /**
+   * POSTs JSON asking for a binary answer (audio). Resolves once a 2xx answer's headers arrived
+   * (a JSON or text answer is a protocol failure), with its content type (lower case, without
+   * parameters); `body` then yields its bytes as they
+   * arrive, at most `maxStreamBytes` in all, and throws UpstreamError on a failure. The caller's
+   * signal aborts it at any point; leaving the loop early releases the socket.
+   */
+  async openBytes(call: UpstreamCall, accept: string): Promise<{ contentType: string; body: AsyncIterable<Buffer> }> {
+    const { res, ex } = await this.#accepted(call, accept, (type) => (type?.startsWith('application/json') || type?.startsWith('text/') ? `expected binary data, got ${type}` : null));
+    const type = res.headers['content-type'];
+    const max = this.limits.maxStreamBytes;
+    async function* body(): AsyncGenerator<Buffer> {
+      let total = 0;
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          total += chunk.length;
+          if (total > max) throw protocolError(call.routeId, `the answer exceeds ${max} bytes`);
+          yield chunk;
+        }
+      } catch (err) {
+        throw ex.error(err);
+      } finally {
+        if (!res.body.readableEnded) res.body.destroy();
+        ex.detach();
+      }
+    }
+    return { contentType: typeof type === 'string' ? type.split(';')[0]!.trim().toLowerCase() : '', body: body() };
+  }
+
+  /** Sends the call and waits for a 2xx answer whose content type `refuse` accepts (it names what is wrong, or null). */
+  async #accepted(call: UpstreamCall, accept: string, refuse: (type: string | undefined) => string | null): Promise<{ res: Dispatcher.ResponseData; ex: Exchange }> {
     if (call.signal.aborted) throw abortedError(call.routeId);
     const ex = new Exchange(call);
     let res: Dispatcher.ResponseData | undefined;
     try {
-      res = await this.#send(call, ex, 'text/event-stream');
+      res = await this.#send(call, ex, accept);
       if (res.statusCode < 200 || res.statusCode > 299) throw await this.#statusError(call, res);
       const type = res.headers['content-type'];
-      if (typeof type === 'string' && !type.toLowerCase().includes('text/event-stream')) {
-        throw protocolError(call.routeId, 'expected an event stream');
-      }
+      const wrong = refuse(typeof type === 'string' ? type.toLowerCase() : undefined);
+      if (wrong) throw protocolError(call.routeId, wrong);
       ex.stopTimer();
+      return { res, ex };
     } catch (err) {
       if (res) discard(res.body);
       ex.detach();
       throw ex.error(err);
     }
-    return this.#events(res.body, call.routeId, ex);
   }
 
   /** Waits for in-flight requests (streams included), then closes every pooled connection. */

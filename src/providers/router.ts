@@ -49,6 +49,8 @@ import {
   type Provider,
   type Refusal,
   type ResolvedRoute,
+  type SpeakRequest,
+  type SpeechAudio,
   type TranscribeRequest,
   type Transcript,
 } from './types.ts';
@@ -56,7 +58,7 @@ import {
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
 /** The capabilities the router serves with failover. */
-type RoutedCapability = 'chat' | 'embeddings' | 'transcribe';
+type RoutedCapability = 'chat' | 'embeddings' | 'transcribe' | 'speak';
 const MAX_TIMEOUT_MS = 600_000;
 
 export type RouterErrorCode = 'model_unavailable' | 'model_misconfigured' | 'invalid_request' | 'context_length_exceeded';
@@ -182,8 +184,49 @@ export class UpstreamRouter {
       },
       (p) => p.chat!.refuses?.(req),
     );
-    const { route, release } = served;
     const { it, first } = served.value;
+    return { route: served.route, first, rest: this.#rest(served.route, served.release, it, signal) };
+  }
+
+  /**
+   * Opens speech on the first route that delivers audio: a route that fails before its first
+   * audio byte fails over to the next; after it, a failure ends `rest` with an UpstreamError (the
+   * client already has audio from that route). `first` is that first chunk, or null for an upstream
+   * that ended without audio. Iterate `rest` to its end or leave the loop, as with `stream`.
+   */
+  async speak(
+    routes: ResolvedRoute[],
+    req: SpeakRequest,
+    signal: CancelSignal,
+  ): Promise<{ route: ResolvedRoute; audio: Omit<SpeechAudio, 'chunks'>; first: Buffer | null; rest: AsyncIterable<Buffer> }> {
+    const served = await this.#serve(
+      routes,
+      signal,
+      'speak',
+      async (p, route) => {
+        const { chunks, ...audio } = await p.speak!.speak(route, req, signal);
+        const it = chunks[Symbol.asyncIterator]();
+        try {
+          let next = await it.next();
+          while (!next.done && next.value.length === 0) next = await it.next();
+          this.#succeeded(route);
+          return { it, audio, first: next.done ? null : next.value };
+        } catch (err) {
+          void it.return?.().catch(() => {});
+          throw err;
+        }
+      },
+      (p, route) => p.speak!.refuses?.(req, route),
+    );
+    const { it, audio, first } = served.value;
+    return { route: served.route, audio, first, rest: this.#rest(served.route, served.release, it, signal) };
+  }
+
+  /**
+   * The rest of a stream committed to `route`: yields once, frees the route's slot when it ends,
+   * when the consumer leaves or when the caller's signal fires; a failure counts against the route.
+   */
+  #rest<C>(route: ResolvedRoute, release: () => void, it: AsyncIterator<C>, signal: CancelSignal): AsyncGenerator<C> {
     let ended = false;
     const end = (): void => {
       if (ended) return;
@@ -196,7 +239,7 @@ export class UpstreamRouter {
     if (signal.aborted) end();
 
     const self = this;
-    async function* rest(): AsyncGenerator<ChatChunk> {
+    async function* rest(): AsyncGenerator<C> {
       try {
         for (;;) {
           if (ended) throw abortedError(route.id);
@@ -212,7 +255,7 @@ export class UpstreamRouter {
         end();
       }
     }
-    return { route, first, rest: rest() };
+    return rest();
   }
 
   /** Routes with failures on record, for metrics and the admin view. */

@@ -19,6 +19,7 @@ import { ChatGateway } from '../gateway/chat.ts';
 import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
 import { SyncTranscription } from '../transcription/sync.ts';
+import { SpeechSynthesis } from '../synthesis/service.ts';
 import { diarize } from '../speech/diarize.ts';
 import { transcriptionJobKind } from '../transcription/kind.ts';
 import { TranscriptionJobs } from '../transcription/jobs.ts';
@@ -66,6 +67,8 @@ export interface Services {
   transcription: SyncTranscription;
   /** The transcription jobs endpoints; their actor kind is in `kinds`. */
   transcriptionJobs: TranscriptionJobs;
+  /** POST /v1/audio/speech (src/synthesis/). */
+  speech: SpeechSynthesis;
   /** Actor kinds the services run on, registered with the runtime by src/server.ts before it starts. */
   kinds: ActorKind<any, any>[];
   /** POST /v1/understand, and the intent packs it classifies with. */
@@ -189,6 +192,7 @@ export async function createServices(deps: {
     store: deps.store, blobs: deps.blobs, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),
+    speech: new SpeechSynthesis({ ...gatewayDeps, resamplers: () => (resamplers ??= loadResamplers()) }),
     intent: new IntentService({
       ...gatewayDeps,
       packs: intentPacks,

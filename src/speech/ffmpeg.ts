@@ -205,3 +205,35 @@ export async function* decodeToPcm(input: AudioInput, options: DecodeOptions = {
 export function pcmSeconds(bytes: number): number {
   return bytes / PCM_BYTES_PER_SECOND;
 }
+
+/** What `encodeAudio` reads: raw PCM (mono s16le at `pcmRate`) or any audio container ffmpeg recognises. */
+export type EncodeSource = { pcmRate: number } | { container: true };
+
+export interface EncodeOptions extends AudioToolsOptions {
+  /** The output's codec and muxer, e.g. `['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3']`. */
+  output: string[];
+}
+
+/**
+ * Converts a stream of audio as it arrives, through one ffmpeg process reading a pipe and writing
+ * a pipe: bytes come out as soon as the encoder has a frame. Throws AudioDecodeError when ffmpeg
+ * fails, the abort reason when aborted; stopping the iteration early kills ffmpeg.
+ */
+export async function* encodeAudio(input: AsyncIterable<Uint8Array>, source: EncodeSource, options: EncodeOptions): AsyncGenerator<Buffer, void, undefined> {
+  const raw = 'pcmRate' in source ? ['-f', 's16le', '-ar', String(source.pcmRate), '-ac', '1'] : [];
+  const { run, feed } = startWithInput(
+    options.ffmpegPath ?? 'ffmpeg',
+    (url) => ['-nostdin', '-hide_banner', '-loglevel', 'error', '-format_whitelist', [...FORMATS, 's16le'].join(','), ...raw, '-i', url, '-map', '0:a:0', '-vn', '-map_metadata', '-1', '-fflags', '+bitexact', '-flags:a', '+bitexact', ...options.output, 'pipe:1'],
+    { stream: input },
+    options.signal,
+  );
+  let finished = false;
+  try {
+    for await (const chunk of run.child.stdout! as AsyncIterable<Buffer>) yield chunk;
+    const error = await failure(run, feed, options.signal, 'ffmpeg failed');
+    if (error) throw error;
+    finished = true;
+  } finally {
+    if (!finished) run.kill();
+  }
+}

@@ -10,6 +10,7 @@ import { registerResponsesRoutes } from './v1-responses.ts';
 import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
 import { registerUnderstandRoutes } from './v1-understand.ts';
 import { registerAudioRoutes } from './v1-audio.ts';
+import { registerSpeechRoutes } from './v1-speech.ts';
 
 export function registerV1Routes(app: App, deps: AppDeps): void {
   const ModelEntry = Type.Object({
@@ -27,6 +28,7 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     jobs: Type.Optional(Type.Boolean()),
     diarization: Type.Optional(Type.Boolean()),
     voices: Type.Optional(Type.Array(Type.String())),
+    max_input_chars: Type.Optional(Type.Integer()),
   });
 
   app.get(
@@ -71,4 +73,5 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   registerEmbeddingsRoutes(app, deps);
   registerUnderstandRoutes(app, deps);
   registerAudioRoutes(app, deps);
+  registerSpeechRoutes(app, deps);
 }

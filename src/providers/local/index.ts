@@ -1,10 +1,11 @@
 // The offline engines as a provider (`provider: "local"` in a route; no base_url, no key):
-// speech-to-text with pocketsphinx today; routes of `stt-local` name it.
+// speech-to-text with pocketsphinx (`stt-local`), speech with espeak-ng (`tts-local`).
 import type { Provider } from '../types.ts';
 import { localTranscribe, type LocalOptions } from './transcribe.ts';
+import { localSpeak } from './speak.ts';
 
 export type { LocalOptions } from './transcribe.ts';
 
 export function createLocalProvider(opts: LocalOptions = {}): Provider {
-  return { name: 'local', transcribe: localTranscribe(opts) };
+  return { name: 'local', transcribe: localTranscribe(opts), speak: localSpeak() };
 }

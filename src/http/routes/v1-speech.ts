@@ -1,0 +1,107 @@
+// POST /v1/audio/speech: the text's audio in the body (any format, chunked as produced), or, with
+// `stream_format: "sse"`, as `speech.audio.delta` events then one `speech.audio.done`. The route
+// translates only; the metered path is src/synthesis/service.ts. Everything that can be refused is
+// refused before the status line (an ordinary JSON error); after it, an upstream failure cuts a raw
+// body short (the connection is destroyed, so the client sees an incomplete response, never a
+// complete-looking one) or ends an SSE stream with an `error` event.
+import type { ServerResponse } from 'node:http';
+import { Type } from 'typebox';
+import type { App, AppDeps } from '../app.ts';
+import { principalOf, requireApiKey } from '../auth.ts';
+import { ApiError, toEnvelope } from '../errors.ts';
+import { errors, KeyString } from '../schemas.ts';
+import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { SPEECH_FORMATS } from '../../providers/types.ts';
+import { PCM_RATES } from '../../synthesis/formats.ts';
+import type { SpeechBody } from '../../synthesis/service.ts';
+
+export const SpeechBodySchema = Type.Object(
+  {
+    model: KeyString(200),
+    input: Type.String({ maxLength: 100_000 }),
+    voice: KeyString(128, { minLength: 1 }),
+    response_format: Type.Optional(Type.Union(SPEECH_FORMATS.map((f) => Type.Literal(f)))),
+    stream_format: Type.Optional(Type.Union([Type.Literal('sse'), Type.Literal('audio')])),
+    sample_rate: Type.Optional(Type.Union(PCM_RATES.map((r) => Type.Literal(r)))),
+    speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    language: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 })),
+    instructions: Type.Optional(Type.String({ maxLength: 4096 })),
+  },
+  { additionalProperties: false },
+);
+
+/** Writes, waiting for the socket to drain (or the client to leave) when it is full. */
+async function write(res: ServerResponse, data: string | Buffer): Promise<void> {
+  if (res.write(data) || res.destroyed) return;
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
+}
+
+export function registerSpeechRoutes(app: App, deps: AppDeps): void {
+  app.post(
+    '/v1/audio/speech',
+    {
+      preHandler: requireApiKey(deps, 'audio'),
+      bodyLimit: deps.config.http.inferenceBodyLimitBytes,
+      schema: {
+        tags: ['v1'], summary: 'Speak a text (OpenAI-compatible; raw audio, or server-sent events with stream_format: "sse")', security: [{ apiKey: [] }],
+        body: SpeechBodySchema,
+        response: { ...errors(400, 401, 402, 403, 404, 429, 503) },
+      },
+    },
+    async (req, reply) => {
+      const synthesis = deps.services.speech;
+      const prep = await synthesis.prepare(principalOf(req), req.body as SpeechBody, req.id);
+      const cancel = cancelOnDisconnect(reply.raw);
+      const speech = await synthesis.open(prep, cancel);
+      reply.hijack();
+      const res = reply.raw;
+      const headers = reply.getHeaders() as Record<string, string>; // x-request-id, a limited key's x-ratelimit-*
+      let how: 'done' | 'client_closed' | 'failed' = 'done';
+      try {
+        if (prep.sse) {
+          res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+          try {
+            for await (const chunk of speech.chunks) {
+              if (cancel.aborted) break;
+              await write(res, `data: {"type":"speech.audio.delta","audio":"${chunk.toString('base64')}"}\n\n`);
+              speech.sent(chunk.length);
+            }
+            if (!cancel.aborted) {
+              const done = { type: 'speech.audio.done', format: speech.format, sample_rate: speech.sampleRate, usage: { type: 'characters', characters: speech.characters } };
+              await write(res, `data: ${JSON.stringify(done)}\n\n`);
+            }
+          } catch (err) {
+            how = 'failed';
+            const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the audio.');
+            if (!cancel.aborted) await write(res, `data: ${JSON.stringify({ type: 'error', ...toEnvelope(api, req.id) })}\n\n`);
+          }
+          res.end();
+        } else {
+          res.writeHead(200, { ...headers, 'content-type': speech.contentType, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+          try {
+            for await (const chunk of speech.chunks) {
+              if (cancel.aborted) break;
+              await write(res, chunk);
+              speech.sent(chunk.length);
+            }
+            res.end();
+          } catch (err) {
+            how = 'failed';
+            req.log.warn({ err }, 'speech ended by upstream failure');
+            res.destroy();
+          }
+        }
+      } finally {
+        if (cancel.aborted) how = 'client_closed';
+        await speech.end(how).catch((err: unknown) => req.log.error({ err }, 'speech billing failed'));
+      }
+    },
+  );
+}
