@@ -1,7 +1,7 @@
 // What the gateway learns of an uploaded recording before any provider sees it: ffprobe's view of
 // its bytes (never its name) and its exact decoded duration, which is what the client is billed for.
 import { ApiError } from '../errors.ts';
-import { AudioDecodeError, decodeToPcm, pcmSeconds, probeAudio, type AudioProbe } from '../speech/ffmpeg.ts';
+import { AudioDecodeError, decodedPcmBytes, pcmSeconds, probeAudio, type AudioProbe } from '../speech/ffmpeg.ts';
 
 /** The content type a provider is told, from the container ffprobe found. */
 export function contentTypeOf(container: string): string {
@@ -30,9 +30,9 @@ export interface AudioFacts {
 export async function examineAudio(path: string, opts: { maxSeconds?: number; signal?: AbortSignal } = {}): Promise<AudioFacts> {
   try {
     const probe = await probeAudio({ path }, opts.signal ? { signal: opts.signal } : {});
-    let bytes = 0;
     const limit = opts.maxSeconds !== undefined ? { maxSeconds: opts.maxSeconds + 1 } : {};
-    for await (const chunk of decodeToPcm({ path }, { ...limit, ...(opts.signal ? { signal: opts.signal } : {}) })) bytes += chunk.length;
+    // ffmpeg counts the decoded PCM itself: it never passes through this process (an hour is 115 MB).
+    const bytes = await decodedPcmBytes({ path }, { ...limit, ...(opts.signal ? { signal: opts.signal } : {}) });
     const durationS = pcmSeconds(bytes);
     if (durationS <= 0) throw new ApiError('invalid_audio', 'The file holds no audio samples.', { param: 'file' });
     return { probe, contentType: contentTypeOf(probe.container), durationS };

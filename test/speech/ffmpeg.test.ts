@@ -3,7 +3,7 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { AudioDecodeError, decodeToPcm, probeAudio, type AudioInput } from '../../src/speech/ffmpeg.ts';
+import { AudioDecodeError, decodedPcmBytes, decodeToPcm, probeAudio, type AudioInput } from '../../src/speech/ffmpeg.ts';
 import { spawnTool, ToolMissingError } from '../../src/speech/process.ts';
 import { envelopeCorrelation, ffmpegMake, int16Of, librivoxWav, missing, referencePcm, snrDb, tempDir } from './helpers.ts';
 
@@ -37,6 +37,18 @@ describe('ffmpeg: probe and decode', { skip: missing('ffmpeg', 'librivox') }, ()
     await Promise.all(containers.map((c) => ffmpegMake(tmp.dir, c.file, ['-i', source], c.out)));
   });
   after(() => tmp.remove());
+
+  it('counts the decoded PCM in ffmpeg itself, to the byte of the piped decode, in every container; bounded by maxSeconds', async () => {
+    for (const c of containers) {
+      const path = join(tmp.dir, c.file);
+      let piped = 0;
+      for await (const chunk of decodeToPcm({ path })) piped += chunk.length;
+      assert.equal(await decodedPcmBytes({ path }), piped, c.name);
+    }
+    assert.equal(await decodedPcmBytes({ path: join(tmp.dir, 'a.wav') }, { maxSeconds: 1 }), 32_000);
+    writeFileSync(join(tmp.dir, 'junk.bin'), Buffer.from('not audio at all '.repeat(100)));
+    await assert.rejects(decodedPcmBytes({ path: join(tmp.dir, 'junk.bin') }), AudioDecodeError);
+  });
 
   for (const c of containers) {
     it(`${c.name}: probed from the bytes and decoded to 16 kHz mono PCM of the same length`, async () => {
