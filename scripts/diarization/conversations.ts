@@ -1,5 +1,6 @@
 // Assembled conversations: real utterances of 2–3 speakers taking turns with short pauses, over a
 // faint noise floor, with the reference of who spoke when (RTTM).
+import { wavOf } from '../../src/speech/wav.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mulberry32, shuffle } from '../../src/intent/classifier.ts';
@@ -118,24 +119,8 @@ export function parseRttm(text: string): ReferenceSegment[] {
     .map((f) => ({ speaker: f[7]!, start: Number(f[3]), end: Number(f[3]) + Number(f[4]) }));
 }
 
-/** A canonical 16-bit mono PCM WAV file. */
-export function wav(pcm: Int16Array, sampleRate: number): Buffer {
-  const header = Buffer.alloc(44);
-  const bytes = pcm.length * 2;
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + bytes, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(bytes, 40);
-  return Buffer.concat([header, Buffer.from(pcm.buffer, pcm.byteOffset, bytes)]);
-}
+/** A canonical 16-bit mono PCM WAV file (the gateway's own writer). */
+export const wav = wavOf;
 
 export function writeConversation(dir: string, conversation: Conversation): void {
   writeFileSync(join(dir, `${conversation.name}.wav`), wav(conversation.pcm, SAMPLE_RATE));

@@ -215,12 +215,7 @@ export class RealtimeSession implements SessionResources {
 
   /** The server ends the session (shutdown, idle, a limit, the upstream failed): tell the client, close, bill. */
   end(reason: EndReason, error: SessionError | null = null): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.stopWork();
-    if (error) this.deps.sink.send({ type: 'error', error });
-    this.deps.sink.send({ type: 'done' });
-    this.deps.sink.close(reason);
+    if (!this.closeSocket(reason, error)) return;
     const audioMs = this.audioMs;
     if (reason === 'upstream_failed' && error) this.toActor({ type: 'upstream.failed', audioMs, error });
     else this.toActor({ type: 'session.ending', audioMs, reason, ...(error ? { error } : {}) });
@@ -230,12 +225,18 @@ export class RealtimeSession implements SessionResources {
 
   ending(reason: EndReason, error: SessionError | null): void {
     // The actor ends it (the wallet ran dry): tell the client; the actor is already closing.
-    if (this.ended) return;
+    this.closeSocket(reason, error);
+  }
+
+  /** Once: stop the work, send the error (if any) and `done`, close. False when it had ended already. */
+  private closeSocket(reason: EndReason, error: SessionError | null): boolean {
+    if (this.ended) return false;
     this.ended = true;
     this.stopWork();
     if (error) this.deps.sink.send({ type: 'error', error });
     this.deps.sink.send({ type: 'done' });
     this.deps.sink.close(reason);
+    return true;
   }
 
   closed(chargedSeconds: number): void {

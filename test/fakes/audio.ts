@@ -2,6 +2,7 @@
 // over a sine tone; no committed binaries), and the deterministic "speech" a fake upstream hears in
 // any audio: its duration (from the WAV header, else bytes at 16 kHz 16-bit mono) cut into turns
 // of TURN_S seconds, speakers taking turns in order, each turn's words spread evenly over it.
+import { wavOf } from '../../src/speech/wav.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AudioInput } from '../../src/providers/types.ts';
@@ -10,24 +11,9 @@ export const TURN_S = 2.5;
 
 /** A 16-bit mono PCM WAV of a 440 Hz tone. */
 export function wavBytes(seconds: number, sampleRate = 16_000): Buffer {
-  const samples = Math.round(seconds * sampleRate);
-  const data = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / sampleRate)), i * 2);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVE', 8, 'ascii');
-  header.write('fmt ', 12, 'ascii');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * 2, 28); // byte rate
-  header.writeUInt16LE(2, 32); // block align
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'ascii');
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
+  const samples = new Int16Array(Math.round(seconds * sampleRate));
+  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / sampleRate));
+  return wavOf(samples, sampleRate);
 }
 
 /** Writes a WAV of `seconds` into `dir` and describes it as the gateway would after probing it. */

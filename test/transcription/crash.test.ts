@@ -13,18 +13,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { wavBytes } from '../fakes/audio.ts';
 import { startSarvamUpstream, type SarvamUpstream } from '../fakes/sarvam-upstream.ts';
 import { exited, launch, type Launched } from '../gateway-process.ts';
+import { multipartForm } from './form.ts';
 import { call, createKey, signup } from '../helper.ts';
 
 const ADMIN = 'crash-admin-token-0123456789';
 const PRICE = 0.6; // cents a minute
-
-function form(fields: Record<string, string>, file: Buffer): { raw: Buffer; headers: Record<string, string> } {
-  const boundary = 'crashboundary';
-  const parts: Buffer[] = [Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="call.wav"\r\ncontent-type: audio/wav\r\n\r\n`), file, Buffer.from('\r\n')];
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
 
 describe('transcription jobs across kill -9', () => {
   let sarvam: SarvamUpstream;
@@ -62,7 +55,7 @@ describe('transcription jobs across kill -9', () => {
     for (const killAfterMs of [5, 250, 650]) {
       for (let i = 0; i < 3; i++) {
         const seconds = 2 + jobs.length * 0.5;
-        const created = await call(gw!.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...form({ model: 'stt-crash' }, wavBytes(seconds)) });
+        const created = await call(gw!.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...multipartForm({ model: 'stt-crash' }, wavBytes(seconds)) });
         assert.equal(created.status, 202, created.text);
         jobs.push({ id: created.body.id, seconds });
       }

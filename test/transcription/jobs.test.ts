@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { mulberry32 } from '../../src/intent/classifier.ts';
 import { assemble, wav } from '../../scripts/diarization/conversations.ts';
 import { debianSpeakers, haveFfmpeg, SAMPLE_RATE, utterances } from '../../scripts/diarization/sources.ts';
+import { multipartForm } from './form.ts';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
 const PAIR = ['librivox', 'hts1'];
@@ -18,15 +19,6 @@ function conversationWav(): { bytes: Buffer; seconds: number } {
   const turns = [0, 1, 2].flatMap((i) => [a![i % a!.length]!, b![i % b!.length]!]);
   const c = assemble('pair', turns, mulberry32(3));
   return { bytes: wav(c.pcm, SAMPLE_RATE), seconds: c.pcm.length / SAMPLE_RATE };
-}
-
-function form(fields: Record<string, string>, file: Buffer): { raw: Buffer; headers: Record<string, string> } {
-  const boundary = 'jobboundary';
-  const parts: Buffer[] = [];
-  parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="call.wav"\r\ncontent-type: audio/wav\r\n\r\n`), file, Buffer.from('\r\n'));
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
 }
 
 describe('transcription jobs on the offline engine', { skip }, () => {
@@ -52,7 +44,7 @@ describe('transcription jobs on the offline engine', { skip }, () => {
   it('queues, transcribes and diarizes a conversation, charges its seconds once, and lists it', async () => {
     const { bytes, seconds } = conversationWav();
     const before = await balance(owner.token);
-    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: owner.key, ...form({ model: 'stt-local', num_speakers: '2' }, bytes) });
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: owner.key, ...multipartForm({ model: 'stt-local', num_speakers: '2' }, bytes) });
     assert.equal(created.status, 202, created.text);
     assert.match(created.body.id, /^txjob_[0-9a-f]{24}$/);
     assert.equal(created.body.status, 'queued');
@@ -95,11 +87,11 @@ describe('transcription jobs on the offline engine', { skip }, () => {
   it('diarize=false labels every segment SPEAKER_00; a refused request keeps no job and no charge', async () => {
     const { bytes } = conversationWav();
     const before = await balance(stranger.token);
-    const bad = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...form({ model: 'stt-local', language_code: 'hi-IN' }, bytes) });
+    const bad = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, bytes) });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, 'language_not_supported');
     assert.equal(await balance(stranger.token), before);
-    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...form({ model: 'stt-local', diarize: 'false' }, bytes) });
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...multipartForm({ model: 'stt-local', diarize: 'false' }, bytes) });
     assert.equal(created.status, 202, created.text);
     let job: any;
     const until = Date.now() + 60_000;

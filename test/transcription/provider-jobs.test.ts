@@ -8,15 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { wavBytes } from '../fakes/audio.ts';
 import { startSarvamUpstream, type SarvamUpstream } from '../fakes/sarvam-upstream.ts';
 import { startDeepgramUpstream, type DeepgramUpstream } from '../fakes/deepgram-upstream.ts';
+import { multipartForm } from './form.ts';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
-
-function form(fields: Record<string, string>, file: Buffer): { raw: Buffer; headers: Record<string, string> } {
-  const boundary = 'pjboundary';
-  const parts: Buffer[] = [Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="call.wav"\r\ncontent-type: audio/wav\r\n\r\n`), file, Buffer.from('\r\n')];
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
 
 const stt = (routes: object[]) => ({
   type: 'stt', owned_by: 'acme', languages: ['hi-IN', 'en-IN', 'or-IN'], modes: ['transcribe', 'translate'], jobs: true, diarization: true,
@@ -59,7 +52,7 @@ describe('transcription jobs on provider job APIs', () => {
 
   const balance = async () => (await call(gw.url, 'GET', '/portal/wallet', { token: session })).body.balance_microcents as number;
   async function runJob(fields: Record<string, string>, seconds: number) {
-    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...form(fields, wavBytes(seconds)) });
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...multipartForm(fields, wavBytes(seconds)) });
     assert.equal(created.status, 202, created.text);
     let job: any;
     const until = Date.now() + 20_000;
@@ -115,7 +108,7 @@ describe('transcription jobs on provider job APIs', () => {
   });
 
   it('a callback without the job token is not believed', async () => {
-    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...form({ model: 'stt-sarvam' }, wavBytes(2)) });
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...multipartForm({ model: 'stt-sarvam' }, wavBytes(2)) });
     const forged = await call(gw.url, 'POST', `/v1/audio/transcriptions/jobs/${created.body.id}/callback/sarvam`, {
       body: { job_id: 'whatever', job_state: 'Completed' },
       headers: { 'x-sarvam-job-callback-token': 'guess' },

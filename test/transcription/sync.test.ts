@@ -9,6 +9,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
+import { multipartForm } from './form.ts';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { wavBytes } from '../fakes/audio.ts';
 
@@ -79,12 +80,12 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
     const hindi = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' }).catch((e) => e);
     assert.equal(hindi.status, 400);
     assert.equal(hindi.code, 'language_not_supported');
-    const mode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...form({ model: 'stt-local', mode: 'translate' }, readFileSync(CLIP)) });
+    const mode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', mode: 'translate' }, readFileSync(CLIP)) });
     assert.equal(mode.status, 400, mode.text);
     assert.equal(mode.body.error.code, 'mode_not_supported');
-    const unknown = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...form({ model: 'stt-local', colour: 'blue' }, readFileSync(CLIP)) });
+    const unknown = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', colour: 'blue' }, readFileSync(CLIP)) });
     assert.equal(unknown.body.error.param, 'colour');
-    const noFile = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...form({ model: 'stt-local' }, null) });
+    const noFile = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local' }, null) });
     assert.equal(noFile.status, 400);
     assert.equal(noFile.body.error.param, 'file');
     assert.equal(await walletMicrocents(), before);
@@ -108,16 +109,6 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
     assert.ok(res.sentBytes < 40 * 1024 * 1024, `stopped reading soon after 25 MB (${res.sentBytes} of ${size} bytes sent)`);
   });
 });
-
-/** A multipart body (fields, then the file when given). */
-function form(fields: Record<string, string>, file: Buffer | null): { raw: Buffer; headers: Record<string, string> } {
-  const boundary = 'gatewaytestboundary';
-  const parts: Buffer[] = [];
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
-  if (file) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.wav"\r\ncontent-type: audio/wav\r\n\r\n`), file, Buffer.from('\r\n'));
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
 
 function rawPost(base: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; headers: Record<string, string | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
