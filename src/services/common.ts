@@ -48,13 +48,15 @@ export class WindowCounters {
     return Math.floor(at / size) * size;
   }
 
+  /** The period is part of the id: an hour and a day (or a month) can start at the same instant. */
   private window(key: string, period: WindowPeriod, at = this.now()): { id: string; start: number; resetAt: number } {
     const start = this.windowStart(period, at);
+    const id = `${key}/${period}@${start}`;
     if (period === 'month') {
       const d = new Date(start);
-      return { id: `${key}@${start}`, start, resetAt: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+      return { id, start, resetAt: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
     }
-    return { id: `${key}@${start}`, start, resetAt: start + period * 1000 };
+    return { id, start, resetAt: start + period * 1000 };
   }
 
   /**

@@ -91,12 +91,11 @@ export class InvitationService {
    */
   private async limit(orgId: number, userId: number): Promise<void> {
     const { perHour, perDay } = this.config;
-    // The period is part of the key: a window's id is key@start, and an hour and a day can start together.
     const checks = [
-      { key: `org:${orgId}:h`, period: HOUR, max: perHour },
-      { key: `user:${userId}:h`, period: HOUR, max: perHour },
-      { key: `org:${orgId}:d`, period: DAY, max: perDay },
-      { key: `user:${userId}:d`, period: DAY, max: perDay },
+      { key: `org:${orgId}`, period: HOUR, max: perHour },
+      { key: `user:${userId}`, period: HOUR, max: perHour },
+      { key: `org:${orgId}`, period: DAY, max: perDay },
+      { key: `user:${userId}`, period: DAY, max: perDay },
     ];
     const hits = await Promise.all(checks.map((c) => this.windows.hit(c.key, c.period)));
     const over = hits.filter((h, i) => h.count > checks[i]!.max);
