@@ -1,10 +1,13 @@
 // What the benches that run the gateway as a child process share: building and starting it as
-// `npm start` does (the esbuild bundle), its log in a file, reading its CPU and memory from /proc,
+// `npm start` does (the esbuild bundle, with test/gateway-process.ts's builder and arguments), its log in a file, reading its CPU and memory from /proc,
 // and a paying account with an API key made through the admin and portal APIs.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildBundle, startArgs } from '../test/gateway-process.ts';
+
+export { startArgs };
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const ADMIN = 'bench-admin-token-0123456789';
@@ -66,21 +69,12 @@ export async function json(method: string, url: string, token: string | undefine
   return out;
 }
 
-/** The node arguments `npm start` runs the gateway with (after `exec node`), so a bench runs the same. */
-export function startArgs(): string[] {
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const m = /^exec node (.+)$/.exec(start);
-  if (!m) throw new Error(`unexpected start script: ${start}`);
-  return m[1]!.split(' ');
-}
-
 /**
  * Builds the bundle and starts it as `npm start` does, with its data in `runDir/data` and its log in
  * `runDir/gateway.log`; `env` adds to the environment (CONFIG_FILE, ...), `nodeFlags` go first.
  */
 export async function startGatewayProcess(runDir: string, opts: { env?: NodeJS.ProcessEnv; nodeFlags?: string[] } = {}): Promise<{ child: ChildProcess; url: string }> {
-  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('npm run build failed');
+  buildBundle();
   const { child, hit: url } = await startLogged(
     [...(opts.nodeFlags ?? []), ...startArgs()],
     { cwd: ROOT, env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: join(runDir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, ...opts.env }, log: join(runDir, 'gateway.log') },

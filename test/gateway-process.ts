@@ -3,17 +3,28 @@
 // tests that kill it.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
-export const BUNDLE = join(ROOT, 'dist', 'server.js');
 
 /** Builds the bundle as `npm start` does (`npm run build`). */
 export function buildBundle(): void {
   const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   assert.equal(build.status, 0, 'npm run build failed');
+}
+
+/**
+ * The node arguments `npm start` runs the gateway with (after `exec node`), so tests and benches run
+ * the same; the script's path made absolute, for a child started in another working directory.
+ */
+export function startArgs(): string[] {
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /^exec node (.+)$/.exec(start);
+  if (!m) throw new Error(`unexpected start script: ${start}`);
+  return m[1]!.split(' ').map((arg) => (arg.endsWith('.js') ? join(ROOT, arg) : arg));
 }
 
 export interface Launched {
@@ -32,7 +43,7 @@ export interface Launched {
 export async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv; npmStart?: boolean; fromSource?: boolean } = {}): Promise<Launched> {
   const [command, args] = opts.npmStart
     ? ['npm', ['start', '--silent']]
-    : [process.execPath, opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src', 'server.ts')] : ['--enable-source-maps', BUNDLE]];
+    : [process.execPath, opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src', 'server.ts')] : startArgs()];
   const child = spawn(command, args, {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
