@@ -228,8 +228,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         const { durationS } = await examine(spec);
         const result = await ctx.steps.once('result', async () => {
           const raw = await readJson<UpstreamTranscript>(deps.blobs, input.rawKey);
-          const transcript = transcriptForClient(raw, { durationS, language: spec.language ?? null, diarized: true });
-          if (!spec.diarize) for (const s of transcript.segments) s.speaker = 'SPEAKER_00';
+          const transcript = transcriptForClient(raw, { durationS, language: spec.language ?? null, diarized: spec.diarize });
           const resultKey = resultKeyOf(input.jobId);
           await deps.blobs.put(resultKey, Buffer.from(JSON.stringify(transcript)));
           return summaryOf(resultKey, transcript);

@@ -15,8 +15,8 @@ export function costMicrocentsOfSeconds(pricing: Pricing, seconds: number): numb
 export const speakerLabel = (n: number): string => `SPEAKER_${String(n).padStart(2, '0')}`;
 
 /**
- * `diarized`: every segment gets a speaker label (SPEAKER_00 for all when the provider gave none);
- * otherwise segments carry no speaker.
+ * Every segment gets a speaker label: the provider's speakers in order of appearance when `diarized`
+ * (SPEAKER_00 for all when it gave none), SPEAKER_00 for all when not.
  */
 export function transcriptForClient(t: UpstreamTranscript, opts: { durationS: number; language: string | null; diarized: boolean }): Transcript {
   const labels = new Map<string, string>();
@@ -36,7 +36,8 @@ export function transcriptForClient(t: UpstreamTranscript, opts: { durationS: nu
       end: round3(Math.min(s.end, opts.durationS)),
       text: s.text.trim(),
       ...(s.words ? { words: s.words.map((w) => ({ word: w.word, start: round3(w.start), end: round3(w.end) })) } : {}),
-      ...(opts.diarized ? { speaker: labelOf(s.speaker) } : {}),
+      // The spec's job segments always name a speaker: one speaker when diarization was not asked for.
+      speaker: opts.diarized ? labelOf(s.speaker) : speakerLabel(0),
     }));
   // The provider's language, in the request's (or model's) regional form when it is the same language.
   const said = t.language ? canonicalLanguage(t.language) : null;
