@@ -76,8 +76,10 @@ export class TranscriptionJobs {
     const probed = await blobs.withFile(upload.key, async (path) => {
       try {
         const probe = await probeAudio({ path });
-        // A container without a duration is decoded to measure it (the estimate needs one).
-        return { seconds: probe.duration ?? (await examineAudio(path)).durationS, contentType: contentTypeOf(probe.container) };
+        // A container without a duration is decoded to measure it (the estimate needs one); the
+        // measure is exact, so the job keeps it rather than decoding again.
+        const measured = probe.duration === null ? (await examineAudio(path)).durationS : undefined;
+        return { seconds: measured ?? probe.duration!, measured, contentType: contentTypeOf(probe.container) };
       } catch (err) {
         if (err instanceof AudioDecodeError) {
           throw new ApiError('invalid_audio', `The file could not be decoded as audio (${err.message}). Send wav, mp3, ogg/opus, flac, m4a/aac or webm.`, { param: 'file' });
@@ -113,6 +115,7 @@ export class TranscriptionJobs {
     if (call.checked !== undefined) spec.language = call.checked;
     if (fields.prompt !== undefined) spec.prompt = fields.prompt;
     if (fields.numSpeakers !== undefined) spec.numSpeakers = fields.numSpeakers;
+    if (probed.measured !== undefined) spec.durationS = probed.measured;
     try {
       await this.ref(jobId).spawn({
         jobId,

@@ -51,6 +51,8 @@ export interface JobSpecFields {
   prompt?: string;
   diarize: boolean;
   numSpeakers?: number;
+  /** The decoded duration, when creating the job already had to decode the recording to measure it. */
+  durationS?: number;
   payer: Payer;
   hold: Hold;
   requestId: string;
@@ -148,6 +150,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
   /** The recording's decoded duration, measured once (a step), and what ffprobe says it is. */
   const examine = (spec: JobSpecFields) =>
     ctx.steps.once('examine', async ({ signal }) => {
+      if (spec.durationS !== undefined) return { durationS: spec.durationS };
       const facts = await deps.blobs.withFile(spec.audioKey, (path) => examineAudio(path, { signal }));
       if (!facts) throw jobError('invalid_audio', 'The recording is gone.', false);
       return { durationS: facts.durationS };

@@ -3,6 +3,7 @@
 // (SPEAKER_00/01 by first appearance), charged once by its decoded seconds, listed and read back;
 // another account cannot see it; a refused request keeps nothing.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { mulberry32 } from '../../src/intent/classifier.ts';
 import { assemble, wav } from '../../scripts/diarization/conversations.ts';
@@ -84,8 +85,12 @@ describe('transcription jobs on the offline engine', { skip }, () => {
     assert.equal((await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: stranger.key })).body.data.length, 0);
   });
 
-  it('diarize=false labels every segment SPEAKER_00; a refused request keeps no job and no charge', async () => {
-    const { bytes } = conversationWav();
+  it('diarize=false labels every segment SPEAKER_00; a recording without a declared duration is measured and charged exactly; a refused request keeps no job and no charge', async () => {
+    const { bytes: wavBytes, seconds } = conversationWav();
+    // WebM written to a pipe declares no duration: the job measures it by decoding.
+    const webm = spawnSync('ffmpeg', ['-v', 'error', '-i', 'pipe:0', '-c:a', 'libopus', '-f', 'webm', 'pipe:1'], { input: wavBytes, maxBuffer: 64 << 20 });
+    assert.equal(webm.status, 0, String(webm.stderr));
+    const bytes = webm.stdout;
     const before = await balance(stranger.token);
     const bad = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, bytes) });
     assert.equal(bad.status, 400);
@@ -101,6 +106,10 @@ describe('transcription jobs on the offline engine', { skip }, () => {
     } while (job.status !== 'completed' && job.status !== 'failed' && Date.now() < until);
     assert.equal(job.status, 'completed');
     assert.ok(job.segments.every((s: any) => s.speaker === 'SPEAKER_00'));
+    assert.ok(Math.abs(job.duration - seconds) < 0.1, `${job.duration} vs ${seconds}`);
+    await new Promise((r) => setTimeout(r, 200));
+    const expected = Math.ceil(job.duration - 1e-9) * (0.1 / 60) * 1e6;
+    assert.ok(Math.abs(before - (await balance(stranger.token)) - expected) < 1.0001, `${before - (await balance(stranger.token))} vs ${expected}`);
     const list = await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: stranger.key });
     assert.deepEqual(list.body.data.map((j: any) => j.id), [created.body.id]);
   });
