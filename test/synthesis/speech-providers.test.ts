@@ -77,7 +77,7 @@ describe('POST /v1/audio/speech through Sarvam and ElevenLabs', { skip }, () => 
     ]);
     const clash = await speak(gw, apiKey, { model: 'tts-bulbul', input: 'Vanakkam', voice: 'manisha_ta-IN_calm', language: 'hi-IN' });
     assert.equal(clash.status, 400);
-    assert.equal((await clash.json()).error.param, 'language');
+    assert.equal(((await clash.json()) as any).error.param, 'language');
   });
 
   it('Sarvam: fails over before the first audio byte (a 5xx, a stream dead after its headers) to the REST route', async () => {
