@@ -21,7 +21,7 @@ export interface RouteConfig {
   timeout_ms?: number;
   max_concurrent?: number;
   rpm?: number;
-  /** stt: serve realtime sockets over the provider's streaming protocol (openai, sarvam, deepgram). */
+  /** stt: serve realtime sockets over the provider's streaming protocol (openai, sarvam, deepgram); tts on sarvam: speak over its HTTP stream. */
   realtime?: boolean;
 }
 

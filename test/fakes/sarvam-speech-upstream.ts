@@ -10,10 +10,11 @@
 // v2 1500; stream 3500), `target_language_code` among bulbul's 11 (`od-IN`, never `or-IN`), a
 // lowercase speaker of the model, pace in the model's range, `temperature` on v3 only, the model's
 // sample rates, a known codec (400 with `{error: {message, code, request_id}}`). FakeBehaviour
-// faults as in the OpenAI speech fake (`status`, `closeAfterChunks`, `chunkDelayMs`).
+// faults as in the OpenAI speech fake (`status`, `closeAfterChunks`, `chunkDelayMs`), and `rawBody`
+// for a REST answer that is not Sarvam's.
 import { wavOf } from '../../src/speech/wav.ts';
 import { samplesOf } from '../../src/speech/pcm.ts';
-import { FakeServer, sendJson, type Exchange } from './fake-server.ts';
+import { FakeServer, sendAnswer, sendJson, type Exchange } from './fake-server.ts';
 import { fakeSpeechAudio, fakeSpeechPcm, streamAudio } from './openai-speech-upstream.ts';
 
 export const BULBUL_LANGUAGES = ['bn-IN', 'en-IN', 'gu-IN', 'hi-IN', 'kn-IN', 'ml-IN', 'mr-IN', 'od-IN', 'pa-IN', 'ta-IN', 'te-IN'];
@@ -68,7 +69,7 @@ export function startSarvamSpeechUpstream(opts: { apiKey: string }): Promise<Fak
     const codec = body.output_audio_codec ?? 'wav';
     if (!CODECS[codec]) return fail(400, `Invalid output_audio_codec: ${codec}`);
     const audio = sarvamAudio(body.text, codec, rate, !stream);
-    if (!stream) return sendJson(x.res, 200, { request_id: `req_${rec.at}`, audios: [audio.toString('base64')] });
+    if (!stream) return sendAnswer(x, { request_id: `req_${rec.at}`, audios: [audio.toString('base64')] });
     await streamAudio(x, audio, CODECS[codec]!, codec === 'linear16' ? rate / 5 : codec === 'mulaw' ? 800 : 4096);
   });
 }

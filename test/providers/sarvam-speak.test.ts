@@ -103,7 +103,7 @@ describe('Sarvam text to speech', () => {
     assert.ok(Buffer.concat(chunks).equals(fakeSpeechPcm(HINDI, 16000)));
   });
 
-  it("classifies Sarvam's failures: a wrong key is config, a refused body is the client's (with Sarvam's words), a 5xx is retryable", async () => {
+  it("classifies Sarvam's failures: a wrong key is config, a refused body is the client's (with Sarvam's words), a 5xx or an answer without audio is retryable", async () => {
     const bad = await upstreamFailure(speak.speak(route({ apiKey: 'wrong-key-0123' }), req(), never));
     assert.equal(bad.kind, 'config');
     const refused = await upstreamFailure(speak.speak(route(), req({ voice: 'shubh' }), never)); // a v3 speaker on v2
@@ -112,6 +112,11 @@ describe('Sarvam text to speech', () => {
     up.next({ status: 503 });
     const down = await upstreamFailure(speak.speak(route({ realtime: true }), req(), never));
     assert.deepEqual([down.kind, down.retryable], ['http', true]);
+    for (const rawBody of ['{"request_id":"r1"}', '{"audios":["not base64!"]}', '{"audios":[]}']) {
+      up.next({ rawBody });
+      const malformed = await upstreamFailure(speak.speak(route(), req(), never));
+      assert.deepEqual([malformed.kind, malformed.retryable], ['protocol', true], rawBody);
+    }
     const none = await upstreamFailure(speak.speak(route({ apiKey: '' }), req(), never));
     assert.equal(none.kind, 'config');
   });
