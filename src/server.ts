@@ -148,7 +148,8 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       const grace = config.http.shutdownGraceMs;
       const appClosed = app.close();
       const backstop = setTimeout(() => app.server.closeAllConnections(), grace);
-      await streams.close(grace);
+      const stuck = await streams.close(grace);
+      if (stuck > 0) logger.error({ streams: stuck }, 'streamed responses still running after their connections closed: shutting down without them');
       await appClosed;
       clearTimeout(backstop);
       await metricsServer?.close();

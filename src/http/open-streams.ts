@@ -25,14 +25,23 @@ export class OpenStreams {
     return this.#open.size;
   }
 
-  /** Waits up to `graceMs` for the open streams to end, then destroys the rest and waits for their routes. */
-  async close(graceMs: number): Promise<void> {
-    if (this.#open.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-    await Promise.race([Promise.all(this.#open.values()), grace]);
-    clearTimeout(timer);
+  /**
+   * Waits up to `graceMs` for the open streams to end, then destroys the rest's connections and
+   * waits for their routes (billing) up to `graceMs` again. Answers how many routes had not
+   * finished by then (0 normally: a route sees its client leave at once).
+   */
+  async close(graceMs: number): Promise<number> {
+    if (this.#open.size === 0) return 0;
+    await this.#settled(graceMs);
     for (const res of this.#open.keys()) res.destroy();
-    await Promise.all(this.#open.values());
+    await this.#settled(graceMs);
+    return this.#open.size;
+  }
+
+  async #settled(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+    await Promise.race([Promise.all(this.#open.values()), limit]);
+    clearTimeout(timer);
   }
 }
