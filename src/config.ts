@@ -34,6 +34,11 @@ export const ConfigSchema = Type.Object(
         maxConnections: Int(1, 1_000_000),
         /** Open connections from one remote address (an IPv6 /64); trusted proxies are exempt. */
         maxConnectionsPerAddress: Int(1, 1_000_000),
+        /**
+         * At shutdown, how long streamed responses (SSE, raw audio) may run on; then their
+         * connections are closed (a client that stopped reading never lets one end) and billed.
+         */
+        shutdownGraceMs: Int(0, 600_000),
       },
       { additionalProperties: false },
     ),

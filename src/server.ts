@@ -19,6 +19,7 @@ import { intentSessionKind } from './intent/session.ts';
 import type { EventSink } from './services/events.ts';
 import { Webhooks } from './webhooks/index.ts';
 import { buildApp, type App, type Lifecycle } from './http/app.ts';
+import { OpenStreams } from './http/open-streams.ts';
 import { attachRealtimeEdge } from './ws/realtime.ts';
 import { createMetrics } from './http/metrics.ts';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.ts';
@@ -101,7 +102,8 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
   const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), logger: logger.child({ component: 'realtime' }), realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds }, intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, ...(opts.now ? { now: opts.now } : {}) });
   for (const kind of services.kinds) runtime.register(kind);
-  const app = await buildApp({ config, logger, metrics, services, lifecycle });
+  const streams = new OpenStreams();
+  const app = await buildApp({ config, logger, metrics, services, lifecycle, streams });
   // WS /v1/audio/transcriptions/stream: on the same server, authenticated before the upgrade.
   const realtimeEdge = attachRealtimeEdge(app.server, {
     keys: services.keys,
@@ -141,7 +143,15 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       lifecycle.closing = true;
       realtimeEdge.close(); // no new sockets
       await services.realtime.close(); // open sockets get transcription_session.done and close 1001; their actors bill
-      await app.close(); // stops accepting; waits for in-flight requests
+      // Stops accepting and waits for in-flight requests, for the grace at most: then streams still
+      // open are ended (their routes bill them) and any connection left is closed.
+      const grace = config.http.shutdownGraceMs;
+      const appClosed = app.close();
+      const backstop = setTimeout(() => app.server.closeAllConnections(), grace);
+      const stuck = await streams.close(grace);
+      if (stuck > 0) logger.error({ streams: stuck }, 'streamed responses still running after their connections closed: shutting down without them');
+      await appClosed;
+      clearTimeout(backstop);
       await metricsServer?.close();
       await webhooks.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
       await runtime.stop(); // drains mailboxes, writes what is unsaved (charges made while finalizing included), releases leases

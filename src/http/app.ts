@@ -33,6 +33,7 @@ import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError } from '../store/port.ts';
 import { STRING_RULES } from '../strings.ts';
+import type { OpenStreams } from './open-streams.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -63,6 +64,8 @@ export interface AppDeps {
   metrics: HttpMetrics;
   services: Services;
   lifecycle: Lifecycle;
+  /** Hijacked responses (SSE, raw audio) that shutdown ends after its grace. */
+  streams: OpenStreams;
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;

@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
+import type { OpenStreams } from './open-streams.ts';
 
 /** Writes one SSE frame, waiting for the socket to drain (or the client to leave) when it is full. */
 async function send(res: ServerResponse, frame: string): Promise<void> {
@@ -27,7 +28,7 @@ export interface SseFraming<T> {
   error(err: ApiError): string;
 }
 
-export async function relaySse<T>(req: FastifyRequest, reply: FastifyReply, cancel: CancelSignal, items: AsyncIterable<T>, framing: SseFraming<T>): Promise<void> {
+export async function relaySse<T>(req: FastifyRequest, reply: FastifyReply, streams: OpenStreams, cancel: CancelSignal, items: AsyncIterable<T>, framing: SseFraming<T>): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -37,16 +38,18 @@ export async function relaySse<T>(req: FastifyRequest, reply: FastifyReply, canc
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  try {
-    for await (const item of items) {
-      if (cancel.aborted) break;
-      await send(res, framing.frame(item));
+  await streams.track(res, async () => {
+    try {
+      for await (const item of items) {
+        if (cancel.aborted) break;
+        await send(res, framing.frame(item));
+      }
+      if (!cancel.aborted && framing.done !== undefined) await send(res, framing.done);
+    } catch (err) {
+      const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
+      if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
+      if (!cancel.aborted) await send(res, framing.error(api));
     }
-    if (!cancel.aborted && framing.done !== undefined) await send(res, framing.done);
-  } catch (err) {
-    const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
-    if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
-    if (!cancel.aborted) await send(res, framing.error(api));
-  }
-  res.end();
+    res.end();
+  });
 }

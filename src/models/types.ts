@@ -10,7 +10,7 @@ export const STT_TIMESTAMPS = ['segment', 'word', 'none'] as const;
 export type SttTimestamps = (typeof STT_TIMESTAMPS)[number];
 
 export interface RouteConfig {
-  /** Provider folder name under src/providers/ (PROVIDER_NAMES): 'openai' (any OpenAI-compatible server), 'anthropic', 'sarvam', 'deepgram'. */
+  /** Provider folder name under src/providers/ (PROVIDER_NAMES): 'openai' (any OpenAI-compatible server), 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local'. */
   provider: string;
   /** Required, except for in-process providers (`local`). */
   base_url?: string;
@@ -21,7 +21,7 @@ export interface RouteConfig {
   timeout_ms?: number;
   max_concurrent?: number;
   rpm?: number;
-  /** stt: serve realtime sockets over the provider's streaming protocol (openai, sarvam, deepgram). */
+  /** stt: serve realtime sockets over the provider's streaming protocol (openai, sarvam, deepgram); tts on sarvam: speak over its HTTP stream. */
   realtime?: boolean;
 }
 

@@ -323,7 +323,10 @@ export function statusError(routeId: string, status: number, body: string, secre
   return new UpstreamError('protocol', `route ${routeId}: unexpected upstream status ${status}`, true, status);
 }
 
-/** The message in an OpenAI, Anthropic, vLLM or FastAPI error body; plain text and HTML are ignored. */
+/**
+ * The message in an OpenAI, Anthropic, Sarvam, vLLM or FastAPI error body, or ElevenLabs'
+ * `{detail: {status, message}}`; plain text and HTML are ignored.
+ */
 function explanation(body: string): string | undefined {
   let json: unknown;
   try {
@@ -334,6 +337,7 @@ function explanation(body: string): string | undefined {
   if (!isObject(json)) return undefined;
   const { error, message, detail } = json;
   if (isObject(error) && typeof error.message === 'string') return error.message;
+  if (isObject(detail) && typeof detail.message === 'string') return detail.message;
   for (const v of [error, message, detail]) if (typeof v === 'string') return v;
   return undefined;
 }

@@ -7,10 +7,11 @@ import { createOpenAIProvider } from './openai/index.ts';
 import { createAnthropicProvider } from './anthropic/index.ts';
 import { createSarvamProvider } from './sarvam/index.ts';
 import { createDeepgramProvider } from './deepgram/index.ts';
+import { createElevenLabsProvider } from './elevenlabs/index.ts';
 import { createLocalProvider, type LocalOptions } from './local/index.ts';
 import type { AnthropicOptions } from './anthropic/chat.ts';
 
-export const PROVIDER_NAMES = ['openai', 'anthropic', 'sarvam', 'deepgram', 'local'] as const;
+export const PROVIDER_NAMES = ['openai', 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local'] as const;
 
 /** Providers that run in the gateway itself: their routes take no base_url and no key. */
 export const IN_PROCESS_PROVIDERS: readonly string[] = ['local'];
@@ -37,8 +38,9 @@ export function createProviders(http: UpstreamHttp, opts: ProvidersOptions = {})
   const registry: Record<ProviderName, Provider> = {
     openai: createOpenAIProvider(http, files),
     anthropic: createAnthropicProvider(http, opts.anthropic),
-    sarvam: createSarvamProvider(files),
+    sarvam: createSarvamProvider(files, http),
     deepgram: createDeepgramProvider(files),
+    elevenlabs: createElevenLabsProvider(http),
     local: createLocalProvider(opts.local),
   };
   return new Map(PROVIDER_NAMES.map((name) => [name, registry[name]]));

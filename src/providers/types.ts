@@ -15,7 +15,7 @@ export interface ResolvedRoute {
   timeoutMs: number;
   maxConcurrent?: number;
   rpm?: number;
-  /** Serves realtime sockets over the provider's own streaming protocol (`realtime` capability). */
+  /** Serves realtime sockets over the provider's own streaming protocol (`realtime` capability); a Sarvam speech route speaks over its HTTP stream. */
   realtime?: boolean;
   /**
    * Set by resolveRoutes when the route cannot work as configured (key variable unset, unparsable

@@ -19,21 +19,22 @@ const stt = (provider: string) => ({
 });
 
 describe('speech-to-text providers in the registry', () => {
-  it('registers sarvam and deepgram with sync and job transcription, and OpenAI with sync transcription', async () => {
+  it('registers sarvam and deepgram with sync and job transcription, OpenAI with sync transcription; speech on openai, sarvam, elevenlabs and local', async () => {
     const http = new UpstreamHttp();
     const files = new UpstreamFiles();
     try {
       const providers = createProviders(http, { files });
-      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram', 'local']);
+      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local']);
       const has = (name: (typeof PROVIDER_NAMES)[number]) => {
         const p = providers.get(name)!;
-        return [p.chat, p.embeddings, p.transcribe, p.transcriptionJobs].map(Boolean);
+        return [p.chat, p.embeddings, p.transcribe, p.transcriptionJobs, p.speak].map(Boolean);
       };
-      assert.deepEqual(has('openai'), [true, true, true, false]);
-      assert.deepEqual(has('anthropic'), [true, false, false, false]);
-      assert.deepEqual(has('sarvam'), [false, false, true, true]);
-      assert.deepEqual(has('deepgram'), [false, false, true, true]);
-      assert.deepEqual(has('local'), [false, false, true, false], 'the offline engine: sync transcription, jobs run inline');
+      assert.deepEqual(has('openai'), [true, true, true, false, true]);
+      assert.deepEqual(has('anthropic'), [true, false, false, false, false]);
+      assert.deepEqual(has('sarvam'), [false, false, true, true, true]);
+      assert.deepEqual(has('deepgram'), [false, false, true, true, false]);
+      assert.deepEqual(has('elevenlabs'), [false, false, false, false, true]);
+      assert.deepEqual(has('local'), [false, false, true, false, true], 'the offline engines: sync transcription (jobs run inline) and speech');
     } finally {
       await files.close();
       await http.close();

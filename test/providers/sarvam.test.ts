@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createSarvamProvider } from '../../src/providers/sarvam/index.ts';
 import { toSarvamLanguage } from '../../src/providers/sarvam/languages.ts';
 import { handedOutUrl } from '../../src/providers/upload.ts';
+import { UpstreamHttp } from '../../src/providers/http.ts';
 import type { JobPoll } from '../../src/providers/types.ts';
 import { startSarvamUpstream } from '../fakes/sarvam-upstream.ts';
 import { readForm } from '../fakes/audio.ts';
@@ -16,7 +17,7 @@ import { sttHarness } from './stt-harness.ts';
 const KEY = 'sarvam-key-0123456789';
 
 describe('Sarvam', () => {
-  const h = sttHarness(() => startSarvamUpstream({ apiKey: KEY }), createSarvamProvider);
+  const h = sttHarness(() => startSarvamUpstream({ apiKey: KEY }), (files) => createSarvamProvider(files, new UpstreamHttp()));
 
   const route = (overrides = {}) => routeTo(h.up, { provider: 'sarvam', apiKey: KEY, upstreamModel: 'saaras:v3', ...overrides });
 

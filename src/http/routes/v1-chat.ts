@@ -171,7 +171,7 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
 
       const { chunks } = await chat.openStream(prep, cancel, body.stream_options?.include_usage === true);
       // Mid-stream failure: the stream ends with an error event (OpenAI's shape) and no [DONE].
-      await relaySse(req, reply, cancel, chunks, {
+      await relaySse(req, reply, deps.streams, cancel, chunks, {
         frame: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
         done: 'data: [DONE]\n\n',
         error: (api) => `data: ${JSON.stringify(toEnvelope(api, req.id))}\n\n`,

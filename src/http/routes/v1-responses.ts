@@ -103,7 +103,7 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
 
       const { chunks } = await chat.openStream(prep, cancel, true);
       let seq = 0;
-      await relaySse(req, reply, cancel, responseEvents(id, prep.created, prep.model._id, body, chunks), {
+      await relaySse(req, reply, deps.streams, cancel, responseEvents(id, prep.created, prep.model._id, body, chunks), {
         frame: (ev) => {
           seq = (ev.sequence_number as number) + 1;
           return `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;

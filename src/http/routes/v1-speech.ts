@@ -63,45 +63,47 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
       reply.hijack();
       const res = reply.raw;
       const headers = reply.getHeaders() as Record<string, string>; // x-request-id, a limited key's x-ratelimit-*
-      let how: 'done' | 'client_closed' | 'failed' = 'done';
-      try {
-        if (prep.sse) {
-          res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-          try {
-            for await (const chunk of speech.chunks) {
-              if (cancel.aborted) break;
-              await write(res, `data: {"type":"speech.audio.delta","audio":"${chunk.toString('base64')}"}\n\n`);
-              speech.sent(chunk.length);
-            }
-            if (!cancel.aborted) {
-              const done = { type: 'speech.audio.done', format: speech.format, sample_rate: speech.sampleRate, usage: { type: 'characters', characters: speech.characters } };
-              await write(res, `data: ${JSON.stringify(done)}\n\n`);
-            }
-          } catch (err) {
-            how = 'failed';
-            const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the audio.');
-            if (!cancel.aborted) await write(res, `data: ${JSON.stringify({ type: 'error', ...toEnvelope(api, req.id) })}\n\n`);
-          }
-          res.end();
-        } else {
-          res.writeHead(200, { ...headers, 'content-type': speech.contentType, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-          try {
-            for await (const chunk of speech.chunks) {
-              if (cancel.aborted) break;
-              await write(res, chunk);
-              speech.sent(chunk.length);
+      await deps.streams.track(res, async () => {
+        let how: 'done' | 'client_closed' | 'failed' = 'done';
+        try {
+          if (prep.sse) {
+            res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+            try {
+              for await (const chunk of speech.chunks) {
+                if (cancel.aborted) break;
+                await write(res, `data: {"type":"speech.audio.delta","audio":"${chunk.toString('base64')}"}\n\n`);
+                speech.sent(chunk.length);
+              }
+              if (!cancel.aborted) {
+                const done = { type: 'speech.audio.done', format: speech.format, sample_rate: speech.sampleRate, usage: { type: 'characters', characters: speech.characters } };
+                await write(res, `data: ${JSON.stringify(done)}\n\n`);
+              }
+            } catch (err) {
+              how = 'failed';
+              const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the audio.');
+              if (!cancel.aborted) await write(res, `data: ${JSON.stringify({ type: 'error', ...toEnvelope(api, req.id) })}\n\n`);
             }
             res.end();
-          } catch (err) {
-            how = 'failed';
-            req.log.warn({ err }, 'speech ended by upstream failure');
-            res.destroy();
+          } else {
+            res.writeHead(200, { ...headers, 'content-type': speech.contentType, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+            try {
+              for await (const chunk of speech.chunks) {
+                if (cancel.aborted) break;
+                await write(res, chunk);
+                speech.sent(chunk.length);
+              }
+              res.end();
+            } catch (err) {
+              how = 'failed';
+              req.log.warn({ err }, 'speech ended by upstream failure');
+              res.destroy();
+            }
           }
+        } finally {
+          if (cancel.aborted) how = 'client_closed';
+          await speech.end(how).catch((err: unknown) => req.log.error({ err }, 'speech billing failed'));
         }
-      } finally {
-        if (cancel.aborted) how = 'client_closed';
-        await speech.end(how).catch((err: unknown) => req.log.error({ err }, 'speech billing failed'));
-      }
+      });
     },
   );
 }
