@@ -29,6 +29,7 @@ import { registerV1Routes } from './routes/v1.ts';
 import { registerAdminModelRoutes } from './routes/admin-models.ts';
 import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
+import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
@@ -205,6 +206,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerAdminModelRoutes(app, deps);
   registerAdminIntentRoutes(app, deps);
   registerPortalWebhookRoutes(app, deps);
+  registerPortalTranscriptionRoutes(app, deps);
   registerV1Routes(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
