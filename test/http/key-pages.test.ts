@@ -96,7 +96,7 @@ describe('key list pages', () => {
 
   it('refuses a bad query with 400 in the envelope', async () => {
     const s = await signup(gw.url);
-    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'after=x1', 'after=-1', 'status=bogus', 'search=', 'other=1', `search=${'a'.repeat(101)}`, 'search=%01']) {
+    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'after=x1', 'after=-1', 'status=bogus', 'search=', 'other=1', `search=${'a'.repeat(101)}`, 'search=%01', 'search=a&search=b', 'limit=5&limit=6']) {
       const res = await call(gw.url, 'GET', `/portal/keys?${q}`, { token: s.token });
       assert.equal(res.status, 400, q);
       assert.equal(res.body.error.code, 'invalid_request', q);
