@@ -171,7 +171,7 @@ export class KeyService {
 
   async create(
     userId: number,
-    input: { name: string; expires_at?: string; scopes?: string[] },
+    input: { name: string; expires_at?: string; scopes?: string[] } & Partial<Limits>,
   ): Promise<PublicKey & { api_key: string }> {
     const scopes = normalizeScopes(input.scopes);
     let expiresAt: Date | null = null;
@@ -210,6 +210,8 @@ export class KeyService {
         admin_tpd: null,
         admin_cpd: null,
         admin_cpm: null,
+        // The owner's own limits, when given at creation (the dashboard's create form).
+        ...limitsSet(input, 'user'),
       };
       const token = await this.sign(doc);
       doc.token_hash = sha256(token);

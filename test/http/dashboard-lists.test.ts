@@ -88,6 +88,23 @@ describe('dashboard lists', () => {
     assert.equal((await call(gw.url, 'GET', '/admin/users?email=findable%40example.com', { token: u.token })).status, 401, 'a session is no admin token');
   });
 
+  it('creates a key with its limits in one request, and shows the account’s KYC state with its wallet', async () => {
+    const owner = await signup(gw.url);
+    const key = await call(gw.url, 'POST', '/portal/keys', { token: owner.token, body: { name: 'limited', rpm: 5, cpd: 100, tpd: null } });
+    assert.equal(key.status, 201, key.text);
+    assert.deepEqual([key.body.rpm, key.body.tpd, key.body.cpd, key.body.cpm], [5, null, 100, null]);
+    assert.equal((await call(gw.url, 'GET', `/portal/keys/${key.body.id}`, { token: owner.token })).body.rpm, 5);
+    assert.equal((await call(gw.url, 'POST', '/portal/keys', { token: owner.token, body: { name: 'bad', rpm: 0 } })).status, 400);
+
+    assert.equal((await call(gw.url, 'GET', '/portal/wallet', { token: owner.token })).body.kyc_verified, false);
+    await call(gw.url, 'PUT', `/admin/users/${owner.id}/kyc`, { token: ADMIN_TOKEN, body: { verified: true } });
+    assert.equal((await call(gw.url, 'GET', '/portal/wallet', { token: owner.token })).body.kyc_verified, true);
+    await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Verified' } });
+    const member = await signup(gw.url);
+    await joinOrg(gw.url, owner.token, member);
+    assert.equal((await call(gw.url, 'GET', '/portal/wallet', { token: member.token })).body.kyc_verified, true, "an organization's: its owner's");
+  });
+
   it('a member calling an owner action gets the API’s 403 in the envelope, and nothing changes', async () => {
     const owner = await signup(gw.url);
     const org = await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Roles' } });

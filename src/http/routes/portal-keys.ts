@@ -36,11 +36,12 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Create an API key',
+        tags, security, summary: 'Create an API key (optionally with your own rpm/tpd/cpd/cpm limits)',
         body: Closed({
           name: KeyString(100, { minLength: 1 }),
           expires_at: Type.Optional(KeyString(40)),
           scopes: Type.Optional(Type.Array(Scope, { minItems: 1, maxItems: SCOPES.length })),
+          ...LimitsPatch,
         }),
         response: { 201: KeyWithSecret, ...errors(400, 401, 409) },
       },
