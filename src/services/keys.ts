@@ -300,6 +300,12 @@ export class KeyService {
     return this.view(k!);
   }
 
+  /** Operators: the key with this exact prefix, whoever owns it, or null. */
+  async findByPrefix(prefix: string): Promise<(PublicKey & { user_id: number }) | null> {
+    const k = await this.keys.findOne({ prefix });
+    return k ? { ...this.view(k), user_id: k.user_id } : null;
+  }
+
   async updateByAdmin(id: number, patch: Partial<Limits>): Promise<PublicKey & { user_id: number }> {
     const k = await this.keys.findOneAndUpdate({ _id: id }, { $set: limitsSet(patch, 'admin') }, { returnDocument: 'after' });
     if (!k) throw new ApiError('not_found', `No key ${id}.`);
