@@ -136,8 +136,8 @@ export class KeyService {
   async init(): Promise<void> {
     await this.keys.createIndex({ keys: { jti: 1 }, unique: true });
     await this.keys.createIndex({ keys: { prefix: 1 }, unique: true });
-    await this.keys.createIndex({ keys: { user_id: 1, created_at: -1 } });
-    // The portal's pages: all of a user's keys, and their unrevoked ones, newest (largest id) first.
+    // The portal's pages: all of a user's keys, and their unrevoked ones (also the active-key count),
+    // newest (largest id) first. (The former (user_id, created_at) index is no longer read.)
     await this.keys.createIndex({ keys: { user_id: 1, _id: -1 } });
     await this.keys.createIndex({ keys: { user_id: 1, revoked_at: 1, _id: -1 } });
   }
