@@ -24,6 +24,7 @@ import { CARRY_FOLD_PC, chargeFor, floorCents, MICROCENTS_PER_CENT, ownerField, 
 import { RateLimits } from './limits.ts';
 import { Subscriptions, type SubscriptionView } from './subscriptions.ts';
 import { Topups, topupView, type TopupView } from './topups.ts';
+import type { Page, PageQuery } from '../services/pages.ts';
 import type { Billing, Hold, HoldOptions, Payer, UsageFacts } from './types.ts';
 import { InstanceLeases } from './instances.ts';
 import { encodeEntry } from './usage-entry.ts';
@@ -67,6 +68,8 @@ export interface WalletView {
   held_cents: number;
   balance_microcents: number;
   low_balance_threshold_cents: number;
+  /** Whether the account may call models with requires_kyc (the user's verification, or the organization owner's). */
+  kyc_verified: boolean;
 }
 
 export interface UsageRow {
@@ -350,10 +353,7 @@ export class BillingService implements Billing {
 
   async payerFor(principal: ApiKeyPrincipal): Promise<Payer> {
     const acc = await this.accountOf(principal.userId);
-    // KYC: the user's own verification, or for an organization its owner's.
-    const org = acc.ownerType === 'org' ? await this.orgs.findOne({ _id: acc.ownerId }) : null;
-    const verifiedId = acc.ownerType === 'org' ? org?.owner_id : principal.userId;
-    const verifier = verifiedId === undefined ? null : await this.users.findOne({ _id: verifiedId });
+    const kycVerified = await this.kycVerified(acc, principal.userId);
     return {
       walletId: acc.walletId,
       ownerType: acc.ownerType,
@@ -361,8 +361,16 @@ export class BillingService implements Billing {
       userId: principal.userId,
       keyId: principal.keyId,
       keyPrefix: principal.prefix,
-      kycVerified: verifier?.kyc_verified === true,
+      kycVerified,
     };
+  }
+
+  /** KYC: the user's own verification, or for an organization its owner's. */
+  private async kycVerified(acc: Account, userId: number): Promise<boolean> {
+    const org = acc.ownerType === 'org' ? await this.orgs.findOne({ _id: acc.ownerId }) : null;
+    const verifiedId = acc.ownerType === 'org' ? org?.owner_id : userId;
+    const verifier = verifiedId === undefined ? null : await this.users.findOne({ _id: verifiedId });
+    return verifier?.kyc_verified === true;
   }
 
   assertKyc(payer: Payer, requiresKyc: boolean): void {
@@ -503,6 +511,7 @@ export class BillingService implements Billing {
       held_cents: balance - available,
       balance_microcents: total,
       low_balance_threshold_cents: w?.low_balance_threshold_cents ?? 0,
+      kyc_verified: await this.kycVerified(acc, userId),
     };
   }
 
@@ -550,6 +559,16 @@ export class BillingService implements Billing {
     const acc = await this.accountOf(userId);
     const { records, hasMore } = await this.usage.page(this.scopeOf(acc, userId), q.limit ?? 20, q.after);
     return { data: records.map(recordView), has_more: hasMore, next_after: hasMore ? (records.at(-1)?._id ?? null) : null };
+  }
+
+  /** The top-ups of the caller's account (their organization's while they belong to one), newest first. */
+  async topupsOf(userId: number, q: PageQuery<string>): Promise<Page<TopupView>> {
+    return this.topups.page((await this.accountOf(userId)).walletId, q);
+  }
+
+  /** Operators: the top-ups of one account, or of all, newest first. */
+  async topupList(q: PageQuery<string> & { owner?: { type: OwnerType; id: number } }): Promise<Page<TopupView>> {
+    return this.topups.page(q.owner ? walletIdOf(q.owner.type, q.owner.id) : undefined, q);
   }
 
   async subscriptionView(userId: number): Promise<SubscriptionView> {

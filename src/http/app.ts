@@ -22,12 +22,14 @@ import { registerPortalOrgRoutes } from './routes/portal-org.ts';
 import { registerPortalInvitationRoutes } from './routes/portal-invitations.ts';
 import { registerPortalKeyRoutes } from './routes/portal-keys.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
+import { registerAdminSessionRoutes } from './routes/admin-session.ts';
 import { registerPortalBillingRoutes } from './routes/portal-billing.ts';
 import { registerAdminBillingRoutes } from './routes/admin-billing.ts';
 import { registerV1Routes } from './routes/v1.ts';
 import { registerAdminModelRoutes } from './routes/admin-models.ts';
 import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
+import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
@@ -49,6 +51,8 @@ declare module 'fastify' {
     principal: ApiKeyPrincipal | null;
     /** Set by the session preHandler on /portal routes. */
     sessionUser: SessionUser | null;
+    /** How requireAdmin authenticated: the admin token or the dashboard's operator session. */
+    adminVia: 'bearer' | 'cookie' | null;
   }
 }
 
@@ -67,6 +71,9 @@ export interface AppDeps {
   /** Hijacked responses (SSE, raw audio) that shutdown ends after its grace. */
   streams: OpenStreams;
 }
+
+/** /portal and /admin, and anything under them. */
+const PRIVATE_PATH = /^\/(portal|admin)(\/|\?|$)/;
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
@@ -117,6 +124,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.decorateRequest('principal', null);
   app.decorateRequest('sessionUser', null);
+  app.decorateRequest('adminVia', null);
 
   // A shadow router of every (method, path) registered, to answer 405 instead of 404 for a known
   // path called with the wrong method.
@@ -139,6 +147,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Portal and admin answers carry secrets and account data: never stored by a browser or proxy.
+    if (PRIVATE_PATH.test(request.url)) reply.header('cache-control', 'no-store');
     if (deps.lifecycle.closing) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
   });
 
@@ -177,8 +187,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key: sk-live-<JWT>' },
-          session: { type: 'http', scheme: 'bearer', description: 'Portal session token from /portal/auth/login' },
-          admin: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN' },
+          session: { type: 'http', scheme: 'bearer', description: 'Portal session token from /portal/auth/login (the dashboard: the __Host-gw_session cookie)' },
+          admin: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN (the dashboard: the __Host-gw_admin operator session cookie)' },
         },
       },
     },
@@ -190,11 +200,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalInvitationRoutes(app, deps);
   registerPortalKeyRoutes(app, deps);
   registerAdminRoutes(app, deps);
+  registerAdminSessionRoutes(app, deps);
   registerPortalBillingRoutes(app, deps);
   registerAdminBillingRoutes(app, deps);
   registerAdminModelRoutes(app, deps);
   registerAdminIntentRoutes(app, deps);
   registerPortalWebhookRoutes(app, deps);
+  registerPortalTranscriptionRoutes(app, deps);
   registerV1Routes(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
