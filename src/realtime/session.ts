@@ -15,7 +15,8 @@ import { ApiError } from '../errors.ts';
 import type { VoiceDetector, VoiceDetectors, VadEvent } from '../speech/vad.ts';
 import type { EndReason, RealtimeSessionEvent, SessionError } from '../../machines/realtime-session.machine.ts';
 import { AudioBuffer } from './audio-buffer.ts';
-import { createDecoder, type AudioDecoder, type Encoding } from './decoder.ts';
+import type { Resampler } from '../speech/resample.ts';
+import { createDecoder, workingRate, type AudioDecoder, type Encoding, type InputRate } from './decoder.ts';
 import type { SessionResources } from './kind.ts';
 import type { SessionRecogniser } from './recognisers.ts';
 
@@ -34,7 +35,8 @@ export interface SessionParams {
   requestId: string;
   model: string;
   language: string | null;
-  sampleRate: 8000 | 16000;
+  /** The client's rate; the session works at `workingRate` of it. */
+  sampleRate: InputRate;
   encoding: Encoding;
   returnTimestamps: boolean;
 }
@@ -78,6 +80,8 @@ export interface SessionDeps {
   limits: SessionLimits;
   detectors: VoiceDetectors;
   recogniser: SessionRecogniser;
+  /** 24 kHz input to the working 16 kHz (owned by the session: destroyed with it); null otherwise. */
+  inputResampler?: Resampler | null;
   /** The session's actor (the runtime's `ref(kind, id)`). */
   actor: { send(event: RealtimeSessionEvent, opts: { wait: 'applied' | 'durable' }): Promise<unknown> };
   sink: SessionSink;
@@ -97,7 +101,8 @@ const KEEP_EXTRA_MS = 500;
 export class RealtimeSession implements SessionResources {
   private readonly decoder: AudioDecoder;
   private readonly buffer: AudioBuffer;
-  private readonly rate: number;
+  private readonly rate: 8000 | 16000;
+  private inputResampler: Resampler | null;
   private turn: TurnDetection | null = DEFAULT_TURN_DETECTION;
   private vad: VoiceDetector | null = null;
   /** Session ms at which the current detector started (its clock is relative to it). */
@@ -120,7 +125,8 @@ export class RealtimeSession implements SessionResources {
   private finished = false;
 
   constructor(private readonly deps: SessionDeps) {
-    this.rate = deps.params.sampleRate;
+    this.rate = workingRate(deps.params.sampleRate);
+    this.inputResampler = deps.inputResampler ?? null;
     this.decoder = createDecoder(deps.params.encoding);
     this.buffer = new AudioBuffer(Math.ceil(((deps.limits.maxUtteranceMs + DEFAULT_TURN_DETECTION.prefix_padding_ms + KEEP_EXTRA_MS + 5_000) * this.rate) / 1000));
     this.lastAudioAt = deps.now();
@@ -153,7 +159,8 @@ export class RealtimeSession implements SessionResources {
   /** Raw audio in the declared encoding (a binary frame, or an append's decoded base64). */
   audio(bytes: Uint8Array): void {
     if (this.ended) return;
-    const samples = this.decoder.decode(bytes);
+    const decoded = this.decoder.decode(bytes);
+    const samples = this.inputResampler ? this.inputResampler.process(decoded) : decoded;
     if (samples.length === 0) return;
     this.lastAudioAt = this.deps.now();
     const at = this.buffer.total;
@@ -263,6 +270,8 @@ export class RealtimeSession implements SessionResources {
     this.deps.recogniser.close();
     this.vad?.destroy();
     this.vad = null;
+    this.inputResampler?.destroy();
+    this.inputResampler = null;
   }
 
   /** Every `progressMs`: the checkpoint of audio received; and the idle check. */
@@ -310,7 +319,7 @@ export class RealtimeSession implements SessionResources {
 
   private newDetector(turn: TurnDetection | null): VoiceDetector | null {
     if (!turn) return null;
-    return this.deps.detectors.create({ sampleRate: this.deps.params.sampleRate, threshold: turn.threshold, prefix_padding_ms: turn.prefix_padding_ms, silence_duration_ms: turn.silence_duration_ms });
+    return this.deps.detectors.create({ sampleRate: this.rate, threshold: turn.threshold, prefix_padding_ms: turn.prefix_padding_ms, silence_duration_ms: turn.silence_duration_ms });
   }
 
   private restartDetector(): void {

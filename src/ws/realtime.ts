@@ -29,6 +29,12 @@ import { errorFrame, FrameError, parseClientFrame, serverFrame } from './frames.
 import { readStreamQuery } from './query.ts';
 
 export const STREAM_PATH = '/v1/audio/transcriptions/stream';
+/**
+ * OpenAI's realtime URL, where its clients connect (the `openai` package's `OpenAIRealtimeWS` builds
+ * `{baseURL}/realtime?model=…`): the same socket, transcription only, its audio by default OpenAI's
+ * `pcm16` (24 kHz).
+ */
+export const OPENAI_PATH = '/v1/realtime';
 
 export interface SocketLimits {
   maxPayloadBytes: number;
@@ -108,9 +114,9 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
 
   async function admit(req: IncomingMessage, requestId: string) {
     const url = new URL(req.url ?? '/', 'http://gateway');
-    if (url.pathname !== STREAM_PATH) throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
+    if (url.pathname !== STREAM_PATH && url.pathname !== OPENAI_PATH) throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
     if (deps.closing()) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
-    const query = readStreamQuery(url.searchParams);
+    const query = readStreamQuery(url.searchParams, url.pathname === OPENAI_PATH ? '24000' : '16000');
     const key = url.searchParams.get('api_key');
     const authorization = req.headers.authorization ?? (key ? `Bearer ${key}` : undefined);
     const principal: ApiKeyPrincipal = await deps.keys.authenticate(authorization, 'audio');
