@@ -9,7 +9,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TranscribeRequest, Transcript } from '../providers/types.ts';
+import type { Heard, TranscribeRequest, Transcript } from '../providers/types.ts';
 import { bytesOf } from '../speech/pcm.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
@@ -38,10 +38,12 @@ export interface SessionRecogniser {
   audio(samples: Int16Array): void;
   /**
    * Recognises a committed utterance; called in commit order, after the audio it covers. Where the
-   * upstream streams its text, pieces of it go to `onDelta` before the answer (which then holds
-   * the whole text).
+   * upstream streams its text, what it hears of it goes to `onHeard` before the answer (which then
+   * holds the whole text).
    */
-  recognise(utterance: Utterance, signal: AbortSignal, onDelta?: (delta: string) => void): Promise<Recognised>;
+  recognise(utterance: Utterance, signal: AbortSignal, onHeard?: (heard: Heard) => void): Promise<Recognised>;
+  /** Where what is heard of the speech not yet committed goes (upstreams with partial results). */
+  listen?(onHeard: (heard: Heard) => void): void;
   /** Stops the engine (idempotent). */
   close(): void;
 }
