@@ -248,6 +248,8 @@ export type SttMode = 'transcribe' | 'translate' | 'verbatim' | 'translit' | 'co
 export interface AudioInput {
   /** A local file with the client's bytes as uploaded (the blob's path, or a temporary copy). */
   path: string;
+  /** The bytes themselves, in memory, read instead of `path` (a realtime utterance's WAV: no file per utterance). */
+  data?: Uint8Array;
   /** The client's file name (for multipart uploads upstream; never trusted for the format). */
   filename: string;
   /** From the probe: `audio/wav`, `audio/mpeg`, `audio/ogg`, `audio/flac`, `audio/mp4`, `audio/webm`... */

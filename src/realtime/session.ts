@@ -9,7 +9,7 @@
 // (past that the upstream is too slow for the audio: the session ends with `model_unavailable`).
 // Each recognition is bounded by `utteranceTimeoutMs`; a failure ends the session with an `error`
 // frame at once, never a hang.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError } from '../errors.ts';
 import type { VoiceDetector, VoiceDetectors, VadEvent } from '../speech/vad.ts';
@@ -461,4 +461,4 @@ interface ItemText {
   head: boolean;
 }
 
-const newItemId = (): string => `item_${randomBytes(9).toString('base64url')}`;
+const newItemId = (): string => `item_${randomUUID().replaceAll('-', '')}`;
