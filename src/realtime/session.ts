@@ -1,7 +1,8 @@
 // One realtime socket's in-memory side: the actor's resources. Audio frames are data handled here
 // (decode → PCM16 → server VAD → utterance → recogniser); the actor (machines/realtime-session)
-// gets control events only: speech started, utterance committed, transcript final, upstream
-// failed, client closed, and a checkpoint of the audio received every `progressMs`.
+// gets control events only: utterance committed, transcript final, upstream failed, client closed,
+// and a checkpoint of the audio received every `progressMs` (speech started changes nothing in it:
+// not sent, an event less per utterance).
 //
 // What it tells the client goes through `SessionSink` as SessionOutput events; the WebSocket edge
 // (src/ws/) turns them into OpenAI-shaped frames. Utterances are recognised as soon as they are
@@ -308,7 +309,7 @@ export class RealtimeSession implements SessionResources {
   }
 
   private toActor(event: RealtimeSessionEvent): void {
-    const durable = event.type !== 'audio.progress' && event.type !== 'speech.started' && event.type !== 'transcript.final' && event.type !== 'utterance.committed';
+    const durable = event.type !== 'audio.progress' && event.type !== 'transcript.final' && event.type !== 'utterance.committed';
     this.deps.actor.send(event, { wait: durable ? 'durable' : 'applied' }).catch((err: unknown) => {
       this.deps.log.warn({ err, event: event.type }, 'realtime session event not applied');
     });
@@ -387,7 +388,6 @@ export class RealtimeSession implements SessionResources {
         this.itemStart = Math.max(this.buffer.first, this.samplesOf(this.vadOriginMs + e.audio_start_ms));
         this.itemId ??= newItemId(); // minted already when the upstream heard it first
         this.deps.sink.send({ type: 'speech_started', itemId: this.itemId, audioStartMs: this.msOf(this.itemStart) });
-        this.toActor({ type: 'speech.started', itemId: this.itemId });
       } else if (this.itemStart !== null) {
         const end = Math.min(nowSample, this.samplesOf(this.vadOriginMs + e.audio_end_ms));
         this.deps.sink.send({ type: 'speech_stopped', itemId: this.itemId!, audioEndMs: this.msOf(end) });
