@@ -201,7 +201,11 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
         backlogBytes -= sizeOf(data);
         onMessage(s, data, isBinary);
       }
-      if (held && backlogBytes <= limits.maxBacklogBytes && ws.readyState === ws.OPEN) {
+      if (s.isEnded) {
+        backlog.length = 0; // the session is over: what waits is dropped, and the close handshake is read
+        backlogBytes = 0;
+      }
+      if (held && backlogBytes <= limits.maxBacklogBytes && ws.readyState !== ws.CLOSED) {
         held = false;
         ws.resume();
       }
