@@ -16,6 +16,9 @@
 //   latency — the last frame of a clip sent → that clip's `completed`; gateway minus floor, p50/p99.
 //
 //   npm run bench:realtime -- [--levels 50,100,200,300,400] [--seconds 20] [--only gateway|floor] [--profile DIR]
+//   npm run bench:realtime -- --sessions 300   the target alone (gateway and floor, 20 s), ending in a
+//                                              `PASS`/`FAIL` line for the gateway at that level
+// --profile DIR writes the gateway's CPU profile (node --cpu-prof) under DIR/gateway at its exit.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -28,7 +31,9 @@ import { cpuSeconds, gatewayUrl, json, rssMiB, startArgs, startLogged } from './
 
 const args = process.argv.slice(2);
 const arg = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-const LEVELS = (arg('--levels') ?? '50,100,200,300,400').split(',').map(Number);
+const TARGET = arg('--sessions') !== undefined ? Number(arg('--sessions')) : null;
+const LEVELS = (TARGET !== null ? String(TARGET) : (arg('--levels') ?? '50,100,200,300,400')).split(',').map(Number);
+if (LEVELS.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--sessions / --levels: positive integers');
 const SECONDS = Number(arg('--seconds') ?? 20);
 const ONLY = arg('--only');
 const PROFILE_DIR = arg('--profile');
@@ -303,6 +308,19 @@ async function main(): Promise<void> {
       }
     }
     console.log(`\nupstream calls: ${up.calls()}`);
+    const top = Math.max(...LEVELS);
+    const g = byLevel.get(top)?.get('gateway');
+    if (g) {
+      const why = [
+        g.opened < top && `${top - g.opened} sessions not opened`,
+        g.maxFrameLate > LATE_MS && `the load generator sent a frame ${f0(g.maxFrameLate)} ms late (the machine, not the gateway, fell behind)`,
+        g.lateProbes > 0 && `${g.lateProbes} probes answered over ${LATE_MS} ms (max ${f0(g.probeMax)} ms)`,
+        g.closedEarly > 0 && `${g.closedEarly} sessions closed early`,
+      ].filter(Boolean);
+      const floor = byLevel.get(top)?.get('floor');
+      const context = floor ? `; floor ${floor.held ? 'held' : 'did not hold'}, CPU gateway/floor ${f2(g.cpuMsPerSessionSecond / floor.cpuMsPerSessionSecond)}` : '';
+      console.log(g.held ? `PASS: ${top} concurrent sessions held real time through the gateway (no frame or probe over ${LATE_MS} ms late)${context}` : `FAIL: ${top} concurrent sessions not held: ${why.join('; ')}${context}`);
+    }
   } finally {
     for (const t of targets) t.child.kill('SIGTERM');
     up.server.close();

@@ -198,6 +198,8 @@ export const ConfigSchema = Type.Object(
         pingIntervalMs: Int(1000, 600_000),
         /** Our frames a client may leave unread before it is cut. */
         maxBufferedBytes: Int(16_384, 64 << 20),
+        /** Client frames read ahead of the allowed rate and held in memory; past it the socket is paused (TCP pushes back). */
+        maxBacklogBytes: Int(0, 64 << 20),
         /** Audio faster than real time is taken up to this factor, after `burstSeconds` ahead. */
         rateFactor: Type.Number({ minimum: 1, maximum: 100 }),
         burstSeconds: Int(0, 600),

@@ -1,6 +1,7 @@
 // A multipart/form-data body (RFC 7578) with text fields and one file streamed from disk: the file
 // is read as the socket takes it, never held in memory, and the length is known up front (so the
-// request carries Content-Length, which upstreams such as OpenAI's want for uploads).
+// request carries Content-Length, which upstreams such as OpenAI's want for uploads). A file already
+// in memory (`data`: a realtime utterance's WAV) is sent from there.
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -14,6 +15,8 @@ export interface MultipartFile {
   contentType: string;
   /** The local file to stream. */
   path: string;
+  /** Its bytes in memory, sent instead of reading `path`. */
+  data?: Uint8Array;
 }
 
 export interface StreamedBody {
@@ -29,7 +32,7 @@ export interface StreamedBody {
  * does (`"`, CR and LF percent-encoded), so no value can add a header or a part.
  */
 export async function multipartBody(fields: readonly (readonly [string, string])[], file: MultipartFile): Promise<StreamedBody> {
-  const size = (await stat(file.path)).size;
+  const size = file.data ? file.data.length : (await stat(file.path)).size;
   const boundary = `----gateway${randomBytes(16).toString('hex')}`;
   const text = fields.map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`).join('');
   const head = Buffer.from(
@@ -40,20 +43,22 @@ export async function multipartBody(fields: readonly (readonly [string, string])
   return {
     contentType: `multipart/form-data; boundary=${boundary}`,
     length: head.length + size + tail.length,
-    stream: Readable.from(parts(head, file.path, tail), { objectMode: false }),
+    stream: Readable.from(parts(head, file, tail), { objectMode: false }),
   };
 }
 
 /** A file as a whole request body (Deepgram's raw upload, a blob PUT). */
-export async function fileBody(path: string, contentType: string): Promise<StreamedBody> {
+export async function fileBody(path: string, contentType: string, data?: Uint8Array): Promise<StreamedBody> {
+  if (data) return { contentType: headerValue(contentType), length: data.length, stream: Readable.from([data], { objectMode: false }) };
   const size = (await stat(path)).size;
   return { contentType: headerValue(contentType), length: size, stream: createReadStream(path) };
 }
 
-async function* parts(head: Buffer, path: string, tail: Buffer): AsyncGenerator<Buffer> {
+async function* parts(head: Buffer, file: MultipartFile, tail: Buffer): AsyncGenerator<Uint8Array> {
   yield head;
   // Leaving early (the request aborted) returns this generator, which destroys the file stream.
-  yield* createReadStream(path);
+  if (file.data) yield file.data;
+  else yield* createReadStream(file.path);
   yield tail;
 }
 

@@ -3,13 +3,16 @@
 // UpstreamError as the router reads them (401/403/404 `config`, 429/5xx `http`, connect and
 // timeout), upstream JSON parsed with its depth checked, and commits in order: `commit` sends the
 // protocol's end-of-utterance message at once and answers the text the protocol sends back for it
-// (several may be pending; answers come in commit order, the oldest pending first).
+// (several may be pending; answers come in commit order, the oldest pending first). What a protocol
+// hears before an answer (deltas, partial hypotheses) goes to the oldest pending commit, or, when
+// none is pending, to the audio not yet committed (`open`, reported to `listen`'s callback): the
+// upstreams process audio in order, so a result for later audio never comes before an earlier answer.
 // The upstream closing or failing ends every pending commit at once with the reason, and `ended`
 // resolves: the session above reports it (an error frame) or fails over before the next utterance.
 import WebSocket from 'ws';
 import { routeUrl } from './http.ts';
 import type { ResolvedRoute } from './types.ts';
-import { UpstreamError, type RealtimeAudioFormat, type RealtimeOpenRequest, type RealtimeTurn, type RealtimeUpstream } from './types.ts';
+import { UpstreamError, type Heard, type RealtimeAudioFormat, type RealtimeOpenRequest, type RealtimeTurn, type RealtimeUpstream } from './types.ts';
 import { isObject, parseJson, type Json } from './validate.ts';
 
 /** Largest upstream frame taken (transcripts are small). */
@@ -18,7 +21,7 @@ const MAX_UPSTREAM_FRAME = 1 << 20;
 const MAX_OPEN_MS = 10_000;
 
 export interface ProtocolHandlers {
-  /** A JSON frame from the upstream. `turns`: the pending commits, oldest first. */
+  /** A JSON frame from the upstream. `turns`: the pending commits, oldest first; `up.current()`: where text heard now goes. */
   message(msg: Json, turns: readonly PendingTurn[], up: UpstreamSocket): void;
   /** Sends audio in the protocol's way. */
   audio(bytes: Uint8Array, up: UpstreamSocket): void;
@@ -28,15 +31,28 @@ export interface ProtocolHandlers {
   goodbye?(up: UpstreamSocket): void;
 }
 
-export interface PendingTurn {
+/** What is heard of one turn's audio: a pending commit's, or the audio not yet committed. */
+export interface HeardText {
+  /** Appendable text (OpenAI's deltas). */
   delta(text: string): void;
+  /** The turn's whole text so far, replacing the previous partial; `settled`: its words are final. */
+  partial(text: string, settled?: boolean): void;
+  /** Text of final pieces gathered so far (protocols that send several finals per turn); moved to the commit that ends it. */
+  parts: string[];
+}
+
+export interface PendingTurn extends HeardText {
   finish(turn: RealtimeTurn): void;
   fail(err: UpstreamError): void;
-  /** Text of final pieces gathered so far (protocols that send several finals per commit). */
-  parts: string[];
   /** The upstream's id for this commit, once it said (OpenAI's item_id). */
   id: string | null;
 }
+
+const heardText = (emit: (h: Heard) => void, parts: string[] = []): HeardText => ({
+  parts,
+  delta: (text) => emit({ kind: 'delta', text }),
+  partial: (text, settled = false) => emit({ kind: 'partial', text, settled }),
+});
 
 export interface OpenOptions {
   route: ResolvedRoute;
@@ -56,6 +72,9 @@ export class UpstreamSocket implements RealtimeUpstream {
   private end!: (err: UpstreamError) => void;
   private readonly turns: PendingTurn[] = [];
   private done = false;
+  private listener: ((h: Heard) => void) | null = null;
+  /** What is heard of the audio not yet committed. */
+  private readonly open: HeardText = heardText((h) => this.listener?.(h));
 
   constructor(
     private readonly ws: WebSocket,
@@ -78,7 +97,16 @@ export class UpstreamSocket implements RealtimeUpstream {
     if (!this.done) this.handlers.audio(audio, this);
   }
 
-  commit(signal: AbortSignal, onDelta: (delta: string) => void): Promise<RealtimeTurn> {
+  listen(onHeard: (h: Heard) => void): void {
+    this.listener = onHeard;
+  }
+
+  /** Where text heard now belongs: the oldest pending commit, else the audio not yet committed. */
+  current(): HeardText {
+    return this.turns[0] ?? this.open;
+  }
+
+  commit(signal: AbortSignal, onHeard: (h: Heard) => void): Promise<RealtimeTurn> {
     if (this.done) return Promise.reject(new UpstreamError('connect', `route ${this.routeId}: the realtime upstream is closed`, true));
     return new Promise<RealtimeTurn>((resolve, reject) => {
       const onAbort = () => settle(() => reject(signal.reason));
@@ -89,10 +117,11 @@ export class UpstreamSocket implements RealtimeUpstream {
         signal.removeEventListener('abort', onAbort);
         fn();
       };
+      // The commit ends the audio heard so far: its settled pieces are this turn's.
+      const heard = heardText((h) => this.turns.includes(turn) && onHeard(h), this.open.parts.splice(0));
       const turn: PendingTurn = {
-        parts: [],
+        ...heard,
         id: null,
-        delta: (text) => this.turns.includes(turn) && onDelta(text),
         finish: (t) => settle(() => resolve(t)),
         fail: (err) => settle(() => reject(err)),
       };

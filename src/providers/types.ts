@@ -248,6 +248,8 @@ export type SttMode = 'transcribe' | 'translate' | 'verbatim' | 'translit' | 'co
 export interface AudioInput {
   /** A local file with the client's bytes as uploaded (the blob's path, or a temporary copy). */
   path: string;
+  /** The bytes themselves, in memory, read instead of `path` (a realtime utterance's WAV: no file per utterance). */
+  data?: Uint8Array;
   /** The client's file name (for multipart uploads upstream; never trusted for the format). */
   filename: string;
   /** From the probe: `audio/wav`, `audio/mpeg`, `audio/ogg`, `audio/flac`, `audio/mp4`, `audio/webm`... */
@@ -374,14 +376,25 @@ export interface RealtimeTurn {
 }
 
 /**
+ * Text a realtime upstream heard before an utterance's answer: `delta` is appended to what came
+ * before (OpenAI's deltas); `partial` is the utterance's whole text so far and replaces the previous
+ * partial (Sarvam's `transcript.partial`, Deepgram's interim results), `settled` when its words will
+ * not change any more (Deepgram's `is_final` pieces).
+ */
+export type Heard = { kind: 'delta'; text: string } | { kind: 'partial'; text: string; settled: boolean };
+
+/**
  * An open streaming connection to a provider, used in manual-commit mode: the gateway's own VAD
  * decides the turns, `send` streams every sample, `commit` ends an utterance and answers its text
- * (deltas, where the protocol streams them, through `onDelta`). One commit at a time.
+ * (what the protocol hears of it before, through `onHeard`). Several commits may be pending,
+ * answered in order. What is heard of audio not yet committed goes to `listen`'s callback.
  */
 export interface RealtimeUpstream {
   readonly format: RealtimeAudioFormat;
   send(audio: Uint8Array): void;
-  commit(signal: AbortSignal, onDelta: (delta: string) => void): Promise<RealtimeTurn>;
+  commit(signal: AbortSignal, onHeard: (heard: Heard) => void): Promise<RealtimeTurn>;
+  /** Where what is heard of the audio not yet committed goes (one listener; replaced by the next call). */
+  listen(onHeard: (heard: Heard) => void): void;
   /** Resolves with why, once the upstream closed or failed (never rejects). */
   readonly ended: Promise<UpstreamError>;
   close(): void;

@@ -20,7 +20,7 @@ import { parseJson, protocolError } from './validate.ts';
 /** What a file call sends: a form with one file, a file as the body, JSON, or nothing (GET). */
 export type Payload =
   | { type: 'multipart'; fields: readonly (readonly [string, string])[]; file: MultipartFile }
-  | { type: 'file'; path: string; contentType: string }
+  | { type: 'file'; path: string; contentType: string; data?: Uint8Array | undefined }
   | { type: 'json'; value: unknown }
   | { type: 'none' };
 
@@ -154,7 +154,7 @@ async function payloadBody(p: Payload): Promise<StreamedBody | null> {
     case 'multipart':
       return multipartBody(p.fields, p.file);
     case 'file':
-      return fileBody(p.path, p.contentType);
+      return fileBody(p.path, p.contentType, p.data);
     case 'json': {
       const bytes = Buffer.from(JSON.stringify(p.value));
       return { contentType: 'application/json', length: bytes.length, stream: Readable.from([bytes], { objectMode: false }) };

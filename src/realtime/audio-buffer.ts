@@ -41,9 +41,12 @@ export class AudioBuffer {
     for (const c of this.chunks) {
       const cEnd = c.start + c.samples.length;
       if (cEnd <= start || c.start >= end) continue;
-      const a = Math.max(start, c.start);
-      const b = Math.min(end, cEnd);
-      out.set(c.samples.subarray(a - c.start, b - c.start), a - start);
+      if (c.start >= start && cEnd <= end) out.set(c.samples, c.start - start); // whole: no view made
+      else {
+        const a = Math.max(start, c.start);
+        const b = Math.min(end, cEnd);
+        out.set(c.samples.subarray(a - c.start, b - c.start), a - start);
+      }
     }
     return out;
   }

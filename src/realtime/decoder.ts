@@ -7,6 +7,12 @@ import { g711Decode } from '../speech/g711.ts';
 export const ENCODINGS = ['pcm_s16le', 'mulaw', 'alaw', 'linear32'] as const;
 export type Encoding = (typeof ENCODINGS)[number];
 
+/** Rates a socket takes. 24 kHz (OpenAI's `pcm16`) is resampled to 16 kHz as it arrives. */
+export type InputRate = 8000 | 16000 | 24000;
+
+/** The rate a socket's audio is processed at (VAD, buffer, recognisers). */
+export const workingRate = (rate: InputRate): 8000 | 16000 => (rate === 8000 ? 8000 : 16000);
+
 export const bytesPerSample = (encoding: Encoding): number => (encoding === 'pcm_s16le' ? 2 : encoding === 'linear32' ? 4 : 1);
 
 export interface AudioDecoder {

@@ -16,7 +16,7 @@ import { matchLanguage } from '../speech/languages.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
-import type { Encoding } from './decoder.ts';
+import { workingRate, type Encoding, type InputRate } from './decoder.ts';
 import { REALTIME_KIND, tickEstimate, type RealtimeKind, type SessionSpec } from './kind.ts';
 import { streamingLocalRecogniser, utteranceRecogniser, type SessionRecogniser } from './recognisers.ts';
 import { upstreamRecogniser, type RealtimeRoute } from './upstream-recogniser.ts';
@@ -38,7 +38,7 @@ export interface RealtimeSettings extends SessionLimits {
 export interface StreamQuery {
   model: string;
   language: string | null;
-  sampleRate: 8000 | 16000;
+  sampleRate: InputRate;
   encoding: Encoding;
   returnTimestamps: boolean;
 }
@@ -170,6 +170,7 @@ export class RealtimeService {
     const log = this.deps.logger.child({ session_id: params.sessionId, request_id: params.requestId });
     const recogniser = await this.recogniserFor(call.model, params, log);
     const detectors = await this.deps.detectors();
+    const inputResampler = params.sampleRate === workingRate(params.sampleRate) ? null : (await this.deps.resamplers()).create({ from: params.sampleRate, to: workingRate(params.sampleRate), quality: 5 });
     let done!: () => void;
     const finished = new Promise<void>((resolve) => (done = resolve));
     const session: RealtimeSession = new RealtimeSession({
@@ -177,6 +178,7 @@ export class RealtimeService {
       limits: settings,
       detectors,
       recogniser,
+      inputResampler,
       actor: runtime.ref(kind, params.sessionId),
       sink,
       recheck,
@@ -211,6 +213,7 @@ export class RealtimeService {
       );
     } catch (err) {
       recogniser.close();
+      inputResampler?.destroy();
       throw err;
     }
     this.sessions.add(session);
@@ -224,8 +227,9 @@ export class RealtimeService {
   private async recogniserFor(model: ModelDoc, params: SessionParams, log: Logger): Promise<SessionRecogniser> {
     const routes = this.deps.resolveRoutes(model);
     const first = this.firstRoute(model);
+    const rate = workingRate(params.sampleRate);
     if (first?.provider === 'local') {
-      return streamingLocalRecogniser({ rate: params.sampleRate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
+      return streamingLocalRecogniser({ rate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
     }
     if (first?.realtime && this.deps.realtimeOf(first.provider)) {
       // The model's routes that stream, in order (failover between utterances goes through them).
@@ -236,13 +240,13 @@ export class RealtimeService {
       }
       return upstreamRecogniser({
         routes: streaming,
-        request: { sampleRate: params.sampleRate, encoding: params.encoding, ...(params.language ? { language: params.language } : {}) },
+        request: { sampleRate: rate, encoding: params.encoding, ...(params.language ? { language: params.language } : {}) },
         resamplers: await this.deps.resamplers(),
         log,
       });
     }
     return utteranceRecogniser({
-      rate: params.sampleRate,
+      rate,
       ...(params.language ? { language: params.language } : {}),
       transcribe: async (req, signal) => (await this.deps.router.transcribe(routes, req, signal)).result,
     });

@@ -1,7 +1,8 @@
 // One realtime socket's in-memory side: the actor's resources. Audio frames are data handled here
 // (decode → PCM16 → server VAD → utterance → recogniser); the actor (machines/realtime-session)
-// gets control events only: speech started, utterance committed, transcript final, upstream
-// failed, client closed, and a checkpoint of the audio received every `progressMs`.
+// gets control events only: utterance committed, transcript final, upstream failed, client closed,
+// and a checkpoint of the audio received every `progressMs` (speech started changes nothing in it:
+// not sent, an event less per utterance).
 //
 // What it tells the client goes through `SessionSink` as SessionOutput events; the WebSocket edge
 // (src/ws/) turns them into OpenAI-shaped frames. Utterances are recognised as soon as they are
@@ -9,14 +10,17 @@
 // (past that the upstream is too slow for the audio: the session ends with `model_unavailable`).
 // Each recognition is bounded by `utteranceTimeoutMs`; a failure ends the session with an `error`
 // frame at once, never a hang.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError } from '../errors.ts';
 import type { VoiceDetector, VoiceDetectors, VadEvent } from '../speech/vad.ts';
 import type { EndReason, RealtimeSessionEvent, SessionError } from '../../machines/realtime-session.machine.ts';
 import { AudioBuffer } from './audio-buffer.ts';
-import { createDecoder, type AudioDecoder, type Encoding } from './decoder.ts';
+import type { Resampler } from '../speech/resample.ts';
+import { createDecoder, workingRate, type AudioDecoder, type Encoding, type InputRate } from './decoder.ts';
 import type { SessionResources } from './kind.ts';
+import type { Heard } from '../providers/types.ts';
+import { DeltaText } from './delta-text.ts';
 import type { SessionRecogniser } from './recognisers.ts';
 
 /** OpenAI's server_vad settings; null turns detection off (the client commits). */
@@ -34,7 +38,8 @@ export interface SessionParams {
   requestId: string;
   model: string;
   language: string | null;
-  sampleRate: 8000 | 16000;
+  /** The client's rate; the session works at `workingRate` of it. */
+  sampleRate: InputRate;
   encoding: Encoding;
   returnTimestamps: boolean;
 }
@@ -78,6 +83,8 @@ export interface SessionDeps {
   limits: SessionLimits;
   detectors: VoiceDetectors;
   recogniser: SessionRecogniser;
+  /** 24 kHz input to the working 16 kHz (owned by the session: destroyed with it); null otherwise. */
+  inputResampler?: Resampler | null;
   /** The session's actor (the runtime's `ref(kind, id)`). */
   actor: { send(event: RealtimeSessionEvent, opts: { wait: 'applied' | 'durable' }): Promise<unknown> };
   sink: SessionSink;
@@ -97,7 +104,8 @@ const KEEP_EXTRA_MS = 500;
 export class RealtimeSession implements SessionResources {
   private readonly decoder: AudioDecoder;
   private readonly buffer: AudioBuffer;
-  private readonly rate: number;
+  private readonly rate: 8000 | 16000;
+  private inputResampler: Resampler | null;
   private turn: TurnDetection | null = DEFAULT_TURN_DETECTION;
   private vad: VoiceDetector | null = null;
   /** Session ms at which the current detector started (its clock is relative to it). */
@@ -108,6 +116,8 @@ export class RealtimeSession implements SessionResources {
   /** Manual mode: where the uncommitted buffer begins, in samples. */
   private manualStart = 0;
   private previousItemId: string | null = null;
+  /** Items with text heard and not yet completed: their deltas, held while an earlier item is unanswered. */
+  private readonly texts = new Map<string, ItemText>();
   private pending = 0;
   private answered: Promise<void> = Promise.resolve();
   private readonly abort = new AbortController();
@@ -120,12 +130,14 @@ export class RealtimeSession implements SessionResources {
   private finished = false;
 
   constructor(private readonly deps: SessionDeps) {
-    this.rate = deps.params.sampleRate;
+    this.rate = workingRate(deps.params.sampleRate);
+    this.inputResampler = deps.inputResampler ?? null;
     this.decoder = createDecoder(deps.params.encoding);
     this.buffer = new AudioBuffer(Math.ceil(((deps.limits.maxUtteranceMs + DEFAULT_TURN_DETECTION.prefix_padding_ms + KEEP_EXTRA_MS + 5_000) * this.rate) / 1000));
     this.lastAudioAt = deps.now();
     this.lastAuthAt = deps.now();
     this.vad = this.newDetector(this.turn);
+    deps.recogniser.listen?.((heard) => this.heardSpeech(heard));
   }
 
   /** Audio received so far, ms. */
@@ -153,7 +165,8 @@ export class RealtimeSession implements SessionResources {
   /** Raw audio in the declared encoding (a binary frame, or an append's decoded base64). */
   audio(bytes: Uint8Array): void {
     if (this.ended) return;
-    const samples = this.decoder.decode(bytes);
+    const decoded = this.decoder.decode(bytes);
+    const samples = this.inputResampler ? this.inputResampler.process(decoded) : decoded;
     if (samples.length === 0) return;
     this.lastAudioAt = this.deps.now();
     const at = this.buffer.total;
@@ -161,8 +174,9 @@ export class RealtimeSession implements SessionResources {
     this.deps.recogniser.audio(samples);
     if (this.vad) this.takeVad(this.vad.push(samples), at + samples.length);
     else if (this.buffer.total - this.manualStart >= this.samplesOf(this.deps.limits.maxUtteranceMs)) {
-      this.commitRange(this.manualStart, this.buffer.total, null); // a client that never commits: cut at the limit
+      this.commitRange(this.manualStart, this.buffer.total, this.itemId); // a client that never commits: cut at the limit
       this.manualStart = this.buffer.total;
+      this.itemId = null;
     }
     if (!this.vad || this.itemStart === null) this.trimBuffer();
   }
@@ -178,13 +192,13 @@ export class RealtimeSession implements SessionResources {
     this.commitRange(from, this.buffer.total, itemId);
     if (this.vad) this.restartDetector(); // the speech committed by hand is over for the detector
     else this.manualStart = this.buffer.total;
+    this.itemId = null;
   }
 
   /** input_audio_buffer.clear: drops what is buffered and not committed. */
   clear(): void {
     if (this.ended) return;
-    this.itemStart = null;
-    this.itemId = null;
+    this.dropOpenItem();
     this.manualStart = this.buffer.total;
     if (this.vad) this.restartDetector();
     this.buffer.trim(this.buffer.total);
@@ -195,8 +209,7 @@ export class RealtimeSession implements SessionResources {
   update(turn: TurnDetection | null): void {
     if (this.ended) return;
     this.turn = turn;
-    this.itemStart = null;
-    this.itemId = null;
+    this.dropOpenItem();
     this.manualStart = this.buffer.total;
     this.vad?.destroy();
     this.vad = null;
@@ -263,6 +276,8 @@ export class RealtimeSession implements SessionResources {
     this.deps.recogniser.close();
     this.vad?.destroy();
     this.vad = null;
+    this.inputResampler?.destroy();
+    this.inputResampler = null;
   }
 
   /** Every `progressMs`: the checkpoint of audio received; and the idle check. */
@@ -294,7 +309,7 @@ export class RealtimeSession implements SessionResources {
   }
 
   private toActor(event: RealtimeSessionEvent): void {
-    const durable = event.type !== 'audio.progress' && event.type !== 'speech.started' && event.type !== 'transcript.final' && event.type !== 'utterance.committed';
+    const durable = event.type !== 'audio.progress' && event.type !== 'transcript.final' && event.type !== 'utterance.committed';
     this.deps.actor.send(event, { wait: durable ? 'durable' : 'applied' }).catch((err: unknown) => {
       this.deps.log.warn({ err, event: event.type }, 'realtime session event not applied');
     });
@@ -310,7 +325,7 @@ export class RealtimeSession implements SessionResources {
 
   private newDetector(turn: TurnDetection | null): VoiceDetector | null {
     if (!turn) return null;
-    return this.deps.detectors.create({ sampleRate: this.deps.params.sampleRate, threshold: turn.threshold, prefix_padding_ms: turn.prefix_padding_ms, silence_duration_ms: turn.silence_duration_ms });
+    return this.deps.detectors.create({ sampleRate: this.rate, threshold: turn.threshold, prefix_padding_ms: turn.prefix_padding_ms, silence_duration_ms: turn.silence_duration_ms });
   }
 
   private restartDetector(): void {
@@ -319,6 +334,46 @@ export class RealtimeSession implements SessionResources {
     this.vad = this.newDetector(this.turn);
     this.itemStart = null;
     this.itemId = null;
+  }
+
+  /** The speech in progress is dropped (clear, update): so is what was heard of it. */
+  private dropOpenItem(): void {
+    if (this.itemId) this.texts.delete(this.itemId);
+    this.itemStart = null;
+    this.itemId = null;
+  }
+
+  /**
+   * Text heard of the speech not yet committed (an upstream's partial results, while the speaker
+   * talks): it belongs to the item in progress, whose id is minted now if the detector has not
+   * seen speech yet (speech_started then carries it).
+   */
+  private heardSpeech(heard: Heard): void {
+    if (this.ended) return;
+    this.heard((this.itemId ??= newItemId()), heard);
+  }
+
+  private itemText(itemId: string): ItemText {
+    let t = this.texts.get(itemId);
+    if (!t) this.texts.set(itemId, (t = { text: new DeltaText(), held: [], head: this.pending === 0 }));
+    return t;
+  }
+
+  /** A delta of `itemId`: sent, or held until every item before it is answered. */
+  private heard(itemId: string, heard: Heard): void {
+    if (this.ended) return;
+    const t = this.itemText(itemId);
+    const delta = t.text.take(heard);
+    if (!delta) return;
+    if (t.head) this.deps.sink.send({ type: 'delta', itemId, delta });
+    else t.held.push(delta);
+  }
+
+  /** `itemId` is the next to be answered: its held deltas go out. */
+  private toHead(itemId: string): void {
+    const t = this.itemText(itemId);
+    t.head = true;
+    for (const delta of t.held.splice(0)) if (!this.ended) this.deps.sink.send({ type: 'delta', itemId, delta });
   }
 
   /** Keeps only what a coming utterance may need. */
@@ -331,9 +386,8 @@ export class RealtimeSession implements SessionResources {
     for (const e of events) {
       if (e.type === 'speech_started') {
         this.itemStart = Math.max(this.buffer.first, this.samplesOf(this.vadOriginMs + e.audio_start_ms));
-        this.itemId = newItemId();
+        this.itemId ??= newItemId(); // minted already when the upstream heard it first
         this.deps.sink.send({ type: 'speech_started', itemId: this.itemId, audioStartMs: this.msOf(this.itemStart) });
-        this.toActor({ type: 'speech.started', itemId: this.itemId });
       } else if (this.itemStart !== null) {
         const end = Math.min(nowSample, this.samplesOf(this.vadOriginMs + e.audio_end_ms));
         this.deps.sink.send({ type: 'speech_stopped', itemId: this.itemId!, audioEndMs: this.msOf(end) });
@@ -362,30 +416,24 @@ export class RealtimeSession implements SessionResources {
       this.end('upstream_failed', { code: 'model_unavailable', message: 'The transcription upstream is slower than the audio; the session is closed.' });
       return;
     }
+    const text = this.itemText(id);
+    if (this.pending === 0) this.toHead(id); // nothing before it waits for its answer
+    else text.head = false;
     this.pending += 1;
     const samples = this.buffer.slice(from, to);
     const utterance = { itemId: id, startMs: this.msOf(from), endMs: this.msOf(to), samples: () => samples };
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.limits.utteranceTimeoutMs)]);
     // Deltas stream once this utterance's answer is the next to go out (held until then).
-    const held: string[] = [];
-    let head = false;
-    let streamed = false;
-    const onDelta = (delta: string) => {
-      if (this.ended || !delta) return;
-      streamed = true;
-      if (head) this.deps.sink.send({ type: 'delta', itemId: id, delta });
-      else held.push(delta);
-    };
-    const answer = this.deps.recogniser.recognise(utterance, signal, onDelta);
+    const answer = this.deps.recogniser.recognise(utterance, signal, (heard) => this.heard(id, heard));
     answer.catch(() => {});
     // Answers go out in commit order.
     this.answered = this.answered.then(async () => {
-      head = true;
-      for (const delta of held.splice(0)) if (!this.ended) this.deps.sink.send({ type: 'delta', itemId: id, delta });
+      this.toHead(id);
       try {
         const r = await answer;
         if (this.ended) return;
-        if (r.text && !streamed) this.deps.sink.send({ type: 'delta', itemId: id, delta: r.text });
+        const rest = text.text.finish(r.text);
+        if (rest) this.deps.sink.send({ type: 'delta', itemId: id, delta: rest });
         this.deps.sink.send({ type: 'completed', itemId: id, transcript: r.text, start: r.start, end: r.end, seconds: Math.ceil((utterance.endMs - utterance.startMs) / 1000) });
         this.toActor({ type: 'transcript.final', itemId: id });
       } catch (err) {
@@ -398,9 +446,19 @@ export class RealtimeSession implements SessionResources {
         });
       } finally {
         this.pending -= 1;
+        this.texts.delete(id);
+        // The speech in progress is next: what was heard of it goes out.
+        if (this.pending === 0 && this.itemId && this.texts.has(this.itemId)) this.toHead(this.itemId);
       }
     });
   }
 }
 
-const newItemId = (): string => `item_${randomBytes(9).toString('base64url')}`;
+interface ItemText {
+  text: DeltaText;
+  held: string[];
+  /** Every item before it is answered: its deltas go out as they come. */
+  head: boolean;
+}
+
+const newItemId = (): string => `item_${randomUUID().replaceAll('-', '')}`;

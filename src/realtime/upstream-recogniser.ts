@@ -5,7 +5,9 @@
 // arrives (converted to what the upstream takes: G.711 re-encoded where it takes the client's law,
 // else 16-bit PCM, resampled with the speex resampler when its rate differs, as OpenAI's 24 kHz).
 // The gateway's own VAD decides the turns: each committed utterance is a `commit` on that socket,
-// its deltas streamed as they come, its text the answer.
+// its deltas streamed as they come, its text the answer. What the upstream hears of audio not yet
+// committed (Sarvam's partials, Deepgram's interim results) is reported as it comes: to the
+// utterance whose commit is waiting to be sent, else to the speech in progress (`listen`).
 //
 // Failover between utterances, never inside one: when the upstream closed or failed with no
 // utterance pending, the next utterance opens the next route (then the ones after it, wrapping)
@@ -15,7 +17,7 @@
 // session's `utteranceTimeoutMs`. Audio that arrives while a socket opens waits, at most
 // `maxQueuedMs` of it; past that the socket counts as failed (the next utterance fails over).
 import type { Logger } from 'pino';
-import { UpstreamError, type RealtimeCapability, type RealtimeOpenRequest, type RealtimeUpstream, type ResolvedRoute } from '../providers/types.ts';
+import { UpstreamError, type Heard, type RealtimeCapability, type RealtimeOpenRequest, type RealtimeUpstream, type ResolvedRoute } from '../providers/types.ts';
 import { g711Encode } from '../speech/g711.ts';
 import { bytesOf } from '../speech/pcm.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
@@ -56,6 +58,10 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
   let closed = false;
   /** Commits are sent one after another (a failover finishes before the next utterance picks its socket). */
   let sending: Promise<unknown> = Promise.resolve();
+  /** Where heard text of uncommitted audio goes: utterances committed here but not yet upstream (in order), else the speech in progress. */
+  const unsent: ((h: Heard) => void)[] = [];
+  let onSpeech: ((h: Heard) => void) | null = null;
+  const heardUncommitted = (h: Heard) => (unsent[0] ?? onSpeech)?.(h);
 
   const connect = (index: number): Connection => {
     const r = opts.routes[index % opts.routes.length]!;
@@ -73,6 +79,7 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
           return null;
         }
         c.upstream = up;
+        up.listen(heardUncommitted);
         for (const s of c.queued ?? []) up.send(convert(s));
         c.queued = null;
         void up.ended.then((why) => {
@@ -131,15 +138,24 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
         c.failed = true;
       }
     },
-    async recognise(u, signal, onDelta): Promise<Recognised> {
+    listen(onHeard) {
+      onSpeech = onHeard;
+    },
+    async recognise(u, signal, onHeard): Promise<Recognised> {
       if (closed) throw new UpstreamError('aborted', 'the session is closed', false);
+      const heard = (h: Heard) => onHeard?.(h);
+      unsent.push(heard);
       const sent = sending.then(async () => {
-        let up: RealtimeUpstream | null = null;
-        if (conn && !conn.failed) up = conn.upstream ?? (await conn.opening);
-        if (!up || conn?.failed) up = await failover(u);
-        const answer = up.commit(signal, (d) => onDelta?.(d));
-        answer.catch(() => {});
-        return { answer }; // wrapped: settles when the commit is sent, not when it is answered
+        try {
+          let up: RealtimeUpstream | null = null;
+          if (conn && !conn.failed) up = conn.upstream ?? (await conn.opening);
+          if (!up || conn?.failed) up = await failover(u);
+          const answer = up.commit(signal, heard);
+          answer.catch(() => {});
+          return { answer }; // wrapped: settles when the commit is sent, not when it is answered
+        } finally {
+          unsent.splice(unsent.indexOf(heard), 1);
+        }
       });
       sending = sent.catch(() => undefined); // the next commit waits for this one to be sent
       const turn = await (await sent).answer;

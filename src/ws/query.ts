@@ -8,7 +8,8 @@ const KNOWN = new Set(['model', 'language', 'sample_rate', 'encoding', 'return_t
 
 const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param });
 
-export function readStreamQuery(params: URLSearchParams): StreamQuery {
+/** `defaultRate`: 16000 on the gateway's path, 24000 (OpenAI's `pcm16`) on OpenAI's `/v1/realtime`. */
+export function readStreamQuery(params: URLSearchParams, defaultRate: '16000' | '24000' = '16000'): StreamQuery {
   for (const name of params.keys()) if (!KNOWN.has(name)) throw bad(name, `Unknown query parameter '${name}'.`);
   for (const name of KNOWN) if (params.getAll(name).length > 1) throw bad(name, `Give '${name}' once.`);
   const model = params.get('model');
@@ -16,14 +17,15 @@ export function readStreamQuery(params: URLSearchParams): StreamQuery {
   if (model.length > 200) throw bad('model', "'model' is at most 200 characters.");
   const language = params.get('language')?.trim() || null;
   if (language !== null && !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(language)) throw bad('language', "'language' is a BCP-47 tag such as en or en-US.");
-  const rate = params.get('sample_rate') ?? '16000';
-  if (rate !== '16000' && rate !== '8000') throw bad('sample_rate', "'sample_rate' is 16000 or 8000.");
   const encoding = (params.get('encoding') ?? 'pcm_s16le') as Encoding;
   if (!(ENCODINGS as readonly string[]).includes(encoding)) throw bad('encoding', `'encoding' is one of ${ENCODINGS.join(', ')}.`);
+  const rate = params.get('sample_rate') ?? (encoding === 'pcm_s16le' ? defaultRate : '16000');
+  if (rate !== '16000' && rate !== '8000' && rate !== '24000') throw bad('sample_rate', "'sample_rate' is 16000, 8000 or 24000 (pcm_s16le only).");
+  if (rate === '24000' && encoding !== 'pcm_s16le') throw bad('sample_rate', "'sample_rate' 24000 is for pcm_s16le only.");
   const ts = params.get('return_timestamps') ?? 'true';
   if (ts !== 'true' && ts !== 'false') throw bad('return_timestamps', "'return_timestamps' is true or false.");
   // OpenAI's `intent=transcription` (its URL for transcription sessions) is accepted and means nothing more.
   const intent = params.get('intent');
   if (intent !== null && intent !== 'transcription') throw bad('intent', "'intent' can only be 'transcription'.");
-  return { model, language, sampleRate: rate === '8000' ? 8000 : 16000, encoding, returnTimestamps: ts === 'true' };
+  return { model, language, sampleRate: rate === '8000' ? 8000 : rate === '24000' ? 24000 : 16000, encoding, returnTimestamps: ts === 'true' };
 }

@@ -7,8 +7,9 @@
 //
 // Limits, per socket: `maxPayload` (a larger frame is closed with 1009 by ws itself, no error frame),
 // ping every `pingIntervalMs` and terminated when a pong is missed, audio faster than real time
-// allowed up to `rateFactor` after a burst of `burstSeconds` (past it the socket is paused until
-// real time catches up: TCP pushes back on the client, nothing is dropped), a budget of malformed
+// allowed up to `rateFactor` after a burst of `burstSeconds` (past it the frames wait, in order, read
+// but not taken, until real time catches up; more than `maxBacklogBytes` of them and the socket is
+// paused: TCP pushes back on the client, nothing is dropped), a budget of malformed
 // frames (past it: close 1008), and the send buffer: a client that leaves more than
 // `maxBufferedBytes` of our frames unread is cut (terminate), billed for the audio it sent.
 // This file translates frames to session calls and session outputs to frames; nothing more.
@@ -29,11 +30,18 @@ import { errorFrame, FrameError, parseClientFrame, serverFrame } from './frames.
 import { readStreamQuery } from './query.ts';
 
 export const STREAM_PATH = '/v1/audio/transcriptions/stream';
+/**
+ * OpenAI's realtime URL, where its clients connect (the `openai` package's `OpenAIRealtimeWS` builds
+ * `{baseURL}/realtime?model=…`): the same socket, transcription only, its audio by default OpenAI's
+ * `pcm16` (24 kHz).
+ */
+export const OPENAI_PATH = '/v1/realtime';
 
 export interface SocketLimits {
   maxPayloadBytes: number;
   pingIntervalMs: number;
   maxBufferedBytes: number;
+  maxBacklogBytes: number;
   rateFactor: number;
   burstSeconds: number;
   maxBadFrames: number;
@@ -108,9 +116,9 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
 
   async function admit(req: IncomingMessage, requestId: string) {
     const url = new URL(req.url ?? '/', 'http://gateway');
-    if (url.pathname !== STREAM_PATH) throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
+    if (url.pathname !== STREAM_PATH && url.pathname !== OPENAI_PATH) throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
     if (deps.closing()) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
-    const query = readStreamQuery(url.searchParams);
+    const query = readStreamQuery(url.searchParams, url.pathname === OPENAI_PATH ? '24000' : '16000');
     const key = url.searchParams.get('api_key');
     const authorization = req.headers.authorization ?? (key ? `Bearer ${key}` : undefined);
     const principal: ApiKeyPrincipal = await deps.keys.authenticate(authorization, 'audio');
@@ -149,6 +157,8 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
       },
     };
     const ping = setInterval(() => {
+      // Paused by us (its backlog is full): its pong may be behind its own audio, not held against it.
+      if (held) return;
       if (!alive) {
         log.info('realtime client missed a pong: cut');
         ws.terminate();
@@ -163,37 +173,51 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     ws.on('close', (code) => {
       clearInterval(ping);
       if (resumeTimer) clearTimeout(resumeTimer);
-      backlog.length = 0;
+      backlog.length = 0; // read ahead of the rate and not taken: dropped, unbilled
       if (session) session.clientGone(code === 1006);
       else opening.cancel();
     });
 
     /**
-     * Audio faster than real time × rateFactor (after the burst) pauses the socket until it is not.
-     * Frames `ws` had already read when it paused (one socket read, up to 64 KB: 8 s of μ-law) wait
-     * in `backlog` and are taken, in order, as real time catches up.
+     * Audio faster than real time × rateFactor (after the burst) is not taken until it is not: the
+     * frames after it wait in `backlog`, in order, and are taken as real time catches up. The socket
+     * is still read meanwhile, so pings, pongs and the close frame are not stuck behind the audio;
+     * past `maxBacklogBytes` waiting it is paused (`held`) until the backlog is taken.
      */
     const backlog: [RawData, boolean][] = [];
+    let backlogBytes = 0;
+    let held = false;
     const pace = (s: RealtimeSession) => {
       const now = Date.now();
       if (firstAudioAt === 0) firstAudioAt = now;
       const allowedMs = limits.burstSeconds * 1000 + limits.rateFactor * (now - firstAudioAt);
       const ahead = s.audioMs - allowedMs;
-      if (ahead > 0 && !resumeTimer) {
-        ws.pause();
-        resumeTimer = setTimeout(() => {
-          resumeTimer = null;
-          while (backlog.length > 0 && !resumeTimer && !s.isEnded) {
-            const [data, isBinary] = backlog.shift()!;
-            onMessage(s, data, isBinary);
-          }
-          if (!resumeTimer && ws.readyState === ws.OPEN) ws.resume();
-        }, Math.ceil(ahead / limits.rateFactor));
+      if (ahead > 0 && !resumeTimer) resumeTimer = setTimeout(() => drain(s), Math.ceil(ahead / limits.rateFactor));
+    };
+    const drain = (s: RealtimeSession) => {
+      resumeTimer = null;
+      while (backlog.length > 0 && !resumeTimer && !s.isEnded) {
+        const [data, isBinary] = backlog.shift()!;
+        backlogBytes -= sizeOf(data);
+        onMessage(s, data, isBinary);
+      }
+      if (s.isEnded) {
+        backlog.length = 0; // the session is over: what waits is dropped, and the close handshake is read
+        backlogBytes = 0;
+      }
+      if (held && backlogBytes <= limits.maxBacklogBytes && ws.readyState !== ws.CLOSED) {
+        held = false;
+        ws.resume();
       }
     };
     const take = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
-      if (resumeTimer || backlog.length > 0) backlog.push([data, isBinary]);
-      else onMessage(s, data, isBinary);
+      if (!resumeTimer && backlog.length === 0) return onMessage(s, data, isBinary);
+      backlog.push([data, isBinary]);
+      backlogBytes += sizeOf(data);
+      if (!held && backlogBytes > limits.maxBacklogBytes) {
+        held = true;
+        ws.pause();
+      }
     };
 
     const onMessage = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
@@ -264,3 +288,5 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     },
   };
 }
+
+const sizeOf = (data: RawData): number => (Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength);

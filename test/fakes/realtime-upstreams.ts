@@ -4,6 +4,10 @@
 // got (query, session update, audio bytes per commit) and answers a commit with `text`, or
 // misbehaves as `mode` says: `stall` (never answers a commit), `close-on-commit` (drops the socket
 // when asked), `close-after-answer` (answers, then drops the socket: a failure between utterances).
+// While the speaker talks (audio that is not digital silence), Sarvam sends `transcript.partial` and
+// Deepgram interim `Results` every `partialEveryMs` of speech, as the real services do: the words so
+// far with the last one cut short (so a hypothesis revises its last word), and Deepgram settles the
+// first half of the words on its own (`is_final` before any Finalize), as it does every few seconds.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -12,6 +16,10 @@ export type RealtimeProtocol = 'openai' | 'sarvam' | 'deepgram';
 export type FakeMode = 'ok' | 'stall' | 'close-on-commit' | 'close-after-answer';
 
 const PATHS: Record<RealtimeProtocol, string> = { openai: '/v1/realtime', sarvam: '/speech-to-text-realtime/ws', deepgram: '/v1/listen' };
+/** The byte of digital silence in each encoding the fakes get (linear16 zero, μ-law 0xFF, A-law 0xD5). */
+const SILENCE: Record<string, number> = { linear16: 0x00, mulaw: 0xff, alaw: 0xd5 };
+const BYTES_PER_SAMPLE: Record<string, number> = { linear16: 2, mulaw: 1, alaw: 1 };
+
 const AUTH: Record<RealtimeProtocol, (req: IncomingMessage, key: string) => boolean> = {
   openai: (req, key) => req.headers.authorization === `Bearer ${key}`,
   sarvam: (req, key) => req.headers['api-subscription-key'] === key,
@@ -21,6 +29,7 @@ const AUTH: Record<RealtimeProtocol, (req: IncomingMessage, key: string) => bool
 export class FakeRealtimeUpstream {
   mode: FakeMode = 'ok';
   text = 'he was not an ill disposed young man';
+  partialEveryMs = 300;
   readonly queries: URLSearchParams[] = [];
   readonly sessionUpdates: any[] = [];
   /** Audio bytes each commit covered, in order. */
@@ -62,6 +71,12 @@ export class FakeRealtimeUpstream {
     ws.on('close', () => this.sockets.delete(ws));
     let bytes = 0;
     let item = 0;
+    // Sarvam and Deepgram: speech heard since the last commit, partials sent, words Deepgram settled.
+    const encoding = query.get('encoding') ?? 'linear16';
+    const rate = Number(query.get('sample_rate') ?? 16000);
+    let speechMs = 0;
+    let partials = 0;
+    let settled = 0;
     const json = (m: object) => ws.send(JSON.stringify(m));
     const answer = (send: () => void) => {
       this.committedBytes.push(bytes);
@@ -72,11 +87,42 @@ export class FakeRealtimeUpstream {
       if (this.mode === 'close-after-answer') setTimeout(() => ws.close(1011), 20);
     };
     const words = () => this.text.split(' ');
+    /** The first `k` words, the last cut short unless it is the text's last. */
+    const hypothesis = (k: number) => {
+      const w = words().slice(0, k);
+      if (k < words().length) w[k - 1] = w[k - 1]!.slice(0, Math.ceil(w[k - 1]!.length / 2));
+      return w;
+    };
+    const results = (text: string, isFinal: boolean, fromFinalize: boolean) => ({ type: 'Results', channel_index: [0, 1], is_final: isFinal, speech_final: fromFinalize, from_finalize: fromFinalize, channel: { alternatives: [{ transcript: text, confidence: 0.9, words: [] }] } });
+    const heard = (audio: Buffer) => {
+      if (!audio.some((b) => b !== SILENCE[encoding])) return;
+      speechMs += (audio.length / (BYTES_PER_SAMPLE[encoding] ?? 2) / rate) * 1000;
+      while (speechMs >= (partials + 1) * this.partialEveryMs && partials < words().length) {
+        const w = hypothesis(++partials);
+        if (this.protocol === 'sarvam') json({ type: 'transcript.partial', utterance_idx: item, text: w.join(' ') });
+        else {
+          const half = Math.floor(words().length / 2);
+          if (settled === 0 && partials > half) {
+            settled = half; // Deepgram ends a piece on its own, interim results asked for or not
+            json(results(words().slice(0, half).join(' '), true, false));
+          }
+          if (query.get('interim_results') === 'true') json(results(w.slice(settled).join(' '), false, false));
+        }
+      }
+    };
+    const turnOver = () => {
+      speechMs = 0;
+      partials = 0;
+      settled = 0;
+    };
     if (this.protocol === 'openai') json({ type: 'transcription_session.created', event_id: 'event_1', session: { id: 'sess_fake', object: 'realtime.transcription_session' } });
     if (this.protocol === 'sarvam') json({ type: 'session.begin', request_id: 'req_fake', config: { encoding: query.get('encoding') } });
     ws.on('message', (data, isBinary) => {
       if (isBinary) {
-        if (this.protocol === 'deepgram') bytes += (data as Buffer).length;
+        if (this.protocol === 'deepgram') {
+          bytes += (data as Buffer).length;
+          heard(data as Buffer);
+        }
         return;
       }
       const m = JSON.parse(String(data));
@@ -92,21 +138,18 @@ export class FakeRealtimeUpstream {
           });
         }
       } else if (this.protocol === 'sarvam') {
-        if (m.type === 'audio_input') bytes += Buffer.from(m.audio, 'base64').length;
-        else if (m.type === 'flush') {
-          answer(() => {
-            json({ type: 'transcript.partial', utterance_idx: item, text: words()[0] });
-            json({ type: 'transcript.final', utterance_idx: item++, text: this.text });
-          });
+        if (m.type === 'audio_input') {
+          const audio = Buffer.from(m.audio, 'base64');
+          bytes += audio.length;
+          heard(audio);
+        } else if (m.type === 'flush') {
+          turnOver();
+          answer(() => json({ type: 'transcript.final', utterance_idx: item++, text: this.text }));
         }
       } else if (m.type === 'Finalize') {
-        const w = words();
-        const half = Math.ceil(w.length / 2);
-        const results = (text: string, fromFinalize: boolean) => ({ type: 'Results', channel_index: [0, 1], is_final: true, speech_final: fromFinalize, from_finalize: fromFinalize, channel: { alternatives: [{ transcript: text, confidence: 0.9, words: [] }] } });
-        answer(() => {
-          json(results(w.slice(0, half).join(' '), false));
-          json(results(w.slice(half).join(' '), true));
-        });
+        const rest = words().slice(settled).join(' ');
+        turnOver();
+        answer(() => json(results(rest, true, true)));
       }
     });
   }

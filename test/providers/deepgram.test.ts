@@ -40,6 +40,15 @@ describe('Deepgram', () => {
     assert.deepEqual(t.segments[1]!.words![0], { word: 'Part', start: 2.5, end: 3, speaker: 1 });
   });
 
+  it('audio held in memory (a realtime utterance) is the body, with no file read', async () => {
+    const req = h.request(2);
+    const data = readFileSync(req.audio.path);
+    await h.stt.transcribe(route(), { ...req, audio: { ...req.audio, path: '', data } }, never);
+    const rec = h.up.requests.at(-1)!;
+    assert.equal(Number(rec.headers['content-length']), data.length);
+    assert.ok(rec.raw.equals(data));
+  });
+
   it('sends a language by its code (English regions kept), or asks Deepgram to detect it', async () => {
     assert.equal(deepgramLanguage('hi-IN'), 'hi');
     assert.equal(deepgramLanguage('en-gb'), 'en-GB');

@@ -38,6 +38,15 @@ describe('Sarvam', () => {
       assert.equal(t.segments[2]!.text, `part 3 of ${req.audio.bytes} bytes`);
     });
 
+    it('audio held in memory (a realtime utterance) is the form\'s file, with no file read', async () => {
+      const req = h.request(2);
+      const data = readFileSync(req.audio.path);
+      await h.stt.transcribe(route(), { ...req, audio: { ...req.audio, path: '', data } }, never);
+      const rec = h.up.requests.at(-1)!;
+      const form = (await readForm(rec.raw, rec.headers['content-type']))!;
+      assert.ok(form.file!.bytes.equals(data));
+    });
+
     it('asks Sarvam to detect the language when none is given, and takes both Odia spellings', async () => {
       const t = await h.stt.transcribe(route(), h.request(2, { timestamps: [] }), never);
       const form = (await readForm(h.up.requests.at(-1)!.raw, h.up.requests.at(-1)!.headers['content-type']))!;

@@ -47,6 +47,9 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     const rate = await refusal(connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey, sample_rate: '44100' }));
     assert.equal(rate.status, 400);
     assert.equal(rate.body.error.param, 'sample_rate');
+    const mulaw24k = await refusal(connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey, sample_rate: '24000', encoding: 'mulaw' }));
+    assert.equal(mulaw24k.status, 400);
+    assert.equal(mulaw24k.body.error.param, 'sample_rate');
     const batch = await refusal(connect(f.gw.url, { model: 'stt-batch', api_key: f.apiKey }));
     assert.equal(batch.status, 400);
     assert.equal(batch.body.error.param, 'model');

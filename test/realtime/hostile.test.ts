@@ -1,7 +1,8 @@
 // Hostile clients against the realtime socket: a thousand idle sockets (the instance-wide socket
 // cap refuses past it, 503 before the upgrade), stt-local sessions past the local-engine cap (503),
-// a flood of audio far faster than real time (paused, not buffered: the audio taken stays within
-// the burst and the rate factor), and a flood of junk frames (error frames, then close 1008 past
+// a flood of audio far faster than real time (held back: the audio taken stays within the burst and
+// the rate factor; its pings and pongs are still answered, so the liveness check does not cut it),
+// and a flood of junk frames (error frames, then close 1008 past
 // the budget); each slot comes back when its socket closes.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -14,7 +15,7 @@ describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
     f = await fundedGateway(
       {
         http: { maxConnectionsPerAddress: 5000, maxConnections: 5000 },
-        realtime: { maxSockets: 1000, maxSocketsPerKey: 1000, maxLocalEngines: 2, maxBadFrames: 50, burstSeconds: 1, rateFactor: 2, pingIntervalMs: 1000 },
+        realtime: { maxSockets: 1000, maxSocketsPerKey: 1000, maxLocalEngines: 2, maxBadFrames: 50, burstSeconds: 1, rateFactor: 2, pingIntervalMs: 1000, maxBacklogBytes: 262_144 },
       },
       1000,
     );
@@ -78,6 +79,32 @@ describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
     await Promise.all([b.closed, c.closed, cloud.closed]);
   });
 
+  it('a client flooding audio still has its pings answered at once and answers ours: not cut while its audio waits for the rate', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey, sample_rate: '8000', encoding: 'mulaw' });
+    const id = (await c.next('transcription_session.created')).session.id;
+    const second = Buffer.alloc(8000, 0xff);
+    for (let i = 0; i < 30; i++) c.ws.send(second); // 30 s at once: ≈15 s to take at 2× after the 1 s burst
+    await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      await new Promise<void>((resolve) => {
+        c.ws.once('pong', () => resolve());
+        c.ws.once('close', () => resolve());
+        setTimeout(resolve, 3000).unref();
+        c.ws.ping();
+      });
+      const took = Date.now() - t0;
+      assert.ok(took < 500, `pong after ${took} ms behind the audio`);
+      await new Promise((r) => setTimeout(r, 1000)); // a ping interval of the gateway's
+    }
+    assert.equal(c.closeCode, null, 'cut by the liveness check while its audio waited');
+    const progress = (await f.gw.runtime.get('realtime-session', id)) as { context: { audioMs: number } };
+    assert.ok(progress.context.audioMs < 20_000, `took ${progress.context.audioMs} ms of audio`);
+    c.ws.close();
+    const view = await closedSession(f.gw, id);
+    assert.ok(view.context.audioMs < 30_000, 'audio waiting when the client closed is not taken');
+  });
+
   it('an audio flood far faster than real time is paused, not taken: the audio received stays within burst + rate × time', async () => {
     const c = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey, sample_rate: '8000', encoding: 'mulaw' });
     const id = (await c.next('transcription_session.created')).session.id;
@@ -92,8 +119,9 @@ describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
     // burst 1 s + 2× real time, plus the frame taken before the pause: far from the 60 s sent.
     assert.ok(taken <= 1 + 2 * elapsedS + 1, `took ${taken} s of audio in ${elapsedS} s`);
     assert.ok(taken >= 1, `took ${taken} s`);
-    // Its close frame waits behind its own audio (the socket is paused); a client that drops the
-    // connection is cut by the liveness check (its pong is behind its audio too) and billed for what was taken.
+    // Past the backlog's 256 KiB the socket is paused (its pongs behind its audio): not held against it.
+    assert.equal(c.closeCode, null, 'cut while paused by the gateway');
+    // A client that drops the connection meanwhile is billed for what was taken.
     c.ws.terminate();
     const view = await closedSession(f.gw, id);
     assert.ok(view.context.audioMs / 1000 <= 1 + 2 * ((Date.now() - t0) / 1000) + 1);

@@ -21,6 +21,15 @@ function sendMulaw(c: Client, n = 1): void {
   for (let at = 0; at < bytes.length; at += 800) c.ws.send(bytes.subarray(at, at + 800));
 }
 
+/** The same, paced: a 100 ms frame every `everyMs` (the speaker talking at 100/everyMs × real time). */
+async function streamMulaw(c: Client, everyMs = 50): Promise<void> {
+  const bytes = encode(to8k(speech16k(1, 1.5)), 'mulaw');
+  for (let at = 0; at < bytes.length; at += 800) {
+    c.ws.send(bytes.subarray(at, at + 800));
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 describe('realtime socket over streaming upstreams', { skip: skipSpeech }, () => {
   let f: Funded;
   const fakes = new Map<RealtimeProtocol, FakeRealtimeUpstream>();
@@ -69,6 +78,29 @@ describe('realtime socket over streaming upstreams', { skip: skipSpeech }, () =>
       c.ws.close();
       const view = await closedSession(f.gw, created.session.id);
       assert.ok(view.context.chargedSeconds >= 5);
+    });
+  }
+
+  for (const protocol of ['sarvam', 'deepgram'] as const) {
+    it(`${protocol}: partial results come as deltas while the speaker talks (before speech_stopped), the words that held still, then the rest with completed`, async () => {
+      const fake = fakes.get(protocol)!;
+      fake.mode = 'ok';
+      await put(`stt-${protocol}-rt`, model([route(fake)]));
+      const c = await connect(f.gw.url, { model: `stt-${protocol}-rt`, sample_rate: '8000', encoding: 'mulaw', api_key: f.apiKey });
+      const created = await c.next('transcription_session.created');
+      await streamMulaw(c);
+      const completed = await c.next(COMPLETED);
+      assert.equal(completed.transcript, fake.text);
+      const mine = (type: string) => c.frames.findIndex((x) => x.type === type && x.item_id === completed.item_id);
+      const deltas = c.of('conversation.item.input_audio_transcription.delta').filter((d) => d.item_id === completed.item_id);
+      assert.ok(deltas.length >= 3, `${deltas.length} deltas`);
+      assert.ok(mine('conversation.item.input_audio_transcription.delta') < mine('input_audio_buffer.speech_stopped'), `a delta before speech_stopped: ${c.frames.map((x) => x.type).join(', ')}`);
+      assert.ok(mine('input_audio_buffer.speech_started') < mine('conversation.item.input_audio_transcription.delta'));
+      // Appendable: no cut word ever went out (the hypotheses' last words were cut short).
+      assert.equal(deltas.map((d) => d.delta).join(''), fake.text);
+      assert.ok(c.frames.lastIndexOf(deltas.at(-1)!) < c.frames.indexOf(completed));
+      c.ws.close();
+      await closedSession(f.gw, created.session.id);
     });
   }
 

@@ -21,7 +21,7 @@ export function listenCall(route: ResolvedRoute, query: URLSearchParams, audio: 
     signal,
     secrets: [route.apiKey],
     method: 'POST',
-    payload: { type: 'file', path: audio.path, contentType: audio.contentType },
+    payload: { type: 'file', path: audio.path, contentType: audio.contentType, data: audio.data },
     explain: deepgramExplanation,
   };
 }

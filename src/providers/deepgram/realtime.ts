@@ -2,8 +2,11 @@
 // upgraded to a WebSocket, `Authorization: Token <key>`. Audio as binary frames in the client's own
 // G.711 law, or linear16, at the socket's rate. The gateway's VAD commits with `{"type":"Finalize"}`:
 // Deepgram flushes what it holds as `Results` with `is_final` (several, possibly), the last one
-// marked `from_finalize`; their transcripts together are the utterance's text. Interim results are
-// not asked for (they replace each other, so they are not deltas). `CloseStream` says goodbye.
+// marked `from_finalize`; their transcripts together are the utterance's text, with the `is_final`
+// pieces Deepgram settled on its own before the Finalize (it does every few seconds of speech).
+// Interim results (`interim_results=true`: the current piece's hypothesis, each replacing the one
+// before) come while the speaker talks: reported as partials of the utterance (its settled pieces
+// and the hypothesis), of which the session makes appendable deltas. `CloseStream` says goodbye.
 import { nativeFormat, NATIVE_ENCODING_NAMES, openUpstreamSocket } from '../realtime-socket.ts';
 import type { RealtimeCapability } from '../types.ts';
 import { isObject } from '../validate.ts';
@@ -19,7 +22,7 @@ export function deepgramRealtime(): RealtimeCapability {
     format: nativeFormat,
     open(route, req, signal) {
       const fmt = nativeFormat(req);
-      const query: Record<string, string> = { encoding: NATIVE_ENCODING_NAMES[fmt.encoding], sample_rate: String(fmt.sampleRate), channels: '1', model: route.upstreamModel, interim_results: 'false', punctuate: 'true' };
+      const query: Record<string, string> = { encoding: NATIVE_ENCODING_NAMES[fmt.encoding], sample_rate: String(fmt.sampleRate), channels: '1', model: route.upstreamModel, interim_results: 'true', punctuate: 'true' };
       if (req.language) query.language = req.language;
       return openUpstreamSocket({
         route,
@@ -32,12 +35,17 @@ export function deepgramRealtime(): RealtimeCapability {
           audio: (bytes, s) => s.sendBinary(bytes),
           commit: (s) => s.sendJson({ type: 'Finalize' }),
           goodbye: (s) => s.sendJson({ type: 'CloseStream' }),
-          message: (m, turns) => {
-            const turn = turns[0];
-            if (m.type !== 'Results' || !turn || m.is_final !== true) return;
+          message: (m, turns, s) => {
+            if (m.type !== 'Results') return;
+            const heard = s.current();
             const text = transcriptOf(m);
-            if (text) turn.parts.push(text);
-            if (m.from_finalize === true) turn.finish({ text: turn.parts.join(' ') });
+            if (m.is_final !== true) {
+              if (text) heard.partial([...heard.parts, text].join(' '));
+              return;
+            }
+            if (text) heard.parts.push(text);
+            heard.partial(heard.parts.join(' '), true);
+            if (m.from_finalize === true) turns[0]?.finish({ text: heard.parts.join(' ') });
           },
         },
       });

@@ -60,7 +60,7 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       const keep = req.diarize === true && opts.diarizer !== undefined;
       const kept: Buffer[] = [];
       try {
-        const pcm = decodeToPcm({ path: req.audio.path }, { signal: abort.signal });
+        const pcm = decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal });
         const tee = async function* (): AsyncGenerator<Buffer> {
           for await (const chunk of pcm) {
             if (keep) kept.push(chunk);

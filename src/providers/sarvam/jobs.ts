@@ -66,7 +66,7 @@ export function sarvamJobs(files: UpstreamFiles): TranscriptionJobCapability {
         signal,
         secrets: [route.apiKey],
         method: 'PUT',
-        payload: { type: 'file', path: req.audio.path, contentType: req.audio.contentType },
+        payload: { type: 'file', path: req.audio.path, contentType: req.audio.contentType, data: req.audio.data },
       });
       await post(route, `${JOBS}/${jobId}/start`, {}, signal);
     },

@@ -3,8 +3,10 @@
 // key in `api-subscription-key`. μ-law and A-law go through as the client sent them (Sarvam takes
 // them natively), anything else as linear16 at the socket's rate. Ready at `session.begin`; audio as
 // `audio_input {audio: base64}`; the gateway's VAD commits with `flush`, answered by
-// `transcript.final {text}` (`transcript.partial` replaces a hypothesis, so it is not a delta);
-// `error {is_fatal}` fails the commit, and the socket too when fatal.
+// `transcript.final {text}`. `transcript.partial {text}` (the utterance's text so far, replacing the
+// previous one) comes while the speaker talks: a partial of the audio heard so far (the session
+// makes appendable deltas of the words that hold still). `error {is_fatal}` fails the commit, and the
+// socket too when fatal.
 import { base64Of, nativeFormat, NATIVE_ENCODING_NAMES, openUpstreamSocket, upstreamErrorMessage } from '../realtime-socket.ts';
 import type { RealtimeCapability } from '../types.ts';
 import { toSarvamLanguage } from './languages.ts';
@@ -37,7 +39,8 @@ export function sarvamRealtime(): RealtimeCapability {
               const err = upstreamErrorMessage(route.id, m.message);
               if (m.is_fatal === true) s.fail(err);
               else turns[0]?.fail(err);
-            } else if (m.type === 'transcript.final') turns[0]?.finish({ text: typeof m.text === 'string' ? m.text : '' });
+            } else if (m.type === 'transcript.partial' && typeof m.text === 'string') s.current().partial(m.text);
+            else if (m.type === 'transcript.final') turns[0]?.finish({ text: typeof m.text === 'string' ? m.text : '' });
           },
         },
       });

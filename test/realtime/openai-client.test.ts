@@ -1,0 +1,97 @@
+// The official `openai` package's realtime helper (`OpenAIRealtimeWS`, openai 6.x, `openai/realtime/ws`)
+// pointed at the gateway, unchanged: it builds `wss://{baseURL}/realtime?model=…` (always `wss`, so
+// the gateway sits behind a TLS terminator here, as in production) with `Authorization: Bearer`.
+// The gateway serves that URL as its realtime transcription socket, audio by default OpenAI's
+// `pcm16` (24 kHz, resampled to 16 kHz as it arrives); the client sends OpenAI's events and gets
+// OpenAI's transcription events back.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect as netConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import { loadResamplers } from '../../src/speech/resample.ts';
+import { closedSession, fundedGateway, skipSpeech, speech16k, type Funded } from './helpers.ts';
+
+const hasOpenssl = execFileSync('sh', ['-c', 'command -v openssl || true']).toString().trim() !== '';
+
+/** A self-signed certificate for 127.0.0.1, made with openssl. */
+function selfSigned(): { key: string; cert: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'rt-tls-'));
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** TLS in front of the gateway's port (a load balancer's part). */
+async function tlsTerminator(tls: { key: string; cert: string }, port: number): Promise<{ port: number; server: TlsServer }> {
+  const server = createTlsServer(tls, (client) => {
+    const up = netConnect(port, '127.0.0.1');
+    client.on('error', () => up.destroy());
+    up.on('error', () => client.destroy());
+    client.pipe(up).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, server };
+}
+
+describe('the official openai client (OpenAIRealtimeWS) against the gateway', { skip: skipSpeech || (!hasOpenssl && 'needs openssl') }, () => {
+  let f: Funded;
+  let tls: { key: string; cert: string };
+  let front: { port: number; server: TlsServer };
+  before(async () => {
+    f = await fundedGateway();
+    tls = selfSigned();
+    front = await tlsTerminator(tls, Number(new URL(f.gw.url).port));
+  });
+  after(async () => {
+    front?.server.close();
+    await f?.gw.destroy();
+  });
+
+  it('connects to {baseURL}/realtime, streams 24 kHz pcm16 as append events, gets speech_started, committed, delta and completed', async () => {
+    const client = new OpenAI({ apiKey: f.apiKey, baseURL: `https://127.0.0.1:${front.port}/v1` });
+    const rt = new OpenAIRealtimeWS({ model: 'stt-local', options: { ca: tls.cert } }, client);
+    assert.equal(rt.url.pathname, '/v1/realtime');
+    const events: { type: string; [k: string]: any }[] = [];
+    const errors: unknown[] = [];
+    rt.on('event', (e) => events.push(e as never));
+    rt.on('error', (e) => errors.push(e));
+    const completed = new Promise<any>((resolve) => rt.on('conversation.item.input_audio_transcription.completed', resolve));
+    await new Promise<void>((resolve, reject) => {
+      rt.socket.once('open', () => resolve());
+      rt.socket.once('error', reject);
+    });
+
+    // OpenAI's pcm16: 16-bit little-endian mono at 24 kHz, base64 in input_audio_buffer.append.
+    const resamplers = await loadResamplers();
+    const up = resamplers.create({ from: 16000, to: 24000, quality: 5 });
+    const s16 = speech16k(1, 1.5);
+    const s24 = Int16Array.from([...up.process(s16), ...up.flush()]);
+    up.destroy();
+    const bytes = Buffer.from(s24.buffer, s24.byteOffset, s24.byteLength);
+    const step = 4800; // 100 ms
+    for (let at = 0; at < bytes.length; at += step) rt.send({ type: 'input_audio_buffer.append', audio: bytes.subarray(at, at + step).toString('base64') });
+
+    const done = await completed;
+    assert.deepEqual(errors, []);
+    const created = events.find((e) => e.type === 'transcription_session.created')!;
+    assert.equal(created.session.sample_rate, 24000);
+    assert.equal(created.session.input_audio_format, 'pcm16');
+    const types = events.map((e) => e.type);
+    for (const t of ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped', 'input_audio_buffer.committed', 'conversation.item.input_audio_transcription.delta']) assert.ok(types.includes(t), `${t} in ${types.join(', ')}`);
+    for (const w of ['was', 'not', 'young', 'man']) assert.ok(done.transcript.toLowerCase().split(/\s+/).includes(w), `"${done.transcript}" has "${w}"`);
+    // The times are the 16 kHz clip's: speech from 1 s to ≈4 s of session audio.
+    assert.ok(done.start >= 0.9 && done.start < 1.5 && done.end > 3.5 && done.end <= 4.3, `times ${done.start}–${done.end}`);
+    rt.close({ code: 1000, reason: 'bye' });
+    const view = await closedSession(f.gw, created.session.id);
+    assert.equal(view.context.chargedSeconds, 6); // 5.49 s received
+  });
+});
