@@ -28,6 +28,7 @@ import { registerV1Routes } from './routes/v1.ts';
 import { registerAdminModelRoutes } from './routes/admin-models.ts';
 import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
+import { registerDashboardRoutes } from './routes/dashboard.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
@@ -193,6 +194,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerAdminIntentRoutes(app, deps);
   registerPortalWebhookRoutes(app, deps);
   registerV1Routes(app, deps);
+  registerDashboardRoutes(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
