@@ -41,6 +41,7 @@ export const ERRORS = {
   invalid_metrics_token: { status: 401, type: 'authentication_error' },
   admin_disabled: { status: 403, type: 'permission_error' },
   role_forbidden: { status: 403, type: 'permission_error' },
+  cross_site_request: { status: 403, type: 'permission_error' },
   email_taken: { status: 409, type: 'conflict_error' },
   already_in_org: { status: 409, type: 'conflict_error' },
   not_in_org: { status: 409, type: 'conflict_error' },

@@ -22,6 +22,7 @@ import { registerPortalOrgRoutes } from './routes/portal-org.ts';
 import { registerPortalInvitationRoutes } from './routes/portal-invitations.ts';
 import { registerPortalKeyRoutes } from './routes/portal-keys.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
+import { registerAdminSessionRoutes } from './routes/admin-session.ts';
 import { registerPortalBillingRoutes } from './routes/portal-billing.ts';
 import { registerAdminBillingRoutes } from './routes/admin-billing.ts';
 import { registerV1Routes } from './routes/v1.ts';
@@ -49,6 +50,10 @@ declare module 'fastify' {
     principal: ApiKeyPrincipal | null;
     /** Set by the session preHandler on /portal routes. */
     sessionUser: SessionUser | null;
+    /** How requireSession authenticated: a bearer token or the dashboard's cookie. */
+    sessionVia: 'bearer' | 'cookie' | null;
+    /** How requireAdmin authenticated: the admin token or the dashboard's operator session. */
+    adminVia: 'bearer' | 'cookie' | null;
   }
 }
 
@@ -65,6 +70,9 @@ export interface AppDeps {
   services: Services;
   lifecycle: Lifecycle;
 }
+
+/** /portal and /admin, and anything under them. */
+const PRIVATE_PATH = /^\/(portal|admin)(\/|\?|$)/;
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
@@ -115,6 +123,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.decorateRequest('principal', null);
   app.decorateRequest('sessionUser', null);
+  app.decorateRequest('sessionVia', null);
+  app.decorateRequest('adminVia', null);
 
   // A shadow router of every (method, path) registered, to answer 405 instead of 404 for a known
   // path called with the wrong method.
@@ -137,6 +147,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Portal and admin answers carry secrets and account data: never stored by a browser or proxy.
+    if (PRIVATE_PATH.test(request.url)) reply.header('cache-control', 'no-store');
     if (deps.lifecycle.closing) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
   });
 
@@ -175,8 +187,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key: sk-live-<JWT>' },
-          session: { type: 'http', scheme: 'bearer', description: 'Portal session token from /portal/auth/login' },
-          admin: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN' },
+          session: { type: 'http', scheme: 'bearer', description: 'Portal session token from /portal/auth/login (the dashboard: the __Host-gw_session cookie)' },
+          admin: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN (the dashboard: the __Host-gw_admin operator session cookie)' },
         },
       },
     },
@@ -188,6 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalInvitationRoutes(app, deps);
   registerPortalKeyRoutes(app, deps);
   registerAdminRoutes(app, deps);
+  registerAdminSessionRoutes(app, deps);
   registerPortalBillingRoutes(app, deps);
   registerAdminBillingRoutes(app, deps);
   registerAdminModelRoutes(app, deps);

@@ -1,8 +1,9 @@
-// preHandlers that establish who is calling: a portal session, an API key with a scope, or the
-// administrator token. Each answers in the error envelope when it refuses.
+// preHandlers that establish who is calling: a portal session (bearer token or the dashboard's
+// cookie), an API key with a scope, or the administrator (token or the dashboard's operator session). Each answers in the error envelope when it refuses.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
+import { ADMIN_COOKIE, credentialOf, SESSION_COOKIE } from './browser.ts';
 import type { AppDeps } from './app.ts';
 import { bearerToken, type Scope } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
@@ -12,11 +13,13 @@ const bearer = (request: FastifyRequest): string | null => bearerToken(request.h
 
 export function requireSession(deps: AppDeps) {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    const token = bearer(request);
-    if (!token) throw new ApiError('invalid_session', 'Missing session token: send Authorization: Bearer <session_token> from /portal/auth/login.');
-    const user = await deps.services.accounts.authenticate(token);
+    // A bearer header wins; else the dashboard's cookie, refused cross-site (src/http/browser.ts).
+    const credential = credentialOf(request, SESSION_COOKIE, bearer);
+    if (!credential?.token) throw new ApiError('invalid_session', 'Missing session token: send Authorization: Bearer <session_token> from /portal/auth/login.');
+    const user = await deps.services.accounts.authenticate(credential.token);
     if (!user) throw new ApiError('invalid_session', 'Session token is invalid, expired or logged out; log in again.');
     request.sessionUser = user;
+    request.sessionVia = credential.via;
   };
 }
 
@@ -35,13 +38,27 @@ export function requireApiKey(deps: AppDeps, scope: Exclude<Scope, '*'>) {
   };
 }
 
+/**
+ * The admin token as a bearer header, or (without an Authorization header) the dashboard's operator
+ * session cookie, refused cross-site like the account's.
+ */
 export function requireAdmin(deps: AppDeps) {
-  const expected = deps.config.adminToken ? createHash('sha256').update(deps.config.adminToken).digest() : null;
+  const adminToken = deps.config.adminToken;
+  const expected = adminToken ? createHash('sha256').update(adminToken).digest() : null;
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    if (!expected) throw new ApiError('admin_disabled', 'The admin API is disabled: start the gateway with ADMIN_TOKEN set.');
-    const token = bearer(request);
+    if (!expected || !adminToken) throw new ApiError('admin_disabled', 'The admin API is disabled: start the gateway with ADMIN_TOKEN set.');
+    const credential = credentialOf(request, ADMIN_COOKIE, bearer);
+    if (credential?.via === 'cookie') {
+      if (!(await deps.services.operatorSessions.check(credential.token, adminToken))) {
+        throw new ApiError('invalid_admin_token', 'The operator session is invalid, expired or ended; sign in again with the admin token.');
+      }
+      request.adminVia = 'cookie';
+      return;
+    }
+    const token = credential?.token ?? null;
     const given = createHash('sha256').update(token ?? '').digest();
     if (!token || !timingSafeEqual(given, expected)) throw new ApiError('invalid_admin_token', 'Missing or wrong admin token.');
+    request.adminVia = 'bearer';
   };
 }
 

@@ -5,6 +5,7 @@ import { AccountService } from './accounts.ts';
 import type { Clock } from './common.ts';
 import type { EventSink } from './events.ts';
 import { KeyService } from './keys.ts';
+import { OperatorSessions } from './operator-sessions.ts';
 import { OrgService } from './orgs.ts';
 import { InvitationRecords } from './invitation-records.ts';
 import { InvitationService } from './invitations.ts';
@@ -48,6 +49,8 @@ export interface Services {
   /** Uploaded recordings and transcripts (src/blobs/). */
   blobs: BlobStore;
   accounts: AccountService;
+  /** The dashboard's operator sessions (the admin token exchanged for a cookie). */
+  operatorSessions: OperatorSessions;
   orgs: OrgService;
   invitations: InvitationService;
   keys: KeyService;
@@ -110,6 +113,8 @@ export async function createServices(deps: {
   await orgs.init();
   await invitations.init();
   await keys.init();
+  const operatorSessions = new OperatorSessions(deps.store, now);
+  await operatorSessions.init();
   const spikes = deps.webhooks.usageSpikes(deps.events);
   // The embedded store has one owner, this process: what another instance left on it is a dead one's.
   const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
@@ -189,7 +194,7 @@ export async function createServices(deps: {
     kinds: [jobKind, realtimeKind],
     realtime,
     transcriptionJobs,
-    store: deps.store, blobs: deps.blobs, accounts, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
+    store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),
     speech: new SpeechSynthesis({ ...gatewayDeps, resamplers: () => (resamplers ??= loadResamplers()) }),

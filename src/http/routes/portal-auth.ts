@@ -1,8 +1,12 @@
-// Portal accounts: sign-up, login, logout, me. Session tokens come from signup and login.
+// Portal accounts: sign-up, login, logout, me. API clients get a session token in the body; the
+// dashboard (X-Gateway-Client: dashboard) gets it only in the __Host- session cookie (browser.ts).
 import { Type } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
+import { assertSameOrigin, clearCookie, cookieOf, fromDashboard, SESSION_COOKIE, setCookie } from '../browser.ts';
 import { Closed, errors, IsoDate, KeyString } from '../schemas.ts';
+import type { SessionGrant } from '../../services/accounts.ts';
 
 const Credentials = Closed({
   email: KeyString(254, { minLength: 3 }),
@@ -10,38 +14,63 @@ const Credentials = Closed({
 });
 
 const User = Type.Object({ id: Type.Integer(), email: Type.String(), created_at: IsoDate });
-const Grant = Type.Object({ user: User, session_token: Type.String(), expires_at: IsoDate });
+const Grant = Type.Object({
+  user: User,
+  session_token: Type.Optional(Type.String({ description: 'Absent for the dashboard (X-Gateway-Client: dashboard): its session is the cookie' })),
+  expires_at: IsoDate,
+});
 
 export function registerPortalAuthRoutes(app: App, deps: AppDeps): void {
   const { accounts, orgs } = deps.services;
   const session = requireSession(deps);
 
+  /** The dashboard's sign-in must come from its own pages too (no login CSRF); API clients are unchanged. */
+  const dashboardSameOrigin = async (req: FastifyRequest) => {
+    if (fromDashboard(req)) assertSameOrigin(req);
+  };
+
+  /** The grant as the caller takes it: the token in the body, or (dashboard) in the cookie only. */
+  const deliver = (req: FastifyRequest, reply: FastifyReply, grant: SessionGrant) => {
+    if (!fromDashboard(req)) return grant;
+    setCookie(reply, SESSION_COOKIE, grant.session_token, deps.config.auth.sessionTtlHours * 3600);
+    return { user: grant.user, expires_at: grant.expires_at };
+  };
+
   app.post(
     '/portal/auth/signup',
-    { schema: { tags: ['portal'], summary: 'Create an account and open a session', body: Credentials, response: { 201: Grant, ...errors(400, 409, 429) } } },
-    async (req, reply) => reply.code(201).send(await accounts.signup(req.body.email, req.body.password, req.ip)),
+    { preHandler: dashboardSameOrigin, schema: { tags: ['portal'], summary: 'Create an account and open a session', body: Credentials, response: { 201: Grant, ...errors(400, 403, 409, 429) } } },
+    async (req, reply) => reply.code(201).send(deliver(req, reply, await accounts.signup(req.body.email, req.body.password, req.ip))),
   );
 
   app.post(
     '/portal/auth/login',
-    { schema: { tags: ['portal'], summary: 'Open a session', body: Credentials, response: { 200: Grant, ...errors(400, 401, 429) } } },
-    async (req) => accounts.login(req.body.email, req.body.password, req.ip),
+    { preHandler: dashboardSameOrigin, schema: { tags: ['portal'], summary: 'Open a session', body: Credentials, response: { 200: Grant, ...errors(400, 401, 403, 429) } } },
+    async (req, reply) => deliver(req, reply, await accounts.login(req.body.email, req.body.password, req.ip)),
   );
 
   app.post(
     '/portal/auth/logout',
     {
-      preHandler: session,
+      preHandler: [
+        // A cookie that passed the cross-site rule is cleared whatever its session's state, so a
+        // browser holding a stale one is signed out too.
+        async (req, reply) => {
+          if (req.headers.authorization !== undefined || cookieOf(req, SESSION_COOKIE) === null) return;
+          assertSameOrigin(req);
+          clearCookie(reply, SESSION_COOKIE);
+        },
+        session,
+      ],
       // The body is optional: an absent one means {}.
       preValidation: async (req) => {
         req.body ??= {};
       },
       schema: {
         tags: ['portal'],
-        summary: 'Revoke this session (or every session of the account with everywhere: true)',
+        summary: 'Revoke this session (or every session of the account with everywhere: true); clears the dashboard cookie',
         security: [{ session: [] }],
         body: Closed({ everywhere: Type.Optional(Type.Boolean()) }),
-        response: { 200: Type.Object({ revoked_sessions: Type.Integer() }), ...errors(401) },
+        response: { 200: Type.Object({ revoked_sessions: Type.Integer() }), ...errors(401, 403) },
       },
     },
     async (req) => ({ revoked_sessions: await accounts.logout(sessionOf(req), req.body.everywhere === true) }),
