@@ -45,6 +45,7 @@ export async function buildDashboard(opts = {}) {
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     '<title>Gateway dashboard</title>',
+    '<link rel="icon" href="data:,">',
     css ? `<link rel="stylesheet" href="/dashboard/assets/${css}">` : '',
     `<script type="module" src="/dashboard/assets/${js}"></script>`,
     '</head>',

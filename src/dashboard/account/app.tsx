@@ -25,6 +25,9 @@ export function App() {
 
 const PUBLIC = new Set(['signin', 'signup']);
 
+/** Where to go after sign-in: the page the visitor asked for (a dashboard path only), else keys. */
+const nextPage = (next: string | null) => (next && /^[a-z][a-z0-9/_-]{0,100}$/.test(next) ? next : 'keys');
+
 function Shell() {
   const route = useRoute();
   const [me, setMe] = useState<Me | null | undefined>(undefined);
@@ -40,7 +43,7 @@ function Shell() {
 
   useEffect(() => {
     if (me === null && !PUBLIC.has(top) && top !== 'operator') route.navigate(`signin${route.path ? `?next=${encodeURIComponent(route.path)}` : ''}`, { replace: true });
-    if (me && (PUBLIC.has(top) || top === '')) route.navigate('keys', { replace: true });
+    if (me && (PUBLIC.has(top) || top === '')) route.navigate(nextPage(route.query.get('next')), { replace: true });
   }, [me, top]);
 
   if (me === undefined) return <p class="muted boot">Loading…</p>;

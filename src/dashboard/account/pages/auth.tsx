@@ -2,11 +2,10 @@
 // HttpOnly cookie instead of a token in the body, so no script on the page ever holds it.
 import { useSession } from '../../ui/context.tsx';
 import { ErrorBox, Field, formValue, useAction } from '../../ui/components.tsx';
-import { href, useRoute } from '../../ui/router.tsx';
+import { href } from '../../ui/router.tsx';
 
 function Credentials({ mode }: { mode: 'signin' | 'signup' }) {
   const { api, refresh } = useSession();
-  const route = useRoute();
   const action = useAction();
   const title = mode === 'signin' ? 'Sign in' : 'Create an account';
   return (
@@ -18,8 +17,7 @@ function Credentials({ mode }: { mode: 'signin' | 'signup' }) {
           const body = { email: formValue(e, 'email'), password: formValue(e, 'password') };
           void action.run(async () => {
             await api.send('POST', mode === 'signin' ? '/portal/auth/login' : '/portal/auth/signup', body);
-            const me = await refresh();
-            if (me) route.navigate(route.query.get('next') || 'keys', { replace: true });
+            await refresh(); // the app then moves on to the page asked for
           });
         }}
       >
