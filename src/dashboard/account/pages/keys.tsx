@@ -2,9 +2,9 @@
 // in the URL), create with name, expiry, scopes and limits, reveal one full key on an explicit click
 // (gone from the page after a minute), revoke.
 import { useState } from 'preact/hooks';
-import type { Page as ListPage } from '../../ui/api.ts';
 import { useSession } from '../../ui/context.tsx';
-import { confirmed, ErrorBox, Field, formValue, Loading, Page, Pager, useAction, useLoad, utc, num } from '../../ui/components.tsx';
+import { confirmed, ErrorBox, Field, formValue, Loading, Page, useAction, utc, num } from '../../ui/components.tsx';
+import { usePaged } from '../../ui/paged.tsx';
 import { useRoute } from '../../ui/router.tsx';
 import { SCOPES } from '../../ui/constants.ts';
 import { SecretValue, useSecrets } from '../../ui/secret.tsx';
@@ -24,7 +24,6 @@ export interface Key {
   cpm: number | null;
 }
 
-const PAGE_SIZE = 20;
 const LIMITS = ['rpm', 'tpd', 'cpd', 'cpm'] as const;
 
 export function KeysPage() {
@@ -32,8 +31,7 @@ export function KeysPage() {
   const route = useRoute();
   const search = route.query.get('search') ?? '';
   const status = route.query.get('status') ?? '';
-  const after = route.query.get('after') ?? '';
-  const list = useLoad(() => api.get<ListPage<Key>>('/portal/keys', { limit: PAGE_SIZE, search, status, after }), [search, status, after]);
+  const { list, pager } = usePaged<Key>('/portal/keys', { search, status });
   const [secrets, show, hide] = useSecrets();
   const act = useAction();
   const [creating, setCreating] = useState(false);
@@ -153,14 +151,7 @@ export function KeysPage() {
           </table>
         )
       ) : null}
-      {list.data ? (
-        <Pager
-          hasMore={list.data.has_more === true}
-          atFirst={!after}
-          onFirst={() => route.setQuery({ after: null })}
-          onNext={() => route.setQuery({ after: String(list.data!.next_after ?? '') })}
-        />
-      ) : null}
+      {pager}
     </Page>
   );
 }

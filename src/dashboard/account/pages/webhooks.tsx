@@ -1,8 +1,194 @@
-import { Page } from '../../ui/components.tsx';
+// Webhooks: create (the signing secret is shown once, then never again), list, send a test ping,
+// re-enable a disabled one, delete; and each webhook's deliveries, paginated by the server.
+import { useState } from 'preact/hooks';
+import { useSession } from '../../ui/context.tsx';
+import { confirmed, ErrorBox, Field, formValue, Loading, Notice, Page, useAction, useLoad, utc } from '../../ui/components.tsx';
+import { WEBHOOK_EVENTS } from '../../ui/constants.ts';
+import { usePaged } from '../../ui/paged.tsx';
+import { href } from '../../ui/router.tsx';
+import { SecretValue, useSecrets } from '../../ui/secret.tsx';
+
+interface Webhook {
+  id: number;
+  url: string;
+  events: string[];
+  status: 'enabled' | 'disabled';
+  consecutive_failures: number;
+  created_at: string;
+  last_delivery_at: string | null;
+  disabled_at: string | null;
+}
+interface Outcome {
+  ok: boolean;
+  status_code: number | null;
+  error: string | null;
+  latency_ms: number;
+}
+interface Delivery extends Outcome {
+  id: string;
+  event_id: string;
+  event: string;
+  ts: string;
+}
+
+const outcome = (o: Outcome) => (o.ok ? `delivered (HTTP ${o.status_code}, ${o.latency_ms} ms)` : `failed: ${o.error ?? `HTTP ${o.status_code}`}`);
 
 export function WebhooksPage() {
-  return <Page title="Webhooks">{null}</Page>;
+  const { api } = useSession();
+  const list = useLoad(() => api.get<{ data: Webhook[] }>('/portal/webhooks'), []);
+  const act = useAction();
+  const [secrets, show] = useSecrets();
+  const [notice, setNotice] = useState<string | null>(null);
+  const run = (fn: () => Promise<string | void>) =>
+    act.run(async () => {
+      setNotice(null);
+      const said = await fn();
+      if (said) setNotice(said);
+      list.reload();
+    });
+
+  return (
+    <Page title="Webhooks">
+      <form
+        class="card"
+        aria-label="New webhook"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const events = new FormData(e.currentTarget).getAll('events').map(String);
+          const url = formValue(e, 'url').trim();
+          const form = e.currentTarget;
+          void run(async () => {
+            const w = await api.send<Webhook & { secret: string }>('POST', '/portal/webhooks', { url, events });
+            show('new', w.secret);
+            form.reset();
+          });
+        }}
+      >
+        <h2>New webhook</h2>
+        <Field label="Endpoint URL">
+          <input name="url" type="url" required maxLength={2048} placeholder="https://example.com/hooks/gateway" />
+        </Field>
+        <fieldset>
+          <legend>Events</legend>
+          {WEBHOOK_EVENTS.map((ev) => (
+            <label key={ev} class="check">
+              <input type="checkbox" name="events" value={ev} defaultChecked={ev === 'low_balance'} /> {ev}
+            </label>
+          ))}
+        </fieldset>
+        <button type="submit" class="primary" disabled={act.busy}>
+          Create webhook
+        </button>
+      </form>
+      {secrets.get('new') ? (
+        <Notice>
+          Signing secret, shown only now: copy it to your receiver. <SecretValue value={secrets.get('new')!} label="Webhook signing secret" />
+        </Notice>
+      ) : null}
+      {notice ? <Notice>{notice}</Notice> : null}
+      <ErrorBox error={act.error} />
+      <Loading loaded={list} />
+      {list.data ? (
+        list.data.data.length === 0 ? (
+          <p class="muted">No webhooks yet.</p>
+        ) : (
+          <table>
+            <caption class="sr-only">Your webhooks</caption>
+            <thead>
+              <tr>
+                <th scope="col">URL</th>
+                <th scope="col">Events</th>
+                <th scope="col">Status</th>
+                <th scope="col">Failures in a row</th>
+                <th scope="col">Last delivery</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.data.map((w) => (
+                <tr key={w.id} data-webhook-id={w.id}>
+                  <td>
+                    <code>{w.url}</code>
+                  </td>
+                  <td>{w.events.join(', ')}</td>
+                  <td>{w.status}</td>
+                  <td>{w.consecutive_failures}</td>
+                  <td>{utc(w.last_delivery_at)}</td>
+                  <td class="actions">
+                    <a href={href(`webhooks/${w.id}`)}>
+                      Deliveries <span class="sr-only">of {w.url}</span>
+                    </a>
+                    <button type="button" disabled={act.busy} onClick={() => run(async () => `Test ping: ${outcome(await api.send<Outcome>('POST', `/portal/webhooks/${w.id}/test`))}`)}>
+                      Send test <span class="sr-only">to {w.url}</span>
+                    </button>
+                    {w.status === 'disabled' ? (
+                      <button type="button" disabled={act.busy} onClick={() => run(async () => void (await api.send('POST', `/portal/webhooks/${w.id}/enable`)))}>
+                        Re-enable <span class="sr-only">{w.url}</span>
+                      </button>
+                    ) : null}
+                    <button
+                      type="button"
+                      class="danger"
+                      disabled={act.busy}
+                      onClick={() => confirmed(`Delete the webhook to ${w.url}? Queued events are dropped.`) && run(async () => void (await api.send('DELETE', `/portal/webhooks/${w.id}`)))}
+                    >
+                      Delete <span class="sr-only">{w.url}</span>
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+    </Page>
+  );
 }
+
 export function WebhookDeliveriesPage({ id }: { id: string }) {
-  return <Page title={`Webhook ${id}`}>{null}</Page>;
+  const { api } = useSession();
+  const hook = useLoad(() => api.get<Webhook>(`/portal/webhooks/${encodeURIComponent(id)}`), [id]);
+  const { list, pager } = usePaged<Delivery>(`/portal/webhooks/${encodeURIComponent(id)}/deliveries`);
+  return (
+    <Page title="Webhook deliveries">
+      <p>
+        <a href={href('webhooks')}>All webhooks</a>
+      </p>
+      <Loading loaded={hook} />
+      {hook.data ? (
+        <p>
+          <code>{hook.data.url}</code> · {hook.data.status}
+        </p>
+      ) : null}
+      <Loading loaded={list} />
+      {list.data ? (
+        list.data.data.length === 0 ? (
+          <p class="muted">No deliveries yet.</p>
+        ) : (
+          <table data-testid="deliveries">
+            <caption class="sr-only">Delivery attempts</caption>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Event</th>
+                <th scope="col">Outcome</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.data.map((d) => (
+                <tr key={d.id}>
+                  <td>{utc(d.ts)}</td>
+                  <td>{d.event}</td>
+                  <td>{outcome(d)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+      {pager}
+    </Page>
+  );
 }
