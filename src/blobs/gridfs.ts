@@ -15,6 +15,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GridFSBucket, MongoClient, type Db, type GridFSFile } from 'mongodb';
 import { dbNameFromUrl } from '../store/mongo.ts';
+import { escapeRegExp } from '../strings.ts';
 import {
   BlobTooLargeError,
   checkBlobKey,
@@ -135,7 +136,7 @@ class GridFsBlobs implements BlobStore {
     const files = await this.db
       .collection<GridFSFile>(`${BUCKET}.files`)
       .aggregate<GridFSFile>([
-        { $match: { filename: { $regex: `^${escapeRegex(prefix)}` } } },
+        { $match: { filename: { $regex: `^${escapeRegExp(prefix)}` } } },
         { $sort: { filename: 1, uploadDate: -1, _id: -1 } },
         { $group: { _id: '$filename', doc: { $first: '$$ROOT' } } },
         { $replaceRoot: { newRoot: '$doc' } },
@@ -153,8 +154,4 @@ class GridFsBlobs implements BlobStore {
 
 function info(file: GridFSFile): BlobInfo {
   return { key: file.filename, size: file.length, createdAt: file.uploadDate };
-}
-
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

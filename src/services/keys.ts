@@ -12,7 +12,8 @@ import { compactVerify, SignJWT } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
-import { isDuplicateKeyError, type Store } from '../store/port.ts';
+import { isDuplicateKeyError, type Filter, type Store } from '../store/port.ts';
+import { newestFirst, pageOf, type Page, type PageQuery } from './pages.ts';
 import { sha256 } from './accounts.ts';
 import { iso, nextId, type Clock } from './common.ts';
 import type { EventSink } from './events.ts';
@@ -51,6 +52,10 @@ export interface KeyDoc {
 }
 
 export type KeyStatus = 'active' | 'expired' | 'revoked';
+
+/** Keys a search tests per request at most (a few ms each thousand), and in its first chunk. */
+const SEARCH_BUDGET = 10_000;
+const SEARCH_FIRST_CHUNK = 100;
 
 /** A key as its owner sees it, with its effective limits (rpm, tpd, cpd, cpm). */
 export interface PublicKey extends Limits {
@@ -132,6 +137,9 @@ export class KeyService {
     await this.keys.createIndex({ keys: { jti: 1 }, unique: true });
     await this.keys.createIndex({ keys: { prefix: 1 }, unique: true });
     await this.keys.createIndex({ keys: { user_id: 1, created_at: -1 } });
+    // The portal's pages: all of a user's keys, and their unrevoked ones, newest (largest id) first.
+    await this.keys.createIndex({ keys: { user_id: 1, _id: -1 } });
+    await this.keys.createIndex({ keys: { user_id: 1, revoked_at: 1, _id: -1 } });
   }
 
   status(k: KeyDoc): KeyStatus {
@@ -216,9 +224,50 @@ export class KeyService {
     }
   }
 
-  async list(userId: number): Promise<PublicKey[]> {
-    const rows = await this.keys.find({ user_id: userId }, { sort: { created_at: -1 }, limit: 1000 });
-    return rows.map((k) => this.view(k));
+  /**
+   * A page of the user's keys, newest first, walking the (user_id, _id) index from `after` (or
+   * (user_id, revoked_at, _id) for unrevoked keys), so a deep page costs what the first does.
+   * `status` keeps one status. `search` matches part of the name or the prefix, ignoring case, over
+   * all the user's keys, not the page: the walk tests keys in chunks and stops when the page is full
+   * or after SEARCH_BUDGET keys, so one request never holds the gateway for long; a page cut short
+   * has fewer keys than `limit` (even none) with has_more true and next_after where the walk stopped.
+   */
+  async page(userId: number, q: PageQuery<number> & { search?: string; status?: KeyStatus }): Promise<Page<PublicKey>> {
+    const filter = this.statusFilter(userId, q.status);
+    if (q.search === undefined) return newestFirst(this.keys, filter, q, (k) => this.view(k));
+    const term = q.search.toLowerCase();
+    const found: KeyDoc[] = [];
+    let after = q.after;
+    let examined = 0;
+    let chunk = SEARCH_FIRST_CHUNK;
+    while (examined < SEARCH_BUDGET) {
+      const rows = await this.keys.find(after === undefined ? filter : { ...filter, _id: { $lt: after } }, { sort: { _id: -1 }, limit: chunk });
+      for (const k of rows) {
+        examined++;
+        after = k._id;
+        if (k.name.toLowerCase().includes(term) || k.prefix.includes(term)) found.push(k);
+        // One more than the page tells whether more follow; stop at the key that filled the page.
+        if (found.length > q.limit) return pageOf(found, q.limit, (d) => this.view(d));
+      }
+      if (rows.length < chunk) return pageOf(found, q.limit, (d) => this.view(d)); // the whole list was searched
+      chunk = Math.min(chunk * 4, SEARCH_BUDGET - examined);
+    }
+    // The budget ran out first: what was found, and where to go on from.
+    return { data: found.map((d) => this.view(d)), has_more: true, next_after: String(after) };
+  }
+
+  private statusFilter(userId: number, status: KeyStatus | undefined): Filter {
+    const now = new Date(this.now());
+    switch (status) {
+      case 'revoked':
+        return { user_id: userId, revoked_at: { $ne: null } };
+      case 'active':
+        return { user_id: userId, revoked_at: null, $or: [{ expires_at: null }, { expires_at: { $gt: now } }] };
+      case 'expired':
+        return { user_id: userId, revoked_at: null, expires_at: { $ne: null, $lte: now } };
+      default:
+        return { user_id: userId };
+    }
   }
 
   private async own(userId: number, id: number): Promise<KeyDoc> {

@@ -402,6 +402,20 @@ export function runStoreContract(label: string, open: OpenStore): void {
         );
       });
 
+      it('pages newest first through an index ending in _id, after an equality (null included) prefix', async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { user: 1, _id: -1 } });
+        await c.createIndex({ keys: { user: 1, gone: 1, _id: -1 } });
+        const at = new Date(T0);
+        await c.insertMany(Array.from({ length: 30 }, (_, i) => ({ _id: i + 1, user: i % 3, gone: i % 4 === 0 ? at : null, name: `Key ${i}` })));
+        const ids = async (filter: Record<string, unknown>, limit: number) => (await c.find(filter, { sort: { _id: -1 }, limit })).map((d) => d._id);
+        assert.deepEqual(await ids({ user: 1 }, 4), [29, 26, 23, 20]);
+        assert.deepEqual(await ids({ user: 1, _id: { $lt: 20 } }, 4), [17, 14, 11, 8]);
+        assert.deepEqual(await ids({ user: 1, gone: null, _id: { $lt: 20 } }, 10), [14, 11, 8, 2]);
+        assert.deepEqual(await ids({ user: 1, gone: { $ne: null } }, 10), [29, 17, 5]);
+        assert.deepEqual(await ids({ user: 2, $or: [{ name: /KEY 2/i }, { name: 'nothing' }] }, 10), [30, 27, 24, 21, 3]);
+      });
+
       it('gives the same answers without an index', async () => {
         const c = await load();
         const ids = async (filter: Record<string, unknown>, dir: 1 | -1, skip: number, limit: number) =>

@@ -1,10 +1,11 @@
-// API keys of the signed-in user: create, list, show (full key, retrievable at any time), rename or
+// API keys of the signed-in user: create, list (paginated, searched), show (full key, retrievable at any time), rename or
 // self-limit, revoke.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
 import { SCOPES } from '../../services/keys.ts';
+import { AfterId, Limit, limitOf, PageOf } from '../pages.ts';
 
 const Scope = Type.Union(SCOPES.map((s) => Type.Literal(s)));
 const Key = Type.Object({
@@ -47,9 +48,31 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     async (req, reply) => reply.code(201).send(await keys.create(sessionOf(req).id, req.body)),
   );
 
-  app.get('/portal/keys', { ...base, schema: { tags, security, summary: 'Your API keys', response: { 200: Type.Object({ data: Type.Array(Key) }), ...errors(401) } } }, async (req) => ({
-    data: await keys.list(sessionOf(req).id),
-  }));
+  app.get(
+    '/portal/keys',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: 'Your API keys, newest first; search and status filter all of them, not the page',
+        querystring: Closed({
+          limit: Limit,
+          after: AfterId,
+          search: Type.Optional(KeyString(100, { minLength: 1, description: 'Part of the name or the prefix, any case' })),
+          status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')])),
+        }),
+        response: { 200: PageOf(Key), ...errors(400, 401) },
+      },
+    },
+    async (req) => {
+      const { after, search, status } = req.query;
+      return keys.page(sessionOf(req).id, {
+        limit: limitOf(req.query),
+        ...(after !== undefined ? { after: Number(after) } : {}),
+        ...(search !== undefined ? { search } : {}),
+        ...(status !== undefined ? { status } : {}),
+      });
+    },
+  );
 
   app.get('/portal/keys/:id', { ...base, schema: { tags, security, summary: 'One key, with its full api_key', params, response: { 200: KeyWithSecret, ...errors(401, 404) } } }, async (req) =>
     keys.get(sessionOf(req).id, Number(req.params.id)),
