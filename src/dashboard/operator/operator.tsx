@@ -3,6 +3,7 @@
 import { useSession } from '../ui/context.tsx';
 import { cents, ErrorBox, Field, formValue, Loading, Notice, Page, useAction, useLoad, utc } from '../ui/components.tsx';
 import { href, useRoute } from '../ui/router.tsx';
+import { DataTable } from '../ui/table.tsx';
 import { useState } from 'preact/hooks';
 
 interface Route {
@@ -63,38 +64,31 @@ function Models() {
     <>
       <Loading loaded={models} />
       {models.data ? (
-        <table data-testid="models">
-          <caption class="sr-only">Virtual models</caption>
-          <thead>
-            <tr>
-              <th scope="col">Model</th>
-              <th scope="col">Type</th>
-              <th scope="col">Routes (in failover order)</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {models.data.data.map((m) => (
-              <tr key={m.id}>
-                <td>
-                  <code>{m.id}</code>
-                </td>
-                <td>{m.type}</td>
-                <td>
-                  <ol>
-                    {m.routes.map((r, i) => (
-                      <li key={i}>
-                        {r.provider} · <code>{r.upstream_model}</code>
-                        {r.base_url ? ` · ${r.base_url}` : ''} · key {keyState(r)}
-                      </li>
-                    ))}
-                  </ol>
-                </td>
-                <td>{utc(m.updated_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption="Virtual models"
+          testId="models"
+          rows={models.data.data}
+          rowKey={(m) => m.id}
+          empty="No models yet."
+          columns={[
+            { label: 'Model', cell: (m) => <code>{m.id}</code> },
+            { label: 'Type', cell: (m) => m.type },
+            {
+              label: 'Routes (in failover order)',
+              cell: (m) => (
+                <ol>
+                  {m.routes.map((r, i) => (
+                    <li key={i}>
+                      {r.provider} · <code>{r.upstream_model}</code>
+                      {r.base_url ? ` · ${r.base_url}` : ''} · key {keyState(r)}
+                    </li>
+                  ))}
+                </ol>
+              ),
+            },
+            { label: 'Updated', cell: (m) => utc(m.updated_at) },
+          ]}
+        />
       ) : null}
     </>
   );
@@ -139,15 +133,7 @@ function Accounts() {
           void load({ type: formValue(e, 'type') as Owner['type'], id: Number(formValue(e, 'id')) });
         }}
       >
-        <Field label="Account type">
-          <select name="type">
-            <option value="user">user</option>
-            <option value="org">org</option>
-          </select>
-        </Field>
-        <Field label="Account id">
-          <input name="id" type="number" min={1} required />
-        </Field>
+        <OwnerFields />
         <button type="submit">Show access</button>
       </form>
       <ErrorBox error={act.error} />
@@ -190,6 +176,23 @@ function Accounts() {
   );
 }
 
+/** An account: its type (user or org) and id, read from the form as `type` and `id`. */
+function OwnerFields() {
+  return (
+    <>
+      <Field label="Account type">
+        <select name="type">
+          <option value="user">user</option>
+          <option value="org">org</option>
+        </select>
+      </Field>
+      <Field label="Account id">
+        <input name="id" type="number" min={1} required />
+      </Field>
+    </>
+  );
+}
+
 function Topups() {
   const { api } = useSession();
   const act = useAction();
@@ -212,15 +215,7 @@ function Topups() {
       }}
     >
       <h2>Confirm a manual payment</h2>
-      <Field label="Account type">
-        <select name="type">
-          <option value="user">user</option>
-          <option value="org">org</option>
-        </select>
-      </Field>
-      <Field label="Account id">
-        <input name="id" type="number" min={1} required />
-      </Field>
+      <OwnerFields />
       <Field label="Amount in dollars">
         <input name="amount" type="number" min="0.01" step="0.01" required />
       </Field>
@@ -283,29 +278,19 @@ function IntentPacks() {
     <>
       <Loading loaded={packs} />
       {packs.data ? (
-        <table data-testid="intent-packs">
-          <caption class="sr-only">Intent packs</caption>
-          <thead>
-            <tr>
-              <th scope="col">Pack</th>
-              <th scope="col">Version</th>
-              <th scope="col">Revision</th>
-              <th scope="col">Source</th>
-            </tr>
-          </thead>
-          <tbody>
-            {packs.data.data.map((p) => (
-              <tr key={p.id}>
-                <td>
-                  <code>{p.id}</code>
-                </td>
-                <td>{p.version ?? '—'}</td>
-                <td>{p.revision ?? '—'}</td>
-                <td>{p.source ?? '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption="Intent packs"
+          testId="intent-packs"
+          rows={packs.data.data}
+          rowKey={(p) => p.id}
+          empty="No intent packs."
+          columns={[
+            { label: 'Pack', cell: (p) => <code>{p.id}</code> },
+            { label: 'Version', cell: (p) => p.version ?? '—' },
+            { label: 'Revision', cell: (p) => p.revision ?? '—' },
+            { label: 'Source', cell: (p) => p.source ?? '—' },
+          ]}
+        />
       ) : null}
     </>
   );

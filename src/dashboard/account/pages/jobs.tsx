@@ -1,6 +1,7 @@
 // The caller's asynchronous transcription jobs, newest first, paginated by the server.
 import { Loading, Page, utc, num } from '../../ui/components.tsx';
 import { usePaged } from '../../ui/paged.tsx';
+import { DataTable } from '../../ui/table.tsx';
 
 interface Job {
   id: string;
@@ -18,37 +19,21 @@ export function JobsPage() {
     <Page title="Transcriptions">
       <Loading loaded={list} />
       {list.data ? (
-        list.data.data.length === 0 ? (
-          <p class="muted">No transcription jobs yet.</p>
-        ) : (
-          <table data-testid="jobs">
-            <caption class="sr-only">Transcription jobs</caption>
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Status</th>
-                <th scope="col">Model</th>
-                <th scope="col">Created</th>
-                <th scope="col">Finished</th>
-                <th scope="col" class="num">Seconds</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((j) => (
-                <tr key={j.id}>
-                  <td>
-                    <code>{j.id}</code>
-                  </td>
-                  <td>{j.status}</td>
-                  <td>{j.model ?? '—'}</td>
-                  <td>{utc(j.created_at)}</td>
-                  <td>{utc(j.completed_at)}</td>
-                  <td class="num">{num(j.duration_seconds)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )
+        <DataTable
+          caption="Transcription jobs"
+          testId="jobs"
+          rows={list.data.data}
+          rowKey={(j) => j.id}
+          empty="No transcription jobs yet."
+          columns={[
+            { label: 'Job', cell: (j) => <code>{j.id}</code> },
+            { label: 'Status', cell: (j) => j.status },
+            { label: 'Model', cell: (j) => j.model ?? '—' },
+            { label: 'Created', cell: (j) => utc(j.created_at) },
+            { label: 'Finished', cell: (j) => utc(j.completed_at) },
+            { label: 'Seconds', num: true, cell: (j) => num(j.duration_seconds) },
+          ]}
+        />
       ) : null}
       {pager}
     </Page>

@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
 import { confirmed, ErrorBox, Field, formValue, Loading, Page, useAction, utc, num } from '../../ui/components.tsx';
 import { usePaged } from '../../ui/paged.tsx';
+import { DataTable } from '../../ui/table.tsx';
 import { useRoute } from '../../ui/router.tsx';
 import { SCOPES } from '../../ui/constants.ts';
 import { SecretValue, useSecrets } from '../../ui/secret.tsx';
@@ -37,7 +38,7 @@ export function KeysPage() {
   const [creating, setCreating] = useState(false);
 
   const reveal = (k: Key) =>
-    act.run(async () => {
+    void act.run(async () => {
       const full = await api.get<Key & { api_key: string }>(`/portal/keys/${k.id}`);
       show(String(k.id), full.api_key);
     });
@@ -92,67 +93,53 @@ export function KeysPage() {
       <ErrorBox error={act.error} />
       <Loading loaded={list} />
       {list.data ? (
-        list.data.data.length === 0 ? (
-          <p class="muted">{search || status ? 'No key matches.' : 'No keys yet.'}</p>
-        ) : (
-          <table>
-            <caption class="sr-only">Your API keys</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Scopes</th>
-                <th scope="col">Status</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Limits</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((k) => {
-                const secret = secrets.get(String(k.id));
-                return (
-                  <tr key={k.id} data-key-id={k.id}>
-                    <td>{k.name}</td>
-                    <td>
-                      <code>{k.prefix}</code>
-                      {secret ? <SecretValue value={secret} label={`Full key ${k.name}`} /> : null}
-                    </td>
-                    <td>{k.scopes.join(', ')}</td>
-                    <td>{k.status}</td>
-                    <td>{utc(k.expires_at)}</td>
-                    <td>{utc(k.last_used_at)}</td>
-                    <td>{LIMITS.filter((l) => k[l] !== null).map((l) => `${l} ${num(k[l])}`).join(', ') || '—'}</td>
-                    <td class="actions">
-                      {k.status === 'active' ? (
-                        <>
-                          {secret ? (
-                            <button type="button" onClick={() => hide(String(k.id))}>
-                              Hide <span class="sr-only">{k.name}</span>
-                            </button>
-                          ) : (
-                            <button type="button" onClick={() => reveal(k)} disabled={act.busy}>
-                              Reveal <span class="sr-only">{k.name}</span>
-                            </button>
-                          )}
-                          <button type="button" class="danger" onClick={() => revoke(k)} disabled={act.busy}>
-                            Revoke <span class="sr-only">{k.name}</span>
-                          </button>
-                        </>
-                      ) : null}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        )
+        <DataTable
+          caption="Your API keys"
+          rows={list.data.data}
+          rowKey={(k) => k.id}
+          rowData={(k) => ['key-id', k.id]}
+          empty={search || status ? 'No key matches.' : 'No keys yet.'}
+          columns={[
+            { label: 'Name', cell: (k) => k.name },
+            {
+              label: 'Prefix',
+              cell: (k) => (
+                <>
+                  <code>{k.prefix}</code>
+                  {secrets.get(String(k.id)) ? <SecretValue value={secrets.get(String(k.id))!} label={`Full key ${k.name}`} /> : null}
+                </>
+              ),
+            },
+            { label: 'Scopes', cell: (k) => k.scopes.join(', ') },
+            { label: 'Status', cell: (k) => k.status },
+            { label: 'Expires', cell: (k) => utc(k.expires_at) },
+            { label: 'Last used', cell: (k) => utc(k.last_used_at) },
+            { label: 'Limits', cell: (k) => LIMITS.filter((l) => k[l] !== null).map((l) => `${l} ${num(k[l])}`).join(', ') || '—' },
+            { label: 'Actions', srOnly: true, cell: (k) => (k.status === 'active' ? <KeyActions k={k} shown={secrets.has(String(k.id))} busy={act.busy} reveal={reveal} hide={hide} revoke={revoke} /> : null) },
+          ]}
+        />
       ) : null}
       {pager}
     </Page>
+  );
+}
+
+function KeyActions({ k, shown, busy, reveal, hide, revoke }: { k: Key; shown: boolean; busy: boolean; reveal(k: Key): void; hide(id: string): void; revoke(k: Key): void }) {
+  return (
+    <>
+      {shown ? (
+        <button type="button" onClick={() => hide(String(k.id))}>
+          Hide <span class="sr-only">{k.name}</span>
+        </button>
+      ) : (
+        <button type="button" onClick={() => reveal(k)} disabled={busy}>
+          Reveal <span class="sr-only">{k.name}</span>
+        </button>
+      )}
+      <button type="button" class="danger" onClick={() => revoke(k)} disabled={busy}>
+        Revoke <span class="sr-only">{k.name}</span>
+      </button>
+    </>
   );
 }
 

@@ -4,6 +4,7 @@
 // enforces the same, and its refusal is shown as it is.
 import { useSession } from '../../ui/context.tsx';
 import { cents, confirmed, ErrorBox, Field, formValue, Loading, Page, useAction, useLoad, utc } from '../../ui/components.tsx';
+import { DataTable } from '../../ui/table.tsx';
 
 interface Org {
   id: number;
@@ -133,35 +134,28 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
       <h2>Members</h2>
       <Loading loaded={members} />
       {members.data ? (
-        <table data-testid="members">
-          <caption class="sr-only">Members</caption>
-          <thead>
-            <tr>
-              <th scope="col">E-mail</th>
-              <th scope="col">Role</th>
-              <th scope="col">Joined</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {members.data.members.map((m) => (
-              <tr key={m.user_id}>
-                <td>{m.email}</td>
-                <td>{m.role}</td>
-                <td>{utc(m.joined_at)}</td>
-                <td class="actions">
-                  {canRemove(m) ? (
-                    <button type="button" class="danger" disabled={act.busy} onClick={() => confirmed(`Remove ${m.email} from the organization?`) && act.run(() => after(api.send('DELETE', `/portal/org/members/${m.user_id}`)))}>
-                      Remove <span class="sr-only">{m.email}</span>
-                    </button>
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          caption="Members"
+          testId="members"
+          rows={members.data.members}
+          rowKey={(m) => m.user_id}
+          empty="No members."
+          columns={[
+            { label: 'E-mail', cell: (m) => m.email },
+            { label: 'Role', cell: (m) => m.role },
+            { label: 'Joined', cell: (m) => utc(m.joined_at) },
+            {
+              label: 'Actions',
+              srOnly: true,
+              cell: (m) =>
+                canRemove(m) ? (
+                  <button type="button" class="danger" disabled={act.busy} onClick={() => confirmed(`Remove ${m.email} from the organization?`) && act.run(() => after(api.send('DELETE', `/portal/org/members/${m.user_id}`)))}>
+                    Remove <span class="sr-only">{m.email}</span>
+                  </button>
+                ) : null,
+            },
+          ]}
+        />
       ) : null}
       {manager ? (
         <>

@@ -3,6 +3,7 @@
 import { useSession } from '../../ui/context.tsx';
 import { cents, Loading, Page, useLoad, utc } from '../../ui/components.tsx';
 import { usePaged } from '../../ui/paged.tsx';
+import { DataTable } from '../../ui/table.tsx';
 
 interface Wallet {
   owner_type: 'user' | 'org';
@@ -76,35 +77,21 @@ export function WalletPage() {
       <h2>Top-ups</h2>
       <Loading loaded={topups} />
       {topups.data ? (
-        topups.data.data.length === 0 ? (
-          <p class="muted">No top-ups yet.</p>
-        ) : (
-          <table data-testid="topups">
-            <caption class="sr-only">Top-up history</caption>
-            <thead>
-              <tr>
-                <th scope="col">Date</th>
-                <th scope="col" class="num">Amount</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Reference</th>
-                <th scope="col">Status</th>
-                <th scope="col" class="num">Balance after</th>
-              </tr>
-            </thead>
-            <tbody>
-              {topups.data.data.map((t) => (
-                <tr key={t.id}>
-                  <td>{utc(t.credited_at ?? t.created_at)}</td>
-                  <td class="num">{cents(t.amount_cents)}</td>
-                  <td>{t.kind}</td>
-                  <td>{t.reference ?? '—'}</td>
-                  <td>{t.status}</td>
-                  <td class="num">{cents(t.new_balance_cents)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )
+        <DataTable
+          caption="Top-up history"
+          testId="topups"
+          rows={topups.data.data}
+          rowKey={(t) => t.id}
+          empty="No top-ups yet."
+          columns={[
+            { label: 'Date', cell: (t) => utc(t.credited_at ?? t.created_at) },
+            { label: 'Amount', num: true, cell: (t) => cents(t.amount_cents) },
+            { label: 'Kind', cell: (t) => t.kind },
+            { label: 'Reference', cell: (t) => t.reference ?? '—' },
+            { label: 'Status', cell: (t) => t.status },
+            { label: 'Balance after', num: true, cell: (t) => cents(t.new_balance_cents) },
+          ]}
+        />
       ) : null}
       {pager}
     </Page>

@@ -5,6 +5,7 @@ import { useSession } from '../../ui/context.tsx';
 import { confirmed, ErrorBox, Field, formValue, Loading, Notice, Page, useAction, useLoad, utc } from '../../ui/components.tsx';
 import { WEBHOOK_EVENTS } from '../../ui/constants.ts';
 import { usePaged } from '../../ui/paged.tsx';
+import { DataTable } from '../../ui/table.tsx';
 import { href } from '../../ui/router.tsx';
 import { SecretValue, useSecrets } from '../../ui/secret.tsx';
 
@@ -89,59 +90,47 @@ export function WebhooksPage() {
       <ErrorBox error={act.error} />
       <Loading loaded={list} />
       {list.data ? (
-        list.data.data.length === 0 ? (
-          <p class="muted">No webhooks yet.</p>
-        ) : (
-          <table>
-            <caption class="sr-only">Your webhooks</caption>
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Events</th>
-                <th scope="col">Status</th>
-                <th scope="col">Failures in a row</th>
-                <th scope="col">Last delivery</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((w) => (
-                <tr key={w.id} data-webhook-id={w.id}>
-                  <td>
-                    <code>{w.url}</code>
-                  </td>
-                  <td>{w.events.join(', ')}</td>
-                  <td>{w.status}</td>
-                  <td>{w.consecutive_failures}</td>
-                  <td>{utc(w.last_delivery_at)}</td>
-                  <td class="actions">
-                    <a href={href(`webhooks/${w.id}`)}>
-                      Deliveries <span class="sr-only">of {w.url}</span>
-                    </a>
-                    <button type="button" disabled={act.busy} onClick={() => run(async () => `Test ping: ${outcome(await api.send<Outcome>('POST', `/portal/webhooks/${w.id}/test`))}`)}>
-                      Send test <span class="sr-only">to {w.url}</span>
+        <DataTable
+          caption="Your webhooks"
+          rows={list.data.data}
+          rowKey={(w) => w.id}
+          rowData={(w) => ['webhook-id', w.id]}
+          empty="No webhooks yet."
+          columns={[
+            { label: 'URL', cell: (w) => <code>{w.url}</code> },
+            { label: 'Events', cell: (w) => w.events.join(', ') },
+            { label: 'Status', cell: (w) => w.status },
+            { label: 'Failures in a row', cell: (w) => w.consecutive_failures },
+            { label: 'Last delivery', cell: (w) => utc(w.last_delivery_at) },
+            {
+              label: 'Actions',
+              srOnly: true,
+              cell: (w) => (
+                <>
+                  <a href={href(`webhooks/${w.id}`)}>
+                    Deliveries <span class="sr-only">of {w.url}</span>
+                  </a>
+                  <button type="button" disabled={act.busy} onClick={() => run(async () => `Test ping: ${outcome(await api.send<Outcome>('POST', `/portal/webhooks/${w.id}/test`))}`)}>
+                    Send test <span class="sr-only">to {w.url}</span>
+                  </button>
+                  {w.status === 'disabled' ? (
+                    <button type="button" disabled={act.busy} onClick={() => run(async () => void (await api.send('POST', `/portal/webhooks/${w.id}/enable`)))}>
+                      Re-enable <span class="sr-only">{w.url}</span>
                     </button>
-                    {w.status === 'disabled' ? (
-                      <button type="button" disabled={act.busy} onClick={() => run(async () => void (await api.send('POST', `/portal/webhooks/${w.id}/enable`)))}>
-                        Re-enable <span class="sr-only">{w.url}</span>
-                      </button>
-                    ) : null}
-                    <button
-                      type="button"
-                      class="danger"
-                      disabled={act.busy}
-                      onClick={() => confirmed(`Delete the webhook to ${w.url}? Queued events are dropped.`) && run(async () => void (await api.send('DELETE', `/portal/webhooks/${w.id}`)))}
-                    >
-                      Delete <span class="sr-only">{w.url}</span>
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )
+                  ) : null}
+                  <button
+                    type="button"
+                    class="danger"
+                    disabled={act.busy}
+                    onClick={() => confirmed(`Delete the webhook to ${w.url}? Queued events are dropped.`) && run(async () => void (await api.send('DELETE', `/portal/webhooks/${w.id}`)))}
+                  >
+                    Delete <span class="sr-only">{w.url}</span>
+                  </button>
+                </>
+              ),
+            },
+          ]}
+        />
       ) : null}
     </Page>
   );
@@ -164,29 +153,18 @@ export function WebhookDeliveriesPage({ id }: { id: string }) {
       ) : null}
       <Loading loaded={list} />
       {list.data ? (
-        list.data.data.length === 0 ? (
-          <p class="muted">No deliveries yet.</p>
-        ) : (
-          <table data-testid="deliveries">
-            <caption class="sr-only">Delivery attempts</caption>
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Event</th>
-                <th scope="col">Outcome</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((d) => (
-                <tr key={d.id}>
-                  <td>{utc(d.ts)}</td>
-                  <td>{d.event}</td>
-                  <td>{outcome(d)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )
+        <DataTable
+          caption="Delivery attempts"
+          testId="deliveries"
+          rows={list.data.data}
+          rowKey={(d) => d.id}
+          empty="No deliveries yet."
+          columns={[
+            { label: 'Time', cell: (d) => utc(d.ts) },
+            { label: 'Event', cell: (d) => d.event },
+            { label: 'Outcome', cell: (d) => outcome(d) },
+          ]}
+        />
       ) : null}
       {pager}
     </Page>
