@@ -7,6 +7,8 @@ export const REDACT_PATHS = [
   'req.headers.cookie',
   'req.headers["x-api-key"]',
   'headers.authorization',
+  'headers.cookie',
+  'res.headers["set-cookie"]',
   '*.password',
   '*.api_key',
   '*.session_token',

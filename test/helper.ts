@@ -103,3 +103,22 @@ export async function joinOrg(base: string, inviterToken: string, invitee: { ema
   if (accepted.status !== 200) throw new Error(`acceptance failed: ${accepted.status} ${accepted.text}`);
   return accepted.body as { id: number; name: string; role: string };
 }
+
+/**
+ * Every page of a paginated list (`{data, has_more, next_after}`), following next_after from `path`
+ * (which carries its query already); checks each page's shape. The items in order, and the requests.
+ */
+export async function walkPages<T = any>(base: string, path: string, token: string): Promise<{ items: T[]; requests: number }> {
+  const items: T[] = [];
+  let after: string | null = null;
+  let requests = 0;
+  do {
+    const res: Res = await call(base, 'GET', after === null ? path : `${path}${path.includes('?') ? '&' : '?'}after=${encodeURIComponent(after)}`, { token });
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${res.text}`);
+    requests++;
+    items.push(...res.body.data);
+    if ((res.body.next_after === null) !== !res.body.has_more) throw new Error(`${path}: next_after ${res.body.next_after} with has_more ${res.body.has_more}`);
+    after = res.body.next_after;
+  } while (after !== null);
+  return { items, requests };
+}

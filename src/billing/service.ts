@@ -24,6 +24,7 @@ import { CARRY_FOLD_PC, chargeFor, floorCents, MICROCENTS_PER_CENT, ownerField, 
 import { RateLimits } from './limits.ts';
 import { Subscriptions, type SubscriptionView } from './subscriptions.ts';
 import { Topups, topupView, type TopupView } from './topups.ts';
+import type { Page, PageQuery } from '../services/pages.ts';
 import type { Billing, Hold, HoldOptions, Payer, UsageFacts } from './types.ts';
 import { InstanceLeases } from './instances.ts';
 import { encodeEntry } from './usage-entry.ts';
@@ -550,6 +551,16 @@ export class BillingService implements Billing {
     const acc = await this.accountOf(userId);
     const { records, hasMore } = await this.usage.page(this.scopeOf(acc, userId), q.limit ?? 20, q.after);
     return { data: records.map(recordView), has_more: hasMore, next_after: hasMore ? (records.at(-1)?._id ?? null) : null };
+  }
+
+  /** The top-ups of the caller's account (their organization's while they belong to one), newest first. */
+  async topupsOf(userId: number, q: PageQuery<string>): Promise<Page<TopupView>> {
+    return this.topups.page((await this.accountOf(userId)).walletId, q);
+  }
+
+  /** Operators: the top-ups of one account, or of all, newest first. */
+  async topupList(q: PageQuery<string> & { owner?: { type: OwnerType; id: number } }): Promise<Page<TopupView>> {
+    return this.topups.page(q.owner ? walletIdOf(q.owner.type, q.owner.id) : undefined, q);
   }
 
   async subscriptionView(userId: number): Promise<SubscriptionView> {

@@ -9,9 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import type { Clock } from '../services/common.ts';
 import type { EventSink } from '../services/events.ts';
-import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
+import { isDuplicateKeyError, type Collection, type Filter, type Store } from '../store/port.ts';
 import { floorCents, MICROCENTS_PER_CENT, ownerField, walletIdOf, walletTotalUc, type OwnerType } from './money.ts';
 import type { Wallets } from './wallets.ts';
+import { pageOf, type Page, type PageQuery } from '../services/pages.ts';
 
 export interface TopupDoc {
   _id: string;
@@ -79,6 +80,9 @@ export class Topups {
   async init(): Promise<void> {
     await this.docs.createIndex({ keys: { reference: 1 }, unique: true, sparse: true });
     await this.docs.createIndex({ keys: { state: 1, created_at: 1 } });
+    // The pages of an account's top-ups, and of everyone's (operators), newest first.
+    await this.docs.createIndex({ keys: { wallet_id: 1, created_at: 1 } });
+    await this.docs.createIndex({ keys: { created_at: 1 } });
   }
 
   /**
@@ -136,6 +140,22 @@ export class Topups {
         .catch((err: unknown) => this.onError(err, 'topup event failed'));
     }
     return marked;
+  }
+
+  /**
+   * Top-ups newest first (by time, then id: their ids are random), of one wallet or of all; `after`
+   * is the previous page's next_after, a top-up of the same listing (400 otherwise).
+   */
+  async page(walletId: string | undefined, q: PageQuery<string>): Promise<Page<TopupView>> {
+    const filter: Filter = walletId === undefined ? {} : { wallet_id: walletId };
+    if (q.after !== undefined) {
+      const last = await this.docs.findOne({ ...filter, _id: q.after });
+      if (!last) throw new ApiError('invalid_request', `Unknown top-up '${q.after}' in 'after'.`, { param: 'after' });
+      filter.created_at = { $lte: last.created_at };
+      filter.$or = [{ created_at: { $lt: last.created_at } }, { _id: { $lt: last._id } }];
+    }
+    const rows = await this.docs.find(filter, { sort: { created_at: -1, _id: -1 }, limit: q.limit + 1 });
+    return pageOf(rows, q.limit, topupView);
   }
 
   /** Throws 409 wallet_limit_exceeded when crediting `amountCents` now would take the wallet past its limit. */

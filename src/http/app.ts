@@ -30,6 +30,7 @@ import { registerAdminModelRoutes } from './routes/admin-models.ts';
 import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
+import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
@@ -206,6 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerAdminModelRoutes(app, deps);
   registerAdminIntentRoutes(app, deps);
   registerPortalWebhookRoutes(app, deps);
+  registerPortalTranscriptionRoutes(app, deps);
   registerV1Routes(app, deps);
   registerDashboardRoutes(app, deps);
 

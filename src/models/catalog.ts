@@ -163,13 +163,13 @@ export function sttFeatures(m: ModelFields): { modes: SttMode[]; timestamps: Stt
   return { modes: m.modes ?? ['transcribe'], timestamps: m.timestamps ?? 'segment', jobs: m.jobs ?? false, diarization: m.diarization ?? false };
 }
 
-/** What the admin view shows of a route: everything but the inline upstream key. */
+/** What the admin view shows of a route: everything but the inline upstream key, of which only `api_key_set`. */
 export function adminModel(m: ModelDoc): Record<string, unknown> {
   const { _id, created_at, updated_at, routes, revision: _internal, ...rest } = m;
   return {
     id: _id,
     ...rest,
-    routes: routes.map(({ api_key, ...r }: RouteConfig) => ({ ...r, ...(api_key ? { api_key: '[set]' } : {}) })),
+    routes: routes.map(({ api_key, ...r }: RouteConfig) => ({ ...r, api_key_set: api_key !== undefined && api_key !== '' })),
     created_at: created_at.toISOString(),
     updated_at: updated_at.toISOString(),
   };

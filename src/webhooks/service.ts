@@ -13,6 +13,7 @@ import { checkWebhookUrl, WebhookUrlError, type AddressPolicy } from './address.
 import type { WebhookDeliverer } from './deliverer.ts';
 import type { WebhookHttp } from './http.ts';
 import { eventBody, newEventId, type WebhookCollections, type WebhookDoc } from './records.ts';
+import { newestFirst, type Page, type PageQuery } from '../services/pages.ts';
 
 export interface WebhookAccount {
   ownerType: 'user' | 'org';
@@ -149,10 +150,10 @@ export class WebhookService {
     return { event_id: eventId, ...outcome };
   }
 
-  async deliveries(userId: number, id: number, limit: number): Promise<DeliveryView[]> {
+  /** Delivery attempts, newest first, a page at a time (`after`: the previous page's next_after). */
+  async deliveries(userId: number, id: number, q: PageQuery<string>): Promise<Page<DeliveryView>> {
     const doc = await this.owned(userId, id);
-    const rows = await this.c.deliveries.find({ webhook_id: doc._id }, { sort: { _id: -1 }, limit });
-    return rows.map((d) => ({
+    return newestFirst(this.c.deliveries, { webhook_id: doc._id }, q, (d) => ({
       id: d._id,
       event_id: d.event_id,
       event: d.event,

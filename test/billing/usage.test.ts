@@ -164,6 +164,57 @@ describe('usage', () => {
     assert.ok(mine.data.every((r) => r.user_id === member));
   });
 
+  it('agrees with its records: every grouping of any UTC range sums to the records of those days (the dashboard shows both)', async () => {
+    const { b, owner, member, pOwner, pMember } = await fundedOrg();
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    // 120 calls over ~10 days at uneven hours, around UTC midnights, by both members, several models.
+    for (let i = 0; i < 120; i++) {
+      fx.clock.t += rand(3 * 3_600_000) + 1;
+      await call(b, rand(2) === 0 ? pOwner : pMember, 10_000_000, 1 + rand(5_000_000), {
+        model: ['a', 'b', 'c'][rand(3)],
+        promptTokens: rand(500),
+        completionTokens: rand(200),
+        ...(rand(3) === 0 ? { endUser: `eu${rand(4)}` } : {}),
+        ...(rand(10) === 0 ? { status: 'upstream_error' } : {}),
+      });
+    }
+    await b.flush();
+    const records: { created_at: string; cost_microcents: number; prompt_tokens: number | null; completion_tokens: number | null; status: string; end_user: string | null; user_id: number }[] = [];
+    for (let after: string | undefined, more = true; more; ) {
+      const page = await b.usageRecords(owner, { limit: 100, ...(after ? { after } : {}) });
+      records.push(...page.data);
+      more = page.has_more;
+      after = page.next_after ?? undefined;
+    }
+    assert.ok(records.length >= 120);
+    const days = [...new Set(records.map((r) => r.created_at.slice(0, 10)))].sort();
+    for (const [from, to] of [[days[0]!, days.at(-1)!], [days[2]!, days[5]!], [days[4]!, days[4]!]] as const) {
+      const inRange = records.filter((r) => r.created_at.slice(0, 10) >= from && r.created_at.slice(0, 10) <= to);
+      const expect = (rs: typeof records) => ({
+        requests: rs.length,
+        errors: rs.filter((r) => r.status !== 'ok').length,
+        cost_microcents: rs.reduce((n, r) => n + r.cost_microcents, 0),
+        total_tokens: rs.reduce((n, r) => n + (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0), 0),
+      });
+      const pick = (t: Record<string, number>) => ({ requests: t.requests, errors: t.errors, cost_microcents: t.cost_microcents, total_tokens: t.total_tokens });
+      for (const group_by of ['day', 'model', 'key_prefix', 'member'] as const) {
+        const summary = await b.usageSummary(owner, { from, to, group_by });
+        assert.deepEqual(pick(summary.totals as unknown as Record<string, number>), expect(inRange), `${group_by} ${from}..${to}: totals`);
+        const summed = summary.data.reduce((n, row) => n + row.cost_microcents, 0);
+        assert.equal(summed, summary.totals.cost_microcents, `${group_by}: the rows add up to the totals`);
+      }
+      const byDay = await b.usageSummary(owner, { from, to, group_by: 'day' });
+      for (const row of byDay.data) {
+        assert.deepEqual(pick(row as unknown as Record<string, number>), expect(inRange.filter((r) => r.created_at.startsWith(row.day!))), `day ${row.day}`);
+      }
+      const byEndUser = await b.usageSummary(owner, { from, to, group_by: 'end_user' });
+      assert.deepEqual(pick(byEndUser.totals as unknown as Record<string, number>), expect(inRange.filter((r) => r.end_user !== null)), 'end users: attributed calls only');
+      const mine = await b.usageSummary(member, { from, to, group_by: 'model' });
+      assert.deepEqual(pick(mine.totals as unknown as Record<string, number>), expect(inRange.filter((r) => r.user_id === member)), "a member's own");
+    }
+  });
+
   it('refuses malformed or too wide ranges', async () => {
     const b = await fx.billing();
     const u = await user(fx.store);

@@ -27,7 +27,8 @@ describe('model catalog', () => {
   it('creates (201), replaces (200), lists and deletes models; inline upstream keys never come back', async () => {
     const put = await call(gw.url, 'PUT', '/admin/models/chat-fast', { token: ADMIN_TOKEN, body: llm() });
     assert.equal(put.status, 201, put.text);
-    assert.equal(put.body.routes[0].api_key, '[set]');
+    assert.equal(put.body.routes[0].api_key, undefined);
+    assert.equal(put.body.routes[0].api_key_set, true, 'the key is said to be set, never shown');
     assert.ok(!put.text.includes('sk-upstream-secret'));
     const again = await call(gw.url, 'PUT', '/admin/models/chat-fast', { token: ADMIN_TOKEN, body: llm({ owned_by: 'acme2' }) });
     assert.equal(again.status, 200);
@@ -35,6 +36,7 @@ describe('model catalog', () => {
     assert.equal(again.body.created_at, put.body.created_at);
     const list = await call(gw.url, 'GET', '/admin/models', { token: ADMIN_TOKEN });
     assert.deepEqual(list.body.data.map((m: any) => m.id), ['chat-fast', 'seeded-embed']);
+    assert.deepEqual(list.body.data.map((m: any) => m.routes[0].api_key_set), [true, false]);
     assert.ok(!list.text.includes('sk-upstream-secret'));
     assert.equal((await call(gw.url, 'DELETE', '/admin/models/chat-fast', { token: ADMIN_TOKEN })).status, 200);
     assert.equal((await call(gw.url, 'DELETE', '/admin/models/chat-fast', { token: ADMIN_TOKEN })).status, 404);

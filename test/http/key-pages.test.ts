@@ -2,7 +2,7 @@
 // page), status filters, and the query's validation.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { call, createKey, signup, startTestGateway, walkPages, type TestGateway } from '../helper.ts';
 import { KEY_PREFIX, type KeyDoc } from '../../src/services/keys.ts';
 
 describe('key list pages', () => {
@@ -13,24 +13,10 @@ describe('key list pages', () => {
   });
   after(() => gw.destroy());
 
-  /** All pages of `query`, following next_after; the ids in order and the number of requests. */
+  /** All pages of `query`: the ids and names in order, and the number of requests. */
   async function walk(token: string, query: string): Promise<{ ids: number[]; names: string[]; requests: number }> {
-    const ids: number[] = [];
-    const names: string[] = [];
-    let after: string | null = null;
-    let requests = 0;
-    do {
-      const res = await call(gw.url, 'GET', `/portal/keys?${query}${after ? `&after=${after}` : ''}`, { token });
-      assert.equal(res.status, 200, res.text);
-      requests++;
-      for (const k of res.body.data) {
-        ids.push(k.id);
-        names.push(k.name);
-      }
-      assert.equal(res.body.next_after === null, !res.body.has_more);
-      after = res.body.next_after;
-    } while (after !== null);
-    return { ids, names, requests };
+    const { items, requests } = await walkPages<{ id: number; name: string }>(gw.url, `/portal/keys?${query}`, token);
+    return { ids: items.map((k) => k.id), names: items.map((k) => k.name), requests };
   }
 
   it('pages through every key newest first, without repeats, whatever the page size', async () => {
@@ -110,7 +96,7 @@ describe('key list pages', () => {
 
   it('refuses a bad query with 400 in the envelope', async () => {
     const s = await signup(gw.url);
-    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'after=x1', 'after=-1', 'status=bogus', 'search=', 'other=1', `search=${'a'.repeat(101)}`, 'search=%01']) {
+    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'after=x1', 'after=-1', 'status=bogus', 'search=', 'other=1', `search=${'a'.repeat(101)}`, 'search=%01', 'search=a&search=b', 'limit=5&limit=6']) {
       const res = await call(gw.url, 'GET', `/portal/keys?${q}`, { token: s.token });
       assert.equal(res.status, 400, q);
       assert.equal(res.body.error.code, 'invalid_request', q);

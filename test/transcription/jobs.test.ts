@@ -82,6 +82,13 @@ describe('transcription jobs on the offline engine', { skip }, () => {
     const theirs = await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${created.body.id}`, { token: stranger.key });
     assert.equal(theirs.status, 404);
     assert.equal((await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: stranger.key })).body.data.length, 0);
+
+    // The dashboard's list: the same jobs for the account's session, in the portal's page shape.
+    const portal = await call(gw.url, 'GET', '/portal/transcription/jobs?limit=1', { token: owner.token });
+    assert.equal(portal.status, 200, portal.text);
+    assert.deepEqual([portal.body.data.map((j: { id: string }) => j.id), portal.body.has_more, portal.body.next_after], [[created.body.id], false, null]);
+    assert.equal((await call(gw.url, 'GET', '/portal/transcription/jobs?status=completed', { token: owner.token })).body.data.length, 1);
+    assert.deepEqual((await call(gw.url, 'GET', '/portal/transcription/jobs', { token: stranger.token })).body, { data: [], has_more: false, next_after: null });
   });
 
   it('diarize=false labels every segment SPEAKER_00; a refused request keeps no job and no charge', async () => {

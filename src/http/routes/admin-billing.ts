@@ -1,28 +1,16 @@
-// Operator billing endpoints under /admin (ADMIN_TOKEN): confirm a manual payment, start or change a
-// subscription, set a user's KYC verification.
+// Operator billing endpoints under /admin (ADMIN_TOKEN): confirm a manual payment, list top-ups,
+// start or change a subscription, set a user's KYC verification.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
+import { ApiError } from '../errors.ts';
 import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
-import { Subscription } from './portal-billing.ts';
+import { Subscription, Topup } from './portal-billing.ts';
+import { AfterString, Limit, limitOf, PageOf } from '../pages.ts';
 
 const OwnerType = Type.Union([Type.Literal('user'), Type.Literal('org')]);
 const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 
-const Topup = Type.Object({
-  id: Type.String(),
-  owner_type: OwnerType,
-  owner_id: Type.Integer(),
-  user_id: Type.Optional(Type.Integer()),
-  org_id: Type.Optional(Type.Integer()),
-  amount_cents: Type.Integer(),
-  reference: Type.Union([Type.String(), Type.Null()]),
-  kind: Type.String(),
-  status: Type.String(),
-  new_balance_cents: Type.Union([Type.Integer(), Type.Null()]),
-  created_at: IsoDate,
-  credited_at: Type.Union([IsoDate, Type.Null()]),
-});
 
 export function registerAdminBillingRoutes(app: App, deps: AppDeps): void {
   const { billing } = deps.services;
@@ -49,6 +37,24 @@ export function registerAdminBillingRoutes(app: App, deps: AppDeps): void {
     async (req, reply) => {
       const { topup, created } = await billing.topup(req.body);
       return reply.code(created ? 201 : 200).send(topup);
+    },
+  );
+
+  app.get(
+    '/admin/topups',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: "Top-ups, newest first: one account's (user_id or org_id) or everyone's; pass next_after as after",
+        querystring: Closed({ user_id: Type.Optional(NumericId), org_id: Type.Optional(NumericId), limit: Limit, after: AfterString }),
+        response: { 200: PageOf(Topup), ...errors(400, 401, 403) },
+      },
+    },
+    async (req) => {
+      const { user_id, org_id, after } = req.query;
+      if (user_id !== undefined && org_id !== undefined) throw new ApiError('invalid_request', 'Give at most one of user_id and org_id.', { param: 'org_id' });
+      const owner = user_id !== undefined ? { type: 'user' as const, id: Number(user_id) } : org_id !== undefined ? { type: 'org' as const, id: Number(org_id) } : undefined;
+      return billing.topupList({ limit: limitOf(req.query), ...(after !== undefined ? { after } : {}), ...(owner ? { owner } : {}) });
     },
   );
 

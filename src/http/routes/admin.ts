@@ -3,7 +3,8 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
-import { Closed, errors, KeyString, LimitsPatch, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, LimitsPatch, NumericId } from '../schemas.ts';
+import { publicUser } from '../../services/accounts.ts';
 
 export function registerAdminRoutes(app: App, deps: AppDeps): void {
   const base = { preHandler: requireAdmin(deps) };
@@ -27,6 +28,37 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       });
       if (!view) throw new ApiError('not_found', `No actor ${req.params.kind}/${req.params.id}.`);
       return view;
+    },
+  );
+
+  app.get(
+    '/admin/users',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: 'Find an account by e-mail (exact, any case): the user, KYC state and organization',
+        querystring: Closed({ email: KeyString(254, { minLength: 3 }) }),
+        response: {
+          200: Type.Object({
+            data: Type.Array(Type.Object({
+              id: Type.Integer(),
+              email: Type.String(),
+              created_at: IsoDate,
+              kyc_verified: Type.Boolean(),
+              organization: Type.Union([Type.Object({ id: Type.Integer(), role: Type.String() }), Type.Null()]),
+            })),
+          }),
+          ...errors(400, 401, 403),
+        },
+      },
+    },
+    async (req) => {
+      const user = await deps.services.accounts.findByEmail(req.query.email);
+      if (!user) return { data: [] };
+      const membership = await deps.services.orgs.membershipOf(user._id);
+      return {
+        data: [{ ...publicUser(user), kyc_verified: user.kyc_verified === true, organization: membership ? { id: membership.org_id, role: membership.role } : null }],
+      };
     },
   );
 

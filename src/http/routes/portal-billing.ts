@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate } from '../schemas.ts';
+import { AfterString, Limit, limitOf, PageOf } from '../pages.ts';
 
 const OwnerType = Type.Union([Type.Literal('user'), Type.Literal('org')]);
 const Cents = Type.Integer({ minimum: 0, maximum: 1_000_000_000 });
@@ -78,6 +79,21 @@ const UsageRecord = Type.Object({
   cached_tokens: NullableInt,
 });
 
+export const Topup = Type.Object({
+  id: Type.String(),
+  owner_type: OwnerType,
+  owner_id: Type.Integer(),
+  user_id: Type.Optional(Type.Integer()),
+  org_id: Type.Optional(Type.Integer()),
+  amount_cents: Type.Integer(),
+  reference: Type.Union([Type.String(), Type.Null()]),
+  kind: Type.String(),
+  status: Type.String(),
+  new_balance_cents: Type.Union([Type.Integer(), Type.Null()]),
+  created_at: IsoDate,
+  credited_at: Type.Union([IsoDate, Type.Null()]),
+});
+
 export const Subscription = Type.Object({
   owner_type: OwnerType,
   owner_id: Type.Integer(),
@@ -132,16 +148,29 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
       schema: {
         tags, security, summary: 'Usage records, newest first; pass next_after as after for the next page',
         querystring: Closed({
-          limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100, default 20' })),
+          limit: Limit,
           after: Type.Optional(Type.String({ pattern: '^[0-9a-z]{1,40}$' })),
         }),
-        response: { 200: Type.Object({ data: Type.Array(UsageRecord), has_more: Type.Boolean(), next_after: Type.Union([Type.String(), Type.Null()]) }), ...errors(400, 401) },
+        response: { 200: PageOf(UsageRecord), ...errors(400, 401) },
       },
     },
     async (req) => {
       const q = req.query;
       return billing.usageRecords(sessionOf(req).id, { ...(q.limit !== undefined ? { limit: Number(q.limit) } : {}), ...(q.after !== undefined ? { after: q.after } : {}) });
     },
+  );
+
+  app.get(
+    '/portal/wallet/topups',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: "Your account's top-ups (your organization's while you belong to one), newest first; pass next_after as after",
+        querystring: Closed({ limit: Limit, after: AfterString }),
+        response: { 200: PageOf(Topup), ...errors(400, 401) },
+      },
+    },
+    async (req) => billing.topupsOf(sessionOf(req).id, { limit: limitOf(req.query), ...(req.query.after !== undefined ? { after: req.query.after } : {}) }),
   );
 
   app.get('/portal/subscription', { ...base, schema: { tags, security, summary: "Your account's subscription (status none when there is none)", response: { 200: Subscription, ...errors(401) } } }, async (req) =>

@@ -1,11 +1,12 @@
 // Webhooks of the signed-in user's account (their organization's while they belong to one: owners
 // and admins manage them). Create (the secret is shown only here), list, show, change, delete,
-// re-enable, send a test ping, and read the recent deliveries.
+// re-enable, send a test ping, and page through the deliveries.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, NullableIso, NumericId } from '../schemas.ts';
 import { EVENT_NAMES } from '../../webhooks/records.ts';
+import { PageOf } from '../pages.ts';
 
 const EventName = Type.Union(EVENT_NAMES.map((e) => Type.Literal(e)));
 const Events = Type.Array(EventName, { minItems: 1, maxItems: EVENT_NAMES.length * 2 });
@@ -104,15 +105,18 @@ export function registerPortalWebhookRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Recent delivery attempts, newest first',
+        tags, security, summary: 'Delivery attempts, newest first; pass next_after as after for the next page',
         params,
-        querystring: Closed({ limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$' })) }),
-        response: { 200: Type.Object({ data: Type.Array(Delivery) }), ...errors(400, 401, 403, 404) },
+        querystring: Closed({
+          limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: '1 to 100 (larger is 100), default 50' })),
+          after: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}:[0-9a-z]{1,40}$', description: "The previous page's next_after" })),
+        }),
+        response: { 200: PageOf(Delivery), ...errors(400, 401, 403, 404) },
       },
     },
     async (req) => {
       const limit = Math.min(100, Math.max(1, Number(req.query.limit ?? 50)));
-      return { data: await webhooks.deliveries(sessionOf(req).id, Number(req.params.id), limit) };
+      return webhooks.deliveries(sessionOf(req).id, Number(req.params.id), { limit, ...(req.query.after !== undefined ? { after: req.query.after } : {}) });
     },
   );
 }

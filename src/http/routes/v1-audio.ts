@@ -16,6 +16,21 @@ import { Type } from 'typebox';
 import { errors, KeyString } from '../schemas.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
+/** A transcription job as /v1 and the portal list it. */
+export const Job = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('transcription.job'),
+  status: Type.String(),
+  model: Type.String(),
+  created_at: Type.Integer(),
+  completed_at: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  language: Type.Optional(Type.String()),
+  duration: Type.Optional(Type.Number()),
+  text: Type.Optional(Type.String()),
+  segments: Type.Optional(Type.Array(Type.Object({ speaker: Type.String(), start: Type.Number(), end: Type.Number(), text: Type.String() }))),
+  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
+});
+
 export function registerAudioRoutes(app: App, deps: AppDeps): void {
   app.register(async (child) => {
     const scope = child as unknown as App;
@@ -76,19 +91,6 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
   });
 
   const JobId = Type.Object({ id: KeyString(64) });
-  const Job = Type.Object({
-    id: Type.String(),
-    object: Type.Literal('transcription.job'),
-    status: Type.String(),
-    model: Type.String(),
-    created_at: Type.Integer(),
-    completed_at: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-    language: Type.Optional(Type.String()),
-    duration: Type.Optional(Type.Number()),
-    text: Type.Optional(Type.String()),
-    segments: Type.Optional(Type.Array(Type.Object({ speaker: Type.String(), start: Type.Number(), end: Type.Number(), text: Type.String() }))),
-    error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
-  });
   app.get(
     '/v1/audio/transcriptions/jobs/:id',
     {
