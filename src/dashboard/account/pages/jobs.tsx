@@ -6,12 +6,15 @@ import { DataTable } from '../../ui/table.tsx';
 interface Job {
   id: string;
   status: string;
-  model?: string;
-  created_at?: string;
-  completed_at?: string | null;
-  duration_seconds?: number | null;
-  error?: { message?: string } | string | null;
+  model: string;
+  /** Unix seconds, as /v1/audio/transcriptions/jobs has them. */
+  created_at: number;
+  completed_at?: number | null;
+  duration?: number;
+  error?: { code: string; message: string };
 }
+
+const unix = (s: number | null | undefined) => (s ? utc(new Date(s * 1000).toISOString()) : '—');
 
 export function JobsPage() {
   const { list, pager } = usePaged<Job>('/portal/transcription/jobs');
@@ -27,11 +30,11 @@ export function JobsPage() {
           empty="No transcription jobs yet."
           columns={[
             { label: 'Job', cell: (j) => <code>{j.id}</code> },
-            { label: 'Status', cell: (j) => j.status },
-            { label: 'Model', cell: (j) => j.model ?? '—' },
-            { label: 'Created', cell: (j) => utc(j.created_at) },
-            { label: 'Finished', cell: (j) => utc(j.completed_at) },
-            { label: 'Seconds', num: true, cell: (j) => num(j.duration_seconds) },
+            { label: 'Status', cell: (j) => (j.error ? `${j.status}: ${j.error.message}` : j.status) },
+            { label: 'Model', cell: (j) => j.model },
+            { label: 'Created', cell: (j) => unix(j.created_at) },
+            { label: 'Finished', cell: (j) => unix(j.completed_at) },
+            { label: 'Audio seconds', num: true, cell: (j) => (j.duration === undefined ? '—' : num(Math.round(j.duration * 10) / 10)) },
           ]}
         />
       ) : null}
