@@ -47,6 +47,7 @@ describe('dashboard: wallet and settings', () => {
     await page.reload();
     assert.equal(await page.getByLabel('Threshold in dollars').inputValue(), '7.50');
     await tab.checkA11y('settings');
+    await tab.screenshot('settings');
     tab.assertClean();
     await tab.close();
   });

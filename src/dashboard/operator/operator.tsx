@@ -42,7 +42,7 @@ export function OperatorApp({ onSignOut }: { onSignOut(): void }) {
         </button>
       }
     >
-      <nav aria-label="Operator sections" class="filters">
+      <nav aria-label="Operator sections" class="filters tabs">
         {TABS.map(([t, label]) => (
           <a key={t} href={href('operator', { tab: t })} aria-current={tab === t ? 'page' : undefined}>
             {label}
@@ -102,7 +102,7 @@ interface Owner {
 function Accounts() {
   const { api } = useSession();
   const act = useAction();
-  const [found, setFound] = useState<{ id: number; email: string; kyc_verified?: boolean }[] | null>(null);
+  const [found, setFound] = useState<{ id: number; email: string; kyc_verified?: boolean; organization?: { id: number; role: string } | null }[] | null>(null);
   const [owner, setOwner] = useState<Owner | null>(null);
   const [access, setAccess] = useState<string[] | null | undefined>(undefined);
   const load = (o: Owner) =>
@@ -142,7 +142,8 @@ function Accounts() {
           {found.length === 0 ? <li class="muted">No user with that e-mail.</li> : null}
           {found.map((u) => (
             <li key={u.id}>
-              {u.email} (user {u.id}){u.kyc_verified !== undefined ? `, KYC ${u.kyc_verified ? 'verified' : 'not verified'}` : ''}{' '}
+              {u.email} (user {u.id}){u.kyc_verified !== undefined ? `, KYC ${u.kyc_verified ? 'verified' : 'not verified'}` : ''}
+              {u.organization ? `, ${u.organization.role} of org ${u.organization.id}` : ''}{' '}
               <button type="button" onClick={() => load({ type: 'user', id: u.id })}>
                 Model access <span class="sr-only">of {u.email}</span>
               </button>

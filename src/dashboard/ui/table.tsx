@@ -40,8 +40,8 @@ export function DataTable<T>({ caption, rows, columns, rowKey, empty, testId, ro
           return (
             <tr key={rowKey(r)} {...(data ? { [`data-${data[0]}`]: data[1] } : {})}>
               {columns.map((c) => (
-                <td key={c.label} class={c.num ? 'num' : c.srOnly ? 'actions' : undefined}>
-                  {c.cell(r)}
+                <td key={c.label} class={c.num ? 'num' : undefined}>
+                  {c.srOnly ? <div class="actions">{c.cell(r)}</div> : c.cell(r)}
                 </td>
               ))}
             </tr>
