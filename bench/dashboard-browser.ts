@@ -100,7 +100,7 @@ for (const [name, email] of Object.entries(accounts)) {
   await page.getByLabel('E-mail').fill(email);
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  await page.getByRole('heading', { name: 'API keys', exact: true }).waitFor();
   pages[name] = page;
 }
 

@@ -115,7 +115,7 @@ export async function signUpInBrowser(tab: Tab, d: Dashboard, email = freshEmail
   await page.getByLabel('E-mail').fill(email);
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Create an account' }).click();
-  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  await page.getByRole('heading', { name: 'API keys', exact: true }).waitFor();
   return email;
 }
 
@@ -125,7 +125,7 @@ export async function signInInBrowser(tab: Tab, d: Dashboard, email: string): Pr
   await page.getByLabel('E-mail').fill(email);
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  await page.getByRole('heading', { name: 'API keys', exact: true }).waitFor();
 }
 
 /** A bearer session for the same account (an API client's login), to check what the API says. */

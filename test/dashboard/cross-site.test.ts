@@ -89,7 +89,7 @@ describe('dashboard: cross-site requests', () => {
       // Nothing changed: no key was made, the session still works in the dashboard.
       assert.equal((await call(d.base, 'GET', '/portal/keys', { token })).body.data.length, keysBefore);
       await tab.page.goto(`${d.base}/dashboard/keys`);
-      await tab.page.getByRole('heading', { name: 'API keys' }).waitFor();
+      await tab.page.getByRole('heading', { name: 'API keys', exact: true }).waitFor();
       assert.equal(await tab.page.evaluate('document.cookie'), '');
       tab.assertClean();
       await tab.close();

@@ -73,7 +73,7 @@ describe('dashboard shell', () => {
 
     await signInInBrowser(tab, d, email);
     await page.goto(`${d.base}/dashboard/usage?from=2026-01-01`);
-    await page.getByRole('heading', { name: 'Usage' }).waitFor();
+    await page.getByRole('heading', { name: 'Usage', exact: true }).waitFor();
     tab.assertClean();
     await tab.close();
   });
@@ -89,7 +89,7 @@ describe('dashboard shell', () => {
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Wallet' }).waitFor();
+    await page.getByRole('heading', { name: 'Wallet', exact: true }).waitFor();
     assert.match(page.url(), /\/dashboard\/wallet$/);
     tab.assertClean();
     await tab.close();
