@@ -69,6 +69,12 @@ describe('dashboard: usage and spend', () => {
     assert.deepEqual(await days.locator('th').allTextContents(), ['2026-01-10', '2026-01-11'], 'UTC days, as the API has them');
     assert.equal(await page.locator('svg.chart rect.bar').count(), 6, 'one bar per UTC day of the range');
     assert.equal(await page.getByLabel('From (UTC day)').inputValue(), '2026-01-10');
+    // The request log: the four calls, newest first, as /portal/usage/records has them.
+    const records = (await call(d.base, 'GET', '/portal/usage/records', { token })).body.data as { request_id: string }[];
+    assert.equal(records.length, 4);
+    const logged = page.getByTestId('usage-records').locator('tbody tr');
+    await logged.first().waitFor();
+    assert.deepEqual(await logged.locator('td:last-child').allTextContents(), records.map((r) => r.request_id));
     await tab.checkA11y('usage');
     await tab.screenshot('usage');
 

@@ -1,12 +1,14 @@
 // Usage and spend over UTC days (the API's days: the date inputs are plain dates, never shifted by
 // the browser's time zone), grouped by day, model, key prefix, member or end user. The totals shown
 // are the API's own for the same range; the chart is plain SVG. Range, grouping and metric live in
-// the URL.
+// the URL. Below, the request log (usage records), paginated by the server.
 import { useSession } from '../../ui/context.tsx';
-import { cents, Field, formValue, Loading, Page, useLoad, num } from '../../ui/components.tsx';
+import { cents, Field, formValue, Loading, Page, useLoad, num, utc } from '../../ui/components.tsx';
 import { BarChart, type Point } from '../../ui/chart.tsx';
 import { USAGE_GROUPS } from '../../ui/constants.ts';
 import { useRoute } from '../../ui/router.tsx';
+import { usePaged } from '../../ui/paged.tsx';
+import { DataTable } from '../../ui/table.tsx';
 
 interface Metrics {
   requests: number;
@@ -132,7 +134,55 @@ export function UsagePage() {
           </table>
         </>
       ) : null}
+      <RecentRequests />
     </Page>
+  );
+}
+
+interface UsageRecord {
+  id: string;
+  created_at: string;
+  request_id: string;
+  key_prefix: string;
+  model: string;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  seconds: number | null;
+  cost_cents: number;
+  status: string;
+  latency_ms: number;
+  end_user: string | null;
+}
+
+/** The request log: each metered call, newest first, paginated by the server (its cursor: ?records_after=). */
+function RecentRequests() {
+  const { list, pager } = usePaged<UsageRecord>('/portal/usage/records', {}, 'records_after');
+  return (
+    <>
+      <h2>Requests</h2>
+      <Loading loaded={list} />
+      {list.data ? (
+        <DataTable
+          caption="Requests, newest first"
+          testId="usage-records"
+          rows={list.data.data}
+          rowKey={(r) => r.id}
+          empty="No requests yet."
+          columns={[
+            { label: 'Time', cell: (r) => utc(r.created_at) },
+            { label: 'Model', cell: (r) => r.model },
+            { label: 'Key', cell: (r) => <code>{r.key_prefix}</code> },
+            { label: 'End user', cell: (r) => r.end_user ?? '—' },
+            { label: 'Status', cell: (r) => r.status },
+            { label: 'Tokens in / out', num: true, cell: (r) => (r.prompt_tokens === null ? (r.seconds === null ? '—' : `${r.seconds} s`) : `${num(r.prompt_tokens)} / ${num(r.completion_tokens)}`) },
+            { label: 'Latency', num: true, cell: (r) => `${r.latency_ms} ms` },
+            { label: 'Cost', num: true, cell: (r) => cents(r.cost_cents) },
+            { label: 'Request id', cell: (r) => <code>{r.request_id}</code> },
+          ]}
+        />
+      ) : null}
+      {pager}
+    </>
   );
 }
 
