@@ -68,6 +68,8 @@ export interface WalletView {
   held_cents: number;
   balance_microcents: number;
   low_balance_threshold_cents: number;
+  /** Whether the account may call models with requires_kyc (the user's verification, or the organization owner's). */
+  kyc_verified: boolean;
 }
 
 export interface UsageRow {
@@ -351,10 +353,7 @@ export class BillingService implements Billing {
 
   async payerFor(principal: ApiKeyPrincipal): Promise<Payer> {
     const acc = await this.accountOf(principal.userId);
-    // KYC: the user's own verification, or for an organization its owner's.
-    const org = acc.ownerType === 'org' ? await this.orgs.findOne({ _id: acc.ownerId }) : null;
-    const verifiedId = acc.ownerType === 'org' ? org?.owner_id : principal.userId;
-    const verifier = verifiedId === undefined ? null : await this.users.findOne({ _id: verifiedId });
+    const kycVerified = await this.kycVerified(acc, principal.userId);
     return {
       walletId: acc.walletId,
       ownerType: acc.ownerType,
@@ -362,8 +361,16 @@ export class BillingService implements Billing {
       userId: principal.userId,
       keyId: principal.keyId,
       keyPrefix: principal.prefix,
-      kycVerified: verifier?.kyc_verified === true,
+      kycVerified,
     };
+  }
+
+  /** KYC: the user's own verification, or for an organization its owner's. */
+  private async kycVerified(acc: Account, userId: number): Promise<boolean> {
+    const org = acc.ownerType === 'org' ? await this.orgs.findOne({ _id: acc.ownerId }) : null;
+    const verifiedId = acc.ownerType === 'org' ? org?.owner_id : userId;
+    const verifier = verifiedId === undefined ? null : await this.users.findOne({ _id: verifiedId });
+    return verifier?.kyc_verified === true;
   }
 
   assertKyc(payer: Payer, requiresKyc: boolean): void {
@@ -504,6 +511,7 @@ export class BillingService implements Billing {
       held_cents: balance - available,
       balance_microcents: total,
       low_balance_threshold_cents: w?.low_balance_threshold_cents ?? 0,
+      kyc_verified: await this.kycVerified(acc, userId),
     };
   }
 

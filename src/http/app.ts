@@ -51,8 +51,6 @@ declare module 'fastify' {
     principal: ApiKeyPrincipal | null;
     /** Set by the session preHandler on /portal routes. */
     sessionUser: SessionUser | null;
-    /** How requireSession authenticated: a bearer token or the dashboard's cookie. */
-    sessionVia: 'bearer' | 'cookie' | null;
     /** How requireAdmin authenticated: the admin token or the dashboard's operator session. */
     adminVia: 'bearer' | 'cookie' | null;
   }
@@ -124,7 +122,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.decorateRequest('principal', null);
   app.decorateRequest('sessionUser', null);
-  app.decorateRequest('sessionVia', null);
   app.decorateRequest('adminVia', null);
 
   // A shadow router of every (method, path) registered, to answer 405 instead of 404 for a known

@@ -1,5 +1,6 @@
 // preHandlers that establish who is calling: a portal session (bearer token or the dashboard's
-// cookie), an API key with a scope, or the administrator (token or the dashboard's operator session). Each answers in the error envelope when it refuses.
+// cookie), an API key with a scope, or the administrator (token or the dashboard's operator
+// session). Each answers in the error envelope when it refuses.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
@@ -19,7 +20,6 @@ export function requireSession(deps: AppDeps) {
     const user = await deps.services.accounts.authenticate(credential.token);
     if (!user) throw new ApiError('invalid_session', 'Session token is invalid, expired or logged out; log in again.');
     request.sessionUser = user;
-    request.sessionVia = credential.via;
   };
 }
 

@@ -136,8 +136,8 @@ export class KeyService {
   async init(): Promise<void> {
     await this.keys.createIndex({ keys: { jti: 1 }, unique: true });
     await this.keys.createIndex({ keys: { prefix: 1 }, unique: true });
-    await this.keys.createIndex({ keys: { user_id: 1, created_at: -1 } });
-    // The portal's pages: all of a user's keys, and their unrevoked ones, newest (largest id) first.
+    // The portal's pages: all of a user's keys, and their unrevoked ones (also the active-key count),
+    // newest (largest id) first. (The former (user_id, created_at) index is no longer read.)
     await this.keys.createIndex({ keys: { user_id: 1, _id: -1 } });
     await this.keys.createIndex({ keys: { user_id: 1, revoked_at: 1, _id: -1 } });
   }
@@ -171,7 +171,7 @@ export class KeyService {
 
   async create(
     userId: number,
-    input: { name: string; expires_at?: string; scopes?: string[] },
+    input: { name: string; expires_at?: string; scopes?: string[] } & Partial<Limits>,
   ): Promise<PublicKey & { api_key: string }> {
     const scopes = normalizeScopes(input.scopes);
     let expiresAt: Date | null = null;
@@ -210,6 +210,8 @@ export class KeyService {
         admin_tpd: null,
         admin_cpd: null,
         admin_cpm: null,
+        // The owner's own limits, when given at creation (the dashboard's create form).
+        ...limitsSet(input, 'user'),
       };
       const token = await this.sign(doc);
       doc.token_hash = sha256(token);
@@ -296,6 +298,12 @@ export class KeyService {
     if (patch.name !== undefined) set.name = patch.name;
     const k = await this.keys.findOneAndUpdate({ _id: id, user_id: userId }, { $set: set }, { returnDocument: 'after' });
     return this.view(k!);
+  }
+
+  /** Operators: the key with this exact prefix, whoever owns it, or null. */
+  async findByPrefix(prefix: string): Promise<(PublicKey & { user_id: number }) | null> {
+    const k = await this.keys.findOne({ prefix });
+    return k ? { ...this.view(k), user_id: k.user_id } : null;
   }
 
   async updateByAdmin(id: number, patch: Partial<Limits>): Promise<PublicKey & { user_id: number }> {

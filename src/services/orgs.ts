@@ -181,6 +181,20 @@ export class OrgService {
     return { user_id: targetId, removed: true };
   }
 
+  /** The owner makes a member an admin or an admin a member (ownership moves only by transfer). */
+  async setRole(userId: number, targetId: number, role: Exclude<OrgRole, 'owner'>): Promise<PublicMember> {
+    const me = await this.requireMembership(userId);
+    if (me.role !== 'owner') throw new ApiError('role_forbidden', "Only the owner can change members' roles.");
+    const target = await this.members.findOne({ _id: targetId, org_id: me.org_id });
+    if (!target) throw new ApiError('not_found', 'No such member in your organization.');
+    if (target.role === 'owner') throw new ApiError('role_forbidden', "The owner's role changes only by transferring ownership (POST /portal/org/transfer).");
+    // Conditional on the member still being a non-owner of this organization (a transfer may race).
+    const updated = await this.members.findOneAndUpdate({ _id: targetId, org_id: me.org_id, role: { $ne: 'owner' } }, { $set: { role } }, { returnDocument: 'after' });
+    if (!updated) throw new ApiError('not_found', 'No such member in your organization.');
+    const user = await this.accounts.getUser(targetId);
+    return { user_id: targetId, email: user?.email ?? '', role: updated.role, joined_at: updated.joined_at.toISOString() };
+  }
+
   async leave(userId: number): Promise<{ org_id: number; left: true }> {
     const me = await this.requireMembership(userId);
     if (me.role === 'owner') {

@@ -55,7 +55,7 @@ describe('billing over HTTP', () => {
   it('wallets and top-ups: credited once per reference, shown only to their account', async () => {
     const a = await signup(gw.url);
     const b = await signup(gw.url);
-    assert.deepEqual(await wallet(a.token), { owner_type: 'user', owner_id: a.id, balance_cents: 0, available_cents: 0, held_cents: 0, balance_microcents: 0, low_balance_threshold_cents: 0 });
+    assert.deepEqual(await wallet(a.token), { owner_type: 'user', owner_id: a.id, balance_cents: 0, available_cents: 0, held_cents: 0, balance_microcents: 0, low_balance_threshold_cents: 0, kyc_verified: false });
 
     assert.equal((await topup({ user_id: a.id, amount_cents: 500 }, null)).status, 401);
     assert.equal((await topup({ user_id: a.id, amount_cents: 500 }, 'x'.repeat(30))).status, 401);

@@ -2,7 +2,7 @@
 // operators' top-ups and account lookup; and the role rules the dashboard shows, as the API enforces them.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, call, joinOrg, signup, startTestGateway, walkPages, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, joinOrg, signup, startTestGateway, walkPages, type TestGateway } from '../helper.ts';
 
 describe('dashboard lists', () => {
   let gw: TestGateway;
@@ -86,6 +86,44 @@ describe('dashboard lists', () => {
     assert.ok(!found.text.includes('argon2'), 'never the password hash');
     assert.deepEqual((await call(gw.url, 'GET', '/admin/users?email=nobody%40example.com', { token: ADMIN_TOKEN })).body, { data: [] });
     assert.equal((await call(gw.url, 'GET', '/admin/users?email=findable%40example.com', { token: u.token })).status, 401, 'a session is no admin token');
+  });
+
+  it('creates a key with its limits in one request, and shows the account’s KYC state with its wallet', async () => {
+    const owner = await signup(gw.url);
+    const key = await call(gw.url, 'POST', '/portal/keys', { token: owner.token, body: { name: 'limited', rpm: 5, cpd: 100, tpd: null } });
+    assert.equal(key.status, 201, key.text);
+    assert.deepEqual([key.body.rpm, key.body.tpd, key.body.cpd, key.body.cpm], [5, null, 100, null]);
+    assert.equal((await call(gw.url, 'GET', `/portal/keys/${key.body.id}`, { token: owner.token })).body.rpm, 5);
+    assert.equal((await call(gw.url, 'POST', '/portal/keys', { token: owner.token, body: { name: 'bad', rpm: 0 } })).status, 400);
+
+    assert.equal((await call(gw.url, 'GET', '/portal/wallet', { token: owner.token })).body.kyc_verified, false);
+    await call(gw.url, 'PUT', `/admin/users/${owner.id}/kyc`, { token: ADMIN_TOKEN, body: { verified: true } });
+    assert.equal((await call(gw.url, 'GET', '/portal/wallet', { token: owner.token })).body.kyc_verified, true);
+    await call(gw.url, 'POST', '/portal/org', { token: owner.token, body: { name: 'Verified' } });
+    const member = await signup(gw.url);
+    await joinOrg(gw.url, owner.token, member);
+    assert.equal((await call(gw.url, 'GET', '/portal/wallet', { token: member.token })).body.kyc_verified, true, "an organization's: its owner's");
+  });
+
+  it("operators page an account's keys (search, status) and find a key by its prefix, to set its limits", async () => {
+    const u = await signup(gw.url);
+    const a = await createKey(gw.url, u.token, { name: 'Alpha' });
+    const b = await createKey(gw.url, u.token, { name: 'beta' });
+    await call(gw.url, 'DELETE', `/portal/keys/${a.id}`, { token: u.token });
+    assert.deepEqual(await walk(`/admin/keys?user_id=${u.id}&limit=1`, ADMIN_TOKEN), [String(b.id), String(a.id)]);
+    assert.deepEqual(await walk(`/admin/keys?user_id=${u.id}&search=ALPHA`, ADMIN_TOKEN), [String(a.id)]);
+    assert.deepEqual(await walk(`/admin/keys?user_id=${u.id}&status=active`, ADMIN_TOKEN), [String(b.id)]);
+    const byPrefix = await call(gw.url, 'GET', `/admin/keys?prefix=${b.prefix}`, { token: ADMIN_TOKEN });
+    assert.equal(byPrefix.status, 200, byPrefix.text);
+    assert.deepEqual([byPrefix.body.data[0].id, byPrefix.body.data[0].user_id, byPrefix.body.has_more], [b.id, u.id, false]);
+    assert.ok(!byPrefix.text.includes('api_key'), 'never the full key');
+    assert.deepEqual((await call(gw.url, 'GET', '/admin/keys?prefix=sk-live-000000000000', { token: ADMIN_TOKEN })).body.data, []);
+    for (const q of ['', `user_id=${u.id}&prefix=${b.prefix}`, 'prefix=sk-live-XYZ']) {
+      assert.equal((await call(gw.url, 'GET', `/admin/keys?${q}`, { token: ADMIN_TOKEN })).status, 400, q);
+    }
+    const limited = await call(gw.url, 'PATCH', `/admin/keys/${b.id}`, { token: ADMIN_TOKEN, body: { rpm: 3 } });
+    assert.equal(limited.body.rpm, 3);
+    assert.equal((await call(gw.url, 'GET', `/admin/keys?user_id=${u.id}&status=active`, { token: u.token })).status, 401, 'a session is no admin token');
   });
 
   it('a member calling an owner action gets the API’s 403 in the envelope, and nothing changes', async () => {

@@ -118,6 +118,29 @@ describe('organizations', () => {
     assert.equal((await call(gw.url, 'POST', '/portal/org/leave', { token: owner.token })).status, 200, 'the former owner can now leave');
   });
 
+  it("changes roles: the owner makes a member admin and back; admins and members may not; the owner's role moves only by transfer", async () => {
+    const { owner, admin, member } = await team();
+    const patch = (token: string, id: number, role: string) => call(gw.url, 'PATCH', `/portal/org/members/${id}`, { token, body: { role } });
+    const byAdmin = await patch(admin.token, member.id, 'admin');
+    assert.equal(byAdmin.status, 403);
+    assert.equal(byAdmin.body.error.code, 'role_forbidden');
+    assert.equal((await patch(member.token, member.id, 'admin')).status, 403);
+    assert.equal((await patch(owner.token, owner.id, 'member')).status, 403, "the owner's own role");
+    assert.equal((await patch(owner.token, member.id, 'owner')).status, 400, 'ownership moves by transfer');
+    assert.equal((await patch(owner.token, 999_999, 'admin')).status, 404);
+
+    const promoted = await patch(owner.token, member.id, 'admin');
+    assert.equal(promoted.status, 200, promoted.text);
+    assert.deepEqual([promoted.body.user_id, promoted.body.email, promoted.body.role], [member.id, member.email, 'admin']);
+    const invite = await call(gw.url, 'POST', '/portal/org/members', { token: member.token, body: { email: 'later@example.com', role: 'member' } });
+    assert.notEqual(invite.status, 403, 'the new admin may invite, as the API enforces for admins');
+    assert.equal((await patch(owner.token, admin.id, 'member')).body.role, 'member');
+    const stillInvite = await call(gw.url, 'POST', '/portal/org/members', { token: admin.token, body: { email: 'later2@example.com', role: 'member' } });
+    assert.equal(stillInvite.status, 403, 'demoted: no longer a manager');
+    const outsider = await signup(gw.url);
+    assert.equal((await patch(owner.token, outsider.id, 'admin')).status, 404, 'not in this organization');
+  });
+
   it('deletes the organization: owner only, refused while the wallet holds credit', async () => {
     const { owner, admin, member, org } = await team();
     assert.equal((await call(gw.url, 'DELETE', '/portal/org', { token: admin.token })).status, 403);

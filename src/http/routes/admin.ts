@@ -5,6 +5,8 @@ import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
 import { Closed, errors, IsoDate, KeyString, LimitsPatch, NumericId } from '../schemas.ts';
 import { publicUser } from '../../services/accounts.ts';
+import { PageOf } from '../pages.ts';
+import { Key, KeyListQuery, keyPageQuery } from './portal-keys.ts';
 
 export function registerAdminRoutes(app: App, deps: AppDeps): void {
   const base = { preHandler: requireAdmin(deps) };
@@ -59,6 +61,29 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       return {
         data: [{ ...publicUser(user), kyc_verified: user.kyc_verified === true, organization: membership ? { id: membership.org_id, role: membership.role } : null }],
       };
+    },
+  );
+
+  app.get(
+    '/admin/keys',
+    {
+      ...base,
+      schema: {
+        tags, security,
+        summary: "An account's keys, as its owner pages them (user_id, with search, status, limit, after), or the key with one exact prefix",
+        querystring: Closed({ user_id: Type.Optional(NumericId), prefix: Type.Optional(Type.String({ pattern: '^sk-live-[0-9a-f]{12}$' })), ...KeyListQuery }),
+        response: { 200: PageOf(Type.Intersect([Key, Type.Object({ user_id: Type.Integer() })])), ...errors(400, 401, 403) },
+      },
+    },
+    async (req) => {
+      const { user_id, prefix } = req.query;
+      if ((user_id === undefined) === (prefix === undefined)) throw new ApiError('invalid_request', 'Give exactly one of user_id and prefix.', { param: 'user_id' });
+      if (prefix !== undefined) {
+        const key = await deps.services.keys.findByPrefix(prefix);
+        return { data: key ? [key] : [], has_more: false, next_after: null };
+      }
+      const page = await deps.services.keys.page(Number(user_id), keyPageQuery(req.query));
+      return { ...page, data: page.data.map((k) => ({ ...k, user_id: Number(user_id) })) };
     },
   );
 

@@ -17,6 +17,7 @@ const Wallet = Type.Object({
   held_cents: Type.Integer({ description: 'balance_cents - available_cents: reserved by calls in flight' }),
   balance_microcents: Type.Integer({ description: 'The balance in micro-cents (1 cent = 1,000,000)' }),
   low_balance_threshold_cents: Type.Integer(),
+  kyc_verified: Type.Boolean({ description: "Whether the account may call models with requires_kyc: the user's verification, or the organization owner's" }),
 });
 
 const Metrics = {

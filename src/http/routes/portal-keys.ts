@@ -4,11 +4,12 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
-import { SCOPES } from '../../services/keys.ts';
+import { SCOPES, type KeyStatus } from '../../services/keys.ts';
+import type { PageQuery } from '../../services/pages.ts';
 import { AfterId, Limit, limitOf, PageOf } from '../pages.ts';
 
 const Scope = Type.Union(SCOPES.map((s) => Type.Literal(s)));
-const Key = Type.Object({
+export const Key = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   prefix: Type.String(),
@@ -22,6 +23,23 @@ const Key = Type.Object({
   cpd: Type.Union([Type.Integer(), Type.Null()]),
   cpm: Type.Union([Type.Integer(), Type.Null()]),
 });
+/** The key list's query (the portal's, and the operators' for one account). */
+export const KeyListQuery = {
+  limit: Limit,
+  after: AfterId,
+  search: Type.Optional(KeyString(100, { minLength: 1, description: 'Part of the name or the prefix, any case' })),
+  status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')])),
+};
+
+export function keyPageQuery(q: { limit?: string; after?: string; search?: string; status?: KeyStatus }): PageQuery<number> & { search?: string; status?: KeyStatus } {
+  return {
+    limit: limitOf(q),
+    ...(q.after !== undefined ? { after: Number(q.after) } : {}),
+    ...(q.search !== undefined ? { search: q.search } : {}),
+    ...(q.status !== undefined ? { status: q.status } : {}),
+  };
+}
+
 const KeyWithSecret = Type.Intersect([Key, Type.Object({ api_key: Type.String() })]);
 
 export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
@@ -36,11 +54,12 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Create an API key',
+        tags, security, summary: 'Create an API key (optionally with your own rpm/tpd/cpd/cpm limits)',
         body: Closed({
           name: KeyString(100, { minLength: 1 }),
           expires_at: Type.Optional(KeyString(40)),
           scopes: Type.Optional(Type.Array(Scope, { minItems: 1, maxItems: SCOPES.length })),
+          ...LimitsPatch,
         }),
         response: { 201: KeyWithSecret, ...errors(400, 401, 409) },
       },
@@ -54,24 +73,11 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
       ...base,
       schema: {
         tags, security, summary: 'Your API keys, newest first; search and status filter all of them, not the page',
-        querystring: Closed({
-          limit: Limit,
-          after: AfterId,
-          search: Type.Optional(KeyString(100, { minLength: 1, description: 'Part of the name or the prefix, any case' })),
-          status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')])),
-        }),
+        querystring: Closed(KeyListQuery),
         response: { 200: PageOf(Key), ...errors(400, 401) },
       },
     },
-    async (req) => {
-      const { after, search, status } = req.query;
-      return keys.page(sessionOf(req).id, {
-        limit: limitOf(req.query),
-        ...(after !== undefined ? { after: Number(after) } : {}),
-        ...(search !== undefined ? { search } : {}),
-        ...(status !== undefined ? { status } : {}),
-      });
-    },
+    async (req) => keys.page(sessionOf(req).id, keyPageQuery(req.query)),
   );
 
   app.get('/portal/keys/:id', { ...base, schema: { tags, security, summary: 'One key, with its full api_key', params, response: { 200: KeyWithSecret, ...errors(401, 404) } } }, async (req) =>

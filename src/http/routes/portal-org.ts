@@ -44,6 +44,20 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
     async (req) => orgs.remove(sessionOf(req).id, Number(req.params.user_id)),
   );
 
+  app.patch(
+    '/portal/org/members/:user_id',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: "Change a member's role: admin or member (owner only; ownership moves by transfer)",
+        params: Closed({ user_id: NumericId }),
+        body: Closed({ role: Type.Union([Type.Literal('admin'), Type.Literal('member')]) }),
+        response: { 200: Member, ...errors(400, 401, 403, 404) },
+      },
+    },
+    async (req) => orgs.setRole(sessionOf(req).id, Number(req.params.user_id), req.body.role),
+  );
+
   app.post('/portal/org/leave', { ...base, schema: { tags, security, summary: 'Leave your organization (not the owner)', response: { 200: Type.Object({ org_id: Type.Integer(), left: Type.Boolean() }), ...errors(401, 404, 409) } } }, async (req) =>
     orgs.leave(sessionOf(req).id),
   );
