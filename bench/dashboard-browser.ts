@@ -15,7 +15,7 @@ import { startGateway, type Gateway } from '../src/server.ts';
 import { openEmbeddedStore } from '../src/store/embedded.ts';
 import { BillingService } from '../src/billing/service.ts';
 import { utcDay } from '../src/billing/money.ts';
-import type { KeyDoc } from '../src/services/keys.ts';
+import { copyKeys } from '../test/dashboard/seed.ts';
 
 const KEYS = Number(process.env.KEYS ?? 100_000);
 const RECORDS_PER_DAY = Number(process.env.RECORDS_PER_DAY ?? 20);
@@ -55,21 +55,9 @@ await gw.close();
 // 2. Copies of the template key and a year of usage, straight into the store.
 const t0 = performance.now();
 const store = await openEmbeddedStore({ dir: config.dataDir });
-const keys = store.collection<KeyDoc>('api_keys');
 const now = Date.now();
 let nextId = 10_000;
-for (const [name, count] of [['big', KEYS], ['small', 10]] as const) {
-  const template = (await keys.findOne({ user_id: ids[name]! }))!;
-  for (let i = 0; i < count; i += 5000) {
-    const docs = Array.from({ length: Math.min(5000, count - i) }, (_, j) => {
-      const id = nextId++;
-      const jti = id.toString(16).padStart(32, '0');
-      return { ...template, _id: id, jti, prefix: template.prefix.slice(0, -12) + jti.slice(-12), name: `key ${i + j}`, created_at: new Date(now - (count - i - j) * 1000) };
-    });
-    await keys.insertMany(docs);
-  }
-}
-await store.collection('counters').updateOne({ _id: 'api_keys' }, { $set: { seq: nextId } }, { upsert: true });
+for (const [name, count] of [['big', KEYS], ['small', 10]] as const) nextId = await copyKeys(store, ids[name]!, count, { firstId: nextId, name: 'key', now });
 const billing = new BillingService({ store, config: config.billing, events: { emit: async () => {} }, now: () => now });
 await billing.init();
 const firstDay = now - 364 * DAY_MS;

@@ -5,11 +5,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, createKey } from '../helper.ts';
 import { apiSession, openTab, signUpInBrowser, startDashboard, type Dashboard } from './browser.ts';
+import { copyKeys } from './seed.ts';
 
 describe('dashboard: API keys', () => {
   let d: Dashboard;
   before(async () => {
-    d = await startDashboard();
+    d = await startDashboard({ keys: { maxActivePerUser: 100_000 } });
   });
   after(() => d.close());
 
@@ -92,6 +93,30 @@ describe('dashboard: API keys', () => {
     assert.equal(await rows.count(), 6, 'the second page holds the other 6');
     assert.match(page.url(), /\?after=/);
     await tab.checkA11y('keys: list');
+    tab.assertClean();
+    await tab.close();
+  });
+
+  it('finds a key the server reaches only after several budgeted search requests, following next_after until the list ends', async () => {
+    const tab = await openTab(d);
+    const { page } = tab;
+    const email = await signUpInBrowser(tab, d);
+    const token = await apiSession(d, email);
+    const me = (await call(d.base, 'GET', '/portal/me', { token })).body.user.id as number;
+    await createKey(d.base, token, { name: 'template' });
+    await copyKeys(d.gw.store, me, 25_000, { firstId: 1_000_000, name: 'bulk', now: Date.now() });
+    // 'bulk 0' is the oldest of 25,000: the server's search walks at most 10,000 keys a request.
+    const first = await call(d.base, 'GET', '/portal/keys?search=bulk%200&limit=20', { token });
+    assert.equal(first.body.has_more, true);
+    assert.ok(first.body.data.length < 20, 'the server cut its first page short');
+
+    const requests: string[] = [];
+    page.on('request', (r) => r.url().includes('/portal/keys?') && requests.push(r.url()));
+    await page.goto(`${d.base}/dashboard/keys?search=bulk%200`);
+    await page.getByRole('cell', { name: 'bulk 0', exact: true }).waitFor();
+    assert.ok(requests.length >= 3, `the page followed next_after (${requests.length} requests)`);
+    assert.deepEqual(await page.locator('tbody tr td:first-child').allTextContents(), ['bulk 0'], 'the only match, and no "No key matches." on the way');
+    assert.equal(await page.getByRole('button', { name: 'Next page' }).count(), 0, 'the whole list was searched');
     tab.assertClean();
     await tab.close();
   });
