@@ -82,7 +82,9 @@ export async function openTab(d: Dashboard, opts: { clock?: boolean } = {}): Pro
     problems.push(`console error: ${msg.text()} (${url})`);
   });
   page.on('requestfailed', (req) => {
-    if (req.url().startsWith(d.base)) problems.push(`request failed: ${req.url()} ${req.failure()?.errorText}`);
+    // ERR_ABORTED: the page navigated away while the request was in flight (a reload, a goto).
+    const why = req.failure()?.errorText ?? '';
+    if (req.url().startsWith(d.base) && why !== 'net::ERR_ABORTED') problems.push(`request failed: ${req.url()} ${why}`);
   });
   return {
     page,

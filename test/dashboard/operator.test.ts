@@ -56,7 +56,7 @@ describe('dashboard: operator', () => {
     await tab.close();
   });
 
-  it('finds an account, restricts its models, credits a top-up, sets key limits, lists intent packs, ends the session', async () => {
+  it('finds an account, verifies it, restricts its models, credits a top-up, sets key limits, lists intent packs, ends the session', async () => {
     const tab = await openTab(d);
     const { page } = tab;
     const user = await signup(d.base);
@@ -75,7 +75,10 @@ describe('dashboard: operator', () => {
 
     await page.getByLabel('Find a user by e-mail').fill(user.email);
     await page.getByRole('button', { name: 'Find' }).click();
-    await page.getByTestId('users').getByText(`${user.email} (user ${user.id})`).waitFor();
+    await page.getByTestId('users').getByText(`${user.email} (user ${user.id}), KYC not verified`).waitFor();
+    await page.getByRole('button', { name: `Mark verified ${user.email}` }).click();
+    await page.getByTestId('users').getByText(`${user.email} (user ${user.id}), KYC verified`).waitFor();
+    assert.equal((await call(d.base, 'GET', `/admin/users?email=${encodeURIComponent(user.email)}`, { token: ADMIN_TOKEN })).body.data[0].kyc_verified, true);
 
     await page.getByRole('link', { name: 'Top-ups' }).click();
     const topup = page.getByRole('form', { name: 'Top-up' });

@@ -93,6 +93,8 @@ describe('dashboard: organization', () => {
     await a.page.getByRole('button', { name: 'Transfer ownership' }).click();
     await a.page.getByTestId('my-role').filter({ hasText: 'admin' }).waitFor();
     assert.equal(await a.page.getByRole('region', { name: 'Owner actions' }).count(), 0);
+    assert.equal(await a.page.getByRole('form', { name: 'Invite a member' }).count(), 1, 'an admin invites');
+    assert.equal(await a.page.getByRole('button', { name: /^Remove/ }).count(), 0, 'an admin cannot remove the owner');
     await b.page.reload();
     assert.equal(await b.page.getByTestId('my-role').textContent(), 'owner');
 

@@ -52,6 +52,9 @@ describe('dashboard shell', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'invalid_credentials' }).waitFor();
 
+    await page.getByRole('link', { name: 'Create one' }).click();
+    await page.getByRole('heading', { name: 'Create an account' }).waitFor();
+    await tab.checkA11y('sign-up');
     const email = await signUpInBrowser(tab, d);
     assert.match(page.url(), /\/dashboard\/keys$/);
     await page.getByText(email).waitFor();

@@ -1,5 +1,6 @@
 // The operator bundle (loaded only after operator sign-in): models and routes (an upstream key is
-// never shown, only whether one is set), per-account model access, top-ups, key limits, intent packs.
+// never shown, only whether one is set), accounts (find by e-mail, identity verification, model
+// access), top-ups, key limits, intent packs.
 import { useSession } from '../ui/context.tsx';
 import { cents, ErrorBox, Field, formValue, Loading, Notice, Page, useAction, useLoad, utc } from '../ui/components.tsx';
 import { href, useRoute } from '../ui/router.tsx';
@@ -146,6 +147,18 @@ function Accounts() {
               {u.organization ? `, ${u.organization.role} of org ${u.organization.id}` : ''}{' '}
               <button type="button" onClick={() => load({ type: 'user', id: u.id })}>
                 Model access <span class="sr-only">of {u.email}</span>
+              </button>{' '}
+              <button
+                type="button"
+                disabled={act.busy}
+                onClick={() =>
+                  act.run(async () => {
+                    const r = await api.send<{ kyc_verified: boolean }>('PUT', `/admin/users/${u.id}/kyc`, { verified: !u.kyc_verified });
+                    setFound(found.map((x) => (x.id === u.id ? { ...x, kyc_verified: r.kyc_verified } : x)));
+                  })
+                }
+              >
+                {u.kyc_verified ? 'Withdraw verification' : 'Mark verified'} <span class="sr-only">{u.email}</span>
               </button>
             </li>
           ))}
