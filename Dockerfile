@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # Multi-stage build: dependencies are installed from the lockfile and the gateway bundled
-# (`npm run build`: esbuild, src/ and machines/ into dist/server.js) in a build stage; the runtime
+# (`npm run build`: esbuild, src/ and machines/ into dist/server.js, src/dashboard/ into
+# dist/dashboard/) in a build stage; the runtime
 # stage runs the bundle as the unprivileged `node` user, as `npm start` does after its build.
 # (No Docker engine runs on our development machines; this file is kept correct by review.)
 
@@ -12,6 +13,7 @@ RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY machines ./machines
+COPY scripts/build-dashboard.mjs ./scripts/
 RUN npm run build
 
 FROM node:20-bookworm-slim AS runtime

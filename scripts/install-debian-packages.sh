@@ -2,7 +2,8 @@
 # Installs the Debian packages the speech engines run: ffmpeg (probe and decode any container),
 # sox, espeak-ng (speech synthesis), pocketsphinx with its US English model (the offline
 # recogniser behind `stt-local`). With --test, also the recorded speech the tests use
-# (pocketsphinx-testdata: LibriVox clips with transcripts; codec2-examples: 8 kHz speech).
+# (pocketsphinx-testdata: LibriVox clips with transcripts; codec2-examples: 8 kHz speech) and
+# chromium, the browser the dashboard tests drive through playwright-core (nothing downloads a browser).
 # Idempotent: when every binary and data file is already present, apt is not called at all.
 # Uses sudo only when not run as root.
 set -euo pipefail
@@ -21,8 +22,8 @@ packages=(ffmpeg sox espeak-ng pocketsphinx pocketsphinx-en-us)
 needed=(/usr/bin/ffmpeg /usr/bin/ffprobe /usr/bin/sox /usr/bin/espeak-ng
         /usr/bin/pocketsphinx_continuous /usr/share/pocketsphinx/model/en-us/en-us.lm.bin)
 if [ "$with_test" = 1 ]; then
-  packages+=(pocketsphinx-testdata codec2-examples)
-  needed+=(/usr/share/pocketsphinx/test/data/librivox/transcription /usr/share/codec2/raw/hts1a.raw)
+  packages+=(pocketsphinx-testdata codec2-examples chromium)
+  needed+=(/usr/share/pocketsphinx/test/data/librivox/transcription /usr/share/codec2/raw/hts1a.raw /usr/bin/chromium)
 fi
 
 missing=()
@@ -30,10 +31,10 @@ for path in "${needed[@]}"; do
   [ -e "$path" ] || missing+=("$path")
 done
 if [ "${#missing[@]}" = 0 ]; then
-  echo "speech packages: already installed (${packages[*]})"
+  echo "debian packages: already installed (${packages[*]})"
   exit 0
 fi
-echo "speech packages: missing ${missing[*]}; installing ${packages[*]}"
+echo "debian packages: missing ${missing[*]}; installing ${packages[*]}"
 
 sudo=()
 if [ "$(id -u)" != 0 ]; then

@@ -20,6 +20,8 @@ export const ConfigSchema = Type.Object(
     keySigningSecret: Type.Optional(Type.String({ minLength: 32 })),
     logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
     instanceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    /** Where the built dashboard is (index.html, assets/); default dist/dashboard beside config/. */
+    dashboardDir: Type.Optional(Type.String({ minLength: 1 })),
     http: Type.Object(
       {
         bodyLimitBytes: Int(1024, 1 << 20),
@@ -290,6 +292,7 @@ const ENV: Record<string, [string, 'int' | 'string' | 'bool']> = {
   KEY_SIGNING_SECRET: ['keySigningSecret', 'string'],
   LOG_LEVEL: ['logLevel', 'string'],
   INSTANCE_ID: ['instanceId', 'string'],
+  DASHBOARD_DIR: ['dashboardDir', 'string'],
   WEBHOOKS_ALLOW_PRIVATE_NETWORKS: ['webhooks.allowPrivateNetworks', 'bool'],
   WEBHOOKS_ALLOW_HTTP: ['webhooks.allowHttp', 'bool'],
   METRICS_LISTEN: ['metrics.listen', 'string'],

@@ -29,6 +29,7 @@ import { registerV1Routes } from './routes/v1.ts';
 import { registerAdminModelRoutes } from './routes/admin-models.ts';
 import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
+import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
@@ -208,6 +209,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalWebhookRoutes(app, deps);
   registerPortalTranscriptionRoutes(app, deps);
   registerV1Routes(app, deps);
+  registerDashboardRoutes(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

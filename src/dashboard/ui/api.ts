@@ -1,0 +1,70 @@
+// The one way the dashboard talks to the gateway: same-origin JSON with the X-Gateway-Client header
+// (the server refuses a cookie-authenticated state change without it). Failures arrive as ApiFailure
+// carrying the error envelope's message, code and request id, which the pages show as they are.
+export interface ErrorEnvelope {
+  error: { message: string; type?: string; code: string; param?: string; request_id?: string };
+}
+
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly requestId: string | null,
+  ) {
+    super(message);
+  }
+}
+
+export type Query = Record<string, string | number | undefined | null>;
+
+export interface Api {
+  get<T>(path: string, query?: Query): Promise<T>;
+  send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
+}
+
+export function withQuery(path: string, query: Query = {}): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+/** `onSignedOut` runs when the gateway answers 401 to a session call (expired or signed out elsewhere). */
+export function createApi(onSignedOut: () => void): Api {
+  const request = async <T>(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<T> => {
+    const headers: Record<string, string> = { 'x-gateway-client': 'dashboard', accept: 'application/json', ...extra };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch {
+      throw new ApiFailure(0, 'network_error', 'The gateway could not be reached; check the connection and retry.', null);
+    }
+    const text = await res.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      /* not JSON */
+    }
+    if (!res.ok) {
+      const e = (parsed as ErrorEnvelope | null)?.error;
+      const failure = new ApiFailure(res.status, e?.code ?? 'http_error', e?.message ?? `The gateway answered ${res.status}.`, e?.request_id ?? res.headers.get('x-request-id'));
+      if (res.status === 401 && (e?.code === 'invalid_session') && path.startsWith('/portal/') && !path.startsWith('/portal/auth/')) onSignedOut();
+      throw failure;
+    }
+    return parsed as T;
+  };
+  return {
+    get: (path, query) => request('GET', withQuery(path, query)),
+    send: (method, path, body, headers) => request(method, path, body, headers),
+  };
+}
+
+/** A list page as the gateway answers it: `{data, has_more, next_after}` (older lists: `{data}`). */
+export interface Page<T> {
+  data: T[];
+  has_more?: boolean;
+  next_after?: string | number | null;
+}

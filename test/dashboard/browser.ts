@@ -1,0 +1,138 @@
+// The browser test harness: Debian's Chromium (/usr/bin/chromium, nothing is downloaded) driven by
+// playwright-core against a real gateway on loopback serving a fresh dashboard build. Each page a
+// test opens fails the test on any script error, CSP violation or console error (an API's 4xx
+// answer, which the page shows to the user as the error envelope, is the one console line allowed),
+// is checked by axe-core (WCAG 2.1 A/AA), and can be photographed into docs/screenshots/
+// (DASHBOARD_SCREENSHOTS=1; otherwise screenshots are taken into the temp dir and discarded).
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { buildDashboard, type DashboardBuild } from '../../scripts/build-dashboard.mjs';
+import { call, startTestGateway, type TestGateway } from '../helper.ts';
+import { ROOT } from '../gateway-process.ts';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const PASSWORD = 'correct horse battery';
+const SCREENSHOTS = join(ROOT, 'docs', 'screenshots');
+
+export interface Dashboard {
+  gw: TestGateway;
+  browser: Browser;
+  build: DashboardBuild;
+  /** http://127.0.0.1:<port> */
+  base: string;
+  close(): Promise<void>;
+}
+
+/** Builds the dashboard into a temp dir, starts a gateway serving it and launches Chromium. */
+export async function startDashboard(overrides: Record<string, unknown> = {}, opts: { now?: () => number } = {}): Promise<Dashboard> {
+  const dir = await mkdtemp(join(tmpdir(), 'gw-dash-'));
+  const build = await buildDashboard({ outDir: dir });
+  const gw = await startTestGateway({ dashboardDir: dir, ...overrides }, opts);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage'] });
+  return {
+    gw,
+    browser,
+    build,
+    base: gw.url,
+    async close() {
+      await browser.close();
+      await gw.destroy();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Tab {
+  page: Page;
+  context: BrowserContext;
+  /** Console errors, page errors and CSP violations seen so far. */
+  problems: string[];
+  /** Fails the test when anything went wrong on the page so far. */
+  assertClean(): void;
+  /** Runs axe-core on the page as it is now; fails on any WCAG 2.1 A/AA violation. */
+  checkA11y(label: string): Promise<void>;
+  screenshot(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const API_4XX = /^Failed to load resource: the server responded with a status of 4\d\d/;
+
+let axeSource: Promise<string> | null = null;
+const axe = () => (axeSource ??= readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8'));
+
+/** A new browser context (its own cookie jar: one signed-in person) with one page, watched. */
+export async function openTab(d: Dashboard, opts: { clock?: boolean } = {}): Promise<Tab> {
+  const context = await d.browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  const problems: string[] = [];
+  await context.addInitScript(
+    "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + e.blockedURI));",
+  );
+  const page = await context.newPage();
+  if (opts.clock) await page.clock.install();
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const url = msg.location().url ?? '';
+    const path = url.startsWith(d.base) ? url.slice(d.base.length) : url;
+    if (API_4XX.test(msg.text()) && /^\/(portal|admin)\//.test(path)) return; // an API refusal the page shows
+    problems.push(`console error: ${msg.text()} (${url})`);
+  });
+  page.on('requestfailed', (req) => {
+    // ERR_ABORTED: the page navigated away while the request was in flight (a reload, a goto).
+    const why = req.failure()?.errorText ?? '';
+    if (req.url().startsWith(d.base) && why !== 'net::ERR_ABORTED') problems.push(`request failed: ${req.url()} ${why}`);
+  });
+  return {
+    page,
+    context,
+    problems,
+    assertClean: () => assert.deepEqual(problems, [], 'the page logged errors'),
+    async checkA11y(label) {
+      await page.evaluate(await axe());
+      const violations = (await page.evaluate(
+        "axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }).then((r) => r.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) })))",
+      )) as unknown[];
+      assert.deepEqual(violations, [], `axe-core found accessibility violations on ${label}`);
+    },
+    async screenshot(name) {
+      const path = process.env.DASHBOARD_SCREENSHOTS === '1' ? join(SCREENSHOTS, `${name}.png`) : join(tmpdir(), `gw-dash-${process.pid}-${name}.png`);
+      await page.screenshot({ path, fullPage: true });
+      if (process.env.DASHBOARD_SCREENSHOTS !== '1') await rm(path, { force: true });
+    },
+    close: () => context.close(),
+  };
+}
+
+let seq = 0;
+export const freshEmail = (tag = 'user') => `${tag}${Date.now()}_${seq++}@example.com`;
+
+/** Signs up through the sign-up page and waits for the keys page. */
+export async function signUpInBrowser(tab: Tab, d: Dashboard, email = freshEmail()): Promise<string> {
+  const { page } = tab;
+  await page.goto(`${d.base}/dashboard/signup`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Create an account' }).click();
+  await page.getByRole('heading', { name: 'API keys', exact: true }).waitFor();
+  return email;
+}
+
+export async function signInInBrowser(tab: Tab, d: Dashboard, email: string): Promise<void> {
+  const { page } = tab;
+  await page.goto(`${d.base}/dashboard/signin`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'API keys', exact: true }).waitFor();
+}
+
+/** A bearer session for the same account (an API client's login), to check what the API says. */
+export async function apiSession(d: Dashboard, email: string): Promise<string> {
+  const res = await call(d.base, 'POST', '/portal/auth/login', { body: { email, password: PASSWORD } });
+  assert.equal(res.status, 200, res.text);
+  return res.body.session_token as string;
+}

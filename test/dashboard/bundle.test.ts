@@ -1,0 +1,66 @@
+// The dashboard build: the account pages' JS and CSS stay under 30 KB gzip, and the operator pages
+// are a separate bundle that only a dynamic import reaches (an account user never downloads it).
+// Also keeps the UI's copies of the server's closed lists equal to the server's.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { buildDashboard, type DashboardBuild } from '../../scripts/build-dashboard.mjs';
+import { SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
+import { SCOPES } from '../../src/services/keys.ts';
+import { EVENT_NAMES } from '../../src/webhooks/records.ts';
+
+export const ACCOUNT_BUDGET_GZIP = 30 * 1024;
+
+/** The files a bundle loads before it runs: the entry and the chunks it imports statically. */
+function staticClosure(build: DashboardBuild, entry: string): Set<string> {
+  const out = new Set<string>();
+  const visit = (name: string) => {
+    if (out.has(name)) return;
+    out.add(name);
+    for (const i of build.files[name]?.imports ?? []) if (i.kind === 'import-statement') visit(i.path);
+  };
+  visit(entry);
+  return out;
+}
+
+describe('dashboard bundle', () => {
+  let dir: string;
+  let build: DashboardBuild;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gw-dash-bundle-'));
+    build = await buildDashboard({ outDir: dir });
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  const gz = async (name: string) => gzipSync(await readFile(join(dir, 'assets', name)), { level: 9 }).length;
+
+  it(`keeps the account pages' JS and CSS under ${ACCOUNT_BUDGET_GZIP / 1024} KB gzip`, async (t) => {
+    const account = [...staticClosure(build, build.entry), build.css!];
+    let total = 0;
+    for (const f of account) total += await gz(f);
+    assert.ok(total < ACCOUNT_BUDGET_GZIP, `account bundle is ${total} bytes gzip`);
+    t.diagnostic(`account bundle: ${total} bytes gzip in ${account.length} files`);
+    const html = await readFile(join(dir, 'index.html'), 'utf8');
+    for (const f of account.filter((f) => f.endsWith('.js') && f !== build.entry)) assert.ok(!html.includes(f), 'chunks are imported by the entry, not listed');
+  });
+
+  it('puts the operator pages in a separate bundle reached only by a dynamic import', async () => {
+    const account = staticClosure(build, build.entry);
+    const dynamic = Object.values(build.files).flatMap((f) => f.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path));
+    assert.equal(dynamic.length, 1, 'one dynamic import: the operator bundle');
+    const operator = dynamic[0]!;
+    assert.ok(!account.has(operator));
+    const operatorCode = await readFile(join(dir, 'assets', operator), 'utf8');
+    assert.match(operatorCode, /\/admin\/models/);
+    for (const f of account) assert.ok(!(await readFile(join(dir, 'assets', f), 'utf8')).includes('/admin/models'), `${f} holds no operator page`);
+  });
+
+  it("keeps the UI's scopes, webhook events and usage groupings equal to the server's", () => {
+    assert.deepEqual([...UI_SCOPES], [...SCOPES]);
+    assert.deepEqual([...WEBHOOK_EVENTS], [...EVENT_NAMES]);
+    assert.deepEqual([...USAGE_GROUPS], ['day', 'model', 'key_prefix', 'member', 'end_user']);
+  });
+});

@@ -1,0 +1,110 @@
+// The organization page in Chromium, two people in two browser contexts: create, invite by e-mail,
+// accept, remove, leave, transfer ownership, delete. A member sees no owner or admin action, and the
+// API refuses those actions to the member's own signed-in page too.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { call } from '../helper.ts';
+import { apiSession, freshEmail, openTab, PASSWORD, signInInBrowser, signUpInBrowser, startDashboard, type Dashboard, type Tab } from './browser.ts';
+
+describe('dashboard: organization', () => {
+  let d: Dashboard;
+  before(async () => {
+    d = await startDashboard();
+  });
+  after(() => d.close());
+
+  const goOrg = async (tab: Tab) => {
+    await tab.page.goto(`${d.base}/dashboard/organization`);
+    await tab.page.getByRole('heading', { name: 'Organization', exact: true }).waitFor();
+  };
+  const invite = async (owner: Tab, email: string, role = 'member') => {
+    const form = owner.page.getByRole('form', { name: 'Invite a member' });
+    await form.getByLabel('E-mail to invite').fill(email);
+    await form.getByLabel('Role').selectOption(role);
+    await form.getByRole('button', { name: 'Send invitation' }).click();
+    await owner.page.getByTestId('pending-invitations').getByText(email).waitFor();
+  };
+  const accept = async (tab: Tab) => {
+    await goOrg(tab);
+    await tab.page.getByRole('button', { name: /^Accept/ }).click();
+    await tab.page.getByTestId('my-role').waitFor();
+  };
+  const members = async (tab: Tab) => (await tab.page.getByTestId('members').locator('tbody tr td:first-child').allTextContents()).sort();
+
+  it('creates, invites, shows each role only what the API lets it do, removes, leaves, transfers and deletes', async () => {
+    const a = await openTab(d);
+    const b = await openTab(d);
+    for (const t of [a, b]) t.page.on('dialog', (dialog) => void dialog.accept());
+    const ownerEmail = await signUpInBrowser(a, d);
+    const memberEmail = freshEmail('member');
+    assert.equal((await call(d.base, 'POST', '/portal/auth/signup', { body: { email: memberEmail, password: PASSWORD } })).status, 201);
+    await signInInBrowser(b, d, memberEmail);
+
+    await goOrg(a);
+    await a.page.getByLabel('Organization name').fill('Acme Research');
+    await a.page.getByRole('button', { name: 'Create organization' }).click();
+    await a.page.getByRole('heading', { name: 'Acme Research' }).waitFor();
+    assert.equal(await a.page.getByTestId('my-role').textContent(), 'owner');
+    await invite(a, memberEmail);
+    await accept(b);
+    assert.equal(await b.page.getByTestId('my-role').textContent(), 'member');
+    await a.page.reload();
+    await a.page.getByTestId('members').getByRole('cell', { name: memberEmail, exact: true }).waitFor();
+    assert.deepEqual(await members(a), [memberEmail, ownerEmail].sort());
+    await a.checkA11y('organization (owner)');
+    await a.screenshot('organization');
+
+    // The member sees no owner or admin action...
+    await b.page.getByTestId('members').waitFor();
+    assert.equal(await b.page.getByRole('region', { name: 'Owner actions' }).count(), 0);
+    assert.equal(await b.page.getByRole('form', { name: 'Invite a member' }).count(), 0);
+    assert.equal(await b.page.getByRole('button', { name: /^Remove/ }).count(), 0);
+    assert.equal(await b.page.getByRole('button', { name: 'Leave organization' }).count(), 1);
+    await b.checkA11y('organization (member)');
+    // ...and the API refuses them to the member's own page (same origin, the member's cookie).
+    const refused = (await b.page.evaluate(`Promise.all([
+      ['DELETE', '/portal/org', undefined],
+      ['POST', '/portal/org/transfer', { user_id: 1 }],
+      ['POST', '/portal/org/members', { email: 'x@example.com', role: 'member' }],
+      ['PUT', '/portal/settings', { low_balance_threshold_cents: 5 }],
+    ].map(([method, path, body]) => fetch(path, { method, credentials: 'same-origin',
+      headers: { 'x-gateway-client': 'dashboard', ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined }).then(async (r) => [r.status, (await r.json()).error.code])))`)) as [number, string][];
+    assert.deepEqual(refused, Array(4).fill([403, 'role_forbidden']));
+    assert.equal((await call(d.base, 'GET', '/portal/org', { token: await apiSession(d, ownerEmail) })).status, 200, 'the organization is still there');
+
+    // Remove, then leave.
+    await a.page.getByRole('button', { name: `Remove ${memberEmail}` }).click();
+    await a.page.getByTestId('members').getByRole('cell', { name: memberEmail, exact: true }).waitFor({ state: 'detached' });
+    await invite(a, memberEmail);
+    await accept(b);
+    await b.page.getByRole('button', { name: 'Leave organization' }).click();
+    await b.page.getByRole('button', { name: 'Create organization' }).waitFor();
+    await a.page.reload();
+    await a.page.getByTestId('members').waitFor();
+    assert.deepEqual(await members(a), [ownerEmail]);
+
+    // Transfer ownership: the former owner becomes an admin and loses the owner actions.
+    await invite(a, memberEmail, 'admin');
+    await accept(b);
+    assert.equal(await b.page.getByTestId('my-role').textContent(), 'admin');
+    await a.page.reload();
+    await a.page.getByLabel('Transfer ownership to').selectOption({ label: `${memberEmail} (admin)` });
+    await a.page.getByRole('button', { name: 'Transfer ownership' }).click();
+    await a.page.getByTestId('my-role').filter({ hasText: 'admin' }).waitFor();
+    assert.equal(await a.page.getByRole('region', { name: 'Owner actions' }).count(), 0);
+    assert.equal(await a.page.getByRole('form', { name: 'Invite a member' }).count(), 1, 'an admin invites');
+    assert.equal(await a.page.getByRole('button', { name: /^Remove/ }).count(), 0, 'an admin cannot remove the owner');
+    await b.page.reload();
+    assert.equal(await b.page.getByTestId('my-role').textContent(), 'owner');
+
+    // Delete (the wallet is empty).
+    await b.page.getByRole('button', { name: 'Delete organization' }).click();
+    await b.page.getByRole('button', { name: 'Create organization' }).waitFor();
+    assert.equal((await call(d.base, 'GET', '/portal/me', { token: await apiSession(d, ownerEmail) })).body.organization, null);
+    a.assertClean();
+    b.assertClean();
+    await a.close();
+    await b.close();
+  });
+});
