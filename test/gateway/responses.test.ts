@@ -118,6 +118,7 @@ describe('POST /v1/responses', () => {
     };
     await refused({ store: true }, 'store');
     await refused({ previous_response_id: 'resp_1' }, 'previous_response_id');
+    await refused({ max_output_tokens: 100_000 }, 'max_output_tokens');
     await refused({ tools: [WEATHER] }, 'tools');
     await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'o' }] }, 'messages.0.role', 'invalid_message_role');
     await refused({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input.0.content.0.type');

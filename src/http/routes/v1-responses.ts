@@ -97,7 +97,7 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
       const chat = deps.services.chat;
       const body = req.body as ResponsesBody;
       const id = newResponseId();
-      const prep = await chat.prepare(principalOf(req), toChatBody(body), req.id);
+      const prep = await chat.prepare(principalOf(req), toChatBody(body), req.id, 'max_output_tokens');
       const cancel = cancelOnDisconnect(reply.raw);
       if (body.stream !== true) return completionResponse(id, body, await chat.complete(prep, cancel));
 
