@@ -5,7 +5,8 @@
 //     output_text parts}), `function_call` and `function_call_output` items; `instructions` → a
 //     system message first; max_output_tokens → max_tokens; text.format → response_format;
 //     reasoning.effort → reasoning_effort; tools {type: function, name, ...} → chat tools.
-//   store: true and previous_response_id are refused: nothing is kept between calls.
+//   store: true and previous_response_id are refused: nothing is kept between calls. `metadata` is
+//   echoed in the answer; `include` (extra output) only empty, `truncation` only 'disabled'.
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import type { ChatBody, ChatCompletion } from './chat.ts';
@@ -30,6 +31,9 @@ export interface ResponsesBody {
   user?: string;
   safety_identifier?: string;
   prompt_cache_key?: string;
+  metadata?: Record<string, string>;
+  include?: string[];
+  truncation?: 'disabled' | 'auto';
 }
 
 type Message = ChatBody['messages'][number];
@@ -83,15 +87,22 @@ export function toChatBody(body: ResponsesBody): ChatBody {
   if (body.previous_response_id !== undefined) {
     throw new ApiError('invalid_request', 'previous_response_id is not supported: responses are not kept; send the whole conversation in input.', { param: 'previous_response_id' });
   }
+  if (body.include !== undefined && body.include.length > 0) {
+    throw new ApiError('invalid_request', `include '${body.include[0]}' is not supported: the output is text and function calls only; send include: [] (or omit it).`, { param: 'include.0' });
+  }
+  if (body.truncation === 'auto') {
+    throw new ApiError('invalid_request', "truncation 'auto' is not supported: an input longer than the context window is refused; send truncation: 'disabled' (or omit it).", { param: 'truncation' });
+  }
   const messages = inputMessages(body.input);
-  if (body.instructions !== undefined) messages.unshift({ role: 'system', content: body.instructions });
+  // Empty instructions and an empty tool list (LlamaIndex sends both by default) are none.
+  if (body.instructions) messages.unshift({ role: 'system', content: body.instructions });
   const chat: ChatBody = { model: body.model, messages };
   if (body.max_output_tokens !== undefined) chat.max_tokens = body.max_output_tokens;
   for (const k of ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'safety_identifier', 'prompt_cache_key'] as const) {
     if (body[k] !== undefined) (chat as unknown as Record<string, unknown>)[k] = body[k];
   }
   if (body.reasoning?.effort !== undefined) chat.reasoning_effort = body.reasoning.effort;
-  if (body.tools !== undefined) {
+  if (body.tools !== undefined && body.tools.length > 0) {
     chat.tools = body.tools.map(({ name, description, parameters, strict }) => ({
       type: 'function',
       function: { name, ...(description !== undefined ? { description } : {}), ...(parameters !== undefined ? { parameters } : {}), ...(strict !== undefined ? { strict } : {}) },
@@ -183,7 +194,7 @@ export function responseObject(
     tools: body.tools ?? [],
     truncation: 'disabled',
     usage: final === undefined ? null : responsesUsage(final.usage),
-    metadata: {},
+    metadata: body.metadata ?? {},
   };
 }
 

@@ -122,7 +122,26 @@ describe('POST /v1/responses', () => {
     await refused({ tools: [WEATHER] }, 'tools');
     await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'o' }] }, 'messages.0.role', 'invalid_message_role');
     await refused({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input.0.content.0.type');
+    await refused({ include: ['reasoning.encrypted_content'] }, 'include.0');
+    await refused({ truncation: 'auto' }, 'truncation');
     const ok = await call(gw.url, 'POST', '/v1/responses', { token: key, body: { model: 'plain', input: 'x', store: false, tools: null, user: null } });
     assert.equal(ok.status, 200, ok.text);
+  });
+
+  it("what LlamaIndex's OpenAIResponses sends by default means nothing: empty instructions, tools and include; metadata echoed", async () => {
+    const r = await call(gw.url, 'POST', '/v1/responses', {
+      token: key,
+      body: {
+        model: 'plain', input: [{ role: 'user', content: 'hi' }], reasoning: {}, include: null, tools: [], instructions: '', previous_response_id: null,
+        store: false, metadata: { run: 'r1' }, top_p: 1, truncation: null,
+      },
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.metadata, { run: 'r1' });
+    const seen = up.calls('/v1/chat/completions').at(-1)!.body;
+    assert.deepEqual(seen.messages, [{ role: 'user', content: 'hi' }]);
+    assert.equal('tools' in seen || 'metadata' in seen, false);
+    const kept = await call(gw.url, 'POST', '/v1/responses', { token: key, body: { model: 'plain', input: 'x', include: [], truncation: 'disabled' } });
+    assert.equal(kept.status, 200, kept.text);
   });
 });
