@@ -96,3 +96,22 @@ export const TOOL_HISTORY = [
 
 /** The JSON a structured-output test asks the fake model to answer with. */
 export const CITY_JSON = '{"city":"Paris","population":2100000}';
+
+/** How a client reports a refused call: the HTTP status and the envelope's code, param and message. */
+export interface Refusal {
+  status: number;
+  code: string;
+  param: string | null;
+  message: string;
+}
+
+/** The refusal of a call made through openai-node (or a library on it): the APIError it throws. */
+export async function openaiRefusal(p: Promise<unknown>): Promise<Refusal> {
+  try {
+    await p;
+  } catch (e: any) {
+    assert.equal(typeof e.status, 'number', String(e));
+    return { status: e.status, code: e.code, param: e.param ?? null, message: e.message };
+  }
+  assert.fail('the call was not refused');
+}

@@ -8,7 +8,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
-import { CITY_JSON, recordingFetch, sentRoles, startClientFixture, type ClientFixture } from './fixture.ts';
+import { CITY_JSON, openaiRefusal, recordingFetch, sentRoles, startClientFixture, type ClientFixture } from './fixture.ts';
 
 const weather = tool(async ({ query }: { query: string }) => `sunny in ${query}`, {
   name: 'get_weather',
@@ -17,16 +17,8 @@ const weather = tool(async ({ query }: { query: string }) => `sunny in ${query}`
 });
 const City = z.object({ city: z.string(), population: z.number() });
 
-/** What LangChain throws for a refused call: status, code, param and message of the OpenAI error it rethrows. */
-async function refused(p: Promise<unknown>): Promise<{ status: number; code: string; param: string | null; message: string }> {
-  try {
-    await p;
-  } catch (e: any) {
-    assert.equal(typeof e.status, 'number', String(e));
-    return { status: e.status, code: e.code, param: e.param ?? null, message: e.message };
-  }
-  assert.fail('the call was not refused');
-}
+// LangChain and LlamaIndex rethrow openai-node's APIError as it is.
+const refused = openaiRefusal;
 
 describe("LangChain's ChatOpenAI", () => {
   let f: ClientFixture;

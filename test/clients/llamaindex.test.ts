@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { OpenAI, OpenAIAgent, OpenAIResponses } from '@llamaindex/openai';
 import { tool, type ChatMessage, type ToolCallLLM } from 'llamaindex';
 import { z } from 'zod';
-import { CITY_JSON, recordingFetch, sentRoles, startClientFixture, type ClientFixture } from './fixture.ts';
+import { CITY_JSON, openaiRefusal, recordingFetch, sentRoles, startClientFixture, type ClientFixture } from './fixture.ts';
 
 const weather = tool({
   name: 'get_weather',
@@ -18,15 +18,8 @@ const weather = tool({
 });
 const City = z.object({ city: z.string(), population: z.number() });
 
-async function refused(p: Promise<unknown>): Promise<{ status: number; code: string; param: string | null; message: string }> {
-  try {
-    await p;
-  } catch (e: any) {
-    assert.equal(typeof e.status, 'number', String(e));
-    return { status: e.status, code: e.code, param: e.param ?? null, message: e.message };
-  }
-  assert.fail('the call was not refused');
-}
+// LangChain and LlamaIndex rethrow openai-node's APIError as it is.
+const refused = openaiRefusal;
 
 type Make = (model: string, apiKey: string, over?: Record<string, unknown>) => ToolCallLLM;
 const LLMS: [string, Make][] = [
