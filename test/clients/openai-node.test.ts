@@ -1,7 +1,8 @@
 // openai-node (6.x) against the gateway through its higher-level helpers, beside the wire-level
 // tests in test/gateway/chat-openai-wire.test.ts and responses.test.ts: streaming helpers,
 // `runTools` (its agent loop) on a tools-enabled model, structured output with zod (`parse`, chat
-// and Responses), and the refusals on a model without tools as APIError's status, code and param.
+// and Responses), the refusals on a model without tools as APIError's status, code and param, a
+// history kept from OpenAI's answers, and reasoning models.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -67,6 +68,19 @@ describe('openai-node', () => {
     }
     const h = await refused(ai.chat.completions.create({ model: 'plain', messages: TOOL_HISTORY as unknown as OpenAI.ChatCompletionMessageParam[] }));
     assert.deepEqual([h.status, h.code, h.param], [400, 'invalid_message_role', 'messages.2.role']);
+  });
+
+  it("a history kept from OpenAI's answers (refusal: null, annotations) and OpenAI's nullable parameters as null", async () => {
+    const kept = { role: 'assistant', content: 'hi there', refusal: null, annotations: [] } as OpenAI.ChatCompletionAssistantMessageParam;
+    const r = await ai.chat.completions.create({
+      model: 'plain',
+      messages: [{ role: 'user', content: 'hello' }, kept, { role: 'user', content: 'rivers' }],
+      stop: null, seed: null, temperature: null, top_p: null, n: null, max_tokens: null, response_format: undefined,
+    });
+    assert.equal(r.choices[0]!.message.content, 'You said: rivers');
+    const seen = f.lastUpstreamBody();
+    assert.deepEqual(seen.messages[1], { role: 'assistant', content: 'hi there' });
+    for (const k of ['stop', 'seed', 'temperature', 'top_p', 'n']) assert.equal(k in seen, false, k);
   });
 
   it('developer messages to reasoning models, and max_completion_tokens named when too large', async () => {
