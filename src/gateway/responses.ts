@@ -6,7 +6,8 @@
 //     system message first; max_output_tokens → max_tokens; text.format → response_format;
 //     reasoning.effort → reasoning_effort; tools {type: function, name, ...} → chat tools.
 //   store: true and previous_response_id are refused: nothing is kept between calls. `metadata` is
-//   echoed in the answer; `include` (extra output) only empty, `truncation` only 'disabled'.
+//   echoed in the answer; `include` (extra output) nothing but reasoning.encrypted_content (there
+//   is none), `truncation` only 'disabled'.
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import type { ChatBody, ChatCompletion } from './chat.ts';
@@ -58,7 +59,10 @@ function str(item: Record<string, unknown>, key: string, at: string): string {
   return v;
 }
 
-/** The input items as chat messages (consecutive function calls join one assistant turn). */
+/**
+ * The input items as chat messages: function calls join the assistant turn just before them (its
+ * text, or calls before), as the output items of one response do.
+ */
 function inputMessages(input: ResponsesBody['input']): Message[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   const out: Message[] = [];
@@ -71,10 +75,17 @@ function inputMessages(input: ResponsesBody['input']): Message[] {
     } else if (type === 'function_call') {
       const call: ToolCall = { id: str(item, 'call_id', at), type: 'function', function: { name: str(item, 'name', at), arguments: str(item, 'arguments', at) } };
       const last = out[out.length - 1];
-      if (last && last.role === 'assistant' && last.tool_calls) last.tool_calls.push(call);
+      if (last && last.role === 'assistant') (last.tool_calls ??= []).push(call);
       else out.push({ role: 'assistant', content: null, tool_calls: [call] });
     } else if (type === 'function_call_output') {
       out.push({ role: 'tool', tool_call_id: str(item, 'call_id', at), content: str(item, 'output', at) });
+    } else if (type === 'item_reference') {
+      // What the AI SDK sends for its earlier answers unless told store: false.
+      throw new ApiError(
+        'invalid_request',
+        `${at} is a reference to a stored item, and responses are not kept: send the items themselves (the AI SDK does with providerOptions: { openai: { store: false } }).`,
+        { param: `${at}.type` },
+      );
     } else {
       throw new ApiError('invalid_request', `${at}.type '${String(type)}' is not supported; use message, function_call or function_call_output.`, { param: `${at}.type` });
     }
@@ -87,8 +98,11 @@ export function toChatBody(body: ResponsesBody): ChatBody {
   if (body.previous_response_id !== undefined) {
     throw new ApiError('invalid_request', 'previous_response_id is not supported: responses are not kept; send the whole conversation in input.', { param: 'previous_response_id' });
   }
-  if (body.include !== undefined && body.include.length > 0) {
-    throw new ApiError('invalid_request', `include '${body.include[0]}' is not supported: the output is text and function calls only; send include: [] (or omit it).`, { param: 'include.0' });
+  // Encrypted reasoning (what a stateless client asks for to carry reasoning between calls, the AI
+  // SDK with store: false on a reasoning model) is none: reasoning is never relayed.
+  const extra = (body.include ?? []).findIndex((v) => v !== 'reasoning.encrypted_content');
+  if (extra >= 0) {
+    throw new ApiError('invalid_request', `include '${body.include![extra]}' is not supported: the output is text and function calls only.`, { param: `include.${extra}` });
   }
   if (body.truncation === 'auto') {
     throw new ApiError('invalid_request', "truncation 'auto' is not supported: an input longer than the context window is refused; send truncation: 'disabled' (or omit it).", { param: 'truncation' });

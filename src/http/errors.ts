@@ -10,7 +10,7 @@ export interface ErrorEnvelope {
 
 /**
  * The error's body. The spec's per-key limits answer a bare `{detail}`; `sdk` (a request from a
- * client that reads only `error.message`: fromOpenAISdk) adds the envelope beside `detail`, so the
+ * client that reads only `error.message`: readsOnlyOpenAIErrors) adds the envelope beside `detail`, so the
  * client shows the reason instead of "429 status code (no body)" or "Too Many Requests". See README "Errors".
  */
 export function toEnvelope(err: ApiError, requestId: string, opts: { sdk?: boolean } = {}): ErrorEnvelope | { detail: string } {
@@ -36,7 +36,7 @@ function envelope(err: ApiError, requestId: string): ErrorEnvelope {
  * SDKs (openai-node and openai-python send `X-Stainless-Lang`) and the Vercel AI SDK (its user
  * agent names `ai-sdk/provider-utils/<v>`, and `ai-sdk/<provider>/<v>` outside generateText).
  */
-export function fromOpenAISdk(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+export function readsOnlyOpenAIErrors(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
   if (headers['x-stainless-lang'] !== undefined) return true;
   const ua = headers['user-agent'];
   return typeof ua === 'string' && ua.includes('ai-sdk/');

@@ -9,7 +9,7 @@ import { APICallError, generateObject, generateText, Output, stepCountIs, stream
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
-import { CITY_JSON, recordingFetch, sentRoles, startClientFixture, type ClientFixture } from './fixture.ts';
+import { CITY_JSON, recordingFetch, sentRoles, startClientFixture, type ClientFixture, type Refusal } from './fixture.ts';
 
 const weather = tool({
   description: 'The weather in a city',
@@ -19,7 +19,7 @@ const weather = tool({
 const City = z.object({ city: z.string(), population: z.number() });
 
 /** The SDK's error for a refused call: status, and the gateway's envelope as the SDK parsed it. */
-async function refused(p: Promise<unknown>): Promise<{ status: number; code: string; param: string | null; message: string }> {
+async function refused(p: Promise<unknown>): Promise<Refusal> {
   try {
     await p;
   } catch (e) {
@@ -48,6 +48,18 @@ describe('AI SDK (ai)', () => {
     f = await startClientFixture();
   });
   after(() => f.close());
+
+  it('the default provider in a conversation: its item references refused as such; with store: false it sends the items', async () => {
+    const model = createOpenAI({ baseURL: f.baseURL, apiKey: f.key })('claude-agent');
+    const first = await generateText({ model, prompt: 'hello', maxRetries: 0 });
+    const messages: ModelMessage[] = [{ role: 'user', content: 'hello' }, ...first.response.messages, { role: 'user', content: 'rivers' }];
+    const e = await refused(generateText({ model, messages, maxRetries: 0 }));
+    assert.deepEqual([e.status, e.code, e.param], [400, 'invalid_request', 'input.1.type']);
+    assert.match(e.message, /store: false/);
+    const r = await generateText({ model, messages, providerOptions: { openai: { store: false } }, maxRetries: 0 });
+    assert.equal(r.text, 'You said: rivers');
+    assert.deepEqual(f.anthropic.calls('/v1/messages').at(-1)!.body.messages.map((m: any) => m.role), ['user', 'assistant', 'user']);
+  });
 
   for (const [name, provider, sendsDeveloper] of PROVIDERS) {
     describe(name, () => {
@@ -121,7 +133,8 @@ describe('AI SDK (ai)', () => {
       it(`a reasoning-looking id (gpt-5*, o3*)${sendsDeveloper ? ' sends its system prompt as developer:' : ':'} taken as system`, async () => {
         for (const id of ['gpt-5-mini', 'o3-mini']) {
           const rec = recordingFetch();
-          const r = await generateText({ model: provider(f.baseURL, f.key, rec.fetch)(id), system: 'Be brief.', prompt: 'hello', maxRetries: 0 });
+          // store: false, as a stateless gateway asks: the Responses provider then includes encrypted reasoning.
+          const r = await generateText({ model: provider(f.baseURL, f.key, rec.fetch)(id), system: 'Be brief.', prompt: 'hello', providerOptions: { openai: { store: false } }, maxRetries: 0 });
           assert.deepEqual(sentRoles(rec.sent[0]!), [sendsDeveloper ? 'developer' : 'system', 'user']);
           assert.equal(r.text, 'You said: hello');
           assert.deepEqual(f.lastUpstreamBody().messages[0], { role: 'system', content: 'Be brief.' });

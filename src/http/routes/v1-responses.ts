@@ -78,7 +78,7 @@ const ResponsesBodySchema = Type.Object(
         maxProperties: 16,
       }),
     ),
-    // Extra output to include: none can be (checked in the translation, naming the value).
+    // Extra output: only encrypted reasoning, of which there is none (checked in the translation).
     include: Type.Optional(Type.Array(Type.String({ maxLength: 128 }), { maxItems: 16 })),
     truncation: Type.Optional(Type.Union([Type.Literal('disabled'), Type.Literal('auto')])),
   },
