@@ -1,13 +1,15 @@
 // What OpenAI's clients send that means nothing more than the spec's request, brought to it before
 // the route's schema sees the body (a fastify preValidation step), so that:
 //   - a parameter sent as `null` (OpenAI documents most of them nullable: `stop`, `seed`, `n`...)
-//     is absent, as OpenAI treats it;
+//     is absent, as OpenAI treats it, and so is `store: false`;
 //   - an assistant message kept from one of OpenAI's own answers loses the answer's read-only
 //     fields (`refusal`, `annotations`, and any field sent as null but `content`), never forwarded;
 //   - `developer` (OpenAI's newer name for a system instruction, sent by the AI SDK and LangChain
 //     for reasoning-looking model ids) is `system`;
 //   - a role outside OpenAI's set is `invalid_message_role` whatever else the message carries (the
-//     spec's code comes before any complaint about the message's other fields).
+//     spec's code comes before any complaint about the message's other fields);
+//   - `functions` and `function_call`, OpenAI's deprecated function calling, are refused naming
+//     their successors `tools` and `tool_choice`.
 // Nothing else changes: unknown fields are still refused by the schema, naming them.
 import { ApiError } from '../errors.ts';
 
@@ -29,6 +31,13 @@ export function dropNulls(o: Record<string, unknown>, keep: readonly string[] = 
 export function normalizeChatBody(body: unknown): void {
   if (!isRecord(body)) return;
   dropNulls(body, ['model', 'messages']);
+  // Nothing is kept here, so `store: false` (the AI SDK's stateless setting) asks for what happens
+  // anyway; `store: true` stays refused as an unknown field.
+  if (body.store === false) delete body.store;
+  // OpenAI's deprecated function calling (openai-edge and openai v3 type only it): named, with its successor.
+  for (const k of ['functions', 'function_call']) {
+    if (k in body) throw new ApiError('invalid_request', `${k} is OpenAI's deprecated form of function calling; send tools and tool_choice (on a model with tool calling).`, { param: k });
+  }
   if (!Array.isArray(body.messages)) return;
   body.messages.forEach((m: unknown, i) => {
     if (!isRecord(m) || typeof m.role !== 'string') return; // the schema reports it

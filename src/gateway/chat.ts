@@ -166,9 +166,12 @@ function responseFormat(body: ChatBody): ResponseFormat | undefined {
   return rf as ResponseFormat;
 }
 
-/** The output cap the client asked for, under whichever of OpenAI's two names it used. */
-function outputLimit(body: ChatBody): { maxTokens: number | undefined; maxTokensParam: 'max_tokens' | 'max_completion_tokens' } {
-  if (body.max_completion_tokens === undefined) return { maxTokens: body.max_tokens, maxTokensParam: 'max_tokens' };
+/**
+ * The output cap the client asked for, under whichever of OpenAI's two names it used (`max_tokens`
+ * as the translating route calls it: the Responses API's `max_output_tokens`).
+ */
+function outputLimit(body: ChatBody, maxTokensName: string): { maxTokens: number | undefined; maxTokensParam: string } {
+  if (body.max_completion_tokens === undefined) return { maxTokens: body.max_tokens, maxTokensParam: maxTokensName };
   if (body.max_tokens !== undefined && body.max_tokens !== body.max_completion_tokens) {
     throw new ApiError('invalid_request', 'max_tokens and max_completion_tokens differ; send one of them.', { param: 'max_completion_tokens' });
   }
@@ -178,12 +181,13 @@ function outputLimit(body: ChatBody): { maxTokens: number | undefined; maxTokens
 export class ChatGateway {
   constructor(private readonly deps: GatewayDeps) {}
 
-  async prepare(principal: ApiKeyPrincipal, body: ChatBody, requestId: string): Promise<PreparedChat> {
+  /** `maxTokensName`: the client's name for `max_tokens`, for a refusal to name (a route that translates another API). */
+  async prepare(principal: ApiKeyPrincipal, body: ChatBody, requestId: string, maxTokensName = 'max_tokens'): Promise<PreparedChat> {
     if (!Array.isArray(body.messages) || body.messages.length === 0) {
       throw new ApiError('missing_input', 'messages must hold at least one message.', { param: 'messages' });
     }
     const messages = chatMessages(body);
-    const { maxTokens, maxTokensParam } = outputLimit(body);
+    const { maxTokens, maxTokensParam } = outputLimit(body, maxTokensName);
     if (body.top_logprobs !== undefined && body.logprobs !== true) {
       throw new ApiError('invalid_request', 'top_logprobs requires logprobs to be true.', { param: 'top_logprobs' });
     }

@@ -5,7 +5,9 @@
 //     output_text parts}), `function_call` and `function_call_output` items; `instructions` → a
 //     system message first; max_output_tokens → max_tokens; text.format → response_format;
 //     reasoning.effort → reasoning_effort; tools {type: function, name, ...} → chat tools.
-//   store: true and previous_response_id are refused: nothing is kept between calls.
+//   store: true and previous_response_id are refused: nothing is kept between calls. `metadata` is
+//   echoed in the answer; `include` (extra output) nothing but reasoning.encrypted_content (there
+//   is none), `truncation` only 'disabled'.
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import type { ChatBody, ChatCompletion } from './chat.ts';
@@ -30,6 +32,9 @@ export interface ResponsesBody {
   user?: string;
   safety_identifier?: string;
   prompt_cache_key?: string;
+  metadata?: Record<string, string>;
+  include?: string[];
+  truncation?: 'disabled' | 'auto';
 }
 
 type Message = ChatBody['messages'][number];
@@ -54,7 +59,10 @@ function str(item: Record<string, unknown>, key: string, at: string): string {
   return v;
 }
 
-/** The input items as chat messages (consecutive function calls join one assistant turn). */
+/**
+ * The input items as chat messages: function calls join the assistant turn just before them (its
+ * text, or calls before), as the output items of one response do.
+ */
 function inputMessages(input: ResponsesBody['input']): Message[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   const out: Message[] = [];
@@ -67,10 +75,17 @@ function inputMessages(input: ResponsesBody['input']): Message[] {
     } else if (type === 'function_call') {
       const call: ToolCall = { id: str(item, 'call_id', at), type: 'function', function: { name: str(item, 'name', at), arguments: str(item, 'arguments', at) } };
       const last = out[out.length - 1];
-      if (last && last.role === 'assistant' && last.tool_calls) last.tool_calls.push(call);
+      if (last && last.role === 'assistant') (last.tool_calls ??= []).push(call);
       else out.push({ role: 'assistant', content: null, tool_calls: [call] });
     } else if (type === 'function_call_output') {
       out.push({ role: 'tool', tool_call_id: str(item, 'call_id', at), content: str(item, 'output', at) });
+    } else if (type === 'item_reference') {
+      // What the AI SDK sends for its earlier answers unless told store: false.
+      throw new ApiError(
+        'invalid_request',
+        `${at} is a reference to a stored item, and responses are not kept: send the items themselves (the AI SDK does with providerOptions: { openai: { store: false } }).`,
+        { param: `${at}.type` },
+      );
     } else {
       throw new ApiError('invalid_request', `${at}.type '${String(type)}' is not supported; use message, function_call or function_call_output.`, { param: `${at}.type` });
     }
@@ -83,15 +98,25 @@ export function toChatBody(body: ResponsesBody): ChatBody {
   if (body.previous_response_id !== undefined) {
     throw new ApiError('invalid_request', 'previous_response_id is not supported: responses are not kept; send the whole conversation in input.', { param: 'previous_response_id' });
   }
+  // Encrypted reasoning (what a stateless client asks for to carry reasoning between calls, the AI
+  // SDK with store: false on a reasoning model) is none: reasoning is never relayed.
+  const extra = (body.include ?? []).findIndex((v) => v !== 'reasoning.encrypted_content');
+  if (extra >= 0) {
+    throw new ApiError('invalid_request', `include '${body.include![extra]}' is not supported: the output is text and function calls only.`, { param: `include.${extra}` });
+  }
+  if (body.truncation === 'auto') {
+    throw new ApiError('invalid_request', "truncation 'auto' is not supported: an input longer than the context window is refused; send truncation: 'disabled' (or omit it).", { param: 'truncation' });
+  }
   const messages = inputMessages(body.input);
-  if (body.instructions !== undefined) messages.unshift({ role: 'system', content: body.instructions });
+  // Empty instructions and an empty tool list (LlamaIndex sends both by default) are none.
+  if (body.instructions) messages.unshift({ role: 'system', content: body.instructions });
   const chat: ChatBody = { model: body.model, messages };
   if (body.max_output_tokens !== undefined) chat.max_tokens = body.max_output_tokens;
   for (const k of ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'safety_identifier', 'prompt_cache_key'] as const) {
     if (body[k] !== undefined) (chat as unknown as Record<string, unknown>)[k] = body[k];
   }
   if (body.reasoning?.effort !== undefined) chat.reasoning_effort = body.reasoning.effort;
-  if (body.tools !== undefined) {
+  if (body.tools !== undefined && body.tools.length > 0) {
     chat.tools = body.tools.map(({ name, description, parameters, strict }) => ({
       type: 'function',
       function: { name, ...(description !== undefined ? { description } : {}), ...(parameters !== undefined ? { parameters } : {}), ...(strict !== undefined ? { strict } : {}) },
@@ -183,7 +208,7 @@ export function responseObject(
     tools: body.tools ?? [],
     truncation: 'disabled',
     usage: final === undefined ? null : responsesUsage(final.usage),
-    metadata: {},
+    metadata: body.metadata ?? {},
   };
 }
 

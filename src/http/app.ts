@@ -9,7 +9,7 @@ import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { accessLogger, LazyChildLogger } from '../logger.ts';
 import type { Config } from '../config.ts';
-import { ApiError, fromOpenAISdk, toEnvelope } from './errors.ts';
+import { ApiError, readsOnlyOpenAIErrors, toEnvelope } from './errors.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { capConnections } from './connections.ts';
 import { newRequestId } from './request-id.ts';
@@ -219,7 +219,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 function sendError(err: ApiError, request: FastifyRequest, reply: FastifyReply) {
   if (err.status >= 500) request.log.error({ err, code: err.code }, 'request failed');
   for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v);
-  return reply.code(err.status).type('application/json').send(toEnvelope(err, request.id, { sdk: fromOpenAISdk(request.headers) }));
+  return reply.code(err.status).type('application/json').send(toEnvelope(err, request.id, { sdk: readsOnlyOpenAIErrors(request.headers) }));
 }
 
 /** Maps whatever was thrown to an ApiError: ours pass through, fastify's get a stable code, the rest is masked. */

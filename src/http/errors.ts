@@ -9,9 +9,9 @@ export interface ErrorEnvelope {
 }
 
 /**
- * The error's body. The spec's per-key limits answer a bare `{detail}`; `sdk` (a request from
- * OpenAI's official SDKs, which read only `error.message`) adds the envelope beside `detail`, so the
- * SDK shows the reason instead of "429 status code (no body)". See README "Errors".
+ * The error's body. The spec's per-key limits answer a bare `{detail}`; `sdk` (a request from a
+ * client that reads only `error.message`: readsOnlyOpenAIErrors) adds the envelope beside `detail`, so the
+ * client shows the reason instead of "429 status code (no body)" or "Too Many Requests". See README "Errors".
  */
 export function toEnvelope(err: ApiError, requestId: string, opts: { sdk?: boolean } = {}): ErrorEnvelope | { detail: string } {
   if (err.options.bare && !opts.sdk) return { detail: err.message };
@@ -31,7 +31,13 @@ function envelope(err: ApiError, requestId: string): ErrorEnvelope {
   };
 }
 
-/** Whether a request comes from one of OpenAI's official SDKs (openai-node and openai-python send `X-Stainless-Lang`). */
-export function fromOpenAISdk(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
-  return headers['x-stainless-lang'] !== undefined;
+/**
+ * Whether a request comes from a client that reads only OpenAI's `error` envelope: OpenAI's official
+ * SDKs (openai-node and openai-python send `X-Stainless-Lang`) and the Vercel AI SDK (its user
+ * agent names `ai-sdk/provider-utils/<v>`, and `ai-sdk/<provider>/<v>` outside generateText).
+ */
+export function readsOnlyOpenAIErrors(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  if (headers['x-stainless-lang'] !== undefined) return true;
+  const ua = headers['user-agent'];
+  return typeof ua === 'string' && ua.includes('ai-sdk/');
 }

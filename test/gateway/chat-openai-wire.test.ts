@@ -91,6 +91,7 @@ describe('chat as OpenAI clients send it', () => {
         { role: 'user', content: 'rivers', name: null },
       ],
       stop: null, seed: null, n: null, temperature: null, top_p: null, max_tokens: null, user: null, logprobs: null, response_format: null, stream_options: null,
+      store: false,
     });
     assert.equal(r.status, 200, r.text);
     const seen = up.calls('/v1/chat/completions').at(-1)!.body;
@@ -100,7 +101,10 @@ describe('chat as OpenAI clients send it', () => {
       { role: 'assistant', content: 'hi there' },
       { role: 'user', content: 'rivers' },
     ]);
-    for (const k of ['stop', 'seed', 'n', 'temperature', 'top_p', 'user', 'logprobs', 'response_format']) assert.equal(k in seen, false, k);
+    for (const k of ['stop', 'seed', 'n', 'temperature', 'top_p', 'user', 'logprobs', 'response_format', 'store']) assert.equal(k in seen, false, k);
+    const stored = await chat({ model: 'plain', messages: [{ role: 'user', content: 'hi' }], store: true });
+    assert.equal(stored.status, 400, stored.text);
+    assert.equal(stored.body.error.param, 'store');
   });
 
   it('an output cap above the model maximum names max_tokens; one that overflows the window names it too', async () => {

@@ -103,6 +103,24 @@ describe('POST /v1/responses', () => {
     });
   }
 
+  it("a function call after the assistant's text joins its turn: one assistant message, as strict chat templates need", async () => {
+    const r = await ai.responses.create({
+      model: 'agent',
+      input: [
+        { role: 'user', content: 'Paris' },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Looking.', annotations: [] }], id: 'msg_1', status: 'completed' },
+        { type: 'function_call', call_id: 'call_9', name: 'get_weather', arguments: '{"query":"Paris"}' },
+        { type: 'function_call_output', call_id: 'call_9', output: 'rain' },
+      ],
+      tools: [WEATHER],
+    });
+    assert.equal(r.output_text, 'The tool said: rain');
+    assert.deepEqual(up.calls('/v1/chat/completions').at(-1)!.body.messages.slice(1), [
+      { role: 'assistant', content: 'Looking.', tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"query":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_9', content: 'rain' },
+    ]);
+  });
+
   it('structured output: text.format json_schema becomes response_format', async () => {
     await ai.responses.create({ model: 'plain', input: 'x', text: { format: { type: 'json_schema', name: 'city', schema: { type: 'object', properties: {} }, strict: true } } });
     const seen = up.calls('/v1/chat/completions').at(-1)!.body;
@@ -118,10 +136,30 @@ describe('POST /v1/responses', () => {
     };
     await refused({ store: true }, 'store');
     await refused({ previous_response_id: 'resp_1' }, 'previous_response_id');
+    await refused({ max_output_tokens: 100_000 }, 'max_output_tokens');
     await refused({ tools: [WEATHER] }, 'tools');
     await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'o' }] }, 'messages.0.role', 'invalid_message_role');
     await refused({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input.0.content.0.type');
+    await refused({ include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] }, 'include.1');
+    await refused({ truncation: 'auto' }, 'truncation');
     const ok = await call(gw.url, 'POST', '/v1/responses', { token: key, body: { model: 'plain', input: 'x', store: false, tools: null, user: null } });
     assert.equal(ok.status, 200, ok.text);
+  });
+
+  it("what LlamaIndex's OpenAIResponses sends by default means nothing: empty instructions, tools and include; metadata echoed", async () => {
+    const r = await call(gw.url, 'POST', '/v1/responses', {
+      token: key,
+      body: {
+        model: 'plain', input: [{ role: 'user', content: 'hi' }], reasoning: {}, include: null, tools: [], instructions: '', previous_response_id: null,
+        store: false, metadata: { run: 'r1' }, top_p: 1, truncation: null,
+      },
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.metadata, { run: 'r1' });
+    const seen = up.calls('/v1/chat/completions').at(-1)!.body;
+    assert.deepEqual(seen.messages, [{ role: 'user', content: 'hi' }]);
+    assert.equal('tools' in seen || 'metadata' in seen, false);
+    const kept = await call(gw.url, 'POST', '/v1/responses', { token: key, body: { model: 'plain', input: 'x', include: ['reasoning.encrypted_content'], truncation: 'disabled' } });
+    assert.equal(kept.status, 200, kept.text);
   });
 });

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
+import { KEY_STRING_PATTERN } from '../../strings.ts';
 import { relaySse } from '../sse.ts';
 import { dropNulls } from '../../gateway/chat-input.ts';
 import { completionResponse, newResponseId, toChatBody, type ResponsesBody } from '../../gateway/responses.ts';
@@ -68,6 +69,18 @@ const ResponsesBodySchema = Type.Object(
     user: Type.Optional(KeyString(256)),
     safety_identifier: Type.Optional(KeyString(64)),
     prompt_cache_key: Type.Optional(KeyString(1024)),
+    // OpenAI's limits: 16 pairs, keys of 64 characters, values of 512. Echoed in the answer only.
+    metadata: Type.Optional(
+      Type.Unsafe<Record<string, string>>({
+        type: 'object',
+        propertyNames: { maxLength: 64, pattern: KEY_STRING_PATTERN },
+        additionalProperties: { type: 'string', maxLength: 512 },
+        maxProperties: 16,
+      }),
+    ),
+    // Extra output: only encrypted reasoning, of which there is none (checked in the translation).
+    include: Type.Optional(Type.Array(Type.String({ maxLength: 128 }), { maxItems: 16 })),
+    truncation: Type.Optional(Type.Union([Type.Literal('disabled'), Type.Literal('auto')])),
   },
   { additionalProperties: false },
 );
@@ -97,7 +110,7 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
       const chat = deps.services.chat;
       const body = req.body as ResponsesBody;
       const id = newResponseId();
-      const prep = await chat.prepare(principalOf(req), toChatBody(body), req.id);
+      const prep = await chat.prepare(principalOf(req), toChatBody(body), req.id, 'max_output_tokens');
       const cancel = cancelOnDisconnect(reply.raw);
       if (body.stream !== true) return completionResponse(id, body, await chat.complete(prep, cancel));
 
