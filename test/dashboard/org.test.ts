@@ -45,6 +45,19 @@ describe('dashboard: organization', () => {
         ),
       calls,
     )) as [number, string][];
+  /** Whether the tab's settings and webhooks pages offer changes; back on the organization page after. */
+  const roleViews = async (tab: Tab, label: string) => {
+    const { page } = tab;
+    await page.goto(`${d.base}/dashboard/settings`);
+    await page.getByRole('heading', { name: 'Low-balance alert' }).waitFor();
+    await tab.checkA11y(`settings (${label})`);
+    const billing = (await page.getByRole('button', { name: 'Save' }).count()) === 1;
+    await page.goto(`${d.base}/dashboard/webhooks`);
+    await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
+    const webhooks = (await page.getByRole('form', { name: 'New webhook' }).count()) === 1;
+    await goOrg(tab);
+    return { billing, webhooks };
+  };
   const members = async (tab: Tab) => (await tab.page.getByTestId('members').locator('tbody tr td:first-child').allTextContents()).sort();
 
   it('creates, invites, shows each role only what the API lets it do, removes, leaves, changes roles, transfers and deletes', async () => {
@@ -70,6 +83,7 @@ describe('dashboard: organization', () => {
     assert.deepEqual(await members(a), [memberEmail, ownerEmail].sort());
     await a.checkA11y('organization (owner)');
     await a.screenshot('organization');
+    assert.deepEqual(await roleViews(a, 'owner'), { billing: true, webhooks: true }, 'the owner sets the threshold and manages webhooks');
 
     // The member sees no owner or admin action...
     await b.page.getByTestId('members').waitFor();
@@ -78,6 +92,7 @@ describe('dashboard: organization', () => {
     assert.equal(await b.page.getByRole('button', { name: /^Remove/ }).count(), 0);
     assert.equal(await b.page.getByRole('button', { name: 'Leave organization' }).count(), 1);
     await b.checkA11y('organization (member)');
+    assert.deepEqual(await roleViews(b, 'member'), { billing: false, webhooks: false }, 'a member does neither');
     // ...and the API refuses them to the member's own page (same origin, the member's cookie).
     const refused = await sameOrigin(b, [
       ['DELETE', '/portal/org', undefined],
@@ -85,8 +100,9 @@ describe('dashboard: organization', () => {
       ['POST', '/portal/org/members', { email: 'x@example.com', role: 'member' }],
       ['PUT', '/portal/settings', { low_balance_threshold_cents: 5 }],
       ['PATCH', `/portal/org/members/${memberId}`, { role: 'admin' }],
+      ['POST', '/portal/webhooks', { url: 'https://example.com/hooks', events: ['topup'] }],
     ]);
-    assert.deepEqual(refused, Array(5).fill([403, 'role_forbidden']));
+    assert.deepEqual(refused, Array(6).fill([403, 'role_forbidden']));
     assert.equal((await call(d.base, 'GET', '/portal/org', { token: await apiSession(d, ownerEmail) })).status, 200, 'the organization is still there');
 
     // Remove, then leave.
@@ -117,6 +133,7 @@ describe('dashboard: organization', () => {
     assert.equal(await b.page.getByRole('button', { name: /^Make (admin|member)/ }).count(), 0, 'an admin changes no roles');
     assert.equal(await b.page.getByRole('region', { name: 'Owner actions' }).count(), 0);
     await b.checkA11y('organization (admin)');
+    assert.deepEqual(await roleViews(b, 'admin'), { billing: false, webhooks: true }, 'an admin manages webhooks, not billing');
     assert.deepEqual(await sameOrigin(b, [['PATCH', `/portal/org/members/${memberId}`, { role: 'member' }]]), [[403, 'role_forbidden']], 'the API refuses an admin too');
     await a.page.getByRole('button', { name: `Make member ${memberEmail}` }).click();
     await a.page.getByRole('button', { name: `Make admin ${memberEmail}` }).waitFor();
