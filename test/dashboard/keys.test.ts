@@ -1,6 +1,7 @@
-// The keys page in Chromium: create with name, expiry, scopes and a limit; a full key appears only
-// on an explicit click and is gone from the page a minute later; revoke; search over all keys (not
-// the current page) and server pagination, with the filter kept in the URL.
+// The keys page in Chromium: create with name, expiry, scopes and a limit; a full key of any status
+// appears only on an explicit click and is gone from the page a minute later; revoke (the key is
+// refused at once); search over all keys (not the current page) and server pagination, with the
+// filter kept in the URL.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, createKey } from '../helper.ts';
@@ -57,7 +58,45 @@ describe('dashboard: API keys', () => {
     await row.getByRole('button', { name: 'Revoke ci deploy' }).click();
     await row.getByRole('cell', { name: 'revoked' }).waitFor();
     assert.equal((await call(d.base, 'GET', `/portal/keys/${key.id}`, { token })).body.status, 'revoked');
-    assert.equal(await row.getByRole('button', { name: /Reveal/ }).count(), 0);
+    assert.equal(await row.getByRole('button', { name: /^Revoke/ }).count(), 0, 'a revoked key has nothing left to revoke');
+    tab.assertClean();
+    await tab.close();
+  });
+
+  it('reveals any key at any time (made elsewhere, revoked, expired); a revocation on the page refuses the very next request', async () => {
+    const tab = await openTab(d);
+    const { page } = tab;
+    page.on('dialog', (dialog) => void dialog.accept());
+    const email = await signUpInBrowser(tab, d);
+    const token = await apiSession(d, email);
+    const scripted = await createKey(d.base, token, { name: 'made by a script' });
+    const expiring = await createKey(d.base, token, { name: 'soon expired' });
+    await d.gw.store.collection<{ _id: number; expires_at: Date | null }>('api_keys').updateOne({ _id: expiring.id }, { $set: { expires_at: new Date(Date.now() - 1000) } });
+    const models = async (key: string) => (await call(d.base, 'GET', '/v1/models', { token: key })).status;
+
+    await page.reload();
+    const row = page.locator('tr', { hasText: 'made by a script' });
+    const secret = page.getByLabel('Full key made by a script');
+    await row.getByRole('button', { name: 'Reveal made by a script' }).click();
+    assert.equal(await secret.textContent(), scripted.api_key, 'a key made through the API, long after its creation');
+    assert.equal(await models(scripted.api_key), 200);
+
+    await row.getByRole('button', { name: 'Revoke made by a script' }).click();
+    await row.getByRole('cell', { name: 'revoked', exact: true }).waitFor();
+    assert.equal(await models(scripted.api_key), 401, 'refused from the next request on');
+    assert.equal(await row.getByRole('button', { name: /^Revoke/ }).count(), 0);
+    await row.getByRole('button', { name: 'Reveal made by a script' }).click();
+    assert.equal(await secret.textContent(), scripted.api_key, 'a revoked key stays retrievable');
+
+    await page.getByLabel('Status').selectOption('expired');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/\?status=expired$/);
+    await page.getByRole('cell', { name: 'expired', exact: true }).waitFor();
+    assert.deepEqual(await page.locator('tbody tr td:first-child').allTextContents(), ['soon expired']);
+    await page.getByRole('button', { name: 'Reveal soon expired' }).click();
+    const full = (await call(d.base, 'GET', `/portal/keys/${expiring.id}`, { token })).body.api_key as string;
+    assert.equal(await page.getByLabel('Full key soon expired').textContent(), full, 'an expired key stays retrievable');
+    assert.equal(await page.getByRole('button', { name: /^Revoke/ }).count(), 0);
     tab.assertClean();
     await tab.close();
   });

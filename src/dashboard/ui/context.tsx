@@ -4,7 +4,7 @@ import { useContext } from 'preact/hooks';
 import type { Api } from './api.ts';
 
 export interface Me {
-  user: { id: number; email: string; created_at: string; kyc_verified?: boolean };
+  user: { id: number; email: string; created_at: string };
   organization: { id: number; role: 'owner' | 'admin' | 'member' } | null;
 }
 

@@ -1,6 +1,7 @@
 // API keys: a server-paginated list searched over all the account's keys (the search and status are
-// in the URL), create with name, expiry, scopes and limits, reveal one full key on an explicit click
-// (gone from the page after a minute), revoke.
+// in the URL), create with name, expiry, scopes and limits, reveal a full key of any status on an
+// explicit click (the spec keeps full keys retrievable at any time; gone from the page after a
+// minute), revoke an active one.
 import { useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
 import { confirmed, ErrorBox, Field, formValue, Loading, Page, useAction, utc, num } from '../../ui/components.tsx';
@@ -86,6 +87,7 @@ export function KeysPage() {
             <option value="">All</option>
             <option value="active">Active</option>
             <option value="revoked">Revoked</option>
+            <option value="expired">Expired</option>
           </select>
         </Field>
         <button type="submit">Search</button>
@@ -115,7 +117,7 @@ export function KeysPage() {
             { label: 'Expires', cell: (k) => utc(k.expires_at) },
             { label: 'Last used', cell: (k) => utc(k.last_used_at) },
             { label: 'Limits', cell: (k) => LIMITS.filter((l) => k[l] !== null).map((l) => `${l} ${num(k[l])}`).join(', ') || '—' },
-            { label: 'Actions', srOnly: true, cell: (k) => (k.status === 'active' ? <KeyActions k={k} shown={secrets.has(String(k.id))} busy={act.busy} reveal={reveal} hide={hide} revoke={revoke} /> : null) },
+            { label: 'Actions', srOnly: true, cell: (k) => <KeyActions k={k} shown={secrets.has(String(k.id))} busy={act.busy} reveal={reveal} hide={hide} revoke={revoke} /> },
           ]}
         />
       ) : null}
@@ -136,9 +138,11 @@ function KeyActions({ k, shown, busy, reveal, hide, revoke }: { k: Key; shown: b
           Reveal <span class="sr-only">{k.name}</span>
         </button>
       )}
-      <button type="button" class="danger" onClick={() => revoke(k)} disabled={busy}>
-        Revoke <span class="sr-only">{k.name}</span>
-      </button>
+      {k.status === 'active' ? (
+        <button type="button" class="danger" onClick={() => revoke(k)} disabled={busy}>
+          Revoke <span class="sr-only">{k.name}</span>
+        </button>
+      ) : null}
     </>
   );
 }

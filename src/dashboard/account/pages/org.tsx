@@ -1,7 +1,7 @@
 // The organization: create one (or accept an invitation), members and their roles, invite by e-mail,
-// remove, leave, transfer ownership, delete. Each action is shown only to the roles the API lets do
-// it (owner: everything; admin: invite, revoke invitations, remove members; member: leave); the API
-// enforces the same, and its refusal is shown as it is.
+// change a member's role, remove, leave, transfer ownership, delete. Each action is shown only to the
+// roles the API lets do it (owner: everything; admin: invite, revoke invitations, remove members;
+// member: leave); the API enforces the same, and its refusal is shown as it is.
 import { useSession } from '../../ui/context.tsx';
 import { cents, confirmed, ErrorBox, Field, formValue, Loading, Page, useAction, useLoad, utc } from '../../ui/components.tsx';
 import { DataTable } from '../../ui/table.tsx';
@@ -112,6 +112,8 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
     }
   };
   const others = members.data?.members.filter((m) => m.user_id !== me?.user.id) ?? [];
+  // Roles change between admin and member, by the owner only; the owner's own role moves by transfer.
+  const canSetRole = (m: Member) => role === 'owner' && m.role !== 'owner';
   const canRemove = (m: Member) => m.user_id !== me?.user.id && m.role !== 'owner' && (role === 'owner' || (role === 'admin' && m.role === 'member'));
 
   return (
@@ -147,12 +149,20 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
             {
               label: 'Actions',
               srOnly: true,
-              cell: (m) =>
-                canRemove(m) ? (
-                  <button type="button" class="danger" disabled={act.busy} onClick={() => confirmed(`Remove ${m.email} from the organization?`) && act.run(() => after(api.send('DELETE', `/portal/org/members/${m.user_id}`)))}>
-                    Remove <span class="sr-only">{m.email}</span>
-                  </button>
-                ) : null,
+              cell: (m) => (
+                <>
+                  {canSetRole(m) ? (
+                    <button type="button" disabled={act.busy} onClick={() => act.run(() => after(api.send('PATCH', `/portal/org/members/${m.user_id}`, { role: m.role === 'admin' ? 'member' : 'admin' })))}>
+                      {m.role === 'admin' ? 'Make member' : 'Make admin'} <span class="sr-only">{m.email}</span>
+                    </button>
+                  ) : null}
+                  {canRemove(m) ? (
+                    <button type="button" class="danger" disabled={act.busy} onClick={() => confirmed(`Remove ${m.email} from the organization?`) && act.run(() => after(api.send('DELETE', `/portal/org/members/${m.user_id}`)))}>
+                      Remove <span class="sr-only">{m.email}</span>
+                    </button>
+                  ) : null}
+                </>
+              ),
             },
           ]}
         />

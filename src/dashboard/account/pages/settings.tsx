@@ -1,11 +1,12 @@
-// Billing settings: the low-balance alert threshold (an organization's: the owner sets it; the API
-// answers anyone else 403, which the page shows).
+// Billing settings: the low-balance alert threshold (an organization's: the owner sets it, and the
+// API answers anyone else 403; they see it read-only).
 import { useSession } from '../../ui/context.tsx';
 import { cents, ErrorBox, Field, formValue, Loading, Notice, Page, useAction, useLoad } from '../../ui/components.tsx';
 import { useState } from 'preact/hooks';
+import { managesBilling } from '../../ui/roles.ts';
 
 export function SettingsPage() {
-  const { api } = useSession();
+  const { api, me } = useSession();
   const wallet = useLoad(() => api.get<{ low_balance_threshold_cents: number }>('/portal/wallet'), []);
   const act = useAction();
   const [saved, setSaved] = useState<number | null>(null);
@@ -13,7 +14,14 @@ export function SettingsPage() {
   return (
     <Page title="Settings">
       <Loading loaded={wallet} />
-      {wallet.data ? (
+      {current !== undefined && !managesBilling(me) ? (
+        <div class="card">
+          <h2>Low-balance alert</h2>
+          <p data-testid="threshold">Alert below {current > 0 ? cents(current) : '— (off)'}.</p>
+          <p class="muted">Only the organization's owner changes it.</p>
+        </div>
+      ) : null}
+      {wallet.data && managesBilling(me) ? (
         <form
           class="card"
           aria-label="Low-balance alert"

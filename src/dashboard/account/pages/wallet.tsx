@@ -12,6 +12,8 @@ interface Wallet {
   available_cents: number;
   held_cents: number;
   low_balance_threshold_cents: number;
+  /** The user's identity verification, or the organization owner's while the wallet is the organization's. */
+  kyc_verified: boolean;
 }
 interface Subscription {
   status: string;
@@ -32,12 +34,11 @@ interface Topup {
 }
 
 export function WalletPage() {
-  const { api, me } = useSession();
+  const { api } = useSession();
   const wallet = useLoad(() => api.get<Wallet>('/portal/wallet'), []);
   const sub = useLoad(() => api.get<Subscription>('/portal/subscription'), []);
   const { list: topups, pager } = usePaged<Topup>('/portal/wallet/topups');
   const w = wallet.data;
-  const kyc = me?.user.kyc_verified;
   return (
     <Page title="Wallet">
       <Loading loaded={wallet} />
@@ -54,7 +55,7 @@ export function WalletPage() {
             <dt>Low-balance alert below</dt>
             <dd>{w.low_balance_threshold_cents > 0 ? cents(w.low_balance_threshold_cents) : 'off'}</dd>
             <dt>Identity verification</dt>
-            <dd data-testid="kyc">{kyc === undefined ? 'not reported' : kyc ? 'verified' : 'not verified'}</dd>
+            <dd data-testid="kyc">{w.kyc_verified ? 'verified' : 'not verified'}</dd>
           </dl>
         </div>
       ) : null}

@@ -1,5 +1,6 @@
 // Webhooks: create (the signing secret is shown once, then never again), list, send a test ping,
-// re-enable a disabled one, delete; and each webhook's deliveries, paginated by the server.
+// re-enable a disabled one, delete; and each webhook's deliveries, paginated by the server. An
+// organization's members see none of it (the API lets only the owner and admins manage webhooks).
 import { useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
 import { confirmed, ErrorBox, Field, formValue, Loading, Notice, Page, useAction, useLoad, utc } from '../../ui/components.tsx';
@@ -8,6 +9,7 @@ import { usePaged } from '../../ui/paged.tsx';
 import { DataTable } from '../../ui/table.tsx';
 import { href } from '../../ui/router.tsx';
 import { SecretValue, useSecrets } from '../../ui/secret.tsx';
+import { managesWebhooks } from '../../ui/roles.ts';
 
 interface Webhook {
   id: number;
@@ -35,6 +37,18 @@ interface Delivery extends Outcome {
 const outcome = (o: Outcome) => (o.ok ? `delivered (HTTP ${o.status_code}, ${o.latency_ms} ms)` : `failed: ${o.error ?? `HTTP ${o.status_code}`}`);
 
 export function WebhooksPage() {
+  const { me } = useSession();
+  if (!managesWebhooks(me)) {
+    return (
+      <Page title="Webhooks">
+        <p class="muted">Only the organization's owner or an admin manages its webhooks.</p>
+      </Page>
+    );
+  }
+  return <ManageWebhooks />;
+}
+
+function ManageWebhooks() {
   const { api } = useSession();
   const list = useLoad(() => api.get<{ data: Webhook[] }>('/portal/webhooks'), []);
   const act = useAction();
