@@ -104,7 +104,7 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     c.send({ type: 'input_audio_buffer.append', audio: '%%%not base64%%%', event_id: 'event_bad' });
     c.send({ type: 'conversation.item.create' });
     c.send({ type: 'transcription_session.update', session: { turn_detection: { type: 'semantic_vad' } } });
-    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'g711_ulaw' } });
+    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'opus' } });
     await c.until((f) => f.filter((x) => x.type === 'error').length >= 7, 5000, 'seven error frames');
     const errors = c.of('error');
     assert.ok(errors.every((e) => e.error.code === 'invalid_request' && e.error.type === 'invalid_request_error' && typeof e.error.message === 'string'));
