@@ -151,8 +151,9 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
       const poll = () => (errors.length > 0 ? resolve() : setTimeout(poll, 20));
       poll();
     });
-    assert.equal(errors[0]!.error.param, 'session.audio.input.format');
-    assert.equal(errors[0]!.error.event_id, 'event_late');
+    const late = (errors as { error: { param: string; event_id: string } }[])[0]!;
+    assert.equal(late.error.param, 'session.audio.input.format');
+    assert.equal(late.error.event_id, 'event_late');
     const still = next('session.updated');
     rt.send({ type: 'session.update', session: { type: 'transcription' } });
     assert.deepEqual((await still).session.audio.input.format, { type: 'audio/pcmu', rate: 8000 });
