@@ -24,6 +24,22 @@ async function openSessions(f: Funded): Promise<number> {
   return Number(/^gateway_realtime_sessions (\d+)$/m.exec(text)?.[1]);
 }
 
+/**
+ * Waits until `read()` is `target`, as long as it keeps moving: a thousand sessions opening or billing
+ * at once take a time that grows with the machine's load, so only a stall (no change for `stallMs`)
+ * fails.
+ */
+async function untilSettled(read: () => number | Promise<number>, target: number, what: string, stallMs = 30_000): Promise<void> {
+  let last = await read();
+  for (let movedAt = Date.now(); last !== target; ) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = await read();
+    if (now !== last) movedAt = Date.now();
+    assert.ok(Date.now() - movedAt < stallMs, `${what}: stuck at ${now} for ${stallMs / 1000} s`);
+    last = now;
+  }
+}
+
 // Its own gateway, with the default ping interval and an idle timeout longer than the test: the
 // sockets are idle on purpose, and under load (client and gateway share this process) opening a
 // thousand of them can take longer than the default 30 s idle timeout, which would end the first
@@ -42,7 +58,8 @@ describe('realtime socket: a thousand idle sockets', { skip: skipSpeech }, () =>
       for (let i = 0; i < 1000; i += 50) {
         open.push(...(await Promise.all(Array.from({ length: 50 }, () => connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey })))));
       }
-      await Promise.all(open.map((c) => c.next('transcription_session.created')));
+      // Each session is spawned (a durable write) before its `created`: they queue behind each other.
+      await untilSettled(() => open.filter((c) => c.of('transcription_session.created').length > 0).length, 1000, 'sessions created');
       assert.equal(await openSessions(f), 1000);
       const over = await refusal(connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey }));
       assert.equal(over.status, 503);
@@ -60,16 +77,8 @@ describe('realtime socket: a thousand idle sockets', { skip: skipSpeech }, () =>
       await Promise.all(open.map((c) => c.closed));
     }
     // Each slot comes back when its session has billed; a thousand bill at once (≈1 s here unloaded,
-    // far longer on a loaded machine): wait while they make progress, fail only when none finishes
-    // for 30 s.
-    let last = await openSessions(f);
-    for (let stalledSince = Date.now(); last > 0; ) {
-      await new Promise((r) => setTimeout(r, 100));
-      const now = await openSessions(f);
-      if (now < last) stalledSince = Date.now();
-      assert.ok(Date.now() - stalledSince < 30_000, `${now} sessions still open, none finished for 30 s`);
-      last = now;
-    }
+    // far longer on a loaded machine).
+    await untilSettled(() => openSessions(f), 0, 'open sessions');
     const c = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey });
     await c.next('transcription_session.created');
     c.ws.close();
