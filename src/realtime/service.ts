@@ -20,7 +20,7 @@ import { workingRate, type Encoding, type InputRate } from './decoder.ts';
 import { REALTIME_KIND, tickEstimate, type RealtimeKind, type SessionSpec } from './kind.ts';
 import { streamingLocalRecogniser, utteranceRecogniser, type SessionRecogniser } from './recognisers.ts';
 import { upstreamRecogniser, type RealtimeRoute } from './upstream-recogniser.ts';
-import { RealtimeSession, type SessionLimits, type SessionParams, type SessionSink } from './session.ts';
+import { RealtimeSession, type SessionLimits, type SessionParams, type SessionPipeline, type SessionSink } from './session.ts';
 
 export interface RealtimeSettings extends SessionLimits {
   maxSocketsPerKey: number;
@@ -168,17 +168,20 @@ export class RealtimeService {
   private async start(params: SessionParams, call: MeteredCall, sink: SessionSink, recheck: () => Promise<void>, releaseSlot: () => void): Promise<RealtimeSession> {
     const { settings, runtime, kind } = this.deps;
     const log = this.deps.logger.child({ session_id: params.sessionId, request_id: params.requestId });
-    const recogniser = await this.recogniserFor(call.model, params, log);
     const detectors = await this.deps.detectors();
-    const inputResampler = params.sampleRate === workingRate(params.sampleRate) ? null : (await this.deps.resamplers()).create({ from: params.sampleRate, to: workingRate(params.sampleRate), quality: 5 });
+    const resamplers = await this.deps.resamplers();
+    const pipeline = (p: SessionParams): SessionPipeline => ({
+      recogniser: this.recogniserFor(call.model, p, resamplers, log),
+      inputResampler: p.sampleRate === workingRate(p.sampleRate) ? null : resamplers.create({ from: p.sampleRate, to: workingRate(p.sampleRate), quality: 5 }),
+    });
     let done!: () => void;
     const finished = new Promise<void>((resolve) => (done = resolve));
     const session: RealtimeSession = new RealtimeSession({
       params,
       limits: settings,
       detectors,
-      recogniser,
-      inputResampler,
+      pipeline,
+      language: (tag, param) => offeredLanguage(call.model, tag, param),
       actor: runtime.ref(kind, params.sessionId),
       sink,
       recheck,
@@ -212,24 +215,23 @@ export class RealtimeService {
         { resources: session },
       );
     } catch (err) {
-      recogniser.close();
-      inputResampler?.destroy();
+      session.dispose();
       throw err;
     }
     this.sessions.add(session);
     this.deps.metrics?.sessions.inc();
     this.finished.set(session, finished);
     session.start();
-    log.info({ model: params.model, encoding: params.encoding, sample_rate: params.sampleRate, recognition: recogniser.mode }, 'realtime session opened');
+    log.info({ model: params.model, encoding: params.encoding, sample_rate: params.sampleRate, recognition: session.describe().recognition }, 'realtime session opened');
     return session;
   }
 
-  private async recogniserFor(model: ModelDoc, params: SessionParams, log: Logger): Promise<SessionRecogniser> {
+  private recogniserFor(model: ModelDoc, params: SessionParams, resamplers: Resamplers, log: Logger): SessionRecogniser {
     const routes = this.deps.resolveRoutes(model);
     const first = this.firstRoute(model);
     const rate = workingRate(params.sampleRate);
     if (first?.provider === 'local') {
-      return streamingLocalRecogniser({ rate, startEngine: this.deps.startEngine, resamplers: await this.deps.resamplers() });
+      return streamingLocalRecogniser({ rate, startEngine: this.deps.startEngine, resamplers });
     }
     if (first?.realtime && this.deps.realtimeOf(first.provider)) {
       // The model's routes that stream, in order (failover between utterances goes through them).
@@ -241,7 +243,7 @@ export class RealtimeService {
       return upstreamRecogniser({
         routes: streaming,
         request: { sampleRate: rate, encoding: params.encoding, ...(params.language ? { language: params.language } : {}) },
-        resamplers: await this.deps.resamplers(),
+        resamplers,
         log,
       });
     }
@@ -271,9 +273,13 @@ function checkModel(model: ModelDoc, query: StreamQuery): string | null {
   if (model.streaming !== true) {
     throw new ApiError('invalid_request', `The model '${model._id}' does not stream; pick an stt model with 'streaming': true in /v1/models.`, { param: 'model' });
   }
-  if (query.language === null) return null;
+  return query.language === null ? null : offeredLanguage(model, query.language, 'language');
+}
+
+/** The model's own tag for `tag`, or language_not_supported naming `param`. */
+function offeredLanguage(model: ModelDoc, tag: string, param: string): string {
   const offered = model.languages ?? [];
-  const matched = matchLanguage(query.language, offered);
-  if (!matched) throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${query.language}'.`, { param: 'language' });
+  const matched = matchLanguage(tag, offered);
+  if (!matched) throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${tag.slice(0, 50)}'.`, { param });
   return matched;
 }

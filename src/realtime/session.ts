@@ -47,7 +47,7 @@ export interface SessionParams {
 /** What the session tells its client (the edge makes frames of them). */
 export type SessionOutput =
   | { type: 'created'; session: SessionDescription }
-  | { type: 'updated'; session: SessionDescription }
+  | { type: 'updated'; session: SessionDescription; via: SessionUpdate['via'] }
   | { type: 'speech_started'; itemId: string; audioStartMs: number }
   | { type: 'speech_stopped'; itemId: string; audioEndMs: number }
   | { type: 'committed'; itemId: string; previousItemId: string | null }
@@ -56,6 +56,30 @@ export type SessionOutput =
   | { type: 'completed'; itemId: string; transcript: string; start: number; end: number; seconds: number }
   | { type: 'error'; error: SessionError & { param?: string } }
   | { type: 'done' };
+
+/**
+ * What a client's session update asks (OpenAI's GA `session.update` or its beta
+ * `transcription_session.update`, read by the edge). An absent field leaves the setting as it is.
+ * The format and the language may change until the socket's first audio; after it, an update that
+ * would change them is refused whole (`param` names the field in the client's own frame).
+ */
+export interface SessionUpdate {
+  turnDetection?: TurnDetection | null;
+  /** `sampleRate` null: the socket's own when `encoding` is the same, else the encoding's default (pcm 24 kHz, the others 8 kHz). */
+  format?: { encoding: Encoding; sampleRate: InputRate | null; param: string };
+  language?: { tag: string; param: string };
+  /** The model named in the update: it must be the socket's (chosen by its `model` query parameter). */
+  model?: { name: string; param: string };
+  /** Which event asked: the answer is `session.updated` or `transcription_session.updated`. */
+  via: 'session.update' | 'transcription_session.update';
+}
+
+/** A session's recogniser and input resampler, built for its params (again, when the format changes before any audio). */
+export interface SessionPipeline {
+  recogniser: SessionRecogniser;
+  /** 24 kHz input to the working 16 kHz (owned by the session: destroyed with it); null otherwise. */
+  inputResampler: Resampler | null;
+}
 
 export interface SessionDescription extends SessionParams {
   turnDetection: TurnDetection | null;
@@ -82,9 +106,10 @@ export interface SessionDeps {
   params: SessionParams;
   limits: SessionLimits;
   detectors: VoiceDetectors;
-  recogniser: SessionRecogniser;
-  /** 24 kHz input to the working 16 kHz (owned by the session: destroyed with it); null otherwise. */
-  inputResampler?: Resampler | null;
+  /** Builds the recogniser and input resampler for the params (at start, and when an update changes the format or language). */
+  pipeline(params: SessionParams): SessionPipeline;
+  /** The model's own tag for a language asked in an update; throws ApiError when the model does not offer it. */
+  language(tag: string, param: string): string;
   /** The session's actor (the runtime's `ref(kind, id)`). */
   actor: { send(event: RealtimeSessionEvent, opts: { wait: 'applied' | 'durable' }): Promise<unknown> };
   sink: SessionSink;
@@ -102,10 +127,14 @@ const MIN_COMMIT_MS = 100;
 const KEEP_EXTRA_MS = 500;
 
 export class RealtimeSession implements SessionResources {
-  private readonly decoder: AudioDecoder;
-  private readonly buffer: AudioBuffer;
-  private readonly rate: 8000 | 16000;
-  private inputResampler: Resampler | null;
+  private params: SessionParams;
+  private decoder!: AudioDecoder;
+  private buffer!: AudioBuffer;
+  private rate!: 8000 | 16000;
+  private recogniser!: SessionRecogniser;
+  private inputResampler: Resampler | null = null;
+  /** Audio bytes came (the format and language are fixed from then on). */
+  private audioStarted = false;
   private turn: TurnDetection | null = DEFAULT_TURN_DETECTION;
   private vad: VoiceDetector | null = null;
   /** Session ms at which the current detector started (its clock is relative to it). */
@@ -130,14 +159,26 @@ export class RealtimeSession implements SessionResources {
   private finished = false;
 
   constructor(private readonly deps: SessionDeps) {
-    this.rate = workingRate(deps.params.sampleRate);
-    this.inputResampler = deps.inputResampler ?? null;
-    this.decoder = createDecoder(deps.params.encoding);
-    this.buffer = new AudioBuffer(Math.ceil(((deps.limits.maxUtteranceMs + DEFAULT_TURN_DETECTION.prefix_padding_ms + KEEP_EXTRA_MS + 5_000) * this.rate) / 1000));
+    this.params = { ...deps.params };
     this.lastAudioAt = deps.now();
     this.lastAuthAt = deps.now();
+    this.build();
+  }
+
+  /** The audio path for `params`: decoder, buffer, detector, recogniser (the old ones, if any, closed). */
+  private build(): void {
+    this.recogniser?.close();
+    this.inputResampler?.destroy();
+    this.vad?.destroy();
+    this.rate = workingRate(this.params.sampleRate);
+    this.decoder = createDecoder(this.params.encoding);
+    this.buffer = new AudioBuffer(Math.ceil(((this.deps.limits.maxUtteranceMs + DEFAULT_TURN_DETECTION.prefix_padding_ms + KEEP_EXTRA_MS + 5_000) * this.rate) / 1000));
+    const { recogniser, inputResampler } = this.deps.pipeline(this.params);
+    this.recogniser = recogniser;
+    this.inputResampler = inputResampler;
     this.vad = this.newDetector(this.turn);
-    deps.recogniser.listen?.((heard) => this.heardSpeech(heard));
+    this.vadOriginMs = 0;
+    recogniser.listen?.((heard) => this.heardSpeech(heard));
   }
 
   /** Audio received so far, ms. */
@@ -150,7 +191,7 @@ export class RealtimeSession implements SessionResources {
   }
 
   describe(): SessionDescription {
-    return { ...this.deps.params, turnDetection: this.turn, recognition: this.deps.recogniser.mode };
+    return { ...this.params, turnDetection: this.turn, recognition: this.recogniser.mode };
   }
 
   /** Starts the checkpoints and greets the client. */
@@ -165,13 +206,14 @@ export class RealtimeSession implements SessionResources {
   /** Raw audio in the declared encoding (a binary frame, or an append's decoded base64). */
   audio(bytes: Uint8Array): void {
     if (this.ended) return;
+    if (bytes.length > 0) this.audioStarted = true;
     const decoded = this.decoder.decode(bytes);
     const samples = this.inputResampler ? this.inputResampler.process(decoded) : decoded;
     if (samples.length === 0) return;
     this.lastAudioAt = this.deps.now();
     const at = this.buffer.total;
     this.buffer.append(samples);
-    this.deps.recogniser.audio(samples);
+    this.recogniser.audio(samples);
     if (this.vad) this.takeVad(this.vad.push(samples), at + samples.length);
     else if (this.buffer.total - this.manualStart >= this.samplesOf(this.deps.limits.maxUtteranceMs)) {
       this.commitRange(this.manualStart, this.buffer.total, this.itemId); // a client that never commits: cut at the limit
@@ -205,17 +247,39 @@ export class RealtimeSession implements SessionResources {
     this.deps.sink.send({ type: 'cleared' });
   }
 
-  /** transcription_session.update: turn detection on (with its settings) or off. */
-  update(turn: TurnDetection | null): void {
+  /**
+   * session.update / transcription_session.update: turn detection on (with its settings) or off;
+   * the audio format and the language, until the first audio. Refused whole (ApiError) when it
+   * cannot be taken; answered with the session as it now is.
+   */
+  update(u: SessionUpdate): void {
     if (this.ended) return;
-    this.turn = turn;
-    this.dropOpenItem();
-    this.manualStart = this.buffer.total;
-    this.vad?.destroy();
-    this.vad = null;
-    this.vadOriginMs = this.audioMs;
-    this.vad = this.newDetector(turn);
-    this.deps.sink.send({ type: 'updated', session: this.describe() });
+    if (u.model && u.model.name !== this.params.model) {
+      throw new ApiError('invalid_request', `This socket transcribes with '${this.params.model}' (its 'model' query parameter), not '${u.model.name}'.`, { param: u.model.param });
+    }
+    const next = { ...this.params };
+    if (u.format) {
+      const { encoding, sampleRate } = u.format;
+      next.encoding = encoding;
+      next.sampleRate = sampleRate ?? (encoding === this.params.encoding ? this.params.sampleRate : encoding === 'pcm_s16le' ? 24000 : 8000);
+    }
+    if (u.language) next.language = this.deps.language(u.language.tag, u.language.param);
+    const reformat = next.encoding !== this.params.encoding || next.sampleRate !== this.params.sampleRate;
+    const relanguage = next.language !== this.params.language;
+    if ((reformat || relanguage) && this.audioStarted) {
+      const param = reformat ? u.format!.param : u.language!.param;
+      throw new ApiError('invalid_request', `The socket's ${reformat ? 'audio format' : 'language'} cannot change once audio has arrived; open a new socket for other audio.`, { param });
+    }
+    if (u.turnDetection !== undefined) this.turn = u.turnDetection;
+    if (reformat || relanguage) {
+      this.params = next;
+      this.build();
+    } else if (u.turnDetection !== undefined) {
+      this.dropOpenItem();
+      this.manualStart = this.buffer.total;
+      this.restartDetector();
+    }
+    this.deps.sink.send({ type: 'updated', session: this.describe(), via: u.via });
   }
 
   /** The connection closed (a close frame, or the client vanished): bill and finish. */
@@ -273,7 +337,7 @@ export class RealtimeSession implements SessionResources {
     if (this.progressTimer) clearInterval(this.progressTimer);
     this.progressTimer = null;
     this.abort.abort(new Error('session ended'));
-    this.deps.recogniser.close();
+    this.recogniser.close();
     this.vad?.destroy();
     this.vad = null;
     this.inputResampler?.destroy();
@@ -424,7 +488,7 @@ export class RealtimeSession implements SessionResources {
     const utterance = { itemId: id, startMs: this.msOf(from), endMs: this.msOf(to), samples: () => samples };
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.limits.utteranceTimeoutMs)]);
     // Deltas stream once this utterance's answer is the next to go out (held until then).
-    const answer = this.deps.recogniser.recognise(utterance, signal, (heard) => this.heard(id, heard));
+    const answer = this.recogniser.recognise(utterance, signal, (heard) => this.heard(id, heard));
     answer.catch(() => {});
     // Answers go out in commit order.
     this.answered = this.answered.then(async () => {

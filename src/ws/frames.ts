@@ -3,14 +3,15 @@
 // transcription_session.created, `start`/`end` (seconds) on …completed when return_timestamps.
 import { randomUUID } from 'node:crypto';
 import { ApiError, ERRORS, type ErrorCode } from '../errors.ts';
-import { DEFAULT_TURN_DETECTION, type SessionDescription, type SessionOutput, type TurnDetection } from '../realtime/session.ts';
+import type { Encoding, InputRate } from '../realtime/decoder.ts';
+import { DEFAULT_TURN_DETECTION, type SessionDescription, type SessionOutput, type SessionUpdate, type TurnDetection } from '../realtime/session.ts';
 
 /** What a client frame asks for. */
 export type ClientEvent =
   | { type: 'input_audio_buffer.append'; audio: Buffer; eventId: string | null }
   | { type: 'input_audio_buffer.commit'; eventId: string | null }
   | { type: 'input_audio_buffer.clear'; eventId: string | null }
-  | { type: 'transcription_session.update'; turnDetection: TurnDetection | null | undefined; eventId: string | null };
+  | { type: 'session.update' | 'transcription_session.update'; update: SessionUpdate; eventId: string | null };
 
 /** A client frame that cannot be taken: answered with an `error` frame, the session goes on. */
 export class FrameError extends ApiError {
@@ -21,10 +22,15 @@ export class FrameError extends ApiError {
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-const FORMATS: Record<string, string> = { pcm_s16le: 'pcm16', mulaw: 'g711_ulaw', alaw: 'g711_alaw', linear32: 'linear32' };
+/** OpenAI's beta names of the socket's encodings (`input_audio_format`); `linear32` is ours. */
+const FORMATS: Record<Encoding, string> = { pcm_s16le: 'pcm16', mulaw: 'g711_ulaw', alaw: 'g711_alaw', linear32: 'linear32' };
+/** OpenAI's GA names (`audio.input.format.type`); `audio/x-linear32` is ours. */
+const GA_FORMATS: Record<Encoding, string> = { pcm_s16le: 'audio/pcm', mulaw: 'audio/pcmu', alaw: 'audio/pcma', linear32: 'audio/x-linear32' };
+
+const encodingNamed = (names: Record<Encoding, string>, name: unknown): Encoding | undefined => (Object.keys(names) as Encoding[]).find((e) => names[e] === name);
 
 /** Parses a text frame. Throws FrameError for anything malformed. */
-export function parseClientFrame(text: string, encoding: string): ClientEvent {
+export function parseClientFrame(text: string): ClientEvent {
   let msg: unknown;
   try {
     msg = JSON.parse(text);
@@ -45,34 +51,109 @@ export function parseClientFrame(text: string, encoding: string): ClientEvent {
     case 'input_audio_buffer.clear':
       return { type: m.type, eventId };
     case 'transcription_session.update':
-      return { type: m.type, turnDetection: readUpdate(m.session, encoding, eventId), eventId };
+      return { type: m.type, update: readBetaUpdate(m.session, eventId), eventId };
+    case 'session.update':
+      return { type: m.type, update: readGaUpdate(m.session, eventId), eventId };
     default:
       throw new FrameError(`Unknown event type '${m.type.slice(0, 100)}'.`, eventId, 'type');
   }
 }
 
-/** The turn detection an update sets (undefined: unchanged). Other session fields must agree with the socket's. */
-function readUpdate(session: unknown, encoding: string, eventId: string | null): TurnDetection | null | undefined {
-  if (typeof session !== 'object' || session === null || Array.isArray(session)) throw new FrameError("'session' must be an object.", eventId, 'session');
-  const s = session as Record<string, unknown>;
-  for (const key of Object.keys(s)) {
-    if (!['turn_detection', 'input_audio_format', 'input_audio_transcription', 'input_audio_noise_reduction', 'include'].includes(key)) {
-      throw new FrameError(`Unknown session field '${key.slice(0, 100)}'.`, eventId, `session.${key.slice(0, 100)}`);
-    }
+type Fields = Record<string, unknown>;
+
+/** `value` as an object whose keys are all in `known` (else FrameError naming the first other). */
+function objectOf(value: unknown, known: readonly string[], param: string, eventId: string | null): Fields {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new FrameError(`'${param}' must be an object.`, eventId, param);
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) throw new FrameError(`Unknown field '${param}.${key.slice(0, 100)}'.`, eventId, `${param}.${key.slice(0, 100)}`);
   }
-  if (s.input_audio_format !== undefined && s.input_audio_format !== FORMATS[encoding]) {
-    throw new FrameError(`The socket's audio is '${FORMATS[encoding]}' (its 'encoding' query parameter); it cannot change.`, eventId, 'session.input_audio_format');
+  return value as Fields;
+}
+
+/** OpenAI's beta `transcription_session.update {session: {input_audio_format, input_audio_transcription, turn_detection, …}}`. */
+function readBetaUpdate(session: unknown, eventId: string | null): SessionUpdate {
+  const s = objectOf(session, ['turn_detection', 'input_audio_format', 'input_audio_transcription', 'input_audio_noise_reduction', 'include'], 'session', eventId);
+  const update: SessionUpdate = { via: 'transcription_session.update' };
+  if (s.input_audio_format !== undefined) {
+    const encoding = encodingNamed(FORMATS, s.input_audio_format);
+    if (!encoding) throw new FrameError(`'input_audio_format' is one of ${Object.values(FORMATS).join(', ')}.`, eventId, 'session.input_audio_format');
+    update.format = { encoding, sampleRate: null, param: 'session.input_audio_format' };
   }
-  if (!('turn_detection' in s)) return undefined;
-  const td = s.turn_detection;
+  readTranscription(s.input_audio_transcription, 'session.input_audio_transcription', update, eventId);
+  readNoiseReduction(s.input_audio_noise_reduction, 'session.input_audio_noise_reduction', eventId);
+  readInclude(s.include, eventId);
+  if ('turn_detection' in s) update.turnDetection = readTurnDetection(s.turn_detection, 'session.turn_detection', eventId);
+  return update;
+}
+
+/**
+ * OpenAI's GA `session.update {session: {type: "transcription", audio: {input: {format,
+ * noise_reduction, transcription, turn_detection}}, include}}` (openai 6.x's
+ * RealtimeTranscriptionSessionCreateRequest).
+ */
+function readGaUpdate(session: unknown, eventId: string | null): SessionUpdate {
+  const s = objectOf(session, ['type', 'audio', 'include'], 'session', eventId);
+  if (s.type !== 'transcription') throw new FrameError("This socket is for transcription: 'session.type' is 'transcription'.", eventId, 'session.type');
+  readInclude(s.include, eventId);
+  const update: SessionUpdate = { via: 'session.update' };
+  if (s.audio === undefined) return update;
+  const audio = objectOf(s.audio, ['input'], 'session.audio', eventId);
+  if (audio.input === undefined) return update;
+  const input = objectOf(audio.input, ['format', 'noise_reduction', 'transcription', 'turn_detection'], 'session.audio.input', eventId);
+  if (input.format !== undefined) update.format = readGaFormat(input.format, eventId);
+  readNoiseReduction(input.noise_reduction, 'session.audio.input.noise_reduction', eventId);
+  readTranscription(input.transcription, 'session.audio.input.transcription', update, eventId);
+  if ('turn_detection' in input) update.turnDetection = readTurnDetection(input.turn_detection, 'session.audio.input.turn_detection', eventId);
+  return update;
+}
+
+const GA_RATES: Record<Encoding, readonly number[]> = { pcm_s16le: [24000, 16000, 8000], mulaw: [8000, 16000], alaw: [8000, 16000], linear32: [16000, 8000] };
+
+function readGaFormat(value: unknown, eventId: string | null): NonNullable<SessionUpdate['format']> {
+  const param = 'session.audio.input.format';
+  const f = objectOf(value, ['type', 'rate'], param, eventId);
+  const encoding = encodingNamed(GA_FORMATS, f.type);
+  if (!encoding) throw new FrameError(`'${param}.type' is one of ${Object.values(GA_FORMATS).join(', ')}.`, eventId, `${param}.type`);
+  if (f.rate !== undefined && !GA_RATES[encoding].includes(f.rate as number)) throw new FrameError(`'${param}.rate' for ${GA_FORMATS[encoding]} is one of ${GA_RATES[encoding].join(', ')}.`, eventId, `${param}.rate`);
+  return { encoding, sampleRate: (f.rate as InputRate | undefined) ?? null, param };
+}
+
+/** `{model, language, prompt}`: the model is the socket's (its `model` query parameter); the language may change until the first audio; the prompt is taken and not used. */
+function readTranscription(value: unknown, param: string, update: SessionUpdate, eventId: string | null): void {
+  if (value === undefined) return;
+  const t = objectOf(value, ['model', 'language', 'prompt'], param, eventId);
+  if (t.model !== undefined && typeof t.model !== 'string') throw new FrameError(`'${param}.model' is a string.`, eventId, `${param}.model`);
+  if (typeof t.model === 'string') update.model = { name: t.model.slice(0, 200), param: `${param}.model` };
+  if (t.language !== undefined && t.language !== null && t.language !== '') {
+    if (typeof t.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(t.language)) throw new FrameError(`'${param}.language' is a BCP-47 tag such as en or en-US.`, eventId, `${param}.language`);
+    update.language = { tag: t.language, param: `${param}.language` };
+  }
+  if (t.prompt !== undefined && (typeof t.prompt !== 'string' || t.prompt.length > 4000)) throw new FrameError(`'${param}.prompt' is a string of at most 4000 characters.`, eventId, `${param}.prompt`);
+}
+
+/** Noise reduction is not offered: null or OpenAI's shape, taken and not applied (the session reports null). */
+function readNoiseReduction(value: unknown, param: string, eventId: string | null): void {
+  if (value === undefined || value === null) return;
+  const n = objectOf(value, ['type'], param, eventId);
+  if (n.type !== undefined && n.type !== 'near_field' && n.type !== 'far_field') throw new FrameError(`'${param}.type' is near_field or far_field.`, eventId, `${param}.type`);
+}
+
+/** `include`: logprobs are not given; the field is taken (the session reports null). */
+function readInclude(value: unknown, eventId: string | null): void {
+  if (value === undefined || value === null) return;
+  if (!Array.isArray(value) || !value.every((x) => x === 'item.input_audio_transcription.logprobs')) throw new FrameError("'session.include' is a list of 'item.input_audio_transcription.logprobs'.", eventId, 'session.include');
+}
+
+/** OpenAI's server_vad settings (its defaults for absent fields), or null: off. */
+function readTurnDetection(td: unknown, param: string, eventId: string | null): TurnDetection | null {
   if (td === null) return null;
-  if (typeof td !== 'object' || Array.isArray(td)) throw new FrameError("'turn_detection' is null or an object.", eventId, 'session.turn_detection');
-  const t = td as Record<string, unknown>;
-  if (t.type !== undefined && t.type !== 'server_vad') throw new FrameError("Only 'server_vad' turn detection is offered.", eventId, 'session.turn_detection.type');
+  if (typeof td !== 'object' || Array.isArray(td)) throw new FrameError(`'${param}' is null or an object.`, eventId, param);
+  const t = td as Fields;
+  if (t.type !== undefined && t.type !== 'server_vad') throw new FrameError("Only 'server_vad' turn detection is offered.", eventId, `${param}.type`);
   const num = (name: 'threshold' | 'prefix_padding_ms' | 'silence_duration_ms', min: number, max: number): number => {
     const v = t[name];
     if (v === undefined) return DEFAULT_TURN_DETECTION[name];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) throw new FrameError(`'${name}' is a number from ${min} to ${max}.`, eventId, `session.turn_detection.${name}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) throw new FrameError(`'${name}' is a number from ${min} to ${max}.`, eventId, `${param}.${name}`);
     return v;
   };
   return { type: 'server_vad', threshold: num('threshold', 0, 1), prefix_padding_ms: num('prefix_padding_ms', 0, 5000), silence_duration_ms: num('silence_duration_ms', 100, 10_000) };
@@ -97,6 +178,33 @@ function sessionFrame(s: SessionDescription) {
   };
 }
 
+/**
+ * The session as OpenAI's GA `session.updated` gives a transcription session
+ * (RealtimeTranscriptionSessionCreateResponse), plus ours: `sample_rate`, `encoding`,
+ * `return_timestamps`, `recognition`. The format carries its `rate` (ours may be other than
+ * OpenAI's fixed ones); noise reduction, logprobs and prompts are not applied: reported null, ''.
+ */
+function gaSessionFrame(s: SessionDescription) {
+  return {
+    type: 'transcription',
+    object: 'realtime.transcription_session',
+    id: s.sessionId,
+    audio: {
+      input: {
+        format: { type: GA_FORMATS[s.encoding], rate: s.sampleRate },
+        noise_reduction: null,
+        transcription: { model: s.model, language: s.language, prompt: '' },
+        turn_detection: s.turnDetection,
+      },
+    },
+    include: null,
+    sample_rate: s.sampleRate,
+    encoding: s.encoding,
+    return_timestamps: s.returnTimestamps,
+    recognition: s.recognition,
+  };
+}
+
 /** The frame of a session output (JSON text). */
 export function serverFrame(out: SessionOutput, ctx: { requestId: string; returnTimestamps: boolean; clientEventId?: string | null }): string {
   const base = { event_id: eventId() };
@@ -104,7 +212,9 @@ export function serverFrame(out: SessionOutput, ctx: { requestId: string; return
     case 'created':
       return JSON.stringify({ ...base, type: 'transcription_session.created', request_id: ctx.requestId, session: sessionFrame(out.session) });
     case 'updated':
-      return JSON.stringify({ ...base, type: 'transcription_session.updated', session: sessionFrame(out.session) });
+      return out.via === 'session.update'
+        ? JSON.stringify({ ...base, type: 'session.updated', session: gaSessionFrame(out.session) })
+        : JSON.stringify({ ...base, type: 'transcription_session.updated', session: sessionFrame(out.session) });
     case 'speech_started':
       return JSON.stringify({ ...base, type: 'input_audio_buffer.speech_started', audio_start_ms: out.audioStartMs, item_id: out.itemId });
     case 'speech_stopped':

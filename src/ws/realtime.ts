@@ -230,7 +230,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
           pace(s);
           return;
         }
-        const event = parseClientFrame(bytes.toString('utf8'), params.encoding);
+        const event = parseClientFrame(bytes.toString('utf8'));
         clientEventId = event.eventId;
         switch (event.type) {
           case 'input_audio_buffer.append':
@@ -243,9 +243,9 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
           case 'input_audio_buffer.clear':
             s.clear();
             break;
+          case 'session.update':
           case 'transcription_session.update':
-            if (event.turnDetection !== undefined) s.update(event.turnDetection);
-            else sink.send({ type: 'updated', session: s.describe() });
+            s.update(event.update);
             break;
         }
       } catch (err) {

@@ -104,7 +104,7 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     c.send({ type: 'input_audio_buffer.append', audio: '%%%not base64%%%', event_id: 'event_bad' });
     c.send({ type: 'conversation.item.create' });
     c.send({ type: 'transcription_session.update', session: { turn_detection: { type: 'semantic_vad' } } });
-    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'g711_ulaw' } });
+    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'opus' } });
     await c.until((f) => f.filter((x) => x.type === 'error').length >= 7, 5000, 'seven error frames');
     const errors = c.of('error');
     assert.ok(errors.every((e) => e.error.code === 'invalid_request' && e.error.type === 'invalid_request_error' && typeof e.error.message === 'string'));
@@ -116,6 +116,35 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     c.ws.send(Buffer.alloc(70_000));
     assert.equal(await c.closed, 1009);
     await closedSession(f.gw, id);
+  });
+
+  it('session updates: the beta update switches the format before the first audio, not after; GA updates for another session type, model or language are refused whole', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const id = (await c.next('transcription_session.created')).session.id;
+    const errorOf = async (event: object, n: number) => {
+      c.send(event);
+      await c.until((fr) => fr.filter((x) => x.type === 'error').length >= n, 5000, `error ${n}`);
+      return c.of('error')[n - 1]!.error;
+    };
+    assert.equal((await errorOf({ type: 'session.update', session: { type: 'realtime' } }, 1)).param, 'session.type');
+    assert.equal((await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { model: 'gpt-4o-transcribe' } } } } }, 2)).param, 'session.audio.input.transcription.model');
+    const lang = await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { language: 'fr' }, turn_detection: null } } } }, 3);
+    assert.equal(lang.code, 'language_not_supported');
+    assert.equal(lang.param, 'session.audio.input.transcription.language');
+    assert.equal((await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcmu', rate: 24000 } } } } }, 4)).param, 'session.audio.input.format.rate');
+    assert.equal(c.of('session.updated').length + c.of('transcription_session.updated').length, 0, 'nothing applied');
+    // Beta: μ-law before any audio (OpenAI's g711_ulaw: 8 kHz).
+    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'g711_ulaw' } });
+    const updated = (await c.next('transcription_session.updated')).session;
+    assert.equal(updated.input_audio_format, 'g711_ulaw');
+    assert.equal(updated.sample_rate, 8000);
+    assert.deepEqual(updated.turn_detection, { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 });
+    c.ws.send(Buffer.alloc(800, 0xff)); // 100 ms of μ-law silence
+    const late = await errorOf({ type: 'transcription_session.update', session: { input_audio_format: 'pcm16' } }, 5);
+    assert.equal(late.param, 'session.input_audio_format');
+    c.ws.close();
+    const view = await closedSession(f.gw, id);
+    assert.equal(view.context.audioMs, 100); // taken as 8 kHz μ-law
   });
 
   it('a client that vanishes (no close frame) is billed once for the audio it sent', async () => {

@@ -1,5 +1,5 @@
 // Hostile clients against the realtime socket: a thousand idle sockets (the instance-wide socket
-// cap refuses past it, 503 before the upgrade), stt-local sessions past the local-engine cap (503),
+// cap refuses past it, 503 before the upgrade; every slot comes back once they close), stt-local sessions past the local-engine cap (503),
 // a flood of audio far faster than real time (held back: the audio taken stays within the burst and
 // the rate factor; its pings and pongs are still answered, so the liveness check does not cut it),
 // and a flood of junk frames (error frames, then close 1008 past
@@ -9,32 +9,58 @@ import { after, before, describe, it } from 'node:test';
 import { ADMIN_TOKEN, call } from '../helper.ts';
 import { closedSession, connect, fundedGateway, refusal, skipSpeech, type Client, type Funded } from './helpers.ts';
 
-describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
+/** A cloud model (utterance mode): an idle socket on it calls nothing upstream. */
+async function addIdleModel(f: Funded): Promise<void> {
+  const res = await call(f.gw.url, 'PUT', '/admin/models/stt-idle', {
+    token: ADMIN_TOKEN,
+    body: { type: 'stt', owned_by: 'acme', streaming: true, pricing: { cents_per_minute: 0.01 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key: 'k', upstream_model: 'whisper-1' }] },
+  });
+  assert.ok(res.status < 300, res.text);
+}
+
+/** gateway_realtime_sessions, from /metrics. */
+async function openSessions(f: Funded): Promise<number> {
+  const text = await (await fetch(`${f.gw.metricsUrl}/metrics`)).text();
+  return Number(/^gateway_realtime_sessions (\d+)$/m.exec(text)?.[1]);
+}
+
+/**
+ * Waits until `read()` is `target`, as long as it keeps moving: a thousand sessions opening or billing
+ * at once take a time that grows with the machine's load, so only a stall (no change for `stallMs`)
+ * fails.
+ */
+async function untilSettled(read: () => number | Promise<number>, target: number, what: string, stallMs = 30_000): Promise<void> {
+  let last = await read();
+  for (let movedAt = Date.now(); last !== target; ) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = await read();
+    if (now !== last) movedAt = Date.now();
+    assert.ok(Date.now() - movedAt < stallMs, `${what}: stuck at ${now} for ${stallMs / 1000} s`);
+    last = now;
+  }
+}
+
+// Its own gateway, with the default ping interval and an idle timeout longer than the test: the
+// sockets are idle on purpose, and under load (client and gateway share this process) opening a
+// thousand of them can take longer than the default 30 s idle timeout, which would end the first
+// ones and free their slots before the cap is tested.
+describe('realtime socket: a thousand idle sockets', { skip: skipSpeech }, () => {
   let f: Funded;
   before(async () => {
-    f = await fundedGateway(
-      {
-        http: { maxConnectionsPerAddress: 5000, maxConnections: 5000 },
-        realtime: { maxSockets: 1000, maxSocketsPerKey: 1000, maxLocalEngines: 2, maxBadFrames: 50, burstSeconds: 1, rateFactor: 2, pingIntervalMs: 1000, maxBacklogBytes: 262_144 },
-      },
-      1000,
-    );
-    // A cloud model (utterance mode): an idle socket on it calls nothing upstream.
-    const res = await call(f.gw.url, 'PUT', '/admin/models/stt-idle', {
-      token: ADMIN_TOKEN,
-      body: { type: 'stt', owned_by: 'acme', streaming: true, pricing: { cents_per_minute: 0.01 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key: 'k', upstream_model: 'whisper-1' }] },
-    });
-    assert.ok(res.status < 300, res.text);
+    f = await fundedGateway({ http: { maxConnectionsPerAddress: 5000, maxConnections: 5000 }, realtime: { maxSockets: 1000, maxSocketsPerKey: 1000, idleTimeoutMs: 600_000 } }, 1000);
+    await addIdleModel(f);
   });
   after(async () => f?.gw.destroy());
 
-  it('a thousand idle sockets are held; the next is refused 503 before the upgrade; a closed one frees its slot', async () => {
+  it('are held; the next is refused 503 before the upgrade; a closed one frees its slot; all come back once closed', async () => {
     const open: Client[] = [];
     try {
       for (let i = 0; i < 1000; i += 50) {
         open.push(...(await Promise.all(Array.from({ length: 50 }, () => connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey })))));
       }
-      await Promise.all(open.map((c) => c.next('transcription_session.created')));
+      // Each session is spawned (a durable write) before its `created`: they queue behind each other.
+      await untilSettled(() => open.filter((c) => c.of('transcription_session.created').length > 0).length, 1000, 'sessions created');
+      assert.equal(await openSessions(f), 1000);
       const over = await refusal(connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey }));
       assert.equal(over.status, 503);
       assert.equal(over.body.error.code, 'too_many_connections');
@@ -49,16 +75,24 @@ describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
     } finally {
       for (const c of open) c.ws.close();
       await Promise.all(open.map((c) => c.closed));
-      // Slots come back as the sessions finish billing: wait until the instance takes a socket again.
-      for (const deadline = Date.now() + 30_000; ; ) {
-        const ok = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey }).then((c) => (c.ws.close(), true), () => false);
-        if (ok) break;
-        assert.ok(Date.now() < deadline, 'the slots did not come back');
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      await new Promise((r) => setTimeout(r, 500));
     }
+    // Each slot comes back when its session has billed; a thousand bill at once (≈1 s here unloaded,
+    // far longer on a loaded machine).
+    await untilSettled(() => openSessions(f), 0, 'open sessions');
+    const c = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey });
+    await c.next('transcription_session.created');
+    c.ws.close();
+    await c.closed;
   });
+});
+
+describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
+  let f: Funded;
+  before(async () => {
+    f = await fundedGateway({ realtime: { maxLocalEngines: 2, maxBadFrames: 50, burstSeconds: 1, rateFactor: 2, pingIntervalMs: 1000, maxBacklogBytes: 262_144 } });
+    await addIdleModel(f);
+  });
+  after(async () => f?.gw.destroy());
 
   it('stt-local sessions past the local-engine cap are refused 503 before the upgrade', async () => {
     const a = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });

@@ -3,7 +3,8 @@
 // the gateway sits behind a TLS terminator here, as in production) with `Authorization: Bearer`.
 // The gateway serves that URL as its realtime transcription socket, audio by default OpenAI's
 // `pcm16` (24 kHz, resampled to 16 kHz as it arrives); the client sends OpenAI's events and gets
-// OpenAI's transcription events back.
+// OpenAI's transcription events back. OpenAI's GA `session.update` (a transcription session:
+// format, transcription, turn detection under `audio.input`) is answered `session.updated`.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { loadResamplers } from '../../src/speech/resample.ts';
-import { closedSession, fundedGateway, skipSpeech, speech16k, type Funded } from './helpers.ts';
+import { closedSession, encode, fundedGateway, skipSpeech, speech16k, to8k, type Funded } from './helpers.ts';
 
 const hasOpenssl = execFileSync('sh', ['-c', 'command -v openssl || true']).toString().trim() !== '';
 
@@ -93,5 +94,72 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
     rt.close({ code: 1000, reason: 'bye' });
     const view = await closedSession(f.gw, created.session.id);
     assert.equal(view.context.chargedSeconds, 6); // 5.49 s received
+  });
+
+  it("GA session.update switches to μ-law and turns VAD off before the audio; a manual commit transcribes; a format change after audio is refused", async () => {
+    const client = new OpenAI({ apiKey: f.apiKey, baseURL: `https://127.0.0.1:${front.port}/v1` });
+    const rt = new OpenAIRealtimeWS({ model: 'stt-local', options: { ca: tls.cert } }, client);
+    const events: { type: string; [k: string]: any }[] = [];
+    const errors: any[] = [];
+    rt.on('event', (e) => events.push(e as never));
+    rt.on('error', (e) => errors.push(e));
+    const next = (type: string) =>
+      new Promise<any>((resolve, reject) => {
+        rt.once(type as 'session.updated', resolve);
+        setTimeout(() => reject(new Error(`no ${type}; errors: ${JSON.stringify(errors)}`)), 15_000).unref();
+      });
+    await new Promise<void>((resolve, reject) => {
+      rt.socket.once('open', () => resolve());
+      rt.socket.once('error', reject);
+    });
+
+    const updated = next('session.updated');
+    rt.send({
+      type: 'session.update',
+      session: {
+        type: 'transcription',
+        audio: { input: { format: { type: 'audio/pcmu' }, noise_reduction: { type: 'near_field' }, transcription: { model: 'stt-local', language: 'en-US' }, turn_detection: null } },
+        include: ['item.input_audio_transcription.logprobs'],
+      },
+    });
+    const session = (await updated).session;
+    assert.equal(session.type, 'transcription');
+    assert.equal(session.object, 'realtime.transcription_session');
+    assert.deepEqual(session.audio.input.format, { type: 'audio/pcmu', rate: 8000 });
+    assert.equal(session.audio.input.turn_detection, null);
+    assert.deepEqual(session.audio.input.transcription, { model: 'stt-local', language: 'en-US', prompt: '' });
+    assert.equal(session.audio.input.noise_reduction, null); // taken, not applied
+    assert.equal(session.include, null);
+    const created = events.find((e) => e.type === 'transcription_session.created')!;
+    assert.equal(session.id, created.session.id);
+
+    // 8 kHz μ-law, 100 ms per append; with VAD off nothing commits until the client does.
+    const bytes = encode(to8k(speech16k(0.5, 0.5)), 'mulaw');
+    for (let at = 0; at < bytes.length; at += 800) rt.send({ type: 'input_audio_buffer.append', audio: bytes.subarray(at, at + 800).toString('base64') });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(events.filter((e) => e.type === 'input_audio_buffer.speech_started' || e.type === 'input_audio_buffer.committed').length, 0);
+    const completed = next('conversation.item.input_audio_transcription.completed');
+    rt.send({ type: 'input_audio_buffer.commit' });
+    const done = await completed;
+    for (const w of ['young', 'man']) assert.ok(done.transcript.toLowerCase().split(/\s+/).includes(w), `"${done.transcript}" has "${w}"`);
+    assert.ok(done.start >= 0.3 && done.start < 1 && done.end > 2.5 && done.end <= 4, `times ${done.start}–${done.end}`);
+    assert.deepEqual(errors, []);
+
+    // Once audio flowed the format is fixed: an error event naming the field, and the session goes on as it was.
+    rt.send({ type: 'session.update', event_id: 'event_late', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: 24000 } } } } });
+    await new Promise<void>((resolve) => {
+      const poll = () => (errors.length > 0 ? resolve() : setTimeout(poll, 20));
+      poll();
+    });
+    const late = (errors as { error: { param: string; event_id: string } }[])[0]!;
+    assert.equal(late.error.param, 'session.audio.input.format');
+    assert.equal(late.error.event_id, 'event_late');
+    const still = next('session.updated');
+    rt.send({ type: 'session.update', session: { type: 'transcription' } });
+    assert.deepEqual((await still).session.audio.input.format, { type: 'audio/pcmu', rate: 8000 });
+
+    rt.close({ code: 1000, reason: 'bye' });
+    const view = await closedSession(f.gw, created.session.id);
+    assert.equal(view.context.chargedSeconds, 4); // 3.99 s of 8 kHz μ-law
   });
 });
