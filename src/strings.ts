@@ -26,7 +26,7 @@ export const KeyString = (maxLength: number, options: TStringOptions = {}) => Ty
 /** Free text of at most `maxLength` characters. */
 export const FreeText = (maxLength: number, options: TStringOptions = {}) => Type.String({ ...options, maxLength, pattern: FREE_TEXT_PATTERN });
 
-/** `s` as a regular expression matching it literally (store filters searching by substring). */
+/** `s` as a regular expression matching it literally (a GridFS listing by key prefix). */
 export function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

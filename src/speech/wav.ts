@@ -68,8 +68,8 @@ export function readWavHeader(buf: Buffer): WavHeader | null | 'more' {
 
 /**
  * Splits a byte stream that may be a WAV into its header (null when it is not a WAV), the
- * header's bytes, and the bytes after it, reading only as far as the header goes. A stream that ends inside a WAV
- * header is an empty body after a null header.
+ * header's bytes, and the bytes after it, reading only as far as the header goes. A stream that
+ * ends before a header is complete is taken as not a WAV: a null header, every byte in the body.
  */
 export async function splitWav(chunks: AsyncIterable<Buffer>): Promise<{ header: WavHeader | null; headerBytes: Buffer; body: AsyncIterable<Buffer> }> {
   const it = chunks[Symbol.asyncIterator]();

@@ -118,7 +118,8 @@ describe('dashboard lists', () => {
     assert.deepEqual([byPrefix.body.data[0].id, byPrefix.body.data[0].user_id, byPrefix.body.has_more], [b.id, u.id, false]);
     assert.ok(!byPrefix.text.includes('api_key'), 'never the full key');
     assert.deepEqual((await call(gw.url, 'GET', '/admin/keys?prefix=sk-live-000000000000', { token: ADMIN_TOKEN })).body.data, []);
-    for (const q of ['', `user_id=${u.id}&prefix=${b.prefix}`, 'prefix=sk-live-XYZ']) {
+    // The prefix lookup takes no list parameter: one given with it is refused, not ignored.
+    for (const q of ['', `user_id=${u.id}&prefix=${b.prefix}`, 'prefix=sk-live-XYZ', `prefix=${b.prefix}&status=revoked`, `prefix=${b.prefix}&search=zzz`, `prefix=${b.prefix}&limit=5`, `prefix=${b.prefix}&after=1`]) {
       assert.equal((await call(gw.url, 'GET', `/admin/keys?${q}`, { token: ADMIN_TOKEN })).status, 400, q);
     }
     const limited = await call(gw.url, 'PATCH', `/admin/keys/${b.id}`, { token: ADMIN_TOKEN, body: { rpm: 3 } });

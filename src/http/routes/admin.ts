@@ -79,6 +79,9 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       const { user_id, prefix } = req.query;
       if ((user_id === undefined) === (prefix === undefined)) throw new ApiError('invalid_request', 'Give exactly one of user_id and prefix.', { param: 'user_id' });
       if (prefix !== undefined) {
+        // One exact key: a list parameter beside it would be ignored, so it is refused instead.
+        const extra = (['search', 'status', 'limit', 'after'] as const).find((k) => req.query[k] !== undefined);
+        if (extra) throw new ApiError('invalid_request', `prefix finds one key and takes no '${extra}' (that is for user_id's list).`, { param: extra });
         const key = await deps.services.keys.findByPrefix(prefix);
         return { data: key ? [key] : [], has_more: false, next_after: null };
       }

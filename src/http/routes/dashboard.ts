@@ -40,6 +40,16 @@ function asset(name: string, body: Buffer): Asset {
   return { body, gzip: zipped && zipped.length < body.length ? zipped : null, type };
 }
 
+/** Whether Accept-Encoding lists gzip with a non-zero q (`gzip;q=0` refuses it); without it, identity. */
+function acceptsGzip(header: string | undefined): boolean {
+  return (header ?? '').split(',').some((part) => {
+    const [coding, ...params] = part.split(';').map((p) => p.trim().toLowerCase());
+    if (coding !== 'gzip') return false;
+    const q = params.find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
+
 /** Reads the build into memory (a few tens of KB); null when it has not been built. */
 async function load(dir: string): Promise<Built | null> {
   let index: Buffer;
@@ -80,7 +90,7 @@ export function registerDashboardRoutes(app: App, deps: AppDeps): void {
 
   const send = (request: FastifyRequest, reply: FastifyReply, a: Asset, cache: string) => {
     reply.header('cache-control', cache).header('vary', 'accept-encoding').type(a.type);
-    const gz = a.gzip && /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''));
+    const gz = a.gzip && acceptsGzip(request.headers['accept-encoding']);
     if (gz) reply.header('content-encoding', 'gzip');
     return reply.send(gz ? a.gzip : a.body);
   };
