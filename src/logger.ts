@@ -17,9 +17,9 @@ export const REDACT_PATHS = [
   '*.audio',
 ];
 
-/** Strips credentials passed in the query string (the realtime WebSocket accepts ?api_key=). */
+/** Strips credentials (the realtime WebSocket accepts ?api_key=) and e-mail addresses (an operator's look-up) from the query string. */
 export function scrubUrl(url: string): string {
-  return url.replace(/([?&](?:api_key|token|session_token)=)[^&#]*/gi, '$1[Redacted]');
+  return url.replace(/([?&](?:api_key|token|session_token|email)=)[^&#]*/gi, '$1[Redacted]');
 }
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

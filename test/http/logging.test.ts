@@ -49,6 +49,9 @@ describe('logs carry no secrets', () => {
     assert.equal(failed.status, 503);
     await call(gw.url, 'GET', `/v1/models?api_key=${encodeURIComponent(key)}`);
     await call(gw.url, 'GET', '/v1/models', { token: key + 'x' });
+    // An operator's look-up by e-mail: the address stays out of the access log's URL.
+    const lookup = await call(gw.url, 'GET', `/admin/users?email=${encodeURIComponent('looked-up.person@example.com')}`, { token: ADMIN_TOKEN });
+    assert.equal(lookup.status, 200, lookup.text);
     const hook = await call(gw.url, 'POST', '/portal/webhooks', { token: session, body: { url: 'http://127.0.0.1:9/hook', events: ['topup'] } });
     assert.equal(hook.status, 201, hook.text);
     await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: su.body.user.id, amount_cents: 5 } });
@@ -66,6 +69,7 @@ describe('logs carry no secrets', () => {
       upstream_key: 'sk-upstream-very-secret-0001',
       wrong_upstream_key: 'sk-wrong-upstream-secret-0002',
       webhook_secret: hook.body.secret as string,
+      looked_up_email: 'looked-up.person',
     };
     for (const [what, secret] of Object.entries(secrets)) assert.ok(!log.includes(secret), `the log contains the ${what}`);
     const requests = lines.map((l) => JSON.parse(l)).filter((r) => r.msg === 'request');
