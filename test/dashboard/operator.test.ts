@@ -108,4 +108,29 @@ describe('dashboard: operator', () => {
     tab.assertClean();
     await tab.close();
   });
+
+  it('brings the sign-in back when the operator session ends elsewhere or expires', async () => {
+    const tab = await openTab(d);
+    const { page } = tab;
+    await page.goto(`${d.base}/dashboard/operator?tab=accounts`);
+    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Open operator session' }).click();
+    await page.getByLabel('Find a user by e-mail').waitFor();
+    // Ended from another tab of the same browser: the next operator call finds it gone.
+    const ended = await page.evaluate(async () => (await fetch('/admin/session', { method: 'DELETE', headers: { 'x-gateway-client': 'dashboard' } })).status);
+    assert.equal(ended, 200);
+    await page.getByLabel('Find a user by e-mail').fill('nobody@example.com');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.getByRole('heading', { name: 'Operator sign-in' }).waitFor();
+
+    // Expiry: the page's clock passes the session's end with no call made.
+    await page.clock.install();
+    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Open operator session' }).click();
+    await page.getByLabel('Find a user by e-mail').waitFor();
+    await page.clock.fastForward('16:00');
+    await page.getByRole('heading', { name: 'Operator sign-in' }).waitFor();
+    tab.assertClean();
+    await tab.close();
+  });
 });

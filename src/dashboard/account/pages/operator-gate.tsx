@@ -2,18 +2,36 @@
 // session cookie (HttpOnly; the token is dropped from the page as soon as it is sent), then the
 // operator bundle is loaded by dynamic import: account users never download it.
 import type { ComponentType } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
-import { useSession } from '../../ui/context.tsx';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { SessionContext, useSession } from '../../ui/context.tsx';
 import { asFailure, ErrorBox, Field, Page, useAction, utc } from '../../ui/components.tsx';
-import type { ApiFailure } from '../../ui/api.ts';
+import { ApiFailure, type Api } from '../../ui/api.ts';
 
 interface OperatorSession {
   expires_at: string;
 }
 
 export function OperatorGate() {
-  const { api } = useSession();
+  const account = useSession();
+  const { api } = account;
   const [session, setSession] = useState<OperatorSession | null | undefined>(undefined);
+  // The operator pages' calls: a session that expired or was ended elsewhere brings the sign-in back.
+  const operatorApi = useMemo<Api>(() => {
+    const ended = (e: unknown): never => {
+      if (e instanceof ApiFailure && e.status === 401 && e.code === 'invalid_admin_token') setSession(null);
+      throw e;
+    };
+    return {
+      get: <T,>(path: string, query?: Parameters<Api['get']>[1]) => api.get<T>(path, query).catch(ended),
+      send: <T,>(method: Parameters<Api['send']>[0], path: string, body?: unknown, headers?: Record<string, string>) => api.send<T>(method, path, body, headers).catch(ended),
+    };
+  }, [api]);
+  // And at its expiry, without waiting for a call to fail.
+  useEffect(() => {
+    if (!session) return;
+    const timer = setTimeout(() => setSession(null), Math.max(0, Date.parse(session.expires_at) - Date.now()));
+    return () => clearTimeout(timer);
+  }, [session]);
   const [Operator, setOperator] = useState<ComponentType<{ onSignOut(): void }> | null>(null);
   const [loadError, setLoadError] = useState<ApiFailure | null>(null);
   const act = useAction();
@@ -59,14 +77,16 @@ export function OperatorGate() {
       <ErrorBox error={loadError} />
       <p class="muted">Operator session until {utc(session.expires_at)}.</p>
       {Operator ? (
-        <Operator
-          onSignOut={() =>
-            void act.run(async () => {
-              await api.send('DELETE', '/admin/session');
-              setSession(null);
-            })
-          }
-        />
+        <SessionContext.Provider value={{ ...account, api: operatorApi }}>
+          <Operator
+            onSignOut={() =>
+              void act.run(async () => {
+                await api.send('DELETE', '/admin/session');
+                setSession(null);
+              })
+            }
+          />
+        </SessionContext.Provider>
       ) : (
         <p class="muted">Loading…</p>
       )}
