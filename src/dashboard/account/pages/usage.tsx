@@ -159,11 +159,12 @@ function RecentRequests() {
   const { list, pager } = usePaged<UsageRecord>('/portal/usage/records', {}, 'records_after');
   return (
     <>
-      <h2>Requests</h2>
+      <h2>Latest requests</h2>
+      <p class="muted">Every date, newest first: the range above filters the totals and the chart, not this log.</p>
       <Loading loaded={list} />
       {list.data ? (
         <DataTable
-          caption="Requests, newest first"
+          caption="Latest requests, newest first"
           testId="usage-records"
           rows={list.data.data}
           rowKey={(r) => r.id}
