@@ -555,9 +555,14 @@ export class BillingService implements Billing {
     };
   }
 
-  async usageRecords(userId: number, q: { limit?: number; after?: string }): Promise<{ data: UsageRecordView[]; has_more: boolean; next_after: string | null }> {
+  /** The caller's usage records, newest first; `from`/`to` (UTC days, inclusive) keep one range, as /portal/usage has it. */
+  async usageRecords(userId: number, q: { limit?: number; after?: string; from?: string; to?: string }): Promise<{ data: UsageRecordView[]; has_more: boolean; next_after: string | null }> {
+    const fromMs = q.from !== undefined ? parseDay(q.from, 'from') : undefined;
+    const untilMs = q.to !== undefined ? parseDay(q.to, 'to') + DAY_MS : undefined;
+    if (fromMs !== undefined && untilMs !== undefined && fromMs >= untilMs) throw new ApiError('invalid_request', 'from must not be after to.', { param: 'from' });
     const acc = await this.accountOf(userId);
-    const { records, hasMore } = await this.usage.page(this.scopeOf(acc, userId), q.limit ?? 20, q.after);
+    const range = { ...(fromMs !== undefined ? { fromMs } : {}), ...(untilMs !== undefined ? { untilMs } : {}) };
+    const { records, hasMore } = await this.usage.page(this.scopeOf(acc, userId), q.limit ?? 20, q.after, range);
     return { data: records.map(recordView), has_more: hasMore, next_after: hasMore ? (records.at(-1)?._id ?? null) : null };
   }
 

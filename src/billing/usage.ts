@@ -201,7 +201,7 @@ export class UsageLog {
   /** Ids sort by time (then instance and sequence), so the newest-first pages walk an index. */
   newId(tsMs: number): string {
     this.seq = (this.seq + 1) % 36 ** 6;
-    return `${tsMs.toString(36).padStart(9, '0')}${this.tag}${this.seq.toString(36).padStart(6, '0')}`;
+    return `${idTimePrefix(tsMs)}${this.tag}${this.seq.toString(36).padStart(6, '0')}`;
   }
 
   /**
@@ -396,11 +396,23 @@ export class UsageLog {
   }
 
   /** Newest first; `after` is the id of the last record of the previous page. */
-  async page(scope: UsageScope, limit: number, after?: string): Promise<{ records: UsageRecordDoc[]; hasMore: boolean }> {
+  /**
+   * A page of records, newest first, from before `after`; `range` keeps records made in
+   * [fromMs, untilMs). Ids begin with their time (newId), so the range is a range of the index.
+   */
+  async page(scope: UsageScope, limit: number, after?: string, range: { fromMs?: number; untilMs?: number } = {}): Promise<{ records: UsageRecordDoc[]; hasMore: boolean }> {
     const filter: Record<string, unknown> = { owner: scope.owner };
     if (scope.userId !== undefined) filter.user_id = scope.userId;
-    if (after !== undefined) filter._id = { $lt: after };
+    const until = range.untilMs !== undefined ? idTimePrefix(range.untilMs) : undefined;
+    const below = after !== undefined && until !== undefined ? (after < until ? after : until) : (after ?? until);
+    const bounds: Record<string, string> = {};
+    if (below !== undefined) bounds.$lt = below;
+    if (range.fromMs !== undefined) bounds.$gte = idTimePrefix(range.fromMs);
+    if (Object.keys(bounds).length > 0) filter._id = bounds;
     const rows = await this.records.find(filter, { sort: { _id: -1 }, limit: limit + 1 });
     return { records: rows.slice(0, limit), hasMore: rows.length > limit };
   }
 }
+
+/** A record id's first nine characters: its time in ms, base 36, so ids sort by time. */
+const idTimePrefix = (ms: number): string => ms.toString(36).padStart(9, '0');

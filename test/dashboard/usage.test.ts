@@ -69,9 +69,27 @@ describe('dashboard: usage and spend', () => {
     assert.deepEqual(await days.locator('th').allTextContents(), ['2026-01-10', '2026-01-11'], 'UTC days, as the API has them');
     assert.equal(await page.locator('svg.chart rect.bar').count(), 6, 'one bar per UTC day of the range');
     assert.equal(await page.getByLabel('From (UTC day)').inputValue(), '2026-01-10');
-    // The request log: the four calls, newest first, as /portal/usage/records has them.
-    const records = (await call(d.base, 'GET', '/portal/usage/records', { token })).body.data as { request_id: string }[];
-    assert.equal(records.length, 4);
+    // The request log: the range's three calls, newest first, as /portal/usage/records has them
+    // (the call of the day before the range is in the API's whole log, not in the page's).
+    assert.equal((await call(d.base, 'GET', '/portal/usage/records', { token })).body.data.length, 4);
+    const records = (await call(d.base, 'GET', `/portal/usage/records?${range}`, { token })).body.data as { request_id: string }[];
+    assert.equal(records.length, 3);
+    const ids = async (q: string) => ((await call(d.base, 'GET', `/portal/usage/records?${q}`, { token })).body.data as { request_id: string }[]).map((r) => r.request_id);
+    assert.deepEqual(await ids('from=2026-01-11&to=2026-01-11'), records.slice(0, 1).map((r) => r.request_id));
+    assert.equal((await ids('to=2026-01-09')).length, 1, 'the day before the range');
+    assert.deepEqual(await ids('from=2026-01-10&to=2026-01-10'), records.slice(1).map((r) => r.request_id));
+    // Paged one by one inside the range: the cursor and the range bound together.
+    const walked: string[] = [];
+    let next: string | null = null;
+    do {
+      const res: { body: { data: { request_id: string }[]; next_after: string | null } } = await call(d.base, 'GET', `/portal/usage/records?${range}&limit=1${next ? `&after=${next}` : ''}`, { token });
+      walked.push(...res.body.data.map((r) => r.request_id));
+      next = res.body.next_after;
+    } while (next);
+    assert.deepEqual(walked, records.map((r) => r.request_id));
+    const reversed = await call(d.base, 'GET', '/portal/usage/records?from=2026-01-12&to=2026-01-11', { token });
+    assert.equal(reversed.status, 400);
+    assert.equal(reversed.body.error.param, 'from');
     const logged = page.getByTestId('usage-records').locator('tbody tr');
     await logged.first().waitFor();
     assert.deepEqual(await logged.locator('td:last-child').allTextContents(), records.map((r) => r.request_id));

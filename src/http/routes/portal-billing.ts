@@ -147,17 +147,24 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Usage records, newest first; pass next_after as after for the next page',
+        tags, security, summary: 'Usage records, newest first, optionally made on the UTC days from/to (inclusive, as /portal/usage); pass next_after as after for the next page',
         querystring: Closed({
           limit: Limit,
           after: Type.Optional(Type.String({ pattern: '^[0-9a-z]{1,40}$' })),
+          from: Type.Optional(Day),
+          to: Type.Optional(Day),
         }),
         response: { 200: PageOf(UsageRecord), ...errors(400, 401) },
       },
     },
     async (req) => {
       const q = req.query;
-      return billing.usageRecords(sessionOf(req).id, { ...(q.limit !== undefined ? { limit: Number(q.limit) } : {}), ...(q.after !== undefined ? { after: q.after } : {}) });
+      return billing.usageRecords(sessionOf(req).id, {
+        ...(q.limit !== undefined ? { limit: Number(q.limit) } : {}),
+        ...(q.after !== undefined ? { after: q.after } : {}),
+        ...(q.from !== undefined ? { from: q.from } : {}),
+        ...(q.to !== undefined ? { to: q.to } : {}),
+      });
     },
   );
 

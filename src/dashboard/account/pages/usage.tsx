@@ -134,7 +134,7 @@ export function UsagePage() {
           </table>
         </>
       ) : null}
-      <RecentRequests />
+      {s ? <RecentRequests from={s.from} to={s.to} /> : null}
     </Page>
   );
 }
@@ -154,21 +154,23 @@ interface UsageRecord {
   end_user: string | null;
 }
 
-/** The request log: each metered call, newest first, paginated by the server (its cursor: ?records_after=). */
-function RecentRequests() {
-  const { list, pager } = usePaged<UsageRecord>('/portal/usage/records', {}, 'records_after');
+/**
+ * The request log of the range the totals cover (the summary's own from/to, defaults included):
+ * each metered call, newest first, paginated by the server (its cursor: ?records_after=).
+ */
+function RecentRequests({ from, to }: { from: string; to: string }) {
+  const { list, pager } = usePaged<UsageRecord>('/portal/usage/records', { from, to }, 'records_after');
   return (
     <>
-      <h2>Latest requests</h2>
-      <p class="muted">Every date, newest first: the range above filters the totals and the chart, not this log.</p>
+      <h2>Requests</h2>
       <Loading loaded={list} />
       {list.data ? (
         <DataTable
-          caption="Latest requests, newest first"
+          caption="Requests of the range, newest first"
           testId="usage-records"
           rows={list.data.data}
           rowKey={(r) => r.id}
-          empty="No requests yet."
+          empty="No requests in this range."
           columns={[
             { label: 'Time', cell: (r) => utc(r.created_at) },
             { label: 'Model', cell: (r) => r.model },
