@@ -205,6 +205,11 @@ function gaSessionFrame(s: SessionDescription) {
   };
 }
 
+/** OpenAI's GA greeting, which its GA clients wait for: sent on OpenAI's URL after the spec's own. */
+export function gaCreatedFrame(session: SessionDescription): string {
+  return JSON.stringify({ event_id: eventId(), type: 'session.created', session: gaSessionFrame(session) });
+}
+
 /** The frame of a session output (JSON text). */
 export function serverFrame(out: SessionOutput, ctx: { requestId: string; returnTimestamps: boolean; clientEventId?: string | null }): string {
   const base = { event_id: eventId() };

@@ -26,7 +26,7 @@ import type { ApiKeyPrincipal, KeyService } from '../services/keys.ts';
 import type { Billing } from '../billing/types.ts';
 import { answerAndClose } from '../http/raw-reply.ts';
 import { newRequestId } from '../http/request-id.ts';
-import { errorFrame, FrameError, parseClientFrame, serverFrame } from './frames.ts';
+import { errorFrame, FrameError, gaCreatedFrame, parseClientFrame, serverFrame } from './frames.ts';
 import { readStreamQuery } from './query.ts';
 
 export const STREAM_PATH = '/v1/audio/transcriptions/stream';
@@ -93,7 +93,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     };
     socket.on('error', () => {}); // a peer gone meanwhile is not our failure
     admit(req, requestId).then(
-      ({ opening, recheck }) => {
+      ({ opening, openaiPath, recheck }) => {
         if (socket.destroyed) return opening.cancel();
         let upgraded = false;
         socket.once('close', () => {
@@ -102,7 +102,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
         wss.handleUpgrade(req, socket, head, (ws) => {
           upgraded = true;
           access.info({ request_id: requestId, req, status: 101, session_id: opening.params.sessionId }, 'realtime upgrade');
-          serve(ws, opening, requestId, recheck);
+          serve(ws, opening, requestId, recheck, openaiPath);
         });
       },
       (err: unknown) => refuse(err instanceof ApiError ? err : internal(err, requestId)),
@@ -126,10 +126,11 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     const opening = await deps.realtime.admit(principal, query, requestId);
     // The key is checked again while the socket is open (a revoked or expired key ends it); the
     // credential stays in this closure, in memory only.
-    return { opening, recheck: async () => void (await deps.keys.authenticate(authorization, 'audio')) };
+    return { opening, openaiPath: url.pathname === OPENAI_PATH, recheck: async () => void (await deps.keys.authenticate(authorization, 'audio')) };
   }
 
-  function serve(ws: WebSocket, opening: Awaited<ReturnType<RealtimeService['admit']>>, requestId: string, recheck: () => Promise<void>) {
+  /** `openaiPath`: the socket came in on OpenAI's URL, whose GA clients also wait for `session.created`. */
+  function serve(ws: WebSocket, opening: Awaited<ReturnType<RealtimeService['admit']>>, requestId: string, recheck: () => Promise<void>, openaiPath: boolean) {
     const { limits } = deps;
     const { params } = opening;
     const log = access.child({ request_id: requestId, session_id: params.sessionId });
@@ -151,7 +152,10 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
       ws.send(text);
     };
     const sink = {
-      send: (out: SessionOutput) => sendText(serverFrame(out, { requestId, returnTimestamps: params.returnTimestamps, clientEventId })),
+      send: (out: SessionOutput) => {
+        sendText(serverFrame(out, { requestId, returnTimestamps: params.returnTimestamps, clientEventId }));
+        if (out.type === 'created' && openaiPath) sendText(gaCreatedFrame(out.session));
+      },
       close: (reason: EndReason) => {
         if (ws.readyState === ws.OPEN) ws.close(CLOSE_CODES[reason], reason);
       },

@@ -86,6 +86,12 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
     const created = events.find((e) => e.type === 'transcription_session.created')!;
     assert.equal(created.session.sample_rate, 24000);
     assert.equal(created.session.input_audio_format, 'pcm16');
+    // GA clients wait for session.created: it follows the spec's greeting, the same session in GA shape.
+    const gaCreated = events.find((e) => e.type === 'session.created')!;
+    assert.ok(events.indexOf(gaCreated) === events.indexOf(created) + 1, events.map((e) => e.type).join(', '));
+    assert.equal(gaCreated.session.type, 'transcription');
+    assert.equal(gaCreated.session.id, created.session.id);
+    assert.deepEqual(gaCreated.session.audio.input.format, { type: 'audio/pcm', rate: 24000 });
     const types = events.map((e) => e.type);
     for (const t of ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped', 'input_audio_buffer.committed', 'conversation.item.input_audio_transcription.delta']) assert.ok(types.includes(t), `${t} in ${types.join(', ')}`);
     for (const w of ['was', 'not', 'young', 'man']) assert.ok(done.transcript.toLowerCase().split(/\s+/).includes(w), `"${done.transcript}" has "${w}"`);
