@@ -11,6 +11,7 @@
 // After a crash (or at start on the embedded store, whose only owner is this process) what a dead
 // instance left is finished at once: its holds returned, its usage batches and outbox entries
 // written (instances.ts says how an instance is known dead; usage-recovery.ts what is written).
+import type { UsageGroupRow, UsageRow } from './usage-views.ts';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
@@ -72,21 +73,6 @@ export interface WalletView {
   kyc_verified: boolean;
 }
 
-export interface UsageRow {
-  requests: number;
-  errors: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  seconds: number;
-  characters: number;
-  calls: number;
-  cost_microcents: number;
-  cost_cents: number;
-}
-
-/** One group of a usage summary: the group's key under the group_by field's name, then the totals. */
-export type UsageGroupRow = UsageRow & { day?: string; model?: string; key_prefix?: string; user_id?: number; end_user?: string };
 
 export interface UsageRecordView {
   id: string;

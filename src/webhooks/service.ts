@@ -1,6 +1,7 @@
 // The portal's webhook operations. A webhook belongs to the caller's account: their organization's
 // while they belong to one (owners and admins manage it; members do not), else their own. Another
 // account's webhook is not found. State changes go through the endpoint actor.
+import type { DeliveryView, TestOutcome, WebhookView } from './views.ts';
 import { randomBytes } from 'node:crypto';
 import type { EndpointRef } from './kind.ts';
 import type { ActorView } from '../actors/record.ts';
@@ -20,36 +21,6 @@ export interface WebhookAccount {
   ownerId: number;
   /** The caller's organization role, or null for a personal account. */
   role: OrgRole | null;
-}
-
-export interface WebhookView {
-  id: number;
-  url: string;
-  events: string[];
-  status: 'enabled' | 'disabled';
-  consecutive_failures: number;
-  created_at: string;
-  last_delivery_at: string | null;
-  disabled_at: string | null;
-}
-
-export interface DeliveryView {
-  id: string;
-  event_id: string;
-  event: string;
-  ts: string;
-  ok: boolean;
-  status_code: number | null;
-  error: string | null;
-  latency_ms: number;
-}
-
-export interface TestOutcome {
-  event_id: string;
-  ok: boolean;
-  status_code: number | null;
-  error: string | null;
-  latency_ms: number;
 }
 
 export interface WebhookServiceDeps {

@@ -9,27 +9,15 @@ import { USAGE_GROUPS } from '../../ui/constants.ts';
 import { useRoute } from '../../ui/router.tsx';
 import { usePaged } from '../../ui/paged.tsx';
 import { DataTable } from '../../ui/table.tsx';
+import type { UsageGroupRow, UsageRow } from '../../../billing/usage-views.ts';
 
-interface Metrics {
-  requests: number;
-  errors: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  seconds: number;
-  characters: number;
-  calls: number;
-  cost_microcents: number;
-  cost_cents: number;
-}
-type Row = Metrics & { day?: string; model?: string; key_prefix?: string; user_id?: number; end_user?: string };
 interface Summary {
   scope: 'account' | 'member';
   from: string;
   to: string;
   group_by: string;
-  data: Row[];
-  totals: Metrics;
+  data: UsageGroupRow[];
+  totals: UsageRow;
 }
 
 const GROUP_LABEL: Record<string, string> = { day: 'Day (UTC)', model: 'Model', key_prefix: 'Key prefix', member: 'Member', end_user: 'End user' };
@@ -37,12 +25,12 @@ const METRICS = { cost: 'Spend', requests: 'Requests', tokens: 'Tokens' } as con
 type Metric = keyof typeof METRICS;
 const DAY_MS = 86_400_000;
 
-const rowLabel = (r: Row): string => r.day ?? r.model ?? r.key_prefix ?? (r.user_id !== undefined ? `user ${r.user_id}` : undefined) ?? r.end_user ?? '(none)';
-const value = (m: Metrics, metric: Metric) => (metric === 'cost' ? m.cost_cents : metric === 'requests' ? m.requests : m.total_tokens);
+const rowLabel = (r: UsageGroupRow): string => r.day ?? r.model ?? r.key_prefix ?? (r.user_id !== undefined ? `user ${r.user_id}` : undefined) ?? r.end_user ?? '(none)';
+const value = (m: UsageRow, metric: Metric) => (metric === 'cost' ? m.cost_cents : metric === 'requests' ? m.requests : m.total_tokens);
 const fmt = (metric: Metric) => (v: number) => (metric === 'cost' ? cents(v) : num(Math.round(v)));
 
 /** Every UTC day from..to with its value (0 where the API has no row): a chart with no holes. */
-function daily(from: string, to: string, rows: Row[], metric: Metric): Point[] {
+function daily(from: string, to: string, rows: UsageGroupRow[], metric: Metric): Point[] {
   const byDay = new Map(rows.map((r) => [r.day!, value(r, metric)]));
   const out: Point[] = [];
   for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += DAY_MS) {
@@ -189,7 +177,7 @@ function RecentRequests({ from, to }: { from: string; to: string }) {
   );
 }
 
-function MetricCells({ m }: { m: Metrics }) {
+function MetricCells({ m }: { m: UsageRow }) {
   return (
     <>
       <td class="num" data-metric="requests">{num(m.requests)}</td>

@@ -10,29 +10,9 @@ import { DataTable } from '../../ui/table.tsx';
 import { href } from '../../ui/router.tsx';
 import { SecretValue, useSecrets } from '../../ui/secret.tsx';
 import { managesWebhooks } from '../../ui/roles.ts';
+import type { DeliveryView, WebhookView } from '../../../webhooks/views.ts';
 
-interface Webhook {
-  id: number;
-  url: string;
-  events: string[];
-  status: 'enabled' | 'disabled';
-  consecutive_failures: number;
-  created_at: string;
-  last_delivery_at: string | null;
-  disabled_at: string | null;
-}
-interface Outcome {
-  ok: boolean;
-  status_code: number | null;
-  error: string | null;
-  latency_ms: number;
-}
-interface Delivery extends Outcome {
-  id: string;
-  event_id: string;
-  event: string;
-  ts: string;
-}
+type Outcome = Pick<DeliveryView, 'ok' | 'status_code' | 'error' | 'latency_ms'>;
 
 const outcome = (o: Outcome) => (o.ok ? `delivered (HTTP ${o.status_code}, ${o.latency_ms} ms)` : `failed: ${o.error ?? `HTTP ${o.status_code}`}`);
 
@@ -50,7 +30,7 @@ export function WebhooksPage() {
 
 function ManageWebhooks() {
   const { api } = useSession();
-  const list = useLoad(() => api.get<{ data: Webhook[] }>('/portal/webhooks'), []);
+  const list = useLoad(() => api.get<{ data: WebhookView[] }>('/portal/webhooks'), []);
   const act = useAction();
   const [secrets, show] = useSecrets();
   const [notice, setNotice] = useState<string | null>(null);
@@ -73,7 +53,7 @@ function ManageWebhooks() {
           const url = formValue(e, 'url').trim();
           const form = e.currentTarget;
           void run(async () => {
-            const w = await api.send<Webhook & { secret: string }>('POST', '/portal/webhooks', { url, events });
+            const w = await api.send<WebhookView & { secret: string }>('POST', '/portal/webhooks', { url, events });
             show('new', w.secret);
             form.reset();
           });
@@ -152,8 +132,8 @@ function ManageWebhooks() {
 
 export function WebhookDeliveriesPage({ id }: { id: string }) {
   const { api } = useSession();
-  const hook = useLoad(() => api.get<Webhook>(`/portal/webhooks/${encodeURIComponent(id)}`), [id]);
-  const { list, pager } = usePaged<Delivery>(`/portal/webhooks/${encodeURIComponent(id)}/deliveries`);
+  const hook = useLoad(() => api.get<WebhookView>(`/portal/webhooks/${encodeURIComponent(id)}`), [id]);
+  const { list, pager } = usePaged<DeliveryView>(`/portal/webhooks/${encodeURIComponent(id)}/deliveries`);
   return (
     <Page title="Webhook deliveries">
       <p>
