@@ -25,7 +25,7 @@ import { CARRY_FOLD_PC, chargeFor, floorCents, MICROCENTS_PER_CENT, ownerField, 
 import { RateLimits } from './limits.ts';
 import { Subscriptions, type SubscriptionView } from './subscriptions.ts';
 import { Topups, topupView, type TopupView } from './topups.ts';
-import type { Page, PageQuery } from '../services/pages.ts';
+import { DEFAULT_PAGE_LIMIT, type Page, type PageQuery } from '../services/pages.ts';
 import type { Billing, Hold, HoldOptions, Payer, UsageFacts } from './types.ts';
 import { InstanceLeases } from './instances.ts';
 import { encodeEntry } from './usage-entry.ts';
@@ -542,14 +542,14 @@ export class BillingService implements Billing {
   }
 
   /** The caller's usage records, newest first; `from`/`to` (UTC days, inclusive) keep one range, as /portal/usage has it. */
-  async usageRecords(userId: number, q: { limit?: number; after?: string; from?: string; to?: string }): Promise<{ data: UsageRecordView[]; has_more: boolean; next_after: string | null }> {
+  async usageRecords(userId: number, q: { limit?: number; after?: string; from?: string; to?: string }): Promise<Page<UsageRecordView>> {
     const fromMs = q.from !== undefined ? parseDay(q.from, 'from') : undefined;
     const untilMs = q.to !== undefined ? parseDay(q.to, 'to') + DAY_MS : undefined;
     if (fromMs !== undefined && untilMs !== undefined && fromMs >= untilMs) throw new ApiError('invalid_request', 'from must not be after to.', { param: 'from' });
     const acc = await this.accountOf(userId);
     const range = { ...(fromMs !== undefined ? { fromMs } : {}), ...(untilMs !== undefined ? { untilMs } : {}) };
-    const { records, hasMore } = await this.usage.page(this.scopeOf(acc, userId), q.limit ?? 20, q.after, range);
-    return { data: records.map(recordView), has_more: hasMore, next_after: hasMore ? (records.at(-1)?._id ?? null) : null };
+    const page = { limit: q.limit ?? DEFAULT_PAGE_LIMIT, ...(q.after !== undefined ? { after: q.after } : {}) };
+    return this.usage.page(this.scopeOf(acc, userId), page, range, recordView);
   }
 
   /** The top-ups of the caller's account (their organization's while they belong to one), newest first. */

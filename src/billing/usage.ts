@@ -19,6 +19,7 @@
 // - `usage_daily_end_user`: per account, UTC day, the client's end user and member, for the calls
 //   that named an end user (`safety_identifier` or `user`): the end-user view.
 import type { Clock, WindowCounters, WindowPeriod } from '../services/common.ts';
+import { pageOf, type Page, type PageQuery } from '../services/pages.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { utcDay, type OwnerType } from './money.ts';
 import { WINDOW_CAPS } from './limits.ts';
@@ -400,7 +401,8 @@ export class UsageLog {
    * A page of records, newest first, from before `after`; `range` keeps records made in
    * [fromMs, untilMs). Ids begin with their time (newId), so the range is a range of the index.
    */
-  async page(scope: UsageScope, limit: number, after?: string, range: { fromMs?: number; untilMs?: number } = {}): Promise<{ records: UsageRecordDoc[]; hasMore: boolean }> {
+  async page<V>(scope: UsageScope, q: PageQuery<string>, range: { fromMs?: number; untilMs?: number }, view: (r: UsageRecordDoc) => V): Promise<Page<V>> {
+    const { after } = q;
     const filter: Record<string, unknown> = { owner: scope.owner };
     if (scope.userId !== undefined) filter.user_id = scope.userId;
     const until = range.untilMs !== undefined ? idTimePrefix(range.untilMs) : undefined;
@@ -409,8 +411,8 @@ export class UsageLog {
     if (below !== undefined) bounds.$lt = below;
     if (range.fromMs !== undefined) bounds.$gte = idTimePrefix(range.fromMs);
     if (Object.keys(bounds).length > 0) filter._id = bounds;
-    const rows = await this.records.find(filter, { sort: { _id: -1 }, limit: limit + 1 });
-    return { records: rows.slice(0, limit), hasMore: rows.length > limit };
+    const rows = await this.records.find(filter, { sort: { _id: -1 }, limit: q.limit + 1 });
+    return pageOf(rows, q.limit, view);
   }
 }
 
