@@ -6,11 +6,7 @@ import type { App, AppDeps } from '../app.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, KeyString } from '../schemas.ts';
 import { Limit, limitOf, PageOf } from '../pages.ts';
-import { Job } from './v1-audio.ts';
-import type { JobStatus } from '../../transcription/jobs.ts';
-
-const STATUSES = ['queued', 'processing', 'completed', 'failed'] as const satisfies readonly JobStatus[];
-const Status = Type.Union(STATUSES.map((s) => Type.Literal(s)));
+import { Job, JobStatusFilter } from './v1-audio.ts';
 
 export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void {
   const { billing, transcriptionJobs } = deps.services;
@@ -21,7 +17,7 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
       schema: {
         tags: ['transcription'], security: [{ session: [] }],
         summary: "Your account's transcription jobs (your organization's while you belong to one), newest first; pass next_after as after",
-        querystring: Closed({ limit: Limit, after: Type.Optional(KeyString(64)), status: Type.Optional(Status) }),
+        querystring: Closed({ limit: Limit, after: Type.Optional(KeyString(64)), status: Type.Optional(JobStatusFilter) }),
         response: { 200: PageOf(Job), ...errors(400, 401) },
       },
     },

@@ -11,12 +11,16 @@ import { principalOf, requireApiKey } from '../auth.ts';
 import { acceptUploads, readUpload, sendTooLarge, UPLOAD_LIMIT_BYTES, UploadTooLargeError } from '../uploads.ts';
 import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
-import { audioKeyOf, newJobId } from '../../transcription/jobs.ts';
+import { audioKeyOf, newJobId, type JobStatus } from '../../transcription/jobs.ts';
 import { Type } from 'typebox';
 import { errors, KeyString } from '../schemas.ts';
+import { Limit, limitOf } from '../pages.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 
 /** A transcription job as /v1 and the portal list it. */
+/** A job's status, as a list filter. */
+export const JobStatusFilter = Type.Union((['queued', 'processing', 'completed', 'failed'] as const satisfies readonly JobStatus[]).map((s) => Type.Literal(s)));
+
 export const Job = Type.Object({
   id: Type.String(),
   object: Type.Literal('transcription.job'),
@@ -111,9 +115,9 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
         tags: ['v1'], summary: "The caller's transcription jobs, newest first (cursor pagination)", security: [{ apiKey: [] }],
         querystring: Type.Object(
           {
-            limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100, default 20' })),
+            limit: Limit,
             after: Type.Optional(KeyString(64)),
-            status: Type.Optional(Type.Union(['queued', 'processing', 'completed', 'failed'].map((s) => Type.Literal(s)))),
+            status: Type.Optional(JobStatusFilter),
           },
           { additionalProperties: false },
         ),
@@ -124,9 +128,9 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const q = req.query as { limit?: string; after?: string; status?: 'queued' | 'processing' | 'completed' | 'failed' };
+      const q = req.query as { limit?: string; after?: string; status?: JobStatus };
       const { walletId } = await deps.services.billing.payerFor(principalOf(req));
-      return deps.services.transcriptionJobs.list(walletId, { limit: q.limit !== undefined ? Number(q.limit) : 20, ...(q.after ? { after: q.after } : {}), ...(q.status ? { status: q.status } : {}) });
+      return deps.services.transcriptionJobs.list(walletId, { limit: limitOf(q), ...(q.after ? { after: q.after } : {}), ...(q.status ? { status: q.status } : {}) });
     },
   );
 
