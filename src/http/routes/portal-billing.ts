@@ -160,7 +160,7 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
     async (req) => {
       const q = req.query;
       return billing.usageRecords(sessionOf(req).id, {
-        ...(q.limit !== undefined ? { limit: Number(q.limit) } : {}),
+        limit: limitOf(q),
         ...(q.after !== undefined ? { after: q.after } : {}),
         ...(q.from !== undefined ? { from: q.from } : {}),
         ...(q.to !== undefined ? { to: q.to } : {}),
