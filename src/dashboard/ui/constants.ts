@@ -1,4 +1,4 @@
-// Closed lists the server also holds (test/dashboard/constants.test.ts keeps them equal); copied so
+// Closed lists the server also holds (test/dashboard/bundle.test.ts keeps them equal); copied so
 // the bundle does not pull server modules in.
 export const SCOPES = ['*', 'chat', 'audio', 'intent', 'voice', 'embeddings', 'models'] as const;
 export const WEBHOOK_EVENTS = ['low_balance', 'topup', 'rate_limit_exceeded', 'key_expired', 'usage_spike', 'transcription.completed', 'transcription.failed'] as const;
