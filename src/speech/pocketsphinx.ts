@@ -210,6 +210,9 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     throw made.spawnError ?? new RecogniserError(`mkfifo failed: ${mkfifo.stderr().trim()}`);
   }
   const audio = createWriteStream(join(dir, 'audio.raw'), { mode: 0o600 });
+  // Write errors reach the write callbacks (append, decode); as an 'error' event with no listener, one
+  // racing the engine's exit (ERR_STREAM_DESTROYED) would be an uncaught exception.
+  audio.on('error', () => {});
   await once(audio, 'open');
   // The engine opens its output by name (`-hypseg /dev/stdout`), which fails on the socket Node
   // gives a child as stdout: its stdout is a FIFO instead, read here. Our read end is opened
@@ -281,6 +284,12 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   let utterances = 0;
   let written: Promise<void> = Promise.resolve(); // the last audio write, done
 
+  // The audio file is destroyed only when the engine exits: a write cut short by that reports why
+  // the engine failed, not the stream's ERR_STREAM_DESTROYED (other write errors pass as they are).
+  const engineGone = async (err: unknown): Promise<never> => {
+    throw (err as NodeJS.ErrnoException | null)?.code === 'ERR_STREAM_DESTROYED' ? await failure() : err;
+  };
+
   const check = async (): Promise<void> => {
     if (control!.destroyed || run.child.exitCode !== null || run.child.signalCode !== null) throw await failure();
   };
@@ -301,9 +310,9 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
       if (data.length === 0) return;
       bytes += data.length;
       let full = false;
-      written = new Promise<void>((resolve, reject) => { full = !audio.write(data, (err) => (err ? reject(err) : resolve())); });
+      written = new Promise<void>((resolve, reject) => { full = !audio.write(data, (err) => (err ? reject(err) : resolve())); }).catch(engineGone);
       written.catch(() => {}); // awaited where it matters; an unawaited failure must not crash
-      if (full) await Promise.race([once(audio, 'drain'), run.exited.then(async () => Promise.reject(await failure()))]);
+      if (full) await Promise.race([once(audio, 'drain').catch(engineGone), run.exited.then(async () => Promise.reject(await failure()))]);
     },
     async decode(startFrame, endFrame) {
       if (endFrame <= startFrame) return [];
