@@ -67,6 +67,23 @@ export interface UploadForm {
  * Reads the multipart body: the part named `file` into the blob store under `key`, the rest as
  * fields. Refuses a second file, a file under another name, and non-multipart bodies (400).
  */
+/**
+ * The file's bytes as they come; past `maxBytes` the request stops being read at once (the blob store
+ * then refuses the upload), so a client streaming far more is cut where the limit is, not after the
+ * refusal has been cleaned up and written (which let tens of MB more in on loopback).
+ */
+async function* stopReadingPast(file: AsyncIterable<Buffer>, raw: FastifyRequest['raw'], maxBytes: number): AsyncGenerator<Buffer> {
+  let seen = 0;
+  for await (const chunk of file) {
+    seen += chunk.length;
+    if (seen > maxBytes) {
+      raw.unpipe();
+      raw.pause();
+    }
+    yield chunk;
+  }
+}
+
 export async function readUpload(request: FastifyRequest, blobs: BlobStore, key: string, maxBytes = UPLOAD_LIMIT_BYTES): Promise<UploadForm> {
   if (!request.isMultipart()) {
     throw new ApiError('invalid_request', "Send the audio as multipart/form-data with the recording in the field 'file'.", { param: 'file' });
@@ -80,7 +97,7 @@ export async function readUpload(request: FastifyRequest, blobs: BlobStore, key:
           part.file.resume();
           throw new ApiError('invalid_request', `Unexpected file in field '${part.fieldname}': send one recording, in the field 'file'.`, { param: part.fieldname });
         }
-        const stored = await blobs.put(key, part.file, { maxBytes });
+        const stored = await blobs.put(key, stopReadingPast(part.file, request.raw, maxBytes), { maxBytes });
         file = { key, filename: part.filename || 'audio', bytes: stored.size, sha256: stored.sha256 };
       } else {
         const value = typeof part.value === 'string' ? part.value : String(part.value);
