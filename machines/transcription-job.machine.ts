@@ -139,6 +139,9 @@ function errorOf(err: unknown): JobError {
   return { code, message };
 }
 
+/** The error code of an effect cut because its lease was lost (see the `superseded` guard). */
+export const SUPERSEDED = 'superseded';
+
 const FAILED: JobError = { code: 'transcription_failed', message: 'The transcription failed.' };
 
 export const transcriptionJobMachine = setup({
@@ -165,6 +168,12 @@ export const transcriptionJobMachine = setup({
     untilPoll: ({ context }) => context.pollDelayMs,
   },
   guards: {
+    /**
+     * The effect was cut because this instance lost the job's lease (another owner took it, or the
+     * runtime is unloading it): not the job's failure. The copy that saw it is being discarded; the
+     * owner restores the last stored state, which re-runs the step.
+     */
+    superseded: ({ event }) => (event as { error?: { code?: unknown } }).error?.code === SUPERSEDED,
     anotherRoute: ({ context, event }) => asJobError((event as { error?: unknown }).error).retryable && context.routeIndex + 1 < context.routes,
     /** A callback about this job (another job's id, or a callback before acceptance, is ignored). */
     ours: ({ context, event }) => event.type === 'provider.callback' && context.providerJobId !== null && event.providerJobId === context.providerJobId,
@@ -216,6 +225,7 @@ export const transcriptionJobMachine = setup({
               },
             ],
             onError: [
+              { guard: 'superseded' },
               { guard: 'anotherRoute', target: 'submitting', reenter: true, actions: assign({ routeIndex: ({ context }) => context.routeIndex + 1 }) },
               { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
             ],
@@ -263,7 +273,7 @@ export const transcriptionJobMachine = setup({
               },
             ],
             // The effect retries a provider it cannot reach with its own backoff; what escapes it fails the job.
-            onError: { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
+            onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
           },
           on: {
             // A callback that carries the result while a poll is in flight: kept, used when the poll answers pending.
@@ -276,7 +286,7 @@ export const transcriptionJobMachine = setup({
             src: 'finish',
             input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, rawKey: context.rawKey! }),
             onDone: { target: '#transcription-job.completed', actions: assign(({ event }) => ({ result: event.output.result, finishedAt: event.output.at })) },
-            onError: { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
+            onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
           },
         },
       },
@@ -288,7 +298,7 @@ export const transcriptionJobMachine = setup({
         input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, error: context.error ?? FAILED }),
         onDone: { target: 'failed', actions: assign({ finishedAt: ({ event }) => event.output.at }) },
         // Returning the hold failed (the store down): the job still ends failed; the hold sweep returns it.
-        onError: { target: 'failed' },
+        onError: [{ guard: 'superseded' }, { target: 'failed' }],
       },
     },
     completed: { type: 'final' },

@@ -21,7 +21,9 @@ import type { ModelDoc, SttMode } from '../models/types.ts';
 import type { EventSink } from '../services/events.ts';
 import type { Provider, ResolvedRoute, TranscribeRequest, Transcript as UpstreamTranscript } from '../providers/types.ts';
 import { UpstreamError } from '../providers/types.ts';
+import { StepFencedError } from '../actors/errors.ts';
 import {
+  SUPERSEDED,
   transcriptionJobMachine,
   version,
   type FailInput,
@@ -156,6 +158,23 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
       return { durationS: facts.durationS };
     });
 
+  /**
+   * An effect under the lease it started in: whatever it throws once that lease is gone (taken by
+   * another instance, or the copy unloaded) is `superseded`, which the machine does not take for
+   * the job's failure: the owner restores the job and runs the step again.
+   */
+  const leased =
+    <I, O>(work: (args: { input: I }) => Promise<O>) =>
+    async (args: { input: I }): Promise<O> => {
+      const { signal } = ctx.lease();
+      try {
+        return await work(args);
+      } catch (err) {
+        if (signal.aborted || err instanceof StepFencedError) throw jobError(SUPERSEDED, 'The job moved to another owner.', false);
+        throw err;
+      }
+    };
+
   const storeRaw = async (jobId: string, transcript: UpstreamTranscript): Promise<string> => {
     const key = rawKeyOf(jobId);
     await deps.blobs.put(key, Buffer.from(JSON.stringify(transcript)));
@@ -164,7 +183,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
 
   return {
     actors: {
-      submit: fromPromise<SubmitOutput, SubmitInput>(async ({ input }) => {
+      submit: fromPromise<SubmitOutput, SubmitInput>(leased(async ({ input }) => {
         const spec = specOf(input.spec);
         try {
           const { route, provider } = await routeFor(spec.model, input.routeIndex);
@@ -204,9 +223,9 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         } catch (err) {
           throw (err as Partial<SubmitError>).retryable !== undefined ? err : fromUpstream(err);
         }
-      }),
+      })),
 
-      poll: fromPromise<PollOutput, PollInput>(async ({ input }) => {
+      poll: fromPromise<PollOutput, PollInput>(leased(async ({ input }) => {
         const spec = specOf(input.spec);
         const { route, provider } = await routeFor(spec.model, input.routeIndex);
         const jobs = provider.transcriptionJobs;
@@ -224,9 +243,9 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         if (answer.state === 'failed') return { state: 'failed', error: { code: 'upstream_error', message: answer.message || 'The provider could not transcribe the recording.' } };
         const rawKey = await ctx.steps.once('fetch', () => storeRaw(input.jobId, answer.transcript));
         return { state: 'completed', rawKey };
-      }),
+      })),
 
-      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput>(async ({ input }) => {
+      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput>(leased(async ({ input }) => {
         const spec = specOf(input.spec);
         const { durationS } = await examine(spec);
         const result = await ctx.steps.once('result', async () => {
@@ -249,9 +268,9 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.completed', { job_id: input.jobId, status: 'completed', duration: result.duration }));
         await deps.blobs.delete(input.rawKey).catch(() => false);
         return { result, at: deps.now() };
-      }),
+      })),
 
-      fail: fromPromise<{ at: number }, FailInput>(async ({ input }) => {
+      fail: fromPromise<{ at: number }, FailInput>(leased(async ({ input }) => {
         const spec = specOf(input.spec);
         await ctx.steps.once('charge', async () => {
           await deps.billing.release(spec.hold, spec.payer, {
@@ -262,7 +281,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.failed', { job_id: input.jobId, status: 'failed', error: input.error.code }));
         await deps.blobs.delete(rawKeyOf(input.jobId)).catch(() => false);
         return { at: deps.now() };
-      }),
+      })),
     },
   };
 }

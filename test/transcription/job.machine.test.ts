@@ -167,3 +167,29 @@ test('pure: the snapshot stays small (no transcript in context)', () => {
   [s] = transition(transcriptionJobMachine, s, { type: 'xstate.done.actor.submit', output: { kind: 'accepted', providerJobId: 'p', at: 0, pollDelayMs: 5 } } as never);
   assert.ok(JSON.stringify(s.context).length < 1024);
 });
+
+test('a step cut because the lease was lost is not the job’s failure: no failover, no `failing`, and a restore re-runs it', async () => {
+  let first = true;
+  const { machine, calls } = effects({
+    submit: () => {
+      if (first) {
+        first = false;
+        throw Object.assign(new Error('The job moved to another owner.'), { code: 'superseded', retryable: false });
+      }
+      return { kind: 'inline', rawKey: 'jobs/txjob_1/raw.json' };
+    },
+  });
+  const actor = createActor(machine, { input }).start();
+  // What the store holds: the job with its submission in flight (the copy that sees the cut is never written).
+  const stored = JSON.parse(JSON.stringify(actor.getPersistedSnapshot()));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(actor.getSnapshot().value, { processing: 'submitting' });
+  assert.equal(ctx(actor.getSnapshot()).routeIndex, 0, 'no failover to the next route');
+  assert.equal(calls.fail.length, 0, 'nothing returned, nothing notified');
+  // The new owner restores the stored state: the step runs again and the job completes.
+  const restored = createActor(machine, { snapshot: stored }).start();
+  actor.stop();
+  await settle(restored, 'completed');
+  assert.equal(calls.submit.length, 2);
+  assert.equal(calls.fail.length, 0);
+});

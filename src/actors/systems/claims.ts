@@ -66,11 +66,12 @@ export class Claims {
 
   private async takeOver(entry: Entry): Promise<boolean> {
     if (!this.hasRoom(entry.kind) && !(entry.actor && entry.owned)) return false;
+    const lease = entry.lease;
     const acquired = await this.sys.leases.acquire(entry, { custodial: true });
     if (!acquired) return false; // taken by someone else, or finished, meanwhile
     const { doc, previousOwner } = acquired;
-    if (entry.actor && entry.doc?.rev === doc.rev) {
-      entry.doc = doc; // already running here: the grab only renewed the lease
+    if (entry.actor && entry.lease === lease && entry.doc?.rev === doc.rev) {
+      entry.doc = doc; // already running here under the same lease: it was only renewed
       return true;
     }
     const mode = this.modeFor(entry, doc);

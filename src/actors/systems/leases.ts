@@ -48,9 +48,11 @@ export class Leases {
     if (entry.actor && this.held(entry)) return null;
     const giveUpAt = performance.now() + waitMs;
     for (let backoff = 10; ; backoff = Math.min(backoff * 2, 200)) {
+      const lease = entry.lease;
       const doc = (await this.acquire(entry, {}))?.doc;
       if (doc) {
-        if (!entry.actor || entry.doc?.rev !== doc.rev) this.sys.residency.load(entry, doc, this.sys.claims.modeFor(entry, doc));
+        // A new lease aborted the work the in-memory copy had in flight: restore it, which re-runs that work.
+        if (!entry.actor || entry.lease !== lease || entry.doc?.rev !== doc.rev) this.sys.residency.load(entry, doc, this.sys.claims.modeFor(entry, doc));
         else entry.doc = doc;
         await this.sys.inbox.drainOwned(entry);
         return null;
@@ -80,6 +82,21 @@ export class Leases {
   async acquire(entry: Entry, extra: Filter): Promise<{ doc: ActorDoc; previousOwner: string | null } | null> {
     const now = this.res.now();
     const until = new Date(now + this.res.leaseMs);
+    // Still ours at the epoch our running work is fenced by: renew in place. A grab would bump the
+    // epoch and abort that work, as if another instance had taken the actor (several claim passes
+    // at once each found a queued job and re-grabbed the one the first had started: it failed).
+    const lease = entry.lease;
+    if (entry.owned && lease && !lease.controller.signal.aborted) {
+      const renewed = await this.res.actors.findOneAndUpdate(
+        { _id: entry.key, status: 'active', ...extra, owner: this.res.me, epoch: lease.epoch },
+        { $set: { lease_until: until } },
+        { returnDocument: 'after' },
+      );
+      if (renewed && entry.lease === lease && !lease.controller.signal.aborted) {
+        entry.leaseUntil = now + this.res.leaseMs;
+        return { doc: renewed, previousOwner: this.res.me };
+      }
+    }
     const before = await this.res.actors.findOneAndUpdate(
       {
         _id: entry.key,
