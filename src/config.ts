@@ -177,6 +177,12 @@ export const ConfigSchema = Type.Object(
         /** A job's hold lasts this long: a job not finished by then fails (and is not charged). */
         maxJobHours: Int(1, 720),
         /**
+         * The longest recording a job takes, in minutes of decoded audio: one that declares more is
+         * refused at upload (400 audio_too_long); one that decodes to more fails, free, and its
+         * decoding stops there.
+         */
+        maxAudioMinutes: Int(1, 6000),
+        /**
          * The gateway's public base URL (https://api.example.com), for providers' job callbacks;
          * empty: no callbacks, jobs are polled (Deepgram, which cannot be polled, is then not used for jobs).
          */

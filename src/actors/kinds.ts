@@ -44,6 +44,8 @@ export interface StepRunner {
    * it started under (StepFencedError otherwise). `work` gets the lease's signal: stop when aborted.
    */
   once<T>(step: string, work: (scope: LeaseScope) => Promise<T>): Promise<T>;
+  /** The recorded result of a step that is done, or undefined when it is not (nothing runs). */
+  done<T>(step: string): Promise<T | undefined>;
 }
 
 /** An actor's in-memory resources (a socket, a decoder, an upstream bridge): never persisted. */

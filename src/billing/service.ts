@@ -400,6 +400,10 @@ export class BillingService implements Billing {
     return this.finish(hold, payer, facts, 0);
   }
 
+  async drop(hold: Hold): Promise<void> {
+    await this.wallets.finish(hold.walletId, hold.id, 0, 0);
+  }
+
   private async finish(hold: Hold, payer: Payer, facts: UsageFacts, costUc: number): Promise<void> {
     const capped = costUc >= hold.amountMicrocents;
     const { chargeUc, carryPc } = chargeFor(Math.min(costUc, hold.amountMicrocents));

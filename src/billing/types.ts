@@ -29,6 +29,13 @@ export interface HoldOptions {
    * resumes elsewhere and settles it), so it is not returned when that process dies, only by its TTL.
    */
   custodial?: boolean;
+  /**
+   * A hold named by its taker (with `expiresAt`): taking it again is a no-op that answers the same
+   * hold, so a step replayed after a crash never holds twice. Default: a fresh id.
+   */
+  id?: string;
+  /** With `id`: when the hold expires (epoch ms), instead of now plus its TTL. */
+  expiresAt?: number;
 }
 
 export interface Hold {
@@ -96,4 +103,9 @@ export interface Billing {
   settleForAnswer(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
   /** Returns the whole hold (nothing was delivered) and records usage with cost 0. */
   release(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
+  /**
+   * Returns the whole hold with no usage record: it was replaced by a larger one for the same call,
+   * which is settled or released in its place. A no-op when the hold is already finished.
+   */
+  drop(hold: Hold): Promise<void>;
 }

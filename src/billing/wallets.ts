@@ -136,19 +136,25 @@ export class Wallets {
   }
 
   /** Reserves `amount` µ¢; resolves to the hold's id (its token), or null when the spendable balance is short. */
-  async hold(walletId: string, amount: number, requestId: string, opts: { ttlMs?: number; custodial?: boolean } = {}): Promise<string | null> {
+  async hold(walletId: string, amount: number, requestId: string, opts: { ttlMs?: number; custodial?: boolean; id?: string; expiresAt?: number } = {}): Promise<string | null> {
     // No wallet holds more than WALLET_LIMIT_UC: a larger hold could never be covered (and would not be exact).
     if (!Number.isSafeInteger(amount) || amount > WALLET_LIMIT_UC) return null;
-    const id = `h${randomUUID().replaceAll('-', '')}`;
+    const named = opts.id !== undefined;
+    if (named && !/^[!-~]+$/.test(opts.id!)) throw new RangeError(`a hold id is printable ASCII without spaces, got ${JSON.stringify(opts.id)}`);
+    const id = opts.id ?? `h${randomUUID().replaceAll('-', '')}`;
+    const expiry = named && opts.expiresAt !== undefined ? Math.round(opts.expiresAt) : this.now() + (opts.ttlMs ?? this.holdTtlMs);
     // A custodial hold (an actor's: a job) carries no instance tag: it outlives the process that took
     // it, since the actor resumes elsewhere and settles it; only its TTL returns it.
-    const token = holdToken({ id, a: amount, x: this.now() + (opts.ttlMs ?? this.holdTtlMs), r: requestId, ...(opts.custodial ? {} : { o: this.owner }) });
+    const token = holdToken({ id, a: amount, x: expiry, r: requestId, ...(opts.custodial ? {} : { o: this.owner }) });
     const reserved = await this.docs.updateOne(
-      { _id: walletId, balance_uc: { $gte: amount } },
+      // A named hold is taken once: its token already there (a replay) is not taken again.
+      { _id: walletId, balance_uc: { $gte: amount }, ...(named ? { holds: { $ne: token } } : {}) },
       { $inc: { balance_uc: -amount, held_uc: amount }, $push: { holds: token } },
       LAZY,
     );
-    return reserved.modifiedCount === 1 ? token : null;
+    if (reserved.modifiedCount === 1) return token;
+    if (named && (await this.docs.findOne({ _id: walletId, holds: token }, { projection: { _id: 1 } }))) return token;
+    return null;
   }
 
   /**

@@ -21,7 +21,7 @@ import { opaqueIds } from '../gateway/common.ts';
 import { EmbeddingsGateway } from '../gateway/embeddings.ts';
 import { SyncTranscription } from '../transcription/sync.ts';
 import { SpeechSynthesis } from '../synthesis/service.ts';
-import { diarize } from '../speech/diarize.ts';
+import { diarizeSource } from '../speech/diarize.ts';
 import { transcriptionJobKind } from '../transcription/kind.ts';
 import { TranscriptionJobs } from '../transcription/jobs.ts';
 import type { ActorKind } from '../actors/kinds.ts';
@@ -124,7 +124,7 @@ export async function createServices(deps: {
   await deps.webhooks.init();
   const upstream = new UpstreamHttp();
   const upstreamFiles = new UpstreamFiles();
-  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarize } });
+  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource } });
   const router = new UpstreamRouter(providers, { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
@@ -151,6 +151,8 @@ export async function createServices(deps: {
     pollMs: tx.pollMs,
     maxPollMs: tx.maxPollMs,
     capacity: tx.capacity,
+    maxAudioSeconds: tx.maxAudioMinutes * 60,
+    holdTtlMs: tx.maxJobHours * 3_600_000,
     retainMs: tx.retentionDays * 86_400_000,
     ...(tx.publicUrl
       ? { callbackUrl: (provider: string, jobId: string) => ({ url: `${tx.publicUrl.replace(/\/+$/, '')}/v1/audio/transcriptions/jobs/${jobId}/callback/${provider}`, token: callbackToken(jobId) }) }
@@ -158,7 +160,7 @@ export async function createServices(deps: {
   });
   const transcriptionJobs = new TranscriptionJobs({
     blobs: deps.blobs, meter, runtime: deps.actors, kind: jobKind, resolveRoutes: gatewayDeps.resolveRoutes, now, holdTtlMs: tx.maxJobHours * 3_600_000,
-    providers, callbackToken,
+    maxAudioSeconds: tx.maxAudioMinutes * 60, providers, callbackToken,
   });
   const rt = deps.config.realtime;
   const realtimeKind = realtimeSessionKind({

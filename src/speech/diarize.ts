@@ -4,6 +4,11 @@
 //   → z-scored over the recording → agglomerative clustering, cosine distance, average linkage,
 //     clusters under 3 windows folded into the nearest one as outliers
 //   → each segment takes its windows' majority cluster → speakers numbered by first appearance.
+// Memory: the PCM is read a segment at a time from a PcmSource (an array, or the recogniser's file
+// on disk for a job: an hour of PCM is 115 MB), and at most MAX_WINDOWS embeddings are kept, so a
+// recording of any length is diarized in the same few MB. `diarizeSource` yields to the event loop
+// between segments, so hours of speech do not stall the process.
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { averageLinkage, cutWithoutOutliers, type Cut } from './cluster.ts';
 import { EMBEDDING_DIMS, FRAME_HOP, FRAME_SIZE, frameExtractor, poolWindow } from './speaker-features.ts';
 
@@ -40,6 +45,16 @@ const MAX_WINDOWS = 2000;
 /** Smaller clusters are outliers (a cough, a laugh, a noisy window), folded into the nearest speaker. */
 const MIN_CLUSTER_WINDOWS = 3;
 
+/** 16 kHz mono PCM the diarizer reads one span at a time. */
+export interface PcmSource {
+  /** Samples in all. */
+  readonly samples: number;
+  /** Samples [from, to) (the caller keeps within `samples`). */
+  read(from: number, to: number): Int16Array;
+}
+
+export const pcmInMemory = (pcm: Int16Array): PcmSource => ({ samples: pcm.length, read: (from, to) => pcm.subarray(from, to) });
+
 interface Window {
   segment: number;
   frames: number;
@@ -55,6 +70,19 @@ export function diarize(
   return prepareDiarization(pcm, sampleRate, segments).cut(opts);
 }
 
+/** `diarize` over PCM read a segment at a time, yielding to the event loop every ~20 ms of work. */
+export async function diarizeSource(source: PcmSource, sampleRate: 16000, segments: readonly SpeechSegment[], opts: DiarizeOptions = {}): Promise<Diarization> {
+  const steps = diarizationSteps(source, sampleRate, segments);
+  let slice = performance.now();
+  for (let step = steps.next(); ; step = steps.next()) {
+    if (step.done) return step.value.cut(opts);
+    if (performance.now() - slice > 20) {
+      await yieldToLoop();
+      slice = performance.now();
+    }
+  }
+}
+
 /**
  * The expensive part (features, dendrogram) once; `cut` then labels the segments for given
  * options in milliseconds (the evaluation sweeps thresholds with it).
@@ -64,13 +92,24 @@ export function prepareDiarization(
   sampleRate: 16000,
   segments: readonly SpeechSegment[],
 ): { cut(opts?: DiarizeOptions): Diarization } {
+  const steps = diarizationSteps(pcmInMemory(pcm), sampleRate, segments);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+type Prepared = { cut(opts?: DiarizeOptions): Diarization };
+
+/** The preparation, one step (a yield) per segment embedded. */
+function* diarizationSteps(pcm: PcmSource, sampleRate: 16000, segments: readonly SpeechSegment[]): Generator<void, Prepared> {
   if (sampleRate !== 16000) throw new RangeError(`diarize: 16000 Hz PCM expected, got ${sampleRate}`);
-  const duration = pcm.length / sampleRate;
+  const duration = pcm.samples / sampleRate;
   const speech = segments
     .map((s) => ({ start: Math.max(0, s.start), end: Math.min(duration, s.end) }))
     .filter((s) => Number.isFinite(s.start) && Number.isFinite(s.end) && s.end > s.start)
     .sort((x, y) => x.start - y.start);
-  const windows = speech.length > 0 ? embedWindows(pcm, sampleRate, speech) : [];
+  const windows = speech.length > 0 ? yield* embedWindows(pcm, sampleRate, speech) : [];
   const vectors = windows.map((w) => w.embedding);
   const merges = averageLinkage(vectors);
   return {
@@ -90,7 +129,7 @@ function checkCount(name: string, value: number | undefined): void {
   }
 }
 
-function embedWindows(pcm: Int16Array, sampleRate: number, speech: readonly SpeechSegment[]): Window[] {
+function* embedWindows(pcm: PcmSource, sampleRate: number, speech: readonly SpeechSegment[]): Generator<void, Window[]> {
   const extract = frameExtractor(sampleRate);
   const spans = speech.map((s) => {
     const from = Math.round(s.start * sampleRate);
@@ -103,14 +142,17 @@ function embedWindows(pcm: Int16Array, sampleRate: number, speech: readonly Spee
   while (count(hop) > MAX_WINDOWS) hop = Math.ceil((hop * count(hop)) / MAX_WINDOWS);
 
   const windows: Window[] = [];
-  spans.forEach((span, segment) => {
-    if (span.frames === 0) return;
-    const features = extract(pcm, span.from, span.to);
+  for (const [segment, span] of spans.entries()) {
+    if (span.frames === 0) continue;
+    // One sample before the span too: the pre-emphasis of its first sample reads it.
+    const lead = span.from > 0 ? 1 : 0;
+    const features = extract(pcm.read(span.from - lead, span.to), lead, lead + span.to - span.from);
     for (const start of windowStarts(features.frames, hop)) {
       const end = Math.min(features.frames, start + WINDOW_FRAMES);
       windows.push({ segment, frames: end - start, embedding: poolWindow(features, start, end) });
     }
-  });
+    yield;
+  }
   standardize(windows);
   return windows;
 }

@@ -62,6 +62,8 @@ export interface PocketsphinxOptions {
   maxUtteranceSeconds?: number;
   /** How long the engine may take to load its model and open its input (default 30 s). */
   startTimeoutMs?: number;
+  /** Keep the PCM file (`audioFile`) after the engine ends, until `dispose()` (the diarizer reads it). */
+  keepAudio?: boolean;
 }
 
 /** An engine fed 16 kHz mono s16le PCM incrementally. */
@@ -72,6 +74,10 @@ export interface Recogniser {
   end(): Promise<Transcript>;
   /** Stops the engine and discards its work. */
   abort(): void;
+  /** The s16le PCM written so far (kept after `end()` with `keepAudio`). */
+  readonly audioFile: string;
+  /** Removes the engine's files (done by itself at exit, unless `keepAudio`). */
+  dispose(): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,6 +198,10 @@ export interface UtteranceEngine {
   end(): Promise<void>;
   /** Stops the engine; pending decodes reject. */
   abort(): void;
+  /** The s16le PCM appended so far (kept after the engine exits with `keepAudio`, until `dispose()`). */
+  readonly audioFile: string;
+  /** Removes the engine's files (done by itself at exit, unless `keepAudio`). */
+  dispose(): Promise<void>;
 }
 
 export type EngineOptions = Omit<PocketsphinxOptions, 'detectors' | 'onSegment' | 'maxUtteranceSeconds'>;
@@ -202,6 +212,8 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   const dir = await mkdtemp(join(options.tmpDir ?? tmpdir(), 'pocketsphinx-'));
   const ctl = join(dir, 'utterances.ctl');
   const logPath = join(dir, 'log');
+  const audioFile = join(dir, 'audio.raw');
+  let keep = options.keepAudio === true;
   const cleanup = (): Promise<void> => rm(dir, { recursive: true, force: true });
   const mkfifo = spawnTool('mkfifo', ['-m', '600', ctl, join(dir, 'hyp.fifo')], { stdin: 'ignore' });
   const made = await mkfifo.exited;
@@ -209,7 +221,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     await cleanup();
     throw made.spawnError ?? new RecogniserError(`mkfifo failed: ${mkfifo.stderr().trim()}`);
   }
-  const audio = createWriteStream(join(dir, 'audio.raw'), { mode: 0o600 });
+  const audio = createWriteStream(audioFile, { mode: 0o600 });
   // Write errors reach the write callbacks (append, decode); as an 'error' event with no listener, one
   // racing the engine's exit (ERR_STREAM_DESTROYED) would be an uncaught exception.
   audio.on('error', () => {});
@@ -277,7 +289,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
       for (const w of pending.values()) w.reject(err);
       pending.clear();
     }
-    return cleanup();
+    return keep ? undefined : cleanup();
   });
   let bytes = 0;
   let odd: Uint8Array | null = null;
@@ -333,6 +345,13 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     abort() {
       control!.destroy();
       run.kill();
+      keep = false;
+      void run.exited.then(cleanup);
+    },
+    audioFile,
+    dispose() {
+      keep = false;
+      return cleanup();
     },
   };
 }
@@ -410,17 +429,33 @@ export async function startPocketsphinx(options: PocketsphinxOptions): Promise<R
       engine.abort();
       release();
     },
+    audioFile: engine.audioFile,
+    dispose: () => engine.dispose(),
   };
 }
 
 /** Transcribes a whole stream of 16 kHz mono s16le PCM (e.g. from ffmpeg.ts's decodeToPcm). */
 export async function transcribePcm(pcm: AsyncIterable<Uint8Array>, options: PocketsphinxOptions): Promise<Transcript> {
-  const recogniser = await startPocketsphinx(options);
+  return transcribePcmWith(pcm, options, async (t) => t);
+}
+
+/**
+ * transcribePcm, then `use(transcript, audioFile)` with the PCM still on disk (the diarizer reads it
+ * from there, a segment at a time: nothing of the recording is kept in memory); removed after.
+ */
+export async function transcribePcmWith<T>(pcm: AsyncIterable<Uint8Array>, options: PocketsphinxOptions, use: (t: Transcript, audioFile: string) => Promise<T>): Promise<T> {
+  const recogniser = await startPocketsphinx({ ...options, keepAudio: true });
   try {
-    for await (const chunk of pcm) await recogniser.write(chunk);
-    return await recogniser.end();
-  } catch (err) {
-    recogniser.abort();
-    throw err;
+    let t: Transcript;
+    try {
+      for await (const chunk of pcm) await recogniser.write(chunk);
+      t = await recogniser.end();
+    } catch (err) {
+      recogniser.abort();
+      throw err;
+    }
+    return await use(t, recogniser.audioFile);
+  } finally {
+    await recogniser.dispose();
   }
 }

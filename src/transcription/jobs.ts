@@ -55,6 +55,8 @@ export interface JobsDeps {
   resolveRoutes(model: ModelDoc): unknown[];
   now(): number;
   holdTtlMs: number;
+  /** The longest recording a job takes (decoded seconds). */
+  maxAudioSeconds: number;
 }
 
 /** Estimates carry this margin over the container's declared duration (it is a claim, not a measure). */
@@ -76,9 +78,9 @@ export class TranscriptionJobs {
     const probed = await blobs.withFile(upload.key, async (path) => {
       try {
         const probe = await probeAudio({ path });
-        // A container without a duration is decoded to measure it (the estimate needs one); the
-        // measure is exact, so the job keeps it rather than decoding again.
-        const measured = probe.duration === null ? (await examineAudio(path)).durationS : undefined;
+        // A container without a duration is decoded to measure it (the estimate needs one), no
+        // further than a job takes; the measure is exact, so the job keeps it rather than decoding again.
+        const measured = probe.duration === null ? (await examineAudio(path, { maxSeconds: this.deps.maxAudioSeconds })).durationS : undefined;
         return { seconds: measured ?? probe.duration!, measured, contentType: contentTypeOf(probe.container) };
       } catch (err) {
         if (err instanceof AudioDecodeError) {
@@ -88,6 +90,9 @@ export class TranscriptionJobs {
       }
     });
     if (probed === null) throw new ApiError('invalid_request', "The field 'file' is required.", { param: 'file' });
+    if (probed.seconds > this.deps.maxAudioSeconds) {
+      throw new ApiError('audio_too_long', `The recording is ${Math.round(probed.seconds)} s long; a job takes at most ${this.deps.maxAudioSeconds} s (${this.deps.maxAudioSeconds / 60} minutes).`, { param: 'file' });
+    }
     const estimateSeconds = Math.ceil(probed.seconds * ESTIMATE_MARGIN) + 1;
     const call = await meter.begin(principal, {
       model: fields.model,

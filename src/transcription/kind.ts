@@ -76,9 +76,21 @@ export interface JobKindDeps {
   maxPollMs?: number;
   /** Active jobs one instance holds (the rest wait, queued, for an instance with room). */
   capacity?: number;
+  /** The longest recording a job takes (decoded seconds): longer ones fail, free, and are decoded no further. */
+  maxAudioSeconds: number;
+  /** How long a job's hold lives from its creation (as the hold taken at upload). */
+  holdTtlMs: number;
   /** Finished jobs are deleted (with their audio and transcript) this long after they end. */
   retainMs: number;
 }
+
+/** What the `hold` step decided: the hold covering the decoded recording, or why the job cannot run. */
+type Covered = { hold: Hold; replaced?: Hold } | { refused: { code: string; message: string } };
+
+/** Billed seconds: the decoded duration rounded up to the second. */
+const billedSeconds = (durationS: number): number => Math.ceil(durationS - 1e-9);
+
+const minutes = (seconds: number): string => (seconds % 60 === 0 ? `${seconds / 60} minutes` : `${seconds} seconds`);
 
 export const rawKeyOf = (jobId: string): string => `jobs/${jobId}/raw.json`;
 export const resultKeyOf = (jobId: string): string => `jobs/${jobId}/result.json`;
@@ -149,14 +161,53 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
     return req;
   }
 
-  /** The recording's decoded duration, measured once (a step), and what ffprobe says it is. */
+  /**
+   * The recording's decoded duration, measured once (a step): what the job is billed for, whatever
+   * its container claims. Decoding stops just past the longest recording a job takes.
+   */
   const examine = (spec: JobSpecFields) =>
     ctx.steps.once('examine', async ({ signal }) => {
       if (spec.durationS !== undefined) return { durationS: spec.durationS };
-      const facts = await deps.blobs.withFile(spec.audioKey, (path) => examineAudio(path, { signal }));
+      const facts = await deps.blobs.withFile(spec.audioKey, (path) => examineAudio(path, { signal, maxSeconds: deps.maxAudioSeconds }));
       if (!facts) throw jobError('invalid_audio', 'The recording is gone.', false);
       return { durationS: facts.durationS };
     });
+
+  /**
+   * The hold that covers the decoded recording (a step, before any work): the one taken at upload
+   * when it covers it; else a larger one in its place, so a container that claims less than it
+   * holds is charged all it holds. A recording past the longest a job takes, or a wallet that
+   * cannot cover it, fails the job, free.
+   */
+  const cover = (spec: JobSpecFields, durationS: number) =>
+    ctx.steps.once<Covered>('hold', async () => {
+      if (durationS > deps.maxAudioSeconds) {
+        return { refused: { code: 'audio_too_long', message: `The recording decodes to more than the ${minutes(deps.maxAudioSeconds)} a job takes.` } };
+      }
+      const model = await deps.models.get(spec.model);
+      const cost = model ? costMicrocentsOfSeconds(model.pricing, billedSeconds(durationS)) : 0;
+      if (cost <= spec.hold.amountMicrocents) return { hold: spec.hold };
+      try {
+        // Named after the job: a replay after a crash finds the hold it took, never takes a second.
+        const hold = await deps.billing.hold(spec.payer, cost, spec.requestId, {
+          custodial: true, id: `${spec.requestId}:decoded`, expiresAt: spec.startedAt + deps.holdTtlMs,
+        });
+        return { hold, replaced: spec.hold };
+      } catch (err) {
+        if ((err as { code?: unknown }).code === 'insufficient_credit') {
+          return { refused: { code: 'insufficient_credit', message: `The recording decodes to ${Math.round(durationS)} s, more than its container declared, and the wallet cannot cover it. ${(err as Error).message}` } };
+        }
+        throw err;
+      }
+    });
+
+  /** The covering hold once the smaller one it replaced is returned (unrecorded; idempotent). */
+  const covered = async (spec: JobSpecFields, durationS: number): Promise<Hold> => {
+    const c = await cover(spec, durationS);
+    if ('refused' in c) throw jobError(c.refused.code, c.refused.message, false);
+    if (c.replaced) await deps.billing.drop(c.replaced);
+    return c.hold;
+  };
 
   /**
    * An effect under the lease it started in: whatever it throws once that lease is gone (taken by
@@ -188,6 +239,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         try {
           const { route, provider } = await routeFor(spec.model, input.routeIndex);
           const { durationS } = await examine(spec);
+          await covered(spec, durationS);
           if (provider.transcriptionJobs && !provider.transcriptionJobs.refuses?.(request(spec, '', durationS), route)) {
             const jobs = provider.transcriptionJobs;
             const callback = deps.callbackUrl?.(route.provider, input.jobId);
@@ -255,13 +307,14 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
           await deps.blobs.put(resultKey, Buffer.from(JSON.stringify(transcript)));
           return summaryOf(resultKey, transcript);
         });
-        const seconds = Math.ceil(durationS - 1e-9);
+        const seconds = billedSeconds(durationS);
+        const hold = await covered(spec, durationS);
         await ctx.steps.once('charge', async () => {
           const model = await deps.models.get(spec.model);
-          const cost = model ? costMicrocentsOfSeconds(model.pricing, seconds) : spec.hold.amountMicrocents;
-          await deps.billing.settle(spec.hold, spec.payer, {
+          const cost = model ? costMicrocentsOfSeconds(model.pricing, seconds) : hold.amountMicrocents;
+          await deps.billing.settle(hold, spec.payer, {
             requestId: spec.requestId, model: spec.model, modelType: 'stt', route: null, seconds,
-            costMicrocents: Math.min(cost, spec.hold.amountMicrocents), status: 'ok', latencyMs: deps.now() - spec.startedAt,
+            costMicrocents: cost, status: 'ok', latencyMs: deps.now() - spec.startedAt,
           });
           return true;
         });
@@ -273,7 +326,11 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
       fail: fromPromise<{ at: number }, FailInput>(leased(async ({ input }) => {
         const spec = specOf(input.spec);
         await ctx.steps.once('charge', async () => {
-          await deps.billing.release(spec.hold, spec.payer, {
+          // What the job holds: the upload's hold, or the one that replaced it (returned, unrecorded, first).
+          const c = await ctx.steps.done<Covered>('hold');
+          const hold = c && 'hold' in c ? c.hold : spec.hold;
+          if (c && 'replaced' in c && c.replaced) await deps.billing.drop(c.replaced);
+          await deps.billing.release(hold, spec.payer, {
             requestId: spec.requestId, model: spec.model, modelType: 'stt', route: null, seconds: 0, costMicrocents: 0, status: 'upstream_failed', latencyMs: deps.now() - spec.startedAt,
           });
           return true;

@@ -158,6 +158,27 @@ describe('wallets', () => {
     assert.equal(await fx.store.collection('usage_records').countDocuments({ owner: payer.walletId }), 1);
   });
 
+  it('a named hold is taken once however often it is asked for (a replayed step), and a dropped hold leaves no record', async () => {
+    const [b1, b2] = [await fx.billing(), await fx.billing()];
+    const u = await user(fx.store);
+    const payer = await b1.payerFor(principal(u));
+    await fund(fx.store, payer.walletId, 10_000);
+    const first = await b1.hold(payer, 100, 'job', { custodial: true });
+    const named = { custodial: true, id: 'job:decoded', expiresAt: 2_000_000_000_000 };
+    const holds = await Promise.all([b1.hold(payer, 3000, 'job', named), b2.hold(payer, 3000, 'job', named), b1.hold(payer, 3000, 'job', named)]);
+    assert.equal(new Set(holds.map((h) => h.id)).size, 1, 'the same hold every time');
+    let w = await walletOf(fx.store, payer.walletId);
+    assert.deepEqual([w.balance_uc, w.held_uc], [6_900, 3_100]);
+    await Promise.all([b1.drop(first), b2.drop({ ...first })]);
+    await b1.settle(holds[0]!, payer, facts(2500));
+    w = await walletOf(fx.store, payer.walletId);
+    assert.deepEqual([w.balance_uc, w.held_uc], [7_500, 0]);
+    await Promise.all([b1.flush(), b2.flush()]);
+    assert.equal(await fx.store.collection('usage_records').countDocuments({ owner: payer.walletId }), 1, 'the drop recorded nothing');
+    // A name is one token of the stored hold: one with a space is refused.
+    await assert.rejects(b1.hold(payer, 3000, 'job', { ...named, id: 'bad id' }), RangeError);
+  });
+
   it('settles for an answer without making it wait: the very next wallet read shows the debit, and close() waits for it', async () => {
     const b = await fx.billing();
     const u = await user(fx.store);

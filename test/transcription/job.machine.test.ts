@@ -187,7 +187,7 @@ test('a step cut because the lease was lost is not the job’s failure: no failo
   assert.equal(ctx(actor.getSnapshot()).routeIndex, 0, 'no failover to the next route');
   assert.equal(calls.fail.length, 0, 'nothing returned, nothing notified');
   // The new owner restores the stored state: the step runs again and the job completes.
-  const restored = createActor(machine, { snapshot: stored }).start();
+  const restored = createActor(machine, { snapshot: stored, input }).start();
   actor.stop();
   await settle(restored, 'completed');
   assert.equal(calls.submit.length, 2);

@@ -27,7 +27,7 @@ export class Residency {
       id: entry.id,
       logger: entry.log,
       lease: () => this.sys.leases.scope(entry),
-      steps: { once: (step, work) => this.sys.steps.once(entry, step, work) },
+      steps: { once: (step, work) => this.sys.steps.once(entry, step, work), done: (step) => this.sys.steps.done(entry, step) },
       resources: () => entry.resources,
     };
     const implementations = kind.provide?.(ctx);

@@ -14,6 +14,11 @@ export class Steps {
     private readonly sys: Systems,
   ) {}
 
+  async done<T>(entry: Entry, step: string): Promise<T | undefined> {
+    const existing = await this.res.steps.findOne({ _id: stepId(entry.key, step) });
+    return existing?.status === 'done' ? (JSON.parse(existing.result ?? 'null') as T) : undefined;
+  }
+
   async once<T>(entry: Entry, step: string, work: (scope: LeaseScope) => Promise<T>): Promise<T> {
     const scope = this.sys.leases.scope(entry);
     const id = stepId(entry.key, step);

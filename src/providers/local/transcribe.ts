@@ -4,20 +4,23 @@
 // (src/speech/pocketsphinx.ts), fed by ffmpeg decoding the upload to 16 kHz PCM
 // (src/speech/ffmpeg.ts). English only, `transcribe` mode only: anything else is refused, so the
 // router passes to the model's next route, or the request is answered 400.
-// With `diarize`, the same PCM is kept and the offline diarizer labels the engine's segments.
+// With `diarize`, the offline diarizer labels the engine's segments, reading the PCM the engine
+// wrote to disk a segment at a time: memory stays bounded whatever the recording's length.
+import type { PcmSource } from '../../speech/diarize.ts';
 import { decodeToPcm, AudioDecodeError } from '../../speech/ffmpeg.ts';
-import { transcribePcm } from '../../speech/pocketsphinx.ts';
+import { openPcmFile } from '../../speech/pcm.ts';
+import { transcribePcmWith } from '../../speech/pocketsphinx.ts';
 import { primaryLanguage } from '../../speech/languages.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../../speech/vad.ts';
 import { UpstreamError, type TranscribeCapability, type Transcript, type TranscriptSegment } from '../types.ts';
 
-/** Labels speech with speakers (src/speech/diarize.ts's `diarize`), given the whole recording as 16 kHz PCM. */
+/** Labels speech with speakers (src/speech/diarize.ts's `diarizeSource`), given the recording as 16 kHz PCM read a span at a time. */
 export type Diarizer = (
-  pcm: Int16Array,
+  pcm: PcmSource,
   sampleRate: 16000,
   segments: readonly { start: number; end: number }[],
   opts: { numSpeakers?: number },
-) => { segments: { start: number; end: number; speaker: number }[] };
+) => Promise<{ segments: { start: number; end: number; speaker: number }[] }>;
 
 /** Each segment's speaker: the labelled span that overlaps it most (0 when none does). */
 export function speakersFor(segments: readonly { start: number; end: number }[], labelled: readonly { start: number; end: number; speaker: number }[]): number[] {
@@ -57,28 +60,26 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       const onCancel = () => abort.abort(new Error('cancelled'));
       if (signal.aborted) onCancel();
       else signal.addEventListener?.('abort', onCancel, { once: true });
-      const keep = req.diarize === true && opts.diarizer !== undefined;
-      const kept: Buffer[] = [];
+      const diarizer = req.diarize === true ? opts.diarizer : undefined;
       try {
-        const pcm = decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal });
-        const tee = async function* (): AsyncGenerator<Buffer> {
-          for await (const chunk of pcm) {
-            if (keep) kept.push(chunk);
-            yield chunk;
+        // A recording whose length was measured is decoded no further (a second past it, to be sure).
+        const limit = req.audio.durationS !== undefined ? { maxSeconds: Math.ceil(req.audio.durationS) + 1 } : {};
+        const pcm = decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal, ...limit });
+        return await transcribePcmWith(pcm, { detectors: await voiceDetectors(), signal: abort.signal }, async (t, audioFile) => {
+          const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
+          if (diarizer && segments.length > 0) {
+            const file = openPcmFile(audioFile);
+            try {
+              const found = await diarizer(file, 16000, segments, req.numSpeakers !== undefined ? { numSpeakers: req.numSpeakers } : {});
+              const labels = speakersFor(segments, found.segments);
+              segments.forEach((s, i) => (s.speaker = labels[i]));
+            } finally {
+              file.close();
+            }
           }
-        };
-        const t = await transcribePcm(tee(), { detectors: await voiceDetectors(), signal: abort.signal });
-        const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
-        if (keep && segments.length > 0) {
-          const all = Buffer.concat(kept);
-          kept.length = 0;
-          const samples = new Int16Array(all.buffer, all.byteOffset, all.length / 2);
-          const found = opts.diarizer!(samples, 16000, segments, req.numSpeakers !== undefined ? { numSpeakers: req.numSpeakers } : {});
-          const labels = speakersFor(segments, found.segments);
-          segments.forEach((s, i) => (s.speaker = labels[i]));
-        }
-        const out: Transcript = { text: t.text, language: 'en', duration: t.duration, segments };
-        return out;
+          const out: Transcript = { text: t.text, language: 'en', duration: t.duration, segments };
+          return out;
+        });
       } catch (err) {
         if (signal.aborted) throw new UpstreamError('aborted', `${route.id}: cancelled`, false);
         if (err instanceof AudioDecodeError) throw new UpstreamError('client', `${route.id}: ${err.message}`, false, 400, 'The audio could not be decoded.');
