@@ -22,9 +22,16 @@
 //    directly (ffmpeg decode → src/speech/pocketsphinx.ts transcribePcm, as the offline provider
 //    does), alternating, over rounds; in wall time and in CPU time (the process's own and its
 //    children's, which a shared machine's load moves less); the difference is the gateway's share.
+// 4. Four-hour job on stt-local with diarization (issue 27): four hours of 16 kHz FLAC, the LibriVox
+//    clips joined (24.7 s of speech) every 30 minutes and silence between (so the offline engine
+//    decodes all four hours and recognises 8 blocks of speech: a few minutes, not the 72 of four
+//    hours of talk), on a gateway process of its own started for it. Its peak RSS (VmHWM) against
+//    its idle figure before the upload, its VmRSS after, the wall and CPU time, the charge to the
+//    micro-cent. PASS when the peak is within FOUR_HOUR_BOUND_MIB of idle (on d9a440b the local path
+//    kept the decoded recording in memory: 460 MB for four hours).
 //
 // Needs the Debian packages of scripts/install-debian-packages.sh --test.
-//   npm run bench:transcription [-- --n 100] [--rounds 2] [--rss-trace]
+//   npm run bench:transcription [-- --n 100] [--rounds 2] [--rss-trace] [--only sync,hour,rtf,four-hour]
 // --n: sync calls per target (part 1); --rounds: of the stt-local series (part 3); --rss-trace
 // prints the gateway's VmRSS every 20 ms of the one-hour job.
 import { execFile, execFileSync, spawn } from 'node:child_process';
@@ -42,7 +49,10 @@ import { transcribePcm } from '../src/speech/pocketsphinx.ts';
 import { loadVoiceDetectors } from '../src/speech/vad.ts';
 import { ADMIN, childrenCpuSeconds, cpuSeconds, json, memMiB, median, payingAccount, startGatewayProcess, stop } from './process.ts';
 
-const { values: opts } = parseArgs({ options: { n: { type: 'string', default: '100' }, 'rss-trace': { type: 'boolean', default: false }, rounds: { type: 'string', default: '2' } } });
+const { values: opts } = parseArgs({ options: { n: { type: 'string', default: '100' }, 'rss-trace': { type: 'boolean', default: false }, rounds: { type: 'string', default: '2' }, only: { type: 'string', default: 'hour,sync,rtf,four-hour' } } });
+const ONLY = new Set(opts.only!.split(','));
+/** How far above its idle RSS a four-hour job may take the gateway (part 4). */
+const FOUR_HOUR_BOUND_MIB = 150;
 const N = Math.max(10, Number(opts.n) || 100);
 const RTF_ROUNDS = Math.max(1, Number(opts.rounds) || 2);
 const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
@@ -114,11 +124,12 @@ async function multipart(fields: Record<string, string>, file: { path: string; n
 
 const load0 = loadavg()[0]!.toFixed(2);
 try {
-  const hour = await oneHourJob();
-  const sync = await syncOverhead();
-  const rtf = await realTimeFactor();
+  const hour = ONLY.has('hour') ? await oneHourJob() : [];
+  const sync = ONLY.has('sync') ? await syncOverhead() : [];
+  const rtf = ONLY.has('rtf') ? await realTimeFactor() : [];
+  const fourHour = ONLY.has('four-hour') ? await fourHourJob() : [];
   console.log(`\nSpeech to text, node ${process.version}, ${availableParallelism()} cores shared by this process (fakes, client) and the gateway; load average ${load0} at the start, ${loadavg()[0]!.toFixed(2)} at the end`);
-  for (const block of [sync, hour, rtf]) console.log(`\n${block.join('\n')}`);
+  for (const block of [sync, hour, rtf, fourHour]) if (block.length > 0) console.log(`\n${block.join('\n')}`);
 } finally {
   await stop(gw.child);
   await openai.close();
@@ -200,6 +211,65 @@ async function oneHourJob(): Promise<string[]> {
     `    after the job ${peakHwm.toFixed(1)} MiB (+${(peakHwm - idleHwm).toFixed(1)}; VmRSS sampled every 20 ms peaked at ${sampledPeak.toFixed(1)}, +${(sampledPeak - idleRss).toFixed(1)} over idle); the upload is ${(bytes / 1024 / 1024).toFixed(1)} MiB`,
     `  charge: ${charged} µ¢ taken; expected ceil(${decoded.seconds.toFixed(4)}) = ${seconds} s × ${MICROCENTS_PER_MINUTE / 60} µ¢/s = ${expected} µ¢ → ${charged === expected ? 'PASS' : 'FAIL'}`,
   ];
+}
+
+// ---------- 4. four-hour job on stt-local, diarized ----------
+async function fourHourJob(): Promise<string[]> {
+  const made0 = performance.now();
+  // 30 minutes: the five clips, then silence to the half hour; eight of them, as one FLAC.
+  ffmpeg(['-i', 'all.wav', '-af', 'apad=whole_dur=1800', ...WAV_ARGS, 'half-hour.wav']);
+  ffmpeg(['-stream_loop', '7', '-i', 'half-hour.wav', '-c:a', 'flac', 'four-hours.flac']);
+  rmSync(join(RUN_DIR, 'half-hour.wav'));
+  const FOUR = join(RUN_DIR, 'four-hours.flac');
+  const madeMs = performance.now() - made0;
+  const decoded = await decodedSeconds(FOUR);
+  const dir = mkdtempSync(join(RUN_DIR, 'four-'));
+  const own = await startGatewayProcess(dir, {});
+  const gwPid = own.child.pid!;
+  try {
+    const acct = await payingAccount(own.url, 1_000);
+    const wallet = async () => (await json('GET', `${own.url}/portal/wallet`, acct.session)).balance_microcents as number;
+    await new Promise((r) => setTimeout(r, 1000));
+    const idleRss = memMiB(gwPid, 'VmRSS');
+    const idleHwm = memMiB(gwPid, 'VmHWM');
+    const before = await wallet();
+    const cpu0 = cpuSeconds(gwPid);
+    const children0 = childrenCpuSeconds(gwPid);
+    const t0 = performance.now();
+    const form = new FormData();
+    form.append('model', 'stt-local');
+    form.append('diarize', 'true');
+    form.append('file', await openAsBlob(FOUR, { type: 'audio/flac' }), 'four-hours.flac');
+    const created = await fetch(`${own.url}/v1/audio/transcriptions/jobs`, { method: 'POST', headers: { authorization: `Bearer ${acct.key}` }, body: form });
+    const job0 = (await created.json()) as { id: string };
+    if (created.status !== 202) throw new Error(`four-hour job refused: ${created.status} ${JSON.stringify(job0)}`);
+    let job: { status: string; duration?: number; segments?: { speaker: string }[]; error?: unknown };
+    do {
+      await new Promise((r) => setTimeout(r, 500));
+      job = await json('GET', `${own.url}/v1/audio/transcriptions/jobs/${job0.id}`, acct.key);
+    } while ((job.status === 'queued' || job.status === 'processing') && performance.now() - t0 < 1_800_000);
+    const wallMs = performance.now() - t0;
+    const cpu = cpuSeconds(gwPid) - cpu0;
+    const childrenCpu = childrenCpuSeconds(gwPid) - children0;
+    const peakHwm = memMiB(gwPid, 'VmHWM');
+    if (job.status !== 'completed') throw new Error(`the four-hour job ended ${job.status}: ${JSON.stringify(job.error)}`);
+    await new Promise((r) => setTimeout(r, 2000));
+    const afterRss = memMiB(gwPid, 'VmRSS');
+    const charged = before - (await wallet());
+    const seconds = Math.ceil(decoded.bytes / PCM_BYTES_PER_SECOND);
+    const expected = Math.ceil((seconds * 0.1 * 1e6) / 60); // stt-local: 0.1 cent a minute
+    const rise = peakHwm - idleHwm;
+    return [
+      `Four-hour job (stt-local, diarize, a gateway process of its own):`,
+      `  upload: ${(statSync(FOUR).size / 1e6).toFixed(1)} MB FLAC, made in ${ms(madeMs)}: ${decoded.seconds.toFixed(1)} s decoded (${(decoded.bytes / 1e6).toFixed(0)} MB of PCM), 8 × 24.7 s of speech`,
+      `  wall time POST → completed: ${(wallMs / 1000).toFixed(1)} s; gateway CPU ${cpu.toFixed(1)} s own + ${childrenCpu.toFixed(1)} s of its children (ffmpeg, pocketsphinx); ${job.segments?.length ?? 0} segments, ${new Set(job.segments?.map((s) => s.speaker)).size} speakers, duration ${job.duration} s`,
+      `  gateway RSS: idle ${idleRss.toFixed(1)} MiB (VmHWM ${idleHwm.toFixed(1)}); peak over the job (VmHWM) ${peakHwm.toFixed(1)} MiB, +${rise.toFixed(1)} MiB; VmRSS 2 s after ${afterRss.toFixed(1)} MiB`,
+      `    bound: peak within ${FOUR_HOUR_BOUND_MIB} MiB of idle → ${rise <= FOUR_HOUR_BOUND_MIB ? 'PASS' : 'FAIL'}`,
+      `  charge: ${charged} µ¢; expected ceil(${decoded.seconds.toFixed(3)}) = ${seconds} s at 0.1 ¢/min = ${expected} µ¢ → ${Math.abs(charged - expected) <= 1 ? 'PASS' : 'FAIL'}`,
+    ];
+  } finally {
+    await stop(own.child);
+  }
 }
 
 // ---------- 1. sync overhead ----------

@@ -324,7 +324,21 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
       let full = false;
       written = new Promise<void>((resolve, reject) => { full = !audio.write(data, (err) => (err ? reject(err) : resolve())); }).catch(engineGone);
       written.catch(() => {}); // awaited where it matters; an unawaited failure must not crash
-      if (full) await Promise.race([once(audio, 'drain').catch(engineGone), run.exited.then(async () => Promise.reject(await failure()))]);
+      if (full) {
+        // Until the file drains, or closes because the engine exited (check() then says why). Not a
+        // race against a promise of the engine's exit: each call would leave it a reaction whose
+        // closure holds this call's scope, `data` included, until the engine exits (an hour's PCM).
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            audio.off('drain', done);
+            audio.off('close', done);
+            resolve();
+          };
+          audio.on('drain', done);
+          audio.on('close', done);
+        });
+        await check();
+      }
     },
     async decode(startFrame, endFrame) {
       if (endFrame <= startFrame) return [];
