@@ -38,6 +38,8 @@ export function speakersFor(segments: readonly { start: number; end: number }[],
 export interface LocalOptions {
   /** Absent: `diarize` requests are answered without speaker labels (every segment SPEAKER_00). */
   diarizer?: Diarizer;
+  /** Where the recogniser keeps the audio it works on: the gateway's tmp area (the OS temp dir when absent: tests). */
+  tmpDir?: string;
 }
 
 export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
@@ -67,7 +69,7 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
             yield chunk;
           }
         };
-        const t = await transcribePcm(tee(), { detectors: await voiceDetectors(), signal: abort.signal });
+        const t = await transcribePcm(tee(), { detectors: await voiceDetectors(), signal: abort.signal, ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}) });
         const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
         if (keep && segments.length > 0) {
           const all = Buffer.concat(kept);
