@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the speech engines run: ffmpeg (probe and decode any container),
 # sox, espeak-ng (speech synthesis), pocketsphinx with its US English model (the offline
-# recogniser behind `stt-local`). With --test, also the recorded speech the tests use
+# recogniser behind `stt-local`), util-linux (setpriv: every engine dies with the gateway; Essential,
+# so already there on Debian). With --test, also the recorded speech the tests use
 # (pocketsphinx-testdata: LibriVox clips with transcripts; codec2-examples: 8 kHz speech) and
 # chromium, the browser the dashboard tests drive through playwright-core (nothing downloads a browser).
 # Idempotent: when every binary and data file is already present, apt is not called at all.
@@ -17,9 +18,9 @@ for arg in "$@"; do
   esac
 done
 
-packages=(ffmpeg sox espeak-ng pocketsphinx pocketsphinx-en-us)
+packages=(ffmpeg sox espeak-ng pocketsphinx pocketsphinx-en-us util-linux)
 # What each package leaves behind, checked before calling apt.
-needed=(/usr/bin/ffmpeg /usr/bin/ffprobe /usr/bin/sox /usr/bin/espeak-ng
+needed=(/usr/bin/ffmpeg /usr/bin/ffprobe /usr/bin/sox /usr/bin/espeak-ng /usr/bin/setpriv
         /usr/bin/pocketsphinx_continuous /usr/share/pocketsphinx/model/en-us/en-us.lm.bin)
 if [ "$with_test" = 1 ]; then
   packages+=(pocketsphinx-testdata codec2-examples chromium)

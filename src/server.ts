@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { resolveKeySecret } from './secrets.ts';
+import { openTmpArea } from './tmp-area.ts';
 import { openStore } from './store/index.ts';
 import { openBlobs, type BlobStore } from './blobs/index.ts';
 import { createRuntimeMetrics } from './actors/metrics.ts';
@@ -52,8 +53,12 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const keySecret = resolveKeySecret(config);
   const instanceId = config.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 
+  // Before anything runs: what a killed predecessor left in DATA_DIR/tmp (customer audio, an engine
+  // spawned as it died) is swept, and this process gets its own folder there.
+  const tmp = await openTmpArea(config.dataDir);
+  if (tmp.swept.folders > 0) logger.info({ component: 'tmp', folders_removed: tmp.swept.folders, processes_killed: tmp.swept.processes }, 'swept what a dead gateway left in its tmp area');
   const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, ttlSweepMs: config.store.ttlSweepMs });
-  const blobs = await openBlobs({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir });
+  const blobs = await openBlobs({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, tmpDir: tmp.dir });
   const metrics = createMetrics();
   const actorLog = logger.child({ component: 'actors' });
   // Inbox wake-ups: in process on the embedded store (one process owns it); MongoDB's change stream
@@ -100,7 +105,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
   const extra = opts.events;
   const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
-  const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), logger: logger.child({ component: 'realtime' }), realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds }, intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, ...(opts.now ? { now: opts.now } : {}) });
+  const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), logger: logger.child({ component: 'realtime' }), realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds }, intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, tmpDir: tmp.dir, ...(opts.now ? { now: opts.now } : {}) });
   for (const kind of services.kinds) runtime.register(kind);
   const streams = new OpenStreams();
   const app = await buildApp({ config, logger, metrics, services, lifecycle, streams });
@@ -162,6 +167,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await services.upstreamFiles.close(); // and the audio upload pool
       await blobs.close();
       await store.close(); // flushes what was acknowledged
+      await tmp.close(); // the engines are stopped: their folders go
       logger.info('gateway stopped');
     })());
   return { app, store, blobs, runtime, url, metricsUrl, close };

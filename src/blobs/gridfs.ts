@@ -29,10 +29,11 @@ import {
 
 const BUCKET = 'blobs';
 
-export async function openGridFsBlobs(opts: { url: string; dbName?: string }): Promise<BlobStore> {
+/** `tmpDir`: where `withFile` copies a blob (the gateway's tmp area); the OS temp dir when absent (tests). */
+export async function openGridFsBlobs(opts: { url: string; dbName?: string; tmpDir?: string }): Promise<BlobStore> {
   const client = await new MongoClient(opts.url).connect();
   const db = client.db(opts.dbName ?? dbNameFromUrl(opts.url));
-  const blobs = new GridFsBlobs(client, db);
+  const blobs = new GridFsBlobs(client, db, opts.tmpDir ?? tmpdir());
   await blobs.init();
   return blobs;
 }
@@ -43,6 +44,7 @@ class GridFsBlobs implements BlobStore {
   constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
+    private readonly tmpDir: string,
   ) {
     this.bucket = new GridFSBucket(db, { bucketName: BUCKET });
   }
@@ -114,7 +116,7 @@ class GridFsBlobs implements BlobStore {
   async withFile<T>(key: string, use: (path: string) => Promise<T>): Promise<T | null> {
     const stream = await this.get(key);
     if (!stream) return null;
-    const dir = await mkdtemp(join(tmpdir(), 'gateway-blob-'));
+    const dir = await mkdtemp(join(this.tmpDir, 'blob-'));
     try {
       const path = join(dir, 'blob');
       await pipeline(stream, createWriteStream(path, { mode: 0o600 }));

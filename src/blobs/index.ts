@@ -6,6 +6,7 @@ import type { BlobStore } from './port.ts';
 
 export * from './port.ts';
 
-export async function openBlobs(cfg: { mongodbUrl?: string | undefined; dataDir: string }): Promise<BlobStore> {
-  return cfg.mongodbUrl ? openGridFsBlobs({ url: cfg.mongodbUrl }) : openFsBlobs(cfg.dataDir);
+/** `tmpDir`: where GridFS copies a blob for `withFile` (the gateway's tmp area, src/tmp-area.ts). */
+export async function openBlobs(cfg: { mongodbUrl?: string | undefined; dataDir: string; tmpDir: string }): Promise<BlobStore> {
+  return cfg.mongodbUrl ? openGridFsBlobs({ url: cfg.mongodbUrl, tmpDir: cfg.tmpDir }) : openFsBlobs(cfg.dataDir);
 }

@@ -101,6 +101,8 @@ export async function createServices(deps: {
   /** The realtime sessions' log and counters. */
   logger: Logger;
   realtimeMetrics?: RealtimeServiceDeps['metrics'];
+  /** The gateway's tmp area (src/tmp-area.ts): the offline engines keep the audio they work on there. */
+  tmpDir: string;
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -124,7 +126,7 @@ export async function createServices(deps: {
   await deps.webhooks.init();
   const upstream = new UpstreamHttp();
   const upstreamFiles = new UpstreamFiles();
-  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource } });
+  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir } });
   const router = new UpstreamRouter(providers, { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
@@ -182,7 +184,7 @@ export async function createServices(deps: {
     realtimeOf: (provider) => (isProviderName(provider) ? providers.get(provider)?.realtime : undefined),
     detectors: () => (detectors ??= loadVoiceDetectors()),
     resamplers: () => (resamplers ??= loadResamplers()),
-    startEngine: () => startPocketsphinxEngine({}),
+    startEngine: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir }),
     settings: {
       ...rt,
       maxUtteranceMs: rt.maxUtteranceSeconds * 1000,

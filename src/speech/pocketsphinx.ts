@@ -51,7 +51,11 @@ export interface PocketsphinxOptions {
   binary?: string;
   /** Holds `en-us/` (acoustic model), `en-us.lm.bin` and `cmudict-en-us.dict`. */
   modelDir?: string;
-  /** Where the private temp dir (audio file, FIFO, log) goes; the OS temp dir by default. */
+  /**
+   * Where the private temp dir (audio file, FIFO, log) goes: the gateway passes its own area under
+   * DATA_DIR (src/tmp-area.ts), so customer audio is never in the system's temp dir; the OS temp dir
+   * when absent (scripts, tests).
+   */
   tmpDir?: string;
   signal?: AbortSignal;
   /** Called with each segment as soon as its utterance is decoded. */

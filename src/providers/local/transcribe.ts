@@ -41,6 +41,8 @@ export function speakersFor(segments: readonly { start: number; end: number }[],
 export interface LocalOptions {
   /** Absent: `diarize` requests are answered without speaker labels (every segment SPEAKER_00). */
   diarizer?: Diarizer;
+  /** Where the recogniser keeps the audio it works on: the gateway's tmp area (the OS temp dir when absent: tests). */
+  tmpDir?: string;
 }
 
 export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
@@ -65,7 +67,7 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
         // A recording whose length was measured is decoded no further (a second past it, to be sure).
         const limit = req.audio.durationS !== undefined ? { maxSeconds: Math.ceil(req.audio.durationS) + 1 } : {};
         const pcm = decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal, ...limit });
-        return await transcribePcmWith(pcm, { detectors: await voiceDetectors(), signal: abort.signal }, async (t, audioFile) => {
+        return await transcribePcmWith(pcm, { detectors: await voiceDetectors(), signal: abort.signal, ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}) }, async (t, audioFile) => {
           const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
           if (diarizer && segments.length > 0) {
             const file = openPcmFile(audioFile);
