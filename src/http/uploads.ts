@@ -5,6 +5,11 @@
 // over the limit is answered 413 with a plain page before authentication and before any of its body
 // is read; one sent without a length (chunked) is cut as soon as its file passes the limit. Either
 // way the connection is closed (`Connection: close`), so the rest of the body is never read.
+//
+// A body that is not well-formed multipart (no boundary in its Content-Type, no closing boundary) is
+// a 400 `invalid_request` saying which. An upload whose connection closed before its body arrived
+// (the client left, or Node's request timeout already answered it 408: client-errors.ts) is logged
+// at info as the client's doing, and nothing is written: nobody is there to read it.
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobStore } from '../blobs/port.ts';
@@ -29,8 +34,49 @@ export class UploadTooLargeError extends Error {
   }
 }
 
-export function sendTooLarge(reply: FastifyReply): FastifyReply {
+/** Thrown when the connection closed before the upload's body arrived; the route answers nothing (`uploadFailed`). */
+export class UploadAbortedError extends Error {
+  constructor() {
+    super('upload aborted');
+    this.name = 'UploadAbortedError';
+  }
+}
+
+function sendTooLarge(reply: FastifyReply): FastifyReply {
   return reply.code(413).header('connection', 'close').type('text/html; charset=utf-8').send(TOO_LARGE_PAGE);
+}
+
+/**
+ * What an upload route does with a failure: the 413 page for a body past the limit; for an upload
+ * whose connection closed before its body arrived, an info line and no answer; anything else goes
+ * on to the error handler, with `Connection: close` when the body was not read to its end (the
+ * connection cannot carry another request).
+ */
+export function uploadFailed(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (err instanceof UploadTooLargeError) return sendTooLarge(reply);
+  if (err instanceof UploadAbortedError) {
+    // The client left, or Node's parser refused the rest (a 408 for its slowness, a 400 for a bad
+    // chunk) and answered on the socket itself: client-errors.ts.
+    request.log.info({ received_bytes: request.raw.socket.bytesRead }, 'upload aborted: the connection closed before the body arrived');
+    return reply.hijack();
+  }
+  if (!request.raw.readableEnded) reply.header('connection', 'close');
+  throw err;
+}
+
+/**
+ * busboy's errors for a body that is not well-formed multipart (it gives them no code, only these
+ * messages), and what the client is told.
+ */
+const MALFORMED: [RegExp, string][] = [
+  [/^Multipart: Boundary not found$/, 'its Content-Type names no boundary (multipart/form-data; boundary=…)'],
+  [/^Unexpected end of multipart data$|terminated early due to unexpected end of multipart data$/, 'it ends before its closing boundary (--boundary--)'],
+];
+
+function malformed(err: unknown): string | undefined {
+  const message = (err as { message?: unknown }).message;
+  if (typeof message !== 'string') return undefined;
+  return MALFORMED.find(([pattern]) => pattern.test(message))?.[1];
 }
 
 /**
@@ -109,7 +155,11 @@ export async function readUpload(request: FastifyRequest, blobs: BlobStore, key:
   } catch (err) {
     if (file) await blobs.delete(key).catch(() => {});
     if (err instanceof BlobTooLargeError || (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw new UploadTooLargeError();
+    // The connection closed mid-body (busboy then reports a premature close or truncated data).
+    if (!request.raw.complete && request.raw.destroyed) throw new UploadAbortedError();
     if (err instanceof ApiError) throw err;
+    const why = malformed(err);
+    if (why) throw new ApiError('invalid_request', `The multipart body could not be read: ${why}.`);
     const code = (err as { code?: string }).code;
     if (typeof code === 'string' && code.startsWith('FST_')) {
       throw new ApiError('invalid_request', `The multipart body could not be read: ${(err as Error).message}.`, { param: 'file' });
