@@ -8,6 +8,7 @@ import type { ModelDoc, SttMode } from '../models/types.ts';
 import { STT_MODES } from '../models/types.ts';
 import { RESPONSE_FORMATS, type ResponseFormat, type TimestampGranularity } from '../speech/formats.ts';
 import { matchLanguage } from '../speech/languages.ts';
+import { brokenRule } from '../strings.ts';
 
 export interface TranscriptionFields {
   model: string;
@@ -51,6 +52,10 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   }
   const model = one(fields, 'model');
   if (!model) throw bad('model', "The field 'model' is required.");
+  // The rules of `model` in the JSON bodies (KeyString(200)), in their words.
+  if (model.length > 200) throw bad('model', "Invalid field 'model': must NOT have more than 200 characters.");
+  const modelRule = brokenRule(model, 'key');
+  if (modelRule) throw bad('model', `Invalid field 'model': ${modelRule}.`);
   const byCode = one(fields, 'language_code');
   const byName = one(fields, 'language');
   if (byCode !== undefined && byName !== undefined && byCode !== byName) throw bad('language_code', "Give 'language_code' or 'language', not two different ones.");

@@ -3,6 +3,7 @@
 import { ApiError } from '../errors.ts';
 import { ENCODINGS, type Encoding } from '../realtime/decoder.ts';
 import type { StreamQuery } from '../realtime/service.ts';
+import { brokenRule } from '../strings.ts';
 
 const KNOWN = new Set(['model', 'language', 'sample_rate', 'encoding', 'return_timestamps', 'api_key', 'intent']);
 
@@ -15,6 +16,9 @@ export function readStreamQuery(params: URLSearchParams, defaultRate: '16000' | 
   const model = params.get('model');
   if (!model) throw new ApiError('missing_input', "The query parameter 'model' is required.", { param: 'model' });
   if (model.length > 200) throw bad('model', "'model' is at most 200 characters.");
+  // As an HTTP route's query schema answers (a NUL would otherwise reach the store's key check: a 500).
+  const rule = brokenRule(model, 'key');
+  if (rule) throw bad('model', `Invalid querystring field 'model': ${rule}.`);
   const language = params.get('language')?.trim() || null;
   if (language !== null && !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(language)) throw bad('language', "'language' is a BCP-47 tag such as en or en-US.");
   const encoding = (params.get('encoding') ?? 'pcm_s16le') as Encoding;

@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logger.ts';
 import { call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { exchange, openSocket } from './raw-socket.ts';
+import { multipartForm } from '../transcription/form.ts';
 
 const ROUTES = ['/v1/audio/transcriptions', '/v1/audio/transcriptions/jobs'];
 
@@ -50,6 +51,22 @@ describe('multipart uploads that are not what they claim', () => {
       }
     }
     assert.deepEqual(lines.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+  });
+
+  it("refuses a 'model' field as a JSON body's 'model' is refused: a control character, over 200 characters", async () => {
+    for (const path of ROUTES) {
+      for (const [model, why] of [['\u0000', /control characters/], ['a\u0001', /control characters/], ['m'.repeat(201), /more than 200 characters/]] as const) {
+        const res = await call(gw.url, 'POST', path, { token: apiKey, ...multipartForm({ model }, Buffer.from('RIFF0000WAVE')) });
+        assert.equal(res.status, 400, `${path} ${JSON.stringify(model.slice(0, 10))}: ${res.text}`);
+        assert.equal(res.body.error.code, 'invalid_request');
+        assert.equal(res.body.error.param, 'model');
+        assert.match(res.body.error.message, why);
+      }
+    }
+    // The same words as the JSON routes'.
+    const json = await call(gw.url, 'POST', '/v1/audio/speech', { token: apiKey, body: { model: 'a\u0001', input: 'hi', voice: 'alloy' } });
+    const form = await call(gw.url, 'POST', ROUTES[0]!, { token: apiKey, ...multipartForm({ model: 'a\u0001' }, Buffer.from('RIFF0000WAVE')) });
+    assert.equal(form.body.error.message, json.body.error.message);
   });
 
   it('logs an upload whose connection closed mid-body at info, not as a 500', async () => {
