@@ -6,10 +6,11 @@
 // is read; one sent without a length (chunked) is cut as soon as its file passes the limit. Either
 // way the connection is closed (`Connection: close`), so the rest of the body is never read.
 //
-// A body that is not well-formed multipart (no boundary in its Content-Type, no closing boundary) is
-// a 400 `invalid_request` saying which. An upload whose connection closed before its body arrived
-// (the client left, or Node's request timeout already answered it 408: client-errors.ts) is logged
-// at info as the client's doing, and nothing is written: nobody is there to read it.
+// A text field over 64 KiB is refused (400 naming it), never cut. A body that is not well-formed
+// multipart (no boundary in its Content-Type, no closing boundary) is a 400 `invalid_request` saying
+// which. An upload whose connection closed before its body arrived (the client left, or Node's
+// request timeout already answered it 408: client-errors.ts) is logged at info as the client's
+// doing, and nothing is written: nobody is there to read it.
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobStore } from '../blobs/port.ts';
@@ -21,6 +22,8 @@ import { ApiError } from './errors.ts';
 export const UPLOAD_LIMIT_BYTES = 25 * 1024 * 1024;
 /** What the multipart framing (boundaries, part headers, the other fields) may add to the file. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
+/** The longest text field (busboy cuts a longer value; the form is then refused naming the field). */
+const FIELD_LIMIT_BYTES = 64 * 1024;
 
 const TOO_LARGE_PAGE =
   '<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n' +
@@ -86,7 +89,7 @@ function malformed(err: unknown): string | undefined {
 export async function acceptUploads(scope: App, maxBytes = UPLOAD_LIMIT_BYTES): Promise<void> {
   await scope.register(multipart, {
     // The blob store counts the file's bytes itself and stops at maxBytes; busboy's own limit is a backstop.
-    limits: { fileSize: maxBytes + 1, files: 1, fields: 32, fieldSize: 64 * 1024, parts: 40, headerPairs: 100 },
+    limits: { fileSize: maxBytes + 1, files: 1, fields: 32, fieldSize: FIELD_LIMIT_BYTES, parts: 40, headerPairs: 100 },
     throwFileSizeLimit: true,
   });
   scope.addHook('onRequest', async (request, reply) => {
@@ -146,6 +149,9 @@ export async function readUpload(request: FastifyRequest, blobs: BlobStore, key:
         const stored = await blobs.put(key, stopReadingPast(part.file, request.raw, maxBytes), { maxBytes });
         file = { key, filename: part.filename || 'audio', bytes: stored.size, sha256: stored.sha256 };
       } else {
+        if (part.valueTruncated) {
+          throw new ApiError('invalid_request', `The field '${part.fieldname}' is longer than ${FIELD_LIMIT_BYTES / 1024} KiB, the most a form field may hold.`, { param: part.fieldname });
+        }
         const value = typeof part.value === 'string' ? part.value : String(part.value);
         const list = fields.get(part.fieldname);
         if (list) list.push(value);

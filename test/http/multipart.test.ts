@@ -69,6 +69,22 @@ describe('multipart uploads that are not what they claim', () => {
     assert.equal(form.body.error.message, json.body.error.message);
   });
 
+  it('refuses a text field over 64 KiB naming it, never cuts it', async () => {
+    for (const path of ROUTES) {
+      for (const [name, value] of [['prompt', 'p'.repeat(3_000_000)], ['model', 'm'.repeat(1_000_000)], ['language', 'x'.repeat(64 * 1024 + 1)]] as const) {
+        const res = await call(gw.url, 'POST', path, { token: apiKey, ...multipartForm({ model: 'stt-local', [name]: value }, Buffer.from('RIFF0000WAVE')) });
+        assert.equal(res.status, 400, `${path} ${name}: ${res.text.slice(0, 300)}`);
+        assert.equal(res.body.error.code, 'invalid_request', name);
+        assert.equal(res.body.error.param, name);
+        assert.match(res.body.error.message, new RegExp(`'${name}' is longer than 64 KiB`));
+        assert.ok(res.text.length < 1000, `the refusal echoes ${res.text.length} characters`);
+      }
+    }
+    // 64 KiB itself is not over it (the form then fails on its audio, not on the field).
+    const full = await call(gw.url, 'POST', ROUTES[0]!, { token: apiKey, ...multipartForm({ model: 'stt-local', prompt: 'p'.repeat(64 * 1024) }, Buffer.from('RIFF0000WAVE')) });
+    assert.notEqual(full.body.error?.param, 'prompt', full.text.slice(0, 300));
+  });
+
   it('logs an upload whose connection closed mid-body at info, not as a 500', async () => {
     const head = (path: string) =>
       `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: 100000\r\n\r\n` +
