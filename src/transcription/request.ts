@@ -2,7 +2,7 @@
 // model: the rules the sync endpoint and the jobs endpoint share. Field names follow OpenAI's
 // (`language` as client libraries send it, `language_code` as the spec names it) plus ours
 // (`mode`, `diarize`, `num_speakers`).
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import { sttFeatures } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
 import { STT_MODES } from '../models/types.ts';
@@ -111,7 +111,7 @@ export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, end
   const offered = model.languages ?? [];
   const matched = matchLanguage(req.language, offered);
   if (!matched) {
-    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${req.language}'.`, { param: 'language_code' });
+    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, { param: 'language_code' });
   }
   return matched;
 }

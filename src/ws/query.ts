@@ -1,6 +1,6 @@
 // The realtime socket's query string, checked before the upgrade (a refusal is 400 in the envelope,
 // naming the parameter). `api_key` is read by the authentication, never here, and never logged.
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import { ENCODINGS, type Encoding } from '../realtime/decoder.ts';
 import type { StreamQuery } from '../realtime/service.ts';
 import { brokenRule } from '../strings.ts';
@@ -11,7 +11,7 @@ const bad = (param: string, message: string) => new ApiError('invalid_request', 
 
 /** `defaultRate`: 16000 on the gateway's path, 24000 (OpenAI's `pcm16`) on OpenAI's `/v1/realtime`. */
 export function readStreamQuery(params: URLSearchParams, defaultRate: '16000' | '24000' = '16000'): StreamQuery {
-  for (const name of params.keys()) if (!KNOWN.has(name)) throw bad(name, `Unknown query parameter '${name}'.`);
+  for (const name of params.keys()) if (!KNOWN.has(name)) throw bad(echo(name), `Unknown query parameter '${echo(name)}'.`);
   for (const name of KNOWN) if (params.getAll(name).length > 1) throw bad(name, `Give '${name}' once.`);
   const model = params.get('model');
   if (!model) throw new ApiError('missing_input', "The query parameter 'model' is required.", { param: 'model' });
