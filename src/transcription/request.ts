@@ -69,6 +69,8 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   const out: TranscriptionFields = { model, mode, responseFormat, granularities: [...new Set(granularities)], diarize: bool(fields, 'diarize', endpoint === 'jobs') };
   if (language) out.language = language;
   const prompt = one(fields, 'prompt');
+  const promptRule = prompt ? brokenRule(prompt, 'free') : null;
+  if (promptRule) throw bad('prompt', `Invalid field 'prompt': ${promptRule}.`);
   if (prompt) out.prompt = prompt;
   const temperature = one(fields, 'temperature');
   if (temperature !== undefined) {

@@ -53,7 +53,7 @@ describe('multipart uploads that are not what they claim', () => {
     assert.deepEqual(lines.filter((l) => l.level >= 50), [], 'nothing logged as an error');
   });
 
-  it("refuses a 'model' field as a JSON body's 'model' is refused: a control character, over 200 characters", async () => {
+  it("refuses 'model' and 'prompt' fields as a JSON body's are refused: a control character, over 200 characters, a NUL", async () => {
     for (const path of ROUTES) {
       for (const [model, why] of [['\u0000', /control characters/], ['a\u0001', /control characters/], ['m'.repeat(201), /more than 200 characters/]] as const) {
         const res = await call(gw.url, 'POST', path, { token: apiKey, ...multipartForm({ model }, Buffer.from('RIFF0000WAVE')) });
@@ -62,6 +62,12 @@ describe('multipart uploads that are not what they claim', () => {
         assert.equal(res.body.error.param, 'model');
         assert.match(res.body.error.message, why);
       }
+    }
+    for (const path of ROUTES) {
+      const res = await call(gw.url, 'POST', path, { token: apiKey, ...multipartForm({ model: 'stt-local', prompt: 'say \u0000' }, Buffer.from('RIFF0000WAVE')) });
+      assert.equal(res.status, 400, res.text);
+      assert.deepEqual([res.body.error.code, res.body.error.param], ['invalid_request', 'prompt']);
+      assert.match(res.body.error.message, /must not contain NUL characters or unpaired surrogates/);
     }
     // The same words as the JSON routes'.
     const json = await call(gw.url, 'POST', '/v1/audio/speech', { token: apiKey, body: { model: 'a\u0001', input: 'hi', voice: 'alloy' } });
