@@ -3,6 +3,9 @@
 // throw with one of them. Nothing here knows HTTP or WebSocket framing: the HTTP edge
 // (src/http/errors.ts) turns an ApiError into the spec's envelope and status, the WebSocket edge into
 // an `error` frame.
+//
+// What a message quotes of a client's value is cut short (`echo`): a 1 MB model name is not sent back
+// whole. The constructor caps every message (and `param`) as a backstop for a quote without it.
 
 export const ERRORS = {
   // The spec's table.
@@ -63,6 +66,19 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
+/** The most of a client's value an error message quotes; a longer one is cut, with an ellipsis. */
+export const ECHO_MAX_CHARS = 100;
+/** The most a message (or a `param`) holds in all. */
+const MESSAGE_MAX_CHARS = 1000;
+
+/** A client's value as an error message quotes it: at most `max` characters, "…" where it was cut. */
+export function echo(value: unknown, max = ECHO_MAX_CHARS): string {
+  const s = String(value);
+  if (s.length <= max) return s;
+  const high = s.charCodeAt(max - 1);
+  return `${s.slice(0, high >= 0xd800 && high <= 0xdbff ? max - 1 : max)}…`; // not between a surrogate pair's halves
+}
+
 export class ApiError extends Error {
   override name = 'ApiError';
   readonly status: number;
@@ -78,7 +94,8 @@ export class ApiError extends Error {
       bare?: boolean;
     } = {},
   ) {
-    super(message);
+    super(echo(message, MESSAGE_MAX_CHARS));
+    if (options.param !== undefined && options.param.length > MESSAGE_MAX_CHARS) this.options = { ...options, param: echo(options.param, MESSAGE_MAX_CHARS) };
     this.status = ERRORS[code].status;
     this.type = options.type ?? ERRORS[code].type;
   }

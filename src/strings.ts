@@ -20,6 +20,17 @@ export const STRING_RULES = new Map([
   [FREE_TEXT_PATTERN, 'must not contain NUL characters or unpaired surrogates'],
 ]);
 
+const PATTERNS = { key: KEY_STRING_PATTERN, free: FREE_TEXT_PATTERN };
+const COMPILED = { key: new RegExp(KEY_STRING_PATTERN, 'u'), free: new RegExp(FREE_TEXT_PATTERN, 'u') };
+
+/**
+ * For a string read outside a schema (a multipart field, the realtime socket's query): the rule it
+ * breaks, in the words the schemas' refusals use (STRING_RULES), or null when it keeps it.
+ */
+export function brokenRule(value: string, kind: 'key' | 'free'): string | null {
+  return COMPILED[kind].test(value) ? null : STRING_RULES.get(PATTERNS[kind])!;
+}
+
 /** An id, a name or a label of at most `maxLength` characters. */
 export const KeyString = (maxLength: number, options: TStringOptions = {}) => Type.String({ ...options, maxLength, pattern: KEY_STRING_PATTERN });
 

@@ -4,7 +4,7 @@
 //   exact cost once (or release) → usage record.
 // The HTTP route only translates: body in, completion or SSE chunks out.
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import type { UsageFacts } from '../billing/types.ts';
 import type { CallFacts, MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
@@ -87,11 +87,11 @@ function joinTextParts(parts: ({ type: string } & Record<string, unknown>)[], me
   return parts
     .map((part, j) => {
       const at = `messages.${message}.content.${j}`;
-      if (part.type !== 'text') throw new ApiError('invalid_request', `Only text content parts are supported; ${at} is of type '${part.type}'.`, { param: `${at}.type` });
+      if (part.type !== 'text') throw new ApiError('invalid_request', `Only text content parts are supported; ${at} is of type '${echo(part.type)}'.`, { param: `${at}.type` });
       if (typeof part.text !== 'string') throw new ApiError('invalid_request', `${at}.text must be a string.`, { param: `${at}.text` });
       if (part.text.length > 1_000_000) throw new ApiError('invalid_request', `${at}.text is longer than 1,000,000 characters.`, { param: `${at}.text` });
       const unknown = Object.keys(part).find((k) => k !== 'type' && k !== 'text');
-      if (unknown !== undefined) throw new ApiError('invalid_request', `Unknown field '${at}.${unknown}'.`, { param: `${at}.${unknown}` });
+      if (unknown !== undefined) throw new ApiError('invalid_request', `Unknown field '${at}.${echo(unknown)}'.`, { param: `${at}.${echo(unknown)}` });
       return part.text;
     })
     .join('');

@@ -9,7 +9,7 @@
 //   echoed in the answer; `include` (extra output) nothing but reasoning.encrypted_content (there
 //   is none), `truncation` only 'disabled'.
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import type { ChatBody, ChatCompletion } from './chat.ts';
 import type { ToolCall } from '../providers/types.ts';
 
@@ -46,7 +46,7 @@ function partsText(content: unknown, at: string): string {
     .map((p: unknown, j) => {
       const part = p as Record<string, unknown>;
       if ((part?.type !== 'input_text' && part?.type !== 'output_text') || typeof part.text !== 'string') {
-        throw new ApiError('invalid_request', `Only text parts are supported; ${at}.content.${j} is of type '${String(part?.type)}'.`, { param: `${at}.content.${j}.type` });
+        throw new ApiError('invalid_request', `Only text parts are supported; ${at}.content.${j} is of type '${echo(part?.type)}'.`, { param: `${at}.content.${j}.type` });
       }
       return part.text;
     })
@@ -87,7 +87,7 @@ function inputMessages(input: ResponsesBody['input']): Message[] {
         { param: `${at}.type` },
       );
     } else {
-      throw new ApiError('invalid_request', `${at}.type '${String(type)}' is not supported; use message, function_call or function_call_output.`, { param: `${at}.type` });
+      throw new ApiError('invalid_request', `${at}.type '${echo(type)}' is not supported; use message, function_call or function_call_output.`, { param: `${at}.type` });
     }
   });
   return out;
@@ -102,7 +102,7 @@ export function toChatBody(body: ResponsesBody): ChatBody {
   // SDK with store: false on a reasoning model) is none: reasoning is never relayed.
   const extra = (body.include ?? []).findIndex((v) => v !== 'reasoning.encrypted_content');
   if (extra >= 0) {
-    throw new ApiError('invalid_request', `include '${body.include![extra]}' is not supported: the output is text and function calls only.`, { param: `include.${extra}` });
+    throw new ApiError('invalid_request', `include '${echo(body.include![extra])}' is not supported: the output is text and function calls only.`, { param: `include.${extra}` });
   }
   if (body.truncation === 'auto') {
     throw new ApiError('invalid_request', "truncation 'auto' is not supported: an input longer than the context window is refused; send truncation: 'disabled' (or omit it).", { param: 'truncation' });

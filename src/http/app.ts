@@ -9,7 +9,7 @@ import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { accessLogger, LazyChildLogger } from '../logger.ts';
 import type { Config } from '../config.ts';
-import { ApiError, readsOnlyOpenAIErrors, toEnvelope } from './errors.ts';
+import { ApiError, echo, readsOnlyOpenAIErrors, toEnvelope } from './errors.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { capConnections } from './connections.ts';
 import { newRequestId } from './request-id.ts';
@@ -172,9 +172,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const allowed = METHODS.filter((m) => m !== request.method && shadow.find(m, path) !== null);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
-      return sendError(new ApiError('method_not_allowed', `Method ${request.method} is not allowed on ${path}; use ${allowed.join(', ')}.`), request, reply);
+      return sendError(new ApiError('method_not_allowed', `Method ${request.method} is not allowed on ${echo(path)}; use ${allowed.join(', ')}.`), request, reply);
     }
-    return sendError(new ApiError('not_found', `No route for ${request.method} ${path}.`), request, reply);
+    return sendError(new ApiError('not_found', `No route for ${request.method} ${echo(path)}.`), request, reply);
   });
 
   await app.register(swagger, {
@@ -234,7 +234,7 @@ export function toApiError(err: unknown, request: FastifyRequest): ApiError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('body_too_large', `Request body is larger than this route accepts (${request.routeOptions.bodyLimit ?? 'limit'} bytes).`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError('unsupported_media_type', `Content-Type ${request.headers['content-type'] ?? '(none)'} is not accepted here; send application/json.`);
+      return new ApiError('unsupported_media_type', `Content-Type ${echo(request.headers['content-type'] ?? '(none)')} is not accepted here; send application/json.`);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ApiError('invalid_json', 'Request body is not valid JSON.');
@@ -299,13 +299,13 @@ function validationError(errors: AjvError[], context: string): ApiError {
     return new ApiError('missing_input', `Missing required ${where}field '${field}'.`, { param: field });
   }
   if (e.keyword === 'additionalProperties') {
-    const field = [path, String(e.params.additionalProperty)].filter(Boolean).join('.');
+    const field = echo([path, String(e.params.additionalProperty)].filter(Boolean).join('.'));
     return new ApiError('invalid_request', `Unknown ${where}field '${field}'.`, { param: field });
   }
   const field = path || context;
   if (e.propertyName !== undefined) {
     // A map's key that breaks the rule for keys (logit_bias takes token ids).
-    return new ApiError('invalid_request', `Invalid ${where}field '${field}': key '${e.propertyName}' ${e.message ?? 'is not valid'}.`, { param: field });
+    return new ApiError('invalid_request', `Invalid ${where}field '${field}': key '${echo(e.propertyName)}' ${e.message ?? 'is not valid'}.`, { param: field });
   }
   const rule = e.keyword === 'pattern' ? STRING_RULES.get(String(e.params.pattern)) : undefined;
   if (rule) return new ApiError('invalid_request', `Invalid ${where}field '${field}': ${rule}.`, { param: field });

@@ -4,7 +4,13 @@
 // (fastify's `clientErrorHandler`): the refusal is the error envelope with a fresh request id and
 // `Connection: close`, and the socket is closed after it, so a keep-alive client does not send
 // its next request down a connection the server is dropping.
-import { maxHeaderSize } from 'node:http';
+//
+// A refused request pipelined behind earlier ones on the same connection (a valid request and a
+// malformed one in one write) waits for them: Node raises the error while the earlier request is
+// still being handled, and answering at once closed the connection under it, so its client never
+// saw the answer to a request whose effect had happened (a key created, a speech call charged as
+// `client_closed`). The refusal is written once the answers in flight have been, then the close.
+import { maxHeaderSize, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ApiError } from './errors.ts';
@@ -22,16 +28,18 @@ export interface ClientErrorDeps {
 type ParserError = Error & { code?: string; reason?: string; rawPacket?: Buffer };
 
 /** The response Node has attached to the socket, if any (the public API has no accessor). */
-type HttpSocket = Socket & { _httpMessage?: { headersSent?: boolean } | null };
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
+
+/** Sockets whose refusal waits for the answers in flight on them (further parse errors on them are ignored). */
+const waiting = new WeakSet<Socket>();
 
 export function clientErrorHandler(deps: ClientErrorDeps): (error: Error, socket: Socket) => void {
   return (error, socket) => {
     const err = error as ParserError;
-    if (socket.destroyed || wasAnswered(socket)) return; // further parse errors on a socket being closed
-    // The peer went away, or part of a response is on the wire already (a parse error in a pipelined
-    // request while a stream answers the one before): nothing sensible can be written.
-    if (err.code === 'ECONNRESET' || (socket as HttpSocket)._httpMessage?.headersSent) {
-      socket.destroy();
+    // Further parse errors on a socket being closed, or whose refusal is waiting.
+    if (socket.destroyed || wasAnswered(socket) || waiting.has(socket)) return;
+    if (err.code === 'ECONNRESET') {
+      socket.destroy(); // the peer went away
       return;
     }
     const refusal = toRefusal(err, deps);
@@ -39,8 +47,33 @@ export function clientErrorHandler(deps: ClientErrorDeps): (error: Error, socket
     const reason = typeof err.code === 'string' && /^[A-Z0-9_]{1,48}$/.test(err.code) ? err.code : 'other';
     deps.metrics.clientErrors.inc({ status: String(refusal.status), reason });
     deps.logger.info({ request_id: requestId, status: refusal.status, reason, remote_address: socket.remoteAddress }, 'request refused by the HTTP parser');
-    answerAndClose(socket, refusal, requestId, Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ');
+    const head = Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
+    afterAnswersInFlight(socket as HttpSocket, () => answerAndClose(socket, refusal, requestId, head));
   };
+}
+
+/**
+ * Runs `then` once no answer to a request received whole is in flight on the socket: at once, or
+ * when the one being written has been handed to the socket and the ones queued behind it (Node
+ * attaches each as the one before finishes) have too. A request not received whole is the refused
+ * one (the parser stops at the error); when part of an answer to it is on the wire already, nothing
+ * sensible can be written and the socket is destroyed. A socket closed meanwhile, or ending after
+ * an answer that said `Connection: close`, gets no refusal.
+ */
+function afterAnswersInFlight(socket: HttpSocket, then: () => void): void {
+  const res = socket._httpMessage;
+  if (!res || (!res.req.complete && !res.headersSent)) return then();
+  if (!res.req.complete) {
+    socket.destroy();
+    return;
+  }
+  waiting.add(socket);
+  const next = (): void => {
+    res.off('finish', next).off('close', next);
+    if (socket.destroyed || !socket.writable) return;
+    afterAnswersInFlight(socket, then);
+  };
+  res.on('finish', next).on('close', next);
 }
 
 function toRefusal(err: ParserError, deps: ClientErrorDeps): ApiError {

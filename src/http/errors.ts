@@ -2,7 +2,7 @@
 // toEnvelope(), in the spec's envelope, with the request id.
 import type { ApiError, ErrorCode } from '../errors.ts';
 
-export { ApiError, ERRORS, type ErrorCode } from '../errors.ts';
+export { ApiError, echo, ERRORS, type ErrorCode } from '../errors.ts';
 
 export interface ErrorEnvelope {
   error: { message: string; type: string; code: ErrorCode; param?: string; request_id?: string };

@@ -5,6 +5,12 @@
 // over the limit is answered 413 with a plain page before authentication and before any of its body
 // is read; one sent without a length (chunked) is cut as soon as its file passes the limit. Either
 // way the connection is closed (`Connection: close`), so the rest of the body is never read.
+//
+// A text field over 64 KiB is refused (400 naming it), never cut. A body that is not well-formed
+// multipart (no boundary in its Content-Type, no closing boundary) is a 400 `invalid_request` saying
+// which. An upload whose connection closed before its body arrived (the client left, or Node's
+// request timeout already answered it 408: client-errors.ts) is logged at info as the client's
+// doing, and nothing is written: nobody is there to read it.
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobStore } from '../blobs/port.ts';
@@ -16,6 +22,8 @@ import { ApiError } from './errors.ts';
 export const UPLOAD_LIMIT_BYTES = 25 * 1024 * 1024;
 /** What the multipart framing (boundaries, part headers, the other fields) may add to the file. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
+/** The longest text field (busboy cuts a longer value; the form is then refused naming the field). */
+const FIELD_LIMIT_BYTES = 64 * 1024;
 
 const TOO_LARGE_PAGE =
   '<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n' +
@@ -29,8 +37,49 @@ export class UploadTooLargeError extends Error {
   }
 }
 
-export function sendTooLarge(reply: FastifyReply): FastifyReply {
+/** Thrown when the connection closed before the upload's body arrived; the route answers nothing (`uploadFailed`). */
+export class UploadAbortedError extends Error {
+  constructor() {
+    super('upload aborted');
+    this.name = 'UploadAbortedError';
+  }
+}
+
+function sendTooLarge(reply: FastifyReply): FastifyReply {
   return reply.code(413).header('connection', 'close').type('text/html; charset=utf-8').send(TOO_LARGE_PAGE);
+}
+
+/**
+ * What an upload route does with a failure: the 413 page for a body past the limit; for an upload
+ * whose connection closed before its body arrived, an info line and no answer; anything else goes
+ * on to the error handler, with `Connection: close` when the body was not read to its end (the
+ * connection cannot carry another request).
+ */
+export function uploadFailed(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (err instanceof UploadTooLargeError) return sendTooLarge(reply);
+  if (err instanceof UploadAbortedError) {
+    // The client left, or Node's parser refused the rest (a 408 for its slowness, a 400 for a bad
+    // chunk) and answered on the socket itself: client-errors.ts.
+    request.log.info({ received_bytes: request.raw.socket.bytesRead }, 'upload aborted: the connection closed before the body arrived');
+    return reply.hijack();
+  }
+  if (!request.raw.readableEnded) reply.header('connection', 'close');
+  throw err;
+}
+
+/**
+ * busboy's errors for a body that is not well-formed multipart (it gives them no code, only these
+ * messages), and what the client is told.
+ */
+const MALFORMED: [RegExp, string][] = [
+  [/^Multipart: Boundary not found$/, 'its Content-Type names no boundary (multipart/form-data; boundary=…)'],
+  [/^Unexpected end of multipart data$|terminated early due to unexpected end of multipart data$/, 'it ends before its closing boundary (--boundary--)'],
+];
+
+function malformed(err: unknown): string | undefined {
+  const message = (err as { message?: unknown }).message;
+  if (typeof message !== 'string') return undefined;
+  return MALFORMED.find(([pattern]) => pattern.test(message))?.[1];
 }
 
 /**
@@ -40,7 +89,7 @@ export function sendTooLarge(reply: FastifyReply): FastifyReply {
 export async function acceptUploads(scope: App, maxBytes = UPLOAD_LIMIT_BYTES): Promise<void> {
   await scope.register(multipart, {
     // The blob store counts the file's bytes itself and stops at maxBytes; busboy's own limit is a backstop.
-    limits: { fileSize: maxBytes + 1, files: 1, fields: 32, fieldSize: 64 * 1024, parts: 40, headerPairs: 100 },
+    limits: { fileSize: maxBytes + 1, files: 1, fields: 32, fieldSize: FIELD_LIMIT_BYTES, parts: 40, headerPairs: 100 },
     throwFileSizeLimit: true,
   });
   scope.addHook('onRequest', async (request, reply) => {
@@ -100,6 +149,9 @@ export async function readUpload(request: FastifyRequest, blobs: BlobStore, key:
         const stored = await blobs.put(key, stopReadingPast(part.file, request.raw, maxBytes), { maxBytes });
         file = { key, filename: part.filename || 'audio', bytes: stored.size, sha256: stored.sha256 };
       } else {
+        if (part.valueTruncated) {
+          throw new ApiError('invalid_request', `The field '${part.fieldname}' is longer than ${FIELD_LIMIT_BYTES / 1024} KiB, the most a form field may hold.`, { param: part.fieldname });
+        }
         const value = typeof part.value === 'string' ? part.value : String(part.value);
         const list = fields.get(part.fieldname);
         if (list) list.push(value);
@@ -109,7 +161,11 @@ export async function readUpload(request: FastifyRequest, blobs: BlobStore, key:
   } catch (err) {
     if (file) await blobs.delete(key).catch(() => {});
     if (err instanceof BlobTooLargeError || (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw new UploadTooLargeError();
+    // The connection closed mid-body (busboy then reports a premature close or truncated data).
+    if (!request.raw.complete && request.raw.destroyed) throw new UploadAbortedError();
     if (err instanceof ApiError) throw err;
+    const why = malformed(err);
+    if (why) throw new ApiError('invalid_request', `The multipart body could not be read: ${why}.`);
     const code = (err as { code?: string }).code;
     if (typeof code === 'string' && code.startsWith('FST_')) {
       throw new ApiError('invalid_request', `The multipart body could not be read: ${(err as Error).message}.`, { param: 'file' });

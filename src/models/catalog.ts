@@ -2,7 +2,7 @@
 // account. Every lookup reads the store (a point read), so a model added or changed appears on the
 // next request on every instance, with no restart and no cache to invalidate.
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 import type { Clock } from '../services/common.ts';
 import { IN_PROCESS_PROVIDERS } from '../providers/index.ts';
@@ -117,7 +117,7 @@ export class ModelCatalog {
    */
   async resolve(id: unknown, type: ModelType | null, account: string): Promise<ModelDoc> {
     const notFound = () =>
-      new ApiError('model_not_found', `The model '${String(id)}' does not exist or is not available to your account.`, { param: 'model' });
+      new ApiError('model_not_found', `The model '${echo(id)}' does not exist or is not available to your account.`, { param: 'model' });
     if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw notFound();
     const [model, allowed] = await Promise.all([this.get(id), this.getAccess(account)]);
     if (!model || (type !== null && model.type !== type) || (allowed && !allowed.includes(id))) throw notFound();

@@ -12,7 +12,7 @@
 // frame at once, never a hang.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import type { VoiceDetector, VoiceDetectors, VadEvent } from '../speech/vad.ts';
 import type { EndReason, RealtimeSessionEvent, SessionError } from '../../machines/realtime-session.machine.ts';
 import { AudioBuffer } from './audio-buffer.ts';
@@ -255,7 +255,7 @@ export class RealtimeSession implements SessionResources {
   update(u: SessionUpdate): void {
     if (this.ended) return;
     if (u.model && u.model.name !== this.params.model) {
-      throw new ApiError('invalid_request', `This socket transcribes with '${this.params.model}' (its 'model' query parameter), not '${u.model.name}'.`, { param: u.model.param });
+      throw new ApiError('invalid_request', `This socket transcribes with '${this.params.model}' (its 'model' query parameter), not '${echo(u.model.name)}'.`, { param: u.model.param });
     }
     const next = { ...this.params };
     if (u.format) {

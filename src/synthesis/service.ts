@@ -12,7 +12,7 @@
 // up); when it had not, at a speaking rate of 15 characters a second × `speed` (rounded up, at most
 // the input). Container formats (mp3, wav, opus, flac, aac) cannot be timed from their bytes: once
 // any byte was sent the whole input is charged.
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import type { MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import { maxInputChars } from '../models/catalog.ts';
@@ -178,7 +178,7 @@ function costMicrocents(model: ModelDoc, characters: number): number {
 function checkAgainstModel(model: ModelDoc, body: SpeechBody, characters: number): string | undefined {
   const voices = model.voices ?? [];
   if (!voices.includes(body.voice)) {
-    throw new ApiError('voice_not_supported', `The model '${model._id}' has no voice '${body.voice}'; its voices: ${voices.join(', ') || 'none'}.`, { param: 'voice' });
+    throw new ApiError('voice_not_supported', `The model '${model._id}' has no voice '${echo(body.voice)}'; its voices: ${voices.join(', ') || 'none'}.`, { param: 'voice' });
   }
   const max = maxInputChars(model);
   if (characters > max) throw new ApiError('input_too_long', `The input has ${characters} characters; the model '${model._id}' takes at most ${max}.`, { param: 'input' });

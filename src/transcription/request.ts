@@ -2,12 +2,13 @@
 // model: the rules the sync endpoint and the jobs endpoint share. Field names follow OpenAI's
 // (`language` as client libraries send it, `language_code` as the spec names it) plus ours
 // (`mode`, `diarize`, `num_speakers`).
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import { sttFeatures } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
 import { STT_MODES } from '../models/types.ts';
 import { RESPONSE_FORMATS, type ResponseFormat, type TimestampGranularity } from '../speech/formats.ts';
 import { matchLanguage } from '../speech/languages.ts';
+import { brokenRule } from '../strings.ts';
 
 export interface TranscriptionFields {
   model: string;
@@ -51,6 +52,10 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   }
   const model = one(fields, 'model');
   if (!model) throw bad('model', "The field 'model' is required.");
+  // The rules of `model` in the JSON bodies (KeyString(200)), in their words.
+  if (model.length > 200) throw bad('model', "Invalid field 'model': must NOT have more than 200 characters.");
+  const modelRule = brokenRule(model, 'key');
+  if (modelRule) throw bad('model', `Invalid field 'model': ${modelRule}.`);
   const byCode = one(fields, 'language_code');
   const byName = one(fields, 'language');
   if (byCode !== undefined && byName !== undefined && byCode !== byName) throw bad('language_code', "Give 'language_code' or 'language', not two different ones.");
@@ -64,6 +69,8 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   const out: TranscriptionFields = { model, mode, responseFormat, granularities: [...new Set(granularities)], diarize: bool(fields, 'diarize', endpoint === 'jobs') };
   if (language) out.language = language;
   const prompt = one(fields, 'prompt');
+  const promptRule = prompt ? brokenRule(prompt, 'free') : null;
+  if (promptRule) throw bad('prompt', `Invalid field 'prompt': ${promptRule}.`);
   if (prompt) out.prompt = prompt;
   const temperature = one(fields, 'temperature');
   if (temperature !== undefined) {
@@ -106,7 +113,7 @@ export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, end
   const offered = model.languages ?? [];
   const matched = matchLanguage(req.language, offered);
   if (!matched) {
-    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${req.language}'.`, { param: 'language_code' });
+    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, { param: 'language_code' });
   }
   return matched;
 }

@@ -1,8 +1,9 @@
 // The realtime socket's query string, checked before the upgrade (a refusal is 400 in the envelope,
 // naming the parameter). `api_key` is read by the authentication, never here, and never logged.
-import { ApiError } from '../errors.ts';
+import { ApiError, echo } from '../errors.ts';
 import { ENCODINGS, type Encoding } from '../realtime/decoder.ts';
 import type { StreamQuery } from '../realtime/service.ts';
+import { brokenRule } from '../strings.ts';
 
 const KNOWN = new Set(['model', 'language', 'sample_rate', 'encoding', 'return_timestamps', 'api_key', 'intent']);
 
@@ -10,11 +11,14 @@ const bad = (param: string, message: string) => new ApiError('invalid_request', 
 
 /** `defaultRate`: 16000 on the gateway's path, 24000 (OpenAI's `pcm16`) on OpenAI's `/v1/realtime`. */
 export function readStreamQuery(params: URLSearchParams, defaultRate: '16000' | '24000' = '16000'): StreamQuery {
-  for (const name of params.keys()) if (!KNOWN.has(name)) throw bad(name, `Unknown query parameter '${name}'.`);
+  for (const name of params.keys()) if (!KNOWN.has(name)) throw bad(echo(name), `Unknown query parameter '${echo(name)}'.`);
   for (const name of KNOWN) if (params.getAll(name).length > 1) throw bad(name, `Give '${name}' once.`);
   const model = params.get('model');
   if (!model) throw new ApiError('missing_input', "The query parameter 'model' is required.", { param: 'model' });
   if (model.length > 200) throw bad('model', "'model' is at most 200 characters.");
+  // As an HTTP route's query schema answers (a NUL would otherwise reach the store's key check: a 500).
+  const rule = brokenRule(model, 'key');
+  if (rule) throw bad('model', `Invalid querystring field 'model': ${rule}.`);
   const language = params.get('language')?.trim() || null;
   if (language !== null && !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(language)) throw bad('language', "'language' is a BCP-47 tag such as en or en-US.");
   const encoding = (params.get('encoding') ?? 'pcm_s16le') as Encoding;

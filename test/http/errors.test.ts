@@ -3,7 +3,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { call, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ApiError } from '../../src/errors.ts';
+import { call, createKey, signup, startTestGateway, type Res, type TestGateway } from '../helper.ts';
 
 function assertEnvelope(res: { status: number; headers: Headers; body: any; text: string }, status: number, code: string) {
   assert.equal(res.status, status, res.text);
@@ -105,6 +106,28 @@ describe('error envelope on bad input', () => {
       assertEnvelope(res, 400, 'invalid_request');
       assert.doesNotMatch(res.text, /FST_ERR/);
     }
+  });
+
+  it('quotes at most 100 characters of a value the client sent, cut with an ellipsis', async () => {
+    const s = await signup(gw.url);
+    const apiKey = (await createKey(gw.url, s.token)).api_key;
+    const long = (c: string, n: number) => c.repeat(n);
+    const cases: [string, Promise<Res>, number, string][] = [
+      ['a model name', call(gw.url, 'POST', '/v1/chat/completions', { token: apiKey, body: { model: long('m', 200), messages: [{ role: 'user', content: 'hi' }] } }), 404, 'model_not_found'],
+      ['an unknown path', call(gw.url, 'GET', `/v1/${long('p', 8000)}`), 404, 'not_found'],
+      ['a content type', call(gw.url, 'POST', '/portal/auth/login', { raw: 'x', headers: { 'content-type': `text/${long('t', 8000)}` } }), 415, 'unsupported_media_type'],
+      ['an unknown field', call(gw.url, 'POST', '/portal/keys', { token: s.token, body: { name: 'k', [long('f', 10_000)]: 1 } }), 400, 'invalid_request'],
+    ];
+    for (const [what, pending, status, code] of cases) {
+      const res = await pending;
+      assertEnvelope(res, status, code);
+      const quoted = /([a-z])\1{20,}…?/.exec(res.body.error.message)?.[0] ?? '';
+      assert.ok(quoted.endsWith('…') && quoted.length <= 101, `${what}: quoted ${quoted.length} characters: ${res.text.slice(0, 300)}`);
+      assert.ok(res.text.length < 600, `${what}: a ${res.text.length}-character answer`);
+      if (res.body.error.param !== undefined) assert.ok(res.body.error.param.length <= 101, `${what}: param of ${res.body.error.param.length} characters`);
+    }
+    // A quote that does not go through echo() is cut with the whole message, at 1,000 characters.
+    assert.equal(new ApiError('invalid_request', `The value '${'v'.repeat(5000)}' is wrong.`).message.length, 1001);
   });
 
   it('a body that never finishes does not hang the server forever', async () => {

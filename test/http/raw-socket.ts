@@ -80,3 +80,32 @@ function parse(raw: string): Pick<RawResponse, 'status' | 'headers' | 'body' | '
   const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0);
   return { status, headers, body: at < 0 ? '' : raw.slice(at + 4), raw };
 }
+
+/** Every response in what a server wrote on one connection, in order (bodies sized by Content-Length, or chunked). */
+export function responsesOf(raw: string): Pick<RawResponse, 'status' | 'headers' | 'body'>[] {
+  const out: Pick<RawResponse, 'status' | 'headers' | 'body'>[] = [];
+  let rest = raw;
+  while (rest.length > 0) {
+    const at = rest.indexOf('\r\n\r\n');
+    if (at < 0) throw new Error(`an incomplete response head: ${rest.slice(0, 200)}`);
+    const { status, headers } = parse(rest.slice(0, at + 4));
+    rest = rest.slice(at + 4);
+    let body = '';
+    if (headers['transfer-encoding'] === 'chunked') {
+      for (;;) {
+        const eol = rest.indexOf('\r\n');
+        const size = parseInt(rest.slice(0, eol), 16);
+        if (eol < 0 || Number.isNaN(size)) throw new Error(`a bad chunk: ${rest.slice(0, 100)}`);
+        body += rest.slice(eol + 2, eol + 2 + size);
+        rest = rest.slice(eol + 2 + size + 2);
+        if (size === 0) break;
+      }
+    } else {
+      const length = Number(headers['content-length'] ?? 0);
+      body = rest.slice(0, length);
+      rest = rest.slice(length);
+    }
+    out.push({ status, headers, body });
+  }
+  return out;
+}

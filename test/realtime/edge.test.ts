@@ -76,6 +76,33 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     }
   });
 
+  it('refuses a model holding a control character before the upgrade, on both URLs, as the HTTP routes do: 400 naming model', async () => {
+    const http = await call(f.gw.url, 'POST', '/v1/audio/speech', { token: f.apiKey, body: { model: 'a\u0001', input: 'hi', voice: 'alloy' } });
+    assert.equal(http.status, 400, http.text);
+    const upgrade = (path: string, model: string) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const ws = new WebSocket(`${f.gw.url.replace(/^http/, 'ws')}${path}?${new URLSearchParams({ model, api_key: f.apiKey })}`);
+        ws.once('upgrade', () => reject(new Error(`${path}: the upgrade was accepted`)));
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(body) }));
+        });
+        ws.once('error', reject);
+      });
+    for (const path of ['/v1/audio/transcriptions/stream', '/v1/realtime']) {
+      for (const model of ['\u0000', 'a\u0001', 'stt-local\u007f']) {
+        const res = await upgrade(path, model);
+        const where = `${path} ${JSON.stringify(model)}`;
+        assert.equal(res.status, 400, `${where}: ${JSON.stringify(res.body)}`);
+        assert.equal(res.body.error.code, http.body.error.code, where);
+        assert.equal(res.body.error.type, http.body.error.type, where);
+        assert.equal(res.body.error.param, 'model', where);
+        assert.match(res.body.error.message, /^Invalid querystring field 'model': must not contain control characters or unpaired surrogates\.$/, where);
+      }
+    }
+  });
+
   it('caps open sockets per key (429 before the upgrade), and frees the slot on close', async () => {
     const a = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
     const b = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });

@@ -153,5 +153,29 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
     assert.equal(max.status, 200);
     await max.body!.cancel();
   });
+
+  it('refuses an input or instructions holding a NUL or an unpaired surrogate, as free text is refused elsewhere; none charged', async () => {
+    const refused: string[] = [];
+    const understand = await call(gw.url, 'POST', '/v1/understand', { token: apiKey, body: { model: 'intent-demo', text: 'a\u0000' } });
+    assert.equal(understand.status, 400, understand.text);
+    const rule = String(understand.body.error.message).replace("'text'", "'FIELD'");
+    for (const [field, value] of [['input', 'Hello\u0000 there'], ['input', 'Hello \ud800 there'], ['input', 'Hello \udc00'], ['instructions', 'calm\u0000']] as const) {
+      const res = await speak(gw, apiKey, { model: 'tts-local', voice: 'en-us', input: TEXT, response_format: 'pcm', [field]: value });
+      const text = await res.text();
+      assert.equal(res.status, 400, `${field} ${JSON.stringify(value)}: ${res.headers.get('content-type')} ${text.slice(0, 200)}`);
+      const body = JSON.parse(text) as { error: { code: string; param: string; message: string } };
+      assert.deepEqual([body.error.code, body.error.param], ['invalid_request', field]);
+      assert.equal(body.error.message, rule.replace('FIELD', field));
+      refused.push(res.headers.get('x-request-id')!);
+    }
+    // Nothing held or charged: no usage record (the wallet is not compared: the test before settles its own call late).
+    await new Promise((r) => setTimeout(r, 200));
+    const records = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: session })).body.data as { request_id: string }[];
+    assert.deepEqual(records.filter((r) => refused.includes(r.request_id)), []);
+    // A character outside the BMP (a surrogate pair) is text like any other.
+    const astral = await speak(gw, apiKey, { model: 'tts-local', voice: 'en-us', input: 'Hello \u{1F600} there', response_format: 'pcm', sample_rate: 8000 });
+    assert.equal(astral.status, 200);
+    await astral.body!.cancel();
+  });
 });
 

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { acceptUploads, readUpload, sendTooLarge, UPLOAD_LIMIT_BYTES, UploadTooLargeError } from '../uploads.ts';
+import { acceptUploads, readUpload, UPLOAD_LIMIT_BYTES, uploadFailed } from '../uploads.ts';
 import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
 import { audioKeyOf, newJobId, type JobStatus } from '../../transcription/jobs.ts';
@@ -55,10 +55,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
           const out = await transcription.transcribe(principalOf(req), fields, form.file, req.id, cancelOnDisconnect(reply.raw));
           return reply.type(out.contentType).send(out.body);
         } catch (err) {
-          if (err instanceof UploadTooLargeError) return sendTooLarge(reply);
-          // A body refused before it was read to its end: the connection cannot carry another request.
-          if (!req.raw.readableEnded) reply.header('connection', 'close');
-          throw err;
+          return uploadFailed(err, req, reply);
         } finally {
           await blobs.delete(key).catch(() => {});
         }
@@ -84,9 +81,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
           accepted = true;
           return reply.code(202).header('location', `/v1/audio/transcriptions/jobs/${jobId}`).send(job);
         } catch (err) {
-          if (err instanceof UploadTooLargeError) return sendTooLarge(reply);
-          if (!req.raw.readableEnded) reply.header('connection', 'close');
-          throw err;
+          return uploadFailed(err, req, reply);
         } finally {
           if (!accepted) await blobs.delete(key).catch(() => {});
         }

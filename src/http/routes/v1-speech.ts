@@ -9,7 +9,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
-import { errors, KeyString } from '../schemas.ts';
+import { errors, FreeText, KeyString } from '../schemas.ts';
 import { cancelOnDisconnect } from '../../providers/cancel.ts';
 import { SPEECH_FORMATS } from '../../providers/types.ts';
 import { PCM_RATES } from '../../synthesis/formats.ts';
@@ -18,7 +18,8 @@ import type { SpeechBody } from '../../synthesis/service.ts';
 export const SpeechBodySchema = Type.Object(
   {
     model: KeyString(200),
-    input: Type.String({ maxLength: 100_000 }),
+    // Free text as /v1/understand's: no NUL, no unpaired surrogate (the provider gets it, the bill counts it).
+    input: FreeText(100_000),
     voice: KeyString(128, { minLength: 1 }),
     response_format: Type.Optional(Type.Union(SPEECH_FORMATS.map((f) => Type.Literal(f)))),
     stream_format: Type.Optional(Type.Union([Type.Literal('sse'), Type.Literal('audio')])),
@@ -26,7 +27,7 @@ export const SpeechBodySchema = Type.Object(
     speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
     language: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 })),
-    instructions: Type.Optional(Type.String({ maxLength: 4096 })),
+    instructions: Type.Optional(FreeText(4096)),
   },
   { additionalProperties: false },
 );
