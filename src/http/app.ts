@@ -108,7 +108,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return503OnClosing: false,
     trustProxy: config.http.trustProxy.length > 0 ? config.http.trustProxy : false,
     ajv: {
-      // HARDENING.md: no type coercion (true, [100] or "100" are not 100), unknown fields refused.
+      // No type coercion (true, [100] or "100" are not 100), unknown fields refused: SECURITY.md,
+      // "Hardening: stack defaults we override".
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: true },
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },

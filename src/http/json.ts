@@ -1,6 +1,7 @@
 // The JSON body parser: secure-json-parse (prototype-poisoning safe, as fastify's own) behind a
 // nesting-depth check. A deeply nested body is rejected before it is parsed, so it can neither
-// burn CPU in the parser nor make a later JSON.stringify throw (HARDENING.md).
+// burn CPU in the parser nor make a later JSON.stringify throw (SECURITY.md, "Hardening: stack
+// defaults we override").
 import sjson from 'secure-json-parse';
 import { ApiError } from './errors.ts';
 

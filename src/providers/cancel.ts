@@ -54,8 +54,8 @@ export class Cancel implements CancelSignal {
 
 /**
  * A Cancel that fires when the client goes away before `res` (an HTTP response) finished.
- * HARDENING.md: the request's 'close' fires early; a response 'close' without a finished response
- * is the real disconnect.
+ * The request's 'close' fires early; a response 'close' without a finished response is the real
+ * disconnect (SECURITY.md, "Hardening: stack defaults we override").
  */
 export function cancelOnDisconnect(res: ServerResponse): Cancel {
   const cancel = new Cancel();
