@@ -41,6 +41,11 @@ export const ConfigSchema = Type.Object(
          * connections are closed (a client that stopped reading never lets one end) and billed.
          */
         shutdownGraceMs: Int(0, 600_000),
+        /**
+         * A streamed response (SSE, raw audio) whose write waits this long for its socket to drain
+         * (its client stopped reading) is cut: its upstream or engine let go, what was sent billed.
+         */
+        streamStallTimeoutMs: Int(100, 600_000),
       },
       { additionalProperties: false },
     ),

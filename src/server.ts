@@ -107,7 +107,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
   const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), logger: logger.child({ component: 'realtime' }), realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds }, intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, tmpDir: tmp.dir, ...(opts.now ? { now: opts.now } : {}) });
   for (const kind of services.kinds) runtime.register(kind);
-  const streams = new OpenStreams();
+  const streams = new OpenStreams(config.http.streamStallTimeoutMs);
   const app = await buildApp({ config, logger, metrics, services, lifecycle, streams });
   // WS /v1/audio/transcriptions/stream: on the same server, authenticated before the upgrade.
   const realtimeEdge = attachRealtimeEdge(app.server, {

@@ -1,23 +1,22 @@
 // Server-sent events onto a hijacked reply, shared by the streaming routes: headers once, each
 // frame written as it comes (waiting for the socket to drain, or the client to leave, when it is
-// full), a mid-stream failure ended with one error frame, then the end of the response.
-import { once } from 'node:events';
+// full; a client that stops reading is cut after the stall timeout, see open-streams.ts), a
+// mid-stream failure ended with one error frame, then the end of the response.
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 import type { OpenStreams } from './open-streams.ts';
 
-/** Writes one SSE frame, waiting for the socket to drain (or the client to leave) when it is full. */
-async function send(res: ServerResponse, frame: string): Promise<void> {
+/** Writes one SSE frame, as `streams.write` does. */
+async function send(streams: OpenStreams, res: ServerResponse, frame: string): Promise<void> {
   // Events that are ready together (an upstream read often holds several) leave in one write: the
   // response is corked until the current tick's work is done, which delays nothing that waits.
   if (res.writableCorked === 0) {
     res.cork();
     process.nextTick(() => res.uncork());
   }
-  if (res.write(frame)) return;
-  await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  await streams.write(res, frame);
 }
 
 export interface SseFraming<T> {
@@ -38,17 +37,17 @@ export async function relaySse<T>(req: FastifyRequest, reply: FastifyReply, stre
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  await streams.track(res, async () => {
+  await streams.track(res, req.log, async () => {
     try {
       for await (const item of items) {
         if (cancel.aborted) break;
-        await send(res, framing.frame(item));
+        await send(streams, res, framing.frame(item));
       }
-      if (!cancel.aborted && framing.done !== undefined) await send(res, framing.done);
+      if (!cancel.aborted && framing.done !== undefined) await send(streams, res, framing.done);
     } catch (err) {
       const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the stream.');
       if (!(err instanceof ApiError)) req.log.warn({ err }, 'stream ended by upstream failure');
-      if (!cancel.aborted) await send(res, framing.error(api));
+      if (!cancel.aborted) await send(streams, res, framing.error(api));
     }
     res.end();
   });

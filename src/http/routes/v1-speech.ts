@@ -3,8 +3,8 @@
 // translates only; the metered path is src/synthesis/service.ts. Everything that can be refused is
 // refused before the status line (an ordinary JSON error); after it, an upstream failure cuts a raw
 // body short (the connection is destroyed, so the client sees an incomplete response, never a
-// complete-looking one) or ends an SSE stream with an `error` event.
-import type { ServerResponse } from 'node:http';
+// complete-looking one) or ends an SSE stream with an `error` event. A client that stops reading is
+// cut after `http.streamStallTimeoutMs` (src/http/open-streams.ts) and billed as one that left.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../app.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
@@ -32,18 +32,6 @@ export const SpeechBodySchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** Writes, waiting for the socket to drain (or the client to leave) when it is full. */
-async function write(res: ServerResponse, data: string | Buffer): Promise<void> {
-  if (res.write(data) || res.destroyed) return;
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      res.off('drain', done).off('close', done);
-      resolve();
-    };
-    res.on('drain', done).on('close', done);
-  });
-}
-
 export function registerSpeechRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/v1/audio/speech',
@@ -64,7 +52,8 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
       reply.hijack();
       const res = reply.raw;
       const headers = reply.getHeaders() as Record<string, string>; // x-request-id, a limited key's x-ratelimit-*
-      await deps.streams.track(res, async () => {
+      const write = (data: string | Buffer) => deps.streams.write(res, data);
+      await deps.streams.track(res, req.log, async () => {
         let how: 'done' | 'client_closed' | 'failed' = 'done';
         try {
           if (prep.sse) {
@@ -72,17 +61,17 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
             try {
               for await (const chunk of speech.chunks) {
                 if (cancel.aborted) break;
-                await write(res, `data: {"type":"speech.audio.delta","audio":"${chunk.toString('base64')}"}\n\n`);
+                await write(`data: {"type":"speech.audio.delta","audio":"${chunk.toString('base64')}"}\n\n`);
                 speech.sent(chunk.length);
               }
               if (!cancel.aborted) {
                 const done = { type: 'speech.audio.done', format: speech.format, sample_rate: speech.sampleRate, usage: { type: 'characters', characters: speech.characters } };
-                await write(res, `data: ${JSON.stringify(done)}\n\n`);
+                await write(`data: ${JSON.stringify(done)}\n\n`);
               }
             } catch (err) {
               how = 'failed';
               const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the audio.');
-              if (!cancel.aborted) await write(res, `data: ${JSON.stringify({ type: 'error', ...toEnvelope(api, req.id) })}\n\n`);
+              if (!cancel.aborted) await write(`data: ${JSON.stringify({ type: 'error', ...toEnvelope(api, req.id) })}\n\n`);
             }
             res.end();
           } else {
@@ -90,7 +79,7 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
             try {
               for await (const chunk of speech.chunks) {
                 if (cancel.aborted) break;
-                await write(res, chunk);
+                await write(chunk);
                 speech.sent(chunk.length);
               }
               res.end();
