@@ -5,11 +5,12 @@
 //
 // - `queued`: the recording is already stored (blob port) when the job is created; a job waits
 //   here, unowned, only while every instance is at the kind's capacity, and starts when claimed.
-// - `processing.submitting`: `submit` hands the recording to route `routeIndex`. A provider with a
-//   job API answers its job id (a once-only step keyed by job and route: a replay after a crash gets
-//   the recorded id, never a second upload); a provider without one, or the offline engine,
-//   transcribes the whole recording in that step (`inline`). A failed submission moves to the next
-//   route (failover before any result); none left → `failed`.
+// - `processing.submitting`: `submit` hands the recording to the model's routes through the router's
+//   one failover policy (order, health, cool-down, `max_concurrent`, `rpm`; before acceptance only).
+//   A provider with a job API answers its job id and the route that took it (`routeIndex`; a
+//   once-only step keyed by job and route: a replay after a crash gets the recorded id, never a
+//   second upload); a provider without one, or the offline engine, transcribes the whole recording
+//   in that step (`inline`). A submission no route could take → `failed`.
 // - `processing.waiting` / `polling`: once a provider accepted the job it stays there. The machine
 //   polls after `pollDelayMs` (the deadline `nextPollAt` is kept in context, so a restore re-arms
 //   it: `after` timers are lost on restore) and takes a provider callback (`provider.callback`,
@@ -30,8 +31,8 @@ export interface TranscriptionJobInput {
   account: string;
   model: string;
   createdAt: number;
-  /** How many routes the model had when the job was created (the failover budget). */
-  routes: number;
+  /** How many routes the model had when the job was created (kept for stored jobs; failover is the router's). */
+  routes?: number;
   /**
    * What the effects need and the machine never reads (the request's options, the stored audio's
    * facts, the hold): plain JSON, handed to every effect with the job id.
@@ -57,6 +58,7 @@ export interface JobError {
 }
 
 export interface TranscriptionJobContext extends TranscriptionJobInput {
+  /** The route that accepted the job (the model's route index), which is polled. */
   routeIndex: number;
   /** The provider's job id once it accepted the recording (then the job never moves). */
   providerJobId: string | null;
@@ -74,7 +76,6 @@ export interface TranscriptionJobContext extends TranscriptionJobInput {
 export interface SubmitInput {
   jobId: string;
   spec: JobSpec;
-  routeIndex: number;
 }
 
 /**
@@ -82,7 +83,7 @@ export interface SubmitInput {
  * in the step (the offline engine, or a provider without a job API) and stored at `rawKey`.
  */
 export type SubmitOutput =
-  | { kind: 'accepted'; providerJobId: string; at: number; pollDelayMs: number }
+  | { kind: 'accepted'; providerJobId: string; routeIndex: number; at: number; pollDelayMs: number }
   | { kind: 'inline'; rawKey: string };
 
 export interface PollInput {
@@ -110,7 +111,7 @@ export interface FailInput {
   error: JobError;
 }
 
-/** What a failed submission tells the machine: try the next route, or give up. */
+/** What a failed submission tells the machine (`retryable` is the router's business now: no route took it). */
 export interface SubmitError {
   retryable: boolean;
   code: string;
@@ -174,7 +175,6 @@ export const transcriptionJobMachine = setup({
      * owner restores the last stored state, which re-runs the step.
      */
     superseded: ({ event }) => (event as { error?: { code?: unknown } }).error?.code === SUPERSEDED,
-    anotherRoute: ({ context, event }) => asJobError((event as { error?: unknown }).error).retryable && context.routeIndex + 1 < context.routes,
     /** A callback about this job (another job's id, or a callback before acceptance, is ignored). */
     ours: ({ context, event }) => event.type === 'provider.callback' && context.providerJobId !== null && event.providerJobId === context.providerJobId,
   },
@@ -209,7 +209,7 @@ export const transcriptionJobMachine = setup({
           invoke: {
             id: 'submit',
             src: 'submit',
-            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, routeIndex: context.routeIndex }),
+            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec }),
             onDone: [
               {
                 guard: ({ event }) => event.output.kind === 'inline',
@@ -220,13 +220,12 @@ export const transcriptionJobMachine = setup({
                 target: 'waiting',
                 actions: assign(({ event }) => {
                   const out = event.output as Extract<SubmitOutput, { kind: 'accepted' }>;
-                  return { providerJobId: out.providerJobId, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
+                  return { providerJobId: out.providerJobId, routeIndex: out.routeIndex, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
                 }),
               },
             ],
             onError: [
               { guard: 'superseded' },
-              { guard: 'anotherRoute', target: 'submitting', reenter: true, actions: assign({ routeIndex: ({ context }) => context.routeIndex + 1 }) },
               { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
             ],
           },

@@ -57,8 +57,11 @@ import {
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
-/** The capabilities the router serves with failover. */
-type RoutedCapability = 'chat' | 'embeddings' | 'transcribe' | 'speak';
+/**
+ * The capabilities the router serves with failover; `transcriptionJobs` is a job's submission,
+ * which a route serves with its provider's job API or, without one, by transcribing inline.
+ */
+type RoutedCapability = 'chat' | 'embeddings' | 'transcribe' | 'speak' | 'transcriptionJobs';
 const MAX_TIMEOUT_MS = 600_000;
 
 export type RouterErrorCode = 'model_unavailable' | 'model_misconfigured' | 'invalid_request' | 'context_length_exceeded';
@@ -153,6 +156,23 @@ export class UpstreamRouter {
 
   transcribe(routes: ResolvedRoute[], req: TranscribeRequest, signal: CancelSignal): Promise<{ result: Transcript; route: ResolvedRoute }> {
     return this.#once(routes, signal, 'transcribe', (p, route) => p.transcribe!.transcribe(route, req, signal), (p, route) => p.transcribe!.refuses?.(req, route));
+  }
+
+  /**
+   * A transcription job's submission, under the same policy as every request (order, health and
+   * cool-down, `max_concurrent` and `rpm`, failover before acceptance only): `attempt` hands the
+   * recording to one route (the job's once-only step for it) and resolves when that route accepted
+   * it, or transcribed it inline; the route's slot is held until then. A job may wait longer for a
+   * slot than a request (`queueWaitMs`): it has no client waiting on a socket.
+   */
+  submitJob<T>(
+    routes: ResolvedRoute[],
+    signal: CancelSignal,
+    attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
+    refuses: (provider: Provider, route: ResolvedRoute) => Refusal | undefined,
+    opts: { queueWaitMs?: number } = {},
+  ): Promise<{ result: T; route: ResolvedRoute }> {
+    return this.#once(routes, signal, 'transcriptionJobs', attempt, refuses, opts.queueWaitMs);
   }
 
   /**
@@ -282,6 +302,7 @@ export class UpstreamRouter {
     capability: RoutedCapability,
     call: (provider: Provider, route: ResolvedRoute) => Promise<T>,
     refuses?: (provider: Provider, route: ResolvedRoute) => Refusal | undefined,
+    queueWaitMs?: number,
   ): Promise<{ result: T; route: ResolvedRoute }> {
     const served = await this.#serve(
       routes,
@@ -293,6 +314,7 @@ export class UpstreamRouter {
         return result;
       },
       refuses,
+      queueWaitMs,
     );
     served.release();
     return { result: served.value, route: served.route };
@@ -304,13 +326,14 @@ export class UpstreamRouter {
     capability: RoutedCapability,
     attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
     refuses?: (provider: Provider, route: ResolvedRoute) => Refusal | undefined,
+    queueWaitMs = this.#maxQueueWaitMs,
   ): Promise<{ value: T; route: ResolvedRoute; release: () => void }> {
     const attempts: Attempt[] = [];
     let refusal: Refusal | undefined;
     for (const route of this.#plan(routes)) {
       if (signal.aborted) throw abortedError(route.id);
       const provider = this.#providers.get(route.provider);
-      if (route.problem || !provider?.[capability]) {
+      if (route.problem || !provider || !serves(provider, capability)) {
         const why = route.problem ?? `provider "${route.provider}" has no ${capability}`;
         attempts.push({ route: route.id, outcome: 'config' });
         this.#logger?.warn({ route: route.id, problem: why }, 'upstream route is misconfigured');
@@ -324,7 +347,7 @@ export class UpstreamRouter {
       }
       let release: () => void;
       try {
-        release = await this.#acquire(route, signal);
+        release = await this.#acquire(route, signal, queueWaitMs);
       } catch (err) {
         if (signal.aborted) throw abortedError(route.id);
         attempts.push({ route: route.id, outcome: 'queue_timeout' });
@@ -391,7 +414,7 @@ export class UpstreamRouter {
   }
 
   /** Waits for the route's limiter; resolves to the function that frees the slot. */
-  #acquire(route: ResolvedRoute, signal: CancelSignal): Promise<() => void> {
+  #acquire(route: ResolvedRoute, signal: CancelSignal, waitMs = this.#maxQueueWaitMs): Promise<() => void> {
     const limiter = this.#limiter(route);
     if (!limiter) return Promise.resolve(noop);
     return new Promise((resolve, reject) => {
@@ -403,7 +426,7 @@ export class UpstreamRouter {
         reject(err);
       };
       const onAbort = (): void => giveUp(abortedError(route.id));
-      const timer = setTimeout(() => giveUp(new Error(`waited ${this.#maxQueueWaitMs} ms for a slot`)), this.#maxQueueWaitMs);
+      const timer = setTimeout(() => giveUp(new Error(`waited ${waitMs} ms for a slot`)), waitMs);
       const stopWaiting = (): void => {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
@@ -456,6 +479,10 @@ export class UpstreamRouter {
 }
 
 const noop = (): void => {};
+
+function serves(provider: Provider, capability: RoutedCapability): boolean {
+  return capability === 'transcriptionJobs' ? provider.transcriptionJobs !== undefined || provider.transcribe !== undefined : provider[capability] !== undefined;
+}
 
 /** What the router needs of a limiter: run a job when allowed, refuse when the queue is full. */
 interface Limiter {

@@ -148,6 +148,7 @@ export async function createServices(deps: {
     models,
     providers,
     resolveRoutes: gatewayDeps.resolveRoutes,
+    router,
     events: deps.events,
     now,
     pollMs: tx.pollMs,

@@ -127,7 +127,6 @@ export class TranscriptionJobs {
         account: call.payer.walletId,
         model: call.model._id,
         createdAt,
-        routes: Math.max(1, this.deps.resolveRoutes(call.model).length),
         spec: spec as unknown as Record<string, unknown>,
       });
     } catch (err) {

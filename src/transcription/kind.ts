@@ -20,7 +20,9 @@ import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
 import type { EventSink } from '../services/events.ts';
 import type { Provider, ResolvedRoute, TranscribeRequest, Transcript as UpstreamTranscript } from '../providers/types.ts';
-import { UpstreamError } from '../providers/types.ts';
+import { UpstreamError, type TranscribeCapability, type TranscriptionJobCapability } from '../providers/types.ts';
+import { RouterError, type UpstreamRouter } from '../providers/router.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { StepFencedError } from '../actors/errors.ts';
 import {
   SUPERSEDED,
@@ -67,6 +69,8 @@ export interface JobKindDeps {
   models: ModelCatalog;
   providers: ReadonlyMap<string, Provider>;
   resolveRoutes(model: ModelDoc): ResolvedRoute[];
+  /** The one failover policy (health, cool-down, limits), which job submissions go through as requests do. */
+  router: Pick<UpstreamRouter, 'submitJob'>;
   events: EventSink;
   now(): number;
   /** Where providers call back (`${publicUrl}/v1/audio/transcriptions/callbacks/<provider>`), when the gateway has a public URL. */
@@ -100,13 +104,28 @@ function jobError(code: string, message: string, retryable: boolean): SubmitErro
   return Object.assign(new Error(message), { code, retryable });
 }
 
-function fromUpstream(err: unknown): SubmitError & Error {
-  if (err instanceof UpstreamError) {
-    if (err.kind === 'client') return jobError('invalid_audio', err.upstreamMessage ?? 'The provider refused the recording.', false);
-    return jobError('model_unavailable', 'The transcription provider failed.', true);
+/** A job's recording missing from the blob store: the route is not at fault, so no failover (a client error). */
+const recordingGone = (): UpstreamError => new UpstreamError('client', 'the recording is gone', false, 400, 'The recording is gone.');
+
+/** Before a route is tried again when every one was busy; doubling to a minute. */
+const ROUTE_BUSY_RETRY_MS = 1_000;
+/** How long a job waits for a route's slot before the router moves on (a request waits 10 s). */
+const JOB_QUEUE_WAIT_MS = 60_000;
+
+/** The router gave up only because every usable route was busy (or cooling), not because one failed or refused. */
+const onlyBusy = (err: RouterError): boolean => err.code === 'model_unavailable' && err.attempts.length > 0 && err.attempts.every((a) => a.outcome === 'queue_timeout' || a.outcome === 'config');
+
+/** What the client reads of a submission that no route could serve (the router's policy already failed over). */
+function jobErrorOf(err: unknown): SubmitError & Error {
+  if (err instanceof RouterError) {
+    const last = err.attempts.at(-1);
+    if (err.code === 'invalid_request' && last?.outcome === 'client') return jobError('invalid_audio', err.message.replace(/^the upstream rejected the request: /, ''), false);
+    if (err.code === 'invalid_request') return jobError('invalid_request', err.message, false);
+    if (err.code === 'model_misconfigured') return jobError('model_misconfigured', 'The model has no usable route for this job.', false);
+    return jobError('model_unavailable', 'The transcription provider failed.', false);
   }
-  if ((err as { code?: unknown }).code === 'invalid_audio') return jobError('invalid_audio', (err as Error).message, false);
-  return jobError('transcription_failed', 'The transcription failed.', true);
+  if ((err as Partial<SubmitError>).retryable !== undefined) return err as SubmitError & Error;
+  return jobError('transcription_failed', 'The transcription failed.', false);
 }
 
 export function transcriptionJobKind(deps: JobKindDeps): ActorKind<typeof transcriptionJobMachine> {
@@ -139,6 +158,45 @@ export function transcriptionJobKind(deps: JobKindDeps): ActorKind<typeof transc
 
 function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPollMs: number) {
   const specOf = (s: unknown) => s as JobSpecFields;
+
+  /** The route a submission step was recorded for (create, submit or inline), if any. */
+  async function recordedRoute(count: number): Promise<number | null> {
+    for (let i = 0; i < count; i++) {
+      for (const step of [`create:${i}`, `submit:${i}`, `inline:${i}`]) if ((await ctx.steps.done(step)) !== undefined) return i;
+    }
+    return null;
+  }
+
+  /** The recording handed to a provider's job API (its job id recorded first when it gives one before the audio). */
+  async function submitToJobs(jobs: TranscriptionJobCapability, route: ResolvedRoute, index: number, jobId: string, spec: JobSpecFields, durationS: number): Promise<SubmitOutput> {
+    const callback = deps.callbackUrl?.(route.provider, jobId);
+    if (jobs.create && jobs.start) {
+      // The provider's id recorded first; then the audio goes up and the job starts (once).
+      const { providerJobId } = await ctx.steps.once(`create:${index}`, ({ signal }) => jobs.create!(route, request(spec, '', durationS), signal, callback));
+      await ctx.steps.once(`start:${index}`, async ({ signal }) => {
+        const started = await deps.blobs.withFile(spec.audioKey, (path) => jobs.start!(route, providerJobId, request(spec, path, durationS), signal).then(() => true));
+        if (!started) throw recordingGone();
+        return true;
+      });
+      return { kind: 'accepted', providerJobId, routeIndex: index, at: deps.now(), pollDelayMs: pollMs };
+    }
+    const { providerJobId } = await ctx.steps.once(`submit:${index}`, async ({ signal }) => {
+      const out = await deps.blobs.withFile(spec.audioKey, (path) => jobs.submit(route, request(spec, path, durationS), signal, callback));
+      if (!out) throw recordingGone();
+      return out;
+    });
+    return { kind: 'accepted', providerJobId, routeIndex: index, at: deps.now(), pollDelayMs: pollMs };
+  }
+
+  /** The recording transcribed in one call (the offline engine, or a provider without a job API), stored. */
+  async function transcribeInline(stt: TranscribeCapability, route: ResolvedRoute, index: number, jobId: string, spec: JobSpecFields, durationS: number): Promise<SubmitOutput> {
+    const rawKey = await ctx.steps.once(`inline:${index}`, async ({ signal }) => {
+      const t = await deps.blobs.withFile(spec.audioKey, (path) => stt.transcribe(route, request(spec, path, durationS), signal));
+      if (!t) throw recordingGone();
+      return storeRaw(jobId, t);
+    });
+    return { kind: 'inline', rawKey };
+  }
 
   async function routeFor(modelId: string, routeIndex: number): Promise<{ route: ResolvedRoute; provider: Provider }> {
     const model = await deps.models.get(modelId);
@@ -236,44 +294,31 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
     actors: {
       submit: fromPromise<SubmitOutput, SubmitInput>(leased(async ({ input }) => {
         const spec = specOf(input.spec);
-        try {
-          const { route, provider } = await routeFor(spec.model, input.routeIndex);
-          const { durationS } = await examine(spec);
-          await covered(spec, durationS);
-          if (provider.transcriptionJobs && !provider.transcriptionJobs.refuses?.(request(spec, '', durationS), route)) {
-            const jobs = provider.transcriptionJobs;
-            const callback = deps.callbackUrl?.(route.provider, input.jobId);
-            if (jobs.create && jobs.start) {
-              // The provider's id recorded first; then the audio goes up and the job starts (once).
-              const { providerJobId } = await ctx.steps.once(`create:${input.routeIndex}`, ({ signal }) => jobs.create!(route, request(spec, '', durationS), signal, callback));
-              await ctx.steps.once(`start:${input.routeIndex}`, async ({ signal }) => {
-                const started = await deps.blobs.withFile(spec.audioKey, (path) => jobs.start!(route, providerJobId, request(spec, path, durationS), signal).then(() => true));
-                if (!started) throw jobError('invalid_audio', 'The recording is gone.', false);
-                return true;
-              });
-              return { kind: 'accepted', providerJobId, at: deps.now(), pollDelayMs: pollMs };
-            }
-            const { providerJobId } = await ctx.steps.once(`submit:${input.routeIndex}`, async ({ signal }) => {
-              const out = await deps.blobs.withFile(spec.audioKey, (path) => jobs.submit(route, request(spec, path, durationS), signal, callback));
-              if (!out) throw jobError('invalid_audio', 'The recording is gone.', false);
-              return out;
-            });
-            return { kind: 'accepted', providerJobId, at: deps.now(), pollDelayMs: pollMs };
+        const { durationS } = await examine(spec);
+        await covered(spec, durationS);
+        const model = await deps.models.get(spec.model);
+        const routes = model ? deps.resolveRoutes(model) : [];
+        const req = request(spec, '', durationS);
+        // A submission a crash interrupted after a route took it is resumed on that route, whatever
+        // the router would choose now: a provider is never handed the recording twice.
+        const recorded = await recordedRoute(routes.length);
+        const order = recorded === null ? routes : [routes[recorded]!];
+        const indexOf = (route: ResolvedRoute) => routes.indexOf(route);
+        const viaJobs = (provider: Provider, route: ResolvedRoute) => provider.transcriptionJobs !== undefined && !provider.transcriptionJobs.refuses?.(req, route);
+        const refuses = (provider: Provider, route: ResolvedRoute) =>
+          viaJobs(provider, route) ? undefined : provider.transcribe ? provider.transcribe.refuses?.(req, route) : { param: 'model', message: 'The route cannot transcribe.' };
+        const attempt = (provider: Provider, route: ResolvedRoute): Promise<SubmitOutput> =>
+          viaJobs(provider, route) ? submitToJobs(provider.transcriptionJobs!, route, indexOf(route), input.jobId, spec, durationS) : transcribeInline(provider.transcribe!, route, indexOf(route), input.jobId, spec, durationS);
+        const { signal } = ctx.lease();
+        for (let wait = ROUTE_BUSY_RETRY_MS; ; wait = Math.min(wait * 2, 60_000)) {
+          try {
+            return (await deps.router.submitJob(order, signal, attempt, refuses, { queueWaitMs: JOB_QUEUE_WAIT_MS })).result;
+          } catch (err) {
+            // Every usable route busy (its `max_concurrent` or `rpm` slots taken): a job waits, it does not fail.
+            if (!(err instanceof RouterError) || !onlyBusy(err)) throw jobErrorOf(err);
+            ctx.logger.info({ job_id: input.jobId, retry_in_ms: wait }, 'every route of the job is busy; waiting');
+            await sleep(wait, undefined, { signal: signal as AbortSignal });
           }
-          if (provider.transcribe) {
-            const stt = provider.transcribe;
-            const refused = stt.refuses?.(request(spec, '', durationS), route);
-            if (refused) throw jobError('invalid_request', refused.message, true);
-            const rawKey = await ctx.steps.once(`inline:${input.routeIndex}`, async ({ signal }) => {
-              const t = await deps.blobs.withFile(spec.audioKey, (path) => stt.transcribe(route, request(spec, path, durationS), signal));
-              if (!t) throw jobError('invalid_audio', 'The recording is gone.', false);
-              return storeRaw(input.jobId, t);
-            });
-            return { kind: 'inline', rawKey };
-          }
-          throw jobError('model_misconfigured', 'The route cannot transcribe.', true);
-        } catch (err) {
-          throw (err as Partial<SubmitError>).retryable !== undefined ? err : fromUpstream(err);
         }
       })),
 

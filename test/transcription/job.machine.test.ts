@@ -71,18 +71,15 @@ test('inline (offline engine or a provider without jobs): submit transcribes, fi
   assert.equal(calls.fail.length, 0);
 });
 
-test('failover before acceptance, then the job stays with the provider that accepted it', async () => {
+test('the job stays with the route that accepted it (the router chose it, failing over before acceptance)', async () => {
   let polls = 0;
   const { machine, calls } = effects({
-    submit: (i) => {
-      if (i.routeIndex === 0) throw Object.assign(new Error('upstream 503'), { retryable: true, code: 'upstream_unavailable' });
-      return { kind: 'accepted', providerJobId: 'prov-7', at: 1_000, pollDelayMs: 0 };
-    },
+    submit: () => ({ kind: 'accepted', providerJobId: 'prov-7', routeIndex: 1, at: 1_000, pollDelayMs: 0 }),
     poll: () => (++polls < 3 ? { state: 'pending', at: 2_000, pollDelayMs: 0 } : { state: 'completed', rawKey: 'jobs/txjob_1/raw' }),
   });
   const actor = createActor(machine, { input }).start();
   await settle(actor, 'completed');
-  assert.deepEqual(calls.submit.map((c) => c.routeIndex), [0, 1]);
+  assert.equal(calls.submit.length, 1, 'one submission: failover is the router’s');
   assert.ok(calls.poll.every((p) => p.routeIndex === 1 && p.providerJobId === 'prov-7'));
   assert.deepEqual(calls.poll.map((p) => p.polls), [0, 1, 2]);
   assert.equal(calls.finish.length, 1);
@@ -101,13 +98,13 @@ test('a failure nobody can retry fails the job: fail is called, finish (the char
   assert.deepEqual(ctx(actor.getSnapshot()).error, { code: 'invalid_audio', message: 'Audio could not be decoded.' });
 });
 
-test('the last route failing fails the job even when retryable; a provider that reports failure fails it too', async () => {
-  const exhausted = effects({ submit: () => { throw Object.assign(new Error('503'), { retryable: true, code: 'upstream_unavailable' }); } });
+test('a submission no route could take fails the job, tried once (the router tried every route); a provider that reports failure fails it too', async () => {
+  const exhausted = effects({ submit: () => { throw Object.assign(new Error('503'), { retryable: true, code: 'model_unavailable' }); } });
   const a = createActor(exhausted.machine, { input }).start();
   await settle(a, 'failed');
-  assert.equal(exhausted.calls.submit.length, 2);
+  assert.equal(exhausted.calls.submit.length, 1);
   const reported = effects({
-    submit: () => ({ kind: 'accepted', providerJobId: 'p', at: 0, pollDelayMs: 0 }),
+    submit: () => ({ kind: 'accepted', providerJobId: 'p', routeIndex: 0, at: 0, pollDelayMs: 0 }),
     poll: () => ({ state: 'failed', error: { code: 'upstream_error', message: 'The provider could not transcribe the recording.' } }),
   });
   const b = createActor(reported.machine, { input }).start();
@@ -118,7 +115,7 @@ test('the last route failing fails the job even when retryable; a provider that 
 
 test('a callback with the stored transcript finishes without polling; one for another job is ignored', async () => {
   const clock = new SimulatedClock();
-  const { machine, calls } = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', at: 0, pollDelayMs: 60_000 }), poll: () => ({ state: 'pending', at: 0, pollDelayMs: 60_000 }) });
+  const { machine, calls } = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', routeIndex: 0, at: 0, pollDelayMs: 60_000 }), poll: () => ({ state: 'pending', at: 0, pollDelayMs: 60_000 }) });
   const actor = createActor(machine, { input, clock }).start();
   await settle(actor, { processing: 'waiting' });
   actor.send({ type: 'provider.callback', providerJobId: 'someone-else', rawKey: 'x' });
@@ -131,7 +128,7 @@ test('a callback with the stored transcript finishes without polling; one for an
 
 test('a callback without the result polls at once', async () => {
   const clock = new SimulatedClock();
-  const { machine, calls } = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', at: 0, pollDelayMs: 60_000 }), poll: () => ({ state: 'completed', rawKey: 'k' }) });
+  const { machine, calls } = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', routeIndex: 0, at: 0, pollDelayMs: 60_000 }), poll: () => ({ state: 'completed', rawKey: 'k' }) });
   const actor = createActor(machine, { input, clock }).start();
   await settle(actor, { processing: 'waiting' });
   actor.send({ type: 'provider.callback', providerJobId: 'prov-9' });
@@ -141,7 +138,7 @@ test('a callback without the result polls at once', async () => {
 
 test('persisted while waiting, restored: the poll is re-armed from the deadline in context, not lost', async () => {
   const clock = new SimulatedClock();
-  const first = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-1', at: 10_000, pollDelayMs: 30_000 }) });
+  const first = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-1', routeIndex: 0, at: 10_000, pollDelayMs: 30_000 }) });
   const actor = createActor(first.machine, { input, clock }).start();
   await settle(actor, { processing: 'waiting' });
   assert.equal(ctx(actor.getSnapshot()).nextPollAt, 40_000);
