@@ -47,6 +47,8 @@ import {
   type EmbeddingsRequest,
   type EmbeddingsResult,
   type Provider,
+  type RealtimeCapability,
+  type RealtimeUpstream,
   type Refusal,
   type ResolvedRoute,
   type SpeakRequest,
@@ -61,7 +63,7 @@ export const DEFAULT_TIMEOUT_MS = 60_000;
  * The capabilities the router serves with failover; `transcriptionJobs` is a job's submission,
  * which a route serves with its provider's job API or, without one, by transcribing inline.
  */
-type RoutedCapability = 'chat' | 'embeddings' | 'transcribe' | 'speak' | 'transcriptionJobs';
+type RoutedCapability = 'chat' | 'embeddings' | 'transcribe' | 'speak' | 'transcriptionJobs' | 'realtime';
 const MAX_TIMEOUT_MS = 600_000;
 
 export type RouterErrorCode = 'model_unavailable' | 'model_misconfigured' | 'invalid_request' | 'context_length_exceeded';
@@ -173,6 +175,37 @@ export class UpstreamRouter {
     opts: { queueWaitMs?: number } = {},
   ): Promise<{ result: T; route: ResolvedRoute }> {
     return this.#once(routes, signal, 'transcriptionJobs', attempt, refuses, opts.queueWaitMs);
+  }
+
+  /**
+   * A realtime recognition socket on the first route that opens one, under the same policy: the
+   * route's slot is held for the socket's life, until `done` is called; `done(failure)` counts a
+   * socket that failed against its route, as a stream's failure is (failover happens between
+   * utterances, by the caller opening again).
+   */
+  async openRealtime(
+    routes: ResolvedRoute[],
+    signal: CancelSignal,
+    open: (capability: RealtimeCapability, route: ResolvedRoute) => Promise<RealtimeUpstream>,
+  ): Promise<{ upstream: RealtimeUpstream; route: ResolvedRoute; done(failure?: unknown): void }> {
+    const served = await this.#serve(routes, signal, 'realtime', async (p, route) => {
+      const upstream = await open(p.realtime!, route);
+      this.#succeeded(route);
+      return upstream;
+    });
+    let finished = false;
+    return {
+      upstream: served.value,
+      route: served.route,
+      done: (failure?: unknown) => {
+        if (finished) return;
+        finished = true;
+        served.release();
+        if (failure === undefined) return;
+        const classified = this.#classify(served.route, failure, signal);
+        if (classified.kind !== 'aborted') this.#failed(served.route, classified, signal);
+      },
+    };
   }
 
   /**

@@ -19,7 +19,7 @@ import type { VoiceDetectors } from '../speech/vad.ts';
 import { workingRate, type Encoding, type InputRate } from './decoder.ts';
 import { REALTIME_KIND, tickEstimate, type RealtimeKind, type SessionSpec } from './kind.ts';
 import { streamingLocalRecogniser, utteranceRecogniser, type SessionRecogniser } from './recognisers.ts';
-import { upstreamRecogniser, type RealtimeRoute } from './upstream-recogniser.ts';
+import { upstreamRecogniser } from './upstream-recogniser.ts';
 import { RealtimeSession, type SessionLimits, type SessionParams, type SessionPipeline, type SessionSink } from './session.ts';
 
 export interface RealtimeSettings extends SessionLimits {
@@ -234,14 +234,10 @@ export class RealtimeService {
       return streamingLocalRecogniser({ rate, startEngine: this.deps.startEngine, resamplers });
     }
     if (first?.realtime && this.deps.realtimeOf(first.provider)) {
-      // The model's routes that stream, in order (failover between utterances goes through them).
-      const streaming: RealtimeRoute[] = [];
-      for (const route of routes) {
-        const capability = route.realtime && !route.problem ? this.deps.realtimeOf(route.provider) : undefined;
-        if (capability) streaming.push({ route, capability });
-      }
+      // The model's routes that stream, in order: the router opens sockets on them (failover between utterances).
       return upstreamRecogniser({
-        routes: streaming,
+        routes: routes.filter((route) => route.realtime === true),
+        router: this.deps.router,
         request: { sampleRate: rate, encoding: params.encoding, ...(params.language ? { language: params.language } : {}) },
         resamplers,
         log,

@@ -9,27 +9,27 @@
 // committed (Sarvam's partials, Deepgram's interim results) is reported as it comes: to the
 // utterance whose commit is waiting to be sent, else to the speech in progress (`listen`).
 //
-// Failover between utterances, never inside one: when the upstream closed or failed with no
-// utterance pending, the next utterance opens the next route (then the ones after it, wrapping)
-// and sends it that utterance's audio from the session's buffer before committing; the socket then
-// serves the utterances after it. An upstream that fails while an utterance is pending fails that
+// Sockets are opened through the router's one failover policy (route health and cool-down,
+// `max_concurrent` and `rpm`: a socket holds its route's slot for its life; a socket that fails
+// counts against its route). Failover between utterances, never inside one: when the upstream
+// closed or failed with no utterance pending, the next utterance opens a socket on the routes after
+// that one (then the ones before it, wrapping; cooling routes last) and sends it that utterance's
+// audio from the session's buffer before committing; the socket then serves the utterances after it. An upstream that fails while an utterance is pending fails that
 // utterance at once (the session answers with an `error` frame); one that stalls is cut by the
 // session's `utteranceTimeoutMs`. Audio that arrives while a socket opens waits, at most
 // `maxQueuedMs` of it; past that the socket counts as failed (the next utterance fails over).
 import type { Logger } from 'pino';
-import { UpstreamError, type Heard, type RealtimeCapability, type RealtimeOpenRequest, type RealtimeUpstream, type ResolvedRoute } from '../providers/types.ts';
+import type { UpstreamRouter } from '../providers/router.ts';
+import { UpstreamError, type Heard, type RealtimeOpenRequest, type RealtimeUpstream, type ResolvedRoute } from '../providers/types.ts';
 import { g711Encode } from '../speech/g711.ts';
 import { bytesOf } from '../speech/pcm.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
 import type { Recognised, SessionRecogniser, Utterance } from './recognisers.ts';
 
-export interface RealtimeRoute {
-  route: ResolvedRoute;
-  capability: RealtimeCapability;
-}
-
 export interface UpstreamRecogniserOptions {
-  routes: RealtimeRoute[];
+  /** The model's routes that stream (`realtime: true`), in order. */
+  routes: ResolvedRoute[];
+  router: Pick<UpstreamRouter, 'openRealtime'>;
   request: RealtimeOpenRequest;
   resamplers: Resamplers;
   log: Pick<Logger, 'info' | 'warn'>;
@@ -38,11 +38,16 @@ export interface UpstreamRecogniserOptions {
 }
 
 interface Connection {
-  index: number;
+  /** The route that opened it, once one did. */
+  route: ResolvedRoute | null;
   upstream: RealtimeUpstream | null;
   opening: Promise<RealtimeUpstream | null>;
+  /** Why no route opened, when none did. */
+  error: unknown;
   convert: (samples: Int16Array) => Uint8Array;
   resampler: Resampler | null;
+  /** Frees the route's slot (with the failure, when the socket failed). */
+  done: (failure?: unknown) => void;
   /** Samples (at the session's rate) waiting for the socket to open; null once it overflowed. */
   queued: Int16Array[] | null;
   queuedSamples: number;
@@ -54,7 +59,6 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
   const maxQueued = Math.round(((opts.maxQueuedMs ?? 30_000) * rate) / 1000);
   const abort = new AbortController();
   let conn: Connection | null = null;
-  let next = 0; // the route the next connection tries first
   let closed = false;
   /** Commits are sent one after another (a failover finishes before the next utterance picks its socket). */
   let sending: Promise<unknown> = Promise.resolve();
@@ -63,61 +67,73 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
   let onSpeech: ((h: Heard) => void) | null = null;
   const heardUncommitted = (h: Heard) => (unsent[0] ?? onSpeech)?.(h);
 
-  const connect = (index: number): Connection => {
-    const r = opts.routes[index % opts.routes.length]!;
-    const format = r.capability.format(opts.request);
-    const resampler = format.sampleRate === rate ? null : opts.resamplers.create({ from: rate, to: format.sampleRate, quality: 5 });
-    const convert = (samples: Int16Array): Uint8Array => {
-      const pcm = resampler ? resampler.process(samples) : samples;
-      return format.encoding === 'pcm_s16le' ? bytesOf(pcm.slice()) : g711Encode(format.encoding, pcm);
-    };
-    const c: Connection = { index, upstream: null, opening: null!, convert, resampler, queued: [], queuedSamples: 0, failed: false };
-    c.opening = r.capability.open(r.route, opts.request, abort.signal).then(
-      (up) => {
-        if (closed || c !== conn) {
-          up.close();
-          return null;
-        }
-        c.upstream = up;
-        up.listen(heardUncommitted);
-        for (const s of c.queued ?? []) up.send(convert(s));
-        c.queued = null;
-        void up.ended.then((why) => {
-          if (c.failed || closed) return;
+  /** The routes in the order a new socket tries them: those after `failed` first, wrapping. */
+  const orderAfter = (failed: ResolvedRoute | null): ResolvedRoute[] => {
+    const at = failed ? opts.routes.indexOf(failed) : -1;
+    return at < 0 ? opts.routes : [...opts.routes.slice(at + 1), ...opts.routes.slice(0, at + 1)];
+  };
+
+  const connect = (order: ResolvedRoute[]): Connection => {
+    const c: Connection = { route: null, upstream: null, opening: null!, error: null, convert: () => new Uint8Array(0), resampler: null, done: () => {}, queued: [], queuedSamples: 0, failed: false };
+    c.opening = opts.router
+      .openRealtime(order, abort.signal, (capability, route) => {
+        // The audio as this route's upstream takes it (a failed route's converter is let go).
+        const format = capability.format(opts.request);
+        c.resampler?.destroy();
+        const resampler = format.sampleRate === rate ? null : opts.resamplers.create({ from: rate, to: format.sampleRate, quality: 5 });
+        c.resampler = resampler;
+        c.convert = (samples: Int16Array): Uint8Array => {
+          const pcm = resampler ? resampler.process(samples) : samples;
+          return format.encoding === 'pcm_s16le' ? bytesOf(pcm.slice()) : g711Encode(format.encoding, pcm);
+        };
+        return capability.open(route, opts.request, abort.signal);
+      })
+      .then(
+        ({ upstream: up, route, done }) => {
+          c.done = done;
+          if (closed || c !== conn) {
+            up.close();
+            done();
+            return null;
+          }
+          c.route = route;
+          c.upstream = up;
+          up.listen(heardUncommitted);
+          for (const s of c.queued ?? []) up.send(c.convert(s));
+          c.queued = null;
+          void up.ended.then((why) => {
+            if (c.failed || closed || c !== conn) return;
+            c.failed = true;
+            done(why);
+            opts.log.warn({ route: route.id, why: why.message }, 'realtime upstream ended; the next utterance fails over');
+          });
+          return up;
+        },
+        (err: unknown) => {
           c.failed = true;
-          opts.log.warn({ route: r.route.id, why: why.message }, 'realtime upstream ended; the next utterance fails over');
-        });
-        return up;
-      },
-      (err: unknown) => {
-        c.failed = true;
-        if (!closed) opts.log.warn({ route: r.route.id, err: (err as Error).message }, 'realtime upstream did not open');
-        return null;
-      },
-    );
+          c.error = err;
+          if (!closed) opts.log.warn({ err: (err as Error).message }, 'no realtime upstream opened');
+          return null;
+        },
+      );
     return c;
   };
 
-  /** A fresh socket for an utterance: the routes after the failed one in turn, each sent the utterance's audio. */
+  /** A fresh socket for an utterance, on the routes after the one that failed, sent the utterance's audio. */
   const failover = async (u: Utterance): Promise<RealtimeUpstream> => {
-    let last: unknown = null;
-    for (let tried = 0; tried < opts.routes.length; tried++) {
-      const index = next++;
-      if (conn) dispose(conn);
-      const c = (conn = connect(index));
-      c.queued = null; // what arrives while it opens comes after the utterance: not needed for it
-      const up = await c.opening;
-      if (up) {
-        up.send(c.convert(u.samples()));
-        return up;
-      }
-      last = new UpstreamError('connect', `route ${opts.routes[index % opts.routes.length]!.route.id}: did not open`, true);
-    }
-    throw last ?? new UpstreamError('config', 'no realtime route', false);
+    const failed = conn?.route ?? null;
+    if (conn) dispose(conn);
+    const c = (conn = connect(orderAfter(failed)));
+    c.queued = null; // what arrives while it opens comes after the utterance: not needed for it
+    const up = await c.opening;
+    if (!up) throw c.error instanceof UpstreamError ? c.error : new UpstreamError('connect', `no realtime route opened: ${(c.error as Error | null)?.message ?? 'none'}`, true);
+    up.send(c.convert(u.samples()));
+    return up;
   };
 
   const dispose = (c: Connection) => {
     c.upstream?.close();
+    c.done();
     c.resampler?.destroy();
     c.resampler = null;
   };
@@ -126,7 +142,7 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
     mode: 'streaming',
     audio(samples) {
       if (closed) return;
-      if (!conn) conn = connect(next++);
+      if (!conn) conn = connect(opts.routes);
       const c = conn;
       if (c.failed) return;
       if (c.upstream) return c.upstream.send(c.convert(samples));

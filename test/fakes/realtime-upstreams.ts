@@ -35,6 +35,8 @@ export class FakeRealtimeUpstream {
   /** Audio bytes each commit covered, in order. */
   readonly committedBytes: number[] = [];
   connections = 0;
+  /** Upgrades refused (wrong path or key). */
+  refused = 0;
   private readonly sockets = new Set<WebSocket>();
 
   private constructor(
@@ -56,7 +58,10 @@ export class FakeRealtimeUpstream {
     const fake = new FakeRealtimeUpstream(protocol, server, `http://127.0.0.1:${(server.address() as { port: number }).port}`, key);
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const url = new URL(req.url ?? '/', 'http://fake');
-      const refuse = (status: number) => socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      const refuse = (status: number) => {
+        fake.refused += 1;
+        socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      };
       if (url.pathname !== PATHS[protocol]) return refuse(404);
       if (!AUTH[protocol](req, key)) return refuse(401);
       wss.handleUpgrade(req, socket, head, (ws) => fake.serve(ws, url.searchParams));

@@ -187,6 +187,27 @@ describe('realtime socket over streaming upstreams', { skip: skipSpeech }, () =>
     });
   }
 
+  it("sockets open through the router's policy: a route that keeps refusing cools down, and later sessions skip it", async () => {
+    const refusing = await FakeRealtimeUpstream.start('deepgram');
+    try {
+      const good = fakes.get('openai')!;
+      good.mode = 'ok';
+      await put('stt-cooling-rt', model([{ ...route(refusing), api_key: 'wrong' }, route(good)]));
+      for (let session = 1; session <= 5; session++) {
+        const c = await connect(f.gw.url, { model: 'stt-cooling-rt', sample_rate: '8000', encoding: 'mulaw', api_key: f.apiKey });
+        const created = await c.next('transcription_session.created');
+        sendMulaw(c);
+        assert.equal((await c.next(COMPLETED)).transcript, good.text, `session ${session} answered by the good route`);
+        c.ws.close();
+        await closedSession(f.gw, created.session.id);
+      }
+      // The router's threshold is 3 consecutive failures: the first three sessions tried it first.
+      assert.equal(refusing.refused, 3, 'the cooling route was not tried again');
+    } finally {
+      await refusing.close();
+    }
+  });
+
   it('a refused upstream (bad key) on the only route: the first utterance gets an error frame, not a hang', async () => {
     const fake = fakes.get('deepgram')!;
     await put('stt-badkey-rt', model([{ ...route(fake), api_key: 'wrong' }]));
