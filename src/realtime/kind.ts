@@ -11,7 +11,7 @@ import { fromPromise } from 'xstate';
 import type { ActorKind, ActorKindContext, ActorResources } from '../actors/kinds.ts';
 import type { Billing, Hold, Payer } from '../billing/types.ts';
 import type { Pricing } from '../models/types.ts';
-import { costMicrocentsOfSeconds } from '../transcription/result.ts';
+import { priceOfSeconds } from '../billing/pricing.ts';
 import {
   realtimeSessionMachine,
   version,
@@ -55,7 +55,7 @@ export type RealtimeKind = ActorKind<typeof realtimeSessionMachine, SessionResou
 
 /** The price of one tick: what each tick's hold reserves. */
 export function tickEstimate(pricing: Pricing, tickSeconds: number): number {
-  return Math.ceil(costMicrocentsOfSeconds(pricing, tickSeconds));
+  return Math.ceil(priceOfSeconds(pricing, tickSeconds));
 }
 
 export function realtimeSessionKind(deps: RealtimeKindDeps): RealtimeKind {
@@ -85,7 +85,7 @@ function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>
       const { model, requestId } = input;
       const facts = {
         requestId, model, modelType: 'stt', route: null, seconds,
-        costMicrocents: costMicrocentsOfSeconds(spec.pricing, seconds), status: 'ok' as const, latencyMs: deps.now() - spec.startedAt,
+        costMicrocents: priceOfSeconds(spec.pricing, seconds), status: 'ok' as const, latencyMs: deps.now() - spec.startedAt,
       };
       if (seconds > 0) await deps.billing.settle(hold, spec.payer, facts);
       else await deps.billing.release(hold, spec.payer, { ...facts, costMicrocents: 0 });

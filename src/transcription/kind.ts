@@ -35,7 +35,8 @@ import {
   type SubmitInput,
   type SubmitOutput,
 } from '../../machines/transcription-job.machine.ts';
-import { costMicrocentsOfSeconds, transcriptForClient } from './result.ts';
+import { priceOfSeconds } from '../billing/pricing.ts';
+import { transcriptForClient } from './result.ts';
 import { examineAudio } from './audio.ts';
 import type { Transcript } from '../speech/transcript.ts';
 
@@ -185,7 +186,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         return { refused: { code: 'audio_too_long', message: `The recording decodes to more than the ${minutes(deps.maxAudioSeconds)} a job takes.` } };
       }
       const model = await deps.models.get(spec.model);
-      const cost = model ? costMicrocentsOfSeconds(model.pricing, billedSeconds(durationS)) : 0;
+      const cost = model ? priceOfSeconds(model.pricing, billedSeconds(durationS)) : 0;
       if (cost <= spec.hold.amountMicrocents) return { hold: spec.hold };
       try {
         // Named after the job: a replay after a crash finds the hold it took, never takes a second.
@@ -311,7 +312,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         const hold = await covered(spec, durationS);
         await ctx.steps.once('charge', async () => {
           const model = await deps.models.get(spec.model);
-          const cost = model ? costMicrocentsOfSeconds(model.pricing, seconds) : hold.amountMicrocents;
+          const cost = model ? priceOfSeconds(model.pricing, seconds) : hold.amountMicrocents;
           await deps.billing.settle(hold, spec.payer, {
             requestId: spec.requestId, model: spec.model, modelType: 'stt', route: null, seconds,
             costMicrocents: cost, status: 'ok', latencyMs: deps.now() - spec.startedAt,
