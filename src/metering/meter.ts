@@ -5,7 +5,7 @@
 //   then exactly one of settle (the exact cost) or release (nothing delivered: free).
 // A MeteredCall settles or releases once; a second attempt is a no-op, so an error path that runs
 // after a settle cannot refund a delivered call, nor a retry charge twice. Prices come from
-// billing/pricing.ts.
+// billing/pricing.ts; holds are taken, settled, released and dropped here and nowhere else.
 //
 // An actor's call (a job, a realtime session) outlives the process that began it: the actor keeps
 // it as plain JSON (`SavedCall`: payer, model, hold, request id, start) and, after a restore on any
