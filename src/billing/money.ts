@@ -3,7 +3,6 @@
 // excess kept as a credit in pico-cents (p¢, 1 µ¢ = 10^6 p¢) on the wallet, folded back into the
 // balance 1,000 µ¢ at a time. So a wallet's value, balance + held + carry, is exact to 10^-12 cent
 // per call, whatever the number of calls.
-import type { Pricing } from '../models/types.ts';
 import { MICROCENTS_PER_CENT } from './types.ts';
 
 export { MICROCENTS_PER_CENT };
@@ -106,29 +105,6 @@ export function chargeFor(costUc: number): { chargeUc: number; carryPc: number }
     frac = 0;
   }
   return frac === 0 ? { chargeUc: whole, carryPc: 0 } : { chargeUc: whole + 1, carryPc: PICOCENTS_PER_MICROCENT - frac };
-}
-
-/** What a call used, in the units a model's pricing names. */
-export interface Metered {
-  promptTokens?: number;
-  completionTokens?: number;
-  seconds?: number;
-  characters?: number;
-  calls?: number;
-}
-
-/**
- * The exact cost in µ¢ (a fraction of a µ¢ is kept: billing carries it). A price in cents per
- * million tokens is exactly µ¢ per token; per minute, per 1,000 characters and per call scale up.
- */
-export function priceMicrocents(pricing: Pricing, used: Metered): number {
-  return (
-    (used.promptTokens ?? 0) * (pricing.input_cents_per_mtok ?? 0) +
-    (used.completionTokens ?? 0) * (pricing.output_cents_per_mtok ?? 0) +
-    ((used.seconds ?? 0) * (pricing.cents_per_minute ?? 0) * MICROCENTS_PER_CENT) / 60 +
-    ((used.characters ?? 0) * (pricing.cents_per_1k_chars ?? 0) * MICROCENTS_PER_CENT) / 1000 +
-    (used.calls ?? 0) * (pricing.cents_per_call ?? 0) * MICROCENTS_PER_CENT
-  );
 }
 
 /** `YYYY-MM-DD` of an epoch-ms instant, in UTC. */

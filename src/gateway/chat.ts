@@ -12,7 +12,8 @@ import { copyDefined, PASSED_THROUGH, type ChatChoice, type ChatChunk, type Chat
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { countMessages, countText, countTools } from './tokens.ts';
 import { CHAT_ROLES, roleRefusal } from './chat-input.ts';
-import { costMicrocents, toApiError, unservedStatus, type GatewayDeps } from './common.ts';
+import { priceOfTokens } from '../billing/pricing.ts';
+import { toApiError, unservedStatus, type GatewayDeps } from './common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 
@@ -226,7 +227,7 @@ export class ChatGateway {
         const maxOut = maxTokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
         return { promptTokens, maxOut };
       },
-      estimate: (model, { promptTokens, maxOut }) => costMicrocents(model.pricing, promptTokens, maxOut * (body.n ?? 1), 'ceil'),
+      estimate: (model, { promptTokens, maxOut }) => Math.ceil(priceOfTokens(model.pricing, promptTokens, maxOut * (body.n ?? 1))),
     });
     const { model, payer } = call;
     const { promptTokens, maxOut } = call.checked;
@@ -363,7 +364,7 @@ export class ChatGateway {
    * only then). settle() caps the cost at the hold either way.
    */
   private billable(prep: PreparedChat, reported: TokenUsage | null, count: () => TokenUsage): TokenUsage {
-    const withinHold = (u: TokenUsage) => costMicrocents(prep.model.pricing, u.prompt_tokens, u.completion_tokens, 'exact', u.cached_tokens) <= prep.call.limitMicrocents;
+    const withinHold = (u: TokenUsage) => priceOfTokens(prep.model.pricing, u.prompt_tokens, u.completion_tokens, u.cached_tokens) <= prep.call.limitMicrocents;
     return reported && withinHold(reported) ? reported : count();
   }
 
@@ -372,7 +373,7 @@ export class ChatGateway {
   }
 
   private settleFacts(prep: PreparedChat, route: ResolvedRoute, usage: TokenUsage, status: UsageFacts['status']): CallFacts {
-    const cost = Math.min(prep.call.limitMicrocents, costMicrocents(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, 'exact', usage.cached_tokens));
+    const cost = Math.min(prep.call.limitMicrocents, priceOfTokens(prep.model.pricing, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens));
     return {
       route: route.id,
       promptTokens: usage.prompt_tokens,

@@ -1,11 +1,10 @@
-// What the metered endpoints share: their dependencies, cost arithmetic in integer micro-cents, the
-// sanity check on upstream usage, and the translation of router failures into the error envelope
-// and a usage record's status.
+// What the metered endpoints share: their dependencies, the client identifiers an upstream sees, and
+// the translation of router failures into the error envelope and a usage record's status. Prices
+// come from src/billing/pricing.ts.
 import { createHmac, hkdfSync } from 'node:crypto';
 import { ApiError, ERRORS, type ErrorCode } from '../errors.ts';
 import type { UsageFacts } from '../billing/types.ts';
 import type { Meter } from '../metering/meter.ts';
-import type { Pricing } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import { RouterError, type RoutedModel, type UpstreamRouter } from '../providers/router.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
@@ -31,21 +30,6 @@ export interface GatewayDeps {
 export function opaqueIds(secret: string): (walletId: string, value: string) => string {
   const key = Buffer.from(hkdfSync('sha256', secret, '', 'upstream end-user identifiers', 32));
   return (walletId, value) => createHmac('sha256', key).update(walletId).update('\0').update(value).digest('base64url');
-}
-
-/**
- * Cost in micro-cents: a price in cents per million tokens is exactly micro-cents per token.
- * Estimates round up (a hold must cover the call); settled costs stay exact (fractional): billing
- * charges whole µ¢ and carries the fraction, so no rounding error accumulates over calls.
- * `cachedTokens` (of the prompt, read from the upstream's cache) cost the cached-input price where
- * the model has one; an estimate counts none, so it is the upper bound (the catalog keeps the
- * cached price at most the input price).
- */
-export function costMicrocents(pricing: Pricing, promptTokens: number, completionTokens: number, rounding: 'ceil' | 'exact', cachedTokens = 0): number {
-  const input = pricing.input_cents_per_mtok ?? 0;
-  const exact =
-    (promptTokens - cachedTokens) * input + cachedTokens * (pricing.cached_input_cents_per_mtok ?? input) + completionTokens * (pricing.output_cents_per_mtok ?? 0);
-  return rounding === 'ceil' ? Math.ceil(exact) : exact;
 }
 
 /**

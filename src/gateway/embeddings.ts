@@ -3,7 +3,8 @@ import { ApiError } from '../errors.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { embeddingsInputItems, type EmbeddingsInput, type EmbeddingsRequest } from '../providers/types.ts';
 import { countText } from './tokens.ts';
-import { costMicrocents, toApiError, unservedStatus, type GatewayDeps } from './common.ts';
+import { priceOfTokens } from '../billing/pricing.ts';
+import { toApiError, unservedStatus, type GatewayDeps } from './common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface EmbeddingsBody {
@@ -39,7 +40,7 @@ export class EmbeddingsGateway {
         }
         return counts.reduce((s, t) => s + t, 0);
       },
-      estimate: (model, promptTokens) => costMicrocents(model.pricing, promptTokens, 0, 'ceil'),
+      estimate: (model, promptTokens) => Math.ceil(priceOfTokens(model.pricing, promptTokens, 0)),
     });
     const { model, payer, checked: promptTokens } = call;
     const req: EmbeddingsRequest = { input: body.input };
@@ -56,13 +57,13 @@ export class EmbeddingsGateway {
     }
     // Providers validate usage at the boundary (src/providers/validate.ts): absurd counts arrive as null.
     let tokens = served.result.usage?.prompt_tokens ?? promptTokens;
-    if (costMicrocents(model.pricing, tokens, 0, 'exact') > call.limitMicrocents) tokens = promptTokens;
+    if (priceOfTokens(model.pricing, tokens, 0) > call.limitMicrocents) tokens = promptTokens;
     await call.settle(
       {
         route: served.route.id,
         promptTokens: tokens,
         completionTokens: 0,
-        costMicrocents: Math.min(call.limitMicrocents, costMicrocents(model.pricing, tokens, 0, 'exact')),
+        costMicrocents: Math.min(call.limitMicrocents, priceOfTokens(model.pricing, tokens, 0)),
         status: 'ok',
         ...endUser,
       },

@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Counter, Histogram } from 'prom-client';
 import { ApiError } from '../errors.ts';
-import { priceMicrocents } from '../billing/money.ts';
+import { priceOfCalls } from '../billing/pricing.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
@@ -104,7 +104,7 @@ export class IntentService {
         }
         const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
         if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
-        return { language, pack, price: priceMicrocents(model.pricing, { calls: 1 }) };
+        return { language, pack, price: priceOfCalls(model.pricing, 1) };
       },
       estimate: (_model, checked) => checked.price,
     });

@@ -1,10 +1,17 @@
-// The Meter: the one metered sequence every paid call goes through, chat, embeddings and intent
-// now, speech and calls next:
+// The Meter: the one metered sequence every paid call goes through (chat, embeddings, speech,
+// transcription, its jobs, realtime sessions, intent; calls next):
 //   begin: payer → model (of the capability's type, active for the payer) → the capability's own
 //          checks on the model → KYC → hold the estimate
 //   then exactly one of settle (the exact cost) or release (nothing delivered: free).
 // A MeteredCall settles or releases once; a second attempt is a no-op, so an error path that runs
-// after a settle cannot refund a delivered call, nor a retry charge twice.
+// after a settle cannot refund a delivered call, nor a retry charge twice. Prices come from
+// billing/pricing.ts; holds are taken, settled, released and dropped here and nowhere else.
+//
+// An actor's call (a job, a realtime session) outlives the process that began it: the actor keeps
+// it as plain JSON (`SavedCall`: payer, model, hold, request id, start) and, after a restore on any
+// instance, `Meter.resume` makes it a MeteredCall again. Across processes, exactly once is billing's
+// (a hold is settled, released or dropped once, on any instance) together with the actor's once-only
+// steps around each money call; the in-memory guard only covers one MeteredCall object.
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, ModelType } from '../models/types.ts';
@@ -39,6 +46,24 @@ export interface BeginOptions<T> {
 /** What a usage record needs beyond what the MeteredCall knows. */
 export type CallFacts = Omit<UsageFacts, 'requestId' | 'model' | 'modelType' | 'latencyMs'>;
 
+/** What a call knows of its model: the whole document when begun, its id and type when resumed. */
+export type CallModel = Pick<ModelDoc, '_id' | 'type'>;
+
+/**
+ * A call in flight as plain JSON, kept by an actor in its spec or context: `Meter.resume` makes it
+ * a MeteredCall again, on whichever instance runs the actor.
+ */
+export interface SavedCall {
+  payer: Payer;
+  /** The model's id. */
+  model: string;
+  modelType: ModelType;
+  hold: Hold;
+  requestId: string;
+  /** When the call began (epoch ms): its usage record's latency runs from here. */
+  startedAt: number;
+}
+
 export class Meter {
   constructor(private readonly deps: MeterDeps) {}
 
@@ -53,23 +78,34 @@ export class Meter {
       ...(opts.holdTtlMs !== undefined ? { ttlMs: opts.holdTtlMs } : {}),
       ...(opts.custodial ? { custodial: true } : {}),
     });
-    return Object.assign(new MeteredCall(billing, payer, model, hold, opts.requestId, this.deps.now), { checked });
+    return Object.assign(new MeteredCall(billing, payer, model, hold, opts.requestId, this.deps.now(), this.deps.now), { checked });
+  }
+
+  /**
+   * A saved call (`MeteredCall.saved()`, or the same fields an actor kept) as a MeteredCall again:
+   * no store read, so an actor resumes it after a restore, on any instance, for nothing.
+   */
+  resume(saved: SavedCall): MeteredCall<CallModel> {
+    return new MeteredCall(this.deps.billing, saved.payer, { _id: saved.model, type: saved.modelType }, saved.hold, saved.requestId, saved.startedAt, this.deps.now);
   }
 }
 
-export class MeteredCall {
-  readonly startedAt: number;
+export class MeteredCall<M extends CallModel = ModelDoc> {
   private finished = false;
 
   constructor(
     private readonly billing: Billing,
     readonly payer: Payer,
-    readonly model: ModelDoc,
+    readonly model: M,
     readonly hold: Hold,
     readonly requestId: string,
+    readonly startedAt: number,
     private readonly now: () => number,
-  ) {
-    this.startedAt = now();
+  ) {}
+
+  /** The call as plain JSON, for an actor to keep and `Meter.resume` later. */
+  saved(): SavedCall {
+    return { payer: this.payer, model: this.model._id, modelType: this.model.type, hold: this.hold, requestId: this.requestId, startedAt: this.startedAt };
   }
 
   /** The most this call may be charged (the hold), µ¢. */
@@ -93,7 +129,39 @@ export class MeteredCall {
     await this.billing.release(this.hold, this.payer, this.facts({ route: null, ...extra, costMicrocents: 0, status }));
   }
 
-  /** Whether the call was settled or released already (then this one is a no-op). */
+  /**
+   * A larger hold for this call, in place of its own (a job whose recording decodes longer than its
+   * container declared): custodial, named `id`, expiring at `expiresAt`. Taking it again while it is
+   * in flight answers the same hold, so a step replayed after a crash never holds twice; once it is
+   * finished, taking it again would hold anew, so take it in a once-only step. Returns the covering
+   * call, saved: settle or release that one, and `drop` this one (any number of times). Throws
+   * ApiError insufficient_credit when the wallet cannot cover it.
+   */
+  async cover(microcents: number, named: { id: string; expiresAt: number }): Promise<SavedCall> {
+    const hold = await this.billing.hold(this.payer, microcents, this.requestId, { custodial: true, id: named.id, expiresAt: named.expiresAt });
+    return { ...this.saved(), hold };
+  }
+
+  /**
+   * Another hold for the same call, which is billed in parts each settling its own hold (a realtime
+   * session's ticks): custodial, living `ttlMs`, its trace in the wallet `holdRequestId`. Returns the
+   * call on the new hold, saved. Throws ApiError insufficient_credit when the wallet cannot cover it.
+   */
+  async holdNext(microcents: number, opts: { holdRequestId: string; ttlMs: number }): Promise<SavedCall> {
+    const hold = await this.billing.hold(this.payer, microcents, opts.holdRequestId, { ttlMs: opts.ttlMs, custodial: true });
+    return { ...this.saved(), hold };
+  }
+
+  /**
+   * Returns this call's whole hold with no usage record, because a covering hold (`cover`) replaced
+   * it and is settled or released in its place. A no-op when the hold is already finished.
+   */
+  async drop(): Promise<void> {
+    if (this.finish()) return;
+    await this.billing.drop(this.hold);
+  }
+
+  /** Whether the call was settled, released or dropped already (then this one is a no-op). */
   private finish(): boolean {
     const was = this.finished;
     this.finished = true;

@@ -1,17 +1,20 @@
 // The realtime-session actor kind: the machine (machines/realtime-session.machine.ts) with its
-// effects bound to billing and to the socket's in-memory resources. Once-only steps, keyed by
+// effects bound to the Meter and to the socket's in-memory resources. Once-only steps, keyed by
 // session and tick number, so a replay after kill -9 or a takeover charges nothing twice:
 //   settle:<n>   tick n's hold settled for its seconds (or released when the session had no audio)
 //   hold:<n+1>   the next tick's hold
+// Each step resumes the session's metered call (`Meter.resume`) on the tick's hold: once a tick,
+// never per frame.
 // Checkpointed (never per frame): written when the state moves (rolling, closing, closed), on the
 // durable events (a close of any kind), and otherwise at most every `checkpointMs`. `onOrphan:
 // 'finalize'`: an instance that finds a session whose owner died closes it and bills the audio its
 // last checkpoint recorded.
 import { fromPromise } from 'xstate';
 import type { ActorKind, ActorKindContext, ActorResources } from '../actors/kinds.ts';
-import type { Billing, Hold, Payer } from '../billing/types.ts';
+import type { Hold, Payer } from '../billing/types.ts';
+import type { Meter } from '../metering/meter.ts';
 import type { Pricing } from '../models/types.ts';
-import { costMicrocentsOfSeconds } from '../transcription/result.ts';
+import { priceOfSeconds } from '../billing/pricing.ts';
 import {
   realtimeSessionMachine,
   version,
@@ -42,7 +45,7 @@ export interface SessionResources extends ActorResources {
 }
 
 export interface RealtimeKindDeps {
-  billing: Pick<Billing, 'hold' | 'settle' | 'release'>;
+  meter: Pick<Meter, 'resume'>;
   now(): number;
   /** How often at most the session is written between state changes (the crash window's half). */
   checkpointMs: number;
@@ -55,7 +58,7 @@ export type RealtimeKind = ActorKind<typeof realtimeSessionMachine, SessionResou
 
 /** The price of one tick: what each tick's hold reserves. */
 export function tickEstimate(pricing: Pricing, tickSeconds: number): number {
-  return Math.ceil(costMicrocentsOfSeconds(pricing, tickSeconds));
+  return Math.ceil(priceOfSeconds(pricing, tickSeconds));
 }
 
 export function realtimeSessionKind(deps: RealtimeKindDeps): RealtimeKind {
@@ -78,17 +81,18 @@ export function realtimeSessionKind(deps: RealtimeKindDeps): RealtimeKind {
 function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>) {
   const specOf = (s: unknown) => s as SessionSpec;
 
+  /** The session's metered call on one tick's hold. */
+  const callOn = (input: EffectInput, hold: Hold) => {
+    const spec = specOf(input.spec);
+    return deps.meter.resume({ payer: spec.payer, model: input.model, modelType: 'stt', hold, requestId: input.requestId, startedAt: spec.startedAt });
+  };
+
   /** Tick `tick`'s charge: its hold settled for `seconds`, or released for none. Once per tick. */
   const settle = (input: EffectInput, tick: number, hold: Hold, seconds: number) =>
     ctx.steps.once(`settle:${tick}`, async () => {
-      const spec = specOf(input.spec);
-      const { model, requestId } = input;
-      const facts = {
-        requestId, model, modelType: 'stt', route: null, seconds,
-        costMicrocents: costMicrocentsOfSeconds(spec.pricing, seconds), status: 'ok' as const, latencyMs: deps.now() - spec.startedAt,
-      };
-      if (seconds > 0) await deps.billing.settle(hold, spec.payer, facts);
-      else await deps.billing.release(hold, spec.payer, { ...facts, costMicrocents: 0 });
+      const call = callOn(input, hold);
+      if (seconds > 0) await call.settle({ route: null, seconds, costMicrocents: priceOfSeconds(specOf(input.spec).pricing, seconds), status: 'ok' });
+      else await call.release('ok', { seconds });
       return seconds;
     });
 
@@ -98,9 +102,10 @@ function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>
         const spec = specOf(input.spec);
         await settle(input, input.tick, input.hold as unknown as Hold, input.seconds);
         try {
-          const hold = await ctx.steps.once(`hold:${input.tick + 1}`, () =>
-            deps.billing.hold(spec.payer, tickEstimate(spec.pricing, input.tickSeconds), `${input.requestId}:${input.tick + 1}`, { ttlMs: deps.holdTtlMs, custodial: true }),
-          );
+          const hold = await ctx.steps.once(`hold:${input.tick + 1}`, async () => {
+            const next = await callOn(input, input.hold as unknown as Hold).holdNext(tickEstimate(spec.pricing, input.tickSeconds), { holdRequestId: `${input.requestId}:${input.tick + 1}`, ttlMs: deps.holdTtlMs });
+            return next.hold;
+          });
           return { hold: hold as unknown as Record<string, unknown>, at: deps.now() };
         } catch (err) {
           const code = (err as { code?: unknown }).code;

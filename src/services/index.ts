@@ -144,7 +144,7 @@ export async function createServices(deps: {
   const callbackToken = (jobId: string) => createHmac('sha256', deps.keySecret).update(`transcription-callback:${jobId}`).digest('base64url');
   const jobKind = transcriptionJobKind({
     blobs: deps.blobs,
-    billing,
+    meter,
     models,
     providers,
     resolveRoutes: gatewayDeps.resolveRoutes,
@@ -167,7 +167,7 @@ export async function createServices(deps: {
   });
   const rt = deps.config.realtime;
   const realtimeKind = realtimeSessionKind({
-    billing,
+    meter,
     now,
     checkpointMs: rt.checkpointMs,
     holdTtlMs: rt.tickMaxAgeMs * 2 + 60_000,

@@ -15,6 +15,7 @@
 import { ApiError, echo } from '../errors.ts';
 import type { MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
+import { priceOfCharacters } from '../billing/pricing.ts';
 import { maxInputChars } from '../models/catalog.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
@@ -82,7 +83,7 @@ export class SpeechSynthesis {
       type: 'tts',
       requestId,
       check: (model) => checkAgainstModel(model, body, characters),
-      estimate: (model) => Math.ceil(costMicrocents(model, characters)),
+      estimate: (model) => Math.ceil(priceOfCharacters(model.pricing, characters)),
     });
     const sse = body.stream_format === 'sse';
     const asked = body.response_format ?? 'mp3';
@@ -163,15 +164,10 @@ export class SpeechSynthesis {
         const characters = how === 'done' ? prep.characters : billed();
         const status = how === 'done' ? 'ok' : how === 'client_closed' ? 'client_closed' : 'error';
         if (characters === 0) return call.release(how === 'client_closed' ? 'client_closed' : 'upstream_failed', { route: route.id, characters: 0 });
-        await call.settle({ route: route.id, characters, costMicrocents: costMicrocents(call.model, characters), status }, { answer: true });
+        await call.settle({ route: route.id, characters, costMicrocents: priceOfCharacters(call.model.pricing, characters), status }, { answer: true });
       },
     };
   }
-}
-
-/** µ¢ of `characters` at the model's `cents_per_1k_chars` (exact; billing rounds). */
-function costMicrocents(model: ModelDoc, characters: number): number {
-  return (characters * (model.pricing.cents_per_1k_chars ?? 0) * 1_000_000) / 1000;
 }
 
 /** The voice, length and language rules of the model; the language as the model names it. */

@@ -21,7 +21,7 @@ import type { Transcript } from '../speech/transcript.ts';
 import { AudioDecodeError, probeAudio } from '../speech/ffmpeg.ts';
 import { contentTypeOf, examineAudio } from './audio.ts';
 import { checkAgainstModel, type TranscriptionFields } from './request.ts';
-import { costMicrocentsOfSeconds } from './result.ts';
+import { priceOfSeconds } from '../billing/pricing.ts';
 import { JOB_KIND, readJson, type JobSpecFields } from './kind.ts';
 import type { transcriptionJobMachine, TranscriptionJobContext } from '../../machines/transcription-job.machine.ts';
 import type { ActorKind } from '../actors/kinds.ts';
@@ -99,7 +99,7 @@ export class TranscriptionJobs {
       type: 'stt',
       requestId: jobId,
       check: (model) => checkAgainstModel(model, fields, 'jobs'),
-      estimate: (model) => costMicrocentsOfSeconds(model.pricing, estimateSeconds),
+      estimate: (model) => priceOfSeconds(model.pricing, estimateSeconds),
       holdTtlMs: this.deps.holdTtlMs,
       custodial: true,
     });

@@ -15,7 +15,7 @@ import { fromPromise } from 'xstate';
 import type { ActorKind, ActorKindContext } from '../actors/kinds.ts';
 import type { BlobStore } from '../blobs/port.ts';
 import type { Hold, Payer } from '../billing/types.ts';
-import type { Billing } from '../billing/types.ts';
+import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
 import type { EventSink } from '../services/events.ts';
@@ -37,7 +37,8 @@ import {
   type SubmitInput,
   type SubmitOutput,
 } from '../../machines/transcription-job.machine.ts';
-import { costMicrocentsOfSeconds, transcriptForClient } from './result.ts';
+import { priceOfSeconds } from '../billing/pricing.ts';
+import { transcriptForClient } from './result.ts';
 import { examineAudio } from './audio.ts';
 import type { Transcript } from '../speech/transcript.ts';
 
@@ -65,7 +66,7 @@ export interface JobSpecFields {
 
 export interface JobKindDeps {
   blobs: BlobStore;
-  billing: Billing;
+  meter: Pick<Meter, 'resume'>;
   models: ModelCatalog;
   providers: ReadonlyMap<string, Provider>;
   resolveRoutes(model: ModelDoc): ResolvedRoute[];
@@ -232,6 +233,13 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
     });
 
   /**
+   * The job's metered call, kept in its spec and resumed through the Meter by whichever instance
+   * runs the step: on the upload's hold, or on `hold` (the one that replaced it).
+   */
+  const callOf = (spec: JobSpecFields, hold: Hold = spec.hold) =>
+    deps.meter.resume({ payer: spec.payer, model: spec.model, modelType: 'stt', hold, requestId: spec.requestId, startedAt: spec.startedAt });
+
+  /**
    * The hold that covers the decoded recording (a step, before any work): the one taken at upload
    * when it covers it; else a larger one in its place, so a container that claims less than it
    * holds is charged all it holds. A recording past the longest a job takes, or a wallet that
@@ -243,13 +251,11 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         return { refused: { code: 'audio_too_long', message: `The recording decodes to more than the ${minutes(deps.maxAudioSeconds)} a job takes.` } };
       }
       const model = await deps.models.get(spec.model);
-      const cost = model ? costMicrocentsOfSeconds(model.pricing, billedSeconds(durationS)) : 0;
+      const cost = model ? priceOfSeconds(model.pricing, billedSeconds(durationS)) : 0;
       if (cost <= spec.hold.amountMicrocents) return { hold: spec.hold };
       try {
         // Named after the job: a replay after a crash finds the hold it took, never takes a second.
-        const hold = await deps.billing.hold(spec.payer, cost, spec.requestId, {
-          custodial: true, id: `${spec.requestId}:decoded`, expiresAt: spec.startedAt + deps.holdTtlMs,
-        });
+        const { hold } = await callOf(spec).cover(cost, { id: `${spec.requestId}:decoded`, expiresAt: spec.startedAt + deps.holdTtlMs });
         return { hold, replaced: spec.hold };
       } catch (err) {
         if ((err as { code?: unknown }).code === 'insufficient_credit') {
@@ -263,7 +269,7 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
   const covered = async (spec: JobSpecFields, durationS: number): Promise<Hold> => {
     const c = await cover(spec, durationS);
     if ('refused' in c) throw jobError(c.refused.code, c.refused.message, false);
-    if (c.replaced) await deps.billing.drop(c.replaced);
+    if (c.replaced) await callOf(spec, c.replaced).drop();
     return c.hold;
   };
 
@@ -356,11 +362,8 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         const hold = await covered(spec, durationS);
         await ctx.steps.once('charge', async () => {
           const model = await deps.models.get(spec.model);
-          const cost = model ? costMicrocentsOfSeconds(model.pricing, seconds) : hold.amountMicrocents;
-          await deps.billing.settle(hold, spec.payer, {
-            requestId: spec.requestId, model: spec.model, modelType: 'stt', route: null, seconds,
-            costMicrocents: cost, status: 'ok', latencyMs: deps.now() - spec.startedAt,
-          });
+          const cost = model ? priceOfSeconds(model.pricing, seconds) : hold.amountMicrocents;
+          await callOf(spec, hold).settle({ route: null, seconds, costMicrocents: cost, status: 'ok' });
           return true;
         });
         await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.completed', { job_id: input.jobId, status: 'completed', duration: result.duration }));
@@ -374,10 +377,8 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
           // What the job holds: the upload's hold, or the one that replaced it (returned, unrecorded, first).
           const c = await ctx.steps.done<Covered>('hold');
           const hold = c && 'hold' in c ? c.hold : spec.hold;
-          if (c && 'replaced' in c && c.replaced) await deps.billing.drop(c.replaced);
-          await deps.billing.release(hold, spec.payer, {
-            requestId: spec.requestId, model: spec.model, modelType: 'stt', route: null, seconds: 0, costMicrocents: 0, status: 'upstream_failed', latencyMs: deps.now() - spec.startedAt,
-          });
+          if (c && 'replaced' in c && c.replaced) await callOf(spec, c.replaced).drop();
+          await callOf(spec, hold).release('upstream_failed', { seconds: 0 });
           return true;
         });
         await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.failed', { job_id: input.jobId, status: 'failed', error: input.error.code }));

@@ -1,16 +1,9 @@
 // From a provider's transcript to the one clients get: the gateway's own duration (decoded), a
 // BCP-47 language, trimmed texts, and speakers renamed SPEAKER_00, SPEAKER_01… by first appearance
 // whatever the provider called them (integers, letters, names), consistent over the recording.
-import { priceMicrocents } from '../billing/money.ts';
-import type { Pricing } from '../models/types.ts';
 import type { Transcript as UpstreamTranscript } from '../providers/types.ts';
 import { canonicalLanguage } from '../speech/languages.ts';
 import type { Transcript } from '../speech/transcript.ts';
-
-/** The exact price of `seconds` of audio (µ¢; a fraction is kept by the wallet). */
-export function costMicrocentsOfSeconds(pricing: Pricing, seconds: number): number {
-  return priceMicrocents(pricing, { seconds });
-}
 
 export const speakerLabel = (n: number): string => `SPEAKER_${String(n).padStart(2, '0')}`;
 

@@ -4,7 +4,8 @@
 //   → settle by the decoded seconds, or release when nothing was transcribed → render.
 import type { BlobStore } from '../blobs/port.ts';
 import { ApiError } from '../errors.ts';
-import { costMicrocentsOfSeconds, transcriptForClient } from './result.ts';
+import { priceOfSeconds } from '../billing/pricing.ts';
+import { transcriptForClient } from './result.ts';
 import { checkAgainstModel, type TranscriptionFields } from './request.ts';
 import { examineAudio } from './audio.ts';
 import { renderTranscript, type Rendered } from '../speech/formats.ts';
@@ -43,7 +44,7 @@ export class SyncTranscription {
       type: 'stt',
       requestId,
       check: (model) => checkAgainstModel(model, fields, 'sync'),
-      estimate: (model) => costMicrocentsOfSeconds(model.pricing, seconds),
+      estimate: (model) => priceOfSeconds(model.pricing, seconds),
     });
     const { model, checked: language } = call;
     const req: TranscribeRequest = {
@@ -61,7 +62,7 @@ export class SyncTranscription {
       await call.release(unservedStatus(err, signal), { seconds: 0 });
       throw toApiError(err);
     }
-    await call.settle({ route: served.route.id, seconds, costMicrocents: costMicrocentsOfSeconds(model.pricing, seconds), status: 'ok' }, { answer: true });
+    await call.settle({ route: served.route.id, seconds, costMicrocents: priceOfSeconds(model.pricing, seconds), status: 'ok' }, { answer: true });
     const transcript = transcriptForClient(served.result, { durationS: audio.durationS, language: language ?? model.languages?.[0] ?? null, diarized: false });
     const timestamps = sttFeatures(model).timestamps !== 'none';
     if (fields.responseFormat === 'json') {

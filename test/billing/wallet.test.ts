@@ -5,7 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../src/errors.ts';
 import { assertKyc } from '../../src/billing/service.ts';
-import { addMonths, chargeFor, PICOCENTS_PER_MICROCENT, priceMicrocents, walletIdOf, parseHold } from '../../src/billing/money.ts';
+import { addMonths, chargeFor, PICOCENTS_PER_MICROCENT, walletIdOf, parseHold } from '../../src/billing/money.ts';
+import { priceMicrocents } from '../../src/billing/pricing.ts';
 import { call, facts, fixture, fund, org, principal, user, walletOf, type Fixture } from './helpers.ts';
 
 const isCode = (code: string) => (err: unknown) => err instanceof ApiError && err.code === code;
