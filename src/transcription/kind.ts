@@ -1,5 +1,5 @@
 // The transcription-job actor kind: the machine (machines/transcription-job.machine.ts) with its
-// effects bound to the blob store, the providers and billing. Every side effect that must happen
+// effects bound to the blob store, the router and the Meter. Every side effect that must happen
 // once is a step (`ctx.steps.once`, keyed by job and step name), so a replay after a crash or a
 // takeover finds it done:
 //   create:<route>, start:<route>  a two-phase provider's job made (its id recorded first), then
