@@ -5,7 +5,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import { ADMIN_COOKIE, credentialOf, SESSION_COOKIE } from './browser.ts';
-import type { AppDeps } from './app.ts';
+import type { AppDeps } from './types.ts';
 import { bearerToken, type Scope } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';

@@ -15,7 +15,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobStore } from '../blobs/port.ts';
 import { BlobTooLargeError } from '../blobs/port.ts';
-import type { App } from './app.ts';
+import type { App } from './types.ts';
 import { ApiError } from './errors.ts';
 
 /** The spec's upload limit: 25 MB of audio. */

@@ -2,7 +2,7 @@
 // dashboard (X-Gateway-Client: dashboard) gets it only in the __Host- session cookie (browser.ts).
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { assertSameOrigin, clearCookie, cookieOf, fromDashboard, SESSION_COOKIE, setCookie } from '../browser.ts';
 import { Closed, errors, IsoDate, KeyString } from '../schemas.ts';

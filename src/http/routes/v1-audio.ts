@@ -6,7 +6,7 @@
 //   POST /v1/audio/transcriptions/jobs/{id}/callback/{provider}: a provider's job callback, checked
 //        against the job's token, handed to the job's actor through the runtime (any instance).
 import { randomBytes } from 'node:crypto';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { acceptUploads, readUpload, UPLOAD_LIMIT_BYTES, uploadFailed } from '../uploads.ts';
 import { ApiError } from '../../errors.ts';

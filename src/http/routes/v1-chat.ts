@@ -1,7 +1,7 @@
 // POST /v1/chat/completions: OpenAI-compatible, JSON or server-sent events. The route translates
 // only; the metered path is src/gateway/chat.ts.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { toEnvelope } from '../errors.ts';
 import { relaySse } from '../sse.ts';

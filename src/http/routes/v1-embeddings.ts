@@ -1,6 +1,6 @@
 // POST /v1/embeddings: OpenAI-compatible. The metered path is src/gateway/embeddings.ts.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import type { EmbeddingsBody } from '../../gateway/embeddings.ts';

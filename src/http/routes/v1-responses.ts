@@ -1,7 +1,7 @@
 // POST /v1/responses: OpenAI's Responses API for text and function tools (the AI SDK's default,
 // openai-node's `responses.create`), translated onto the metered chat path (src/gateway/responses.ts).
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import { KEY_STRING_PATTERN } from '../../strings.ts';

@@ -6,7 +6,7 @@
 // complete-looking one) or ends an SSE stream with an `error` event.
 import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors, FreeText, KeyString } from '../schemas.ts';
