@@ -2,7 +2,7 @@
 //   upload (already in the blob store) → probe and decode (exact duration) → Meter.begin (model of
 //   type stt, its modes and languages, hold the duration's price) → router.transcribe (failover)
 //   → settle by the decoded seconds, or release when nothing was transcribed → render.
-import type { BlobStore } from '../blobs/port.ts';
+import type { BlobStore, Upload } from '../blobs/port.ts';
 import { ApiError } from '../errors.ts';
 import { costMicrocentsOfSeconds, transcriptForClient } from './result.ts';
 import { checkAgainstModel, type TranscriptionFields } from './request.ts';
@@ -13,7 +13,6 @@ import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { toApiError, unservedStatus, type GatewayDeps } from '../gateway/common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 import type { TranscribeRequest } from '../providers/types.ts';
-import type { Upload } from '../http/uploads.ts';
 
 /** The spec's "about 30 seconds": a clip up to 30.5 s is taken (encoders pad). */
 export const SYNC_LIMIT_SECONDS = 30.5;
