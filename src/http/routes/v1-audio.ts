@@ -15,7 +15,7 @@ import { audioKeyOf, newJobId, type JobStatus } from '../../transcription/jobs.t
 import { Type } from 'typebox';
 import { errors, KeyString } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 /** A transcription job as /v1 and the portal list it. */
 /** A job's status, as a list filter. */

@@ -9,7 +9,7 @@ import { errors, KeyString } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
 import { normalizeChatBody } from '../../gateway/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 // Content is text: a string, or OpenAI's array of text parts (as Cline and other agents send it),
 // joined in order. A part's shape is checked in the gateway, so an image, audio or file part is

@@ -4,7 +4,7 @@ import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 const Text = Type.String({ maxLength: 1_000_000 });
 // Token ids (as LangChain's OpenAIEmbeddings sends by default): the upstream tokenizer's, unchecked

@@ -10,7 +10,7 @@ import { dropNulls } from '../../gateway/chat-input.ts';
 import { completionResponse, newResponseId, toChatBody, type ResponsesBody } from '../../gateway/responses.ts';
 import { responseEvents } from '../../gateway/responses-stream.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 const FunctionName = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' });
 // An input item's own shape is checked in the translation (message, function_call, function_call_output).

@@ -10,7 +10,7 @@ import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors, FreeText, KeyString } from '../schemas.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 import { SPEECH_FORMATS } from '../../providers/types.ts';
 import { PCM_RATES } from '../../synthesis/formats.ts';
 import type { SpeechBody } from '../../synthesis/service.ts';
