@@ -24,6 +24,17 @@ export function requireSession(deps: AppDeps) {
 }
 
 /**
+ * The session the request presents (bearer header, else the dashboard's cookie), or null when it
+ * presents none, or one that is invalid, expired or logged out: never a refusal (GET /portal/session).
+ */
+export function findSession(deps: AppDeps) {
+  return async (request: FastifyRequest): Promise<SessionUser | null> => {
+    const credential = credentialOf(request, SESSION_COOKIE, bearer);
+    return credential?.token ? deps.services.accounts.authenticate(credential.token) : null;
+  };
+}
+
+/**
  * Authenticates the API key for `scope`, then counts the request against the key's per-key limits:
  * the spec applies RPM to every request on the key (GET /v1/models too), so admission happens here,
  * once per request, not in each endpoint's metered path. An admitted request's answer tells a key
