@@ -28,7 +28,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../services/common.ts';
 import type { Collection, Store, WriteOptions } from '../store/port.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, WALLET_LIMIT_CENTS, WALLET_LIMIT_UC, floorCents, holdToken, parseHold, walletSeed, walletTotalUc, type OwnerType, type WalletDoc } from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';

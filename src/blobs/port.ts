@@ -36,6 +36,15 @@ export interface PutOptions {
   signal?: AbortSignal;
 }
 
+/** An uploaded file (a recording sent to the transcription endpoints), once it is in the blob store. */
+export interface Upload {
+  /** Where the file now is in the blob store (the caller deletes it when done with it). */
+  key: string;
+  filename: string;
+  bytes: number;
+  sha256: string;
+}
+
 /** A byte range, `end` exclusive, as `Blob.slice`; `end` past the size reads to the end. */
 export interface ByteRange {
   start: number;

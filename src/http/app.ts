@@ -2,20 +2,17 @@
 // authorize, then call a service or message an actor; they hold no business rules. Every error,
 // including unknown routes, wrong methods, malformed JSON and oversized bodies, leaves through the
 // one error handler here in the spec's envelope, with the request id.
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { accessLogger, LazyChildLogger } from '../logger.ts';
-import type { Config } from '../config.ts';
 import { ApiError, echo, readsOnlyOpenAIErrors, toEnvelope } from './errors.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { capConnections } from './connections.ts';
 import { newRequestId } from './request-id.ts';
 import { parseJsonBody } from './json.ts';
-import type { HttpMetrics } from './metrics.ts';
-import type { Services } from '../services/index.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerPortalAuthRoutes } from './routes/portal-auth.ts';
 import { registerPortalOrgRoutes } from './routes/portal-org.ts';
@@ -31,47 +28,10 @@ import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
-import type { SessionUser } from '../services/accounts.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError } from '../store/port.ts';
 import { STRING_RULES } from '../strings.ts';
-import type { OpenStreams } from './open-streams.ts';
-
-export type App = FastifyInstance<
-  import('node:http').Server,
-  import('node:http').IncomingMessage,
-  import('node:http').ServerResponse,
-  Logger,
-  TypeBoxTypeProvider
->;
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Set by the API-key preHandler on /v1 routes. */
-    principal: ApiKeyPrincipal | null;
-    /** Set by the session preHandler on /portal routes. */
-    sessionUser: SessionUser | null;
-    /** How requireAdmin authenticated: the admin token or the dashboard's operator session. */
-    adminVia: 'bearer' | 'cookie' | null;
-  }
-}
-
-/** What the routes may read about the process: readiness of the store and of the actor runtime. */
-export interface Lifecycle {
-  closing: boolean;
-  ready(): Promise<{ ready: boolean; checks: Record<string, string> }>;
-}
-
-export interface AppDeps {
-  config: Config;
-  logger: Logger;
-  metrics: HttpMetrics;
-  services: Services;
-  lifecycle: Lifecycle;
-  /** Hijacked responses (SSE, raw audio) that shutdown ends after its grace. */
-  streams: OpenStreams;
-}
+import type { App, AppDeps } from './types.ts';
 
 /** /portal and /admin, and anything under them. */
 const PRIVATE_PATH = /^\/(portal|admin)(\/|\?|$)/;

@@ -5,7 +5,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import { ADMIN_COOKIE, credentialOf, SESSION_COOKIE } from './browser.ts';
-import type { AppDeps } from './app.ts';
+import type { AppDeps } from './types.ts';
 import { bearerToken, type Scope } from '../services/keys.ts';
 import type { SessionUser } from '../services/accounts.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
@@ -20,6 +20,17 @@ export function requireSession(deps: AppDeps) {
     const user = await deps.services.accounts.authenticate(credential.token);
     if (!user) throw new ApiError('invalid_session', 'Session token is invalid, expired or logged out; log in again.');
     request.sessionUser = user;
+  };
+}
+
+/**
+ * The session the request presents (bearer header, else the dashboard's cookie), or null when it
+ * presents none, or one that is invalid, expired or logged out: never a refusal (GET /portal/session).
+ */
+export function findSession(deps: AppDeps) {
+  return async (request: FastifyRequest): Promise<SessionUser | null> => {
+    const credential = credentialOf(request, SESSION_COOKIE, bearer);
+    return credential?.token ? deps.services.accounts.authenticate(credential.token) : null;
   };
 }
 

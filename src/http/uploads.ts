@@ -13,9 +13,9 @@
 // doing, and nothing is written: nobody is there to read it.
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { BlobStore } from '../blobs/port.ts';
+import type { BlobStore, Upload } from '../blobs/port.ts';
 import { BlobTooLargeError } from '../blobs/port.ts';
-import type { App } from './app.ts';
+import type { App } from './types.ts';
 import { ApiError } from './errors.ts';
 
 /** The spec's upload limit: 25 MB of audio. */
@@ -96,14 +96,6 @@ export async function acceptUploads(scope: App, maxBytes = UPLOAD_LIMIT_BYTES): 
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxBytes + FORM_OVERHEAD_BYTES) return sendTooLarge(reply);
   });
-}
-
-export interface Upload {
-  /** Where the file now is in the blob store (the caller deletes it when done with it). */
-  key: string;
-  filename: string;
-  bytes: number;
-  sha256: string;
 }
 
 export interface UploadForm {

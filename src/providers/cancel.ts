@@ -2,7 +2,6 @@
 // an AbortSignal is one, and so is `Cancel`, the light one the hot path makes. Node's
 // AbortController builds an EventTarget per request (about 5 µs with its listeners, twice per call
 // in CPU profiles of the chat path); undici accepts any object with addEventListener.
-import type { ServerResponse } from 'node:http';
 
 /** What a call needs of a cancellation signal (a subset of AbortSignal). */
 export interface CancelSignal {
@@ -50,17 +49,4 @@ export class Cancel implements CancelSignal {
       }
     }
   }
-}
-
-/**
- * A Cancel that fires when the client goes away before `res` (an HTTP response) finished.
- * The request's 'close' fires early; a response 'close' without a finished response is the real
- * disconnect (SECURITY.md, "Hardening: stack defaults we override").
- */
-export function cancelOnDisconnect(res: ServerResponse): Cancel {
-  const cancel = new Cancel();
-  res.on('close', () => {
-    if (!res.writableFinished) cancel.abort();
-  });
-  return cancel;
 }

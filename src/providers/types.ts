@@ -257,6 +257,12 @@ export interface AudioInput {
   bytes: number;
   /** Decoded duration in seconds. */
   durationS: number;
+  /**
+   * The audio already decoded to 16 kHz mono s16le, exactly the `durationS` measured (a sync call
+   * keeps what it decoded, at most about 1 MB, for an engine in this process): an engine that decodes
+   * the audio itself takes this instead, so the upload is decoded once.
+   */
+  pcm?: Uint8Array;
 }
 
 export interface TranscribeRequest {

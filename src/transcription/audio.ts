@@ -1,7 +1,7 @@
 // What the gateway learns of an uploaded recording before any provider sees it: ffprobe's view of
 // its bytes (never its name) and its exact decoded duration, which is what the client is billed for.
 import { ApiError } from '../errors.ts';
-import { AudioDecodeError, decodedPcmBytes, pcmSeconds, probeAudio, type AudioProbe } from '../speech/ffmpeg.ts';
+import { AudioDecodeError, decodedPcmBytes, decodeToPcm, pcmSeconds, probeAudio, type AudioProbe } from '../speech/ffmpeg.ts';
 
 /** The content type a provider is told, from the container ffprobe found. */
 export function contentTypeOf(container: string): string {
@@ -21,25 +21,40 @@ export interface AudioFacts {
   contentType: string;
   /** Seconds, from decoding (exact to the sample), not from the container's claim. */
   durationS: number;
+  /** The decoded audio (16 kHz mono s16le), when asked for with `keepPcm`. */
+  pcm?: Buffer;
 }
+
+export type ExamineOptions = { maxSeconds?: number; signal?: AbortSignal; keepPcm?: false } | { maxSeconds: number; signal?: AbortSignal; keepPcm: true };
 
 /**
  * Probes and decodes the file at `path`. `maxSeconds` stops decoding there (the sync limit): the
  * answer is then `maxSeconds` plus a little, enough to refuse. Undecodable audio → 400 invalid_audio.
+ * `keepPcm` (only with `maxSeconds`: the PCM is then bounded) keeps what was decoded, so that an
+ * engine taking PCM need not decode the file again.
  */
-export async function examineAudio(path: string, opts: { maxSeconds?: number; signal?: AbortSignal } = {}): Promise<AudioFacts> {
+export async function examineAudio(path: string, opts: ExamineOptions = {}): Promise<AudioFacts> {
   try {
     const probe = await probeAudio({ path }, opts.signal ? { signal: opts.signal } : {});
     const limit = opts.maxSeconds !== undefined ? { maxSeconds: opts.maxSeconds + 1 } : {};
-    // ffmpeg counts the decoded PCM itself: it never passes through this process (an hour is 115 MB).
-    const bytes = await decodedPcmBytes({ path }, { ...limit, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const decode = { ...limit, ...(opts.signal ? { signal: opts.signal } : {}) };
+    // Without keepPcm, ffmpeg counts the decoded PCM itself: it never passes through this process
+    // (an hour is 115 MB).
+    const pcm = opts.keepPcm ? await collect(decodeToPcm({ path }, decode)) : undefined;
+    const bytes = pcm ? pcm.length : await decodedPcmBytes({ path }, decode);
     const durationS = pcmSeconds(bytes);
     if (durationS <= 0) throw new ApiError('invalid_audio', 'The file holds no audio samples.', { param: 'file' });
-    return { probe, contentType: contentTypeOf(probe.container), durationS };
+    return { probe, contentType: contentTypeOf(probe.container), durationS, ...(pcm ? { pcm } : {}) };
   } catch (err) {
     if (err instanceof AudioDecodeError) {
       throw new ApiError('invalid_audio', `The file could not be decoded as audio (${err.message}). Send wav, mp3, ogg/opus, flac, m4a/aac or webm.`, { param: 'file' });
     }
     throw err;
   }
+}
+
+async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
+  const all: Buffer[] = [];
+  for await (const chunk of chunks) all.push(chunk);
+  return Buffer.concat(all);
 }

@@ -10,13 +10,12 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ActorRef, ActorRuntime } from '../actors/runtime.ts';
 import type { ActorView } from '../actors/record.ts';
-import type { BlobStore } from '../blobs/port.ts';
+import type { BlobStore, Upload } from '../blobs/port.ts';
 import { ApiError } from '../errors.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { CallbackHeaders, Provider } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../services/keys.ts';
-import type { Upload } from '../http/uploads.ts';
 import type { Transcript } from '../speech/transcript.ts';
 import { AudioDecodeError, probeAudio } from '../speech/ffmpeg.ts';
 import { contentTypeOf, examineAudio } from './audio.ts';

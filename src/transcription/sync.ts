@@ -2,7 +2,9 @@
 //   upload (already in the blob store) → probe and decode (exact duration) → Meter.begin (model of
 //   type stt, its modes and languages, hold the duration's price) → router.transcribe (failover)
 //   → settle by the decoded seconds, or release when nothing was transcribed → render.
-import type { BlobStore } from '../blobs/port.ts';
+//   The offline engine (`local`) is handed the PCM decoded for the duration, so the upload is decoded
+//   once and the seconds billed are those the engine heard.
+import type { BlobStore, Upload } from '../blobs/port.ts';
 import { ApiError } from '../errors.ts';
 import { priceOfSeconds } from '../billing/pricing.ts';
 import { transcriptForClient } from './result.ts';
@@ -14,7 +16,7 @@ import type { ApiKeyPrincipal } from '../services/keys.ts';
 import { toApiError, unservedStatus, type GatewayDeps } from '../gateway/common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 import type { TranscribeRequest } from '../providers/types.ts';
-import type { Upload } from '../http/uploads.ts';
+import { IN_PROCESS_PROVIDERS } from '../providers/index.ts';
 
 /** The spec's "about 30 seconds": a clip up to 30.5 s is taken (encoders pad). */
 export const SYNC_LIMIT_SECONDS = 30.5;
@@ -30,7 +32,8 @@ export class SyncTranscription {
 
   private async run(principal: ApiKeyPrincipal, fields: TranscriptionFields, upload: Upload, path: string, requestId: string, signal: CancelSignal): Promise<Rendered> {
     const { meter, router } = this.deps;
-    const audio = await examineAudio(path, { maxSeconds: SYNC_LIMIT_SECONDS });
+    // Decoded once, here: the PCM is kept (31.5 s at most, about 1 MB) for an engine in this process.
+    const audio = await examineAudio(path, { maxSeconds: SYNC_LIMIT_SECONDS, keepPcm: true });
     if (audio.durationS > SYNC_LIMIT_SECONDS) {
       throw new ApiError(
         'audio_too_long',
@@ -47,8 +50,12 @@ export class SyncTranscription {
       estimate: (model) => priceOfSeconds(model.pricing, seconds),
     });
     const { model, checked: language } = call;
+    // Only an engine in this process takes the PCM; a model routed to upstreams alone lets it go
+    // rather than hold it through their calls.
+    const pcm = model.routes.some((r) => IN_PROCESS_PROVIDERS.includes(r.provider)) ? audio.pcm : undefined;
+    delete audio.pcm;
     const req: TranscribeRequest = {
-      audio: { path, filename: upload.filename, contentType: audio.contentType, bytes: upload.bytes, durationS: audio.durationS },
+      audio: { path, filename: upload.filename, contentType: audio.contentType, bytes: upload.bytes, durationS: audio.durationS, ...(pcm ? { pcm } : {}) },
       mode: fields.mode,
       timestamps: fields.granularities.length > 0 ? fields.granularities : ['segment'],
     };

@@ -51,6 +51,11 @@ export interface Tab {
   context: BrowserContext;
   /** Console errors, page errors and CSP violations seen so far. */
   problems: string[];
+  /**
+   * Every answer of status 400 or more and every request that failed, whatever its URL. `problems`
+   * lets an API's 4xx pass (a page shows it as the envelope says); a test that expects none reads this.
+   */
+  failedRequests: string[];
   /** Fails the test when anything went wrong on the page so far. */
   assertClean(): void;
   /** Runs axe-core on the page as it is now; fails on any WCAG 2.1 A/AA violation. */
@@ -68,6 +73,7 @@ const axe = () => (axeSource ??= readFile(createRequire(import.meta.url).resolve
 export async function openTab(d: Dashboard, opts: { clock?: boolean } = {}): Promise<Tab> {
   const context = await d.browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
   const problems: string[] = [];
+  const failedRequests: string[] = [];
   await context.addInitScript(
     "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + e.blockedURI));",
   );
@@ -81,7 +87,11 @@ export async function openTab(d: Dashboard, opts: { clock?: boolean } = {}): Pro
     if (API_4XX.test(msg.text()) && /^\/(portal|admin)\//.test(path)) return; // an API refusal the page shows
     problems.push(`console error: ${msg.text()} (${url})`);
   });
+  page.on('response', (res) => {
+    if (res.status() >= 400) failedRequests.push(`${res.status()} ${res.request().method()} ${res.url()}`);
+  });
   page.on('requestfailed', (req) => {
+    failedRequests.push(`failed ${req.method()} ${req.url()} ${req.failure()?.errorText ?? ''}`);
     // ERR_ABORTED: the page navigated away while the request was in flight (a reload, a goto).
     const why = req.failure()?.errorText ?? '';
     if (req.url().startsWith(d.base) && why !== 'net::ERR_ABORTED') problems.push(`request failed: ${req.url()} ${why}`);
@@ -90,6 +100,7 @@ export async function openTab(d: Dashboard, opts: { clock?: boolean } = {}): Pro
     page,
     context,
     problems,
+    failedRequests,
     assertClean: () => assert.deepEqual(problems, [], 'the page logged errors'),
     async checkA11y(label) {
       await page.evaluate(await axe());

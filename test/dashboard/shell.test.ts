@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DASHBOARD_CSP } from '../../src/http/routes/dashboard.ts';
 import { call } from '../helper.ts';
-import { freshEmail, openTab, PASSWORD, signInInBrowser, signUpInBrowser, startDashboard, type Dashboard } from './browser.ts';
+import { apiSession, freshEmail, openTab, PASSWORD, signInInBrowser, signUpInBrowser, startDashboard, type Dashboard } from './browser.ts';
 
 describe('dashboard shell', () => {
   let d: Dashboard;
@@ -77,6 +77,35 @@ describe('dashboard shell', () => {
     await signInInBrowser(tab, d, email);
     await page.goto(`${d.base}/dashboard/usage?from=2026-01-01`);
     await page.getByRole('heading', { name: 'Usage', exact: true }).waitFor();
+    tab.assertClean();
+    await tab.close();
+  });
+
+  it('a signed-out visit makes no failing request, with no cookie or a stale one', async () => {
+    const tab = await openTab(d);
+    const { page } = tab;
+    const asked: string[] = [];
+    page.on('request', (req) => {
+      if (req.url().startsWith(`${d.base}/portal/`)) asked.push(new URL(req.url()).pathname);
+    });
+    for (const path of ['/dashboard', '/dashboard/keys', '/dashboard/signup']) {
+      await page.goto(`${d.base}${path}`);
+      await page.getByRole('heading', { name: path === '/dashboard/signup' ? 'Create an account' : 'Sign in' }).waitFor();
+    }
+    assert.match(page.url(), /\/dashboard\/signup$/);
+    assert.ok(asked.length >= 3, `the page asked who is signed in on each visit: ${asked.join(', ')}`);
+    // A session that ended elsewhere (here: every session of the account logged out by an API
+    // client) leaves a stale cookie: no failure either.
+    const email = freshEmail();
+    assert.equal((await call(d.base, 'POST', '/portal/auth/signup', { body: { email, password: PASSWORD } })).status, 201);
+    await signInInBrowser(tab, d, email);
+    const out = await call(d.base, 'POST', '/portal/auth/logout', { token: await apiSession(d, email), body: { everywhere: true } });
+    assert.equal(out.status, 200);
+    await page.goto(`${d.base}/dashboard/wallet`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.match(page.url(), /\/dashboard\/signin\?next=wallet$/);
+    assert.ok((await tab.context.cookies()).some((c) => c.name === '__Host-gw_session'), 'the stale cookie was sent');
+    assert.deepEqual(tab.failedRequests, []);
     tab.assertClean();
     await tab.close();
   });

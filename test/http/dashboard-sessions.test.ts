@@ -157,6 +157,27 @@ describe('dashboard browser sessions', () => {
     assert.equal((await req('GET', '/portal/me', { headers: { authorization: `Bearer ${api.body.session_token}` } })).status, 401);
   });
 
+  it('GET /portal/session answers 200 whether or not the request is signed in; /portal/me keeps its 401', async () => {
+    const u = await dashboardUser();
+    const signedIn = await req('GET', '/portal/session', { cookie: u.cookie });
+    assert.equal(signedIn.status, 200);
+    assert.deepEqual(signedIn.body, { signed_in: true, ...(await req('GET', '/portal/me', { cookie: u.cookie })).body });
+    assert.equal(signedIn.body.user.email, u.email);
+    assert.equal(signedIn.body.organization, null);
+    assert.equal(signedIn.headers['cache-control'], 'no-store');
+    const b = await signup(gw.url);
+    assert.equal((await req('GET', '/portal/session', { cookie: u.cookie, headers: { authorization: `Bearer ${b.token}` } })).body.user.id, b.id, 'the bearer token wins');
+    for (const opts of [{}, { cookie: '__Host-gw_session=sess_forged' }, { headers: { authorization: 'Bearer sess_forged' } }, { cookie: u.cookie, headers: { authorization: 'Basic Zm9vOmJhcg==' } }]) {
+      const res = await req('GET', '/portal/session', opts);
+      assert.equal(res.status, 200, JSON.stringify(opts));
+      assert.deepEqual(res.body, { signed_in: false });
+      assert.equal(res.setCookie, undefined);
+    }
+    await req('POST', '/portal/auth/logout', { cookie: u.cookie, headers: SAME_ORIGIN });
+    assert.deepEqual((await req('GET', '/portal/session', { cookie: u.cookie })).body, { signed_in: false }, 'an ended session');
+    assert.equal((await req('GET', '/portal/me', { cookie: u.cookie })).status, 401, 'API clients still get the 401');
+  });
+
   it('the cookie session expires with the session ttl', async () => {
     const u = await dashboardUser();
     clock += 2 * 3_600_000 + 1000;

@@ -4,14 +4,16 @@
 // refusals in the envelope.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import { multipartForm } from './form.ts';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { wavBytes } from '../fakes/audio.ts';
+import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 
 const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
 const CLIP = join(LIBRIVOX, 'sense_and_sensibility_01_austen_64kb-0880.wav'); // "he was not an ill disposed young man", 2.99 s
@@ -66,6 +68,49 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
 
     // Five calls of 3 billed seconds at 0.1 cent a minute: 5 × 3/60 × 0.1 cent = 0.025 cent = 25,000 µ¢.
     assert.equal(before - (await walletMicrocents()), 25_000);
+  });
+
+  it('decodes the upload once: one ffmpeg per stt-local call, and the seconds billed are those the engine heard', async () => {
+    const before = await walletMicrocents();
+    const { result: json, ffmpegRuns } = await countingFfmpeg(
+      async () => (await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'clip.wav') })) as unknown as { text: string; duration: number; usage: { seconds: number } },
+    );
+    assert.ok(json.text.includes('young'), json.text);
+    assert.ok(Math.abs(json.duration - 2.99) < 0.05, `duration ${json.duration}`);
+    assert.equal(json.usage.seconds, 3);
+    assert.equal(before - (await walletMicrocents()), 5_000, '3 s at 0.1 cent a minute');
+    assert.equal(ffmpegRuns.length, 1, `ffmpeg ran ${ffmpegRuns.length} times:\n${ffmpegRuns.join('\n')}`);
+  });
+
+  it('a model routed to an upstream first: the upstream gets the file; when it fails, the engine behind it takes the PCM already decoded', async () => {
+    const upstream = await startOpenAIUpstream({ apiKey: 'sk-up' });
+    try {
+      const put = await call(gw.url, 'PUT', '/admin/models/stt-fallback', {
+        token: ADMIN_TOKEN,
+        body: {
+          type: 'stt', owned_by: 'acme', languages: ['en-US'], modes: ['transcribe'], pricing: { cents_per_minute: 0.1 },
+          routes: [{ provider: 'openai', base_url: `${upstream.url}/v1`, api_key: 'sk-up', upstream_model: 'whisper-1' }, { provider: 'local', upstream_model: 'pocketsphinx-en-us' }],
+        },
+      });
+      assert.ok(put.status < 300, put.text);
+      const transcribe = async () => (await client.audio.transcriptions.create({ model: 'stt-fallback', file: await toFile(readFileSync(CLIP), 'clip.wav') })) as unknown as { text: string; usage: { seconds: number } };
+      const before = await walletMicrocents();
+      const byUpstream = await countingFfmpeg(transcribe);
+      assert.equal(upstream.calls('/v1/audio/transcriptions').length, 1);
+      assert.ok(upstream.requests.at(-1)!.raw.includes(readFileSync(CLIP)), 'the upload as it came, not PCM');
+      assert.equal(byUpstream.result.usage.seconds, 3);
+      assert.equal(byUpstream.ffmpegRuns.length, 1, 'decoded once, for the duration');
+
+      upstream.next({ status: 500 });
+      const byEngine = await countingFfmpeg(transcribe);
+      assert.equal(upstream.calls('/v1/audio/transcriptions').length, 2);
+      assert.ok(byEngine.result.text.includes('young'), byEngine.result.text);
+      assert.equal(byEngine.result.usage.seconds, 3);
+      assert.equal(byEngine.ffmpegRuns.length, 1, 'the engine took the PCM: no second decode');
+      assert.equal(before - (await walletMicrocents()), 10_000, 'two calls of 3 s at 0.1 cent a minute');
+    } finally {
+      await upstream.close();
+    }
   });
 
   it('refuses what it cannot decode, what is too long, and what the model does not offer; none of it is charged', async () => {
@@ -147,3 +192,20 @@ function chunkedUpload(base: string, apiKey: string, size: number): Promise<{ st
   });
 }
 
+/** Runs `fn` with a stand-in for ffmpeg first on PATH that notes each run, then runs the real one. */
+async function countingFfmpeg<T>(fn: () => Promise<T>): Promise<{ result: T; ffmpegRuns: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-ffmpeg-'));
+  const runs = join(dir, 'runs');
+  writeFileSync(runs, '');
+  writeFileSync(join(dir, 'ffmpeg'), `#!/bin/sh\necho "$*" >> '${runs}'\nexec ${execFileSync('sh', ['-c', 'command -v ffmpeg']).toString().trim()} "$@"\n`);
+  chmodSync(join(dir, 'ffmpeg'), 0o755);
+  const path = process.env.PATH;
+  process.env.PATH = `${dir}:${path}`;
+  try {
+    const result = await fn();
+    return { result, ffmpegRuns: readFileSync(runs, 'utf8').split('\n').filter(Boolean) };
+  } finally {
+    process.env.PATH = path;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

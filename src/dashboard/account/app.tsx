@@ -1,8 +1,9 @@
-// The account app: who is signed in (GET /portal/me, by the HttpOnly cookie the page cannot read),
-// the layout with navigation, and which page the path shows.
+// The account app: who is signed in (GET /portal/session, by the HttpOnly cookie the page cannot
+// read: 200 whether or not anyone is, so a signed-out visit makes no failing request), the layout
+// with navigation, and which page the path shows.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { createApi } from '../ui/api.ts';
-import { SessionContext, type Me, type Session } from '../ui/context.tsx';
+import { SessionContext, type Me, type Session, type SessionState } from '../ui/context.tsx';
 import { Router, useRoute } from '../ui/router.tsx';
 import { Layout } from './layout.tsx';
 import { SignIn, SignUp } from './pages/auth.tsx';
@@ -33,7 +34,8 @@ function Shell() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const api = useMemo(() => createApi(() => setMe(null)), []);
   const refresh = async () => {
-    const m = await api.get<Me>('/portal/me').catch(() => null);
+    const s = await api.get<SessionState>('/portal/session').catch(() => null);
+    const m = s?.signed_in ? { user: s.user, organization: s.organization } : null;
     setMe(m);
     return m;
   };

@@ -8,10 +8,13 @@ export interface Me {
   organization: { id: number; role: 'owner' | 'admin' | 'member' } | null;
 }
 
+/** GET /portal/session: 200 whether or not the visitor is signed in. */
+export type SessionState = ({ signed_in: true } & Me) | { signed_in: false };
+
 export interface Session {
   api: Api;
   me: Me | null;
-  /** Re-reads /portal/me (after sign-in, joining or leaving an organization). */
+  /** Re-reads /portal/session (after sign-in, joining or leaving an organization). */
   refresh(): Promise<Me | null>;
 }
 

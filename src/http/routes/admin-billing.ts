@@ -1,7 +1,7 @@
 // Operator billing endpoints under /admin (ADMIN_TOKEN): confirm a manual payment, list top-ups,
 // start or change a subscription, set a user's KYC verification.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
 import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';

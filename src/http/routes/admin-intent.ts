@@ -3,7 +3,7 @@
 // POST .../evaluate scores the live pack, or a candidate version before it is stored, on labelled
 // turns (src/intent/evaluate.ts), since a stored version is live at once.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
 import { Closed, errors, FreeText, KeyString } from '../schemas.ts';

@@ -1,6 +1,6 @@
 // Operator management of virtual models, their routes, and per-account availability.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
 import { Closed, errors, KeyString, NumericId } from '../schemas.ts';

@@ -2,7 +2,7 @@
 // 15-minute server-side session in the __Host-gw_admin cookie; the token itself is never kept by the
 // page, never put in a cookie, never echoed.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
 import { ADMIN_COOKIE, clearCookie, cookieOf, fromDashboard, setCookie } from '../browser.ts';
 import { ApiError } from '../errors.ts';

@@ -1,6 +1,6 @@
 // Operator endpoints under /admin, guarded by ADMIN_TOKEN.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
 import { Closed, errors, IsoDate, KeyString, LimitsPatch, NumericId } from '../schemas.ts';

@@ -8,7 +8,7 @@ import { extname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG_DIR } from '../../config.ts';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { ApiError } from '../errors.ts';
 
 export const DASHBOARD_CSP =

@@ -1,5 +1,5 @@
 // Operational endpoints: liveness, readiness (store reachable, actors restored) and metrics.
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { ApiError } from '../errors.ts';
 import { METRICS_TOKEN_REFUSED, metricsAuthorized } from '../metrics-server.ts';
 

@@ -1,12 +1,12 @@
-// Portal accounts: sign-up, login, logout, me. API clients get a session token in the body; the
+// Portal accounts: sign-up, login, logout, me, session. API clients get a session token in the body; the
 // dashboard (X-Gateway-Client: dashboard) gets it only in the __Host- session cookie (browser.ts).
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { App, AppDeps } from '../app.ts';
-import { requireSession, sessionOf } from '../auth.ts';
+import type { App, AppDeps } from '../types.ts';
+import { findSession, requireSession, sessionOf } from '../auth.ts';
 import { assertSameOrigin, clearCookie, cookieOf, fromDashboard, SESSION_COOKIE, setCookie } from '../browser.ts';
 import { Closed, errors, IsoDate, KeyString } from '../schemas.ts';
-import type { SessionGrant } from '../../services/accounts.ts';
+import type { SessionGrant, SessionUser } from '../../services/accounts.ts';
 
 const Credentials = Closed({
   email: KeyString(254, { minLength: 3 }),
@@ -14,6 +14,12 @@ const Credentials = Closed({
 });
 
 const User = Type.Object({ id: Type.Integer(), email: Type.String(), created_at: IsoDate });
+const Organization = Type.Union([Type.Object({ id: Type.Integer(), role: Type.String() }), Type.Null()]);
+const SessionState = Type.Object({
+  signed_in: Type.Boolean(),
+  user: Type.Optional(User),
+  organization: Type.Optional(Organization),
+});
 const Grant = Type.Object({
   user: User,
   session_token: Type.Optional(Type.String({ description: 'Absent for the dashboard (X-Gateway-Client: dashboard): its session is the cookie' })),
@@ -76,17 +82,38 @@ export function registerPortalAuthRoutes(app: App, deps: AppDeps): void {
     async (req) => ({ revoked_sessions: await accounts.logout(sessionOf(req), req.body.everywhere === true) }),
   );
 
+  /** The signed-in user and their organization. */
+  const meOf = async (me: SessionUser) => {
+    const user = await accounts.getUser(me.id);
+    const membership = await orgs.membershipOf(me.id);
+    return {
+      user: { id: me.id, email: me.email, created_at: user!.created_at.toISOString() },
+      organization: membership ? { id: membership.org_id, role: membership.role } : null,
+    };
+  };
+
   app.get(
     '/portal/me',
     { preHandler: session, schema: { tags: ['portal'], summary: 'The signed-in user and their organization', security: [{ session: [] }] } },
+    async (req) => meOf(sessionOf(req)),
+  );
+
+  // What the dashboard asks first: a visitor who is not signed in (no cookie, or one whose session
+  // ended) is an answer here, not a 401, so a signed-out visit makes no failing request.
+  const current = findSession(deps);
+  app.get(
+    '/portal/session',
+    {
+      schema: {
+        tags: ['portal'],
+        summary: 'Whether the request is signed in (200 either way), and as whom: {signed_in: false} or {signed_in: true, user, organization}',
+        security: [{ session: [] }, {}],
+        response: { 200: SessionState },
+      },
+    },
     async (req) => {
-      const me = sessionOf(req);
-      const user = await accounts.getUser(me.id);
-      const membership = await orgs.membershipOf(me.id);
-      return {
-        user: { id: me.id, email: me.email, created_at: user!.created_at.toISOString() },
-        organization: membership ? { id: membership.org_id, role: membership.role } : null,
-      };
+      const me = await current(req);
+      return me ? { signed_in: true, ...(await meOf(me)) } : { signed_in: false };
     },
   );
 }

@@ -1,7 +1,7 @@
 // Wallet, billing settings, usage and subscription of the signed-in user's account: their
 // organization's while they belong to one, else their own.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate } from '../schemas.ts';
 import { AfterString, Limit, limitOf, PageOf } from '../pages.ts';

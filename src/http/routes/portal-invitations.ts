@@ -2,7 +2,7 @@
 // under /portal/invitations. Answers never tell whether an e-mail has an account or an organization,
 // and an invitation that is not the caller's is "not found".
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
 import { Org } from './portal-org.ts';

@@ -1,7 +1,7 @@
 // API keys of the signed-in user: create, list (paginated, searched), show (full key, retrievable at any time), rename or
 // self-limit, revoke.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
 import { SCOPES, type KeyStatus } from '../../services/keys.ts';

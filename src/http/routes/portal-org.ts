@@ -1,7 +1,7 @@
 // Organizations: the spec's resources and roles, plus our GET/transfer/delete. Joining is by
 // invitation: routes/portal-invitations.ts (POST /portal/org/members among them).
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
 

@@ -2,7 +2,7 @@
 // permission, as GET /v1/audio/transcriptions/jobs with any of the account's keys (an organization's
 // members all see the organization's jobs, as their keys do), in the portal's page shape.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, KeyString } from '../schemas.ts';
 import { Limit, limitOf, PageOf } from '../pages.ts';

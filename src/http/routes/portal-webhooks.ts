@@ -2,7 +2,7 @@
 // and admins manage them). Create (the secret is shown only here), list, show, change, delete,
 // re-enable, send a test ping, and page through the deliveries.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, NullableIso, NumericId } from '../schemas.ts';
 import { EVENT_NAMES } from '../../webhooks/records.ts';

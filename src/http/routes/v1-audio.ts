@@ -6,7 +6,7 @@
 //   POST /v1/audio/transcriptions/jobs/{id}/callback/{provider}: a provider's job callback, checked
 //        against the job's token, handed to the job's actor through the runtime (any instance).
 import { randomBytes } from 'node:crypto';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { acceptUploads, readUpload, UPLOAD_LIMIT_BYTES, uploadFailed } from '../uploads.ts';
 import { ApiError } from '../../errors.ts';
@@ -15,7 +15,7 @@ import { audioKeyOf, newJobId, type JobStatus } from '../../transcription/jobs.t
 import { Type } from 'typebox';
 import { errors, KeyString } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 /** A transcription job as /v1 and the portal list it. */
 /** A job's status, as a list filter. */

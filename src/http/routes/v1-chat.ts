@@ -1,7 +1,7 @@
 // POST /v1/chat/completions: OpenAI-compatible, JSON or server-sent events. The route translates
 // only; the metered path is src/gateway/chat.ts.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { toEnvelope } from '../errors.ts';
 import { relaySse } from '../sse.ts';
@@ -9,7 +9,7 @@ import { errors, KeyString } from '../schemas.ts';
 import type { ChatBody } from '../../gateway/chat.ts';
 import { normalizeChatBody } from '../../gateway/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 // Content is text: a string, or OpenAI's array of text parts (as Cline and other agents send it),
 // joined in order. A part's shape is checked in the gateway, so an image, audio or file part is

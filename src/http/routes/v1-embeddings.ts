@@ -1,10 +1,10 @@
 // POST /v1/embeddings: OpenAI-compatible. The metered path is src/gateway/embeddings.ts.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 const Text = Type.String({ maxLength: 1_000_000 });
 // Token ids (as LangChain's OpenAIEmbeddings sends by default): the upstream tokenizer's, unchecked

@@ -1,7 +1,7 @@
 // POST /v1/responses: OpenAI's Responses API for text and function tools (the AI SDK's default,
 // openai-node's `responses.create`), translated onto the metered chat path (src/gateway/responses.ts).
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import { KEY_STRING_PATTERN } from '../../strings.ts';
@@ -10,7 +10,7 @@ import { dropNulls } from '../../gateway/chat-input.ts';
 import { completionResponse, newResponseId, toChatBody, type ResponsesBody } from '../../gateway/responses.ts';
 import { responseEvents } from '../../gateway/responses-stream.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 
 const FunctionName = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' });
 // An input item's own shape is checked in the translation (message, function_call, function_call_output).

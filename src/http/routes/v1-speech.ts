@@ -6,11 +6,11 @@
 // complete-looking one) or ends an SSE stream with an `error` event. A client that stops reading is
 // cut after `http.streamStallTimeoutMs` (src/http/open-streams.ts) and billed as one that left.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors, FreeText, KeyString } from '../schemas.ts';
-import { cancelOnDisconnect } from '../../providers/cancel.ts';
+import { cancelOnDisconnect } from '../disconnect.ts';
 import { SPEECH_FORMATS } from '../../providers/types.ts';
 import { PCM_RATES } from '../../synthesis/formats.ts';
 import type { SpeechBody } from '../../synthesis/service.ts';

@@ -1,7 +1,7 @@
 // POST /v1/understand (scope intent): classify one conversational turn. The route translates only;
 // the metered path is src/intent/service.ts and the session logic machines/intent-session.machine.ts.
 import { Type } from 'typebox';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, FreeText, KeyString } from '../schemas.ts';
 import type { UnderstandBody } from '../../intent/service.ts';

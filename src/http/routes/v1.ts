@@ -1,7 +1,7 @@
 // Model endpoints under /v1, authenticated by API key with the endpoint's scope.
 import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
-import type { App, AppDeps } from '../app.ts';
+import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import { publicModel } from '../../models/catalog.ts';

@@ -2,12 +2,13 @@
 // anywhere in their failover order (alone by default; or behind a paid provider as a fallback that
 // never fails for want of a network). Debian's pocketsphinx with its US English model
 // (src/speech/pocketsphinx.ts), fed by ffmpeg decoding the upload to 16 kHz PCM
-// (src/speech/ffmpeg.ts). English only, `transcribe` mode only: anything else is refused, so the
-// router passes to the model's next route, or the request is answered 400.
+// (src/speech/ffmpeg.ts), or with the PCM a sync call decoded already. English only, `transcribe`
+// mode only: anything else is refused, so the router passes to the model's next route, or the
+// request is answered 400.
 // With `diarize`, the offline diarizer labels the engine's segments, reading the PCM the engine
 // wrote to disk a segment at a time: memory stays bounded whatever the recording's length.
 import type { PcmSource } from '../../speech/diarize.ts';
-import { decodeToPcm, AudioDecodeError } from '../../speech/ffmpeg.ts';
+import { decodeToPcm, AudioDecodeError, PCM_BYTES_PER_SECOND } from '../../speech/ffmpeg.ts';
 import { openPcmFile } from '../../speech/pcm.ts';
 import { transcribePcmWith } from '../../speech/pocketsphinx.ts';
 import { primaryLanguage } from '../../speech/languages.ts';
@@ -38,6 +39,14 @@ export function speakersFor(segments: readonly { start: number; end: number }[],
   });
 }
 
+/** PCM in one-second pieces, as ffmpeg's pipe would give it (the recogniser takes it as it comes). */
+async function* slices(pcm: Uint8Array, signal: AbortSignal): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < pcm.length; at += PCM_BYTES_PER_SECOND) {
+    signal.throwIfAborted();
+    yield pcm.subarray(at, at + PCM_BYTES_PER_SECOND);
+  }
+}
+
 export interface LocalOptions {
   /** Absent: `diarize` requests are answered without speaker labels (every segment SPEAKER_00). */
   diarizer?: Diarizer;
@@ -64,9 +73,12 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       else signal.addEventListener?.('abort', onCancel, { once: true });
       const diarizer = req.diarize === true ? opts.diarizer : undefined;
       try {
-        // A recording whose length was measured is decoded no further (a second past it, to be sure).
+        // PCM the gateway decoded already (a sync call) is taken as it is; otherwise a recording whose
+        // length was measured is decoded no further (a second past it, to be sure).
         const limit = req.audio.durationS !== undefined ? { maxSeconds: Math.ceil(req.audio.durationS) + 1 } : {};
-        const pcm = decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal, ...limit });
+        const pcm = req.audio.pcm
+          ? slices(req.audio.pcm, abort.signal)
+          : decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal, ...limit });
         return await transcribePcmWith(pcm, { detectors: await voiceDetectors(), signal: abort.signal, ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}) }, async (t, audioFile) => {
           const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
           if (diarizer && segments.length > 0) {
