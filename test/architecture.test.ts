@@ -122,4 +122,13 @@ describe('architecture: edges that stay edges', () => {
       .flatMap((m) => m.files.filter((next) => reaches(modules, next, m.path)).map((next) => `${m.path} -> ${next} -> … -> ${m.path}`));
     assert.deepEqual(cycles, []);
   });
+
+  it('money moves only through the Meter: no module outside src/metering/ and src/billing/ holds, settles, releases or drops a hold itself', () => {
+    const call = /\bbilling\??\.(hold|settle|settleForAnswer|release|drop)\(/;
+    const violations = [...modules.values()]
+      .filter((m) => !m.path.startsWith('src/metering/') && !m.path.startsWith('src/billing/'))
+      .filter((m) => call.test(readFileSync(join(ROOT, m.path), 'utf8')))
+      .map((m) => m.path);
+    assert.deepEqual(violations, []);
+  });
 });
