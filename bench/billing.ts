@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { BillingService } from '../src/billing/service.ts';
 import { openEmbeddedStore } from '../src/store/embedded.ts';
-import type { ApiKeyPrincipal } from '../src/services/keys.ts';
+import type { ApiKeyPrincipal } from '../src/identity/keys.ts';
 
 const dir = await mkdtemp(join(tmpdir(), 'billing-bench-'));
 const store = await openEmbeddedStore({ dir });

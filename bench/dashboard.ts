@@ -14,7 +14,7 @@ import { startGateway, type Gateway } from '../src/server.ts';
 import { openEmbeddedStore } from '../src/store/embedded.ts';
 import { BillingService } from '../src/billing/service.ts';
 import type { UsageRecordDoc } from '../src/billing/usage.ts';
-import { KEY_PREFIX, type KeyDoc } from '../src/services/keys.ts';
+import { KEY_PREFIX, type KeyDoc } from '../src/identity/keys.ts';
 import { utcDay } from '../src/billing/money.ts';
 
 const KEYS = Number(process.env.KEYS ?? 100_000);

@@ -56,7 +56,7 @@ try {
   const hmac = timeIt('baseline: HMAC-SHA256 of the JWT', N, () => createHmac('sha256', secret).update(jwt).digest());
   const col = gw.store.collection('api_keys');
   const read = await timeAsync('baseline: store point read (api_keys by jti)', N, () => col.findOne({ _id: key.id }));
-  const svc = (await import('../src/services/keys.ts')).KeyService;
+  const svc = (await import('../src/identity/keys.ts')).KeyService;
   const { loadConfig } = await import('../src/config.ts');
   const { resolveKeySecret } = await import('../src/secrets.ts');
   const cfg = loadConfig({}, { dataDir: gw.dir });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { loadConfig, type Config } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { startGateway, type Gateway, type StartOptions } from '../src/server.ts';
-import type { AccountEvent, EventSink } from '../src/services/events.ts';
+import type { AccountEvent, EventSink } from '../src/shared/events.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 

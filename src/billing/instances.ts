@@ -12,7 +12,7 @@
 // unable to renew for a whole lease (store unreachable, event loop stalled) is taken for dead: its
 // holds are returned (its calls are then charged without them, once, as after an expiry) and a usage
 // batch it is writing may be rolled up twice; the lease is sized to make that a real outage.
-import type { Clock } from '../services/common.ts';
+import type { Clock } from '../shared/common.ts';
 import type { Collection, Store } from '../store/port.ts';
 
 interface LeaseDoc {

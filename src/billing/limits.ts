@@ -9,9 +9,9 @@
 // A breach is a 429 with the spec's bare `{detail}` body and headers, and one rate_limit_exceeded
 // event per key, limit and window: a marker document decides which instance emits it.
 import { ApiError } from '../errors.ts';
-import type { Clock, WindowCounters, WindowPeriod } from '../services/common.ts';
-import type { AccountEvent, EventSink } from '../services/events.ts';
-import type { ApiKeyPrincipal, LimitName } from '../services/keys.ts';
+import type { Clock, WindowCounters, WindowPeriod } from '../shared/common.ts';
+import type { AccountEvent, EventSink } from '../shared/events.ts';
+import type { ApiKeyPrincipal, LimitName } from '../identity/keys.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { MICROCENTS_PER_CENT } from './types.ts';
 

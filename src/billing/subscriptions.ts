@@ -7,7 +7,7 @@
 // it is refused (409 wallet_limit_exceeded) when that credit would pass the wallet's limit. A
 // renewal the limit refuses stays due, reported at each sweep, and is credited once there is room.
 import { ApiError } from '../errors.ts';
-import type { Clock } from '../services/common.ts';
+import type { Clock } from '../shared/common.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { addMonths, walletIdOf, type OwnerType } from './money.ts';
 import type { Topups } from './topups.ts';

@@ -7,12 +7,12 @@
 // top-up is not kept.
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.ts';
-import type { Clock } from '../services/common.ts';
-import type { EventSink } from '../services/events.ts';
+import type { Clock } from '../shared/common.ts';
+import type { EventSink } from '../shared/events.ts';
 import { isDuplicateKeyError, type Collection, type Filter, type Store } from '../store/port.ts';
 import { floorCents, MICROCENTS_PER_CENT, ownerField, walletIdOf, walletTotalUc, type OwnerType } from './money.ts';
 import type { Wallets } from './wallets.ts';
-import { pageOf, type Page, type PageQuery } from '../services/pages.ts';
+import { pageOf, type Page, type PageQuery } from '../shared/pages.ts';
 
 export interface TopupDoc {
   _id: string;

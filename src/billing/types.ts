@@ -3,7 +3,7 @@
 // carry, so fractions of a cent are carried, never lost or invented; the API shows whole cents
 // (floor). Every call: limits → hold an estimate → upstream → settle the exact cost (or release)
 // → usage record.
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 
 export const MICROCENTS_PER_CENT = 1_000_000;
 

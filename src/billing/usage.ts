@@ -18,8 +18,8 @@
 // - `usage_daily_model`: per account, UTC day and model (the account-wide day and model views);
 // - `usage_daily_end_user`: per account, UTC day, the client's end user and member, for the calls
 //   that named an end user (`safety_identifier` or `user`): the end-user view.
-import type { Clock, WindowCounters, WindowPeriod } from '../services/common.ts';
-import { pageOf, type Page, type PageQuery } from '../services/pages.ts';
+import type { Clock, WindowCounters, WindowPeriod } from '../shared/common.ts';
+import { pageOf, type Page, type PageQuery } from '../shared/pages.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { utcDay, type OwnerType } from './money.ts';
 import { WINDOW_CAPS } from './limits.ts';

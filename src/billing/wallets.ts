@@ -26,7 +26,7 @@
 // list, not a map keyed by hold id nor a list of objects: msgpack, the embedded store's encoding,
 // describes each new set of keys anew, and writes objects several times slower than strings.)
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../services/common.ts';
+import type { Clock } from '../shared/common.ts';
 import type { Collection, Store, WriteOptions } from '../store/port.ts';
 import { ApiError } from '../errors.ts';
 import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, WALLET_LIMIT_CENTS, WALLET_LIMIT_UC, floorCents, holdToken, parseHold, walletSeed, walletTotalUc, type OwnerType, type WalletDoc } from './money.ts';

@@ -9,7 +9,7 @@ import type { UsageFacts } from '../billing/types.ts';
 import type { CallFacts, MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import { copyDefined, PASSED_THROUGH, type ChatChoice, type ChatChunk, type ChatMessage, type ChatRequest, type ResolvedRoute, type ResponseFormat, type TokenUsage } from '../providers/types.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { countMessages, countText, countTools } from './tokens.ts';
 import { CHAT_ROLES, roleRefusal } from './chat-input.ts';
 import { priceOfTokens } from '../billing/pricing.ts';

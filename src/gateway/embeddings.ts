@@ -1,6 +1,6 @@
 // The metered embeddings path: resolve the model, limits, count input tokens, hold, upstream, settle.
 import { ApiError } from '../errors.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { embeddingsInputItems, type EmbeddingsInput, type EmbeddingsRequest } from '../providers/types.ts';
 import { countText } from './tokens.ts';
 import { priceOfTokens } from '../billing/pricing.ts';

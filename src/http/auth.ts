@@ -6,9 +6,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import { ADMIN_COOKIE, credentialOf, SESSION_COOKIE } from './browser.ts';
 import type { AppDeps } from './types.ts';
-import { bearerToken, type Scope } from '../services/keys.ts';
-import type { SessionUser } from '../services/accounts.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import { bearerToken, type Scope } from '../identity/keys.ts';
+import type { SessionUser } from '../identity/accounts.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 
 const bearer = (request: FastifyRequest): string | null => bearerToken(request.headers.authorization);
 

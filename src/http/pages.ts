@@ -1,7 +1,7 @@
-// The query and answer of a paginated list (src/services/pages.ts): `limit` 1..100 (default 20),
+// The query and answer of a paginated list (src/shared/pages.ts): `limit` 1..100 (default 20),
 // `after` the previous page's `next_after`; `{data, has_more, next_after}`.
 import { Type, type TSchema } from 'typebox';
-import { DEFAULT_PAGE_LIMIT } from '../services/pages.ts';
+import { DEFAULT_PAGE_LIMIT } from '../shared/pages.ts';
 
 export const Limit = Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: `1 to 100, default ${DEFAULT_PAGE_LIMIT}` }));
 /** `after` for lists keyed by integer ids. */

@@ -36,5 +36,5 @@ export const NullableIso = Type.Union([IsoDate, Type.Null()]);
 
 /** A per-key limit as set: a positive integer, or null to remove it. */
 const Limit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }), Type.Null()]);
-/** The per-key limits a patch may set (services/keys.ts LIMITS), by the owner or an administrator. */
+/** The per-key limits a patch may set (identity/keys.ts LIMITS), by the owner or an administrator. */
 export const LimitsPatch = { rpm: Type.Optional(Limit), tpd: Type.Optional(Limit), cpd: Type.Optional(Limit), cpm: Type.Optional(Limit) };

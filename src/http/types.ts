@@ -8,9 +8,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { HttpMetrics } from './metrics.ts';
 import type { OpenStreams } from './open-streams.ts';
-import type { Services } from '../services/index.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
-import type { SessionUser } from '../services/accounts.ts';
+import type { Services } from '../composition.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
+import type { SessionUser } from '../identity/accounts.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,

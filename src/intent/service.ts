@@ -11,7 +11,7 @@ import type { Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { Choice, TurnEvent, TurnOutcome, TurnOutcomeEvent } from '../../machines/intent-session.machine.ts';
 import { dialogueAct, ordinalChoice } from './acts.ts';
 import { bareNumber } from './amounts.ts';

@@ -15,7 +15,7 @@
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, ModelType } from '../models/types.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 
 export interface MeterDeps {
   billing: Billing;

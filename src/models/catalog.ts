@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
-import type { Clock } from '../services/common.ts';
+import type { Clock } from '../shared/common.ts';
 import { IN_PROCESS_PROVIDERS } from '../providers/index.ts';
 import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig, SttMode, SttTimestamps } from './types.ts';
 

@@ -11,7 +11,7 @@ import type { MeteredCall, Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
 import type { RealtimeCapability, ResolvedRoute } from '../providers/types.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
 import type { Resamplers } from '../speech/resample.ts';

@@ -17,7 +17,7 @@ import type { MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import { priceOfCharacters } from '../billing/pricing.ts';
 import { maxInputChars } from '../models/catalog.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 import type { ResolvedRoute, SpeakRequest, SpeechFormat } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';

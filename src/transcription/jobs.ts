@@ -15,7 +15,7 @@ import { ApiError } from '../errors.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { CallbackHeaders, Provider } from '../providers/types.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { Transcript } from '../speech/transcript.ts';
 import { AudioDecodeError, probeAudio } from '../speech/ffmpeg.ts';
 import { contentTypeOf, examineAudio } from './audio.ts';

@@ -18,7 +18,7 @@ import type { Hold, Payer } from '../billing/types.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
-import type { EventSink } from '../services/events.ts';
+import type { EventSink } from '../shared/events.ts';
 import type { Provider, ResolvedRoute, TranscribeRequest, Transcript as UpstreamTranscript } from '../providers/types.ts';
 import { UpstreamError, type TranscribeCapability, type TranscriptionJobCapability } from '../providers/types.ts';
 import { RouterError, type UpstreamRouter } from '../providers/router.ts';

@@ -12,7 +12,7 @@ import { checkAgainstModel, type TranscriptionFields } from './request.ts';
 import { examineAudio } from './audio.ts';
 import { renderTranscript, type Rendered } from '../speech/formats.ts';
 import { sttFeatures } from '../models/catalog.ts';
-import type { ApiKeyPrincipal } from '../services/keys.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { toApiError, unservedStatus, type GatewayDeps } from '../gateway/common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 import type { TranscribeRequest } from '../providers/types.ts';

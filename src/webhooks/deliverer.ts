@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import type { DeliverBatchInput, DeliverBatchOutput } from '../../machines/webhook-endpoint.machine.ts';
-import type { Clock } from '../services/common.ts';
+import type { Clock } from '../shared/common.ts';
 import type { WebhookHttp, DeliveryOutcome } from './http.ts';
 import { deliveryId, type DeliveryDoc, type OutboxDoc, type WebhookCollections } from './records.ts';
 

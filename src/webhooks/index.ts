@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { Config } from '../config.ts';
-import type { Clock } from '../services/common.ts';
+import type { Clock } from '../shared/common.ts';
 import type { Store } from '../store/port.ts';
 import type { AddressPolicy } from './address.ts';
 import { WebhookDeliverer, type WebhookMetrics } from './deliverer.ts';
@@ -15,7 +15,7 @@ import { webhookEndpointKind, type EndpointRef } from './kind.ts';
 import { createWebhookIndexes, webhookCollections, type WebhookCollections } from './records.ts';
 import { WebhookService, type WebhookAccount } from './service.ts';
 import { UsageSpikeDetector } from './usage-spike.ts';
-import type { EventSink } from '../services/events.ts';
+import type { EventSink } from '../shared/events.ts';
 
 export type WebhooksConfig = Config['webhooks'];
 

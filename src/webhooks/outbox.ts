@@ -9,8 +9,8 @@
 import type { Logger } from 'pino';
 import { ActorNotFoundError, RuntimeStoppedError } from '../actors/errors.ts';
 import type { EndpointRef } from './kind.ts';
-import type { Clock } from '../services/common.ts';
-import type { AccountEvent, EventSink } from '../services/events.ts';
+import type { Clock } from '../shared/common.ts';
+import type { AccountEvent, EventSink } from '../shared/events.ts';
 import type { WebhookDeliverer, WebhookMetrics } from './deliverer.ts';
 import { eventBody, newEventId, type OutboxDoc, type WebhookCollections, type WebhookDoc } from './records.ts';
 

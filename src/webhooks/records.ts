@@ -7,7 +7,7 @@
 //   crash is delivered after the restart.
 // - `webhook_deliveries`: the delivery log, the last `deliveryLogSize` attempts per endpoint.
 import { randomBytes } from 'node:crypto';
-import type { AccountEventName } from '../services/events.ts';
+import type { AccountEventName } from '../shared/events.ts';
 import type { Collection, Store } from '../store/port.ts';
 
 export const ACTOR_KIND = 'webhook';

@@ -6,15 +6,15 @@ import { randomBytes } from 'node:crypto';
 import type { EndpointRef } from './kind.ts';
 import type { ActorView } from '../actors/record.ts';
 import { ApiError } from '../errors.ts';
-import type { OrgRole } from '../services/orgs.ts';
-import { nextId, type Clock } from '../services/common.ts';
+import type { OrgRole } from '../identity/orgs.ts';
+import { nextId, type Clock } from '../shared/common.ts';
 import type { Store } from '../store/port.ts';
 import type { WebhookEndpointContext } from '../../machines/webhook-endpoint.machine.ts';
 import { checkWebhookUrl, WebhookUrlError, type AddressPolicy } from './address.ts';
 import type { WebhookDeliverer } from './deliverer.ts';
 import type { WebhookHttp } from './http.ts';
 import { eventBody, newEventId, type WebhookCollections, type WebhookDoc } from './records.ts';
-import { newestFirst, type Page, type PageQuery } from '../services/pages.ts';
+import { newestFirst, type Page, type PageQuery } from '../shared/pages.ts';
 
 export interface WebhookAccount {
   ownerType: 'user' | 'org';

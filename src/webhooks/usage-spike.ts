@@ -9,8 +9,8 @@
 // extra read. Buckets live in one document per account (`usage_spike_buckets`), pruned to the
 // baseline range.
 import type { Config } from '../config.ts';
-import type { Clock } from '../services/common.ts';
-import type { EventSink } from '../services/events.ts';
+import type { Clock } from '../shared/common.ts';
+import type { EventSink } from '../shared/events.ts';
 import type { Store, Collection } from '../store/port.ts';
 
 export type UsageSpikeConfig = Config['webhooks']['usageSpike'];

@@ -22,7 +22,7 @@ import { ApiError } from '../errors.ts';
 import type { EndReason } from '../../machines/realtime-session.machine.ts';
 import type { RealtimeService } from '../realtime/service.ts';
 import type { RealtimeSession, SessionOutput } from '../realtime/session.ts';
-import type { ApiKeyPrincipal, KeyService } from '../services/keys.ts';
+import type { ApiKeyPrincipal, KeyService } from '../identity/keys.ts';
 import type { Billing } from '../billing/types.ts';
 import { answerAndClose } from '../http/raw-reply.ts';
 import { newRequestId } from '../http/request-id.ts';

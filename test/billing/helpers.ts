@@ -7,8 +7,8 @@ import { loadConfig } from '../../src/config.ts';
 import { BillingService, type BillingConfig, type BillingDeps } from '../../src/billing/service.ts';
 import { walletIdOf } from '../../src/billing/money.ts';
 import type { Payer } from '../../src/billing/types.ts';
-import type { AccountEvent } from '../../src/services/events.ts';
-import type { ApiKeyPrincipal } from '../../src/services/keys.ts';
+import type { AccountEvent } from '../../src/shared/events.ts';
+import type { ApiKeyPrincipal } from '../../src/identity/keys.ts';
 import { openEmbeddedStore } from '../../src/store/embedded.ts';
 import type { Store } from '../../src/store/port.ts';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { buildDashboard, type DashboardBuild } from '../../scripts/build-dashboard.mjs';
 import { SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
-import { SCOPES } from '../../src/services/keys.ts';
+import { SCOPES } from '../../src/identity/keys.ts';
 import { EVENT_NAMES } from '../../src/webhooks/records.ts';
 
 export const ACCOUNT_BUDGET_GZIP = 30 * 1024;

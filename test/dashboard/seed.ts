@@ -2,7 +2,7 @@
 // straight into the store (10,000 API calls would take minutes and measure nothing). Each copy has
 // its own id, jti, prefix and name (`<name> <i>`, the oldest first), a second apart in age.
 import type { Store } from '../../src/store/port.ts';
-import type { KeyDoc } from '../../src/services/keys.ts';
+import type { KeyDoc } from '../../src/identity/keys.ts';
 
 export async function copyKeys(store: Store, userId: number, count: number, opts: { firstId: number; name: string; now: number }): Promise<number> {
   const keys = store.collection<KeyDoc>('api_keys');

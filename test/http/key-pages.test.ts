@@ -3,7 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, createKey, signup, startTestGateway, walkPages, type TestGateway } from '../helper.ts';
-import { KEY_PREFIX, type KeyDoc } from '../../src/services/keys.ts';
+import { KEY_PREFIX, type KeyDoc } from '../../src/identity/keys.ts';
 
 describe('key list pages', () => {
   let gw: TestGateway;

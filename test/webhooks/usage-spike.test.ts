@@ -2,7 +2,7 @@
 // multiple 5, at least minTokens; once per account and window.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { AccountEvent } from '../../src/services/events.ts';
+import type { AccountEvent } from '../../src/shared/events.ts';
 import { judge, UsageSpikeDetector, type UsageSample } from '../../src/webhooks/usage-spike.ts';
 import { openTestStore, tempDir } from '../actors/helpers.ts';
 

@@ -4,7 +4,7 @@ import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
 import { Closed, errors, IsoDate, KeyString, LimitsPatch, NumericId } from '../schemas.ts';
-import { publicUser } from '../../services/accounts.ts';
+import { publicUser } from '../../identity/accounts.ts';
 import { PageOf } from '../pages.ts';
 import { Key, KeyListQuery, keyPageQuery } from './portal-keys.ts';
 

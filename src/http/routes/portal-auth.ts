@@ -6,7 +6,7 @@ import type { App, AppDeps } from '../types.ts';
 import { findSession, requireSession, sessionOf } from '../auth.ts';
 import { assertSameOrigin, clearCookie, cookieOf, fromDashboard, SESSION_COOKIE, setCookie } from '../browser.ts';
 import { Closed, errors, IsoDate, KeyString } from '../schemas.ts';
-import type { SessionGrant, SessionUser } from '../../services/accounts.ts';
+import type { SessionGrant, SessionUser } from '../../identity/accounts.ts';
 
 const Credentials = Closed({
   email: KeyString(254, { minLength: 3 }),

@@ -4,8 +4,8 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, IsoDate, KeyString, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
-import { SCOPES, type KeyStatus } from '../../services/keys.ts';
-import type { PageQuery } from '../../services/pages.ts';
+import { SCOPES, type KeyStatus } from '../../identity/keys.ts';
+import type { PageQuery } from '../../shared/pages.ts';
 import { AfterId, Limit, limitOf, PageOf } from '../pages.ts';
 
 const Scope = Type.Union(SCOPES.map((s) => Type.Literal(s)));

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import { walletSeed, type WalletDoc } from '../billing/money.ts';
-import { nextId, tooManyRequests, WindowCounters, type Clock } from './common.ts';
+import { nextId, tooManyRequests, WindowCounters, type Clock } from '../shared/common.ts';
 import { walletIdOf } from '../billing/money.ts';
 
 export interface UserDoc {

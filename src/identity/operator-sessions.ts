@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/port.ts';
 import { sha256 } from './accounts.ts';
-import type { Clock } from './common.ts';
+import type { Clock } from '../shared/common.ts';
 
 interface OperatorSessionDoc {
   _id: string; // sha256 of the id

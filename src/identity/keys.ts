@@ -13,10 +13,10 @@ import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Filter, type Store } from '../store/port.ts';
-import { newestFirst, pageOf, type Page, type PageQuery } from './pages.ts';
+import { newestFirst, pageOf, type Page, type PageQuery } from '../shared/pages.ts';
 import { sha256 } from './accounts.ts';
-import { iso, nextId, type Clock } from './common.ts';
-import type { EventSink } from './events.ts';
+import { iso, nextId, type Clock } from '../shared/common.ts';
+import type { EventSink } from '../shared/events.ts';
 
 export const KEY_PREFIX = 'sk-live-';
 export const SCOPES = ['*', 'chat', 'audio', 'intent', 'voice', 'embeddings', 'models'] as const;

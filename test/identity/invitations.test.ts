@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEmbeddedStore } from '../../src/store/embedded.ts';
 import type { Collection, Store } from '../../src/store/port.ts';
-import { AccountService } from '../../src/services/accounts.ts';
-import { InvitationRecords } from '../../src/services/invitation-records.ts';
-import { InvitationService } from '../../src/services/invitations.ts';
-import { OrgService } from '../../src/services/orgs.ts';
+import { AccountService } from '../../src/identity/accounts.ts';
+import { InvitationRecords } from '../../src/identity/invitation-records.ts';
+import { InvitationService } from '../../src/identity/invitations.ts';
+import { OrgService } from '../../src/identity/orgs.ts';
 import { testConfig } from '../helper.ts';
 
 /** A store whose collections log `name.method(keys of the first argument)` for every call. */

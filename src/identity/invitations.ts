@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 import { parseEmail, type AccountService } from './accounts.ts';
-import { tooManyRequests, WindowCounters, type Clock } from './common.ts';
+import { tooManyRequests, WindowCounters, type Clock } from '../shared/common.ts';
 import type { InvitationDoc, InvitationRecords, InvitedRole } from './invitation-records.ts';
 import type { OrgService, PublicOrg } from './orgs.ts';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEmbeddedStore } from '../../src/store/embedded.ts';
 import type { Store } from '../../src/store/port.ts';
-import { WindowCounters } from '../../src/services/common.ts';
+import { WindowCounters } from '../../src/shared/common.ts';
 
 const HOUR = 3600;
 const DAY = 86_400;

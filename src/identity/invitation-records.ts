@@ -4,7 +4,7 @@
 // (org + e-mail) sits in a unique sparse index: re-inviting the same e-mail finds the same invitation,
 // also when two requests race; deciding an invitation removes the key.
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
-import { nextId, type Clock } from './common.ts';
+import { nextId, type Clock } from '../shared/common.ts';
 
 export type InvitationStatus = 'pending' | 'accepted' | 'declined' | 'revoked' | 'expired';
 export type InvitedRole = 'admin' | 'member';

@@ -1,7 +1,7 @@
 // Organizations: one wallet shared by members with roles owner, admin and member. A user belongs to
 // at most one organization: the membership document's _id is the user id, so the store's _id
 // uniqueness enforces it even under concurrent acceptances. Users join only by accepting an
-// invitation (src/services/invitations.ts) or by creating an organization.
+// invitation (src/identity/invitations.ts) or by creating an organization.
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
@@ -9,7 +9,7 @@ import type { AccountService, UserDoc, WalletDoc } from './accounts.ts';
 import type { InvitationRecords } from './invitation-records.ts';
 import { walletIdOf } from '../billing/money.ts';
 import { floorCents, walletSeed, walletTotalUc } from '../billing/money.ts';
-import { nextId, type Clock } from './common.ts';
+import { nextId, type Clock } from '../shared/common.ts';
 
 export type OrgRole = 'owner' | 'admin' | 'member';
 
