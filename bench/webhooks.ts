@@ -31,6 +31,7 @@ const webhooks = new Webhooks({
   logger: silent,
   now: Date.now,
 });
+runtime.register(webhooks.kind);
 await webhooks.init();
 await runtime.start();
 webhooks.start();

@@ -1,4 +1,7 @@
-// The services the HTTP layer calls. Built once in src/server.ts (or a test's helper) and passed in.
+// The composition of the domain: every service wired once, and every actor kind registered with
+// the runtime (webhook endpoints, intent sessions, transcription jobs, realtime sessions), here and
+// nowhere else. src/server.ts calls createServices once, after building the store and the actor
+// runtime and before starting the runtime; the HTTP and WebSocket edges get the services it returns.
 import { CONFIG_DIR, type Config } from './config.ts';
 import type { Store } from './store/port.ts';
 import { AccountService } from './identity/accounts.ts';
@@ -15,7 +18,7 @@ import { ModelCatalog } from './models/catalog.ts';
 import { UpstreamHttp } from './providers/http.ts';
 import { UpstreamFiles } from './providers/upload.ts';
 import { createProviders, isProviderName, PROVIDER_NAMES } from './providers/index.ts';
-import { RouteResolver, UpstreamRouter, type RouterLogger } from './providers/router.ts';
+import { RouteResolver, UpstreamRouter } from './providers/router.ts';
 import { ChatGateway } from './gateway/chat.ts';
 import { opaqueIds } from './gateway/common.ts';
 import { EmbeddingsGateway } from './gateway/embeddings.ts';
@@ -24,14 +27,14 @@ import { SpeechSynthesis } from './synthesis/service.ts';
 import { diarizeSource } from './speech/diarize.ts';
 import { transcriptionJobKind } from './transcription/kind.ts';
 import { TranscriptionJobs } from './transcription/jobs.ts';
-import type { ActorKind } from './actors/kinds.ts';
 import type { ActorRuntime } from './actors/runtime.ts';
 import { createHmac } from 'node:crypto';
 import type { BlobStore } from './blobs/port.ts';
 import { IntentService, type IntentMetrics } from './intent/service.ts';
 import { intentSessionKind } from './intent/session.ts';
 import { PackRegistry, readPackFile } from './intent/packs.ts';
-import type { Webhooks, WebhookService } from './webhooks/index.ts';
+import { Webhooks, type WebhookService } from './webhooks/index.ts';
+import type { WebhookMetrics } from './webhooks/deliverer.ts';
 import { realtimeSessionKind } from './realtime/kind.ts';
 import { RealtimeService, type RealtimeServiceDeps } from './realtime/service.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from './speech/vad.ts';
@@ -72,12 +75,12 @@ export interface Services {
   transcriptionJobs: TranscriptionJobs;
   /** POST /v1/audio/speech (src/synthesis/). */
   speech: SpeechSynthesis;
-  /** Actor kinds the services run on, registered with the runtime by src/server.ts before it starts. */
-  kinds: ActorKind<any, any>[];
   /** POST /v1/understand, and the intent packs it classifies with. */
   intent: IntentService;
   intentPacks: PackRegistry;
   webhooks: WebhookService;
+  /** The webhook subsystem's lifecycle: start() after the runtime started, close() before it stops. */
+  webhookDelivery: Webhooks;
   /** WS /v1/audio/transcriptions/stream (src/realtime/); its actor kind is in `kinds`. */
   realtime: RealtimeService;
 }
@@ -87,47 +90,60 @@ export async function createServices(deps: {
   store: Store;
   blobs: BlobStore;
   keySecret: string;
-  events: EventSink;
+  /** The actor runtime, not started yet: every kind is registered with it here. */
   actors: ActorRuntime;
-  /** The webhook subsystem (src/server.ts builds it: its outbox is usually `events`). */
-  webhooks: Webhooks;
+  /** Also told every account event (tests); the webhook outbox always is. */
+  events?: EventSink;
   /** Where routes' api_key_env names are looked up (the composition root passes process.env). */
   upstreamEnv: Readonly<Record<string, string | undefined>>;
-  routerLogger?: RouterLogger;
+  /** The gateway's log; each subsystem gets a child of its own (`component`). */
+  logger: Logger;
+  /** Webhook delivery counters (src/http/metrics.ts). */
+  webhookMetrics: WebhookMetrics;
   /** Intent turn counters (src/http/metrics.ts); none in tests that do not read them. */
   intentMetrics?: IntentMetrics;
   /** This process's name (src/server.ts), for billing's instance lease. */
   instanceId?: string;
-  /** The realtime sessions' log and counters. */
-  logger: Logger;
+  /** The realtime sessions' counters. */
   realtimeMetrics?: RealtimeServiceDeps['metrics'];
   /** The gateway's tmp area (src/tmp-area.ts): the offline engines keep the audio they work on there. */
   tmpDir: string;
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
+  const webhooks = new Webhooks({
+    config: deps.config.webhooks,
+    store: deps.store,
+    runtime: deps.actors,
+    metrics: deps.webhookMetrics,
+    logger: deps.logger.child({ component: 'webhooks' }),
+    now,
+  });
+  // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
+  const extra = deps.events;
+  const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
   const accounts = new AccountService(deps.store, deps.config.auth, now);
   const invitationRecords = new InvitationRecords(deps.store, deps.config.orgs.invitations.ttlHours * 3_600_000, now);
   const orgs = new OrgService(deps.store, accounts, deps.config.orgs, invitationRecords, now);
   const invitations = new InvitationService(deps.store, invitationRecords, orgs, accounts, deps.config.orgs.invitations, now);
-  const keys = new KeyService(deps.store, deps.keySecret, deps.config.keys, deps.events, now);
+  const keys = new KeyService(deps.store, deps.keySecret, deps.config.keys, events, now);
   await accounts.init();
   await orgs.init();
   await invitations.init();
   await keys.init();
   const operatorSessions = new OperatorSessions(deps.store, now);
   await operatorSessions.init();
-  const spikes = deps.webhooks.usageSpikes(deps.events);
+  const spikes = webhooks.usageSpikes(events);
   // The embedded store has one owner, this process: what another instance left on it is a dead one's.
-  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events: deps.events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
+  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
   await billing.init();
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);
-  await deps.webhooks.init();
+  await webhooks.init();
   const upstream = new UpstreamHttp();
   const upstreamFiles = new UpstreamFiles();
   const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir } });
-  const router = new UpstreamRouter(providers, { now, ...(deps.routerLogger ? { logger: deps.routerLogger } : {}) });
+  const router = new UpstreamRouter(providers, { now, logger: deps.logger.child({ component: 'router' }) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
   const routes = new RouteResolver(deps.upstreamEnv);
@@ -149,7 +165,7 @@ export async function createServices(deps: {
     providers,
     resolveRoutes: gatewayDeps.resolveRoutes,
     router,
-    events: deps.events,
+    events,
     now,
     pollMs: tx.pollMs,
     maxPollMs: tx.maxPollMs,
@@ -191,15 +207,20 @@ export async function createServices(deps: {
       maxUtteranceMs: rt.maxUtteranceSeconds * 1000,
       holdTtlMs: rt.tickMaxAgeMs * 2 + 60_000,
     },
-    logger: deps.logger,
+    logger: deps.logger.child({ component: 'realtime' }),
     ...(deps.realtimeMetrics ? { metrics: deps.realtimeMetrics } : {}),
     now,
   });
+  // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
+  // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
+  deps.actors.register({ ...intentSessionKind, expireIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 });
+  deps.actors.register(webhooks.kind);
+  deps.actors.register(jobKind);
+  deps.actors.register(realtimeKind);
   return {
-    kinds: [jobKind, realtimeKind],
     realtime,
     transcriptionJobs,
-    store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, meter, events: deps.events, actors: deps.actors, models,
+    store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, meter, events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),
     speech: new SpeechSynthesis({ ...gatewayDeps, resamplers: () => (resamplers ??= loadResamplers()) }),
@@ -211,6 +232,7 @@ export async function createServices(deps: {
       ...(deps.intentMetrics ? { metrics: deps.intentMetrics } : {}),
     }),
     intentPacks,
-    webhooks: deps.webhooks.portal((userId) => billing.accountOf(userId)),
+    webhooks: webhooks.portal((userId) => billing.accountOf(userId)),
+    webhookDelivery: webhooks,
   };
 }

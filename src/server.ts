@@ -1,4 +1,5 @@
-// The composition root: config → logger → store → actor runtime → services → HTTP app → listen.
+// The composition root: config → logger → store → actor runtime → services and actor kinds
+// (src/composition.ts wires them) → HTTP app → listen.
 // Shutdown runs in reverse: stop accepting, let in-flight requests finish, persist and release the
 // actors, flush and close the store.
 import { hostname } from 'node:os';
@@ -16,9 +17,7 @@ import { ActorRuntime } from './actors/runtime.ts';
 import { LocalWakeups, type Wakeups } from './actors/wakeups.ts';
 import { StoreWakeups } from './actors/wakeups-store.ts';
 import { createServices } from './composition.ts';
-import { intentSessionKind } from './intent/session.ts';
 import type { EventSink } from './shared/events.ts';
-import { Webhooks } from './webhooks/index.ts';
 import { buildApp } from './http/app.ts';
 import type { App, Lifecycle } from './http/types.ts';
 import { OpenStreams } from './http/open-streams.ts';
@@ -74,18 +73,6 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     metrics: createRuntimeMetrics(metrics.registry, () => runtime.sample()),
     ...(opts.now ? { now: opts.now } : {}),
   });
-  // Actor kinds (transcription jobs, webhook endpoints, realtime sockets, intent sessions) register here.
-  // Sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
-  runtime.register({ ...intentSessionKind, expireIdleMs: config.intent.sessionIdleMinutes * 60_000 });
-  const webhooks = new Webhooks({
-    config: config.webhooks,
-    store,
-    runtime,
-    metrics: { deliveries: metrics.webhookDeliveries, dropped: metrics.webhookDropped, disabled: metrics.webhookDisabled },
-    logger: logger.child({ component: 'webhooks' }),
-    now: opts.now ?? Date.now,
-  });
-
   const lifecycle: Lifecycle & { actorsRestored: boolean } = {
     closing: false,
     actorsRestored: false,
@@ -103,11 +90,23 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     },
   };
 
-  // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
-  const extra = opts.events;
-  const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
-  const services = await createServices({ config, store, blobs, keySecret, events, actors: runtime, webhooks, instanceId, upstreamEnv: process.env, routerLogger: logger.child({ component: 'router' }), logger: logger.child({ component: 'realtime' }), realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds }, intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade }, tmpDir: tmp.dir, ...(opts.now ? { now: opts.now } : {}) });
-  for (const kind of services.kinds) runtime.register(kind);
+  // Every service, and every actor kind registered with the runtime (src/composition.ts).
+  const services = await createServices({
+    config,
+    store,
+    blobs,
+    keySecret,
+    actors: runtime,
+    ...(opts.events ? { events: opts.events } : {}),
+    instanceId,
+    upstreamEnv: process.env,
+    logger,
+    webhookMetrics: { deliveries: metrics.webhookDeliveries, dropped: metrics.webhookDropped, disabled: metrics.webhookDisabled },
+    realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds },
+    intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade },
+    tmpDir: tmp.dir,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
   const streams = new OpenStreams(config.http.streamStallTimeoutMs);
   const app = await buildApp({ config, logger, metrics, services, lifecycle, streams });
   // WS /v1/audio/transcriptions/stream: on the same server, authenticated before the upgrade.
@@ -122,7 +121,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
 
   await runtime.start();
   lifecycle.actorsRestored = true;
-  webhooks.start(); // wakes endpoints with queued events, then sweeps the outbox
+  services.webhookDelivery.start(); // wakes endpoints with queued events, then sweeps the outbox
   services.billing.start((err, what) => logger.error({ err, component: 'billing' }, what)); // usage flush, hold and renewal sweeps
   // Before serving: a crashed predecessor's holds returned (so its calls lock no money) and its usage written.
   const recovered = await services.billing.recoverDead();
@@ -159,7 +158,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await appClosed;
       clearTimeout(backstop);
       await metricsServer?.close();
-      await webhooks.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
+      await services.webhookDelivery.close(); // stops the outbox sweep; waits for deliveries in flight (at most 5 s)
       await runtime.stop(); // drains mailboxes, writes what is unsaved (charges made while finalizing included), releases leases
       await wakeups.close?.();
       await services.billing.close(); // then billing: stops the sweeps; writes the buffered usage records

@@ -1,5 +1,5 @@
-// The webhook subsystem, composed once in src/server.ts: the endpoint actor kind (registered with
-// the runtime before it starts), the outbox sink the services emit account events through, the
+// The webhook subsystem, composed once in src/composition.ts: the endpoint actor kind (which the
+// composition registers with the runtime before it starts), the outbox sink the services emit account events through, the
 // portal service, and their lifecycle (start the outbox sweep after the runtime; on close, stop the
 // sweep and wait for the deliveries in flight before the runtime persists and releases the actors).
 import type { Logger } from 'pino';
@@ -11,7 +11,7 @@ import type { AddressPolicy } from './address.ts';
 import { WebhookDeliverer, type WebhookMetrics } from './deliverer.ts';
 import { WebhookHttp } from './http.ts';
 import { WebhookOutbox } from './outbox.ts';
-import { webhookEndpointKind, type EndpointRef } from './kind.ts';
+import { webhookEndpointKind, type EndpointRef, type WebhookKind } from './kind.ts';
 import { createWebhookIndexes, webhookCollections, type WebhookCollections } from './records.ts';
 import { WebhookService, type WebhookAccount } from './service.ts';
 import { UsageSpikeDetector } from './usage-spike.ts';
@@ -34,6 +34,8 @@ export class Webhooks {
   readonly deliverer: WebhookDeliverer;
   readonly collections: WebhookCollections;
   readonly policy: AddressPolicy;
+  /** The endpoint actor kind; src/composition.ts registers it with the runtime. */
+  readonly kind: WebhookKind;
   /** The actor of one endpoint. */
   readonly endpoint: EndpointRef;
 
@@ -43,8 +45,7 @@ export class Webhooks {
     this.collections = webhookCollections(store);
     this.http = new WebhookHttp(this.policy, config.timeoutMs);
     this.deliverer = new WebhookDeliverer(this.collections, this.http, metrics, { deliveryLogSize: config.deliveryLogSize }, now, logger);
-    const kind = webhookEndpointKind(this.deliverer);
-    runtime.register(kind);
+    const kind = (this.kind = webhookEndpointKind(this.deliverer));
     this.endpoint = (webhookId) => runtime.ref(kind, String(webhookId));
     this.sink = new WebhookOutbox(
       this.collections,
