@@ -12,13 +12,22 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { BillingService } from '../src/billing/service.ts';
 import { openEmbeddedStore } from '../src/store/embedded.ts';
+import { noAccountWallets } from '../src/billing/account-wallets.ts';
+import { AccountService } from '../src/identity/accounts.ts';
+import { identityDirectory } from '../src/identity/directory.ts';
+import { InvitationRecords } from '../src/identity/invitation-records.ts';
+import { OrgService } from '../src/identity/orgs.ts';
 import type { ApiKeyPrincipal } from '../src/identity/keys.ts';
 
 const dir = await mkdtemp(join(tmpdir(), 'billing-bench-'));
 const store = await openEmbeddedStore({ dir });
-const config = loadConfig(process.env.CONFIG_FILE ? { CONFIG_FILE: process.env.CONFIG_FILE } : {}).billing;
+const fullConfig = loadConfig(process.env.CONFIG_FILE ? { CONFIG_FILE: process.env.CONFIG_FILE } : {});
+const config = fullConfig.billing;
 console.log(`wallet writes: ${config.durableWalletWrites ? 'durable' : 'lazy'}; usage flush every ${config.usageFlushIntervalMs} ms or ${config.usageFlushMaxRecords} records`);
-const billing = new BillingService({ store, config, events: { emit: async () => {} }, now: Date.now });
+// Payer resolution reads the accounts below through identity, as the gateway's does.
+const accounts = new AccountService(store, fullConfig.auth, noAccountWallets, Date.now);
+const orgs = new OrgService(store, accounts, fullConfig.orgs, new InvitationRecords(store, 0, Date.now), noAccountWallets, Date.now);
+const billing = new BillingService({ store, identity: identityDirectory(accounts, orgs), config, events: { emit: async () => {} }, now: Date.now });
 await billing.init();
 billing.start();
 

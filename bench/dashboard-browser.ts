@@ -14,6 +14,7 @@ import { createLogger } from '../src/logger.ts';
 import { startGateway, type Gateway } from '../src/server.ts';
 import { openEmbeddedStore } from '../src/store/embedded.ts';
 import { BillingService } from '../src/billing/service.ts';
+import { noIdentity } from '../src/identity/directory.ts';
 import { utcDay } from '../src/billing/money.ts';
 import { copyKeys } from '../test/dashboard/seed.ts';
 
@@ -58,7 +59,8 @@ const store = await openEmbeddedStore({ dir: config.dataDir });
 const now = Date.now();
 let nextId = 10_000;
 for (const [name, count] of [['big', KEYS], ['small', 10]] as const) nextId = await copyKeys(store, ids[name]!, count, { firstId: nextId, name: 'key', now });
-const billing = new BillingService({ store, config: config.billing, events: { emit: async () => {} }, now: () => now });
+// Usage only: billing reads no people here.
+const billing = new BillingService({ store, identity: noIdentity, config: config.billing, events: { emit: async () => {} }, now: () => now });
 await billing.init();
 const firstDay = now - 364 * DAY_MS;
 for (const [name, perDay, days] of [['big', RECORDS_PER_DAY, 365], ['small', 1, 10]] as const) {

@@ -13,6 +13,7 @@ import { createLogger } from '../src/logger.ts';
 import { startGateway, type Gateway } from '../src/server.ts';
 import { openEmbeddedStore } from '../src/store/embedded.ts';
 import { BillingService } from '../src/billing/service.ts';
+import { noIdentity } from '../src/identity/directory.ts';
 import type { UsageRecordDoc } from '../src/billing/usage.ts';
 import { KEY_PREFIX, type KeyDoc } from '../src/identity/keys.ts';
 import { utcDay } from '../src/billing/money.ts';
@@ -75,7 +76,8 @@ await apiKeys.insertMany(Array.from({ length: 10 }, (_, j) => keyDoc(1000 + KEYS
 await store.collection('counters').updateOne({ _id: 'api_keys' }, { $set: { seq: 1000 + KEYS + 10 } }, { upsert: true });
 
 // A year of usage through the usage log's own write path (records, then their rollups).
-const billing = new BillingService({ store, config: config.billing, events: { emit: async () => {} }, now: () => now });
+// Usage only: billing reads no people here.
+const billing = new BillingService({ store, identity: noIdentity, config: config.billing, events: { emit: async () => {} }, now: () => now });
 await billing.init();
 const record = (userId: number, ts: number, n: number): UsageRecordDoc => ({
   _id: billing.usage.newId(ts), ts: new Date(ts), request_id: `req_${userId}_${n}`, owner: `user:${userId}`, owner_type: 'user', owner_id: userId, user_id: userId,

@@ -12,6 +12,8 @@ import { OperatorSessions } from './identity/operator-sessions.ts';
 import { OrgService } from './identity/orgs.ts';
 import { InvitationRecords } from './identity/invitation-records.ts';
 import { InvitationService } from './identity/invitations.ts';
+import { identityDirectory } from './identity/directory.ts';
+import type { AccountWallets } from './billing/account-wallets.ts';
 import { BillingService } from './billing/service.ts';
 import { Meter } from './metering/meter.ts';
 import { ModelCatalog } from './models/catalog.ts';
@@ -122,9 +124,17 @@ export async function createServices(deps: {
   // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
   const extra = deps.events;
   const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
-  const accounts = new AccountService(deps.store, deps.config.auth, now);
+  // Accounts and organizations open and close their wallets through billing, and billing reads people
+  // through identity (src/identity/directory.ts): identity is built first and reaches billing, built
+  // below, through these forwarders (called only once requests run).
+  const wallets: AccountWallets = {
+    openWallet: (owner, at) => billing.openWallet(owner, at),
+    walletCents: (owner) => billing.walletCents(owner),
+    closeWallet: (owner) => billing.closeWallet(owner),
+  };
+  const accounts = new AccountService(deps.store, deps.config.auth, wallets, now);
   const invitationRecords = new InvitationRecords(deps.store, deps.config.orgs.invitations.ttlHours * 3_600_000, now);
-  const orgs = new OrgService(deps.store, accounts, deps.config.orgs, invitationRecords, now);
+  const orgs = new OrgService(deps.store, accounts, deps.config.orgs, invitationRecords, wallets, now);
   const invitations = new InvitationService(deps.store, invitationRecords, orgs, accounts, deps.config.orgs.invitations, now);
   const keys = new KeyService(deps.store, deps.keySecret, deps.config.keys, events, now);
   await accounts.init();
@@ -135,7 +145,7 @@ export async function createServices(deps: {
   await operatorSessions.init();
   const spikes = webhooks.usageSpikes(events);
   // The embedded store has one owner, this process: what another instance left on it is a dead one's.
-  const billing = new BillingService({ store: deps.store, config: deps.config.billing, events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
+  const billing = new BillingService({ store: deps.store, identity: identityDirectory(accounts, orgs), config: deps.config.billing, events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
   await billing.init();
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);

@@ -4,7 +4,8 @@
 // (two gateway processes) share every limit, wallet and counter through the store alone.
 //
 // Store operations per metered call: admit = 1 counter write (rpm) + 1 read (tpd), each only when
-// the key has that limit; payerFor = 2-3 point reads; hold = 1 conditional wallet write (the hold
+// the key has that limit; payerFor = 2-3 point reads (the user's membership, the organization's
+// owner, the verifier's KYC: asked of identity, src/identity/directory.ts, which owns those records); hold = 1 conditional wallet write (the hold
 // recorded in it); settle = 1 conditional wallet write (the hold removed, the debit, and the usage
 // record in the wallet's outbox), then the usage record, rollups and counters written in batches.
 //
@@ -15,11 +16,12 @@ import type { UsageGroupRow, UsageRow } from './usage-views.ts';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
-import type { UserDoc } from '../identity/accounts.ts';
 import { WindowCounters, type Clock } from '../shared/common.ts';
 import type { EventSink } from '../shared/events.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
-import type { MembershipDoc, OrgDoc, OrgRole } from '../identity/orgs.ts';
+import type { OrgRole } from '../identity/orgs.ts';
+import type { IdentityDirectory } from '../identity/directory.ts';
+import type { AccountWallets, WalletOwner } from './account-wallets.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { CARRY_FOLD_PC, chargeFor, floorCents, MICROCENTS_PER_CENT, ownerField, utcDay, walletIdOf, walletTotalUc, type OwnerType, type WalletDoc } from './money.ts';
 import { RateLimits } from './limits.ts';
@@ -37,6 +39,8 @@ export type BillingConfig = Config['billing'];
 
 export interface BillingDeps {
   store: Store;
+  /** People: memberships (who pays), organizations' owners and KYC. Identity owns them. */
+  identity: IdentityDirectory;
   config: BillingConfig;
   events: EventSink;
   now: Clock;
@@ -164,16 +168,14 @@ const OPTIONAL_FACTS = Object.entries({
   endUser: 'end_user',
 } as const satisfies Partial<Record<keyof UsageFacts, keyof UsageRecordDoc>>) as [keyof UsageFacts, keyof UsageRecordDoc][];
 
-export class BillingService implements Billing {
+export class BillingService implements Billing, AccountWallets {
   readonly wallets: Wallets;
   readonly usage: UsageLog;
   readonly limits: RateLimits;
   readonly topups: Topups;
   readonly subscriptions: Subscriptions;
   private readonly windows: WindowCounters;
-  private readonly users: Collection<UserDoc>;
-  private readonly orgs: Collection<OrgDoc>;
-  private readonly members: Collection<MembershipDoc>;
+  private readonly identity: IdentityDirectory;
   private readonly swept: Collection<{ _id: string; wallet_id: string; amount_uc: number; claimed_at: Date; expires_at: Date }>;
   private readonly events: EventSink;
   private readonly now: Clock;
@@ -191,6 +193,7 @@ export class BillingService implements Billing {
     const { store, config, now } = deps;
     this.now = now;
     this.events = deps.events;
+    this.identity = deps.identity;
     this.report = deps.onError ?? (() => {});
     const tag = randomBytes(4).toString('hex');
     this.leases = new InstanceLeases(store, now, tag, deps.instance ?? tag, config.instanceLeaseSeconds * 1000);
@@ -213,9 +216,6 @@ export class BillingService implements Billing {
     }, this.onError);
     this.topups = new Topups(store, this.wallets, deps.events, now, this.onError);
     this.subscriptions = new Subscriptions(store, this.topups, config.plans, now, this.onError);
-    this.users = store.collection<UserDoc>('users');
-    this.orgs = store.collection<OrgDoc>('orgs');
-    this.members = store.collection<MembershipDoc>('memberships');
     this.swept = store.collection('swept_holds');
   }
 
@@ -353,10 +353,8 @@ export class BillingService implements Billing {
 
   /** KYC: the user's own verification, or for an organization its owner's. */
   private async kycVerified(acc: Account, userId: number): Promise<boolean> {
-    const org = acc.ownerType === 'org' ? await this.orgs.findOne({ _id: acc.ownerId }) : null;
-    const verifiedId = acc.ownerType === 'org' ? org?.owner_id : userId;
-    const verifier = verifiedId === undefined ? null : await this.users.findOne({ _id: verifiedId });
-    return verifier?.kyc_verified === true;
+    const verifiedId = acc.ownerType === 'org' ? await this.identity.orgOwner(acc.ownerId) : userId;
+    return verifiedId !== null && (await this.identity.kycOf(verifiedId));
   }
 
   assertKyc(payer: Payer, requiresKyc: boolean): void {
@@ -477,12 +475,26 @@ export class BillingService implements Billing {
       .catch((err: unknown) => this.onError(err, 'low_balance event failed'));
   }
 
+  // ---- wallets of accounts (AccountWallets: identity opens and closes them through billing) ----
+
+  openWallet(owner: WalletOwner, at: Date): Promise<void> {
+    return this.wallets.ensure(walletIdOf(owner.type, owner.id), owner.type, owner.id, at);
+  }
+
+  async walletCents(owner: WalletOwner): Promise<number> {
+    return floorCents(walletTotalUc(await this.wallets.get(walletIdOf(owner.type, owner.id))));
+  }
+
+  closeWallet(owner: WalletOwner): Promise<void> {
+    return this.wallets.close(walletIdOf(owner.type, owner.id));
+  }
+
   // ---- portal ----
 
   async accountOf(userId: number): Promise<Account> {
-    const m = await this.members.findOne({ _id: userId });
+    const m = await this.identity.membershipOf(userId);
     return m
-      ? { ownerType: 'org', ownerId: m.org_id, walletId: walletIdOf('org', m.org_id), role: m.role }
+      ? { ownerType: 'org', ownerId: m.orgId, walletId: walletIdOf('org', m.orgId), role: m.role }
       : { ownerType: 'user', ownerId: userId, walletId: walletIdOf('user', userId), role: null };
   }
 
@@ -574,8 +586,7 @@ export class BillingService implements Billing {
   // ---- admin ----
 
   private async requireOwner(ownerType: OwnerType, ownerId: number): Promise<void> {
-    const exists = ownerType === 'user' ? await this.users.findOne({ _id: ownerId }) : await this.orgs.findOne({ _id: ownerId });
-    if (!exists) throw new ApiError('not_found', `No ${ownerType === 'user' ? 'user' : 'organization'} ${ownerId}.`);
+    if (!(await this.identity.exists({ type: ownerType, id: ownerId }))) throw new ApiError('not_found', `No ${ownerType === 'user' ? 'user' : 'organization'} ${ownerId}.`);
     await this.wallets.ensure(walletIdOf(ownerType, ownerId), ownerType, ownerId);
   }
 
@@ -597,9 +608,9 @@ export class BillingService implements Billing {
   }
 
   async setKyc(userId: number, verified: boolean): Promise<{ user_id: number; kyc_verified: boolean }> {
-    const u = await this.users.findOneAndUpdate({ _id: userId }, { $set: { kyc_verified: verified, kyc_updated_at: new Date(this.now()) } }, { returnDocument: 'after' });
-    if (!u) throw new ApiError('not_found', `No user ${userId}.`);
-    return { user_id: userId, kyc_verified: u.kyc_verified === true };
+    const stored = await this.identity.setKyc(userId, verified);
+    if (stored === null) throw new ApiError('not_found', `No user ${userId}.`);
+    return { user_id: userId, kyc_verified: stored };
   }
 }
 

@@ -130,9 +130,14 @@ export class Wallets {
     return this.docs.findOne({ _id: id });
   }
 
-  /** Creates the wallet if it does not exist yet (wallets are created at sign-up and org creation). */
-  async ensure(id: string, ownerType: OwnerType, ownerId: number): Promise<void> {
-    await this.docs.updateOne({ _id: id }, { $setOnInsert: walletSeed(ownerType, ownerId, new Date(this.now())) }, { upsert: true });
+  /** Creates the wallet if it does not exist yet (wallets are created at sign-up and org creation), as of `at`. */
+  async ensure(id: string, ownerType: OwnerType, ownerId: number, at = new Date(this.now())): Promise<void> {
+    await this.docs.updateOne({ _id: id }, { $setOnInsert: walletSeed(ownerType, ownerId, at) }, { upsert: true });
+  }
+
+  /** Marks the wallet closed (its organization was deleted). */
+  async close(id: string): Promise<void> {
+    await this.docs.updateOne({ _id: id }, { $set: { closed_at: new Date(this.now()) } });
   }
 
   /** Reserves `amount` µ¢; resolves to the hold's id (its token), or null when the spendable balance is short. */

@@ -1,13 +1,13 @@
 // Accounts and portal sessions: sign-up, login (argon2id, attempt limits per account and address),
-// opaque session tokens stored only as SHA-256 hashes, expiring and revocable.
+// opaque session tokens stored only as SHA-256 hashes, expiring and revocable. A new account's
+// wallet is opened by billing (AccountWallets), which owns wallets.
 import { createHash, randomBytes } from 'node:crypto';
 import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
-import { walletSeed, type WalletDoc } from '../billing/money.ts';
+import type { AccountWallets } from '../billing/account-wallets.ts';
 import { nextId, tooManyRequests, WindowCounters, type Clock } from '../shared/common.ts';
-import { walletIdOf } from '../billing/money.ts';
 
 export interface UserDoc {
   _id: number;
@@ -25,9 +25,6 @@ interface SessionDoc {
   expires_at: Date;
   [k: string]: unknown;
 }
-
-/** Wallets hold integer micro-cents; the document and its arithmetic live in src/billing/money.ts. */
-export type { WalletDoc } from '../billing/money.ts';
 
 export interface SessionUser {
   id: number;
@@ -67,7 +64,6 @@ export function publicUser(u: UserDoc): PublicUser {
 export class AccountService {
   private readonly users;
   private readonly sessions;
-  private readonly wallets;
   private readonly windows: WindowCounters;
   /** A real hash to verify against when the e-mail is unknown, so timing does not reveal accounts. */
   private decoyHash: Promise<string> | null = null;
@@ -75,11 +71,11 @@ export class AccountService {
   constructor(
     private readonly store: Store,
     private readonly config: Config['auth'],
+    private readonly wallets: AccountWallets,
     private readonly now: Clock,
   ) {
     this.users = store.collection<UserDoc>('users');
     this.sessions = store.collection<SessionDoc>('sessions');
-    this.wallets = store.collection<WalletDoc>('wallets');
     this.windows = new WindowCounters(store, now, 'auth_windows');
   }
 
@@ -121,11 +117,7 @@ export class AccountService {
       if (isDuplicateKeyError(err)) throw new ApiError('email_taken', 'An account with this e-mail already exists.', { param: 'email' });
       throw err;
     }
-    await this.wallets.updateOne(
-      { _id: walletIdOf('user', id) },
-      { $setOnInsert: walletSeed('user', id, created) },
-      { upsert: true },
-    );
+    await this.wallets.openWallet({ type: 'user', id }, created);
     return this.openSession(user);
   }
 
@@ -188,6 +180,11 @@ export class AccountService {
 
   async getUser(id: number): Promise<UserDoc | null> {
     return this.users.findOne({ _id: id });
+  }
+
+  /** Records an operator's identity verification decision; null when there is no such user. */
+  setKyc(id: number, verified: boolean): Promise<UserDoc | null> {
+    return this.users.findOneAndUpdate({ _id: id }, { $set: { kyc_verified: verified, kyc_updated_at: new Date(this.now()) } }, { returnDocument: 'after' });
   }
 
   async findByEmail(email: string): Promise<UserDoc | null> {

@@ -1,14 +1,14 @@
 // Organizations: one wallet shared by members with roles owner, admin and member. A user belongs to
 // at most one organization: the membership document's _id is the user id, so the store's _id
 // uniqueness enforces it even under concurrent acceptances. Users join only by accepting an
-// invitation (src/identity/invitations.ts) or by creating an organization.
+// invitation (src/identity/invitations.ts) or by creating an organization. The wallet is billing's:
+// opened, read and closed through AccountWallets.
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
-import type { AccountService, UserDoc, WalletDoc } from './accounts.ts';
+import type { AccountService, UserDoc } from './accounts.ts';
 import type { InvitationRecords } from './invitation-records.ts';
-import { walletIdOf } from '../billing/money.ts';
-import { floorCents, walletSeed, walletTotalUc } from '../billing/money.ts';
+import type { AccountWallets } from '../billing/account-wallets.ts';
 import { nextId, type Clock } from '../shared/common.ts';
 
 export type OrgRole = 'owner' | 'admin' | 'member';
@@ -51,18 +51,17 @@ const MANAGERS: readonly OrgRole[] = ['owner', 'admin'];
 export class OrgService {
   private readonly orgs;
   private readonly members;
-  private readonly wallets;
 
   constructor(
     private readonly store: Store,
     private readonly accounts: AccountService,
     private readonly config: Config['orgs'],
     private readonly invitations: InvitationRecords,
+    private readonly wallets: AccountWallets,
     private readonly now: Clock,
   ) {
     this.orgs = store.collection<OrgDoc>('orgs');
     this.members = store.collection<MembershipDoc>('memberships');
-    this.wallets = store.collection<WalletDoc>('wallets');
   }
 
   async init(): Promise<void> {
@@ -119,11 +118,11 @@ export class OrgService {
   }
 
   private async view(org: OrgDoc, role?: OrgRole): Promise<PublicOrg> {
-    const wallet = await this.wallets.findOne({ _id: walletIdOf('org', org._id) });
+    const walletCents = await this.wallets.walletCents({ type: 'org', id: org._id });
     return {
       id: org._id,
       name: org.name,
-      wallet_cents: floorCents(walletTotalUc(wallet)),
+      wallet_cents: walletCents,
       created_at: org.created_at.toISOString(),
       ...(role ? { role } : {}),
     };
@@ -137,11 +136,7 @@ export class OrgService {
     // Membership first (see insertMember).
     await this.insertMember({ _id: userId, org_id: id, role: 'owner', joined_at: created });
     await this.orgs.insertOne(org);
-    await this.wallets.updateOne(
-      { _id: walletIdOf('org', id) },
-      { $setOnInsert: walletSeed('org', id, created) },
-      { upsert: true },
-    );
+    await this.wallets.openWallet({ type: 'org', id }, created);
     return this.view(org, 'owner');
   }
 
@@ -220,9 +215,8 @@ export class OrgService {
   async delete(userId: number): Promise<{ id: number; deleted: true }> {
     const me = await this.requireMembership(userId);
     if (me.role !== 'owner') throw new ApiError('role_forbidden', 'Only the owner can delete the organization.');
-    const wallet = await this.wallets.findOne({ _id: walletIdOf('org', me.org_id) });
     // Calls in flight count: their holds are still the organization's money.
-    const cents = floorCents(walletTotalUc(wallet));
+    const cents = await this.wallets.walletCents({ type: 'org', id: me.org_id });
     if (cents >= 1) {
       throw new ApiError('org_wallet_not_empty', `The organization wallet still holds ${cents} cents; spend or settle it before deleting the organization.`);
     }
@@ -231,7 +225,7 @@ export class OrgService {
     await this.invitations.revokeAllOf(me.org_id);
     await this.members.deleteMany({ org_id: me.org_id });
     await this.orgs.deleteOne({ _id: me.org_id });
-    await this.wallets.updateOne({ _id: walletIdOf('org', me.org_id) }, { $set: { closed_at: new Date(this.now()) } });
+    await this.wallets.closeWallet({ type: 'org', id: me.org_id });
     return { id: me.org_id, deleted: true };
   }
 }

@@ -1,11 +1,17 @@
 // Billing tests' fixtures: the real embedded store in a temp dir, billing instances on it with a
-// hand-moved clock and a recording event sink, and accounts written straight into the store.
+// hand-moved clock and a recording event sink, and accounts written straight into the store (billing
+// reads them through identity's directory over the same store).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import { BillingService, type BillingConfig, type BillingDeps } from '../../src/billing/service.ts';
 import { walletIdOf } from '../../src/billing/money.ts';
+import { noAccountWallets } from '../../src/billing/account-wallets.ts';
+import { AccountService } from '../../src/identity/accounts.ts';
+import { identityDirectory } from '../../src/identity/directory.ts';
+import { InvitationRecords } from '../../src/identity/invitation-records.ts';
+import { OrgService } from '../../src/identity/orgs.ts';
 import type { Payer } from '../../src/billing/types.ts';
 import type { AccountEvent } from '../../src/shared/events.ts';
 import type { ApiKeyPrincipal } from '../../src/identity/keys.ts';
@@ -38,6 +44,10 @@ export async function fixture(start = Date.UTC(2026, 0, 15, 12, 0, 0)): Promise<
   const events: AccountEvent[] = [];
   const errors: unknown[] = [];
   const instances: BillingService[] = [];
+  const config = loadConfig({});
+  const accounts = new AccountService(store, config.auth, noAccountWallets, clock.now);
+  const orgs = new OrgService(store, accounts, config.orgs, new InvitationRecords(store, 0, clock.now), noAccountWallets, clock.now);
+  const identity = identityDirectory(accounts, orgs);
   return {
     store,
     clock,
@@ -46,6 +56,7 @@ export async function fixture(start = Date.UTC(2026, 0, 15, 12, 0, 0)): Promise<
     async billing(overrides = {}, deps = {}) {
       const b = new BillingService({
         store,
+        identity,
         config: billingConfig(overrides),
         events: { emit: async (e) => void events.push(e) },
         now: clock.now,

@@ -13,6 +13,7 @@ import { AccountService } from '../../src/identity/accounts.ts';
 import { InvitationRecords } from '../../src/identity/invitation-records.ts';
 import { InvitationService } from '../../src/identity/invitations.ts';
 import { OrgService } from '../../src/identity/orgs.ts';
+import { noAccountWallets } from '../../src/billing/account-wallets.ts';
 import { testConfig } from '../helper.ts';
 
 /** A store whose collections log `name.method(keys of the first argument)` for every call. */
@@ -61,9 +62,9 @@ describe('invitation store work', () => {
     const config = testConfig(dir);
     const rec = recording(store, log);
     const now = Date.now;
-    accounts = new AccountService(rec, config.auth, now);
+    accounts = new AccountService(rec, config.auth, noAccountWallets, now);
     records = new RacingRecords(rec, config.orgs.invitations.ttlHours * 3_600_000, now);
-    orgs = new OrgService(rec, accounts, config.orgs, records, now);
+    orgs = new OrgService(rec, accounts, config.orgs, records, noAccountWallets, now);
     invitations = new InvitationService(rec, records, orgs, accounts, config.orgs.invitations, now);
     await accounts.init();
     await orgs.init();
