@@ -7,6 +7,13 @@
 // - Domain modules (everything else under src/, and machines/) never import fastify or @fastify/*.
 // - Only src/server.ts imports src/http/app.ts: routes take App and AppDeps from src/http/types.ts,
 //   and no import cycle passes through an edge module (the 27-file type cycle through every route).
+// One owner per collection: every store collection (and GridFS bucket collection) is opened, by a
+// `collection('name')` / `collection<T>('name')` call or a change stream `store.watch('name')`, only by
+// the module or folder OWNERS names for it; others ask the owner through an interface. A name is
+// read from a string literal, a template literal, or a constant declared in the file or a file it
+// imports; an open whose name the rule cannot read fails too. Not scanned: src/store/ (the port and
+// its adapters open whatever name they are given) and test/, bench/ and scripts/ (fixtures and
+// checks write and read the store directly).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -61,6 +68,128 @@ function graph(): Map<string, Module> {
     modules.set(path, { path, files: [...new Set(files)], packages: specifiers.filter((s) => !s.startsWith('.')) });
   }
   return modules;
+}
+
+/** Each collection's owner: a module, or a folder (ending in '/') whose modules share it. */
+const OWNERS: Record<string, string> = {
+  // identity (src/identity/)
+  users: 'src/identity/accounts.ts',
+  sessions: 'src/identity/accounts.ts',
+  auth_windows: 'src/identity/accounts.ts',
+  orgs: 'src/identity/orgs.ts',
+  memberships: 'src/identity/orgs.ts',
+  org_invitations: 'src/identity/invitation-records.ts',
+  invitation_windows: 'src/identity/invitations.ts',
+  api_keys: 'src/identity/keys.ts',
+  operator_sessions: 'src/identity/operator-sessions.ts',
+  // billing (src/billing/): wallets.ts alone touches wallets (with its legacy holds and migration marks)
+  wallets: 'src/billing/wallets.ts',
+  billing_holds: 'src/billing/wallets.ts',
+  migrations: 'src/billing/wallets.ts',
+  swept_holds: 'src/billing/service.ts',
+  rate_windows: 'src/billing/',
+  usage_records: 'src/billing/usage.ts',
+  usage_batches: 'src/billing/',
+  usage_daily: 'src/billing/usage.ts',
+  usage_daily_model: 'src/billing/usage.ts',
+  usage_daily_end_user: 'src/billing/usage.ts',
+  topups: 'src/billing/topups.ts',
+  subscriptions: 'src/billing/subscriptions.ts',
+  billing_instances: 'src/billing/instances.ts',
+  // ids for every numbered collection (one counter document per sequence)
+  counters: 'src/shared/common.ts',
+  // the actor runtime
+  actors: 'src/actors/',
+  actor_inbox: 'src/actors/',
+  actor_steps: 'src/actors/',
+  // webhooks
+  webhooks: 'src/webhooks/records.ts',
+  webhook_outbox: 'src/webhooks/records.ts',
+  webhook_deliveries: 'src/webhooks/records.ts',
+  usage_spike_buckets: 'src/webhooks/usage-spike.ts',
+  // models, intent packs, blobs on MongoDB (GridFS)
+  models: 'src/models/catalog.ts',
+  model_access: 'src/models/catalog.ts',
+  intent_packs: 'src/intent/packs.ts',
+  intent_pack_bodies: 'src/intent/packs.ts',
+  'blobs.files': 'src/blobs/gridfs.ts',
+  'blobs.chunks': 'src/blobs/gridfs.ts',
+};
+
+const owns = (owner: string, path: string) => (owner.endsWith('/') ? path.startsWith(owner) : path === owner);
+
+/** The text without comments (so a comment that quotes a call is not one). */
+const uncommented = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+
+/** `const NAME = 'value'` declarations of a file. */
+function constantsOf(text: string): Map<string, string> {
+  return new Map([...text.matchAll(/\bconst\s+([A-Za-z_$][\w$]*)\s*=\s*(['"])([^'"\n]*)\2/g)].map((m) => [m[1]!, m[3]!]));
+}
+
+/** The first argument of each `.collection(…)` / `.collection<…>(…)` / `store.watch(…)` call, as written. */
+function collectionArguments(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:\.collection|\bstore\.watch)\b\s*(?:\?\.)?\s*/g)) {
+    let i = m.index! + m[0].length;
+    if (text[i] === '<') {
+      for (let depth = 0; i < text.length; i++) {
+        if (text[i] === '<') depth++;
+        else if (text[i] === '>' && --depth === 0) break;
+      }
+      i++;
+      while (/\s/.test(text[i] ?? '')) i++;
+    }
+    if (text[i] !== '(') continue;
+    let depth = 0;
+    let j = i + 1;
+    for (; j < text.length; j++) {
+      const c = text[j]!;
+      if ('([{'.includes(c)) depth++;
+      else if (')]}'.includes(c)) {
+        if (depth === 0) break;
+        depth--;
+      } else if (c === ',' && depth === 0) break;
+    }
+    out.push(text.slice(i + 1, j).trim());
+  }
+  return out;
+}
+
+/** A collection name from an argument: a literal, or constants resolved; null when it cannot be read. */
+function collectionName(argument: string, constants: Map<string, string>): string | null {
+  const literal = /^(['"])([^'"]*)\1$/.exec(argument);
+  if (literal) return literal[2]!;
+  const template = /^`([^`]*)`$/.exec(argument);
+  if (template) {
+    let unresolved = false;
+    const name = template[1]!.replace(/\$\{\s*([A-Za-z_$][\w$]*)\s*\}/g, (_, id: string) => constants.get(id) ?? ((unresolved = true), ''));
+    return unresolved || name.includes('${') ? null : name;
+  }
+  return /^[A-Za-z_$][\w$]*$/.test(argument) ? (constants.get(argument) ?? null) : null;
+}
+
+/** Every collection each module opens: `name` → the modules, and the opens whose name cannot be read. */
+function collectionOpens(modules: Map<string, Module>): { byName: Map<string, Set<string>>; unreadable: string[] } {
+  const byName = new Map<string, Set<string>>();
+  const unreadable: string[] = [];
+  const texts = new Map<string, string>();
+  const textOf = (path: string): string => {
+    let text = texts.get(path);
+    if (text === undefined) texts.set(path, (text = existsSync(join(ROOT, path)) ? uncommented(readFileSync(join(ROOT, path), 'utf8')) : ''));
+    return text;
+  };
+  for (const m of modules.values()) {
+    if (m.path.startsWith('src/store/')) continue;
+    const args = collectionArguments(textOf(m.path));
+    if (args.length === 0) continue;
+    const constants = new Map([...m.files.flatMap((f) => [...constantsOf(textOf(f))]), ...constantsOf(textOf(m.path))]);
+    for (const arg of args) {
+      const name = collectionName(arg, constants);
+      if (name === null) unreadable.push(`${m.path}: collection(${arg})`);
+      else byName.set(name, new Set([...(byName.get(name) ?? []), m.path]));
+    }
+  }
+  return { byName, unreadable };
 }
 
 const isEdge = (path: string) => path.startsWith('src/http/') || path.startsWith('src/ws/');
@@ -130,5 +259,29 @@ describe('architecture: edges that stay edges', () => {
       .filter((m) => call.test(readFileSync(join(ROOT, m.path), 'utf8')))
       .map((m) => m.path);
     assert.deepEqual(violations, []);
+  });
+});
+
+describe('architecture: one owner per collection', () => {
+  const modules = graph();
+  const { byName, unreadable } = collectionOpens(modules);
+
+  it('reads the opens it must see (so the rule below cannot pass on an empty list)', () => {
+    assert.deepEqual([...(byName.get('users') ?? [])], ['src/identity/accounts.ts'], 'a typed literal');
+    assert.ok(byName.get('actor_inbox')?.has('src/actors/wakeups-store.ts'), "a change stream on a constant imported from another file");
+    assert.ok(byName.get('rate_windows')?.has('src/billing/limits.ts'), 'an untyped literal');
+    assert.ok(byName.has('blobs.files'), 'a template literal over a constant');
+    assert.deepEqual(collectionArguments("s.collection<{ a: Map<string, number> }>(\n  'x',\n); db.collection(`${B}.y`); this.store.watch?.(NAME, f); fs.watch(path); s.collection(name)"), ["'x'", '`${B}.y`', 'NAME', 'name']);
+    assert.equal(collectionName('name', new Map()), null, 'a variable is not a name');
+  });
+
+  it('each collection is opened only by its owner, every collection has one, and every owner listed still opens it', () => {
+    const violations = [...byName].flatMap(([name, openers]) => {
+      const owner = OWNERS[name];
+      if (owner === undefined) return [`${name}: opened by ${[...openers].join(', ')}, which has no owner in OWNERS`];
+      return [...openers].filter((path) => !owns(owner, path)).map((path) => `${name}: opened by ${path}, owned by ${owner}`);
+    });
+    const stale = Object.keys(OWNERS).filter((name) => !byName.has(name)).map((name) => `${name}: listed in OWNERS, opened by nobody`);
+    assert.deepEqual([...violations, ...stale, ...unreadable.map((u) => `${u}: a name the rule cannot read`)], []);
   });
 });

@@ -197,7 +197,7 @@ export class BillingService implements Billing, AccountWallets {
     this.report = deps.onError ?? (() => {});
     const tag = randomBytes(4).toString('hex');
     this.leases = new InstanceLeases(store, now, tag, deps.instance ?? tag, config.instanceLeaseSeconds * 1000);
-    this.windows = new WindowCounters(store, now);
+    this.windows = new WindowCounters(store.collection('rate_windows'), now);
     this.wallets = new Wallets(store, now, config.holdTtlSeconds * 1000, tag, config.durableWalletWrites);
     const outbox = { pull: (walletId: string, entries: string[]) => this.wallets.pullUsage(walletId, entries), pending: (after: string, limit: number) => this.wallets.usagePending(after, limit) };
     this.usage = new UsageLog(

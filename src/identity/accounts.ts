@@ -76,7 +76,7 @@ export class AccountService {
   ) {
     this.users = store.collection<UserDoc>('users');
     this.sessions = store.collection<SessionDoc>('sessions');
-    this.windows = new WindowCounters(store, now, 'auth_windows');
+    this.windows = new WindowCounters(store.collection('auth_windows'), now);
   }
 
   async init(): Promise<void> {

@@ -47,7 +47,7 @@ export class InvitationService {
     private readonly config: Config['orgs']['invitations'],
     private readonly now: Clock,
   ) {
-    this.windows = new WindowCounters(store, now, 'invitation_windows');
+    this.windows = new WindowCounters(store.collection('invitation_windows'), now);
   }
 
   async init(): Promise<void> {

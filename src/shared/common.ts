@@ -1,7 +1,7 @@
 // Small pieces the services share: integer ids from a counter document, fixed-window counters kept
 // in the store (so every instance counts against one limit), and time helpers.
 import { ApiError } from '../errors.ts';
-import type { Store } from '../store/port.ts';
+import type { Collection, Store } from '../store/port.ts';
 
 export type Clock = () => number;
 
@@ -23,19 +23,27 @@ export interface WindowHit {
 /** A counter's window: a number of seconds (windows aligned to the epoch), or the UTC calendar month. */
 export type WindowPeriod = number | 'month';
 
+interface WindowDoc {
+  _id: string;
+  count: number;
+  expires_at: Date;
+  [k: string]: unknown;
+}
+
 /**
  * Fixed-window counters in the store: one document per (key, window), `$inc`ed atomically, with a
  * TTL for cleanup only (the window start is part of the id, so expiry never affects correctness).
+ * Each user of counters opens their collection and hands it in (`rate_windows`: billing's,
+ * `auth_windows`: accounts', `invitation_windows`: invitations'), so its owner is where it is named.
  */
 export class WindowCounters {
   constructor(
-    private readonly store: Store,
+    private readonly docs: Collection<WindowDoc>,
     private readonly now: Clock,
-    private readonly collectionName = 'rate_windows',
   ) {}
 
   async init(): Promise<void> {
-    await this.store.collection(this.collectionName).createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
+    await this.docs.createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
   }
 
   /** Epoch ms when the window of `period` holding instant `at` starts. */
@@ -67,25 +75,23 @@ export class WindowCounters {
    */
   async hit(key: string, period: WindowPeriod, by = 1, lazy = false, at?: number): Promise<WindowHit> {
     const w = this.window(key, period, at);
-    const doc = await this.store
-      .collection<{ _id: string; count: number; expires_at: Date }>(this.collectionName)
-      .findOneAndUpdate(
-        { _id: w.id },
-        { $inc: { count: by }, $setOnInsert: { expires_at: new Date(w.resetAt) } },
-        { upsert: true, returnDocument: 'after', ...(lazy ? { writeConcern: { j: false } } : {}) },
-      );
+    const doc = await this.docs.findOneAndUpdate(
+      { _id: w.id },
+      { $inc: { count: by }, $setOnInsert: { expires_at: new Date(w.resetAt) } },
+      { upsert: true, returnDocument: 'after', ...(lazy ? { writeConcern: { j: false } } : {}) },
+    );
     return { count: doc?.count ?? by, resetAt: w.resetAt };
   }
 
   /** The current window's count without changing it. */
   async peek(key: string, period: WindowPeriod): Promise<WindowHit> {
     const w = this.window(key, period);
-    const doc = await this.store.collection<{ _id: string; count: number }>(this.collectionName).findOne({ _id: w.id });
+    const doc = await this.docs.findOne({ _id: w.id });
     return { count: doc?.count ?? 0, resetAt: w.resetAt };
   }
 
   async reset(key: string, period: WindowPeriod): Promise<void> {
-    await this.store.collection(this.collectionName).deleteOne({ _id: this.window(key, period).id });
+    await this.docs.deleteOne({ _id: this.window(key, period).id });
   }
 }
 

@@ -28,7 +28,7 @@ describe('WindowCounters', () => {
   it('keeps an hour and a day that start together apart', async () => {
     const midnight = Date.UTC(2026, 10, 25);
     let now = midnight + 10_000;
-    const windows = new WindowCounters(store, () => now);
+    const windows = new WindowCounters(store.collection('rate_windows'), () => now);
     await windows.init();
     assert.equal((await windows.hit('invites', HOUR)).count, 1);
     assert.equal((await windows.hit('invites', DAY)).count, 1);
@@ -44,7 +44,7 @@ describe('WindowCounters', () => {
 
   it("gives the day's counter the day's expiry", async () => {
     const midnight = Date.UTC(2026, 10, 26);
-    const windows = new WindowCounters(store, () => midnight);
+    const windows = new WindowCounters(store.collection('rate_windows'), () => midnight);
     await windows.hit('k', HOUR);
     await windows.hit('k', DAY);
     const docs = await store.collection<{ _id: string; expires_at: Date }>('rate_windows').find({});
