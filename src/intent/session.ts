@@ -1,5 +1,5 @@
 // The intent-session actor kind: one actor per (API key, session_id), keyed `${keyId}:${session_id}`.
-// The machine has no effects to inject; src/server.ts registers the kind with the runtime.
+// The machine has no effects to inject; src/composition.ts registers the kind with the runtime.
 import type { ActorKind } from '../actors/runtime.ts';
 import { intentSessionMachine, version } from '../../machines/intent-session.machine.ts';
 

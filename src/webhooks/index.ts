@@ -1,7 +1,8 @@
 // The webhook subsystem, composed once in src/composition.ts: the endpoint actor kind (which the
-// composition registers with the runtime before it starts), the outbox sink the services emit account events through, the
-// portal service, and their lifecycle (start the outbox sweep after the runtime; on close, stop the
-// sweep and wait for the deliveries in flight before the runtime persists and releases the actors).
+// composition registers with the runtime before it starts), the outbox sink the services emit
+// account events through, the portal service, and their lifecycle (start the outbox sweep after the
+// runtime; on close, stop the sweep and wait for the deliveries in flight before the runtime
+// persists and releases the actors).
 import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { Config } from '../config.ts';

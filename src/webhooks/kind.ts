@@ -1,6 +1,7 @@
 // The webhook endpoint actor kind: one actor per endpoint (`machines/webhook-endpoint.machine.ts`),
-// its effects bound to the deliverer. Webhooks (index.ts) registers it; the outbox and the portal
-// service reach an endpoint's actor through a typed ref, `endpoint(webhookId)`.
+// its effects bound to the deliverer. Webhooks (index.ts) builds it, src/composition.ts registers
+// it; the outbox and the portal service reach an endpoint's actor through a typed ref,
+// `endpoint(webhookId)`.
 import { fromPromise } from 'xstate';
 import type { ActorKind, ActorRef } from '../actors/runtime.ts';
 import {
