@@ -14,6 +14,8 @@ export interface TranscriptionFields {
   model: string;
   /** As the client sent it (checked against the model's languages by `checkAgainstModel`). */
   language?: string;
+  /** The field it came in (`language`, OpenAI's, or `language_code`, the spec's): an error names it. */
+  languageParam?: 'language' | 'language_code';
   mode: SttMode;
   responseFormat: ResponseFormat;
   granularities: TimestampGranularity[];
@@ -67,7 +69,10 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])] as TimestampGranularity[];
   for (const g of granularities) if (g !== 'segment' && g !== 'word') throw bad('timestamp_granularities[]', "Each timestamp granularity is 'segment' or 'word'.");
   const out: TranscriptionFields = { model, mode, responseFormat, granularities: [...new Set(granularities)], diarize: bool(fields, 'diarize', endpoint === 'jobs') };
-  if (language) out.language = language;
+  if (language) {
+    out.language = language;
+    out.languageParam = byCode !== undefined ? 'language_code' : 'language';
+  }
   const prompt = one(fields, 'prompt');
   const promptRule = prompt ? brokenRule(prompt, 'free') : null;
   if (promptRule) throw bad('prompt', `Invalid field 'prompt': ${promptRule}.`);
@@ -95,7 +100,8 @@ const JOB_FIELDS = new Set([...COMMON, 'diarize', 'num_speakers']);
 
 /**
  * The model's rules: a mode it offers (`mode_not_supported`), a language it offers
- * (`language_not_supported`; answered as the model's own tag), jobs and diarization where asked.
+ * (`language_not_supported`, naming the field the client sent; answered as the model's own tag: a
+ * bare `en` is the model's first English region, `matchLanguage`), jobs and diarization where asked.
  * Returns the language to ask the provider for, if any.
  */
 export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, endpoint: 'sync' | 'jobs'): string | undefined {
@@ -113,7 +119,7 @@ export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, end
   const offered = model.languages ?? [];
   const matched = matchLanguage(req.language, offered);
   if (!matched) {
-    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, { param: 'language_code' });
+    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, { param: req.languageParam ?? 'language_code' });
   }
   return matched;
 }

@@ -113,6 +113,33 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
     }
   });
 
+  it("takes OpenAI's ISO-639-1 `language: 'en'` as the model's first English region; a refusal names the field the client sent", async () => {
+    // stt-local offers en-US, en-IN and en-GB: a bare `en` (OpenAI's own example) is en-US, the first.
+    const en = (await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'en' })) as unknown as { text: string; language: string };
+    assert.ok(en.text.includes('young'), en.text);
+    assert.equal(en.language, 'en-US');
+    const byCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', language_code: 'en' }, readFileSync(CLIP)) });
+    assert.equal(byCode.status, 200, byCode.text);
+    assert.equal(byCode.body.language, 'en-US');
+    const job = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: apiKey, ...multipartForm({ model: 'stt-local', language: 'en', diarize: 'false' }, readFileSync(CLIP)) });
+    assert.equal(job.status, 202, job.text);
+    const hindi = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' }).catch((e) => e);
+    assert.equal(hindi.code, 'language_not_supported');
+    assert.equal(hindi.param, 'language', 'the field the client sent');
+    const hindiByCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, readFileSync(CLIP)) });
+    assert.equal(hindiByCode.body.error.param, 'language_code');
+    const jobHindi = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: apiKey, ...multipartForm({ model: 'stt-local', language: 'hi' }, readFileSync(CLIP)) });
+    assert.equal(jobHindi.status, 400, jobHindi.text);
+    assert.equal(jobHindi.body.error.param, 'language');
+    let done;
+    for (let i = 0; i < 300 && done?.status !== 'completed' && done?.status !== 'failed'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      done = (await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${job.body.id}`, { token: apiKey })).body;
+    }
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.equal(done.language, 'en-US');
+  });
+
   it('refuses what it cannot decode, what is too long, and what the model does not offer; none of it is charged', async () => {
     const before = await walletMicrocents();
     const notAudio = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(Buffer.from('this is not audio at all'.repeat(50)), 'speech.mp3') }).catch((e) => e);
