@@ -21,6 +21,8 @@ export interface TranscriptionFields {
   granularities: TimestampGranularity[];
   prompt?: string;
   temperature?: number;
+  /** Asked on `POST /v1/audio/translations` (OpenAI's endpoint: mode `translate`, no `mode` field). */
+  translation?: true;
   /** Jobs only. */
   diarize: boolean;
   numSpeakers?: number;
@@ -47,8 +49,8 @@ function bool(fields: Map<string, string[]>, name: string, fallback: boolean): b
  * Reads the form's fields (the file is read separately). `allowed` names the fields the endpoint
  * takes; any other field is refused, as JSON bodies' unknown fields are.
  */
-export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jobs'): TranscriptionFields {
-  const allowed = endpoint === 'sync' ? SYNC_FIELDS : JOB_FIELDS;
+export function readFields(fields: Map<string, string[]>, endpoint: Endpoint): TranscriptionFields {
+  const allowed = ALLOWED[endpoint];
   for (const name of fields.keys()) {
     if (!allowed.has(name)) throw bad(name, `Unknown field '${name}'.`);
   }
@@ -69,6 +71,10 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])] as TimestampGranularity[];
   for (const g of granularities) if (g !== 'segment' && g !== 'word') throw bad('timestamp_granularities[]', "Each timestamp granularity is 'segment' or 'word'.");
   const out: TranscriptionFields = { model, mode, responseFormat, granularities: [...new Set(granularities)], diarize: bool(fields, 'diarize', endpoint === 'jobs') };
+  if (endpoint === 'translations') {
+    out.mode = 'translate';
+    out.translation = true;
+  }
   if (language) {
     out.language = language;
     out.languageParam = byCode !== undefined ? 'language_code' : 'language';
@@ -94,9 +100,16 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   return out;
 }
 
+/** The transcription endpoints: `sync` is POST /v1/audio/transcriptions, `translations` OpenAI's POST /v1/audio/translations. */
+export type Endpoint = 'sync' | 'jobs' | 'translations';
+
 const COMMON = ['model', 'language', 'language_code', 'mode', 'prompt', 'temperature'];
-const SYNC_FIELDS = new Set([...COMMON, 'response_format', 'timestamp_granularities[]', 'timestamp_granularities', 'stream']);
-const JOB_FIELDS = new Set([...COMMON, 'diarize', 'num_speakers']);
+const ALLOWED: Record<Endpoint, ReadonlySet<string>> = {
+  sync: new Set([...COMMON, 'response_format', 'timestamp_granularities[]', 'timestamp_granularities', 'stream']),
+  jobs: new Set([...COMMON, 'diarize', 'num_speakers']),
+  // OpenAI's CreateTranslationRequest: English out, so no language, and no mode to choose.
+  translations: new Set(['model', 'prompt', 'response_format', 'temperature']),
+};
 
 /**
  * The model's rules: a mode it offers (`mode_not_supported`), a language it offers
@@ -107,6 +120,8 @@ const JOB_FIELDS = new Set([...COMMON, 'diarize', 'num_speakers']);
 export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, endpoint: 'sync' | 'jobs'): string | undefined {
   const features = sttFeatures(model);
   if (!features.modes.includes(req.mode)) {
+    // On the translations endpoint the client chose no mode: the model is what cannot translate.
+    if (req.translation) throw new ApiError('mode_not_supported', `The model '${model._id}' does not translate (its modes: ${features.modes.join(', ')}); pick a model whose 'modes' include translate in /v1/models.`, { param: 'model' });
     throw new ApiError('mode_not_supported', `The model '${model._id}' offers the modes ${features.modes.join(', ')}, not '${req.mode}'.`, { param: 'mode' });
   }
   if (endpoint === 'jobs' && !features.jobs) {
