@@ -147,6 +147,8 @@ export interface TokenLogprob {
 /** OpenAI's `choices[].logprobs` (answers) and its per-chunk part (streams). */
 export interface ChoiceLogprobs {
   content: (TokenLogprob & { top_logprobs: TokenLogprob[] })[] | null;
+  /** Required by OpenAI's schema beside `content`; refusals are never relayed, so null. */
+  refusal: null;
 }
 
 export interface ChatChoice {
