@@ -74,7 +74,7 @@ export class SyncTranscription {
       throw api;
     }
     await call.settle({ route: served.route.id, seconds, costMicrocents: priceOfSeconds(model.pricing, seconds), status: 'ok' }, { answer: true });
-    const transcript = transcriptForClient(served.result, { durationS: audio.durationS, language: language ?? model.languages?.[0] ?? null, diarized: false });
+    const transcript = transcriptForClient(served.result, { durationS: audio.durationS, language: language ?? model.languages?.[0] ?? null, diarized: false, decoder: fields.responseFormat === 'verbose_json' });
     const timestamps = sttFeatures(model).timestamps !== 'none';
     if (fields.responseFormat === 'json') {
       // The spec's synchronous transcript (BCP-47 language, duration, segments when the model gives

@@ -1,5 +1,5 @@
 // POST /v1/audio/translations, OpenAI's endpoint (multipart: model, file, prompt, response_format,
-// temperature): a short clip's speech as English text, served by an stt model whose modes include
+// temperature), and verbose_json's decoder fields through a Whisper upstream: a short clip's speech as English text, served by an stt model whose modes include
 // translate, through the fake OpenAI upstream (whisper-1 translates at /v1/audio/translations), with
 // the official `openai` client's `audio.translations.create`. Billed as transcription, by the
 // decoded seconds; a model that cannot translate is refused before anything is held.
@@ -14,7 +14,7 @@ import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.t
 
 const skip = execFileSync('sh', ['-c', 'command -v ffmpeg || true']).toString().trim() ? false : 'needs ffmpeg';
 
-describe('POST /v1/audio/translations', { skip }, () => {
+describe('POST /v1/audio/translations, and verbose_json through a Whisper upstream', { skip }, () => {
   let gw: TestGateway;
   let upstream: FakeServer;
   let apiKey: string;
@@ -74,8 +74,20 @@ describe('POST /v1/audio/translations', { skip }, () => {
     assert.equal(before - (await balance()), 90_000);
   });
 
+  it("verbose_json passes a Whisper upstream's segment decoder fields on (tokens, avg_logprob, no_speech_prob), transcribing and translating", async () => {
+    const file = async () => toFile(wavBytes(3), 'clip.wav');
+    const transcribed = await client.audio.transcriptions.create({ model: 'stt-whisper', file: await file(), response_format: 'verbose_json', timestamp_granularities: ['segment'] });
+    const translated = (await client.audio.translations.create({ model: 'stt-whisper', file: await file(), response_format: 'verbose_json' })) as unknown as OpenAI.Audio.TranslationVerbose;
+    for (const [what, segments] of [['transcribed', transcribed.segments], ['translated', translated.segments]] as const) {
+      assert.ok(segments!.length > 0, what);
+      // The fake's Whisper answers: tokens [50364, 440], avg_logprob -0.25, no_speech_prob 0.01 on every segment.
+      for (const s of segments!) assert.deepEqual([s.tokens, s.avg_logprob, s.no_speech_prob], [[50364, 440], -0.25, 0.01], what);
+    }
+  });
+
   it('refuses a model that cannot translate (400 mode_not_supported naming model), fields OpenAI does not take, and charges nothing', async () => {
     const before = await balance();
+    const sent = upstream.requests.length;
     const local = await client.audio.translations.create({ model: 'stt-local', file: await toFile(wavBytes(2), 'a.wav') }).catch((e) => e);
     assert.equal(local.status, 400);
     assert.equal(local.code, 'mode_not_supported');
@@ -91,7 +103,7 @@ describe('POST /v1/audio/translations', { skip }, () => {
     assert.equal(mode.body.error.param, 'mode');
     const noKey = await call(gw.url, 'POST', '/v1/audio/translations', multipartForm({ model: 'stt-whisper' }, wavBytes(2)));
     assert.equal(noKey.status, 401);
-    assert.equal(upstream.calls('/v1/audio/translations').length, 3, 'none of these reached the upstream');
+    assert.equal(upstream.requests.length, sent, 'none of these reached the upstream');
     assert.equal(await balance(), before);
   });
 });
