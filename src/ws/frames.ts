@@ -225,7 +225,8 @@ function sessionFrame(s: SessionDescription) {
     sample_rate: s.sampleRate,
     encoding: s.encoding,
     input_audio_format: FORMATS[s.encoding],
-    input_audio_transcription: { model: s.model, language: s.language, prompt: '' },
+    // OpenAI's beta shape: `language` a string when set, absent for auto-detect (GA's says null).
+    input_audio_transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), prompt: '' },
     turn_detection: s.turnDetection,
     return_timestamps: s.returnTimestamps,
     // Ours: `streaming` (an engine fed as audio comes) or `utterance` (each utterance sent whole).
@@ -235,9 +236,11 @@ function sessionFrame(s: SessionDescription) {
 
 /**
  * The session as OpenAI's GA `session.updated` gives a transcription session
- * (RealtimeTranscriptionSessionCreateResponse), plus ours: `sample_rate`, `encoding`,
+ * (RealtimeTranscriptionSessionCreateResponseGA), plus ours: `sample_rate`, `encoding`,
  * `return_timestamps`, `recognition`. The format carries its `rate` (ours may be other than
- * OpenAI's fixed ones); noise reduction, logprobs and prompts are not applied: reported null, ''.
+ * OpenAI's fixed ones). As the document types them: the language a string, absent for
+ * auto-detect; noise reduction (not applied) absent; logprobs (not given) `include: []`; prompts
+ * (not applied) ''.
  */
 function gaSessionFrame(s: SessionDescription) {
   return {
@@ -247,12 +250,11 @@ function gaSessionFrame(s: SessionDescription) {
     audio: {
       input: {
         format: { type: GA_FORMATS[s.encoding], rate: s.sampleRate },
-        noise_reduction: null,
-        transcription: { model: s.model, language: s.language, prompt: '' },
+        transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), prompt: '' },
         turn_detection: s.turnDetection,
       },
     },
-    include: null,
+    include: [],
     sample_rate: s.sampleRate,
     encoding: s.encoding,
     return_timestamps: s.returnTimestamps,
