@@ -58,8 +58,19 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: ChatChoice[];
+  choices: AnswerChoice[];
   usage: UsageObject;
+}
+
+/**
+ * A choice as OpenAI's CreateChatCompletionResponse requires it: `logprobs` (null unless asked
+ * for) and `message.refusal` always there (null: refusals are never relayed apart from the text).
+ */
+export interface AnswerChoice {
+  index: number;
+  message: ChatChoice['message'] & { refusal: null };
+  logprobs: NonNullable<ChatChoice['logprobs']> | null;
+  finish_reason: string;
 }
 
 /** OpenAI's usage object; the cached and reasoning details only when the upstream reported them. */
@@ -255,7 +266,7 @@ export class ChatGateway {
   }
 
   async complete(prep: PreparedChat, signal: CancelSignal): Promise<ChatCompletion> {
-    let served: { result: { choices: ChatCompletion['choices']; usage: TokenUsage | null }; route: ResolvedRoute };
+    let served: { result: { choices: ChatChoice[]; usage: TokenUsage | null }; route: ResolvedRoute };
     try {
       served = await this.deps.router.complete(prep.routes, prep.request, signal);
     } catch (err) {
@@ -274,9 +285,8 @@ export class ChatGateway {
       created: prep.created,
       model: prep.model._id,
       choices: served.result.choices.map((c) => {
-        const choice: ChatChoice = { index: c.index, message: { role: 'assistant', content: c.message.content }, finish_reason: c.finish_reason };
+        const choice: AnswerChoice = { index: c.index, message: { role: 'assistant', content: c.message.content, refusal: null }, logprobs: c.logprobs ?? null, finish_reason: c.finish_reason };
         if (c.message.tool_calls !== undefined) choice.message.tool_calls = c.message.tool_calls;
-        if (c.logprobs !== undefined) choice.logprobs = c.logprobs;
         return choice;
       }),
       usage: usageObject(usage),

@@ -5,7 +5,7 @@
 // response.completed (or response.incomplete when the output cap cut it) with the usage. Every
 // event carries its `sequence_number`.
 import type { ChatCompletion } from './chat.ts';
-import { functionCallItem, messageItem, responseObject, type ResponsesBody } from './responses.ts';
+import { functionCallItem, messageItem, outputText, responseObject, type ResponsesBody } from './responses.ts';
 import type { ToolCall } from '../providers/types.ts';
 
 type Event = Record<string, unknown> & { type: string };
@@ -45,7 +45,7 @@ export async function* responseEvents(
         textIndex = output.length;
         output.push(null);
         yield ev('response.output_item.added', { output_index: textIndex, item: messageItem(msgId, '', 'in_progress') });
-        yield ev('response.content_part.added', { item_id: msgId, output_index: textIndex, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+        yield ev('response.content_part.added', { item_id: msgId, output_index: textIndex, content_index: 0, part: outputText('') });
       }
       text += delta.content;
       yield ev('response.output_text.delta', { item_id: msgId, output_index: textIndex, content_index: 0, delta: delta.content, logprobs: [] });
@@ -75,7 +75,7 @@ export async function* responseEvents(
   for (const { call, outputIndex } of calls.values()) {
     const item = functionCallItem(call, 'completed');
     output[outputIndex] = item;
-    yield ev('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, arguments: call.function.arguments });
+    yield ev('response.function_call_arguments.done', { item_id: item.id, name: call.function.name, output_index: outputIndex, arguments: call.function.arguments });
     yield ev('response.output_item.done', { output_index: outputIndex, item });
   }
   const final = responseObject(id, createdAt, model, body, output, { finish, usage: usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });

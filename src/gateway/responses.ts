@@ -138,7 +138,7 @@ export const newResponseId = (): string => `resp_${randomUUID().replaceAll('-', 
 
 interface Usage {
   input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
   output_tokens_details: { reasoning_tokens: number };
   total_tokens: number;
@@ -147,7 +147,8 @@ interface Usage {
 export function responsesUsage(u: ChatCompletion['usage']): Usage {
   return {
     input_tokens: u.prompt_tokens,
-    input_tokens_details: { cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0 },
+    // Cache writes are not reported on the chat path (OpenAI's caching writes nothing it bills apart): 0.
+    input_tokens_details: { cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0, cache_write_tokens: 0 },
     output_tokens: u.completion_tokens,
     output_tokens_details: { reasoning_tokens: u.completion_tokens_details?.reasoning_tokens ?? 0 },
     total_tokens: u.total_tokens,
@@ -159,7 +160,19 @@ export const messageItem = (id: string, text: string, status: 'in_progress' | 'c
   id,
   status,
   role: 'assistant',
-  content: status === 'completed' ? [{ type: 'output_text', text, annotations: [] }] : [],
+  content: status === 'completed' ? [outputText(text)] : [],
+});
+
+/** OpenAI's OutputTextContent: `annotations` and `logprobs` required (none are given: empty). */
+export const outputText = (text: string) => ({ type: 'output_text', text, annotations: [], logprobs: [] });
+
+/** A request's function tool as OpenAI's FunctionTool echoes it: `parameters` and `strict` required, nullable. */
+const echoedTool = (t: NonNullable<ResponsesBody['tools']>[number]) => ({
+  type: 'function' as const,
+  name: t.name,
+  description: t.description ?? null,
+  parameters: t.parameters ?? null,
+  strict: t.strict ?? null,
 });
 
 export const functionCallItem = (call: ToolCall, status: 'in_progress' | 'completed') => ({
@@ -205,9 +218,10 @@ export function responseObject(
     top_p: body.top_p ?? null,
     text: { format: body.text?.format ?? { type: 'text' } },
     tool_choice: body.tool_choice ?? 'auto',
-    tools: body.tools ?? [],
+    tools: body.tools?.map(echoedTool) ?? [],
     truncation: 'disabled',
-    usage: final === undefined ? null : responsesUsage(final.usage),
+    // Absent until the final object: the schema's `usage` is optional and never null.
+    ...(final === undefined ? {} : { usage: responsesUsage(final.usage) }),
     metadata: body.metadata ?? {},
   };
 }

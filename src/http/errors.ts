@@ -5,7 +5,8 @@ import type { ApiError, ErrorCode } from '../errors.ts';
 export { ApiError, echo, ERRORS, type ErrorCode } from '../errors.ts';
 
 export interface ErrorEnvelope {
-  error: { message: string; type: string; code: ErrorCode; param?: string; request_id?: string };
+  /** `param` is always there, null when no field is at fault (OpenAI's Error requires it). */
+  error: { message: string; type: string; code: ErrorCode; param: string | null; request_id?: string };
 }
 
 /**
@@ -25,7 +26,7 @@ function envelope(err: ApiError, requestId: string): ErrorEnvelope {
       message: err.message,
       type: err.type,
       code: err.code,
-      ...(err.options.param !== undefined ? { param: err.options.param } : {}),
+      param: err.options.param ?? null,
       request_id: requestId,
     },
   };

@@ -9,7 +9,8 @@ export const ErrorEnvelope = Type.Object({
     message: Type.String(),
     type: Type.String(),
     code: Type.String(),
-    param: Type.Optional(Type.String()),
+    // Always sent, null when no field is at fault (OpenAI's Error requires it; the spec's `param?`).
+    param: Type.Union([Type.String(), Type.Null()]),
     request_id: Type.Optional(Type.String()),
   }),
 });

@@ -4,7 +4,10 @@
 // Size, as a proxy in front of the API would enforce it: an upload whose Content-Length says it is
 // over the limit is answered 413 with a plain page before authentication and before any of its body
 // is read; one sent without a length (chunked) is cut as soon as its file passes the limit. Either
-// way the connection is closed (`Connection: close`), so the rest of the body is never read.
+// way the answer says `Connection: close`, and the connection then lingers as nginx's does: the
+// rest of the body is read and dropped (never stored) for at most LINGER_MS and LINGER_BYTES, so a
+// client still writing it finishes and reads the 413 instead of a reset (which clients report as a
+// connection error, and retry); a client that never stops is cut at either bound.
 //
 // A text field over 64 KiB is refused (400 naming it), never cut. A body that is not well-formed
 // multipart (no boundary in its Content-Type, no closing boundary) is a 400 `invalid_request` saying
@@ -12,6 +15,7 @@
 // request timeout already answered it 408: client-errors.ts) is logged at info as the client's
 // doing, and nothing is written: nobody is there to read it.
 import multipart from '@fastify/multipart';
+import { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobStore, Upload } from '../blobs/port.ts';
 import { BlobTooLargeError } from '../blobs/port.ts';
@@ -24,6 +28,14 @@ export const UPLOAD_LIMIT_BYTES = 25 * 1024 * 1024;
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 /** The longest text field (busboy cuts a longer value; the form is then refused naming the field). */
 const FIELD_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * How long, and how many more bytes of body, an over-limit upload's connection is read and dropped
+ * after the 413 (nginx: lingering_time). 32 MiB covers the rest of a body a little over the limit
+ * (a 27 MB file whose length was declared is refused with nothing read), at loopback or LAN speed.
+ */
+const LINGER_MS = 5000;
+const LINGER_BYTES = 32 * 1024 * 1024;
 
 const TOO_LARGE_PAGE =
   '<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n' +
@@ -45,8 +57,37 @@ export class UploadAbortedError extends Error {
   }
 }
 
-function sendTooLarge(reply: FastifyReply): FastifyReply {
+function sendTooLarge(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  lingerAfterAnswer(request);
   return reply.code(413).header('connection', 'close').type('text/html; charset=utf-8').send(TOO_LARGE_PAGE);
+}
+
+/**
+ * The rest of the request's body is read and dropped from now on; once the answer is written, the
+ * connection is half-closed (our FIN after the answer) and closed when the client closes its side,
+ * or past LINGER_MS or LINGER_BYTES more of body. Node closes a `Connection: close` socket as soon as its answer is written
+ * (`socket.destroySoon()`); with body left unread the kernel then resets the connection, and a
+ * client still writing it gets EPIPE or ECONNRESET, often before it has read the answer. So that
+ * one call is replaced, on this socket only, by a close that waits.
+ */
+function lingerAfterAnswer(request: FastifyRequest): void {
+  const raw = request.raw;
+  const socket = raw.socket as Socket | null;
+  if (!socket || socket.destroyed || raw.complete) return;
+  let dropped = 0;
+  const cut = () => socket.destroy();
+  const timer = setTimeout(cut, LINGER_MS).unref();
+  socket.once('close', () => clearTimeout(timer));
+  raw.unpipe(); // from the multipart parser, when the file was being read
+  raw.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > LINGER_BYTES) cut();
+  });
+  raw.resume();
+  // Once the answer is out: our FIN after it, and the socket closes when the client's end comes (or the timer, or the cap).
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    if (this.writable) this.end();
+  };
 }
 
 /**
@@ -56,7 +97,7 @@ function sendTooLarge(reply: FastifyReply): FastifyReply {
  * connection cannot carry another request).
  */
 export function uploadFailed(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (err instanceof UploadTooLargeError) return sendTooLarge(reply);
+  if (err instanceof UploadTooLargeError) return sendTooLarge(request, reply);
   if (err instanceof UploadAbortedError) {
     // The client left, or Node's parser refused the rest (a 408 for its slowness, a 400 for a bad
     // chunk) and answered on the socket itself: client-errors.ts.
@@ -94,7 +135,7 @@ export async function acceptUploads(scope: App, maxBytes = UPLOAD_LIMIT_BYTES): 
   });
   scope.addHook('onRequest', async (request, reply) => {
     const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBytes + FORM_OVERHEAD_BYTES) return sendTooLarge(reply);
+    if (Number.isFinite(declared) && declared > maxBytes + FORM_OVERHEAD_BYTES) return sendTooLarge(request, reply);
   });
 }
 

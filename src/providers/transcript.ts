@@ -1,7 +1,7 @@
 // Checks shared by the speech-to-text providers on what their upstreams answer. As validate.ts:
 // upstream JSON is untrusted, fields are copied into fresh objects after these checks.
 import { protocolError } from './validate.ts';
-import type { AudioInput, TranscriptSegment, TranscriptWord } from './types.ts';
+import type { AudioInput, TranscriptSegment, TranscriptWord, WhisperDecoderFields } from './types.ts';
 
 /** No recording is a week long; a larger time is an upstream bug. */
 const MAX_SECONDS = 7 * 24 * 3600;
@@ -35,6 +35,23 @@ export function speakerOf(v: unknown): string | number | null {
   if (typeof v === 'string' && v.length > 0 && v.length <= 64) return v;
   if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v < 1_000_000) return v;
   return null;
+}
+
+/** Whisper's token ids per segment stay well under this (its context is 448 tokens). */
+const MAX_SEGMENT_TOKENS = 1024;
+
+/**
+ * A Whisper segment's decoder fields, each taken only when well-formed (token ids: non-negative
+ * integers; avg_logprob: finite, at most 0; no_speech_prob: 0..1); undefined when none is. A
+ * malformed one is left out (rendered as an engine without it), not a failure of the transcript.
+ */
+export function whisperDecoderOf(s: Record<string, unknown>): WhisperDecoderFields | undefined {
+  const out: WhisperDecoderFields = {};
+  const { tokens, avg_logprob: logprob, no_speech_prob: noSpeech } = s;
+  if (Array.isArray(tokens) && tokens.length <= MAX_SEGMENT_TOKENS && tokens.every((t) => Number.isSafeInteger(t) && (t as number) >= 0)) out.tokens = tokens as number[];
+  if (typeof logprob === 'number' && Number.isFinite(logprob) && logprob <= 0) out.avg_logprob = logprob;
+  if (typeof noSpeech === 'number' && noSpeech >= 0 && noSpeech <= 1) out.no_speech_prob = noSpeech;
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /**

@@ -147,6 +147,8 @@ export interface TokenLogprob {
 /** OpenAI's `choices[].logprobs` (answers) and its per-chunk part (streams). */
 export interface ChoiceLogprobs {
   content: (TokenLogprob & { top_logprobs: TokenLogprob[] })[] | null;
+  /** Required by OpenAI's schema beside `content`; refusals are never relayed, so null. */
+  refusal: null;
 }
 
 export interface ChatChoice {
@@ -293,6 +295,15 @@ export interface TranscriptSegment {
   text: string;
   speaker?: string | number | null;
   words?: TranscriptWord[];
+  /** Whisper's decoder fields (verbose_json), when the upstream gave them well-formed: passed on as given. */
+  decoder?: WhisperDecoderFields;
+}
+
+/** What a Whisper upstream says of a segment's decoding; verbose_json passes it on. */
+export interface WhisperDecoderFields {
+  tokens?: number[];
+  avg_logprob?: number;
+  no_speech_prob?: number;
 }
 
 /** A transcript in the gateway's terms (seconds; BCP-47 language), whatever the provider's shape. */

@@ -60,8 +60,9 @@ export type SessionOutput =
 /**
  * What a client's session update asks (OpenAI's GA `session.update` or its beta
  * `transcription_session.update`, read by the edge). An absent field leaves the setting as it is.
- * The format and the language may change until the socket's first audio; after it, an update that
- * would change them is refused whole (`param` names the field in the client's own frame).
+ * Every setting that can be taken is applied; each one that cannot is reported on its own (`param`
+ * names the field in the client's own frame). The format and the language may change until the
+ * socket's first audio; after it, a change of them is refused (the rest of the update applies).
  */
 export interface SessionUpdate {
   turnDetection?: TurnDetection | null;
@@ -72,6 +73,10 @@ export interface SessionUpdate {
   model?: { name: string; param: string };
   /** Which event asked: the answer is `session.updated` or `transcription_session.updated`. */
   via: 'session.update' | 'transcription_session.update';
+  /** Settings the edge could not read (a bad value, an unknown field), each reported as an error. */
+  refused: ApiError[];
+  /** How many settings the edge read (taken, or applied above); with none taken and none refused, the update is an echo. */
+  taken: number;
 }
 
 /** A session's recogniser and input resampler, built for its params (again, when the format changes before any audio). */
@@ -249,29 +254,48 @@ export class RealtimeSession implements SessionResources {
 
   /**
    * session.update / transcription_session.update: turn detection on (with its settings) or off;
-   * the audio format and the language, until the first audio. Refused whole (ApiError) when it
-   * cannot be taken; answered with the session as it now is.
+   * the audio format and the language, until the first audio. Every setting that can be taken is
+   * applied; each refused one (read by the edge, or refused here) is sent as an `error` naming it,
+   * then the session as it now is, unless every setting the update held was refused.
    */
   update(u: SessionUpdate): void {
     if (this.ended) return;
+    const refused = [...u.refused];
+    let applied = u.taken;
+    const refuse = (err: ApiError) => {
+      refused.push(err);
+      applied--;
+    };
     if (u.model && u.model.name !== this.params.model) {
-      throw new ApiError('invalid_request', `This socket transcribes with '${this.params.model}' (its 'model' query parameter), not '${echo(u.model.name)}'.`, { param: u.model.param });
+      refuse(new ApiError('invalid_request', `This socket transcribes with '${this.params.model}' (its 'model' query parameter), not '${echo(u.model.name)}'.`, { param: u.model.param }));
     }
     const next = { ...this.params };
     if (u.format) {
       const { encoding, sampleRate } = u.format;
-      next.encoding = encoding;
-      next.sampleRate = sampleRate ?? (encoding === this.params.encoding ? this.params.sampleRate : encoding === 'pcm_s16le' ? 24000 : 8000);
+      const rate = sampleRate ?? (encoding === this.params.encoding ? this.params.sampleRate : encoding === 'pcm_s16le' ? 24000 : 8000);
+      if ((encoding !== this.params.encoding || rate !== this.params.sampleRate) && this.audioStarted) {
+        refuse(new ApiError('invalid_request', "The socket's audio format cannot change once audio has arrived; open a new socket for other audio.", { param: u.format.param }));
+      } else {
+        next.encoding = encoding;
+        next.sampleRate = rate;
+      }
     }
-    if (u.language) next.language = this.deps.language(u.language.tag, u.language.param);
-    const reformat = next.encoding !== this.params.encoding || next.sampleRate !== this.params.sampleRate;
-    const relanguage = next.language !== this.params.language;
-    if ((reformat || relanguage) && this.audioStarted) {
-      const param = reformat ? u.format!.param : u.language!.param;
-      throw new ApiError('invalid_request', `The socket's ${reformat ? 'audio format' : 'language'} cannot change once audio has arrived; open a new socket for other audio.`, { param });
+    if (u.language) {
+      try {
+        const language = this.deps.language(u.language.tag, u.language.param);
+        if (language !== this.params.language && this.audioStarted) {
+          throw new ApiError('invalid_request', "The socket's language cannot change once audio has arrived; open a new socket for another language.", { param: u.language.param });
+        }
+        next.language = language;
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        refuse(err);
+      }
     }
+    for (const err of refused) this.deps.sink.send({ type: 'error', error: { code: err.code, message: err.message, ...(err.options.param !== undefined ? { param: err.options.param } : {}) } });
+    if (refused.length > 0 && applied <= 0) return;
     if (u.turnDetection !== undefined) this.turn = u.turnDetection;
-    if (reformat || relanguage) {
+    if (next.encoding !== this.params.encoding || next.sampleRate !== this.params.sampleRate || next.language !== this.params.language) {
       this.params = next;
       this.build();
     } else if (u.turnDetection !== undefined) {

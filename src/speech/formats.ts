@@ -2,10 +2,11 @@
 // `verbose_json`, `text`, `srt`, `vtt`. JSON bodies go out as application/json, the other three as
 // text/plain, as OpenAI's servers send them.
 //
-// verbose_json carries Whisper's decoder fields on each segment. An engine that is not Whisper has
-// no Whisper tokens or no-speech probability: those come out as `tokens: []` and
-// `no_speech_prob: 0`; `avg_logprob` is the engine's own when it gives word confidences, else 0;
-// `compression_ratio` is computed as Whisper does (text bytes / zlib-compressed bytes).
+// verbose_json carries Whisper's decoder fields on each segment: a Whisper upstream's own `tokens`,
+// `avg_logprob` and `no_speech_prob` as it gave them. An engine that is not Whisper has no Whisper
+// tokens or no-speech probability: those come out as `tokens: []` and `no_speech_prob: 0`;
+// `avg_logprob` is the engine's own when it gives word confidences, else 0; `compression_ratio` is
+// computed as Whisper does (text bytes / zlib-compressed bytes).
 
 import { deflateSync } from 'node:zlib';
 import { whisperLanguageName } from './languages.ts';
@@ -78,11 +79,11 @@ export function verboseJson(transcript: Transcript, options: Omit<RenderOptions,
       start: s.start,
       end: s.end,
       text,
-      tokens: [],
+      tokens: s.tokens ?? [],
       temperature: options.temperature ?? 0,
       avg_logprob: s.avg_logprob ?? 0,
       compression_ratio: compressionRatio(text),
-      no_speech_prob: 0,
+      no_speech_prob: s.no_speech_prob ?? 0,
     };
   });
   return {

@@ -74,11 +74,17 @@ export function languageFromName(name: string): string | null {
 }
 
 /**
- * Which of a model's languages (BCP-47) a request means: the same tag, else the only offered
- * tag of the same language (`hi` or `hi-IN` → `hi-IN`; `en-GB` → `en-US` for an English-only
- * model). Accepts a tag, an ISO code or a Whisper name, in any case. Null when none matches, or
- * when a bare language matches several regions (`en` against `en-IN` and `en-US`).
+ * Which of a model's languages (BCP-47) a request means: the same tag; else, for a bare language
+ * (`en`, as OpenAI's ISO-639-1 field and every Whisper client send it), the model's default region
+ * for it: the first of the model's languages with that primary subtag, in the model's order (a
+ * script variant, `hi-Latn-IN`, only when no plain tag has it); else, for a tag of another region,
+ * the only offered tag of the same language (`en-GB` → `en-US` for an English-only model).
+ * Accepts a tag, an ISO code or a Whisper name, in any case. Null when none matches, or when a
+ * regional tag the model lacks matches several regions (`en-AU` against `en-IN` and `en-US`: the
+ * client named a region, and we would pick another).
  */
+const SCRIPT = /-[A-Z][a-z]{3}(?:-|$)/;
+
 export function matchLanguage(requested: string, offered: readonly string[]): string | null {
   const tag = canonicalLanguage(requested) ?? languageFromName(requested);
   if (tag === null) return null;
@@ -88,9 +94,9 @@ export function matchLanguage(requested: string, offered: readonly string[]): st
   const primary = tag.split('-')[0];
   const same = canonical.filter(({ c }) => c?.split('-')[0] === primary);
   if (same.length === 1) return same[0]!.o;
-  // A bare `hi` against `hi-IN` and `hi-Latn-IN`: the plain one.
-  const plain = same.filter(({ c }) => c!.split('-').length <= 2);
-  return tag === primary && plain.length === 1 ? plain[0]!.o : null;
+  if (tag !== primary) return null;
+  // A bare language: the first tag of it without a script subtag, else the first with one.
+  return (same.find(({ c }) => !SCRIPT.test(c!)) ?? same[0])?.o ?? null;
 }
 
 /** The code Sarvam's API takes for a BCP-47 tag: Odia is `od-IN` there. */

@@ -13,8 +13,11 @@ export interface TranscriptSegment {
   text: string;
   /** Present when the engine gives word times. */
   words?: TranscriptWord[];
-  /** Mean natural log of the words' posterior probabilities, when the engine gives them. */
+  /** Mean natural log of the words' posterior probabilities, when the engine gives them (a Whisper upstream's own). */
   avg_logprob?: number;
+  /** A Whisper upstream's token ids and no-speech probability for the segment, when it gave them. */
+  tokens?: number[];
+  no_speech_prob?: number;
   /** Diarized transcripts only: `SPEAKER_00`, `SPEAKER_01`, … */
   speaker?: string;
 }

@@ -14,11 +14,15 @@ export interface TranscriptionFields {
   model: string;
   /** As the client sent it (checked against the model's languages by `checkAgainstModel`). */
   language?: string;
+  /** The field it came in (`language`, OpenAI's, or `language_code`, the spec's): an error names it. */
+  languageParam?: 'language' | 'language_code';
   mode: SttMode;
   responseFormat: ResponseFormat;
   granularities: TimestampGranularity[];
   prompt?: string;
   temperature?: number;
+  /** Asked on `POST /v1/audio/translations` (OpenAI's endpoint: mode `translate`, no `mode` field). */
+  translation?: true;
   /** Jobs only. */
   diarize: boolean;
   numSpeakers?: number;
@@ -45,8 +49,8 @@ function bool(fields: Map<string, string[]>, name: string, fallback: boolean): b
  * Reads the form's fields (the file is read separately). `allowed` names the fields the endpoint
  * takes; any other field is refused, as JSON bodies' unknown fields are.
  */
-export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jobs'): TranscriptionFields {
-  const allowed = endpoint === 'sync' ? SYNC_FIELDS : JOB_FIELDS;
+export function readFields(fields: Map<string, string[]>, endpoint: Endpoint): TranscriptionFields {
+  const allowed = ALLOWED[endpoint];
   for (const name of fields.keys()) {
     if (!allowed.has(name)) throw bad(name, `Unknown field '${name}'.`);
   }
@@ -67,7 +71,14 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])] as TimestampGranularity[];
   for (const g of granularities) if (g !== 'segment' && g !== 'word') throw bad('timestamp_granularities[]', "Each timestamp granularity is 'segment' or 'word'.");
   const out: TranscriptionFields = { model, mode, responseFormat, granularities: [...new Set(granularities)], diarize: bool(fields, 'diarize', endpoint === 'jobs') };
-  if (language) out.language = language;
+  if (endpoint === 'translations') {
+    out.mode = 'translate';
+    out.translation = true;
+  }
+  if (language) {
+    out.language = language;
+    out.languageParam = byCode !== undefined ? 'language_code' : 'language';
+  }
   const prompt = one(fields, 'prompt');
   const promptRule = prompt ? brokenRule(prompt, 'free') : null;
   if (promptRule) throw bad('prompt', `Invalid field 'prompt': ${promptRule}.`);
@@ -89,18 +100,28 @@ export function readFields(fields: Map<string, string[]>, endpoint: 'sync' | 'jo
   return out;
 }
 
+/** The transcription endpoints: `sync` is POST /v1/audio/transcriptions, `translations` OpenAI's POST /v1/audio/translations. */
+export type Endpoint = 'sync' | 'jobs' | 'translations';
+
 const COMMON = ['model', 'language', 'language_code', 'mode', 'prompt', 'temperature'];
-const SYNC_FIELDS = new Set([...COMMON, 'response_format', 'timestamp_granularities[]', 'timestamp_granularities', 'stream']);
-const JOB_FIELDS = new Set([...COMMON, 'diarize', 'num_speakers']);
+const ALLOWED: Record<Endpoint, ReadonlySet<string>> = {
+  sync: new Set([...COMMON, 'response_format', 'timestamp_granularities[]', 'timestamp_granularities', 'stream']),
+  jobs: new Set([...COMMON, 'diarize', 'num_speakers']),
+  // OpenAI's CreateTranslationRequest: English out, so no language, and no mode to choose.
+  translations: new Set(['model', 'prompt', 'response_format', 'temperature']),
+};
 
 /**
  * The model's rules: a mode it offers (`mode_not_supported`), a language it offers
- * (`language_not_supported`; answered as the model's own tag), jobs and diarization where asked.
+ * (`language_not_supported`, naming the field the client sent; answered as the model's own tag: a
+ * bare `en` is the model's first English region, `matchLanguage`), jobs and diarization where asked.
  * Returns the language to ask the provider for, if any.
  */
 export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, endpoint: 'sync' | 'jobs'): string | undefined {
   const features = sttFeatures(model);
   if (!features.modes.includes(req.mode)) {
+    // On the translations endpoint the client chose no mode: the model is what cannot translate.
+    if (req.translation) throw new ApiError('mode_not_supported', `The model '${model._id}' does not translate (its modes: ${features.modes.join(', ')}); pick a model whose 'modes' include translate in /v1/models.`, { param: 'model' });
     throw new ApiError('mode_not_supported', `The model '${model._id}' offers the modes ${features.modes.join(', ')}, not '${req.mode}'.`, { param: 'mode' });
   }
   if (endpoint === 'jobs' && !features.jobs) {
@@ -113,7 +134,7 @@ export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, end
   const offered = model.languages ?? [];
   const matched = matchLanguage(req.language, offered);
   if (!matched) {
-    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, { param: 'language_code' });
+    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, { param: req.languageParam ?? 'language_code' });
   }
   return matched;
 }

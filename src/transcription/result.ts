@@ -11,7 +11,7 @@ export const speakerLabel = (n: number): string => `SPEAKER_${String(n).padStart
  * Every segment gets a speaker label: the provider's speakers in order of appearance when `diarized`
  * (SPEAKER_00 for all when it gave none), SPEAKER_00 for all when not.
  */
-export function transcriptForClient(t: UpstreamTranscript, opts: { durationS: number; language: string | null; diarized: boolean }): Transcript {
+export function transcriptForClient(t: UpstreamTranscript, opts: { durationS: number; language: string | null; diarized: boolean; decoder?: boolean }): Transcript {
   const labels = new Map<string, string>();
   const labelOf = (raw: string | number | null | undefined): string => {
     const key = raw === null || raw === undefined ? '' : String(raw);
@@ -29,6 +29,8 @@ export function transcriptForClient(t: UpstreamTranscript, opts: { durationS: nu
       end: round3(Math.min(s.end, opts.durationS)),
       text: s.text.trim(),
       ...(s.words ? { words: s.words.map((w) => ({ word: w.word, start: round3(w.start), end: round3(w.end) })) } : {}),
+      // A Whisper upstream's decoder fields, for verbose_json (sync only: a job's segments do not show them).
+      ...(opts.decoder && s.decoder ? s.decoder : {}),
       // The spec's job segments always name a speaker: one speaker when diarization was not asked for.
       speaker: opts.diarized ? labelOf(s.speaker) : speakerLabel(0),
     }));

@@ -1,4 +1,5 @@
-// POST /v1/audio/transcriptions: the metered path of a short clip (about 30 s at most).
+// POST /v1/audio/transcriptions (and /v1/audio/translations, mode translate): the metered path of a
+// short clip (about 30 s at most), billed as transcription.
 //   upload (already in the blob store) → probe and decode (exact duration) → Meter.begin (model of
 //   type stt, its modes and languages, hold the duration's price) → router.transcribe (failover)
 //   → settle by the decoded seconds, or release when nothing was transcribed → render.
@@ -67,10 +68,13 @@ export class SyncTranscription {
       served = await router.transcribe(this.deps.resolveRoutes(model), req, signal);
     } catch (err) {
       await call.release(unservedStatus(err, signal), { seconds: 0 });
-      throw toApiError(err);
+      const api = toApiError(err);
+      // On the translations endpoint no `mode` was sent: a route that cannot translate is the model's doing.
+      if (fields.translation && api instanceof ApiError && api.options.param === 'mode') throw new ApiError(api.code, api.message, { param: 'model' });
+      throw api;
     }
     await call.settle({ route: served.route.id, seconds, costMicrocents: priceOfSeconds(model.pricing, seconds), status: 'ok' }, { answer: true });
-    const transcript = transcriptForClient(served.result, { durationS: audio.durationS, language: language ?? model.languages?.[0] ?? null, diarized: false });
+    const transcript = transcriptForClient(served.result, { durationS: audio.durationS, language: language ?? model.languages?.[0] ?? null, diarized: false, decoder: fields.responseFormat === 'verbose_json' });
     const timestamps = sttFeatures(model).timestamps !== 'none';
     if (fields.responseFormat === 'json') {
       // The spec's synchronous transcript (BCP-47 language, duration, segments when the model gives

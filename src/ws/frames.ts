@@ -70,41 +70,84 @@ function objectOf(value: unknown, known: readonly string[], param: string, event
   return value as Fields;
 }
 
+/**
+ * Reads an update's settings one by one: a setting that cannot be taken (a bad value, an unknown
+ * field) is put in `update.refused` and the others are still read, so the session applies every
+ * valid one and reports only the invalid ones. `container` is as objectOf, with each unknown key
+ * refused on its own.
+ */
+class UpdateReader {
+  constructor(readonly update: SessionUpdate, private readonly eventId: string | null) {}
+
+  /** Reads one setting (counted in `update.taken` when it can be taken); its FrameError is recorded, not thrown. */
+  take(read: () => void): void {
+    if (this.within(read)) this.update.taken++;
+  }
+
+  /** Reads a group of settings (an object holding them); a FrameError about the group itself is recorded. */
+  within(read: () => void): boolean {
+    try {
+      read();
+      return true;
+    } catch (err) {
+      if (!(err instanceof FrameError)) throw err;
+      this.update.refused.push(err);
+      return false;
+    }
+  }
+
+  /** `value` as an object (else FrameError); each key not in `known` refused by name. */
+  container(value: unknown, known: readonly string[], param: string): Fields {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new FrameError(`'${param}' must be an object.`, this.eventId, param);
+    const out: Fields = {};
+    for (const [key, v] of Object.entries(value)) {
+      if (known.includes(key)) out[key] = v;
+      else this.update.refused.push(new FrameError(`Unknown field '${param}.${key.slice(0, 100)}'.`, this.eventId, `${param}.${key.slice(0, 100)}`));
+    }
+    return out;
+  }
+}
+
 /** OpenAI's beta `transcription_session.update {session: {input_audio_format, input_audio_transcription, turn_detection, …}}`. */
 function readBetaUpdate(session: unknown, eventId: string | null): SessionUpdate {
-  const s = objectOf(session, ['turn_detection', 'input_audio_format', 'input_audio_transcription', 'input_audio_noise_reduction', 'include'], 'session', eventId);
-  const update: SessionUpdate = { via: 'transcription_session.update' };
+  const r = new UpdateReader({ via: 'transcription_session.update', refused: [], taken: 0 }, eventId);
+  const s = r.container(session, ['turn_detection', 'input_audio_format', 'input_audio_transcription', 'input_audio_noise_reduction', 'include'], 'session');
   if (s.input_audio_format !== undefined) {
-    const encoding = encodingNamed(FORMATS, s.input_audio_format);
-    if (!encoding) throw new FrameError(`'input_audio_format' is one of ${Object.values(FORMATS).join(', ')}.`, eventId, 'session.input_audio_format');
-    update.format = { encoding, sampleRate: null, param: 'session.input_audio_format' };
+    r.take(() => {
+      const encoding = encodingNamed(FORMATS, s.input_audio_format);
+      if (!encoding) throw new FrameError(`'input_audio_format' is one of ${Object.values(FORMATS).join(', ')}.`, eventId, 'session.input_audio_format');
+      r.update.format = { encoding, sampleRate: null, param: 'session.input_audio_format' };
+    });
   }
-  readTranscription(s.input_audio_transcription, 'session.input_audio_transcription', update, eventId);
-  readNoiseReduction(s.input_audio_noise_reduction, 'session.input_audio_noise_reduction', eventId);
-  readInclude(s.include, eventId);
-  if ('turn_detection' in s) update.turnDetection = readTurnDetection(s.turn_detection, 'session.turn_detection', eventId);
-  return update;
+  readTranscription(s.input_audio_transcription, 'session.input_audio_transcription', r, eventId);
+  if (s.input_audio_noise_reduction !== undefined) r.take(() => readNoiseReduction(s.input_audio_noise_reduction, 'session.input_audio_noise_reduction', eventId));
+  if (s.include !== undefined) r.take(() => readInclude(s.include, eventId));
+  if ('turn_detection' in s) r.take(() => (r.update.turnDetection = readTurnDetection(s.turn_detection, 'session.turn_detection', eventId)));
+  return r.update;
 }
 
 /**
  * OpenAI's GA `session.update {session: {type: "transcription", audio: {input: {format,
  * noise_reduction, transcription, turn_detection}}, include}}` (openai 6.x's
- * RealtimeTranscriptionSessionCreateRequest).
+ * RealtimeTranscriptionSessionCreateRequest). Another session `type` refuses the whole update (it
+ * asks for another kind of session); anything else is read setting by setting (UpdateReader).
  */
 function readGaUpdate(session: unknown, eventId: string | null): SessionUpdate {
-  const s = objectOf(session, ['type', 'audio', 'include'], 'session', eventId);
+  const r = new UpdateReader({ via: 'session.update', refused: [], taken: 0 }, eventId);
+  const s = r.container(session, ['type', 'audio', 'include'], 'session');
   if (s.type !== 'transcription') throw new FrameError("This socket is for transcription: 'session.type' is 'transcription'.", eventId, 'session.type');
-  readInclude(s.include, eventId);
-  const update: SessionUpdate = { via: 'session.update' };
-  if (s.audio === undefined) return update;
-  const audio = objectOf(s.audio, ['input'], 'session.audio', eventId);
-  if (audio.input === undefined) return update;
-  const input = objectOf(audio.input, ['format', 'noise_reduction', 'transcription', 'turn_detection'], 'session.audio.input', eventId);
-  if (input.format !== undefined) update.format = readGaFormat(input.format, eventId);
-  readNoiseReduction(input.noise_reduction, 'session.audio.input.noise_reduction', eventId);
-  readTranscription(input.transcription, 'session.audio.input.transcription', update, eventId);
-  if ('turn_detection' in input) update.turnDetection = readTurnDetection(input.turn_detection, 'session.audio.input.turn_detection', eventId);
-  return update;
+  if (s.include !== undefined) r.take(() => readInclude(s.include, eventId));
+  if (s.audio === undefined) return r.update;
+  r.within(() => {
+    const audio = r.container(s.audio, ['input'], 'session.audio');
+    if (audio.input === undefined) return;
+    const input = r.container(audio.input, ['format', 'noise_reduction', 'transcription', 'turn_detection'], 'session.audio.input');
+    if (input.format !== undefined) r.take(() => (r.update.format = readGaFormat(input.format, eventId)));
+    if (input.noise_reduction !== undefined) r.take(() => readNoiseReduction(input.noise_reduction, 'session.audio.input.noise_reduction', eventId));
+    readTranscription(input.transcription, 'session.audio.input.transcription', r, eventId);
+    if ('turn_detection' in input) r.take(() => (r.update.turnDetection = readTurnDetection(input.turn_detection, 'session.audio.input.turn_detection', eventId)));
+  });
+  return r.update;
 }
 
 const GA_RATES: Record<Encoding, readonly number[]> = { pcm_s16le: [24000, 16000, 8000], mulaw: [8000, 16000], alaw: [8000, 16000], linear32: [16000, 8000] };
@@ -119,16 +162,28 @@ function readGaFormat(value: unknown, eventId: string | null): NonNullable<Sessi
 }
 
 /** `{model, language, prompt}`: the model is the socket's (its `model` query parameter); the language may change until the first audio; the prompt is taken and not used. */
-function readTranscription(value: unknown, param: string, update: SessionUpdate, eventId: string | null): void {
+function readTranscription(value: unknown, param: string, r: UpdateReader, eventId: string | null): void {
   if (value === undefined) return;
-  const t = objectOf(value, ['model', 'language', 'prompt'], param, eventId);
-  if (t.model !== undefined && typeof t.model !== 'string') throw new FrameError(`'${param}.model' is a string.`, eventId, `${param}.model`);
-  if (typeof t.model === 'string') update.model = { name: t.model.slice(0, 200), param: `${param}.model` };
-  if (t.language !== undefined && t.language !== null && t.language !== '') {
-    if (typeof t.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(t.language)) throw new FrameError(`'${param}.language' is a BCP-47 tag such as en or en-US.`, eventId, `${param}.language`);
-    update.language = { tag: t.language, param: `${param}.language` };
-  }
-  if (t.prompt !== undefined && (typeof t.prompt !== 'string' || t.prompt.length > 4000)) throw new FrameError(`'${param}.prompt' is a string of at most 4000 characters.`, eventId, `${param}.prompt`);
+  r.within(() => {
+    const t = r.container(value, ['model', 'language', 'prompt'], param);
+    if (t.model !== undefined) {
+      r.take(() => {
+        if (typeof t.model !== 'string') throw new FrameError(`'${param}.model' is a string.`, eventId, `${param}.model`);
+        r.update.model = { name: t.model.slice(0, 200), param: `${param}.model` };
+      });
+    }
+    if (t.language !== undefined && t.language !== null && t.language !== '') {
+      r.take(() => {
+        if (typeof t.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(t.language)) throw new FrameError(`'${param}.language' is a BCP-47 tag such as en or en-US.`, eventId, `${param}.language`);
+        r.update.language = { tag: t.language, param: `${param}.language` };
+      });
+    }
+    if (t.prompt !== undefined) {
+      r.take(() => {
+        if (typeof t.prompt !== 'string' || t.prompt.length > 4000) throw new FrameError(`'${param}.prompt' is a string of at most 4000 characters.`, eventId, `${param}.prompt`);
+      });
+    }
+  });
 }
 
 /** Noise reduction is not offered: null or OpenAI's shape, taken and not applied (the session reports null). */
@@ -170,7 +225,8 @@ function sessionFrame(s: SessionDescription) {
     sample_rate: s.sampleRate,
     encoding: s.encoding,
     input_audio_format: FORMATS[s.encoding],
-    input_audio_transcription: { model: s.model, language: s.language, prompt: '' },
+    // OpenAI's beta shape: `language` a string when set, absent for auto-detect (GA's says null).
+    input_audio_transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), prompt: '' },
     turn_detection: s.turnDetection,
     return_timestamps: s.returnTimestamps,
     // Ours: `streaming` (an engine fed as audio comes) or `utterance` (each utterance sent whole).
@@ -180,9 +236,11 @@ function sessionFrame(s: SessionDescription) {
 
 /**
  * The session as OpenAI's GA `session.updated` gives a transcription session
- * (RealtimeTranscriptionSessionCreateResponse), plus ours: `sample_rate`, `encoding`,
+ * (RealtimeTranscriptionSessionCreateResponseGA), plus ours: `sample_rate`, `encoding`,
  * `return_timestamps`, `recognition`. The format carries its `rate` (ours may be other than
- * OpenAI's fixed ones); noise reduction, logprobs and prompts are not applied: reported null, ''.
+ * OpenAI's fixed ones). As the document types them: the language a string, absent for
+ * auto-detect; noise reduction (not applied) absent; logprobs (not given) `include: []`; prompts
+ * (not applied) ''.
  */
 function gaSessionFrame(s: SessionDescription) {
   return {
@@ -192,12 +250,11 @@ function gaSessionFrame(s: SessionDescription) {
     audio: {
       input: {
         format: { type: GA_FORMATS[s.encoding], rate: s.sampleRate },
-        noise_reduction: null,
-        transcription: { model: s.model, language: s.language, prompt: '' },
+        transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), prompt: '' },
         turn_detection: s.turnDetection,
       },
     },
-    include: null,
+    include: [],
     sample_rate: s.sampleRate,
     encoding: s.encoding,
     return_timestamps: s.returnTimestamps,

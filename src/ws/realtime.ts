@@ -224,6 +224,9 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
       }
     };
 
+    const countBadFrame = (s: RealtimeSession) => {
+      if (++badFrames > limits.maxBadFrames) s.end('limit', { code: 'invalid_request', message: `More than ${limits.maxBadFrames} malformed frames; the session is closed.` });
+    };
     const onMessage = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
       if (s.isEnded) return;
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
@@ -249,7 +252,9 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
             break;
           case 'session.update':
           case 'transcription_session.update':
+            // Its refused settings are answered by the session (an error frame each, then the rest applied).
             s.update(event.update);
+            if (event.update.refused.length > 0) countBadFrame(s);
             break;
         }
       } catch (err) {
@@ -259,9 +264,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
           return;
         }
         sendText(errorFrame(err.code, err.message, requestId, err.options.param, err instanceof FrameError ? err.eventId : clientEventId));
-        if (err instanceof FrameError && ++badFrames > limits.maxBadFrames) {
-          s.end('limit', { code: 'invalid_request', message: `More than ${limits.maxBadFrames} malformed frames; the session is closed.` });
-        }
+        if (err instanceof FrameError) countBadFrame(s);
       } finally {
         clientEventId = null;
       }

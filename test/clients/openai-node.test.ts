@@ -92,4 +92,22 @@ describe('openai-node', () => {
       assert.deepEqual([e.status, e.code, e.param], [400, 'invalid_request', 'max_completion_tokens']);
     }
   });
+
+  it("a per-key limit's 429 reaches openai-node as RateLimitError with its reason, and OpenAI's required param (null)", async () => {
+    const limited = new OpenAI({ apiKey: await f.limitedKey(), baseURL: f.baseURL, maxRetries: 0 });
+    const ask = { model: 'plain', messages: [{ role: 'user' as const, content: 'hi' }] };
+    await limited.chat.completions.create(ask);
+    const e = await limited.chat.completions.create(ask).then(() => assert.fail('not refused'), (err: unknown) => err as InstanceType<typeof OpenAI.APIError>);
+    assert.ok(e instanceof OpenAI.RateLimitError, String(e));
+    assert.deepEqual([e.status, e.code, e.type], [429, 'rate_limit_exceeded', 'rate_limit_error']);
+    assert.match(e.message, /per-minute limit/);
+    assert.ok('param' in (e.error as object), 'the envelope carries param');
+    assert.equal(e.param, null);
+  });
+
+  it("answers carry OpenAI's required nullable fields: choices[].logprobs and message.refusal", async () => {
+    const r = await ai.chat.completions.create({ model: 'plain', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(r.choices[0]!.logprobs, null);
+    assert.equal(r.choices[0]!.message.refusal, null);
+  });
 });

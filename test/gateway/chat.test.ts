@@ -371,10 +371,12 @@ describe('chat completions and embeddings through the gateway', () => {
       token: 'You', logprob: -0.01, bytes: [...Buffer.from('You')],
       top_logprobs: [{ token: 'You', logprob: -0.01, bytes: [...Buffer.from('You')] }, { token: 'You~1', logprob: -1.01, bytes: [...Buffer.from('You~1')] }],
     });
-    assert.equal('refusal' in done.choices[0]!.logprobs!, false, 'only the documented fields are passed on');
+    assert.deepEqual(Object.keys(done.choices[0]!.logprobs!), ['content', 'refusal'], 'only the documented fields are passed on');
+    assert.equal(done.choices[0]!.logprobs!.refusal, null, 'refusals are never relayed');
     assert.equal(up.calls('/v1/chat/completions').at(-1)!.body.top_logprobs, 2);
     const plain = await ai.chat.completions.create(ask);
-    assert.equal(plain.choices[0]!.logprobs, undefined, 'not asked, not sent');
+    assert.equal(plain.choices[0]!.logprobs, null, 'not asked: null (OpenAI requires the field)');
+    assert.equal(plain.choices[0]!.message.refusal, null);
 
     let streamed = '';
     let tokens = '';

@@ -76,6 +76,26 @@ describe('POST /v1/responses', () => {
     assert.equal(text, 'You said: tell me about rivers');
     assert.ok(completed && completed.usage!.output_tokens > 0);
     assert.equal((completed.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0]!.type, 'output_text');
+    // OpenAI's required fields: the text part's logprobs (none: []), the usage's cache writes.
+    assert.deepEqual((completed.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0], { type: 'output_text', text, annotations: [], logprobs: [] });
+    assert.equal(completed.usage!.input_tokens_details.cached_tokens, 0);
+    assert.equal((completed.usage!.input_tokens_details as { cache_write_tokens?: number }).cache_write_tokens, 0);
+  });
+
+  it("the stream's early response objects carry no usage (optional, never null); the echoed tools carry parameters and strict (required, nullable); arguments.done names the function", async () => {
+    const tool = { type: 'function' as const, name: 'get_weather', parameters: null, strict: null };
+    const stream = await ai.responses.create({ model: 'agent', input: 'Paris', tools: [tool], tool_choice: { type: 'function', name: 'get_weather' }, stream: true });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const ev of stream) events.push(ev);
+    for (const ev of events.filter((e) => e.type === 'response.created' || e.type === 'response.in_progress')) {
+      const response = (ev as OpenAI.Responses.ResponseCreatedEvent).response;
+      assert.equal('usage' in response, false, `${ev.type}: usage absent, not null`);
+      assert.deepEqual(response.tools, [{ type: 'function', name: 'get_weather', description: null, parameters: null, strict: null }]);
+    }
+    const done = events.find((e) => e.type === 'response.function_call_arguments.done') as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent;
+    assert.equal(done.name, 'get_weather');
+    const withSchema = await ai.responses.create({ model: 'agent', input: 'Paris', tools: [WEATHER] });
+    assert.deepEqual(withSchema.tools, [{ type: 'function', name: WEATHER.name, description: WEATHER.description ?? null, parameters: WEATHER.parameters, strict: WEATHER.strict ?? null }]);
   });
 
   for (const model of ['agent', 'claude-agent']) {

@@ -11,6 +11,8 @@ function assertEnvelope(res: { status: number; headers: Headers; body: any; text
   assert.equal(res.body.error.code, code, res.text);
   assert.equal(typeof res.body.error.message, 'string');
   assert.equal(typeof res.body.error.type, 'string');
+  // OpenAI's Error requires `param` (nullable): always there, null when no field is at fault.
+  assert.ok('param' in res.body.error && (res.body.error.param === null || typeof res.body.error.param === 'string'), `param always present: ${res.text}`);
   const rid = res.headers.get('x-request-id');
   assert.match(rid ?? '', /^req_[0-9a-f]{32}$/);
   assert.equal(res.body.error.request_id, rid);
@@ -27,6 +29,14 @@ describe('error envelope on bad input', () => {
   it('unknown route → 404 not_found', async () => {
     assertEnvelope(await call(gw.url, 'GET', '/v1/nope'), 404, 'not_found');
     assertEnvelope(await call(gw.url, 'GET', '/portal/nothing/here'), 404, 'not_found');
+  });
+
+  it('no key, or a bad one → 401 invalid_api_key, param null', async () => {
+    for (const token of [undefined, 'sk-live-nope']) {
+      const res = await call(gw.url, 'GET', '/v1/models', token ? { token } : {});
+      assertEnvelope(res, 401, 'invalid_api_key');
+      assert.equal(res.body.error.param, null);
+    }
   });
 
   it('known path, wrong method → 405 method_not_allowed with Allow', async () => {
@@ -124,7 +134,7 @@ describe('error envelope on bad input', () => {
       const quoted = /([a-z])\1{20,}…?/.exec(res.body.error.message)?.[0] ?? '';
       assert.ok(quoted.endsWith('…') && quoted.length <= 101, `${what}: quoted ${quoted.length} characters: ${res.text.slice(0, 300)}`);
       assert.ok(res.text.length < 600, `${what}: a ${res.text.length}-character answer`);
-      if (res.body.error.param !== undefined) assert.ok(res.body.error.param.length <= 101, `${what}: param of ${res.body.error.param.length} characters`);
+      if (res.body.error.param !== null) assert.ok(res.body.error.param.length <= 101, `${what}: param of ${res.body.error.param.length} characters`);
     }
     // A quote that does not go through echo() is cut with the whole message, at 1,000 characters.
     assert.equal(new ApiError('invalid_request', `The value '${'v'.repeat(5000)}' is wrong.`).message.length, 1001);

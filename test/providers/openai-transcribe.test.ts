@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { audioFormatOf, openaiTranscribe } from '../../src/providers/openai/transcribe.ts';
 import { whisperLanguageCode } from '../../src/providers/openai/languages.ts';
+import { whisperDecoderOf } from '../../src/providers/transcript.ts';
 import type { TranscribeRequest } from '../../src/providers/types.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 import { readForm } from '../fakes/audio.ts';
@@ -58,6 +59,14 @@ describe('OpenAI-compatible speech-to-text', () => {
     ]);
     assert.deepEqual(t.segments.map((s) => s.words!.map((w) => w.word).join(' ')), t.segments.map((s) => s.text));
     assert.deepEqual(t.segments[1]!.words![0], { word: 'part', start: 2.5, end: 3 });
+    assert.deepEqual(t.segments[0]!.decoder, { tokens: [50364, 440], avg_logprob: -0.25, no_speech_prob: 0.01 }, "Whisper's decoder fields, as given");
+  });
+
+  it("keeps each of a segment's decoder fields only when well-formed", () => {
+    assert.deepEqual(whisperDecoderOf({ tokens: [1, 2], avg_logprob: -0.3, no_speech_prob: 0.2 }), { tokens: [1, 2], avg_logprob: -0.3, no_speech_prob: 0.2 });
+    assert.deepEqual(whisperDecoderOf({ tokens: [1, -2], avg_logprob: 0.5, no_speech_prob: 0.2 }), { no_speech_prob: 0.2 });
+    assert.deepEqual(whisperDecoderOf({ tokens: 'x', avg_logprob: Number.NaN, no_speech_prob: 2 }), undefined);
+    assert.deepEqual(whisperDecoderOf({ tokens: Array.from({ length: 2000 }, () => 1) }), undefined, 'no segment holds 2,000 tokens');
   });
 
   it('asks only for segments when words are not wanted, and names a detected language by its code', async () => {

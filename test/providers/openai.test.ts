@@ -115,10 +115,11 @@ describe('OpenAI-compatible provider', () => {
       const entry = { token: 'hi', logprob: -0.5, bytes: [104, 105], top_logprobs: [{ token: 'hi', logprob: -0.5, bytes: null, extra: 1 }], extra: 'x' };
       assert.deepEqual(logprobsOf('r#0', { content: [entry], refusal: null, other: 1 }), {
         content: [{ token: 'hi', logprob: -0.5, bytes: [104, 105], top_logprobs: [{ token: 'hi', logprob: -0.5, bytes: null }] }],
+        refusal: null,
       });
       assert.equal(logprobsOf('r#0', null), null);
       assert.equal(logprobsOf('r#0', undefined), null);
-      assert.deepEqual(logprobsOf('r#0', { content: null }), { content: null });
+      assert.deepEqual(logprobsOf('r#0', { content: null }), { content: null, refusal: null });
       for (const bad of [
         { content: 'x' },
         'x',

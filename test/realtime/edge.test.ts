@@ -145,7 +145,7 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     await closedSession(f.gw, id);
   });
 
-  it('session updates: the beta update switches the format before the first audio, not after; GA updates for another session type, model or language are refused whole', async () => {
+  it('session updates: the beta update switches the format before the first audio, not after; a GA update for another session type is refused whole, one with a bad setting applies the rest and names the bad one', async () => {
     const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
     const id = (await c.next('transcription_session.created')).session.id;
     const errorOf = async (event: object, n: number) => {
@@ -153,25 +153,47 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
       await c.until((fr) => fr.filter((x) => x.type === 'error').length >= n, 5000, `error ${n}`);
       return c.of('error')[n - 1]!.error;
     };
-    assert.equal((await errorOf({ type: 'session.update', session: { type: 'realtime' } }, 1)).param, 'session.type');
+    assert.equal((await errorOf({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: null } } } }, 1)).param, 'session.type');
     assert.equal((await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { model: 'gpt-4o-transcribe' } } } } }, 2)).param, 'session.audio.input.transcription.model');
-    const lang = await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { language: 'fr' }, turn_detection: null } } } }, 3);
+    assert.equal((await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcmu', rate: 24000 } } } } }, 3)).param, 'session.audio.input.format.rate');
+    assert.equal(c.of('session.updated').length + c.of('transcription_session.updated').length, 0, 'nothing applied: every setting of those was refused');
+    // A language the model lacks beside valid settings: one error naming it, the rest applied.
+    c.send({ type: 'session.update', event_id: 'event_mixed', session: { type: 'transcription', audio: { input: { transcription: { language: 'fr', prompt: 'x' }, turn_detection: null, noise_reduction: { type: 'loud' } } } } });
+    const mixed = (await c.next('session.updated')).session;
+    assert.equal(mixed.audio.input.turn_detection, null, 'turn detection off was applied');
+    assert.equal('language' in mixed.audio.input.transcription, false, 'auto-detect: no language');
+    const errors = c.of('error').slice(3).map((e) => e.error);
+    assert.deepEqual(errors.map((e) => e.param).sort(), ['session.audio.input.noise_reduction.type', 'session.audio.input.transcription.language'], 'only the bad settings, each before session.updated');
+    const lang = errors.find((e) => e.param === 'session.audio.input.transcription.language')!;
     assert.equal(lang.code, 'language_not_supported');
-    assert.equal(lang.param, 'session.audio.input.transcription.language');
-    assert.equal((await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcmu', rate: 24000 } } } } }, 4)).param, 'session.audio.input.format.rate');
-    assert.equal(c.of('session.updated').length + c.of('transcription_session.updated').length, 0, 'nothing applied');
-    // Beta: μ-law before any audio (OpenAI's g711_ulaw: 8 kHz).
-    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'g711_ulaw' } });
+    assert.ok(errors.every((e) => e.event_id === 'event_mixed'));
+    // A bare `en` is the model's first English region (stt-local: en-US, en-IN, en-GB).
+    c.send({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { model: 'stt-local', language: 'en' } } } } });
+    await c.until((fr) => fr.filter((x) => x.type === 'session.updated').length >= 2, 5000, 'second session.updated');
+    assert.equal(c.of('session.updated')[1]!.session.audio.input.transcription.language, 'en-US');
+    assert.equal(c.of('error').length, 5);
+    // Beta: μ-law before any audio (OpenAI's g711_ulaw: 8 kHz); turn detection back on.
+    c.send({ type: 'transcription_session.update', session: { input_audio_format: 'g711_ulaw', turn_detection: { type: 'server_vad' } } });
     const updated = (await c.next('transcription_session.updated')).session;
     assert.equal(updated.input_audio_format, 'g711_ulaw');
     assert.equal(updated.sample_rate, 8000);
     assert.deepEqual(updated.turn_detection, { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 });
     c.ws.send(Buffer.alloc(800, 0xff)); // 100 ms of μ-law silence
-    const late = await errorOf({ type: 'transcription_session.update', session: { input_audio_format: 'pcm16' } }, 5);
+    const late = await errorOf({ type: 'transcription_session.update', session: { input_audio_format: 'pcm16' } }, 6);
     assert.equal(late.param, 'session.input_audio_format');
     c.ws.close();
     const view = await closedSession(f.gw, id);
     assert.equal(view.context.audioMs, 100); // taken as 8 kHz μ-law
+  });
+
+  it('a bare language on the query is the model\'s first region for it, on both URLs', async () => {
+    for (const path of ['/v1/audio/transcriptions/stream', '/v1/realtime']) {
+      const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey, language: 'en' }, {}, path);
+      const created = await c.next('transcription_session.created');
+      assert.equal(created.session.input_audio_transcription.language, 'en-US', path);
+      c.ws.close();
+      await closedSession(f.gw, created.session.id);
+    }
   });
 
   it('a client that vanishes (no close frame) is billed once for the audio it sent', async () => {

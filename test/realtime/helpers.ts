@@ -115,8 +115,9 @@ export class Client {
   }
 }
 
-export async function connect(base: string, query: Record<string, string>, headers: Record<string, string> = {}): Promise<Client> {
-  const url = `${base.replace(/^http/, 'ws')}/v1/audio/transcriptions/stream?${new URLSearchParams(query)}`;
+/** `path`: the spec's socket, or `/v1/realtime` (OpenAI's URL for it). */
+export async function connect(base: string, query: Record<string, string>, headers: Record<string, string> = {}, path = '/v1/audio/transcriptions/stream'): Promise<Client> {
+  const url = `${base.replace(/^http/, 'ws')}${path}?${new URLSearchParams(query)}`;
   const ws = new WebSocket(url, { headers });
   return new Promise((resolve, reject) => {
     ws.once('upgrade', (res) => resolve(new Client(ws, res.headers)));

@@ -102,7 +102,7 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
     assert.equal(view.context.chargedSeconds, 6); // 5.49 s received
   });
 
-  it("GA session.update switches to μ-law and turns VAD off before the audio; a manual commit transcribes; a format change after audio is refused", async () => {
+  it("GA session.update (language 'en') switches to μ-law and turns VAD off before the audio; a manual commit transcribes; a format change after audio is refused", async () => {
     const client = new OpenAI({ apiKey: f.apiKey, baseURL: `https://127.0.0.1:${front.port}/v1` });
     const rt = new OpenAIRealtimeWS({ model: 'stt-local', options: { ca: tls.cert } }, client);
     const events: { type: string; [k: string]: any }[] = [];
@@ -124,7 +124,8 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
       type: 'session.update',
       session: {
         type: 'transcription',
-        audio: { input: { format: { type: 'audio/pcmu' }, noise_reduction: { type: 'near_field' }, transcription: { model: 'stt-local', language: 'en-US' }, turn_detection: null } },
+        // OpenAI's ISO-639-1 `en`: the model's first English region (stt-local: en-US, en-IN, en-GB).
+        audio: { input: { format: { type: 'audio/pcmu' }, noise_reduction: { type: 'near_field' }, transcription: { model: 'stt-local', language: 'en' }, turn_detection: null } },
         include: ['item.input_audio_transcription.logprobs'],
       },
     });
@@ -134,8 +135,8 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
     assert.deepEqual(session.audio.input.format, { type: 'audio/pcmu', rate: 8000 });
     assert.equal(session.audio.input.turn_detection, null);
     assert.deepEqual(session.audio.input.transcription, { model: 'stt-local', language: 'en-US', prompt: '' });
-    assert.equal(session.audio.input.noise_reduction, null); // taken, not applied
-    assert.equal(session.include, null);
+    assert.equal('noise_reduction' in session.audio.input, false); // taken, not applied
+    assert.deepEqual(session.include, []); // logprobs are not given
     const created = events.find((e) => e.type === 'transcription_session.created')!;
     assert.equal(session.id, created.session.id);
 

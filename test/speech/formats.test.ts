@@ -141,8 +141,14 @@ describe('language codes', () => {
     assert.equal(matchLanguage('fr', indic), null);
     assert.equal(matchLanguage('not a code!', indic), null);
     assert.equal(matchLanguage('en-GB', ['en-US']), 'en-US', 'one English model takes any English');
-    assert.equal(matchLanguage('en', ['en-IN', 'en-US']), null, 'ambiguous');
+    // A bare language is the model's default region for it: the first it lists (OpenAI's `en`).
+    assert.equal(matchLanguage('en', ['en-IN', 'en-US']), 'en-IN', 'bare: the first listed');
+    assert.equal(matchLanguage('EN', ['hi-IN', 'en-US', 'en-IN', 'en-GB']), 'en-US');
+    assert.equal(matchLanguage('english', ['en-US', 'en-IN']), 'en-US', 'a Whisper name is a bare language');
     assert.equal(matchLanguage('en-US', ['en-IN', 'en-US']), 'en-US');
+    assert.equal(matchLanguage('en-AU', ['en-IN', 'en-US']), null, 'a region the model lacks, among several: not guessed');
     assert.equal(matchLanguage('hi', ['hi-IN', 'hi-Latn-IN']), 'hi-IN');
+    assert.equal(matchLanguage('hi', ['hi-Latn-IN', 'hi-IN']), 'hi-IN', 'a plain tag before a script variant');
+    assert.equal(matchLanguage('hi', ['hi-Latn-IN', 'hi-Deva-IN']), 'hi-Latn-IN');
   });
 });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -113,6 +114,33 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
     }
   });
 
+  it("takes OpenAI's ISO-639-1 `language: 'en'` as the model's first English region; a refusal names the field the client sent", async () => {
+    // stt-local offers en-US, en-IN and en-GB: a bare `en` (OpenAI's own example) is en-US, the first.
+    const en = (await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'en' })) as unknown as { text: string; language: string };
+    assert.ok(en.text.includes('young'), en.text);
+    assert.equal(en.language, 'en-US');
+    const byCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', language_code: 'en' }, readFileSync(CLIP)) });
+    assert.equal(byCode.status, 200, byCode.text);
+    assert.equal(byCode.body.language, 'en-US');
+    const job = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: apiKey, ...multipartForm({ model: 'stt-local', language: 'en', diarize: 'false' }, readFileSync(CLIP)) });
+    assert.equal(job.status, 202, job.text);
+    const hindi = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' }).catch((e) => e);
+    assert.equal(hindi.code, 'language_not_supported');
+    assert.equal(hindi.param, 'language', 'the field the client sent');
+    const hindiByCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, readFileSync(CLIP)) });
+    assert.equal(hindiByCode.body.error.param, 'language_code');
+    const jobHindi = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: apiKey, ...multipartForm({ model: 'stt-local', language: 'hi' }, readFileSync(CLIP)) });
+    assert.equal(jobHindi.status, 400, jobHindi.text);
+    assert.equal(jobHindi.body.error.param, 'language');
+    let done;
+    for (let i = 0; i < 300 && done?.status !== 'completed' && done?.status !== 'failed'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      done = (await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${job.body.id}`, { token: apiKey })).body;
+    }
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.equal(done.language, 'en-US');
+  });
+
   it('refuses what it cannot decode, what is too long, and what the model does not offer; none of it is charged', async () => {
     const before = await walletMicrocents();
     const notAudio = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(Buffer.from('this is not audio at all'.repeat(50)), 'speech.mp3') }).catch((e) => e);
@@ -143,6 +171,39 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
     assert.equal(res.headers.connection, 'close');
     assert.match(res.body, /413 Request Entity Too Large/);
     assert.ok(res.headers['x-request-id']);
+  });
+
+  it("the official client's 27 MB upload (toFile, a known length) gets the 413 as APIError, once: the rest of the body is read and dropped, not reset", async () => {
+    let requests = 0;
+    const count = (req: { url?: string }) => void (req.url === '/v1/audio/transcriptions' && requests++);
+    gw.app.server.on('request', count);
+    // Between client and gateway, a network where the answer takes 50 ms to arrive and a reset does
+    // not wait (it overtakes data the client has not read yet, as a reset does to a receive queue).
+    const net = await slowAnswers(Number(new URL(gw.url).port), 50);
+    try {
+      const retrying = new OpenAI({ apiKey, baseURL: `http://127.0.0.1:${net.port}/v1`, maxRetries: 2 }); // the client's default: a connection error is retried
+      const err = await retrying.audio.transcriptions.create({ model: 'stt-local', file: await toFile(Buffer.alloc(27 * 1024 * 1024, 1), 'big.wav') }).then(
+        () => assert.fail('not refused'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof OpenAI.APIError, String(err));
+      assert.ok(!(err instanceof OpenAI.APIConnectionError), `a connection error: ${String(err)}`);
+      assert.equal(err.status, 413);
+      assert.equal(requests, 1, 'no retry');
+      assert.equal(net.connections(), 1);
+    } finally {
+      gw.app.server.off('request', count);
+      net.server.close();
+    }
+  });
+
+  it('a client that never stops sending past the limit is cut: after at most 32 MiB more of its body, or 5 s', async () => {
+    const [fast, slow] = await Promise.all([endlessUpload(gw.url, apiKey), endlessUpload(gw.url, apiKey, true)]);
+    for (const cut of [fast, slow]) assert.equal(cut.status, 413);
+    // What the kernel's buffers took beside what the gateway read: a few MB on loopback.
+    assert.ok(fast.sentBytes > 32 * 1024 * 1024 && fast.sentBytes < 48 * 1024 * 1024, `${fast.sentBytes} bytes sent before the cut`);
+    assert.ok(fast.ms < 4500, `the byte bound first: cut after ${fast.ms} ms`);
+    assert.ok(slow.ms >= 4900 && slow.ms < 7000, `the time bound: cut after ${slow.ms} ms (${slow.sentBytes} bytes)`);
   });
 
   it('cuts a chunked upload as soon as it passes 25 MB: 413, plain page, connection closed', async () => {
@@ -189,6 +250,53 @@ function chunkedUpload(base: string, apiKey: string, size: number): Promise<{ st
     };
     pump();
     setTimeout(() => reject(new Error('no answer')), 20_000).unref();
+  });
+}
+
+/**
+ * A TCP hop to `port` whose server-to-client bytes (and end) arrive `delayMs` late, while a reset
+ * from the server reaches the client at once: what happens to an answer still in a client's receive
+ * queue when a reset lands. Counts the connections it carried.
+ */
+async function slowAnswers(port: number, delayMs: number): Promise<{ port: number; server: Server; connections(): number }> {
+  let connections = 0;
+  const server = createNetServer((client) => {
+    connections++;
+    const up = netConnect(port, '127.0.0.1');
+    client.on('error', () => up.destroy());
+    up.on('error', () => client.resetAndDestroy());
+    client.pipe(up);
+    up.on('data', (chunk: Buffer) => void setTimeout(() => client.writable && client.write(chunk), delayMs));
+    up.on('end', () => void setTimeout(() => client.end(), delayMs));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, server, connections: () => connections };
+}
+
+/**
+ * A multipart upload declaring 1 GiB and sending it as fast as it is taken, on a socket that keeps
+ * writing after the server's FIN (half-open), until the server cuts it. `trickle`: 64 KiB every
+ * 100 ms instead, to meet the time bound rather than the byte bound.
+ */
+function endlessUpload(base: string, apiKey: string, trickle = false): Promise<{ status: number; sentBytes: number; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const { hostname, port } = new URL(base);
+    const socket = netConnect({ host: hostname, port: Number(port), allowHalfOpen: true });
+    let answer = '';
+    socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+    socket.on('error', () => {});
+    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0), sentBytes: socket.bytesWritten, ms: Date.now() - started }));
+    socket.write(`POST /v1/audio/transcriptions HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: multipart/form-data; boundary=x\r\ncontent-length: ${1024 ** 3}\r\n\r\n`);
+    const chunk = Buffer.alloc(trickle ? 64 * 1024 : 256 * 1024, 7);
+    const pump = () => {
+      while (!socket.destroyed) {
+        if (trickle) return void (socket.write(chunk), setTimeout(pump, 100));
+        if (!socket.write(chunk)) return void socket.once('drain', pump);
+      }
+    };
+    pump();
+    setTimeout(() => reject(new Error('never cut')), 20_000).unref();
   });
 }
 

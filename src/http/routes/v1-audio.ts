@@ -1,6 +1,7 @@
 // Transcription endpoints. Uploads (multipart) are streamed into the blob store, the fields read,
 // then a service takes over:
 //   POST /v1/audio/transcriptions        → src/transcription/sync.ts (the file deleted after the answer)
+//   POST /v1/audio/translations          → the same, in mode translate (OpenAI's endpoint)
 //   POST /v1/audio/transcriptions/jobs   → src/transcription/jobs.ts (the file kept: the job's recording)
 //   GET  /v1/audio/transcriptions/jobs[/{id}]
 //   POST /v1/audio/transcriptions/jobs/{id}/callback/{provider}: a provider's job callback, checked
@@ -39,28 +40,32 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
   app.register(async (child) => {
     const scope = child as unknown as App;
     await acceptUploads(scope);
-    scope.post(
-      '/v1/audio/transcriptions',
-      {
-        preHandler: requireApiKey(deps, 'audio'),
-        schema: { tags: ['v1'], summary: 'Transcribe a short clip (Whisper-compatible; multipart)', security: [{ apiKey: [] }], consumes: ['multipart/form-data'] },
-      },
-      async (req, reply) => {
-        const { blobs, transcription } = deps.services;
-        const key = `uploads/${randomBytes(12).toString('hex')}`;
-        try {
-          const form = await readUpload(req, blobs, key);
-          if (!form.file) throw new ApiError('invalid_request', "The field 'file' is required: the recording to transcribe.", { param: 'file' });
-          const fields = readFields(form.fields, 'sync');
-          const out = await transcription.transcribe(principalOf(req), fields, form.file, req.id, cancelOnDisconnect(reply.raw));
-          return reply.type(out.contentType).send(out.body);
-        } catch (err) {
-          return uploadFailed(err, req, reply);
-        } finally {
-          await blobs.delete(key).catch(() => {});
-        }
-      },
-    );
+    // A short clip, transcribed, or translated to English (OpenAI's endpoint: the same path, mode translate).
+    const clip = (endpoint: 'sync' | 'translations', summary: string) =>
+      scope.post(
+        endpoint === 'sync' ? '/v1/audio/transcriptions' : '/v1/audio/translations',
+        {
+          preHandler: requireApiKey(deps, 'audio'),
+          schema: { tags: ['v1'], summary, security: [{ apiKey: [] }], consumes: ['multipart/form-data'] },
+        },
+        async (req, reply) => {
+          const { blobs, transcription } = deps.services;
+          const key = `uploads/${randomBytes(12).toString('hex')}`;
+          try {
+            const form = await readUpload(req, blobs, key);
+            if (!form.file) throw new ApiError('invalid_request', `The field 'file' is required: the recording to ${endpoint === 'sync' ? 'transcribe' : 'translate'}.`, { param: 'file' });
+            const fields = readFields(form.fields, endpoint);
+            const out = await transcription.transcribe(principalOf(req), fields, form.file, req.id, cancelOnDisconnect(reply.raw));
+            return reply.type(out.contentType).send(out.body);
+          } catch (err) {
+            return uploadFailed(err, req, reply);
+          } finally {
+            await blobs.delete(key).catch(() => {});
+          }
+        },
+      );
+    clip('sync', 'Transcribe a short clip (Whisper-compatible; multipart)');
+    clip('translations', "Translate a short clip's speech to English text (OpenAI's translations; multipart; models whose modes include translate)");
 
     scope.post(
       '/v1/audio/transcriptions/jobs',

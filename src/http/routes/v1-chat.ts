@@ -132,9 +132,9 @@ const ChatCompletionSchema = Type.Object({
   choices: Type.Array(
     Type.Object({
       index: Type.Integer(),
-      message: Type.Object({ role: Type.String(), content: Type.Union([Type.String(), Type.Null()]), tool_calls: Type.Optional(Type.Array(ToolCall)) }),
+      message: Type.Object({ role: Type.String(), content: Type.Union([Type.String(), Type.Null()]), refusal: Type.Null(), tool_calls: Type.Optional(Type.Array(ToolCall)) }),
+      logprobs: Type.Union([Type.Object({ content: Type.Union([Type.Array(TokenLogprobSchema), Type.Null()]), refusal: Type.Null() }), Type.Null()]),
       finish_reason: Type.String(),
-      logprobs: Type.Optional(Type.Union([Type.Object({ content: Type.Union([Type.Array(TokenLogprobSchema), Type.Null()]) }), Type.Null()])),
     }),
   ),
   usage: Type.Object({

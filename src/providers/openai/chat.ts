@@ -123,7 +123,7 @@ function tokenLogprob(v: unknown): TokenLogprob | null {
 export function logprobsOf(routeId: string, v: unknown): ChoiceLogprobs | null {
   if (v === undefined || v === null) return null;
   if (!isObject(v) || (v.content !== null && v.content !== undefined && !Array.isArray(v.content))) throw protocolError(routeId, 'logprobs is malformed');
-  if (!Array.isArray(v.content)) return { content: null };
+  if (!Array.isArray(v.content)) return { content: null, refusal: null };
   const content = v.content.map((entry: unknown) => {
     const own = tokenLogprob(entry);
     const top = isObject(entry) && Array.isArray(entry.top_logprobs) ? entry.top_logprobs : [];
@@ -136,7 +136,7 @@ export function logprobsOf(routeId: string, v: unknown): ChoiceLogprobs | null {
     }
     return { ...own, top_logprobs: alternatives };
   });
-  return { content };
+  return { content, refusal: null };
 }
 
 export function parseCompletion(routeId: string, json: unknown, wantLogprobs = false): ChatResult {

@@ -14,13 +14,14 @@
 //   - anything else (whisper-1, self-hosted Whisper) → `verbose_json` with
 //     `timestamp_granularities[]` as asked (`segment` added when `word` is: words are attached to
 //     their segments): segments, words, duration, and the language Whisper names ("hindi") as
-//     BCP-47 (the request's tag when it is the same language, else the ISO code).
+//     BCP-47 (the request's tag when it is the same language, else the ISO code); each segment's
+//     decoder fields (`tokens`, `avg_logprob`, `no_speech_prob`) are kept for verbose_json.
 // Translation answers are English (`en`). Modes other than transcribe and translate are refused.
 // No job API: a job routed here runs `transcribe` on the whole file (the caller's choice).
 import type { CancelSignal } from '../cancel.ts';
 import type { FileCall, Payload, UpstreamFiles } from '../upload.ts';
 import { isObject, protocolError } from '../validate.ts';
-import { attachWords, languageTag, primaryLanguage, secondsOf, spanOf, speakerOf, textOf, uploadName } from '../transcript.ts';
+import { attachWords, languageTag, primaryLanguage, secondsOf, spanOf, speakerOf, textOf, uploadName, whisperDecoderOf } from '../transcript.ts';
 import type { Refusal, ResolvedRoute, TranscribeCapability, TranscribeRequest, Transcript, TranscriptSegment, TranscriptWord } from '../types.ts';
 import { openaiCall } from './call.ts';
 import { whisperLanguageCode } from './languages.ts';
@@ -106,6 +107,10 @@ function segmentsOf(routeId: string, v: unknown, diarized: boolean): TranscriptS
     if (!isObject(s)) throw protocolError(routeId, 'a segment is not an object');
     const segment: TranscriptSegment = { ...spanOf(routeId, s.start, s.end, 'a segment'), text: textOf(routeId, s.text, 'a segment').trim() };
     if (diarized) segment.speaker = speakerOf(s.speaker);
+    else {
+      const decoder = whisperDecoderOf(s);
+      if (decoder) segment.decoder = decoder;
+    }
     return segment;
   });
 }
