@@ -1,21 +1,23 @@
 // Runs the test suite with node:test: every test file under test/, or the ones named
 // (`npm test -- test/http/keys.test.ts`); arguments that start with `--` go to node's runner
-// (`npm test -- --test-name-pattern=revoke test/http/keys.test.ts`). Node 20's runner finds nothing
-// from a bare glob, so the files are listed here explicitly.
+// (`npm test -- --test-name-pattern=revocation test/http/keys.test.ts`). Node 20's runner finds
+// nothing from a bare glob, so the files are listed here explicitly.
 //
 // What every test process would otherwise do again, done once per run before the first test, into
 // .test-build/ (ignored by git, remade by every run; one run at a time per checkout, as for dist/):
-// - src/, machines/, scripts/ and test/ compiled by esbuild file for file into tree/ (JavaScript and
-//   source maps, the same layout; an import of a .ts file names its .js, and import.meta.url and
-//   .dirname keep naming the source file, so paths built from them still land in the checkout).
-//   Test processes then load plain JavaScript instead of compiling every module through tsx's
-//   loader: about half the CPU each of ~130 processes spends before its first test.
+// - tests/: each test file compiled by esbuild into one module with all it imports from the
+//   checkout (packages stay imports), as tsx compiles (its target and keepNames), with source maps;
+//   import.meta.url and .dirname keep naming the source file, so paths built from them still land
+//   in the checkout. A test process that loads the gateway then spends ~1.3 s of CPU before its
+//   first test instead of ~3.1 s compiling a few hundred modules through tsx's loader.
+// - tree/: src/, machines/, scripts/ and test/ compiled file for file, for what a test runs in a
+//   child process (test/build.ts).
 // - server.js: the gateway bundle, built by `npm run build`'s own esbuild command, for the tests
 //   that run the gateway as a process (test/build.ts). Not dist/server.js, which
 //   test/http/process.test.ts rebuilds through `npm start` while other files run.
 // - dashboard/: the dashboard build, for the tests of the dashboard.
 // - when a dashboard test is in the run, one Chromium (a playwright browser server) that those
-//   tests connect to instead of each launching its own.
+//   tests connect to instead of each launching their own.
 // Tests find these through GATEWAY_TEST_BUILD and GATEWAY_TEST_BROWSER; run by hand through tsx
 // (`node --import tsx --test test/x.test.ts`) they build and launch what they need themselves.
 import { spawn } from 'node:child_process';
@@ -29,6 +31,7 @@ import { buildDashboard } from './build-dashboard.mjs';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const OUT = join(ROOT, '.test-build');
 const TREE = join(OUT, 'tree');
+const TESTS = join(OUT, 'tests');
 /** The folders compiled into TREE: everything a test imports from the checkout. */
 const COMPILED = ['src', 'machines', 'scripts', 'test'];
 const CHROMIUM = '/usr/bin/chromium';
@@ -46,15 +49,50 @@ function collect(dir, match) {
   return out;
 }
 
-/** The .ts and .tsx files of the COMPILED folders into TREE, one output file per source file. */
+/**
+ * esbuild reads every file of the checkout through this: import.meta.url, .dirname and .filename
+ * keep naming the source file wherever its code is written, so paths built from them still land in
+ * the checkout.
+ */
+const sourcePaths = {
+  name: 'source-paths',
+  setup(b) {
+    b.onLoad({ filter: /\.(tsx?|mjs)$/ }, async (args) => {
+      if (args.path.includes('/node_modules/')) return undefined;
+      const source = await readFile(args.path, 'utf8');
+      const meta = { url: pathToFileURL(args.path).href, dirname: dirname(args.path), filename: args.path };
+      const loader = args.path.endsWith('.mjs') ? 'js' : args.path.endsWith('x') ? 'tsx' : 'ts';
+      return { contents: source.replace(/\bimport\.meta\.(url|dirname|filename)\b/g, (_, k) => JSON.stringify(meta[k])), loader };
+    });
+  },
+};
+
+/** As tsx compiles (its target and keepNames), so the code runs as it did through tsx. */
+const compileOptions = {
+  absWorkingDir: ROOT,
+  outbase: ROOT,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: `node${process.versions.node}`,
+  keepNames: true,
+  sourcemap: true,
+  sourcesContent: false, // the sources are in the checkout: smaller maps for node to read
+  logLevel: 'warning',
+};
+
+/**
+ * The .ts and .tsx files of the COMPILED folders into TREE, one output file per source file, for
+ * what a test runs in a child process (test/build.ts).
+ */
 async function compileTree() {
   const entryPoints = COMPILED.flatMap((dir) => collect(join(ROOT, dir), (name) => /\.tsx?$/.test(name) && !name.endsWith('.d.ts')));
   const compiled = new Set(entryPoints);
-  const sourceTree = {
-    name: 'source-tree',
+  // Every import stays an import (bundle: true only so that this hook sees them): packages and
+  // node: as they are, a compiled file by its .js, any other file of the checkout where it is.
+  const imports = {
+    name: 'imports',
     setup(b) {
-      // Every import stays an import (bundle: true only so that this hook sees them): packages and
-      // node: as they are, a compiled file by its .js, any other file of the checkout where it is.
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === 'entry-point') return undefined;
         if (!/^[./]/.test(args.path)) return { path: args.path, external: true };
@@ -63,29 +101,17 @@ async function compileTree() {
         if (!compiled.has(target)) throw new Error(`${args.importer} imports ${args.path}, outside ${COMPILED.join(', ')}`);
         return { path: args.path.replace(/\.tsx?$/, '.js'), external: true };
       });
-      b.onLoad({ filter: /\.tsx?$/ }, async (args) => {
-        const source = await readFile(args.path, 'utf8');
-        const meta = { url: pathToFileURL(args.path).href, dirname: dirname(args.path), filename: args.path };
-        return { contents: source.replace(/\bimport\.meta\.(url|dirname|filename)\b/g, (_, k) => JSON.stringify(meta[k])), loader: args.path.endsWith('x') ? 'tsx' : 'ts' };
-      });
     },
   };
-  // As tsx compiles (its target and keepNames), so the code runs as it did through tsx.
-  await build({
-    absWorkingDir: ROOT,
-    entryPoints,
-    outdir: TREE,
-    outbase: ROOT,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: `node${process.versions.node}`,
-    keepNames: true,
-    sourcemap: true,
-    sourcesContent: false, // the sources are in the checkout: smaller maps for node to read
-    plugins: [sourceTree],
-    logLevel: 'warning',
-  });
+  await build({ ...compileOptions, entryPoints, outdir: TREE, plugins: [imports, sourcePaths] });
+}
+
+/**
+ * Each test file into TESTS as one module with all it imports from the checkout (packages stay
+ * imports): a test process then loads one module of ours instead of a few hundred.
+ */
+async function bundleTests(files) {
+  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, packages: 'external', plugins: [sourcePaths] });
 }
 
 /** The gateway bundle at OUT/server.js: the esbuild command of `npm run build`, with another outfile. */
@@ -115,7 +141,7 @@ for (const f of files) {
 
 const started = performance.now();
 await rm(OUT, { recursive: true, force: true });
-await Promise.all([compileTree(), buildDashboard({ outDir: join(OUT, 'dashboard') }), bundleGateway()]);
+await Promise.all([compileTree(), bundleTests(files), buildDashboard({ outDir: join(OUT, 'dashboard') }), bundleGateway()]);
 const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT };
 
 let browser = null;
@@ -128,7 +154,7 @@ console.log(`ℹ built for the run in ${Math.round(performance.now() - started)}
 
 const child = spawn(
   process.execPath,
-  ['--enable-source-maps', '--test', '--test-reporter=spec', '--test-concurrency=2', ...nodeArgs, ...files.map((f) => join(TREE, relative(ROOT, f)).replace(/\.ts$/, '.js'))],
+  ['--enable-source-maps', '--test', '--test-reporter=spec', '--test-concurrency=2', ...nodeArgs, ...files.map((f) => join(TESTS, relative(ROOT, f)).replace(/\.ts$/, '.js'))],
   { stdio: 'inherit', env },
 );
 const status = await exited(child);
