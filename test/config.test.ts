@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { resolveKeySecret, SECRET_FILE } from '../src/secrets.ts';
+import { gatewayArgs } from './gateway-process.ts';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -98,7 +99,7 @@ describe('configuration', () => {
   });
 
   it('a bad value stops the start with a message naming the field (exit 2)', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, PORT: 'abc' }, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, gatewayArgs(), { env: { ...process.env, PORT: 'abc' }, encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /PORT \(config field "port"\) must be an integer/);
   });

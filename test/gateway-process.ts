@@ -1,12 +1,13 @@
 // The gateway as a real child process with its own data directory, started as `npm start` starts it
-// (the esbuild bundle, built by buildBundle once per test file) or from the sources. Used by the
-// tests that kill it.
+// (the esbuild bundle, built by buildBundle once per test file) or from the run's code (test/build.ts).
+// Used by the tests that kill it.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { runBundle } from './build.ts';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -27,6 +28,17 @@ export function startArgs(): string[] {
   return m[1]!.split(' ').map((arg) => (arg.endsWith('.js') ? join(ROOT, arg) : arg));
 }
 
+/**
+ * The node arguments of a gateway process on the run's code: the bundle scripts/run-tests.mjs built
+ * for the run, run as `npm start` runs dist/server.js; or src/server.ts through tsx when the tests
+ * run from the sources.
+ */
+export function gatewayArgs(): string[] {
+  const bundle = runBundle();
+  if (!bundle) return ['--import', 'tsx', join(ROOT, 'src', 'server.ts')];
+  return startArgs().map((arg) => (arg === join(ROOT, 'dist', 'server.js') ? bundle : arg));
+}
+
 export interface Launched {
   child: ChildProcess;
   url: string;
@@ -36,14 +48,14 @@ export interface Launched {
 }
 
 /**
- * Starts the gateway on `dataDir`: the bundle (built first), `npm start` itself with `npmStart`, or
- * straight from the sources through tsx with `fromSource` (no bundle, so no race with a test file
- * rebuilding it concurrently).
+ * Starts the gateway on `dataDir`: dist/server.js (built first), `npm start` itself with `npmStart`,
+ * or the run's code with `runCode` (gatewayArgs: not dist/, so no race with a test file rebuilding it
+ * concurrently).
  */
-export async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv; npmStart?: boolean; fromSource?: boolean } = {}): Promise<Launched> {
+export async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv; npmStart?: boolean; runCode?: boolean } = {}): Promise<Launched> {
   const [command, args] = opts.npmStart
     ? ['npm', ['start', '--silent']]
-    : [process.execPath, opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src', 'server.ts')] : startArgs()];
+    : [process.execPath, opts.runCode ? gatewayArgs() : startArgs()];
   const child = spawn(command, args, {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
-import { startGateway, type Gateway, type StartOptions } from '../src/server.ts';
+import type { Gateway, StartOptions } from '../src/server.ts';
 import type { AccountEvent, EventSink } from '../src/shared/events.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -35,6 +35,9 @@ export async function startTestGateway(overrides: Record<string, unknown> = {}, 
   const config = testConfig(dir, overrides);
   const events: AccountEvent[] = [];
   const sink: EventSink = { emit: async (e) => void events.push(e) };
+  // Imported here, not with this module: the files that run the gateway as a child process and only
+  // call it (test/gateway-process.ts) do not load the whole gateway themselves.
+  const { startGateway } = await import('../src/server.ts');
   const gw = await startGateway(config, { logger: createLogger('silent'), events: sink, ...opts });
   return {
     ...gw,

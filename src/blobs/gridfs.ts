@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { GridFSBucket, MongoClient, type Db, type GridFSFile } from 'mongodb';
+import type { Db, GridFSBucket, GridFSFile, MongoClient } from 'mongodb';
 import { dbNameFromUrl } from '../store/mongo.ts';
 import { escapeRegExp } from '../strings.ts';
 import {
@@ -27,11 +27,14 @@ import {
   type PutResult,
 } from './port.ts';
 
+// Loaded with this module, only when a MongoDB URL is configured (src/blobs/index.ts), as in src/store/mongo.ts.
+const driver = await import('mongodb');
+
 const BUCKET = 'blobs';
 
 /** `tmpDir`: where `withFile` copies a blob (the gateway's tmp area); the OS temp dir when absent (tests). */
 export async function openGridFsBlobs(opts: { url: string; dbName?: string; tmpDir?: string }): Promise<BlobStore> {
-  const client = await new MongoClient(opts.url).connect();
+  const client = await new driver.MongoClient(opts.url).connect();
   const db = client.db(opts.dbName ?? dbNameFromUrl(opts.url));
   const blobs = new GridFsBlobs(client, db, opts.tmpDir ?? tmpdir());
   await blobs.init();
@@ -46,7 +49,7 @@ class GridFsBlobs implements BlobStore {
     private readonly db: Db,
     private readonly tmpDir: string,
   ) {
-    this.bucket = new GridFSBucket(db, { bucketName: BUCKET });
+    this.bucket = new driver.GridFSBucket(db, { bucketName: BUCKET });
   }
 
   async init(): Promise<void> {

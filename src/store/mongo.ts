@@ -5,7 +5,7 @@
 // `_id`s it names are checked (key-strings.ts): MongoDB would store an unpaired surrogate as U+FFFD,
 // so the document read back would not be the one written.
 
-import { MongoClient, MongoBulkWriteError, MongoServerError, type Collection as DriverCollection } from 'mongodb';
+import type { Collection as DriverCollection, MongoClient } from 'mongodb';
 import {
   DuplicateKeyError,
   indexName,
@@ -27,8 +27,13 @@ import {
 } from './port.ts';
 import { checkIds, type NamedIds } from './key-strings.ts';
 
+// The driver loads with this module, which src/store/index.ts imports only when a MongoDB URL is
+// configured: a gateway on the embedded store never loads it (nor the bundle, where esbuild keeps
+// this import dynamic).
+const driver = await import('mongodb');
+
 export async function openMongoStore(opts: { url: string; dbName?: string }): Promise<Store> {
-  const client = new MongoClient(opts.url);
+  const client = new driver.MongoClient(opts.url);
   await client.connect();
   return mongoStoreOn(client, opts.dbName ?? dbNameFromUrl(opts.url) ?? 'gateway');
 }
@@ -161,10 +166,10 @@ class MongoCollection<T extends Doc> implements Collection<T> {
       checkIds(this.name, named);
       return await op();
     } catch (err) {
-      if (err instanceof MongoServerError && err.code === 11000) {
+      if (err instanceof driver.MongoServerError && err.code === 11000) {
         const dup = new DuplicateKeyError(this.name, /index: (\S+)/.exec(err.message)?.[1] ?? 'unknown');
         // insertMany: the driver's MongoBulkWriteError says how many documents went in.
-        if (err instanceof MongoBulkWriteError) dup.insertedCount = err.insertedCount;
+        if (err instanceof driver.MongoBulkWriteError) dup.insertedCount = err.insertedCount;
         throw dup;
       }
       throw err;

@@ -10,6 +10,7 @@ import { ActorBusyError, ActorNotFoundError, InvalidActorIdError, RevisionConfli
 import type { ActorDoc, ActorView } from '../../src/actors/record.ts';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
 import type { Store } from '../../src/store/port.ts';
+import { nodeArgsFor } from '../build.ts';
 import { captureLogs, hang, openTestStore, probeKind, silent, tempDir, waitFor, type Work } from './helpers.ts';
 import { probeMachine, type ProbeContext } from './probe.machine.ts';
 
@@ -152,7 +153,7 @@ test('a graceful restart keeps state, context and revision, and resumes in-fligh
 
 test('kill -9: start() restores the in-flight actors, the deadline fires on time, the work is re-run', async (t) => {
   const { dir, state, started } = await fixture(t);
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/crash-child.ts', import.meta.url)), dir], {
+  const child = spawn(process.execPath, [...nodeArgsFor(fileURLToPath(new URL('./fixtures/crash-child.ts', import.meta.url))), dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = once(child, 'exit');

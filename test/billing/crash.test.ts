@@ -44,7 +44,7 @@ describe('money across kill -9', () => {
   async function start(name: string, durable: boolean): Promise<Launched> {
     const config = join(dir, `${name}.json`);
     await writeFile(config, JSON.stringify({ billing: { durableWalletWrites: durable } }));
-    return launch(join(dir, name), { fromSource: true, env: { ADMIN_TOKEN: ADMIN, CONFIG_FILE: config } });
+    return launch(join(dir, name), { runCode: true, env: { ADMIN_TOKEN: ADMIN, CONFIG_FILE: config } });
   }
 
   async function crash(durable: boolean): Promise<void> {

@@ -1,16 +1,19 @@
 // The browser test harness: Debian's Chromium (/usr/bin/chromium, nothing is downloaded) driven by
-// playwright-core against a real gateway on loopback serving a fresh dashboard build. Each page a
+// playwright-core against a real gateway on loopback serving the dashboard build of the run (the
+// runner builds it and launches the one Chromium that every dashboard test file connects to;
+// test/build.ts). Each page a
 // test opens fails the test on any script error, CSP violation or console error (an API's 4xx
 // answer, which the page shows to the user as the error envelope, is the one console line allowed),
 // is checked by axe-core (WCAG 2.1 A/AA), and can be photographed into docs/screenshots/
 // (DASHBOARD_SCREENSHOTS=1; otherwise screenshots are taken into the temp dir and discarded).
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { buildDashboard, type DashboardBuild } from '../../scripts/build-dashboard.mjs';
+import type { DashboardBuild } from '../../scripts/build-dashboard.mjs';
+import { dashboardBuild, RUN_BROWSER } from '../build.ts';
 import { call, startTestGateway, type TestGateway } from '../helper.ts';
 import { ROOT } from '../gateway-process.ts';
 
@@ -27,21 +30,25 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-/** Builds the dashboard into a temp dir, starts a gateway serving it and launches Chromium. */
+/**
+ * Starts a gateway serving the dashboard build and connects to the run's Chromium (or, outside the
+ * runner, builds the dashboard into a temp dir and launches Chromium).
+ */
 export async function startDashboard(overrides: Record<string, unknown> = {}, opts: { now?: () => number } = {}): Promise<Dashboard> {
-  const dir = await mkdtemp(join(tmpdir(), 'gw-dash-'));
-  const build = await buildDashboard({ outDir: dir });
-  const gw = await startTestGateway({ dashboardDir: dir, ...overrides }, opts);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage'] });
+  const { build, dispose } = await dashboardBuild();
+  const gw = await startTestGateway({ dashboardDir: build.outDir, ...overrides }, opts);
+  const browser = RUN_BROWSER
+    ? await chromium.connect(RUN_BROWSER)
+    : await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage'] });
   return {
     gw,
     browser,
     build,
     base: gw.url,
     async close() {
-      await browser.close();
+      await browser.close(); // connected: closes this file's contexts and disconnects
       await gw.destroy();
-      await rm(dir, { recursive: true, force: true });
+      await dispose();
     },
   };
 }

@@ -3,11 +3,11 @@
 // Also keeps the UI's copies of the server's closed lists equal to the server's.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { buildDashboard, type DashboardBuild } from '../../scripts/build-dashboard.mjs';
+import type { DashboardBuild } from '../../scripts/build-dashboard.mjs';
+import { dashboardBuild } from '../build.ts';
 import { SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
 import { SCOPES } from '../../src/identity/keys.ts';
 import { EVENT_NAMES } from '../../src/webhooks/records.ts';
@@ -29,11 +29,12 @@ function staticClosure(build: DashboardBuild, entry: string): Set<string> {
 describe('dashboard bundle', () => {
   let dir: string;
   let build: DashboardBuild;
+  let dispose: () => Promise<void>;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'gw-dash-bundle-'));
-    build = await buildDashboard({ outDir: dir });
+    ({ build, dispose } = await dashboardBuild());
+    dir = build.outDir;
   });
-  after(() => rm(dir, { recursive: true, force: true }));
+  after(() => dispose());
 
   const gz = async (name: string) => gzipSync(await readFile(join(dir, 'assets', name)), { level: 9 }).length;
 

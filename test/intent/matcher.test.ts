@@ -106,14 +106,16 @@ describe('the cascade on the demo pack', () => {
     assert.equal(strict.classify(normalize(own.examples['en-IN']![0]!)).intent?.id, own.id);
   });
   it('decideLocal over scores computed once answers what the local stage answers under the same thresholds', () => {
-    const turns = ['the cash machine kept my plastic', 'mera net bahut slow hai', 'what is the capital of peru', 'recharge nahi hua'];
-    for (const turn of turns) {
+    const turns = ['the cash machine kept my plastic', 'mera net bahut slow hai', 'what is the capital of peru', 'recharge nahi hua'].map((turn) => {
       const norm = normalize(turn);
-      const scores = pack.scoreLocal(norm, true);
-      for (const accept of [0, 0.4, 0.9]) {
-        for (const min_similarity of [0, 0.5, 0.95]) {
-          const t = { ...pack.thresholds, accept, min_similarity };
-          const tuned = new CompiledPack(validatePack({ ...structuredClone(raw), thresholds: { ...(raw.thresholds ?? {}), accept, min_similarity } }));
+      return { turn, norm, scores: pack.scoreLocal(norm, true) };
+    });
+    for (const accept of [0, 0.4, 0.9]) {
+      for (const min_similarity of [0, 0.5, 0.95]) {
+        const t = { ...pack.thresholds, accept, min_similarity };
+        // One pack compiled per pair of thresholds (a compile is the slow part), asked every turn.
+        const tuned = new CompiledPack(validatePack({ ...structuredClone(raw), thresholds: { ...(raw.thresholds ?? {}), accept, min_similarity } }));
+        for (const { turn, norm, scores } of turns) {
           const want = tuned.local(norm, [], 0);
           const got = pack.decideLocal(scores, [], 0, t);
           assert.equal(got.classification, want.classification, `${turn} @ ${accept}/${min_similarity}`);

@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Agent } from 'undici';
 import { Cancel } from '../../src/providers/cancel.ts';
+import { evalModule } from '../build.ts';
 
 describe('Cancel', () => {
   it('calls each listener once, in order, with the reason set; removed and late listeners are not called', () => {
@@ -27,8 +29,9 @@ describe('Cancel', () => {
 
   it('runs every listener even when one throws, and reports that error as an uncaught exception, as EventTarget does', () => {
     // In a child process: node:test claims uncaught exceptions of its own process as test failures.
+    const cancelTs = evalModule(fileURLToPath(new URL('../../src/providers/cancel.ts', import.meta.url)));
     const script = `
-      import { Cancel } from ${JSON.stringify(new URL('../../src/providers/cancel.ts', import.meta.url).href)};
+      import { Cancel } from ${JSON.stringify(cancelTs.url)};
       const calls = [];
       process.on('uncaughtException', (err) => { calls.push('reported:' + err.message); console.log(JSON.stringify(calls)); });
       const cancel = new Cancel();
@@ -37,7 +40,7 @@ describe('Cancel', () => {
       cancel.abort();
       calls.push('after abort');
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [...cancelTs.loader, '--input-type=module', '-e', script], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout.trim()), ['second', 'after abort', 'reported:listener failed']);
   });

@@ -9,14 +9,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { gatewayArgs } from '../gateway-process.ts';
 import { ADMIN_TOKEN, call, createKey, signup } from '../helper.ts';
 import { connect, encode, localPrice, skipSpeech, speech16k } from './helpers.ts';
 
-const SERVER = fileURLToPath(new URL('../../src/server.ts', import.meta.url));
-
 async function launch(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER], {
+  const child = spawn(process.execPath, gatewayArgs(), {
     env: { ...process.env, PORT: '0', METRICS_LISTEN: 'off', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN, INSTANCE_ID: 'rt-crash-node' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

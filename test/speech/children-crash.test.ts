@@ -31,7 +31,7 @@ describe('speech engines across kill -9 of the gateway', { skip }, () => {
   it('every child dies with the gateway, and the restart sweeps the audio it left', async (t) => {
     const root = await mkdtemp(join(tmpdir(), 'gw-children-'));
     const data = join(root, 'data');
-    let gw: Launched = await launch(data, { fromSource: true, env: { ADMIN_TOKEN } });
+    let gw: Launched = await launch(data, { runCode: true, env: { ADMIN_TOKEN } });
     const clients: Client[] = [];
     let captured: Proc[] = [];
     try {
@@ -90,7 +90,7 @@ describe('speech engines across kill -9 of the gateway', { skip }, () => {
       for (const d of audioDirs) assert.ok(d.startsWith(area + '/'), `${d} is under ${area}`);
       assert.equal(statSync(area).mode & 0o777, 0o700);
       // ...and the restart sweeps it before serving: what is left is the new gateway's own folder, empty.
-      gw = await launch(data, { fromSource: true, env: { ADMIN_TOKEN } });
+      gw = await launch(data, { runCode: true, env: { ADMIN_TOKEN } });
       for (const d of audioDirs) assert.equal(existsSync(d), false, `${d} was swept`);
       const left = readdirSync(area);
       assert.equal(left.length, 1, left.join(', '));

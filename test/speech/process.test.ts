@@ -6,16 +6,18 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { spawnTool, ToolMissingError } from '../../src/speech/process.ts';
+import { evalModule } from '../build.ts';
 import { procStat } from '../proc.ts';
 
-const PROCESS_TS = new URL('../../src/speech/process.ts', import.meta.url).href;
+const PROCESS_TS = evalModule(fileURLToPath(new URL('../../src/speech/process.ts', import.meta.url)));
 
 describe('spawnTool', { skip: process.platform !== 'linux' ? 'the parent-death signal is Linux only' : false }, () => {
   it('a tool dies with its parent when the parent is killed -9', async (t) => {
     // A parent that starts `sleep 600` through spawnTool and says its pid.
-    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
-      const { spawnTool } = await import(${JSON.stringify(PROCESS_TS)});
+    const parent = spawn(process.execPath, [...PROCESS_TS.loader, '--input-type=module', '-e', `
+      const { spawnTool } = await import(${JSON.stringify(PROCESS_TS.url)});
       const run = spawnTool('sleep', ['600'], { stdin: 'ignore' });
       run.child.once('spawn', () => console.log(run.child.pid));
       setInterval(() => {}, 1000);

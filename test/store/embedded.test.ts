@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { openEmbeddedStore } from '../../src/store/embedded.ts';
 import { InvalidKeyError, isDuplicateKeyError, type Store } from '../../src/store/port.ts';
+import { nodeArgsFor } from '../build.ts';
 import { runStoreContract } from './contract.ts';
 import { payloadFor, sha256 } from './fixtures/payload.ts';
 
@@ -338,7 +339,7 @@ describe('embedded store', () => {
 
   it('keeps every acknowledged write through kill -9, with no torn document', { timeout: 60_000 }, async () => {
     await withDir(async (dir) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(FIXTURES, 'writer.ts'), dir], {
+      const child = spawn(process.execPath, [...nodeArgsFor(join(FIXTURES, 'writer.ts')), dir], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
@@ -373,7 +374,7 @@ describe('embedded store', () => {
       const count = 50_000;
       const child = spawn(
         process.execPath,
-        ['--max-old-space-size=64', '--import', 'tsx', join(FIXTURES, 'sorted-scan.ts'), dir, String(count)],
+        ['--max-old-space-size=64', ...nodeArgsFor(join(FIXTURES, 'sorted-scan.ts')), dir, String(count)],
         { stdio: ['ignore', 'pipe', 'inherit'] },
       );
       let out = '';

@@ -23,7 +23,7 @@ describe('transcription jobs across kill -9', () => {
   let sarvam: SarvamUpstream;
   let dir: string;
   let gw: Launched | null = null;
-  const start = async () => (gw = await launch(dir, { fromSource: true, env: { ADMIN_TOKEN: ADMIN, TRANSCRIPTION_POLL_MS: '150' } }));
+  const start = async () => (gw = await launch(dir, { runCode: true, env: { ADMIN_TOKEN: ADMIN, TRANSCRIPTION_POLL_MS: '150' } }));
 
   before(async () => {
     sarvam = await startSarvamUpstream({ apiKey: 'sv-key' });
