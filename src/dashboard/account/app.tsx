@@ -1,7 +1,7 @@
 // The account app: who is signed in (GET /portal/session, by the HttpOnly cookie the page cannot
 // read: 200 whether or not anyone is, so a signed-out visit makes no failing request), the layout
 // with navigation, and which page the path shows.
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { createApi } from '../ui/api.ts';
 import { SessionContext, type Me, type Session, type SessionState } from '../ui/context.tsx';
 import { Router, useRoute } from '../ui/router.tsx';
@@ -43,7 +43,9 @@ function Shell() {
   const session: Session = { api, me: me ?? null, refresh };
   const top = route.path.split('/')[0] ?? '';
 
-  useEffect(() => {
+  // A layout effect: the address changes in the same task that shows the page, so no one ever sees
+  // the sign-in form under /dashboard/keys (nor a test read the old address).
+  useLayoutEffect(() => {
     if (me === null && !PUBLIC.has(top) && top !== 'operator') route.navigate(`signin${route.path ? `?next=${encodeURIComponent(route.path)}` : ''}`, { replace: true });
     if (me && (PUBLIC.has(top) || top === '')) route.navigate(nextPage(route.query.get('next')), { replace: true });
   }, [me, top]);
