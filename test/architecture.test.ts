@@ -33,7 +33,9 @@ function sources(dir: string): string[] {
   return out;
 }
 
-const STATIC = /^[ \t]*(?:import|export)\b(?:[^;'"`]|\n)*?\bfrom\s*['"]([^'"\n]+)['"]/gm;
+// One character class (newlines included): `(?:[^;'"\`]|\n)*?` matched a newline two ways and
+// backtracked exponentially across multi-line exports (18 s of CPU for this file).
+const STATIC = /^[ \t]*(?:import|export)\b[^;'"`]*?\bfrom\s*['"]([^'"\n]+)['"]/gm;
 const BARE = /^[ \t]*import\s*['"]([^'"\n]+)['"]/gm;
 const DYNAMIC = /\bimport\(\s*['"]([^'"\n]+)['"]\s*\)/g;
 
