@@ -4,7 +4,7 @@
 // nothing from a bare glob, so the files are listed here explicitly.
 //
 // What every test process would otherwise do again, done once per run before the first test, into
-// .test-build/ (ignored by git, remade by every run; one run at a time per checkout, as for dist/):
+// .test-build/ (ignored by git; one run at a time per checkout, as for dist/):
 // - tests/: each test file compiled by esbuild into one module with all it imports from the
 //   checkout (packages stay imports), as tsx compiles (its target and keepNames), with source maps;
 //   import.meta.url and .dirname keep naming the source file, so paths built from them still land
@@ -20,9 +20,11 @@
 //   tests connect to instead of each launching their own.
 // Tests find these through GATEWAY_TEST_BUILD and GATEWAY_TEST_BROWSER; run by hand through tsx
 // (`node --import tsx --test test/x.test.ts`) they build and launch what they need themselves.
+// durations.json, kept from run to run, says how long each file's tests took, for the order.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -140,7 +142,7 @@ for (const f of files) {
 }
 
 const started = performance.now();
-await rm(OUT, { recursive: true, force: true });
+await Promise.all(['tree', 'tests', 'dashboard', 'server.js', 'server.js.map'].map((name) => rm(join(OUT, name), { recursive: true, force: true })));
 await Promise.all([compileTree(), bundleTests(files), buildDashboard({ outDir: join(OUT, 'dashboard') }), bundleGateway()]);
 const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT };
 
@@ -152,11 +154,41 @@ if (files.some((f) => f.startsWith(join(ROOT, 'test', 'dashboard') + '/'))) {
 }
 console.log(`ℹ built for the run in ${Math.round(performance.now() - started)} ms (${relative(ROOT, OUT)}/)`);
 
+// The slowest files first (as their tests took last time; files not timed yet first of all, the
+// largest first), so that no long file starts near the end and runs on alone.
+const DURATIONS = join(OUT, 'durations.json');
+const lastTimes = JSON.parse(await readFile(DURATIONS, 'utf8').catch(() => '{}'));
+const weight = (f) => lastTimes[relative(ROOT, f)] ?? Number.MAX_SAFE_INTEGER / 2 + statSync(f).size;
+files.sort((a, b) => weight(b) - weight(a));
+
+// Files in parallel: more than the cores, since a test file waits on sockets, timers and child
+// processes for about half its time (CPU over wall, measured here); TEST_CONCURRENCY overrides.
+const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 2;
+const timesOut = join(OUT, `durations-${process.pid}.json`);
 const child = spawn(
   process.execPath,
-  ['--enable-source-maps', '--test', '--test-reporter=spec', '--test-concurrency=2', ...nodeArgs, ...files.map((f) => join(TESTS, relative(ROOT, f)).replace(/\.ts$/, '.js'))],
+  [
+    '--enable-source-maps',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${join(ROOT, 'scripts', 'test-durations.mjs')}`,
+    `--test-reporter-destination=${timesOut}`,
+    ...nodeArgs,
+    ...files.map((f) => join(TESTS, relative(ROOT, f)).replace(/\.ts$/, '.js')),
+  ],
   { stdio: 'inherit', env },
 );
 const status = await exited(child);
 await browser?.close();
+if (nodeArgs.length === 0) { // a run of only some tests (a name pattern...) says nothing of a file's time
+  const times = JSON.parse(await readFile(timesOut, 'utf8').catch(() => '{}'));
+  for (const [file, ms] of Object.entries(times)) {
+    const path = resolve(file.startsWith('file:') ? fileURLToPath(file) : file); // the compiled file, or its source through the source map
+    lastTimes[path.startsWith(TESTS + '/') ? relative(TESTS, path).replace(/\.js$/, '.ts') : relative(ROOT, path)] = Math.round(ms);
+  }
+  await writeFile(DURATIONS, JSON.stringify(lastTimes, null, 1));
+}
+await rm(timesOut, { force: true });
 process.exit(status);
