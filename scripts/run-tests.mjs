@@ -4,8 +4,9 @@
 // nothing from a bare glob, so the files are listed here explicitly.
 //
 // What every test process would otherwise do again, done once per run before the first test, into
-// .test-build/ (ignored by git; one run at a time per checkout, as for dist/):
-// - tests/<place>/: each test file compiled by esbuild into one module with all it imports from the
+// .test-build/ (ignored by git, remade by every run but for tsc's incremental state; one run at a
+// time per checkout, as for dist/):
+// - tests/: each test file compiled by esbuild into one module with all it imports from the
 //   checkout (packages stay imports), as tsx compiles (its target and keepNames), with source maps;
 //   import.meta.url and .dirname keep naming the source file, so paths built from them still land
 //   in the checkout. A test process that loads the gateway then spends ~1.3 s of CPU before its
@@ -20,10 +21,9 @@
 //   tests connect to instead of each launching their own.
 // Tests find these through GATEWAY_TEST_BUILD and GATEWAY_TEST_BROWSER; run by hand through tsx
 // (`node --import tsx --test test/x.test.ts`) they build and launch what they need themselves.
-// durations.json, kept from run to run, says how long each file's tests took, for the order.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -113,7 +113,7 @@ async function compileTree() {
  * imports): a test process then loads one module of ours instead of a few hundred.
  */
 async function bundleTests(files) {
-  await build({ ...compileOptions, entryPoints: files.map((f) => ({ in: f, out: bundleOf(f).slice(TESTS.length + 1, -'.js'.length) })), outdir: TESTS, packages: 'external', plugins: [sourcePaths] });
+  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, packages: 'external', plugins: [sourcePaths] });
 }
 
 /** The gateway bundle at OUT/server.js: the esbuild command of `npm run build`, with another outfile. */
@@ -156,16 +156,6 @@ async function typecheck() {
   return code;
 }
 
-// The slowest files first (as their tests took last time; files not timed yet first of all, the
-// largest first), so that no long file starts near the end and runs on alone. node --test starts
-// files in the order of their paths, so each bundle goes in a folder named by its place: 000/test/...
-const DURATIONS = join(OUT, 'durations.json');
-const lastTimes = JSON.parse(await readFile(DURATIONS, 'utf8').catch(() => '{}'));
-const weight = (f) => lastTimes[relative(ROOT, f)] ?? Number.MAX_SAFE_INTEGER / 2 + statSync(f).size;
-files.sort((a, b) => weight(b) - weight(a));
-const place = new Map(files.map((f, i) => [f, String(i).padStart(3, '0')]));
-const bundleOf = (f) => join(TESTS, place.get(f), relative(ROOT, f)).replace(/\.ts$/, '.js');
-
 const started = performance.now();
 await Promise.all(['tree', 'tests', 'dashboard', 'server.js', 'server.js.map'].map((name) => rm(join(OUT, name), { recursive: true, force: true })));
 await Promise.all([compileTree(), bundleTests(files), buildDashboard({ outDir: join(OUT, 'dashboard') }), bundleGateway()]);
@@ -187,7 +177,6 @@ console.log(`ℹ built for the run in ${Math.round(performance.now() - started)}
 // Files in parallel: more than the cores, since a test file waits on sockets, timers and child
 // processes for about half its time (CPU over wall, measured here); TEST_CONCURRENCY overrides.
 const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 2;
-const timesOut = join(OUT, `durations-${process.pid}.json`);
 const child = spawn(
   process.execPath,
   [
@@ -195,11 +184,8 @@ const child = spawn(
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    `--test-reporter=${join(ROOT, 'scripts', 'test-durations.mjs')}`,
-    `--test-reporter-destination=${timesOut}`,
     ...nodeArgs,
-    ...files.map(bundleOf),
+    ...files.map((f) => join(TESTS, relative(ROOT, f)).replace(/\.ts$/, '.js')),
   ],
   { stdio: 'inherit', env },
 );
@@ -207,13 +193,4 @@ const status = await exited(child);
 await browser?.close();
 const typeErrors = await typechecked;
 if (args.includes('--typecheck') && typeErrors === 0) console.log('ℹ typecheck passed');
-if (nodeArgs.length === 0) { // a run of only some tests (a name pattern...) says nothing of a file's time
-  const times = JSON.parse(await readFile(timesOut, 'utf8').catch(() => '{}'));
-  for (const [file, ms] of Object.entries(times)) {
-    const path = resolve(file.startsWith('file:') ? fileURLToPath(file) : file); // the compiled file, or its source through the source map
-    lastTimes[path.startsWith(TESTS + '/') ? relative(TESTS, path).replace(/^\d+\//, '').replace(/\.js$/, '.ts') : relative(ROOT, path)] = Math.round(ms);
-  }
-  await writeFile(DURATIONS, JSON.stringify(lastTimes, null, 1));
-}
-await rm(timesOut, { force: true });
 process.exit(status || typeErrors);
