@@ -11,9 +11,15 @@
 // often the coming one; a past (or tenseless) turn takes the latest one not after today, a future
 // turn the first one not before it. Hindi weekdays (somvar…ravivar) and "N din pehle / baad"
 // ("do din pehle", "3 hafte pehle", and "2 din mein" in a future turn) are read here.
-import * as chrono from 'chrono-node';
+import { createRequire } from 'node:module';
+import type * as Chrono from 'chrono-node';
 import { readNumber } from './amounts.ts';
 import { canonical } from './normalize.ts';
+
+// chrono-node (~0.2 s of CPU to load) is loaded at the first date it is asked to read, not with the
+// gateway; its CommonJS build, so that findDate stays synchronous.
+const load = createRequire(import.meta.url);
+let chrono: typeof Chrono | undefined;
 
 const IST_OFFSET_MIN = 330;
 
@@ -109,6 +115,7 @@ export function findDate(plain: string, tokens: string[], nowMs: number): string
   if (/\bday after tomorrow\b/.test(plain)) return istDay(nowMs, 2);
   if (/\bday before yesterday\b/.test(plain)) return istDay(nowMs, -2);
   if (!/[a-z]{3}|\d{1,4}[/-]\d{1,2}/.test(plain)) return null;
+  chrono ??= load('chrono-node') as typeof Chrono;
   const results = chrono.en.GB.parse(plain, { instant: new Date(nowMs), timezone: IST_OFFSET_MIN });
   for (const r of results) {
     // Bare times ("9 am") and bare numbers are not dates.

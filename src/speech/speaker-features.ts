@@ -3,10 +3,10 @@
 // meyda keeps its settings and filter-bank cache on the object `extract` is called on, and its
 // module export is shared; so each extractor is a fresh object inheriting from it, with its own
 // settings and cache (no shared mutable state between callers).
-import meydaExport from 'meyda';
+import { createRequire } from 'node:module';
 
-// meyda's types are written as an ES module, its Node build is CommonJS (`module.exports = Meyda`),
-// so under NodeNext the default import is typed as the namespace; this is the part used here.
+// meyda is CommonJS (`module.exports = Meyda`), required when an extractor is made (diarization),
+// not loaded with the gateway; this is the part of it used here.
 interface MeydaExtractor {
   bufferSize: number;
   sampleRate: number;
@@ -15,7 +15,7 @@ interface MeydaExtractor {
   windowingFunction: string;
   extract(feature: 'mfcc', signal: Float32Array): number[] | null;
 }
-const Meyda = meydaExport as unknown as MeydaExtractor;
+const load = createRequire(import.meta.url);
 
 export const FRAME_SIZE = 512; // 32 ms at 16 kHz, a power of two as meyda requires
 export const FRAME_HOP = 160; // 10 ms
@@ -39,7 +39,7 @@ export interface FrameFeatures {
 export type FrameExtractor = (pcm: Int16Array, startSample: number, endSample: number) => FrameFeatures;
 
 export function frameExtractor(sampleRate: number): FrameExtractor {
-  const meyda: MeydaExtractor = Object.assign(Object.create(Meyda) as MeydaExtractor, {
+  const meyda: MeydaExtractor = Object.assign(Object.create(load('meyda') as MeydaExtractor) as MeydaExtractor, {
     bufferSize: FRAME_SIZE,
     sampleRate,
     melBands: MEL_BANDS,

@@ -3,11 +3,12 @@
 // scheme, with the habits of informal Hindi spelling first: lower case (ITRANS gives capitals a
 // meaning: `N` is ण), and a word-final `a` after a consonant is long (`kitna` → कितना, not कित्न).
 // Text that already has Devanagari, or no Latin letters, is left as it is.
-import sanscript from '@indic-transliteration/sanscript';
+import { createRequire } from 'node:module';
 
-// A CommonJS module whose types declare an ES default export: at run time the default import is the
-// Sanscript object itself.
-const { t: transliterate } = sanscript as unknown as { t(data: string, from: string, to: string): string };
+// A CommonJS module (the Sanscript object), required at the first transliteration rather than
+// loaded with the gateway.
+const load = createRequire(import.meta.url);
+const transliterate = (data: string, from: string, to: string): string => (load('@indic-transliteration/sanscript') as { t(data: string, from: string, to: string): string }).t(data, from, to);
 
 const LATIN = /[A-Za-z]/;
 const DEVANAGARI = /[\u0900-\u097F]/;

@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { openStore } from '../../src/store/index.ts';
-import { call, startTestGateway } from '../helper.ts';
-
-/** Whether this process has loaded the MongoDB driver (a CommonJS package: it shows in require's cache). */
-const driverLoaded = () => Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes('/node_modules/mongodb/'));
 
 describe('openStore', () => {
   it('opens the embedded store in a data directory it creates private to the user', async () => {
@@ -26,16 +21,6 @@ describe('openStore', () => {
       assert.equal((await stat(dataDir)).mode & 0o777, 0o700);
     } finally {
       await rm(root, { recursive: true, force: true });
-    }
-  });
-
-  it('loads the MongoDB driver only when a MongoDB URL is configured: a gateway on the embedded store never does', async () => {
-    const gw = await startTestGateway();
-    try {
-      assert.equal((await call(gw.url, 'GET', '/healthz')).status, 200);
-      assert.equal(driverLoaded(), false);
-    } finally {
-      await gw.destroy();
     }
   });
 });
