@@ -25,9 +25,12 @@ const CONCURRENCY = 16;
 const LOAD_MS = 1500;
 /**
  * The most answered calls a lazy-mode crash may leave unbilled, in ms of traffic: writes not yet
- * committed, at most about two commits' worth (bench/crash.ts measured up to ~70 ms on a loaded VM).
+ * committed. About two commits' worth on a machine to itself (bench/crash.ts measures it: up to
+ * ~70 ms on a loaded VM); here it only has to show that lazy writes do reach the disk while the
+ * load runs, not wait for a quiet moment or the close. The suite runs cores + 2 files at once, and
+ * a gateway starved of CPU commits late (330 ms was seen), so the bound is half the load.
  */
-const LAZY_WINDOW_MS = 250;
+const LAZY_WINDOW_MS = LOAD_MS / 2;
 
 describe('money across kill -9', () => {
   let up: FakeServer;
