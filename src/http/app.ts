@@ -13,6 +13,7 @@ import { clientErrorHandler } from './client-errors.ts';
 import { capConnections } from './connections.ts';
 import { newRequestId } from './request-id.ts';
 import { parseJsonBody } from './json.ts';
+import { lazySchemas } from './lazy-schemas.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerPortalAuthRoutes } from './routes/portal-auth.ts';
 import { registerPortalOrgRoutes } from './routes/portal-org.ts';
@@ -46,7 +47,10 @@ const TIMEOUT_CHECK_MS = 1000;
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
+  const schemas = lazySchemas();
   const app = Fastify({
+    // Route schemas compile at each route's first use (http/lazy-schemas.ts).
+    schemaController: { compilersFactory: schemas.compilersFactory },
     loggerInstance: deps.logger,
     genReqId: newRequestId,
     requestIdHeader: false, // never trust a client-chosen id
@@ -84,6 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   capConnections(app.server, config.http, { newRequestId, metrics: deps.metrics });
 
+  app.decorate('compileSchemas', schemas.compileAll);
   app.decorateRequest('principal', null);
   app.decorateRequest('sessionUser', null);
   app.decorateRequest('adminVia', null);

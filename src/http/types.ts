@@ -21,6 +21,10 @@ export type App = FastifyInstance<
 >;
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Compiles every route schema not compiled yet (they compile at first use: http/lazy-schemas.ts); how many. */
+    compileSchemas(): number;
+  }
   interface FastifyRequest {
     /** Set by the API-key preHandler on /v1 routes. */
     principal: ApiKeyPrincipal | null;

@@ -1,0 +1,83 @@
+// Route schemas compiled at a route's first use, not at its registration. Fastify compiles every
+// route's validators (ajv) and response serializers (fast-json-stringify) when the route is added:
+// ~0.7 s of CPU for our ~150 routes at every start, in each of the ~100 test processes that start a
+// gateway, while a process serves only some of them (a test a handful). Here fastify's own two
+// compilers (the packages it would load itself, with the options it passes) are wrapped: each
+// compile returns a function that compiles on its first call and then calls what it compiled. The
+// first request of a route pays its compile (about a millisecond); a schema ajv or fast-json-stringify
+// cannot compile throws there (a 500) instead of at start, so `compileAll` compiles every one and a
+// test calls it on the whole app (test/http/lazy-schemas.test.ts).
+import type { FastifyServerOptions } from 'fastify';
+import ValidatorSelector from '@fastify/ajv-compiler';
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
+
+type Compile<F> = (route: any) => F;
+type Validate = ((data: unknown, dataCxt?: unknown) => unknown) & { errors?: unknown; schemaEnv?: unknown };
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+
+export interface LazySchemas {
+  /** For fastify's `schemaController.compilersFactory`. */
+  compilersFactory: CompilersFactory;
+  /** Compiles every schema not compiled yet, and says how many; throws what a compiler throws, naming the route. */
+  compileAll(): number;
+}
+
+export function lazySchemas(): LazySchemas {
+  const pending = new Set<() => void>();
+  const buildValidator = ValidatorSelector();
+  const buildSerializer = SerializerSelector();
+  /** `compile(route)` at the first call of the function returned, kept; pending until it compiled. */
+  const later = <F>(compile: Compile<F>, route: any, part: string): (() => F) => {
+    let real: F | undefined;
+    const load = (): F => {
+      if (real) return real;
+      try {
+        real = compile(route);
+      } catch (err) {
+        throw new Error(`${route.method} ${route.url} ${part}: ${(err as Error).message}`, { cause: err });
+      }
+      pending.delete(load);
+      return real;
+    };
+    pending.add(load);
+    return load;
+  };
+  return {
+    // Typed as fastify's: the functions returned are not ajv's (no `schema`, `source`...), and
+    // fastify uses only their call, `errors` and `schemaEnv`.
+    compilersFactory: {
+      buildValidator(externalSchemas: any, options: any) {
+        const compile = buildValidator(externalSchemas, options) as unknown as Compile<Validate>;
+        return (route: any) => {
+          // Fastify lowercases a headers schema's keys only with its own compiler: not worth losing
+          // for a part no route validates.
+          if (route.httpPart === 'headers') throw new Error(`${route.method} ${route.url}: headers schemas are not supported by the lazy compilers (src/http/lazy-schemas.ts)`);
+          const load = later(compile, route, route.httpPart);
+          // ajv's function sets its `errors` after each call, which fastify reads from the function
+          // it was given; with `schemaEnv` set fastify passes the request as the root's parent, as
+          // to ajv's own function.
+          const validate: Validate = (data: unknown, dataCxt?: unknown) => {
+            const fn = load();
+            const ok = fn(data, dataCxt);
+            validate.errors = fn.errors;
+            return ok;
+          };
+          validate.schemaEnv = true;
+          return validate;
+        };
+      },
+      buildSerializer(externalSchemas: any, options: any) {
+        const compile = buildSerializer(externalSchemas, options) as unknown as Compile<(data: unknown) => string>;
+        return (route: any) => {
+          const load = later(compile, route, String(route.httpStatus));
+          return (data: unknown) => load()(data);
+        };
+      },
+    } as unknown as CompilersFactory,
+    compileAll() {
+      const loads = [...pending];
+      for (const load of loads) load();
+      return loads.length;
+    },
+  };
+}
