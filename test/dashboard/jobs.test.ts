@@ -57,7 +57,6 @@ describe('dashboard: transcription jobs', () => {
     assert.deepEqual(new Set(jobs.map((j) => j.id)), new Set(ids));
     for (const text of await rows.allTextContents()) assert.match(text, /completed.*stt-jobs/);
     await tab.checkA11y('transcriptions');
-    await tab.screenshot('transcriptions');
     tab.assertClean();
     await tab.close();
   });
