@@ -40,7 +40,7 @@ export function JobPage({ id }: { id: string }) {
   const { api } = useSession();
   const path = `/portal/transcription/jobs/${encodeURIComponent(id)}`;
   const job = useLoad(() => api.get<Job>(path), [path]);
-  usePoll(job.data !== null && running(job.data), job.reload);
+  usePoll(job.data !== null && running(job.data) ? 2000 : null, job.reload);
   const j = job.data;
   return (
     <Page title={`Transcription ${id}`}>

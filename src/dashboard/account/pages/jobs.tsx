@@ -1,7 +1,8 @@
 // Transcriptions: upload a recording (a file picked or dropped; model, language, speaker labels and
 // a speaker count), which becomes a job (POST /portal/transcription/jobs, the /v1 jobs endpoint's
 // fields and bill); and the account's jobs, newest first, paginated by the server, re-read every
-// two seconds while any of them is still queued or processing.
+// two seconds while any of them is still queued or processing (every five otherwise, so a job an
+// API client starts shows up too).
 import { useEffect, useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
 import { ErrorBox, Field, Loading, Notice, Page, useAction, utc, num } from '../../ui/components.tsx';
@@ -27,18 +28,19 @@ export interface Job {
 export const unix = (s: number | null | undefined) => (s ? utc(new Date(s * 1000).toISOString()) : '—');
 export const running = (j: Job) => j.status === 'queued' || j.status === 'processing';
 
-/** Re-runs `reload` every two seconds while `busy`. */
-export function usePoll(busy: boolean, reload: () => void) {
+/** Re-runs `reload` every `ms` (none: never) while the page is in view. */
+export function usePoll(ms: number | null, reload: () => void) {
   useEffect(() => {
-    if (!busy) return;
-    const t = setInterval(reload, 2000);
+    if (ms === null) return;
+    const t = setInterval(() => document.visibilityState === 'visible' && reload(), ms);
     return () => clearInterval(t);
-  }, [busy]);
+  }, [ms]);
 }
 
 export function JobsPage() {
   const { list, pager } = usePaged<Job>('/portal/transcription/jobs');
-  usePoll(list.data?.data.some(running) === true, list.reload);
+  // Every 2 s while a listed job runs; every 5 s otherwise, for jobs a client of the API starts meanwhile.
+  usePoll(list.data?.data.some(running) ? 2000 : 5000, list.reload);
   return (
     <Page title="Transcriptions">
       <Upload onQueued={list.reload} />
