@@ -176,9 +176,14 @@ export class TranscriptionJobs {
    * sync endpoint's own: the same cues, timestamps and lines); 409 `job_not_completed` before then.
    */
   async render(account: string, id: string, format: 'text' | 'srt' | 'vtt'): Promise<Rendered> {
-    const c = facts(await this.view(account, id))!;
+    const view = await this.view(account, id);
+    const c = facts(view)!;
     const t = c.result ? await readJson<Transcript>(this.deps.blobs, c.result.resultKey).catch(() => null) : null;
-    if (!t) throw new ApiError('job_not_completed', `The job '${id}' has no transcript yet; wait for status completed.`, { param: 'response_format' });
+    if (!t) {
+      const status = statusOf(view.value);
+      const why = status === 'failed' ? 'it failed' : `it is ${status}; wait for status completed`;
+      throw new ApiError('job_not_completed', `The job '${id}' has no transcript: ${why}.`, { param: 'response_format' });
+    }
     return renderTranscript(t, { format });
   }
 

@@ -66,6 +66,8 @@ describe('dashboard: transcription jobs', () => {
     await rows.first().getByText(/^failed: /).waitFor({ timeout: 30_000 });
     const failed = (await call(d.base, 'GET', `/portal/transcription/jobs/${failing.body.id}`, { token })).body;
     assert.equal(failed.status, 'failed');
+    const srt = await call(d.base, 'GET', `/v1/audio/transcriptions/jobs/${failing.body.id}?response_format=srt`, { token: key });
+    assert.deepEqual([srt.status, srt.body.error.code], [409, 'job_not_completed'], 'no transcript to render');
     await rows.first().getByRole('link', { name: failing.body.id }).click();
     await page.getByTestId('job-status').getByText('failed').waitFor();
     const alert = page.getByRole('alert');

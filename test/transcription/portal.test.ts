@@ -89,6 +89,9 @@ describe('the dashboard’s speech routes', { skip }, () => {
     assert.equal(whole.headers.get('content-length'), String(size));
     assert.ok(Buffer.from(await whole.arrayBuffer()).equals(recording));
 
+    const head = await fetch(gw.url + url, { method: 'HEAD', headers: { authorization: `Bearer ${owner.token}` } });
+    assert.deepEqual([head.status, head.headers.get('content-length'), (await head.arrayBuffer()).byteLength], [200, String(size), 0]);
+
     const range = async (value: string) => {
       const res = await fetch(gw.url + url, { headers: { authorization: `Bearer ${owner.token}`, range: value } });
       return { status: res.status, range: res.headers.get('content-range'), body: Buffer.from(await res.arrayBuffer()) };
