@@ -25,6 +25,9 @@ export interface Job {
   error?: { code: string; message: string };
 }
 
+/** The gateway's upload limit (it answers 413 past it, before reading the file). */
+const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
+
 export const unix = (s: number | null | undefined) => (s ? utc(new Date(s * 1000).toISOString()) : '—');
 export const running = (j: Job) => j.status === 'queued' || j.status === 'processing';
 
@@ -84,6 +87,7 @@ function Upload({ onQueued }: { onQueued(): void }) {
     const fields = new FormData(form);
     void act.run(async () => {
       if (!file) throw new Error('Choose a recording first (or drop one on the form).');
+      if (file.size > MAX_UPLOAD_BYTES) throw new Error(`${file.name} is ${Math.round(file.size / 1048576)} MB; a recording may be 25 MB at most.`);
       const body = new FormData();
       body.set('model', model!.id);
       const language = String(fields.get('language') ?? '');

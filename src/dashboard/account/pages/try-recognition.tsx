@@ -1,7 +1,7 @@
 // Try recognition: a clip recorded from the microphone (MediaRecorder, stopped at 30 s, the sync
 // endpoint's limit) or picked from disk, transcribed by POST /portal/audio/transcriptions (the sync
 // endpoint's fields and answer), with what it cost: the seconds it was billed at the model's price.
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
 import { ErrorBox, Field, Loading, Page, useAction } from '../../ui/components.tsx';
 import { clock, fineCents, ModelSelect, useModels } from '../../ui/speech.tsx';
@@ -24,6 +24,8 @@ export function TryRecognitionPage() {
   const [result, setResult] = useState<(Transcript & { centsPerMinute: number }) | null>(null);
   const recorder = useRef<MediaRecorder | null>(null);
   const act = useAction();
+  // Leaving the page mid-recording stops it (and with it the microphone).
+  useEffect(() => () => void (recorder.current?.state === 'recording' && recorder.current.stop()), []);
   const model = models.data?.find((m) => m.id === modelId) ?? models.data?.[0];
 
   const record = () =>

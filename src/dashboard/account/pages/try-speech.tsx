@@ -2,7 +2,7 @@
 // (its characters at the model's price per 1,000); then POST /portal/audio/speech as raw 24 kHz PCM,
 // played through Web Audio as it streams in (each chunk scheduled right after the one before), so the
 // first words sound before the rest is synthesized.
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
 import { ErrorBox, Field, Loading, Page, useAction } from '../../ui/components.tsx';
 import { fineCents, ModelSelect, useModels } from '../../ui/speech.tsx';
@@ -18,6 +18,7 @@ export function TrySpeechPage() {
   const [heard, setHeard] = useState<{ seconds: number; done: boolean } | null>(null);
   const ctx = useRef<AudioContext | null>(null);
   const act = useAction();
+  useEffect(() => () => void ctx.current?.close(), []); // leaving the page silences it
   const model = models.data?.find((m) => m.id === modelId) ?? models.data?.[0];
   const voices = model?.voices ?? [];
   const chosen = voices.includes(voice) ? voice : (voices[0] ?? '');
