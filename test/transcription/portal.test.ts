@@ -169,4 +169,23 @@ describe('the dashboard’s speech routes', { skip }, () => {
     const bad = await call(gw.url, 'POST', '/portal/audio/speech', { token: owner.token, body: { model: 'tts-local', voice: 'nobody', input: 'Hi' } });
     assert.deepEqual([bad.status, bad.body.error.code], [400, 'voice_not_supported']);
   });
+
+  it('answers bad input in the envelope, never a 500', async () => {
+    const token = owner.token;
+    const cases: [string, string, Parameters<typeof call>[3], number, string][] = [
+      ['POST', '/portal/transcription/jobs', { token, body: { model: 'stt-local' } }, 400, 'invalid_request'],
+      ['POST', '/portal/audio/transcriptions', { token, raw: 'hello', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type'],
+      ['POST', '/portal/transcription/jobs', { token, ...multipartForm({ model: 'stt-local', num_speakers: '99' }, Buffer.from('RIFF')) }, 400, 'invalid_request'],
+      ['POST', '/portal/transcription/jobs', { token, ...multipartForm({ model: 'stt-local' }, Buffer.from('not audio at all')) }, 400, 'invalid_audio'],
+      ['POST', '/portal/audio/speech', { token, body: { model: 'tts-local', voice: 'en-us', input: 'Hi', extra: 1 } }, 400, 'invalid_request'],
+      ['POST', '/portal/audio/speech', { token, body: { model: 'stt-local', voice: 'en-us', input: 'Hi' } }, 404, 'model_not_found'],
+      ['GET', '/portal/transcription/jobs/not-a-job/audio', { token }, 404, 'not_found'],
+      ['GET', `/portal/transcription/jobs/${'x'.repeat(65)}`, { token }, 400, 'invalid_request'],
+      ['GET', `/portal/transcription/jobs/${jobId}?response_format=srt&x=1`, { token }, 400, 'invalid_request'],
+    ];
+    for (const [method, path, opts, status, code] of cases) {
+      const res = await call(gw.url, method, path, opts);
+      assert.deepEqual([res.status, res.body?.error?.code], [status, code], `${method} ${path}: ${res.text.slice(0, 200)}`);
+    }
+  });
 });
