@@ -2,14 +2,15 @@
 // session becomes the same job /v1 shows (the same SRT, WebVTT and text), billed to the account under
 // the key prefix `dashboard`; its recording is served to its owner with byte ranges (206, 416) and is
 // 404 to anyone else; a text spoken and a clip transcribed through the session are billed likewise;
-// the cookie's cross-site rule holds for the uploads, and another page cannot embed the recording.
+// an organization member's calls are paid by the organization; the cookie's cross-site rule holds for
+// the uploads, and another page cannot embed the recording; bad input is answered in the envelope.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { conversationWav, noConversation } from './conversation.ts';
 import { multipartForm } from './form.ts';
 import { librivoxWav, missing } from '../speech/helpers.ts';
-import { call, fundedAccount, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, fundedAccount, joinOrg, startTestGateway, type TestGateway } from '../helper.ts';
 
 const skip = noConversation || missing('ffmpeg', 'pocketsphinx', 'librivox');
 const COOKIE = '__Host-gw_session';
@@ -168,6 +169,21 @@ describe('the dashboard’s speech routes', { skip }, () => {
 
     const bad = await call(gw.url, 'POST', '/portal/audio/speech', { token: owner.token, body: { model: 'tts-local', voice: 'nobody', input: 'Hi' } });
     assert.deepEqual([bad.status, bad.body.error.code], [400, 'voice_not_supported']);
+  });
+
+  it('bills an organization member’s dashboard calls to the organization, as their keys’ calls', async () => {
+    const boss = await fundedAccount(gw.url);
+    const member = await fundedAccount(gw.url);
+    const org = await call(gw.url, 'POST', '/portal/org', { token: boss.token, body: { name: 'Speech team' } });
+    assert.equal(org.status, 201, org.text);
+    const me = (await call(gw.url, 'GET', '/portal/me', { token: member.token })).body.user;
+    await joinOrg(gw.url, boss.token, { email: me.email, token: member.token });
+    const speak = () => call(gw.url, 'POST', '/portal/audio/speech', { token: member.token, body: { model: 'tts-local', voice: 'en-us', input: 'Hello.', response_format: 'pcm' } });
+    const refused = await speak();
+    assert.deepEqual([refused.status, refused.body.error.code], [402, 'insufficient_credit'], 'the organization’s wallet is empty; the member’s own dollar is not used');
+    assert.match(refused.body.error.message, /organization's wallet/);
+    assert.equal((await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { org_id: org.body.id, amount_cents: 10 } })).status, 201);
+    assert.equal((await speak()).status, 200);
   });
 
   it('answers bad input in the envelope, never a 500', async () => {
