@@ -164,8 +164,10 @@ const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT };
 let browser = null;
 if (files.some((f) => f.startsWith(join(ROOT, 'test', 'dashboard') + '/'))) {
   const { chromium } = await import('playwright-core');
+  // A fake microphone (a tone), granted without a prompt: the dashboard's Try recognition records from it.
+  const fakeMic = ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
   try {
-    browser = await chromium.launchServer({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage'] });
+    browser = await chromium.launchServer({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage', ...fakeMic] });
     env.GATEWAY_TEST_BROWSER = browser.wsEndpoint();
   } catch (err) {
     // The dashboard tests then launch it themselves, and fail saying why; the other tests run.

@@ -28,6 +28,8 @@ export const ERRORS = {
   audio_too_long: { status: 400, type: 'invalid_request_error' },
   mode_not_supported: { status: 400, type: 'invalid_request_error' },
   input_too_long: { status: 400, type: 'invalid_request_error' },
+  job_not_completed: { status: 409, type: 'conflict_error' },
+  range_not_satisfiable: { status: 416, type: 'invalid_request_error' },
   // Ours: request shape.
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },

@@ -98,6 +98,15 @@ export async function createKey(base: string, session: string, body: Record<stri
   return res.body as { id: number; api_key: string; prefix: string; scopes: string[] };
 }
 
+/** A fresh account with a key and `cents` of credit (topped up by the administrator): its session token and key. */
+export async function fundedAccount(base: string, cents = 100): Promise<{ id: number; token: string; key: string }> {
+  const s = await signup(base);
+  const key = (await createKey(base, s.token)).api_key;
+  const topup = await call(base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: cents } });
+  if (topup.status !== 201) throw new Error(`top-up failed: ${topup.status} ${topup.text}`);
+  return { id: s.id, token: s.token, key };
+}
+
 /** Invites `invitee` into the inviter's organization and accepts as the invitee; returns the organization. */
 export async function joinOrg(base: string, inviterToken: string, invitee: { email: string; token: string }, role: 'admin' | 'member' = 'member') {
   const invited = await call(base, 'POST', '/portal/org/members', { token: inviterToken, body: { email: invitee.email, role } });

@@ -355,7 +355,7 @@ export class UsageLog {
   private counters(records: readonly UsageRecordDoc[]): Op[] {
     const sums = new Map<string, { key: string; period: WindowPeriod; at: number; n: number }>();
     for (const r of records) {
-      if (r.key_id === undefined) continue;
+      if (r.key_id === undefined || r.key_id === 0) continue; // 0: a call from the dashboard, which no key made
       const fed = { tokens: (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0), spend: r.cost_uc };
       for (const cap of WINDOW_CAPS) {
         const n = fed[cap.fed];

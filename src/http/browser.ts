@@ -67,6 +67,18 @@ export function assertSameOrigin(request: FastifyRequest): void {
   if (origin !== ownOrigin(request)) throw crossSite('its Origin is not this gateway');
 }
 
+/**
+ * For what a page can embed without CORS (a recording an <audio> element plays): a read signed in
+ * by the cookie must come from the dashboard's own origin, or be the person opening the address
+ * themself (`Sec-Fetch-Site: none`); another site's or another port's page embedding it gets 403
+ * `cross_site_request`. A bearer header passes (no browser sends one by itself).
+ */
+export function assertNotEmbedded(request: FastifyRequest): void {
+  if (request.headers.authorization !== undefined) return;
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') throw crossSite(`Sec-Fetch-Site is ${String(site)}, not same-origin`);
+}
+
 /** This request's own origin as a browser writes it (scheme and host; the port when not the default). */
 function ownOrigin(request: FastifyRequest): string {
   return `${request.protocol}://${request.host}`;

@@ -78,6 +78,19 @@ export interface ApiKeyPrincipal extends Limits {
   scopes: readonly Scope[];
 }
 
+/** The key prefix usage records carry for calls made from the dashboard (no key: see dashboardPrincipal). */
+export const DASHBOARD_KEY_PREFIX = 'dashboard';
+
+/**
+ * Who is calling when a signed-in person tries a model from the dashboard (uploads a recording,
+ * hears a voice): no API key, so key id 0, no per-key limits and the `audio` scope; billed to the
+ * account as its keys' calls are (the Meter finds the payer from the user), and recorded in usage
+ * under the prefix `dashboard`.
+ */
+export function dashboardPrincipal(userId: number): ApiKeyPrincipal {
+  return { keyId: 0, jti: DASHBOARD_KEY_PREFIX, prefix: DASHBOARD_KEY_PREFIX, userId, scopes: ['audio'], rpm: null, tpd: null, cpd: null, cpm: null };
+}
+
 const minLimit = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
 
 /**

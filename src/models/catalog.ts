@@ -28,6 +28,9 @@ const PRICING_BY_TYPE: Record<ModelType, (keyof Pricing)[]> = {
   intent: ['cents_per_call'],
 };
 
+/** Every pricing field some model type uses. */
+export const PRICING_FIELDS: readonly (keyof Pricing)[] = [...new Set(Object.values(PRICING_BY_TYPE).flat())];
+
 const NEEDS_ROUTES: readonly ModelType[] = ['llm', 'embedding', 'stt', 'tts', 'voice'];
 
 export interface PublicModel {

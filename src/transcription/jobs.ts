@@ -21,6 +21,7 @@ import { AudioDecodeError, probeAudio } from '../speech/ffmpeg.ts';
 import { contentTypeOf, examineAudio } from './audio.ts';
 import { checkAgainstModel, type TranscriptionFields } from './request.ts';
 import { priceOfSeconds } from '../billing/pricing.ts';
+import { renderTranscript, type Rendered } from '../speech/formats.ts';
 import { JOB_KIND, readJson, type JobSpecFields } from './kind.ts';
 import type { transcriptionJobMachine, TranscriptionJobContext } from '../../machines/transcription-job.machine.ts';
 import type { ActorKind } from '../actors/kinds.ts';
@@ -168,6 +169,28 @@ export class TranscriptionJobs {
   async get(account: string, id: string): Promise<JobObject> {
     const view = await this.view(account, id);
     return this.toObject(view);
+  }
+
+  /**
+   * The caller's completed job's transcript in a subtitle or text format (`renderTranscript`, the
+   * sync endpoint's own: the same cues, timestamps and lines); 409 `job_not_completed` before then.
+   */
+  async render(account: string, id: string, format: 'text' | 'srt' | 'vtt'): Promise<Rendered> {
+    const view = await this.view(account, id);
+    const c = facts(view)!;
+    const t = c.result ? await readJson<Transcript>(this.deps.blobs, c.result.resultKey).catch(() => null) : null;
+    if (!t) {
+      const status = statusOf(view.value);
+      const why = status === 'failed' ? 'it failed' : `it is ${status}; wait for status completed`;
+      throw new ApiError('job_not_completed', `The job '${id}' has no transcript: ${why}.`, { param: 'response_format' });
+    }
+    return renderTranscript(t, { format });
+  }
+
+  /** Where the caller's job's recording is, and its type (another account's, or gone: 404). */
+  async recording(account: string, id: string): Promise<{ key: string; contentType: string }> {
+    const spec = facts(await this.view(account, id))!.spec as unknown as JobSpecFields;
+    return { key: spec.audioKey, contentType: spec.contentType };
   }
 
   async list(account: string, opts: { limit: number; after?: string; status?: JobStatus }): Promise<{ object: 'list'; data: JobObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {

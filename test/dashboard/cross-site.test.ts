@@ -3,7 +3,8 @@
 // dashboard's header, and a form POST). Two attackers: http://localhost:<p2> (another site: the
 // SameSite=Strict cookie is not even sent) and http://127.0.0.1:<p2> (the same site on another port:
 // the cookie is sent, and the gateway's Sec-Fetch-Site rule refuses it). Nothing changes, the session
-// survives, nothing is read, and no page script can read the cookie.
+// survives, nothing is read (an upload is refused, a recording embedded by <audio> is not served),
+// and no page script can read the cookie.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -24,6 +25,18 @@ async function attempt(name, f) {
   await attempt('logout', () => fetch(G + '/portal/auth/logout', { method: 'POST', mode: 'no-cors', credentials: 'include' }));
   await attempt('revoke', () => fetch(G + '/portal/keys/1', { method: 'DELETE', credentials: 'include', headers: { 'x-gateway-client': 'dashboard' } }));
   await attempt('read_keys', () => fetch(G + '/portal/keys', { credentials: 'include' }).then((r) => r.json()));
+  // A multipart body is a simple request too: an upload that would be billed to the person.
+  const form = new FormData();
+  form.set('model', 'stt-local');
+  form.set('file', new Blob([new Uint8Array(64)], { type: 'audio/wav' }), 'a.wav');
+  await attempt('upload', () => fetch(G + '/portal/transcription/jobs', { method: 'POST', mode: 'no-cors', credentials: 'include', body: form }));
+  // A recording embedded by an <audio> element needs no CORS at all.
+  await new Promise((done) => {
+    const a = document.createElement('audio');
+    a.onerror = a.onloadedmetadata = done;
+    a.src = G + '/portal/transcription/jobs/txjob_${'0'.repeat(24)}/audio';
+    document.body.append(a);
+  });
   window.results = { out, cookie: document.cookie };
 })();
 </script></body></html>`;
@@ -77,6 +90,11 @@ describe('dashboard: cross-site requests', () => {
       // body-less logout is refused for want of a session (the cookie was not sent) or as cross-site.
       assert.equal(seen.find((s) => s.path === '/portal/keys' && s.method === 'POST')?.status, 415);
       assert.equal(seen.find((s) => s.path === '/portal/auth/logout')?.status, sent ? 403 : 401);
+      assert.equal(seen.find((s) => s.path === '/portal/transcription/jobs')?.status, sent ? 403 : 401, 'the upload: refused before its body is read');
+      // The browser blocks the JSON refusal to the <audio> element (ORB), so the gateway's own count says what it answered.
+      const metrics = (await call(d.gw.metricsUrl, 'GET', '/metrics')).text;
+      const refused = new RegExp(`gateway_http_requests_total\\{method="GET",route="/portal/transcription/jobs/:id/audio",status="${sent ? 403 : 401}"\\} [1-9]`);
+      assert.match(metrics, refused, 'the embedded recording: refused before any job is looked up');
 
       // A form POST navigates the tab to the gateway's answer: a form's body is never JSON, so it is
       // refused before any credential is looked at.

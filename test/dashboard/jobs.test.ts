@@ -1,5 +1,6 @@
 // The transcriptions page in Chromium: the account's asynchronous jobs (submitted through the API to
-// a fake Sarvam job API on loopback), newest first, with their status as the API reports it.
+// a fake Sarvam job API on loopback), newest first, with their status as the API reports it, and
+// a failed job's page with its error.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -57,7 +58,22 @@ describe('dashboard: transcription jobs', () => {
     assert.deepEqual(new Set(jobs.map((j) => j.id)), new Set(ids));
     for (const text of await rows.allTextContents()) assert.match(text, /completed.*stt-jobs/);
     await tab.checkA11y('transcriptions');
-    await tab.screenshot('transcriptions');
+
+    // A job the provider fails: the list says so, and its page shows the error's code and message.
+    sarvam.failNextJob = { level: 'job', message: 'The audio could not be processed.' };
+    const failing = await call(d.base, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...multipartForm({ model: 'stt-jobs' }, wavBytes(2)) });
+    assert.equal(failing.status, 202, failing.text);
+    await rows.first().getByText(/^failed: /).waitFor({ timeout: 30_000 });
+    const failed = (await call(d.base, 'GET', `/portal/transcription/jobs/${failing.body.id}`, { token })).body;
+    assert.equal(failed.status, 'failed');
+    const srt = await call(d.base, 'GET', `/v1/audio/transcriptions/jobs/${failing.body.id}?response_format=srt`, { token: key });
+    assert.deepEqual([srt.status, srt.body.error.code], [409, 'job_not_completed'], 'no transcript to render');
+    await rows.first().getByRole('link', { name: failing.body.id }).click();
+    await page.getByTestId('job-status').getByText('failed').waitFor();
+    const alert = page.getByRole('alert');
+    assert.equal(await alert.textContent(), `${failed.error.message} (${failed.error.code})`);
+    assert.equal(await page.getByTestId('turns').count(), 0, 'no transcript');
+    await tab.checkA11y('a failed transcription');
     tab.assertClean();
     await tab.close();
   });

@@ -5,22 +5,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { mulberry32 } from '../../src/intent/classifier.ts';
-import { assemble, wav } from '../../scripts/diarization/conversations.ts';
-import { debianSpeakers, haveFfmpeg, SAMPLE_RATE, utterances } from '../../scripts/diarization/sources.ts';
+import { conversationWav, noConversation as skip } from './conversation.ts';
 import { multipartForm } from './form.ts';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
-
-const PAIR = ['librivox', 'hts1'];
-const found = haveFfmpeg() ? debianSpeakers().filter((s) => PAIR.includes(s.id)) : [];
-const skip = found.length < 2 ? 'needs ffmpeg, pocketsphinx-testdata and codec2-examples (scripts/install-debian-packages.sh --test)' : false;
-
-function conversationWav(): { bytes: Buffer; seconds: number } {
-  const [a, b] = PAIR.map((id) => utterances(found.find((s) => s.id === id)!));
-  const turns = [0, 1, 2].flatMap((i) => [a![i % a!.length]!, b![i % b!.length]!]);
-  const c = assemble('pair', turns, mulberry32(3));
-  return { bytes: wav(c.pcm, SAMPLE_RATE), seconds: c.pcm.length / SAMPLE_RATE };
-}
+import { call, fundedAccount, startTestGateway, type TestGateway } from '../helper.ts';
 
 describe('transcription jobs on the offline engine', { skip }, () => {
   let gw: TestGateway;
@@ -29,14 +16,8 @@ describe('transcription jobs on the offline engine', { skip }, () => {
 
   before(async () => {
     gw = await startTestGateway();
-    const account = async () => {
-      const s = await signup(gw.url);
-      const key = (await createKey(gw.url, s.token)).api_key;
-      await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: 100 } });
-      return { token: s.token, key };
-    };
-    owner = await account();
-    stranger = await account();
+    owner = await fundedAccount(gw.url);
+    stranger = await fundedAccount(gw.url);
   });
   after(async () => gw?.destroy());
 

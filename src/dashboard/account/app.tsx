@@ -14,6 +14,9 @@ import { SettingsPage } from './pages/settings.tsx';
 import { WebhooksPage, WebhookDeliveriesPage } from './pages/webhooks.tsx';
 import { OrgPage } from './pages/org.tsx';
 import { JobsPage } from './pages/jobs.tsx';
+import { JobPage } from './pages/job.tsx';
+import { TrySpeechPage } from './pages/try-speech.tsx';
+import { TryRecognitionPage } from './pages/try-recognition.tsx';
 import { OperatorGate } from './pages/operator-gate.tsx';
 
 export function App() {
@@ -81,7 +84,11 @@ function Content({ top }: { top: string }) {
     case 'organization':
       return <OrgPage />;
     case 'jobs':
-      return <JobsPage />;
+      return rest[0] ? <JobPage id={rest[0]} /> : <JobsPage />;
+    case 'speech':
+      return <TrySpeechPage />;
+    case 'recognition':
+      return <TryRecognitionPage />;
     case 'operator':
       return <OperatorGate />;
     default:

@@ -12,6 +12,8 @@ const NAV: [string, string][] = [
   ['webhooks', 'Webhooks'],
   ['organization', 'Organization'],
   ['jobs', 'Transcriptions'],
+  ['speech', 'Try speech'],
+  ['recognition', 'Try recognition'],
   ['operator', 'Operator'],
 ];
 

@@ -20,7 +20,10 @@ export type Query = Record<string, string | number | undefined | null>;
 
 export interface Api {
   get<T>(path: string, query?: Query): Promise<T>;
+  /** `body` is JSON, or a FormData sent as multipart (an upload). */
   send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
+  /** The answer itself (streamed audio), once ok; a refusal is thrown as the others' are. */
+  raw(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response>;
 }
 
 export function withQuery(path: string, query: Query = {}): string {
@@ -32,33 +35,40 @@ export function withQuery(path: string, query: Query = {}): string {
 
 /** `onSignedOut` runs when the gateway answers 401 to a session call (expired or signed out elsewhere). */
 export function createApi(onSignedOut: () => void): Api {
-  const request = async <T>(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<T> => {
+  /** The answer, once ok; a refusal (the envelope's message, code and request id) or no answer as ApiFailure. */
+  const answer = async (method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<Response> => {
     const headers: Record<string, string> = { 'x-gateway-client': 'dashboard', accept: 'application/json', ...extra };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    // A form (an upload) goes as multipart with the boundary the browser writes; anything else as JSON.
+    const form = body instanceof FormData;
+    if (body !== undefined && !form) headers['content-type'] = 'application/json';
     let res: Response;
     try {
-      res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+      res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : form ? body : JSON.stringify(body) });
     } catch {
       throw new ApiFailure(0, 'network_error', 'The gateway could not be reached; check the connection and retry.', null);
     }
-    const text = await res.text();
-    let parsed: unknown = null;
+    if (res.ok) return res;
+    let e: ErrorEnvelope['error'] | undefined;
     try {
-      parsed = text ? JSON.parse(text) : null;
+      e = (JSON.parse(await res.text()) as ErrorEnvelope | null)?.error;
     } catch {
-      /* not JSON */
+      /* not JSON (a 413 page) */
     }
-    if (!res.ok) {
-      const e = (parsed as ErrorEnvelope | null)?.error;
-      const failure = new ApiFailure(res.status, e?.code ?? 'http_error', e?.message ?? `The gateway answered ${res.status}.`, e?.request_id ?? res.headers.get('x-request-id'));
-      if (res.status === 401 && (e?.code === 'invalid_session') && path.startsWith('/portal/') && !path.startsWith('/portal/auth/')) onSignedOut();
-      throw failure;
+    if (res.status === 401 && (e?.code === 'invalid_session') && path.startsWith('/portal/') && !path.startsWith('/portal/auth/')) onSignedOut();
+    throw new ApiFailure(res.status, e?.code ?? 'http_error', e?.message ?? `The gateway answered ${res.status}.`, e?.request_id ?? res.headers.get('x-request-id'));
+  };
+  const request = async <T>(method: string, path: string, body?: unknown, extra?: Record<string, string>): Promise<T> => {
+    const text = await (await answer(method, path, body, extra)).text();
+    try {
+      return (text ? JSON.parse(text) : null) as T;
+    } catch {
+      return null as T;
     }
-    return parsed as T;
   };
   return {
     get: (path, query) => request('GET', withQuery(path, query)),
     send: (method, path, body, headers) => request(method, path, body, headers),
+    raw: (method, path, body) => answer(method, path, body),
   };
 }
 

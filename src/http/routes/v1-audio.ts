@@ -7,12 +7,14 @@
 //   POST /v1/audio/transcriptions/jobs/{id}/callback/{provider}: a provider's job callback, checked
 //        against the job's token, handed to the job's actor through the runtime (any instance).
 import { randomBytes } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
+import type { ApiKeyPrincipal } from '../../identity/keys.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { acceptUploads, readUpload, UPLOAD_LIMIT_BYTES, uploadFailed } from '../uploads.ts';
 import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
-import { audioKeyOf, newJobId, type JobStatus } from '../../transcription/jobs.ts';
+import { audioKeyOf, newJobId, type JobObject, type JobStatus } from '../../transcription/jobs.ts';
 import { Type } from 'typebox';
 import { errors, KeyString } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
@@ -48,21 +50,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
           preHandler: requireApiKey(deps, 'audio'),
           schema: { tags: ['v1'], summary, security: [{ apiKey: [] }], consumes: ['multipart/form-data'] },
         },
-        async (req, reply) => {
-          const { blobs, transcription } = deps.services;
-          const key = `uploads/${randomBytes(12).toString('hex')}`;
-          try {
-            const form = await readUpload(req, blobs, key);
-            if (!form.file) throw new ApiError('invalid_request', `The field 'file' is required: the recording to ${endpoint === 'sync' ? 'transcribe' : 'translate'}.`, { param: 'file' });
-            const fields = readFields(form.fields, endpoint);
-            const out = await transcription.transcribe(principalOf(req), fields, form.file, req.id, cancelOnDisconnect(reply.raw));
-            return reply.type(out.contentType).send(out.body);
-          } catch (err) {
-            return uploadFailed(err, req, reply);
-          } finally {
-            await blobs.delete(key).catch(() => {});
-          }
-        },
+        async (req, reply) => answerClip(deps, principalOf(req), endpoint, req, reply),
       );
     clip('sync', 'Transcribe a short clip (Whisper-compatible; multipart)');
     clip('translations', "Translate a short clip's speech to English text (OpenAI's translations; multipart; models whose modes include translate)");
@@ -73,24 +61,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
         preHandler: requireApiKey(deps, 'audio'),
         schema: { tags: ['v1'], summary: 'Start a transcription job for a long recording (multipart; diarization)', security: [{ apiKey: [] }], consumes: ['multipart/form-data'] },
       },
-      async (req, reply) => {
-        const { blobs, transcriptionJobs } = deps.services;
-        const jobId = newJobId();
-        const key = audioKeyOf(jobId);
-        let accepted = false;
-        try {
-          const form = await readUpload(req, blobs, key);
-          if (!form.file) throw new ApiError('invalid_request', "The field 'file' is required: the recording to transcribe.", { param: 'file' });
-          const fields = readFields(form.fields, 'jobs');
-          const job = await transcriptionJobs.create(principalOf(req), jobId, fields, form.file);
-          accepted = true;
-          return reply.code(202).header('location', `/v1/audio/transcriptions/jobs/${jobId}`).send(job);
-        } catch (err) {
-          return uploadFailed(err, req, reply);
-        } finally {
-          if (!accepted) await blobs.delete(key).catch(() => {});
-        }
-      },
+      async (req, reply) => answerNewJob(deps, principalOf(req), req, reply),
     );
   });
 
@@ -99,11 +70,14 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     '/v1/audio/transcriptions/jobs/:id',
     {
       preHandler: requireApiKey(deps, 'audio'),
-      schema: { tags: ['v1'], summary: 'A transcription job', security: [{ apiKey: [] }], params: JobId, response: { 200: Job, ...errors(401, 403, 404) } },
+      schema: {
+        tags: ['v1'], summary: 'A transcription job; with response_format text, srt or vtt, its transcript in that format', security: [{ apiKey: [] }],
+        params: JobId, querystring: JobFormatQuery, response: { 200: Job, ...errors(400, 401, 403, 404, 409) },
+      },
     },
-    async (req) => {
+    async (req, reply) => {
       const { walletId } = await deps.services.billing.payerFor(principalOf(req));
-      return deps.services.transcriptionJobs.get(walletId, (req.params as { id: string }).id);
+      return answerJobRead(deps, walletId, (req.params as { id: string }).id, (req.query as { response_format?: JobFormat }).response_format, reply);
     },
   );
 
@@ -151,4 +125,59 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
       return deps.services.transcriptionJobs.callback(id, provider, req.body, req.headers);
     },
   );
+}
+
+/** How GET …/jobs/{id} answers: the job object (`json`, the default) or its transcript as text, SRT or WebVTT. */
+export const JobFormatQuery = Type.Object(
+  { response_format: Type.Optional(Type.Union((['json', 'text', 'srt', 'vtt'] as const).map((f) => Type.Literal(f)))) },
+  { additionalProperties: false },
+);
+export type JobFormat = 'json' | 'text' | 'srt' | 'vtt';
+
+/** A job read for the account paying `walletId` (/v1 by key, /portal by session): the object, or its transcript rendered. */
+export async function answerJobRead(deps: AppDeps, walletId: string, id: string, format: JobFormat | undefined, reply: FastifyReply): Promise<JobObject | undefined> {
+  if (format === undefined || format === 'json') return deps.services.transcriptionJobs.get(walletId, id);
+  const out = await deps.services.transcriptionJobs.render(walletId, id, format);
+  reply.type(out.contentType).send(out.body);
+  return undefined;
+}
+
+/**
+ * A short clip (POST /v1/audio/transcriptions or /translations, and the dashboard's try-it) for
+ * `principal`: the upload streamed into a blob, transcribed on the metered path, answered, deleted.
+ */
+export async function answerClip(deps: AppDeps, principal: ApiKeyPrincipal, endpoint: 'sync' | 'translations', req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const { blobs, transcription } = deps.services;
+  const key = `uploads/${randomBytes(12).toString('hex')}`;
+  try {
+    const form = await readUpload(req, blobs, key);
+    if (!form.file) throw new ApiError('invalid_request', `The field 'file' is required: the recording to ${endpoint === 'sync' ? 'transcribe' : 'translate'}.`, { param: 'file' });
+    const fields = readFields(form.fields, endpoint);
+    const out = await transcription.transcribe(principal, fields, form.file, req.id, cancelOnDisconnect(reply.raw));
+    return reply.type(out.contentType).send(out.body);
+  } catch (err) {
+    return uploadFailed(err, req, reply);
+  } finally {
+    await blobs.delete(key).catch(() => {});
+  }
+}
+
+/** A new job (POST /v1/audio/transcriptions/jobs, and the dashboard's upload) for `principal`: 202 with the queued job. */
+export async function answerNewJob(deps: AppDeps, principal: ApiKeyPrincipal, req: FastifyRequest, reply: FastifyReply, location = '/v1/audio/transcriptions/jobs'): Promise<FastifyReply> {
+  const { blobs, transcriptionJobs } = deps.services;
+  const jobId = newJobId();
+  const key = audioKeyOf(jobId);
+  let accepted = false;
+  try {
+    const form = await readUpload(req, blobs, key);
+    if (!form.file) throw new ApiError('invalid_request', "The field 'file' is required: the recording to transcribe.", { param: 'file' });
+    const fields = readFields(form.fields, 'jobs');
+    const job = await transcriptionJobs.create(principal, jobId, fields, form.file);
+    accepted = true;
+    return reply.code(202).header('location', `${location}/${jobId}`).send(job);
+  } catch (err) {
+    return uploadFailed(err, req, reply);
+  } finally {
+    if (!accepted) await blobs.delete(key).catch(() => {});
+  }
 }

@@ -6,7 +6,9 @@
 // complete-looking one) or ends an SSE stream with an `error` event. A client that stops reading is
 // cut after `http.streamStallTimeoutMs` (src/http/open-streams.ts) and billed as one that left.
 import { Type } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
+import type { ApiKeyPrincipal } from '../../identity/keys.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
 import { errors, FreeText, KeyString } from '../schemas.ts';
@@ -44,56 +46,62 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
         response: { ...errors(400, 401, 402, 403, 404, 429, 503) },
       },
     },
-    async (req, reply) => {
-      const synthesis = deps.services.speech;
-      const prep = await synthesis.prepare(principalOf(req), req.body as SpeechBody, req.id);
-      const cancel = cancelOnDisconnect(reply.raw);
-      const speech = await synthesis.open(prep, cancel);
-      reply.hijack();
-      const res = reply.raw;
-      const headers = reply.getHeaders() as Record<string, string>; // x-request-id, a limited key's x-ratelimit-*
-      const write = (data: string | Buffer) => deps.streams.write(res, data);
-      await deps.streams.track(res, req.log, async () => {
-        let how: 'done' | 'client_closed' | 'failed' = 'done';
-        try {
-          if (prep.sse) {
-            res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-            try {
-              for await (const chunk of speech.chunks) {
-                if (cancel.aborted) break;
-                await write(`data: {"type":"speech.audio.delta","audio":"${chunk.toString('base64')}"}\n\n`);
-                speech.sent(chunk.length);
-              }
-              if (!cancel.aborted) {
-                const done = { type: 'speech.audio.done', format: speech.format, sample_rate: speech.sampleRate, usage: { type: 'characters', characters: speech.characters } };
-                await write(`data: ${JSON.stringify(done)}\n\n`);
-              }
-            } catch (err) {
-              how = 'failed';
-              const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the audio.');
-              if (!cancel.aborted) await write(`data: ${JSON.stringify({ type: 'error', ...toEnvelope(api, req.id) })}\n\n`);
-            }
-            res.end();
-          } else {
-            res.writeHead(200, { ...headers, 'content-type': speech.contentType, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-            try {
-              for await (const chunk of speech.chunks) {
-                if (cancel.aborted) break;
-                await write(chunk);
-                speech.sent(chunk.length);
-              }
-              res.end();
-            } catch (err) {
-              how = 'failed';
-              req.log.warn({ err }, 'speech ended by upstream failure');
-              res.destroy();
-            }
-          }
-        } finally {
-          if (cancel.aborted) how = 'client_closed';
-          await speech.end(how).catch((err: unknown) => req.log.error({ err }, 'speech billing failed'));
-        }
-      });
-    },
+    async (req, reply) => answerSpeech(deps, principalOf(req), req, reply),
   );
+}
+
+/**
+ * Speaks `req.body` for `principal` (POST /v1/audio/speech, and the dashboard's try-a-voice): the
+ * audio streamed raw or as events, billed once by what was sent.
+ */
+export async function answerSpeech(deps: AppDeps, principal: ApiKeyPrincipal, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const synthesis = deps.services.speech;
+  const prep = await synthesis.prepare(principal, req.body as SpeechBody, req.id);
+  const cancel = cancelOnDisconnect(reply.raw);
+  const speech = await synthesis.open(prep, cancel);
+  reply.hijack();
+  const res = reply.raw;
+  const headers = reply.getHeaders() as Record<string, string>; // x-request-id, a limited key's x-ratelimit-*
+  const write = (data: string | Buffer) => deps.streams.write(res, data);
+  await deps.streams.track(res, req.log, async () => {
+    let how: 'done' | 'client_closed' | 'failed' = 'done';
+    try {
+      if (prep.sse) {
+        res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+        try {
+          for await (const chunk of speech.chunks) {
+            if (cancel.aborted) break;
+            await write(`data: {"type":"speech.audio.delta","audio":"${chunk.toString('base64')}"}\n\n`);
+            speech.sent(chunk.length);
+          }
+          if (!cancel.aborted) {
+            const done = { type: 'speech.audio.done', format: speech.format, sample_rate: speech.sampleRate, usage: { type: 'characters', characters: speech.characters } };
+            await write(`data: ${JSON.stringify(done)}\n\n`);
+          }
+        } catch (err) {
+          how = 'failed';
+          const api = err instanceof ApiError ? err : new ApiError('model_unavailable', 'The upstream failed during the audio.');
+          if (!cancel.aborted) await write(`data: ${JSON.stringify({ type: 'error', ...toEnvelope(api, req.id) })}\n\n`);
+        }
+        res.end();
+      } else {
+        res.writeHead(200, { ...headers, 'content-type': speech.contentType, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+        try {
+          for await (const chunk of speech.chunks) {
+            if (cancel.aborted) break;
+            await write(chunk);
+            speech.sent(chunk.length);
+          }
+          res.end();
+        } catch (err) {
+          how = 'failed';
+          req.log.warn({ err }, 'speech ended by upstream failure');
+          res.destroy();
+        }
+      }
+    } finally {
+      if (cancel.aborted) how = 'client_closed';
+      await speech.end(how).catch((err: unknown) => req.log.error({ err }, 'speech billing failed'));
+    }
+  });
 }

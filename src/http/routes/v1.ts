@@ -12,25 +12,26 @@ import { registerUnderstandRoutes } from './v1-understand.ts';
 import { registerAudioRoutes } from './v1-audio.ts';
 import { registerSpeechRoutes } from './v1-speech.ts';
 
-export function registerV1Routes(app: App, deps: AppDeps): void {
-  const ModelEntry = Type.Object({
-    id: Type.String(),
-    object: Type.Literal('model'),
-    created: Type.Integer(),
-    owned_by: Type.String(),
-    type: Type.String(),
-    reasoning: Type.Optional(Type.Boolean()),
-    tools: Type.Optional(Type.Boolean()),
-    languages: Type.Optional(Type.Array(Type.String())),
-    streaming: Type.Optional(Type.Boolean()),
-    modes: Type.Optional(Type.Array(Type.String())),
-    timestamps: Type.Optional(Type.String()),
-    jobs: Type.Optional(Type.Boolean()),
-    diarization: Type.Optional(Type.Boolean()),
-    voices: Type.Optional(Type.Array(Type.String())),
-    max_input_chars: Type.Optional(Type.Integer()),
-  });
+/** A model as GET /v1/models lists it. */
+export const ModelEntry = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('model'),
+  created: Type.Integer(),
+  owned_by: Type.String(),
+  type: Type.String(),
+  reasoning: Type.Optional(Type.Boolean()),
+  tools: Type.Optional(Type.Boolean()),
+  languages: Type.Optional(Type.Array(Type.String())),
+  streaming: Type.Optional(Type.Boolean()),
+  modes: Type.Optional(Type.Array(Type.String())),
+  timestamps: Type.Optional(Type.String()),
+  jobs: Type.Optional(Type.Boolean()),
+  diarization: Type.Optional(Type.Boolean()),
+  voices: Type.Optional(Type.Array(Type.String())),
+  max_input_chars: Type.Optional(Type.Integer()),
+});
 
+export function registerV1Routes(app: App, deps: AppDeps): void {
   app.get(
     '/v1/models',
     {
