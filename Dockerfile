@@ -13,7 +13,7 @@ RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY machines ./machines
-COPY scripts/build-dashboard.mjs ./scripts/
+COPY scripts/build-gateway.mjs scripts/build-dashboard.mjs ./scripts/
 RUN npm run build
 
 FROM node:20-bookworm-slim AS runtime

@@ -10,10 +10,11 @@
 //   checkout (packages stay imports), as tsx compiles (its target and keepNames), with source maps;
 //   import.meta.url and .dirname keep naming the source file, so paths built from them still land
 //   in the checkout. A test process that loads the gateway then spends ~1.3 s of CPU before its
-//   first test instead of ~3.1 s compiling a few hundred modules through tsx's loader.
+//   first test instead of ~3.1 s compiling a few hundred modules through tsx's loader. The packages
+//   the gateway bundle inlines (build-gateway.mjs: typebox, mingo) are inlined here too.
 // - tree/: src/, machines/, scripts/ and test/ compiled file for file, for what a test runs in a
 //   child process (test/build.ts).
-// - server.js: the gateway bundle, built by `npm run build`'s own esbuild command, for the tests
+// - server.js: the gateway bundle, built as `npm run build` builds it (build-gateway.mjs), for the tests
 //   that run the gateway as a process (test/build.ts). Not dist/server.js, which
 //   test/http/process.test.ts rebuilds through `npm start` while other files run.
 // - dashboard/: the dashboard build, for the tests of the dashboard.
@@ -29,6 +30,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { buildDashboard } from './build-dashboard.mjs';
+import { buildGateway, packagesExternal } from './build-gateway.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const OUT = join(ROOT, '.test-build');
@@ -113,18 +115,7 @@ async function compileTree() {
  * imports): a test process then loads one module of ours instead of a few hundred.
  */
 async function bundleTests(files) {
-  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, packages: 'external', plugins: [sourcePaths] });
-}
-
-/** The gateway bundle at OUT/server.js: the esbuild command of `npm run build`, with another outfile. */
-async function bundleGateway() {
-  const script = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.build;
-  const [command, ...args] = script.split('&&')[0].trim().split(/\s+/);
-  if (command !== 'esbuild' || !args.includes('--outfile=dist/server.js')) throw new Error(`unexpected build script: ${script}`);
-  // OUT is one level below the checkout as dist/ is, so the bundle finds config/ as dist/server.js does.
-  const outfile = `--outfile=${relative(ROOT, join(OUT, 'server.js'))}`;
-  const run = spawn(join(ROOT, 'node_modules', '.bin', 'esbuild'), args.map((a) => (a === '--outfile=dist/server.js' ? outfile : a)), { cwd: ROOT, stdio: 'inherit' });
-  if ((await exited(run)) !== 0) throw new Error('bundling the gateway failed');
+  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, plugins: [packagesExternal, sourcePaths] });
 }
 
 const args = process.argv.slice(2);
@@ -158,7 +149,7 @@ async function typecheck() {
 
 const started = performance.now();
 await Promise.all(['tree', 'tests', 'dashboard', 'server.js', 'server.js.map'].map((name) => rm(join(OUT, name), { recursive: true, force: true })));
-await Promise.all([compileTree(), bundleTests(files), buildDashboard({ outDir: join(OUT, 'dashboard') }), bundleGateway()]);
+await Promise.all([compileTree(), bundleTests(files), buildDashboard({ outDir: join(OUT, 'dashboard') }), buildGateway({ outfile: join(OUT, 'server.js') })]);
 const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT };
 
 let browser = null;
