@@ -10,8 +10,9 @@
 //   checkout (packages stay imports), as tsx compiles (its target and keepNames), with source maps;
 //   import.meta.url and .dirname keep naming the source file, so paths built from them still land
 //   in the checkout. A test process that loads the gateway then spends ~1.3 s of CPU before its
-//   first test instead of ~3.1 s compiling a few hundred modules through tsx's loader. The packages
-//   the gateway bundle inlines (build-gateway.mjs: typebox, mingo) are inlined here too.
+//   first test instead of ~3.1 s compiling a few hundred modules through tsx's loader. The
+//   production dependencies the gateway bundle inlines (build-gateway.mjs) are inlined here too;
+//   the test-only packages (clients, playwright) stay imports.
 // - tree/: src/, machines/, scripts/ and test/ compiled file for file, for what a test runs in a
 //   child process (test/build.ts).
 // - server.js: the gateway bundle, built as `npm run build` builds it (build-gateway.mjs), for the tests
@@ -30,7 +31,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { buildDashboard } from './build-dashboard.mjs';
-import { buildGateway, packagesExternal } from './build-gateway.mjs';
+import { buildGateway, packagesExternal, requireBanner } from './build-gateway.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const OUT = join(ROOT, '.test-build');
@@ -115,7 +116,7 @@ async function compileTree() {
  * imports): a test process then loads one module of ours instead of a few hundred.
  */
 async function bundleTests(files) {
-  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, plugins: [packagesExternal, sourcePaths] });
+  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, plugins: [packagesExternal, sourcePaths], banner: requireBanner });
 }
 
 const args = process.argv.slice(2);
