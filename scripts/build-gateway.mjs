@@ -5,8 +5,10 @@
 // alone is 709 ES modules, ~0.3 s). The test runner bundles the test files the same way.
 // Plain ESM on esbuild's API so it runs with production dependencies only.
 // Usage: node scripts/build-gateway.mjs [outfile]
+import { decode, encode } from '@jridgewell/sourcemap-codec';
 import { build } from 'esbuild';
 import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -38,8 +40,24 @@ export const packagesExternal = {
 /** The CommonJS among the bundled packages call require(): ESM has none, so the bundle makes one. */
 export const requireBanner = { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" };
 
+/**
+ * Drops from a source map what maps into node_modules: a stack frame there names the bundle's line,
+ * a frame of ours its source as before. With the packages' mappings the map is 10.8 MB, and node
+ * (--enable-source-maps) parses it at the first stack it prints: 250 ms of CPU and 144 MiB held for
+ * the life of the process; without them, as before the packages were bundled, ~55 ms and ~30 MiB.
+ * @param {string} path
+ */
+export async function dropPackageMappings(path) {
+  const map = JSON.parse(await readFile(path, 'utf8'));
+  const packages = new Set(map.sources.flatMap((source, i) => (source.includes('node_modules/') ? [i] : [])));
+  if (packages.size === 0) return;
+  map.mappings = encode(decode(map.mappings).map((line) => line.filter((segment) => segment.length === 1 || !packages.has(segment[1]))));
+  await writeFile(path, JSON.stringify(map));
+}
+
 /** @param {{ outfile?: string }} [opts] */
 export async function buildGateway(opts = {}) {
+  const outfile = resolve(opts.outfile ?? `${ROOT}dist/server.js`);
   await build({
     absWorkingDir: ROOT,
     entryPoints: ['src/server.ts'],
@@ -48,11 +66,13 @@ export async function buildGateway(opts = {}) {
     format: 'esm',
     target: 'node20',
     sourcemap: true,
+    sourcesContent: false, // stack traces need the mappings only
     logLevel: 'warning',
     plugins: [packagesExternal],
     banner: requireBanner,
-    outfile: resolve(opts.outfile ?? `${ROOT}dist/server.js`),
+    outfile,
   });
+  await dropPackageMappings(`${outfile}.map`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await buildGateway({ outfile: process.argv[2] });

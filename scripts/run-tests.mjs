@@ -31,7 +31,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { buildDashboard } from './build-dashboard.mjs';
-import { buildGateway, packagesExternal, requireBanner } from './build-gateway.mjs';
+import { buildGateway, dropPackageMappings, packagesExternal, requireBanner } from './build-gateway.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const OUT = join(ROOT, '.test-build');
@@ -117,6 +117,7 @@ async function compileTree() {
  */
 async function bundleTests(files) {
   await build({ ...compileOptions, entryPoints: files, outdir: TESTS, plugins: [packagesExternal, sourcePaths], banner: requireBanner });
+  await Promise.all(collect(TESTS, (name) => name.endsWith('.js.map')).map(dropPackageMappings));
 }
 
 const args = process.argv.slice(2);
