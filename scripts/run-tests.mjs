@@ -6,12 +6,14 @@
 // What every test process would otherwise do again, done once per run before the first test, into
 // .test-build/ (ignored by git, remade by every run but for tsc's incremental state; one run at a
 // time per checkout, as for dist/):
-// - tests/: each test file compiled by esbuild into one module with all it imports from the
-//   checkout (packages stay imports), as tsx compiles (its target and keepNames), with source maps;
-//   import.meta.url and .dirname keep naming the source file, so paths built from them still land
-//   in the checkout. A test process that loads the gateway then spends ~1.3 s of CPU before its
-//   first test instead of ~3.1 s compiling a few hundred modules through tsx's loader. The
-//   production dependencies the gateway bundle inlines (build-gateway.mjs) are inlined here too;
+// - tests/: each test file compiled by esbuild into a module with all it imports from the
+//   checkout, as tsx compiles (its target and keepNames), with source maps; what several files
+//   import is written once, as shared chunks (tests/chunks/: 10 MB for all, against ~700 MB and a
+//   minute of writing and map trimming as one module each). import.meta.url and .dirname keep
+//   naming the source file, so paths built from them still land in the checkout. A test process
+//   that loads the gateway then spends ~1 s of CPU before its first test instead of ~3.1 s
+//   compiling a few hundred modules through tsx's loader. The production dependencies the gateway
+//   bundle inlines (build-gateway.mjs) are inlined here too, their mappings dropped from the maps;
 //   the test-only packages (clients, playwright) stay imports.
 // - tree/: src/, machines/, scripts/ and test/ compiled file for file, for what a test runs in a
 //   child process (test/build.ts).
@@ -116,7 +118,7 @@ async function compileTree() {
  * imports): a test process then loads one module of ours instead of a few hundred.
  */
 async function bundleTests(files) {
-  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, plugins: [packagesExternal, sourcePaths], banner: requireBanner });
+  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, splitting: true, chunkNames: 'chunks/[name]-[hash]', plugins: [packagesExternal, sourcePaths], banner: requireBanner });
   await Promise.all(collect(TESTS, (name) => name.endsWith('.js.map')).map(dropPackageMappings));
 }
 
