@@ -667,7 +667,7 @@ export function resolveRoutes(
       provider: r.provider,
       baseUrl: r.base_url ?? '',
       apiKey,
-      upstreamModel: r.upstream_model,
+      upstreamModel: r.upstream_model ?? '',
       timeoutMs: timeout === null ? defaultTimeoutMs : Math.min(timeout, MAX_TIMEOUT_MS),
     };
     const maxConcurrent = positive(r.max_concurrent);

@@ -29,6 +29,10 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     diarization: Type.Optional(Type.Boolean()),
     voices: Type.Optional(Type.Array(Type.String())),
     max_input_chars: Type.Optional(Type.Integer()),
+    countries: Type.Optional(Type.Array(Type.String())),
+    price_per_minute_cents: Type.Optional(Type.Number()),
+    max_duration_seconds: Type.Optional(Type.Integer()),
+    features: Type.Optional(Type.Array(Type.String())),
   });
 
   app.get(
