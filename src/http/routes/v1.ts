@@ -11,6 +11,7 @@ import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
 import { registerUnderstandRoutes } from './v1-understand.ts';
 import { registerAudioRoutes } from './v1-audio.ts';
 import { registerSpeechRoutes } from './v1-speech.ts';
+import { registerVoiceRoutes } from './v1-voice.ts';
 
 export function registerV1Routes(app: App, deps: AppDeps): void {
   const ModelEntry = Type.Object({
@@ -78,4 +79,5 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   registerUnderstandRoutes(app, deps);
   registerAudioRoutes(app, deps);
   registerSpeechRoutes(app, deps);
+  registerVoiceRoutes(app, deps);
 }

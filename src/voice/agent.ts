@@ -1,0 +1,134 @@
+// A call's agent: what it says first and how it answers each thing the callee said. The intent agent
+// runs the call's conversation as an intent session (`session_id` = the call id, src/intent/service.ts
+// `converse`), so "haan" after an ASK resolves from context exactly as /v1/understand does; its
+// replies are the pack's responses, rendered once per wording with the call's tts model and kept as
+// 8 kHz μ-law (`ResponseAudio`), so a reply costs no synthesis time after the first call that used it.
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { ModelDoc } from '../models/types.ts';
+import { responseWording, type IntentService } from '../intent/service.ts';
+import type { UpstreamRouter, RoutedModel } from '../providers/router.ts';
+import type { ResolvedRoute } from '../providers/types.ts';
+import type { Resamplers } from '../speech/resample.ts';
+import { convertSpeech } from '../synthesis/convert.ts';
+
+/** Actions after which the agent ends the call (once its reply has played). */
+const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
+/** Actions that are the conversation itself, not a business outcome. */
+const CONVERSATIONAL_ACTIONS = new Set(['ASK', 'INFORM', 'CLOSE', 'ESCALATE']);
+
+export interface AgentReply {
+  text: string;
+  audio: Buffer;
+  responseId: string | null;
+  action: string | null;
+  intent: string | null;
+  entities: Record<string, string | number>;
+  nextState: string | null;
+  /** A business action to record in the call's outcome (CREATE_DISPUTE…). */
+  outcome: boolean;
+  /** End the call once this reply has played. */
+  hangup: boolean;
+}
+
+export interface CallAgent {
+  /** The first thing the agent says (null: it waits for the callee). */
+  opening(): Promise<AgentReply | null>;
+  /** The reply to what the callee said; null when there is nothing to say. */
+  reply(text: string): Promise<AgentReply | null>;
+}
+
+/** Speech for a wording, as 8 kHz μ-law, rendered once per (tts model, voice, wording). */
+export class ResponseAudio {
+  private readonly cache = new LRUCache<string, Promise<Buffer>>({ max: 2000 });
+
+  constructor(
+    private readonly deps: {
+      router: Pick<UpstreamRouter, 'speak'>;
+      resolveRoutes(model: RoutedModel): ResolvedRoute[];
+      resamplers(): Promise<Resamplers>;
+    },
+  ) {}
+
+  render(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<Buffer> {
+    const key = `${tts._id}:${tts.revision ?? ''}:${voice}:${language ?? ''}:${createHash('sha256').update(text).digest('base64url')}`;
+    let audio = this.cache.get(key);
+    if (!audio) {
+      audio = this.synthesize(tts, voice, language, text);
+      this.cache.set(key, audio);
+      audio.catch(() => this.cache.delete(key)); // a failure is not kept
+    }
+    return audio;
+  }
+
+  private async synthesize(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<Buffer> {
+    const signal = AbortSignal.timeout(60_000);
+    const { audio, first, rest } = await this.deps.router.speak(
+      this.deps.resolveRoutes(tts),
+      { input: text, voice, ...(language ? { language } : {}), format: 'mulaw', sampleRate: 8000 },
+      signal,
+    );
+    const chunks = (async function* () {
+      if (first) yield first;
+      yield* rest;
+    })();
+    const out: Buffer[] = [];
+    for await (const c of convertSpeech(audio, chunks, { format: 'mulaw', sampleRate: 8000 }, { resamplers: this.deps.resamplers, signal })) out.push(c);
+    return Buffer.concat(out);
+  }
+}
+
+/** `{{name}}` in a wording, from the call's variables (an unknown name is left as it is). */
+export function fillVariables(text: string, variables: Record<string, string>): string {
+  return text.replace(/\{\{\s*([A-Za-z0-9_]{1,64})\s*\}\}/g, (whole, name: string) => (Object.hasOwn(variables, name) ? variables[name]! : whole));
+}
+
+export interface IntentAgentOptions {
+  callId: string;
+  intent: Pick<IntentService, 'converse' | 'packOf'>;
+  intentModel: ModelDoc;
+  tts: ModelDoc;
+  voice: string;
+  language: string;
+  variables: Record<string, string>;
+  /** What it says first: a pack response, or text; `wait_for_callee` says nothing first. */
+  firstMessage: { response_id?: string; text?: string; mode: 'agent_first' | 'wait_for_callee' | 'after_silence' };
+  audio: ResponseAudio;
+}
+
+export function intentAgent(o: IntentAgentOptions): CallAgent {
+  let turns = 0;
+  const speak = (text: string) => o.audio.render(o.tts, o.voice, o.language, fillVariables(text, o.variables));
+  return {
+    async opening() {
+      const first = o.firstMessage;
+      if (first.mode === 'wait_for_callee') return null;
+      let text = first.text ?? null;
+      const responseId = first.text !== undefined ? null : (first.response_id ?? 'GEN.GREETING');
+      if (responseId !== null) {
+        const pack = await o.intent.packOf(o.intentModel);
+        text = pack ? responseWording(pack, responseId, o.language) : null;
+      }
+      if (text === null) return null;
+      const filled = fillVariables(text, o.variables);
+      return { text: filled, audio: await speak(text), responseId, action: null, intent: null, entities: {}, nextState: null, outcome: false, hangup: false };
+    },
+    async reply(heard) {
+      turns += 1;
+      const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
+      if (out.say === null) return null;
+      const action = out.decision.action;
+      return {
+        text: fillVariables(out.say, o.variables),
+        audio: await speak(out.say),
+        responseId: out.decision.response_id,
+        action,
+        intent: out.intent?.id ?? null,
+        entities: out.entities,
+        nextState: out.decision.next_state,
+        outcome: !CONVERSATIONAL_ACTIONS.has(action),
+        hangup: ENDING_ACTIONS.has(action),
+      };
+    },
+  };
+}
