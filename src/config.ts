@@ -23,6 +23,8 @@ export const CalleeScriptSchema = Type.Object(
     to: Type.String({ pattern: `${E164.slice(0, -1)}|^\\*$` }),
     answer: Type.Union([Type.Literal('answer'), Type.Literal('busy'), Type.Literal('no_answer'), Type.Literal('fail')]),
     ring_ms: Type.Optional(Int(0, 600_000)),
+    /** false: it answers but its media stream never opens (a carrier whose socket fails: the call ends media_timeout). */
+    stream: Type.Optional(Type.Boolean()),
     steps: Type.Array(
       Type.Union([
         Step({ say: Type.String({ minLength: 1, maxLength: 1000 }), voice: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(-[a-z0-9]{2,8})*$' })) }),

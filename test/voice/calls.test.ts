@@ -110,6 +110,14 @@ describe('voice calls through the simulator', () => {
     assert.deepEqual(mine[1]!.fields, { call_id: c.id, model: 'voice-test', status: 'completed', end_reason: 'callee_hangup', billed_seconds: c.billed_seconds, cost_cents: c.cost_cents });
   });
 
+  it('runs the same flow in Hinglish text: "ATM se paise nahi nikle…" → "haan" → CREATE_DISPUTE', async () => {
+    stt.say('ATM se paise nahi nikle par account se kat gaye', 'haan ji');
+    const res = await dial('+919800000010');
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
+    assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'ATM se paise nahi nikle par account se kat gaye', 'BANKING.DISPUTE.ASK_RAISE', 'haan ji', 'BANKING.DISPUTE.CREATED']);
+    assert.deepEqual(c.outcome.actions.map((a: { action: string }) => a.action), ['CREATE_DISPUTE']);
+  });
+
   it('barge-in: the callee speaks over the greeting; the carrier is told to clear, heard_text is what played', async () => {
     stt.say('wait I have a question about my card');
     const res = await dial('+919800000011');

@@ -26,7 +26,7 @@ export const place = (gw: TestGateway, key: string, body: Record<string, unknown
   call(gw.url, 'POST', '/v1/voice/call', { token: key, body: { model: 'voice-local', ...body }, headers });
 
 /** Polls the call until `done` says so (or the time is up: the last state is returned for the assertion to show). */
-export async function waitForCall(gw: TestGateway, key: string, id: string, done: (c: any) => boolean, timeoutMs = 20_000): Promise<any> {
+export async function waitForCall(gw: { url: string }, key: string, id: string, done: (c: any) => boolean, timeoutMs = 20_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   let last: any;
   while (Date.now() < deadline) {

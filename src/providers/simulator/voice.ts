@@ -109,7 +109,7 @@ class SimulatedCall {
           return; // it rings until the gateway gives up (ring timeout) or hangs up
         default:
           this.events.answered();
-          this.connect();
+          if (this.script.stream !== false) this.connect();
       }
     });
   }
