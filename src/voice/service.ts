@@ -390,9 +390,15 @@ export class VoiceCalls {
     return view;
   }
 
-  /** Shutdown: the live calls end (their actors bill what was answered). */
-  async close(): Promise<void> {
+  /**
+   * Shutdown: the live calls end (gateway_restart) and their actors bill what was answered; waits
+   * for them up to `waitMs` (a call still finishing then is finished by the next start: its actor is
+   * restored in `ending` and its once-only steps complete).
+   */
+  async close(waitMs = 5_000): Promise<void> {
     await Promise.all([...this.live.keys()].map((id) => this.deps.runtime.ref(this.deps.kind, id).send({ type: 'media.ending', now: this.deps.now(), reason: 'gateway_restart' }, { wait: 'durable' }).catch(() => undefined)));
+    const deadline = Date.now() + waitMs;
+    while (this.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
 }
 

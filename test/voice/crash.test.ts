@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { exited, launch, type Launched } from '../gateway-process.ts';
 import { ADMIN_TOKEN, call, createKey, signup } from '../helper.ts';
-import { ended, waitForCall } from './helpers.ts';
+import { ended, place, startVoiceGateway, voiceAccount, waitForCall } from './helpers.ts';
 
 describe('a voice call across kill -9', () => {
   it('is finalized by the restarted gateway with gateway_restart and charged once', async () => {
@@ -57,6 +57,26 @@ describe('a voice call across kill -9', () => {
       gw.child.kill('SIGKILL');
       await exited(gw.child);
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a graceful shutdown ends live calls (gateway_restart) and bills them before it stops', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-stop-'));
+    const callees = [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }];
+    const gw = await startVoiceGateway(callees, {}, dir);
+    const acc = await voiceAccount(gw, 100);
+    const placed = await place(gw, acc.key, { to: '+919800000001' });
+    await waitForCall(gw, acc.key, placed.body.id, (c) => c.status === 'in_progress');
+    await sleep(1_200);
+    await gw.close();
+    const again = await startVoiceGateway(callees, {}, dir);
+    try {
+      const c = await waitForCall(again, acc.key, placed.body.id, ended, 5_000);
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
+      assert.ok(c.billed_seconds >= 1 && c.billed_seconds <= 3, String(c.billed_seconds));
+      assert.equal((await call(again.url, 'GET', '/portal/wallet', { token: acc.session })).body.held_cents, 0);
+    } finally {
+      await again.destroy();
     }
   });
 });

@@ -8,8 +8,8 @@ export interface VoiceAccount {
   key: string;
 }
 
-export async function startVoiceGateway(callees: unknown[], overrides: Record<string, unknown> = {}): Promise<TestGateway> {
-  return startTestGateway({ voice: { simulator: { callees } }, ...overrides });
+export async function startVoiceGateway(callees: unknown[], overrides: Record<string, unknown> = {}, dir?: string): Promise<TestGateway> {
+  return startTestGateway({ voice: { simulator: { callees } }, ...overrides }, dir ? { dir } : {});
 }
 
 export async function voiceAccount(gw: TestGateway, cents = 1000): Promise<VoiceAccount> {
