@@ -128,6 +128,8 @@ export interface DialOutput {
 
 export interface FinishInput {
   callId: string;
+  /** The carrier's id of the call, when it was dialled (a restored call hangs it up there). */
+  carrierCallId: string | null;
   account: string;
   model: string;
   status: FinalStatus;
@@ -330,6 +332,7 @@ export const voiceCallMachine = setup({
         src: 'finish',
         input: ({ context }) => ({
           callId: context.callId,
+          carrierCallId: context.carrierCallId,
           account: context.account,
           model: context.model,
           status: context.ending!.status,

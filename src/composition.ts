@@ -47,6 +47,9 @@ import { voiceCallKind } from './voice/kind.ts';
 import { VoiceCalls } from './voice/service.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
+import { twilioCarrier } from './providers/twilio/voice.ts';
+import type { RouteConfig } from './models/types.ts';
+import type { ResolvedRoute } from './providers/types.ts';
 import type { Carrier } from './voice/carrier.ts';
 import { matchLanguage } from './speech/languages.ts';
 
@@ -240,7 +243,17 @@ export async function createServices(deps: {
   });
   // Outbound calls: the call actor, the response audio cache, and the carriers this build dials through.
   const vc = deps.config.voice;
-  const voiceKind = voiceCallKind({ meter, events, now, checkpointMs: vc.checkpointMs, retainMs: vc.retentionDays * 86_400_000 });
+  const voiceKind = voiceCallKind({
+    meter, events, now, checkpointMs: vc.checkpointMs, retainMs: vc.retentionDays * 86_400_000,
+    hangupOrphan: async (modelId, carrierCallId) => {
+      const model = await models.get(modelId);
+      if (!model) return;
+      const resolved = gatewayDeps.resolveRoutes(model);
+      const at = resolved.findIndex((r) => !r.problem);
+      // The simulator's callee died with the process; a real carrier's call is hung up by its API.
+      if (at >= 0 && model.routes[at]!.provider !== 'simulator') await carrierFor(model.routes[at]!, resolved[at]!)?.hangup(carrierCallId);
+    },
+  });
   const responseAudio = new ResponseAudio({ router, resolveRoutes: gatewayDeps.resolveRoutes, resamplers: () => (resamplers ??= loadResamplers()) });
   const simulator = simulatorCarrier({
     callees: vc.simulator.callees,
@@ -253,14 +266,21 @@ export async function createServices(deps: {
       return responseAudio.render(tts, voice, language ?? undefined, text);
     },
   });
-  const carriers: Record<string, Carrier> = { simulator };
+  const publicBase = () => (vc.publicUrl || (deps.listenUrl?.() ?? '')).replace(/\/+$/, '');
+  const carrierFor = (config: RouteConfig, route: ResolvedRoute): Carrier | undefined => {
+    if (config.provider === 'simulator') return simulator;
+    if (config.provider === 'twilio' && config.account_sid && config.from) {
+      return twilioCarrier({ baseUrl: route.baseUrl, accountSid: config.account_sid, authToken: route.apiKey, from: config.from }, { callbackUrl: (id) => `${publicBase()}/v1/voice/calls/${id}/callback/twilio` });
+    }
+    return undefined; // exotel: not built yet
+  };
   const voice = new VoiceCalls({
     meter,
     models,
     runtime: deps.actors,
     kind: voiceKind,
     store: deps.store,
-    carrier: (provider) => carriers[provider],
+    carrier: carrierFor,
     payerFor: (principal) => billing.payerFor(principal),
     available: (payer) => billing.availableMicrocents(payer.walletId),
     intent,
@@ -268,7 +288,7 @@ export async function createServices(deps: {
     router,
     resolveRoutes: gatewayDeps.resolveRoutes,
     detectors: () => (detectors ??= loadVoiceDetectors()),
-    baseUrl: () => vc.publicUrl || (deps.listenUrl?.() ?? ''),
+    baseUrl: publicBase,
     keySecret: deps.keySecret,
     settings: { maxConcurrentCalls: vc.maxConcurrentCalls, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),

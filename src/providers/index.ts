@@ -18,6 +18,9 @@ export const IN_PROCESS_PROVIDERS: readonly string[] = ['local', 'simulator'];
 
 /** Telephony carriers: the only providers a voice model's routes name, and only voice models name them. */
 export const CARRIERS: readonly string[] = ['simulator', 'twilio', 'exotel'];
+
+/** The public API a carrier route calls when it names no base_url. */
+export const DEFAULT_BASE_URLS: Readonly<Record<string, string>> = { twilio: 'https://api.twilio.com', exotel: 'https://api.in.exotel.com' };
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 export function isProviderName(name: string): name is ProviderName {

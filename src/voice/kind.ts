@@ -52,6 +52,11 @@ export interface CallResources extends ActorResources {
 
 export interface VoiceKindDeps {
   meter: Pick<Meter, 'resume'>;
+  /**
+   * Hangs up a call at its carrier when this instance has no media for it (restored after its
+   * instance died): by the carrier's API, through the model's carrier route. Idempotent.
+   */
+  hangupOrphan?(model: string, carrierCallId: string): Promise<void>;
   events: EventSink;
   now(): number;
   checkpointMs: number;
@@ -114,7 +119,12 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
       }),
       finish: fromPromise<FinishOutput, FinishInput>(async ({ input }) => {
         const spec = specOf(input.spec);
-        await ctx.resources()?.hangup(input.reason);
+        const media = ctx.resources();
+        if (media) await media.hangup(input.reason);
+        else if (input.carrierCallId && deps.hangupOrphan) {
+          // The media died with its instance; the call may still be up at the carrier.
+          await deps.hangupOrphan(input.model, input.carrierCallId).catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
+        }
         const cost = await ctx.steps.once('charge', async () => {
           const call = deps.meter.resume({ payer: spec.payer, model: input.model, modelType: 'voice', hold: spec.hold, requestId: spec.requestId, startedAt: spec.startedAt });
           if (input.billedSeconds === 0) {

@@ -13,7 +13,8 @@ import { ApiError, echo } from '../errors.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { voiceFeatures } from '../models/catalog.ts';
-import type { ModelDoc } from '../models/types.ts';
+import type { ModelDoc, RouteConfig } from '../models/types.ts';
+import { parseStatusCallback, verifySignature } from '../providers/twilio/voice.ts';
 import type { Payer } from '../billing/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { IntentService } from '../intent/service.ts';
@@ -91,8 +92,8 @@ export interface VoiceServiceDeps {
   runtime: Pick<ActorRuntime, 'ref' | 'list' | 'spawn'>;
   kind: VoiceKind;
   store: Store;
-  /** The carrier a route names (the simulator here; undefined: none in this build). */
-  carrier(provider: string): Carrier | undefined;
+  /** The carrier for a model's route (its configuration and its resolved key); undefined: none in this build. */
+  carrier(config: RouteConfig, route: ResolvedRoute): Carrier | undefined;
   /** Who pays for a key's calls (billing's rule: the organization's wallet while a member). */
   payerFor(principal: ApiKeyPrincipal): Promise<Payer>;
   /** What the payer's wallet can still hold, µ¢. */
@@ -329,8 +330,9 @@ export class VoiceCalls {
     }
     const [stt, tts] = await Promise.all([this.deps.models.get(model.stt_model ?? ''), this.deps.models.get(model.tts_model ?? '')]);
     if (!stt || stt.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
-    const route = this.deps.resolveRoutes(model).find((r) => !r.problem);
-    const carrier = route ? this.deps.carrier(route.provider) : undefined;
+    const resolved = this.deps.resolveRoutes(model);
+    const at = resolved.findIndex((r) => !r.problem);
+    const carrier = at >= 0 ? this.deps.carrier(model.routes[at]!, resolved[at]!) : undefined;
     if (!carrier) throw new ApiError('model_unavailable', `The model '${model._id}' has no carrier this gateway can dial through.`, { headers: { 'retry-after': '60' } });
     const maxSeconds = Math.min(body.max_duration_seconds ?? DEFAULT_MAX_DURATION_SECONDS, features.max_duration_seconds);
     // The credit guard: the reservation covers min(max duration, what the wallet affords).
@@ -380,6 +382,40 @@ export class VoiceCalls {
       });
     if (!reply.ok) throw refused(reply.status);
     return this.get(account, id);
+  }
+
+  /**
+   * A carrier's status callback for call `id` (Twilio's, form-encoded): believed only when its
+   * signature verifies with the auth token of one of the call's model's twilio routes, against the
+   * public URL it was sent to (403 otherwise, and nothing changes). Its news goes to the call's
+   * actor through the runtime (whichever instance holds it); callbacks that come late, out of
+   * order or twice are news the machine no longer takes in its state, so they change nothing. A
+   * `completed` with a duration for a call not seen answered tells the answer first.
+   */
+  async carrierCallback(id: string, provider: string, params: [string, string][], signature: string | undefined, path: string): Promise<{ received: true }> {
+    const notFound = () => new ApiError('not_found', 'No such call.');
+    if (provider !== 'twilio' || !CALL_ID.test(id)) throw notFound();
+    const view = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
+    const c = view ? facts(view) : null;
+    if (!view || !c) throw notFound();
+    const model = await this.deps.models.get(c.model);
+    const url = `${this.deps.baseUrl().replace(/\/+$/, '')}${path}`;
+    const routes = model ? this.deps.resolveRoutes(model).filter((r) => r.provider === 'twilio' && r.apiKey) : [];
+    if (signature === undefined || !routes.some((r) => verifySignature(r.apiKey, url, params, signature))) {
+      throw new ApiError('permission_denied', 'The callback signature does not verify.');
+    }
+    if (view.status !== 'active') return { received: true };
+    const news = parseStatusCallback(new Map(params));
+    const ref = this.deps.runtime.ref(this.deps.kind, id);
+    const now = this.deps.now();
+    const send = (event: Parameters<typeof ref.send>[0]) => ref.send(event, { wait: 'accepted' });
+    if (news.kind === 'ringing') await send({ type: 'carrier.ringing', now });
+    else if (news.kind === 'answered') await send({ type: 'carrier.answered', now });
+    else if (news.kind === 'ended') {
+      if (news.durationS > 0 && c.answeredAt === null) await send({ type: 'carrier.answered', now: now - news.durationS * 1000 });
+      await send({ type: 'carrier.ended', now, ...news.outcome });
+    }
+    return { received: true };
   }
 
   private async view(account: string, id: string): Promise<ActorView> {

@@ -10,6 +10,8 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { exited, launch, type Launched } from '../gateway-process.ts';
 import { ADMIN_TOKEN, call, createKey, signup } from '../helper.ts';
+import { readFileSync } from 'node:fs';
+import { FakeTwilio } from '../fakes/twilio.ts';
 import { ended, place, startVoiceGateway, voiceAccount, waitForCall } from './helpers.ts';
 
 describe('a voice call across kill -9', () => {
@@ -56,6 +58,44 @@ describe('a voice call across kill -9', () => {
     } finally {
       gw.child.kill('SIGKILL');
       await exited(gw.child);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a Twilio call orphaned by kill -9 is hung up by REST when the restarted gateway finalizes it', async () => {
+    const twilio = await FakeTwilio.start({ accountSid: 'ACcrash', authToken: 'crash-auth-token', callees: [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }] });
+    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-twilio-crash-'));
+    const configFile = join(dir, 'config.json');
+    const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
+    const model = {
+      id: 'voice-twilio', type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
+      countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {},
+      routes: [{ provider: 'twilio', base_url: twilio.url, account_sid: 'ACcrash', api_key: 'crash-auth-token', from: '+14155550100' }],
+    };
+    await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
+    const env = { ADMIN_TOKEN, INSTANCE_ID: 'voice-twilio-crash', CONFIG_FILE: configFile };
+    const data = join(dir, 'data');
+    let gw: Launched = await launch(data, { runCode: true, env });
+    try {
+      const u = await signup(gw.url);
+      const key = (await createKey(gw.url, u.token)).api_key;
+      await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: u.id, amount_cents: 100 } });
+      const placed = await call(gw.url, 'POST', '/v1/voice/call', { token: key, body: { model: 'voice-twilio', to: '+919800000001' } });
+      assert.equal(placed.status, 202, placed.text);
+      await waitForCall(gw, key, placed.body.id, (c) => c.status === 'in_progress');
+      await sleep(2_500);
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+      const hangups = () => twilio.requests.filter((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path) && r.form.get('Status') === 'completed').length;
+      assert.equal(hangups(), 0);
+      gw = await launch(data, { runCode: true, env });
+      const c = await waitForCall(gw, key, placed.body.id, ended, 15_000);
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
+      assert.equal(hangups(), 1, 'the call still up at the carrier is hung up once');
+    } finally {
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+      await twilio.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -3,6 +3,7 @@
 //   GET  /v1/voice/calls[/{id}]         the caller's calls (another account's: 404)
 //   POST /v1/voice/calls/{id}/cancel    before the answer (billed 0)
 //   POST /v1/voice/calls/{id}/hangup    in progress (end_reason api_hangup)
+//   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's signed status callback
 // The carriers' media streams are the WebSocket edge's (src/ws/voice.ts).
 import { Type, type TSchema } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
@@ -163,6 +164,30 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
       });
     },
   );
+
+  // Carriers' status callbacks: no API key (the carrier calls); the signature decides. Form-encoded,
+  // as Twilio posts them: parsed in this scope only, kept as ordered pairs for the signature.
+  void app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
+      done(null, [...new URLSearchParams(body as string)]);
+    });
+    scope.post(
+      '/v1/voice/calls/:id/callback/:provider',
+      {
+        schema: {
+          tags: ['v1'], summary: "A carrier's status callback (authenticated by its signature)",
+          params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
+          response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404) },
+        },
+      },
+      async (req) => {
+        const { id, provider } = req.params as { id: string; provider: string };
+        const params = Array.isArray(req.body) ? (req.body as [string, string][]) : [];
+        const signature = req.headers['x-twilio-signature'];
+        return deps.services.voice.carrierCallback(id, provider, params, typeof signature === 'string' ? signature : undefined, req.url);
+      },
+    );
+  });
 
   for (const what of ['cancel', 'hangup'] as const) {
     app.post(
