@@ -38,7 +38,8 @@ export const MIN_AFFORDABLE_SECONDS = 60;
 const DEFAULT_ENDPOINTING_MS = 700;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
 const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
-const DEFAULT_MIN_SPEECH_MS = 200;
+/** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
+const DEFAULT_MIN_SPEECH_MS = 400;
 const DEFAULT_IGNORE = ['haan', 'ji', 'hmm', 'ok', 'achha'];
 
 export interface VoiceCallBody {

@@ -51,6 +51,8 @@ const CALLEES = [
   },
   // Barges in 800 ms into the greeting, then hangs up once the agent answered.
   { to: '+919800000011', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'speaking', ms: 800 }, { say: 'wait I have a question about my card' }, { wait_agent: 'done', ms: 200 }, { hangup: true }] },
+  // Listens to the greeting to its end, then hangs up.
+  { to: '+919800000012', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 300 }, { hangup: true }] },
   // Answers and stays silent on the line.
   { to: '*', answer: 'answer', ring_ms: 100, steps: [] },
 ];
@@ -128,6 +130,21 @@ describe('voice calls through the simulator', () => {
     assert.ok(greeting.heard_text.length < greeting.text.length && greeting.text.startsWith(greeting.heard_text), JSON.stringify(greeting));
     assert.equal(c.metrics.interruptions, 1);
     assert.equal(c.transcript[1].role, 'callee');
+  });
+
+  it('runs concurrent calls side by side, each with its own media, transcript and charge', async () => {
+    const who = await voiceAccount(gw, 1000);
+    const before = await walletMicrocents(gw, who.session);
+    const placed = await Promise.all([0, 1, 2].map(() => dial('+919800000012', {}, who)));
+    assert.deepEqual(placed.map((p) => p.status), [202, 202, 202]);
+    const calls = await Promise.all(placed.map((p) => waitForCall(gw, who.key, p.body.id, ended, 40_000)));
+    for (const c of calls) {
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+      assert.deepEqual(c.transcript.map((t: { response_id?: string }) => t.response_id), ['GEN.GREETING']);
+      assert.equal(c.transcript[0].interrupted, false);
+    }
+    const billed = calls.reduce((n, c) => n + c.billed_seconds, 0);
+    assert.equal(before - (await walletMicrocents(gw, who.session)), billed * 100_000);
   });
 
   it('ends busy, failed and no_answer (ring timeout) free; cancels a ringing call free', async () => {
