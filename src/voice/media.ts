@@ -18,6 +18,7 @@ import { AudioBuffer } from '../realtime/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
 import type { Carrier, DialRequest } from './carrier.ts';
 import type { CallResources } from './kind.ts';
+import type { Pacer } from './pacer.ts';
 import type { DialInput } from '../../machines/voice-call.machine.ts';
 
 const RATE = 8000;
@@ -26,6 +27,8 @@ const FRAME_MS = 20;
 /** A mark after every this many frames (200 ms): the resolution of `heard_text`. */
 const FRAMES_PER_MARK = 10;
 const HEARTBEAT_MS = 1000;
+/** How far ahead of real time the playback runs (the carrier's buffer against our timer's jitter). */
+const LEAD_MS = 40;
 const PREFIX_MS = 300;
 const MAX_UTTERANCE_MS = 30_000;
 
@@ -59,6 +62,8 @@ export interface CallMediaDeps {
   now(): number;
   /** Called once when the call's live side is gone (its slot on this instance freed). */
   onDisposed(): void;
+  /** The instance's playback clock (one timer for every call). */
+  pacer: Pacer;
 }
 
 interface Playback {
@@ -71,6 +76,8 @@ interface Playback {
   done: Promise<void>;
   /** When the callee's speech that this replies to ended (for the turn latency), or null. */
   heardAt: number | null;
+  /** Resolves `done` when the reply has played (its last mark is back); true when it has. */
+  checkPlayed?: () => boolean;
 }
 
 export class CallMedia implements CallResources {
@@ -315,27 +322,46 @@ export class CallMedia implements CallResources {
     const turn = this.agentTurns;
     let firstFrameAt: number | null = null;
     const audio = reply.audio;
-    p.done = (async () => {
-      const started = Date.now();
+    p.done = new Promise<void>((resolve) => {
+      // Paced by the instance's one clock (src/voice/pacer.ts): frame n leaves at n × 20 ms, 40 ms ahead.
+      const started = performance.now();
+      const frames = Math.ceil(audio.length / FRAME_BYTES);
+      let frame = 0;
       let sent = 0;
-      for (let frame = 0; frame * FRAME_BYTES < audio.length; frame++) {
-        // Paced: frame n leaves at n × 20 ms (a little ahead, so the carrier's buffer never runs dry).
-        const wait = started + frame * FRAME_MS - 40 - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        if (abort.signal.aborted || !this.stream) return;
-        const chunk = audio.subarray(frame * FRAME_BYTES, (frame + 1) * FRAME_BYTES);
-        this.stream.send({ event: 'media', streamSid: this.streamSid, media: { payload: chunk.toString('base64') } });
-        firstFrameAt ??= this.deps.now();
-        sent += chunk.length;
-        if ((frame + 1) % FRAMES_PER_MARK === 0 || sent >= audio.length) {
-          const name = `t${turn}-${++this.markSeq}`;
-          p.marks.set(name, sent);
-          this.stream.send({ event: 'mark', streamSid: this.streamSid, mark: { name } });
+      const step = (now: number): boolean => {
+        if (abort.signal.aborted || !this.stream) return false;
+        const due = Math.min(frames, Math.floor((now - started + LEAD_MS) / FRAME_MS) + 1);
+        for (; frame < due; frame++) {
+          const chunk = audio.subarray(frame * FRAME_BYTES, (frame + 1) * FRAME_BYTES);
+          this.stream.send({ event: 'media', streamSid: this.streamSid, media: { payload: chunk.toString('base64') } });
+          firstFrameAt ??= this.deps.now();
+          sent += chunk.length;
+          if ((frame + 1) % FRAMES_PER_MARK === 0 || sent >= audio.length) {
+            const name = `t${turn}-${++this.markSeq}`;
+            p.marks.set(name, sent);
+            this.stream.send({ event: 'mark', streamSid: this.streamSid, mark: { name } });
+          }
         }
-      }
-      // Played once the last mark comes back (or cut by a barge-in meanwhile).
-      while (!abort.signal.aborted && p.heardBytes < audio.length && !this.hungUp) await new Promise((r) => setTimeout(r, FRAME_MS));
-    })();
+        return frame < frames;
+      };
+      const played = () => {
+        // Played once the last mark comes back (or cut by a barge-in, or the call over, meanwhile).
+        if (abort.signal.aborted || p.heardBytes >= audio.length || this.hungUp || this.disposed) {
+          abort.signal.removeEventListener('abort', onAbort);
+          resolve();
+          return true;
+        }
+        return false;
+      };
+      const onAbort = () => {
+        this.deps.pacer.remove(step);
+        played();
+      };
+      abort.signal.addEventListener('abort', onAbort, { once: true });
+      p.checkPlayed = played;
+      this.deps.pacer.add(step);
+      if (audio.length === 0) played();
+    });
     await p.done;
     const interrupted = abort.signal.aborted && !this.hungUp && !this.disposed;
     if (this.playback === p) this.playback = null;
@@ -367,6 +393,7 @@ export class CallMedia implements CallResources {
     if (!p || p.abort.signal.aborted) return; // marks echoed for audio a clear dropped say nothing
     const bytes = p.marks.get(name);
     if (bytes !== undefined && bytes > p.heardBytes) p.heardBytes = bytes;
+    p.checkPlayed?.();
   }
 
   private bargeIn(): void {

@@ -30,6 +30,7 @@ import type { Carrier } from './carrier.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { CallMedia } from './media.ts';
+import { Pacer } from './pacer.ts';
 
 export const DEFAULT_MAX_DURATION_SECONDS = 600;
 export const DEFAULT_RING_TIMEOUT_SECONDS = 30;
@@ -135,6 +136,8 @@ export class VoiceCalls {
   private readonly creating = new Map<string, Promise<unknown>>();
   /** Live calls on this instance (their media). */
   private readonly live = new Map<string, CallMedia>();
+  /** One playback clock for every call here. */
+  private readonly pacer = new Pacer();
 
   constructor(private readonly deps: VoiceServiceDeps) {
     this.idempotency = new IdempotencyKeys(deps.store, deps.now);
@@ -291,6 +294,7 @@ export class VoiceCalls {
       log,
       now: this.deps.now,
       onDisposed: () => this.live.delete(callId),
+      pacer: this.pacer,
     });
   }
 
