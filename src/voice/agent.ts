@@ -36,6 +36,8 @@ export interface CallAgent {
   opening(): Promise<AgentReply | null>;
   /** The reply to what the callee said; null when there is nothing to say. */
   reply(text: string): Promise<AgentReply | null>;
+  /** What it says when nobody has spoken for a while (null: nothing). */
+  prompt(): Promise<AgentReply | null>;
 }
 
 /** Speech for a wording, as 8 kHz μ-law, rendered once per (tts model, voice, wording). */
@@ -99,19 +101,22 @@ export interface IntentAgentOptions {
 export function intentAgent(o: IntentAgentOptions): CallAgent {
   let turns = 0;
   const speak = (text: string) => o.audio.render(o.tts, o.voice, o.language, fillVariables(text, o.variables));
+  const wording = async (responseId: string): Promise<AgentReply | null> => {
+    const pack = await o.intent.packOf(o.intentModel);
+    const text = pack ? responseWording(pack, responseId, o.language) : null;
+    if (text === null) return null;
+    return { text: fillVariables(text, o.variables), audio: await speak(text), responseId, action: null, intent: null, entities: {}, nextState: null, outcome: false, hangup: false };
+  };
   return {
+    async prompt() {
+      // The pack's own idle wording when it has one, else its clarifying question.
+      return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');
+    },
     async opening() {
       const first = o.firstMessage;
       if (first.mode === 'wait_for_callee') return null;
-      let text = first.text ?? null;
-      const responseId = first.text !== undefined ? null : (first.response_id ?? 'GEN.GREETING');
-      if (responseId !== null) {
-        const pack = await o.intent.packOf(o.intentModel);
-        text = pack ? responseWording(pack, responseId, o.language) : null;
-      }
-      if (text === null) return null;
-      const filled = fillVariables(text, o.variables);
-      return { text: filled, audio: await speak(text), responseId, action: null, intent: null, entities: {}, nextState: null, outcome: false, hangup: false };
+      if (first.text === undefined) return wording(first.response_id ?? 'GEN.GREETING');
+      return { text: fillVariables(first.text, o.variables), audio: await speak(first.text), responseId: null, action: null, intent: null, entities: {}, nextState: null, outcome: false, hangup: false };
     },
     async reply(heard) {
       turns += 1;

@@ -58,6 +58,8 @@ export interface CallMediaDeps {
   recognise(samples: Int16Array, signal: AbortSignal): Promise<string>;
   turn: TurnSettings;
   mediaTimeoutMs: number;
+  /** The silence watchdog: prompt after this long without speech, at most this many times, then end. */
+  idle: { promptAfterMs: number; maxPrompts: number };
   log: Logger;
   now(): number;
   /** Called once when the call's live side is gone (its slot on this instance freed). */
@@ -102,6 +104,11 @@ export class CallMedia implements CallResources {
   private agentTurns = 0;
   /** Callee utterances are answered one at a time, in order. */
   private queue: Promise<void> = Promise.resolve();
+  /** Turns being recognised or answered (the silence watchdog waits for them). */
+  private busy = 0;
+  /** The last time anyone spoke (or a reply ended): the silence watchdog's base. */
+  private lastActivityAt = 0;
+  private prompts = 0;
   private readonly abort = new AbortController();
 
   constructor(private readonly deps: CallMediaDeps) {}
@@ -180,6 +187,7 @@ export class CallMedia implements CallResources {
       if (this.started || this.hungUp || this.disposed) return 'the stream has started already';
       if (typeof token !== 'string' || !this.tokenMatches(token)) return 'bad token';
       this.started = true;
+      this.lastActivityAt = this.deps.now();
       this.stream = stream;
       this.lastFrameAt = this.deps.now();
       this.streamSid = typeof start.streamSid === 'string' ? start.streamSid : typeof m.streamSid === 'string' ? m.streamSid : null;
@@ -237,8 +245,33 @@ export class CallMedia implements CallResources {
     this.lastFrameAt = this.deps.now();
     this.watchdog = setInterval(() => {
       if (this.deps.now() - this.lastFrameAt >= this.deps.mediaTimeoutMs) void this.end('media_timeout');
-    }, Math.min(1000, this.deps.mediaTimeoutMs));
+      else this.checkIdle();
+    }, Math.min(250, this.deps.mediaTimeoutMs));
     this.watchdog.unref();
+  }
+
+  /**
+   * The silence watchdog: nobody has spoken for `idle.promptAfterMs` (the agent silent, the callee
+   * too, no turn in hand): the agent prompts, up to `maxPrompts` times; silence after the last one
+   * ends the call (`silence_timeout`). Independent of the pipeline: a call never stays up unheard.
+   */
+  private checkIdle(): void {
+    if (!this.started || this.playback || this.speechStart !== null || this.busy > 0 || this.hungUp) return;
+    if (this.deps.now() - this.lastActivityAt < this.deps.idle.promptAfterMs) return;
+    this.lastActivityAt = this.deps.now();
+    if (this.prompts >= this.deps.idle.maxPrompts) return void this.end('silence_timeout');
+    this.prompts += 1;
+    this.busy += 1;
+    this.queue = this.queue
+      .then(async () => {
+        const prompt = await this.deps.agent.prompt();
+        if (prompt) await this.say(prompt, null);
+      })
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'the idle prompt failed'))
+      .finally(() => {
+        this.busy -= 1;
+        this.lastActivityAt = this.deps.now();
+      });
   }
 
   private stopTimers(): void {
@@ -283,7 +316,15 @@ export class CallMedia implements CallResources {
         this.buffer.trim(end);
         const at = this.deps.now();
         const startedAt = at - (utterance.length * 1000) / RATE;
-        this.queue = this.queue.then(() => this.answer(utterance, startedAt, at)).catch((err: unknown) => this.deps.log.warn({ err }, 'a turn failed'));
+        this.busy += 1;
+        this.prompts = 0; // the callee is there
+        this.queue = this.queue
+          .then(() => this.answer(utterance, startedAt, at))
+          .catch((err: unknown) => this.deps.log.warn({ err }, 'a turn failed'))
+          .finally(() => {
+            this.busy -= 1;
+            this.lastActivityAt = this.deps.now();
+          });
       }
     }
     // Barge-in: the callee has been speaking min_speech_ms over the agent's audio (a click or a
@@ -363,6 +404,7 @@ export class CallMedia implements CallResources {
       if (audio.length === 0) played();
     });
     await p.done;
+    this.lastActivityAt = this.deps.now();
     const interrupted = abort.signal.aborted && !this.hungUp && !this.disposed;
     if (this.playback === p) this.playback = null;
     const heard = Math.min(1, p.heardBytes / Math.max(1, audio.length));

@@ -41,6 +41,8 @@ const DEFAULT_ENDPOINTING_MS = 700;
 const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
 /** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
 const DEFAULT_MIN_SPEECH_MS = 400;
+const DEFAULT_IDLE_PROMPT_MS = 8000;
+const DEFAULT_IDLE_PROMPTS = 2;
 const DEFAULT_IGNORE = ['haan', 'ji', 'hmm', 'ok', 'achha'];
 
 export interface VoiceCallBody {
@@ -291,6 +293,7 @@ export class VoiceCalls {
         },
       },
       mediaTimeoutMs: this.deps.settings.mediaTimeoutMs,
+      idle: { promptAfterMs: body.idle?.prompt_after_ms ?? DEFAULT_IDLE_PROMPT_MS, maxPrompts: body.idle?.max_prompts ?? DEFAULT_IDLE_PROMPTS },
       log,
       now: this.deps.now,
       onDisposed: () => this.live.delete(callId),

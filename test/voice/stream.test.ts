@@ -73,6 +73,13 @@ describe('voice media streams: hostile peers', () => {
     assert.deepEqual(c.transcript, []);
   });
 
+  it('the silence watchdog prompts, then ends a call nobody speaks on: silence_timeout', async () => {
+    const placed = await place(gw, acc.key, { to: '+919800000099', idle: { prompt_after_ms: 1000, max_prompts: 1 } });
+    const c = await waitForCall(gw, acc.key, placed.body.id, ended, 30_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'silence_timeout'], JSON.stringify(c));
+    assert.deepEqual(c.transcript.map((t: { response_id?: string }) => t.response_id), ['GEN.GREETING', 'GEN.CLARIFY']);
+  });
+
   it('a second stream beside the carrier\'s is closed and the call goes on; a flood is closed 1008', async () => {
     const placed = await place(gw, acc.key, { to: '+919800000099' });
     const id = placed.body.id as string;
