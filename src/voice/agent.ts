@@ -11,6 +11,7 @@ import type { UpstreamRouter, RoutedModel } from '../providers/router.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { convertSpeech } from '../synthesis/convert.ts';
+import type { ChatMessage } from '../providers/types.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
 const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
@@ -85,6 +86,9 @@ export function fillVariables(text: string, variables: Record<string, string>): 
   return text.replace(/\{\{\s*([A-Za-z0-9_]{1,64})\s*\}\}/g, (whole, name: string) => (Object.hasOwn(variables, name) ? variables[name]! : whole));
 }
 
+/** An LLM's answer to the conversation so far (the agent keeps the history). */
+export type ChatTurn = (messages: ChatMessage[], signal: AbortSignal) => Promise<string>;
+
 export interface IntentAgentOptions {
   callId: string;
   intent: Pick<IntentService, 'converse' | 'packOf'>;
@@ -96,10 +100,20 @@ export interface IntentAgentOptions {
   /** What it says first: a pack response, or text; `wait_for_callee` says nothing first. */
   firstMessage: { response_id?: string; text?: string; mode: 'agent_first' | 'wait_for_callee' | 'after_silence' };
   audio: ResponseAudio;
+  /**
+   * Hybrid: an LLM answers the turns the pack leaves UNKNOWN or OUT_OF_SCOPE (with the whole
+   * conversation as context); every other turn is the pack's.
+   */
+  llm?: { chat: ChatTurn; systemPrompt: string };
 }
+
+/** The most of a conversation an LLM is sent (the system prompt, then the latest turns). */
+const MAX_HISTORY = 40;
+const LLM_TIMEOUT_MS = 15_000;
 
 export function intentAgent(o: IntentAgentOptions): CallAgent {
   let turns = 0;
+  const history: ChatMessage[] = [];
   const speak = (text: string) => o.audio.render(o.tts, o.voice, o.language, fillVariables(text, o.variables));
   const wording = async (responseId: string): Promise<AgentReply | null> => {
     const pack = await o.intent.packOf(o.intentModel);
@@ -120,7 +134,14 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
     },
     async reply(heard) {
       turns += 1;
+      history.push({ role: 'user', content: heard });
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
+      if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
+        const said = await llmReply(o.llm, history);
+        if (said === null) return null;
+        return { text: said, audio: await speak(said), responseId: null, action: 'LLM', intent: null, entities: out.entities, nextState: null, outcome: false, hangup: false };
+      }
+      if (out.say !== null) history.push({ role: 'assistant', content: fillVariables(out.say, o.variables) });
       if (out.say === null) return null;
       const action = out.decision.action;
       return {
@@ -134,6 +155,50 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
         outcome: !CONVERSATIONAL_ACTIONS.has(action),
         hangup: ENDING_ACTIONS.has(action),
       };
+    },
+  };
+}
+
+/** The LLM's next line (the history gets it); null when it said nothing usable. */
+async function llmReply(llm: { chat: ChatTurn; systemPrompt: string }, history: ChatMessage[]): Promise<string | null> {
+  const messages: ChatMessage[] = [{ role: 'system', content: llm.systemPrompt }, ...history.slice(-MAX_HISTORY)];
+  const said = (await llm.chat(messages, AbortSignal.timeout(LLM_TIMEOUT_MS))).trim().slice(0, 1000);
+  if (!said) return null;
+  history.push({ role: 'assistant', content: said });
+  return said;
+}
+
+export interface LlmAgentOptions {
+  tts: ModelDoc;
+  voice: string;
+  language: string;
+  variables: Record<string, string>;
+  firstMessage: { text?: string; mode: 'agent_first' | 'wait_for_callee' | 'after_silence' };
+  audio: ResponseAudio;
+  llm: { chat: ChatTurn; systemPrompt: string };
+}
+
+/**
+ * The LLM agent: every turn is the LLM's, with the conversation as context; it opens with
+ * `first_message.text` (or waits for the callee) and never hangs up itself.
+ */
+export function llmAgent(o: LlmAgentOptions): CallAgent {
+  const history: ChatMessage[] = [];
+  const line = async (text: string): Promise<AgentReply> => ({ text, audio: await o.audio.render(o.tts, o.voice, o.language, text), responseId: null, action: 'LLM', intent: null, entities: {}, nextState: null, outcome: false, hangup: false });
+  return {
+    async opening() {
+      if (o.firstMessage.mode === 'wait_for_callee' || o.firstMessage.text === undefined) return null;
+      const text = fillVariables(o.firstMessage.text, o.variables);
+      history.push({ role: 'assistant', content: text });
+      return line(text);
+    },
+    async reply(heard) {
+      history.push({ role: 'user', content: heard });
+      const said = await llmReply(o.llm, history);
+      return said === null ? null : line(said);
+    },
+    async prompt() {
+      return null;
     },
   };
 }

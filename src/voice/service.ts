@@ -25,7 +25,7 @@ import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import { wavOf } from '../speech/wav.ts';
 import type { Store } from '../store/port.ts';
 import type { CallStatus, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
-import { intentAgent, type ResponseAudio } from './agent.ts';
+import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
 import type { Carrier } from './carrier.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
@@ -104,7 +104,7 @@ export interface VoiceServiceDeps {
   available(payer: Payer): Promise<number>;
   intent: Pick<IntentService, 'converse' | 'packOf'>;
   audio: ResponseAudio;
-  router: Pick<UpstreamRouter, 'transcribe'>;
+  router: Pick<UpstreamRouter, 'transcribe' | 'complete'>;
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   detectors(): Promise<VoiceDetectors>;
   /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
@@ -124,7 +124,9 @@ interface Checked {
   maxSeconds: number;
   stt: ModelDoc;
   tts: ModelDoc;
-  intentModel: ModelDoc;
+  /** The intent agent's model (intent and hybrid agents), and the LLM's (llm and hybrid). */
+  intentModel: ModelDoc | null;
+  llmModel: ModelDoc | null;
   carrier: Carrier;
   price: number;
 }
@@ -258,17 +260,7 @@ export class VoiceCalls {
       actor: this.deps.runtime.ref(this.deps.kind, callId),
       streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
       token: this.streamToken(callId),
-      agent: intentAgent({
-        callId,
-        intent: this.deps.intent,
-        intentModel: c.intentModel,
-        tts: c.tts,
-        voice: c.voice,
-        language: c.language,
-        variables: body.variables ?? {},
-        firstMessage: { ...body.first_message, mode: body.first_message?.mode ?? 'agent_first' },
-        audio: this.deps.audio,
-      }),
+      agent: this.agentFor(callId, body, c),
       detectors: this.deps.detectors,
       recognise: async (samples, signal) => {
         const wav = wavOf(samples, 8000);
@@ -301,6 +293,24 @@ export class VoiceCalls {
     });
   }
 
+  /** The call's agent: the pack's (intent), an LLM's (llm), or the pack's with an LLM for what it cannot classify (hybrid). */
+  private agentFor(callId: string, body: VoiceCallBody, c: Checked): CallAgent {
+    const common = { tts: c.tts, voice: c.voice, language: c.language, variables: body.variables ?? {}, audio: this.deps.audio };
+    const firstMessage = { ...body.first_message, mode: body.first_message?.mode ?? ('agent_first' as const) };
+    const llm = c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: this.chatWith(c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
+    if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
+    return intentAgent({ ...common, callId, intent: this.deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
+  }
+
+  /** One LLM turn through the router (the model's routes, failover): the call's price covers it. */
+  private chatWith(model: ModelDoc): ChatTurn {
+    const routes = this.deps.resolveRoutes(model);
+    return async (messages, signal) => {
+      const { result } = await this.deps.router.complete(routes, { messages, max_tokens: 200 }, signal);
+      return result.choices[0]?.message.content ?? '';
+    };
+  }
+
   /** The model's rules on the call; the reservation's length from what the wallet affords. */
   private async check(model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
     const features = voiceFeatures(model);
@@ -323,18 +333,28 @@ export class VoiceCalls {
     }
     const agent = body.agent ?? (model.intent_model ? { type: 'intent' as const, intent_model: model.intent_model } : undefined);
     if (agent === undefined) throw new ApiError('invalid_request', `The model '${model._id}' has no default agent; give 'agent'.`, { param: 'agent' });
-    if (agent.type !== 'intent') throw new ApiError('invalid_request', `Agents of type '${agent.type}' are not available yet; use {"type": "intent"}.`, { param: 'agent.type' });
-    const intentModel = await this.deps.models.resolve(agent.intent_model, 'intent', payer.walletId).catch(() => {
-      throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, { param: 'agent.intent_model' });
-    });
-    const pack = await this.deps.intent.packOf(intentModel);
-    if (!pack) throw new ApiError('model_misconfigured', `The intent model '${intentModel._id}' names a pack that is not loaded.`);
-    if (!pack.pack.languages.includes(language)) {
-      throw new ApiError('language_not_supported', `The agent's pack speaks ${pack.pack.languages.join(', ')}, not '${language}'.`, { param: 'language' });
+    let intentModel: ModelDoc | null = null;
+    if (agent.type === 'intent' || agent.type === 'hybrid') {
+      intentModel = await this.deps.models.resolve(agent.intent_model, 'intent', payer.walletId).catch(() => {
+        throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, { param: 'agent.intent_model' });
+      });
+      const pack = await this.deps.intent.packOf(intentModel);
+      if (!pack) throw new ApiError('model_misconfigured', `The intent model '${intentModel._id}' names a pack that is not loaded.`);
+      if (!pack.pack.languages.includes(language)) {
+        throw new ApiError('language_not_supported', `The agent's pack speaks ${pack.pack.languages.join(', ')}, not '${language}'.`, { param: 'language' });
+      }
+      const responseId = body.first_message?.response_id;
+      if (responseId !== undefined && !Object.hasOwn(pack.pack.responses, responseId)) {
+        throw new ApiError('invalid_request', `The agent's pack has no response '${echo(responseId)}'.`, { param: 'first_message.response_id' });
+      }
+    } else if (body.first_message?.response_id !== undefined) {
+      throw new ApiError('invalid_request', 'An llm agent has no pack: give first_message.text.', { param: 'first_message.response_id' });
     }
-    const responseId = body.first_message?.response_id;
-    if (responseId !== undefined && !Object.hasOwn(pack.pack.responses, responseId)) {
-      throw new ApiError('invalid_request', `The agent's pack has no response '${echo(responseId)}'.`, { param: 'first_message.response_id' });
+    let llmModel: ModelDoc | null = null;
+    if (agent.type === 'llm' || agent.type === 'hybrid') {
+      llmModel = await this.deps.models.resolve(agent.llm_model, 'llm', payer.walletId).catch(() => {
+        throw new ApiError('invalid_request', `'agent.llm_model' must be an llm model available to your account, not '${echo(agent.llm_model)}'.`, { param: 'agent.llm_model' });
+      });
     }
     const [stt, tts] = await Promise.all([this.deps.models.get(model.stt_model ?? ''), this.deps.models.get(model.tts_model ?? '')]);
     if (!stt || stt.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
@@ -350,7 +370,7 @@ export class VoiceCalls {
       const perMinute = features.price_per_minute_cents;
       throw new ApiError('insufficient_credit', `A call needs at least ${MIN_AFFORDABLE_SECONDS} s of credit (${perMinute} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`);
     }
-    return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, carrier, price };
+    return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carrier, price };
   }
 
   async get(account: string, id: string): Promise<VoiceCallObject> {

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeServer, sendAnswer } from '../fakes/fake-server.ts';
+import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 import { ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 
 /** The scripted recogniser: each utterance it is sent gets the next text (then nothing). */
@@ -51,6 +52,8 @@ const CALLEES = [
   },
   // Barges in 800 ms into the greeting, then hangs up once the agent answered.
   { to: '+919800000011', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'speaking', ms: 800 }, { say: 'wait I have a question about my card' }, { wait_agent: 'done', ms: 200 }, { hangup: true }] },
+  // Listens to the opening, says one thing, listens to the answer, hangs up.
+  { to: '+919800000013', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 200 }, { say: 'what is the weather like today' }, { wait_agent: 'done', ms: 200 }, { hangup: true }] },
   // Listens to the greeting to its end, then hangs up.
   { to: '+919800000012', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 300 }, { hangup: true }] },
   // Answers and stays silent on the line.
@@ -61,8 +64,10 @@ describe('voice calls through the simulator', () => {
   let gw: TestGateway;
   let stt: ScriptedStt;
   let acc: VoiceAccount;
+  let llm: FakeServer;
   before(async () => {
     stt = await ScriptedStt.start();
+    llm = await startOpenAIUpstream();
     gw = await startVoiceGateway(CALLEES, { voice: { maxConcurrentCalls: 3, mediaTimeoutMs: 10_000, simulator: { callees: CALLEES } } });
     const put = (id: string, body: unknown) => call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
     assert.equal((await put('stt-scripted', { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] })).status, 201);
@@ -71,11 +76,14 @@ describe('voice calls through the simulator', () => {
       countries: ['IN'], languages: ['en-IN', 'hi-IN'], voices: ['en-us', 'hi'], max_duration_seconds: 600, pricing: {}, routes: [{ provider: 'simulator' }],
     };
     assert.equal((await put('voice-test', voice)).status, 201);
+    const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${llm.url}/v1`, upstream_model: 'gpt-test' }] };
+    assert.equal((await put('chat-test', chat)).status, 201);
     acc = await voiceAccount(gw, 1000);
   });
   after(async () => {
     await gw.destroy();
     await stt.server.close();
+    await llm.close();
   });
 
   const dial = (to: string, body: Record<string, unknown> = {}, who: VoiceAccount = acc, headers: Record<string, string> = {}) => place(gw, who.key, { model: 'voice-test', to, ...body }, headers);
@@ -118,6 +126,31 @@ describe('voice calls through the simulator', () => {
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
     assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'ATM se paise nahi nikle par account se kat gaye', 'BANKING.DISPUTE.ASK_RAISE', 'haan ji', 'BANKING.DISPUTE.CREATED']);
     assert.deepEqual(c.outcome.actions.map((a: { action: string }) => a.action), ['CREATE_DISPUTE']);
+  });
+
+  it('hybrid agent: the LLM answers only the turn the pack cannot classify, with the system prompt and the conversation', async () => {
+    stt.say('what is the weather like today');
+    llm.next({ reply: 'I can only help with your bank account, sorry.' });
+    const res = await dial('+919800000013', { agent: { type: 'hybrid', intent_model: 'intent-demo', llm_model: 'chat-test', system_prompt: 'You are the bank. Be brief.' } });
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
+    assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'what is the weather like today', 'I can only help with your bank account, sorry.']);
+    const sent = llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
+    assert.deepEqual(sent.messages.map((m) => m.role), ['system', 'user']);
+    assert.equal(sent.messages[0]!.content, 'You are the bank. Be brief.');
+    assert.equal(sent.messages[1]!.content, 'what is the weather like today');
+  });
+
+  it('llm agent: opens with first_message.text and answers every turn with the LLM', async () => {
+    stt.say('what is the weather like today');
+    llm.next({ reply: 'Sunny, I am told.' });
+    const res = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' }, first_message: { text: 'Hello {{name}}, this is your bank.' }, variables: { name: 'Asha' } });
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
+    assert.deepEqual(c.transcript.map((t: { text: string }) => t.text), ['Hello Asha, this is your bank.', 'what is the weather like today', 'Sunny, I am told.']);
+    const sent = llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
+    assert.deepEqual(sent.messages.map((m) => [m.role, m.content]), [['system', 'Be brief.'], ['assistant', 'Hello Asha, this is your bank.'], ['user', 'what is the weather like today']]);
+    const bad = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'intent-demo', system_prompt: 'x' } });
+    assert.deepEqual([bad.status, bad.body.error.param], [400, 'agent.llm_model']);
   });
 
   it('barge-in: the callee speaks over the greeting; the carrier is told to clear, heard_text is what played', async () => {
