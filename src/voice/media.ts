@@ -191,7 +191,10 @@ export class CallMedia implements CallResources {
       this.stream = stream;
       this.lastFrameAt = this.deps.now();
       this.streamSid = typeof start.streamSid === 'string' ? start.streamSid : typeof m.streamSid === 'string' ? m.streamSid : null;
-      void this.begin();
+      void this.begin().catch((err: unknown) => {
+        this.deps.log.error({ err }, 'the media loop could not start');
+        void this.end('media_timeout');
+      });
       return null;
     }
     if (stream !== this.stream) return 'no start frame yet';
@@ -370,6 +373,15 @@ export class CallMedia implements CallResources {
       let frame = 0;
       let sent = 0;
       const step = (now: number): boolean => {
+        try {
+          return sendDue(now);
+        } catch (err) {
+          this.deps.log.warn({ err }, 'playback failed');
+          abort.abort(); // the reply ends here; the call goes on
+          return false;
+        }
+      };
+      const sendDue = (now: number): boolean => {
         if (abort.signal.aborted || !this.stream) return false;
         const due = Math.min(frames, Math.floor((now - started + LEAD_MS) / FRAME_MS) + 1);
         for (; frame < due; frame++) {

@@ -77,7 +77,14 @@ export function attachVoiceEdge(server: Server, deps: { voice: VoiceCalls; maxPa
           parsed = null;
         }
       }
-      const refused = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? media.frame(stream, parsed as Record<string, unknown>) : 'not a JSON object';
+      let refused: string | null;
+      try {
+        refused = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? media.frame(stream, parsed as Record<string, unknown>) : 'not a JSON object';
+      } catch (err) {
+        // A frame the media loop could not take never takes the process down: the stream ends, the call with it.
+        slog.warn({ err }, 'stream frame failed');
+        return void ws.close(1011, 'error');
+      }
       if (refused === null) return;
       slog.debug({ refused }, 'stream frame refused');
       if (refused === 'bad token' || refused === 'the stream has started already' || ++bad > MAX_BAD_FRAMES) ws.close(1008, refused.slice(0, 100));
