@@ -245,13 +245,16 @@ export async function createServices(deps: {
   const vc = deps.config.voice;
   const voiceKind = voiceCallKind({
     meter, events, now, checkpointMs: vc.checkpointMs, retainMs: vc.retentionDays * 86_400_000,
-    hangupOrphan: async (modelId, carrierCallId) => {
-      const model = await models.get(modelId);
-      if (!model) return;
-      const resolved = gatewayDeps.resolveRoutes(model);
-      const at = resolved.findIndex((r) => !r.problem);
+    hangupOrphan: async (modelId, dialled) => {
+      // `dialled` is `<route index>:<carrier's call id>` (src/voice/media.ts).
+      const m = /^(\d+):(.+)$/.exec(dialled);
+      const model = m ? await models.get(modelId) : null;
+      if (!m || !model) return;
+      const at = Number(m[1]);
+      const config = model.routes[at];
+      const route = gatewayDeps.resolveRoutes(model)[at];
       // The simulator's callee died with the process; a real carrier's call is hung up by its API.
-      if (at >= 0 && model.routes[at]!.provider !== 'simulator') await carrierFor(model.routes[at]!, resolved[at]!)?.hangup(carrierCallId);
+      if (config && route && config.provider !== 'simulator') await carrierFor(config, route)?.hangup(m[2]!);
     },
   });
   const responseAudio = new ResponseAudio({ router, resolveRoutes: gatewayDeps.resolveRoutes, resamplers: () => (resamplers ??= loadResamplers()) });

@@ -44,7 +44,7 @@ export interface CallSpecFields {
 
 /** The call's live side (carrier and media), as the effects see it: never persisted. */
 export interface CallResources extends ActorResources {
-  /** Asks the carrier to place the call; resolves with the carrier's id for it. */
+  /** Asks the model's carriers (in route order) to place the call; resolves with `<route index>:<the carrier's id for it>`. */
   dial(input: DialInput): Promise<string>;
   /** The call ends (for `reason`): stop the media and hang up at the carrier if still up. Idempotent. */
   hangup(reason: EndReason): Promise<void>;

@@ -46,7 +46,8 @@ export interface TurnSettings {
 
 export interface CallMediaDeps {
   callId: string;
-  carrier: Carrier;
+  /** The model's usable carrier routes, in order: a dial that one refuses goes to the next (before any answer). */
+  carriers: { route: number; carrier: Carrier }[];
   /** The call's actor (the runtime's ref). */
   actor: { send(event: VoiceCallEvent, opts: { wait: 'applied' | 'durable' }): Promise<unknown> };
   streamUrl: string;
@@ -84,6 +85,7 @@ interface Playback {
 
 export class CallMedia implements CallResources {
   private carrierCallId: string | null = null;
+  private carrier: Carrier | null = null;
   private answeredAt: number | null = null;
   private carrierEnded = false;
   private stream: MediaStream | null = null;
@@ -127,19 +129,33 @@ export class CallMedia implements CallResources {
     };
     const tell = (event: VoiceCallEvent) =>
       void this.deps.actor.send(event, { wait: 'applied' }).catch((err: unknown) => this.deps.log.warn({ err, event: event.type }, 'call actor did not take carrier news'));
-    this.carrierCallId = await this.deps.carrier.dial(req, {
+    const events = {
       ringing: () => tell({ type: 'carrier.ringing', now: this.deps.now() }),
       answered: () => {
         this.answeredAt = this.deps.now();
         this.arm(); // the stream must start within the media timeout
         tell({ type: 'carrier.answered', now: this.answeredAt });
       },
-      ended: (outcome) => {
+      ended: (outcome: Parameters<Parameters<Carrier['dial']>[1]['ended']>[0]) => {
         this.carrierEnded = true;
         tell({ type: 'carrier.ended', now: this.deps.now(), ...outcome });
       },
-    });
-    return this.carrierCallId;
+    };
+    // Failover before an answer only: a route that refuses the call (its API down, a bad account)
+    // passes it to the next; once a carrier took it, its callee's answer (busy too) is the answer.
+    let lastError: unknown = new Error('no carrier');
+    for (const { route, carrier } of this.deps.carriers) {
+      try {
+        const id = await carrier.dial(req, events);
+        this.carrier = carrier;
+        this.carrierCallId = id;
+        return `${route}:${id}`;
+      } catch (err) {
+        lastError = err;
+        this.deps.log.warn({ err, route }, 'carrier refused the call; trying the next route');
+      }
+    }
+    throw lastError;
   }
 
   async hangup(_reason: EndReason): Promise<void> {
@@ -148,7 +164,7 @@ export class CallMedia implements CallResources {
     this.stopPlayback(false);
     this.stopTimers();
     this.stream?.close(1000, 'call ended');
-    if (this.carrierCallId !== null && !this.carrierEnded) await this.deps.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
+    if (this.carrier && this.carrierCallId !== null && !this.carrierEnded) await this.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
   }
 
   dispose(): void {
@@ -159,7 +175,7 @@ export class CallMedia implements CallResources {
     this.stopTimers();
     this.vad?.destroy();
     this.vad = null;
-    if (!this.hungUp && this.carrierCallId !== null && !this.carrierEnded) void this.deps.carrier.hangup(this.carrierCallId).catch(() => undefined);
+    if (!this.hungUp && this.carrier && this.carrierCallId !== null && !this.carrierEnded) void this.carrier.hangup(this.carrierCallId).catch(() => undefined);
     this.stream?.close(1001, 'going away');
     this.deps.onDisposed();
   }

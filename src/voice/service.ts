@@ -127,7 +127,8 @@ interface Checked {
   /** The intent agent's model (intent and hybrid agents), and the LLM's (llm and hybrid). */
   intentModel: ModelDoc | null;
   llmModel: ModelDoc | null;
-  carrier: Carrier;
+  /** The model's routes this build can dial through, in order (their index among the model's routes). */
+  carriers: { route: number; carrier: Carrier }[];
   price: number;
 }
 
@@ -256,7 +257,7 @@ export class VoiceCalls {
     const sttRoutes = this.deps.resolveRoutes(c.stt);
     return new CallMedia({
       callId,
-      carrier: c.carrier,
+      carriers: c.carriers,
       actor: this.deps.runtime.ref(this.deps.kind, callId),
       streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
       token: this.streamToken(callId),
@@ -358,10 +359,11 @@ export class VoiceCalls {
     }
     const [stt, tts] = await Promise.all([this.deps.models.get(model.stt_model ?? ''), this.deps.models.get(model.tts_model ?? '')]);
     if (!stt || stt.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
-    const resolved = this.deps.resolveRoutes(model);
-    const at = resolved.findIndex((r) => !r.problem);
-    const carrier = at >= 0 ? this.deps.carrier(model.routes[at]!, resolved[at]!) : undefined;
-    if (!carrier) throw new ApiError('model_unavailable', `The model '${model._id}' has no carrier this gateway can dial through.`, { headers: { 'retry-after': '60' } });
+    const carriers = this.deps.resolveRoutes(model).flatMap((r, route) => {
+      const carrier = r.problem ? undefined : this.deps.carrier(model.routes[route]!, r);
+      return carrier ? [{ route, carrier }] : [];
+    });
+    if (carriers.length === 0) throw new ApiError('model_unavailable', `The model '${model._id}' has no carrier this gateway can dial through.`, { headers: { 'retry-after': '60' } });
     const maxSeconds = Math.min(body.max_duration_seconds ?? DEFAULT_MAX_DURATION_SECONDS, features.max_duration_seconds);
     // The credit guard: the reservation covers min(max duration, what the wallet affords).
     const price = callPrice(features.price_per_minute_cents, 1);
@@ -370,7 +372,7 @@ export class VoiceCalls {
       const perMinute = features.price_per_minute_cents;
       throw new ApiError('insufficient_credit', `A call needs at least ${MIN_AFFORDABLE_SECONDS} s of credit (${perMinute} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`);
     }
-    return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carrier, price };
+    return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
   }
 
   async get(account: string, id: string): Promise<VoiceCallObject> {

@@ -28,6 +28,9 @@ describe('voice calls through a (fake) Twilio', () => {
       routes: [{ provider: 'twilio', base_url: twilio.url, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' }],
     };
     assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-twilio', { token: ADMIN_TOKEN, body: model })).status, 201);
+    // A first route whose API is down: calls fail over to the second before anything was dialled.
+    const down = { provider: 'twilio', base_url: 'http://127.0.0.1:9', account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' };
+    assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-failover', { token: ADMIN_TOKEN, body: { ...model, routes: [down, ...model.routes] } })).status, 201);
     acc = await voiceAccount(gw);
   });
   after(async () => {
@@ -53,6 +56,12 @@ describe('voice calls through a (fake) Twilio', () => {
     assert.ok(twilio.callbacks.every((x) => x.code === 200), JSON.stringify(twilio.callbacks));
     const events = gw.events.filter((e) => e.fields.call_id === res.body.id).map((e) => e.event);
     assert.deepEqual(events, ['call.answered', 'call.ended'], 'once each, whatever the callbacks repeated');
+  });
+
+  it('fails over to the next carrier route when one refuses the call before any answer', async () => {
+    const res = await place(gw, acc.key, { model: 'voice-failover', to: '+919800000030', first_message: { mode: 'wait_for_callee' } });
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 20_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
   });
 
   it('busy by callback: busy, dial_busy, free', async () => {
