@@ -42,6 +42,8 @@ const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
 /** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
 const DEFAULT_MIN_SPEECH_MS = 400;
 const DEFAULT_IDLE_PROMPT_MS = 8000;
+/** How long a request waits for the call an identical one (same Idempotency-Key) is placing. */
+const IDEMPOTENT_WAIT_MS = 5000;
 const DEFAULT_IDLE_PROMPTS = 2;
 const DEFAULT_IGNORE = ['haan', 'ji', 'hmm', 'ok', 'achha'];
 
@@ -163,7 +165,7 @@ export class VoiceCalls {
     const callId = newCallId();
     if (idempotencyKey !== undefined) {
       const claim = await this.idempotency.claim(payer.walletId, idempotencyKey, body, callId);
-      if (!claim.fresh) return { created: false, call: await this.get(payer.walletId, claim.callId) };
+      if (!claim.fresh) return { created: false, call: await this.placedBy(payer.walletId, claim.callId) };
       try {
         return { created: true, call: await this.serialized(payer.walletId, () => this.place(principal, payer, body, callId, requestId)) };
       } catch (err) {
@@ -172,6 +174,23 @@ export class VoiceCalls {
       }
     }
     return { created: true, call: await this.serialized(payer.walletId, () => this.place(principal, payer, body, callId, requestId)) };
+  }
+
+  /**
+   * The call an earlier request with the same key placed; that request may still be placing it
+   * (racing requests): waits for it a few seconds, then answers 409 conflict (retry).
+   */
+  private async placedBy(account: string, callId: string): Promise<VoiceCallObject> {
+    const deadline = this.deps.now() + IDEMPOTENT_WAIT_MS;
+    for (;;) {
+      try {
+        return await this.get(account, callId);
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.code !== 'not_found') throw err;
+        if (this.deps.now() >= deadline) throw new ApiError('conflict', 'A request with this Idempotency-Key is still placing its call; retry.', { headers: { 'retry-after': '1' } });
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
   }
 
   /** Runs `work` after the account's creations in flight (so each counts the calls before it). */

@@ -113,7 +113,7 @@ describe('voice calls through the simulator', () => {
     assert.ok(c.metrics.turn_latency_ms.p50 >= 0 && c.metrics.turn_latency_ms.p50 < 3000, JSON.stringify(c.metrics));
     // Billed: answered → end rounded up, at 6 cents a minute (0.1 cent a second); the wallet lost exactly that.
     assert.ok(c.answered_at !== null && c.billed_seconds >= Math.floor(c.duration_seconds) && c.billed_seconds <= Math.ceil(c.duration_seconds) + 1, JSON.stringify(c));
-    assert.equal(c.cost_cents, c.billed_seconds * 0.1);
+    assert.equal(c.cost_cents, (c.billed_seconds * 100_000) / 1e6);
     assert.equal(before - (await walletMicrocents(gw, acc.session)), c.billed_seconds * 100_000);
     const mine = gw.events.filter((e) => e.fields.call_id === c.id);
     assert.deepEqual(mine.map((e) => e.event), ['call.answered', 'call.ended']);
@@ -280,6 +280,12 @@ describe('voice calls through the simulator', () => {
     const other = await dial('+919800000002', { metadata: { a: '2' } }, acc, headers);
     assert.deepEqual([other.status, other.body.error.code], [409, 'idempotency_key_reused']);
     await waitForCall(gw, acc.key, first.body.id, ended);
+    // Racing requests with one key place one call.
+    const race = { 'idempotency-key': `race-${Date.now()}` };
+    const answers = await Promise.all([0, 1, 2, 3].map(() => dial('+919800000002', {}, acc, race)));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 202], answers.map((a) => a.text).join('\n'));
+    assert.equal(new Set(answers.map((a) => a.body.id)).size, 1);
+    await waitForCall(gw, acc.key, answers[0]!.body.id, ended);
   });
 
   it('limits concurrent calls per account: 429 concurrency_limit_exceeded with Retry-After', async () => {
