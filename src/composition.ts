@@ -297,6 +297,7 @@ export async function createServices(deps: {
     logger: deps.logger.child({ component: 'voice' }),
     now,
   });
+  await voice.init();
   // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
   // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
   deps.actors.register({ ...intentSessionKind, expireIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 });

@@ -28,6 +28,11 @@ export class IdempotencyKeys {
     this.records = store.collection<IdempotencyDoc>('voice_idempotency');
   }
 
+  /** Expired records are swept by the store's TTL (cleanup only: `claim` compares times itself). */
+  async init(): Promise<void> {
+    await this.records.createIndex({ keys: { expires_at: 1 }, expireAfterSeconds: 0 });
+  }
+
   /** Claims `key` for `callId`, or answers the call it already names; 409 when the body differs. */
   async claim(account: string, key: string, body: unknown, callId: string): Promise<Claim> {
     const id = `${account}:${key}`;

@@ -150,6 +150,10 @@ export class VoiceCalls {
     this.idempotency = new IdempotencyKeys(deps.store, deps.now);
   }
 
+  async init(): Promise<void> {
+    await this.idempotency.init();
+  }
+
   /** A one-time token for the call's media stream (checked on its `start` frame). */
   streamToken(callId: string): string {
     return createHmac('sha256', this.deps.keySecret).update(`voice-stream:${callId}`).digest('base64url');
