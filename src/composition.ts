@@ -43,6 +43,15 @@ import { loadVoiceDetectors, type VoiceDetectors } from './speech/vad.ts';
 import { loadResamplers, type Resamplers } from './speech/resample.ts';
 import { startPocketsphinxEngine } from './speech/pocketsphinx.ts';
 import type { Logger } from 'pino';
+import { voiceCallKind } from './voice/kind.ts';
+import { VoiceCalls } from './voice/service.ts';
+import { ResponseAudio } from './voice/agent.ts';
+import { simulatorCarrier } from './providers/simulator/voice.ts';
+import { twilioCarrier } from './providers/twilio/voice.ts';
+import type { RouteConfig } from './models/types.ts';
+import type { ResolvedRoute } from './providers/types.ts';
+import type { Carrier } from './voice/carrier.ts';
+import { matchLanguage } from './speech/languages.ts';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
 export interface ActorDirectory {
@@ -85,6 +94,8 @@ export interface Services {
   webhookDelivery: Webhooks;
   /** WS /v1/audio/transcriptions/stream (src/realtime/); its actor kind is in `kinds`. */
   realtime: RealtimeService;
+  /** POST /v1/voice/call and the calls (src/voice/); the media streams' edge is src/ws/voice.ts. */
+  voice: VoiceCalls;
 }
 
 export async function createServices(deps: {
@@ -110,6 +121,8 @@ export async function createServices(deps: {
   realtimeMetrics?: RealtimeServiceDeps['metrics'];
   /** The gateway's tmp area (src/tmp-area.ts): the offline engines keep the audio they work on there. */
   tmpDir: string;
+  /** The address the gateway listens on, once it does (carriers' media streams, when voice.publicUrl is empty). */
+  listenUrl?: () => string;
   now?: Clock;
 }): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -221,26 +234,86 @@ export async function createServices(deps: {
     ...(deps.realtimeMetrics ? { metrics: deps.realtimeMetrics } : {}),
     now,
   });
+  const intent = new IntentService({
+    ...gatewayDeps,
+    packs: intentPacks,
+    sessions: (id) => deps.actors.ref(intentSessionKind, id),
+    sessionIdleMs: deps.config.intent.sessionIdleMinutes * 60_000,
+    ...(deps.intentMetrics ? { metrics: deps.intentMetrics } : {}),
+  });
+  // Outbound calls: the call actor, the response audio cache, and the carriers this build dials through.
+  const vc = deps.config.voice;
+  const voiceKind = voiceCallKind({
+    meter, events, now, checkpointMs: vc.checkpointMs, retainMs: vc.retentionDays * 86_400_000,
+    hangupOrphan: async (modelId, dialled) => {
+      // `dialled` is `<route index>:<carrier's call id>` (src/voice/media.ts).
+      const m = /^(\d+):(.+)$/.exec(dialled);
+      const model = m ? await models.get(modelId) : null;
+      if (!m || !model) return;
+      const at = Number(m[1]);
+      const config = model.routes[at];
+      const route = gatewayDeps.resolveRoutes(model)[at];
+      // The simulator's callee died with the process; a real carrier's call is hung up by its API.
+      if (config && route && config.provider !== 'simulator') await carrierFor(config, route)?.hangup(m[2]!);
+    },
+  });
+  const responseAudio = new ResponseAudio({ router, resolveRoutes: gatewayDeps.resolveRoutes, resamplers: () => (resamplers ??= loadResamplers()) });
+  const simulator = simulatorCarrier({
+    callees: vc.simulator.callees,
+    logger: deps.logger.child({ component: 'voice-simulator' }),
+    // The callee's speech: the tts-local engine (espeak-ng), whatever the call's own tts model is.
+    speak: async (text, voice) => {
+      const tts = await models.get('tts-local');
+      if (!tts) throw new Error('the simulator speaks through tts-local, which is not configured');
+      const language = matchLanguage(voice, tts.languages ?? []);
+      return responseAudio.render(tts, voice, language ?? undefined, text);
+    },
+  });
+  const publicBase = () => (vc.publicUrl || (deps.listenUrl?.() ?? '')).replace(/\/+$/, '');
+  const carrierFor = (config: RouteConfig, route: ResolvedRoute): Carrier | undefined => {
+    if (config.provider === 'simulator') return simulator;
+    if (config.provider === 'twilio' && config.account_sid && config.from) {
+      return twilioCarrier({ baseUrl: route.baseUrl, accountSid: config.account_sid, authToken: route.apiKey, from: config.from }, { callbackUrl: (id) => `${publicBase()}/v1/voice/calls/${id}/callback/twilio` });
+    }
+    return undefined; // exotel: not built yet
+  };
+  const voice = new VoiceCalls({
+    meter,
+    models,
+    runtime: deps.actors,
+    kind: voiceKind,
+    store: deps.store,
+    carrier: carrierFor,
+    payerFor: (principal) => billing.payerFor(principal),
+    available: (payer) => billing.availableMicrocents(payer.walletId),
+    intent,
+    audio: responseAudio,
+    router,
+    resolveRoutes: gatewayDeps.resolveRoutes,
+    detectors: () => (detectors ??= loadVoiceDetectors()),
+    baseUrl: publicBase,
+    keySecret: deps.keySecret,
+    settings: { maxConcurrentCalls: vc.maxConcurrentCalls, mediaTimeoutMs: vc.mediaTimeoutMs },
+    logger: deps.logger.child({ component: 'voice' }),
+    now,
+  });
+  await voice.init();
   // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
   // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
   deps.actors.register({ ...intentSessionKind, expireIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 });
   deps.actors.register(webhooks.kind);
   deps.actors.register(jobKind);
   deps.actors.register(realtimeKind);
+  deps.actors.register(voiceKind);
   return {
     realtime,
+    voice,
     transcriptionJobs,
     store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, meter, events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),
     speech: new SpeechSynthesis({ ...gatewayDeps, resamplers: () => (resamplers ??= loadResamplers()) }),
-    intent: new IntentService({
-      ...gatewayDeps,
-      packs: intentPacks,
-      sessions: (id) => deps.actors.ref(intentSessionKind, id),
-      sessionIdleMs: deps.config.intent.sessionIdleMinutes * 60_000,
-      ...(deps.intentMetrics ? { metrics: deps.intentMetrics } : {}),
-    }),
+    intent,
     intentPacks,
     webhooks: webhooks.portal((userId) => billing.accountOf(userId)),
     webhookDelivery: webhooks,

@@ -4,11 +4,41 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { SeedModelSchema } from './models/schema.ts';
 
 const Int = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
+const E164 = '^\\+[1-9][0-9]{6,14}$';
+const Step = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
+
+/**
+ * A simulated callee (src/providers/simulator/): whether it answers, after how long, and what it
+ * does once answered, step by step. `say` is spoken by espeak-ng (the voice, default `en-us`);
+ * `wait_agent` waits until the agent has been speaking `ms` (`speaking`: the next `say` barges in)
+ * or has finished a reply (`done`, then `ms` of silence); `silence_ms` sends silence.
+ */
+export const CalleeScriptSchema = Type.Object(
+  {
+    to: Type.String({ pattern: `${E164.slice(0, -1)}|^\\*$` }),
+    answer: Type.Union([Type.Literal('answer'), Type.Literal('busy'), Type.Literal('no_answer'), Type.Literal('fail')]),
+    ring_ms: Type.Optional(Int(0, 600_000)),
+    /** false: it answers but its media stream never opens (a carrier whose socket fails: the call ends media_timeout). */
+    stream: Type.Optional(Type.Boolean()),
+    steps: Type.Array(
+      Type.Union([
+        Step({ say: Type.String({ minLength: 1, maxLength: 1000 }), voice: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(-[a-z0-9]{2,8})*$' })) }),
+        Step({ silence_ms: Int(1, 600_000) }),
+        Step({ dtmf: Type.String({ pattern: '^[0-9*#]{1,32}$' }) }),
+        Step({ wait_agent: Type.Union([Type.Literal('done'), Type.Literal('speaking')]), ms: Type.Optional(Int(0, 600_000)) }),
+        Step({ hangup: Type.Literal(true) }),
+      ]),
+      { maxItems: 200 },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CalleeScript = Static<typeof CalleeScriptSchema>;
 
 export const ConfigSchema = Type.Object(
   {
@@ -250,6 +280,28 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    voice: Type.Object(
+      {
+        /** Calls of one account in progress at once (queued to ending); past it POST /v1/voice/call answers 429. */
+        maxConcurrentCalls: Int(1, 100_000),
+        /**
+         * The gateway's public base URL (https://api.example.com) that carriers call back and open
+         * media streams to; empty: the address the gateway listens on (enough for the simulator).
+         */
+        publicUrl: Type.String({ maxLength: 2048 }),
+        /** Largest carrier media frame (a Twilio media message is ~400 bytes; Exotel's up to ~10 KB). */
+        maxPayloadBytes: Int(1024, 1 << 20),
+        /** An answered call whose media stream has not started (or sent nothing) for this long ends with media_timeout. */
+        mediaTimeoutMs: Int(1000, 600_000),
+        /** The actor's checkpoint interval (ms): what a kill -9 can leave unbilled of a call in progress. */
+        checkpointMs: Int(100, 60_000),
+        /** Finished calls (their transcripts) are deleted after this many days. */
+        retentionDays: Int(1, 3650),
+        /** The simulator carrier's callees: a script per dialled number (`to`; `*`: any number), the first that matches. */
+        simulator: Type.Object({ callees: Type.Array(CalleeScriptSchema, { maxItems: 1000 }) }, { additionalProperties: false }),
+      },
+      { additionalProperties: false },
+    ),
     /** Models created at start when absent (an administrator's later changes win). */
     models: Type.Array(SeedModelSchema, { maxItems: 10_000 }),
   },
@@ -310,6 +362,7 @@ const ENV: Record<string, [string, 'int' | 'string' | 'bool']> = {
   METRICS_TOKEN: ['metrics.token', 'string'],
   TRANSCRIPTION_PUBLIC_URL: ['transcription.publicUrl', 'string'],
   TRANSCRIPTION_POLL_MS: ['transcription.pollMs', 'int'],
+  PUBLIC_BASE_URL: ['voice.publicUrl', 'string'],
 };
 
 function fromEnv(env: NodeJS.ProcessEnv): Json {

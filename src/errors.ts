@@ -30,6 +30,11 @@ export const ERRORS = {
   input_too_long: { status: 400, type: 'invalid_request_error' },
   job_not_completed: { status: 409, type: 'conflict_error' },
   range_not_satisfiable: { status: 416, type: 'invalid_request_error' },
+  // Ours: voice calls.
+  destination_not_allowed: { status: 400, type: 'invalid_request_error' },
+  idempotency_key_reused: { status: 409, type: 'conflict_error' },
+  call_not_active: { status: 409, type: 'conflict_error' },
+  concurrency_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   // Ours: request shape.
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },

@@ -22,6 +22,7 @@ import { buildApp } from './http/app.ts';
 import type { App, Lifecycle } from './http/types.ts';
 import { OpenStreams } from './http/open-streams.ts';
 import { attachRealtimeEdge } from './ws/realtime.ts';
+import { attachVoiceEdge, isVoiceStreamPath } from './ws/voice.ts';
 import { createMetrics } from './http/metrics.ts';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.ts';
 import type { Store } from './store/port.ts';
@@ -91,7 +92,9 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   };
 
   // Every service, and every actor kind registered with the runtime (src/composition.ts).
+  let listenUrl = ''; // known once listening: the simulator carrier's media streams come back to it
   const services = await createServices({
+    listenUrl: () => listenUrl,
     config,
     store,
     blobs,
@@ -117,7 +120,10 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     limits: config.realtime,
     closing: () => lifecycle.closing,
     logger,
+    ownsPath: isVoiceStreamPath,
   });
+  // WS /v1/voice/calls/{id}/stream: the carriers' media streams of the calls held here.
+  const voiceEdge = attachVoiceEdge(app.server, { voice: services.voice, maxPayloadBytes: config.voice.maxPayloadBytes, closing: () => lifecycle.closing, logger });
 
   await runtime.start();
   lifecycle.actorsRestored = true;
@@ -133,6 +139,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     const { listen, token } = config.metrics;
     if (listen !== 'api' && listen !== 'off') metricsServer = await startMetricsServer({ listen, token, registry: metrics.registry });
     url = await app.listen({ port: config.port, host: config.host });
+    listenUrl = url;
   } else {
     await app.ready();
   }
@@ -147,6 +154,8 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     (closed ??= (async () => {
       lifecycle.closing = true;
       realtimeEdge.close(); // no new sockets
+      voiceEdge.close();
+      await services.voice.close(); // live calls end (gateway_restart) and bill what was answered
       await services.realtime.close(); // open sockets get transcription_session.done and close 1001; their actors bill
       // Stops accepting and waits for in-flight requests, for the grace at most: then streams still
       // open are ended (their routes bill them) and any connection left is closed.

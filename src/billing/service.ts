@@ -485,6 +485,11 @@ export class BillingService implements Billing, AccountWallets {
     return floorCents(walletTotalUc(await this.wallets.get(walletIdOf(owner.type, owner.id))));
   }
 
+  /** What a wallet can still hold (its balance less what calls in flight hold), µ¢. */
+  async availableMicrocents(walletId: string): Promise<number> {
+    return (await this.wallets.get(walletId))?.balance_uc ?? 0;
+  }
+
   closeWallet(owner: WalletOwner): Promise<void> {
     return this.wallets.close(walletIdOf(owner.type, owner.id));
   }

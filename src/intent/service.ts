@@ -110,7 +110,8 @@ export class IntentService {
     });
     const { language, pack, price } = call.checked;
     try {
-      const out = await this.turn(principal, body.session_id, body.text, language, body.channel ?? 'text', call.model, pack, requestId);
+      // The session of this key only: the same session_id on another key is another actor.
+      const out = await this.turn(`${principal.keyId}:${body.session_id}`, body.session_id, body.text, language, body.channel ?? 'text', call.model, pack, requestId);
       await call.settle({ route: null, calls: 1, costMicrocents: price, status: 'ok' });
       return { ...out, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
     } catch (err) {
@@ -119,8 +120,25 @@ export class IntentService {
     }
   }
 
+  /**
+   * One turn of a voice call's conversation (src/voice/agent.ts): the same cascade and session
+   * logic as /v1/understand, on the session `voice:<callId>`, unmetered (the call's per-minute
+   * price covers it). Answers the outcome and the wording of its response for the voice channel.
+   */
+  async converse(callId: string, model: ModelDoc, text: string, language: string, requestId: string): Promise<Omit<UnderstandResponse, 'latency_ms'> & { say: string | null }> {
+    const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
+    if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
+    const out = await this.turn(`voice:${callId}`, callId, text, language, 'voice', model, pack, requestId);
+    return { ...out, say: responseWording(pack, out.decision.response_id, language) };
+  }
+
+  /** The pack a call's agent runs on (null when it is not loaded). */
+  async packOf(model: ModelDoc): Promise<CompiledPack | null> {
+    return this.deps.packs.compiledPack(IntentService.packIdOf(model));
+  }
+
   private async turn(
-    principal: ApiKeyPrincipal,
+    actorId: string,
     sessionId: string,
     text: string,
     language: string,
@@ -159,8 +177,6 @@ export class IntentService {
       decisions: result.intent ? pack.decisionsFor(result.intent.id) : null,
       fallback: pack.pack.fallback,
     };
-    // The session of this key only: the same session_id on another key is another actor.
-    const actorId = `${principal.keyId}:${sessionId}`;
     const outcome = await this.send(actorId, event);
     this.deps.metrics?.cascade.observe({ classifier_used: result.classifier_used }, cascadeSeconds);
     this.deps.metrics?.turns.inc({ model: model._id, classification: outcome.classification, classifier_used: outcome.classifier_used });
@@ -188,4 +204,11 @@ export class IntentService {
     if (reply.type !== 'turn.outcome' || reply.outcome.requestId !== event.requestId) throw new Error('intent session did not record the turn');
     return reply.outcome;
   }
+}
+
+/** A response's wording for the voice channel in `language` (its text when it has no voice wording); null when the pack has none. */
+export function responseWording(pack: CompiledPack, responseId: string, language: string): string | null {
+  const texts = Object.hasOwn(pack.pack.responses, responseId) ? pack.pack.responses[responseId] : undefined;
+  const wording = texts && Object.hasOwn(texts, language) ? texts[language] : undefined;
+  return wording ? (wording.voice ?? wording.text ?? null) : null;
 }

@@ -5,8 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 import type { Clock } from '../shared/common.ts';
-import { IN_PROCESS_PROVIDERS } from '../providers/index.ts';
-import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig, SttMode, SttTimestamps } from './types.ts';
+import { CARRIERS, IN_PROCESS_PROVIDERS } from '../providers/index.ts';
+import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig, SttMode, SttTimestamps, VoiceFeature } from './types.ts';
 
 /** An administrator's restriction of an account to a list of models (absent: every model). */
 interface AccessDoc {
@@ -23,7 +23,7 @@ const PRICING_BY_TYPE: Record<ModelType, (keyof Pricing)[]> = {
   llm: ['input_cents_per_mtok', 'cached_input_cents_per_mtok', 'output_cents_per_mtok'],
   embedding: ['input_cents_per_mtok'],
   stt: ['cents_per_minute'],
-  voice: ['cents_per_minute'],
+  voice: [], // a voice model's price is its own field, price_per_minute_cents
   tts: ['cents_per_1k_chars'],
   intent: ['cents_per_call'],
 };
@@ -49,6 +49,10 @@ export interface PublicModel {
   diarization?: boolean;
   voices?: string[];
   max_input_chars?: number;
+  countries?: string[];
+  price_per_minute_cents?: number;
+  max_duration_seconds?: number;
+  features?: VoiceFeature[];
 }
 
 export class ModelCatalog {
@@ -142,7 +146,7 @@ export function publicModel(m: ModelDoc): PublicModel {
     out.reasoning = m.reasoning ?? false;
     out.tools = m.tools ?? false;
   }
-  if (m.type === 'stt' || m.type === 'intent' || m.type === 'tts') out.languages = m.languages ?? [];
+  if (m.type === 'stt' || m.type === 'intent' || m.type === 'tts' || m.type === 'voice') out.languages = m.languages ?? [];
   if (m.type === 'stt') {
     out.streaming = m.streaming ?? false;
     Object.assign(out, sttFeatures(m));
@@ -151,7 +155,22 @@ export function publicModel(m: ModelDoc): PublicModel {
     out.voices = m.voices ?? [];
     out.max_input_chars = maxInputChars(m);
   }
+  if (m.type === 'voice') Object.assign(out, voiceFeatures(m));
   return out;
+}
+
+/** The longest call a voice model allows when it does not say (the issue's 1 hour cap is the schema's maximum). */
+export const DEFAULT_VOICE_MAX_DURATION_SECONDS = 3600;
+
+/** What a voice model offers, defaults filled in: what `/v1/models` shows and calls are checked against. */
+export function voiceFeatures(m: ModelFields): { voices: string[]; countries: string[]; price_per_minute_cents: number; max_duration_seconds: number; features: VoiceFeature[] } {
+  return {
+    voices: m.voices ?? [],
+    countries: m.countries ?? [],
+    price_per_minute_cents: m.price_per_minute_cents ?? 0,
+    max_duration_seconds: m.max_duration_seconds ?? DEFAULT_VOICE_MAX_DURATION_SECONDS,
+    features: m.features ?? [],
+  };
 }
 
 /** The default of a tts model's `max_input_chars` (OpenAI's limit). */
@@ -178,6 +197,32 @@ export function adminModel(m: ModelDoc): Record<string, unknown> {
   };
 }
 
+/**
+ * A voice model's routes are carriers and nothing else is: `simulator` takes no fields, `twilio`
+ * needs account_sid, its auth token (api_key or api_key_env) and from; `exotel` those and api_token.
+ */
+function validateCarrier(type: ModelType, r: RouteConfig, at: string): void {
+  const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param: `${at}${param}` });
+  const carrier = CARRIERS.includes(r.provider);
+  if (type === 'voice' && !carrier) throw bad('.provider', `A voice model's routes are carriers (${CARRIERS.join(', ')}), not '${r.provider}'.`);
+  if (type !== 'voice' && carrier) throw bad('.provider', `'${r.provider}' is a telephony carrier: only voice models route to it.`);
+  if (!carrier) {
+    if (r.upstream_model === undefined) throw bad('.upstream_model', 'upstream_model is required.');
+    for (const field of ['account_sid', 'api_token', 'from'] as const) if (r[field] !== undefined) throw bad(`.${field}`, `${field} applies to carrier routes only.`);
+    return;
+  }
+  if (r.upstream_model !== undefined) throw bad('.upstream_model', 'A carrier route takes no upstream_model.');
+  if (r.provider === 'simulator') {
+    for (const field of ['account_sid', 'api_token', 'from'] as const) if (r[field] !== undefined) throw bad(`.${field}`, `A simulator route takes no ${field}.`);
+    return;
+  }
+  if (r.account_sid === undefined) throw bad('.account_sid', `A ${r.provider} route needs account_sid.`);
+  if (r.api_key === undefined && r.api_key_env === undefined) throw bad('.api_key', `A ${r.provider} route needs api_key or api_key_env.`);
+  if (r.from === undefined) throw bad('.from', `A ${r.provider} route needs from (the caller id).`);
+  if (r.provider === 'exotel' && r.api_token === undefined) throw bad('.api_token', 'An exotel route needs api_token.');
+  if (r.provider === 'twilio' && r.api_token !== undefined) throw bad('.api_token', 'A twilio route takes no api_token (its auth token is api_key).');
+}
+
 function validateModel(id: string, def: ModelInput, providers: readonly string[]): void {
   const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param });
   if (!/^[A-Za-z0-9][A-Za-z0-9._:\/-]{0,127}$/.test(id)) throw bad('id', 'A model id is 1-128 letters, digits, and . _ : / - characters.');
@@ -193,6 +238,7 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
   }
   def.routes.forEach((r, i) => {
     if (!providers.includes(r.provider)) throw bad(`routes.${i}.provider`, `Unknown provider '${r.provider}'; known: ${providers.join(', ')}.`);
+    validateCarrier(def.type, r, `routes.${i}`);
     if (r.api_key && r.api_key_env) throw bad(`routes.${i}`, 'Give api_key or api_key_env, not both.');
     if (IN_PROCESS_PROVIDERS.includes(r.provider)) {
       if (r.base_url !== undefined || r.api_key !== undefined || r.api_key_env !== undefined) {
@@ -200,7 +246,10 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
       }
       return;
     }
-    if (r.base_url === undefined) throw bad(`routes.${i}.base_url`, 'base_url is required.');
+    if (r.base_url === undefined) {
+      if (CARRIERS.includes(r.provider)) return; // the carrier's public API
+      throw bad(`routes.${i}.base_url`, 'base_url is required.');
+    }
     let url: URL;
     try {
       url = new URL(r.base_url);
@@ -213,6 +262,15 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
   if (def.type !== 'stt') {
     for (const field of ['modes', 'timestamps', 'jobs', 'diarization'] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to stt models only.`);
+    }
+  }
+  if (def.type === 'voice') {
+    for (const field of ['stt_model', 'tts_model', 'price_per_minute_cents', 'countries'] as const) {
+      if (def[field] === undefined) throw bad(field, `A voice model needs ${field}.`);
+    }
+  } else {
+    for (const field of ['stt_model', 'tts_model', 'intent_model', 'price_per_minute_cents', 'countries', 'max_duration_seconds', 'features'] as const) {
+      if (def[field] !== undefined) throw bad(field, `${field} applies to voice models only.`);
     }
   }
   if (def.type !== 'tts' && def.max_input_chars !== undefined) throw bad('max_input_chars', 'max_input_chars applies to tts models only.');

@@ -1,6 +1,6 @@
 // The JSON schema of a virtual model (PUT /admin/models/{id} and config seeds): typebox, closed.
 import { Type, type TSchema } from 'typebox';
-import { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS } from './types.ts';
+import { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from './types.ts';
 import { KeyString } from '../strings.ts';
 
 const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
@@ -13,11 +13,16 @@ export const RouteSchema = Closed({
   base_url: Type.Optional(KeyString(2048, { minLength: 1 })),
   api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
   api_key_env: Type.Optional(Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$' })),
-  upstream_model: KeyString(256, { minLength: 1 }),
+  /** Required on every route but a carrier's (voice models' routes: simulator, twilio, exotel). */
+  upstream_model: Type.Optional(KeyString(256, { minLength: 1 })),
   timeout_ms: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
   max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
   rpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
   realtime: Type.Optional(Type.Boolean()),
+  /** Carriers (twilio, exotel): the account, Exotel's second credential, and the caller id calls come from. */
+  account_sid: Type.Optional(KeyString(128, { minLength: 1 })),
+  api_token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  from: Type.Optional(Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$' })),
 });
 
 export const ModelSchema = Closed({
@@ -46,6 +51,14 @@ export const ModelSchema = Closed({
   routes: Type.Array(RouteSchema, { maxItems: 16 }),
   requires_kyc: Type.Optional(Type.Boolean()),
   pack: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,63}$' })),
+  // voice only: what its calls run on and cost.
+  stt_model: Type.Optional(KeyString(128, { minLength: 1 })),
+  tts_model: Type.Optional(KeyString(128, { minLength: 1 })),
+  intent_model: Type.Optional(KeyString(128, { minLength: 1 })),
+  price_per_minute_cents: Type.Optional(Cents),
+  countries: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { minItems: 1, maxItems: 250, uniqueItems: true })),
+  max_duration_seconds: Type.Optional(Type.Integer({ minimum: 30, maximum: 3600 })),
+  features: Type.Optional(Type.Array(Type.Union(VOICE_FEATURES.map((f) => Type.Literal(f))), { maxItems: VOICE_FEATURES.length, uniqueItems: true })),
 });
 
 

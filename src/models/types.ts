@@ -8,6 +8,9 @@ export const STT_MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'co
 export type SttMode = (typeof STT_MODES)[number];
 export const STT_TIMESTAMPS = ['segment', 'word', 'none'] as const;
 export type SttTimestamps = (typeof STT_TIMESTAMPS)[number];
+/** What a voice model's calls can do (shown in /v1/models). */
+export const VOICE_FEATURES = ['intent_agent', 'llm_agent', 'barge_in', 'dtmf', 'transcript'] as const;
+export type VoiceFeature = (typeof VOICE_FEATURES)[number];
 
 export interface RouteConfig {
   /** Provider folder name under src/providers/ (PROVIDER_NAMES): 'openai' (any OpenAI-compatible server), 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local'. */
@@ -17,12 +20,18 @@ export interface RouteConfig {
   /** The upstream key, inline (stored; never returned to clients) or by environment variable name. */
   api_key?: string;
   api_key_env?: string;
-  upstream_model: string;
+  /** Every route but a carrier's (a voice model's) names the upstream's model. */
+  upstream_model?: string;
   timeout_ms?: number;
   max_concurrent?: number;
   rpm?: number;
   /** stt: serve realtime sockets over the provider's streaming protocol (openai, sarvam, deepgram); tts on sarvam: speak over its HTTP stream. */
   realtime?: boolean;
+  /** Carriers: Twilio's account SID (`api_key` is its auth token), Exotel's account SID and API token (`api_key` its API key). */
+  account_sid?: string;
+  api_token?: string;
+  /** Carriers: the caller id (E.164) calls are placed from, unless a call names another the route owns. */
+  from?: string;
 }
 
 /** Fractions of a cent are allowed everywhere. */
@@ -65,6 +74,17 @@ export interface ModelFields {
   requires_kyc?: boolean;
   /** intent only: the intent pack the model serves (default: the pack with the model's id). */
   pack?: string;
+  /** voice only: the stt and tts models its calls listen and speak with, and the intent model of its default agent. */
+  stt_model?: string;
+  tts_model?: string;
+  intent_model?: string;
+  /** voice only: the one price of a call, per minute of answered time, billed by the second (its STT, TTS and intent are not billed again). */
+  price_per_minute_cents?: number;
+  /** voice only: ISO 3166 alpha-2 countries its calls may dial. */
+  countries?: string[];
+  /** voice only: the longest call (and the default of a call's max_duration_seconds: the smaller of this and 600). */
+  max_duration_seconds?: number;
+  features?: VoiceFeature[];
 }
 
 export interface ModelDoc extends ModelFields {

@@ -11,10 +11,16 @@ import { createElevenLabsProvider } from './elevenlabs/index.ts';
 import { createLocalProvider, type LocalOptions } from './local/index.ts';
 import type { AnthropicOptions } from './anthropic/chat.ts';
 
-export const PROVIDER_NAMES = ['openai', 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local'] as const;
+export const PROVIDER_NAMES = ['openai', 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local', 'simulator', 'twilio', 'exotel'] as const;
 
 /** Providers that run in the gateway itself: their routes take no base_url and no key. */
-export const IN_PROCESS_PROVIDERS: readonly string[] = ['local'];
+export const IN_PROCESS_PROVIDERS: readonly string[] = ['local', 'simulator'];
+
+/** Telephony carriers: the only providers a voice model's routes name, and only voice models name them. */
+export const CARRIERS: readonly string[] = ['simulator', 'twilio', 'exotel'];
+
+/** The public API a carrier route calls when it names no base_url. */
+export const DEFAULT_BASE_URLS: Readonly<Record<string, string>> = { twilio: 'https://api.twilio.com', exotel: 'https://api.in.exotel.com' };
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 export function isProviderName(name: string): name is ProviderName {
@@ -42,6 +48,10 @@ export function createProviders(http: UpstreamHttp, opts: ProvidersOptions = {})
     deepgram: createDeepgramProvider(files),
     elevenlabs: createElevenLabsProvider(http),
     local: createLocalProvider(opts.local),
+    // Carriers: what a call does with them is src/voice/ (the simulator's callee: src/providers/simulator/).
+    simulator: { name: 'simulator' },
+    twilio: { name: 'twilio' },
+    exotel: { name: 'exotel' },
   };
   return new Map(PROVIDER_NAMES.map((name) => [name, registry[name]]));
 }

@@ -37,7 +37,7 @@ import { LRUCache } from 'lru-cache';
 import { abortedError, usableBaseUrl } from './http.ts';
 import { hideUpstream } from './hide.ts';
 import type { CancelSignal } from './cancel.ts';
-import { IN_PROCESS_PROVIDERS, isProviderName, type ProviderName } from './index.ts';
+import { DEFAULT_BASE_URLS, IN_PROCESS_PROVIDERS, isProviderName, type ProviderName } from './index.ts';
 import type { ModelDoc, RouteConfig } from '../models/types.ts';
 import {
   UpstreamError,
@@ -660,14 +660,15 @@ export function resolveRoutes(
     }
     if (!isProviderName(r.provider)) problems.push(`unknown provider "${r.provider}"`);
     const inProcess = IN_PROCESS_PROVIDERS.includes(r.provider);
-    if (!inProcess && !usableBaseUrl(r.base_url ?? '')) problems.push('base_url is not an http(s) URL without credentials');
+    const baseUrl = r.base_url ?? DEFAULT_BASE_URLS[r.provider] ?? '';
+    if (!inProcess && !usableBaseUrl(baseUrl)) problems.push('base_url is not an http(s) URL without credentials');
     const timeout = positive(r.timeout_ms);
     const route: ResolvedRoute = {
       id: `${modelId}#${i}`,
       provider: r.provider,
-      baseUrl: r.base_url ?? '',
+      baseUrl,
       apiKey,
-      upstreamModel: r.upstream_model,
+      upstreamModel: r.upstream_model ?? '',
       timeoutMs: timeout === null ? defaultTimeoutMs : Math.min(timeout, MAX_TIMEOUT_MS),
     };
     const maxConcurrent = positive(r.max_concurrent);

@@ -1,9 +1,9 @@
 // Account events (low_balance, topup, rate_limit_exceeded, key_expired, usage_spike, and ours:
-// transcription.completed and transcription.failed). Services emit
+// transcription.completed and transcription.failed, call.answered and call.ended). Services emit
 // them through this port; the webhook subsystem (src/webhooks/outbox.ts) implements it with a
 // durable outbox.
 
-export type AccountEventName = 'low_balance' | 'topup' | 'rate_limit_exceeded' | 'key_expired' | 'usage_spike' | 'transcription.completed' | 'transcription.failed';
+export type AccountEventName = 'low_balance' | 'topup' | 'rate_limit_exceeded' | 'key_expired' | 'usage_spike' | 'transcription.completed' | 'transcription.failed' | 'call.answered' | 'call.ended';
 
 export interface AccountEvent {
   event: AccountEventName;

@@ -54,6 +54,8 @@ export interface RealtimeEdgeDeps {
   limits: SocketLimits;
   closing(): boolean;
   logger: Logger;
+  /** Paths another WebSocket edge on the same server answers (the voice calls' media streams): left to it. */
+  ownsPath?(pathname: string): boolean;
 }
 
 /** Close codes: RFC 6455's, by why the session ended. */
@@ -85,6 +87,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
   const access = deps.logger.child({ component: 'realtime' });
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (deps.ownsPath?.(new URL(req.url ?? '/', 'http://gateway').pathname)) return;
     const requestId = newRequestId();
     ids.set(req, requestId);
     const refuse = (err: ApiError) => {

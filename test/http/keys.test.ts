@@ -52,7 +52,7 @@ describe('API keys', () => {
     const ok = await call(gw.url, 'GET', '/v1/models', { token: k.api_key });
     assert.equal(ok.status, 200, ok.text);
     // The default config seeds three models: the demo intent model and the offline speech engines.
-    assert.deepEqual({ ...ok.body, data: ok.body.data.map((m: { id: string }) => m.id) }, { object: 'list', data: ['intent-demo', 'stt-local', 'tts-local'] });
+    assert.deepEqual({ ...ok.body, data: ok.body.data.map((m: { id: string }) => m.id) }, { object: 'list', data: ['intent-demo', 'stt-local', 'tts-local', 'voice-local'] });
     const del = await call(gw.url, 'DELETE', `/portal/keys/${k.id}`, { token: s.token });
     assert.equal(del.status, 200);
     assert.equal(del.body.status, 'revoked');

@@ -24,7 +24,7 @@ describe('speech-to-text providers in the registry', () => {
     const files = new UpstreamFiles();
     try {
       const providers = createProviders(http, { files });
-      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local']);
+      assert.deepEqual(PROVIDER_NAMES, ['openai', 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local', 'simulator', 'twilio', 'exotel']);
       const has = (name: (typeof PROVIDER_NAMES)[number]) => {
         const p = providers.get(name)!;
         return [p.chat, p.embeddings, p.transcribe, p.transcriptionJobs, p.speak].map(Boolean);
@@ -35,6 +35,7 @@ describe('speech-to-text providers in the registry', () => {
       assert.deepEqual(has('deepgram'), [false, false, true, true, false]);
       assert.deepEqual(has('elevenlabs'), [false, false, false, false, true]);
       assert.deepEqual(has('local'), [false, false, true, false, true], 'the offline engines: sync transcription (jobs run inline) and speech');
+      for (const carrier of ['simulator', 'twilio', 'exotel'] as const) assert.deepEqual(has(carrier), [false, false, false, false, false], 'carriers serve voice calls only (src/voice/)');
     } finally {
       await files.close();
       await http.close();

@@ -1,5 +1,5 @@
 // Closed lists the server also holds (test/dashboard/bundle.test.ts keeps them equal); copied so
 // the bundle does not pull server modules in.
 export const SCOPES = ['*', 'chat', 'audio', 'intent', 'voice', 'embeddings', 'models'] as const;
-export const WEBHOOK_EVENTS = ['low_balance', 'topup', 'rate_limit_exceeded', 'key_expired', 'usage_spike', 'transcription.completed', 'transcription.failed'] as const;
+export const WEBHOOK_EVENTS = ['low_balance', 'topup', 'rate_limit_exceeded', 'key_expired', 'usage_spike', 'transcription.completed', 'transcription.failed', 'call.answered', 'call.ended'] as const;
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;

@@ -11,6 +11,7 @@ import { registerEmbeddingsRoutes } from './v1-embeddings.ts';
 import { registerUnderstandRoutes } from './v1-understand.ts';
 import { registerAudioRoutes } from './v1-audio.ts';
 import { registerSpeechRoutes } from './v1-speech.ts';
+import { registerVoiceRoutes } from './v1-voice.ts';
 
 /** A model as GET /v1/models lists it. */
 export const ModelEntry = Type.Object({
@@ -29,6 +30,10 @@ export const ModelEntry = Type.Object({
   diarization: Type.Optional(Type.Boolean()),
   voices: Type.Optional(Type.Array(Type.String())),
   max_input_chars: Type.Optional(Type.Integer()),
+  countries: Type.Optional(Type.Array(Type.String())),
+  price_per_minute_cents: Type.Optional(Type.Number()),
+  max_duration_seconds: Type.Optional(Type.Integer()),
+  features: Type.Optional(Type.Array(Type.String())),
 });
 
 export function registerV1Routes(app: App, deps: AppDeps): void {
@@ -75,4 +80,5 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   registerUnderstandRoutes(app, deps);
   registerAudioRoutes(app, deps);
   registerSpeechRoutes(app, deps);
+  registerVoiceRoutes(app, deps);
 }

@@ -1,0 +1,356 @@
+// One outbound AI voice call as an actor (POST /v1/voice/call). Pure: every effect is invoked by name
+// and injected by the runtime (src/voice/kind.ts); no I/O, and no clock: times come in events
+// (`now`) and effect outputs, and the deadlines are computed from timestamps kept in context, so a
+// restore re-arms them (a `runtime.resumed` re-enters the state, whose `after` delays are recomputed).
+//
+// Control states (the call's `status`):
+//   connecting.dialing → connecting.ringing → in_progress → ending → ended (final)
+// `dial` asks the carrier to place the call (a once-only step: a replay never dials twice); the
+// carrier's progress comes back as events (`carrier.ringing`, `carrier.answered`, `carrier.ended`).
+// A call not answered by `ringTimeoutMs` after its creation ends `no_answer` (`ring_timeout`); an
+// answered one ends at `maxDurationMs` after its answer at the latest: `max_duration`, or
+// `insufficient_credit` when the wallet covered less than the call's maximum (the reservation made
+// at creation is then the credit guard: the wallet never goes below zero). `ending` hangs up
+// (when the media is still ours), charges the answered seconds once and notifies, then `ended`.
+//
+// The media loop (carrier socket, VAD, recogniser, agent, playback) is the actor's in-memory
+// resource and never persisted: it sends control events only (a turn heard or spoken, an action
+// taken, a heartbeat while the call lives, an end it decided). After a kill -9 the kind's
+// `onOrphan: 'finalize'` ends the call with `gateway_restart`, billed up to its last heartbeat.
+import { assign, emit, fromPromise, setup } from 'xstate';
+
+export const version = 1;
+
+export const CALL_STATUSES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'] as const;
+export type CallStatus = (typeof CALL_STATUSES)[number];
+export type FinalStatus = Extract<CallStatus, 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled'>;
+
+export type EndReason =
+  | 'callee_hangup'
+  | 'agent_hangup'
+  | 'api_hangup'
+  | 'max_duration'
+  | 'silence_timeout'
+  | 'insufficient_credit'
+  | 'ring_timeout'
+  | 'dial_busy'
+  | 'dial_failed'
+  | 'destination_not_allowed'
+  | 'carrier_unavailable'
+  | 'media_timeout'
+  | 'gateway_restart';
+
+/** Opaque to the machine: what the effects need (payer, hold, pricing, the call's options). */
+export type CallSpec = Record<string, unknown>;
+
+export interface VoiceCallInput {
+  callId: string;
+  /** The paying account (wallet id): the only one that may read or control the call. */
+  account: string;
+  model: string;
+  to: string;
+  from: string | null;
+  createdAt: number;
+  /** The call's maximum answered time: the client's max_duration_seconds, or less when the wallet covered less. */
+  maxDurationMs: number;
+  /** The wallet, not the client, set maxDurationMs: reaching it ends `insufficient_credit`. */
+  creditLimited: boolean;
+  ringTimeoutMs: number;
+  spec: CallSpec;
+}
+
+/** One transcript turn; times are seconds from the answer. */
+export interface Turn {
+  role: 'agent' | 'callee';
+  text: string;
+  /** Agent turns: what the callee heard of `text` (all of it unless interrupted). */
+  heard_text?: string;
+  interrupted?: boolean;
+  start: number;
+  end: number;
+  response_id?: string;
+  intent?: string | null;
+  entities?: Record<string, string | number>;
+  /** Callee DTMF: the digits pressed (the turn's text is them too). */
+  dtmf?: string;
+}
+
+export interface OutcomeAction {
+  action: string;
+  intent: string | null;
+  entities: Record<string, string | number>;
+  at: number;
+}
+
+export interface VoiceCallContext extends VoiceCallInput {
+  status: CallStatus;
+  endReason: EndReason | null;
+  /** The latest time an event told (epoch ms): the base the deadlines are armed from. */
+  now: number;
+  carrierCallId: string | null;
+  dialStartedAt: number | null;
+  ringingAt: number | null;
+  answeredAt: number | null;
+  endedAt: number | null;
+  /** The last heartbeat of the media loop: what a gateway restart bills up to. */
+  lastAliveAt: number | null;
+  /** The status and reason the call ends with, set on the way into `ending`. */
+  ending: { status: FinalStatus; reason: EndReason } | null;
+  billedSeconds: number | null;
+  costMicrocents: number | null;
+  turns: Turn[];
+  /** Turns left out once the transcript reached MAX_TURNS (the snapshot stays small). */
+  droppedTurns: number;
+  actions: OutcomeAction[];
+  /** The agent's conversation state (the intent pack's) at the last turn. */
+  agentState: string | null;
+  /** End of callee speech → first agent audio, ms, per turn (the latest MAX_LATENCIES). */
+  latencies: number[];
+  interruptions: number;
+}
+
+export const MAX_TURNS = 200;
+const MAX_LATENCIES = 200;
+
+export interface DialInput {
+  callId: string;
+  to: string;
+  from: string | null;
+  ringTimeoutMs: number;
+  maxDurationMs: number;
+  spec: CallSpec;
+}
+/** `carrierCallId` null: nothing was dialled here (a restored actor without its media: the finalize follows). */
+export interface DialOutput {
+  carrierCallId: string | null;
+  at: number;
+}
+
+export interface FinishInput {
+  callId: string;
+  /** The carrier's id of the call, when it was dialled (a restored call hangs it up there). */
+  carrierCallId: string | null;
+  account: string;
+  model: string;
+  status: FinalStatus;
+  reason: EndReason;
+  answeredAt: number | null;
+  endedAt: number;
+  billedSeconds: number;
+  spec: CallSpec;
+}
+export interface FinishOutput {
+  costMicrocents: number;
+  at: number;
+}
+
+export interface NotifyInput {
+  callId: string;
+  model: string;
+  to: string;
+  answeredAt: number;
+  spec: CallSpec;
+}
+
+/** The answer to `api.cancel` / `api.hangup` (the runtime's `ask`). */
+export interface ControlReply {
+  type: 'control.result';
+  ok: boolean;
+  status: CallStatus;
+}
+
+export type VoiceCallEvent =
+  | { type: 'carrier.ringing'; now: number }
+  | { type: 'carrier.answered'; now: number }
+  /** The carrier says the call is over: before an answer with its status; after, the callee hung up (or the line dropped). */
+  | { type: 'carrier.ended'; now: number; status?: 'busy' | 'no_answer' | 'failed'; reason?: EndReason }
+  | { type: 'api.cancel'; now: number }
+  | { type: 'api.hangup'; now: number }
+  /** The media loop ends the call: the agent closed it, silence, the media stream died or never came. */
+  | { type: 'media.ending'; now: number; reason: EndReason }
+  | { type: 'media.heartbeat'; now: number }
+  | { type: 'turn'; now: number; turn: Turn; latencyMs?: number; interrupted?: boolean; agentState?: string }
+  | { type: 'action'; now: number; action: OutcomeAction }
+  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' };
+
+/** Answered seconds, rounded up, never past the call's maximum (what the reservation covers). */
+export function billableSeconds(answeredAt: number | null, endedAt: number, maxDurationMs: number): number {
+  if (answeredAt === null) return 0;
+  return Math.max(0, Math.min(Math.ceil(Math.max(0, endedAt - answeredAt) / 1000 - 1e-9), Math.ceil(maxDurationMs / 1000)));
+}
+
+const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('now' in event ? Math.max(context.now, event.now) : context.now);
+
+
+
+export const voiceCallMachine = setup({
+  types: {
+    context: {} as VoiceCallContext,
+    events: {} as VoiceCallEvent,
+    input: {} as VoiceCallInput,
+    emitted: {} as ControlReply,
+  },
+  actors: {
+    dial: fromPromise<DialOutput, DialInput>(async () => {
+      throw new Error('voice call: dial not provided');
+    }),
+    notifyAnswered: fromPromise<void, NotifyInput>(async () => {
+      throw new Error('voice call: notifyAnswered not provided');
+    }),
+    finish: fromPromise<FinishOutput, FinishInput>(async () => {
+      throw new Error('voice call: finish not provided');
+    }),
+  },
+  delays: {
+    ringDeadline: ({ context }) => Math.max(0, context.createdAt + context.ringTimeoutMs - context.now),
+    callDeadline: ({ context }) => Math.max(0, (context.answeredAt ?? context.now) + context.maxDurationMs - context.now),
+  },
+  actions: {
+    /** The call ends now (the event's time) with this status and reason. */
+    end: assign(({ context, event }, params: { status: FinalStatus; reason: EndReason }) => ({ now: nowOf(context, event), ending: params, endedAt: nowOf(context, event) })),
+    // The answer to a control (`ask`): taken, or refused as the call stands.
+    accepted: emit(({ context }) => ({ type: 'control.result' as const, ok: true, status: context.status })),
+    refused: emit(({ context }) => ({ type: 'control.result' as const, ok: false, status: context.status })),
+  },
+  guards: {
+    finalizing: ({ event }) => event.type === 'runtime.resumed' && event.mode === 'finalize',
+  },
+}).createMachine({
+  id: 'voice-call',
+  context: ({ input }) => ({
+    ...input,
+    status: 'dialing' as CallStatus,
+    endReason: null,
+    now: input.createdAt,
+    carrierCallId: null,
+    dialStartedAt: input.createdAt,
+    ringingAt: null,
+    answeredAt: null,
+    endedAt: null,
+    lastAliveAt: null,
+    ending: null,
+    billedSeconds: null,
+    costMicrocents: null,
+    turns: [],
+    droppedTurns: 0,
+    actions: [],
+    agentState: null,
+    latencies: [],
+    interruptions: 0,
+  }),
+  initial: 'connecting',
+  on: {
+    // Refused wherever a state does not take them.
+    'api.cancel': { actions: 'refused' },
+    'api.hangup': { actions: 'refused' },
+  },
+  states: {
+    connecting: {
+      initial: 'dialing',
+      invoke: {
+        id: 'dial',
+        src: 'dial',
+        input: ({ context }) => ({ callId: context.callId, to: context.to, from: context.from, ringTimeoutMs: context.ringTimeoutMs, maxDurationMs: context.maxDurationMs, spec: context.spec }),
+        onDone: { actions: assign(({ context, event }) => ({ carrierCallId: event.output.carrierCallId ?? context.carrierCallId })) },
+        onError: { target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'carrier_unavailable' } } },
+      },
+      after: { ringDeadline: { target: 'ending', actions: assign(({ context }) => ({ ending: { status: 'no_answer' as const, reason: 'ring_timeout' as const }, endedAt: context.createdAt + context.ringTimeoutMs })) } },
+      on: {
+        'carrier.answered': {
+          target: 'in_progress',
+          actions: assign(({ context, event }) => ({ now: nowOf(context, event), answeredAt: event.now, lastAliveAt: event.now, status: 'in_progress' as const })),
+        },
+        'carrier.ended': {
+          target: 'ending',
+          actions: assign(({ context, event }) => {
+            const status = event.status ?? 'failed';
+            const reason = event.reason ?? (status === 'busy' ? 'dial_busy' : status === 'no_answer' ? 'ring_timeout' : 'dial_failed');
+            return { now: nowOf(context, event), ending: { status, reason }, endedAt: nowOf(context, event) };
+          }),
+        },
+        'api.cancel': { target: 'ending', actions: [{ type: 'end', params: { status: 'canceled', reason: 'api_hangup' } }, 'accepted'] },
+        'media.ending': { target: 'ending', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ending: { status: 'failed' as const, reason: event.reason }, endedAt: nowOf(context, event) })) },
+        'runtime.resumed': [
+          { guard: 'finalizing', target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'gateway_restart' } } },
+          // This instance kept the media: the same state again, its deadline re-armed from `now`.
+          { target: 'connecting', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
+        ],
+      },
+      states: {
+        dialing: {
+          on: {
+            'carrier.ringing': { target: 'ringing', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ringingAt: event.now, status: 'ringing' as const })) },
+          },
+        },
+        ringing: {},
+      },
+    },
+    in_progress: {
+      invoke: {
+        id: 'notifyAnswered',
+        src: 'notifyAnswered',
+        input: ({ context }) => ({ callId: context.callId, model: context.model, to: context.to, answeredAt: context.answeredAt!, spec: context.spec }),
+        // The event is in the durable outbox or it is not: a failure to write it does not end the call.
+        onError: {},
+      },
+      after: { callDeadline: { target: 'ending', actions: assign(({ context }) => ({ ending: { status: 'completed' as const, reason: context.creditLimited ? ('insufficient_credit' as const) : ('max_duration' as const) }, endedAt: context.answeredAt! + context.maxDurationMs })) } },
+      on: {
+        'carrier.ended': { target: 'ending', actions: { type: 'end', params: { status: 'completed', reason: 'callee_hangup' } } },
+        'api.hangup': { target: 'ending', actions: [{ type: 'end', params: { status: 'completed', reason: 'api_hangup' } }, 'accepted'] },
+        'media.ending': { target: 'ending', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ending: { status: 'completed' as const, reason: event.reason }, endedAt: nowOf(context, event) })) },
+        'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
+        turn: {
+          actions: assign(({ context, event }) => {
+            const full = context.turns.length >= MAX_TURNS;
+            return {
+              now: nowOf(context, event),
+              lastAliveAt: event.now,
+              turns: full ? context.turns : [...context.turns, event.turn],
+              droppedTurns: context.droppedTurns + (full ? 1 : 0),
+              latencies: event.latencyMs === undefined ? context.latencies : [...context.latencies, event.latencyMs].slice(-MAX_LATENCIES),
+              interruptions: context.interruptions + (event.interrupted ? 1 : 0),
+              agentState: event.agentState ?? context.agentState,
+            };
+          }),
+        },
+        action: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), actions: [...context.actions, event.action].slice(-50) })) },
+        'runtime.resumed': [
+          {
+            // The media died with its instance: the call ends where the last heartbeat saw it alive.
+            guard: 'finalizing',
+            target: 'ending',
+            actions: assign(({ context, event }) => ({ now: nowOf(context, event), ending: { status: 'completed' as const, reason: 'gateway_restart' as const }, endedAt: context.lastAliveAt ?? context.answeredAt })),
+          },
+          { target: 'in_progress', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
+        ],
+      },
+    },
+    ending: {
+      entry: assign(({ context }) => ({ status: context.ending!.status, endReason: context.ending!.reason, billedSeconds: billableSeconds(context.answeredAt, context.endedAt ?? context.now, context.maxDurationMs) })),
+      invoke: {
+        id: 'finish',
+        src: 'finish',
+        input: ({ context }) => ({
+          callId: context.callId,
+          carrierCallId: context.carrierCallId,
+          account: context.account,
+          model: context.model,
+          status: context.ending!.status,
+          reason: context.ending!.reason,
+          answeredAt: context.answeredAt,
+          endedAt: context.endedAt ?? context.now,
+          billedSeconds: context.billedSeconds ?? 0,
+          spec: context.spec,
+        }),
+        onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents })) },
+        // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
+        onError: { target: 'ended' },
+      },
+      on: {
+        // Late news changes nothing: the call is over (still recorded, for the transcript's end).
+        turn: { actions: assign(({ context, event }) => ({ turns: context.turns.length >= MAX_TURNS ? context.turns : [...context.turns, event.turn] })) },
+      },
+    },
+    ended: { type: 'final' },
+  },
+});

@@ -1,0 +1,208 @@
+// Outbound AI voice calls (scope `voice`): the routes translate only; the rules are src/voice/service.ts.
+//   POST /v1/voice/call                 → 202 a call (queued); Idempotency-Key for 24 h
+//   GET  /v1/voice/calls[/{id}]         the caller's calls (another account's: 404)
+//   POST /v1/voice/calls/{id}/cancel    before the answer (billed 0)
+//   POST /v1/voice/calls/{id}/hangup    in progress (end_reason api_hangup)
+//   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's signed status callback
+// The carriers' media streams are the WebSocket edge's (src/ws/voice.ts).
+import { Type, type TSchema } from 'typebox';
+import type { App, AppDeps } from '../types.ts';
+import { principalOf, requireApiKey } from '../auth.ts';
+import { errors, FreeText, KeyString } from '../schemas.ts';
+import { Limit, limitOf } from '../pages.ts';
+import { ApiError } from '../../errors.ts';
+import { CALL_STATUSES, type CallStatus } from '../../../machines/voice-call.machine.ts';
+import type { VoiceCallBody } from '../../voice/service.ts';
+
+const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
+const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
+const StringMap = (maxKeys: number, maxChars: number) =>
+  Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), FreeText(maxChars), { maxProperties: maxKeys });
+
+export const VoiceCallBodySchema = Closed({
+  model: KeyString(200),
+  to: Type.String({ minLength: 1, maxLength: 32 }),
+  from: Type.Optional(Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$' })),
+  agent: Type.Optional(
+    Type.Union([
+      Closed({ type: Type.Literal('intent'), intent_model: KeyString(200) }),
+      Closed({ type: Type.Literal('llm'), llm_model: KeyString(200), system_prompt: FreeText(8000) }),
+      Closed({ type: Type.Literal('hybrid'), intent_model: KeyString(200), llm_model: KeyString(200), system_prompt: FreeText(8000) }),
+    ]),
+  ),
+  language: Type.Optional(Lang),
+  voice: Type.Optional(KeyString(128)),
+  first_message: Type.Optional(
+    Closed({
+      response_id: Type.Optional(Type.String({ pattern: '^[A-Z][A-Z0-9_.]{0,127}$' })),
+      text: Type.Optional(FreeText(1000)),
+      mode: Type.Optional(Type.Union([Type.Literal('agent_first'), Type.Literal('wait_for_callee'), Type.Literal('after_silence')])),
+    }),
+  ),
+  variables: Type.Optional(StringMap(50, 500)),
+  max_duration_seconds: Type.Optional(Type.Integer({ minimum: 30, maximum: 3600 })),
+  ring_timeout_seconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 120 })),
+  idle: Type.Optional(Closed({ prompt_after_ms: Type.Optional(Type.Integer({ minimum: 1000, maximum: 60_000 })), max_prompts: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })) })),
+  turn: Type.Optional(
+    Closed({
+      endpointing_ms: Type.Optional(Closed({ min: Type.Optional(Type.Integer({ minimum: 100, maximum: 5000 })), max: Type.Optional(Type.Integer({ minimum: 100, maximum: 10_000 })) })),
+      interruption: Type.Optional(
+        Closed({
+          enabled: Type.Optional(Type.Boolean()),
+          min_speech_ms: Type.Optional(Type.Integer({ minimum: 20, maximum: 5000 })),
+          ignore: Type.Optional(Type.Array(FreeText(40), { maxItems: 50 })),
+        }),
+      ),
+    }),
+  ),
+  webhook_id: Type.Optional(KeyString(64)),
+  metadata: Type.Optional(StringMap(16, 500)),
+});
+
+const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
+const Turn = Type.Object({
+  role: Type.String(),
+  text: Type.String(),
+  heard_text: Type.Optional(Type.String()),
+  interrupted: Type.Optional(Type.Boolean()),
+  start: Type.Number(),
+  end: Type.Number(),
+  response_id: Type.Optional(Type.String()),
+  intent: Type.Optional(Nullable(Type.String())),
+  entities: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()]))),
+  dtmf: Type.Optional(Type.String()),
+});
+const Call = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('voice.call'),
+  status: Type.String(),
+  model: Type.String(),
+  to: Type.String(),
+  from: Nullable(Type.String()),
+  created_at: Type.Integer(),
+  max_duration_seconds: Type.Integer(),
+  metadata: Type.Record(Type.String(), Type.String()),
+  end_reason: Type.Optional(Nullable(Type.String())),
+  dial_started_at: Type.Optional(Nullable(Type.Integer())),
+  ringing_at: Type.Optional(Nullable(Type.Integer())),
+  answered_at: Type.Optional(Nullable(Type.Integer())),
+  ended_at: Type.Optional(Nullable(Type.Integer())),
+  duration_seconds: Type.Optional(Nullable(Type.Number())),
+  billed_seconds: Type.Optional(Nullable(Type.Integer())),
+  cost_cents: Type.Optional(Nullable(Type.Number())),
+  transcript: Type.Optional(Type.Array(Turn)),
+  outcome: Type.Optional(
+    Type.Object({
+      actions: Type.Array(Type.Object({ action: Type.String(), intent: Nullable(Type.String()), entities: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()])), at: Type.Number() })),
+      final_state: Nullable(Type.String()),
+    }),
+  ),
+  metrics: Type.Optional(
+    Type.Object({ turn_latency_ms: Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) }), interruptions: Type.Integer(), turns: Type.Integer() }),
+  ),
+});
+const CallId = Type.Object({ id: KeyString(64) });
+const IdempotencyKey = Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' });
+
+export function registerVoiceRoutes(app: App, deps: AppDeps): void {
+  const payer = async (req: Parameters<typeof principalOf>[0]) => (await deps.services.billing.payerFor(principalOf(req))).walletId;
+
+  app.post(
+    '/v1/voice/call',
+    {
+      preHandler: requireApiKey(deps, 'voice'),
+      schema: {
+        tags: ['v1'], summary: 'Place an outbound AI voice call', security: [{ apiKey: [] }],
+        body: VoiceCallBodySchema,
+        headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) }),
+        response: { 200: Call, 202: Call, ...errors(400, 401, 402, 403, 404, 409, 429, 503) },
+      },
+    },
+    async (req, reply) => {
+      const key = req.headers['idempotency-key'];
+      const { created, call } = await deps.services.voice.create(principalOf(req), req.body as VoiceCallBody, typeof key === 'string' ? key : undefined, req.id);
+      // The same key and body again: the same call, as it stands now (200), not a new one.
+      return reply.code(created ? 202 : 200).header('location', `/v1/voice/calls/${call.id}`).send(call);
+    },
+  );
+
+  app.get(
+    '/v1/voice/calls/:id',
+    { preHandler: requireApiKey(deps, 'voice'), schema: { tags: ['v1'], summary: 'A call, its transcript, outcome and cost', security: [{ apiKey: [] }], params: CallId, response: { 200: Call, ...errors(401, 403, 404) } } },
+    async (req) => deps.services.voice.get(await payer(req), (req.params as { id: string }).id),
+  );
+
+  app.get(
+    '/v1/voice/calls',
+    {
+      preHandler: requireApiKey(deps, 'voice'),
+      schema: {
+        tags: ['v1'], summary: "The caller's calls, newest first (cursor pagination)", security: [{ apiKey: [] }],
+        querystring: Type.Object(
+          {
+            limit: Limit,
+            after: Type.Optional(KeyString(64)),
+            status: Type.Optional(Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)))),
+            /** Unix seconds: calls changed after it (to reconcile missed webhooks). */
+            updated_after: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Call), has_more: Type.Boolean(), first_id: Nullable(Type.String()), last_id: Nullable(Type.String()) }),
+          ...errors(400, 401, 403),
+        },
+      },
+    },
+    async (req) => {
+      const q = req.query as { limit?: string; after?: string; status?: CallStatus; updated_after?: string };
+      return deps.services.voice.list(await payer(req), {
+        limit: limitOf(q),
+        ...(q.after ? { after: q.after } : {}),
+        ...(q.status ? { status: q.status } : {}),
+        ...(q.updated_after ? { updatedAfter: Number(q.updated_after) * 1000 } : {}),
+      });
+    },
+  );
+
+  // Carriers' status callbacks: no API key (the carrier calls); the signature decides. Form-encoded,
+  // as Twilio posts them: parsed in this scope only, kept as ordered pairs for the signature.
+  void app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
+      done(null, [...new URLSearchParams(body as string)]);
+    });
+    scope.post(
+      '/v1/voice/calls/:id/callback/:provider',
+      {
+        schema: {
+          tags: ['v1'], summary: "A carrier's status callback (authenticated by its signature)",
+          params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
+          response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404) },
+        },
+      },
+      async (req) => {
+        const { id, provider } = req.params as { id: string; provider: string };
+        const params = Array.isArray(req.body) ? (req.body as [string, string][]) : [];
+        const signature = req.headers['x-twilio-signature'];
+        return deps.services.voice.carrierCallback(id, provider, params, typeof signature === 'string' ? signature : undefined, req.url);
+      },
+    );
+  });
+
+  for (const what of ['cancel', 'hangup'] as const) {
+    app.post(
+      `/v1/voice/calls/:id/${what}`,
+      {
+        preHandler: requireApiKey(deps, 'voice'),
+        schema: {
+          tags: ['v1'], summary: what === 'cancel' ? 'Cancel a call not answered yet (billed 0)' : 'Hang up a call in progress', security: [{ apiKey: [] }],
+          params: CallId, response: { 200: Call, ...errors(401, 403, 404, 409) },
+        },
+      },
+      async (req) => {
+        if (req.body !== undefined && req.body !== null && Object.keys(req.body as object).length > 0) throw new ApiError('invalid_request', `${what} takes no body.`);
+        return deps.services.voice.control(await payer(req), (req.params as { id: string }).id, what);
+      },
+    );
+  }
+}

@@ -1,0 +1,300 @@
+// The `simulator` carrier: a simulated callee, so calls run with no telephony account (the seeded
+// `voice-local` model, and the tests). It behaves as a carrier does from the gateway's side: it
+// reports ringing and an answer (or busy, no answer, failure) after the script's delay, then opens
+// a real WebSocket to the call's stream URL and speaks Twilio's Media Streams protocol over it
+// (`connected`, `start` with the call's customParameters, `media` base64 μ-law 8 kHz in 20 ms frames
+// paced in real time, `dtmf`, `mark` echoes, `stop`). What the gateway sends is "played" at
+// 160 bytes per 20 ms; a `mark` is echoed once the audio queued before it has played, or at once
+// when a `clear` drops that audio (as Twilio does).
+//
+// The callee follows its script (config `voice.simulator.callees`, the first whose `to` matches):
+// `say` (text spoken by espeak-ng, through the speech engine given as `speak`), `silence_ms`,
+// `dtmf`, `wait_agent` (`done`: the agent's reply played and `ms` of quiet after it; `speaking`:
+// the agent has been playing for `ms`, so a `say` next barges in), `hangup`. When its steps run out
+// it stays on the line, silent, until the gateway hangs up.
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import WebSocket from 'ws';
+import type { CalleeScript } from '../../config.ts';
+import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
+
+const FRAME_BYTES = 160; // 20 ms of 8 kHz μ-law
+const FRAME_MS = 20;
+const MULAW_SILENCE = 0xff;
+/** Frames without agent audio before its reply counts as over (200 ms: a late frame is not an end). */
+const GAP_FRAMES = 10;
+/** A `wait_agent` that the agent never satisfies gives up after this (the script goes on). */
+const WAIT_LIMIT_MS = 30_000;
+
+export interface SimulatorOptions {
+  callees: readonly CalleeScript[];
+  /** Speech for a `say` step: 8 kHz μ-law (the tts-local engine, espeak-ng). */
+  speak(text: string, voice: string): Promise<Buffer>;
+  logger: Logger;
+}
+
+/** The script for a dialled number: the first callee whose `to` is it, or `*`. */
+export function calleeFor(callees: readonly CalleeScript[], to: string): CalleeScript {
+  return callees.find((c) => c.to === to) ?? callees.find((c) => c.to === '*') ?? { to: '*', answer: 'answer', steps: [] };
+}
+
+export function simulatorCarrier(opts: SimulatorOptions): Carrier {
+  const calls = new Map<string, SimulatedCall>();
+  return {
+    async dial(req, events) {
+      const id = `SIM${randomBytes(12).toString('hex')}`;
+      const call = new SimulatedCall(id, req, calleeFor(opts.callees, req.to), events, opts, () => calls.delete(id));
+      calls.set(id, call);
+      call.start();
+      return id;
+    },
+    async hangup(id) {
+      calls.get(id)?.hangup();
+    },
+  };
+}
+
+class SimulatedCall {
+  private ws: WebSocket | null = null;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private over = false;
+  private streamSid = `MZ${randomBytes(16).toString('hex')}`;
+  private seq = 0;
+  /** Our speech waiting to be sent, and the agent's audio waiting to "play". */
+  private speech: Buffer[] = [];
+  private playing: Buffer[] = [];
+  private playedBytes = 0;
+  private queuedBytes = 0;
+  private marks: { name: string; at: number }[] = [];
+  /** When the agent's current audio began playing and when it last stopped (epoch ms). */
+  private agentSince: number | null = null;
+  private agentQuietSince = Date.now();
+  private agentSpokeAfter = 0;
+  /** Frames played with nothing from the agent since its last audio (a short gap is jitter, not the end). */
+  private emptyFrames = 0;
+  private pacer: NodeJS.Timeout | null = null;
+  private readonly abort = new AbortController();
+
+  constructor(
+    readonly id: string,
+    private readonly req: DialRequest,
+    private readonly script: CalleeScript,
+    private readonly events: CarrierEvents,
+    private readonly opts: SimulatorOptions,
+    private readonly forget: () => void,
+  ) {}
+
+  /** The script's speech, rendered while it rings (a `say` then starts at once, as a person speaks). */
+  private readonly spoken = new Map<string, Promise<Buffer>>();
+
+  start(): void {
+    for (const step of this.script.steps) {
+      if (!('say' in step)) continue;
+      const key = `${step.voice ?? 'en-us'}:${step.say}`;
+      if (!this.spoken.has(key)) {
+        const audio = this.opts.speak(step.say, step.voice ?? 'en-us');
+        audio.catch(() => undefined); // reported when the step runs
+        this.spoken.set(key, audio);
+      }
+    }
+    this.later(10, () => this.events.ringing());
+    this.later(this.script.ring_ms ?? 1000, () => {
+      switch (this.script.answer) {
+        case 'busy':
+          return this.end({ status: 'busy' });
+        case 'fail':
+          return this.end({ status: 'failed' });
+        case 'no_answer':
+          return; // it rings until the gateway gives up (ring timeout) or hangs up
+        default:
+          this.events.answered();
+          if (this.script.stream !== false) this.connect();
+      }
+    });
+  }
+
+  /** The gateway hung up (or cancelled): the line and the stream close; no news is sent back. */
+  hangup(): void {
+    if (this.over) return;
+    this.finish();
+  }
+
+  private later(ms: number, work: () => void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      if (!this.over) work();
+    }, ms);
+    this.timers.add(t);
+  }
+
+  private end(outcome: Parameters<CarrierEvents['ended']>[0]): void {
+    if (this.over) return;
+    this.finish();
+    this.events.ended(outcome);
+  }
+
+  private finish(): void {
+    this.over = true;
+    this.abort.abort();
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    if (this.pacer) clearInterval(this.pacer);
+    const ws = this.ws;
+    if (ws && ws.readyState === WebSocket.OPEN) {
+      this.send({ event: 'stop', stop: { accountSid: 'ACsimulator', callSid: this.id } });
+      ws.close(1000);
+    } else ws?.terminate();
+    this.forget();
+  }
+
+  private send(frame: Record<string, unknown>): void {
+    if (this.ws?.readyState !== WebSocket.OPEN) return;
+    this.seq += 1;
+    this.ws.send(JSON.stringify({ ...frame, sequenceNumber: String(this.seq), streamSid: this.streamSid }));
+  }
+
+  private connect(): void {
+    const ws = new WebSocket(this.req.streamUrl, { perMessageDeflate: false });
+    this.ws = ws;
+    ws.on('error', (err) => this.opts.logger.debug({ err, call_sid: this.id }, 'simulated callee: stream error'));
+    ws.on('close', () => {
+      // The gateway closed the stream without hanging up: the line drops.
+      if (!this.over) this.end({});
+    });
+    ws.on('open', () => {
+      ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
+      this.send({
+        event: 'start',
+        start: {
+          streamSid: this.streamSid,
+          accountSid: 'ACsimulator',
+          callSid: this.id,
+          tracks: ['inbound'],
+          customParameters: this.req.streamParameters,
+          mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+        },
+      });
+      this.pace();
+      void this.run().catch((err: unknown) => this.opts.logger.warn({ err, call_sid: this.id }, 'simulated callee: script failed'));
+    });
+    ws.on('message', (data, binary) => {
+      if (binary) return;
+      let m: { event?: string; media?: { payload?: string }; mark?: { name?: string } };
+      try {
+        m = JSON.parse(String(data)) as typeof m;
+      } catch {
+        return;
+      }
+      if (m.event === 'media' && typeof m.media?.payload === 'string') {
+        const bytes = Buffer.from(m.media.payload, 'base64');
+        this.playing.push(bytes);
+        this.queuedBytes += bytes.length;
+      } else if (m.event === 'mark' && typeof m.mark?.name === 'string') {
+        this.marks.push({ name: m.mark.name, at: this.queuedBytes });
+        this.echoMarks();
+      } else if (m.event === 'clear') {
+        // The queued audio is dropped; its marks come back at once.
+        this.playing = [];
+        this.queuedBytes = this.playedBytes;
+        for (const mark of this.marks) this.send({ event: 'mark', mark: { name: mark.name } });
+        this.marks = [];
+        this.agentStopped();
+        this.agentQuietSince = Date.now();
+      }
+    });
+  }
+
+  /** Every 20 ms of wall time: one frame of ours out (speech or silence), one frame of theirs played. */
+  private pace(): void {
+    const started = Date.now();
+    let frames = 0;
+    this.pacer = setInterval(() => {
+      const due = Math.floor((Date.now() - started) / FRAME_MS);
+      for (; frames < due && !this.over; frames++) {
+        this.send({ event: 'media', media: { track: 'inbound', chunk: String(frames + 1), timestamp: String(frames * FRAME_MS), payload: this.nextFrame().toString('base64') } });
+        this.play();
+      }
+    }, FRAME_MS);
+  }
+
+  private nextFrame(): Buffer {
+    const out = Buffer.alloc(FRAME_BYTES, MULAW_SILENCE);
+    let filled = 0;
+    while (filled < FRAME_BYTES && this.speech.length > 0) {
+      const head = this.speech[0]!;
+      const n = Math.min(head.length, FRAME_BYTES - filled);
+      head.copy(out, filled, 0, n);
+      filled += n;
+      if (n === head.length) this.speech.shift();
+      else this.speech[0] = head.subarray(n);
+    }
+    return out;
+  }
+
+  private play(): void {
+    let left = FRAME_BYTES;
+    while (left > 0 && this.playing.length > 0) {
+      const head = this.playing[0]!;
+      const n = Math.min(head.length, left);
+      left -= n;
+      this.playedBytes += n;
+      if (n === head.length) this.playing.shift();
+      else this.playing[0] = head.subarray(n);
+    }
+    if (left < FRAME_BYTES) {
+      this.emptyFrames = 0;
+      this.agentQuietSince = Date.now();
+      if (this.agentSince === null) {
+        this.agentSince = Date.now();
+        this.agentSpokeAfter += 1;
+      }
+    } else if (this.agentSince !== null && ++this.emptyFrames >= GAP_FRAMES) this.agentStopped();
+    this.echoMarks();
+  }
+
+  private agentStopped(): void {
+    if (this.agentSince === null) return;
+    this.agentSince = null;
+  }
+
+  private echoMarks(): void {
+    while (this.marks.length > 0 && this.marks[0]!.at <= this.playedBytes) this.send({ event: 'mark', mark: { name: this.marks.shift()!.name } });
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    for (const step of this.script.steps) {
+      if (this.over) return;
+      if ('say' in step) {
+        const audio = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
+        if (this.over) return;
+        this.speech.push(audio);
+        await this.until(() => this.speech.length === 0, signal, 600_000);
+      } else if ('silence_ms' in step) {
+        await sleep(step.silence_ms, undefined, { signal }).catch(() => undefined);
+      } else if ('dtmf' in step) {
+        for (const digit of step.dtmf) {
+          this.send({ event: 'dtmf', dtmf: { track: 'inbound_track', digit } });
+          await sleep(100, undefined, { signal }).catch(() => undefined);
+        }
+      } else if ('wait_agent' in step) {
+        const ms = step.ms ?? 0;
+        if (step.wait_agent === 'speaking') {
+          await this.until(() => this.agentSince !== null && Date.now() - this.agentSince >= ms, signal, WAIT_LIMIT_MS);
+        } else {
+          // A reply that started after this step (or is playing now), then `ms` of quiet.
+          const spoken = this.agentSince !== null ? this.agentSpokeAfter - 1 : this.agentSpokeAfter;
+          await this.until(() => this.agentSpokeAfter > spoken && this.agentSince === null && Date.now() - this.agentQuietSince >= ms, signal, WAIT_LIMIT_MS);
+        }
+      } else if ('hangup' in step) {
+        return this.end({});
+      }
+    }
+  }
+
+  private async until(ready: () => boolean, signal: AbortSignal, limitMs: number): Promise<void> {
+    const deadline = Date.now() + limitMs;
+    while (!ready() && !signal.aborted && Date.now() < deadline) await sleep(FRAME_MS);
+  }
+}

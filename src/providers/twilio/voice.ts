@@ -1,0 +1,104 @@
+// The `twilio` carrier: a call is placed with Twilio's REST API (`POST …/Calls.json`, form-encoded,
+// Basic auth account SID : auth token) whose inline TwiML connects the answered call to the
+// gateway's media stream (`<Connect><Stream url>` with the call id and its one-time token as
+// `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
+// callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
+// Status=completed`. The media itself is Twilio's Media Streams protocol, which src/ws/voice.ts speaks.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
+
+export const TWILIO_API = 'https://api.twilio.com';
+
+export interface TwilioRoute {
+  baseUrl: string;
+  accountSid: string;
+  /** The auth token (the route's api_key). */
+  authToken: string;
+  from: string;
+}
+
+const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The TwiML that connects the answered call to the gateway's media stream. */
+export function streamTwiml(req: DialRequest): string {
+  const params = Object.entries(req.streamParameters)
+    .map(([name, value]) => `<Parameter name="${xml(name)}" value="${xml(value)}"/>`)
+    .join('');
+  return `<Response><Connect><Stream url="${xml(req.streamUrl)}">${params}</Stream></Connect></Response>`;
+}
+
+/**
+ * Twilio's request signature: base64(HMAC-SHA1(auth token, the full URL + each POST parameter's
+ * name and value, sorted by name)).
+ */
+export function twilioSignature(authToken: string, url: string, params: readonly [string, string][]): string {
+  const sorted = [...params].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHmac('sha1', authToken).update(url + sorted.map(([k, v]) => k + v).join('')).digest('base64');
+}
+
+/** Whether `signature` (X-Twilio-Signature) signs this callback; compared in constant time. */
+export function verifySignature(authToken: string, url: string, params: readonly [string, string][], signature: string): boolean {
+  const expected = Buffer.from(twilioSignature(authToken, url, params));
+  const given = Buffer.from(signature);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+export type StatusNews = { kind: 'ringing' } | { kind: 'answered' } | { kind: 'ended'; outcome: Parameters<CarrierEvents['ended']>[0]; durationS: number } | { kind: 'ignored' };
+
+/** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore). */
+export function parseStatusCallback(params: ReadonlyMap<string, string>): StatusNews {
+  const duration = Number(params.get('CallDuration') ?? '0');
+  switch (params.get('CallStatus')) {
+    case 'ringing':
+      return { kind: 'ringing' };
+    case 'in-progress':
+      return { kind: 'answered' };
+    case 'completed':
+      return { kind: 'ended', outcome: {}, durationS: Number.isFinite(duration) ? duration : 0 };
+    case 'busy':
+      return { kind: 'ended', outcome: { status: 'busy' }, durationS: 0 };
+    case 'no-answer':
+      return { kind: 'ended', outcome: { status: 'no_answer' }, durationS: 0 };
+    case 'failed':
+      return { kind: 'ended', outcome: { status: 'failed' }, durationS: 0 };
+    default:
+      return { kind: 'ignored' }; // queued, initiated, canceled (ours)
+  }
+}
+
+export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: string): string; timeoutMs?: number }): Carrier {
+  const base = `${route.baseUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}`;
+  const auth = `Basic ${Buffer.from(`${route.accountSid}:${route.authToken}`).toString('base64')}`;
+  const post = async (path: string, form: URLSearchParams): Promise<Record<string, unknown>> => {
+    const res = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+      redirect: 'error',
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`twilio answered ${res.status}: ${text.slice(0, 200)}`);
+    return JSON.parse(text) as Record<string, unknown>;
+  };
+  return {
+    async dial(req) {
+      const form = new URLSearchParams({
+        To: req.to,
+        From: req.from ?? route.from,
+        Twiml: streamTwiml(req),
+        StatusCallback: opts.callbackUrl(req.callId),
+        StatusCallbackMethod: 'POST',
+        Timeout: String(Math.ceil(req.ringTimeoutMs / 1000)),
+        TimeLimit: String(Math.ceil(req.maxDurationMs / 1000)),
+      });
+      for (const e of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', e);
+      const call = await post('/Calls.json', form);
+      if (typeof call.sid !== 'string') throw new Error('twilio answered no call sid');
+      return call.sid;
+    },
+    async hangup(sid) {
+      await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+    },
+  };
+}

@@ -1,0 +1,153 @@
+// The voice-call actor kind: the machine (machines/voice-call.machine.ts) with its effects bound to
+// the call's carrier and media (its in-memory resources: src/voice/media.ts), the Meter and the
+// webhook outbox. Once-only steps, keyed by call, so a replay after kill -9 or a takeover neither
+// dials, charges nor notifies twice:
+//   dial            the carrier asked to place the call (its call id recorded)
+//   notify:answered the call.answered event
+//   charge          the reservation settled for the answered seconds (released when none)
+//   notify:ended    the call.ended event
+// Checkpointed: written when the state moves and on the durable events (an end of any kind, a
+// control), otherwise at most every `checkpointMs` (heartbeats and turns). `onOrphan: 'finalize'`:
+// a call whose instance died has lost its media (the socket died with the process), so the restored
+// actor ends it with `gateway_restart`, billed up to its last checkpointed heartbeat.
+import { fromPromise } from 'xstate';
+import type { ActorKind, ActorKindContext, ActorResources } from '../actors/kinds.ts';
+import type { Hold, Payer } from '../billing/types.ts';
+import type { Meter } from '../metering/meter.ts';
+import { priceOfSeconds } from '../billing/pricing.ts';
+import type { EventSink } from '../shared/events.ts';
+import {
+  voiceCallMachine,
+  version,
+  type DialInput,
+  type DialOutput,
+  type EndReason,
+  type FinishInput,
+  type FinishOutput,
+  type NotifyInput,
+  type VoiceCallContext,
+} from '../../machines/voice-call.machine.ts';
+
+export const VOICE_KIND = 'voice-call';
+
+/** What a call carries for its effects (the machine's `spec`): fixed at creation. */
+export interface CallSpecFields {
+  payer: Payer;
+  hold: Hold;
+  requestId: string;
+  startedAt: number;
+  pricePerMinuteCents: number;
+  language: string;
+  voice: string;
+  metadata: Record<string, string>;
+}
+
+/** The call's live side (carrier and media), as the effects see it: never persisted. */
+export interface CallResources extends ActorResources {
+  /** Asks the model's carriers (in route order) to place the call; resolves with `<route index>:<the carrier's id for it>`. */
+  dial(input: DialInput): Promise<string>;
+  /** The call ends (for `reason`): stop the media and hang up at the carrier if still up. Idempotent. */
+  hangup(reason: EndReason): Promise<void>;
+}
+
+export interface VoiceKindDeps {
+  meter: Pick<Meter, 'resume'>;
+  /**
+   * Hangs up a call at its carrier when this instance has no media for it (restored after its
+   * instance died): by the carrier's API, through the model's carrier route. Idempotent.
+   */
+  hangupOrphan?(model: string, carrierCallId: string): Promise<void>;
+  events: EventSink;
+  now(): number;
+  checkpointMs: number;
+  retainMs: number;
+}
+
+export type VoiceKind = ActorKind<typeof voiceCallMachine, CallResources>;
+
+/** The price of `seconds` at a voice model's per-minute price, µ¢. */
+export function callPrice(pricePerMinuteCents: number, seconds: number): number {
+  return priceOfSeconds({ cents_per_minute: pricePerMinuteCents }, seconds);
+}
+
+/** Statuses a call is still active in (counted against the account's concurrent calls). */
+export const isActiveStatus = (status: string): boolean => status === 'queued' || status === 'dialing' || status === 'ringing' || status === 'in_progress';
+
+export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
+  return {
+    kind: VOICE_KIND,
+    machine: voiceCallMachine,
+    version,
+    persistence: { mode: 'checkpoint', intervalMs: deps.checkpointMs, durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'media.ending', 'action'] },
+    onOrphan: 'finalize',
+    retainFinishedMs: deps.retainMs,
+    project: ({ context }) => {
+      const c = context as VoiceCallContext;
+      return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
+    },
+    indexes: [{ account: 1, order: -1 }, { account: 1, status: 1, order: -1 }, { account: 1, active: 1 }, { account: 1, updated_at: -1 }],
+    provide: (ctx) => effects(deps, ctx),
+  };
+}
+
+/** Newest first, ties by id: the list's cursor order. */
+export function orderKey(createdAt: number, callId: string): string {
+  return `${String(createdAt).padStart(15, '0')}:${callId}`;
+}
+
+function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
+  const specOf = (s: unknown) => s as CallSpecFields;
+  const owner = (spec: CallSpecFields) => ({ type: spec.payer.ownerType, id: spec.payer.ownerId });
+  return {
+    actors: {
+      dial: fromPromise<DialOutput, DialInput>(async ({ input }) => {
+        const done = await ctx.steps.done<string>('dial');
+        if (done !== undefined) return { carrierCallId: done, at: deps.now() };
+        const media = ctx.resources();
+        // Restored without its media (its instance died): nothing to dial here; the finalize follows.
+        if (!media) return { carrierCallId: null, at: deps.now() };
+        const carrierCallId = await ctx.steps.once('dial', () => media.dial(input));
+        return { carrierCallId, at: deps.now() };
+      }),
+      notifyAnswered: fromPromise<void, NotifyInput>(async ({ input }) => {
+        const spec = specOf(input.spec);
+        await ctx.steps.once('notify:answered', async () => {
+          const view = { call_id: input.callId, model: input.model, to: input.to, answered_at: Math.floor(input.answeredAt / 1000) };
+          await deps.events.emit({ event: 'call.answered', owner: owner(spec), fields: view });
+          return true;
+        });
+      }),
+      finish: fromPromise<FinishOutput, FinishInput>(async ({ input }) => {
+        const spec = specOf(input.spec);
+        const media = ctx.resources();
+        if (media) await media.hangup(input.reason);
+        else if (input.carrierCallId && deps.hangupOrphan) {
+          // The media died with its instance; the call may still be up at the carrier.
+          await deps.hangupOrphan(input.model, input.carrierCallId).catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
+        }
+        const cost = await ctx.steps.once('charge', async () => {
+          const call = deps.meter.resume({ payer: spec.payer, model: input.model, modelType: 'voice', hold: spec.hold, requestId: spec.requestId, startedAt: spec.startedAt });
+          if (input.billedSeconds === 0) {
+            await call.release('ok', { seconds: 0 });
+            return 0;
+          }
+          const price = Math.min(callPrice(spec.pricePerMinuteCents, input.billedSeconds), spec.hold.amountMicrocents);
+          await call.settle({ route: null, seconds: input.billedSeconds, costMicrocents: price, status: 'ok' });
+          return price;
+        });
+        await ctx.steps.once('notify:ended', async () => {
+          await deps.events.emit({
+            event: 'call.ended',
+            owner: owner(spec),
+            fields: { call_id: input.callId, model: input.model, status: input.status, end_reason: input.reason, billed_seconds: input.billedSeconds, cost_cents: centsOf(cost) },
+          });
+          return true;
+        });
+        return { costMicrocents: cost, at: deps.now() };
+      }),
+    },
+  };
+}
+
+/** µ¢ as cents for a client (fractions kept to the µ¢). */
+export const centsOf = (microcents: number): number => Math.round(microcents) / 1_000_000;

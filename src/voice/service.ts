@@ -1,0 +1,539 @@
+// Outbound AI voice calls (POST /v1/voice/call and the /v1/voice/calls endpoints): what the HTTP
+// edge calls. `create` does everything that can refuse with a status before a call exists: the
+// Idempotency-Key, the account's concurrent calls, the model and its rules (destination country,
+// language, voice, agent), KYC and the reservation through the Meter: min(max duration, what the
+// wallet affords) at the model's per-minute price, custodial (the call's actor settles it, after a
+// restart too). Then the call's actor is spawned with its live side (src/voice/media.ts) and dials.
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import type { ActorRuntime } from '../actors/runtime.ts';
+import type { ActorView } from '../actors/record.ts';
+import { ApiError, echo } from '../errors.ts';
+import type { Meter } from '../metering/meter.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import { voiceFeatures } from '../models/catalog.ts';
+import type { ModelDoc, RouteConfig } from '../models/types.ts';
+import { parseStatusCallback, verifySignature } from '../providers/twilio/voice.ts';
+import type { Payer } from '../billing/types.ts';
+import type { ApiKeyPrincipal } from '../identity/keys.ts';
+import type { IntentService } from '../intent/service.ts';
+import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
+import type { ResolvedRoute } from '../providers/types.ts';
+import type { VoiceDetectors } from '../speech/vad.ts';
+import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
+import { wavOf } from '../speech/wav.ts';
+import type { Store } from '../store/port.ts';
+import type { CallStatus, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
+import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
+import type { Carrier } from './carrier.ts';
+import { IdempotencyKeys } from './idempotency.ts';
+import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
+import { CallMedia } from './media.ts';
+import { Pacer } from './pacer.ts';
+
+export const DEFAULT_MAX_DURATION_SECONDS = 600;
+export const DEFAULT_RING_TIMEOUT_SECONDS = 30;
+/** A call the wallet cannot cover for this long is refused (402). */
+export const MIN_AFFORDABLE_SECONDS = 60;
+const DEFAULT_ENDPOINTING_MS = 700;
+/** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
+const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
+/** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
+const DEFAULT_MIN_SPEECH_MS = 400;
+const DEFAULT_IDLE_PROMPT_MS = 8000;
+/** How long a request waits for the call an identical one (same Idempotency-Key) is placing. */
+const IDEMPOTENT_WAIT_MS = 5000;
+const DEFAULT_IDLE_PROMPTS = 2;
+const DEFAULT_IGNORE = ['haan', 'ji', 'hmm', 'ok', 'achha'];
+
+export interface VoiceCallBody {
+  model: string;
+  to: string;
+  from?: string;
+  agent?: { type: 'intent'; intent_model: string } | { type: 'llm'; llm_model: string; system_prompt: string } | { type: 'hybrid'; intent_model: string; llm_model: string; system_prompt: string };
+  language?: string;
+  voice?: string;
+  first_message?: { response_id?: string; text?: string; mode?: 'agent_first' | 'wait_for_callee' | 'after_silence' };
+  variables?: Record<string, string>;
+  max_duration_seconds?: number;
+  ring_timeout_seconds?: number;
+  idle?: { prompt_after_ms?: number; max_prompts?: number };
+  turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
+  webhook_id?: string;
+  metadata?: Record<string, string>;
+}
+
+export interface VoiceCallObject {
+  id: string;
+  object: 'voice.call';
+  status: CallStatus;
+  model: string;
+  to: string;
+  from: string | null;
+  created_at: number;
+  max_duration_seconds: number;
+  metadata: Record<string, string>;
+  end_reason?: string | null;
+  dial_started_at?: number | null;
+  ringing_at?: number | null;
+  answered_at?: number | null;
+  ended_at?: number | null;
+  duration_seconds?: number | null;
+  billed_seconds?: number | null;
+  cost_cents?: number | null;
+  transcript?: VoiceCallContext['turns'];
+  outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
+  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };
+}
+
+export interface VoiceSettings {
+  maxConcurrentCalls: number;
+  mediaTimeoutMs: number;
+}
+
+export interface VoiceServiceDeps {
+  meter: Meter;
+  models: Pick<ModelCatalog, 'get' | 'resolve'>;
+  runtime: Pick<ActorRuntime, 'ref' | 'list' | 'spawn'>;
+  kind: VoiceKind;
+  store: Store;
+  /** The carrier for a model's route (its configuration and its resolved key); undefined: none in this build. */
+  carrier(config: RouteConfig, route: ResolvedRoute): Carrier | undefined;
+  /** Who pays for a key's calls (billing's rule: the organization's wallet while a member). */
+  payerFor(principal: ApiKeyPrincipal): Promise<Payer>;
+  /** What the payer's wallet can still hold, µ¢. */
+  available(payer: Payer): Promise<number>;
+  intent: Pick<IntentService, 'converse' | 'packOf'>;
+  audio: ResponseAudio;
+  router: Pick<UpstreamRouter, 'transcribe' | 'complete'>;
+  resolveRoutes(model: RoutedModel): ResolvedRoute[];
+  detectors(): Promise<VoiceDetectors>;
+  /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
+  baseUrl(): string;
+  keySecret: string;
+  settings: VoiceSettings;
+  logger: Logger;
+  now(): number;
+}
+
+/** What `check` settled about a call, before its hold. */
+interface Checked {
+  to: string;
+  language: string;
+  voice: string;
+  reservedSeconds: number;
+  maxSeconds: number;
+  stt: ModelDoc;
+  tts: ModelDoc;
+  /** The intent agent's model (intent and hybrid agents), and the LLM's (llm and hybrid). */
+  intentModel: ModelDoc | null;
+  llmModel: ModelDoc | null;
+  /** The model's routes this build can dial through, in order (their index among the model's routes). */
+  carriers: { route: number; carrier: Carrier }[];
+  price: number;
+}
+
+const CALL_ID = /^call_[0-9a-f]{24}$/;
+export const newCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
+
+export class VoiceCalls {
+  private readonly idempotency: IdempotencyKeys;
+  /** Creations in flight per account: the concurrency check and the spawn run one at a time. */
+  private readonly creating = new Map<string, Promise<unknown>>();
+  /** Live calls on this instance (their media). */
+  private readonly live = new Map<string, CallMedia>();
+  /** One playback clock for every call here. */
+  private readonly pacer = new Pacer();
+
+  constructor(private readonly deps: VoiceServiceDeps) {
+    this.idempotency = new IdempotencyKeys(deps.store, deps.now);
+  }
+
+  async init(): Promise<void> {
+    await this.idempotency.init();
+  }
+
+  /** A one-time token for the call's media stream (checked on its `start` frame). */
+  streamToken(callId: string): string {
+    return createHmac('sha256', this.deps.keySecret).update(`voice-stream:${callId}`).digest('base64url');
+  }
+
+  /** The live side of a call held here (the media stream edge attaches to it), or undefined. */
+  media(callId: string): CallMedia | undefined {
+    return this.live.get(callId);
+  }
+
+  async create(principal: ApiKeyPrincipal, body: VoiceCallBody, idempotencyKey: string | undefined, requestId: string): Promise<{ created: boolean; call: VoiceCallObject }> {
+    const payer = await this.deps.payerFor(principal);
+    const callId = newCallId();
+    if (idempotencyKey !== undefined) {
+      const claim = await this.idempotency.claim(payer.walletId, idempotencyKey, body, callId);
+      if (!claim.fresh) return { created: false, call: await this.placedBy(payer.walletId, claim.callId) };
+      try {
+        return { created: true, call: await this.serialized(payer.walletId, () => this.place(principal, payer, body, callId, requestId)) };
+      } catch (err) {
+        await claim.release().catch(() => undefined);
+        throw err;
+      }
+    }
+    return { created: true, call: await this.serialized(payer.walletId, () => this.place(principal, payer, body, callId, requestId)) };
+  }
+
+  /**
+   * The call an earlier request with the same key placed; that request may still be placing it
+   * (racing requests): waits for it a few seconds, then answers 409 conflict (retry).
+   */
+  private async placedBy(account: string, callId: string): Promise<VoiceCallObject> {
+    const deadline = this.deps.now() + IDEMPOTENT_WAIT_MS;
+    for (;;) {
+      try {
+        return await this.get(account, callId);
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.code !== 'not_found') throw err;
+        if (this.deps.now() >= deadline) throw new ApiError('conflict', 'A request with this Idempotency-Key is still placing its call; retry.', { headers: { 'retry-after': '1' } });
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  /** Runs `work` after the account's creations in flight (so each counts the calls before it). */
+  private async serialized<T>(account: string, work: () => Promise<T>): Promise<T> {
+    const before = this.creating.get(account) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(work);
+    this.creating.set(account, mine);
+    try {
+      return await mine;
+    } finally {
+      if (this.creating.get(account) === mine) this.creating.delete(account);
+    }
+  }
+
+  private async place(principal: ApiKeyPrincipal, payer: Payer, body: VoiceCallBody, callId: string, requestId: string): Promise<VoiceCallObject> {
+    const { settings } = this.deps;
+    const active = await this.deps.runtime.list(VOICE_KIND, { account: payer.walletId, active: true }, { limit: settings.maxConcurrentCalls });
+    if (active.length >= settings.maxConcurrentCalls) {
+      throw new ApiError('concurrency_limit_exceeded', `Your account has ${active.length} calls in progress, its limit; place this one when one ends.`, { headers: { 'retry-after': '30' } });
+    }
+    const call = await this.deps.meter.begin(principal, {
+      model: body.model,
+      type: 'voice',
+      requestId: callId,
+      check: (model, p) => this.check(model, p, body),
+      estimate: (_model, c) => c.price * c.reservedSeconds,
+      holdTtlMs: HOLD_TTL_MS,
+      custodial: true,
+    });
+    const c = call.checked;
+    const now = this.deps.now();
+    const ringTimeoutMs = (body.ring_timeout_seconds ?? DEFAULT_RING_TIMEOUT_SECONDS) * 1000;
+    const spec: CallSpecFields = {
+      payer: call.payer,
+      hold: call.hold,
+      requestId: callId,
+      startedAt: now,
+      pricePerMinuteCents: voiceFeatures(call.model).price_per_minute_cents,
+      language: c.language,
+      voice: c.voice,
+      metadata: body.metadata ?? {},
+    };
+    const input: VoiceCallInput = {
+      callId,
+      account: payer.walletId,
+      model: call.model._id,
+      to: c.to,
+      from: body.from ?? null,
+      createdAt: now,
+      maxDurationMs: c.reservedSeconds * 1000,
+      creditLimited: c.reservedSeconds < c.maxSeconds,
+      ringTimeoutMs,
+      spec: spec as unknown as Record<string, unknown>,
+    };
+    const media = this.mediaFor(callId, body, c);
+    this.live.set(callId, media);
+    try {
+      await this.deps.runtime.spawn(VOICE_KIND, callId, input, { resources: media });
+    } catch (err) {
+      this.live.delete(callId);
+      await call.release('error', { seconds: 0 }).catch(() => undefined);
+      throw err;
+    }
+    this.deps.logger.info({ call_id: callId, request_id: requestId, model: call.model._id, reserved_seconds: c.reservedSeconds }, 'voice call placed');
+    return {
+      id: callId,
+      object: 'voice.call',
+      status: 'queued',
+      model: call.model._id,
+      to: c.to,
+      from: body.from ?? null,
+      created_at: Math.floor(now / 1000),
+      max_duration_seconds: c.reservedSeconds,
+      metadata: body.metadata ?? {},
+    };
+  }
+
+  private mediaFor(callId: string, body: VoiceCallBody, c: Checked): CallMedia {
+    const log = this.deps.logger.child({ call_id: callId });
+    const base = this.deps.baseUrl().replace(/\/+$/, '').replace(/^http/, 'ws');
+    const interruption = body.turn?.interruption ?? {};
+    const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
+    const sttRoutes = this.deps.resolveRoutes(c.stt);
+    return new CallMedia({
+      callId,
+      carriers: c.carriers,
+      actor: this.deps.runtime.ref(this.deps.kind, callId),
+      streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
+      token: this.streamToken(callId),
+      agent: this.agentFor(callId, body, c),
+      detectors: this.deps.detectors,
+      recognise: async (samples, signal) => {
+        const wav = wavOf(samples, 8000);
+        const { result } = await this.deps.router.transcribe(
+          sttRoutes,
+          {
+            audio: { path: '', data: wav, filename: 'utterance.wav', contentType: 'audio/wav', bytes: wav.length, durationS: samples.length / 8000 },
+            mode: 'transcribe',
+            timestamps: ['segment'],
+            ...(sttLanguage ? { language: sttLanguage } : {}),
+          },
+          signal,
+        );
+        return result.text;
+      },
+      turn: {
+        endpointingMs: body.turn?.endpointing_ms?.min ?? DEFAULT_ENDPOINTING_MS,
+        interruption: {
+          enabled: interruption.enabled ?? true,
+          minSpeechMs: interruption.min_speech_ms ?? DEFAULT_MIN_SPEECH_MS,
+          ignore: (interruption.ignore ?? DEFAULT_IGNORE).map((w) => w.toLowerCase()),
+        },
+      },
+      mediaTimeoutMs: this.deps.settings.mediaTimeoutMs,
+      idle: { promptAfterMs: body.idle?.prompt_after_ms ?? DEFAULT_IDLE_PROMPT_MS, maxPrompts: body.idle?.max_prompts ?? DEFAULT_IDLE_PROMPTS },
+      log,
+      now: this.deps.now,
+      onDisposed: () => this.live.delete(callId),
+      pacer: this.pacer,
+    });
+  }
+
+  /** The call's agent: the pack's (intent), an LLM's (llm), or the pack's with an LLM for what it cannot classify (hybrid). */
+  private agentFor(callId: string, body: VoiceCallBody, c: Checked): CallAgent {
+    const common = { tts: c.tts, voice: c.voice, language: c.language, variables: body.variables ?? {}, audio: this.deps.audio };
+    const firstMessage = { ...body.first_message, mode: body.first_message?.mode ?? ('agent_first' as const) };
+    const llm = c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: this.chatWith(c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
+    if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
+    return intentAgent({ ...common, callId, intent: this.deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
+  }
+
+  /** One LLM turn through the router (the model's routes, failover): the call's price covers it. */
+  private chatWith(model: ModelDoc): ChatTurn {
+    const routes = this.deps.resolveRoutes(model);
+    return async (messages, signal) => {
+      const { result } = await this.deps.router.complete(routes, { messages, max_tokens: 200 }, signal);
+      return result.choices[0]?.message.content ?? '';
+    };
+  }
+
+  /** The model's rules on the call; the reservation's length from what the wallet affords. */
+  private async check(model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
+    const features = voiceFeatures(model);
+    const phone = parsePhoneNumberFromString(body.to);
+    if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone || !phone.isValid()) {
+      throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
+    }
+    if (!phone.country || !features.countries.includes(phone.country)) {
+      throw new ApiError('destination_not_allowed', `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`, { param: 'to' });
+    }
+    if (body.from !== undefined && !model.routes.some((r) => r.from === body.from)) {
+      throw new ApiError('invalid_request', `'from' must be a caller id one of the model's carrier routes owns.`, { param: 'from' });
+    }
+    const languages = model.languages ?? [];
+    const language = body.language === undefined ? languages[0] : matchLanguage(body.language, languages);
+    if (!language) throw new ApiError('language_not_supported', `The model '${model._id}' speaks ${languages.join(', ') || 'no languages'}, not '${echo(body.language ?? '')}'.`, { param: 'language' });
+    const voice = body.voice ?? features.voices.find((v) => v.split('-')[0] === primaryLanguage(language)) ?? features.voices[0];
+    if (voice === undefined || !features.voices.includes(voice)) {
+      throw new ApiError('voice_not_supported', `The model '${model._id}' offers the voices ${features.voices.join(', ') || 'none'}, not '${echo(voice ?? '')}'.`, { param: 'voice' });
+    }
+    const agent = body.agent ?? (model.intent_model ? { type: 'intent' as const, intent_model: model.intent_model } : undefined);
+    if (agent === undefined) throw new ApiError('invalid_request', `The model '${model._id}' has no default agent; give 'agent'.`, { param: 'agent' });
+    let intentModel: ModelDoc | null = null;
+    if (agent.type === 'intent' || agent.type === 'hybrid') {
+      intentModel = await this.deps.models.resolve(agent.intent_model, 'intent', payer.walletId).catch(() => {
+        throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, { param: 'agent.intent_model' });
+      });
+      const pack = await this.deps.intent.packOf(intentModel);
+      if (!pack) throw new ApiError('model_misconfigured', `The intent model '${intentModel._id}' names a pack that is not loaded.`);
+      if (!pack.pack.languages.includes(language)) {
+        throw new ApiError('language_not_supported', `The agent's pack speaks ${pack.pack.languages.join(', ')}, not '${language}'.`, { param: 'language' });
+      }
+      const responseId = body.first_message?.response_id;
+      if (responseId !== undefined && !Object.hasOwn(pack.pack.responses, responseId)) {
+        throw new ApiError('invalid_request', `The agent's pack has no response '${echo(responseId)}'.`, { param: 'first_message.response_id' });
+      }
+    } else if (body.first_message?.response_id !== undefined) {
+      throw new ApiError('invalid_request', 'An llm agent has no pack: give first_message.text.', { param: 'first_message.response_id' });
+    }
+    let llmModel: ModelDoc | null = null;
+    if (agent.type === 'llm' || agent.type === 'hybrid') {
+      llmModel = await this.deps.models.resolve(agent.llm_model, 'llm', payer.walletId).catch(() => {
+        throw new ApiError('invalid_request', `'agent.llm_model' must be an llm model available to your account, not '${echo(agent.llm_model)}'.`, { param: 'agent.llm_model' });
+      });
+    }
+    const [stt, tts] = await Promise.all([this.deps.models.get(model.stt_model ?? ''), this.deps.models.get(model.tts_model ?? '')]);
+    if (!stt || stt.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
+    const carriers = this.deps.resolveRoutes(model).flatMap((r, route) => {
+      const carrier = r.problem ? undefined : this.deps.carrier(model.routes[route]!, r);
+      return carrier ? [{ route, carrier }] : [];
+    });
+    if (carriers.length === 0) throw new ApiError('model_unavailable', `The model '${model._id}' has no carrier this gateway can dial through.`, { headers: { 'retry-after': '60' } });
+    const maxSeconds = Math.min(body.max_duration_seconds ?? DEFAULT_MAX_DURATION_SECONDS, features.max_duration_seconds);
+    // The credit guard: the reservation covers min(max duration, what the wallet affords).
+    const price = callPrice(features.price_per_minute_cents, 1);
+    const affordable = price > 0 ? Math.floor((await this.deps.available(payer)) / price) : Infinity;
+    if (affordable < MIN_AFFORDABLE_SECONDS) {
+      const perMinute = features.price_per_minute_cents;
+      throw new ApiError('insufficient_credit', `A call needs at least ${MIN_AFFORDABLE_SECONDS} s of credit (${perMinute} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`);
+    }
+    return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
+  }
+
+  async get(account: string, id: string): Promise<VoiceCallObject> {
+    return toObject(await this.view(account, id));
+  }
+
+  async list(account: string, opts: { limit: number; after?: string; status?: CallStatus; updatedAfter?: number }): Promise<{ object: 'list'; data: VoiceCallObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
+    const where: Record<string, unknown> = { account };
+    if (opts.status) where.status = opts.status;
+    if (opts.updatedAfter !== undefined) where.updated_at = { $gt: new Date(opts.updatedAfter) };
+    if (opts.after) {
+      const cursor = await this.view(account, opts.after).catch(() => {
+        throw new ApiError('invalid_request', `Unknown call '${echo(opts.after)}' in 'after'.`, { param: 'after' });
+      });
+      const c = facts(cursor)!;
+      where.order = { $lt: orderKey(c.createdAt, c.callId) };
+    }
+    const rows = await this.deps.runtime.list(VOICE_KIND, where, { sort: { order: -1 }, limit: opts.limit + 1 });
+    const data = await Promise.all(rows.slice(0, opts.limit).map((r) => this.get(account, r.id)));
+    return { object: 'list', data, has_more: rows.length > opts.limit, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
+  }
+
+  /** Cancels a call not answered yet (billed 0), or hangs up one in progress; 409 call_not_active otherwise. */
+  async control(account: string, id: string, what: 'cancel' | 'hangup'): Promise<VoiceCallObject> {
+    const view = await this.view(account, id);
+    const hint = what === 'cancel' ? 'only a call not answered yet can be cancelled (hang up one in progress)' : 'only a call in progress can be hung up (cancel one not answered yet)';
+    const refused = (status: string) => new ApiError('call_not_active', `The call is ${status}: ${hint}.`, { param: 'id' });
+    // An ended call's actor is final: it takes no more events.
+    if (view.status !== 'active') throw refused(facts(view)?.status ?? 'over');
+    const { reply } = await this.deps.runtime
+      .ref(this.deps.kind, id)
+      .ask<{ type: 'control.result'; ok: boolean; status: CallStatus }>({ type: what === 'cancel' ? 'api.cancel' : 'api.hangup', now: this.deps.now() }, { wait: 'durable' })
+      .catch(async (err: unknown) => {
+        const now = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
+        if (now && now.status !== 'active') throw refused(facts(now)?.status ?? 'over'); // it ended meanwhile
+        throw err;
+      });
+    if (!reply.ok) throw refused(reply.status);
+    return this.get(account, id);
+  }
+
+  /**
+   * A carrier's status callback for call `id` (Twilio's, form-encoded): believed only when its
+   * signature verifies with the auth token of one of the call's model's twilio routes, against the
+   * public URL it was sent to (403 otherwise, and nothing changes). Its news goes to the call's
+   * actor through the runtime (whichever instance holds it); callbacks that come late, out of
+   * order or twice are news the machine no longer takes in its state, so they change nothing. A
+   * `completed` with a duration for a call not seen answered tells the answer first.
+   */
+  async carrierCallback(id: string, provider: string, params: [string, string][], signature: string | undefined, path: string): Promise<{ received: true }> {
+    const notFound = () => new ApiError('not_found', 'No such call.');
+    if (provider !== 'twilio' || !CALL_ID.test(id)) throw notFound();
+    const view = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
+    const c = view ? facts(view) : null;
+    if (!view || !c) throw notFound();
+    const model = await this.deps.models.get(c.model);
+    const url = `${this.deps.baseUrl().replace(/\/+$/, '')}${path}`;
+    const routes = model ? this.deps.resolveRoutes(model).filter((r) => r.provider === 'twilio' && r.apiKey) : [];
+    if (signature === undefined || !routes.some((r) => verifySignature(r.apiKey, url, params, signature))) {
+      throw new ApiError('permission_denied', 'The callback signature does not verify.');
+    }
+    if (view.status !== 'active') return { received: true };
+    const news = parseStatusCallback(new Map(params));
+    const ref = this.deps.runtime.ref(this.deps.kind, id);
+    const now = this.deps.now();
+    const send = (event: Parameters<typeof ref.send>[0]) => ref.send(event, { wait: 'accepted' });
+    if (news.kind === 'ringing') await send({ type: 'carrier.ringing', now });
+    else if (news.kind === 'answered') await send({ type: 'carrier.answered', now });
+    else if (news.kind === 'ended') {
+      if (news.durationS > 0 && c.answeredAt === null) await send({ type: 'carrier.answered', now: now - news.durationS * 1000 });
+      await send({ type: 'carrier.ended', now, ...news.outcome });
+    }
+    return { received: true };
+  }
+
+  private async view(account: string, id: string): Promise<ActorView> {
+    const notFound = () => new ApiError('not_found', `No call '${echo(id)}'.`, { param: 'id' });
+    if (!CALL_ID.test(id)) throw notFound();
+    const view = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
+    if (!view || facts(view)?.account !== account) throw notFound();
+    return view;
+  }
+
+  /**
+   * Shutdown: the live calls end (gateway_restart) and their actors bill what was answered; waits
+   * for them up to `waitMs` (a call still finishing then is finished by the next start: its actor is
+   * restored in `ending` and its once-only steps complete).
+   */
+  async close(waitMs = 5_000): Promise<void> {
+    await Promise.all([...this.live.keys()].map((id) => this.deps.runtime.ref(this.deps.kind, id).send({ type: 'media.ending', now: this.deps.now(), reason: 'gateway_restart' }, { wait: 'durable' }).catch(() => undefined)));
+    const deadline = Date.now() + waitMs;
+    while (this.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function facts(view: ActorView): VoiceCallContext | null {
+  const c = (view.context ?? view.input ?? null) as Partial<VoiceCallContext> | null;
+  if (!c || typeof c.callId !== 'string') return null;
+  return c as VoiceCallContext;
+}
+
+const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(ms / 1000));
+
+function percentile(values: number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+export function toObject(view: ActorView): VoiceCallObject {
+  const c = facts(view)!;
+  const spec = c.spec as unknown as CallSpecFields;
+  const status: CallStatus = view.context ? c.status : 'queued';
+  const ended = c.endedAt ?? null;
+  return {
+    id: c.callId,
+    object: 'voice.call',
+    status,
+    model: c.model,
+    to: c.to,
+    from: c.from,
+    created_at: Math.floor(c.createdAt / 1000),
+    max_duration_seconds: Math.ceil(c.maxDurationMs / 1000),
+    metadata: spec.metadata ?? {},
+    end_reason: c.endReason ?? null,
+    dial_started_at: seconds(c.dialStartedAt),
+    ringing_at: seconds(c.ringingAt),
+    answered_at: seconds(c.answeredAt),
+    ended_at: seconds(ended),
+    duration_seconds: c.answeredAt && ended !== null ? Math.max(0, Math.round((ended - c.answeredAt) / 100) / 10) : c.answeredAt ? null : 0,
+    billed_seconds: c.billedSeconds ?? null,
+    cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
+    transcript: c.turns ?? [],
+    outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
+    metrics: {
+      turn_latency_ms: { p50: percentile(c.latencies ?? [], 50), p95: percentile(c.latencies ?? [], 95) },
+      interruptions: c.interruptions ?? 0,
+      turns: (c.turns ?? []).length,
+    },
+  };
+}

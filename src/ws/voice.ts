@@ -1,0 +1,101 @@
+// WS /v1/voice/calls/{id}/stream: the carriers' media streams (Twilio's Media Streams protocol;
+// the simulator speaks it too). Plain `ws` with `noServer` on the HTTP server's 'upgrade' event. The
+// upgrade is refused (an HTTP error envelope) unless the call is live on this instance; the stream is
+// then believed only once its `start` frame carries the call's one-time token in `customParameters`
+// (the only per-call channel Twilio gives a stream: its Stream URL takes no query string): a wrong
+// token, a second socket, or frames before `start` close it (1008) and change nothing. Limits per
+// socket: `maxPayload`, a budget of frames per second (Twilio sends 50 media frames a second) and of
+// malformed frames, and our send buffer. This file translates frames; the media loop is src/voice/media.ts.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { ApiError } from '../errors.ts';
+import { answerAndClose } from '../http/raw-reply.ts';
+import { newRequestId } from '../http/request-id.ts';
+import type { VoiceCalls } from '../voice/service.ts';
+import type { MediaStream } from '../voice/media.ts';
+
+const STREAM_PATH = /^\/v1\/voice\/calls\/([^/]{1,64})\/stream$/;
+/** Frames a second a stream may send (about 5× Twilio's media rate). */
+const MAX_FRAMES_PER_SECOND = 250;
+const MAX_BAD_FRAMES = 20;
+const MAX_BUFFERED_BYTES = 1 << 20;
+
+export const isVoiceStreamPath = (pathname: string): boolean => STREAM_PATH.test(pathname);
+
+export interface VoiceEdge {
+  close(): void;
+}
+
+export function attachVoiceEdge(server: Server, deps: { voice: VoiceCalls; maxPayloadBytes: number; closing(): boolean; logger: Logger }): VoiceEdge {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxPayloadBytes, perMessageDeflate: false, clientTracking: false });
+  const log = deps.logger.child({ component: 'voice-stream' });
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const m = STREAM_PATH.exec(new URL(req.url ?? '/', 'http://gateway').pathname);
+    if (!m) return; // the realtime edge's
+    const requestId = newRequestId();
+    socket.on('error', () => {});
+    const refuse = (err: ApiError) => answerAndClose(socket as Socket, err, requestId, false);
+    if (deps.closing()) return refuse(new ApiError('shutting_down', 'The gateway is shutting down.'));
+    const callId = m[1]!;
+    const media = deps.voice.media(callId);
+    if (!media) return refuse(new ApiError('not_found', 'No live call here with that id.'));
+    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, callId, media));
+  };
+
+  function serve(ws: WebSocket, callId: string, media: NonNullable<ReturnType<VoiceCalls['media']>>) {
+    const slog = log.child({ call_id: callId });
+    ws.on('error', (err) => slog.debug({ err }, 'stream socket error'));
+    const stream: MediaStream = {
+      send(frame) {
+        if (ws.readyState !== ws.OPEN) return;
+        if (ws.bufferedAmount > MAX_BUFFERED_BYTES) return void ws.terminate();
+        ws.send(JSON.stringify(frame));
+      },
+      close(code, reason) {
+        if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason);
+      },
+    };
+    let windowStart = Date.now();
+    let frames = 0;
+    let bad = 0;
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      const now = Date.now();
+      if (now - windowStart >= 1000) {
+        windowStart = now;
+        frames = 0;
+      }
+      if (++frames > MAX_FRAMES_PER_SECOND) return void ws.close(1008, 'too many frames');
+      let parsed: unknown = null;
+      if (!isBinary) {
+        try {
+          parsed = JSON.parse(String(data));
+        } catch {
+          parsed = null;
+        }
+      }
+      let refused: string | null;
+      try {
+        refused = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? media.frame(stream, parsed as Record<string, unknown>) : 'not a JSON object';
+      } catch (err) {
+        // A frame the media loop could not take never takes the process down: the stream ends, the call with it.
+        slog.warn({ err }, 'stream frame failed');
+        return void ws.close(1011, 'error');
+      }
+      if (refused === null) return;
+      slog.debug({ refused }, 'stream frame refused');
+      if (refused === 'bad token' || refused === 'the stream has started already' || ++bad > MAX_BAD_FRAMES) ws.close(1008, refused.slice(0, 100));
+    });
+    ws.on('close', () => media.detached(stream));
+  }
+
+  server.on('upgrade', onUpgrade);
+  return {
+    close() {
+      server.off('upgrade', onUpgrade);
+    },
+  };
+}

@@ -1,0 +1,130 @@
+// A fake Twilio for voice calls, speaking the wire format of /work/shared/reference/voice.md:
+//   POST /2010-04-01/Accounts/{sid}/Calls.json (form, Basic sid:token) → 201 {sid: "CA…", status: "queued"}
+//   POST /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json Status=completed|canceled → 200 (hangs up)
+// The callee behind it is the simulator's (src/providers/simulator/voice.ts, scripted per number):
+// on an answer it opens the media stream the TwiML's <Stream url> names, with its <Parameter>s as
+// customParameters, and speaks Media Streams. Status callbacks are form posts to StatusCallback,
+// signed X-Twilio-Signature with the auth token, and delivered as Twilio does at its worst:
+// `in-progress` twice and then a stale `ringing`; `completed` twice.
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import type { CalleeScript } from '../../src/config.ts';
+import { simulatorCarrier } from '../../src/providers/simulator/voice.ts';
+import { twilioSignature } from '../../src/providers/twilio/voice.ts';
+
+export interface TwilioRequest {
+  path: string;
+  authorization: string | undefined;
+  form: URLSearchParams;
+}
+
+const read = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c));
+    req.on('end', () => resolve(body));
+  });
+
+const unxml = (s: string) => s.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n))).replace(/&amp;/g, '&');
+
+export class FakeTwilio {
+  readonly requests: TwilioRequest[] = [];
+  readonly callbacks: { status: string; code: number }[] = [];
+  private seq = 0;
+  private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null }>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+    readonly accountSid: string,
+    readonly authToken: string,
+    private readonly carrier: ReturnType<typeof simulatorCarrier>,
+  ) {}
+
+  static async start(opts: { accountSid: string; authToken: string; callees: CalleeScript[] }): Promise<FakeTwilio> {
+    let self!: FakeTwilio;
+    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak: async () => Buffer.alloc(4000, 0xff) });
+    const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);
+    return self;
+  }
+
+  private async handle(req: IncomingMessage, head: (s: number, h: Record<string, string>) => void, end: (b: string) => void): Promise<void> {
+    const form = new URLSearchParams(await read(req));
+    const path = req.url ?? '/';
+    this.requests.push({ path, authorization: req.headers.authorization, form });
+    const json = (status: number, body: unknown) => {
+      head(status, { 'content-type': 'application/json' });
+      end(JSON.stringify(body));
+    };
+    const expected = `Basic ${Buffer.from(`${this.accountSid}:${this.authToken}`).toString('base64')}`;
+    if (req.headers.authorization !== expected) return json(401, { code: 20003, message: 'Authenticate', status: 401 });
+    const base = `/2010-04-01/Accounts/${this.accountSid}/Calls`;
+    if (req.method === 'POST' && path === `${base}.json`) {
+      const twiml = form.get('Twiml') ?? '';
+      const url = /<Stream url="([^"]+)"/.exec(twiml)?.[1];
+      if (!url || !form.get('To') || !form.get('From')) return json(400, { code: 21205, message: 'Url or Twiml is required', status: 400 });
+      const parameters = Object.fromEntries([...twiml.matchAll(/<Parameter name="([^"]*)" value="([^"]*)"\/>/g)].map((m) => [unxml(m[1]!), unxml(m[2]!)]));
+      const sid = `CA${Math.random().toString(16).slice(2).padEnd(32, '0')}`;
+      const callback = form.get('StatusCallback')!;
+      const call = { simId: '', callback, answeredAt: null as number | null };
+      this.calls.set(sid, call);
+      call.simId = await this.carrier.dial(
+        { callId: parameters.call_id ?? '', to: form.get('To')!, from: form.get('From'), streamUrl: unxml(url), streamParameters: parameters, ringTimeoutMs: 30_000, maxDurationMs: 600_000 },
+        {
+          ringing: () => void this.post(sid, 'ringing'),
+          answered: () => {
+            call.answeredAt = Date.now();
+            void this.post(sid, 'in-progress').then(() => this.post(sid, 'in-progress')).then(() => this.post(sid, 'ringing', -5));
+          },
+          ended: ({ status }) => void this.ended(sid, status === 'busy' ? 'busy' : status === 'no_answer' ? 'no-answer' : status === 'failed' ? 'failed' : 'completed'),
+        },
+      );
+      return json(201, { sid, status: 'queued', to: form.get('To'), from: form.get('From') });
+    }
+    const hang = new RegExp(`^${base}/(CA[0-9a-f]+)\\.json$`).exec(path);
+    if (req.method === 'POST' && hang) {
+      const call = this.calls.get(hang[1]!);
+      if (!call) return json(404, { code: 20404, message: 'not found', status: 404 });
+      await this.carrier.hangup(call.simId);
+      void this.ended(hang[1]!, form.get('Status') === 'canceled' ? 'canceled' : 'completed');
+      return json(200, { sid: hang[1], status: form.get('Status') });
+    }
+    json(404, { code: 20404, message: 'not found', status: 404 });
+  }
+
+  private async ended(sid: string, status: string): Promise<void> {
+    await this.post(sid, status);
+    await this.post(sid, status); // repeated, as Twilio may
+  }
+
+  /** A signed status callback (`seqShift` < 0 sends it with an older sequence number: a stale one). */
+  async post(sid: string, status: string, seqShift = 0): Promise<number> {
+    const call = this.calls.get(sid);
+    if (!call) return 0;
+    this.seq += 1;
+    const params: [string, string][] = [
+      ['CallSid', sid],
+      ['AccountSid', this.accountSid],
+      ['CallStatus', status],
+      ['SequenceNumber', String(this.seq + seqShift)],
+      ['Timestamp', new Date().toUTCString()],
+    ];
+    if (status === 'completed') params.push(['CallDuration', String(call.answeredAt ? Math.round((Date.now() - call.answeredAt) / 1000) : 0)]);
+    const res = await fetch(call.callback, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(this.authToken, call.callback, params) },
+      body: new URLSearchParams(params).toString(),
+    }).catch(() => null);
+    this.callbacks.push({ status, code: res?.status ?? 0 });
+    await res?.text();
+    return res?.status ?? 0;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}

@@ -1,0 +1,122 @@
+// kill -9 of the gateway in the middle of a call: the media socket and the simulated callee die with
+// it; the restarted instance (same data dir, same INSTANCE_ID) finds the call's actor orphaned, ends
+// it with gateway_restart and bills the answered seconds up to its last checkpointed heartbeat,
+// exactly once (a third start charges nothing more).
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { exited, launch, type Launched } from '../gateway-process.ts';
+import { ADMIN_TOKEN, call, createKey, signup } from '../helper.ts';
+import { readFileSync } from 'node:fs';
+import { FakeTwilio } from '../fakes/twilio.ts';
+import { ended, place, startVoiceGateway, voiceAccount, waitForCall } from './helpers.ts';
+
+describe('a voice call across kill -9', () => {
+  it('is finalized by the restarted gateway with gateway_restart and charged once', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-crash-'));
+    const configFile = join(dir, 'config.json');
+    // A callee that answers and stays on the line, silent.
+    await writeFile(configFile, JSON.stringify({ voice: { simulator: { callees: [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }] } } }));
+    const env = { ADMIN_TOKEN, INSTANCE_ID: 'voice-crash-node', CONFIG_FILE: configFile };
+    const data = join(dir, 'data');
+    let gw: Launched = await launch(data, { runCode: true, env });
+    try {
+      const u = await signup(gw.url);
+      const key = (await createKey(gw.url, u.token)).api_key;
+      assert.equal((await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: u.id, amount_cents: 100 } })).status, 201);
+      const balance = async () => (await call(gw.url, 'GET', '/portal/wallet', { token: u.token })).body as { balance_microcents: number; held_cents: number };
+      const before = (await balance()).balance_microcents;
+      const placed = await call(gw.url, 'POST', '/v1/voice/call', { token: key, body: { model: 'voice-local', to: '+919800000001' } });
+      assert.equal(placed.status, 202, placed.text);
+      const id = placed.body.id as string;
+      const live = await waitForCall(gw, key, id, (c) => c.status === 'in_progress');
+      assert.equal(live.status, 'in_progress');
+      await sleep(3_500); // heartbeats, and checkpoints of them, have passed
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+
+      gw = await launch(data, { runCode: true, env });
+      const c = await waitForCall(gw, key, id, ended, 15_000);
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
+      assert.ok(c.billed_seconds >= 2 && c.billed_seconds <= 5, `billed ${c.billed_seconds} s`);
+      assert.equal(c.cost_cents, Math.round((c.billed_seconds / 60) * 1e6) / 1e6, 'voice-local: 1 cent a minute');
+      await sleep(300);
+      const after = await balance();
+      assert.equal(before - after.balance_microcents, Math.ceil((c.billed_seconds * 1e6) / 60));
+      assert.equal(after.held_cents, 0, 'the reservation is settled, nothing left held');
+
+      // Once: a clean restart finds nothing more to charge.
+      gw.child.kill('SIGTERM');
+      await exited(gw.child);
+      gw = await launch(data, { runCode: true, env });
+      await sleep(500);
+      assert.equal((await balance()).balance_microcents, after.balance_microcents);
+      assert.equal((await call(gw.url, 'GET', `/v1/voice/calls/${id}`, { token: key })).body.billed_seconds, c.billed_seconds);
+    } finally {
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a Twilio call orphaned by kill -9 is hung up by REST when the restarted gateway finalizes it', async () => {
+    const twilio = await FakeTwilio.start({ accountSid: 'ACcrash', authToken: 'crash-auth-token', callees: [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }] });
+    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-twilio-crash-'));
+    const configFile = join(dir, 'config.json');
+    const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
+    const model = {
+      id: 'voice-twilio', type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
+      countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {},
+      routes: [{ provider: 'twilio', base_url: twilio.url, account_sid: 'ACcrash', api_key: 'crash-auth-token', from: '+14155550100' }],
+    };
+    await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
+    const env = { ADMIN_TOKEN, INSTANCE_ID: 'voice-twilio-crash', CONFIG_FILE: configFile };
+    const data = join(dir, 'data');
+    let gw: Launched = await launch(data, { runCode: true, env });
+    try {
+      const u = await signup(gw.url);
+      const key = (await createKey(gw.url, u.token)).api_key;
+      await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: u.id, amount_cents: 100 } });
+      const placed = await call(gw.url, 'POST', '/v1/voice/call', { token: key, body: { model: 'voice-twilio', to: '+919800000001' } });
+      assert.equal(placed.status, 202, placed.text);
+      await waitForCall(gw, key, placed.body.id, (c) => c.status === 'in_progress');
+      await sleep(2_500);
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+      const hangups = () => twilio.requests.filter((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path) && r.form.get('Status') === 'completed').length;
+      assert.equal(hangups(), 0);
+      gw = await launch(data, { runCode: true, env });
+      const c = await waitForCall(gw, key, placed.body.id, ended, 15_000);
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
+      assert.equal(hangups(), 1, 'the call still up at the carrier is hung up once');
+    } finally {
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+      await twilio.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a graceful shutdown ends live calls (gateway_restart) and bills them before it stops', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-stop-'));
+    const callees = [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }];
+    const gw = await startVoiceGateway(callees, {}, dir);
+    const acc = await voiceAccount(gw, 100);
+    const placed = await place(gw, acc.key, { to: '+919800000001' });
+    await waitForCall(gw, acc.key, placed.body.id, (c) => c.status === 'in_progress');
+    await sleep(1_200);
+    await gw.close();
+    const again = await startVoiceGateway(callees, {}, dir);
+    try {
+      const c = await waitForCall(again, acc.key, placed.body.id, ended, 5_000);
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
+      assert.ok(c.billed_seconds >= 1 && c.billed_seconds <= 3, String(c.billed_seconds));
+      assert.equal((await call(again.url, 'GET', '/portal/wallet', { token: acc.session })).body.held_cents, 0);
+    } finally {
+      await again.destroy();
+    }
+  });
+});

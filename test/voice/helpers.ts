@@ -1,0 +1,45 @@
+// Voice call tests: a gateway whose simulator callees the test scripts, an account with a funded
+// wallet and a key, and polling a call until it reaches a status.
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+
+export interface VoiceAccount {
+  id: number;
+  session: string;
+  key: string;
+}
+
+export async function startVoiceGateway(callees: unknown[], overrides: Record<string, unknown> = {}, dir?: string): Promise<TestGateway> {
+  return startTestGateway({ voice: { simulator: { callees } }, ...overrides }, dir ? { dir } : {});
+}
+
+export async function voiceAccount(gw: TestGateway, cents = 1000): Promise<VoiceAccount> {
+  const user = await signup(gw.url);
+  const key = (await createKey(gw.url, user.token)).api_key;
+  if (cents > 0) {
+    const res = await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: user.id, amount_cents: cents } });
+    if (res.status !== 201 && res.status !== 200) throw new Error(`topup failed: ${res.status} ${res.text}`);
+  }
+  return { id: user.id, session: user.token, key };
+}
+
+export const place = (gw: TestGateway, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  call(gw.url, 'POST', '/v1/voice/call', { token: key, body: { model: 'voice-local', ...body }, headers });
+
+/** Polls the call until `done` says so (or the time is up: the last state is returned for the assertion to show). */
+export async function waitForCall(gw: { url: string }, key: string, id: string, done: (c: any) => boolean, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  let last: any;
+  while (Date.now() < deadline) {
+    last = (await call(gw.url, 'GET', `/v1/voice/calls/${id}`, { token: key })).body;
+    if (done(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return last;
+}
+
+export const TERMINAL = ['completed', 'busy', 'no_answer', 'failed', 'canceled'];
+export const ended = (c: { status: string; cost_cents: number | null }) => TERMINAL.includes(c.status) && c.cost_cents !== null;
+
+export async function walletMicrocents(gw: TestGateway, session: string): Promise<number> {
+  return (await call(gw.url, 'GET', '/portal/wallet', { token: session })).body.balance_microcents as number;
+}

@@ -1,0 +1,96 @@
+// The carriers' media stream endpoint against hostile peers, over real sockets: an upgrade for a
+// call that is not live here is refused in the error envelope; a socket that presents a wrong token
+// (before the carrier's own stream, or beside it), sends junk or floods is closed 1008 and changes
+// nothing about the call; DTMF from the callee becomes transcript turns.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { call, type TestGateway } from '../helper.ts';
+import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
+
+const CALLEES = [
+  { to: '+919800000020', answer: 'answer', ring_ms: 1500, steps: [{ wait_agent: 'done', ms: 100 }, { dtmf: '12' }, { silence_ms: 400 }, { hangup: true }] },
+  { to: '+919800000021', answer: 'answer', ring_ms: 100, stream: false, steps: [] },
+  { to: '*', answer: 'answer', ring_ms: 100, steps: [] },
+];
+
+const streamUrl = (gw: TestGateway, id: string) => `${gw.url.replace(/^http/, 'ws')}/v1/voice/calls/${id}/stream`;
+
+/** Opens a socket; resolves with how it ended: the refused upgrade's status and body, or the close code. */
+function peer(url: string, frames: (ws: WebSocket) => void): Promise<{ status?: number; body?: string; code?: number }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    ws.on('error', () => undefined);
+    ws.on('open', () => frames(ws));
+    ws.on('close', (code) => resolve({ code }));
+  });
+}
+
+const start = (token: string) => JSON.stringify({ event: 'start', streamSid: 'MZevil', start: { streamSid: 'MZevil', callSid: 'CAevil', customParameters: { token }, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } });
+
+describe('voice media streams: hostile peers', () => {
+  let gw: TestGateway;
+  let acc: VoiceAccount;
+  before(async () => {
+    gw = await startVoiceGateway(CALLEES, { voice: { mediaTimeoutMs: 1500, simulator: { callees: CALLEES } } });
+    acc = await voiceAccount(gw);
+  });
+  after(() => gw.destroy());
+
+  it('refuses the upgrade for a call that is not live here, in the error envelope', async () => {
+    const res = await peer(streamUrl(gw, 'call_000000000000000000000000'), () => undefined);
+    assert.equal(res.status, 404);
+    assert.equal(JSON.parse(res.body!).error.code, 'not_found');
+  });
+
+  it('a wrong token before the carrier connects is closed 1008; the carrier then streams, DTMF becomes turns', async () => {
+    const placed = await place(gw, acc.key, { to: '+919800000020' });
+    const id = placed.body.id as string;
+    // While it rings: an attacker who guessed the call id, with a wrong token, then junk.
+    assert.equal((await peer(streamUrl(gw, id), (ws) => ws.send(start('not-the-token')))).code, 1008);
+    // Media before `start`, then junk: refused frame by frame, closed past the budget.
+    const junk = (ws: WebSocket) => {
+      ws.send(JSON.stringify({ event: 'media', media: { payload: 'AAAA' } }));
+      for (let i = 0; i < 25; i++) ws.send('not json');
+    };
+    assert.equal((await peer(streamUrl(gw, id), junk)).code, 1008);
+    const c = await waitForCall(gw, acc.key, id, ended, 30_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+    assert.equal(c.transcript[0].response_id, 'GEN.GREETING');
+    assert.deepEqual(c.transcript.filter((t: { dtmf?: string }) => t.dtmf).map((t: { dtmf: string }) => t.dtmf), ['1', '2']);
+  });
+
+  it('an answered call whose media stream never opens ends media_timeout, billed for the answered seconds only', async () => {
+    const placed = await place(gw, acc.key, { to: '+919800000021' });
+    const c = await waitForCall(gw, acc.key, placed.body.id, ended);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'media_timeout'], JSON.stringify(c));
+    assert.ok(c.billed_seconds >= 1 && c.billed_seconds <= 3, String(c.billed_seconds));
+    assert.deepEqual(c.transcript, []);
+  });
+
+  it('the silence watchdog prompts, then ends a call nobody speaks on: silence_timeout', async () => {
+    const placed = await place(gw, acc.key, { to: '+919800000099', idle: { prompt_after_ms: 1000, max_prompts: 1 } });
+    const c = await waitForCall(gw, acc.key, placed.body.id, ended, 30_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'silence_timeout'], JSON.stringify(c));
+    assert.deepEqual(c.transcript.map((t: { response_id?: string }) => t.response_id), ['GEN.GREETING', 'GEN.CLARIFY']);
+  });
+
+  it('a second stream beside the carrier\'s is closed and the call goes on; a flood is closed 1008', async () => {
+    const placed = await place(gw, acc.key, { to: '+919800000099' });
+    const id = placed.body.id as string;
+    await waitForCall(gw, acc.key, id, (c) => c.status === 'in_progress');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await peer(streamUrl(gw, id), (ws) => ws.send(start('not-the-token')))).code, 1008);
+    assert.equal((await peer(streamUrl(gw, id), (ws) => { for (let i = 0; i < 300; i++) ws.send(JSON.stringify({ event: 'connected' })); })).code, 1008);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal((await call(gw.url, 'GET', `/v1/voice/calls/${id}`, { token: acc.key })).body.status, 'in_progress');
+    assert.equal((await call(gw.url, 'POST', `/v1/voice/calls/${id}/hangup`, { token: acc.key })).status, 200);
+    const c = await waitForCall(gw, acc.key, id, ended);
+    assert.equal(c.end_reason, 'api_hangup');
+  });
+});

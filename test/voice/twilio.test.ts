@@ -1,0 +1,93 @@
+// The twilio carrier against a fake Twilio (test/fakes/twilio.ts) over real loopback sockets: the
+// REST call with TwiML that connects the stream (the call's token as a <Parameter>), signed status
+// callbacks delivered twice and out of order, the Media Streams socket opened by the fake, hang-up
+// by REST; a forged or unsigned callback is 403 and changes nothing.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
+import { FakeTwilio } from '../fakes/twilio.ts';
+import { twilioSignature } from '../../src/providers/twilio/voice.ts';
+import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
+
+const CALLEES = [
+  { to: '+919800000002', answer: 'busy' as const, ring_ms: 100, steps: [] },
+  { to: '+919800000030', answer: 'answer' as const, ring_ms: 200, steps: [{ silence_ms: 1500 }, { hangup: true as const }] },
+  { to: '*', answer: 'answer' as const, ring_ms: 100, steps: [] },
+];
+
+describe('voice calls through a (fake) Twilio', () => {
+  let gw: TestGateway;
+  let twilio: FakeTwilio;
+  let acc: VoiceAccount;
+  before(async () => {
+    twilio = await FakeTwilio.start({ accountSid: 'ACtest', authToken: 'twilio-auth-token', callees: CALLEES });
+    gw = await startVoiceGateway([]);
+    const model = {
+      type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
+      countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {},
+      routes: [{ provider: 'twilio', base_url: twilio.url, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' }],
+    };
+    assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-twilio', { token: ADMIN_TOKEN, body: model })).status, 201);
+    // A first route whose API is down: calls fail over to the second before anything was dialled.
+    const down = { provider: 'twilio', base_url: 'http://127.0.0.1:9', account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' };
+    assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-failover', { token: ADMIN_TOKEN, body: { ...model, routes: [down, ...model.routes] } })).status, 201);
+    acc = await voiceAccount(gw);
+  });
+  after(async () => {
+    await gw.destroy();
+    await twilio.close();
+  });
+
+  const dial = (to: string) => place(gw, acc.key, { model: 'voice-twilio', to, first_message: { mode: 'wait_for_callee' } });
+
+  it('places the call by REST with TwiML that connects the media stream; callbacks twice and out of order; billed once', async () => {
+    const res = await dial('+919800000030');
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 20_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+    assert.ok(c.ringing_at !== null && c.answered_at !== null);
+    assert.ok(c.billed_seconds >= 1 && c.billed_seconds <= 3, String(c.billed_seconds));
+    const rest = twilio.requests.find((r) => r.path.endsWith('/Calls.json') && r.form.get('To') === '+919800000030')!;
+    assert.equal(rest.form.get('From'), '+14155550100');
+    assert.equal(rest.form.get('StatusCallback'), `${gw.url}/v1/voice/calls/${res.body.id}/callback/twilio`);
+    assert.deepEqual(rest.form.getAll('StatusCallbackEvent'), ['initiated', 'ringing', 'answered', 'completed']);
+    assert.match(rest.form.get('Twiml')!, new RegExp(`<Connect><Stream url="ws://127\\.0\\.0\\.1:\\d+/v1/voice/calls/${res.body.id}/stream"><Parameter name="call_id" value="${res.body.id}"/><Parameter name="token" value="[^"]+"/></Stream></Connect>`));
+    assert.ok(twilio.callbacks.filter((x) => x.status === 'in-progress').length >= 2, 'repeated');
+    assert.ok(twilio.callbacks.every((x) => x.code === 200), JSON.stringify(twilio.callbacks));
+    const events = gw.events.filter((e) => e.fields.call_id === res.body.id).map((e) => e.event);
+    assert.deepEqual(events, ['call.answered', 'call.ended'], 'once each, whatever the callbacks repeated');
+  });
+
+  it('fails over to the next carrier route when one refuses the call before any answer', async () => {
+    const res = await place(gw, acc.key, { model: 'voice-failover', to: '+919800000030', first_message: { mode: 'wait_for_callee' } });
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 20_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+  });
+
+  it('busy by callback: busy, dial_busy, free', async () => {
+    const res = await dial('+919800000002');
+    const c = await waitForCall(gw, acc.key, res.body.id, ended);
+    assert.deepEqual([c.status, c.end_reason, c.billed_seconds], ['busy', 'dial_busy', 0]);
+  });
+
+  it('hangs up through the REST API; refuses forged and unsigned callbacks (403) without a change', async () => {
+    const res = await dial('+919800000099');
+    const id = res.body.id as string;
+    await waitForCall(gw, acc.key, id, (x) => x.status === 'in_progress');
+    const url = `${gw.url}/v1/voice/calls/${id}/callback/twilio`;
+    const params: [string, string][] = [['CallSid', 'CAforged'], ['CallStatus', 'completed'], ['CallDuration', '1']];
+    const body = new URLSearchParams(params).toString();
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    for (const signature of [twilioSignature('wrong-token', url, params), undefined]) {
+      const forged = await call(gw.url, 'POST', `/v1/voice/calls/${id}/callback/twilio`, { raw: body, headers: signature ? { ...form, 'x-twilio-signature': signature } : form });
+      assert.deepEqual([forged.status, forged.body.error.code], [403, 'permission_denied']);
+    }
+    assert.equal((await call(gw.url, 'GET', `/v1/voice/calls/${id}`, { token: acc.key })).body.status, 'in_progress');
+    assert.equal((await call(gw.url, 'POST', `/v1/voice/calls/${id}/hangup`, { token: acc.key })).status, 200);
+    const c = await waitForCall(gw, acc.key, id, ended);
+    assert.equal(c.end_reason, 'api_hangup');
+    const sid = twilio.requests.find((r) => r.path.endsWith('/Calls.json') && r.form.get('To') === '+919800000099');
+    assert.ok(sid);
+    assert.ok(twilio.requests.some((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path) && r.form.get('Status') === 'completed'), 'hung up by REST');
+  });
+});
