@@ -49,9 +49,11 @@ export function lazySchemas(): LazySchemas {
       buildValidator(externalSchemas: any, options: any) {
         const compile = buildValidator(externalSchemas, options) as unknown as Compile<Validate>;
         return (route: any) => {
-          // Fastify lowercases a headers schema's keys only with its own compiler: not worth losing
-          // for a part no route validates.
-          if (route.httpPart === 'headers') throw new Error(`${route.method} ${route.url}: headers schemas are not supported by the lazy compilers (src/http/lazy-schemas.ts)`);
+          // Fastify lowercases a headers schema's property names (headers arrive lowercased) only
+          // for its own compiler; here they must be written in lowercase, which makes that a no-op.
+          if (route.httpPart === 'headers' && !lowercaseNames(route.schema)) {
+            throw new Error(`${route.method} ${route.url}: name the headers of its headers schema in lowercase (src/http/lazy-schemas.ts)`);
+          }
           const load = later(compile, route, route.httpPart);
           // ajv's function sets its `errors` after each call, which fastify reads from the function
           // it was given; with `schemaEnv` set fastify passes the request as the root's parent, as
@@ -80,4 +82,17 @@ export function lazySchemas(): LazySchemas {
       return loads.length;
     },
   };
+}
+
+/** Whether every property name and required name in a schema (and the schemas inside it) is lowercase. */
+function lowercaseNames(schema: unknown): boolean {
+  if (Array.isArray(schema)) return schema.every(lowercaseNames);
+  if (schema === null || typeof schema !== 'object') return true;
+  return Object.entries(schema).every(([key, value]) => {
+    if (key === 'properties' && value && typeof value === 'object') {
+      return Object.entries(value).every(([name, sub]) => name === name.toLowerCase() && lowercaseNames(sub));
+    }
+    if (key === 'required' && Array.isArray(value)) return value.every((name) => typeof name !== 'string' || name === name.toLowerCase());
+    return lowercaseNames(value);
+  });
 }

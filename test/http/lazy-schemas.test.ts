@@ -41,4 +41,16 @@ describe('route schemas compiled at first use', () => {
     assert.throws(() => validate({}), /^Error: POST \/x body: schema is invalid: data\/properties\/a\/type/);
     assert.throws(() => lazy.compileAll(), /POST \/x body/, 'still to compile, so compileAll finds it');
   });
+
+  it('takes a headers schema whose names are lowercase (fastify would lowercase them), and refuses one that is not', () => {
+    const lazy = lazySchemas();
+    const compile = lazy.compilersFactory.buildValidator!({}, { customOptions: {} }) as unknown as (route: object) => (data: unknown) => unknown;
+    const route = (properties: object, required: string[] = []) => ({ schema: { type: 'object', properties, required }, method: 'POST', url: '/h', httpPart: 'headers' });
+    const validate = compile(route({ 'idempotency-key': { type: 'string', maxLength: 3 } }, ['idempotency-key']));
+    assert.equal(validate({ 'idempotency-key': 'abc' }), true);
+    assert.equal(validate({ 'idempotency-key': 'abcd' }), false);
+    assert.equal(validate({}), false);
+    assert.throws(() => compile(route({ 'Idempotency-Key': { type: 'string' } })), /name the headers of its headers schema in lowercase/);
+    assert.throws(() => compile(route({}, ['X-Sig'])), /lowercase/);
+  });
 });
