@@ -4,9 +4,10 @@
 // language, voice, agent), KYC and the reservation through the Meter: min(max duration, what the
 // wallet affords) at the model's per-minute price, custodial (the call's actor settles it, after a
 // restart too). Then the call's actor is spawned with its live side (src/voice/media.ts) and dials.
+import { createRequire } from 'node:module';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import type * as Phones from 'libphonenumber-js/max';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { ActorView } from '../actors/record.ts';
 import { ApiError, echo } from '../errors.ts';
@@ -31,6 +32,13 @@ import { IdempotencyKeys } from './idempotency.ts';
 import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
+
+// libphonenumber-js and its `max` metadata are loaded at the first call placed, not with the gateway
+// (as intent/entities.ts does): its CommonJS build, through require.
+const load = createRequire(import.meta.url);
+let phones: typeof Phones | undefined;
+const parsePhoneNumberFromString: typeof Phones.parsePhoneNumberFromString = (...args) =>
+  (phones ??= load('libphonenumber-js/max') as typeof Phones).parsePhoneNumberFromString(...args);
 
 export const DEFAULT_MAX_DURATION_SECONDS = 600;
 export const DEFAULT_RING_TIMEOUT_SECONDS = 30;
