@@ -1,0 +1,222 @@
+// Outbound calls end to end through the simulator carrier, over real loopback sockets: the simulated
+// callee answers (or not) after its script's delay, opens the media stream to the gateway and speaks
+// Twilio's Media Streams protocol; its speech is espeak-ng's (tts-local), heard by the gateway's VAD
+// and recognised by a scripted stt upstream (an OpenAI-compatible fake: pocketsphinx on 8 kHz
+// μ-law is too unreliable for exact assertions), understood by the demo intent pack, answered with
+// pre-rendered tts-local audio. What is asserted is what a client reads back: statuses, end reasons,
+// the transcript with what was heard, the outcome, the charge in the wallet, the webhook events.
+// The LLM and hybrid agents, barge-in, concurrent calls, every end, refusals, idempotency, limits, lists.
+import { before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, type TestGateway } from '../helper.ts';
+import { ended, place, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import { simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
+
+describe('voice calls through the simulator: other agents, barge-in, ends, refusals, limits', () => {
+  const v = simulatedVoice();
+  let gw: TestGateway;
+  let stt: ScriptedStt;
+  let acc: VoiceAccount;
+  let llm: SimulatedVoice['llm'];
+  before(() => {
+    ({ gw, stt, acc, llm } = v);
+  });
+  const dial = (...args: Parameters<SimulatedVoice['dial']>) => v.dial(...args);
+
+  it('hybrid agent: the LLM answers only the turn the pack cannot classify, with the system prompt and the conversation', async () => {
+    stt.say('what is the weather like today');
+    llm.next({ reply: 'I can only help with your bank account, sorry.' });
+    const res = await dial('+919800000013', { agent: { type: 'hybrid', intent_model: 'intent-demo', llm_model: 'chat-test', system_prompt: 'You are the bank. Be brief.' } });
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
+    assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'what is the weather like today', 'I can only help with your bank account, sorry.']);
+    const sent = llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
+    assert.deepEqual(sent.messages.map((m) => m.role), ['system', 'user']);
+    assert.equal(sent.messages[0]!.content, 'You are the bank. Be brief.');
+    assert.equal(sent.messages[1]!.content, 'what is the weather like today');
+  });
+
+  it('llm agent: opens with first_message.text and answers every turn with the LLM', async () => {
+    stt.say('what is the weather like today');
+    llm.next({ reply: 'Sunny, I am told.' });
+    const res = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' }, first_message: { text: 'Hello {{name}}, this is your bank.' }, variables: { name: 'Asha' } });
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
+    assert.deepEqual(c.transcript.map((t: { text: string }) => t.text), ['Hello Asha, this is your bank.', 'what is the weather like today', 'Sunny, I am told.']);
+    const sent = llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
+    assert.deepEqual(sent.messages.map((m) => [m.role, m.content]), [['system', 'Be brief.'], ['assistant', 'Hello Asha, this is your bank.'], ['user', 'what is the weather like today']]);
+    const bad = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'intent-demo', system_prompt: 'x' } });
+    assert.deepEqual([bad.status, bad.body.error.param], [400, 'agent.llm_model']);
+  });
+
+  it('barge-in: the callee speaks over the greeting; the carrier is told to clear, heard_text is what played', async () => {
+    stt.say('wait I have a question about my card');
+    const res = await dial('+919800000011');
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
+    const greeting = c.transcript[0];
+    assert.equal(greeting.response_id, 'GEN.GREETING');
+    assert.equal(greeting.interrupted, true, JSON.stringify(c.transcript));
+    assert.ok(greeting.heard_text.length < greeting.text.length && greeting.text.startsWith(greeting.heard_text), JSON.stringify(greeting));
+    assert.equal(c.metrics.interruptions, 1);
+    assert.equal(c.transcript[1].role, 'callee');
+  });
+
+  it('runs concurrent calls side by side, each with its own media, transcript and charge', async () => {
+    const who = await voiceAccount(gw, 1000);
+    const before = await walletMicrocents(gw, who.session);
+    const placed = await Promise.all([0, 1, 2].map(() => dial('+919800000012', {}, who)));
+    assert.deepEqual(placed.map((p) => p.status), [202, 202, 202]);
+    const calls = await Promise.all(placed.map((p) => waitForCall(gw, who.key, p.body.id, ended, 40_000)));
+    for (const c of calls) {
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+      assert.deepEqual(c.transcript.map((t: { response_id?: string }) => t.response_id), ['GEN.GREETING']);
+      assert.equal(c.transcript[0].interrupted, false);
+    }
+    const billed = calls.reduce((n, c) => n + c.billed_seconds, 0);
+    assert.equal(before - (await walletMicrocents(gw, who.session)), billed * 100_000);
+  });
+
+  it('ends busy, failed and no_answer (ring timeout) free; cancels a ringing call free', async () => {
+    const before = await walletMicrocents(gw, acc.session);
+    const busy = await dial('+919800000002');
+    const failed = await dial('+919800000005');
+    const silent = await dial('+919800000003', { ring_timeout_seconds: 5 });
+    const b = await waitForCall(gw, acc.key, busy.body.id, ended);
+    const f = await waitForCall(gw, acc.key, failed.body.id, ended);
+    const n = await waitForCall(gw, acc.key, silent.body.id, ended);
+    assert.deepEqual([b.status, b.end_reason, b.billed_seconds, b.cost_cents, b.answered_at], ['busy', 'dial_busy', 0, 0, null]);
+    assert.deepEqual([f.status, f.end_reason, f.billed_seconds], ['failed', 'dial_failed', 0]);
+    assert.deepEqual([n.status, n.end_reason, n.billed_seconds, n.ringing_at !== null], ['no_answer', 'ring_timeout', 0, true]);
+
+    const ringing = await dial('+919800000003');
+    await waitForCall(gw, acc.key, ringing.body.id, (x) => x.status === 'ringing');
+    const hang = await call(gw.url, 'POST', `/v1/voice/calls/${ringing.body.id}/hangup`, { token: acc.key });
+    assert.deepEqual([hang.status, hang.body.error.code], [409, 'call_not_active']);
+    const cancel = await call(gw.url, 'POST', `/v1/voice/calls/${ringing.body.id}/cancel`, { token: acc.key });
+    assert.equal(cancel.status, 200, cancel.text);
+    const x = await waitForCall(gw, acc.key, ringing.body.id, ended);
+    assert.deepEqual([x.status, x.end_reason, x.billed_seconds], ['canceled', 'api_hangup', 0]);
+    assert.equal(await walletMicrocents(gw, acc.session), before, 'unanswered calls cost nothing');
+  });
+
+  it('hangs up a call in progress (api_hangup, billed); a second hang-up or a cancel is 409 call_not_active', async () => {
+    const res = await dial('+919800000099');
+    await waitForCall(gw, acc.key, res.body.id, (x) => x.status === 'in_progress');
+    await new Promise((r) => setTimeout(r, 1200));
+    const hang = await call(gw.url, 'POST', `/v1/voice/calls/${res.body.id}/hangup`, { token: acc.key });
+    assert.equal(hang.status, 200, hang.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'api_hangup']);
+    assert.ok(c.billed_seconds >= 1 && c.billed_seconds <= 3, String(c.billed_seconds));
+    for (const what of ['hangup', 'cancel']) {
+      const again = await call(gw.url, 'POST', `/v1/voice/calls/${res.body.id}/${what}`, { token: acc.key });
+      assert.deepEqual([again.status, again.body.error.code], [409, 'call_not_active']);
+    }
+  });
+
+  it('refuses what it cannot place, in the error envelope, holding nothing', async () => {
+    const before = await walletMicrocents(gw, acc.session);
+    const cases: [Record<string, unknown>, number, string, string | null][] = [
+      [{ to: '9876543210' }, 400, 'invalid_request', 'to'],
+      [{ to: '+91123' }, 400, 'invalid_request', 'to'],
+      [{ to: '+14155550100' }, 400, 'destination_not_allowed', 'to'],
+      [{ to: '+919800000099', surprise: 1 }, 400, 'invalid_request', null],
+      [{ to: '+919800000099', language: 'ta-IN' }, 400, 'language_not_supported', 'language'],
+      [{ to: '+919800000099', voice: 'ta' }, 400, 'voice_not_supported', 'voice'],
+      [{ to: '+919800000099', first_message: { response_id: 'NO.SUCH' } }, 400, 'invalid_request', 'first_message.response_id'],
+      [{ to: '+919800000099', agent: { type: 'intent', intent_model: 'stt-local' } }, 400, 'invalid_request', 'agent.intent_model'],
+      [{ to: '+919800000099', max_duration_seconds: 5 }, 400, 'invalid_request', null],
+      [{ to: '+919800000099', model: 'stt-local' }, 404, 'model_not_found', 'model'],
+    ];
+    for (const [body, status, code, param] of cases) {
+      const res = await dial(String(body.to), body);
+      assert.equal(res.status, status, `${JSON.stringify(body)}: ${res.text}`);
+      assert.equal(res.body.error.code, code, JSON.stringify(body));
+      if (param !== null) assert.equal(res.body.error.param, param, JSON.stringify(body));
+      assert.match(res.headers.get('x-request-id') ?? '', /.+/);
+    }
+    assert.equal(await walletMicrocents(gw, acc.session), before);
+    // A key without the voice scope; another account's call.
+    const keyRes = await call(gw.url, 'POST', '/portal/keys', { token: acc.session, body: { name: 'chat only', scopes: ['chat'] } });
+    const denied = await place(gw, keyRes.body.api_key, { model: 'voice-test', to: '+919800000099' });
+    assert.deepEqual([denied.status, denied.body.error.code], [403, 'permission_denied']);
+    const other = await voiceAccount(gw, 0);
+    const mine = await dial('+919800000002');
+    for (const [method, path] of [['GET', `/v1/voice/calls/${mine.body.id}`], ['POST', `/v1/voice/calls/${mine.body.id}/cancel`], ['GET', '/v1/voice/calls/call_000000000000000000000000']] as const) {
+      const res = await call(gw.url, method, path, { token: other.key });
+      assert.deepEqual([res.status, res.body.error.code], [404, 'not_found'], path);
+    }
+    const list = await call(gw.url, 'GET', '/v1/voice/calls', { token: other.key });
+    assert.deepEqual(list.body.data, []);
+  });
+
+  it('refuses a call the wallet cannot cover for a minute (402), and reserves min(max duration, affordable)', async () => {
+    const poor = await voiceAccount(gw, 5); // 50 s at 0.1 cent a second
+    const res = await dial('+919800000099', {}, poor);
+    assert.deepEqual([res.status, res.body.error.code], [402, 'insufficient_credit']);
+    const some = await voiceAccount(gw, 9); // 90 s
+    const placed = await dial('+919800000099', { max_duration_seconds: 300 }, some);
+    assert.equal(placed.status, 202, placed.text);
+    const wallet = (await call(gw.url, 'GET', '/portal/wallet', { token: some.session })).body;
+    assert.equal(wallet.held_cents, 9, 'the reservation is what the wallet affords, not 300 s');
+    await waitForCall(gw, some.key, placed.body.id, (x) => x.status === 'in_progress');
+    assert.equal((await call(gw.url, 'POST', `/v1/voice/calls/${placed.body.id}/hangup`, { token: some.key })).status, 200);
+    const c = await waitForCall(gw, some.key, placed.body.id, ended);
+    assert.equal((await call(gw.url, 'GET', '/portal/wallet', { token: some.session })).body.held_cents, 0, 'the reservation is settled');
+    assert.equal(c.max_duration_seconds, 90);
+  });
+
+  it('Idempotency-Key: the same body returns the same call; another body is 409', async () => {
+    const headers = { 'idempotency-key': `k-${Date.now()}` };
+    const first = await dial('+919800000002', { metadata: { a: '1' } }, acc, headers);
+    assert.equal(first.status, 202);
+    const again = await dial('+919800000002', { metadata: { a: '1' } }, acc, headers);
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.id, first.body.id);
+    const other = await dial('+919800000002', { metadata: { a: '2' } }, acc, headers);
+    assert.deepEqual([other.status, other.body.error.code], [409, 'idempotency_key_reused']);
+    await waitForCall(gw, acc.key, first.body.id, ended);
+    // Racing requests with one key place one call.
+    const race = { 'idempotency-key': `race-${Date.now()}` };
+    const answers = await Promise.all([0, 1, 2, 3].map(() => dial('+919800000002', {}, acc, race)));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 202], answers.map((a) => a.text).join('\n'));
+    assert.equal(new Set(answers.map((a) => a.body.id)).size, 1);
+    await waitForCall(gw, acc.key, answers[0]!.body.id, ended);
+  });
+
+  it('limits concurrent calls per account: 429 concurrency_limit_exceeded with Retry-After', async () => {
+    const who = await voiceAccount(gw, 1000);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await dial('+919800000003', {}, who);
+      assert.equal(r.status, 202, r.text);
+      ids.push(r.body.id);
+    }
+    const fourth = await dial('+919800000003', {}, who);
+    assert.deepEqual([fourth.status, fourth.body.error.code], [429, 'concurrency_limit_exceeded']);
+    assert.match(fourth.headers.get('retry-after') ?? '', /^\d+$/);
+    for (const id of ids) await call(gw.url, 'POST', `/v1/voice/calls/${id}/cancel`, { token: who.key });
+    for (const id of ids) await waitForCall(gw, who.key, id, ended);
+    assert.equal((await dial('+919800000002', {}, who)).status, 202, 'room again once they ended');
+  });
+
+  it('lists calls newest first with a cursor, by status and updated_after', async () => {
+    const who = await voiceAccount(gw, 1000);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await dial('+919800000002', {}, who)).body.id);
+    for (const id of ids) await waitForCall(gw, who.key, id, ended);
+    const page1 = await call(gw.url, 'GET', '/v1/voice/calls?limit=2', { token: who.key });
+    assert.equal(page1.status, 200, page1.text);
+    assert.deepEqual(page1.body.data.map((c: { id: string }) => c.id), [ids[2], ids[1]]);
+    assert.equal(page1.body.has_more, true);
+    const page2 = await call(gw.url, 'GET', `/v1/voice/calls?limit=2&after=${page1.body.last_id}`, { token: who.key });
+    assert.deepEqual(page2.body.data.map((c: { id: string }) => c.id), [ids[0]]);
+    const busy = await call(gw.url, 'GET', '/v1/voice/calls?status=busy', { token: who.key });
+    assert.equal(busy.body.data.length, 3);
+    const none = await call(gw.url, 'GET', '/v1/voice/calls?status=completed', { token: who.key });
+    assert.equal(none.body.data.length, 0);
+    const later = await call(gw.url, 'GET', `/v1/voice/calls?updated_after=${Math.ceil(Date.now() / 1000) + 60}`, { token: who.key });
+    assert.equal(later.body.data.length, 0);
+    const since = await call(gw.url, 'GET', `/v1/voice/calls?updated_after=${Math.floor(Date.now() / 1000) - 600}`, { token: who.key });
+    assert.equal(since.body.data.length, 3);
+  });
+});
