@@ -104,7 +104,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    // A route that takes no body (a cancel, a hang-up, leaving an organization) takes an empty one
+    // whatever its content type says, as `curl -X POST -H 'content-type: application/json'` sends.
+    if ((body as string).length === 0 && req.routeOptions.schema?.body === undefined) return done(null, undefined);
     try {
       done(null, parseJsonBody(body as string, config.http.maxJsonDepth));
     } catch (err) {

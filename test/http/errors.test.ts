@@ -57,6 +57,12 @@ describe('error envelope on bad input', () => {
     assertEnvelope(await call(gw.url, 'POST', '/portal/auth/login', { raw: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
   });
 
+  it('an empty JSON body on a route that takes no body is no body: the route answers', async () => {
+    const user = await signup(gw.url);
+    const res = await call(gw.url, 'POST', '/portal/org/leave', { raw: '', token: user.token, headers: { 'content-type': 'application/json' } });
+    assertEnvelope(res, 404, 'not_found');
+  });
+
   it('deeply nested JSON is refused before parsing → 400 invalid_json', async () => {
     const deep = '['.repeat(5000) + ']'.repeat(5000);
     const res = await call(gw.url, 'POST', '/portal/auth/login', { raw: deep, headers: { 'content-type': 'application/json' } });
