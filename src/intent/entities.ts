@@ -3,16 +3,10 @@
 //   email  — lower-cased address                           date  — YYYY-MM-DD in Asia/Kolkata (see dates.ts)
 // Phones use libphonenumber-js with its `max` metadata (the default metadata accepts 12-digit
 // account numbers as phones) and default country IN, on text whose Devanagari digits are ASCII.
-import { createRequire } from 'node:module';
-import type * as Phones from 'libphonenumber-js/max';
+import { phoneNumbers } from '../shared/phones.ts';
 import { findAmount } from './amounts.ts';
 import { findDate } from './dates.ts';
 import { canonical, type Normalized } from './normalize.ts';
-
-// libphonenumber-js and its metadata are loaded at the first text with three digits in a row, not
-// with the gateway; its CommonJS build, so that findPhone stays synchronous.
-const load = createRequire(import.meta.url);
-let phones: typeof Phones | undefined;
 
 export interface Entities {
   amount?: number;
@@ -28,8 +22,8 @@ const EMAIL = /[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}/i;
 
 export function findPhone(plain: string): { e164: string; start: number; end: number } | null {
   if (!/\d{3}/.test(plain)) return null;
-  phones ??= load('libphonenumber-js/max') as typeof Phones;
-  for (const found of phones.findPhoneNumbersInText(plain, { defaultCountry: 'IN' })) {
+  // libphonenumber-js is loaded at the first text with three digits in a row.
+  for (const found of phoneNumbers().findPhoneNumbersInText(plain, { defaultCountry: 'IN' })) {
     if (found.number.isValid()) return { e164: found.number.number, start: found.startsAt, end: found.endsAt };
   }
   return null;

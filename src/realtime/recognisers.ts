@@ -110,6 +110,18 @@ export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; startEngine
   };
 }
 
+/** One utterance as a transcription request: a WAV of its samples, segment timestamps. */
+export function utteranceRequest(samples: Int16Array, rate: number, durationS: number, language?: string): TranscribeRequest {
+  const wav = wavOf(samples, rate);
+  const req: TranscribeRequest = {
+    audio: { path: '', data: wav, filename: 'utterance.wav', contentType: 'audio/wav', bytes: wav.length, durationS },
+    mode: 'transcribe',
+    timestamps: ['segment'],
+  };
+  if (language) req.language = language;
+  return req;
+}
+
 /** Utterance mode: each utterance through `transcribe` (the router over the model's routes). */
 export function utteranceRecogniser(opts: {
   rate: 8000 | 16000;
@@ -120,14 +132,7 @@ export function utteranceRecogniser(opts: {
     mode: 'utterance',
     audio() {},
     async recognise(u, signal) {
-      const wav = wavOf(u.samples(), opts.rate);
-      const req: TranscribeRequest = {
-        audio: { path: '', data: wav, filename: 'utterance.wav', contentType: 'audio/wav', bytes: wav.length, durationS: (u.endMs - u.startMs) / 1000 },
-        mode: 'transcribe',
-        timestamps: ['segment'],
-      };
-      if (opts.language) req.language = opts.language;
-      const t = await opts.transcribe(req, signal);
+      const t = await opts.transcribe(utteranceRequest(u.samples(), opts.rate, (u.endMs - u.startMs) / 1000, opts.language), signal);
       const out = fromSegments(t.segments, u, u.startMs / 1000);
       return t.segments.length === 0 ? { ...out, text: t.text.trim() } : out;
     },

@@ -8,7 +8,9 @@ import { createRequire } from 'node:module';
 // A CommonJS module (the Sanscript object), required at the first transliteration rather than
 // loaded with the gateway.
 const load = createRequire(import.meta.url);
-const transliterate = (data: string, from: string, to: string): string => (load('@indic-transliteration/sanscript') as { t(data: string, from: string, to: string): string }).t(data, from, to);
+type Sanscript = { t(data: string, from: string, to: string): string };
+let sanscript: Sanscript | undefined;
+const transliterate = (data: string, from: string, to: string): string => (sanscript ??= load('@indic-transliteration/sanscript') as Sanscript).t(data, from, to);
 
 const LATIN = /[A-Za-z]/;
 const DEVANAGARI = /[\u0900-\u097F]/;

@@ -70,15 +70,12 @@ export interface CallMediaDeps {
 }
 
 interface Playback {
-  reply: AgentReply;
   startedAt: number;
   /** Marks sent: name → bytes of the reply sent before it. */
   marks: Map<string, number>;
   heardBytes: number;
   abort: AbortController;
   done: Promise<void>;
-  /** When the callee's speech that this replies to ended (for the turn latency), or null. */
-  heardAt: number | null;
   /** Resolves `done` when the reply has played (its last mark is back); true when it has. */
   checkPlayed?: () => boolean;
 }
@@ -161,7 +158,7 @@ export class CallMedia implements CallResources {
   async hangup(_reason: EndReason): Promise<void> {
     if (this.hungUp) return;
     this.hungUp = true;
-    this.stopPlayback(false);
+    this.stopPlayback();
     this.stopTimers();
     this.stream?.close(1000, 'call ended');
     if (this.carrier && this.carrierCallId !== null && !this.carrierEnded) await this.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
@@ -171,7 +168,7 @@ export class CallMedia implements CallResources {
     if (this.disposed) return;
     this.disposed = true;
     this.abort.abort();
-    this.stopPlayback(false);
+    this.stopPlayback();
     this.stopTimers();
     this.vad?.destroy();
     this.vad = null;
@@ -376,7 +373,7 @@ export class CallMedia implements CallResources {
   private async say(reply: AgentReply, heardAt: number | null): Promise<void> {
     if (this.hungUp || this.disposed || !this.stream) return;
     const abort = new AbortController();
-    const p: Playback = { reply, startedAt: this.deps.now(), marks: new Map(), heardBytes: 0, abort, heardAt, done: Promise.resolve() };
+    const p: Playback = { startedAt: this.deps.now(), marks: new Map(), heardBytes: 0, abort, done: Promise.resolve() };
     this.playback = p;
     this.agentTurns += 1;
     const turn = this.agentTurns;
@@ -474,11 +471,8 @@ export class CallMedia implements CallResources {
     this.deps.log.debug({ heard_bytes: p.heardBytes }, 'barge-in: playback cleared');
   }
 
-  private stopPlayback(clear: boolean): void {
-    const p = this.playback;
-    if (!p) return;
-    p.abort.abort();
-    if (clear) this.stream?.send({ event: 'clear', streamSid: this.streamSid });
+  private stopPlayback(): void {
+    this.playback?.abort.abort();
   }
 }
 

@@ -4,13 +4,13 @@
 // language, voice, agent), KYC and the reservation through the Meter: min(max duration, what the
 // wallet affords) at the model's per-minute price, custodial (the call's actor settles it, after a
 // restart too). Then the call's actor is spawned with its live side (src/voice/media.ts) and dials.
-import { createRequire } from 'node:module';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type * as Phones from 'libphonenumber-js/max';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { ActorView } from '../actors/record.ts';
 import { ApiError, echo } from '../errors.ts';
+import { phoneNumbers } from '../shared/phones.ts';
+import { utteranceRequest } from '../realtime/recognisers.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { voiceFeatures } from '../models/catalog.ts';
@@ -23,7 +23,6 @@ import type { RoutedModel, UpstreamRouter } from '../providers/router.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
-import { wavOf } from '../speech/wav.ts';
 import type { Store } from '../store/port.ts';
 import type { CallStatus, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
@@ -33,12 +32,6 @@ import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type Voi
 import { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
 
-// libphonenumber-js and its `max` metadata are loaded at the first call placed, not with the gateway
-// (as intent/entities.ts does): its CommonJS build, through require.
-const load = createRequire(import.meta.url);
-let phones: typeof Phones | undefined;
-const parsePhoneNumberFromString: typeof Phones.parsePhoneNumberFromString = (...args) =>
-  (phones ??= load('libphonenumber-js/max') as typeof Phones).parsePhoneNumberFromString(...args);
 
 export const DEFAULT_MAX_DURATION_SECONDS = 600;
 export const DEFAULT_RING_TIMEOUT_SECONDS = 30;
@@ -295,17 +288,7 @@ export class VoiceCalls {
       agent: this.agentFor(callId, body, c),
       detectors: this.deps.detectors,
       recognise: async (samples, signal) => {
-        const wav = wavOf(samples, 8000);
-        const { result } = await this.deps.router.transcribe(
-          sttRoutes,
-          {
-            audio: { path: '', data: wav, filename: 'utterance.wav', contentType: 'audio/wav', bytes: wav.length, durationS: samples.length / 8000 },
-            mode: 'transcribe',
-            timestamps: ['segment'],
-            ...(sttLanguage ? { language: sttLanguage } : {}),
-          },
-          signal,
-        );
+        const { result } = await this.deps.router.transcribe(sttRoutes, utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined), signal);
         return result.text;
       },
       turn: {
@@ -346,7 +329,7 @@ export class VoiceCalls {
   /** The model's rules on the call; the reservation's length from what the wallet affords. */
   private async check(model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
     const features = voiceFeatures(model);
-    const phone = parsePhoneNumberFromString(body.to);
+    const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
     if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone || !phone.isValid()) {
       throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
     }

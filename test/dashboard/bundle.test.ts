@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { DashboardBuild } from '../../scripts/build-dashboard.mjs';
 import { dashboardBuild } from '../build.ts';
-import { SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
+import { MAX_UPLOAD_BYTES, SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
+import { UPLOAD_LIMIT_BYTES } from '../../src/http/uploads.ts';
 import { SCOPES } from '../../src/identity/keys.ts';
 import { EVENT_NAMES } from '../../src/webhooks/records.ts';
 
@@ -59,7 +60,8 @@ describe('dashboard bundle', () => {
     for (const f of account) assert.ok(!(await readFile(join(dir, 'assets', f), 'utf8')).includes('/admin/models'), `${f} holds no operator page`);
   });
 
-  it("keeps the UI's scopes, webhook events and usage groupings equal to the server's", () => {
+  it("keeps the UI's scopes, webhook events, usage groupings and upload limit equal to the server's", () => {
+    assert.equal(MAX_UPLOAD_BYTES, UPLOAD_LIMIT_BYTES);
     assert.deepEqual([...UI_SCOPES], [...SCOPES]);
     assert.deepEqual([...WEBHOOK_EVENTS], [...EVENT_NAMES]);
     assert.deepEqual([...USAGE_GROUPS], ['day', 'model', 'key_prefix', 'member', 'end_user']);

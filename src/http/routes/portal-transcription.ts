@@ -19,7 +19,7 @@ import { Closed, errors, KeyString } from '../schemas.ts';
 import { Limit, limitOf, PageOf } from '../pages.ts';
 import { acceptUploads } from '../uploads.ts';
 import { sendBlob } from '../ranges.ts';
-import { answerClip, answerJobRead, answerNewJob, Job, JobFormatQuery, JobStatusFilter, type JobFormat } from './v1-audio.ts';
+import { answerClip, answerJobRead, answerNewJob, Job, JobFormatQuery, JobId, JobStatusFilter, type JobFormat } from './v1-audio.ts';
 import { answerSpeech, SpeechBodySchema } from './v1-speech.ts';
 import { ModelEntry } from './v1.ts';
 import { dashboardPrincipal } from '../../identity/keys.ts';
@@ -51,7 +51,6 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     },
   );
 
-  const JobId = Type.Object({ id: KeyString(64) });
   app.get(
     '/portal/transcription/jobs/:id',
     {

@@ -24,6 +24,9 @@ import { cancelOnDisconnect } from '../disconnect.ts';
 /** A job's status, as a list filter. */
 export const JobStatusFilter = Type.Union((['queued', 'processing', 'completed', 'failed'] as const satisfies readonly JobStatus[]).map((s) => Type.Literal(s)));
 
+/** A job's id in a path. */
+export const JobId = Type.Object({ id: KeyString(64) });
+
 export const Job = Type.Object({
   id: Type.String(),
   object: Type.Literal('transcription.job'),
@@ -65,7 +68,6 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     );
   });
 
-  const JobId = Type.Object({ id: KeyString(64) });
   app.get(
     '/v1/audio/transcriptions/jobs/:id',
     {

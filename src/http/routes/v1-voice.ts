@@ -8,13 +8,12 @@
 import { Type, type TSchema } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { errors, FreeText, KeyString } from '../schemas.ts';
+import { Closed, errors, FreeText, KeyString } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
 import { ApiError } from '../../errors.ts';
 import { CALL_STATUSES, type CallStatus } from '../../../machines/voice-call.machine.ts';
 import type { VoiceCallBody } from '../../voice/service.ts';
 
-const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
 const StringMap = (maxKeys: number, maxChars: number) =>
   Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), FreeText(maxChars), { maxProperties: maxKeys });

@@ -7,8 +7,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
 
-export const TWILIO_API = 'https://api.twilio.com';
-
 export interface TwilioRoute {
   baseUrl: string;
   accountSid: string;

@@ -10,6 +10,7 @@ import { usePaged } from '../../ui/paged.tsx';
 import { DataTable } from '../../ui/table.tsx';
 import { href } from '../../ui/router.tsx';
 import { ModelSelect, useModels, type ModelInfo } from '../../ui/speech.tsx';
+import { MAX_UPLOAD_BYTES } from '../../ui/constants.ts';
 
 /** A job as /portal/transcription/jobs answers it (the /v1 job object). */
 export interface Job {
@@ -26,7 +27,6 @@ export interface Job {
 }
 
 /** The gateway's upload limit (it answers 413 past it, before reading the file). */
-const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 
 export const unix = (s: number | null | undefined) => (s ? utc(new Date(s * 1000).toISOString()) : '—');
 export const running = (j: Job) => j.status === 'queued' || j.status === 'processing';
