@@ -41,6 +41,8 @@ export interface BeginOptions<T> {
   holdTtlMs?: number;
   /** An actor's hold (a job): kept across the death of the process that took it (see HoldOptions). */
   custodial?: boolean;
+  /** Who pays, when the caller has already read it for the same principal (a voice call's idempotency). */
+  payer?: Payer;
 }
 
 /** What a usage record needs beyond what the MeteredCall knows. */
@@ -69,7 +71,7 @@ export class Meter {
 
   async begin<T = undefined>(principal: ApiKeyPrincipal, opts: BeginOptions<T>): Promise<MeteredCall & { checked: T }> {
     const { billing, models } = this.deps;
-    const payer = await billing.payerFor(principal);
+    const payer = opts.payer ?? (await billing.payerFor(principal));
     const model = await models.resolve(opts.model, opts.type, payer.walletId);
     const checked = (opts.check ? await opts.check(model, payer) : undefined) as T;
     this.deps.assertKyc(payer, model.requires_kyc === true);

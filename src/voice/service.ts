@@ -217,6 +217,7 @@ export class VoiceCalls {
       throw new ApiError('concurrency_limit_exceeded', `Your account has ${active.length} calls in progress, its limit; place this one when one ends.`, { headers: { 'retry-after': '30' } });
     }
     const call = await this.deps.meter.begin(principal, {
+      payer, // read once by create, for the idempotency key's wallet
       model: body.model,
       type: 'voice',
       requestId: callId,
