@@ -2,7 +2,8 @@
 // runs the call's conversation as an intent session (`session_id` = the call id, src/intent/service.ts
 // `converse`), so "haan" after an ASK resolves from context exactly as /v1/understand does; its
 // replies are the pack's responses, rendered once per wording with the call's tts model and kept as
-// 8 kHz μ-law (`ResponseAudio`), so a reply costs no synthesis time after the first call that used it.
+// 8 kHz PCM16 with its μ-law (`ResponseAudio`, src/speech/clip.ts: what each carrier's stream
+// takes), so a reply costs no synthesis time after the first call that used it.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { ModelDoc } from '../models/types.ts';
@@ -11,6 +12,7 @@ import type { UpstreamRouter, RoutedModel } from '../providers/router.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { convertSpeech } from '../synthesis/convert.ts';
+import { SpeechClip } from '../speech/clip.ts';
 import type { ChatMessage } from '../providers/types.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
@@ -20,7 +22,7 @@ const CONVERSATIONAL_ACTIONS = new Set(['ASK', 'INFORM', 'CLOSE', 'ESCALATE']);
 
 export interface AgentReply {
   text: string;
-  audio: Buffer;
+  audio: SpeechClip;
   responseId: string | null;
   action: string | null;
   intent: string | null;
@@ -41,9 +43,9 @@ export interface CallAgent {
   prompt(): Promise<AgentReply | null>;
 }
 
-/** Speech for a wording, as 8 kHz μ-law, rendered once per (tts model, voice, wording). */
+/** Speech for a wording, as 8 kHz PCM16 (and μ-law), rendered once per (tts model, voice, wording). */
 export class ResponseAudio {
-  private readonly cache = new LRUCache<string, Promise<Buffer>>({ max: 2000 });
+  private readonly cache = new LRUCache<string, Promise<SpeechClip>>({ max: 2000 });
 
   constructor(
     private readonly deps: {
@@ -53,7 +55,7 @@ export class ResponseAudio {
     },
   ) {}
 
-  render(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<Buffer> {
+  render(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<SpeechClip> {
     const key = `${tts._id}:${tts.revision ?? ''}:${voice}:${language ?? ''}:${createHash('sha256').update(text).digest('base64url')}`;
     let audio = this.cache.get(key);
     if (!audio) {
@@ -64,11 +66,11 @@ export class ResponseAudio {
     return audio;
   }
 
-  private async synthesize(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<Buffer> {
+  private async synthesize(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<SpeechClip> {
     const signal = AbortSignal.timeout(60_000);
     const { audio, first, rest } = await this.deps.router.speak(
       this.deps.resolveRoutes(tts),
-      { input: text, voice, ...(language ? { language } : {}), format: 'mulaw', sampleRate: 8000 },
+      { input: text, voice, ...(language ? { language } : {}), format: 'pcm', sampleRate: 8000 },
       signal,
     );
     const chunks = (async function* () {
@@ -76,8 +78,9 @@ export class ResponseAudio {
       yield* rest;
     })();
     const out: Buffer[] = [];
-    for await (const c of convertSpeech(audio, chunks, { format: 'mulaw', sampleRate: 8000 }, { resamplers: this.deps.resamplers, signal })) out.push(c);
-    return Buffer.concat(out);
+    for await (const c of convertSpeech(audio, chunks, { format: 'pcm', sampleRate: 8000 }, { resamplers: this.deps.resamplers, signal })) out.push(c);
+    const pcm = Buffer.concat(out);
+    return new SpeechClip(pcm.length % 2 === 0 ? pcm : pcm.subarray(0, pcm.length - 1));
   }
 }
 

@@ -1,31 +1,31 @@
 // One call's live side: the call actor's in-memory resources, never persisted. It dials through the
 // carrier and turns the carrier's news into the actor's events; once the carrier's media stream is
 // attached (src/ws/voice.ts, after the `start` frame carried the call's token) it runs the media loop:
-//   carrier frames → μ-law decode → VAD (the realtime path's detector) → an utterance per speech →
-//   the call's stt model → the agent → its reply's pre-rendered μ-law → 20 ms frames paced in real
-//   time with a `mark` every 200 ms → the carrier.
+//   carrier frames → decoded to 8 kHz PCM → VAD (the realtime path's detector) → an utterance per
+//   speech → the call's stt model → the agent → its reply's pre-rendered audio → chunks paced in
+//   real time with a `mark` every 200 ms → the carrier.
+// The carrier's protocol is its `wire` (src/voice/wire/): how its frames read, which audio its
+// stream carries and in what chunks (Twilio: μ-law, 20 ms; Exotel: PCM16, 100 ms); the loop is the same.
 // Barge-in: callee speech (the detector's `min_speech_ms`) while the agent plays stops the playback
 // between two frames and sends the carrier's `clear` at once; the marks echoed before it tell how
 // much the callee heard, and the agent's turn keeps `heard_text`: its text cut there.
 // The actor gets control events only (turns, actions, a heartbeat a second, an end it decided);
 // audio never enters it.
-import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EndReason, Turn, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
-import { g711Decode } from '../speech/g711.ts';
 import type { VoiceDetector, VoiceDetectors } from '../speech/vad.ts';
 import { AudioBuffer } from '../realtime/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
-import type { Carrier, DialRequest } from './carrier.ts';
+import { sameSecret, type Carrier, type DialRequest } from './carrier.ts';
+import type { MediaWire } from './wire/types.ts';
+import { twilioWire } from './wire/twilio.ts';
 import type { CallResources } from './kind.ts';
 import type { Pacer } from './pacer.ts';
 import type { DialInput } from '../../machines/voice-call.machine.ts';
 
 const RATE = 8000;
-const FRAME_BYTES = 160;
-const FRAME_MS = 20;
-/** A mark after every this many frames (200 ms): the resolution of `heard_text`. */
-const FRAMES_PER_MARK = 10;
+/** A mark after every 200 ms of a reply: the resolution of `heard_text`. */
+const MARK_EVERY_MS = 200;
 const HEARTBEAT_MS = 1000;
 /** How far ahead of real time the playback runs (the carrier's buffer against our timer's jitter). */
 const LEAD_MS = 40;
@@ -87,6 +87,8 @@ export class CallMedia implements CallResources {
   private carrierEnded = false;
   private stream: MediaStream | null = null;
   private streamSid: string | null = null;
+  /** The protocol of the carrier dialling (then of the one that took the call). */
+  private wire: MediaWire;
   private started = false;
   private hungUp = false;
   private disposed = false;
@@ -110,7 +112,9 @@ export class CallMedia implements CallResources {
   private prompts = 0;
   private readonly abort = new AbortController();
 
-  constructor(private readonly deps: CallMediaDeps) {}
+  constructor(private readonly deps: CallMediaDeps) {
+    this.wire = (deps.carriers[0]?.carrier.wire ?? twilioWire).gateway;
+  }
 
   // ---- the actor's effects (CallResources) ----
 
@@ -142,6 +146,7 @@ export class CallMedia implements CallResources {
     // passes it to the next; once a carrier took it, its callee's answer (busy too) is the answer.
     let lastError: unknown = new Error('no carrier');
     for (const { route, carrier } of this.deps.carriers) {
+      this.wire = carrier.wire.gateway; // its stream may open before its dial answers
       try {
         const id = await carrier.dial(req, events);
         this.carrier = carrier;
@@ -187,23 +192,21 @@ export class CallMedia implements CallResources {
   }
 
   /**
-   * One frame of Twilio's Media Streams protocol, parsed, from a stream socket: the socket becomes
+   * One frame from a stream socket, parsed as JSON (read by the carrier's wire): the socket becomes
    * the call's with a `start` frame carrying its token; before that (or from another socket) its
    * frames are refused. Returns why a frame is refused, or null.
    */
   frame(stream: MediaStream, m: Record<string, unknown>): string | null {
-    const event = m.event;
-    if (event === 'connected') return null;
-    if (event === 'start') {
-      const start = (m.start ?? {}) as { customParameters?: Record<string, unknown>; streamSid?: unknown };
-      const token = start.customParameters?.token;
+    const f = this.wire.parse(m);
+    if (f.event === 'connected') return null;
+    if (f.event === 'start') {
       if (this.started || this.hungUp || this.disposed) return 'the stream has started already';
-      if (typeof token !== 'string' || !this.tokenMatches(token)) return 'bad token';
+      if (f.token === null || !sameSecret(f.token, this.deps.token)) return 'bad token';
       this.started = true;
       this.lastActivityAt = this.deps.now();
       this.stream = stream;
       this.lastFrameAt = this.deps.now();
-      this.streamSid = typeof start.streamSid === 'string' ? start.streamSid : typeof m.streamSid === 'string' ? m.streamSid : null;
+      this.streamSid = f.streamSid;
       void this.begin().catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void this.end('media_timeout');
@@ -212,33 +215,22 @@ export class CallMedia implements CallResources {
     }
     if (stream !== this.stream) return 'no start frame yet';
     this.lastFrameAt = this.deps.now();
-    if (event === 'media') {
-      const payload = (m.media as { payload?: unknown } | undefined)?.payload;
-      if (typeof payload !== 'string' || payload.length > 8192) return 'bad media payload';
-      this.audio(Buffer.from(payload, 'base64'));
-      return null;
+    switch (f.event) {
+      case 'media':
+        this.audio(f.samples);
+        return null;
+      case 'mark':
+        this.marked(f.name);
+        return null;
+      case 'dtmf':
+        this.dtmf(f.digit);
+        return null;
+      case 'stop':
+        void this.end('callee_hangup');
+        return null;
+      case 'refused':
+        return f.why;
     }
-    if (event === 'mark') {
-      const name = (m.mark as { name?: unknown } | undefined)?.name;
-      if (typeof name === 'string') this.marked(name);
-      return null;
-    }
-    if (event === 'dtmf') {
-      const digit = (m.dtmf as { digit?: unknown } | undefined)?.digit;
-      if (typeof digit === 'string' && /^[0-9*#]$/.test(digit)) this.dtmf(digit);
-      return null;
-    }
-    if (event === 'stop') {
-      void this.end('callee_hangup');
-      return null;
-    }
-    return 'unknown event';
-  }
-
-  private tokenMatches(token: string): boolean {
-    const a = Buffer.from(token);
-    const b = Buffer.from(this.deps.token);
-    return a.length === b.length && timingSafeEqual(a, b);
   }
 
   private async begin(): Promise<void> {
@@ -314,10 +306,9 @@ export class CallMedia implements CallResources {
 
   // ---- listening ----
 
-  private audio(bytes: Buffer): void {
+  private audio(samples: Int16Array): void {
     const vad = this.vad;
     if (!vad) return;
-    const samples = g711Decode('mulaw', bytes);
     this.buffer.append(samples);
     for (const e of vad.push(samples)) {
       if (e.type === 'speech_started') {
@@ -378,11 +369,13 @@ export class CallMedia implements CallResources {
     this.agentTurns += 1;
     const turn = this.agentTurns;
     let firstFrameAt: number | null = null;
-    const audio = reply.audio;
+    const wire = this.wire;
+    const audio = reply.audio.as(wire.audio);
+    const chunksPerMark = Math.max(1, Math.round(MARK_EVERY_MS / wire.chunkMs));
     p.done = new Promise<void>((resolve) => {
-      // Paced by the instance's one clock (src/voice/pacer.ts): frame n leaves at n × 20 ms, 40 ms ahead.
+      // Paced by the instance's one clock (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead.
       const started = performance.now();
-      const frames = Math.ceil(audio.length / FRAME_BYTES);
+      const frames = Math.ceil(audio.length / wire.chunkBytes);
       let frame = 0;
       let sent = 0;
       const step = (now: number): boolean => {
@@ -396,16 +389,16 @@ export class CallMedia implements CallResources {
       };
       const sendDue = (now: number): boolean => {
         if (abort.signal.aborted || !this.stream) return false;
-        const due = Math.min(frames, Math.floor((now - started + LEAD_MS) / FRAME_MS) + 1);
+        const due = Math.min(frames, Math.floor((now - started + LEAD_MS) / wire.chunkMs) + 1);
         for (; frame < due; frame++) {
-          const chunk = audio.subarray(frame * FRAME_BYTES, (frame + 1) * FRAME_BYTES);
-          this.stream.send({ event: 'media', streamSid: this.streamSid, media: { payload: chunk.toString('base64') } });
+          const chunk = audio.subarray(frame * wire.chunkBytes, (frame + 1) * wire.chunkBytes);
+          this.stream.send(wire.media(this.streamSid, chunk));
           firstFrameAt ??= this.deps.now();
           sent += chunk.length;
-          if ((frame + 1) % FRAMES_PER_MARK === 0 || sent >= audio.length) {
+          if ((frame + 1) % chunksPerMark === 0 || sent >= audio.length) {
             const name = `t${turn}-${++this.markSeq}`;
             p.marks.set(name, sent);
-            this.stream.send({ event: 'mark', streamSid: this.streamSid, mark: { name } });
+            this.stream.send(wire.mark(this.streamSid, name));
           }
         }
         return frame < frames;
@@ -467,7 +460,7 @@ export class CallMedia implements CallResources {
     const p = this.playback;
     if (!p || p.abort.signal.aborted) return;
     p.abort.abort();
-    this.stream?.send({ event: 'clear', streamSid: this.streamSid });
+    this.stream?.send(this.wire.clear(this.streamSid));
     this.deps.log.debug({ heard_bytes: p.heardBytes }, 'barge-in: playback cleared');
   }
 

@@ -3,7 +3,7 @@
 //   GET  /v1/voice/calls[/{id}]         the caller's calls (another account's: 404)
 //   POST /v1/voice/calls/{id}/cancel    before the answer (billed 0)
 //   POST /v1/voice/calls/{id}/hangup    in progress (end_reason api_hangup)
-//   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's signed status callback
+//   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's status callback (signed, or with the call's secret)
 // The carriers' media streams are the WebSocket edge's (src/ws/voice.ts).
 import { Type, type TSchema } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
@@ -164,8 +164,9 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
   );
 
-  // Carriers' status callbacks: no API key (the carrier calls); the signature decides. Form-encoded,
-  // as Twilio posts them: parsed in this scope only, kept as ordered pairs for the signature.
+  // Carriers' status callbacks: no API key (the carrier calls); its signature (Twilio) or the call's
+  // secret in the URL (`?token=`, Exotel) decides. Form-encoded, as both post them: parsed in this
+  // scope only, kept as ordered pairs for the signature.
   void app.register(async (scope) => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
       done(null, [...new URLSearchParams(body as string)]);
@@ -174,8 +175,9 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
       '/v1/voice/calls/:id/callback/:provider',
       {
         schema: {
-          tags: ['v1'], summary: "A carrier's status callback (authenticated by its signature)",
+          tags: ['v1'], summary: "A carrier's status callback (authenticated by its signature or the call's secret)",
           params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
+          querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })) }, { additionalProperties: false }),
           response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404) },
         },
       },
@@ -183,7 +185,8 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
         const { id, provider } = req.params as { id: string; provider: string };
         const params = Array.isArray(req.body) ? (req.body as [string, string][]) : [];
         const signature = req.headers['x-twilio-signature'];
-        return deps.services.voice.carrierCallback(id, provider, params, typeof signature === 'string' ? signature : undefined, req.url);
+        const { token } = req.query as { token?: string };
+        return deps.services.voice.carrierCallback(id, provider, { params, ...(typeof signature === 'string' ? { signature } : {}), ...(token !== undefined ? { token } : {}) }, req.url);
       },
     );
   });
