@@ -56,6 +56,20 @@ export const CALLEES = [
   { to: '*', answer: 'answer', ring_ms: 100, steps: [] },
 ];
 
+/**
+ * The models `stt-scripted` (the scripted recogniser) and `voice-test` (6 cents a minute, India, the
+ * demo intent pack, tts-local, the simulator carrier: the callees of the gateway's configuration).
+ */
+export async function addVoiceTestModel(base: string, stt: ScriptedStt): Promise<void> {
+  const put = (id: string, body: unknown) => call(base, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
+  assert.equal((await put('stt-scripted', { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] })).status, 201);
+  const voice = {
+    type: 'voice', owned_by: 'test', stt_model: 'stt-scripted', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
+    countries: ['IN'], languages: ['en-IN', 'hi-IN'], voices: ['en-us', 'hi'], max_duration_seconds: 600, pricing: {}, routes: [{ provider: 'simulator' }],
+  };
+  assert.equal((await put('voice-test', voice)).status, 201);
+}
+
 export interface SimulatedVoice {
   gw: TestGateway;
   stt: ScriptedStt;
@@ -71,13 +85,8 @@ export function simulatedVoice(): SimulatedVoice {
     v.stt = await ScriptedStt.start();
     v.llm = await startOpenAIUpstream();
     v.gw = await startVoiceGateway(CALLEES, { voice: { maxConcurrentCalls: 3, mediaTimeoutMs: 10_000, simulator: { callees: CALLEES } } });
+    await addVoiceTestModel(v.gw.url, v.stt);
     const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
-    assert.equal((await put('stt-scripted', { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${v.stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] })).status, 201);
-    const voice = {
-      type: 'voice', owned_by: 'test', stt_model: 'stt-scripted', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
-      countries: ['IN'], languages: ['en-IN', 'hi-IN'], voices: ['en-us', 'hi'], max_duration_seconds: 600, pricing: {}, routes: [{ provider: 'simulator' }],
-    };
-    assert.equal((await put('voice-test', voice)).status, 201);
     const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }] };
     assert.equal((await put('chat-test', chat)).status, 201);
     v.acc = await voiceAccount(v.gw, 1000);
