@@ -30,7 +30,7 @@ import { IdempotencyKeys } from './idempotency.ts';
 import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
-
+import type { VoiceCallObject } from './views.ts';
 
 export const DEFAULT_MAX_DURATION_SECONDS = 600;
 export const DEFAULT_RING_TIMEOUT_SECONDS = 30;
@@ -62,29 +62,6 @@ export interface VoiceCallBody {
   turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
   webhook_id?: string;
   metadata?: Record<string, string>;
-}
-
-export interface VoiceCallObject {
-  id: string;
-  object: 'voice.call';
-  status: CallStatus;
-  model: string;
-  to: string;
-  from: string | null;
-  created_at: number;
-  max_duration_seconds: number;
-  metadata: Record<string, string>;
-  end_reason?: string | null;
-  dial_started_at?: number | null;
-  ringing_at?: number | null;
-  answered_at?: number | null;
-  ended_at?: number | null;
-  duration_seconds?: number | null;
-  billed_seconds?: number | null;
-  cost_cents?: number | null;
-  transcript?: VoiceCallContext['turns'];
-  outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
-  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };
 }
 
 export interface VoiceSettings {

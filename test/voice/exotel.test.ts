@@ -36,7 +36,7 @@ describe('voice calls through a (fake) Exotel', () => {
     };
     exotel = await FakeExotel.start({ accountSid: ROUTE.account_sid, apiKey: ROUTE.api_key, apiToken: ROUTE.api_token, callees: CALLEES as never, speak });
     gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, simulator: { callees: [] } } });
-    await putScriptedVoice(gw, stt, 'voice-exotel', [{ ...ROUTE, base_url: exotel.url }]);
+    await putScriptedVoice(gw.url, stt, 'voice-exotel', [{ ...ROUTE, base_url: exotel.url }]);
     acc = await voiceAccount(gw, 1000);
     speaker = await voiceAccount(gw, 100);
   });

@@ -32,8 +32,8 @@ export class ScriptedStt {
  * The model `stt-scripted` (the scripted recogniser) and a voice model `id` on it, with the demo
  * intent pack, tts-local and 6 cents a minute, whose carriers are `routes`.
  */
-export async function putScriptedVoice(gw: TestGateway, stt: ScriptedStt, id: string, routes: unknown[]): Promise<void> {
-  const put = (model: string, body: unknown) => call(gw.url, 'PUT', `/admin/models/${model}`, { token: ADMIN_TOKEN, body });
+export async function putScriptedVoice(base: string, stt: ScriptedStt, id: string, routes: unknown[]): Promise<void> {
+  const put = (model: string, body: unknown) => call(base, 'PUT', `/admin/models/${model}`, { token: ADMIN_TOKEN, body });
   const scripted = { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] };
   assert.ok([200, 201].includes((await put('stt-scripted', scripted)).status));
   const voice = {
@@ -86,8 +86,8 @@ export function simulatedVoice(): SimulatedVoice {
     v.stt = await ScriptedStt.start();
     v.llm = await startOpenAIUpstream();
     v.gw = await startVoiceGateway(CALLEES, { voice: { maxConcurrentCalls: 3, mediaTimeoutMs: 10_000, simulator: { callees: CALLEES } } });
+    await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
     const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
-    await putScriptedVoice(v.gw, v.stt, 'voice-test', [{ provider: 'simulator' }]);
     const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }] };
     assert.equal((await put('chat-test', chat)).status, 201);
     v.acc = await voiceAccount(v.gw, 1000);

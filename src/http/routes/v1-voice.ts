@@ -3,9 +3,11 @@
 //   GET  /v1/voice/calls[/{id}]         the caller's calls (another account's: 404)
 //   POST /v1/voice/calls/{id}/cancel    before the answer (billed 0)
 //   POST /v1/voice/calls/{id}/hangup    in progress (end_reason api_hangup)
+//   (the same reads and controls under /portal for the dashboard: registerCallRoutes, portal-voice.ts)
 //   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's status callback (signed, or with the call's secret)
 // The carriers' media streams are the WebSocket edge's (src/ws/voice.ts).
 import { Type, type TSchema } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { Closed, errors, FreeText, KeyString } from '../schemas.ts';
@@ -125,44 +127,7 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
   );
 
-  app.get(
-    '/v1/voice/calls/:id',
-    { preHandler: requireApiKey(deps, 'voice'), schema: { tags: ['v1'], summary: 'A call, its transcript, outcome and cost', security: [{ apiKey: [] }], params: CallId, response: { 200: Call, ...errors(401, 403, 404) } } },
-    async (req) => deps.services.voice.get(await payer(req), (req.params as { id: string }).id),
-  );
-
-  app.get(
-    '/v1/voice/calls',
-    {
-      preHandler: requireApiKey(deps, 'voice'),
-      schema: {
-        tags: ['v1'], summary: "The caller's calls, newest first (cursor pagination)", security: [{ apiKey: [] }],
-        querystring: Type.Object(
-          {
-            limit: Limit,
-            after: Type.Optional(KeyString(64)),
-            status: Type.Optional(Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)))),
-            /** Unix seconds: calls changed after it (to reconcile missed webhooks). */
-            updated_after: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Call), has_more: Type.Boolean(), first_id: Nullable(Type.String()), last_id: Nullable(Type.String()) }),
-          ...errors(400, 401, 403),
-        },
-      },
-    },
-    async (req) => {
-      const q = req.query as { limit?: string; after?: string; status?: CallStatus; updated_after?: string };
-      return deps.services.voice.list(await payer(req), {
-        limit: limitOf(q),
-        ...(q.after ? { after: q.after } : {}),
-        ...(q.status ? { status: q.status } : {}),
-        ...(q.updated_after ? { updatedAfter: Number(q.updated_after) * 1000 } : {}),
-      });
-    },
-  );
+  registerCallRoutes(app, deps, { prefix: '/v1', preHandler: requireApiKey(deps, 'voice'), security: [{ apiKey: [] }], tags: ['v1'], account: payer });
 
   // Carriers' status callbacks: no API key (the carrier calls); its signature (Twilio) or the call's
   // secret in the URL (`?token=`, Exotel) decides. Form-encoded, as both post them: parsed in this
@@ -190,20 +155,76 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
       },
     );
   });
+}
+
+/** Where calls are read and controlled: /v1 (an API key with scope `voice`: its payer's calls) or /portal (the session: its account's). */
+export interface CallsEdge {
+  prefix: '/v1' | '/portal';
+  preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  security: Record<string, string[]>[];
+  tags: string[];
+  /** The wallet whose calls the request sees (an organization member: the organization's). */
+  account: (req: FastifyRequest) => Promise<string>;
+}
+
+/**
+ * GET {prefix}/voice/calls[/{id}], POST {prefix}/voice/calls/{id}/cancel|hangup: the same service
+ * calls, schemas and answers on both edges; only who is asking differs.
+ */
+export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): void {
+  const { prefix, preHandler, security, tags, account } = edge;
+  app.get(
+    `${prefix}/voice/calls/:id`,
+    { preHandler, schema: { tags, summary: 'A call, its transcript, outcome and cost', security, params: CallId, response: { 200: Call, ...errors(401, 403, 404) } } },
+    async (req) => deps.services.voice.get(await account(req), (req.params as { id: string }).id),
+  );
+
+  app.get(
+    `${prefix}/voice/calls`,
+    {
+      preHandler,
+      schema: {
+        tags, summary: "The account's calls, newest first (cursor pagination: after is the previous page's last_id)", security,
+        querystring: Type.Object(
+          {
+            limit: Limit,
+            after: Type.Optional(KeyString(64)),
+            status: Type.Optional(Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)))),
+            /** Unix seconds: calls changed after it (to reconcile missed webhooks). */
+            updated_after: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Call), has_more: Type.Boolean(), first_id: Nullable(Type.String()), last_id: Nullable(Type.String()) }),
+          ...errors(400, 401, 403),
+        },
+      },
+    },
+    async (req) => {
+      const q = req.query as { limit?: string; after?: string; status?: CallStatus; updated_after?: string };
+      return deps.services.voice.list(await account(req), {
+        limit: limitOf(q),
+        ...(q.after ? { after: q.after } : {}),
+        ...(q.status ? { status: q.status } : {}),
+        ...(q.updated_after ? { updatedAfter: Number(q.updated_after) * 1000 } : {}),
+      });
+    },
+  );
 
   for (const what of ['cancel', 'hangup'] as const) {
     app.post(
-      `/v1/voice/calls/:id/${what}`,
+      `${prefix}/voice/calls/:id/${what}`,
       {
-        preHandler: requireApiKey(deps, 'voice'),
+        preHandler,
         schema: {
-          tags: ['v1'], summary: what === 'cancel' ? 'Cancel a call not answered yet (billed 0)' : 'Hang up a call in progress', security: [{ apiKey: [] }],
+          tags, summary: what === 'cancel' ? 'Cancel a call not answered yet (billed 0)' : 'Hang up a call in progress', security,
           params: CallId, response: { 200: Call, ...errors(401, 403, 404, 409) },
         },
       },
       async (req) => {
         if (req.body !== undefined && req.body !== null && Object.keys(req.body as object).length > 0) throw new ApiError('invalid_request', `${what} takes no body.`);
-        return deps.services.voice.control(await payer(req), (req.params as { id: string }).id, what);
+        return deps.services.voice.control(await account(req), (req.params as { id: string }).id, what);
       },
     );
   }
