@@ -25,10 +25,16 @@
 //   tests connect to instead of each launching their own.
 // Tests find these through GATEWAY_TEST_BUILD and GATEWAY_TEST_BROWSER; run by hand through tsx
 // (`node --import tsx --test test/x.test.ts`) they build and launch what they need themselves.
+//
+// The tests' temporary folders (every gateway's data dir: os.tmpdir()) go to a folder of the run
+// in /dev/shm when the machine has that tmpfs, removed at the end: the embedded store syncs every
+// acknowledged write to disk and opens each collection and index in a synced transaction, so a
+// gateway started on a disk-backed /tmp waited ~0.9 s for fsyncs against ~0.12 s on tmpfs (the same
+// calls, made; only the disk under them differs). TEST_TMPDIR names another folder.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
+import { existsSync, readdirSync, readFileSync, statfsSync, statSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -42,6 +48,8 @@ const TESTS = join(OUT, 'tests');
 /** The folders compiled into TREE: everything a test imports from the checkout. */
 const COMPILED = ['src', 'machines', 'scripts', 'test'];
 const CHROMIUM = '/usr/bin/chromium';
+/** Free space a tmpfs needs to hold a run's temporary files (a run peaks near 1 GB). */
+const TMP_ROOM_BYTES = 4 * 1024 ** 3;
 
 const exited = (child) => new Promise((r) => child.once('exit', (code, signal) => r(code ?? (signal ? 1 : 0))));
 
@@ -151,10 +159,26 @@ async function typecheck() {
   return code;
 }
 
+/**
+ * The run's folder for the tests' temporary files: in TEST_TMPDIR, else /dev/shm when it has room
+ * for a run (a container's default 64 MB does not), else os.tmpdir().
+ */
+async function runTmpdir() {
+  const roomy = (dir) => existsSync(dir) && statfsSync(dir).bavail * statfsSync(dir).bsize >= TMP_ROOM_BYTES;
+  for (const base of [process.env.TEST_TMPDIR, roomy('/dev/shm') && '/dev/shm', tmpdir()]) {
+    if (!base || !existsSync(base)) continue;
+    try {
+      return await mkdtemp(join(base, 'gateway-tests-'));
+    } catch {} // not writable here: the next
+  }
+  throw new Error('no writable folder for the tests\' temporary files');
+}
+
 const started = performance.now();
 await Promise.all(['tree', 'tests', 'dashboard', 'server.js', 'server.js.map'].map((name) => rm(join(OUT, name), { recursive: true, force: true })));
 await Promise.all([compileTree(), bundleTests(files), buildDashboard({ outDir: join(OUT, 'dashboard') }), buildGateway({ outfile: join(OUT, 'server.js') })]);
-const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT };
+const tmp = await runTmpdir();
+const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT, TMPDIR: tmp };
 
 let browser = null;
 if (files.some((f) => f.startsWith(join(ROOT, 'test', 'dashboard') + '/'))) {
@@ -188,6 +212,7 @@ const child = spawn(
 );
 const status = await exited(child);
 await browser?.close();
+await rm(tmp, { recursive: true, force: true });
 const typeErrors = await typechecked;
 if (args.includes('--typecheck') && typeErrors === 0) console.log('ℹ typecheck passed');
 process.exit(status || typeErrors);

@@ -2,7 +2,8 @@
 // runs the call's conversation as an intent session (`session_id` = the call id, src/intent/service.ts
 // `converse`), so "haan" after an ASK resolves from context exactly as /v1/understand does; its
 // replies are the pack's responses, rendered once per wording with the call's tts model and kept as
-// 8 kHz μ-law (`ResponseAudio`), so a reply costs no synthesis time after the first call that used it.
+// 8 kHz PCM16 with its μ-law (`ResponseAudio`, src/speech/clip.ts: what each carrier's stream
+// takes), so a reply costs no synthesis time after the first call that used it.
 // The LLM agent (and hybrid's LLM turns) stream: the chat route's text is cut into sentences, each
 // synthesized as it completes and played while the next is synthesized (src/voice/lines.ts); the
 // turn's signal (barge-in, hang-up) cancels the chat stream and the syntheses still running.
@@ -14,6 +15,7 @@ import type { UpstreamRouter, RoutedModel } from '../providers/router.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { convertSpeech } from '../synthesis/convert.ts';
+import { SpeechClip } from '../speech/clip.ts';
 import type { ChatMessage } from '../providers/types.ts';
 import type { IntentPack } from '../intent/pack.ts';
 import { sentences, spokenLines, type SpokenLine } from './lines.ts';
@@ -71,9 +73,9 @@ const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = n
 
 const SYNTHESIS_TIMEOUT_MS = 60_000;
 
-/** Speech for a wording, as 8 kHz μ-law, rendered once per (tts model, voice, wording). */
+/** Speech for a wording, as 8 kHz PCM16 (and μ-law), rendered once per (tts model, voice, wording). */
 export class ResponseAudio {
-  private readonly cache = new LRUCache<string, Promise<Buffer>>({ max: 2000 });
+  private readonly cache = new LRUCache<string, Promise<SpeechClip>>({ max: 2000 });
 
   constructor(
     private readonly deps: {
@@ -83,7 +85,7 @@ export class ResponseAudio {
     },
   ) {}
 
-  render(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<Buffer> {
+  render(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<SpeechClip> {
     const key = `${tts._id}:${tts.revision ?? ''}:${voice}:${language ?? ''}:${createHash('sha256').update(text).digest('base64url')}`;
     let audio = this.cache.get(key);
     if (!audio) {
@@ -95,12 +97,12 @@ export class ResponseAudio {
   }
 
   /** Speech for a text said once (an LLM's sentence): not kept. `signal` cancels it. */
-  async synthesize(tts: ModelDoc, voice: string, language: string | undefined, text: string, cancel?: AbortSignal): Promise<Buffer> {
+  async synthesize(tts: ModelDoc, voice: string, language: string | undefined, text: string, cancel?: AbortSignal): Promise<SpeechClip> {
     const timeout = AbortSignal.timeout(SYNTHESIS_TIMEOUT_MS);
     const signal = cancel ? AbortSignal.any([cancel, timeout]) : timeout;
     const { audio, first, rest } = await this.deps.router.speak(
       this.deps.resolveRoutes(tts),
-      { input: text, voice, ...(language ? { language } : {}), format: 'mulaw', sampleRate: 8000 },
+      { input: text, voice, ...(language ? { language } : {}), format: 'pcm', sampleRate: 8000 },
       signal,
     );
     const chunks = (async function* () {
@@ -108,8 +110,9 @@ export class ResponseAudio {
       yield* rest;
     })();
     const out: Buffer[] = [];
-    for await (const c of convertSpeech(audio, chunks, { format: 'mulaw', sampleRate: 8000 }, { resamplers: this.deps.resamplers, signal })) out.push(c);
-    return Buffer.concat(out);
+    for await (const c of convertSpeech(audio, chunks, { format: 'pcm', sampleRate: 8000 }, { resamplers: this.deps.resamplers, signal })) out.push(c);
+    const pcm = Buffer.concat(out);
+    return new SpeechClip(pcm.length % 2 === 0 ? pcm : pcm.subarray(0, pcm.length - 1));
   }
 }
 

@@ -3,11 +3,12 @@
 // before it play (`spokenLines`): the callee hears the first sentence after the LLM wrote it and the
 // tts spoke it, not after the whole reply. Cancelling (barge-in, hang-up) is the caller's signal:
 // it ends the text stream and every synthesis still running.
+import type { SpeechClip } from '../speech/clip.ts';
 
-/** One sentence of a reply with its audio (8 kHz μ-law). */
+/** One sentence of a reply with its audio (8 kHz PCM16, with its μ-law: src/speech/clip.ts). */
 export interface SpokenLine {
   text: string;
-  audio: Buffer;
+  audio: SpeechClip;
 }
 
 /**
@@ -55,7 +56,7 @@ export async function* sentences(deltas: AsyncIterable<string>): AsyncGenerator<
  * being synthesized. A failure of the text stream or of a synthesis ends the lines there (thrown
  * to the consumer after the lines before it); `signal` aborts the syntheses still running.
  */
-export function spokenLines(texts: AsyncIterable<string>, synthesize: (text: string, signal: AbortSignal) => Promise<Buffer>, signal: AbortSignal): AsyncIterable<SpokenLine> {
+export function spokenLines(texts: AsyncIterable<string>, synthesize: (text: string, signal: AbortSignal) => Promise<SpeechClip>, signal: AbortSignal): AsyncIterable<SpokenLine> {
   const ready: Promise<SpokenLine>[] = [];
   let finished = false;
   let failure: unknown = null;

@@ -1,9 +1,11 @@
 // One call's live side: the call actor's in-memory resources, never persisted. It dials through the
 // carrier and turns the carrier's news into the actor's events; once the carrier's media stream is
 // attached (src/ws/voice.ts, after the `start` frame carried the call's token) it runs the media loop:
-//   carrier frames → μ-law decode → VAD (the realtime path's detector) → an utterance per speech →
-//   the call's stt model → the agent → its reply's pre-rendered μ-law → 20 ms frames paced in real
-//   time with a `mark` every 200 ms → the carrier.
+//   carrier frames → decoded to 8 kHz PCM → VAD (the realtime path's detector) → an utterance per
+//   speech → the call's stt model → the agent → its reply's pre-rendered audio → chunks paced in
+//   real time with a `mark` every 200 ms → the carrier.
+// The carrier's protocol is its `wire` (src/voice/wire/): how its frames read, which audio its
+// stream carries and in what chunks (Twilio: μ-law, 20 ms; Exotel: PCM16, 100 ms); the loop is the same.
 // A reply's audio may grow while it plays (an LLM's sentences, each synthesized as it completes):
 // the playback sends what it has and waits for the next line. Endpointing: `endpointing_ms.min` of
 // silence ends the callee's turn, `max` when digits are expected (the agent's reply asked for an
@@ -14,23 +16,21 @@
 // and the agent's turn keeps `heard_text`: its text cut there.
 // The actor gets control events only (turns, actions, a heartbeat a second, an end it decided);
 // audio never enters it.
-import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DialInput, EndReason, Turn, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
-import { g711Decode } from '../speech/g711.ts';
 import type { VoiceDetector, VoiceDetectors } from '../speech/vad.ts';
 import { AudioBuffer } from '../realtime/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
-import type { Carrier, DialRequest } from './carrier.ts';
+import { SILENCE_BYTE, type SpeechClip } from '../speech/clip.ts';
+import { sameSecret, type Carrier, type DialRequest } from './carrier.ts';
+import type { MediaWire } from './wire/types.ts';
+import { twilioWire } from './wire/twilio.ts';
 import type { CallResources } from './kind.ts';
 import type { Pacer } from './pacer.ts';
 
 const RATE = 8000;
-const FRAME_BYTES = 160;
-const FRAME_MS = 20;
-const MULAW_SILENCE = 0xff;
-/** A mark after every this many frames (200 ms): the resolution of `heard_text`. */
-const FRAMES_PER_MARK = 10;
+/** A mark after every 200 ms of a reply: the resolution of `heard_text`. */
+const MARK_EVERY_MS = 200;
 const HEARTBEAT_MS = 1000;
 /** How far ahead of real time the playback runs (the carrier's buffer against our timer's jitter). */
 const LEAD_MS = 40;
@@ -77,7 +77,7 @@ export interface CallMediaDeps {
 interface Playback {
   startedAt: number;
   firstFrameAt: number | null;
-  /** The reply's audio so far, whole frames; `complete` once its last line is in. */
+  /** The reply's audio so far, in the wire's encoding and whole chunks; `complete` once its last line is in. */
   audio: Buffer;
   complete: boolean;
   /** Marks sent: name → bytes of the reply sent before it. */
@@ -96,6 +96,8 @@ export class CallMedia implements CallResources {
   private carrierEnded = false;
   private stream: MediaStream | null = null;
   private streamSid: string | null = null;
+  /** The protocol of the carrier dialling (then of the one that took the call). */
+  private wire: MediaWire;
   private started = false;
   private hungUp = false;
   private disposed = false;
@@ -124,7 +126,9 @@ export class CallMedia implements CallResources {
   private prompts = 0;
   private readonly abort = new AbortController();
 
-  constructor(private readonly deps: CallMediaDeps) {}
+  constructor(private readonly deps: CallMediaDeps) {
+    this.wire = (deps.carriers[0]?.carrier.wire ?? twilioWire).gateway;
+  }
 
   // ---- the actor's effects (CallResources) ----
 
@@ -156,6 +160,7 @@ export class CallMedia implements CallResources {
     // passes it to the next; once a carrier took it, its callee's answer (busy too) is the answer.
     let lastError: unknown = new Error('no carrier');
     for (const { route, carrier } of this.deps.carriers) {
+      this.wire = carrier.wire.gateway; // its stream may open before its dial answers
       try {
         const id = await carrier.dial(req, events);
         this.carrier = carrier;
@@ -201,23 +206,21 @@ export class CallMedia implements CallResources {
   }
 
   /**
-   * One frame of Twilio's Media Streams protocol, parsed, from a stream socket: the socket becomes
+   * One frame from a stream socket, parsed as JSON (read by the carrier's wire): the socket becomes
    * the call's with a `start` frame carrying its token; before that (or from another socket) its
    * frames are refused. Returns why a frame is refused, or null.
    */
   frame(stream: MediaStream, m: Record<string, unknown>): string | null {
-    const event = m.event;
-    if (event === 'connected') return null;
-    if (event === 'start') {
-      const start = (m.start ?? {}) as { customParameters?: Record<string, unknown>; streamSid?: unknown };
-      const token = start.customParameters?.token;
+    const f = this.wire.parse(m);
+    if (f.event === 'connected') return null;
+    if (f.event === 'start') {
       if (this.started || this.hungUp || this.disposed) return 'the stream has started already';
-      if (typeof token !== 'string' || !this.tokenMatches(token)) return 'bad token';
+      if (f.token === null || !sameSecret(f.token, this.deps.token)) return 'bad token';
       this.started = true;
       this.lastActivityAt = this.deps.now();
       this.stream = stream;
       this.lastFrameAt = this.deps.now();
-      this.streamSid = typeof start.streamSid === 'string' ? start.streamSid : typeof m.streamSid === 'string' ? m.streamSid : null;
+      this.streamSid = f.streamSid;
       void this.begin().catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void this.end('media_timeout');
@@ -226,33 +229,22 @@ export class CallMedia implements CallResources {
     }
     if (stream !== this.stream) return 'no start frame yet';
     this.lastFrameAt = this.deps.now();
-    if (event === 'media') {
-      const payload = (m.media as { payload?: unknown } | undefined)?.payload;
-      if (typeof payload !== 'string' || payload.length > 8192) return 'bad media payload';
-      this.audio(Buffer.from(payload, 'base64'));
-      return null;
+    switch (f.event) {
+      case 'media':
+        this.audio(f.samples);
+        return null;
+      case 'mark':
+        this.marked(f.name);
+        return null;
+      case 'dtmf':
+        this.dtmf(f.digit);
+        return null;
+      case 'stop':
+        void this.end('callee_hangup');
+        return null;
+      case 'refused':
+        return f.why;
     }
-    if (event === 'mark') {
-      const name = (m.mark as { name?: unknown } | undefined)?.name;
-      if (typeof name === 'string') this.marked(name);
-      return null;
-    }
-    if (event === 'dtmf') {
-      const digit = (m.dtmf as { digit?: unknown } | undefined)?.digit;
-      if (typeof digit === 'string' && /^[0-9*#]$/.test(digit)) this.dtmf(digit);
-      return null;
-    }
-    if (event === 'stop') {
-      void this.end('callee_hangup');
-      return null;
-    }
-    return 'unknown event';
-  }
-
-  private tokenMatches(token: string): boolean {
-    const a = Buffer.from(token);
-    const b = Buffer.from(this.deps.token);
-    return a.length === b.length && timingSafeEqual(a, b);
   }
 
   private async begin(): Promise<void> {
@@ -328,10 +320,9 @@ export class CallMedia implements CallResources {
 
   // ---- listening ----
 
-  private audio(bytes: Buffer): void {
+  private audio(samples: Int16Array): void {
     const vad = this.vad;
     if (!vad) return;
-    const samples = g711Decode('mulaw', bytes);
     this.buffer.append(samples);
     for (const e of vad.push(samples)) {
       if (e.type === 'speech_started') {
@@ -421,13 +412,14 @@ export class CallMedia implements CallResources {
     this.digitsAsked = reply.expectsDigits;
     this.digitsKeyed = false;
     this.endpoint();
-    const played = this.play(p, this.agentTurns);
+    const wire = this.wire;
+    const played = this.play(p, this.agentTurns, wire);
     /** Each line's text and where its audio ends in the reply's. */
     const lines: { text: string; end: number }[] = [];
     try {
       for await (const line of reply.lines) {
         if (abort.signal.aborted) break;
-        const audio = wholeFrames(line.audio);
+        const audio = wholeChunks(line.audio, wire);
         p.audio = p.audio.length === 0 ? audio : Buffer.concat([p.audio, audio]);
         lines.push({ text: line.text, end: p.audio.length });
       }
@@ -466,37 +458,39 @@ export class CallMedia implements CallResources {
   }
 
   /**
-   * Sends the reply's audio, paced by the instance's one clock (src/voice/pacer.ts): frame n leaves
-   * at n × 20 ms, 40 ms ahead, with a mark every 200 ms and at the end of the audio so far. When the
-   * audio runs out before the reply is complete, it waits, and the pacing starts again from the next
-   * frame when more comes. Resolves once the reply has played (its last mark is back) or was cut.
+   * Sends the reply's audio in the wire's chunks, paced by the instance's one clock
+   * (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead, with a mark every 200 ms and
+   * at the end of the audio so far. When the audio runs out before the reply is complete, it waits,
+   * and the pacing starts again from the next chunk when more comes. Resolves once the reply has
+   * played (its last mark is back) or was cut.
    */
-  private play(p: Playback, turn: number): Promise<void> {
+  private play(p: Playback, turn: number, wire: MediaWire): Promise<void> {
+    const chunksPerMark = Math.max(1, Math.round(MARK_EVERY_MS / wire.chunkMs));
     return new Promise<void>((resolve) => {
       let base = performance.now();
-      let frame = 0;
+      let chunk = 0;
       let starved = false;
       const sendDue = (now: number): boolean => {
         const stream = this.stream;
         if (p.abort.signal.aborted || !stream) return false;
-        const frames = p.audio.length / FRAME_BYTES;
-        if (frame >= frames) {
+        const chunks = p.audio.length / wire.chunkBytes;
+        if (chunk >= chunks) {
           starved = true;
           return !p.complete;
         }
         if (starved) {
-          base = now - frame * FRAME_MS;
+          base = now - chunk * wire.chunkMs;
           starved = false;
         }
-        const due = Math.min(frames, Math.floor((now - base + LEAD_MS) / FRAME_MS) + 1);
-        for (; frame < due; frame++) {
-          stream.send({ event: 'media', streamSid: this.streamSid, media: { payload: p.audio.subarray(frame * FRAME_BYTES, (frame + 1) * FRAME_BYTES).toString('base64') } });
+        const due = Math.min(chunks, Math.floor((now - base + LEAD_MS) / wire.chunkMs) + 1);
+        for (; chunk < due; chunk++) {
+          const sent = (chunk + 1) * wire.chunkBytes;
+          stream.send(wire.media(this.streamSid, p.audio.subarray(chunk * wire.chunkBytes, sent)));
           p.firstFrameAt ??= this.deps.now();
-          const sent = (frame + 1) * FRAME_BYTES;
-          if ((frame + 1) % FRAMES_PER_MARK === 0 || sent >= p.audio.length) {
+          if ((chunk + 1) % chunksPerMark === 0 || sent >= p.audio.length) {
             const name = `t${turn}-${++this.markSeq}`;
             p.marks.set(name, sent);
-            stream.send({ event: 'mark', streamSid: this.streamSid, mark: { name } });
+            stream.send(wire.mark(this.streamSid, name));
           }
         }
         return true;
@@ -539,7 +533,7 @@ export class CallMedia implements CallResources {
     const p = this.playback;
     if (!p || p.firstFrameAt === null || p.abort.signal.aborted) return;
     p.abort.abort();
-    this.stream?.send({ event: 'clear', streamSid: this.streamSid });
+    this.stream?.send(this.wire.clear(this.streamSid));
     this.deps.log.debug({ heard_bytes: p.heardBytes }, 'barge-in: playback cleared');
   }
 
@@ -549,10 +543,11 @@ export class CallMedia implements CallResources {
   }
 }
 
-/** Audio padded with silence to whole frames (a line's audio then starts on a frame of its own). */
-function wholeFrames(audio: Buffer): Buffer {
-  const short = (FRAME_BYTES - (audio.length % FRAME_BYTES)) % FRAME_BYTES;
-  return short === 0 ? audio : Buffer.concat([audio, Buffer.alloc(short, MULAW_SILENCE)]);
+/** A line's audio in the wire's encoding, padded with silence to whole chunks (the next line then starts on a chunk of its own). */
+function wholeChunks(clip: SpeechClip, wire: MediaWire): Buffer {
+  const audio = clip.as(wire.audio);
+  const short = (wire.chunkBytes - (audio.length % wire.chunkBytes)) % wire.chunkBytes;
+  return short === 0 ? audio : Buffer.concat([audio, Buffer.alloc(short, SILENCE_BYTE[wire.audio])]);
 }
 
 /** What the callee heard of a reply's lines when `bytes` of its audio played: the lines played whole, then the words that fit of the one cut. */

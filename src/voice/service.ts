@@ -15,7 +15,6 @@ import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { voiceFeatures } from '../models/catalog.ts';
 import type { ModelDoc, RouteConfig } from '../models/types.ts';
-import { parseStatusCallback, verifySignature } from '../providers/twilio/voice.ts';
 import type { Payer } from '../billing/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { IntentService } from '../intent/service.ts';
@@ -26,12 +25,12 @@ import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import type { Store } from '../store/port.ts';
 import type { CallStatus, ControlReply, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
-import type { Carrier } from './carrier.ts';
+import type { CallbackRequest, Carrier } from './carrier.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
-
+import type { VoiceCallObject } from './views.ts';
 
 const DEFAULT_MAX_DURATION_SECONDS = 600;
 const DEFAULT_RING_TIMEOUT_SECONDS = 30;
@@ -65,29 +64,6 @@ export interface VoiceCallBody {
   turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
   webhook_id?: string;
   metadata?: Record<string, string>;
-}
-
-export interface VoiceCallObject {
-  id: string;
-  object: 'voice.call';
-  status: CallStatus;
-  model: string;
-  to: string;
-  from: string | null;
-  created_at: number;
-  max_duration_seconds: number;
-  metadata: Record<string, string>;
-  end_reason?: string | null;
-  dial_started_at?: number | null;
-  ringing_at?: number | null;
-  answered_at?: number | null;
-  ended_at?: number | null;
-  duration_seconds?: number | null;
-  billed_seconds?: number | null;
-  cost_cents?: number | null;
-  transcript?: VoiceCallContext['turns'];
-  outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
-  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };
 }
 
 export interface VoiceSettings {
@@ -443,27 +419,31 @@ export class VoiceCalls {
   }
 
   /**
-   * A carrier's status callback for call `id` (Twilio's, form-encoded): believed only when its
-   * signature verifies with the auth token of one of the call's model's twilio routes, against the
-   * public URL it was sent to (403 otherwise, and nothing changes). Its news goes to the call's
-   * actor through the runtime (whichever instance holds it); callbacks that come late, out of
-   * order or twice are news the machine no longer takes in its state, so they change nothing. A
-   * `completed` with a duration for a call not seen answered tells the answer first.
+   * A carrier's status callback for call `id` (form-encoded): believed only when one of the call's
+   * model's routes of that carrier says it sent it (Twilio: its signature with the route's auth
+   * token, over the public URL it was sent to; Exotel: the call's secret in the URL), else 403 and
+   * nothing changes. Its news goes to the call's actor through the runtime (whichever instance
+   * holds it); callbacks that come late, out of order or twice are news the machine no longer
+   * takes in its state, so they change nothing. A `completed` with a duration for a call not seen
+   * answered tells the answer first.
    */
-  async carrierCallback(id: string, provider: string, params: [string, string][], signature: string | undefined, path: string): Promise<{ received: true }> {
+  async carrierCallback(id: string, provider: string, sent: Pick<CallbackRequest, 'params' | 'signature' | 'token'>, path: string): Promise<{ received: true }> {
     const notFound = () => new ApiError('not_found', 'No such call.');
-    if (provider !== 'twilio' || !CALL_ID.test(id)) throw notFound();
+    if (!CALL_ID.test(id)) throw notFound();
     const view = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
     const c = view ? facts(view) : null;
     if (!view || !c) throw notFound();
     const model = await this.deps.models.get(c.model);
-    const url = `${this.deps.baseUrl().replace(/\/+$/, '')}${path}`;
-    const routes = model ? this.deps.resolveRoutes(model).filter((r) => r.provider === 'twilio' && r.apiKey) : [];
-    if (signature === undefined || !routes.some((r) => verifySignature(r.apiKey, url, params, signature))) {
-      throw new ApiError('permission_denied', 'The callback signature does not verify.');
-    }
+    const request: CallbackRequest = { ...sent, callId: id, url: `${this.deps.baseUrl().replace(/\/+$/, '')}${path}` };
+    const senders = (model ? this.deps.resolveRoutes(model) : []).flatMap((r, at) => {
+      const callbacks = r.provider === provider && !r.problem ? this.deps.carrier(model!.routes[at]!, r)?.callbacks : undefined;
+      return callbacks ? [callbacks] : [];
+    });
+    if (senders.length === 0) throw notFound(); // no route of that carrier sends callbacks: not its call
+    const callbacks = senders.find((cb) => cb.authentic(request));
+    if (!callbacks) throw new ApiError('permission_denied', 'The callback is not authenticated (its signature or its secret).');
     if (view.status !== 'active') return { received: true };
-    const news = parseStatusCallback(new Map(params));
+    const news = callbacks.news(new Map(request.params));
     const ref = this.deps.runtime.ref(this.deps.kind, id);
     const now = this.deps.now();
     const send = (event: Parameters<typeof ref.send>[0]) => ref.send(event, { wait: 'accepted' });

@@ -1,5 +1,6 @@
 // Voice call tests: a gateway whose simulator callees the test scripts, an account with a funded
 // wallet and a key, and polling a call until it reaches a status.
+import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
 export interface VoiceAccount {
@@ -42,4 +43,14 @@ export const ended = (c: { status: string; cost_cents: number | null }) => TERMI
 
 export async function walletMicrocents(gw: TestGateway, session: string): Promise<number> {
   return (await call(gw.url, 'GET', '/portal/wallet', { token: session })).body.balance_microcents as number;
+}
+
+/** A call whose callee barged in on the greeting: the greeting interrupted, its heard_text the start of its text, the callee's turn next. */
+export function assertBargedIn(c: any): void {
+  const greeting = c.transcript[0];
+  assert.equal(greeting.response_id, 'GEN.GREETING');
+  assert.equal(greeting.interrupted, true, JSON.stringify(c.transcript));
+  assert.ok(greeting.heard_text.length < greeting.text.length && greeting.text.startsWith(greeting.heard_text), JSON.stringify(greeting));
+  assert.equal(c.metrics.interruptions, 1);
+  assert.equal(c.transcript[1].role, 'callee');
 }

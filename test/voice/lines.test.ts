@@ -4,6 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sentences, spokenLines } from '../../src/voice/lines.ts';
+import { SpeechClip } from '../../src/speech/clip.ts';
 
 async function* stream(pieces: string[], delayMs = 0): AsyncGenerator<string> {
   for (const p of pieces) {
@@ -17,6 +18,9 @@ const all = async <T>(it: AsyncIterable<T>): Promise<T[]> => {
   for await (const x of it) out.push(x);
   return out;
 };
+
+/** A clip whose PCM16 bytes are `text` (padded to an even length): which sentence a line's audio is. */
+const clipOf = (text: string) => new SpeechClip(Buffer.from(text.length % 2 === 0 ? text : `${text} `));
 
 /** Streams `text` a word at a time, as an LLM's deltas (" word"). */
 const words = (text: string) => text.match(/\s*\S+/g) ?? [];
@@ -59,14 +63,14 @@ describe('spoken lines', () => {
       started.push(text);
       // Later sentences finish first: the order must still be the text's.
       await new Promise((r) => setTimeout(r, text.startsWith('One') ? 60 : 5));
-      return Buffer.from(text);
+      return clipOf(text);
     };
     const lines = spokenLines(stream(['One sentence here.', 'Two sentences here.', 'Three sentences here.'], 5), synth, new AbortController().signal);
     const iterator = lines[Symbol.asyncIterator]();
     const first = await iterator.next();
     assert.equal(first.value.text, 'One sentence here.');
     assert.deepEqual(started, ['One sentence here.', 'Two sentences here.', 'Three sentences here.'], 'the later ones were being synthesized meanwhile');
-    assert.deepEqual((await all({ [Symbol.asyncIterator]: () => iterator })).map((l) => l.audio.toString()), ['Two sentences here.', 'Three sentences here.']);
+    assert.deepEqual((await all({ [Symbol.asyncIterator]: () => iterator })).map((l) => l.audio.pcm16.toString().trimEnd()), ['Two sentences here.', 'Three sentences here.']);
   });
 
   it('stops taking text once the signal fires, and the syntheses get the signal', async () => {
@@ -80,7 +84,7 @@ describe('spoken lines', () => {
         yield `Sentence number ${i}.`;
       }
     })();
-    const lines = spokenLines(texts, async (text, signal) => (signals.push(signal), Buffer.from(text)), abort.signal);
+    const lines = spokenLines(texts, async (text, signal) => (signals.push(signal), clipOf(text)), abort.signal);
     for await (const line of lines) {
       if (line.text === 'Sentence number 2.') abort.abort();
       if (abort.signal.aborted) break;
@@ -97,7 +101,7 @@ describe('spoken lines', () => {
     })();
     const got: string[] = [];
     await assert.rejects(async () => {
-      for await (const line of spokenLines(texts, async (t) => Buffer.from(t), new AbortController().signal)) got.push(line.text);
+      for await (const line of spokenLines(texts, async (t) => clipOf(t), new AbortController().signal)) got.push(line.text);
     }, /mid-stream/);
     assert.deepEqual(got, ['A good first sentence.']);
   });

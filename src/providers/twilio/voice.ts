@@ -3,9 +3,11 @@
 // gateway's media stream (`<Connect><Stream url>` with the call id and its one-time token as
 // `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
 // callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
-// Status=completed`. The media itself is Twilio's Media Streams protocol, which src/ws/voice.ts speaks.
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
+// Status=completed`. The media itself is Twilio's Media Streams protocol (src/voice/wire/twilio.ts).
+import { createHmac } from 'node:crypto';
+import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../../voice/carrier.ts';
+import { twilioWire } from '../../voice/wire/twilio.ts';
+import { carrierRest } from '../carrier-rest.ts';
 
 export interface TwilioRoute {
   baseUrl: string;
@@ -36,50 +38,23 @@ export function twilioSignature(authToken: string, url: string, params: readonly
 
 /** Whether `signature` (X-Twilio-Signature) signs this callback; compared in constant time. */
 export function verifySignature(authToken: string, url: string, params: readonly [string, string][], signature: string): boolean {
-  const expected = Buffer.from(twilioSignature(authToken, url, params));
-  const given = Buffer.from(signature);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return sameSecret(signature, twilioSignature(authToken, url, params));
 }
-
-export type StatusNews = { kind: 'ringing' } | { kind: 'answered' } | { kind: 'ended'; outcome: Parameters<CarrierEvents['ended']>[0]; durationS: number } | { kind: 'ignored' };
 
 /** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore). */
 export function parseStatusCallback(params: ReadonlyMap<string, string>): StatusNews {
-  const duration = Number(params.get('CallDuration') ?? '0');
-  switch (params.get('CallStatus')) {
-    case 'ringing':
-      return { kind: 'ringing' };
-    case 'in-progress':
-      return { kind: 'answered' };
-    case 'completed':
-      return { kind: 'ended', outcome: {}, durationS: Number.isFinite(duration) ? duration : 0 };
-    case 'busy':
-      return { kind: 'ended', outcome: { status: 'busy' }, durationS: 0 };
-    case 'no-answer':
-      return { kind: 'ended', outcome: { status: 'no_answer' }, durationS: 0 };
-    case 'failed':
-      return { kind: 'ended', outcome: { status: 'failed' }, durationS: 0 };
-    default:
-      return { kind: 'ignored' }; // queued, initiated, canceled (ours)
-  }
+  const status = params.get('CallStatus');
+  if (status === 'ringing') return { kind: 'ringing' };
+  if (status === 'in-progress') return { kind: 'answered' };
+  // queued, initiated and canceled (ours) say nothing new.
+  return endedNews(status, Number(params.get('CallDuration') ?? '0')) ?? { kind: 'ignored' };
 }
 
 export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: string): string; timeoutMs?: number }): Carrier {
-  const base = `${route.baseUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}`;
-  const auth = `Basic ${Buffer.from(`${route.accountSid}:${route.authToken}`).toString('base64')}`;
-  const post = async (path: string, form: URLSearchParams): Promise<Record<string, unknown>> => {
-    const res = await fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
-      body: form.toString(),
-      redirect: 'error',
-      signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`twilio answered ${res.status}: ${text.slice(0, 200)}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  };
+  const rest = carrierRest('twilio', route.baseUrl, { user: route.accountSid, password: route.authToken }, opts.timeoutMs);
+  const post = (path: string, form: URLSearchParams) => rest('POST', `/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}${path}`, form);
   return {
+    wire: twilioWire,
     async dial(req) {
       const form = new URLSearchParams({
         To: req.to,
@@ -97,6 +72,10 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
     },
     async hangup(sid) {
       await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+    },
+    callbacks: {
+      authentic: (req) => route.authToken !== '' && req.signature !== undefined && verifySignature(route.authToken, req.url, req.params, req.signature),
+      news: parseStatusCallback,
     },
   };
 }
