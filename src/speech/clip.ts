@@ -3,6 +3,9 @@
 import { g711Encode } from './g711.ts';
 import { samplesOf } from './pcm.ts';
 
+/** A byte of silence in each encoding (a clip padded to a carrier's chunk). */
+export const SILENCE_BYTE: Readonly<Record<'mulaw' | 'pcm16', number>> = { mulaw: 0xff, pcm16: 0 };
+
 export class SpeechClip {
   private mu: Buffer | null = null;
 

@@ -6,22 +6,27 @@
 //   real time with a `mark` every 200 ms → the carrier.
 // The carrier's protocol is its `wire` (src/voice/wire/): how its frames read, which audio its
 // stream carries and in what chunks (Twilio: μ-law, 20 ms; Exotel: PCM16, 100 ms); the loop is the same.
+// A reply's audio may grow while it plays (an LLM's sentences, each synthesized as it completes):
+// the playback sends what it has and waits for the next line. Endpointing: `endpointing_ms.min` of
+// silence ends the callee's turn, `max` when digits are expected (the agent's reply asked for an
+// amount or a phone number, or the callee keyed DTMF since the agent last spoke).
 // Barge-in: callee speech (the detector's `min_speech_ms`) while the agent plays stops the playback
-// between two frames and sends the carrier's `clear` at once; the marks echoed before it tell how
-// much the callee heard, and the agent's turn keeps `heard_text`: its text cut there.
+// between two frames, cancels what the reply still had coming (its chat stream, its syntheses) and
+// sends the carrier's `clear` at once; the marks echoed before it tell how much the callee heard,
+// and the agent's turn keeps `heard_text`: its text cut there.
 // The actor gets control events only (turns, actions, a heartbeat a second, an end it decided);
 // audio never enters it.
 import type { Logger } from 'pino';
-import type { EndReason, Turn, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
+import type { DialInput, EndReason, Turn, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
 import type { VoiceDetector, VoiceDetectors } from '../speech/vad.ts';
 import { AudioBuffer } from '../realtime/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
+import { SILENCE_BYTE, type SpeechClip } from '../speech/clip.ts';
 import { sameSecret, type Carrier, type DialRequest } from './carrier.ts';
 import type { MediaWire } from './wire/types.ts';
 import { twilioWire } from './wire/twilio.ts';
 import type { CallResources } from './kind.ts';
 import type { Pacer } from './pacer.ts';
-import type { DialInput } from '../../machines/voice-call.machine.ts';
 
 const RATE = 8000;
 /** A mark after every 200 ms of a reply: the resolution of `heard_text`. */
@@ -38,9 +43,9 @@ export interface MediaStream {
   close(code: number, reason: string): void;
 }
 
-export interface TurnSettings {
-  /** Silence that ends the callee's utterance. */
-  endpointingMs: number;
+interface TurnSettings {
+  /** Silence that ends the callee's utterance: `min` normally, `max` while digits are expected. */
+  endpointingMs: { min: number; max: number };
   interruption: { enabled: boolean; minSpeechMs: number; ignore: string[] };
 }
 
@@ -71,12 +76,16 @@ export interface CallMediaDeps {
 
 interface Playback {
   startedAt: number;
+  firstFrameAt: number | null;
+  /** The reply's audio so far, in the wire's encoding and whole chunks; `complete` once its last line is in. */
+  audio: Buffer;
+  complete: boolean;
   /** Marks sent: name → bytes of the reply sent before it. */
   marks: Map<string, number>;
   heardBytes: number;
+  /** The agent's turn: aborted by a barge-in or the hang-up (the reply's chat stream and syntheses with it). */
   abort: AbortController;
-  done: Promise<void>;
-  /** Resolves `done` when the reply has played (its last mark is back); true when it has. */
+  /** Ends the playback when the reply has played (its last mark is back); true when it has. */
   checkPlayed?: () => boolean;
 }
 
@@ -101,6 +110,11 @@ export class CallMedia implements CallResources {
   /** Where the current speech was first heard (detector ms, without the prefix padding). */
   private speechOnsetMs = 0;
   private playback: Playback | null = null;
+  /** The agent's turn in progress (its reply being made or played): the hang-up aborts it. */
+  private turnAbort: AbortController | null = null;
+  /** The agent's last reply asked for digits; the callee keyed DTMF since: the turn waits `endpointing_ms.max`. */
+  private digitsAsked = false;
+  private digitsKeyed = false;
   private markSeq = 0;
   private agentTurns = 0;
   /** Callee utterances are answered one at a time, in order. */
@@ -236,16 +250,19 @@ export class CallMedia implements CallResources {
   private async begin(): Promise<void> {
     const detectors = await this.deps.detectors();
     if (this.hungUp || this.disposed) return;
-    this.vad = detectors.create({ sampleRate: RATE, silence_duration_ms: this.deps.turn.endpointingMs, prefix_padding_ms: PREFIX_MS });
+    this.vad = detectors.create({ sampleRate: RATE, silence_duration_ms: this.deps.turn.endpointingMs.min, prefix_padding_ms: PREFIX_MS });
     this.heartbeat = setInterval(() => void this.deps.actor.send({ type: 'media.heartbeat', now: this.deps.now() }, { wait: 'applied' }).catch(() => undefined), HEARTBEAT_MS);
     this.heartbeat.unref();
-    this.queue = this.queue.then(async () => {
-      const opening = await this.deps.agent.opening().catch((err: unknown) => {
-        this.deps.log.warn({ err }, 'the agent could not open');
-        return null;
-      });
-      if (opening) await this.say(opening, null);
-    });
+    this.queue = this.queue.then(() =>
+      this.respond(
+        () =>
+          this.deps.agent.opening().catch((err: unknown) => {
+            this.deps.log.warn({ err }, 'the agent could not open');
+            return null;
+          }),
+        null,
+      ),
+    );
   }
 
   /** Arms the media watchdog: no stream start (or no frame) for mediaTimeoutMs ends the call. */
@@ -271,10 +288,7 @@ export class CallMedia implements CallResources {
     this.prompts += 1;
     this.busy += 1;
     this.queue = this.queue
-      .then(async () => {
-        const prompt = await this.deps.agent.prompt();
-        if (prompt) await this.say(prompt, null);
-      })
+      .then(() => this.respond(() => this.deps.agent.prompt(), null))
       .catch((err: unknown) => this.deps.log.warn({ err }, 'the idle prompt failed'))
       .finally(() => {
         this.busy -= 1;
@@ -341,6 +355,8 @@ export class CallMedia implements CallResources {
   }
 
   private dtmf(digit: string): void {
+    this.digitsKeyed = true;
+    this.endpoint();
     const at = this.clock();
     this.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text: digit, dtmf: digit, start: at, end: at } });
   }
@@ -353,85 +369,78 @@ export class CallMedia implements CallResources {
     this.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text, start: this.clock(startedAt), end: this.clock(endedAt) } });
     // A backchannel while the agent speaks is not a turn ("haan", "ok").
     if (ignored && this.playback) return;
-    const reply = await this.deps.agent.reply(text);
-    if (!reply || this.hungUp) return;
-    if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.entities, at: this.clock() } });
-    await this.say(reply, endedAt);
+    await this.respond((signal) => this.deps.agent.reply(text, signal), endedAt);
+  }
+
+  /** The silence that ends the callee's turn, as the conversation stands (see `digitsAsked`). */
+  private endpoint(): void {
+    const { min, max } = this.deps.turn.endpointingMs;
+    this.vad?.setSilence(this.digitsAsked || this.digitsKeyed ? max : min);
   }
 
   // ---- speaking ----
 
-  private async say(reply: AgentReply, heardAt: number | null): Promise<void> {
-    if (this.hungUp || this.disposed || !this.stream) return;
+  /**
+   * One agent turn: its reply (`make`), recorded and said. The turn's signal goes to the agent and
+   * is aborted by a barge-in or the hang-up, and at the turn's end: what the reply still had running
+   * (an LLM's stream, its syntheses) stops there.
+   */
+  private async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heardAt: number | null): Promise<void> {
     const abort = new AbortController();
-    const p: Playback = { startedAt: this.deps.now(), marks: new Map(), heardBytes: 0, abort, done: Promise.resolve() };
+    this.turnAbort = abort;
+    try {
+      const reply = await make(abort.signal);
+      if (!reply || this.hungUp || this.disposed || abort.signal.aborted) return;
+      if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.entities, at: this.clock() } });
+      await this.say(reply, heardAt, abort);
+    } finally {
+      abort.abort();
+      if (this.turnAbort === abort) this.turnAbort = null;
+    }
+  }
+
+  /**
+   * Plays a reply as its lines come, then records the agent's turn: its text (every line), what the
+   * callee heard of it, and the latency from `heardAt` (the end of the callee's turn) to its first frame.
+   */
+  private async say(reply: AgentReply, heardAt: number | null, abort: AbortController): Promise<void> {
+    if (this.hungUp || this.disposed || !this.stream) return;
+    const p: Playback = { startedAt: this.deps.now(), firstFrameAt: null, audio: Buffer.alloc(0), complete: false, marks: new Map(), heardBytes: 0, abort };
     this.playback = p;
     this.agentTurns += 1;
-    const turn = this.agentTurns;
-    let firstFrameAt: number | null = null;
+    // The callee's answer to this reply: digits may come with pauses between them.
+    this.digitsAsked = reply.expectsDigits;
+    this.digitsKeyed = false;
+    this.endpoint();
     const wire = this.wire;
-    const audio = reply.audio.as(wire.audio);
-    const chunksPerMark = Math.max(1, Math.round(MARK_EVERY_MS / wire.chunkMs));
-    p.done = new Promise<void>((resolve) => {
-      // Paced by the instance's one clock (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead.
-      const started = performance.now();
-      const frames = Math.ceil(audio.length / wire.chunkBytes);
-      let frame = 0;
-      let sent = 0;
-      const step = (now: number): boolean => {
-        try {
-          return sendDue(now);
-        } catch (err) {
-          this.deps.log.warn({ err }, 'playback failed');
-          abort.abort(); // the reply ends here; the call goes on
-          return false;
-        }
-      };
-      const sendDue = (now: number): boolean => {
-        if (abort.signal.aborted || !this.stream) return false;
-        const due = Math.min(frames, Math.floor((now - started + LEAD_MS) / wire.chunkMs) + 1);
-        for (; frame < due; frame++) {
-          const chunk = audio.subarray(frame * wire.chunkBytes, (frame + 1) * wire.chunkBytes);
-          this.stream.send(wire.media(this.streamSid, chunk));
-          firstFrameAt ??= this.deps.now();
-          sent += chunk.length;
-          if ((frame + 1) % chunksPerMark === 0 || sent >= audio.length) {
-            const name = `t${turn}-${++this.markSeq}`;
-            p.marks.set(name, sent);
-            this.stream.send(wire.mark(this.streamSid, name));
-          }
-        }
-        return frame < frames;
-      };
-      const played = () => {
-        // Played once the last mark comes back (or cut by a barge-in, or the call over, meanwhile).
-        if (abort.signal.aborted || p.heardBytes >= audio.length || this.hungUp || this.disposed) {
-          abort.signal.removeEventListener('abort', onAbort);
-          resolve();
-          return true;
-        }
-        return false;
-      };
-      const onAbort = () => {
-        this.deps.pacer.remove(step);
-        played();
-      };
-      abort.signal.addEventListener('abort', onAbort, { once: true });
-      p.checkPlayed = played;
-      this.deps.pacer.add(step);
-      if (audio.length === 0) played();
-    });
-    await p.done;
+    const played = this.play(p, this.agentTurns, wire);
+    /** Each line's text and where its audio ends in the reply's. */
+    const lines: { text: string; end: number }[] = [];
+    try {
+      for await (const line of reply.lines) {
+        if (abort.signal.aborted) break;
+        const audio = wholeChunks(line.audio, wire);
+        p.audio = p.audio.length === 0 ? audio : Buffer.concat([p.audio, audio]);
+        lines.push({ text: line.text, end: p.audio.length });
+      }
+    } catch (err) {
+      if (!abort.signal.aborted) this.deps.log.warn({ err }, 'the reply stopped short');
+    } finally {
+      p.complete = true;
+      p.checkPlayed?.();
+    }
+    await played;
     this.lastActivityAt = this.deps.now();
-    const interrupted = abort.signal.aborted && !this.hungUp && !this.disposed;
     if (this.playback === p) this.playback = null;
-    const heard = Math.min(1, p.heardBytes / Math.max(1, audio.length));
+    if (lines.length === 0) return; // nothing was said
+    const interrupted = abort.signal.aborted && !this.hungUp && !this.disposed;
+    const text = lines.map((l) => l.text).join(' ');
     const t: Turn = {
       role: 'agent',
-      text: reply.text,
-      heard_text: interrupted ? heardText(reply.text, heard) : reply.text,
+      text,
+      heard_text: interrupted ? heardOf(lines, p.heardBytes) : text,
       interrupted,
-      start: this.clock(firstFrameAt ?? p.startedAt),
+      start: this.clock(p.firstFrameAt ?? p.startedAt),
       end: this.clock(),
       ...(reply.responseId ? { response_id: reply.responseId } : {}),
       ...(reply.intent !== null ? { intent: reply.intent } : {}),
@@ -442,10 +451,74 @@ export class CallMedia implements CallResources {
       now: this.deps.now(),
       turn: t,
       interrupted,
-      ...(heardAt !== null && firstFrameAt !== null ? { latencyMs: Math.max(0, firstFrameAt - heardAt) } : {}),
+      ...(heardAt !== null && p.firstFrameAt !== null ? { latencyMs: Math.max(0, p.firstFrameAt - heardAt) } : {}),
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
     if (reply.hangup && !interrupted) await this.end('agent_hangup');
+  }
+
+  /**
+   * Sends the reply's audio in the wire's chunks, paced by the instance's one clock
+   * (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead, with a mark every 200 ms and
+   * at the end of the audio so far. When the audio runs out before the reply is complete, it waits,
+   * and the pacing starts again from the next chunk when more comes. Resolves once the reply has
+   * played (its last mark is back) or was cut.
+   */
+  private play(p: Playback, turn: number, wire: MediaWire): Promise<void> {
+    const chunksPerMark = Math.max(1, Math.round(MARK_EVERY_MS / wire.chunkMs));
+    return new Promise<void>((resolve) => {
+      let base = performance.now();
+      let chunk = 0;
+      let starved = false;
+      const sendDue = (now: number): boolean => {
+        const stream = this.stream;
+        if (p.abort.signal.aborted || !stream) return false;
+        const chunks = p.audio.length / wire.chunkBytes;
+        if (chunk >= chunks) {
+          starved = true;
+          return !p.complete;
+        }
+        if (starved) {
+          base = now - chunk * wire.chunkMs;
+          starved = false;
+        }
+        const due = Math.min(chunks, Math.floor((now - base + LEAD_MS) / wire.chunkMs) + 1);
+        for (; chunk < due; chunk++) {
+          const sent = (chunk + 1) * wire.chunkBytes;
+          stream.send(wire.media(this.streamSid, p.audio.subarray(chunk * wire.chunkBytes, sent)));
+          p.firstFrameAt ??= this.deps.now();
+          if ((chunk + 1) % chunksPerMark === 0 || sent >= p.audio.length) {
+            const name = `t${turn}-${++this.markSeq}`;
+            p.marks.set(name, sent);
+            stream.send(wire.mark(this.streamSid, name));
+          }
+        }
+        return true;
+      };
+      const step = (now: number): boolean => {
+        try {
+          return sendDue(now);
+        } catch (err) {
+          this.deps.log.warn({ err }, 'playback failed');
+          p.abort.abort(); // the reply ends here; the call goes on
+          return false;
+        }
+      };
+      const played = () => {
+        // Played once the last mark comes back (or cut by a barge-in, or the call over, meanwhile).
+        if (p.abort.signal.aborted || (p.complete && p.heardBytes >= p.audio.length) || this.hungUp || this.disposed) {
+          p.abort.signal.removeEventListener('abort', onAbort);
+          this.deps.pacer.remove(step);
+          resolve();
+          return true;
+        }
+        return false;
+      };
+      const onAbort = () => played();
+      p.abort.signal.addEventListener('abort', onAbort, { once: true });
+      p.checkPlayed = played;
+      this.deps.pacer.add(step);
+    });
   }
 
   private marked(name: string): void {
@@ -458,20 +531,38 @@ export class CallMedia implements CallResources {
 
   private bargeIn(): void {
     const p = this.playback;
-    if (!p || p.abort.signal.aborted) return;
+    if (!p || p.firstFrameAt === null || p.abort.signal.aborted) return;
     p.abort.abort();
     this.stream?.send(this.wire.clear(this.streamSid));
     this.deps.log.debug({ heard_bytes: p.heardBytes }, 'barge-in: playback cleared');
   }
 
+  /** The agent's turn ends: its playback and whatever of its reply is still coming. */
   private stopPlayback(): void {
-    this.playback?.abort.abort();
+    this.turnAbort?.abort();
   }
 }
 
-/** The words of `text` the callee heard when `fraction` of its audio played (cut at a word). */
-export function heardText(text: string, fraction: number): string {
-  if (fraction >= 1) return text;
-  const words = text.split(/\s+/).filter(Boolean);
-  return words.slice(0, Math.floor(words.length * fraction)).join(' ');
+/** A line's audio in the wire's encoding, padded with silence to whole chunks (the next line then starts on a chunk of its own). */
+function wholeChunks(clip: SpeechClip, wire: MediaWire): Buffer {
+  const audio = clip.as(wire.audio);
+  const short = (wire.chunkBytes - (audio.length % wire.chunkBytes)) % wire.chunkBytes;
+  return short === 0 ? audio : Buffer.concat([audio, Buffer.alloc(short, SILENCE_BYTE[wire.audio])]);
+}
+
+/** What the callee heard of a reply's lines when `bytes` of its audio played: the lines played whole, then the words that fit of the one cut. */
+function heardOf(lines: { text: string; end: number }[], bytes: number): string {
+  const heard: string[] = [];
+  let start = 0;
+  for (const line of lines) {
+    if (bytes >= line.end) heard.push(line.text);
+    else {
+      const words = line.text.split(/\s+/).filter(Boolean);
+      const cut = words.slice(0, Math.floor((words.length * (bytes - start)) / (line.end - start))).join(' ');
+      if (cut) heard.push(cut);
+      break;
+    }
+    start = line.end;
+  }
+  return heard.join(' ');
 }

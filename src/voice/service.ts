@@ -23,7 +23,7 @@ import type { ResolvedRoute } from '../providers/types.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import type { Store } from '../store/port.ts';
-import type { CallStatus, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
+import type { CallStatus, ControlReply, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
 import type { CallbackRequest, Carrier } from './carrier.ts';
 import { IdempotencyKeys } from './idempotency.ts';
@@ -32,11 +32,13 @@ import { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
 import type { VoiceCallObject } from './views.ts';
 
-export const DEFAULT_MAX_DURATION_SECONDS = 600;
-export const DEFAULT_RING_TIMEOUT_SECONDS = 30;
+const DEFAULT_MAX_DURATION_SECONDS = 600;
+const DEFAULT_RING_TIMEOUT_SECONDS = 30;
 /** A call the wallet cannot cover for this long is refused (402). */
-export const MIN_AFFORDABLE_SECONDS = 60;
+const MIN_AFFORDABLE_SECONDS = 60;
 const DEFAULT_ENDPOINTING_MS = 700;
+/** The silence that ends a turn while digits are expected (an account number read in groups pauses longer). */
+const DEFAULT_DIGITS_ENDPOINTING_MS = 1500;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
 const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
 /** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
@@ -83,7 +85,7 @@ export interface VoiceServiceDeps {
   available(payer: Payer): Promise<number>;
   intent: Pick<IntentService, 'converse' | 'packOf'>;
   audio: ResponseAudio;
-  router: Pick<UpstreamRouter, 'transcribe' | 'complete'>;
+  router: Pick<UpstreamRouter, 'transcribe' | 'stream'>;
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   detectors(): Promise<VoiceDetectors>;
   /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
@@ -112,7 +114,7 @@ interface Checked {
 }
 
 const CALL_ID = /^call_[0-9a-f]{24}$/;
-export const newCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
+const newCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
 
 export class VoiceCalls {
   private readonly idempotency: IdempotencyKeys;
@@ -269,7 +271,7 @@ export class VoiceCalls {
         return result.text;
       },
       turn: {
-        endpointingMs: body.turn?.endpointing_ms?.min ?? DEFAULT_ENDPOINTING_MS,
+        endpointingMs: endpointing(body),
         interruption: {
           enabled: interruption.enabled ?? true,
           minSpeechMs: interruption.min_speech_ms ?? DEFAULT_MIN_SPEECH_MS,
@@ -294,17 +296,28 @@ export class VoiceCalls {
     return intentAgent({ ...common, callId, intent: this.deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
   }
 
-  /** One LLM turn through the router (the model's routes, failover): the call's price covers it. */
+  /**
+   * One LLM turn through the router's streaming chat path (as /v1/chat/completions with `stream:
+   * true`: the model's routes, failover until a route's first chunk, limits): its text as it
+   * streams. The call's price covers it. `signal` ends the stream and frees the route.
+   */
   private chatWith(model: ModelDoc): ChatTurn {
     const routes = this.deps.resolveRoutes(model);
     return async (messages, signal) => {
-      const { result } = await this.deps.router.complete(routes, { messages, max_tokens: 200 }, signal);
-      return result.choices[0]?.message.content ?? '';
+      const { first, rest } = await this.deps.router.stream(routes, { messages, max_tokens: 200 }, signal);
+      return (async function* () {
+        if (first) yield first.choices[0]?.delta.content ?? '';
+        for await (const chunk of rest) yield chunk.choices[0]?.delta.content ?? '';
+      })();
     };
   }
 
   /** The model's rules on the call; the reservation's length from what the wallet affords. */
   private async check(model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
+    const turn = endpointing(body);
+    if (turn.max < turn.min) {
+      throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, { param: 'turn.endpointing_ms.max' });
+    }
     const features = voiceFeatures(model);
     const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
     if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone || !phone.isValid()) {
@@ -395,7 +408,7 @@ export class VoiceCalls {
     if (view.status !== 'active') throw refused(facts(view)?.status ?? 'over');
     const { reply } = await this.deps.runtime
       .ref(this.deps.kind, id)
-      .ask<{ type: 'control.result'; ok: boolean; status: CallStatus }>({ type: what === 'cancel' ? 'api.cancel' : 'api.hangup', now: this.deps.now() }, { wait: 'durable' })
+      .ask<ControlReply>({ type: what === 'cancel' ? 'api.cancel' : 'api.hangup', now: this.deps.now() }, { wait: 'durable' })
       .catch(async (err: unknown) => {
         const now = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
         if (now && now.status !== 'active') throw refused(facts(now)?.status ?? 'over'); // it ended meanwhile
@@ -461,6 +474,15 @@ export class VoiceCalls {
     const deadline = Date.now() + waitMs;
     while (this.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * The silence that ends the callee's turn: `min` (default 700 ms) normally; `max` (default 1500 ms,
+ * or `min` when that is longer) while digits are expected (src/voice/media.ts).
+ */
+function endpointing(body: VoiceCallBody): { min: number; max: number } {
+  const min = body.turn?.endpointing_ms?.min ?? DEFAULT_ENDPOINTING_MS;
+  return { min, max: body.turn?.endpointing_ms?.max ?? Math.max(min, DEFAULT_DIGITS_ENDPOINTING_MS) };
 }
 
 function facts(view: ActorView): VoiceCallContext | null {

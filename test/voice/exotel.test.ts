@@ -4,12 +4,15 @@
 // and delivered twice and out of order, the Voicebot stream (PCM16, 100 ms chunks, snake_case)
 // opened by the fake and driven by the simulator's scripted callees, speaking espeak-ng's speech
 // to a scripted stt upstream. The intent agent's turn, billing, the unanswered ends, forged
-// callbacks, a stream with a wrong token, barge-in with `clear`, Exotel's payload sizes.
+// callbacks, a stream with a wrong token, barge-in with `clear`, Exotel's payload sizes, and an LLM
+// agent's streamed reply (sentences added to the playback while it plays) in Exotel's chunks.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { call, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeExotel } from '../fakes/exotel.ts';
+import type { FakeServer } from '../fakes/fake-server.ts';
+import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
 import { assertBargedIn, ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { CALLEES, putScriptedVoice, ScriptedStt } from './simulated.ts';
@@ -20,6 +23,7 @@ describe('voice calls through a (fake) Exotel', () => {
   let gw: TestGateway;
   let exotel: FakeExotel;
   let stt: ScriptedStt;
+  let llm: FakeServer;
   let acc: VoiceAccount;
   let speaker: VoiceAccount;
   before(async () => {
@@ -37,6 +41,9 @@ describe('voice calls through a (fake) Exotel', () => {
     exotel = await FakeExotel.start({ accountSid: ROUTE.account_sid, apiKey: ROUTE.api_key, apiToken: ROUTE.api_token, callees: CALLEES as never, speak });
     gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, simulator: { callees: [] } } });
     await putScriptedVoice(gw.url, stt, 'voice-exotel', [{ ...ROUTE, base_url: exotel.url }]);
+    llm = await startOpenAIUpstream();
+    const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${llm.url}/v1`, upstream_model: 'gpt-test' }] };
+    assert.equal((await call(gw.url, 'PUT', '/admin/models/chat-test', { token: ADMIN_TOKEN, body: chat })).status, 201);
     acc = await voiceAccount(gw, 1000);
     speaker = await voiceAccount(gw, 100);
   });
@@ -44,6 +51,7 @@ describe('voice calls through a (fake) Exotel', () => {
     await gw?.destroy();
     await exotel?.close();
     await stt?.server.close();
+    await llm?.close();
   });
 
   const dial = (to: string, body: Record<string, unknown> = {}) => place(gw, acc.key, { model: 'voice-exotel', to, ...body });
@@ -152,5 +160,23 @@ describe('voice calls through a (fake) Exotel', () => {
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
     assertBargedIn(c);
     assert.ok(exotel.streams.get(res.body.id)!.clears >= 1, 'clear sent down the stream');
+  });
+
+  it('llm agent: its streamed sentences play in Exotel\'s chunks as they come, and the whole reply is heard', async () => {
+    const reply = 'Your account is active and in good standing. The last payment reached us on Monday morning. Is there anything else I can help with?';
+    stt.say('what is the weather like today');
+    llm.next({ reply, chunkDelayMs: 65 });
+    const res = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' }, first_message: { text: 'Hello, this is your bank.' } });
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
+    assert.deepEqual(
+      c.transcript.map((t: { role: string; text: string }) => [t.role, t.text]),
+      [['agent', 'Hello, this is your bank.'], ['callee', 'what is the weather like today'], ['agent', reply]],
+    );
+    assert.deepEqual([c.transcript[2].heard_text, c.transcript[2].interrupted], [reply, false], 'played to its last mark');
+    assert.equal(llm.calls('/v1/chat/completions').at(-1)!.body.stream, true);
+    const sent = exotel.streams.get(res.body.id)!;
+    assert.deepEqual(sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200), [], 'every payload a multiple of 320 bytes, at least 3,200');
+    assert.ok(sent.media.length >= 30 && sent.clears === 0, `${sent.media.length} media messages, ${sent.clears} clears`);
   });
 });

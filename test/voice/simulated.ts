@@ -1,11 +1,13 @@
-// The set-up both voice-call test files share (calls.test.ts, calls-more.test.ts, each a process of
-// its own so that their real-time calls run side by side): a gateway whose simulated callees follow
-// CALLEES, a scripted stt upstream, a fake LLM, the voice model `voice-test` and a funded account.
+// The set-up the voice-call test files share (calls.test.ts, calls-more.test.ts, llm-stream.test.ts,
+// endpointing.test.ts, each a process of its own so that their real-time calls run side by side): a
+// gateway whose simulated callees follow CALLEES (and the file's own), a scripted stt upstream, a
+// fake LLM, the voice model `voice-test` and a funded account.
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeServer, sendAnswer } from '../fakes/fake-server.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
+import type { CalleeScript } from '../../src/config.ts';
 import { place, startVoiceGateway, voiceAccount, type VoiceAccount } from './helpers.ts';
 
 /** The scripted recogniser: each utterance it is sent gets the next text (then nothing). */
@@ -79,13 +81,17 @@ export interface SimulatedVoice {
   dial(to: string, body?: Record<string, unknown>, who?: VoiceAccount, headers?: Record<string, string>): ReturnType<typeof place>;
 }
 
-/** Registers the suite's before and after; the object's fields are set once before has run. */
-export function simulatedVoice(): SimulatedVoice {
+/**
+ * Registers the suite's before and after; the object's fields are set once before has run. A file's
+ * own callees (`extra`) come before CALLEES (whose last, `*`, answers any other number).
+ */
+export function simulatedVoice(extra: CalleeScript[] = []): SimulatedVoice {
   const v = {} as SimulatedVoice;
   before(async () => {
     v.stt = await ScriptedStt.start();
     v.llm = await startOpenAIUpstream();
-    v.gw = await startVoiceGateway(CALLEES, { voice: { maxConcurrentCalls: 3, mediaTimeoutMs: 10_000, simulator: { callees: CALLEES } } });
+    const callees = [...extra, ...CALLEES];
+    v.gw = await startVoiceGateway(callees, { voice: { maxConcurrentCalls: 3, mediaTimeoutMs: 10_000, simulator: { callees } } });
     await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
     const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
     const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }] };
