@@ -36,8 +36,11 @@ export interface AgentReply {
   intent: string | null;
   entities: Record<string, string | number>;
   nextState: string | null;
-  /** A business action to record in the call's outcome (CREATE_DISPUTE…). */
-  outcome: boolean;
+  /**
+   * A business action to record in the call's outcome (CREATE_DISPUTE…): the entities it acts on,
+   * the session's after this turn (the amount said before the "haan" that confirmed it); null: none.
+   */
+  outcome: Record<string, string | number> | null;
   /** End the call once this reply has played. */
   hangup: boolean;
   /** The reply asks for digits (an amount, a phone number): the callee's answer may pause between them. */
@@ -66,7 +69,7 @@ const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = n
   intent: null,
   entities: {},
   nextState: null,
-  outcome: false,
+  outcome: null,
   hangup: false,
   expectsDigits: false,
 });
@@ -212,7 +215,7 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
         intent: out.intent?.id ?? null,
         entities: out.entities,
         nextState: out.decision.next_state,
-        outcome: !CONVERSATIONAL_ACTIONS.has(action),
+        outcome: CONVERSATIONAL_ACTIONS.has(action) ? null : out.collected,
         hangup: ENDING_ACTIONS.has(action),
         expectsDigits: pack !== null && asksForDigits(pack.pack, out.decision.response_id),
       };

@@ -391,7 +391,7 @@ export class CallMedia implements CallResources {
     try {
       const reply = await make(abort.signal);
       if (!reply || this.hungUp || this.disposed || abort.signal.aborted) return;
-      if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.entities, at: this.clock() } });
+      if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: this.clock() } });
       await this.say(reply, heardAt, abort);
     } finally {
       abort.abort();

@@ -22,8 +22,8 @@ describe('voice calls through the simulator: the intent agent', () => {
   });
   const dial = (...args: Parameters<SimulatedVoice['dial']>) => v.dial(...args);
 
-  it('runs the intent agent: ATM complaint → ASK → "yes" → CREATE_DISPUTE, transcript and outcome, billed to the second once', async () => {
-    stt.say('ATM did not give money but my account got debited', 'haan');
+  it('runs the intent agent: ATM complaint → ASK → "yes" → CREATE_DISPUTE on the amount said before the yes, transcript and outcome, billed to the second once', async () => {
+    stt.say('ATM did not give 2000 rupees but my account got debited', 'haan');
     const before = await walletMicrocents(gw, acc.session);
     const res = await dial('+919800000010', { metadata: { ticket: 'T-1' } });
     assert.equal(res.status, 202, res.text);
@@ -34,7 +34,7 @@ describe('voice calls through the simulator: the intent agent', () => {
     const turns = c.transcript.map((t: { role: string; text: string; response_id?: string }) => [t.role, t.response_id ?? t.text]);
     assert.deepEqual(turns, [
       ['agent', 'GEN.GREETING'],
-      ['callee', 'ATM did not give money but my account got debited'],
+      ['callee', 'ATM did not give 2000 rupees but my account got debited'],
       ['agent', 'BANKING.DISPUTE.ASK_RAISE'],
       ['callee', 'haan'],
       ['agent', 'BANKING.DISPUTE.CREATED'],
@@ -42,6 +42,8 @@ describe('voice calls through the simulator: the intent agent', () => {
     assert.equal(c.transcript[2].intent, 'BANKING.ATM.CASH_NOT_DISPENSED');
     assert.equal(c.transcript[4].heard_text, c.transcript[4].text, 'played to the end');
     assert.deepEqual(c.outcome.actions.map((a: { action: string; intent: string }) => [a.action, a.intent]), [['CREATE_DISPUTE', 'BANKING.ATM.CASH_NOT_DISPENSED']]);
+    assert.equal(c.outcome.actions[0].entities.amount, 2000, JSON.stringify(c.outcome.actions[0]));
+    assert.deepEqual(c.transcript[3].entities ?? {}, {}, "the yes's own entities: none");
     assert.equal(c.outcome.final_state, 'DISPUTE_CREATED');
     assert.equal(c.metrics.turns, 5);
     assert.ok(c.metrics.turn_latency_ms.p50 >= 0 && c.metrics.turn_latency_ms.p50 < 3000, JSON.stringify(c.metrics));
