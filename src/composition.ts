@@ -44,6 +44,7 @@ import { loadResamplers, type Resamplers } from './speech/resample.ts';
 import { startPocketsphinxEngine } from './speech/pocketsphinx.ts';
 import type { Logger } from 'pino';
 import { voiceCallKind } from './voice/kind.ts';
+import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
@@ -96,6 +97,8 @@ export interface Services {
   realtime: RealtimeService;
   /** POST /v1/voice/call and the calls (src/voice/); the media streams' edge is src/ws/voice.ts. */
   voice: VoiceCalls;
+  /** Limits an operator set on one account over the defaults (PATCH /admin/limits/…). */
+  accountLimits: AccountLimits;
 }
 
 export async function createServices(deps: {
@@ -277,6 +280,7 @@ export async function createServices(deps: {
     }
     return undefined; // exotel: not built yet
   };
+  const accountLimits = new AccountLimits(deps.store, now);
   const voice = new VoiceCalls({
     meter,
     models,
@@ -286,6 +290,8 @@ export async function createServices(deps: {
     carrier: carrierFor,
     payerFor: (principal) => billing.payerFor(principal),
     available: (payer) => billing.availableMicrocents(payer.walletId),
+    webhookOwned: (account, id) => webhooks.owns(account, id),
+    maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
     intent,
     audio: responseAudio,
     router,
@@ -293,7 +299,7 @@ export async function createServices(deps: {
     detectors: () => (detectors ??= loadVoiceDetectors()),
     baseUrl: publicBase,
     keySecret: deps.keySecret,
-    settings: { maxConcurrentCalls: vc.maxConcurrentCalls, mediaTimeoutMs: vc.mediaTimeoutMs },
+    settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),
     now,
   });
@@ -308,6 +314,7 @@ export async function createServices(deps: {
   return {
     realtime,
     voice,
+    accountLimits,
     transcriptionJobs,
     store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, meter, events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),

@@ -39,6 +39,8 @@ export interface CallAgent {
   reply(text: string): Promise<AgentReply | null>;
   /** What it says when nobody has spoken for a while (null: nothing). */
   prompt(): Promise<AgentReply | null>;
+  /** What it says before the credit guard hangs up (null: nothing, the call ends at its limit). */
+  lowBalance(): Promise<AgentReply | null>;
 }
 
 /** Speech for a wording, as 8 kHz μ-law, rendered once per (tts model, voice, wording). */
@@ -126,6 +128,9 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       // The pack's own idle wording when it has one, else its clarifying question.
       return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');
     },
+    lowBalance() {
+      return wording('GEN.LOW_BALANCE');
+    },
     async opening() {
       const first = o.firstMessage;
       if (first.mode === 'wait_for_callee') return null;
@@ -198,6 +203,10 @@ export function llmAgent(o: LlmAgentOptions): CallAgent {
       return said === null ? null : line(said);
     },
     async prompt() {
+      return null;
+    },
+    // No pack, so no wording we could vouch for in every language: the call ends at its limit.
+    async lowBalance() {
       return null;
     },
   };

@@ -31,6 +31,8 @@ const HEARTBEAT_MS = 1000;
 const LEAD_MS = 40;
 const PREFIX_MS = 300;
 const MAX_UTTERANCE_MS = 30_000;
+/** The credit guard's wording ends this long before the call's limit (timers, the last mark's echo, the end's write). */
+const CREDIT_MARGIN_MS = 1000;
 
 /** What the media loop sends the carrier and how it closes the stream (the WebSocket edge's side). */
 export interface MediaStream {
@@ -59,6 +61,12 @@ export interface CallMediaDeps {
   recognise(samples: Int16Array, signal: AbortSignal): Promise<string>;
   turn: TurnSettings;
   mediaTimeoutMs: number;
+  /**
+   * The call's maximum when the wallet set it: the credit guard plays the agent's low-balance
+   * wording so that it ends before that limit, then ends the call `insufficient_credit`. Null: the
+   * client set the maximum (the actor ends the call `max_duration` there).
+   */
+  creditLimitMs: number | null;
   /** The silence watchdog: prompt after this long without speech, at most this many times, then end. */
   idle: { promptAfterMs: number; maxPrompts: number };
   log: Logger;
@@ -93,6 +101,10 @@ export class CallMedia implements CallResources {
   private lastFrameAt = 0;
   private watchdog: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  private creditGuard: NodeJS.Timeout | null = null;
+  private creditGuardArmed = false;
+  /** The credit guard's last words are playing: nothing else is said, and they are not cut. */
+  private closing = false;
   private vad: VoiceDetector | null = null;
   private readonly buffer = new AudioBuffer(((MAX_UTTERANCE_MS + PREFIX_MS + 2000) * RATE) / 1000);
   private speechStart: number | null = null;
@@ -153,6 +165,18 @@ export class CallMedia implements CallResources {
       }
     }
     throw lastError;
+  }
+
+  answered(at: number): void {
+    // The simulator told the answer already; a carrier whose news comes by callback (Twilio) did not.
+    if (this.answeredAt === null) {
+      this.answeredAt = at;
+      this.arm();
+    }
+    if (this.deps.creditLimitMs !== null && !this.creditGuardArmed && !this.hungUp && !this.disposed) {
+      this.creditGuardArmed = true;
+      void this.armCreditGuard(at + this.deps.creditLimitMs);
+    }
   }
 
   async hangup(_reason: EndReason): Promise<void> {
@@ -272,7 +296,7 @@ export class CallMedia implements CallResources {
    * ends the call (`silence_timeout`). Independent of the pipeline: a call never stays up unheard.
    */
   private checkIdle(): void {
-    if (!this.started || this.playback || this.speechStart !== null || this.busy > 0 || this.hungUp) return;
+    if (!this.started || this.closing || this.playback || this.speechStart !== null || this.busy > 0 || this.hungUp) return;
     if (this.deps.now() - this.lastActivityAt < this.deps.idle.promptAfterMs) return;
     this.lastActivityAt = this.deps.now();
     if (this.prompts >= this.deps.idle.maxPrompts) return void this.end('silence_timeout');
@@ -293,7 +317,32 @@ export class CallMedia implements CallResources {
   private stopTimers(): void {
     if (this.watchdog) clearInterval(this.watchdog);
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.watchdog = this.heartbeat = null;
+    if (this.creditGuard) clearTimeout(this.creditGuard);
+    this.watchdog = this.heartbeat = this.creditGuard = null;
+  }
+
+  /**
+   * The credit guard: the low-balance wording (rendered now, so its length is known) starts its
+   * length and a margin before `deadline`; whatever the agent is saying then is cut (the carrier
+   * told to clear), the wording plays to its end whatever the callee says, and the call ends
+   * `insufficient_credit`. An agent without such a wording leaves the end to the actor, at the limit.
+   */
+  private async armCreditGuard(deadline: number): Promise<void> {
+    const words = await this.deps.agent.lowBalance().catch((err: unknown) => {
+      this.deps.log.warn({ err }, 'the low-balance wording could not be rendered');
+      return null;
+    });
+    if (!words || this.hungUp || this.disposed) return;
+    const playMs = Math.ceil(words.audio.length / FRAME_BYTES) * FRAME_MS;
+    this.creditGuard = setTimeout(() => void this.closeForCredit(words), Math.max(0, deadline - CREDIT_MARGIN_MS - playMs - this.deps.now()));
+    this.creditGuard.unref();
+  }
+
+  private async closeForCredit(words: AgentReply): Promise<void> {
+    this.closing = true;
+    this.cutPlayback();
+    await this.say(words, null, true).catch((err: unknown) => this.deps.log.warn({ err }, 'the low-balance wording did not play'));
+    await this.end('insufficient_credit');
   }
 
   /** The media loop decided the call ends. */
@@ -370,8 +419,9 @@ export class CallMedia implements CallResources {
 
   // ---- speaking ----
 
-  private async say(reply: AgentReply, heardAt: number | null): Promise<void> {
-    if (this.hungUp || this.disposed || !this.stream) return;
+  /** Plays a reply; once the credit guard is closing the call, only its own last words (`last`). */
+  private async say(reply: AgentReply, heardAt: number | null, last = false): Promise<void> {
+    if (this.hungUp || this.disposed || !this.stream || (this.closing && !last)) return;
     const abort = new AbortController();
     const p: Playback = { startedAt: this.deps.now(), marks: new Map(), heardBytes: 0, abort, done: Promise.resolve() };
     this.playback = p;
@@ -448,7 +498,7 @@ export class CallMedia implements CallResources {
       type: 'turn',
       now: this.deps.now(),
       turn: t,
-      interrupted,
+      interrupted: interrupted && !this.closing, // the callee's interruptions, not the credit guard's cut
       ...(heardAt !== null && firstFrameAt !== null ? { latencyMs: Math.max(0, firstFrameAt - heardAt) } : {}),
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
@@ -464,11 +514,18 @@ export class CallMedia implements CallResources {
   }
 
   private bargeIn(): void {
+    if (this.closing) return; // the credit guard's last words are not cut
+    const heard = this.cutPlayback();
+    if (heard !== null) this.deps.log.debug({ heard_bytes: heard }, 'barge-in: playback cleared');
+  }
+
+  /** Stops the reply playing and tells the carrier to drop what it queued; the bytes heard, or null when nothing played. */
+  private cutPlayback(): number | null {
     const p = this.playback;
-    if (!p || p.abort.signal.aborted) return;
+    if (!p || p.abort.signal.aborted) return null;
     p.abort.abort();
     this.stream?.send({ event: 'clear', streamSid: this.streamSid });
-    this.deps.log.debug({ heard_bytes: p.heardBytes }, 'barge-in: playback cleared');
+    return p.heardBytes;
   }
 
   private stopPlayback(): void {

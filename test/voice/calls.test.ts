@@ -5,11 +5,12 @@
 // μ-law is too unreliable for exact assertions), understood by the demo intent pack, answered with
 // pre-rendered tts-local audio. What is asserted is what a client reads back: statuses, end reasons,
 // the transcript with what was heard, the outcome, the charge in the wallet, the webhook events.
-// The intent agent's flows (calls-more.test.ts has the rest; two files so their calls run side by side).
+// The intent agent's flows and its credit guard (calls-more.test.ts has the rest; two files so their
+// calls run side by side).
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { TestGateway } from '../helper.ts';
-import { ended, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import { call, type TestGateway } from '../helper.ts';
+import { ended, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
 
 describe('voice calls through the simulator: the intent agent', () => {
@@ -60,5 +61,24 @@ describe('voice calls through the simulator: the intent agent', () => {
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
     assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'ATM se paise nahi nikle par account se kat gaye', 'BANKING.DISPUTE.ASK_RAISE', 'haan ji', 'BANKING.DISPUTE.CREATED']);
     assert.deepEqual(c.outcome.actions.map((a: { action: string }) => a.action), ['CREATE_DISPUTE']);
+  });
+
+  it('credit guard: a wallet that covers 10 s hears the pack\'s low-balance wording to its end, then insufficient_credit, billed within the hold', async () => {
+    const poor = await voiceAccount(gw, 1); // 1 cent: 10 s at 6 cents a minute (the test gateway's floor is 10 s)
+    const res = await v.dial('+919800000099', {}, poor);
+    assert.equal(res.status, 202, res.text);
+    assert.equal(res.body.max_duration_seconds, 10, 'the wallet set the maximum');
+    const c = await waitForCall(gw, poor.key, res.body.id, ended, 30_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'insufficient_credit'], JSON.stringify(c));
+    const last = c.transcript.at(-1);
+    assert.deepEqual([last.role, last.response_id, last.interrupted], ['agent', 'GEN.LOW_BALANCE', false], JSON.stringify(c.transcript));
+    assert.equal(last.heard_text, last.text, 'played to its end');
+    assert.ok(last.end <= 10, `the wording ended before the limit: ${last.end} s`);
+    assert.equal(c.transcript[0].response_id, 'GEN.GREETING');
+    assert.ok(c.billed_seconds <= 10 && c.billed_seconds >= 5, `billed ${c.billed_seconds} s`);
+    const wallet = (await call(gw.url, 'GET', '/portal/wallet', { token: poor.session })).body;
+    assert.equal(wallet.held_cents, 0);
+    assert.equal(wallet.balance_microcents, 1_000_000 - c.billed_seconds * 100_000);
+    assert.ok(wallet.balance_microcents >= 0);
   });
 });

@@ -1,6 +1,7 @@
 // The set-up both voice-call test files share (calls.test.ts, calls-more.test.ts, each a process of
 // its own so that their real-time calls run side by side): a gateway whose simulated callees follow
-// CALLEES, a scripted stt upstream, a fake LLM, the voice model `voice-test` and a funded account.
+// CALLEES, a scripted stt upstream, a fake LLM, the voice model `voice-test` (6 cents a minute: 10 s
+// a cent) and a funded account.
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
@@ -70,7 +71,11 @@ export function simulatedVoice(): SimulatedVoice {
   before(async () => {
     v.stt = await ScriptedStt.start();
     v.llm = await startOpenAIUpstream();
-    v.gw = await startVoiceGateway(CALLEES, { voice: { maxConcurrentCalls: 3, mediaTimeoutMs: 10_000, simulator: { callees: CALLEES } } });
+    v.gw = await startVoiceGateway(CALLEES, {
+      // A short credit floor: the credit guard's call lasts seconds, not a minute.
+      voice: { maxConcurrentCalls: 3, minAffordableSeconds: 10, mediaTimeoutMs: 10_000, simulator: { callees: CALLEES } },
+      webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 }, // a call's webhook_id on a loopback receiver
+    });
     const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
     assert.equal((await put('stt-scripted', { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${v.stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] })).status, 201);
     const voice = {

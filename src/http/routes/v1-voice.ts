@@ -54,7 +54,7 @@ export const VoiceCallBodySchema = Closed({
       ),
     }),
   ),
-  webhook_id: Type.Optional(KeyString(64)),
+  webhook_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
   metadata: Type.Optional(StringMap(16, 500)),
 });
 
