@@ -98,6 +98,8 @@ export interface VoiceCallContext extends VoiceCallInput {
   ending: { status: FinalStatus; reason: EndReason } | null;
   billedSeconds: number | null;
   costMicrocents: number | null;
+  /** What the carrier says the call lasted (s), when it was asked: a call finalized after a restart. */
+  carrierDurationSeconds?: number | null;
   turns: Turn[];
   /** Turns left out once the transcript reached MAX_TURNS (the snapshot stays small). */
   droppedTurns: number;
@@ -141,6 +143,8 @@ export interface FinishInput {
 }
 export interface FinishOutput {
   costMicrocents: number;
+  /** The carrier's own duration of the call, when the finish asked it (an orphaned call hung up by its API). */
+  carrierDurationSeconds?: number | null;
   at: number;
 }
 
@@ -342,7 +346,7 @@ export const voiceCallMachine = setup({
           billedSeconds: context.billedSeconds ?? 0,
           spec: context.spec,
         }),
-        onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents })) },
+        onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents, carrierDurationSeconds: event.output.carrierDurationSeconds ?? null })) },
         // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
         onError: { target: 'ended' },
       },

@@ -252,12 +252,14 @@ export async function createServices(deps: {
       // `dialled` is `<route index>:<carrier's call id>` (src/voice/media.ts).
       const m = /^(\d+):(.+)$/.exec(dialled);
       const model = m ? await models.get(modelId) : null;
-      if (!m || !model) return;
-      const at = Number(m[1]);
-      const config = model.routes[at];
-      const route = gatewayDeps.resolveRoutes(model)[at];
+      const at = Number(m?.[1]);
+      const config = model?.routes[at];
+      const route = model ? gatewayDeps.resolveRoutes(model)[at] : undefined;
       // The simulator's callee died with the process; a real carrier's call is hung up by its API.
-      if (config && route && config.provider !== 'simulator') await carrierFor(config, route)?.hangup(m[2]!);
+      const carrier = m && config && route && config.provider !== 'simulator' ? carrierFor(config, route) : undefined;
+      if (!carrier) return { carrierDurationSeconds: null };
+      await carrier.hangup(m![2]!);
+      return { carrierDurationSeconds: (await carrier.duration?.(m![2]!)) ?? null };
     },
   });
   const responseAudio = new ResponseAudio({ router, resolveRoutes: gatewayDeps.resolveRoutes, resamplers: () => (resamplers ??= loadResamplers()) });

@@ -58,9 +58,10 @@ export interface VoiceKindDeps {
   meter: Pick<Meter, 'resume'>;
   /**
    * Hangs up a call at its carrier when this instance has no media for it (restored after its
-   * instance died): by the carrier's API, through the model's carrier route. Idempotent.
+   * instance died): by the carrier's API, through the model's carrier route; then asks the carrier
+   * how long the call lasted (null: it does not say). Idempotent.
    */
-  hangupOrphan?(model: string, carrierCallId: string): Promise<void>;
+  hangupOrphan?(model: string, carrierCallId: string): Promise<{ carrierDurationSeconds: number | null }>;
   events: EventSink;
   now(): number;
   checkpointMs: number;
@@ -126,10 +127,13 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
       finish: fromPromise<FinishOutput, FinishInput>(async ({ input }) => {
         const spec = specOf(input.spec);
         const media = ctx.resources();
+        let carrierDurationSeconds: number | null = null;
         if (media) await media.hangup(input.reason);
         else if (input.carrierCallId && deps.hangupOrphan) {
-          // The media died with its instance; the call may still be up at the carrier.
-          await deps.hangupOrphan(input.model, input.carrierCallId).catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
+          // The media died with its instance; the call may still be up at the carrier. What the
+          // carrier then says it lasted is kept beside what is billed (up to the last heartbeat).
+          const told = await deps.hangupOrphan(input.model, input.carrierCallId).catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
+          carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
         const cost = await ctx.steps.once('charge', async () => {
           const call = deps.meter.resume({ payer: spec.payer, model: input.model, modelType: 'voice', hold: spec.hold, requestId: spec.requestId, startedAt: spec.startedAt });
@@ -149,7 +153,7 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
           });
           return true;
         });
-        return { costMicrocents: cost, at: deps.now() };
+        return { costMicrocents: cost, carrierDurationSeconds, at: deps.now() };
       }),
     },
   };

@@ -81,6 +81,7 @@ export interface VoiceCallObject {
   duration_seconds?: number | null;
   billed_seconds?: number | null;
   cost_cents?: number | null;
+  carrier_duration_seconds?: number | null;
   transcript?: VoiceCallContext['turns'];
   outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
   metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };
@@ -530,6 +531,7 @@ export function toObject(view: ActorView): VoiceCallObject {
     duration_seconds: c.answeredAt && ended !== null ? Math.max(0, Math.round((ended - c.answeredAt) / 100) / 10) : c.answeredAt ? null : 0,
     billed_seconds: c.billedSeconds ?? null,
     cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
+    carrier_duration_seconds: c.carrierDurationSeconds ?? null,
     transcript: c.turns ?? [],
     outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
     metrics: {

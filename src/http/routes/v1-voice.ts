@@ -89,6 +89,7 @@ const Call = Type.Object({
   duration_seconds: Type.Optional(Nullable(Type.Number())),
   billed_seconds: Type.Optional(Nullable(Type.Integer())),
   cost_cents: Type.Optional(Nullable(Type.Number())),
+  carrier_duration_seconds: Type.Optional(Nullable(Type.Integer())),
   transcript: Type.Optional(Type.Array(Turn)),
   outcome: Type.Optional(
     Type.Object({

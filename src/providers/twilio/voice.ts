@@ -3,7 +3,7 @@
 // gateway's media stream (`<Connect><Stream url>` with the call id and its one-time token as
 // `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
 // callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
-// Status=completed`. The media itself is Twilio's Media Streams protocol, which src/ws/voice.ts speaks.
+// Status=completed`; what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media itself is Twilio's Media Streams protocol, which src/ws/voice.ts speaks.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
 
@@ -67,11 +67,12 @@ export function parseStatusCallback(params: ReadonlyMap<string, string>): Status
 export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: string): string; timeoutMs?: number }): Carrier {
   const base = `${route.baseUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}`;
   const auth = `Basic ${Buffer.from(`${route.accountSid}:${route.authToken}`).toString('base64')}`;
-  const post = async (path: string, form: URLSearchParams): Promise<Record<string, unknown>> => {
+  /** A POST with `form`, or a GET without. */
+  const request = async (path: string, form?: URLSearchParams): Promise<Record<string, unknown>> => {
     const res = await fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
-      body: form.toString(),
+      method: form ? 'POST' : 'GET',
+      headers: { authorization: auth, ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      ...(form ? { body: form.toString() } : {}),
       redirect: 'error',
       signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
     });
@@ -91,12 +92,18 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
         TimeLimit: String(Math.ceil(req.maxDurationMs / 1000)),
       });
       for (const e of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', e);
-      const call = await post('/Calls.json', form);
+      const call = await request('/Calls.json', form);
       if (typeof call.sid !== 'string') throw new Error('twilio answered no call sid');
       return call.sid;
     },
     async hangup(sid) {
-      await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+      await request(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+    },
+    async duration(sid) {
+      // `duration` is a string of whole seconds once the call is over, null before.
+      const call = await request(`/Calls/${encodeURIComponent(sid)}.json`);
+      const seconds = typeof call.duration === 'string' && /^\d{1,9}$/.test(call.duration) ? Number(call.duration) : null;
+      return call.status === 'completed' ? seconds : null;
     },
   };
 }
