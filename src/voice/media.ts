@@ -409,10 +409,11 @@ export class CallMedia implements CallResources {
     if (!text) return;
     const ignored = this.deps.turn.interruption.ignore.includes(text.toLowerCase().replace(/[.!?,]/g, ''));
     this.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text, start: this.clock(startedAt), end: this.clock(endedAt) } });
-    // A backchannel while the agent speaks is not a turn ("haan", "ok").
-    if (ignored && this.playback) return;
+    // A backchannel while the agent speaks is not a turn ("haan", "ok"); once the credit guard is
+    // closing the call, nothing is answered (an action whose confirmation cannot play is not taken).
+    if ((ignored && this.playback) || this.closing) return;
     const reply = await this.deps.agent.reply(text);
-    if (!reply || this.hungUp) return;
+    if (!reply || this.hungUp || this.closing) return;
     if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.entities, at: this.clock() } });
     await this.say(reply, endedAt);
   }
