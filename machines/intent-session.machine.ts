@@ -93,7 +93,10 @@ export interface PendingConfirmation {
 export interface TurnOutcome extends TurnClassification {
   requestId: string;
   dialogue_act: string;
+  /** The turn's own entities (what /v1/understand answers). */
   entities: Entities;
+  /** The session's entities after the turn: what an action the decision takes acts on. */
+  collected: Entities;
   decision: Decision;
 }
 
@@ -174,7 +177,7 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   }
   const own = ownEntities(ctx.awaiting, e);
   const entities: Entities = { ...ctx.entities, ...own };
-  const common = { requestId: e.requestId, dialogue_act: e.act, entities: own };
+  const common = { requestId: e.requestId, dialogue_act: e.act, entities: own, collected: entities };
   const touched = { turns: ctx.turns + 1, expiresAt: e.now + e.idleMs, entities };
 
   // The turn answers the session's question: the intent that asked, certain, resolved from context.

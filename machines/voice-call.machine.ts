@@ -23,7 +23,7 @@ export const version = 1;
 
 export const CALL_STATUSES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
-export type FinalStatus = Extract<CallStatus, 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled'>;
+type FinalStatus = Extract<CallStatus, 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled'>;
 
 export type EndReason =
   | 'callee_hangup'
@@ -41,7 +41,7 @@ export type EndReason =
   | 'gateway_restart';
 
 /** Opaque to the machine: what the effects need (payer, hold, pricing, the call's options). */
-export type CallSpec = Record<string, unknown>;
+type CallSpec = Record<string, unknown>;
 
 export interface VoiceCallInput {
   callId: string;
@@ -75,7 +75,7 @@ export interface Turn {
   dtmf?: string;
 }
 
-export interface OutcomeAction {
+interface OutcomeAction {
   action: string;
   intent: string | null;
   entities: Record<string, string | number>;
@@ -94,15 +94,12 @@ export interface VoiceCallContext extends VoiceCallInput {
   endedAt: number | null;
   /** The last heartbeat of the media loop: what a gateway restart bills up to. */
   lastAliveAt: number | null;
-  /** The status and reason the call ends with, set on the way into `ending`. */
-  ending: { status: FinalStatus; reason: EndReason } | null;
   billedSeconds: number | null;
   costMicrocents: number | null;
   /** What the carrier says the call lasted (s), when it was asked: a call finalized after a restart. */
   carrierDurationSeconds?: number | null;
+  /** The transcript: at most MAX_TURNS turns (the snapshot stays small); later ones are left out. */
   turns: Turn[];
-  /** Turns left out once the transcript reached MAX_TURNS (the snapshot stays small). */
-  droppedTurns: number;
   actions: OutcomeAction[];
   /** The agent's conversation state (the intent pack's) at the last turn. */
   agentState: string | null;
@@ -111,16 +108,14 @@ export interface VoiceCallContext extends VoiceCallInput {
   interruptions: number;
 }
 
-export const MAX_TURNS = 200;
+const MAX_TURNS = 200;
 const MAX_LATENCIES = 200;
 
 export interface DialInput {
-  callId: string;
   to: string;
   from: string | null;
   ringTimeoutMs: number;
   maxDurationMs: number;
-  spec: CallSpec;
 }
 /** `carrierCallId` null: nothing was dialled here (a restored actor without its media: the finalize follows). */
 export interface DialOutput {
@@ -132,12 +127,9 @@ export interface FinishInput {
   callId: string;
   /** The carrier's id of the call, when it was dialled (a restored call hangs it up there). */
   carrierCallId: string | null;
-  account: string;
   model: string;
   status: FinalStatus;
   reason: EndReason;
-  answeredAt: number | null;
-  endedAt: number;
   billedSeconds: number;
   spec: CallSpec;
 }
@@ -184,7 +176,8 @@ export function billableSeconds(answeredAt: number | null, endedAt: number, maxD
 }
 
 const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('now' in event ? Math.max(context.now, event.now) : context.now);
-
+/** The transcript with `turn` added, unless it is full. */
+const withTurn = (turns: Turn[], turn: Turn): Turn[] => (turns.length >= MAX_TURNS ? turns : [...turns, turn]);
 
 
 export const voiceCallMachine = setup({
@@ -210,8 +203,13 @@ export const voiceCallMachine = setup({
     callDeadline: ({ context }) => Math.max(0, (context.answeredAt ?? context.now) + context.maxDurationMs - context.now),
   },
   actions: {
-    /** The call ends now (the event's time) with this status and reason. */
-    end: assign(({ context, event }, params: { status: FinalStatus; reason: EndReason }) => ({ now: nowOf(context, event), ending: params, endedAt: nowOf(context, event) })),
+    /** The call ends with this status and reason, at `at` (default: the event's time); `ending` bills it. */
+    end: assign(({ context, event }, params: { status: FinalStatus; reason: EndReason; at?: number | null }) => ({
+      now: nowOf(context, event),
+      status: params.status,
+      endReason: params.reason,
+      endedAt: params.at ?? nowOf(context, event),
+    })),
     // The answer to a control (`ask`): taken, or refused as the call stands.
     accepted: emit(({ context }) => ({ type: 'control.result' as const, ok: true, status: context.status })),
     refused: emit(({ context }) => ({ type: 'control.result' as const, ok: false, status: context.status })),
@@ -232,11 +230,9 @@ export const voiceCallMachine = setup({
     answeredAt: null,
     endedAt: null,
     lastAliveAt: null,
-    ending: null,
     billedSeconds: null,
     costMicrocents: null,
     turns: [],
-    droppedTurns: 0,
     actions: [],
     agentState: null,
     latencies: [],
@@ -254,11 +250,11 @@ export const voiceCallMachine = setup({
       invoke: {
         id: 'dial',
         src: 'dial',
-        input: ({ context }) => ({ callId: context.callId, to: context.to, from: context.from, ringTimeoutMs: context.ringTimeoutMs, maxDurationMs: context.maxDurationMs, spec: context.spec }),
+        input: ({ context }) => ({ to: context.to, from: context.from, ringTimeoutMs: context.ringTimeoutMs, maxDurationMs: context.maxDurationMs }),
         onDone: { actions: assign(({ context, event }) => ({ carrierCallId: event.output.carrierCallId ?? context.carrierCallId })) },
         onError: { target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'carrier_unavailable' } } },
       },
-      after: { ringDeadline: { target: 'ending', actions: assign(({ context }) => ({ ending: { status: 'no_answer' as const, reason: 'ring_timeout' as const }, endedAt: context.createdAt + context.ringTimeoutMs })) } },
+      after: { ringDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'no_answer', reason: 'ring_timeout', at: context.createdAt + context.ringTimeoutMs }) } } },
       on: {
         'carrier.answered': {
           target: 'in_progress',
@@ -266,14 +262,16 @@ export const voiceCallMachine = setup({
         },
         'carrier.ended': {
           target: 'ending',
-          actions: assign(({ context, event }) => {
-            const status = event.status ?? 'failed';
-            const reason = event.reason ?? (status === 'busy' ? 'dial_busy' : status === 'no_answer' ? 'ring_timeout' : 'dial_failed');
-            return { now: nowOf(context, event), ending: { status, reason }, endedAt: nowOf(context, event) };
-          }),
+          actions: {
+            type: 'end',
+            params: ({ event }) => {
+              const status = event.status ?? 'failed';
+              return { status, reason: event.reason ?? (status === 'busy' ? 'dial_busy' : status === 'no_answer' ? 'ring_timeout' : 'dial_failed') };
+            },
+          },
         },
-        'api.cancel': { target: 'ending', actions: [{ type: 'end', params: { status: 'canceled', reason: 'api_hangup' } }, 'accepted'] },
-        'media.ending': { target: 'ending', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ending: { status: 'failed' as const, reason: event.reason }, endedAt: nowOf(context, event) })) },
+        'api.cancel': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'canceled', reason: 'api_hangup' } }] },
+        'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'failed', reason: event.reason }) } },
         'runtime.resumed': [
           { guard: 'finalizing', target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'gateway_restart' } } },
           // This instance kept the media: the same state again, its deadline re-armed from `now`.
@@ -297,20 +295,18 @@ export const voiceCallMachine = setup({
         // The event is in the durable outbox or it is not: a failure to write it does not end the call.
         onError: {},
       },
-      after: { callDeadline: { target: 'ending', actions: assign(({ context }) => ({ ending: { status: 'completed' as const, reason: context.creditLimited ? ('insufficient_credit' as const) : ('max_duration' as const) }, endedAt: context.answeredAt! + context.maxDurationMs })) } },
+      after: { callDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: context.creditLimited ? 'insufficient_credit' : 'max_duration', at: context.answeredAt! + context.maxDurationMs }) } } },
       on: {
         'carrier.ended': { target: 'ending', actions: { type: 'end', params: { status: 'completed', reason: 'callee_hangup' } } },
-        'api.hangup': { target: 'ending', actions: [{ type: 'end', params: { status: 'completed', reason: 'api_hangup' } }, 'accepted'] },
-        'media.ending': { target: 'ending', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ending: { status: 'completed' as const, reason: event.reason }, endedAt: nowOf(context, event) })) },
+        'api.hangup': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'completed', reason: 'api_hangup' } }] },
+        'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
         'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
         turn: {
           actions: assign(({ context, event }) => {
-            const full = context.turns.length >= MAX_TURNS;
             return {
               now: nowOf(context, event),
               lastAliveAt: event.now,
-              turns: full ? context.turns : [...context.turns, event.turn],
-              droppedTurns: context.droppedTurns + (full ? 1 : 0),
+              turns: withTurn(context.turns, event.turn),
               latencies: event.latencyMs === undefined ? context.latencies : [...context.latencies, event.latencyMs].slice(-MAX_LATENCIES),
               interruptions: context.interruptions + (event.interrupted ? 1 : 0),
               agentState: event.agentState ?? context.agentState,
@@ -323,26 +319,23 @@ export const voiceCallMachine = setup({
             // The media died with its instance: the call ends where the last heartbeat saw it alive.
             guard: 'finalizing',
             target: 'ending',
-            actions: assign(({ context, event }) => ({ now: nowOf(context, event), ending: { status: 'completed' as const, reason: 'gateway_restart' as const }, endedAt: context.lastAliveAt ?? context.answeredAt })),
+            actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt }) },
           },
           { target: 'in_progress', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
         ],
       },
     },
     ending: {
-      entry: assign(({ context }) => ({ status: context.ending!.status, endReason: context.ending!.reason, billedSeconds: billableSeconds(context.answeredAt, context.endedAt ?? context.now, context.maxDurationMs) })),
+      entry: assign(({ context }) => ({ billedSeconds: billableSeconds(context.answeredAt, context.endedAt ?? context.now, context.maxDurationMs) })),
       invoke: {
         id: 'finish',
         src: 'finish',
         input: ({ context }) => ({
           callId: context.callId,
           carrierCallId: context.carrierCallId,
-          account: context.account,
           model: context.model,
-          status: context.ending!.status,
-          reason: context.ending!.reason,
-          answeredAt: context.answeredAt,
-          endedAt: context.endedAt ?? context.now,
+          status: context.status as FinalStatus,
+          reason: context.endReason!,
           billedSeconds: context.billedSeconds ?? 0,
           spec: context.spec,
         }),
@@ -352,7 +345,7 @@ export const voiceCallMachine = setup({
       },
       on: {
         // Late news changes nothing: the call is over (still recorded, for the transcript's end).
-        turn: { actions: assign(({ context, event }) => ({ turns: context.turns.length >= MAX_TURNS ? context.turns : [...context.turns, event.turn] })) },
+        turn: { actions: assign(({ context, event }) => ({ turns: withTurn(context.turns, event.turn) })) },
       },
     },
     ended: { type: 'final' },

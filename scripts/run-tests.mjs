@@ -25,15 +25,22 @@
 //   tests connect to instead of each launching their own.
 // Tests find these through GATEWAY_TEST_BUILD and GATEWAY_TEST_BROWSER; run by hand through tsx
 // (`node --import tsx --test test/x.test.ts`) they build and launch what they need themselves.
+//
+// The tests' temporary folders (every gateway's data dir: os.tmpdir()) go to a folder of the run
+// in /dev/shm when the machine has that tmpfs, removed at the end: the embedded store syncs every
+// acknowledged write to disk and opens each collection and index in a synced transaction, so a
+// gateway started on a disk-backed /tmp waited ~0.9 s for fsyncs against ~0.12 s on tmpfs (the same
+// calls, made; only the disk under them differs). TEST_TMPDIR names another folder.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { buildDashboard } from './build-dashboard.mjs';
 import { buildGateway, dropPackageMappings, packagesExternal, requireBanner } from './build-gateway.mjs';
+import { planProcesses, readDurations } from './test-groups.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const OUT = join(ROOT, '.test-build');
@@ -42,6 +49,13 @@ const TESTS = join(OUT, 'tests');
 /** The folders compiled into TREE: everything a test imports from the checkout. */
 const COMPILED = ['src', 'machines', 'scripts', 'test'];
 const CHROMIUM = '/usr/bin/chromium';
+/**
+ * The longest a test process may run (Node 20 applies --test-timeout to each file node:test was
+ * given): the longest take ~60 s, ~180 s on a 2-core machine loaded four times over.
+ */
+const TEST_TIMEOUT_MS = 600_000;
+/** Free space a tmpfs needs to hold a run's temporary files (a run peaks near 1 GB). */
+const TMP_ROOM_BYTES = 4 * 1024 ** 3;
 
 const exited = (child) => new Promise((r) => child.once('exit', (code, signal) => r(code ?? (signal ? 1 : 0))));
 
@@ -123,7 +137,7 @@ async function bundleTests(files) {
 }
 
 const args = process.argv.slice(2);
-const nodeArgs = args.filter((a) => a.startsWith('--') && a !== '--typecheck');
+const nodeArgs = args.filter((a) => a.startsWith('--') && a !== '--typecheck' && a !== '--durations');
 const named = args.filter((a) => !a.startsWith('--'));
 const files = named.length > 0 ? named.map((f) => resolve(f)) : collect(join(ROOT, 'test'), (name) => name.endsWith('.test.ts'));
 if (files.length === 0) {
@@ -151,10 +165,26 @@ async function typecheck() {
   return code;
 }
 
+/**
+ * The run's folder for the tests' temporary files: in TEST_TMPDIR, else /dev/shm when it has room
+ * for a run (a container's default 64 MB does not), else os.tmpdir().
+ */
+async function runTmpdir() {
+  const roomy = (dir) => existsSync(dir) && statfsSync(dir).bavail * statfsSync(dir).bsize >= TMP_ROOM_BYTES;
+  for (const base of [process.env.TEST_TMPDIR, roomy('/dev/shm') && '/dev/shm', tmpdir()]) {
+    if (!base || !existsSync(base)) continue;
+    try {
+      return await mkdtemp(join(base, 'gateway-tests-'));
+    } catch {} // not writable here: the next
+  }
+  throw new Error('no writable folder for the tests\' temporary files');
+}
+
 const started = performance.now();
 await Promise.all(['tree', 'tests', 'dashboard', 'server.js', 'server.js.map'].map((name) => rm(join(OUT, name), { recursive: true, force: true })));
 await Promise.all([compileTree(), bundleTests(files), buildDashboard({ outDir: join(OUT, 'dashboard') }), buildGateway({ outfile: join(OUT, 'server.js') })]);
-const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT };
+const tmp = await runTmpdir();
+const env = { ...process.env, NODE_ENV: 'test', GATEWAY_TEST_BUILD: OUT, TMPDIR: tmp };
 
 let browser = null;
 if (files.some((f) => f.startsWith(join(ROOT, 'test', 'dashboard') + '/'))) {
@@ -171,23 +201,45 @@ if (files.some((f) => f.startsWith(join(ROOT, 'test', 'dashboard') + '/'))) {
 }
 console.log(`ℹ built for the run in ${Math.round(performance.now() - started)} ms (${relative(ROOT, OUT)}/)`);
 
-// Files in parallel: more than the cores, since a test file waits on sockets, timers and child
-// processes for about half its time (CPU over wall, measured here); TEST_CONCURRENCY overrides.
+const bundled = (file) => join(TESTS, relative(ROOT, file)).replace(/\.ts$/, '.js');
+// A test process that hangs (a promise nothing settles) fails after TEST_TIMEOUT_MS instead of holding the run.
+const runner = (concurrency, testFiles) =>
+  spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...nodeArgs, ...testFiles], { stdio: 'inherit', env });
+
+if (args.includes('--durations')) {
+  // Each file alone, one after another: its seconds into test/durations.json (scripts/test-groups.mjs).
+  const durations = readDurations(ROOT);
+  for (const file of files) {
+    const began = performance.now();
+    const code = await exited(runner(1, [bundled(file)]));
+    if (code !== 0) console.error(`✖ ${relative(ROOT, file)} failed: its duration is not recorded`);
+    else durations[relative(ROOT, file)] = Math.round((performance.now() - began) / 100) / 10;
+  }
+  const sorted = Object.fromEntries(Object.entries(durations).sort(([a], [b]) => a.localeCompare(b)));
+  writeFileSync(join(ROOT, 'test', 'durations.json'), `${JSON.stringify(sorted, null, 1)}\n`);
+  await browser?.close();
+  await rm(tmp, { recursive: true, force: true });
+  process.exit(0);
+}
+
+// Processes in parallel: more than the cores, since a test process waits on sockets, timers and
+// child processes for about half its time (CPU over wall, measured here); TEST_CONCURRENCY
+// overrides. Short files share a process (scripts/test-groups.mjs): a group is a module that
+// imports its files' bundles in order, under .test-build/tests/groups/.
 const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 2;
-const child = spawn(
-  process.execPath,
-  [
-    '--enable-source-maps',
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    '--test-reporter=spec',
-    ...nodeArgs,
-    ...files.map((f) => join(TESTS, relative(ROOT, f)).replace(/\.ts$/, '.js')),
-  ],
-  { stdio: 'inherit', env },
-);
+const processes = files.length > 1 ? planProcesses(ROOT, files, readDurations(ROOT)) : [{ files }];
+mkdirSync(join(TESTS, 'groups'), { recursive: true });
+const entries = processes.map(({ files: group }, i) => {
+  if (group.length === 1) return bundled(group[0]);
+  const entry = join(TESTS, 'groups', `${String(i).padStart(3, '0')}-${relative(join(ROOT, 'test'), dirname(group[0])).replaceAll('/', '-') || 'test'}.js`);
+  writeFileSync(entry, group.map((f) => `import ${JSON.stringify(relative(dirname(entry), bundled(f)).replace(/^(?!\.)/, './'))};\n`).join(''));
+  return entry;
+});
+if (processes.length < files.length) console.log(`ℹ ${files.length} test files in ${processes.length} processes`);
+const child = runner(concurrency, entries);
 const status = await exited(child);
 await browser?.close();
+await rm(tmp, { recursive: true, force: true });
 const typeErrors = await typechecked;
 if (args.includes('--typecheck') && typeErrors === 0) console.log('ℹ typecheck passed');
 process.exit(status || typeErrors);

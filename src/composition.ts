@@ -49,6 +49,7 @@ import { VoiceCalls } from './voice/service.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
 import { twilioCarrier } from './providers/twilio/voice.ts';
+import { exotelCarrier } from './providers/exotel/voice.ts';
 import type { RouteConfig } from './models/types.ts';
 import type { ResolvedRoute } from './providers/types.ts';
 import type { Carrier } from './voice/carrier.ts';
@@ -275,12 +276,23 @@ export async function createServices(deps: {
     },
   });
   const publicBase = () => (vc.publicUrl || (deps.listenUrl?.() ?? '')).replace(/\/+$/, '');
+  const callbackUrl = (provider: string, id: string) => `${publicBase()}/v1/voice/calls/${id}/callback/${provider}`;
+  // Exotel does not sign its callbacks: each call's callback URL carries a secret of its own.
+  const voiceCallbackToken = (callId: string) => createHmac('sha256', deps.keySecret).update(`voice-callback:${callId}`).digest('base64url');
+  const carrierLog = deps.logger.child({ component: 'voice-carrier' });
+  // A route's carrier, when its configuration has what the carrier needs (the catalog checked it when the model was saved).
   const carrierFor = (config: RouteConfig, route: ResolvedRoute): Carrier | undefined => {
     if (config.provider === 'simulator') return simulator;
     if (config.provider === 'twilio' && config.account_sid && config.from) {
-      return twilioCarrier({ baseUrl: route.baseUrl, accountSid: config.account_sid, authToken: route.apiKey, from: config.from }, { callbackUrl: (id) => `${publicBase()}/v1/voice/calls/${id}/callback/twilio` });
+      return twilioCarrier({ baseUrl: route.baseUrl, accountSid: config.account_sid, authToken: route.apiKey, from: config.from }, { callbackUrl: (id) => callbackUrl('twilio', id) });
     }
-    return undefined; // exotel: not built yet
+    if (config.provider === 'exotel' && config.account_sid && config.from && config.api_token && route.apiKey) {
+      return exotelCarrier(
+        { baseUrl: route.baseUrl, accountSid: config.account_sid, apiKey: route.apiKey, apiToken: config.api_token, from: config.from },
+        { callbackUrl: (id) => `${callbackUrl('exotel', id)}?token=${voiceCallbackToken(id)}`, callbackToken: voiceCallbackToken, logger: carrierLog },
+      );
+    }
+    return undefined;
   };
   const accountLimits = new AccountLimits(deps.store, now);
   const voice = new VoiceCalls({

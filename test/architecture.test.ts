@@ -14,6 +14,9 @@
 // imports; an open whose name the rule cannot read fails too. Not scanned: src/store/ (the port and
 // its adapters open whatever name they are given) and test/, bench/ and scripts/ (fixtures and
 // checks write and read the store directly).
+// Test files that share a process (scripts/test-groups.mjs): no test file registers a hook at its
+// top level (it would run for every file of its group), and one that sets `process.env` restores it
+// in a `finally`.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -84,6 +87,7 @@ const OWNERS: Record<string, string> = {
   invitation_windows: 'src/identity/invitations.ts',
   api_keys: 'src/identity/keys.ts',
   operator_sessions: 'src/identity/operator-sessions.ts',
+  account_limits: 'src/identity/account-limits.ts',
   // billing (src/billing/): wallets.ts alone touches wallets (with its legacy holds and migration marks)
   wallets: 'src/billing/wallets.ts',
   billing_holds: 'src/billing/wallets.ts',
@@ -287,5 +291,19 @@ describe('architecture: one owner per collection', () => {
     });
     const stale = Object.keys(OWNERS).filter((name) => !byName.has(name)).map((name) => `${name}: listed in OWNERS, opened by nobody`);
     assert.deepEqual([...violations, ...stale, ...unreadable.map((u) => `${u}: a name the rule cannot read`)], []);
+  });
+});
+
+describe('architecture: test files that share a process', () => {
+  const tests = sources('test').filter((path) => path.endsWith('.test.ts'));
+
+  it('no test file registers a hook at its top level, and one that sets process.env restores it in a finally', () => {
+    assert.ok(tests.length > 100, `${tests.length} test files`);
+    const hooks = tests.filter((path) => /^(?:before|after|beforeEach|afterEach)\(/m.test(readFileSync(join(ROOT, path), 'utf8')));
+    const env = tests.filter((path) => {
+      const text = readFileSync(join(ROOT, path), 'utf8');
+      return /\bprocess\.env\.\w+\s*=[^=]/.test(text) && !/\bfinally\b/.test(text);
+    });
+    assert.deepEqual({ hooks, env }, { hooks: [], env: [] });
   });
 });

@@ -30,6 +30,7 @@ import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
+import { registerPortalVoiceRoutes } from './routes/portal-voice.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError } from '../store/port.ts';
 import { STRING_RULES } from '../strings.ts';
@@ -179,6 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerAdminIntentRoutes(app, deps);
   registerPortalWebhookRoutes(app, deps);
   registerPortalTranscriptionRoutes(app, deps);
+  registerPortalVoiceRoutes(app, deps);
   registerV1Routes(app, deps);
   registerDashboardRoutes(app, deps);
 

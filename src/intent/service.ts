@@ -111,9 +111,9 @@ export class IntentService {
     const { language, pack, price } = call.checked;
     try {
       // The session of this key only: the same session_id on another key is another actor.
-      const out = await this.turn(`${principal.keyId}:${body.session_id}`, body.session_id, body.text, language, body.channel ?? 'text', call.model, pack, requestId);
+      const { response } = await this.turn(`${principal.keyId}:${body.session_id}`, body.session_id, body.text, language, body.channel ?? 'text', call.model, pack, requestId);
       await call.settle({ route: null, calls: 1, costMicrocents: price, status: 'ok' });
-      return { ...out, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
+      return { ...response, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
     } catch (err) {
       await call.release('error', { calls: 0 });
       throw err;
@@ -125,11 +125,11 @@ export class IntentService {
    * logic as /v1/understand, on the session `voice:<callId>`, unmetered (the call's per-minute
    * price covers it). Answers the outcome and the wording of its response for the voice channel.
    */
-  async converse(callId: string, model: ModelDoc, text: string, language: string, requestId: string): Promise<Omit<UnderstandResponse, 'latency_ms'> & { say: string | null }> {
+  async converse(callId: string, model: ModelDoc, text: string, language: string, requestId: string): Promise<Omit<UnderstandResponse, 'latency_ms'> & { collected: Record<string, string | number>; say: string | null }> {
     const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
     if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
-    const out = await this.turn(`voice:${callId}`, callId, text, language, 'voice', model, pack, requestId);
-    return { ...out, say: responseWording(pack, out.decision.response_id, language) };
+    const { response, collected } = await this.turn(`voice:${callId}`, callId, text, language, 'voice', model, pack, requestId);
+    return { ...response, collected, say: responseWording(pack, response.decision.response_id, language) };
   }
 
   /** The pack a call's agent runs on (null when it is not loaded). */
@@ -146,7 +146,7 @@ export class IntentService {
     model: ModelDoc,
     pack: CompiledPack,
     requestId: string,
-  ): Promise<Omit<UnderstandResponse, 'latency_ms'>> {
+  ): Promise<{ response: Omit<UnderstandResponse, 'latency_ms'>; collected: Record<string, string | number> }> {
     const now = this.deps.now();
     const norm = normalize(text);
     const { act, yesNo } = dialogueAct(norm, text);
@@ -180,7 +180,7 @@ export class IntentService {
     const outcome = await this.send(actorId, event);
     this.deps.metrics?.cascade.observe({ classifier_used: result.classifier_used }, cascadeSeconds);
     this.deps.metrics?.turns.inc({ model: model._id, classification: outcome.classification, classifier_used: outcome.classifier_used });
-    return {
+    const response = {
       model: model._id,
       session_id: sessionId,
       request_id: requestId,
@@ -193,6 +193,7 @@ export class IntentService {
       response: { response_id: outcome.decision.response_id, language, channel },
       classifier_used: outcome.classifier_used,
     };
+    return { response, collected: outcome.collected as Record<string, string | number> };
   }
 
   /**

@@ -47,6 +47,8 @@ export interface VoiceDetector {
   readonly inSpeech: boolean;
   /** Milliseconds of audio taken so far. */
   readonly audioMs: number;
+  /** Changes `silence_duration_ms` from the next frame on (a call's turn may wait longer for digits). */
+  setSilence(ms: number): void;
   /** Frees the WASM memory. */
   destroy(): void;
 }
@@ -116,7 +118,7 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
   const frameMs = options.frame_ms ?? 20;
   if (frameMs !== 10 && frameMs !== 20 && frameMs !== 30) throw new VadError('frame_ms must be 10, 20 or 30');
   const prefixMs = options.prefix_padding_ms ?? 300;
-  const silenceMs = options.silence_duration_ms ?? 500;
+  let silenceMs = options.silence_duration_ms ?? 500;
   const minSpeechMs = options.min_speech_ms ?? 60;
   for (const [name, v] of [['prefix_padding_ms', prefixMs], ['silence_duration_ms', silenceMs], ['min_speech_ms', minSpeechMs]] as const) {
     if (!Number.isFinite(v) || v < 0) throw new VadError(`${name} must be a number of milliseconds, 0 or more`);
@@ -199,6 +201,10 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
     },
     get audioMs() {
       return frames * frameMs + (pendingLength * 1000) / rate;
+    },
+    setSilence(ms) {
+      if (!Number.isFinite(ms) || ms < 0) throw new VadError('silence_duration_ms must be a number of milliseconds, 0 or more');
+      silenceMs = ms;
     },
     destroy() {
       if (destroyed) return;

@@ -2,7 +2,11 @@
 // runs the call's conversation as an intent session (`session_id` = the call id, src/intent/service.ts
 // `converse`), so "haan" after an ASK resolves from context exactly as /v1/understand does; its
 // replies are the pack's responses, rendered once per wording with the call's tts model and kept as
-// 8 kHz μ-law (`ResponseAudio`), so a reply costs no synthesis time after the first call that used it.
+// 8 kHz PCM16 with its μ-law (`ResponseAudio`, src/speech/clip.ts: what each carrier's stream
+// takes), so a reply costs no synthesis time after the first call that used it.
+// The LLM agent (and hybrid's LLM turns) stream: the chat route's text is cut into sentences, each
+// synthesized as it completes and played while the next is synthesized (src/voice/lines.ts); the
+// turn's signal (barge-in, hang-up) cancels the chat stream and the syntheses still running.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { ModelDoc } from '../models/types.ts';
@@ -11,7 +15,10 @@ import type { UpstreamRouter, RoutedModel } from '../providers/router.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { convertSpeech } from '../synthesis/convert.ts';
+import { SpeechClip } from '../speech/clip.ts';
 import type { ChatMessage } from '../providers/types.ts';
+import type { IntentPack } from '../intent/pack.ts';
+import { sentences, spokenLines, type SpokenLine } from './lines.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
 const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
@@ -19,33 +26,61 @@ const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
 const CONVERSATIONAL_ACTIONS = new Set(['ASK', 'INFORM', 'CLOSE', 'ESCALATE']);
 
 export interface AgentReply {
-  text: string;
-  audio: Buffer;
+  /**
+   * What is said, in order: a pack's reply is one line, rendered before the reply is returned; an
+   * LLM's reply is its sentences, each as its synthesis ends (the turn's signal cancels the rest).
+   */
+  lines: AsyncIterable<SpokenLine>;
   responseId: string | null;
   action: string | null;
   intent: string | null;
   entities: Record<string, string | number>;
   nextState: string | null;
-  /** A business action to record in the call's outcome (CREATE_DISPUTE…). */
-  outcome: boolean;
+  /**
+   * A business action to record in the call's outcome (CREATE_DISPUTE…): the entities it acts on,
+   * the session's after this turn (the amount said before the "haan" that confirmed it); null: none.
+   */
+  outcome: Record<string, string | number> | null;
   /** End the call once this reply has played. */
   hangup: boolean;
+  /** The reply asks for digits (an amount, a phone number): the callee's answer may pause between them. */
+  expectsDigits: boolean;
 }
 
 export interface CallAgent {
   /** The first thing the agent says (null: it waits for the callee). */
   opening(): Promise<AgentReply | null>;
-  /** The reply to what the callee said; null when there is nothing to say. */
-  reply(text: string): Promise<AgentReply | null>;
+  /** The reply to what the callee said; null when there is nothing to say. `signal` ends the turn (barge-in, hang-up). */
+  reply(text: string, signal: AbortSignal): Promise<AgentReply | null>;
   /** What it says when nobody has spoken for a while (null: nothing). */
   prompt(): Promise<AgentReply | null>;
   /** What it says before the credit guard hangs up (null: nothing, the call ends at its limit). */
   lowBalance(): Promise<AgentReply | null>;
 }
 
-/** Speech for a wording, as 8 kHz μ-law, rendered once per (tts model, voice, wording). */
+/** One line as a reply's lines. */
+async function* one(line: SpokenLine): AsyncGenerator<SpokenLine> {
+  yield line;
+}
+
+/** A reply that is only what it says (no action, intent or entities). */
+const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = null): AgentReply => ({
+  lines,
+  responseId,
+  action: null,
+  intent: null,
+  entities: {},
+  nextState: null,
+  outcome: null,
+  hangup: false,
+  expectsDigits: false,
+});
+
+const SYNTHESIS_TIMEOUT_MS = 60_000;
+
+/** Speech for a wording, as 8 kHz PCM16 (and μ-law), rendered once per (tts model, voice, wording). */
 export class ResponseAudio {
-  private readonly cache = new LRUCache<string, Promise<Buffer>>({ max: 2000 });
+  private readonly cache = new LRUCache<string, Promise<SpeechClip>>({ max: 2000 });
 
   constructor(
     private readonly deps: {
@@ -55,7 +90,7 @@ export class ResponseAudio {
     },
   ) {}
 
-  render(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<Buffer> {
+  render(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<SpeechClip> {
     const key = `${tts._id}:${tts.revision ?? ''}:${voice}:${language ?? ''}:${createHash('sha256').update(text).digest('base64url')}`;
     let audio = this.cache.get(key);
     if (!audio) {
@@ -66,11 +101,13 @@ export class ResponseAudio {
     return audio;
   }
 
-  private async synthesize(tts: ModelDoc, voice: string, language: string | undefined, text: string): Promise<Buffer> {
-    const signal = AbortSignal.timeout(60_000);
+  /** Speech for a text said once (an LLM's sentence): not kept. `signal` cancels it. */
+  async synthesize(tts: ModelDoc, voice: string, language: string | undefined, text: string, cancel?: AbortSignal): Promise<SpeechClip> {
+    const timeout = AbortSignal.timeout(SYNTHESIS_TIMEOUT_MS);
+    const signal = cancel ? AbortSignal.any([cancel, timeout]) : timeout;
     const { audio, first, rest } = await this.deps.router.speak(
       this.deps.resolveRoutes(tts),
-      { input: text, voice, ...(language ? { language } : {}), format: 'mulaw', sampleRate: 8000 },
+      { input: text, voice, ...(language ? { language } : {}), format: 'pcm', sampleRate: 8000 },
       signal,
     );
     const chunks = (async function* () {
@@ -78,50 +115,78 @@ export class ResponseAudio {
       yield* rest;
     })();
     const out: Buffer[] = [];
-    for await (const c of convertSpeech(audio, chunks, { format: 'mulaw', sampleRate: 8000 }, { resamplers: this.deps.resamplers, signal })) out.push(c);
-    return Buffer.concat(out);
+    for await (const c of convertSpeech(audio, chunks, { format: 'pcm', sampleRate: 8000 }, { resamplers: this.deps.resamplers, signal })) out.push(c);
+    const pcm = Buffer.concat(out);
+    return new SpeechClip(pcm.length % 2 === 0 ? pcm : pcm.subarray(0, pcm.length - 1));
   }
 }
 
 /** `{{name}}` in a wording, from the call's variables (an unknown name is left as it is). */
-export function fillVariables(text: string, variables: Record<string, string>): string {
+function fillVariables(text: string, variables: Record<string, string>): string {
   return text.replace(/\{\{\s*([A-Za-z0-9_]{1,64})\s*\}\}/g, (whole, name: string) => (Object.hasOwn(variables, name) ? variables[name]! : whole));
 }
 
-/** An LLM's answer to the conversation so far (the agent keeps the history). */
-export type ChatTurn = (messages: ChatMessage[], signal: AbortSignal) => Promise<string>;
+/** An LLM's streamed answer to the conversation so far: its text as it comes (the agent keeps the history). */
+export type ChatTurn = (messages: ChatMessage[], signal: AbortSignal) => Promise<AsyncIterable<string>>;
 
-export interface IntentAgentOptions {
-  callId: string;
-  intent: Pick<IntentService, 'converse' | 'packOf'>;
-  intentModel: ModelDoc;
+interface LlmSettings {
+  chat: ChatTurn;
+  systemPrompt: string;
+}
+
+/** How a call's agent speaks: the call's tts model and voice, and the wordings' variables. */
+interface Voice {
   tts: ModelDoc;
   voice: string;
   language: string;
   variables: Record<string, string>;
+  audio: ResponseAudio;
+}
+
+export interface IntentAgentOptions extends Voice {
+  callId: string;
+  intent: Pick<IntentService, 'converse' | 'packOf'>;
+  intentModel: ModelDoc;
   /** What it says first: a pack response, or text; `wait_for_callee` says nothing first. */
   firstMessage: { response_id?: string; text?: string; mode: 'agent_first' | 'wait_for_callee' | 'after_silence' };
-  audio: ResponseAudio;
   /**
    * Hybrid: an LLM answers the turns the pack leaves UNKNOWN or OUT_OF_SCOPE (with the whole
    * conversation as context); every other turn is the pack's.
    */
-  llm?: { chat: ChatTurn; systemPrompt: string };
+  llm?: LlmSettings;
 }
 
 /** The most of a conversation an LLM is sent (the system prompt, then the latest turns). */
 const MAX_HISTORY = 40;
+/** The longest an LLM's reply may take to stream, and the most of it that is said. */
 const LLM_TIMEOUT_MS = 15_000;
+const MAX_LLM_REPLY_CHARS = 1000;
+/** Entities a callee answers with digits: an ASK for one of them expects digits (the longer endpointing). */
+const DIGIT_ENTITIES: ReadonlySet<string> = new Set(['amount', 'phone']);
+
+/**
+ * Whether the pack's response `responseId` asks for digits: it is the response of an intent's
+ * `entities.missing` decision (the ASK for a required entity) where the intent requires an amount
+ * or a phone number: the pack's own slot metadata, whether the reply comes from a turn or opens.
+ */
+function asksForDigits(pack: IntentPack, responseId: string): boolean {
+  return pack.intents.some((i) => i.entities !== undefined && i.entities.missing.response_id === responseId && i.entities.required.some((n) => DIGIT_ENTITIES.has(n)));
+}
+
+/** A fixed wording said in the call's voice (rendered once, kept). */
+async function wordingLine(v: Voice, wording: string): Promise<SpokenLine> {
+  const text = fillVariables(wording, v.variables);
+  return { text, audio: await v.audio.render(v.tts, v.voice, v.language, text) };
+}
 
 export function intentAgent(o: IntentAgentOptions): CallAgent {
   let turns = 0;
   const history: ChatMessage[] = [];
-  const speak = (text: string) => o.audio.render(o.tts, o.voice, o.language, fillVariables(text, o.variables));
   const wording = async (responseId: string): Promise<AgentReply | null> => {
     const pack = await o.intent.packOf(o.intentModel);
     const text = pack ? responseWording(pack, responseId, o.language) : null;
-    if (text === null) return null;
-    return { text: fillVariables(text, o.variables), audio: await speak(text), responseId, action: null, intent: null, entities: {}, nextState: null, outcome: false, hangup: false };
+    if (pack === null || text === null) return null;
+    return { ...replyOf(one(await wordingLine(o, text)), responseId), expectsDigits: asksForDigits(pack.pack, responseId) };
   };
   return {
     async prompt() {
@@ -135,52 +200,69 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       const first = o.firstMessage;
       if (first.mode === 'wait_for_callee') return null;
       if (first.text === undefined) return wording(first.response_id ?? 'GEN.GREETING');
-      return { text: fillVariables(first.text, o.variables), audio: await speak(first.text), responseId: null, action: null, intent: null, entities: {}, nextState: null, outcome: false, hangup: false };
+      return replyOf(one(await wordingLine(o, first.text)));
     },
-    async reply(heard) {
+    async reply(heard, signal) {
       turns += 1;
       history.push({ role: 'user', content: heard });
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
       if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
-        const said = await llmReply(o.llm, history);
-        if (said === null) return null;
-        return { text: said, audio: await speak(said), responseId: null, action: 'LLM', intent: null, entities: out.entities, nextState: null, outcome: false, hangup: false };
+        return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM', entities: out.entities };
       }
-      if (out.say !== null) history.push({ role: 'assistant', content: fillVariables(out.say, o.variables) });
       if (out.say === null) return null;
+      const line = await wordingLine(o, out.say);
+      history.push({ role: 'assistant', content: line.text });
       const action = out.decision.action;
+      const pack = await o.intent.packOf(o.intentModel);
       return {
-        text: fillVariables(out.say, o.variables),
-        audio: await speak(out.say),
-        responseId: out.decision.response_id,
+        ...replyOf(one(line), out.decision.response_id),
         action,
         intent: out.intent?.id ?? null,
         entities: out.entities,
         nextState: out.decision.next_state,
-        outcome: !CONVERSATIONAL_ACTIONS.has(action),
+        outcome: CONVERSATIONAL_ACTIONS.has(action) ? null : out.collected,
         hangup: ENDING_ACTIONS.has(action),
+        expectsDigits: pack !== null && asksForDigits(pack.pack, out.decision.response_id),
       };
     },
   };
 }
 
-/** The LLM's next line (the history gets it); null when it said nothing usable. */
-async function llmReply(llm: { chat: ChatTurn; systemPrompt: string }, history: ChatMessage[]): Promise<string | null> {
+/**
+ * The LLM's reply to the conversation so far, streamed: its sentences, each synthesized (not kept)
+ * as soon as it completes. The history gets the reply's text once the stream ends (or is cut).
+ */
+async function llmLines(v: Voice, llm: LlmSettings, history: ChatMessage[], signal: AbortSignal): Promise<AsyncIterable<SpokenLine>> {
   const messages: ChatMessage[] = [{ role: 'system', content: llm.systemPrompt }, ...history.slice(-MAX_HISTORY)];
-  const said = (await llm.chat(messages, AbortSignal.timeout(LLM_TIMEOUT_MS))).trim().slice(0, 1000);
-  if (!said) return null;
-  history.push({ role: 'assistant', content: said });
-  return said;
+  const limited = AbortSignal.any([signal, AbortSignal.timeout(LLM_TIMEOUT_MS)]);
+  const deltas = await llm.chat(messages, limited);
+  const said: string[] = [];
+  const texts = (async function* () {
+    try {
+      for await (const sentence of sentences(capped(deltas, MAX_LLM_REPLY_CHARS))) {
+        said.push(sentence);
+        yield sentence;
+      }
+    } finally {
+      if (said.length > 0) history.push({ role: 'assistant', content: said.join(' ') });
+    }
+  })();
+  return spokenLines(texts, (text, s) => v.audio.synthesize(v.tts, v.voice, v.language, text, s), limited);
 }
 
-export interface LlmAgentOptions {
-  tts: ModelDoc;
-  voice: string;
-  language: string;
-  variables: Record<string, string>;
+/** The stream's text up to `max` characters (the stream is left there). */
+async function* capped(deltas: AsyncIterable<string>, max: number): AsyncGenerator<string> {
+  let left = max;
+  for await (const delta of deltas) {
+    yield delta.slice(0, left);
+    left -= delta.length;
+    if (left <= 0) return;
+  }
+}
+
+export interface LlmAgentOptions extends Voice {
   firstMessage: { text?: string; mode: 'agent_first' | 'wait_for_callee' | 'after_silence' };
-  audio: ResponseAudio;
-  llm: { chat: ChatTurn; systemPrompt: string };
+  llm: LlmSettings;
 }
 
 /**
@@ -189,18 +271,16 @@ export interface LlmAgentOptions {
  */
 export function llmAgent(o: LlmAgentOptions): CallAgent {
   const history: ChatMessage[] = [];
-  const line = async (text: string): Promise<AgentReply> => ({ text, audio: await o.audio.render(o.tts, o.voice, o.language, text), responseId: null, action: 'LLM', intent: null, entities: {}, nextState: null, outcome: false, hangup: false });
   return {
     async opening() {
       if (o.firstMessage.mode === 'wait_for_callee' || o.firstMessage.text === undefined) return null;
-      const text = fillVariables(o.firstMessage.text, o.variables);
-      history.push({ role: 'assistant', content: text });
-      return line(text);
+      const line = await wordingLine(o, o.firstMessage.text);
+      history.push({ role: 'assistant', content: line.text });
+      return { ...replyOf(one(line)), action: 'LLM' };
     },
-    async reply(heard) {
+    async reply(heard, signal) {
       history.push({ role: 'user', content: heard });
-      const said = await llmReply(o.llm, history);
-      return said === null ? null : line(said);
+      return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM' };
     },
     async prompt() {
       return null;

@@ -8,7 +8,7 @@ import type { Store } from '../store/port.ts';
 import { isDuplicateKeyError } from '../store/port.ts';
 import { ApiError } from '../errors.ts';
 
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 interface IdempotencyDoc {
   _id: string;
@@ -19,7 +19,7 @@ interface IdempotencyDoc {
 }
 
 /** The outcome of claiming a key: a fresh claim for `callId`, or the call an earlier request made. */
-export type Claim = { fresh: true; release(): Promise<void> } | { fresh: false; callId: string };
+type Claim = { fresh: true; release(): Promise<void> } | { fresh: false; callId: string };
 
 export class IdempotencyKeys {
   private readonly records;
@@ -59,7 +59,7 @@ export class IdempotencyKeys {
 }
 
 /** JSON with object keys sorted, so the same body written in another key order hashes the same. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;

@@ -76,7 +76,7 @@ export function callPrice(pricePerMinuteCents: number, seconds: number): number 
 }
 
 /** Statuses a call is still active in (counted against the account's concurrent calls). */
-export const isActiveStatus = (status: string): boolean => status === 'queued' || status === 'dialing' || status === 'ringing' || status === 'in_progress';
+const isActiveStatus = (status: string): boolean => status === 'queued' || status === 'dialing' || status === 'ringing' || status === 'in_progress';
 
 export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
   return {

@@ -1,31 +1,40 @@
 // One call's live side: the call actor's in-memory resources, never persisted. It dials through the
 // carrier and turns the carrier's news into the actor's events; once the carrier's media stream is
 // attached (src/ws/voice.ts, after the `start` frame carried the call's token) it runs the media loop:
-//   carrier frames → μ-law decode → VAD (the realtime path's detector) → an utterance per speech →
-//   the call's stt model → the agent → its reply's pre-rendered μ-law → 20 ms frames paced in real
-//   time with a `mark` every 200 ms → the carrier.
+//   carrier frames → decoded to 8 kHz PCM → VAD (the realtime path's detector) → an utterance per
+//   speech → the call's stt model → the agent → its reply's pre-rendered audio → chunks paced in
+//   real time with a `mark` every 200 ms → the carrier.
+// The carrier's protocol is its `wire` (src/voice/wire/): how its frames read, which audio its
+// stream carries and in what chunks (Twilio: μ-law, 20 ms; Exotel: PCM16, 100 ms); the loop is the same.
+// A reply's audio may grow while it plays (an LLM's sentences, each synthesized as it completes):
+// the playback sends what it has and waits for the next line. Endpointing: `endpointing_ms.min` of
+// silence ends the callee's turn, `max` when digits are expected (the agent's reply asked for an
+// amount or a phone number, or the callee keyed DTMF since the agent last spoke).
 // Barge-in: callee speech (the detector's `min_speech_ms`) while the agent plays stops the playback
-// between two frames and sends the carrier's `clear` at once; the marks echoed before it tell how
-// much the callee heard, and the agent's turn keeps `heard_text`: its text cut there.
+// between two frames, cancels what the reply still had coming (its chat stream, its syntheses) and
+// sends the carrier's `clear` at once; the marks echoed before it tell how much the callee heard,
+// and the agent's turn keeps `heard_text`: its text cut there.
+// The credit guard (a call whose maximum the wallet set): the agent's low-balance wording, timed from
+// the actor's answer to end before that limit in the carrier's chunks, cuts the agent's turn and plays
+// whole (no barge-in, nothing answered meanwhile); then the call ends `insufficient_credit`.
 // The actor gets control events only (turns, actions, a heartbeat a second, an end it decided);
 // audio never enters it.
-import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { EndReason, Turn, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
-import { g711Decode } from '../speech/g711.ts';
+import type { DialInput, EndReason, Turn, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
 import type { VoiceDetector, VoiceDetectors } from '../speech/vad.ts';
 import { AudioBuffer } from '../realtime/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
-import type { Carrier, DialRequest } from './carrier.ts';
+import type { SpokenLine } from './lines.ts';
+import { SILENCE_BYTE, type SpeechClip } from '../speech/clip.ts';
+import { sameSecret, type Carrier, type DialRequest } from './carrier.ts';
+import type { MediaWire } from './wire/types.ts';
+import { twilioWire } from './wire/twilio.ts';
 import type { CallResources } from './kind.ts';
 import type { Pacer } from './pacer.ts';
-import type { DialInput } from '../../machines/voice-call.machine.ts';
 
 const RATE = 8000;
-const FRAME_BYTES = 160;
-const FRAME_MS = 20;
-/** A mark after every this many frames (200 ms): the resolution of `heard_text`. */
-const FRAMES_PER_MARK = 10;
+/** A mark after every 200 ms of a reply: the resolution of `heard_text`. */
+const MARK_EVERY_MS = 200;
 const HEARTBEAT_MS = 1000;
 /** How far ahead of real time the playback runs (the carrier's buffer against our timer's jitter). */
 const LEAD_MS = 40;
@@ -40,9 +49,9 @@ export interface MediaStream {
   close(code: number, reason: string): void;
 }
 
-export interface TurnSettings {
-  /** Silence that ends the callee's utterance. */
-  endpointingMs: number;
+interface TurnSettings {
+  /** Silence that ends the callee's utterance: `min` normally, `max` while digits are expected. */
+  endpointingMs: { min: number; max: number };
   interruption: { enabled: boolean; minSpeechMs: number; ignore: string[] };
 }
 
@@ -79,12 +88,16 @@ export interface CallMediaDeps {
 
 interface Playback {
   startedAt: number;
+  firstFrameAt: number | null;
+  /** The reply's audio so far, in the wire's encoding and whole chunks; `complete` once its last line is in. */
+  audio: Buffer;
+  complete: boolean;
   /** Marks sent: name → bytes of the reply sent before it. */
   marks: Map<string, number>;
   heardBytes: number;
+  /** The agent's turn: aborted by a barge-in or the hang-up (the reply's chat stream and syntheses with it). */
   abort: AbortController;
-  done: Promise<void>;
-  /** Resolves `done` when the reply has played (its last mark is back); true when it has. */
+  /** Ends the playback when the reply has played (its last mark is back); true when it has. */
   checkPlayed?: () => boolean;
 }
 
@@ -95,6 +108,8 @@ export class CallMedia implements CallResources {
   private carrierEnded = false;
   private stream: MediaStream | null = null;
   private streamSid: string | null = null;
+  /** The protocol of the carrier dialling (then of the one that took the call). */
+  private wire: MediaWire;
   private started = false;
   private hungUp = false;
   private disposed = false;
@@ -111,6 +126,11 @@ export class CallMedia implements CallResources {
   /** Where the current speech was first heard (detector ms, without the prefix padding). */
   private speechOnsetMs = 0;
   private playback: Playback | null = null;
+  /** The agent's turn in progress (its reply being made or played): the hang-up aborts it. */
+  private turnAbort: AbortController | null = null;
+  /** The agent's last reply asked for digits; the callee keyed DTMF since: the turn waits `endpointing_ms.max`. */
+  private digitsAsked = false;
+  private digitsKeyed = false;
   private markSeq = 0;
   private agentTurns = 0;
   /** Callee utterances are answered one at a time, in order. */
@@ -122,7 +142,9 @@ export class CallMedia implements CallResources {
   private prompts = 0;
   private readonly abort = new AbortController();
 
-  constructor(private readonly deps: CallMediaDeps) {}
+  constructor(private readonly deps: CallMediaDeps) {
+    this.wire = (deps.carriers[0]?.carrier.wire ?? twilioWire).gateway;
+  }
 
   // ---- the actor's effects (CallResources) ----
 
@@ -154,6 +176,7 @@ export class CallMedia implements CallResources {
     // passes it to the next; once a carrier took it, its callee's answer (busy too) is the answer.
     let lastError: unknown = new Error('no carrier');
     for (const { route, carrier } of this.deps.carriers) {
+      this.wire = carrier.wire.gateway; // its stream may open before its dial answers
       try {
         const id = await carrier.dial(req, events);
         this.carrier = carrier;
@@ -211,23 +234,21 @@ export class CallMedia implements CallResources {
   }
 
   /**
-   * One frame of Twilio's Media Streams protocol, parsed, from a stream socket: the socket becomes
+   * One frame from a stream socket, parsed as JSON (read by the carrier's wire): the socket becomes
    * the call's with a `start` frame carrying its token; before that (or from another socket) its
    * frames are refused. Returns why a frame is refused, or null.
    */
   frame(stream: MediaStream, m: Record<string, unknown>): string | null {
-    const event = m.event;
-    if (event === 'connected') return null;
-    if (event === 'start') {
-      const start = (m.start ?? {}) as { customParameters?: Record<string, unknown>; streamSid?: unknown };
-      const token = start.customParameters?.token;
+    const f = this.wire.parse(m);
+    if (f.event === 'connected') return null;
+    if (f.event === 'start') {
       if (this.started || this.hungUp || this.disposed) return 'the stream has started already';
-      if (typeof token !== 'string' || !this.tokenMatches(token)) return 'bad token';
+      if (f.token === null || !sameSecret(f.token, this.deps.token)) return 'bad token';
       this.started = true;
       this.lastActivityAt = this.deps.now();
       this.stream = stream;
       this.lastFrameAt = this.deps.now();
-      this.streamSid = typeof start.streamSid === 'string' ? start.streamSid : typeof m.streamSid === 'string' ? m.streamSid : null;
+      this.streamSid = f.streamSid;
       void this.begin().catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void this.end('media_timeout');
@@ -236,48 +257,40 @@ export class CallMedia implements CallResources {
     }
     if (stream !== this.stream) return 'no start frame yet';
     this.lastFrameAt = this.deps.now();
-    if (event === 'media') {
-      const payload = (m.media as { payload?: unknown } | undefined)?.payload;
-      if (typeof payload !== 'string' || payload.length > 8192) return 'bad media payload';
-      this.audio(Buffer.from(payload, 'base64'));
-      return null;
+    switch (f.event) {
+      case 'media':
+        this.audio(f.samples);
+        return null;
+      case 'mark':
+        this.marked(f.name);
+        return null;
+      case 'dtmf':
+        this.dtmf(f.digit);
+        return null;
+      case 'stop':
+        void this.end('callee_hangup');
+        return null;
+      case 'refused':
+        return f.why;
     }
-    if (event === 'mark') {
-      const name = (m.mark as { name?: unknown } | undefined)?.name;
-      if (typeof name === 'string') this.marked(name);
-      return null;
-    }
-    if (event === 'dtmf') {
-      const digit = (m.dtmf as { digit?: unknown } | undefined)?.digit;
-      if (typeof digit === 'string' && /^[0-9*#]$/.test(digit)) this.dtmf(digit);
-      return null;
-    }
-    if (event === 'stop') {
-      void this.end('callee_hangup');
-      return null;
-    }
-    return 'unknown event';
-  }
-
-  private tokenMatches(token: string): boolean {
-    const a = Buffer.from(token);
-    const b = Buffer.from(this.deps.token);
-    return a.length === b.length && timingSafeEqual(a, b);
   }
 
   private async begin(): Promise<void> {
     const detectors = await this.deps.detectors();
     if (this.hungUp || this.disposed) return;
-    this.vad = detectors.create({ sampleRate: RATE, silence_duration_ms: this.deps.turn.endpointingMs, prefix_padding_ms: PREFIX_MS });
+    this.vad = detectors.create({ sampleRate: RATE, silence_duration_ms: this.deps.turn.endpointingMs.min, prefix_padding_ms: PREFIX_MS });
     this.heartbeat = setInterval(() => void this.deps.actor.send({ type: 'media.heartbeat', now: this.deps.now() }, { wait: 'applied' }).catch(() => undefined), HEARTBEAT_MS);
     this.heartbeat.unref();
-    this.queue = this.queue.then(async () => {
-      const opening = await this.deps.agent.opening().catch((err: unknown) => {
-        this.deps.log.warn({ err }, 'the agent could not open');
-        return null;
-      });
-      if (opening) await this.say(opening, null);
-    });
+    this.queue = this.queue.then(() =>
+      this.respond(
+        () =>
+          this.deps.agent.opening().catch((err: unknown) => {
+            this.deps.log.warn({ err }, 'the agent could not open');
+            return null;
+          }),
+        null,
+      ),
+    );
   }
 
   /** Arms the media watchdog: no stream start (or no frame) for mediaTimeoutMs ends the call. */
@@ -303,10 +316,7 @@ export class CallMedia implements CallResources {
     this.prompts += 1;
     this.busy += 1;
     this.queue = this.queue
-      .then(async () => {
-        const prompt = await this.deps.agent.prompt();
-        if (prompt) await this.say(prompt, null);
-      })
+      .then(() => this.respond(() => this.deps.agent.prompt(), null))
       .catch((err: unknown) => this.deps.log.warn({ err }, 'the idle prompt failed'))
       .finally(() => {
         this.busy -= 1;
@@ -328,20 +338,30 @@ export class CallMedia implements CallResources {
    * `insufficient_credit`. An agent without such a wording leaves the end to the actor, at the limit.
    */
   private async armCreditGuard(deadline: number): Promise<void> {
-    const words = await this.deps.agent.lowBalance().catch((err: unknown) => {
+    // Its lines, rendered: how long they play in the carrier's chunks.
+    let words: AgentReply | null;
+    const lines: SpokenLine[] = [];
+    try {
+      words = await this.deps.agent.lowBalance();
+      if (words) for await (const line of words.lines) lines.push(line);
+    } catch (err) {
       this.deps.log.warn({ err }, 'the low-balance wording could not be rendered');
-      return null;
-    });
+      return;
+    }
     if (!words || this.hungUp || this.disposed) return;
-    const playMs = Math.ceil(words.audio.length / FRAME_BYTES) * FRAME_MS;
-    this.creditGuard = setTimeout(() => void this.closeForCredit(words), Math.max(0, deadline - CREDIT_MARGIN_MS - playMs - this.deps.now()));
+    const wire = this.wire;
+    const playMs = lines.reduce((ms, line) => ms + (wholeChunks(line.audio, wire).length / wire.chunkBytes) * wire.chunkMs, 0);
+    const reply: AgentReply = { ...words, lines: replay(lines) };
+    this.creditGuard = setTimeout(() => void this.closeForCredit(reply), Math.max(0, deadline - CREDIT_MARGIN_MS - playMs - this.deps.now()));
     this.creditGuard.unref();
   }
 
+  /** The credit guard's close: the agent's turn stops (cleared at the carrier if it played), the wording plays, the call ends. */
   private async closeForCredit(words: AgentReply): Promise<void> {
     this.closing = true;
     this.cutPlayback();
-    await this.say(words, null, true).catch((err: unknown) => this.deps.log.warn({ err }, 'the low-balance wording did not play'));
+    this.stopPlayback();
+    await this.respond(async () => words, null, true).catch((err: unknown) => this.deps.log.warn({ err }, 'the low-balance wording did not play'));
     await this.end('insufficient_credit');
   }
 
@@ -363,10 +383,9 @@ export class CallMedia implements CallResources {
 
   // ---- listening ----
 
-  private audio(bytes: Buffer): void {
+  private audio(samples: Int16Array): void {
     const vad = this.vad;
     if (!vad) return;
-    const samples = g711Decode('mulaw', bytes);
     this.buffer.append(samples);
     for (const e of vad.push(samples)) {
       if (e.type === 'speech_started') {
@@ -399,6 +418,8 @@ export class CallMedia implements CallResources {
   }
 
   private dtmf(digit: string): void {
+    this.digitsKeyed = true;
+    this.endpoint();
     const at = this.clock();
     this.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text: digit, dtmf: digit, start: at, end: at } });
   }
@@ -412,84 +433,79 @@ export class CallMedia implements CallResources {
     // A backchannel while the agent speaks is not a turn ("haan", "ok"); once the credit guard is
     // closing the call, nothing is answered (an action whose confirmation cannot play is not taken).
     if ((ignored && this.playback) || this.closing) return;
-    const reply = await this.deps.agent.reply(text);
-    if (!reply || this.hungUp || this.closing) return;
-    if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.entities, at: this.clock() } });
-    await this.say(reply, endedAt);
+    await this.respond((signal) => this.deps.agent.reply(text, signal), endedAt);
+  }
+
+  /** The silence that ends the callee's turn, as the conversation stands (see `digitsAsked`). */
+  private endpoint(): void {
+    const { min, max } = this.deps.turn.endpointingMs;
+    this.vad?.setSilence(this.digitsAsked || this.digitsKeyed ? max : min);
   }
 
   // ---- speaking ----
 
-  /** Plays a reply; once the credit guard is closing the call, only its own last words (`last`). */
-  private async say(reply: AgentReply, heardAt: number | null, last = false): Promise<void> {
-    if (this.hungUp || this.disposed || !this.stream || (this.closing && !last)) return;
+  /**
+   * One agent turn: its reply (`make`), recorded and said. The turn's signal goes to the agent and
+   * is aborted by a barge-in, the credit guard or the hang-up, and at the turn's end: what the reply
+   * still had running (an LLM's stream, its syntheses) stops there. Once the credit guard is closing
+   * the call, only its own last words (`last`) are said.
+   */
+  private async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heardAt: number | null, last = false): Promise<void> {
     const abort = new AbortController();
-    const p: Playback = { startedAt: this.deps.now(), marks: new Map(), heardBytes: 0, abort, done: Promise.resolve() };
+    this.turnAbort = abort;
+    try {
+      const reply = await make(abort.signal);
+      if (!reply || this.hungUp || this.disposed || abort.signal.aborted || (this.closing && !last)) return;
+      if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: this.clock() } });
+      await this.say(reply, heardAt, abort);
+    } finally {
+      abort.abort();
+      if (this.turnAbort === abort) this.turnAbort = null;
+    }
+  }
+
+  /**
+   * Plays a reply as its lines come, then records the agent's turn: its text (every line), what the
+   * callee heard of it, and the latency from `heardAt` (the end of the callee's turn) to its first frame.
+   */
+  private async say(reply: AgentReply, heardAt: number | null, abort: AbortController): Promise<void> {
+    if (this.hungUp || this.disposed || !this.stream) return;
+    const p: Playback = { startedAt: this.deps.now(), firstFrameAt: null, audio: Buffer.alloc(0), complete: false, marks: new Map(), heardBytes: 0, abort };
     this.playback = p;
     this.agentTurns += 1;
-    const turn = this.agentTurns;
-    let firstFrameAt: number | null = null;
-    const audio = reply.audio;
-    p.done = new Promise<void>((resolve) => {
-      // Paced by the instance's one clock (src/voice/pacer.ts): frame n leaves at n × 20 ms, 40 ms ahead.
-      const started = performance.now();
-      const frames = Math.ceil(audio.length / FRAME_BYTES);
-      let frame = 0;
-      let sent = 0;
-      const step = (now: number): boolean => {
-        try {
-          return sendDue(now);
-        } catch (err) {
-          this.deps.log.warn({ err }, 'playback failed');
-          abort.abort(); // the reply ends here; the call goes on
-          return false;
-        }
-      };
-      const sendDue = (now: number): boolean => {
-        if (abort.signal.aborted || !this.stream) return false;
-        const due = Math.min(frames, Math.floor((now - started + LEAD_MS) / FRAME_MS) + 1);
-        for (; frame < due; frame++) {
-          const chunk = audio.subarray(frame * FRAME_BYTES, (frame + 1) * FRAME_BYTES);
-          this.stream.send({ event: 'media', streamSid: this.streamSid, media: { payload: chunk.toString('base64') } });
-          firstFrameAt ??= this.deps.now();
-          sent += chunk.length;
-          if ((frame + 1) % FRAMES_PER_MARK === 0 || sent >= audio.length) {
-            const name = `t${turn}-${++this.markSeq}`;
-            p.marks.set(name, sent);
-            this.stream.send({ event: 'mark', streamSid: this.streamSid, mark: { name } });
-          }
-        }
-        return frame < frames;
-      };
-      const played = () => {
-        // Played once the last mark comes back (or cut by a barge-in, or the call over, meanwhile).
-        if (abort.signal.aborted || p.heardBytes >= audio.length || this.hungUp || this.disposed) {
-          abort.signal.removeEventListener('abort', onAbort);
-          resolve();
-          return true;
-        }
-        return false;
-      };
-      const onAbort = () => {
-        this.deps.pacer.remove(step);
-        played();
-      };
-      abort.signal.addEventListener('abort', onAbort, { once: true });
-      p.checkPlayed = played;
-      this.deps.pacer.add(step);
-      if (audio.length === 0) played();
-    });
-    await p.done;
+    // The callee's answer to this reply: digits may come with pauses between them.
+    this.digitsAsked = reply.expectsDigits;
+    this.digitsKeyed = false;
+    this.endpoint();
+    const wire = this.wire;
+    const played = this.play(p, this.agentTurns, wire);
+    /** Each line's text and where its audio ends in the reply's. */
+    const lines: { text: string; end: number }[] = [];
+    try {
+      for await (const line of reply.lines) {
+        if (abort.signal.aborted) break;
+        const audio = wholeChunks(line.audio, wire);
+        p.audio = p.audio.length === 0 ? audio : Buffer.concat([p.audio, audio]);
+        lines.push({ text: line.text, end: p.audio.length });
+      }
+    } catch (err) {
+      if (!abort.signal.aborted) this.deps.log.warn({ err }, 'the reply stopped short');
+    } finally {
+      p.complete = true;
+      p.checkPlayed?.();
+    }
+    await played;
     this.lastActivityAt = this.deps.now();
-    const interrupted = abort.signal.aborted && !this.hungUp && !this.disposed;
     if (this.playback === p) this.playback = null;
-    const heard = Math.min(1, p.heardBytes / Math.max(1, audio.length));
+    if (lines.length === 0) return; // nothing was said
+    const interrupted = abort.signal.aborted && !this.hungUp && !this.disposed;
+    const text = lines.map((l) => l.text).join(' ');
     const t: Turn = {
       role: 'agent',
-      text: reply.text,
-      heard_text: interrupted ? heardText(reply.text, heard) : reply.text,
+      text,
+      heard_text: interrupted ? heardOf(lines, p.heardBytes) : text,
       interrupted,
-      start: this.clock(firstFrameAt ?? p.startedAt),
+      start: this.clock(p.firstFrameAt ?? p.startedAt),
       end: this.clock(),
       ...(reply.responseId ? { response_id: reply.responseId } : {}),
       ...(reply.intent !== null ? { intent: reply.intent } : {}),
@@ -500,10 +516,74 @@ export class CallMedia implements CallResources {
       now: this.deps.now(),
       turn: t,
       interrupted: interrupted && !this.closing, // the callee's interruptions, not the credit guard's cut
-      ...(heardAt !== null && firstFrameAt !== null ? { latencyMs: Math.max(0, firstFrameAt - heardAt) } : {}),
+      ...(heardAt !== null && p.firstFrameAt !== null ? { latencyMs: Math.max(0, p.firstFrameAt - heardAt) } : {}),
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
     if (reply.hangup && !interrupted) await this.end('agent_hangup');
+  }
+
+  /**
+   * Sends the reply's audio in the wire's chunks, paced by the instance's one clock
+   * (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead, with a mark every 200 ms and
+   * at the end of the audio so far. When the audio runs out before the reply is complete, it waits,
+   * and the pacing starts again from the next chunk when more comes. Resolves once the reply has
+   * played (its last mark is back) or was cut.
+   */
+  private play(p: Playback, turn: number, wire: MediaWire): Promise<void> {
+    const chunksPerMark = Math.max(1, Math.round(MARK_EVERY_MS / wire.chunkMs));
+    return new Promise<void>((resolve) => {
+      let base = performance.now();
+      let chunk = 0;
+      let starved = false;
+      const sendDue = (now: number): boolean => {
+        const stream = this.stream;
+        if (p.abort.signal.aborted || !stream) return false;
+        const chunks = p.audio.length / wire.chunkBytes;
+        if (chunk >= chunks) {
+          starved = true;
+          return !p.complete;
+        }
+        if (starved) {
+          base = now - chunk * wire.chunkMs;
+          starved = false;
+        }
+        const due = Math.min(chunks, Math.floor((now - base + LEAD_MS) / wire.chunkMs) + 1);
+        for (; chunk < due; chunk++) {
+          const sent = (chunk + 1) * wire.chunkBytes;
+          stream.send(wire.media(this.streamSid, p.audio.subarray(chunk * wire.chunkBytes, sent)));
+          p.firstFrameAt ??= this.deps.now();
+          if ((chunk + 1) % chunksPerMark === 0 || sent >= p.audio.length) {
+            const name = `t${turn}-${++this.markSeq}`;
+            p.marks.set(name, sent);
+            stream.send(wire.mark(this.streamSid, name));
+          }
+        }
+        return true;
+      };
+      const step = (now: number): boolean => {
+        try {
+          return sendDue(now);
+        } catch (err) {
+          this.deps.log.warn({ err }, 'playback failed');
+          p.abort.abort(); // the reply ends here; the call goes on
+          return false;
+        }
+      };
+      const played = () => {
+        // Played once the last mark comes back (or cut by a barge-in, or the call over, meanwhile).
+        if (p.abort.signal.aborted || (p.complete && p.heardBytes >= p.audio.length) || this.hungUp || this.disposed) {
+          p.abort.signal.removeEventListener('abort', onAbort);
+          this.deps.pacer.remove(step);
+          resolve();
+          return true;
+        }
+        return false;
+      };
+      const onAbort = () => played();
+      p.abort.signal.addEventListener('abort', onAbort, { once: true });
+      p.checkPlayed = played;
+      this.deps.pacer.add(step);
+    });
   }
 
   private marked(name: string): void {
@@ -523,20 +603,43 @@ export class CallMedia implements CallResources {
   /** Stops the reply playing and tells the carrier to drop what it queued; the bytes heard, or null when nothing played. */
   private cutPlayback(): number | null {
     const p = this.playback;
-    if (!p || p.abort.signal.aborted) return null;
+    if (!p || p.firstFrameAt === null || p.abort.signal.aborted) return null;
     p.abort.abort();
-    this.stream?.send({ event: 'clear', streamSid: this.streamSid });
+    this.stream?.send(this.wire.clear(this.streamSid));
     return p.heardBytes;
   }
 
+  /** The agent's turn ends: its playback and whatever of its reply is still coming. */
   private stopPlayback(): void {
-    this.playback?.abort.abort();
+    this.turnAbort?.abort();
   }
 }
 
-/** The words of `text` the callee heard when `fraction` of its audio played (cut at a word). */
-export function heardText(text: string, fraction: number): string {
-  if (fraction >= 1) return text;
-  const words = text.split(/\s+/).filter(Boolean);
-  return words.slice(0, Math.floor(words.length * fraction)).join(' ');
+/** Lines already rendered, as a reply's. */
+async function* replay(lines: SpokenLine[]): AsyncGenerator<SpokenLine> {
+  yield* lines;
+}
+
+/** A line's audio in the wire's encoding, padded with silence to whole chunks (the next line then starts on a chunk of its own). */
+function wholeChunks(clip: SpeechClip, wire: MediaWire): Buffer {
+  const audio = clip.as(wire.audio);
+  const short = (wire.chunkBytes - (audio.length % wire.chunkBytes)) % wire.chunkBytes;
+  return short === 0 ? audio : Buffer.concat([audio, Buffer.alloc(short, SILENCE_BYTE[wire.audio])]);
+}
+
+/** What the callee heard of a reply's lines when `bytes` of its audio played: the lines played whole, then the words that fit of the one cut. */
+function heardOf(lines: { text: string; end: number }[], bytes: number): string {
+  const heard: string[] = [];
+  let start = 0;
+  for (const line of lines) {
+    if (bytes >= line.end) heard.push(line.text);
+    else {
+      const words = line.text.split(/\s+/).filter(Boolean);
+      const cut = words.slice(0, Math.floor((words.length * (bytes - start)) / (line.end - start))).join(' ');
+      if (cut) heard.push(cut);
+      break;
+    }
+    start = line.end;
+  }
+  return heard.join(' ');
 }

@@ -3,10 +3,10 @@
 // carrier's buffer never runs dry). One timer for all calls instead of one per frame per call:
 // at 100 calls that is 100 timer callbacks a second instead of 5,000, and a late tick sends what
 // is due at once, so lateness never accumulates.
-export const PACER_TICK_MS = 10;
+const PACER_TICK_MS = 10;
 
 /** A playing reply: sends what is due at `now` (ms, performance.now()); false once it has nothing more to send. */
-export type PacedStep = (now: number) => boolean;
+type PacedStep = (now: number) => boolean;
 
 export class Pacer {
   private readonly steps = new Set<PacedStep>();

@@ -15,7 +15,6 @@ import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { voiceFeatures } from '../models/catalog.ts';
 import type { ModelDoc, RouteConfig } from '../models/types.ts';
-import { parseStatusCallback, verifySignature } from '../providers/twilio/voice.ts';
 import type { Payer } from '../billing/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { IntentService } from '../intent/service.ts';
@@ -24,18 +23,20 @@ import type { ResolvedRoute } from '../providers/types.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import type { Store } from '../store/port.ts';
-import type { CallStatus, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
+import type { CallStatus, ControlReply, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
-import type { Carrier } from './carrier.ts';
+import type { CallbackRequest, Carrier } from './carrier.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
+import type { VoiceCallObject } from './views.ts';
 
-
-export const DEFAULT_MAX_DURATION_SECONDS = 600;
-export const DEFAULT_RING_TIMEOUT_SECONDS = 30;
+const DEFAULT_MAX_DURATION_SECONDS = 600;
+const DEFAULT_RING_TIMEOUT_SECONDS = 30;
 const DEFAULT_ENDPOINTING_MS = 700;
+/** The silence that ends a turn while digits are expected (an account number read in groups pauses longer). */
+const DEFAULT_DIGITS_ENDPOINTING_MS = 1500;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
 const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
 /** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
@@ -63,30 +64,6 @@ export interface VoiceCallBody {
   metadata?: Record<string, string>;
 }
 
-export interface VoiceCallObject {
-  id: string;
-  object: 'voice.call';
-  status: CallStatus;
-  model: string;
-  to: string;
-  from: string | null;
-  created_at: number;
-  max_duration_seconds: number;
-  metadata: Record<string, string>;
-  end_reason?: string | null;
-  dial_started_at?: number | null;
-  ringing_at?: number | null;
-  answered_at?: number | null;
-  ended_at?: number | null;
-  duration_seconds?: number | null;
-  billed_seconds?: number | null;
-  cost_cents?: number | null;
-  carrier_duration_seconds?: number | null;
-  transcript?: VoiceCallContext['turns'];
-  outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
-  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };
-}
-
 export interface VoiceSettings {
   maxConcurrentCalls: number;
   /** A call the wallet cannot cover for this long is refused (402). */
@@ -112,7 +89,7 @@ export interface VoiceServiceDeps {
   webhookOwned(account: string, id: number): Promise<boolean>;
   intent: Pick<IntentService, 'converse' | 'packOf'>;
   audio: ResponseAudio;
-  router: Pick<UpstreamRouter, 'transcribe' | 'complete'>;
+  router: Pick<UpstreamRouter, 'transcribe' | 'stream'>;
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   detectors(): Promise<VoiceDetectors>;
   /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
@@ -141,7 +118,7 @@ interface Checked {
 }
 
 const CALL_ID = /^call_[0-9a-f]{24}$/;
-export const newCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
+const newCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
 
 export class VoiceCalls {
   private readonly idempotency: IdempotencyKeys;
@@ -299,7 +276,7 @@ export class VoiceCalls {
         return result.text;
       },
       turn: {
-        endpointingMs: body.turn?.endpointing_ms?.min ?? DEFAULT_ENDPOINTING_MS,
+        endpointingMs: endpointing(body),
         interruption: {
           enabled: interruption.enabled ?? true,
           minSpeechMs: interruption.min_speech_ms ?? DEFAULT_MIN_SPEECH_MS,
@@ -325,17 +302,28 @@ export class VoiceCalls {
     return intentAgent({ ...common, callId, intent: this.deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
   }
 
-  /** One LLM turn through the router (the model's routes, failover): the call's price covers it. */
+  /**
+   * One LLM turn through the router's streaming chat path (as /v1/chat/completions with `stream:
+   * true`: the model's routes, failover until a route's first chunk, limits): its text as it
+   * streams. The call's price covers it. `signal` ends the stream and frees the route.
+   */
   private chatWith(model: ModelDoc): ChatTurn {
     const routes = this.deps.resolveRoutes(model);
     return async (messages, signal) => {
-      const { result } = await this.deps.router.complete(routes, { messages, max_tokens: 200 }, signal);
-      return result.choices[0]?.message.content ?? '';
+      const { first, rest } = await this.deps.router.stream(routes, { messages, max_tokens: 200 }, signal);
+      return (async function* () {
+        if (first) yield first.choices[0]?.delta.content ?? '';
+        for await (const chunk of rest) yield chunk.choices[0]?.delta.content ?? '';
+      })();
     };
   }
 
   /** The model's rules on the call; the reservation's length from what the wallet affords. */
   private async check(model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
+    const turn = endpointing(body);
+    if (turn.max < turn.min) {
+      throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, { param: 'turn.endpointing_ms.max' });
+    }
     const features = voiceFeatures(model);
     const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
     if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone || !phone.isValid()) {
@@ -430,7 +418,7 @@ export class VoiceCalls {
     if (view.status !== 'active') throw refused(facts(view)?.status ?? 'over');
     const { reply } = await this.deps.runtime
       .ref(this.deps.kind, id)
-      .ask<{ type: 'control.result'; ok: boolean; status: CallStatus }>({ type: what === 'cancel' ? 'api.cancel' : 'api.hangup', now: this.deps.now() }, { wait: 'durable' })
+      .ask<ControlReply>({ type: what === 'cancel' ? 'api.cancel' : 'api.hangup', now: this.deps.now() }, { wait: 'durable' })
       .catch(async (err: unknown) => {
         const now = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
         if (now && now.status !== 'active') throw refused(facts(now)?.status ?? 'over'); // it ended meanwhile
@@ -441,27 +429,31 @@ export class VoiceCalls {
   }
 
   /**
-   * A carrier's status callback for call `id` (Twilio's, form-encoded): believed only when its
-   * signature verifies with the auth token of one of the call's model's twilio routes, against the
-   * public URL it was sent to (403 otherwise, and nothing changes). Its news goes to the call's
-   * actor through the runtime (whichever instance holds it); callbacks that come late, out of
-   * order or twice are news the machine no longer takes in its state, so they change nothing. A
-   * `completed` with a duration for a call not seen answered tells the answer first.
+   * A carrier's status callback for call `id` (form-encoded): believed only when one of the call's
+   * model's routes of that carrier says it sent it (Twilio: its signature with the route's auth
+   * token, over the public URL it was sent to; Exotel: the call's secret in the URL), else 403 and
+   * nothing changes. Its news goes to the call's actor through the runtime (whichever instance
+   * holds it); callbacks that come late, out of order or twice are news the machine no longer
+   * takes in its state, so they change nothing. A `completed` with a duration for a call not seen
+   * answered tells the answer first.
    */
-  async carrierCallback(id: string, provider: string, params: [string, string][], signature: string | undefined, path: string): Promise<{ received: true }> {
+  async carrierCallback(id: string, provider: string, sent: Pick<CallbackRequest, 'params' | 'signature' | 'token'>, path: string): Promise<{ received: true }> {
     const notFound = () => new ApiError('not_found', 'No such call.');
-    if (provider !== 'twilio' || !CALL_ID.test(id)) throw notFound();
+    if (!CALL_ID.test(id)) throw notFound();
     const view = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
     const c = view ? facts(view) : null;
     if (!view || !c) throw notFound();
     const model = await this.deps.models.get(c.model);
-    const url = `${this.deps.baseUrl().replace(/\/+$/, '')}${path}`;
-    const routes = model ? this.deps.resolveRoutes(model).filter((r) => r.provider === 'twilio' && r.apiKey) : [];
-    if (signature === undefined || !routes.some((r) => verifySignature(r.apiKey, url, params, signature))) {
-      throw new ApiError('permission_denied', 'The callback signature does not verify.');
-    }
+    const request: CallbackRequest = { ...sent, callId: id, url: `${this.deps.baseUrl().replace(/\/+$/, '')}${path}` };
+    const senders = (model ? this.deps.resolveRoutes(model) : []).flatMap((r, at) => {
+      const callbacks = r.provider === provider && !r.problem ? this.deps.carrier(model!.routes[at]!, r)?.callbacks : undefined;
+      return callbacks ? [callbacks] : [];
+    });
+    if (senders.length === 0) throw notFound(); // no route of that carrier sends callbacks: not its call
+    const callbacks = senders.find((cb) => cb.authentic(request));
+    if (!callbacks) throw new ApiError('permission_denied', 'The callback is not authenticated (its signature or its secret).');
     if (view.status !== 'active') return { received: true };
-    const news = parseStatusCallback(new Map(params));
+    const news = callbacks.news(new Map(request.params));
     const ref = this.deps.runtime.ref(this.deps.kind, id);
     const now = this.deps.now();
     const send = (event: Parameters<typeof ref.send>[0]) => ref.send(event, { wait: 'accepted' });
@@ -492,6 +484,15 @@ export class VoiceCalls {
     const deadline = Date.now() + waitMs;
     while (this.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * The silence that ends the callee's turn: `min` (default 700 ms) normally; `max` (default 1500 ms,
+ * or `min` when that is longer) while digits are expected (src/voice/media.ts).
+ */
+function endpointing(body: VoiceCallBody): { min: number; max: number } {
+  const min = body.turn?.endpointing_ms?.min ?? DEFAULT_ENDPOINTING_MS;
+  return { min, max: body.turn?.endpointing_ms?.max ?? Math.max(min, DEFAULT_DIGITS_ENDPOINTING_MS) };
 }
 
 function facts(view: ActorView): VoiceCallContext | null {

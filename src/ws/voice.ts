@@ -1,7 +1,8 @@
-// WS /v1/voice/calls/{id}/stream: the carriers' media streams (Twilio's Media Streams protocol;
-// the simulator speaks it too). Plain `ws` with `noServer` on the HTTP server's 'upgrade' event. The
+// WS /v1/voice/calls/{id}/stream: the carriers' media streams, JSON text frames in the protocol of
+// the call's carrier (src/voice/wire/: Twilio's Media Streams, which the simulator speaks too, or
+// Exotel's Voicebot). Plain `ws` with `noServer` on the HTTP server's 'upgrade' event. The
 // upgrade is refused (an HTTP error envelope) unless the call is live on this instance; the stream is
-// then believed only once its `start` frame carries the call's one-time token in `customParameters`
+// then believed only once its `start` frame carries the call's one-time token in its parameters
 // (the only per-call channel Twilio gives a stream: its Stream URL takes no query string): a wrong
 // token, a second socket, or frames before `start` close it (1008) and change nothing. Limits per
 // socket: `maxPayload`, a budget of frames per second (Twilio sends 50 media frames a second) and of

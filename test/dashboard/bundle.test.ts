@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { DashboardBuild } from '../../scripts/build-dashboard.mjs';
 import { dashboardBuild } from '../build.ts';
-import { MAX_UPLOAD_BYTES, SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
+import { CALL_STATUSES as UI_CALL_STATUSES, MAX_UPLOAD_BYTES, SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
 import { UPLOAD_LIMIT_BYTES } from '../../src/http/uploads.ts';
 import { SCOPES } from '../../src/identity/keys.ts';
 import { EVENT_NAMES } from '../../src/webhooks/records.ts';
+import { CALL_STATUSES } from '../../machines/voice-call.machine.ts';
 
 export const ACCOUNT_BUDGET_GZIP = 30 * 1024;
 
@@ -60,10 +61,11 @@ describe('dashboard bundle', () => {
     for (const f of account) assert.ok(!(await readFile(join(dir, 'assets', f), 'utf8')).includes('/admin/models'), `${f} holds no operator page`);
   });
 
-  it("keeps the UI's scopes, webhook events, usage groupings and upload limit equal to the server's", () => {
+  it("keeps the UI's scopes, webhook events, usage groupings, call statuses and upload limit equal to the server's", () => {
     assert.equal(MAX_UPLOAD_BYTES, UPLOAD_LIMIT_BYTES);
     assert.deepEqual([...UI_SCOPES], [...SCOPES]);
     assert.deepEqual([...WEBHOOK_EVENTS], [...EVENT_NAMES]);
     assert.deepEqual([...USAGE_GROUPS], ['day', 'model', 'key_prefix', 'member', 'end_user']);
+    assert.deepEqual([...UI_CALL_STATUSES], [...CALL_STATUSES]);
   });
 });

@@ -47,7 +47,7 @@ describe('dashboard: speech', { skip }, () => {
     await page.getByText('No transcription jobs yet.').waitFor();
 
     // Dropped on the form, as a person drags a file from their desktop.
-    const { bytes } = conversationWav();
+    const { bytes } = conversationWav(1);
     const dropped = await page.evaluateHandle(
       `(() => { const data = Uint8Array.from(atob(${JSON.stringify(bytes.toString('base64'))}), (c) => c.charCodeAt(0));
         const dt = new DataTransfer(); dt.items.add(new File([data], 'conversation.wav', { type: 'audio/wav' })); return dt; })()`,

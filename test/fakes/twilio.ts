@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import type { CalleeScript } from '../../src/config.ts';
 import { simulatorCarrier } from '../../src/providers/simulator/voice.ts';
+import { SpeechClip } from '../../src/speech/clip.ts';
 import { twilioSignature } from '../../src/providers/twilio/voice.ts';
 
 export interface TwilioRequest {
@@ -47,7 +48,7 @@ export class FakeTwilio {
 
   static async start(opts: { accountSid: string; authToken: string; callees: CalleeScript[] }): Promise<FakeTwilio> {
     let self!: FakeTwilio;
-    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak: async () => Buffer.alloc(4000, 0xff) });
+    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak: async () => new SpeechClip(Buffer.alloc(8000)) });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);

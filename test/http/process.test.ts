@@ -10,9 +10,9 @@ import { createInterface } from 'node:readline';
 import { call, createKey, joinOrg, signup } from '../helper.ts';
 import { buildBundle, exited, launch } from '../gateway-process.ts';
 
-before(buildBundle);
-
 describe('gateway process', () => {
+  before(buildBundle);
+
   it('shuts down gracefully when `npm start` (the Quick start) gets SIGTERM', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gw-npm-'));
     try {

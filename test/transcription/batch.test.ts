@@ -12,7 +12,7 @@ import { storedUsage } from '../billing/crash-helpers.ts';
 import { multipartForm } from './form.ts';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
-const JOBS = 50;
+const JOBS = 24;
 const CAPACITY = 8;
 
 describe('a batch of jobs past one instance’s capacity', () => {

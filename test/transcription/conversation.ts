@@ -11,9 +11,10 @@ const found = haveFfmpeg() ? debianSpeakers().filter((s) => PAIR.includes(s.id))
 /** Why the conversation cannot be made here, or false. */
 export const noConversation: string | false = found.length < 2 ? 'needs ffmpeg, pocketsphinx-testdata and codec2-examples (scripts/install-debian-packages.sh --test)' : false;
 
-export function conversationWav(): { bytes: Buffer; seconds: number } {
+/** The conversation of `rounds` rounds (each speaker once a round): 3 rounds are ~24 s, 1 round ~8 s. */
+export function conversationWav(rounds = 3): { bytes: Buffer; seconds: number } {
   const [a, b] = PAIR.map((id) => utterances(found.find((s) => s.id === id)!));
-  const turns = [0, 1, 2].flatMap((i) => [a![i % a!.length]!, b![i % b!.length]!]);
+  const turns = Array.from({ length: rounds }, (_, i) => [a![i % a!.length]!, b![i % b!.length]!]).flat();
   const c = assemble('pair', turns, mulberry32(3));
   return { bytes: wav(c.pcm, SAMPLE_RATE), seconds: c.pcm.length / SAMPLE_RATE };
 }

@@ -74,7 +74,7 @@ describe('transcription jobs on the offline engine', { skip }, () => {
   });
 
   it('diarize=false labels every segment SPEAKER_00; a recording without a declared duration is measured and charged exactly; a refused request keeps no job and no charge', async () => {
-    const { bytes: wavBytes, seconds } = conversationWav();
+    const { bytes: wavBytes, seconds } = conversationWav(1);
     // WebM written to a pipe declares no duration: the job measures it by decoding.
     const webm = spawnSync('ffmpeg', ['-v', 'error', '-i', 'pipe:0', '-c:a', 'libopus', '-f', 'webm', 'pipe:1'], { input: wavBytes, maxBuffer: 64 << 20 });
     assert.equal(webm.status, 0, String(webm.stderr));

@@ -42,7 +42,7 @@ describe('the dashboard’s speech routes', { skip }, () => {
   });
 
   it('turns an upload into a job that /v1 shows alike, billed to the account under the prefix dashboard', async () => {
-    const { bytes } = conversationWav();
+    const { bytes } = conversationWav(1);
     recording = bytes;
     const before = await balance(owner.token);
     const created = await call(gw.url, 'POST', '/portal/transcription/jobs', { token: owner.token, ...multipartForm({ model: 'stt-local', num_speakers: '2' }, bytes) });

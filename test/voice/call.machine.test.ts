@@ -24,7 +24,7 @@ function harness() {
       notifyAnswered: fromPromise<void, NotifyInput>(async () => undefined),
       finish: fromPromise<FinishOutput, FinishInput>(async ({ input: i }) => {
         finished.push(i);
-        return { costMicrocents: i.billedSeconds * 1000, at: i.endedAt };
+        return { costMicrocents: i.billedSeconds * 1000, at: 0 };
       }),
     },
   });

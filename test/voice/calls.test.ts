@@ -9,8 +9,8 @@
 // calls run side by side).
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, type TestGateway } from '../helper.ts';
-import { ended, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import type { TestGateway } from '../helper.ts';
+import { assertCreditGuarded, ended, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
 
 describe('voice calls through the simulator: the intent agent', () => {
@@ -23,8 +23,8 @@ describe('voice calls through the simulator: the intent agent', () => {
   });
   const dial = (...args: Parameters<SimulatedVoice['dial']>) => v.dial(...args);
 
-  it('runs the intent agent: ATM complaint → ASK → "yes" → CREATE_DISPUTE, transcript and outcome, billed to the second once', async () => {
-    stt.say('ATM did not give money but my account got debited', 'haan');
+  it('runs the intent agent: ATM complaint → ASK → "yes" → CREATE_DISPUTE on the amount said before the yes, transcript and outcome, billed to the second once', async () => {
+    stt.say('ATM did not give 2000 rupees but my account got debited', 'haan');
     const before = await walletMicrocents(gw, acc.session);
     const res = await dial('+919800000010', { metadata: { ticket: 'T-1' } });
     assert.equal(res.status, 202, res.text);
@@ -35,7 +35,7 @@ describe('voice calls through the simulator: the intent agent', () => {
     const turns = c.transcript.map((t: { role: string; text: string; response_id?: string }) => [t.role, t.response_id ?? t.text]);
     assert.deepEqual(turns, [
       ['agent', 'GEN.GREETING'],
-      ['callee', 'ATM did not give money but my account got debited'],
+      ['callee', 'ATM did not give 2000 rupees but my account got debited'],
       ['agent', 'BANKING.DISPUTE.ASK_RAISE'],
       ['callee', 'haan'],
       ['agent', 'BANKING.DISPUTE.CREATED'],
@@ -43,6 +43,8 @@ describe('voice calls through the simulator: the intent agent', () => {
     assert.equal(c.transcript[2].intent, 'BANKING.ATM.CASH_NOT_DISPENSED');
     assert.equal(c.transcript[4].heard_text, c.transcript[4].text, 'played to the end');
     assert.deepEqual(c.outcome.actions.map((a: { action: string; intent: string }) => [a.action, a.intent]), [['CREATE_DISPUTE', 'BANKING.ATM.CASH_NOT_DISPENSED']]);
+    assert.equal(c.outcome.actions[0].entities.amount, 2000, JSON.stringify(c.outcome.actions[0]));
+    assert.deepEqual(c.transcript[3].entities ?? {}, {}, "the yes's own entities: none");
     assert.equal(c.outcome.final_state, 'DISPUTE_CREATED');
     assert.equal(c.metrics.turns, 5);
     assert.ok(c.metrics.turn_latency_ms.p50 >= 0 && c.metrics.turn_latency_ms.p50 < 3000, JSON.stringify(c.metrics));
@@ -64,21 +66,6 @@ describe('voice calls through the simulator: the intent agent', () => {
   });
 
   it('credit guard: a wallet that covers 10 s hears the pack\'s low-balance wording to its end, then insufficient_credit, billed within the hold', async () => {
-    const poor = await voiceAccount(gw, 1); // 1 cent: 10 s at 6 cents a minute (the test gateway's floor is 10 s)
-    const res = await v.dial('+919800000099', {}, poor);
-    assert.equal(res.status, 202, res.text);
-    assert.equal(res.body.max_duration_seconds, 10, 'the wallet set the maximum');
-    const c = await waitForCall(gw, poor.key, res.body.id, ended, 30_000);
-    assert.deepEqual([c.status, c.end_reason], ['completed', 'insufficient_credit'], JSON.stringify(c));
-    const last = c.transcript.at(-1);
-    assert.deepEqual([last.role, last.response_id, last.interrupted], ['agent', 'GEN.LOW_BALANCE', false], JSON.stringify(c.transcript));
-    assert.equal(last.heard_text, last.text, 'played to its end');
-    assert.ok(last.end <= 10, `the wording ended before the limit: ${last.end} s`);
-    assert.equal(c.transcript[0].response_id, 'GEN.GREETING');
-    assert.ok(c.billed_seconds <= 10 && c.billed_seconds >= 5, `billed ${c.billed_seconds} s`);
-    const wallet = (await call(gw.url, 'GET', '/portal/wallet', { token: poor.session })).body;
-    assert.equal(wallet.held_cents, 0);
-    assert.equal(wallet.balance_microcents, 1_000_000 - c.billed_seconds * 100_000);
-    assert.ok(wallet.balance_microcents >= 0);
+    await assertCreditGuarded(gw, 'voice-test');
   });
 });

@@ -1,12 +1,13 @@
-// The set-up both voice-call test files share (calls.test.ts, calls-more.test.ts, each a process of
-// its own so that their real-time calls run side by side): a gateway whose simulated callees follow
-// CALLEES, a scripted stt upstream, a fake LLM, the voice model `voice-test` (6 cents a minute: 10 s
-// a cent) and a funded account.
+// The set-up the voice-call test files share (calls.test.ts, calls-more.test.ts, llm-stream.test.ts,
+// endpointing.test.ts, each a process of its own so that their real-time calls run side by side): a
+// gateway whose simulated callees follow CALLEES (and the file's own), a scripted stt upstream, a
+// fake LLM, the voice model `voice-test` (6 cents a minute: 10 s a cent) and a funded account.
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeServer, sendAnswer } from '../fakes/fake-server.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
+import type { CalleeScript } from '../../src/config.ts';
 import { place, startVoiceGateway, voiceAccount, type VoiceAccount } from './helpers.ts';
 
 /** The scripted recogniser: each utterance it is sent gets the next text (then nothing). */
@@ -27,6 +28,21 @@ export class ScriptedStt {
   say(...texts: string[]): void {
     this.queue = [...texts];
   }
+}
+
+/**
+ * The model `stt-scripted` (the scripted recogniser) and a voice model `id` on it, with the demo
+ * intent pack, tts-local and 6 cents a minute, whose carriers are `routes`.
+ */
+export async function putScriptedVoice(base: string, stt: ScriptedStt, id: string, routes: unknown[]): Promise<void> {
+  const put = (model: string, body: unknown) => call(base, 'PUT', `/admin/models/${model}`, { token: ADMIN_TOKEN, body });
+  const scripted = { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] };
+  assert.ok([200, 201].includes((await put('stt-scripted', scripted)).status));
+  const voice = {
+    type: 'voice', owned_by: 'test', stt_model: 'stt-scripted', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
+    countries: ['IN'], languages: ['en-IN', 'hi-IN'], voices: ['en-us', 'hi'], max_duration_seconds: 600, pricing: {}, routes,
+  };
+  assert.equal((await put(id, voice)).status, 201);
 }
 
 export const CALLEES = [
@@ -65,24 +81,23 @@ export interface SimulatedVoice {
   dial(to: string, body?: Record<string, unknown>, who?: VoiceAccount, headers?: Record<string, string>): ReturnType<typeof place>;
 }
 
-/** Registers the suite's before and after; the object's fields are set once before has run. */
-export function simulatedVoice(): SimulatedVoice {
+/**
+ * Registers the suite's before and after; the object's fields are set once before has run. A file's
+ * own callees (`extra`) come before CALLEES (whose last, `*`, answers any other number).
+ */
+export function simulatedVoice(extra: CalleeScript[] = []): SimulatedVoice {
   const v = {} as SimulatedVoice;
   before(async () => {
     v.stt = await ScriptedStt.start();
     v.llm = await startOpenAIUpstream();
-    v.gw = await startVoiceGateway(CALLEES, {
+    const callees = [...extra, ...CALLEES];
+    v.gw = await startVoiceGateway(callees, {
       // A short credit floor: the credit guard's call lasts seconds, not a minute.
-      voice: { maxConcurrentCalls: 3, minAffordableSeconds: 10, mediaTimeoutMs: 10_000, simulator: { callees: CALLEES } },
+      voice: { maxConcurrentCalls: 3, minAffordableSeconds: 10, mediaTimeoutMs: 10_000, simulator: { callees } },
       webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 }, // a call's webhook_id on a loopback receiver
     });
+    await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
     const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
-    assert.equal((await put('stt-scripted', { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${v.stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] })).status, 201);
-    const voice = {
-      type: 'voice', owned_by: 'test', stt_model: 'stt-scripted', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
-      countries: ['IN'], languages: ['en-IN', 'hi-IN'], voices: ['en-us', 'hi'], max_duration_seconds: 600, pricing: {}, routes: [{ provider: 'simulator' }],
-    };
-    assert.equal((await put('voice-test', voice)).status, 201);
     const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }] };
     assert.equal((await put('chat-test', chat)).status, 201);
     v.acc = await voiceAccount(v.gw, 1000);

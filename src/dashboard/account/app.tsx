@@ -15,6 +15,8 @@ import { WebhooksPage, WebhookDeliveriesPage } from './pages/webhooks.tsx';
 import { OrgPage } from './pages/org.tsx';
 import { JobsPage } from './pages/jobs.tsx';
 import { JobPage } from './pages/job.tsx';
+import { CallsPage } from './pages/calls.tsx';
+import { CallPage } from './pages/call.tsx';
 import { TrySpeechPage } from './pages/try-speech.tsx';
 import { TryRecognitionPage } from './pages/try-recognition.tsx';
 import { OperatorGate } from './pages/operator-gate.tsx';
@@ -85,6 +87,8 @@ function Content({ top }: { top: string }) {
       return <OrgPage />;
     case 'jobs':
       return rest[0] ? <JobPage id={rest[0]} /> : <JobsPage />;
+    case 'calls':
+      return rest[0] ? <CallPage id={rest[0]} /> : <CallsPage />;
     case 'speech':
       return <TrySpeechPage />;
     case 'recognition':

@@ -12,6 +12,7 @@ const NAV: [string, string][] = [
   ['webhooks', 'Webhooks'],
   ['organization', 'Organization'],
   ['jobs', 'Transcriptions'],
+  ['calls', 'Calls'],
   ['speech', 'Try speech'],
   ['recognition', 'Try recognition'],
   ['operator', 'Operator'],

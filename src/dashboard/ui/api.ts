@@ -72,9 +72,10 @@ export function createApi(onSignedOut: () => void): Api {
   };
 }
 
-/** A list page as the gateway answers it: `{data, has_more, next_after}` (older lists: `{data}`). */
+/** A list page as the gateway answers it: `{data, has_more, next_after}` (older lists: `{data}`; /v1's: `last_id` for the cursor). */
 export interface Page<T> {
   data: T[];
   has_more?: boolean;
   next_after?: string | number | null;
+  last_id?: string | null;
 }

@@ -129,6 +129,18 @@ export const cents = (c: number | null | undefined) =>
 /** Dates in UTC, as the API's days are. */
 export const utc = (iso: string | null | undefined) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : '—');
 
+/** Unix seconds (the /v1 objects' times) in UTC. */
+export const unix = (s: number | null | undefined) => (s ? utc(new Date(s * 1000).toISOString()) : '—');
+
+/** Re-runs `reload` every `ms` (none: never) while the page is in view. */
+export function usePoll(ms: number | null, reload: () => void) {
+  useEffect(() => {
+    if (ms === null) return;
+    const t = setInterval(() => document.visibilityState === 'visible' && reload(), ms);
+    return () => clearInterval(t);
+  }, [ms]);
+}
+
 export const num = (n: number | null | undefined) => (n === null || n === undefined ? '—' : n.toLocaleString('en-US'));
 
 export function confirmed(question: string): boolean {

@@ -5,3 +5,5 @@ export const WEBHOOK_EVENTS = ['low_balance', 'topup', 'rate_limit_exceeded', 'k
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;
 /** The largest recording an upload may be (the server's UPLOAD_LIMIT_BYTES, src/http/uploads.ts). */
 export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
+/** A voice call's statuses (machines/voice-call.machine.ts's CALL_STATUSES), in their order. */
+export const CALL_STATUSES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'] as const;

@@ -1,13 +1,16 @@
 // A server-paginated list whose cursor lives in the URL (`?after=`, or another name when a page
 // shows two lists), so a page of a list can be linked and reloaded. A server page may come back
 // short with more to follow (a key search walks the list in budgeted chunks, so one request never
-// holds the gateway long): the page then follows next_after until it is full or the list ends.
+// holds the gateway long): the page then follows next_after (or last_id) until it is full or the list ends.
 import type { Page as ListPage, Query } from './api.ts';
 import { useSession } from './context.tsx';
 import { Pager, useLoad, type Loaded } from './components.tsx';
 import { useRoute } from './router.tsx';
 
 export const PAGE_SIZE = 20;
+
+/** Where the next page starts: `next_after` in the portal's lists, `last_id` in the /v1 lists it answers as they are (calls); null at the end. */
+const nextCursor = (page: ListPage<unknown>): string | number | null => (page.has_more === true ? (page.next_after ?? page.last_id ?? null) : null);
 
 export function usePaged<T>(path: string, query: Query = {}, cursorParam = 'after'): { list: Loaded<ListPage<T>>; pager: preact.JSX.Element | null } {
   const { api } = useSession();
@@ -16,13 +19,15 @@ export function usePaged<T>(path: string, query: Query = {}, cursorParam = 'afte
   const key = JSON.stringify(query);
   const list = useLoad(async () => {
     const rows: T[] = [];
-    let page: ListPage<T> = { data: [], has_more: true, next_after: after || null };
-    while (rows.length < PAGE_SIZE && page.has_more) {
-      page = await api.get<ListPage<T>>(path, { limit: PAGE_SIZE - rows.length, ...query, after: page.next_after });
+    let cursor: string | number | null = after || null;
+    let more = true;
+    while (rows.length < PAGE_SIZE && more) {
+      const page = await api.get<ListPage<T>>(path, { limit: PAGE_SIZE - rows.length, ...query, after: cursor });
       rows.push(...page.data);
-      if (page.has_more !== true || page.next_after === null || page.next_after === undefined) break;
+      cursor = nextCursor(page);
+      more = cursor !== null;
     }
-    return { data: rows, has_more: page.has_more === true, next_after: page.next_after ?? null };
+    return { data: rows, has_more: more, next_after: cursor };
   }, [path, key, after]);
   const pager = list.data ? (
     <Pager

@@ -3,9 +3,11 @@
 //   GET  /v1/voice/calls[/{id}]         the caller's calls (another account's: 404)
 //   POST /v1/voice/calls/{id}/cancel    before the answer (billed 0)
 //   POST /v1/voice/calls/{id}/hangup    in progress (end_reason api_hangup)
-//   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's signed status callback
+//   (the same reads and controls under /portal for the dashboard: registerCallRoutes, portal-voice.ts)
+//   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's status callback (signed, or with the call's secret)
 // The carriers' media streams are the WebSocket edge's (src/ws/voice.ts).
 import { Type, type TSchema } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { Closed, errors, FreeText, KeyString } from '../schemas.ts';
@@ -126,18 +128,64 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
   );
 
+  registerCallRoutes(app, deps, { prefix: '/v1', preHandler: requireApiKey(deps, 'voice'), security: [{ apiKey: [] }], tags: ['v1'], account: payer });
+
+  // Carriers' status callbacks: no API key (the carrier calls); its signature (Twilio) or the call's
+  // secret in the URL (`?token=`, Exotel) decides. Form-encoded, as both post them: parsed in this
+  // scope only, kept as ordered pairs for the signature.
+  void app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
+      done(null, [...new URLSearchParams(body as string)]);
+    });
+    scope.post(
+      '/v1/voice/calls/:id/callback/:provider',
+      {
+        schema: {
+          tags: ['v1'], summary: "A carrier's status callback (authenticated by its signature or the call's secret)",
+          params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
+          querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })) }, { additionalProperties: false }),
+          response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404) },
+        },
+      },
+      async (req) => {
+        const { id, provider } = req.params as { id: string; provider: string };
+        const params = Array.isArray(req.body) ? (req.body as [string, string][]) : [];
+        const signature = req.headers['x-twilio-signature'];
+        const { token } = req.query as { token?: string };
+        return deps.services.voice.carrierCallback(id, provider, { params, ...(typeof signature === 'string' ? { signature } : {}), ...(token !== undefined ? { token } : {}) }, req.url);
+      },
+    );
+  });
+}
+
+/** Where calls are read and controlled: /v1 (an API key with scope `voice`: its payer's calls) or /portal (the session: its account's). */
+export interface CallsEdge {
+  prefix: '/v1' | '/portal';
+  preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  security: Record<string, string[]>[];
+  tags: string[];
+  /** The wallet whose calls the request sees (an organization member: the organization's). */
+  account: (req: FastifyRequest) => Promise<string>;
+}
+
+/**
+ * GET {prefix}/voice/calls[/{id}], POST {prefix}/voice/calls/{id}/cancel|hangup: the same service
+ * calls, schemas and answers on both edges; only who is asking differs.
+ */
+export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): void {
+  const { prefix, preHandler, security, tags, account } = edge;
   app.get(
-    '/v1/voice/calls/:id',
-    { preHandler: requireApiKey(deps, 'voice'), schema: { tags: ['v1'], summary: 'A call, its transcript, outcome and cost', security: [{ apiKey: [] }], params: CallId, response: { 200: Call, ...errors(401, 403, 404) } } },
-    async (req) => deps.services.voice.get(await payer(req), (req.params as { id: string }).id),
+    `${prefix}/voice/calls/:id`,
+    { preHandler, schema: { tags, summary: 'A call, its transcript, outcome and cost', security, params: CallId, response: { 200: Call, ...errors(401, 403, 404) } } },
+    async (req) => deps.services.voice.get(await account(req), (req.params as { id: string }).id),
   );
 
   app.get(
-    '/v1/voice/calls',
+    `${prefix}/voice/calls`,
     {
-      preHandler: requireApiKey(deps, 'voice'),
+      preHandler,
       schema: {
-        tags: ['v1'], summary: "The caller's calls, newest first (cursor pagination)", security: [{ apiKey: [] }],
+        tags, summary: "The account's calls, newest first (cursor pagination: after is the previous page's last_id)", security,
         querystring: Type.Object(
           {
             limit: Limit,
@@ -156,7 +204,7 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       const q = req.query as { limit?: string; after?: string; status?: CallStatus; updated_after?: string };
-      return deps.services.voice.list(await payer(req), {
+      return deps.services.voice.list(await account(req), {
         limit: limitOf(q),
         ...(q.after ? { after: q.after } : {}),
         ...(q.status ? { status: q.status } : {}),
@@ -165,43 +213,19 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
   );
 
-  // Carriers' status callbacks: no API key (the carrier calls); the signature decides. Form-encoded,
-  // as Twilio posts them: parsed in this scope only, kept as ordered pairs for the signature.
-  void app.register(async (scope) => {
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
-      done(null, [...new URLSearchParams(body as string)]);
-    });
-    scope.post(
-      '/v1/voice/calls/:id/callback/:provider',
-      {
-        schema: {
-          tags: ['v1'], summary: "A carrier's status callback (authenticated by its signature)",
-          params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
-          response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404) },
-        },
-      },
-      async (req) => {
-        const { id, provider } = req.params as { id: string; provider: string };
-        const params = Array.isArray(req.body) ? (req.body as [string, string][]) : [];
-        const signature = req.headers['x-twilio-signature'];
-        return deps.services.voice.carrierCallback(id, provider, params, typeof signature === 'string' ? signature : undefined, req.url);
-      },
-    );
-  });
-
   for (const what of ['cancel', 'hangup'] as const) {
     app.post(
-      `/v1/voice/calls/:id/${what}`,
+      `${prefix}/voice/calls/:id/${what}`,
       {
-        preHandler: requireApiKey(deps, 'voice'),
+        preHandler,
         schema: {
-          tags: ['v1'], summary: what === 'cancel' ? 'Cancel a call not answered yet (billed 0)' : 'Hang up a call in progress', security: [{ apiKey: [] }],
+          tags, summary: what === 'cancel' ? 'Cancel a call not answered yet (billed 0)' : 'Hang up a call in progress', security,
           params: CallId, response: { 200: Call, ...errors(401, 403, 404, 409) },
         },
       },
       async (req) => {
         if (req.body !== undefined && req.body !== null && Object.keys(req.body as object).length > 0) throw new ApiError('invalid_request', `${what} takes no body.`);
-        return deps.services.voice.control(await payer(req), (req.params as { id: string }).id, what);
+        return deps.services.voice.control(await account(req), (req.params as { id: string }).id, what);
       },
     );
   }

@@ -1,11 +1,13 @@
 // The `simulator` carrier: a simulated callee, so calls run with no telephony account (the seeded
 // `voice-local` model, and the tests). It behaves as a carrier does from the gateway's side: it
 // reports ringing and an answer (or busy, no answer, failure) after the script's delay, then opens
-// a real WebSocket to the call's stream URL and speaks Twilio's Media Streams protocol over it
-// (`connected`, `start` with the call's customParameters, `media` base64 μ-law 8 kHz in 20 ms frames
-// paced in real time, `dtmf`, `mark` echoes, `stop`). What the gateway sends is "played" at
-// 160 bytes per 20 ms; a `mark` is echoed once the audio queued before it has played, or at once
-// when a `clear` drops that audio (as Twilio does).
+// a real WebSocket to the call's stream URL and speaks a carrier's media protocol over it: Twilio's
+// Media Streams by default (`connected`, `start` with the call's customParameters, `media` base64
+// μ-law 8 kHz in 20 ms frames paced in real time, `dtmf`, `mark` echoes, `stop`), or another given
+// as `wire` (src/voice/wire/: the fake Exotel of the tests runs these callees on Exotel's Voicebot
+// protocol). What the gateway sends is "played" in real time (160 bytes per 20 ms of μ-law); a
+// `mark` is echoed once the audio queued before it has played, or at once when a `clear` drops
+// that audio (as Twilio and Exotel do); a media payload the carrier would not play is dropped.
 //
 // The callee follows its script (config `voice.simulator.callees`, the first whose `to` matches):
 // `say` (text spoken by espeak-ng, through the speech engine given as `speak`), `silence_ms`,
@@ -17,21 +19,27 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { CalleeScript } from '../../config.ts';
+import type { SpeechClip } from '../../speech/clip.ts';
 import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
+import { twilioWire } from '../../voice/wire/twilio.ts';
+import type { CalleeWire, WireProtocol } from '../../voice/wire/types.ts';
 
-const FRAME_BYTES = 160; // 20 ms of 8 kHz μ-law
-const FRAME_MS = 20;
-const MULAW_SILENCE = 0xff;
-/** Frames without agent audio before its reply counts as over (200 ms: a late frame is not an end). */
-const GAP_FRAMES = 10;
+/** Without agent audio this long, its reply counts as over (a late frame is not an end). */
+const GAP_MS = 200;
+/** How often a script step waiting for something looks again. */
+const POLL_MS = 20;
 /** A `wait_agent` that the agent never satisfies gives up after this (the script goes on). */
 const WAIT_LIMIT_MS = 30_000;
 
 export interface SimulatorOptions {
   callees: readonly CalleeScript[];
-  /** Speech for a `say` step: 8 kHz μ-law (the tts-local engine, espeak-ng). */
-  speak(text: string, voice: string): Promise<Buffer>;
+  /** Speech for a `say` step, 8 kHz (the tts-local engine, espeak-ng). */
+  speak(text: string, voice: string): Promise<SpeechClip>;
   logger: Logger;
+  /** The protocol the callees' streams speak (default Twilio's Media Streams). */
+  wire?: WireProtocol;
+  /** Told each frame the gateway sends a callee (its event, and a media payload's bytes): the fake carriers' record. */
+  onGatewayFrame?(callSid: string, event: string, payloadBytes: number): void;
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -42,6 +50,7 @@ export function calleeFor(callees: readonly CalleeScript[], to: string): CalleeS
 export function simulatorCarrier(opts: SimulatorOptions): Carrier {
   const calls = new Map<string, SimulatedCall>();
   return {
+    wire: opts.wire ?? twilioWire,
     async dial(req, events) {
       const id = `SIM${randomBytes(12).toString('hex')}`;
       const call = new SimulatedCall(id, req, calleeFor(opts.callees, req.to), events, opts, () => calls.delete(id));
@@ -75,6 +84,9 @@ class SimulatedCall {
   private emptyFrames = 0;
   private pacer: NodeJS.Timeout | null = null;
   private readonly abort = new AbortController();
+  private readonly wire: CalleeWire;
+  /** Bytes of audio in one frame of the callee's (and played per frame of the gateway's). */
+  private readonly frameBytes: number;
 
   constructor(
     readonly id: string,
@@ -83,10 +95,13 @@ class SimulatedCall {
     private readonly events: CarrierEvents,
     private readonly opts: SimulatorOptions,
     private readonly forget: () => void,
-  ) {}
+  ) {
+    this.wire = (opts.wire ?? twilioWire).carrier;
+    this.frameBytes = this.wire.frameMs * this.wire.bytesPerMs;
+  }
 
   /** The script's speech, rendered while it rings (a `say` then starts at once, as a person speaks). */
-  private readonly spoken = new Map<string, Promise<Buffer>>();
+  private readonly spoken = new Map<string, Promise<SpeechClip>>();
 
   start(): void {
     for (const step of this.script.steps) {
@@ -142,7 +157,7 @@ class SimulatedCall {
     if (this.pacer) clearInterval(this.pacer);
     const ws = this.ws;
     if (ws && ws.readyState === WebSocket.OPEN) {
-      this.send({ event: 'stop', stop: { accountSid: 'ACsimulator', callSid: this.id } });
+      this.send(this.wire.stop(this.id));
       ws.close(1000);
     } else ws?.terminate();
     this.forget();
@@ -151,7 +166,7 @@ class SimulatedCall {
   private send(frame: Record<string, unknown>): void {
     if (this.ws?.readyState !== WebSocket.OPEN) return;
     this.seq += 1;
-    this.ws.send(JSON.stringify({ ...frame, sequenceNumber: String(this.seq), streamSid: this.streamSid }));
+    this.ws.send(JSON.stringify(this.wire.stamp(frame, this.seq, this.streamSid)));
   }
 
   private connect(): void {
@@ -163,18 +178,8 @@ class SimulatedCall {
       if (!this.over) this.end({});
     });
     ws.on('open', () => {
-      ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
-      this.send({
-        event: 'start',
-        start: {
-          streamSid: this.streamSid,
-          accountSid: 'ACsimulator',
-          callSid: this.id,
-          tracks: ['inbound'],
-          customParameters: this.req.streamParameters,
-          mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
-        },
-      });
+      ws.send(JSON.stringify(this.wire.connected()));
+      this.send(this.wire.start({ streamSid: this.streamSid, callSid: this.id, parameters: this.req.streamParameters }));
       this.pace();
       void this.run().catch((err: unknown) => this.opts.logger.warn({ err, call_sid: this.id }, 'simulated callee: script failed'));
     });
@@ -186,10 +191,12 @@ class SimulatedCall {
       } catch {
         return;
       }
-      if (m.event === 'media' && typeof m.media?.payload === 'string') {
-        const bytes = Buffer.from(m.media.payload, 'base64');
-        this.playing.push(bytes);
-        this.queuedBytes += bytes.length;
+      const media = m.event === 'media' && typeof m.media?.payload === 'string' ? Buffer.from(m.media.payload, 'base64') : null;
+      if (typeof m.event === 'string') this.opts.onGatewayFrame?.(this.id, m.event, media?.length ?? 0);
+      if (media) {
+        if (!this.wire.playable(media.length)) return this.opts.logger.warn({ call_sid: this.id, bytes: media.length }, 'simulated callee: a media payload the carrier would not play');
+        this.playing.push(media);
+        this.queuedBytes += media.length;
       } else if (m.event === 'mark' && typeof m.mark?.name === 'string') {
         this.marks.push({ name: m.mark.name, at: this.queuedBytes });
         this.echoMarks();
@@ -197,7 +204,7 @@ class SimulatedCall {
         // The queued audio is dropped; its marks come back at once.
         this.playing = [];
         this.queuedBytes = this.playedBytes;
-        for (const mark of this.marks) this.send({ event: 'mark', mark: { name: mark.name } });
+        for (const mark of this.marks) this.send(this.wire.mark(mark.name));
         this.marks = [];
         this.agentStopped();
         this.agentQuietSince = Date.now();
@@ -205,25 +212,26 @@ class SimulatedCall {
     });
   }
 
-  /** Every 20 ms of wall time: one frame of ours out (speech or silence), one frame of theirs played. */
+  /** Every frame's length of wall time (20 ms, Exotel's 100): one frame of ours out (speech or silence), one frame of theirs played. */
   private pace(): void {
     const started = Date.now();
+    const frameMs = this.wire.frameMs;
     let frames = 0;
     this.pacer = setInterval(() => {
-      const due = Math.floor((Date.now() - started) / FRAME_MS);
+      const due = Math.floor((Date.now() - started) / frameMs);
       for (; frames < due && !this.over; frames++) {
-        this.send({ event: 'media', media: { track: 'inbound', chunk: String(frames + 1), timestamp: String(frames * FRAME_MS), payload: this.nextFrame().toString('base64') } });
+        this.send(this.wire.media(frames + 1, frames * frameMs, this.nextFrame()));
         this.play();
       }
-    }, FRAME_MS);
+    }, Math.min(frameMs, POLL_MS));
   }
 
   private nextFrame(): Buffer {
-    const out = Buffer.alloc(FRAME_BYTES, MULAW_SILENCE);
+    const out = Buffer.alloc(this.frameBytes, this.wire.silence);
     let filled = 0;
-    while (filled < FRAME_BYTES && this.speech.length > 0) {
+    while (filled < this.frameBytes && this.speech.length > 0) {
       const head = this.speech[0]!;
-      const n = Math.min(head.length, FRAME_BYTES - filled);
+      const n = Math.min(head.length, this.frameBytes - filled);
       head.copy(out, filled, 0, n);
       filled += n;
       if (n === head.length) this.speech.shift();
@@ -233,7 +241,7 @@ class SimulatedCall {
   }
 
   private play(): void {
-    let left = FRAME_BYTES;
+    let left = this.frameBytes;
     while (left > 0 && this.playing.length > 0) {
       const head = this.playing[0]!;
       const n = Math.min(head.length, left);
@@ -242,14 +250,14 @@ class SimulatedCall {
       if (n === head.length) this.playing.shift();
       else this.playing[0] = head.subarray(n);
     }
-    if (left < FRAME_BYTES) {
+    if (left < this.frameBytes) {
       this.emptyFrames = 0;
       this.agentQuietSince = Date.now();
       if (this.agentSince === null) {
         this.agentSince = Date.now();
         this.agentSpokeAfter += 1;
       }
-    } else if (this.agentSince !== null && ++this.emptyFrames >= GAP_FRAMES) this.agentStopped();
+    } else if (this.agentSince !== null && ++this.emptyFrames * this.wire.frameMs >= GAP_MS) this.agentStopped();
     this.echoMarks();
   }
 
@@ -259,7 +267,7 @@ class SimulatedCall {
   }
 
   private echoMarks(): void {
-    while (this.marks.length > 0 && this.marks[0]!.at <= this.playedBytes) this.send({ event: 'mark', mark: { name: this.marks.shift()!.name } });
+    while (this.marks.length > 0 && this.marks[0]!.at <= this.playedBytes) this.send(this.wire.mark(this.marks.shift()!.name));
   }
 
   private async run(): Promise<void> {
@@ -267,15 +275,15 @@ class SimulatedCall {
     for (const step of this.script.steps) {
       if (this.over) return;
       if ('say' in step) {
-        const audio = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
+        const clip = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
         if (this.over) return;
-        this.speech.push(audio);
+        this.speech.push(clip.as(this.wire.audio));
         await this.until(() => this.speech.length === 0, signal, 600_000);
       } else if ('silence_ms' in step) {
         await sleep(step.silence_ms, undefined, { signal }).catch(() => undefined);
       } else if ('dtmf' in step) {
         for (const digit of step.dtmf) {
-          this.send({ event: 'dtmf', dtmf: { track: 'inbound_track', digit } });
+          this.send(this.wire.dtmf(digit));
           await sleep(100, undefined, { signal }).catch(() => undefined);
         }
       } else if ('wait_agent' in step) {
@@ -295,6 +303,6 @@ class SimulatedCall {
 
   private async until(ready: () => boolean, signal: AbortSignal, limitMs: number): Promise<void> {
     const deadline = Date.now() + limitMs;
-    while (!ready() && !signal.aborted && Date.now() < deadline) await sleep(FRAME_MS);
+    while (!ready() && !signal.aborted && Date.now() < deadline) await sleep(POLL_MS);
   }
 }

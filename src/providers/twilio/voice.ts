@@ -3,9 +3,12 @@
 // gateway's media stream (`<Connect><Stream url>` with the call id and its one-time token as
 // `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
 // callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
-// Status=completed`; what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media itself is Twilio's Media Streams protocol, which src/ws/voice.ts speaks.
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
+// Status=completed`; what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media
+// itself is Twilio's Media Streams protocol (src/voice/wire/twilio.ts).
+import { createHmac } from 'node:crypto';
+import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../../voice/carrier.ts';
+import { twilioWire } from '../../voice/wire/twilio.ts';
+import { carrierRest } from '../carrier-rest.ts';
 
 export interface TwilioRoute {
   baseUrl: string;
@@ -36,51 +39,24 @@ export function twilioSignature(authToken: string, url: string, params: readonly
 
 /** Whether `signature` (X-Twilio-Signature) signs this callback; compared in constant time. */
 export function verifySignature(authToken: string, url: string, params: readonly [string, string][], signature: string): boolean {
-  const expected = Buffer.from(twilioSignature(authToken, url, params));
-  const given = Buffer.from(signature);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return sameSecret(signature, twilioSignature(authToken, url, params));
 }
-
-export type StatusNews = { kind: 'ringing' } | { kind: 'answered' } | { kind: 'ended'; outcome: Parameters<CarrierEvents['ended']>[0]; durationS: number } | { kind: 'ignored' };
 
 /** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore). */
 export function parseStatusCallback(params: ReadonlyMap<string, string>): StatusNews {
-  const duration = Number(params.get('CallDuration') ?? '0');
-  switch (params.get('CallStatus')) {
-    case 'ringing':
-      return { kind: 'ringing' };
-    case 'in-progress':
-      return { kind: 'answered' };
-    case 'completed':
-      return { kind: 'ended', outcome: {}, durationS: Number.isFinite(duration) ? duration : 0 };
-    case 'busy':
-      return { kind: 'ended', outcome: { status: 'busy' }, durationS: 0 };
-    case 'no-answer':
-      return { kind: 'ended', outcome: { status: 'no_answer' }, durationS: 0 };
-    case 'failed':
-      return { kind: 'ended', outcome: { status: 'failed' }, durationS: 0 };
-    default:
-      return { kind: 'ignored' }; // queued, initiated, canceled (ours)
-  }
+  const status = params.get('CallStatus');
+  if (status === 'ringing') return { kind: 'ringing' };
+  if (status === 'in-progress') return { kind: 'answered' };
+  // queued, initiated and canceled (ours) say nothing new.
+  return endedNews(status, Number(params.get('CallDuration') ?? '0')) ?? { kind: 'ignored' };
 }
 
 export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: string): string; timeoutMs?: number }): Carrier {
-  const base = `${route.baseUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}`;
-  const auth = `Basic ${Buffer.from(`${route.accountSid}:${route.authToken}`).toString('base64')}`;
-  /** A POST with `form`, or a GET without. */
-  const request = async (path: string, form?: URLSearchParams): Promise<Record<string, unknown>> => {
-    const res = await fetch(`${base}${path}`, {
-      method: form ? 'POST' : 'GET',
-      headers: { authorization: auth, ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-      ...(form ? { body: form.toString() } : {}),
-      redirect: 'error',
-      signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`twilio answered ${res.status}: ${text.slice(0, 200)}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  };
+  const rest = carrierRest('twilio', route.baseUrl, { user: route.accountSid, password: route.authToken }, opts.timeoutMs);
+  const account = `/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}`;
+  const post = (path: string, form: URLSearchParams) => rest('POST', `${account}${path}`, form);
   return {
+    wire: twilioWire,
     async dial(req) {
       const form = new URLSearchParams({
         To: req.to,
@@ -92,18 +68,22 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
         TimeLimit: String(Math.ceil(req.maxDurationMs / 1000)),
       });
       for (const e of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', e);
-      const call = await request('/Calls.json', form);
+      const call = await post('/Calls.json', form);
       if (typeof call.sid !== 'string') throw new Error('twilio answered no call sid');
       return call.sid;
     },
     async hangup(sid) {
-      await request(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+      await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
     },
     async duration(sid) {
       // `duration` is a string of whole seconds once the call is over, null before.
-      const call = await request(`/Calls/${encodeURIComponent(sid)}.json`);
+      const call = await rest('GET', `${account}/Calls/${encodeURIComponent(sid)}.json`);
       const seconds = typeof call.duration === 'string' && /^\d{1,9}$/.test(call.duration) ? Number(call.duration) : null;
       return call.status === 'completed' ? seconds : null;
+    },
+    callbacks: {
+      authentic: (req) => route.authToken !== '' && req.signature !== undefined && verifySignature(route.authToken, req.url, req.params, req.signature),
+      news: parseStatusCallback,
     },
   };
 }

@@ -5,9 +5,9 @@
 // as the API renders them (text, SRT, WebVTT, the job's JSON). A failed job shows its error.
 import { useRef, useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
-import { Loading, Page, useLoad } from '../../ui/components.tsx';
+import { Loading, Page, unix, useLoad, usePoll } from '../../ui/components.tsx';
 import { clock } from '../../ui/speech.tsx';
-import { running, unix, usePoll, type Job } from './jobs.tsx';
+import { running, type Job } from './jobs.tsx';
 
 interface Turn {
   speaker: string;

@@ -3,9 +3,9 @@
 // fields and bill); and the account's jobs, newest first, paginated by the server, re-read every
 // two seconds while any of them is still queued or processing (every five otherwise, so a job an
 // API client starts shows up too).
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { useSession } from '../../ui/context.tsx';
-import { ErrorBox, Field, Loading, Notice, Page, useAction, utc, num } from '../../ui/components.tsx';
+import { ErrorBox, Field, Loading, Notice, Page, useAction, num, unix, usePoll } from '../../ui/components.tsx';
 import { usePaged } from '../../ui/paged.tsx';
 import { DataTable } from '../../ui/table.tsx';
 import { href } from '../../ui/router.tsx';
@@ -26,19 +26,7 @@ export interface Job {
   error?: { code: string; message: string };
 }
 
-/** The gateway's upload limit (it answers 413 past it, before reading the file). */
-
-export const unix = (s: number | null | undefined) => (s ? utc(new Date(s * 1000).toISOString()) : '—');
 export const running = (j: Job) => j.status === 'queued' || j.status === 'processing';
-
-/** Re-runs `reload` every `ms` (none: never) while the page is in view. */
-export function usePoll(ms: number | null, reload: () => void) {
-  useEffect(() => {
-    if (ms === null) return;
-    const t = setInterval(() => document.visibilityState === 'visible' && reload(), ms);
-    return () => clearInterval(t);
-  }, [ms]);
-}
 
 export function JobsPage() {
   const { list, pager } = usePaged<Job>('/portal/transcription/jobs');

@@ -1,0 +1,29 @@
+// A voice call as the API answers it (GET /v1/voice/calls/{id}, and the /portal routes that answer
+// the same). Its only import is types of the call's machine, so the dashboard's bundle (browser
+// types only) reads this type too.
+import type { CallStatus, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+
+export interface VoiceCallObject {
+  id: string;
+  object: 'voice.call';
+  status: CallStatus;
+  model: string;
+  to: string;
+  from: string | null;
+  created_at: number;
+  max_duration_seconds: number;
+  metadata: Record<string, string>;
+  end_reason?: string | null;
+  dial_started_at?: number | null;
+  ringing_at?: number | null;
+  answered_at?: number | null;
+  ended_at?: number | null;
+  duration_seconds?: number | null;
+  billed_seconds?: number | null;
+  cost_cents?: number | null;
+  /** What the carrier says the call lasted (s): asked only of a call finalized after a restart; null otherwise. */
+  carrier_duration_seconds?: number | null;
+  transcript?: VoiceCallContext['turns'];
+  outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
+  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };
+}
