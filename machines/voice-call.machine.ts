@@ -96,6 +96,8 @@ export interface VoiceCallContext extends VoiceCallInput {
   lastAliveAt: number | null;
   billedSeconds: number | null;
   costMicrocents: number | null;
+  /** What the carrier says the call lasted (s), when it was asked: a call finalized after a restart. */
+  carrierDurationSeconds?: number | null;
   /** The transcript: at most MAX_TURNS turns (the snapshot stays small); later ones are left out. */
   turns: Turn[];
   actions: OutcomeAction[];
@@ -133,6 +135,8 @@ export interface FinishInput {
 }
 export interface FinishOutput {
   costMicrocents: number;
+  /** The carrier's own duration of the call, when the finish asked it (an orphaned call hung up by its API). */
+  carrierDurationSeconds?: number | null;
   at: number;
 }
 
@@ -335,7 +339,7 @@ export const voiceCallMachine = setup({
           billedSeconds: context.billedSeconds ?? 0,
           spec: context.spec,
         }),
-        onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents })) },
+        onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents, carrierDurationSeconds: event.output.carrierDurationSeconds ?? null })) },
         // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
         onError: { target: 'ended' },
       },

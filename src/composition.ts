@@ -44,6 +44,7 @@ import { loadResamplers, type Resamplers } from './speech/resample.ts';
 import { startPocketsphinxEngine } from './speech/pocketsphinx.ts';
 import type { Logger } from 'pino';
 import { voiceCallKind } from './voice/kind.ts';
+import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
@@ -97,6 +98,8 @@ export interface Services {
   realtime: RealtimeService;
   /** POST /v1/voice/call and the calls (src/voice/); the media streams' edge is src/ws/voice.ts. */
   voice: VoiceCalls;
+  /** Limits an operator set on one account over the defaults (PATCH /admin/limits/…). */
+  accountLimits: AccountLimits;
 }
 
 export async function createServices(deps: {
@@ -250,12 +253,14 @@ export async function createServices(deps: {
       // `dialled` is `<route index>:<carrier's call id>` (src/voice/media.ts).
       const m = /^(\d+):(.+)$/.exec(dialled);
       const model = m ? await models.get(modelId) : null;
-      if (!m || !model) return;
-      const at = Number(m[1]);
-      const config = model.routes[at];
-      const route = gatewayDeps.resolveRoutes(model)[at];
+      const at = Number(m?.[1]);
+      const config = model?.routes[at];
+      const route = model ? gatewayDeps.resolveRoutes(model)[at] : undefined;
       // The simulator's callee died with the process; a real carrier's call is hung up by its API.
-      if (config && route && config.provider !== 'simulator') await carrierFor(config, route)?.hangup(m[2]!);
+      const carrier = m && config && route && config.provider !== 'simulator' ? carrierFor(config, route) : undefined;
+      if (!carrier) return { carrierDurationSeconds: null };
+      await carrier.hangup(m![2]!);
+      return { carrierDurationSeconds: (await carrier.duration?.(m![2]!)) ?? null };
     },
   });
   const responseAudio = new ResponseAudio({ router, resolveRoutes: gatewayDeps.resolveRoutes, resamplers: () => (resamplers ??= loadResamplers()) });
@@ -289,6 +294,7 @@ export async function createServices(deps: {
     }
     return undefined;
   };
+  const accountLimits = new AccountLimits(deps.store, now);
   const voice = new VoiceCalls({
     meter,
     models,
@@ -298,6 +304,8 @@ export async function createServices(deps: {
     carrier: carrierFor,
     payerFor: (principal) => billing.payerFor(principal),
     available: (payer) => billing.availableMicrocents(payer.walletId),
+    webhookOwned: (account, id) => webhooks.owns(account, id),
+    maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
     intent,
     audio: responseAudio,
     router,
@@ -305,7 +313,7 @@ export async function createServices(deps: {
     detectors: () => (detectors ??= loadVoiceDetectors()),
     baseUrl: publicBase,
     keySecret: deps.keySecret,
-    settings: { maxConcurrentCalls: vc.maxConcurrentCalls, mediaTimeoutMs: vc.mediaTimeoutMs },
+    settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),
     now,
   });
@@ -320,6 +328,7 @@ export async function createServices(deps: {
   return {
     realtime,
     voice,
+    accountLimits,
     transcriptionJobs,
     store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, meter, events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),

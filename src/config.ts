@@ -284,6 +284,8 @@ export const ConfigSchema = Type.Object(
       {
         /** Calls of one account in progress at once (queued to ending); past it POST /v1/voice/call answers 429. */
         maxConcurrentCalls: Int(1, 100_000),
+        /** A call the wallet cannot cover for this long is refused (402 insufficient_credit) before anything is dialled. */
+        minAffordableSeconds: Int(1, 3600),
         /**
          * The gateway's public base URL (https://api.example.com) that carriers call back and open
          * media streams to; empty: the address the gateway listens on (enough for the simulator).

@@ -87,6 +87,7 @@ const OWNERS: Record<string, string> = {
   invitation_windows: 'src/identity/invitations.ts',
   api_keys: 'src/identity/keys.ts',
   operator_sessions: 'src/identity/operator-sessions.ts',
+  account_limits: 'src/identity/account-limits.ts',
   // billing (src/billing/): wallets.ts alone touches wallets (with its legacy holds and migration marks)
   wallets: 'src/billing/wallets.ts',
   billing_holds: 'src/billing/wallets.ts',

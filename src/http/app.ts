@@ -25,6 +25,7 @@ import { registerPortalBillingRoutes } from './routes/portal-billing.ts';
 import { registerAdminBillingRoutes } from './routes/admin-billing.ts';
 import { registerV1Routes } from './routes/v1.ts';
 import { registerAdminModelRoutes } from './routes/admin-models.ts';
+import { registerAdminLimitRoutes } from './routes/admin-limits.ts';
 import { registerAdminIntentRoutes } from './routes/admin-intent.ts';
 import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
@@ -175,6 +176,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalBillingRoutes(app, deps);
   registerAdminBillingRoutes(app, deps);
   registerAdminModelRoutes(app, deps);
+  registerAdminLimitRoutes(app, deps);
   registerAdminIntentRoutes(app, deps);
   registerPortalWebhookRoutes(app, deps);
   registerPortalTranscriptionRoutes(app, deps);

@@ -10,6 +10,8 @@ export interface AccountEvent {
   /** The account the event belongs to: a user or an organization. */
   owner: { type: 'user' | 'org'; id: number };
   fields: Record<string, string | number | boolean | null>;
+  /** Only to this endpoint of the account, whatever it subscribes to (a voice call's `webhook_id`). */
+  webhookId?: number;
 }
 
 export interface EventSink {

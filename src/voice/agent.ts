@@ -54,6 +54,8 @@ export interface CallAgent {
   reply(text: string, signal: AbortSignal): Promise<AgentReply | null>;
   /** What it says when nobody has spoken for a while (null: nothing). */
   prompt(): Promise<AgentReply | null>;
+  /** What it says before the credit guard hangs up (null: nothing, the call ends at its limit). */
+  lowBalance(): Promise<AgentReply | null>;
 }
 
 /** One line as a reply's lines. */
@@ -191,6 +193,9 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       // The pack's own idle wording when it has one, else its clarifying question.
       return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');
     },
+    lowBalance() {
+      return wording('GEN.LOW_BALANCE');
+    },
     async opening() {
       const first = o.firstMessage;
       if (first.mode === 'wait_for_callee') return null;
@@ -278,6 +283,10 @@ export function llmAgent(o: LlmAgentOptions): CallAgent {
       return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM' };
     },
     async prompt() {
+      return null;
+    },
+    // No pack, so no wording we could vouch for in every language: the call ends at its limit.
+    async lowBalance() {
       return null;
     },
   };

@@ -75,6 +75,8 @@ export interface Carrier {
   dial(req: DialRequest, events: CarrierEvents): Promise<string>;
   /** Ends the call (before an answer: cancels it). Idempotent; a call already over is no error. */
   hangup(carrierCallId: string): Promise<void>;
+  /** How long the carrier says the call lasted, whole seconds; null while it is not over (or it does not say). */
+  duration?(carrierCallId: string): Promise<number | null>;
   /** Its status callbacks (none for a carrier that reports through `events` only). */
   callbacks?: {
     /** Whether this carrier sent it (its signature, or the call's secret), compared in constant time. */

@@ -40,12 +40,16 @@ export interface CallSpecFields {
   language: string;
   voice: string;
   metadata: Record<string, string>;
+  /** The call's `webhook_id`: its events go to that endpoint only. */
+  webhookId?: number;
 }
 
 /** The call's live side (carrier and media), as the effects see it: never persisted. */
 export interface CallResources extends ActorResources {
   /** Asks the model's carriers (in route order) to place the call; resolves with `<route index>:<the carrier's id for it>`. */
   dial(input: DialInput): Promise<string>;
+  /** The call was answered at `at` (the actor's time: the credit guard is timed from it). Idempotent. */
+  answered(at: number): void;
   /** The call ends (for `reason`): stop the media and hang up at the carrier if still up. Idempotent. */
   hangup(reason: EndReason): Promise<void>;
 }
@@ -54,9 +58,10 @@ export interface VoiceKindDeps {
   meter: Pick<Meter, 'resume'>;
   /**
    * Hangs up a call at its carrier when this instance has no media for it (restored after its
-   * instance died): by the carrier's API, through the model's carrier route. Idempotent.
+   * instance died): by the carrier's API, through the model's carrier route; then asks the carrier
+   * how long the call lasted (null: it does not say). Idempotent.
    */
-  hangupOrphan?(model: string, carrierCallId: string): Promise<void>;
+  hangupOrphan?(model: string, carrierCallId: string): Promise<{ carrierDurationSeconds: number | null }>;
   events: EventSink;
   now(): number;
   checkpointMs: number;
@@ -97,7 +102,8 @@ export function orderKey(createdAt: number, callId: string): string {
 
 function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
   const specOf = (s: unknown) => s as CallSpecFields;
-  const owner = (spec: CallSpecFields) => ({ type: spec.payer.ownerType, id: spec.payer.ownerId });
+  // The account's subscribed endpoints, or the one the call names.
+  const to = (spec: CallSpecFields) => ({ owner: { type: spec.payer.ownerType, id: spec.payer.ownerId }, ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}) });
   return {
     actors: {
       dial: fromPromise<DialOutput, DialInput>(async ({ input }) => {
@@ -111,19 +117,23 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
       }),
       notifyAnswered: fromPromise<void, NotifyInput>(async ({ input }) => {
         const spec = specOf(input.spec);
+        ctx.resources()?.answered(input.answeredAt); // the media times its credit guard from the actor's answer
         await ctx.steps.once('notify:answered', async () => {
           const view = { call_id: input.callId, model: input.model, to: input.to, answered_at: Math.floor(input.answeredAt / 1000) };
-          await deps.events.emit({ event: 'call.answered', owner: owner(spec), fields: view });
+          await deps.events.emit({ event: 'call.answered', ...to(spec), fields: view });
           return true;
         });
       }),
       finish: fromPromise<FinishOutput, FinishInput>(async ({ input }) => {
         const spec = specOf(input.spec);
         const media = ctx.resources();
+        let carrierDurationSeconds: number | null = null;
         if (media) await media.hangup(input.reason);
         else if (input.carrierCallId && deps.hangupOrphan) {
-          // The media died with its instance; the call may still be up at the carrier.
-          await deps.hangupOrphan(input.model, input.carrierCallId).catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
+          // The media died with its instance; the call may still be up at the carrier. What the
+          // carrier then says it lasted is kept beside what is billed (up to the last heartbeat).
+          const told = await deps.hangupOrphan(input.model, input.carrierCallId).catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
+          carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
         const cost = await ctx.steps.once('charge', async () => {
           const call = deps.meter.resume({ payer: spec.payer, model: input.model, modelType: 'voice', hold: spec.hold, requestId: spec.requestId, startedAt: spec.startedAt });
@@ -138,12 +148,12 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
         await ctx.steps.once('notify:ended', async () => {
           await deps.events.emit({
             event: 'call.ended',
-            owner: owner(spec),
+            ...to(spec),
             fields: { call_id: input.callId, model: input.model, status: input.status, end_reason: input.reason, billed_seconds: input.billedSeconds, cost_cents: centsOf(cost) },
           });
           return true;
         });
-        return { costMicrocents: cost, at: deps.now() };
+        return { costMicrocents: cost, carrierDurationSeconds, at: deps.now() };
       }),
     },
   };

@@ -14,6 +14,9 @@
 // between two frames, cancels what the reply still had coming (its chat stream, its syntheses) and
 // sends the carrier's `clear` at once; the marks echoed before it tell how much the callee heard,
 // and the agent's turn keeps `heard_text`: its text cut there.
+// The credit guard (a call whose maximum the wallet set): the agent's low-balance wording, timed from
+// the actor's answer to end before that limit in the carrier's chunks, cuts the agent's turn and plays
+// whole (no barge-in, nothing answered meanwhile); then the call ends `insufficient_credit`.
 // The actor gets control events only (turns, actions, a heartbeat a second, an end it decided);
 // audio never enters it.
 import type { Logger } from 'pino';
@@ -21,6 +24,7 @@ import type { DialInput, EndReason, Turn, VoiceCallEvent } from '../../machines/
 import type { VoiceDetector, VoiceDetectors } from '../speech/vad.ts';
 import { AudioBuffer } from '../realtime/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
+import type { SpokenLine } from './lines.ts';
 import { SILENCE_BYTE, type SpeechClip } from '../speech/clip.ts';
 import { sameSecret, type Carrier, type DialRequest } from './carrier.ts';
 import type { MediaWire } from './wire/types.ts';
@@ -36,6 +40,8 @@ const HEARTBEAT_MS = 1000;
 const LEAD_MS = 40;
 const PREFIX_MS = 300;
 const MAX_UTTERANCE_MS = 30_000;
+/** The credit guard's wording ends this long before the call's limit (timers, the last mark's echo, the end's write). */
+const CREDIT_MARGIN_MS = 1000;
 
 /** What the media loop sends the carrier and how it closes the stream (the WebSocket edge's side). */
 export interface MediaStream {
@@ -64,6 +70,12 @@ export interface CallMediaDeps {
   recognise(samples: Int16Array, signal: AbortSignal): Promise<string>;
   turn: TurnSettings;
   mediaTimeoutMs: number;
+  /**
+   * The call's maximum when the wallet set it: the credit guard plays the agent's low-balance
+   * wording so that it ends before that limit, then ends the call `insufficient_credit`. Null: the
+   * client set the maximum (the actor ends the call `max_duration` there).
+   */
+  creditLimitMs: number | null;
   /** The silence watchdog: prompt after this long without speech, at most this many times, then end. */
   idle: { promptAfterMs: number; maxPrompts: number };
   log: Logger;
@@ -104,6 +116,10 @@ export class CallMedia implements CallResources {
   private lastFrameAt = 0;
   private watchdog: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  private creditGuard: NodeJS.Timeout | null = null;
+  private creditGuardArmed = false;
+  /** The credit guard's last words are playing: nothing else is said, and they are not cut. */
+  private closing = false;
   private vad: VoiceDetector | null = null;
   private readonly buffer = new AudioBuffer(((MAX_UTTERANCE_MS + PREFIX_MS + 2000) * RATE) / 1000);
   private speechStart: number | null = null;
@@ -172,6 +188,18 @@ export class CallMedia implements CallResources {
       }
     }
     throw lastError;
+  }
+
+  answered(at: number): void {
+    // The simulator told the answer already; a carrier whose news comes by callback (Twilio) did not.
+    if (this.answeredAt === null) {
+      this.answeredAt = at;
+      this.arm();
+    }
+    if (this.deps.creditLimitMs !== null && !this.creditGuardArmed && !this.hungUp && !this.disposed) {
+      this.creditGuardArmed = true;
+      void this.armCreditGuard(at + this.deps.creditLimitMs);
+    }
   }
 
   async hangup(_reason: EndReason): Promise<void> {
@@ -281,7 +309,7 @@ export class CallMedia implements CallResources {
    * ends the call (`silence_timeout`). Independent of the pipeline: a call never stays up unheard.
    */
   private checkIdle(): void {
-    if (!this.started || this.playback || this.speechStart !== null || this.busy > 0 || this.hungUp) return;
+    if (!this.started || this.closing || this.playback || this.speechStart !== null || this.busy > 0 || this.hungUp) return;
     if (this.deps.now() - this.lastActivityAt < this.deps.idle.promptAfterMs) return;
     this.lastActivityAt = this.deps.now();
     if (this.prompts >= this.deps.idle.maxPrompts) return void this.end('silence_timeout');
@@ -299,7 +327,42 @@ export class CallMedia implements CallResources {
   private stopTimers(): void {
     if (this.watchdog) clearInterval(this.watchdog);
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.watchdog = this.heartbeat = null;
+    if (this.creditGuard) clearTimeout(this.creditGuard);
+    this.watchdog = this.heartbeat = this.creditGuard = null;
+  }
+
+  /**
+   * The credit guard: the low-balance wording (rendered now, so its length is known) starts its
+   * length and a margin before `deadline`; whatever the agent is saying then is cut (the carrier
+   * told to clear), the wording plays to its end whatever the callee says, and the call ends
+   * `insufficient_credit`. An agent without such a wording leaves the end to the actor, at the limit.
+   */
+  private async armCreditGuard(deadline: number): Promise<void> {
+    // Its lines, rendered: how long they play in the carrier's chunks.
+    let words: AgentReply | null;
+    const lines: SpokenLine[] = [];
+    try {
+      words = await this.deps.agent.lowBalance();
+      if (words) for await (const line of words.lines) lines.push(line);
+    } catch (err) {
+      this.deps.log.warn({ err }, 'the low-balance wording could not be rendered');
+      return;
+    }
+    if (!words || this.hungUp || this.disposed) return;
+    const wire = this.wire;
+    const playMs = lines.reduce((ms, line) => ms + (wholeChunks(line.audio, wire).length / wire.chunkBytes) * wire.chunkMs, 0);
+    const reply: AgentReply = { ...words, lines: replay(lines) };
+    this.creditGuard = setTimeout(() => void this.closeForCredit(reply), Math.max(0, deadline - CREDIT_MARGIN_MS - playMs - this.deps.now()));
+    this.creditGuard.unref();
+  }
+
+  /** The credit guard's close: the agent's turn stops (cleared at the carrier if it played), the wording plays, the call ends. */
+  private async closeForCredit(words: AgentReply): Promise<void> {
+    this.closing = true;
+    this.cutPlayback();
+    this.stopPlayback();
+    await this.respond(async () => words, null, true).catch((err: unknown) => this.deps.log.warn({ err }, 'the low-balance wording did not play'));
+    await this.end('insufficient_credit');
   }
 
   /** The media loop decided the call ends. */
@@ -367,8 +430,9 @@ export class CallMedia implements CallResources {
     if (!text) return;
     const ignored = this.deps.turn.interruption.ignore.includes(text.toLowerCase().replace(/[.!?,]/g, ''));
     this.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text, start: this.clock(startedAt), end: this.clock(endedAt) } });
-    // A backchannel while the agent speaks is not a turn ("haan", "ok").
-    if (ignored && this.playback) return;
+    // A backchannel while the agent speaks is not a turn ("haan", "ok"); once the credit guard is
+    // closing the call, nothing is answered (an action whose confirmation cannot play is not taken).
+    if ((ignored && this.playback) || this.closing) return;
     await this.respond((signal) => this.deps.agent.reply(text, signal), endedAt);
   }
 
@@ -382,15 +446,16 @@ export class CallMedia implements CallResources {
 
   /**
    * One agent turn: its reply (`make`), recorded and said. The turn's signal goes to the agent and
-   * is aborted by a barge-in or the hang-up, and at the turn's end: what the reply still had running
-   * (an LLM's stream, its syntheses) stops there.
+   * is aborted by a barge-in, the credit guard or the hang-up, and at the turn's end: what the reply
+   * still had running (an LLM's stream, its syntheses) stops there. Once the credit guard is closing
+   * the call, only its own last words (`last`) are said.
    */
-  private async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heardAt: number | null): Promise<void> {
+  private async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heardAt: number | null, last = false): Promise<void> {
     const abort = new AbortController();
     this.turnAbort = abort;
     try {
       const reply = await make(abort.signal);
-      if (!reply || this.hungUp || this.disposed || abort.signal.aborted) return;
+      if (!reply || this.hungUp || this.disposed || abort.signal.aborted || (this.closing && !last)) return;
       if (reply.outcome && reply.action) this.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: this.clock() } });
       await this.say(reply, heardAt, abort);
     } finally {
@@ -450,7 +515,7 @@ export class CallMedia implements CallResources {
       type: 'turn',
       now: this.deps.now(),
       turn: t,
-      interrupted,
+      interrupted: interrupted && !this.closing, // the callee's interruptions, not the credit guard's cut
       ...(heardAt !== null && p.firstFrameAt !== null ? { latencyMs: Math.max(0, p.firstFrameAt - heardAt) } : {}),
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
@@ -530,17 +595,29 @@ export class CallMedia implements CallResources {
   }
 
   private bargeIn(): void {
+    if (this.closing) return; // the credit guard's last words are not cut
+    const heard = this.cutPlayback();
+    if (heard !== null) this.deps.log.debug({ heard_bytes: heard }, 'barge-in: playback cleared');
+  }
+
+  /** Stops the reply playing and tells the carrier to drop what it queued; the bytes heard, or null when nothing played. */
+  private cutPlayback(): number | null {
     const p = this.playback;
-    if (!p || p.firstFrameAt === null || p.abort.signal.aborted) return;
+    if (!p || p.firstFrameAt === null || p.abort.signal.aborted) return null;
     p.abort.abort();
     this.stream?.send(this.wire.clear(this.streamSid));
-    this.deps.log.debug({ heard_bytes: p.heardBytes }, 'barge-in: playback cleared');
+    return p.heardBytes;
   }
 
   /** The agent's turn ends: its playback and whatever of its reply is still coming. */
   private stopPlayback(): void {
     this.turnAbort?.abort();
   }
+}
+
+/** Lines already rendered, as a reply's. */
+async function* replay(lines: SpokenLine[]): AsyncGenerator<SpokenLine> {
+  yield* lines;
 }
 
 /** A line's audio in the wire's encoding, padded with silence to whole chunks (the next line then starts on a chunk of its own). */

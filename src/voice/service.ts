@@ -34,8 +34,6 @@ import type { VoiceCallObject } from './views.ts';
 
 const DEFAULT_MAX_DURATION_SECONDS = 600;
 const DEFAULT_RING_TIMEOUT_SECONDS = 30;
-/** A call the wallet cannot cover for this long is refused (402). */
-const MIN_AFFORDABLE_SECONDS = 60;
 const DEFAULT_ENDPOINTING_MS = 700;
 /** The silence that ends a turn while digits are expected (an account number read in groups pauses longer). */
 const DEFAULT_DIGITS_ENDPOINTING_MS = 1500;
@@ -62,12 +60,14 @@ export interface VoiceCallBody {
   ring_timeout_seconds?: number;
   idle?: { prompt_after_ms?: number; max_prompts?: number };
   turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
-  webhook_id?: string;
+  webhook_id?: number;
   metadata?: Record<string, string>;
 }
 
 export interface VoiceSettings {
   maxConcurrentCalls: number;
+  /** A call the wallet cannot cover for this long is refused (402). */
+  minAffordableSeconds: number;
   mediaTimeoutMs: number;
 }
 
@@ -83,6 +83,10 @@ export interface VoiceServiceDeps {
   payerFor(principal: ApiKeyPrincipal): Promise<Payer>;
   /** What the payer's wallet can still hold, µ¢. */
   available(payer: Payer): Promise<number>;
+  /** The account's own limit on calls at once, an operator's (null: `settings.maxConcurrentCalls`). */
+  maxConcurrentCalls(account: string): Promise<number | null>;
+  /** Whether webhook `id` is the account's (a call's `webhook_id`). */
+  webhookOwned(account: string, id: number): Promise<boolean>;
   intent: Pick<IntentService, 'converse' | 'packOf'>;
   audio: ResponseAudio;
   router: Pick<UpstreamRouter, 'transcribe' | 'stream'>;
@@ -189,9 +193,9 @@ export class VoiceCalls {
   }
 
   private async place(principal: ApiKeyPrincipal, payer: Payer, body: VoiceCallBody, callId: string, requestId: string): Promise<VoiceCallObject> {
-    const { settings } = this.deps;
-    const active = await this.deps.runtime.list(VOICE_KIND, { account: payer.walletId, active: true }, { limit: settings.maxConcurrentCalls });
-    if (active.length >= settings.maxConcurrentCalls) {
+    const limit = (await this.deps.maxConcurrentCalls(payer.walletId)) ?? this.deps.settings.maxConcurrentCalls;
+    const active = await this.deps.runtime.list(VOICE_KIND, { account: payer.walletId, active: true }, { limit });
+    if (active.length >= limit) {
       throw new ApiError('concurrency_limit_exceeded', `Your account has ${active.length} calls in progress, its limit; place this one when one ends.`, { headers: { 'retry-after': '30' } });
     }
     const call = await this.deps.meter.begin(principal, {
@@ -216,6 +220,7 @@ export class VoiceCalls {
       language: c.language,
       voice: c.voice,
       metadata: body.metadata ?? {},
+      ...(body.webhook_id !== undefined ? { webhookId: body.webhook_id } : {}),
     };
     const input: VoiceCallInput = {
       callId,
@@ -279,6 +284,7 @@ export class VoiceCalls {
         },
       },
       mediaTimeoutMs: this.deps.settings.mediaTimeoutMs,
+      creditLimitMs: c.reservedSeconds < c.maxSeconds ? c.reservedSeconds * 1000 : null,
       idle: { promptAfterMs: body.idle?.prompt_after_ms ?? DEFAULT_IDLE_PROMPT_MS, maxPrompts: body.idle?.max_prompts ?? DEFAULT_IDLE_PROMPTS },
       log,
       now: this.deps.now,
@@ -326,6 +332,9 @@ export class VoiceCalls {
     if (!phone.country || !features.countries.includes(phone.country)) {
       throw new ApiError('destination_not_allowed', `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`, { param: 'to' });
     }
+    if (body.webhook_id !== undefined && !(await this.deps.webhookOwned(payer.walletId, body.webhook_id))) {
+      throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
+    }
     if (body.from !== undefined && !model.routes.some((r) => r.from === body.from)) {
       throw new ApiError('invalid_request', `'from' must be a caller id one of the model's carrier routes owns.`, { param: 'from' });
     }
@@ -372,9 +381,10 @@ export class VoiceCalls {
     // The credit guard: the reservation covers min(max duration, what the wallet affords).
     const price = callPrice(features.price_per_minute_cents, 1);
     const affordable = price > 0 ? Math.floor((await this.deps.available(payer)) / price) : Infinity;
-    if (affordable < MIN_AFFORDABLE_SECONDS) {
+    const floor = this.deps.settings.minAffordableSeconds;
+    if (affordable < floor) {
       const perMinute = features.price_per_minute_cents;
-      throw new ApiError('insufficient_credit', `A call needs at least ${MIN_AFFORDABLE_SECONDS} s of credit (${perMinute} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`);
+      throw new ApiError('insufficient_credit', `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`);
     }
     return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
   }
@@ -522,6 +532,7 @@ export function toObject(view: ActorView): VoiceCallObject {
     duration_seconds: c.answeredAt && ended !== null ? Math.max(0, Math.round((ended - c.answeredAt) / 100) / 10) : c.answeredAt ? null : 0,
     billed_seconds: c.billedSeconds ?? null,
     cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
+    carrier_duration_seconds: c.carrierDurationSeconds ?? null,
     transcript: c.turns ?? [],
     outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
     metrics: {

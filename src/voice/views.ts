@@ -21,6 +21,8 @@ export interface VoiceCallObject {
   duration_seconds?: number | null;
   billed_seconds?: number | null;
   cost_cents?: number | null;
+  /** What the carrier says the call lasted (s): asked only of a call finalized after a restart; null otherwise. */
+  carrier_duration_seconds?: number | null;
   transcript?: VoiceCallContext['turns'];
   outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
   metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };

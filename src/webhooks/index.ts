@@ -85,6 +85,11 @@ export class Webhooks {
     });
   }
 
+  /** Whether webhook `id` is the account's ('user:<id>' | 'org:<id>'): a voice call names one for its events. */
+  async owns(account: string, id: number): Promise<boolean> {
+    return (await this.collections.webhooks.findOne({ _id: id }))?.owner === account;
+  }
+
   /** The usage_spike detector, fed by the billing service's usage flush; emits through `events`. */
   usageSpikes(events: EventSink): UsageSpikeDetector {
     const { config, store, now, logger } = this.deps;

@@ -1,6 +1,7 @@
 // The durable outbox: the EventSink every service emits account events through. `emit` writes one
-// outbox document per subscribed, enabled endpoint of the event's account (the exact bytes to
-// send, with a unique event id), then wakes those endpoints' actors in the background; the caller
+// outbox document per subscribed, enabled endpoint of the event's account, or for the one endpoint
+// the event names (`webhookId`), holding the exact bytes to send, with a unique event id; then it
+// wakes those endpoints' actors in the background; the caller
 // waits for the write, never for a delivery. A periodic sweep (and one at start) wakes the actors
 // of events left queued by a crash, a lost wake-up or another instance.
 //
@@ -42,7 +43,8 @@ export class WebhookOutbox implements EventSink {
   async emit(event: AccountEvent): Promise<void> {
     this.log.info({ account_event: event.event, owner: event.owner, fields: event.fields }, 'account event');
     const hooks = await this.c.webhooks.find({ owner: `${event.owner.type}:${event.owner.id}` }, { limit: this.options.maxPerAccount * 2 });
-    const subscribed = hooks.filter((h) => h.events.includes(event.event));
+    // An event for one named endpoint goes there only (if it is still the account's), subscribed or not.
+    const subscribed = hooks.filter((h) => (event.webhookId === undefined ? h.events.includes(event.event) : h._id === event.webhookId));
     if (subscribed.length === 0) return;
     const enabled = (await Promise.all(subscribed.map(async (h) => ((await this.isEnabled(h)) ? h : null)))).filter((h): h is WebhookDoc => h !== null);
     if (enabled.length === 0) return;

@@ -1,6 +1,8 @@
 // A fake Twilio for voice calls, speaking the wire format of /work/shared/reference/voice.md:
 //   POST /2010-04-01/Accounts/{sid}/Calls.json (form, Basic sid:token) → 201 {sid: "CA…", status: "queued"}
 //   POST /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json Status=completed|canceled → 200 (hangs up)
+//   GET  /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json → {sid, status, duration}: `duration` whole
+//        seconds answer → end as a string once the call is over, null before (as Twilio's)
 // The callee behind it is the simulator's (src/providers/simulator/voice.ts, scripted per number):
 // on an answer it opens the media stream the TwiML's <Stream url> names, with its <Parameter>s as
 // customParameters, and speaks Media Streams. Status callbacks are form posts to StatusCallback,
@@ -15,6 +17,7 @@ import { SpeechClip } from '../../src/speech/clip.ts';
 import { twilioSignature } from '../../src/providers/twilio/voice.ts';
 
 export interface TwilioRequest {
+  method: string;
   path: string;
   authorization: string | undefined;
   form: URLSearchParams;
@@ -33,7 +36,7 @@ export class FakeTwilio {
   readonly requests: TwilioRequest[] = [];
   readonly callbacks: { status: string; code: number }[] = [];
   private seq = 0;
-  private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null }>();
+  private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
 
   private constructor(
     private readonly server: Server,
@@ -55,7 +58,7 @@ export class FakeTwilio {
   private async handle(req: IncomingMessage, head: (s: number, h: Record<string, string>) => void, end: (b: string) => void): Promise<void> {
     const form = new URLSearchParams(await read(req));
     const path = req.url ?? '/';
-    this.requests.push({ path, authorization: req.headers.authorization, form });
+    this.requests.push({ method: req.method ?? '', path, authorization: req.headers.authorization, form });
     const json = (status: number, body: unknown) => {
       head(status, { 'content-type': 'application/json' });
       end(JSON.stringify(body));
@@ -70,7 +73,7 @@ export class FakeTwilio {
       const parameters = Object.fromEntries([...twiml.matchAll(/<Parameter name="([^"]*)" value="([^"]*)"\/>/g)].map((m) => [unxml(m[1]!), unxml(m[2]!)]));
       const sid = `CA${Math.random().toString(16).slice(2).padEnd(32, '0')}`;
       const callback = form.get('StatusCallback')!;
-      const call = { simId: '', callback, answeredAt: null as number | null };
+      const call = { simId: '', callback, answeredAt: null as number | null, endedAt: null as number | null };
       this.calls.set(sid, call);
       call.simId = await this.carrier.dial(
         { callId: parameters.call_id ?? '', to: form.get('To')!, from: form.get('From'), streamUrl: unxml(url), streamParameters: parameters, ringTimeoutMs: 30_000, maxDurationMs: 600_000 },
@@ -80,18 +83,28 @@ export class FakeTwilio {
             call.answeredAt = Date.now();
             void this.post(sid, 'in-progress').then(() => this.post(sid, 'in-progress')).then(() => this.post(sid, 'ringing', -5));
           },
-          ended: ({ status }) => void this.ended(sid, status === 'busy' ? 'busy' : status === 'no_answer' ? 'no-answer' : status === 'failed' ? 'failed' : 'completed'),
+          ended: ({ status }) => {
+            call.endedAt ??= Date.now();
+            void this.ended(sid, status === 'busy' ? 'busy' : status === 'no_answer' ? 'no-answer' : status === 'failed' ? 'failed' : 'completed');
+          },
         },
       );
       return json(201, { sid, status: 'queued', to: form.get('To'), from: form.get('From') });
     }
-    const hang = new RegExp(`^${base}/(CA[0-9a-f]+)\\.json$`).exec(path);
-    if (req.method === 'POST' && hang) {
-      const call = this.calls.get(hang[1]!);
-      if (!call) return json(404, { code: 20404, message: 'not found', status: 404 });
+    const one = new RegExp(`^${base}/(CA[0-9a-f]+)\\.json$`).exec(path);
+    const sid = one?.[1];
+    const call = sid === undefined ? undefined : this.calls.get(sid);
+    if (sid !== undefined && !call) return json(404, { code: 20404, message: 'not found', status: 404 });
+    if (req.method === 'GET' && sid !== undefined && call) {
+      const over = call.endedAt !== null;
+      const duration = !over ? null : call.answeredAt === null ? '0' : String(Math.round((call.endedAt! - call.answeredAt) / 1000));
+      return json(200, { sid, status: over ? 'completed' : call.answeredAt !== null ? 'in-progress' : 'ringing', duration });
+    }
+    if (req.method === 'POST' && sid !== undefined && call) {
+      call.endedAt ??= Date.now();
       await this.carrier.hangup(call.simId);
-      void this.ended(hang[1]!, form.get('Status') === 'canceled' ? 'canceled' : 'completed');
-      return json(200, { sid: hang[1], status: form.get('Status') });
+      void this.ended(sid, form.get('Status') === 'canceled' ? 'canceled' : 'completed');
+      return json(200, { sid, status: form.get('Status') });
     }
     json(404, { code: 20404, message: 'not found', status: 404 });
   }

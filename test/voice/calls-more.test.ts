@@ -5,10 +5,13 @@
 // μ-law is too unreliable for exact assertions), understood by the demo intent pack, answered with
 // pre-rendered tts-local audio. What is asserted is what a client reads back: statuses, end reasons,
 // the transcript with what was heard, the outcome, the charge in the wallet, the webhook events.
-// The LLM and hybrid agents, barge-in, concurrent calls, every end, refusals, idempotency, limits, lists.
+// The LLM and hybrid agents, barge-in, concurrent calls, every end, refusals, idempotency, limits
+// (an operator's per account too), webhook_id, lists.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
+import { waitFor } from '../actors/helpers.ts';
+import { startReceiver, verify } from '../webhooks/receiver.ts';
 import { assertBargedIn, ended, place, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
 
@@ -144,10 +147,11 @@ describe('voice calls through the simulator: other agents, barge-in, ends, refus
     assert.deepEqual(list.body.data, []);
   });
 
-  it('refuses a call the wallet cannot cover for a minute (402), and reserves min(max duration, affordable)', async () => {
-    const poor = await voiceAccount(gw, 5); // 50 s at 0.1 cent a second
+  it('refuses a call the wallet cannot cover for voice.minAffordableSeconds (402), and reserves min(max duration, affordable)', async () => {
+    const poor = await voiceAccount(gw, 0); // 0 s; the test gateway's floor is 10 s (a cent)
     const res = await dial('+919800000099', {}, poor);
     assert.deepEqual([res.status, res.body.error.code], [402, 'insufficient_credit']);
+    assert.match(res.body.error.message, /at least 10 s of credit \(1 cents at 6 cents a minute\)/);
     const some = await voiceAccount(gw, 9); // 90 s
     const placed = await dial('+919800000099', { max_duration_seconds: 300 }, some);
     assert.equal(placed.status, 202, placed.text);
@@ -192,6 +196,66 @@ describe('voice calls through the simulator: other agents, barge-in, ends, refus
     for (const id of ids) await call(gw.url, 'POST', `/v1/voice/calls/${id}/cancel`, { token: who.key });
     for (const id of ids) await waitForCall(gw, who.key, id, ended);
     assert.equal((await dial('+919800000002', {}, who)).status, 202, 'room again once they ended');
+  });
+
+  it("an operator sets an account's own limit on calls at once: 1 refuses the second, 2 lets it through", async () => {
+    const who = await voiceAccount(gw, 1000);
+    const limits = (body: unknown) => call(gw.url, 'PATCH', `/admin/limits/user/${who.id}`, { token: ADMIN_TOKEN, body });
+    const set = await limits({ voice_max_concurrent_calls: 1 });
+    assert.equal(set.status, 200, set.text);
+    assert.deepEqual(set.body, { owner_type: 'user', owner_id: who.id, voice_max_concurrent_calls: 1 });
+    assert.deepEqual((await call(gw.url, 'GET', `/admin/limits/user/${who.id}`, { token: ADMIN_TOKEN })).body.voice_max_concurrent_calls, 1);
+    const first = await dial('+919800000003', {}, who);
+    assert.equal(first.status, 202, first.text);
+    const second = await dial('+919800000003', {}, who);
+    assert.deepEqual([second.status, second.body.error.code], [429, 'concurrency_limit_exceeded']);
+    assert.match(second.headers.get('retry-after') ?? '', /^\d+$/);
+    assert.equal((await limits({ voice_max_concurrent_calls: 2 })).status, 200);
+    const again = await dial('+919800000003', {}, who);
+    assert.equal(again.status, 202, again.text);
+    // Refused: a key, not an operator; a limit of 0, a string, an unknown field.
+    assert.equal((await call(gw.url, 'PATCH', `/admin/limits/user/${who.id}`, { token: who.key, body: { voice_max_concurrent_calls: 9 } })).status, 401);
+    for (const body of [{ voice_max_concurrent_calls: 0 }, { voice_max_concurrent_calls: '3' }, { rpm: 1 }]) assert.equal((await limits(body)).status, 400, JSON.stringify(body));
+    // null: back to the gateway's default (3 here).
+    assert.equal((await limits({ voice_max_concurrent_calls: null })).body.voice_max_concurrent_calls, null);
+    for (const id of [first.body.id, again.body.id]) await call(gw.url, 'POST', `/v1/voice/calls/${id}/cancel`, { token: who.key });
+    for (const id of [first.body.id, again.body.id]) await waitForCall(gw, who.key, id, ended);
+  });
+
+  it("webhook_id: the call's events go to that endpoint only, subscribed or not; another account's or an unknown id is 400", async () => {
+    const receiver = await startReceiver();
+    const other = await startReceiver();
+    try {
+      const who = await voiceAccount(gw, 1000);
+      const hook = async (url: string, events: string[]) => {
+        const res = await call(gw.url, 'POST', '/portal/webhooks', { token: who.session, body: { url, events } });
+        assert.equal(res.status, 201, res.text);
+        return res.body as { id: number; secret: string };
+      };
+      const named = await hook(receiver.url, ['topup']); // not subscribed to call events
+      await hook(other.url, ['call.answered', 'call.ended']); // subscribed, not named
+      const res = await dial('+919800000012', { webhook_id: named.id }, who);
+      assert.equal(res.status, 202, res.text);
+      const c = await waitForCall(gw, who.key, res.body.id, ended, 40_000);
+      await waitFor('both call events delivered', () => receiver.received.filter((r) => r.json.call_id === c.id).length >= 2);
+      const got = receiver.received.filter((r) => r.json.call_id === c.id);
+      assert.deepEqual(got.map((r) => r.json.event), ['call.answered', 'call.ended']);
+      assert.ok(got.every((r) => verify(named.secret, r.raw, r.headers['x-service-signature'])));
+      assert.deepEqual([got[1]!.json.end_reason, got[1]!.json.billed_seconds], [c.end_reason, c.billed_seconds]);
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(other.received.filter((r) => r.json.call_id === c.id).length, 0, 'the endpoint not named hears nothing of this call');
+
+      const stranger = await voiceAccount(gw, 1000);
+      for (const id of [named.id, 999_999]) {
+        const refused = await dial('+919800000012', { webhook_id: id }, stranger);
+        assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.param], [400, 'invalid_request', 'webhook_id'], refused.text);
+      }
+      const text = await dial('+919800000012', { webhook_id: String(named.id) }, who);
+      assert.deepEqual([text.status, text.body.error.param], [400, 'webhook_id'], 'an id is the number the portal shows');
+    } finally {
+      await receiver.close();
+      await other.close();
+    }
   });
 
   it('lists calls newest first with a cursor, by status and updated_after', async () => {

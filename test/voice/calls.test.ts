@@ -5,11 +5,12 @@
 // μ-law is too unreliable for exact assertions), understood by the demo intent pack, answered with
 // pre-rendered tts-local audio. What is asserted is what a client reads back: statuses, end reasons,
 // the transcript with what was heard, the outcome, the charge in the wallet, the webhook events.
-// The intent agent's flows (calls-more.test.ts has the rest; two files so their calls run side by side).
+// The intent agent's flows and its credit guard (calls-more.test.ts has the rest; two files so their
+// calls run side by side).
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestGateway } from '../helper.ts';
-import { ended, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import { assertCreditGuarded, ended, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
 
 describe('voice calls through the simulator: the intent agent', () => {
@@ -62,5 +63,9 @@ describe('voice calls through the simulator: the intent agent', () => {
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
     assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'ATM se paise nahi nikle par account se kat gaye', 'BANKING.DISPUTE.ASK_RAISE', 'haan ji', 'BANKING.DISPUTE.CREATED']);
     assert.deepEqual(c.outcome.actions.map((a: { action: string }) => a.action), ['CREATE_DISPUTE']);
+  });
+
+  it('credit guard: a wallet that covers 10 s hears the pack\'s low-balance wording to its end, then insufficient_credit, billed within the hold', async () => {
+    await assertCreditGuarded(gw, 'voice-test');
   });
 });

@@ -1,7 +1,8 @@
 // kill -9 of the gateway in the middle of a call: the media socket and the simulated callee die with
 // it; the restarted instance (same data dir, same INSTANCE_ID) finds the call's actor orphaned, ends
 // it with gateway_restart and bills the answered seconds up to its last checkpointed heartbeat,
-// exactly once (a third start charges nothing more).
+// exactly once (a third start charges nothing more). A Twilio call is hung up by REST and what Twilio
+// says it lasted is compared with what was billed.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,6 +44,7 @@ describe('a voice call across kill -9', () => {
       assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
       assert.ok(c.billed_seconds >= 2 && c.billed_seconds <= 5, `billed ${c.billed_seconds} s`);
       assert.equal(c.cost_cents, Math.round((c.billed_seconds / 60) * 1e6) / 1e6, 'voice-local: 1 cent a minute');
+      assert.equal(c.carrier_duration_seconds, null, "the simulator's callee died with the process: no carrier to ask");
       await sleep(300);
       const after = await balance();
       assert.equal(before - after.balance_microcents, Math.ceil((c.billed_seconds * 1e6) / 60));
@@ -84,6 +86,7 @@ describe('a voice call across kill -9', () => {
       assert.equal(placed.status, 202, placed.text);
       await waitForCall(gw, key, placed.body.id, (c) => c.status === 'in_progress');
       await sleep(2_500);
+      const killedAt = Date.now();
       gw.child.kill('SIGKILL');
       await exited(gw.child);
       const hangups = () => twilio.requests.filter((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path) && r.form.get('Status') === 'completed').length;
@@ -92,6 +95,14 @@ describe('a voice call across kill -9', () => {
       const c = await waitForCall(gw, key, placed.body.id, ended, 15_000);
       assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
       assert.equal(hangups(), 1, 'the call still up at the carrier is hung up once');
+      // What Twilio says the call lasted (GET …/Calls/{sid}.json, after the hang-up) against what
+      // was billed: never more; short of it by the time the gateway was down (the carrier's call
+      // went on until the restarted one hung it up) plus the heartbeat and checkpoint (1 s each).
+      const downS = (Date.now() - killedAt) / 1000;
+      assert.equal(typeof c.carrier_duration_seconds, 'number', JSON.stringify(c));
+      assert.ok(c.billed_seconds <= c.carrier_duration_seconds, `billed ${c.billed_seconds} s, Twilio says ${c.carrier_duration_seconds} s`);
+      assert.ok(c.carrier_duration_seconds - c.billed_seconds <= Math.ceil(downS) + 3, `billed ${c.billed_seconds} s, Twilio says ${c.carrier_duration_seconds} s, down ${downS} s`);
+      assert.ok(twilio.requests.some((r) => r.method === 'GET' && /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)), 'asked by GET');
     } finally {
       gw.child.kill('SIGKILL');
       await exited(gw.child);

@@ -4,17 +4,20 @@
 // and delivered twice and out of order, the Voicebot stream (PCM16, 100 ms chunks, snake_case)
 // opened by the fake and driven by the simulator's scripted callees, speaking espeak-ng's speech
 // to a scripted stt upstream. The intent agent's turn, billing, the unanswered ends, forged
-// callbacks, a stream with a wrong token, barge-in with `clear`, Exotel's payload sizes, and an LLM
-// agent's streamed reply (sentences added to the playback while it plays) in Exotel's chunks.
+// callbacks, a stream with a wrong token, barge-in with `clear`, Exotel's payload sizes, an LLM
+// agent's streamed reply (sentences added to the playback while it plays) in Exotel's chunks, the
+// credit guard's low-balance wording, and what Exotel's call details say a call lasted.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
+import { pino } from 'pino';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeExotel } from '../fakes/exotel.ts';
 import type { FakeServer } from '../fakes/fake-server.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
-import { assertBargedIn, ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import { exotelCarrier } from '../../src/providers/exotel/voice.ts';
+import { assertBargedIn, assertCreditGuarded, ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { CALLEES, putScriptedVoice, ScriptedStt } from './simulated.ts';
 
 const ROUTE = { provider: 'exotel', account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' };
@@ -39,7 +42,8 @@ describe('voice calls through a (fake) Exotel', () => {
       return new SpeechClip(Buffer.from(await res.arrayBuffer()));
     };
     exotel = await FakeExotel.start({ accountSid: ROUTE.account_sid, apiKey: ROUTE.api_key, apiToken: ROUTE.api_token, callees: CALLEES as never, speak });
-    gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, simulator: { callees: [] } } });
+    // A short credit floor: the credit guard's call lasts seconds, not a minute.
+    gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, minAffordableSeconds: 10, simulator: { callees: [] } } });
     await putScriptedVoice(gw.url, stt, 'voice-exotel', [{ ...ROUTE, base_url: exotel.url }]);
     llm = await startOpenAIUpstream();
     const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${llm.url}/v1`, upstream_model: 'gpt-test' }] };
@@ -55,6 +59,8 @@ describe('voice calls through a (fake) Exotel', () => {
   });
 
   const dial = (to: string, body: Record<string, unknown> = {}) => place(gw, acc.key, { model: 'voice-exotel', to, ...body });
+  /** The carrier as the gateway builds it for the route (what a restarted gateway asks of an orphaned call). */
+  const carrier = () => exotelCarrier({ baseUrl: exotel.url, accountSid: ROUTE.account_sid, apiKey: ROUTE.api_key, apiToken: ROUTE.api_token, from: ROUTE.from }, { callbackUrl: () => '', callbackToken: () => '', logger: pino({ level: 'silent' }) });
   const connectOf = (id: string) => exotel.requests.find((r) => r.path.endsWith('/calls/connect') && r.form.get('customfield') === id)!;
 
   it('connects the call to the Voicebot stream; the intent agent runs its turns; callbacks twice and out of order; billed to the second once', async () => {
@@ -103,17 +109,32 @@ describe('voice calls through a (fake) Exotel', () => {
     assert.ok(sent.media.length >= 10, `${sent.media.length} media messages`);
     assert.deepEqual(sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200), [], 'every payload a multiple of 320 bytes, at least 3,200');
     assert.ok(sent.marks >= 3 && sent.clears === 0);
+
+    // What Exotel says the call lasted (its details' duration once completed): what a gateway
+    // restarted after kill -9 keeps as carrier_duration_seconds.
+    const said = await carrier().duration!(exotel.sidOf(id)!);
+    assert.ok(said !== null && Math.abs(said - c.duration_seconds) <= 1, `Exotel says ${said} s, the call lasted ${c.duration_seconds} s`);
   });
 
-  it('busy and no answer (the ring timeout) end free', async () => {
-    const before = await walletMicrocents(gw, acc.session);
-    const [busy, silent] = await Promise.all([dial('+919800000002'), dial('+919800000003', { ring_timeout_seconds: 5 })]);
-    const [b, n] = await Promise.all([waitForCall(gw, acc.key, busy.body.id, ended), waitForCall(gw, acc.key, silent.body.id, ended)]);
-    assert.deepEqual([b.status, b.end_reason, b.billed_seconds, b.cost_cents], ['busy', 'dial_busy', 0, 0]);
-    assert.deepEqual([n.status, n.end_reason, n.billed_seconds, n.cost_cents], ['no_answer', 'ring_timeout', 0, 0]);
-    assert.equal(await walletMicrocents(gw, acc.session), before);
-    // No hang-up API: what Exotel says of the call still ringing is asked (and logged).
-    assert.ok(exotel.detailsAsked(silent.body.id), 'the call details of the call still ringing');
+  // Calls that wait on timers (the ring timeout, the wallet's limit), side by side: each its own account's.
+  describe('ends on a timer', { concurrency: true }, () => {
+    it('busy and no answer (the ring timeout) end free', async () => {
+      const before = await walletMicrocents(gw, acc.session);
+      const [busy, silent] = await Promise.all([dial('+919800000002'), dial('+919800000003', { ring_timeout_seconds: 5 })]);
+      const [b, n] = await Promise.all([waitForCall(gw, acc.key, busy.body.id, ended), waitForCall(gw, acc.key, silent.body.id, ended)]);
+      assert.deepEqual([b.status, b.end_reason, b.billed_seconds, b.cost_cents], ['busy', 'dial_busy', 0, 0]);
+      assert.deepEqual([n.status, n.end_reason, n.billed_seconds, n.cost_cents], ['no_answer', 'ring_timeout', 0, 0]);
+      assert.equal(await walletMicrocents(gw, acc.session), before);
+      // No hang-up API: what Exotel says of the call still ringing is asked (and logged).
+      assert.ok(exotel.detailsAsked(silent.body.id), 'the call details of the call still ringing');
+      assert.equal(await carrier().duration!(exotel.sidOf(busy.body.id)!), null, 'a busy call lasted nothing Exotel would say');
+    });
+
+    it('credit guard: the low-balance wording plays whole in Exotel\'s chunks (the answer told by callback), then insufficient_credit', async () => {
+      const c = await assertCreditGuarded(gw, 'voice-exotel');
+      const sent = exotel.streams.get(c.id)!;
+      assert.deepEqual(sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200), [], 'every payload a multiple of 320 bytes, at least 3,200');
+    });
   });
 
   it('refuses forged callbacks (403) and a stream with a wrong token (1008), changing nothing; the API hang-up closes the stream', async () => {

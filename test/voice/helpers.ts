@@ -54,3 +54,29 @@ export function assertBargedIn(c: any): void {
   assert.equal(c.metrics.interruptions, 1);
   assert.equal(c.transcript[1].role, 'callee');
 }
+
+/**
+ * Places a call to the silent callee from a wallet of 1 cent (10 s at the test models' 6 cents a
+ * minute; the test gateways' credit floor is 10 s) and checks what the credit guard did: the pack's
+ * low-balance wording played to its end before the limit, the call ended insufficient_credit,
+ * billed within the hold and nothing left held. Returns the ended call.
+ */
+export async function assertCreditGuarded(gw: TestGateway, model: string): Promise<any> {
+  const poor = await voiceAccount(gw, 1);
+  const res = await place(gw, poor.key, { model, to: '+919800000099' });
+  assert.equal(res.status, 202, res.text);
+  assert.equal(res.body.max_duration_seconds, 10, 'the wallet set the maximum');
+  const c = await waitForCall(gw, poor.key, res.body.id, ended, 30_000);
+  assert.deepEqual([c.status, c.end_reason], ['completed', 'insufficient_credit'], JSON.stringify(c));
+  const last = c.transcript.at(-1);
+  assert.deepEqual([last.role, last.response_id, last.interrupted], ['agent', 'GEN.LOW_BALANCE', false], JSON.stringify(c.transcript));
+  assert.equal(last.heard_text, last.text, 'played to its end');
+  assert.ok(last.end <= 10, `the wording ended before the limit: ${last.end} s`);
+  assert.equal(c.transcript[0].response_id, 'GEN.GREETING');
+  assert.ok(c.billed_seconds <= 10 && c.billed_seconds >= 5, `billed ${c.billed_seconds} s`);
+  const wallet = (await call(gw.url, 'GET', '/portal/wallet', { token: poor.session })).body;
+  assert.equal(wallet.held_cents, 0);
+  assert.equal(wallet.balance_microcents, 1_000_000 - c.billed_seconds * 100_000);
+  assert.ok(wallet.balance_microcents >= 0);
+  return c;
+}

@@ -1,7 +1,7 @@
 // The set-up the voice-call test files share (calls.test.ts, calls-more.test.ts, llm-stream.test.ts,
 // endpointing.test.ts, each a process of its own so that their real-time calls run side by side): a
 // gateway whose simulated callees follow CALLEES (and the file's own), a scripted stt upstream, a
-// fake LLM, the voice model `voice-test` and a funded account.
+// fake LLM, the voice model `voice-test` (6 cents a minute: 10 s a cent) and a funded account.
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
@@ -91,7 +91,11 @@ export function simulatedVoice(extra: CalleeScript[] = []): SimulatedVoice {
     v.stt = await ScriptedStt.start();
     v.llm = await startOpenAIUpstream();
     const callees = [...extra, ...CALLEES];
-    v.gw = await startVoiceGateway(callees, { voice: { maxConcurrentCalls: 3, mediaTimeoutMs: 10_000, simulator: { callees } } });
+    v.gw = await startVoiceGateway(callees, {
+      // A short credit floor: the credit guard's call lasts seconds, not a minute.
+      voice: { maxConcurrentCalls: 3, minAffordableSeconds: 10, mediaTimeoutMs: 10_000, simulator: { callees } },
+      webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 }, // a call's webhook_id on a loopback receiver
+    });
     await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
     const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
     const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }] };

@@ -56,7 +56,7 @@ export const VoiceCallBodySchema = Closed({
       ),
     }),
   ),
-  webhook_id: Type.Optional(KeyString(64)),
+  webhook_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
   metadata: Type.Optional(StringMap(16, 500)),
 });
 
@@ -91,6 +91,7 @@ const Call = Type.Object({
   duration_seconds: Type.Optional(Nullable(Type.Number())),
   billed_seconds: Type.Optional(Nullable(Type.Integer())),
   cost_cents: Type.Optional(Nullable(Type.Number())),
+  carrier_duration_seconds: Type.Optional(Nullable(Type.Integer())),
   transcript: Type.Optional(Type.Array(Turn)),
   outcome: Type.Optional(
     Type.Object({

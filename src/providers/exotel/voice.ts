@@ -12,7 +12,8 @@
 // - Exotel documents no API to hang up or cancel such a call. The gateway ends it by closing its
 //   stream (the media loop does, before it asks the carrier to hang up), which ends the call at
 //   Exotel; `timelimit` (the call's maximum) ends one whose stream is gone. `hangup` reads the
-//   call's details (`GET …/calls/{sid}`) and logs one still up. A call cancelled before its answer
+//   call's details (`GET …/calls/{sid}`) and logs one still up; `duration` reads its duration there
+//   once it is `completed` (a call finalized after a restart). A call cancelled before its answer
 //   rings on: when it is answered, its stream is refused (the call is no longer live here) and
 //   Exotel ends it, billing nothing here.
 import type { Logger } from 'pino';
@@ -60,6 +61,19 @@ export interface ExotelOptions {
 export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier {
   const rest = carrierRest('exotel', route.baseUrl, { user: route.apiKey, password: route.apiToken }, opts.timeoutMs);
   const calls = `/v1/accounts/${encodeURIComponent(route.accountSid)}/calls`;
+  /**
+   * The call's details (`GET …/calls/{sid}`): its status and its duration, whole seconds (a number or
+   * a string of digits; null while Exotel has not filled it in, which it does after the call, at
+   * times minutes later).
+   */
+  const details = async (sid: string): Promise<{ status: string; duration: number | null }> => {
+    const answer = await rest('GET', `${calls}/${encodeURIComponent(sid)}`);
+    const call = (answer.call ?? answer.Call ?? {}) as Record<string, unknown>;
+    const status = call.status ?? call.Status;
+    const duration = call.duration ?? call.Duration;
+    const seconds = typeof duration === 'number' ? duration : typeof duration === 'string' && /^\d{1,9}$/.test(duration) ? Number(duration) : null;
+    return { status: typeof status === 'string' ? status : 'unknown', duration: seconds !== null && Number.isInteger(seconds) && seconds >= 0 ? seconds : null };
+  };
   return {
     wire: exotelWire,
     async dial(req) {
@@ -82,11 +96,13 @@ export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier 
     },
     async hangup(sid) {
       // No hang-up API: the stream's close ends the call (above). What Exotel says of it:
-      const answer = await rest('GET', `${calls}/${encodeURIComponent(sid)}`);
-      const call = (answer.call ?? answer.Call ?? {}) as { status?: unknown; duration?: unknown };
-      const status = typeof call.status === 'string' ? call.status : 'unknown';
-      if (LIVE.has(status)) opts.logger.info({ call_sid: sid, status }, 'exotel call still up: it ends with its stream, or at its timelimit (Exotel has no hang-up API)');
-      else opts.logger.debug({ call_sid: sid, status, duration: call.duration }, 'exotel call over');
+      const call = await details(sid);
+      if (LIVE.has(call.status)) opts.logger.info({ call_sid: sid, status: call.status }, 'exotel call still up: it ends with its stream, or at its timelimit (Exotel has no hang-up API)');
+      else opts.logger.debug({ call_sid: sid, status: call.status, duration: call.duration }, 'exotel call over');
+    },
+    async duration(sid) {
+      const call = await details(sid);
+      return call.status === 'completed' ? call.duration : null;
     },
     callbacks: {
       authentic: (req) => req.token !== undefined && sameSecret(req.token, opts.callbackToken(req.callId)),

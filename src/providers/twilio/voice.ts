@@ -3,7 +3,8 @@
 // gateway's media stream (`<Connect><Stream url>` with the call id and its one-time token as
 // `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
 // callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
-// Status=completed`. The media itself is Twilio's Media Streams protocol (src/voice/wire/twilio.ts).
+// Status=completed`; what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media
+// itself is Twilio's Media Streams protocol (src/voice/wire/twilio.ts).
 import { createHmac } from 'node:crypto';
 import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../../voice/carrier.ts';
 import { twilioWire } from '../../voice/wire/twilio.ts';
@@ -52,7 +53,8 @@ export function parseStatusCallback(params: ReadonlyMap<string, string>): Status
 
 export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: string): string; timeoutMs?: number }): Carrier {
   const rest = carrierRest('twilio', route.baseUrl, { user: route.accountSid, password: route.authToken }, opts.timeoutMs);
-  const post = (path: string, form: URLSearchParams) => rest('POST', `/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}${path}`, form);
+  const account = `/2010-04-01/Accounts/${encodeURIComponent(route.accountSid)}`;
+  const post = (path: string, form: URLSearchParams) => rest('POST', `${account}${path}`, form);
   return {
     wire: twilioWire,
     async dial(req) {
@@ -72,6 +74,12 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
     },
     async hangup(sid) {
       await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+    },
+    async duration(sid) {
+      // `duration` is a string of whole seconds once the call is over, null before.
+      const call = await rest('GET', `${account}/Calls/${encodeURIComponent(sid)}.json`);
+      const seconds = typeof call.duration === 'string' && /^\d{1,9}$/.test(call.duration) ? Number(call.duration) : null;
+      return call.status === 'completed' ? seconds : null;
     },
     callbacks: {
       authentic: (req) => route.authToken !== '' && req.signature !== undefined && verifySignature(route.authToken, req.url, req.params, req.signature),

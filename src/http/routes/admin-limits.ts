@@ -1,0 +1,45 @@
+// Operator limits on one account (a user's or an organization's) over the gateway's defaults:
+//   PATCH /admin/limits/{user|org}/{id}  {voice_max_concurrent_calls: n | null}  (null: the default)
+//   GET   /admin/limits/{user|org}/{id}
+import { Type } from 'typebox';
+import type { App, AppDeps } from '../types.ts';
+import { requireAdmin } from '../auth.ts';
+import { Closed, errors, NumericId } from '../schemas.ts';
+
+const Owner = Type.Union([Type.Literal('user'), Type.Literal('org')]);
+const Limits = Type.Object({ owner_type: Owner, owner_id: Type.Integer(), voice_max_concurrent_calls: Type.Union([Type.Integer(), Type.Null()]) });
+
+export function registerAdminLimitRoutes(app: App, deps: AppDeps): void {
+  const { accountLimits } = deps.services;
+  const base = { preHandler: requireAdmin(deps) };
+  const tags = ['admin'];
+  const security = [{ admin: [] }];
+  const params = Closed({ owner_type: Owner, owner_id: NumericId });
+  const view = (ownerType: 'user' | 'org', ownerId: number, values: { voice_max_concurrent_calls: number | null }) => ({ owner_type: ownerType, owner_id: ownerId, ...values });
+
+  app.patch(
+    '/admin/limits/:owner_type/:owner_id',
+    {
+      ...base,
+      schema: {
+        tags, security, summary: "Set an account's limits over the gateway's defaults (null: back to the default)",
+        params,
+        body: Closed({ voice_max_concurrent_calls: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])) }),
+        response: { 200: Limits, ...errors(400, 401, 403) },
+      },
+    },
+    async (req) => {
+      const id = Number(req.params.owner_id);
+      return view(req.params.owner_type, id, await accountLimits.set(`${req.params.owner_type}:${id}`, req.body));
+    },
+  );
+
+  app.get(
+    '/admin/limits/:owner_type/:owner_id',
+    { ...base, schema: { tags, security, summary: "An account's limits (null: the gateway's default)", params, response: { 200: Limits, ...errors(401, 403) } } },
+    async (req) => {
+      const id = Number(req.params.owner_id);
+      return view(req.params.owner_type, id, await accountLimits.get(`${req.params.owner_type}:${id}`));
+    },
+  );
+}
