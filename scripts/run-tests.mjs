@@ -32,7 +32,7 @@
 // gateway started on a disk-backed /tmp waited ~0.9 s for fsyncs against ~0.12 s on tmpfs (the same
 // calls, made; only the disk under them differs). TEST_TMPDIR names another folder.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -207,16 +207,19 @@ const runner = (concurrency, testFiles) =>
   spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...nodeArgs, ...testFiles], { stdio: 'inherit', env });
 
 if (args.includes('--durations')) {
-  // Each file alone, one after another: its seconds into test/durations.json (scripts/test-groups.mjs).
+  // Each file alone, one after another: its seconds and CPU seconds (its processes', waited for:
+  // /proc/self/stat's children times) into test/durations.json (scripts/test-groups.mjs).
+  const childrenCpu = () => readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ').slice(13, 15).reduce((a, b) => a + Number(b), 0) / 100;
   const durations = readDurations(ROOT);
   for (const file of files) {
     const began = performance.now();
+    const cpu = childrenCpu();
     const code = await exited(runner(1, [bundled(file)]));
     if (code !== 0) console.error(`✖ ${relative(ROOT, file)} failed: its duration is not recorded`);
-    else durations[relative(ROOT, file)] = Math.round((performance.now() - began) / 100) / 10;
+    else durations[relative(ROOT, file)] = [Math.round((performance.now() - began) / 100) / 10, Math.round((childrenCpu() - cpu) * 10) / 10];
   }
-  const sorted = Object.fromEntries(Object.entries(durations).sort(([a], [b]) => a.localeCompare(b)));
-  writeFileSync(join(ROOT, 'test', 'durations.json'), `${JSON.stringify(sorted, null, 1)}\n`);
+  const lines = Object.entries(durations).sort(([a], [b]) => a.localeCompare(b)).map(([file, [s, cpu]]) => ` ${JSON.stringify(file)}: [${s}, ${cpu}]`);
+  writeFileSync(join(ROOT, 'test', 'durations.json'), `{\n${lines.join(',\n')}\n}\n`);
   await browser?.close();
   await rm(tmp, { recursive: true, force: true });
   process.exit(0);
