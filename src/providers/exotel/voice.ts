@@ -41,7 +41,7 @@ const LIVE = new Set(['queued', 'ringing', 'in-progress']);
  * `terminal` one (or one without EventType: Exotel's default callback) says how it ended by
  * `Status` (`completed`, `busy`, `no-answer`, `failed`), with `ConversationDuration` when given.
  */
-export function parseExotelCallback(params: ReadonlyMap<string, string>): StatusNews {
+function parseExotelCallback(params: ReadonlyMap<string, string>): StatusNews {
   const event = (params.get('EventType') ?? 'terminal').toLowerCase();
   if (event === 'ringing') return { kind: 'ringing' };
   if (event === 'answered') return { kind: 'answered' };

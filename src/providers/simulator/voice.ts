@@ -43,7 +43,7 @@ export interface SimulatorOptions {
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
-export function calleeFor(callees: readonly CalleeScript[], to: string): CalleeScript {
+function calleeFor(callees: readonly CalleeScript[], to: string): CalleeScript {
   return callees.find((c) => c.to === to) ?? callees.find((c) => c.to === '*') ?? { to: '*', answer: 'answer', steps: [] };
 }
 

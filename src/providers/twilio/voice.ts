@@ -21,7 +21,7 @@ export interface TwilioRoute {
 const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The TwiML that connects the answered call to the gateway's media stream. */
-export function streamTwiml(req: DialRequest): string {
+function streamTwiml(req: DialRequest): string {
   const params = Object.entries(req.streamParameters)
     .map(([name, value]) => `<Parameter name="${xml(name)}" value="${xml(value)}"/>`)
     .join('');
@@ -43,7 +43,7 @@ export function verifySignature(authToken: string, url: string, params: readonly
 }
 
 /** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore). */
-export function parseStatusCallback(params: ReadonlyMap<string, string>): StatusNews {
+function parseStatusCallback(params: ReadonlyMap<string, string>): StatusNews {
   const status = params.get('CallStatus');
   if (status === 'ringing') return { kind: 'ringing' };
   if (status === 'in-progress') return { kind: 'answered' };
