@@ -16,9 +16,12 @@
 // ratio being the median of the rounds' own ratios;
 // --only runs just that one load (no latency series), for A/B runs;
 // --profile DIR starts the gateway and the floor with --cpu-prof, writing their CPU profiles to
-// DIR/gateway and DIR/floor on exit.
+// DIR/gateway and DIR/floor on exit;
+// --json FILE writes the figures bench:check holds against bench/budget.json (the whole series,
+// medians over rounds): JSON and streaming c=50 as % of the floor, the mean latency the gateway adds
+// over the floor at one connection, the gateway's peak RSS.
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +38,7 @@ if (ONLY_MATCH === null) throw new Error('--only takes json-50, json-1, stream-5
 const ONLY = ONLY_MATCH ? Number(ONLY_MATCH[2]) : undefined;
 const ONLY_STREAM = ONLY_MATCH?.[1] === 'stream';
 const PROFILE_DIR = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined;
+const JSON_OUT = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;
 const THREADS = args.includes('--threads'); // CPU per request split by thread (main, LMDB writer, libuv pool, GC...)
 /** --rounds N: the whole series N times over; figures are medians over rounds, ratios medians of each round's. */
 const ROUNDS = Math.max(1, Number(args.includes('--rounds') ? args[args.indexOf('--rounds') + 1] : 1) || 1);
@@ -289,6 +293,12 @@ try {
   // Peak resident memory of each server over the whole run (/proc/<pid>/status VmHWM).
   const peaks = targets.filter((t) => t.name !== 'direct' && t.pid !== undefined).map((t) => `${t.name} ${peakRssMiB(t.pid!)} MiB`);
   console.log(`\nPeak RSS: ${peaks.join(', ')}`);
+  if (JSON_OUT) {
+    if (ONLY) throw new Error('--json takes the whole series: not with --only');
+    const ofFloor = (mode: string) => median(across((rows) => (get(rows, 'gateway', mode).rps / get(rows, 'floor', mode).rps) * 100));
+    const added = median(latencies.map((r) => r.get('gateway')!.seq.mean - r.get('floor')!.seq.mean));
+    writeFileSync(JSON_OUT, JSON.stringify({ json50FloorPct: ofFloor('json c=50'), stream50FloorPct: ofFloor('stream c=50'), json1AddedMsOverFloor: added, gatewayPeakRssMiB: peakRssMiB(gw.child.pid!) }));
+  }
 } finally {
   // SIGTERM lets the gateway and the floor close (and write their profiles), with 10 s to do it;
   // Portkey is just killed.
