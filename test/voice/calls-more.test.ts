@@ -7,16 +7,18 @@
 // the transcript with what was heard, the outcome, the charge in the wallet, the webhook events.
 // The LLM and hybrid agents, barge-in, concurrent calls, every end, refusals, idempotency, limits
 // (an operator's per account too), webhook_id, lists.
+/** Thanks the agent after its greeting, then stays on the line: the pack's CLOSE must end the call. */
+const THANKFUL = { to: '+919800000014', answer: 'answer' as const, ring_ms: 100, steps: [{ wait_agent: 'done' as const, ms: 200 }, { say: 'thank you' }] };
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { waitFor } from '../actors/helpers.ts';
 import { startReceiver, verify } from '../webhooks/receiver.ts';
 import { assertBargedIn, ended, place, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
-import { simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
+import { putScriptedVoice, simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
 
 describe('voice calls through the simulator: other agents, barge-in, ends, refusals, limits', () => {
-  const v = simulatedVoice();
+  const v = simulatedVoice([THANKFUL]);
   let gw: TestGateway;
   let stt: ScriptedStt;
   let acc: VoiceAccount;
@@ -94,6 +96,27 @@ describe('voice calls through the simulator: other agents, barge-in, ends, refus
     const x = await waitForCall(gw, acc.key, ringing.body.id, ended);
     assert.deepEqual([x.status, x.end_reason, x.billed_seconds], ['canceled', 'api_hangup', 0]);
     assert.equal(await walletMicrocents(gw, acc.session), before, 'unanswered calls cost nothing');
+  });
+
+  it("the pack's CLOSE plays its reply to the end, then the agent hangs up: agent_hangup, billed", async () => {
+    stt.say('thank you so much');
+    const res = await dial(THANKFUL.to);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 30_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'agent_hangup'], JSON.stringify(c));
+    const last = c.transcript.at(-1);
+    assert.deepEqual([last.role, last.response_id, last.heard_text === last.text], ['agent', 'GEN.THANKS', true], JSON.stringify(last));
+    assert.ok(c.billed_seconds > 0 && c.cost_cents === (c.billed_seconds * 100_000) / 1e6, JSON.stringify(c));
+  });
+
+  it('a model whose every carrier route refuses the call ends it failed / carrier_unavailable, free', async () => {
+    // A twilio route whose API is a closed port: the dial is refused, and there is no other route.
+    await putScriptedVoice(gw.url, stt, 'voice-down', [{ provider: 'twilio', base_url: 'http://127.0.0.1:9', account_sid: 'AC0123', api_key: 'token', from: '+919800000098' }]);
+    const before = await walletMicrocents(gw, acc.session);
+    const res = await dial('+919800000012', { model: 'voice-down' });
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended);
+    assert.deepEqual([c.status, c.end_reason, c.billed_seconds, c.answered_at], ['failed', 'carrier_unavailable', 0, null]);
+    assert.equal(await walletMicrocents(gw, acc.session), before);
   });
 
   it('hangs up a call in progress (api_hangup, billed); a second hang-up or a cancel is 409 call_not_active', async () => {
