@@ -54,7 +54,7 @@ const CHROMIUM = '/usr/bin/chromium';
  * given): the longest take ~60 s, ~180 s on a 2-core machine loaded four times over.
  */
 const TEST_TIMEOUT_MS = 600_000;
-/** Free space a tmpfs needs to hold a run's temporary files (a run peaks near 1 GB). */
+/** Free space a tmpfs needs to hold a run's temporary files (a whole run peaked at ~200 MB here). */
 const TMP_ROOM_BYTES = 4 * 1024 ** 3;
 
 const exited = (child) => new Promise((r) => child.once('exit', (code, signal) => r(code ?? (signal ? 1 : 0))));
