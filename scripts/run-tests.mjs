@@ -170,7 +170,11 @@ async function typecheck() {
  * for a run (a container's default 64 MB does not), else os.tmpdir().
  */
 async function runTmpdir() {
-  const roomy = (dir) => existsSync(dir) && statfsSync(dir).bavail * statfsSync(dir).bsize >= TMP_ROOM_BYTES;
+  const roomy = (dir) => {
+    if (!existsSync(dir)) return false;
+    const { bavail, bsize } = statfsSync(dir);
+    return bavail * bsize >= TMP_ROOM_BYTES;
+  };
   for (const base of [process.env.TEST_TMPDIR, roomy('/dev/shm') && '/dev/shm', tmpdir()]) {
     if (!base || !existsSync(base)) continue;
     try {
