@@ -236,9 +236,13 @@ if (args.includes('--durations')) {
 const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 2;
 const processes = files.length > 1 ? planProcesses(ROOT, files, readDurations(ROOT)) : [{ files }];
 mkdirSync(join(TESTS, 'groups'), { recursive: true });
+// Node 20's runner starts the files it is given in the order of their sorted names, not in the
+// order given: every process, a single file too, is an entry module whose name starts with its
+// place in the plan.
 const entries = processes.map(({ files: group }, i) => {
-  if (group.length === 1) return bundled(group[0]);
-  const entry = join(TESTS, 'groups', `${String(i).padStart(3, '0')}-${relative(join(ROOT, 'test'), dirname(group[0])).replaceAll('/', '-') || 'test'}.js`);
+  if (processes.length === 1 && group.length === 1) return bundled(group[0]);
+  const name = group.length === 1 ? relative(join(ROOT, 'test'), group[0]).replace(/\.ts$/, '') : relative(join(ROOT, 'test'), dirname(group[0])) || 'test';
+  const entry = join(TESTS, 'groups', `${String(i).padStart(3, '0')}-${name.replaceAll('/', '-')}.js`);
   writeFileSync(entry, group.map((f) => `import ${JSON.stringify(relative(dirname(entry), bundled(f)).replace(/^(?!\.)/, './'))};\n`).join(''));
   return entry;
 });
