@@ -40,7 +40,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { buildDashboard } from './build-dashboard.mjs';
 import { buildGateway, dropPackageMappings, packagesExternal, requireBanner } from './build-gateway.mjs';
-import { planProcesses, readDurations } from './test-groups.mjs';
+import { nextToStart, planProcesses, readDurations } from './test-groups.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const OUT = join(ROOT, '.test-build');
@@ -207,8 +207,8 @@ console.log(`ℹ built for the run in ${Math.round(performance.now() - started)}
 
 const bundled = (file) => join(TESTS, relative(ROOT, file)).replace(/\.ts$/, '.js');
 // A test process that hangs (a promise nothing settles) fails after TEST_TIMEOUT_MS instead of holding the run.
-const runner = (concurrency, testFiles) =>
-  spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...nodeArgs, ...testFiles], { stdio: 'inherit', env });
+const testProcess = (entry, stdio) =>
+  spawn(process.execPath, ['--enable-source-maps', '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...nodeArgs, entry], { stdio, env });
 
 if (args.includes('--durations')) {
   // Each file alone, one after another: its seconds and CPU seconds (its processes', waited for:
@@ -218,7 +218,7 @@ if (args.includes('--durations')) {
   for (const file of files) {
     const began = performance.now();
     const cpu = childrenCpu();
-    const code = await exited(runner(1, [bundled(file)]));
+    const code = await exited(testProcess(bundled(file), 'inherit'));
     if (code !== 0) console.error(`✖ ${relative(ROOT, file)} failed: its duration is not recorded`);
     else durations[relative(ROOT, file)] = [Math.round((performance.now() - began) / 100) / 10, Math.round((childrenCpu() - cpu) * 10) / 10];
   }
@@ -229,28 +229,89 @@ if (args.includes('--durations')) {
   process.exit(0);
 }
 
-// Processes in parallel: more than the cores, since a test process waits on sockets, timers and
-// child processes for about half its time (CPU over wall, measured here); TEST_CONCURRENCY
-// overrides. Short files share a process (scripts/test-groups.mjs): a group is a module that
-// imports its files' bundles in order, under .test-build/tests/groups/.
-const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 2;
-const processes = files.length > 1 ? planProcesses(ROOT, files, readDurations(ROOT)) : [{ files }];
+// Short files share a process (scripts/test-groups.mjs): a group is a module that imports its
+// files' bundles in order, under .test-build/tests/groups/. Each process is its own `node --test`
+// of one entry, started when its share of a core fits beside those running (nextToStart) in 1.5×
+// the cores (TEST_LOAD sets the factor: the shares were measured alone, and a process does not
+// use its share evenly; at 1× the cores sat a third idle), at most maxProcesses (TEST_CONCURRENCY
+// overrides) at a time; its report is printed whole when it ends, and the counts of all of them at
+// the end. TEST_SCHEDULE=1 prints when each process starts and ends.
+const cores = availableParallelism();
+const maxProcesses = Number(process.env.TEST_CONCURRENCY) || cores * 4;
+const load = Number(process.env.TEST_LOAD) || 1.5;
+const processes = files.length > 1 ? planProcesses(ROOT, files, readDurations(ROOT)) : [{ files, seconds: 0, cpu: 0 }];
 mkdirSync(join(TESTS, 'groups'), { recursive: true });
-// Node 20's runner starts the files it is given in the order of their sorted names, not in the
-// order given: every process, a single file too, is an entry module whose name starts with its
-// place in the plan.
-const entries = processes.map(({ files: group }, i) => {
-  if (processes.length === 1 && group.length === 1) return bundled(group[0]);
-  const name = group.length === 1 ? relative(join(ROOT, 'test'), group[0]).replace(/\.ts$/, '') : relative(join(ROOT, 'test'), dirname(group[0])) || 'test';
-  const entry = join(TESTS, 'groups', `${String(i).padStart(3, '0')}-${name.replaceAll('/', '-')}.js`);
-  writeFileSync(entry, group.map((f) => `import ${JSON.stringify(relative(dirname(entry), bundled(f)).replace(/^(?!\.)/, './'))};\n`).join(''));
-  return entry;
-});
+for (const [i, p] of processes.entries()) {
+  if (p.files.length === 1) {
+    p.entry = bundled(p.files[0]);
+    p.name = relative(ROOT, p.files[0]);
+    continue;
+  }
+  p.name = `${relative(ROOT, dirname(p.files[0]))} (${p.files.length} files)`;
+  p.entry = join(TESTS, 'groups', `${String(i).padStart(3, '0')}-${relative(join(ROOT, 'test'), dirname(p.files[0])).replaceAll('/', '-') || 'test'}.js`);
+  writeFileSync(p.entry, p.files.map((f) => `import ${JSON.stringify(relative(dirname(p.entry), bundled(f)).replace(/^(?!\.)/, './'))};\n`).join(''));
+}
 if (processes.length < files.length) console.log(`ℹ ${files.length} test files in ${processes.length} processes`);
-const child = runner(concurrency, entries);
-const status = await exited(child);
+const status = await runAll(processes);
 await browser?.close();
 await rm(tmp, { recursive: true, force: true });
 const typeErrors = await typechecked;
 if (args.includes('--typecheck') && typeErrors === 0) console.log('ℹ typecheck passed');
 process.exit(status || typeErrors);
+
+/** Runs the processes (nextToStart decides when each starts); 0 when every test passed, else 1. */
+async function runAll(queue) {
+  const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'];
+  const totals = Object.fromEntries(COUNTS.map((k) => [k, 0]));
+  const failures = [];
+  const running = new Set();
+  const began = performance.now();
+  const seconds = () => Math.round((performance.now() - began) / 1000);
+  let failed = false;
+  await new Promise((done) => {
+    const startMore = () => {
+      for (let i; (i = nextToStart(queue, [...running], { cores: cores * load, maxProcesses })) >= 0; ) {
+        const p = queue.splice(i, 1)[0];
+        running.add(p);
+        if (process.env.TEST_SCHEDULE) console.error(`ℹ ${seconds()} s: start ${p.name} (measured ${p.seconds} s, ${p.cpu} s of CPU), ${running.size} running`);
+        void runOne(p).then(() => {
+          if (process.env.TEST_SCHEDULE) console.error(`ℹ ${seconds()} s: end ${p.name}`);
+          running.delete(p);
+          startMore();
+        });
+      }
+      if (running.size === 0 && queue.length === 0) done();
+    };
+    startMore();
+  });
+  for (const k of COUNTS) console.log(`ℹ ${k} ${totals[k]}`);
+  console.log(`ℹ duration_ms ${Math.round(performance.now() - began)}`);
+  if (failures.length > 0) console.log(`\n✖ failing tests:\n\n${failures.join('\n')}`);
+  return failed ? 1 : 0;
+
+  async function runOne(p) {
+    const child = testProcess(p.entry, ['ignore', 'pipe', 'pipe']);
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.stderr.on('data', (c) => chunks.push(c));
+    const code = await exited(child);
+    // The spec reporter (no colours into a pipe) ends with its counts (`ℹ pass 12`), then the
+    // failing tests again: the counts are summed, the failing tests printed again at the end.
+    const text = Buffer.concat(chunks).toString();
+    const summary = text.search(/^ℹ tests \d+$/m);
+    let counted = false;
+    for (const [, k, n] of text.slice(Math.max(summary, 0)).matchAll(/^ℹ (\w+) (\d+)$/gm)) {
+      if (k in totals) {
+        totals[k] += Number(n);
+        counted = true;
+      }
+    }
+    const failing = text.indexOf('✖ failing tests:', Math.max(summary, 0));
+    if (failing >= 0) failures.push(text.slice(failing + '✖ failing tests:'.length).trim() + '\n');
+    process.stdout.write(summary >= 0 ? text.slice(0, summary) : text);
+    if (code !== 0) {
+      failed = true;
+      if (!counted || !/^ℹ fail [1-9]/m.test(text)) failures.push(`${p.name}: the test process exited with ${code}\n`);
+    }
+  }
+}

@@ -1,4 +1,4 @@
-// Which test files share a test process, and in which order the processes start (scripts/run-tests.mjs).
+// Which test files share a test process, and when each process starts (scripts/run-tests.mjs).
 //
 // A test process pays for itself before its first test: node, the test runner, and for most files
 // the gateway's modules and its first start (~1 s of CPU; 90 of the suite's files load them). Files
@@ -6,10 +6,12 @@
 // durations, files of one folder together (they load the same modules); a file that runs long runs
 // alone.
 //
-// The order: the machine has two cores, and some long files mostly wait (a voice call runs in real
-// time: 47 s for 5 s of CPU). Started all at once, as longest-first would, they left the cores half
-// idle for the run's first 40 s; so the processes that mostly wait and the ones that mostly compute
-// start in turns, each list longest first.
+// When: the machine has two cores, and the processes differ in how much of them they use. Some
+// mostly wait (a voice call runs in real time: 47 s for 5 s of CPU), some compute most of their
+// time. A fixed number of processes at a time (node --test's --test-concurrency) either left the
+// cores idle while waiting processes held the slots, or ran too many computing ones at once. So a
+// process starts when its share of a core (its CPU seconds over its seconds) fits beside the shares
+// of those running: the longest first, and when it does not fit, the longest one that does.
 //
 // The durations are test/durations.json: for each file, the seconds it took run alone and the CPU
 // seconds it used (its children's included), on the 2-core machine the suite is sized for
@@ -25,8 +27,6 @@ import { dirname, join, relative } from 'node:path';
 const GROUP_SECONDS = 30;
 /** A file missing from test/durations.json counts as this long, and as busy. */
 const UNKNOWN = { seconds: 4, cpu: 4 };
-/** A process that uses less CPU than this share of its seconds mostly waits. */
-const WAITING_SHARE = 0.35;
 
 /** test/durations.json (`{file: [seconds, cpuSeconds]}`), or nothing when it is missing or unreadable. */
 export function readDurations(root) {
@@ -39,7 +39,7 @@ export function readDurations(root) {
 
 /**
  * The run's processes: each a list of test files (absolute paths, as given), its expected seconds
- * and CPU seconds, in the order they should start. Files keep their given order inside a group.
+ * and CPU seconds, longest first. Files keep their given order inside a group.
  */
 export function planProcesses(root, files, durations) {
   const measured = (file) => {
@@ -65,14 +65,20 @@ export function planProcesses(root, files, durations) {
     group.seconds += seconds;
     group.cpu += cpu;
   }
-  const longest = (a, b) => b.seconds - a.seconds;
-  const waiting = processes.filter((p) => p.cpu < p.seconds * WAITING_SHARE).sort(longest);
-  const busy = processes.filter((p) => p.cpu >= p.seconds * WAITING_SHARE).sort(longest);
-  const order = [];
-  while (waiting.length > 0 || busy.length > 0) {
-    const [a, b] = (waiting[0]?.seconds ?? 0) >= (busy[0]?.seconds ?? 0) ? [waiting, busy] : [busy, waiting];
-    if (a.length > 0) order.push(a.shift());
-    if (b.length > 0) order.push(b.shift());
-  }
-  return order;
+  return processes.sort((a, b) => b.seconds - a.seconds);
+}
+
+/** The share of a core a process keeps busy: its CPU seconds over its seconds, between 0.05 and 1. */
+export const coreShare = (p) => Math.min(1, Math.max(0.05, p.cpu / Math.max(p.seconds, 0.1)));
+
+/**
+ * Which of `queue` (longest first) to start now beside `running`: the index of the first whose share
+ * fits in `cores` beside theirs, or -1 to wait for one to end. With nothing running, the first.
+ */
+export function nextToStart(queue, running, { cores, maxProcesses }) {
+  if (queue.length === 0) return -1;
+  if (running.length === 0) return 0;
+  if (running.length >= maxProcesses) return -1;
+  const busy = running.reduce((sum, p) => sum + coreShare(p), 0);
+  return queue.findIndex((p) => busy + coreShare(p) <= cores);
 }
