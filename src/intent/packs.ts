@@ -4,6 +4,7 @@
 // Every request reads the small meta document (one point read), so a new version stored by an
 // administrator on any instance is used from the next request on, with no restart; the compiled
 // pack is cached per (id, rev) and compiled once however many requests wait for it.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { Collection, Doc, Store } from '../store/port.ts';
@@ -38,6 +39,31 @@ export interface PackSummary {
 const summary = (m: PackMeta): PackSummary => ({
   id: m._id, version: m.version, rev: m.rev, source: m.source, intents: m.intents, languages: m.languages, updated_at: m.updated_at.toISOString(),
 });
+
+/**
+ * Compiled packs by the body stored, for every PackStore of the process: training is seeded, so a
+ * body compiles to the same pack, and a compiled pack is read-only. A process holds one gateway in
+ * production, where this changes nothing; a test process starts dozens, each of which trained the
+ * demo pack again (~0.1 s of CPU). The newest COMPILED_BODIES_KEPT bodies are kept.
+ */
+const compiledBodies = new Map<string, Promise<CompiledPack>>();
+const COMPILED_BODIES_KEPT = 8;
+
+function compileBody(body: string, compiled?: CompiledPack): Promise<CompiledPack> {
+  const key = createHash('sha256').update(body).digest('base64');
+  let pack = compiledBodies.get(key);
+  compiledBodies.delete(key);
+  pack ??= compiled ? Promise.resolve(compiled) : (async () => new CompiledPack(validatePack(JSON.parse(body))))();
+  compiledBodies.set(key, pack);
+  pack.catch(() => {
+    if (compiledBodies.get(key) === pack) compiledBodies.delete(key);
+  });
+  for (const old of compiledBodies.keys()) {
+    if (compiledBodies.size <= COMPILED_BODIES_KEPT) break;
+    compiledBodies.delete(old);
+  }
+  return pack;
+}
 
 /** Reads and validates a pack file (config seeds and the evaluation); PackError names the file. */
 export function readPackFile(path: string, baseDir = process.cwd()): IntentPack {
@@ -83,7 +109,7 @@ export class PackRegistry {
     const pack = validatePack(raw);
     const existing = await this.meta.findOne({ _id: pack.id });
     // Compile before storing: a pack that cannot train is refused, not stored.
-    new CompiledPack(pack);
+    void compileBody(JSON.stringify(pack), new CompiledPack(pack));
     const meta = await this.write(pack, 'admin', existing);
     return { pack: summary(meta), created: !existing };
   }
@@ -129,7 +155,7 @@ export class PackRegistry {
     const pack = (async () => {
       const body = await this.bodies.findOne({ _id: `${id}@${m.rev}` });
       if (!body) throw new Error(`intent pack ${id} revision ${m.rev} has no body`);
-      return new CompiledPack(validatePack(JSON.parse(body.body)));
+      return compileBody(body.body);
     })();
     this.compiled.set(id, { rev: m.rev, pack });
     pack.catch(() => {
