@@ -1,5 +1,6 @@
 // Audio in any container, through ffmpeg: probe it (ffprobe) and decode it to what the engines
-// take, 16 kHz mono s16le PCM, as a stream.
+// take, 16 kHz mono s16le PCM, as a stream (a decode can name the container too, for a caller that
+// needs no more of a probe).
 //
 // - The format is found from the bytes, never from a name: a file is handed to the tool as its
 //   standard input (`file:/dev/stdin`, so an MP4 whose index sits at the end can still be sought),
@@ -96,8 +97,13 @@ function startWithInput(command: string, args: (url: string) => string[], input:
   return { run, feed };
 }
 
-/** The reason in ffmpeg's stderr: its last line, without the `[demuxer @ 0x…]` or input-name prefix. */
-function reasonOf(stderr: string, fallback: string): string {
+/**
+ * The reason in ffmpeg's stderr: its last line, without the `[demuxer @ 0x…]` or input-name prefix.
+ * `levelled`: the log was written with `-loglevel level+info` (each line led by `[info]`,
+ * `[error]`…), of which only the errors give a reason.
+ */
+function reasonOf(stderr: string, fallback: string, levelled = false): string {
+  if (levelled) stderr = stderr.split('\n').filter((l) => /^\[(error|fatal|panic)\] /.test(l)).map((l) => l.replace(/^\[\w+\] /, '')).join('\n');
   const refused = /\[(\w+) @ [^\]]*\] Format not on whitelist/.exec(stderr);
   if (refused) return `${refused[1]} is not an audio container`;
   const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
@@ -106,13 +112,27 @@ function reasonOf(stderr: string, fallback: string): string {
   return last.replace(/^\[[^\]]*\]\s*/, '').replace(/^(file:\/dev\/stdin|pipe:0):\s*/, '');
 }
 
-async function failure(run: ToolRun, feed: Promise<Error | null>, signal: AbortSignal | undefined, fallback: string): Promise<Error | null> {
+async function failure(run: ToolRun, feed: Promise<Error | null>, signal: AbortSignal | undefined, fallback: string, levelled = false): Promise<Error | null> {
   const [exit, feedError] = await Promise.all([run.exited, feed]);
   if (exit.spawnError) return exit.spawnError;
   if (signal?.aborted) return abortReason(signal);
   if (feedError) return feedError;
   if (exit.code === 0) return null;
-  return new AudioDecodeError(reasonOf(run.stderr(), fallback), run.stderr());
+  return new AudioDecodeError(reasonOf(run.stderr(), fallback, levelled), run.stderr());
+}
+
+/**
+ * The log arguments of a decode: errors only, or with `onContainer` the input's description too
+ * (`-loglevel level+info`), which names its container before any error.
+ */
+const decodeLogArgs = (options: DecodeOptions): string[] => ['-loglevel', options.onContainer ? 'level+info' : 'error'];
+
+/** A decode that ended well tells `onContainer` the container ffmpeg's log named (`Input #0, wav, from …`). */
+function reportContainer(run: ToolRun, options: DecodeOptions): void {
+  if (!options.onContainer) return;
+  const named = /^\[info\] Input #0, (.+), from '/m.exec(run.stderr());
+  if (!named) throw new AudioDecodeError('ffmpeg did not name the container', run.stderr());
+  options.onContainer(named[1]!);
 }
 
 function positive(value: unknown): number | null {
@@ -163,6 +183,11 @@ export interface DecodeOptions extends AudioToolsOptions {
   maxSeconds?: number;
   /** Output sample rate; 16 kHz (the engines') unless told, e.g. 8000 for telephony. */
   sampleRate?: number;
+  /**
+   * Called once the input is decoded, with its container as ffprobe names it (`wav`,
+   * `mov,mp4,m4a,3gp,3g2,mj2`): a caller that needs no more of a probe than that starts no ffprobe.
+   */
+  onContainer?: (container: string) => void;
 }
 
 /**
@@ -175,7 +200,7 @@ export async function* decodeToPcm(input: AudioInput, options: DecodeOptions = {
   const { run, feed } = startWithInput(
     options.ffmpegPath ?? 'ffmpeg',
     (url) => [
-      '-nostdin', '-hide_banner', '-loglevel', 'error', ...INPUT_ARGS, '-i', url,
+      '-nostdin', '-hide_banner', ...decodeLogArgs(options), '-nostats', ...INPUT_ARGS, '-i', url,
       '-map', '0:a:0', '-vn', ...limit, '-ac', '1', '-ar', String(options.sampleRate ?? PCM_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 's16le', 'pipe:1',
     ],
     input,
@@ -193,9 +218,10 @@ export async function* decodeToPcm(input: AudioInput, options: DecodeOptions = {
       }
       if (data.length > 0) yield data;
     }
-    const error = await failure(run, feed, options.signal, 'ffmpeg failed');
+    const error = await failure(run, feed, options.signal, 'ffmpeg failed', options.onContainer !== undefined);
     if (error) throw error;
     finished = true;
+    reportContainer(run, options);
   } finally {
     if (!finished) run.kill();
   }
@@ -211,7 +237,7 @@ export async function decodedPcmBytes(input: AudioInput, options: DecodeOptions 
   const { run, feed } = startWithInput(
     options.ffmpegPath ?? 'ffmpeg',
     (url) => [
-      '-nostdin', '-hide_banner', '-loglevel', 'error', '-nostats', ...INPUT_ARGS, '-i', url,
+      '-nostdin', '-hide_banner', ...decodeLogArgs(options), '-nostats', ...INPUT_ARGS, '-i', url,
       '-map', '0:a:0', '-vn', ...limit, '-ac', '1', '-ar', String(PCM_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 's16le', '-y', '/dev/null',
       '-progress', 'pipe:1',
     ],
@@ -229,11 +255,12 @@ export async function decodedPcmBytes(input: AudioInput, options: DecodeOptions 
       if (m) last = Number(m[1]);
     }
   });
-  const error = await failure(run, feed, options.signal, 'ffmpeg failed');
+  const error = await failure(run, feed, options.signal, 'ffmpeg failed', options.onContainer !== undefined);
   if (error) throw error;
   const m = /total_size=(\d+)/.exec(carry);
   if (m) last = Number(m[1]);
   if (last < 0) throw new AudioDecodeError('ffmpeg reported no decoded size');
+  reportContainer(run, options);
   return last - (last % 2);
 }
 

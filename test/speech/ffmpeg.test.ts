@@ -50,6 +50,25 @@ describe('ffmpeg: probe and decode', { skip: missing('ffmpeg', 'librivox') }, ()
     await assert.rejects(decodedPcmBytes({ path: join(tmp.dir, 'junk.bin') }), AudioDecodeError);
   });
 
+  it('a decode names the container as ffprobe does, piped or counted, in every container; an undecodable file still gives ffmpeg\'s error', async () => {
+    for (const c of containers) {
+      const path = join(tmp.dir, c.file);
+      const named: string[] = [];
+      const onContainer = (name: string) => named.push(name);
+      const piped = await collect({ path }, { onContainer });
+      assert.equal(await decodedPcmBytes({ path }, { onContainer }), piped.length, c.name);
+      const { container } = await probeAudio({ path });
+      assert.deepEqual(named, [container, container], c.name);
+      assert.match(container, c.container);
+    }
+    writeFileSync(join(tmp.dir, 'junk.bin'), Buffer.from('not audio at all '.repeat(100)));
+    await assert.rejects(decodedPcmBytes({ path: join(tmp.dir, 'junk.bin') }, { onContainer: () => assert.fail('no container') }), (err) => {
+      assert.ok(err instanceof AudioDecodeError);
+      assert.doesNotMatch(err.reason, /^\[|info/, err.reason); // the error line, without its level
+      return true;
+    });
+  });
+
   for (const c of containers) {
     it(`${c.name}: probed from the bytes and decoded to 16 kHz mono PCM of the same length`, async () => {
       const path = join(tmp.dir, c.file);
