@@ -7,9 +7,32 @@
 // first request of a route pays its compile (about a millisecond); a schema ajv or fast-json-stringify
 // cannot compile throws there (a 500) instead of at start, so `compileAll` compiles every one and a
 // test calls it on the whole app (test/http/lazy-schemas.test.ts).
+//
+// What is compiled is kept for every app of the process, by the schema's JSON and the compilers'
+// options: a process holds one app in production, where this changes nothing (each schema compiles
+// once, as before), while a test process starts dozens, each of which compiled again what the one
+// before had (~14 s of CPU over the suite). Most route schemas are built anew by each app's route
+// registration, so the key is what they say, not which object they are.
 import type { FastifyServerOptions } from 'fastify';
 import ValidatorSelector from '@fastify/ajv-compiler';
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
+
+/** Compiled functions by compiler, options, route part and schema. */
+const compiled = new Map<string, unknown>();
+let compiles = 0;
+
+/** `compile()`, or what it gave before for this key and schema. */
+function shared<F>(schema: unknown, key: string, compile: () => F): F {
+  const full = `${key} ${JSON.stringify(schema)}`;
+  if (compiled.has(full)) return compiled.get(full) as F;
+  const f = compile();
+  compiles += 1;
+  compiled.set(full, f);
+  return f;
+}
+
+/** How many schemas this process has compiled (a test reads it). */
+export const schemaCompiles = (): number => compiles;
 
 type Compile<F> = (route: any) => F;
 type Validate = ((data: unknown, dataCxt?: unknown) => unknown) & { errors?: unknown; schemaEnv?: unknown };
@@ -27,12 +50,12 @@ export function lazySchemas(): LazySchemas {
   const buildValidator = ValidatorSelector();
   const buildSerializer = SerializerSelector();
   /** `compile(route)` at the first call of the function returned, kept; pending until it compiled. */
-  const later = <F>(compile: Compile<F>, route: any, part: string): (() => F) => {
+  const later = <F>(compile: Compile<F>, route: any, part: string, key: string): (() => F) => {
     let real: F | undefined;
     const load = (): F => {
       if (real) return real;
       try {
-        real = compile(route);
+        real = shared(route.schema, key, () => compile(route));
       } catch (err) {
         throw new Error(`${route.method} ${route.url} ${part}: ${(err as Error).message}`, { cause: err });
       }
@@ -48,13 +71,14 @@ export function lazySchemas(): LazySchemas {
     compilersFactory: {
       buildValidator(externalSchemas: any, options: any) {
         const compile = buildValidator(externalSchemas, options) as unknown as Compile<Validate>;
+        const compiler = `validator ${JSON.stringify([externalSchemas, options])}`;
         return (route: any) => {
           // Fastify lowercases a headers schema's property names (headers arrive lowercased) only
           // for its own compiler; here they must be written in lowercase, which makes that a no-op.
           if (route.httpPart === 'headers' && !lowercaseNames(route.schema)) {
             throw new Error(`${route.method} ${route.url}: name the headers of its headers schema in lowercase (src/http/lazy-schemas.ts)`);
           }
-          const load = later(compile, route, route.httpPart);
+          const load = later(compile, route, route.httpPart, `${compiler} ${route.httpPart}`);
           // ajv's function sets its `errors` after each call, which fastify reads from the function
           // it was given; with `schemaEnv` set fastify passes the request as the root's parent, as
           // to ajv's own function.
@@ -70,8 +94,9 @@ export function lazySchemas(): LazySchemas {
       },
       buildSerializer(externalSchemas: any, options: any) {
         const compile = buildSerializer(externalSchemas, options) as unknown as Compile<(data: unknown) => string>;
+        const compiler = `serializer ${JSON.stringify([externalSchemas, options])}`;
         return (route: any) => {
-          const load = later(compile, route, String(route.httpStatus));
+          const load = later(compile, route, String(route.httpStatus), `${compiler} ${route.httpStatus} ${route.contentType ?? ''}`);
           return (data: unknown) => load()(data);
         };
       },

@@ -3,7 +3,7 @@
 // that cannot compile says which route it belongs to.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { lazySchemas } from '../../src/http/lazy-schemas.ts';
+import { lazySchemas, schemaCompiles } from '../../src/http/lazy-schemas.ts';
 import { call, startTestGateway, type TestGateway } from '../helper.ts';
 
 describe('route schemas compiled at first use', () => {
@@ -32,6 +32,21 @@ describe('route schemas compiled at first use', () => {
     const compiled = gw.app.compileSchemas();
     assert.ok(compiled > 100, `${compiled} schemas`);
     assert.equal(gw.app.compileSchemas(), 0, 'nothing left to compile');
+  });
+
+  it('a second app of the process compiles nothing again: it uses what the first compiled, and validates as it', async () => {
+    gw.app.compileSchemas();
+    const before = schemaCompiles();
+    const second = await startTestGateway();
+    try {
+      assert.ok(second.app.compileSchemas() > 100);
+      assert.equal(schemaCompiles(), before);
+      const extra = await call(second.url, 'POST', '/portal/auth/signup', { body: { email: 'b@example.com', password: 'a long password', admin: true } });
+      assert.equal(extra.status, 400);
+      assert.match(extra.body.error.message, /admin/);
+    } finally {
+      await second.destroy();
+    }
   });
 
   it('a schema that cannot compile throws at its first use, naming its route', () => {
