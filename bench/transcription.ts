@@ -6,10 +6,10 @@
 //    to the fake OpenAI-compatible audio upstream directly (with the fields the gateway sends it)
 //    and through the gateway (`POST /v1/audio/transcriptions`, response_format json, a model routed
 //    to that fake), interleaved with what the gateway does for every call before any provider sees
-//    it, timed alone in this process: storing the upload (blob put, fsynced), examineAudio (ffprobe
-//    + ffmpeg decoding the whole clip, for the exact billed duration), and a bare `ffmpeg -version`
-//    (the cost of starting the process). p50/p90/p99 of each, what the gateway adds, its CPU per
-//    call (its own, and its children's: ffprobe, ffmpeg).
+//    it, timed alone in this process: storing the upload (blob put, fsynced), examineAudio (one
+//    ffmpeg run decoding the whole clip, for its exact billed duration and its container), and a
+//    bare `ffmpeg -version` (the cost of starting the process). p50/p90/p99 of each, what the
+//    gateway adds, its CPU per call (its own, and its children's: ffmpeg).
 // 2. One-hour job: an hour of speech as mp3 (32 kbps, 16 kHz mono: the LibriVox clips looped, made
 //    here with ffmpeg, 14.4 MB) submitted as a job to a model routed to the fake Sarvam job API
 //    (pollMs 100); run first, on the fresh process. Wall time from the POST to the job read back
@@ -343,10 +343,10 @@ async function syncOverhead(): Promise<string[]> {
     line('gateway', g),
     `  added by the gateway: p50 ${ms(added50)}, p99 ${ms(pct(g, 0.99) - pct(d, 0.99))}`,
     `  per call the gateway stores the upload (blob put, fsynced; timed alone, interleaved: p50 ${ms(median(store))}, ${((median(store) / added50) * 100).toFixed(0)}% of what it adds at p50),`,
-    `  then probes and decodes it for its exact duration (examineAudio: ffprobe, then ffmpeg; p50 ${ms(median(examine))}, p90 ${ms(pct(examine, 0.9))}, ${((median(examine) / added50) * 100).toFixed(0)}%);`,
-    `  (a bare \`ffmpeg -version\`, i.e. starting the process and loading its libraries: p50 ${ms(median(bare))}; examineAudio starts two);`,
+    `  then probes and decodes it for its exact duration (examineAudio: one ffmpeg run; p50 ${ms(median(examine))}, p90 ${ms(pct(examine, 0.9))}, ${((median(examine) / added50) * 100).toFixed(0)}%);`,
+    `  (a bare \`ffmpeg -version\`, i.e. starting the process and loading its libraries: p50 ${ms(median(bare))}; examineAudio starts one);`,
     `  the rest, by difference (key, hold and settle, multipart in and out): ${ms(added50 - median(examine) - median(store))}`,
-    `  gateway CPU per call: ${cpuMs.toFixed(1)} ms own + ${childrenMs.toFixed(1)} ms of its children (ffprobe, ffmpeg)`,
+    `  gateway CPU per call: ${cpuMs.toFixed(1)} ms own + ${childrenMs.toFixed(1)} ms of its children (ffmpeg)`,
   ];
 }
 
