@@ -1,14 +1,20 @@
 // Speech synthesis latency. (1) Time to first audio byte through the gateway minus direct to the
-// fake OpenAI-compatible upstream, streamed `pcm` (passed through) and `mulaw` (converted in the
-// process), interleaved rounds on loopback. (2) tts-local (espeak-ng): time to first byte and
-// real-time factor (wall time ÷ audio seconds) of a 100-character sentence as 24 kHz pcm. (3) The
-// cost of each format: a whole tts-local answer in each format beside the pcm one.
+// fake OpenAI-compatible upstream, streamed `pcm` (passed through), `pcm` at 8 and 16 kHz and
+// `mulaw` (resampled, and companded, in the process), interleaved rounds on loopback. (2)
+// tts-local (espeak-ng): time to first byte and real-time factor (wall time ÷ audio seconds) of a
+// 100-character sentence as 24 kHz pcm. (3) The cost of each format: a whole tts-local answer in
+// each format beside the pcm one.
+// The gateway runs as its own process, started as `npm start` does: in this one, the client's read
+// of the first bytes would wait while the gateway converts the chunks after them (measured so
+// before: +5 ms to μ-law's first byte that a remote client never saw).
 // Run: npm run bench:speech [-- --rounds 200]
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startTestGateway } from '../test/helper.ts';
-import { fundedKey } from '../test/synthesis/helpers.ts';
 import { startSpeechUpstream } from '../test/fakes/openai-speech-upstream.ts';
+import { ADMIN, payingAccount, startGatewayProcess, stop } from './process.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '200' } } });
 const rounds = Number(values.rounds);
@@ -35,12 +41,13 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 const fmt = (n: number) => n.toFixed(2);
 
 const fake = await startSpeechUpstream();
-const gw = await startTestGateway({ logLevel: 'silent' });
+const runDir = mkdtempSync(join(tmpdir(), 'bench-speech-'));
+const gw = await startGatewayProcess(runDir);
 try {
-  const { apiKey } = await fundedKey(gw, 100_000);
+  const { key: apiKey } = await payingAccount(gw.url, 100_000);
   const put = await fetch(`${gw.url}/admin/models/tts-fake`, {
     method: 'PUT',
-    headers: { authorization: 'Bearer test-admin-token-0123456789', 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
     body: JSON.stringify({ type: 'tts', owned_by: 'bench', voices: ['alloy'], pricing: { cents_per_1k_chars: 0.001 }, routes: [{ provider: 'openai', base_url: `${fake.url}/v1`, upstream_model: 'tts', timeout_ms: 5000 }] }),
   });
   if (put.status >= 300) throw new Error(await put.text());
@@ -48,19 +55,19 @@ try {
   const input = 'Your call is important to us. Please stay on the line.';
 
   console.log(`(1) time to first audio byte, ${rounds} interleaved rounds, ms`);
-  for (const format of ['pcm', 'mulaw'] as const) {
+  for (const [format, rate] of [['pcm', 0], ['pcm', 8000], ['pcm', 16000], ['mulaw', 0]] as const) {
     const direct: number[] = [];
     const through: number[] = [];
     const diff: number[] = [];
     for (let i = 0; i < rounds + 10; i++) {
       const d = await timed(`${fake.url}/v1/audio/speech`, {}, { model: 'tts', input, voice: 'alloy', response_format: 'pcm' });
-      const g = await timed(`${gw.url}/v1/audio/speech`, auth, { model: 'tts-fake', input, voice: 'alloy', response_format: format });
+      const g = await timed(`${gw.url}/v1/audio/speech`, auth, { model: 'tts-fake', input, voice: 'alloy', response_format: format, ...(rate ? { sample_rate: rate } : {}) });
       if (i < 10) continue; // warm-up
       direct.push(d.first);
       through.push(g.first);
       diff.push(g.first - d.first);
     }
-    console.log(`  ${format}: direct p50 ${fmt(pct(direct, 0.5))} p90 ${fmt(pct(direct, 0.9))}; gateway p50 ${fmt(pct(through, 0.5))} p90 ${fmt(pct(through, 0.9))}; added p50 ${fmt(pct(diff, 0.5))} p90 ${fmt(pct(diff, 0.9))}`);
+    console.log(`  ${format}${rate ? `@${rate}` : ''}: direct p50 ${fmt(pct(direct, 0.5))} p90 ${fmt(pct(direct, 0.9))}; gateway p50 ${fmt(pct(through, 0.5))} p90 ${fmt(pct(through, 0.9))}; added p50 ${fmt(pct(diff, 0.5))} p90 ${fmt(pct(diff, 0.9))}`);
   }
 
   const sentence = 'Hello, your account balance is two hundred rupees, and your next bill is due on the fifth of May.';
@@ -88,6 +95,7 @@ try {
     console.log(`  ${format}${rate ? `@${rate}` : ''}: first byte ${fmt(pct(firsts, 0.5))}, whole ${fmt(pct(totals, 0.5))}`);
   }
 } finally {
-  await gw.destroy();
+  await stop(gw.child);
   await fake.close();
+  rmSync(runDir, { recursive: true, force: true });
 }

@@ -2,6 +2,7 @@
 //   - the same format (and rate, for raw audio): passed through untouched;
 //   - raw PCM to raw PCM or μ-law: in the process (SpeexDSP resampler, G.711 table), no tool to start;
 //   - anything else: one ffmpeg process reading and writing pipes (src/speech/ffmpeg.ts).
+import { setImmediate } from 'node:timers/promises';
 import type { SpeechAudio, SpeechFormat } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { encodeAudio } from '../speech/ffmpeg.ts';
@@ -43,12 +44,21 @@ export async function* convertSpeech(source: Omit<SpeechAudio, 'chunks'>, chunks
   yield* encodeAudio(chunks, from, { output: ffmpegOutput(target.format, target.sampleRate), ...(deps.signal ? { signal: deps.signal } : {}) });
 }
 
+/** The first audio of a stream sent alone (seconds). */
+const FIRST_SLICE_SECONDS = 0.02;
+
 /** PCM at `rate` to pcm at the target's rate or μ-law at 8 kHz, chunk by chunk (a chunk may end mid-sample). */
 async function* rawToRaw(chunks: AsyncIterable<Buffer>, rate: number, target: Target, resamplers: Resamplers): AsyncGenerator<Buffer> {
   const to = target.format === 'mulaw' ? G711_SAMPLE_RATE : target.sampleRate;
   const resampler = rate === to ? null : resamplers.create({ from: rate, to, quality: 5 });
   const out = (samples: Int16Array): Buffer => (target.format === 'mulaw' ? Buffer.from(g711Encode('mulaw', samples)) : Buffer.from(bytesOf(samples)));
   let odd: Buffer | null = null;
+  // The stream's first audio goes out converted alone: a provider's first chunk can hold seconds
+  // (the router reads it whole before it accepts the route; 65 KB of 24 kHz PCM, 1.4 s, from
+  // OpenAI's), and converting all of it before sending any delayed the first byte by ~5 ms. After
+  // it, the conversion yields to the event loop once: the consumer's write of it is flushed on the
+  // next tick, which waits while a chain of promises runs, as the rest's conversion would be.
+  let head = Math.round(rate * FIRST_SLICE_SECONDS);
   try {
     for await (const chunk of chunks) {
       let data: Buffer = odd ? Buffer.concat([odd, chunk]) : chunk;
@@ -58,9 +68,21 @@ async function* rawToRaw(chunks: AsyncIterable<Buffer>, rate: number, target: Ta
         data = data.subarray(0, data.length - 1);
       }
       if (data.length === 0) continue;
-      const samples = samplesOf(data);
+      let samples = samplesOf(data);
+      if (head > 0 && samples.length > head) {
+        const first = resampler ? resampler.process(samples.subarray(0, head)) : samples.subarray(0, head);
+        samples = samples.subarray(head);
+        head = 0;
+        if (first.length > 0) {
+          yield out(first);
+          await setImmediate();
+        }
+      }
       const converted = resampler ? resampler.process(samples) : samples;
-      if (converted.length > 0) yield out(converted);
+      if (converted.length > 0) {
+        head = 0;
+        yield out(converted);
+      }
     }
     if (resampler) {
       const tail = resampler.flush();
