@@ -193,7 +193,12 @@ export class TranscriptionJobs {
     return { key: spec.audioKey, contentType: spec.contentType };
   }
 
-  async list(account: string, opts: { limit: number; after?: string; status?: JobStatus }): Promise<{ object: 'list'; data: JobObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
+  /**
+   * The account's jobs, newest first. `transcripts: false` leaves out each completed job's text and
+   * segments (the dashboard's list, polled every few seconds, shows neither: a page of four-hour
+   * transcripts is megabytes read from the blob store each time).
+   */
+  async list(account: string, opts: { limit: number; after?: string; status?: JobStatus; transcripts?: boolean }): Promise<{ object: 'list'; data: JobObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
     const where: Record<string, unknown> = { account };
     if (opts.status) where.status = opts.status;
     if (opts.after) {
@@ -204,7 +209,7 @@ export class TranscriptionJobs {
     }
     const rows = await this.deps.runtime.list(JOB_KIND, where, { sort: { order: -1 }, limit: opts.limit + 1 });
     const page = rows.slice(0, opts.limit);
-    const data = await Promise.all(page.map((r) => this.get(account, r.id)));
+    const data = await Promise.all(page.map(async (r) => this.toObject(await this.view(account, r.id), opts.transcripts ?? true)));
     return { object: 'list', data, has_more: rows.length > opts.limit, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
   }
 
@@ -216,12 +221,12 @@ export class TranscriptionJobs {
     return view;
   }
 
-  private async toObject(view: ActorView): Promise<JobObject> {
+  private async toObject(view: ActorView, transcript = true): Promise<JobObject> {
     const c = facts(view)!;
     const status = statusOf(view.value);
     const out: JobObject = { id: c.jobId, object: 'transcription.job', status, model: c.model, created_at: Math.floor(c.createdAt / 1000) };
     if (status === 'completed' && c.result) {
-      const t = await readJson<Transcript>(this.deps.blobs, c.result.resultKey).catch(() => null);
+      const t = transcript ? await readJson<Transcript>(this.deps.blobs, c.result.resultKey).catch(() => null) : null;
       out.completed_at = c.finishedAt !== null ? Math.floor(c.finishedAt / 1000) : null;
       out.language = c.result.language ?? 'und';
       out.duration = c.result.duration;

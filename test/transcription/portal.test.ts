@@ -58,6 +58,11 @@ describe('the dashboard’s speech routes', { skip }, () => {
     assert.equal(job.status, 'completed', JSON.stringify(job));
     assert.deepEqual(job, (await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${jobId}`, { token: owner.key })).body, 'the same job on /v1');
     assert.deepEqual([...new Set(job.segments.map((s: any) => s.speaker))].sort(), ['SPEAKER_00', 'SPEAKER_01']);
+    // The dashboard's list leaves the transcripts out (it polls and shows neither); /v1's has them.
+    const { text, segments, ...listed } = job;
+    assert.deepEqual((await call(gw.url, 'GET', '/portal/transcription/jobs', { token: owner.token })).body.data.find((j: any) => j.id === jobId), listed);
+    assert.equal((await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: owner.key })).body.data.find((j: any) => j.id === jobId)?.text, text);
+    assert.ok(segments.length > 0);
 
     for (const format of ['srt', 'vtt', 'text'] as const) {
       const v1 = await call(gw.url, 'GET', `/v1/audio/transcriptions/jobs/${jobId}?response_format=${format}`, { token: owner.key });

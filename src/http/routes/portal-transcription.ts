@@ -34,7 +34,7 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
       preHandler: requireSession(deps),
       schema: {
         tags: ['transcription'], security,
-        summary: "Your account's transcription jobs (your organization's while you belong to one), newest first; pass next_after as after",
+        summary: "Your account's transcription jobs (your organization's while you belong to one), newest first, without their transcripts (GET /portal/transcription/jobs/{id} has them); pass next_after as after",
         querystring: Closed({ limit: Limit, after: Type.Optional(KeyString(64)), status: Type.Optional(JobStatusFilter) }),
         response: { 200: PageOf(Job), ...errors(400, 401) },
       },
@@ -46,6 +46,7 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
         limit: limitOf(req.query),
         ...(after !== undefined ? { after } : {}),
         ...(status !== undefined ? { status } : {}),
+        transcripts: false,
       });
       return { data: page.data, has_more: page.has_more, next_after: page.has_more ? page.last_id : null };
     },
