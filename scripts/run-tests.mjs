@@ -294,7 +294,8 @@ async function runAll(queue) {
     const chunks = [];
     child.stdout.on('data', (c) => chunks.push(c));
     child.stderr.on('data', (c) => chunks.push(c));
-    const code = await exited(child);
+    // 'close', not 'exit': the pipes may still hold output when the process has exited.
+    const code = await new Promise((r) => child.once('close', (c, signal) => r(c ?? (signal ? 1 : 0))));
     // The spec reporter (no colours into a pipe) ends with its counts (`ℹ pass 12`), then the
     // failing tests again: the counts are summed, the failing tests printed again at the end.
     const text = Buffer.concat(chunks).toString();
