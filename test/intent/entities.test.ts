@@ -6,7 +6,10 @@ import { normalize } from '../../src/intent/normalize.ts';
 import { extractEntities } from '../../src/intent/entities.ts';
 import { bareNumber, findAmount, readNumber } from '../../src/intent/amounts.ts';
 import { dialogueAct, bareYesNo, ordinalChoice } from '../../src/intent/acts.ts';
-import { findDate } from '../../src/intent/dates.ts';
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { CHRONO_WORDS, findDate, mayHoldEnglishDate } from '../../src/intent/dates.ts';
+import { DEMO_TURNS } from '../../scripts/eval-demo-pack.ts';
 
 // 2025-03-10T20:00Z is Tuesday 11 March 2025, 01:30 in Asia/Kolkata (UTC would still say the 10th).
 const NOW = Date.parse('2025-03-10T20:00:00Z');
@@ -144,5 +147,23 @@ describe('normalization and dialogue acts', () => {
     assert.equal(act('net nahi chal raha'), 'COMPLAINT');
     assert.equal(act('please block my card'), 'REQUEST');
     assert.equal(act('my name is Ravi'), 'STATEMENT');
+  });
+});
+
+describe('chrono-node is asked only about turns it could find a date in', () => {
+  const load = createRequire(import.meta.url);
+  it('CHRONO_WORDS holds every word of chrono\'s English weekday, month and time-unit dictionaries', () => {
+    const c = load(new URL('../../node_modules/chrono-node/dist/cjs/locales/en/constants.js', import.meta.url).pathname);
+    for (const dictionary of [c.WEEKDAY_DICTIONARY, c.MONTH_DICTIONARY, c.TIME_UNIT_DICTIONARY]) {
+      for (const key of Object.keys(dictionary)) assert.ok(CHRONO_WORDS.has(key.replace(/\.$/, '')), key);
+    }
+  });
+  it('chrono finds nothing in any turn of the demo pack\'s that the gate turns away, and the gate turns most away', () => {
+    const chrono = load('chrono-node');
+    const texts = [...readFileSync(DEMO_TURNS.dev, 'utf8').split('\n'), ...readFileSync(DEMO_TURNS.heldout, 'utf8').split('\n')].map((l) => l.split('\t')[0]!.toLowerCase()).filter(Boolean);
+    const away = texts.filter((t) => !mayHoldEnglishDate(t));
+    for (const t of away) assert.deepEqual(chrono.en.GB.parse(t, { instant: new Date(NOW) }), [], t);
+    assert.ok(away.length > texts.length / 2, `${away.length} of ${texts.length}`);
+    for (const t of ['on 5th of may', 'last friday', 'two weeks ago', 'day after tomorrow', 'this morning', 'end of the month']) assert.ok(mayHoldEnglishDate(t), t);
   });
 });
