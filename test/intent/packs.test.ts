@@ -27,6 +27,12 @@ describe('intent pack registry', () => {
       assert.notEqual(second, first);
       assert.equal(second!.thresholds.accept, 0.5);
       assert.equal((await a!.compiledPack('toy-cache'))!.thresholds.accept, first!.thresholds.accept, 'the first store still holds its own body');
+      // A config file of a higher version replaces a pack that came from config (a data directory
+      // seeded by an older release), never one an administrator uploaded.
+      await a!.seed([{ ...pack, version: 3, thresholds: { accept: 0.6 } } as never]);
+      assert.deepEqual([(await a!.list())[0]!.version, (await a!.compiledPack('toy-cache'))!.thresholds.accept], [3, 0.6]);
+      await b!.seed([{ ...pack, version: 3, thresholds: { accept: 0.6 } } as never]);
+      assert.deepEqual([(await b!.list())[0]!.version, (await b!.list())[0]!.source], [2, 'admin']);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
       await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
