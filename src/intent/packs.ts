@@ -41,10 +41,10 @@ const summary = (m: PackMeta): PackSummary => ({
 });
 
 /**
- * Compiled packs by the body stored, for every PackStore of the process: training is seeded, so a
- * body compiles to the same pack, and a compiled pack is read-only. A process holds one gateway in
+ * Compiled packs by the body stored, for every PackRegistry of the process: training is seeded, so
+ * a body compiles to the same pack, and a compiled pack is read-only. A process holds one gateway in
  * production, where this changes nothing; a test process starts dozens, each of which trained the
- * demo pack again (~0.1 s of CPU). The newest COMPILED_BODIES_KEPT bodies are kept.
+ * demo pack again (0.3–0.4 s of CPU). The newest COMPILED_BODIES_KEPT bodies are kept.
  */
 const compiledBodies = new Map<string, Promise<CompiledPack>>();
 const COMPILED_BODIES_KEPT = 8;
