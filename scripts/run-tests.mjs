@@ -57,7 +57,8 @@ const TEST_TIMEOUT_MS = 600_000;
 /** Free space a tmpfs needs to hold a run's temporary files (a whole run peaked at ~200 MB here). */
 const TMP_ROOM_BYTES = 4 * 1024 ** 3;
 
-const exited = (child) => new Promise((r) => child.once('exit', (code, signal) => r(code ?? (signal ? 1 : 0))));
+/** A child's exit code, once its pipes are read to the end too ('close': at 'exit' they may still hold output). */
+const exited = (child) => new Promise((r) => child.once('close', (code, signal) => r(code ?? (signal ? 1 : 0))));
 
 function collect(dir, match) {
   const out = [];
@@ -294,8 +295,7 @@ async function runAll(queue) {
     const chunks = [];
     child.stdout.on('data', (c) => chunks.push(c));
     child.stderr.on('data', (c) => chunks.push(c));
-    // 'close', not 'exit': the pipes may still hold output when the process has exited.
-    const code = await new Promise((r) => child.once('close', (c, signal) => r(c ?? (signal ? 1 : 0))));
+    const code = await exited(child);
     // The spec reporter (no colours into a pipe) ends with its counts (`ℹ pass 12`), then the
     // failing tests again: the counts are summed, the failing tests printed again at the end.
     const text = Buffer.concat(chunks).toString();

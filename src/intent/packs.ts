@@ -109,26 +109,27 @@ export class PackRegistry {
     const pack = validatePack(raw);
     const existing = await this.meta.findOne({ _id: pack.id });
     // Compile before storing: a pack that cannot train is refused, not stored.
-    void compileBody(JSON.stringify(pack), new CompiledPack(pack));
-    const meta = await this.write(pack, 'admin', existing);
+    const body = JSON.stringify(pack);
+    void compileBody(body, new CompiledPack(pack));
+    const meta = await this.write(pack, 'admin', existing, body);
     return { pack: summary(meta), created: !existing };
   }
 
-  private async write(pack: IntentPack, source: PackMeta['source'], existing: PackMeta | null): Promise<PackMeta> {
+  private async write(pack: IntentPack, source: PackMeta['source'], existing: PackMeta | null, body = JSON.stringify(pack)): Promise<PackMeta> {
     const rev = (existing?.rev ?? 0) + 1;
-    await this.bodies.replaceOne({ _id: `${pack.id}@${rev}` }, { _id: `${pack.id}@${rev}`, body: JSON.stringify(pack) }, { upsert: true });
+    await this.bodies.replaceOne({ _id: `${pack.id}@${rev}` }, { _id: `${pack.id}@${rev}`, body }, { upsert: true });
     const meta: PackMeta = {
       _id: pack.id, version: pack.version, rev, source, intents: pack.intents.length, languages: pack.languages, updated_at: new Date(this.now()),
     };
     if (existing) {
       // Conditional on the revision read: of two concurrent uploads, the later one retries.
       const r = await this.meta.replaceOne({ _id: pack.id, rev: existing.rev }, meta);
-      if (r.matchedCount === 0) return this.write(pack, source, await this.meta.findOne({ _id: pack.id }));
+      if (r.matchedCount === 0) return this.write(pack, source, await this.meta.findOne({ _id: pack.id }), body);
     } else {
       try {
         await this.meta.insertOne(meta);
       } catch {
-        return this.write(pack, source, await this.meta.findOne({ _id: pack.id }));
+        return this.write(pack, source, await this.meta.findOne({ _id: pack.id }), body);
       }
     }
     if (existing) await this.bodies.deleteOne({ _id: `${pack.id}@${existing.rev}` }).catch(() => undefined);

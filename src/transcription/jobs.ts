@@ -166,9 +166,10 @@ export class TranscriptionJobs {
   }
 
   /** The caller's job (another account's, or none: 404 either way). */
-  async get(account: string, id: string): Promise<JobObject> {
+  /** `transcript: false` leaves out a completed job's text and segments (see list). */
+  async get(account: string, id: string, transcript = true): Promise<JobObject> {
     const view = await this.view(account, id);
-    return this.toObject(view);
+    return this.toObject(view, transcript);
   }
 
   /**
@@ -209,7 +210,7 @@ export class TranscriptionJobs {
     }
     const rows = await this.deps.runtime.list(JOB_KIND, where, { sort: { order: -1 }, limit: opts.limit + 1 });
     const page = rows.slice(0, opts.limit);
-    const data = await Promise.all(page.map(async (r) => this.toObject(await this.view(account, r.id), opts.transcripts ?? true)));
+    const data = await Promise.all(page.map((r) => this.get(account, r.id, opts.transcripts ?? true)));
     return { object: 'list', data, has_more: rows.length > opts.limit, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
   }
 
