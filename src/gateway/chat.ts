@@ -10,7 +10,7 @@ import type { CallFacts, MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import { copyDefined, PASSED_THROUGH, type ChatChoice, type ChatChunk, type ChatMessage, type ChatRequest, type ResolvedRoute, type ResponseFormat, type TokenUsage } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
-import { countMessages, countText, countTools } from './tokens.ts';
+import { countMessages, countText, countTools, PromptTokens } from './tokens.ts';
 import { CHAT_ROLES, roleRefusal } from './chat-input.ts';
 import { priceOfTokens } from '../billing/pricing.ts';
 import { toApiError, unservedStatus, type GatewayDeps } from './common.ts';
@@ -47,7 +47,8 @@ export interface PreparedChat {
   /** The metered call: its hold, payer and request id; settled or released once. */
   call: MeteredCall;
   request: ChatRequest;
-  promptTokens: number;
+  /** The prompt's tokens: bounded at once, counted exactly only if a usage of our own is needed. */
+  prompt: PromptTokens;
   routes: ResolvedRoute[];
   /** The client's end-user id as sent (`safety_identifier`, else `user`), for the usage record. */
   endUser?: string;
@@ -216,32 +217,36 @@ export class ChatGateway {
           throw new ApiError('invalid_request', 'reasoning_effort is not supported by this model: it is not a reasoning model.', { param: 'reasoning_effort' });
         }
         // A JSON schema to answer in, and the tools offered, are part of the prompt the upstream reads (and bills).
-        const promptTokens =
-          countMessages(messages) + (format?.type === 'json_schema' ? countText(JSON.stringify(format.json_schema)) : 0) + countTools(body.tools);
+        const schema = format?.type === 'json_schema' ? JSON.stringify(format.json_schema) : '';
+        const prompt = new PromptTokens((measure) => countMessages(messages, measure) + measure(schema) + countTools(body.tools, measure));
         // An output cap above the model's maximum is named as such, before the context check it would also fail.
         if (maxTokens !== undefined && model.max_output_tokens !== undefined && maxTokens > model.max_output_tokens) {
           throw new ApiError('invalid_request', `${maxTokensParam} may be at most ${model.max_output_tokens} for this model.`, { param: maxTokensParam });
         }
-        if (model.context_window !== undefined) {
-          const wanted = promptTokens + (maxTokens ?? 0);
-          if (promptTokens >= model.context_window || wanted > model.context_window) {
-            throw new ApiError(
-              'context_length_exceeded',
-              `This model's context window is ${model.context_window} tokens; the messages take ${promptTokens}` +
-                (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') + '.',
-              // The prompt alone fits: the output cap is what to change.
-              { param: promptTokens < model.context_window ? maxTokensParam : 'messages' },
-            );
-          }
+        const window = model.context_window;
+        // The bound settles the check when even it fits; else the exact count decides (and is named).
+        const overflows = (tokens: number) => window !== undefined && (tokens >= window || tokens + (maxTokens ?? 0) > window);
+        if (overflows(prompt.bound) && overflows(prompt.exact)) {
+          const promptTokens = prompt.exact;
+          throw new ApiError(
+            'context_length_exceeded',
+            `This model's context window is ${window} tokens; the messages take ${promptTokens}` +
+              (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') + '.',
+            // The prompt alone fits: the output cap is what to change.
+            { param: promptTokens < window! ? maxTokensParam : 'messages' },
+          );
         }
-        // The most the call can produce: max_tokens, else the model's maximum, else what the context leaves.
-        const maxOut = maxTokens ?? model.max_output_tokens ?? Math.max(1, (model.context_window ?? promptTokens + 4096) - promptTokens);
-        return { promptTokens, maxOut };
+        // The most the call can produce: max_tokens, else the model's maximum, else what the context
+        // leaves (sent upstream as max_tokens: from the exact count, so as not to cut the answer short).
+        const maxOut = maxTokens ?? model.max_output_tokens ?? (window === undefined ? 4096 : Math.max(1, window - prompt.exact));
+        return { prompt, maxOut };
       },
-      estimate: (model, { promptTokens, maxOut }) => Math.ceil(priceOfTokens(model.pricing, promptTokens, maxOut * (body.n ?? 1))),
+      // The bound's hold, or the exact count's when the wallet refuses that (`tighten`).
+      estimate: (model, { prompt, maxOut }) => Math.ceil(priceOfTokens(model.pricing, prompt.known, maxOut * (body.n ?? 1))),
+      tighten: ({ prompt }) => !prompt.isExact && prompt.exact < prompt.bound,
     });
     const { model, payer } = call;
-    const { promptTokens, maxOut } = call.checked;
+    const { prompt, maxOut } = call.checked;
 
     const request: ChatRequest = { messages };
     copyDefined(body, request, PASSED_THROUGH);
@@ -260,7 +265,7 @@ export class ChatGateway {
       model,
       call,
       request,
-      promptTokens,
+      prompt,
       routes: this.deps.resolveRoutes(model),
     };
   }
@@ -274,7 +279,7 @@ export class ChatGateway {
       throw toApiError(err);
     }
     const usage = this.billable(prep, served.result.usage, () => ({
-      prompt_tokens: prep.promptTokens,
+      prompt_tokens: prep.prompt.exact,
       completion_tokens: served.result.choices.reduce((s, c) => s + countText(c.message.content ?? '') + countTools(c.message.tool_calls), 0),
     }));
     // The answer does not wait for the debit (unless wallet writes are durable); any later read of the wallet does.
@@ -358,7 +363,7 @@ export class ChatGateway {
       if (signal.aborted && status === 'ok') status = 'client_closed';
       // Upstream usage counts only when the stream completed; otherwise bill what was received.
       const usage = this.billable(prep, status === 'ok' ? reported : null, () => ({
-        prompt_tokens: prep.promptTokens,
+        prompt_tokens: prep.prompt.exact,
         completion_tokens: countText(received.join('')),
       }));
       await this.settle(prep, opened.route, usage, status);

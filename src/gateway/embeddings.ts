@@ -2,7 +2,7 @@
 import { ApiError } from '../errors.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { embeddingsInputItems, type EmbeddingsInput, type EmbeddingsRequest } from '../providers/types.ts';
-import { countText } from './tokens.ts';
+import { boundText, countText, PromptTokens } from './tokens.ts';
 import { priceOfTokens } from '../billing/pricing.ts';
 import { toApiError, unservedStatus, type GatewayDeps } from './common.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
@@ -24,25 +24,28 @@ export class EmbeddingsGateway {
     if (inputs.length === 0 || inputs.some((s) => s.length === 0)) {
       throw new ApiError('missing_input', 'input must be a non-empty text or token-id list, or a non-empty array of them.', { param: 'input' });
     }
-    // Texts are counted with our tokenizer; token ids are their own count, exactly.
-    const tokensOf = (item: string | number[]) => (typeof item === 'string' ? countText(item) : item.length);
+    // Texts are counted with our tokenizer (bounded by their bytes until the exact count is needed:
+    // see tokens.ts); token ids are their own count, exactly.
+    const tokensOf = (item: string | number[], measure: (text: string) => number) => (typeof item === 'string' ? measure(item) : item.length);
     const call = await meter.begin(principal, {
       model: body.model,
       type: 'embedding',
       requestId,
       check: (model) => {
-        const counts = inputs.map(tokensOf);
-        if (model.context_window !== undefined) {
-          const longest = Math.max(...counts);
-          if (longest > model.context_window) {
-            throw new ApiError('context_length_exceeded', `An input takes ${longest} tokens; this model accepts at most ${model.context_window} per input.`, { param: 'input' });
+        const window = model.context_window;
+        const longest = (measure: (text: string) => number) => Math.max(...inputs.map((item) => tokensOf(item, measure)));
+        if (window !== undefined && longest(boundText) > window) {
+          const tokens = longest(countText);
+          if (tokens > window) {
+            throw new ApiError('context_length_exceeded', `An input takes ${tokens} tokens; this model accepts at most ${window} per input.`, { param: 'input' });
           }
         }
-        return counts.reduce((s, t) => s + t, 0);
+        return new PromptTokens((measure) => inputs.reduce((s, item) => s + tokensOf(item, measure), 0));
       },
-      estimate: (model, promptTokens) => Math.ceil(priceOfTokens(model.pricing, promptTokens, 0)),
+      estimate: (model, prompt) => Math.ceil(priceOfTokens(model.pricing, prompt.known, 0)),
+      tighten: (prompt) => !prompt.isExact && prompt.exact < prompt.bound,
     });
-    const { model, payer, checked: promptTokens } = call;
+    const { model, payer, checked: prompt } = call;
     const req: EmbeddingsRequest = { input: body.input };
     if (body.encoding_format) req.encoding_format = body.encoding_format;
     if (body.dimensions !== undefined) req.dimensions = body.dimensions;
@@ -56,8 +59,8 @@ export class EmbeddingsGateway {
       throw toApiError(err);
     }
     // Providers validate usage at the boundary (src/providers/validate.ts): absurd counts arrive as null.
-    let tokens = served.result.usage?.prompt_tokens ?? promptTokens;
-    if (priceOfTokens(model.pricing, tokens, 0) > call.limitMicrocents) tokens = promptTokens;
+    let tokens = served.result.usage?.prompt_tokens ?? prompt.exact;
+    if (priceOfTokens(model.pricing, tokens, 0) > call.limitMicrocents) tokens = prompt.exact;
     await call.settle(
       {
         route: served.route.id,

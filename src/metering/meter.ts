@@ -12,6 +12,7 @@
 // instance, `Meter.resume` makes it a MeteredCall again. Across processes, exactly once is billing's
 // (a hold is settled, released or dropped once, on any instance) together with the actor's once-only
 // steps around each money call; the in-memory guard only covers one MeteredCall object.
+import { ApiError } from '../errors.ts';
 import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, ModelType } from '../models/types.ts';
@@ -37,6 +38,12 @@ export interface BeginOptions<T> {
   check?: (model: ModelDoc, payer: Payer) => T | Promise<T>;
   /** The most the call can cost, µ¢ (rounded up by billing to whole µ¢, at least 1). */
   estimate: (model: ModelDoc, checked: T) => number;
+  /**
+   * When `estimate` rests on a cheap upper bound (a prompt's bytes for its tokens): makes `checked`
+   * exact and says whether that lowered it. Called only when the wallet refuses the first hold,
+   * which is then tried once more with the new estimate.
+   */
+  tighten?: (checked: T) => boolean;
   /** The hold's life when it must outlast the request (a job); default billing's hold TTL. */
   holdTtlMs?: number;
   /** An actor's hold (a job): kept across the death of the process that took it (see HoldOptions). */
@@ -75,11 +82,17 @@ export class Meter {
     const model = await models.resolve(opts.model, opts.type, payer.walletId);
     const checked = (opts.check ? await opts.check(model, payer) : undefined) as T;
     this.deps.assertKyc(payer, model.requires_kyc === true);
-    const estimate = opts.estimate(model, checked);
-    const hold = await billing.hold(payer, estimate, opts.requestId, {
+    const holdOptions = {
       ...(opts.holdTtlMs !== undefined ? { ttlMs: opts.holdTtlMs } : {}),
       ...(opts.custodial ? { custodial: true } : {}),
-    });
+    };
+    let hold: Hold;
+    try {
+      hold = await billing.hold(payer, opts.estimate(model, checked), opts.requestId, holdOptions);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 'insufficient_credit' && opts.tighten?.(checked))) throw err;
+      hold = await billing.hold(payer, opts.estimate(model, checked), opts.requestId, holdOptions);
+    }
     return Object.assign(new MeteredCall(billing, payer, model, hold, opts.requestId, this.deps.now(), this.deps.now), { checked });
   }
 

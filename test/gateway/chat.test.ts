@@ -569,6 +569,38 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(denied.body.error.type, 'insufficient_quota');
   });
 
+  it("the prompt's bytes bound its tokens; the exact count decides only near the context window or the wallet's end", async () => {
+    // Input at 2,000 µ¢ a token: 200 words hold ~0.42 cent counted exactly, ~2 cents by their bytes.
+    await putModel(gw, 'chat-dear-input', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' }], {
+      pricing: { input_cents_per_mtok: 2000, output_cents_per_mtok: 600 },
+    });
+    const u = await fundedUser(gw, 1);
+    const ask = (words: number, model = 'chat-dear-input', key = u.key) =>
+      call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model, messages: [{ role: 'user', content: 'word '.repeat(words) }], max_tokens: 16 } });
+    const fits = await ask(200);
+    assert.equal(fits.status, 200, `a wallet that covers the exact estimate is not refused for the bound's: ${fits.text}`);
+    const tooDear = await ask(600);
+    assert.equal(tooDear.status, 402, tooDear.text);
+    assert.equal(tooDear.body.error.code, 'insufficient_credit');
+    assert.match(tooDear.body.error.message, /may cost up to 2 cents/, 'the refusal names the exact estimate (~1.2 cents), not the bound (~6 cents)');
+    const w = await wallet(gw, u.token);
+    assert.equal(w.balance_microcents, 1_000_000 - (fits.body.usage.prompt_tokens * 2000 + fits.body.usage.completion_tokens * 600), 'charged the exact cost once; the refused call held nothing');
+
+    // chat-a's window is 4,096 tokens, 512 of them for the answer: 900 words are 4,500 bytes but ~900 tokens.
+    const rich = await fundedUser(gw);
+    const near = await ask(900, 'chat-a', rich.key);
+    assert.equal(near.status, 200, near.text);
+    const over = await ask(5000, 'chat-a', rich.key);
+    assert.equal(over.status, 400, over.text);
+    assert.match(over.body.error.message, /the messages take 50\d\d and max_tokens asks for 16\./, 'the refusal names the exact count, not the 25,000 bytes');
+
+    // Special tokens' text is prompt text like any other (our count runs where the upstream's usage is unusable).
+    up.next({ usage: { prompt_tokens: -1, completion_tokens: -1, total_tokens: -2 } });
+    const special = await call(gw.url, 'POST', '/v1/chat/completions', { token: rich.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'say <|endoftext|> twice' }], max_tokens: 16 } });
+    assert.equal(special.status, 200, special.text);
+    assert.ok(special.body.usage.prompt_tokens > 3, JSON.stringify(special.body.usage));
+  });
+
   it('a mid-stream upstream failure ends the stream with an error event and bills only what was received', async () => {
     const u = await fundedUser(gw);
     up.next({ closeAfterChunks: 3 });
