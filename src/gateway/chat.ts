@@ -395,8 +395,8 @@ export class ChatGateway {
       completionTokens: usage.completion_tokens,
       costMicrocents: cost,
       status,
-      ...(usage.cached_tokens !== undefined ? { cachedTokens: usage.cached_tokens } : {}),
-      ...(prep.endUser !== undefined ? { endUser: prep.endUser } : {}),
+      cachedTokens: usage.cached_tokens,
+      endUser: prep.endUser,
     };
   }
 
