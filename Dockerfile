@@ -41,4 +41,4 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The gateway is PID 1 and gets SIGTERM itself; it shuts down gracefully. Same node flags as
 # `npm start` (package.json; the README says why).
-CMD ["node", "--enable-source-maps", "--max-semi-space-size=32", "dist/server.js"]
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=32", "--max-old-space-size=1536", "dist/server.js"]
