@@ -16,9 +16,17 @@ const FIELDS = [
 /** Fields every record has (the others are left out when absent). */
 const REQUIRED = new Set<string>(['_id', 'ts', 'request_id', 'user_id', 'key_prefix', 'model', 'model_type', 'route', 'status', 'latency_ms', 'cost_uc']);
 
+// Read by name in FIELDS' order (a test holds the two to the same order): records come in many
+// shapes (their optional fields), and a loop of keyed reads over them cost ~4 µs of every call.
 export function encodeEntry(r: UsageRecordDoc): string {
-  const values: unknown[] = FIELDS.map((f) => (f === 'ts' ? r.ts.getTime() : (r[f] ?? null)));
-  while (values.length > 0 && values.at(-1) === null) values.pop();
+  const values: unknown[] = [
+    r._id, r.ts.getTime(), r.request_id, r.user_id, r.key_id, r.key_prefix, r.model, r.model_type, r.route, r.status,
+    r.latency_ms, r.cost_uc, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.seconds, r.characters, r.calls, r.end_user,
+  ];
+  let n = values.length;
+  while (n > 0 && (values[n - 1] ?? null) === null) n--;
+  values.length = n;
+  for (let i = 0; i < n; i++) values[i] ??= null;
   return JSON.stringify(values);
 }
 
