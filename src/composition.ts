@@ -162,7 +162,8 @@ export async function createServices(deps: {
   await operatorSessions.init();
   const spikes = webhooks.usageSpikes(events);
   // The embedded store has one owner, this process: what another instance left on it is a dead one's.
-  const billing = new BillingService({ store: deps.store, identity: identityDirectory(accounts, orgs), config: deps.config.billing, events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
+  const identity = identityDirectory(accounts, orgs);
+  const billing = new BillingService({ store: deps.store, identity, config: deps.config.billing, events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
   await billing.init();
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);
@@ -294,7 +295,7 @@ export async function createServices(deps: {
     }
     return undefined;
   };
-  const accountLimits = new AccountLimits(deps.store, now);
+  const accountLimits = new AccountLimits(deps.store, now, (owner) => identity.exists(owner));
   const voice = new VoiceCalls({
     meter,
     models,

@@ -2,6 +2,7 @@
 // over the gateway's defaults: PATCH /admin/limits/{user|org}/{id}. The services that enforce a
 // limit read it here. One so far: `voice_max_concurrent_calls` (src/voice/service.ts; default
 // `voice.maxConcurrentCalls`).
+import { ApiError } from '../errors.ts';
 import type { Clock } from '../shared/common.ts';
 import type { Store } from '../store/port.ts';
 
@@ -20,8 +21,22 @@ interface AccountLimitsDoc {
 export class AccountLimits {
   private readonly limits;
 
-  constructor(store: Store, private readonly now: Clock) {
+  /** `exists`: whether the user or organization is there (the identity directory's). */
+  constructor(
+    store: Store,
+    private readonly now: Clock,
+    private readonly exists: (owner: { type: 'user' | 'org'; id: number }) => Promise<boolean>,
+  ) {
     this.limits = store.collection<AccountLimitsDoc>('account_limits');
+  }
+
+  /**
+   * For the operator's routes: throws not_found (404) unless the user or organization exists, so
+   * that a mistyped id is told, not given limits that no account will ever read.
+   */
+  async requireAccount(type: 'user' | 'org', id: number): Promise<string> {
+    if (!(await this.exists({ type, id }))) throw new ApiError('not_found', `No ${type === 'user' ? 'user' : 'organization'} ${id}.`);
+    return `${type}:${id}`;
   }
 
   async get(account: string): Promise<AccountLimitValues> {

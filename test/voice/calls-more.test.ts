@@ -239,6 +239,13 @@ describe('voice calls through the simulator: other agents, barge-in, ends, refus
     // Refused: a key, not an operator; a limit of 0, a string, an unknown field.
     assert.equal((await call(gw.url, 'PATCH', `/admin/limits/user/${who.id}`, { token: who.key, body: { voice_max_concurrent_calls: 9 } })).status, 401);
     for (const body of [{ voice_max_concurrent_calls: 0 }, { voice_max_concurrent_calls: '3' }, { rpm: 1 }]) assert.equal((await limits(body)).status, 400, JSON.stringify(body));
+    // A user or organization that is not there: 404 both ways, and nothing stored for it.
+    for (const path of ['/admin/limits/user/987654321', '/admin/limits/org/987654321']) {
+      const patched = await call(gw.url, 'PATCH', path, { token: ADMIN_TOKEN, body: { voice_max_concurrent_calls: 5 } });
+      assert.deepEqual([patched.status, patched.body.error?.code], [404, 'not_found'], patched.text);
+      const read = await call(gw.url, 'GET', path, { token: ADMIN_TOKEN });
+      assert.deepEqual([read.status, read.body.error?.code], [404, 'not_found'], read.text);
+    }
     // null: back to the gateway's default (3 here).
     assert.equal((await limits({ voice_max_concurrent_calls: null })).body.voice_max_concurrent_calls, null);
     for (const id of [first.body.id, again.body.id]) await call(gw.url, 'POST', `/v1/voice/calls/${id}/cancel`, { token: who.key });

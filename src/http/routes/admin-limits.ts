@@ -1,6 +1,7 @@
 // Operator limits on one account (a user's or an organization's) over the gateway's defaults:
 //   PATCH /admin/limits/{user|org}/{id}  {voice_max_concurrent_calls: n | null}  (null: the default)
 //   GET   /admin/limits/{user|org}/{id}
+// Either answers 404 for a user or organization that is not there.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
@@ -25,21 +26,22 @@ export function registerAdminLimitRoutes(app: App, deps: AppDeps): void {
         tags, security, summary: "Set an account's limits over the gateway's defaults (null: back to the default)",
         params,
         body: Closed({ voice_max_concurrent_calls: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])) }),
-        response: { 200: Limits, ...errors(400, 401, 403) },
+        response: { 200: Limits, ...errors(400, 401, 403, 404) },
       },
     },
     async (req) => {
       const id = Number(req.params.owner_id);
-      return view(req.params.owner_type, id, await accountLimits.set(`${req.params.owner_type}:${id}`, req.body));
+      const account = await accountLimits.requireAccount(req.params.owner_type, id);
+      return view(req.params.owner_type, id, await accountLimits.set(account, req.body));
     },
   );
 
   app.get(
     '/admin/limits/:owner_type/:owner_id',
-    { ...base, schema: { tags, security, summary: "An account's limits (null: the gateway's default)", params, response: { 200: Limits, ...errors(401, 403) } } },
+    { ...base, schema: { tags, security, summary: "An account's limits (null: the gateway's default)", params, response: { 200: Limits, ...errors(400, 401, 403, 404) } } },
     async (req) => {
       const id = Number(req.params.owner_id);
-      return view(req.params.owner_type, id, await accountLimits.get(`${req.params.owner_type}:${id}`));
+      return view(req.params.owner_type, id, await accountLimits.get(await accountLimits.requireAccount(req.params.owner_type, id)));
     },
   );
 }
