@@ -3,7 +3,7 @@
 // attached (src/ws/voice.ts, after the `start` frame carried the call's token) it runs the media loop:
 //   carrier frames → decoded to 8 kHz PCM → VAD (the realtime path's detector) → an utterance per
 //   speech → the call's stt model → the agent → its reply's pre-rendered audio → chunks paced in
-//   real time with a `mark` every 200 ms → the carrier.
+//   real time with a `mark` every 200 ms → the carrier (the reply's side: src/voice/playback.ts).
 // The carrier's protocol is its `wire` (src/voice/wire/): how its frames read, which audio its
 // stream carries and in what chunks (Twilio: μ-law, 20 ms; Exotel: PCM16, 100 ms); the loop is the same.
 // A reply's audio may grow while it plays (an LLM's sentences, each synthesized as it completes):
@@ -25,19 +25,15 @@ import type { VoiceDetector, VoiceDetectors } from '../speech/vad.ts';
 import { AudioBuffer } from '../realtime/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
 import type { SpokenLine } from './lines.ts';
-import { SILENCE_BYTE, type SpeechClip } from '../speech/clip.ts';
 import { sameSecret, type Carrier, type DialRequest } from './carrier.ts';
 import type { MediaWire } from './wire/types.ts';
 import { twilioWire } from './wire/twilio.ts';
 import type { CallResources } from './kind.ts';
 import type { Pacer } from './pacer.ts';
+import { Playback, wholeChunks } from './playback.ts';
 
 const RATE = 8000;
-/** A mark after every 200 ms of a reply: the resolution of `heard_text`. */
-const MARK_EVERY_MS = 200;
 const HEARTBEAT_MS = 1000;
-/** How far ahead of real time the playback runs (the carrier's buffer against our timer's jitter). */
-const LEAD_MS = 40;
 const PREFIX_MS = 300;
 const MAX_UTTERANCE_MS = 30_000;
 /** The credit guard's wording ends this long before the call's limit (timers, the last mark's echo, the end's write). */
@@ -84,21 +80,6 @@ export interface CallMediaDeps {
   onDisposed(): void;
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
-}
-
-interface Playback {
-  startedAt: number;
-  firstFrameAt: number | null;
-  /** The reply's audio so far, in the wire's encoding and whole chunks; `complete` once its last line is in. */
-  audio: Buffer;
-  complete: boolean;
-  /** Marks sent: name → bytes of the reply sent before it. */
-  marks: Map<string, number>;
-  heardBytes: number;
-  /** The agent's turn: aborted by a barge-in or the hang-up (the reply's chat stream and syntheses with it). */
-  abort: AbortController;
-  /** Ends the playback when the reply has played (its last mark is back); true when it has. */
-  checkPlayed?: () => boolean;
 }
 
 export class CallMedia implements CallResources {
@@ -470,40 +451,45 @@ export class CallMedia implements CallResources {
    */
   private async say(reply: AgentReply, heardAt: number | null, abort: AbortController): Promise<void> {
     if (this.hungUp || this.disposed || !this.stream) return;
-    const p: Playback = { startedAt: this.deps.now(), firstFrameAt: null, audio: Buffer.alloc(0), complete: false, marks: new Map(), heardBytes: 0, abort };
+    const turn = (this.agentTurns += 1);
+    const p = new Playback(
+      {
+        wire: this.wire,
+        pacer: this.deps.pacer,
+        now: () => this.deps.now(),
+        log: this.deps.log,
+        outlet: () => (this.stream ? { send: (frame) => this.stream?.send(frame), sid: this.streamSid } : null),
+        over: () => this.hungUp || this.disposed,
+        markName: () => `t${turn}-${++this.markSeq}`,
+      },
+      abort,
+    );
     this.playback = p;
-    this.agentTurns += 1;
     // The callee's answer to this reply: digits may come with pauses between them.
     this.digitsAsked = reply.expectsDigits;
     this.digitsKeyed = false;
     this.endpoint();
-    const wire = this.wire;
-    const played = this.play(p, this.agentTurns, wire);
-    /** Each line's text and where its audio ends in the reply's. */
-    const lines: { text: string; end: number }[] = [];
+    const played = p.play();
     try {
       for await (const line of reply.lines) {
         if (abort.signal.aborted) break;
-        const audio = wholeChunks(line.audio, wire);
-        p.audio = p.audio.length === 0 ? audio : Buffer.concat([p.audio, audio]);
-        lines.push({ text: line.text, end: p.audio.length });
+        p.append(line.text, line.audio);
       }
     } catch (err) {
       if (!abort.signal.aborted) this.deps.log.warn({ err }, 'the reply stopped short');
     } finally {
-      p.complete = true;
-      p.checkPlayed?.();
+      p.finish();
     }
     await played;
     this.lastActivityAt = this.deps.now();
     if (this.playback === p) this.playback = null;
-    if (lines.length === 0) return; // nothing was said
+    if (!p.said) return; // nothing was said
     const interrupted = abort.signal.aborted && !this.hungUp && !this.disposed;
-    const text = lines.map((l) => l.text).join(' ');
+    const text = p.text;
     const t: Turn = {
       role: 'agent',
       text,
-      heard_text: interrupted ? heardOf(lines, p.heardBytes) : text,
+      heard_text: interrupted ? p.heardText : text,
       interrupted,
       start: this.clock(p.firstFrameAt ?? p.startedAt),
       end: this.clock(),
@@ -522,76 +508,8 @@ export class CallMedia implements CallResources {
     if (reply.hangup && !interrupted) await this.end('agent_hangup');
   }
 
-  /**
-   * Sends the reply's audio in the wire's chunks, paced by the instance's one clock
-   * (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead, with a mark every 200 ms and
-   * at the end of the audio so far. When the audio runs out before the reply is complete, it waits,
-   * and the pacing starts again from the next chunk when more comes. Resolves once the reply has
-   * played (its last mark is back) or was cut.
-   */
-  private play(p: Playback, turn: number, wire: MediaWire): Promise<void> {
-    const chunksPerMark = Math.max(1, Math.round(MARK_EVERY_MS / wire.chunkMs));
-    return new Promise<void>((resolve) => {
-      let base = performance.now();
-      let chunk = 0;
-      let starved = false;
-      const sendDue = (now: number): boolean => {
-        const stream = this.stream;
-        if (p.abort.signal.aborted || !stream) return false;
-        const chunks = p.audio.length / wire.chunkBytes;
-        if (chunk >= chunks) {
-          starved = true;
-          return !p.complete;
-        }
-        if (starved) {
-          base = now - chunk * wire.chunkMs;
-          starved = false;
-        }
-        const due = Math.min(chunks, Math.floor((now - base + LEAD_MS) / wire.chunkMs) + 1);
-        for (; chunk < due; chunk++) {
-          const sent = (chunk + 1) * wire.chunkBytes;
-          stream.send(wire.media(this.streamSid, p.audio.subarray(chunk * wire.chunkBytes, sent)));
-          p.firstFrameAt ??= this.deps.now();
-          if ((chunk + 1) % chunksPerMark === 0 || sent >= p.audio.length) {
-            const name = `t${turn}-${++this.markSeq}`;
-            p.marks.set(name, sent);
-            stream.send(wire.mark(this.streamSid, name));
-          }
-        }
-        return true;
-      };
-      const step = (now: number): boolean => {
-        try {
-          return sendDue(now);
-        } catch (err) {
-          this.deps.log.warn({ err }, 'playback failed');
-          p.abort.abort(); // the reply ends here; the call goes on
-          return false;
-        }
-      };
-      const played = () => {
-        // Played once the last mark comes back (or cut by a barge-in, or the call over, meanwhile).
-        if (p.abort.signal.aborted || (p.complete && p.heardBytes >= p.audio.length) || this.hungUp || this.disposed) {
-          p.abort.signal.removeEventListener('abort', onAbort);
-          this.deps.pacer.remove(step);
-          resolve();
-          return true;
-        }
-        return false;
-      };
-      const onAbort = () => played();
-      p.abort.signal.addEventListener('abort', onAbort, { once: true });
-      p.checkPlayed = played;
-      this.deps.pacer.add(step);
-    });
-  }
-
   private marked(name: string): void {
-    const p = this.playback;
-    if (!p || p.abort.signal.aborted) return; // marks echoed for audio a clear dropped say nothing
-    const bytes = p.marks.get(name);
-    if (bytes !== undefined && bytes > p.heardBytes) p.heardBytes = bytes;
-    p.checkPlayed?.();
+    this.playback?.marked(name);
   }
 
   private bargeIn(): void {
@@ -602,11 +520,7 @@ export class CallMedia implements CallResources {
 
   /** Stops the reply playing and tells the carrier to drop what it queued; the bytes heard, or null when nothing played. */
   private cutPlayback(): number | null {
-    const p = this.playback;
-    if (!p || p.firstFrameAt === null || p.abort.signal.aborted) return null;
-    p.abort.abort();
-    this.stream?.send(this.wire.clear(this.streamSid));
-    return p.heardBytes;
+    return this.playback?.cut() ?? null;
   }
 
   /** The agent's turn ends: its playback and whatever of its reply is still coming. */
@@ -618,28 +532,4 @@ export class CallMedia implements CallResources {
 /** Lines already rendered, as a reply's. */
 async function* replay(lines: SpokenLine[]): AsyncGenerator<SpokenLine> {
   yield* lines;
-}
-
-/** A line's audio in the wire's encoding, padded with silence to whole chunks (the next line then starts on a chunk of its own). */
-function wholeChunks(clip: SpeechClip, wire: MediaWire): Buffer {
-  const audio = clip.as(wire.audio);
-  const short = (wire.chunkBytes - (audio.length % wire.chunkBytes)) % wire.chunkBytes;
-  return short === 0 ? audio : Buffer.concat([audio, Buffer.alloc(short, SILENCE_BYTE[wire.audio])]);
-}
-
-/** What the callee heard of a reply's lines when `bytes` of its audio played: the lines played whole, then the words that fit of the one cut. */
-function heardOf(lines: { text: string; end: number }[], bytes: number): string {
-  const heard: string[] = [];
-  let start = 0;
-  for (const line of lines) {
-    if (bytes >= line.end) heard.push(line.text);
-    else {
-      const words = line.text.split(/\s+/).filter(Boolean);
-      const cut = words.slice(0, Math.floor((words.length * (bytes - start)) / (line.end - start))).join(' ');
-      if (cut) heard.push(cut);
-      break;
-    }
-    start = line.end;
-  }
-  return heard.join(' ');
 }
