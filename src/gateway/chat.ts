@@ -243,7 +243,7 @@ export class ChatGateway {
       },
       // The bound's hold, or the exact count's when the wallet refuses that (`tighten`).
       estimate: (model, { prompt, maxOut }) => Math.ceil(priceOfTokens(model.pricing, prompt.known, maxOut * (body.n ?? 1))),
-      tighten: ({ prompt }) => !prompt.isExact && prompt.exact < prompt.bound,
+      tighten: ({ prompt }) => prompt.tighten(),
     });
     const { model, payer } = call;
     const { prompt, maxOut } = call.checked;

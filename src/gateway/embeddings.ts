@@ -43,7 +43,7 @@ export class EmbeddingsGateway {
         return new PromptTokens((measure) => inputs.reduce((s, item) => s + tokensOf(item, measure), 0));
       },
       estimate: (model, prompt) => Math.ceil(priceOfTokens(model.pricing, prompt.known, 0)),
-      tighten: (prompt) => !prompt.isExact && prompt.exact < prompt.bound,
+      tighten: (prompt) => prompt.tighten(),
     });
     const { model, payer, checked: prompt } = call;
     const req: EmbeddingsRequest = { input: body.input };

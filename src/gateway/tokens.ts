@@ -8,7 +8,7 @@
 // window and the wallet leave room for it. `PromptTokens` runs the tokenizer only when asked for the
 // exact figure: a prompt near the window, a wallet the bound's hold would refuse, an upstream that
 // reports no usage. A gateway whose upstreams report usage never loads the tokenizer, whose tables
-// hold ~67 MiB of heap.
+// took ~50 MiB of its memory (RSS after a first chat call: 200 MiB with it, 149 without).
 import { createRequire } from 'node:module';
 import type * as O200kBase from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from '../providers/types.ts';
@@ -67,5 +67,10 @@ export class PromptTokens {
   /** Whether `exact` was taken already. */
   get isExact(): boolean {
     return this.#exact !== undefined;
+  }
+
+  /** Counts exactly (Meter's `tighten`, when the wallet refused the bound's hold); whether that lowered `known`. */
+  tighten(): boolean {
+    return !this.isExact && this.exact < this.bound;
   }
 }

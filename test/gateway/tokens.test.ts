@@ -55,5 +55,9 @@ describe('token counts', () => {
     assert.equal(prompt.exact, prompt.exact);
     assert.deepEqual(measures, ['bound', 'exact'], 'counted once');
     assert.ok(prompt.isExact && prompt.known === prompt.exact && prompt.exact < prompt.bound);
+    assert.equal(prompt.tighten(), false, 'already exact: nothing lowered');
+    const fresh = new PromptTokens((measure) => measure('tell me about rivers, please'));
+    assert.equal(fresh.tighten(), true, 'the exact count lowered the figure');
+    assert.equal(fresh.known, fresh.exact);
   });
 });
