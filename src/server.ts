@@ -11,6 +11,7 @@ import { createLogger } from './logger.ts';
 import { resolveKeySecret } from './secrets.ts';
 import { openTmpArea } from './tmp-area.ts';
 import { openStore } from './store/index.ts';
+import { DataDirLockError, lockDataDir } from './store/data-dir-lock.ts';
 import { openBlobs, type BlobStore } from './blobs/index.ts';
 import { createRuntimeMetrics } from './actors/metrics.ts';
 import { ActorRuntime } from './actors/runtime.ts';
@@ -54,6 +55,9 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const keySecret = resolveKeySecret(config);
   const instanceId = config.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 
+  // The embedded store's DATA_DIR is this process's alone (src/store/data-dir-lock.ts): taken
+  // before anything in it is touched, so a second gateway started on it stops here.
+  const dirLock = config.mongodbUrl ? null : await lockDataDir(config.dataDir);
   // Before anything runs: what a killed predecessor left in DATA_DIR/tmp (customer audio, an engine
   // spawned as it died) is swept, and this process gets its own folder there.
   const tmp = await openTmpArea(config.dataDir);
@@ -177,6 +181,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await blobs.close();
       await store.close(); // flushes what was acknowledged
       await tmp.close(); // the engines are stopped: their folders go
+      await dirLock?.release(); // last: another gateway may take DATA_DIR now
       logger.info('gateway stopped');
     })());
   return { app, store, blobs, runtime, url, metricsUrl, close };
@@ -198,7 +203,7 @@ async function main(): Promise<void> {
   try {
     gateway = await startGateway(config, { logger });
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof DataDirLockError) {
       process.stderr.write(`gateway: ${err.message}\n`);
       process.exit(2);
     }
