@@ -13,7 +13,7 @@
 // (a hold is settled, released or dropped once, on any instance) together with the actor's once-only
 // steps around each money call; the in-memory guard only covers one MeteredCall object.
 import { ApiError } from '../errors.ts';
-import type { Billing, Hold, Payer, UsageFacts } from '../billing/types.ts';
+import type { Billing, Hold, HoldOptions, Payer, UsageFacts } from '../billing/types.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, ModelType } from '../models/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
@@ -155,9 +155,8 @@ export class MeteredCall<M extends CallModel = ModelDoc> {
    * call, saved: settle or release that one, and `drop` this one (any number of times). Throws
    * ApiError insufficient_credit when the wallet cannot cover it.
    */
-  async cover(microcents: number, named: { id: string; expiresAt: number }): Promise<SavedCall> {
-    const hold = await this.billing.hold(this.payer, microcents, this.requestId, { custodial: true, id: named.id, expiresAt: named.expiresAt });
-    return { ...this.saved(), hold };
+  cover(microcents: number, named: { id: string; expiresAt: number }): Promise<SavedCall> {
+    return this.custodialHold(microcents, this.requestId, { id: named.id, expiresAt: named.expiresAt });
   }
 
   /**
@@ -165,8 +164,13 @@ export class MeteredCall<M extends CallModel = ModelDoc> {
    * session's ticks): custodial, living `ttlMs`, its trace in the wallet `holdRequestId`. Returns the
    * call on the new hold, saved. Throws ApiError insufficient_credit when the wallet cannot cover it.
    */
-  async holdNext(microcents: number, opts: { holdRequestId: string; ttlMs: number }): Promise<SavedCall> {
-    const hold = await this.billing.hold(this.payer, microcents, opts.holdRequestId, { ttlMs: opts.ttlMs, custodial: true });
+  holdNext(microcents: number, opts: { holdRequestId: string; ttlMs: number }): Promise<SavedCall> {
+    return this.custodialHold(microcents, opts.holdRequestId, { ttlMs: opts.ttlMs });
+  }
+
+  /** Another custodial hold on this call's payer, and this call saved on it (cover, holdNext). */
+  private async custodialHold(microcents: number, requestId: string, opts: Omit<HoldOptions, 'custodial'>): Promise<SavedCall> {
+    const hold = await this.billing.hold(this.payer, microcents, requestId, { ...opts, custodial: true });
     return { ...this.saved(), hold };
   }
 
