@@ -2,7 +2,8 @@
 // it; the restarted instance (same data dir, same INSTANCE_ID) finds the call's actor orphaned, ends
 // it with gateway_restart and bills the answered seconds up to its last checkpointed heartbeat,
 // exactly once (a third start charges nothing more). A Twilio call is hung up by REST and what Twilio
-// says it lasted is compared with what was billed.
+// says it lasted is compared with what was billed; an Exotel call (no hang-up API) ends with its
+// stream, and what Exotel's call details say it lasted is compared likewise.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { exited, launch, type Launched } from '../gateway-process.ts';
 import { ADMIN_TOKEN, call, createKey, signup } from '../helper.ts';
 import { readFileSync } from 'node:fs';
 import { FakeTwilio } from '../fakes/twilio.ts';
+import { FakeExotel } from '../fakes/exotel.ts';
 import { ended, place, startVoiceGateway, voiceAccount, waitForCall } from './helpers.ts';
 
 describe('a voice call across kill -9', () => {
@@ -107,6 +109,61 @@ describe('a voice call across kill -9', () => {
       gw.child.kill('SIGKILL');
       await exited(gw.child);
       await twilio.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an Exotel call orphaned by kill -9 ended with its stream; the restarted gateway bills it once against what Exotel says it lasted', async () => {
+    const callees = [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }];
+    const exotel = await FakeExotel.start({ accountSid: 'acme1', apiKey: 'exo-key', apiToken: 'exo-token', callees: callees as never, speak: () => Promise.reject(new Error('a silent callee')) });
+    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-exotel-crash-'));
+    const configFile = join(dir, 'config.json');
+    const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
+    const model = {
+      id: 'voice-exotel', type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
+      countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {},
+      routes: [{ provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' }],
+    };
+    await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
+    const env = { ADMIN_TOKEN, INSTANCE_ID: 'voice-exotel-crash', CONFIG_FILE: configFile };
+    const data = join(dir, 'data');
+    let gw: Launched = await launch(data, { runCode: true, env });
+    try {
+      const u = await signup(gw.url);
+      const key = (await createKey(gw.url, u.token)).api_key;
+      await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: u.id, amount_cents: 100 } });
+      const balance = async () => (await call(gw.url, 'GET', '/portal/wallet', { token: u.token })).body as { balance_microcents: number; held_cents: number };
+      const before = (await balance()).balance_microcents;
+      const placed = await call(gw.url, 'POST', '/v1/voice/call', { token: key, body: { model: 'voice-exotel', to: '+919800000001' } });
+      assert.equal(placed.status, 202, placed.text);
+      const id = placed.body.id as string;
+      await waitForCall(gw, key, id, (c) => c.status === 'in_progress');
+      await sleep(2_500);
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+      const sid = exotel.sidOf(id)!;
+      const atExotel = async () => (await fetch(`${exotel.url}/v1/accounts/acme1/calls/${sid}`, { headers: { authorization: `Basic ${Buffer.from('exo-key:exo-token').toString('base64')}` } }).then((r) => r.json())) as { call: { status: string; duration: number } };
+      for (let i = 0; i < 50 && (await atExotel()).call.status !== 'completed'; i++) await sleep(100);
+      assert.equal((await atExotel()).call.status, 'completed', 'the stream died with the gateway, and the call with it at Exotel');
+
+      gw = await launch(data, { runCode: true, env });
+      const c = await waitForCall(gw, key, id, ended, 15_000);
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'gateway_restart'], JSON.stringify(c));
+      assert.ok(exotel.detailsAsked(id), 'asked Exotel for the call details (it has no hang-up API)');
+      // What Exotel says the call lasted (answer to the stream's end, whole seconds) against what was
+      // billed (answered seconds to the last checkpointed heartbeat, 1 s apart): never more than a
+      // rounding over it, and short of it by at most the heartbeat and checkpoint.
+      assert.equal(typeof c.carrier_duration_seconds, 'number', JSON.stringify(c));
+      assert.ok(c.billed_seconds >= 1 && c.billed_seconds <= c.carrier_duration_seconds + 1, `billed ${c.billed_seconds} s, Exotel says ${c.carrier_duration_seconds} s`);
+      assert.ok(c.carrier_duration_seconds - c.billed_seconds <= 3, `billed ${c.billed_seconds} s, Exotel says ${c.carrier_duration_seconds} s`);
+      await sleep(300);
+      const after = await balance();
+      assert.equal(before - after.balance_microcents, Math.ceil((c.billed_seconds * 6e6) / 60), 'charged once, at 6 cents a minute');
+      assert.equal(after.held_cents, 0);
+    } finally {
+      gw.child.kill('SIGKILL');
+      await exited(gw.child);
+      await exotel.close();
       await rm(dir, { recursive: true, force: true });
     }
   });
