@@ -17,6 +17,22 @@ import { FakeTwilio } from '../fakes/twilio.ts';
 import { FakeExotel } from '../fakes/exotel.ts';
 import { ended, place, startVoiceGateway, voiceAccount, waitForCall } from './helpers.ts';
 
+/**
+ * A data directory whose config adds one voice model on `route` (stt-local, tts-local, the demo
+ * intent pack; 6 cents a minute) to the defaults, and the environment a gateway process needs on it.
+ */
+async function carrierGateway(prefix: string, modelId: string, route: Record<string, unknown>): Promise<{ dir: string; data: string; env: NodeJS.ProcessEnv }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const configFile = join(dir, 'config.json');
+  const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
+  const model = {
+    id: modelId, type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
+    countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {}, routes: [route],
+  };
+  await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
+  return { dir, data: join(dir, 'data'), env: { ADMIN_TOKEN, INSTANCE_ID: `${modelId}-crash`, CONFIG_FILE: configFile } };
+}
+
 describe('a voice call across kill -9', () => {
   it('is finalized by the restarted gateway with gateway_restart and charged once', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gw-voice-crash-'));
@@ -68,17 +84,7 @@ describe('a voice call across kill -9', () => {
 
   it('a Twilio call orphaned by kill -9 is hung up by REST when the restarted gateway finalizes it', async () => {
     const twilio = await FakeTwilio.start({ accountSid: 'ACcrash', authToken: 'crash-auth-token', callees: [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }] });
-    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-twilio-crash-'));
-    const configFile = join(dir, 'config.json');
-    const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
-    const model = {
-      id: 'voice-twilio', type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
-      countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {},
-      routes: [{ provider: 'twilio', base_url: twilio.url, account_sid: 'ACcrash', api_key: 'crash-auth-token', from: '+14155550100' }],
-    };
-    await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
-    const env = { ADMIN_TOKEN, INSTANCE_ID: 'voice-twilio-crash', CONFIG_FILE: configFile };
-    const data = join(dir, 'data');
+    const { dir, data, env } = await carrierGateway('gw-voice-twilio-crash-', 'voice-twilio', { provider: 'twilio', base_url: twilio.url, account_sid: 'ACcrash', api_key: 'crash-auth-token', from: '+14155550100' });
     let gw: Launched = await launch(data, { runCode: true, env });
     try {
       const u = await signup(gw.url);
@@ -116,17 +122,7 @@ describe('a voice call across kill -9', () => {
   it('an Exotel call orphaned by kill -9 ended with its stream; the restarted gateway bills it once against what Exotel says it lasted', async () => {
     const callees = [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }];
     const exotel = await FakeExotel.start({ accountSid: 'acme1', apiKey: 'exo-key', apiToken: 'exo-token', callees: callees as never, speak: () => Promise.reject(new Error('a silent callee')) });
-    const dir = await mkdtemp(join(tmpdir(), 'gw-voice-exotel-crash-'));
-    const configFile = join(dir, 'config.json');
-    const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
-    const model = {
-      id: 'voice-exotel', type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
-      countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {},
-      routes: [{ provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' }],
-    };
-    await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
-    const env = { ADMIN_TOKEN, INSTANCE_ID: 'voice-exotel-crash', CONFIG_FILE: configFile };
-    const data = join(dir, 'data');
+    const { dir, data, env } = await carrierGateway('gw-voice-exotel-crash-', 'voice-exotel', { provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' });
     let gw: Launched = await launch(data, { runCode: true, env });
     try {
       const u = await signup(gw.url);
