@@ -3,6 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig, type Config } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import type { Gateway, StartOptions } from '../src/server.ts';
@@ -133,4 +134,13 @@ export async function walkPages<T = any>(base: string, path: string, token: stri
     after = res.body.next_after;
   } while (after !== null);
   return { items, requests };
+}
+
+/**
+ * Per-key RPM windows are the clock's minutes (src/billing/limits.ts): a test whose calls must all
+ * fall in one waits here first when the current minute has less than `needMs` left.
+ */
+export async function inOneRateWindow(needMs = 10_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await sleep(left + 50);
 }

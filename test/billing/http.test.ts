@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN_TOKEN, call, createKey, joinOrg, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, joinOrg, signup, startTestGateway, type TestGateway, inOneRateWindow } from '../helper.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 
 const PRICING = { input_cents_per_mtok: 150, output_cents_per_mtok: 600 };
@@ -123,8 +123,7 @@ describe('billing over HTTP', () => {
     await topup({ user_id: u.id, amount_cents: 10_000 });
     const k = await createKey(gw.url, u.token);
     assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${k.id}`, { token: ADMIN_TOKEN, body: { rpm: 2 } })).status, 200);
-    // The rpm window is the clock's minute: four calls must fall in one, so not in its last 10 s.
-    if (Date.now() % 60_000 > 50_000) await sleep(60_000 - (Date.now() % 60_000) + 50);
+    await inOneRateWindow(); // four calls must fall in one minute's window
     // Admitted answers tell the key where it stands, so a client can slow down before a 429.
     const first = await chat(k.api_key);
     assert.equal(first.status, 200);

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway, inOneRateWindow } from '../helper.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { startSpeechUpstream } from '../fakes/openai-speech-upstream.ts';
 import { wavBytes } from '../fakes/audio.ts';
@@ -206,6 +206,7 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
     }
     // The per-key 429: OpenAI's envelope (beside the spec's `detail`) for OpenAI's SDKs, the spec's bare {detail} for others.
     const ask = { model: 'chat', messages: [{ role: 'user', content: 'hi' }] };
+    await inOneRateWindow();
     assert.equal((await call(gw.url, 'POST', '/v1/chat/completions', { token: limitedKey, body: ask })).status, 200);
     const sdk = await call(gw.url, 'POST', '/v1/chat/completions', { token: limitedKey, body: ask, headers: SDK });
     assert.equal(sdk.status, 429);

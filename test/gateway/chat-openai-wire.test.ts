@@ -4,7 +4,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway, inOneRateWindow } from '../helper.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { startAnthropicUpstream } from '../fakes/anthropic-upstream.ts';
 
@@ -124,6 +124,7 @@ describe('chat as OpenAI clients send it', () => {
     const k = await createKey(gw.url, s.token);
     assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${k.id}`, { token: ADMIN_TOKEN, body: { rpm: 1 } })).status, 200);
     const ai = new OpenAI({ apiKey: k.api_key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    await inOneRateWindow();
     await ai.chat.completions.create({ model: 'plain', messages: [{ role: 'user', content: 'hi' }] });
     await assert.rejects(ai.chat.completions.create({ model: 'plain', messages: [{ role: 'user', content: 'hi' }] }), (e: unknown) => {
       assert.ok(e instanceof OpenAI.RateLimitError);

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway, inOneRateWindow } from '../helper.ts';
 
 describe('API keys', () => {
   let gw: TestGateway;
@@ -156,6 +156,7 @@ describe('API keys', () => {
     const k = await createKey(gw.url, s.token);
     await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: s.token, body: { rpm: 2 } });
     const statuses = [];
+    await inOneRateWindow();
     for (let i = 0; i < 3; i++) statuses.push(await call(gw.url, 'GET', '/v1/models', { token: k.api_key }));
     assert.deepEqual(statuses.map((r) => r.status), [200, 200, 429]);
     assert.equal(typeof statuses[2]!.body.detail, 'string');

@@ -66,9 +66,10 @@ export const CALLEES = [
   // Barges in 800 ms into the greeting, then hangs up once the agent answered.
   { to: '+919800000011', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'speaking', ms: 800 }, { say: 'wait I have a question about my card' }, { wait_agent: 'done', ms: 200 }, { hangup: true }] },
   // Listens to the opening, says one thing, listens to the answer, hangs up. It waits 600 ms after
-  // the opening: a gateway held up 400 ms on a loaded machine (the test suite) would otherwise look
-  // done to it, and its words barge in on the rest.
-  { to: '+919800000013', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 600 }, { say: 'what is the weather like today' }, { wait_agent: 'done', ms: 200 }, { hangup: true }] },
+  // the opening and 1.5 s after the answer: a gateway held up a few hundred ms on a loaded machine
+  // (the test suite) would otherwise look done to it, between the opening's lines or between two
+  // sentences of a streamed LLM answer, and it would barge in or hang up on the rest.
+  { to: '+919800000013', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 600 }, { say: 'what is the weather like today' }, { wait_agent: 'done', ms: 1500 }, { hangup: true }] },
   // Listens to the greeting to its end, then hangs up.
   { to: '+919800000012', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 300 }, { hangup: true }] },
   // Answers and stays silent on the line.

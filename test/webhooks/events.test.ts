@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway, inOneRateWindow } from '../helper.ts';
 import { waitFor } from '../actors/helpers.ts';
 import { startReceiver, verify, type Receiver } from './receiver.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
@@ -84,6 +84,7 @@ describe('account events delivered by webhooks', () => {
     const key = await createKey(gw.url, u.token);
     assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${key.id}`, { token: u.token, body: { rpm: 2 } })).status, 200);
     const statuses: number[] = [];
+    await inOneRateWindow();
     for (let i = 0; i < 6; i++) statuses.push((await chat(key.api_key)).status);
     assert.deepEqual(statuses, [200, 200, 429, 429, 429, 429]);
     const got = await waitFor('a rate_limit_exceeded delivery', () => r.received.length >= 1 && r.received);
