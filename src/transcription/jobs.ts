@@ -165,8 +165,10 @@ export class TranscriptionJobs {
     return { received: true };
   }
 
-  /** The caller's job (another account's, or none: 404 either way). */
-  /** `transcript: false` leaves out a completed job's text and segments (see list). */
+  /**
+   * The caller's job (another account's, or none: 404 either way). `transcript: false` leaves out a
+   * completed job's text and segments (see list).
+   */
   async get(account: string, id: string, transcript = true): Promise<JobObject> {
     const view = await this.view(account, id);
     return this.toObject(view, transcript);
