@@ -58,7 +58,7 @@ try {
   const read = await timeAsync('baseline: store point read (api_keys by jti)', N, () => col.findOne({ _id: key.id }));
   const svc = (await import('../src/identity/keys.ts')).KeyService;
   const { loadConfig } = await import('../src/config.ts');
-  const { resolveKeySecret } = await import('../src/secrets.ts');
+  const { resolveKeySecret } = await import('../src/shared/secrets.ts');
   const cfg = loadConfig({}, { dataDir: gw.dir });
   const noop = { emit: async () => undefined };
   const warmSvc = new svc(gw.store, resolveKeySecret(cfg), cfg.keys, noop, Date.now);

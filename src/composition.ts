@@ -123,7 +123,7 @@ export async function createServices(deps: {
   instanceId?: string;
   /** The realtime sessions' counters. */
   realtimeMetrics?: RealtimeServiceDeps['metrics'];
-  /** The gateway's tmp area (src/tmp-area.ts): the offline engines keep the audio they work on there. */
+  /** The gateway's tmp area (src/shared/tmp-area.ts): the offline engines keep the audio they work on there. */
   tmpDir: string;
   /** The address the gateway listens on, once it does (carriers' media streams, when voice.publicUrl is empty). */
   listenUrl?: () => string;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { resolveKeySecret, SECRET_FILE } from '../src/secrets.ts';
+import { resolveKeySecret, SECRET_FILE } from '../src/shared/secrets.ts';
 import { gatewayArgs } from './gateway-process.ts';
 
 describe('configuration', () => {

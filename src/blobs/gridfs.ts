@@ -15,7 +15,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Db, GridFSBucket, GridFSFile, MongoClient } from 'mongodb';
 import { dbNameFromUrl } from '../store/mongo.ts';
-import { escapeRegExp } from '../strings.ts';
+import { escapeRegExp } from '../shared/strings.ts';
 import {
   BlobTooLargeError,
   checkBlobKey,

@@ -33,7 +33,7 @@ import { registerPortalTranscriptionRoutes } from './routes/portal-transcription
 import { registerPortalVoiceRoutes } from './routes/portal-voice.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError } from '../store/port.ts';
-import { STRING_RULES } from '../strings.ts';
+import { STRING_RULES } from '../shared/strings.ts';
 import type { App, AppDeps } from './types.ts';
 
 /** /portal and /admin, and anything under them. */

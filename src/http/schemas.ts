@@ -2,7 +2,7 @@
 // OpenAPI document. Bodies are closed (additionalProperties: false): unknown fields are refused.
 import { Type, type TSchema } from 'typebox';
 
-export { FreeText, KeyString } from '../strings.ts';
+export { FreeText, KeyString } from '../shared/strings.ts';
 
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({

@@ -1,7 +1,7 @@
 // The JSON schema of a virtual model (PUT /admin/models/{id} and config seeds): typebox, closed.
 import { Type, type TSchema } from 'typebox';
 import { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from './types.ts';
-import { KeyString } from '../strings.ts';
+import { KeyString } from '../shared/strings.ts';
 
 const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
 

@@ -53,7 +53,7 @@ export interface PocketsphinxOptions {
   modelDir?: string;
   /**
    * Where the private temp dir (audio file, FIFO, log) goes: the gateway passes its own area under
-   * DATA_DIR (src/tmp-area.ts), so customer audio is never in the system's temp dir; the OS temp dir
+   * DATA_DIR (src/shared/tmp-area.ts), so customer audio is never in the system's temp dir; the OS temp dir
    * when absent (scripts, tests).
    */
   tmpDir?: string;

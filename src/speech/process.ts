@@ -14,7 +14,7 @@
 // call prctl itself. Two limits: the signal follows the thread that spawned, so tools must be
 // spawned from the main thread (never from a worker that may end first); and a gateway killed in
 // the millisecond between fork and setpriv's prctl leaves that one child orphaned: the start
-// sweep (src/tmp-area.ts) kills an engine working in a dead gateway's folder, and the other tools
+// sweep (src/shared/tmp-area.ts) kills an engine working in a dead gateway's folder, and the other tools
 // end on their own once their pipes close.
 
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';

@@ -8,7 +8,7 @@ import type { ModelDoc, SttMode } from '../models/types.ts';
 import { STT_MODES } from '../models/types.ts';
 import { RESPONSE_FORMATS, type ResponseFormat, type TimestampGranularity } from '../speech/formats.ts';
 import { matchLanguage } from '../speech/languages.ts';
-import { brokenRule } from '../strings.ts';
+import { brokenRule } from '../shared/strings.ts';
 
 export interface TranscriptionFields {
   model: string;

@@ -3,7 +3,7 @@
 import { ApiError, echo } from '../errors.ts';
 import { ENCODINGS, type Encoding } from '../realtime/decoder.ts';
 import type { StreamQuery } from '../realtime/service.ts';
-import { brokenRule } from '../strings.ts';
+import { brokenRule } from '../shared/strings.ts';
 
 const KNOWN = new Set(['model', 'language', 'sample_rate', 'encoding', 'return_timestamps', 'api_key', 'intent']);
 

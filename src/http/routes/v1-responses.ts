@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
-import { KEY_STRING_PATTERN } from '../../strings.ts';
+import { KEY_STRING_PATTERN } from '../../shared/strings.ts';
 import { relaySse } from '../sse.ts';
 import { dropNulls } from '../../gateway/chat-input.ts';
 import { completionResponse, newResponseId, toChatBody, type ResponsesBody } from '../../gateway/responses.ts';

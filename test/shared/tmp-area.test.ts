@@ -8,8 +8,8 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { openTmpArea } from '../src/tmp-area.ts';
-import { procStat } from './proc.ts';
+import { openTmpArea } from '../../src/shared/tmp-area.ts';
+import { procStat } from '../proc.ts';
 
 const linux = process.platform === 'linux';
 

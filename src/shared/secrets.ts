@@ -4,8 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from './config.ts';
-import { ConfigError } from './config.ts';
+import type { Config } from '../config.ts';
+import { ConfigError } from '../config.ts';
 
 export const SECRET_FILE = 'key-signing-secret';
 
