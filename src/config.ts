@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { SeedModelSchema } from './models/schema.ts';
+import { SeedModelSchema } from './shared/model-schema.ts';
 
 const Int = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
 const E164 = '^\\+[1-9][0-9]{6,14}$';

@@ -1,15 +1,11 @@
 // Virtual models and their upstream routes, as an administrator configures them (PUT /admin/models).
-// Stored in the `models` collection, _id = the virtual model id clients send.
+// Stored in the `models` collection, _id = the virtual model id clients send. The closed lists
+// (model types, STT modes...) and the JSON schema are in src/shared/model-schema.ts.
+import type { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from '../shared/model-schema.ts';
 
-export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
 export type ModelType = (typeof MODEL_TYPES)[number];
-
-export const STT_MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'codemix'] as const;
 export type SttMode = (typeof STT_MODES)[number];
-export const STT_TIMESTAMPS = ['segment', 'word', 'none'] as const;
 export type SttTimestamps = (typeof STT_TIMESTAMPS)[number];
-/** What a voice model's calls can do (shown in /v1/models). */
-export const VOICE_FEATURES = ['intent_agent', 'llm_agent', 'barge_in', 'dtmf', 'transcript'] as const;
 export type VoiceFeature = (typeof VOICE_FEATURES)[number];
 
 export interface RouteConfig {

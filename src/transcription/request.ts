@@ -5,7 +5,7 @@
 import { ApiError, echo } from '../errors.ts';
 import { sttFeatures } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
-import { STT_MODES } from '../models/types.ts';
+import { STT_MODES } from '../shared/model-schema.ts';
 import { RESPONSE_FORMATS, type ResponseFormat, type TimestampGranularity } from '../speech/formats.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import { brokenRule } from '../shared/strings.ts';

@@ -5,7 +5,7 @@ import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
 import { Closed, errors, KeyString, NumericId } from '../schemas.ts';
 import { adminModel } from '../../models/catalog.ts';
-import { ModelSchema } from '../../models/schema.ts';
+import { ModelSchema } from '../../shared/model-schema.ts';
 
 const ModelId = KeyString(128, { minLength: 1 });
 const Owner = Type.Union([Type.Literal('user'), Type.Literal('org')]);

@@ -1,7 +1,15 @@
-// The JSON schema of a virtual model (PUT /admin/models/{id} and config seeds): typebox, closed.
+// The JSON schema of a virtual model (PUT /admin/models/{id} and config seeds): typebox, closed,
+// with the closed lists its fields take (the model types, STT modes and timestamps, voice features).
+// Here on the foundation floor, not in src/models/, because the config schema (src/config.ts) seeds
+// models in this shape; src/models/types.ts derives its types from these lists.
 import { Type, type TSchema } from 'typebox';
-import { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from './types.ts';
-import { KeyString } from '../shared/strings.ts';
+import { KeyString } from './strings.ts';
+
+export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
+export const STT_MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'codemix'] as const;
+export const STT_TIMESTAMPS = ['segment', 'word', 'none'] as const;
+/** What a voice model's calls can do (shown in /v1/models). */
+export const VOICE_FEATURES = ['intent_agent', 'llm_agent', 'barge_in', 'dtmf', 'transcript'] as const;
 
 const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
 
