@@ -1,5 +1,8 @@
-// Small pieces the services share: integer ids from a counter document, fixed-window counters kept
-// in the store (so every instance counts against one limit), and time helpers.
+// Small pieces the services share: the clock type and ISO dates (`Clock`, `iso`), integer ids from a
+// counter document (`nextId`: this file owns the `counters` collection), fixed-window counters kept
+// in the store (`WindowCounters`, so every instance counts against one limit) and the 429 a full
+// window answers (`tooManyRequests`). The two store-backed pieces type against the store port
+// (src/store/port.ts, types only).
 import { ApiError } from '../errors.ts';
 import type { Collection, Store } from '../store/port.ts';
 

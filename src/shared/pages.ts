@@ -1,6 +1,7 @@
 // Newest-first pages over a collection whose `_id`s grow with time (integer counters, time-sorted
 // strings): `after` is the last `_id` of the previous page, so a deep page is one index range, never
 // a skip. Every list the dashboard can grow on pages this way (GET /portal/usage/records's shape).
+// `newestFirst` reads a store collection (the port's types, src/store/port.ts); the rest is pure.
 import type { Collection, Doc, Filter, Id } from '../store/port.ts';
 
 export interface Page<V> {
