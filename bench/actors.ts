@@ -18,7 +18,7 @@ import { Pool } from 'undici';
 import type { PersistencePolicy } from '../src/actors/kinds.ts';
 import { ActorRuntime } from '../src/actors/runtime.ts';
 import { LocalWakeups } from '../src/actors/wakeups.ts';
-import { openEmbeddedStore } from '../src/store/embedded.ts';
+import { openEmbeddedStore } from '../src/store/embedded/store.ts';
 import type { Store } from '../src/store/port.ts';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway } from '../test/helper.ts';
 import { streamKind } from '../test/actors/stream-helpers.ts';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { BillingService } from '../src/billing/service.ts';
-import { openEmbeddedStore } from '../src/store/embedded.ts';
+import { openEmbeddedStore } from '../src/store/embedded/store.ts';
 import { noAccountWallets } from '../src/billing/account-wallets.ts';
 import { AccountService } from '../src/identity/accounts.ts';
 import { identityDirectory } from '../src/identity/directory.ts';

@@ -12,7 +12,7 @@ import { buildDashboard } from '../scripts/build-dashboard.mjs';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { startGateway, type Gateway } from '../src/server.ts';
-import { openEmbeddedStore } from '../src/store/embedded.ts';
+import { openEmbeddedStore } from '../src/store/embedded/store.ts';
 import { BillingService } from '../src/billing/service.ts';
 import { noIdentity } from '../src/identity/directory.ts';
 import { utcDay } from '../src/billing/money.ts';

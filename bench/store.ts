@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStore } from '../src/store/embedded.ts';
+import { openEmbeddedStore } from '../src/store/embedded/store.ts';
 
 function report(label: string, ops: number, ms: number): number {
   const rate = (ops / ms) * 1000;

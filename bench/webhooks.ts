@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { ActorRuntime } from '../src/actors/runtime.ts';
 import { loadConfig } from '../src/config.ts';
 import { createMetrics } from '../src/http/metrics.ts';
-import { openEmbeddedStore } from '../src/store/embedded.ts';
+import { openEmbeddedStore } from '../src/store/embedded/store.ts';
 import { Webhooks } from '../src/webhooks/index.ts';
 
 const silent = pino({ level: 'silent' });

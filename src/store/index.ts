@@ -2,7 +2,7 @@
 // The MongoDB adapter (and with it the driver) is imported only then.
 
 import { mkdir } from 'node:fs/promises';
-import { openEmbeddedStore } from './embedded.ts';
+import { openEmbeddedStore } from './embedded/store.ts';
 import type { Store } from './port.ts';
 
 export * from './port.ts';

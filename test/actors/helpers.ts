@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
 import { fromPromise } from 'xstate';
 import type { ActorKind } from '../../src/actors/runtime.ts';
-import { openEmbeddedStore } from '../../src/store/embedded.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import type { Store } from '../../src/store/port.ts';
 import { probeMachine, version, type WorkInput } from './probe.machine.ts';
 

@@ -15,7 +15,7 @@ import { OrgService } from '../../src/identity/orgs.ts';
 import type { Payer } from '../../src/billing/types.ts';
 import type { AccountEvent } from '../../src/shared/events.ts';
 import type { ApiKeyPrincipal } from '../../src/identity/keys.ts';
-import { openEmbeddedStore } from '../../src/store/embedded.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import type { Store } from '../../src/store/port.ts';
 
 export interface Clock {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStore } from '../../src/store/embedded.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import type { Collection, Store } from '../../src/store/port.ts';
 import { AccountService } from '../../src/identity/accounts.ts';
 import { InvitationRecords } from '../../src/identity/invitation-records.ts';

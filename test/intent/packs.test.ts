@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { PackRegistry } from '../../src/intent/packs.ts';
-import { openEmbeddedStore } from '../../src/store/embedded.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import { toyShopPack } from './toy-shop.ts';
 
 describe('intent pack registry', () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStore } from '../../src/store/embedded.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import type { Store } from '../../src/store/port.ts';
 import { WindowCounters } from '../../src/shared/common.ts';
 

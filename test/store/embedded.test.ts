@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
-import { openEmbeddedStore } from '../../src/store/embedded.ts';
+import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import { InvalidKeyError, isDuplicateKeyError, type Store } from '../../src/store/port.ts';
 import { nodeArgsFor } from '../build.ts';
 import { runStoreContract } from './contract.ts';

@@ -31,6 +31,10 @@ export function assertReplacement(doc: object): void {
 }
 
 type UpdateOperator = (expr: Record<string, unknown>) => (doc: Record<string, unknown>) => string[];
+// The one cast left in the embedded store: mingo types its update operators one by one (`$unset`
+// takes `Record<string, "">`), and the namespace of its CommonJS build also carries a `default`,
+// while we look an operator up by the name the caller wrote and hand it the caller's operand,
+// whatever its shape. No narrower type says that, so the table is typed as it is used.
 const OPERATORS = updateOperators as unknown as Record<string, UpdateOperator | undefined>;
 
 /** Applies update operators to `doc` in place (mingo's, in the order given); true when something changed. */

@@ -1,7 +1,7 @@
 // Lazy point writes of the embedded store: what lets a `writeConcern: { j: false }` update of one
 // document named by `_id` (a wallet's hold or settle) be decided and acknowledged at once, in
 // memory, instead of waiting for its turn in LMDB's write queue (behind the commit and fsync of the
-// batch before it: the metered path's main wait). The collection (embedded.ts) keeps, per
+// batch before it: the metered path's main wait). The collection (writes.ts) keeps, per
 // document with such writes not yet committed, the document as they left it (`PendingDoc`), and
 // queues one write of it (after up to FLUSH_DELAY_MS, 2 ms, or at once when another write or a read
 // comes) into a batch; every lazy write to it before that batch runs joins the same write, so a
