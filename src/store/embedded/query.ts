@@ -74,7 +74,7 @@ export abstract class QueryableDocuments<T extends Doc> extends IndexedDocuments
  * context a filter compiles in ~6 µs. Filters using `$expr` need the expression operators and get
  * mingo's full Query.
  */
-const QUERY_CONTEXT = Context.init({ query: queryOperators, projection: projectionOperators } as unknown as Parameters<typeof Context.init>[0]);
+const QUERY_CONTEXT = Context.init({ query: queryOperators, projection: projectionOperators });
 
 /** The `_id` of a filter that is exactly `{ _id: <string or finite number> }`. */
 export function pointId(filter: Filter): Id | undefined {

@@ -69,7 +69,9 @@ class EmbeddedStore implements Store {
 
   collection<T extends Doc = Doc>(name: string): Collection<T> {
     this.assertOpen();
-    return this.collectionState(name) as unknown as Collection<T>;
+    // One object per name serves every `T`: the type is the caller's word for what the collection
+    // holds, as with the driver's `db.collection<T>(name)`.
+    return this.collectionState(name) as Collection<T>;
   }
 
   async ping(): Promise<void> {
