@@ -6,8 +6,9 @@
 // (normalizing a spec, building a new index over the existing documents).
 //
 // The collection is one object built in layers, each a class extending the one below (this file,
-// then writes.ts for the write pipeline, then collection.ts for the `Collection` API), so that every
-// call between the layers stays a plain method call on the same object, as on the hot path before.
+// then query.ts for reads, writes.ts for the write pipeline and collection.ts for the `Collection`
+// API), so that every call between the layers stays a plain method call on the same object, as it
+// was when they were one class (the hot path's hold and settle take no extra step).
 
 import type { Database, RootDatabase } from 'lmdb';
 import { isDeepStrictEqual } from 'node:util';
