@@ -1,34 +1,16 @@
 // Virtual models and their upstream routes, as an administrator configures them (PUT /admin/models).
 // Stored in the `models` collection, _id = the virtual model id clients send. The closed lists
-// (model types, STT modes...) and the JSON schema are in src/shared/model-schema.ts.
+// (model types, STT modes...) and the JSON schema are in src/shared/model-schema.ts; a route's
+// settings (RouteConfig) are the providers' to read: src/providers/upstream.ts.
 import type { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from '../shared/model-schema.ts';
+import type { RouteConfig } from '../providers/upstream.ts';
+
+export type { RouteConfig };
 
 export type ModelType = (typeof MODEL_TYPES)[number];
 export type SttMode = (typeof STT_MODES)[number];
 export type SttTimestamps = (typeof STT_TIMESTAMPS)[number];
 export type VoiceFeature = (typeof VOICE_FEATURES)[number];
-
-export interface RouteConfig {
-  /** Provider folder name under src/providers/ (PROVIDER_NAMES): 'openai' (any OpenAI-compatible server), 'anthropic', 'sarvam', 'deepgram', 'elevenlabs', 'local'. */
-  provider: string;
-  /** Required, except for in-process providers (`local`). */
-  base_url?: string;
-  /** The upstream key, inline (stored; never returned to clients) or by environment variable name. */
-  api_key?: string;
-  api_key_env?: string;
-  /** Every route but a carrier's (a voice model's) names the upstream's model. */
-  upstream_model?: string;
-  timeout_ms?: number;
-  max_concurrent?: number;
-  rpm?: number;
-  /** stt: serve realtime sockets over the provider's streaming protocol (openai, sarvam, deepgram); tts on sarvam: speak over its HTTP stream. */
-  realtime?: boolean;
-  /** Carriers: Twilio's account SID (`api_key` is its auth token), Exotel's account SID and API token (`api_key` its API key). */
-  account_sid?: string;
-  api_token?: string;
-  /** Carriers: the caller id (E.164) calls are placed from, unless a call names another the route owns. */
-  from?: string;
-}
 
 /** Fractions of a cent are allowed everywhere. */
 export interface Pricing {
