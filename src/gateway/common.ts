@@ -6,7 +6,9 @@ import { ApiError, ERRORS, type ErrorCode } from '../errors.ts';
 import type { UsageFacts } from '../billing/types.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
-import { RouterError, type RoutedModel, type UpstreamRouter } from '../providers/router.ts';
+import type { UpstreamRouter } from '../providers/router.ts';
+import { RouterError } from '../providers/router-error.ts';
+import type { RoutedModel } from '../providers/routes.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface GatewayDeps {

@@ -23,22 +23,14 @@
 // cool down still gets one try per request). A success clears the count; a failure after the
 // cool-down starts a new one at once.
 //
-// Shaping. A route with max_concurrent and/or rpm gets a limiter (per route id and settings,
-// created on first use, at most `maxLimiters` kept): max_concurrent bounds calls in flight (a stream
-// holds its slot until it ends), rpm spaces starts 60000/rpm ms apart. A burst queues; a call that
-// waited `maxQueueWaitMs` (or found `maxQueued` ahead of it) moves on to the next route.
-// Routes with rpm use Bottleneck, whose timed scheduling is what rate shaping needs. Routes with
-// only max_concurrent use p-limit: Bottleneck runs every job through a setTimeout (clamped to 1 ms)
-// and cost ~400 µs of CPU and ~2.5 ms of latency per job here even far below the cap, which cut the
-// gateway's throughput by 4x (bench/chat.ts); p-limit's microtask queue costs a few µs.
-import Bottleneck from 'bottleneck';
-import pLimit from 'p-limit';
-import { LRUCache } from 'lru-cache';
-import { abortedError, usableBaseUrl } from './http.ts';
-import { hideUpstream } from './hide.ts';
+// Shaping (max_concurrent, rpm) is limiters.ts's; where routes come from (a model's configured
+// routes, keys from the environment) is routes.ts's; what the router answers when no route served
+// is router-error.ts's.
+import { abortedError } from './http.ts';
 import type { CancelSignal } from './cancel.ts';
-import { DEFAULT_BASE_URLS, IN_PROCESS_PROVIDERS, isProviderName, type ProviderName } from './index.ts';
-import type { ModelDoc, RouteConfig } from '../models/types.ts';
+import type { ProviderName } from './index.ts';
+import { RouteLimiters } from './limiters.ts';
+import { exhausted, rejected, type Attempt } from './router-error.ts';
 import {
   UpstreamError,
   type ChatChunk,
@@ -57,37 +49,11 @@ import {
   type Transcript,
 } from './types.ts';
 
-export const DEFAULT_TIMEOUT_MS = 60_000;
-
 /**
  * The capabilities the router serves with failover; `transcriptionJobs` is a job's submission,
  * which a route serves with its provider's job API or, without one, by transcribing inline.
  */
 type RoutedCapability = 'chat' | 'embeddings' | 'transcribe' | 'speak' | 'transcriptionJobs' | 'realtime';
-const MAX_TIMEOUT_MS = 600_000;
-
-export type RouterErrorCode = 'model_unavailable' | 'model_misconfigured' | 'invalid_request' | 'context_length_exceeded';
-
-/** What happened on one route during one request, for logs and tests. */
-export interface Attempt {
-  route: string;
-  outcome: UpstreamError['kind'] | 'queue_timeout' | 'unsupported';
-  status?: number;
-}
-
-/** The router could not serve. `code` is one of the gateway's error codes; the message names route ids at most. */
-export class RouterError extends Error {
-  override name = 'RouterError';
-  constructor(
-    readonly code: RouterErrorCode,
-    message: string,
-    readonly attempts: Attempt[],
-    /** The request field at fault, when one is (a parameter no route could honour). */
-    readonly param?: string,
-  ) {
-    super(message);
-  }
-}
 
 export interface RouterLogger {
   warn(obj: object, msg: string): void;
@@ -129,21 +95,16 @@ export class UpstreamRouter {
   readonly #providers: ReadonlyMap<string, Provider>;
   readonly #threshold: number;
   readonly #cooldownMs: number;
-  readonly #maxQueueWaitMs: number;
-  readonly #maxQueued: number;
-  readonly #maxLimiters: number;
   readonly #now: () => number;
   readonly #logger: RouterLogger | undefined;
   readonly #health = new Map<string, Health>();
-  readonly #limiters = new Map<string, Limiter>();
+  readonly #limiters: RouteLimiters;
 
   constructor(providers: ReadonlyMap<ProviderName, Provider>, opts: RouterOptions = {}) {
     this.#providers = providers;
     this.#threshold = Math.max(1, opts.failureThreshold ?? 3);
     this.#cooldownMs = opts.cooldownMs ?? 30_000;
-    this.#maxQueueWaitMs = opts.maxQueueWaitMs ?? 10_000;
-    this.#maxQueued = opts.maxQueued ?? 1000;
-    this.#maxLimiters = opts.maxLimiters ?? 1000;
+    this.#limiters = new RouteLimiters({ maxQueueWaitMs: opts.maxQueueWaitMs ?? 10_000, maxQueued: opts.maxQueued ?? 1000, maxLimiters: opts.maxLimiters ?? 1000 });
     this.#now = opts.now ?? Date.now;
     this.#logger = opts.logger;
   }
@@ -323,10 +284,8 @@ export class UpstreamRouter {
   }
 
   /** Stops every limiter (queued calls fail over or give up); for shutdown and tests. */
-  async close(): Promise<void> {
-    const limiters = [...this.#limiters.values()];
-    this.#limiters.clear();
-    await Promise.all(limiters.map((l) => l.stop()));
+  close(): Promise<void> {
+    return this.#limiters.close();
   }
 
   async #once<T>(
@@ -359,7 +318,7 @@ export class UpstreamRouter {
     capability: RoutedCapability,
     attempt: (provider: Provider, route: ResolvedRoute) => Promise<T>,
     refuses?: (provider: Provider, route: ResolvedRoute) => Refusal | undefined,
-    queueWaitMs = this.#maxQueueWaitMs,
+    queueWaitMs?: number,
   ): Promise<{ value: T; route: ResolvedRoute; release: () => void }> {
     const attempts: Attempt[] = [];
     let refusal: Refusal | undefined;
@@ -380,7 +339,7 @@ export class UpstreamRouter {
       }
       let release: () => void;
       try {
-        release = await this.#acquire(route, signal, queueWaitMs);
+        release = await this.#limiters.acquire(route, signal, queueWaitMs);
       } catch (err) {
         if (signal.aborted) throw abortedError(route.id);
         attempts.push({ route: route.id, outcome: 'queue_timeout' });
@@ -446,109 +405,10 @@ export class UpstreamRouter {
     );
   }
 
-  /** Waits for the route's limiter; resolves to the function that frees the slot. */
-  #acquire(route: ResolvedRoute, signal: CancelSignal, waitMs = this.#maxQueueWaitMs): Promise<() => void> {
-    const limiter = this.#limiter(route);
-    if (!limiter) return Promise.resolve(noop);
-    return new Promise((resolve, reject) => {
-      let state: 'queued' | 'running' | 'gone' = 'queued';
-      const giveUp = (err: Error): void => {
-        if (state !== 'queued') return;
-        state = 'gone';
-        stopWaiting();
-        reject(err);
-      };
-      const onAbort = (): void => giveUp(abortedError(route.id));
-      const timer = setTimeout(() => giveUp(new Error(`waited ${waitMs} ms for a slot`)), waitMs);
-      const stopWaiting = (): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      limiter
-        .schedule(() => {
-          if (state === 'gone') return Promise.resolve();
-          state = 'running';
-          stopWaiting();
-          return new Promise<void>((done) => {
-            let freed = false;
-            resolve(() => {
-              if (freed) return;
-              freed = true;
-              done();
-            });
-          });
-        })
-        .catch(() => giveUp(new Error('the route queue is full')));
-    });
-  }
-
-  #limiter(route: ResolvedRoute): Limiter | null {
-    const maxConcurrent = positive(route.maxConcurrent);
-    const rpm = positive(route.rpm);
-    if (maxConcurrent === null && rpm === null) return null;
-    const key = `${route.id}|${maxConcurrent ?? ''}|${rpm ?? ''}`;
-    const found = this.#limiters.get(key);
-    if (found) {
-      this.#limiters.delete(key);
-      this.#limiters.set(key, found);
-      return found;
-    }
-    if (this.#limiters.size >= this.#maxLimiters) this.#evictIdleLimiter();
-    const limiter = rpm === null ? concurrencyLimiter(maxConcurrent!, this.#maxQueued) : rateLimiter(maxConcurrent, rpm, this.#maxQueued);
-    this.#limiters.set(key, limiter);
-    return limiter;
-  }
-
-  #evictIdleLimiter(): void {
-    for (const [key, l] of this.#limiters) {
-      if (l.idle()) {
-        this.#limiters.delete(key);
-        void l.stop();
-        return;
-      }
-    }
-  }
 }
-
-const noop = (): void => {};
 
 function serves(provider: Provider, capability: RoutedCapability): boolean {
   return capability === 'transcriptionJobs' ? provider.transcriptionJobs !== undefined || provider.transcribe !== undefined : provider[capability] !== undefined;
-}
-
-/** What the router needs of a limiter: run a job when allowed, refuse when the queue is full. */
-interface Limiter {
-  /** Resolves when the job finished; rejects at once when `maxQueued` jobs already wait. */
-  schedule(job: () => Promise<void>): Promise<void>;
-  idle(): boolean;
-  stop(): Promise<void>;
-}
-
-function concurrencyLimiter(maxConcurrent: number, maxQueued: number): Limiter {
-  const limit = pLimit(maxConcurrent);
-  return {
-    schedule: (job) => (limit.pendingCount >= maxQueued ? Promise.reject(new Error('the route queue is full')) : limit(job)),
-    idle: () => limit.activeCount + limit.pendingCount === 0,
-    stop: async () => limit.clearQueue(),
-  };
-}
-
-function rateLimiter(maxConcurrent: number | null, rpm: number, maxQueued: number): Limiter {
-  const b = new Bottleneck({ maxConcurrent, minTime: Math.ceil(60_000 / rpm), highWater: maxQueued, strategy: Bottleneck.strategy.OVERFLOW });
-  b.on('error', () => {});
-  return {
-    schedule: (job) => b.schedule(job),
-    idle: () => {
-      const c = b.counts();
-      return (c.RECEIVED ?? 0) + (c.QUEUED ?? 0) + (c.RUNNING ?? 0) + (c.EXECUTING ?? 0) === 0;
-    },
-    stop: () => b.disconnect(),
-  };
-}
-
-function positive(n: number | undefined): number | null {
-  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : null;
 }
 
 /**
@@ -580,104 +440,3 @@ function mergeRoles(roles: ChatChunk, chunk: ChatChunk): ChatChunk {
   ];
   return chunk.usage ? { choices, usage: chunk.usage } : { choices };
 }
-
-const CONTEXT_LENGTH = /context (length|window)|maximum context|too many (input )?tokens|prompt is too long|input is too long/i;
-
-/** The upstream's own words reach the client without the names that would give the route away. */
-function rejected(failure: UpstreamError, route: ResolvedRoute, attempts: Attempt[]): RouterError {
-  const said = failure.upstreamMessage === undefined ? undefined : hideUpstream(failure.upstreamMessage, route);
-  if (said && CONTEXT_LENGTH.test(said)) {
-    return new RouterError('context_length_exceeded', `the request exceeds the model's context window: ${said}`, attempts);
-  }
-  return new RouterError('invalid_request', said ? `the upstream rejected the request: ${said}` : 'the upstream rejected the request', attempts);
-}
-
-function exhausted(attempts: Attempt[], refusal: Refusal | undefined): RouterError {
-  const ids = [...new Set(attempts.map((a) => a.route))].join(', ');
-  if (attempts.length === 0) return new RouterError('model_misconfigured', 'the model has no upstream route', attempts);
-  // Every route either cannot honour the request or cannot work at all: a retry would not help,
-  // a different request would.
-  if (refusal && attempts.every((a) => a.outcome === 'unsupported' || a.outcome === 'config')) {
-    return new RouterError('invalid_request', refusal.message, attempts, refusal.param);
-  }
-  if (attempts.every((a) => a.outcome === 'config')) {
-    return new RouterError('model_misconfigured', `the model's upstream routes are misconfigured (${ids})`, attempts);
-  }
-  return new RouterError('model_unavailable', `no upstream route could serve the request (tried ${ids})`, attempts);
-}
-
-/** What route resolution reads of a model: its id, routes, and what tells one version from the next. */
-export type RoutedModel = Pick<ModelDoc, '_id' | 'routes' | 'updated_at' | 'revision'>;
-
-/**
- * resolveRoutes once per model version, not on every call: the resolved routes (and the URLs their
- * calls memoize on them) are reused until an administrator changes the model. Keyed by the model's
- * revision (the catalog gives one to models stored before revisions existed, at start); a model an
- * older instance writes during a rolling upgrade has none and is keyed by its update time and routes. At
- * most `max` versions are kept, the least recently used dropped first.
- */
-export class RouteResolver {
-  readonly #resolved: LRUCache<string, ResolvedRoute[]>;
-
-  constructor(
-    private readonly env: Readonly<Record<string, string | undefined>>,
-    max = 1000,
-  ) {
-    this.#resolved = new LRUCache({ max });
-  }
-
-  routes(model: RoutedModel): ResolvedRoute[] {
-    const version = model.revision ?? `${model.updated_at.getTime()}:${JSON.stringify(model.routes)}`;
-    const key = `${model._id}\n${version}`;
-    let routes = this.#resolved.get(key);
-    if (routes === undefined) {
-      routes = resolveRoutes(model._id, model.routes, this.env);
-      this.#resolved.set(key, routes);
-    }
-    return routes;
-  }
-}
-
-/**
- * Turns a model's configured routes into what the router calls. Keys come from the inline api_key
- * or from `env[api_key_env]` (an object the composition root passes; never process.env here). A
- * route that cannot work (its key variable unset or empty, a base_url that is not an http(s) URL
- * without credentials, an unknown provider) is returned with `problem` set and fails as
- * misconfigured when called, so one bad route neither stops the model loading nor the others.
- */
-export function resolveRoutes(
-  modelId: string,
-  routes: RouteConfig[],
-  env: Readonly<Record<string, string | undefined>>,
-  defaultTimeoutMs = DEFAULT_TIMEOUT_MS,
-): ResolvedRoute[] {
-  return routes.map((r, i) => {
-    const problems: string[] = [];
-    let apiKey = r.api_key ?? '';
-    if (!apiKey && r.api_key_env) {
-      apiKey = Object.hasOwn(env, r.api_key_env) ? (env[r.api_key_env] ?? '') : '';
-      if (!apiKey) problems.push(`environment variable ${r.api_key_env} is not set`);
-    }
-    if (!isProviderName(r.provider)) problems.push(`unknown provider "${r.provider}"`);
-    const inProcess = IN_PROCESS_PROVIDERS.includes(r.provider);
-    const baseUrl = r.base_url ?? DEFAULT_BASE_URLS[r.provider] ?? '';
-    if (!inProcess && !usableBaseUrl(baseUrl)) problems.push('base_url is not an http(s) URL without credentials');
-    const timeout = positive(r.timeout_ms);
-    const route: ResolvedRoute = {
-      id: `${modelId}#${i}`,
-      provider: r.provider,
-      baseUrl,
-      apiKey,
-      upstreamModel: r.upstream_model ?? '',
-      timeoutMs: timeout === null ? defaultTimeoutMs : Math.min(timeout, MAX_TIMEOUT_MS),
-    };
-    const maxConcurrent = positive(r.max_concurrent);
-    const rpm = positive(r.rpm);
-    if (maxConcurrent !== null) route.maxConcurrent = maxConcurrent;
-    if (rpm !== null) route.rpm = rpm;
-    if (r.realtime === true) route.realtime = true;
-    if (problems.length > 0) route.problem = problems.join('; ');
-    return route;
-  });
-}
-

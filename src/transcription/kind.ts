@@ -21,7 +21,8 @@ import type { ModelDoc, SttMode } from '../models/types.ts';
 import type { EventSink } from '../shared/events.ts';
 import type { Provider, ResolvedRoute, TranscribeRequest, Transcript as UpstreamTranscript } from '../providers/types.ts';
 import { UpstreamError, type TranscribeCapability, type TranscriptionJobCapability } from '../providers/types.ts';
-import { RouterError, type UpstreamRouter } from '../providers/router.ts';
+import type { UpstreamRouter } from '../providers/router.ts';
+import { RouterError } from '../providers/router-error.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StepFencedError } from '../actors/errors.ts';
 import {
