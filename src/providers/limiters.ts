@@ -10,7 +10,7 @@
 import Bottleneck from 'bottleneck';
 import pLimit from 'p-limit';
 import type { CancelSignal } from './cancel.ts';
-import { abortedError } from './http.ts';
+import { abortedError } from './upstream-errors.ts';
 import { positive } from './routes.ts';
 import type { ResolvedRoute } from './types.ts';
 

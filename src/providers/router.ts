@@ -26,7 +26,7 @@
 // Shaping (max_concurrent, rpm) is limiters.ts's; where routes come from (a model's configured
 // routes, keys from the environment) is routes.ts's; what the router answers when no route served
 // is router-error.ts's.
-import { abortedError } from './http.ts';
+import { abortedError } from './upstream-errors.ts';
 import type { CancelSignal } from './cancel.ts';
 import type { ProviderName } from './index.ts';
 import { RouteLimiters } from './limiters.ts';

@@ -3,14 +3,16 @@
 // (Sarvam's blob upload), and GETs of job status and results. The conventions are http.ts's: one
 // timer for the whole exchange (route.timeoutMs: upload, processing and answer), the caller's
 // signal aborts at any point (the file stream is closed with the request), answers are bounded in
-// bytes and nesting, and every failure is an UpstreamError classified as http.ts classifies it
-// (statusError, networkError), naming the route id, never a URL, key or storage signature.
+// bytes and nesting, and every failure is an UpstreamError classified as http.ts's are
+// (upstream-errors.ts: statusError, networkError), naming the route id, never a URL, key or storage signature.
 //
 // Audio calls get their own undici Agent: uploads are long and large, and keeping them off the pool
 // the chat path uses keeps a burst of jobs from holding its sockets.
 import { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import { abortedError, DEFAULT_LIMITS, networkError, scrub, statusError, type UpstreamCall } from './http.ts';
+import { DEFAULT_LIMITS, type UpstreamCall } from './http.ts';
+import { discard } from './body.ts';
+import { abortedError, networkError, scrub, statusError } from './upstream-errors.ts';
 import { Cancel } from './cancel.ts';
 import { fileBody, multipartBody, type MultipartFile, type StreamedBody } from './multipart.ts';
 import { UpstreamError } from './types.ts';
@@ -28,7 +30,7 @@ export interface FileCall extends Omit<UpstreamCall, 'body'> {
   method: 'GET' | 'POST' | 'PUT';
   payload: Payload;
   /**
-   * The upstream's explanation in an error body whose shape http.ts does not read (Deepgram's
+   * The upstream's explanation in an error body whose shape statusError does not read (Deepgram's
    * `err_msg`); scrubbed before use.
    */
   explain?: (body: string) => string | undefined;
@@ -179,12 +181,6 @@ async function readText(body: Readable, max: number, routeId: string, strict: bo
     size += chunk.length;
   }
   return Buffer.concat(parts, size).toString('utf8');
-}
-
-/** Closes a body nobody will read (undici errors a destroyed unread body: nobody listens for that). */
-function discard(body: Readable): void {
-  if (body.listenerCount('error') === 0) body.on('error', () => {});
-  body.destroy();
 }
 
 /**

@@ -2,7 +2,8 @@
 // functions, then against the fake Messages API, which refuses what the real one refuses.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { UpstreamHttp, type SseMessage } from '../../src/providers/http.ts';
+import { UpstreamHttp } from '../../src/providers/http.ts';
+import type { SseMessage } from '../../src/providers/sse.ts';
 import { createAnthropicProvider } from '../../src/providers/anthropic/index.ts';
 import { anthropicChunks, anthropicRefuses, fromAnthropic, THINKING_BUDGET, toAnthropic } from '../../src/providers/anthropic/chat.ts';
 import { UpstreamError, type ChatCapability, type ChatRequest } from '../../src/providers/types.ts';

@@ -6,7 +6,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readSse, scrub, statusError, UpstreamHttp, type SseMessage, type SseOptions } from '../../src/providers/http.ts';
+import { UpstreamHttp } from '../../src/providers/http.ts';
+import { readSse, type SseMessage, type SseOptions } from '../../src/providers/sse.ts';
+import { scrub, statusError } from '../../src/providers/upstream-errors.ts';
 import { UpstreamError } from '../../src/providers/types.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { closedPort, collect, never, routeTo, until } from './helpers.ts';

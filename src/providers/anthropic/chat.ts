@@ -18,7 +18,9 @@
 // Tools, both ways: see tools.ts. Stream: message_start → the role chunk; text deltas → content chunks; message_delta → the
 // finish_reason chunk; message_stop → the usage chunk (input tokens from message_start, output from
 // the last message_delta); ping ignored; an `error` event throws.
-import { routeUrl, scrub, type SseMessage, type UpstreamCall, type UpstreamHttp } from '../http.ts';
+import { routeUrl, type UpstreamCall, type UpstreamHttp } from '../http.ts';
+import type { SseMessage } from '../sse.ts';
+import { scrub } from '../upstream-errors.ts';
 import { isObject, protocolError, tokenCount, usageOf, type Json } from '../validate.ts';
 import type { CancelSignal } from '../cancel.ts';
 import {

@@ -7,7 +7,7 @@
 // until the result). Without a callback URL `submit` fails as misconfigured. `parseCallback` reads
 // `metadata.request_id`, the token, and the result (a body without `results` is a failure, its
 // `err_msg` the reason); the language is the detected one, or null (the caller knows what it asked).
-import { scrub } from '../http.ts';
+import { scrub } from '../upstream-errors.ts';
 import { isObject, protocolError } from '../validate.ts';
 import { UpstreamError, type CallbackHeaders, type ParsedCallback, type TranscriptionJobCapability } from '../types.ts';
 import type { UpstreamFiles } from '../upload.ts';

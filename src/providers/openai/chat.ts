@@ -1,7 +1,9 @@
 // Chat completions against any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp server,
 // Groq, Together...). The request is rebuilt from the fields we know, so nothing the client sent
 // beyond them reaches the upstream; streams ask for the final usage chunk.
-import { routeHost, scrub, type SseMessage, type UpstreamHttp } from '../http.ts';
+import { routeHost, type UpstreamHttp } from '../http.ts';
+import type { SseMessage } from '../sse.ts';
+import { scrub } from '../upstream-errors.ts';
 import { isObject, openaiUsageOf, protocolError, type Json } from '../validate.ts';
 import {
   PASSED_THROUGH,

@@ -18,7 +18,7 @@
 // `diarized_transcript.entries[]` as segments (speakers as Sarvam labels them: SPEAKER_00…).
 // The callback: Sarvam POSTs {job_id, job_state} with the auth_token in the
 // `X-SARVAM-JOB-CALLBACK-TOKEN` header; it carries no result, so the caller polls.
-import { scrub } from '../http.ts';
+import { scrub } from '../upstream-errors.ts';
 import { uploadName } from '../transcript.ts';
 import { handedOutUrl, type UpstreamFiles } from '../upload.ts';
 import { isObject, protocolError, type Json } from '../validate.ts';
