@@ -16,7 +16,7 @@ import { abortedError, networkError, scrub, statusError } from './upstream-error
 import { Cancel } from './cancel.ts';
 import { fileBody, multipartBody, type MultipartFile, type StreamedBody } from './multipart.ts';
 import { UpstreamError } from './types.ts';
-import { addressRange } from '../webhooks/address.ts';
+import { addressRange, isLocalName } from '../shared/address.ts';
 import { parseJson, protocolError } from './validate.ts';
 
 /** What a file call sends: a form with one file, a file as the body, JSON, or nothing (GET). */
@@ -188,8 +188,8 @@ async function readText(body: Readable, max: number, routeId: string, strict: bo
  * before the gateway sends audio to it or fetches from it: on the route's own origin (a
  * self-hosted or test upstream), or else https without credentials to a host that is not an
  * internal address written as an IP literal (loopback, private, link-local such as the cloud
- * metadata address…; the webhooks' classification) nor a local name. So an upstream cannot steer
- * the audio or a GET at an internal service. Null when it fails the check.
+ * metadata address…: src/shared/address.ts, the webhooks' classification too) nor a local name.
+ * So an upstream cannot steer the audio or a GET at an internal service. Null when it fails the check.
  */
 export function handedOutUrl(baseUrl: string, value: unknown): URL | null {
   if (typeof value !== 'string' || value.length > 8192) return null;
@@ -205,6 +205,6 @@ export function handedOutUrl(baseUrl: string, value: unknown): URL | null {
   if (url.origin === base.origin) return url;
   if (url.protocol !== 'https:') return null;
   const range = addressRange(url.hostname);
-  if (range !== null ? range !== 'unicast' : /^(localhost|.*\.localhost|.*\.local|.*\.internal)\.?$/i.test(url.hostname)) return null;
+  if (range !== null ? range !== 'unicast' : isLocalName(url.hostname)) return null;
   return url;
 }

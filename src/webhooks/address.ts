@@ -2,17 +2,12 @@
 // only when allowed) and its host is a public unicast address, whether written as an IP literal or
 // reached through DNS.
 //
-// - Literals: the WHATWG URL parser already turns every IPv4 spelling (`2130706433`, `0x7f.1`,
-//   `0177.0.0.1`, `127.1`) into dotted decimal; `ipaddr.js` classifies the result, after unwrapping
-//   IPv4-mapped IPv6 (`[::ffff:7f00:1]`). Only the `unicast` range passes: loopback, private,
-//   link-local (169.254.169.254, the cloud metadata address), carrier-grade NAT (100.100.100.200,
-//   Alibaba's), unique-local (fd00:ec2::254), multicast, reserved, 6to4, Teredo, NAT64,
-//   IPv4-compatible IPv6 (::7f00:1) and the other special ranges are all refused.
+// - Literals and local names: the classification is src/shared/address.ts's (addressRange).
 // - Names: `safeLookup` is the connection's DNS lookup: it resolves, refuses the name when any of
 //   its addresses is refused, and hands the socket exactly the addresses it checked, so the
 //   connection goes where the check looked (no second resolution, no DNS rebinding).
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import ipaddr from 'ipaddr.js';
+import { addressRange, isLocalName, isPublicAddress } from '../shared/address.ts';
 
 export interface AddressPolicy {
   /** Lifts the address rule (development and tests): WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true. */
@@ -35,20 +30,6 @@ export class WebhookUrlError extends Error {
 /** The error code a refused DNS answer fails the connection with. */
 export const BLOCKED_CODE = 'EWEBHOOKBLOCKED';
 
-/** The range name of an address (IPv4-mapped IPv6 unwrapped), or null when it is not an IP address. */
-export function addressRange(address: string): string | null {
-  const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
-  if (!ipaddr.isValid(bare)) return null;
-  const addr = ipaddr.process(bare);
-  // IPv4-compatible IPv6 (::a.b.c.d, deprecated) is `unicast` to ipaddr.js; some stacks route it to IPv4.
-  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)) return 'ipv4Compatible';
-  return addr.range();
-}
-
-export function isPublicAddress(address: string): boolean {
-  return addressRange(address) === 'unicast';
-}
-
 /** Parses and checks a receiving URL; throws WebhookUrlError saying why it is refused. */
 export function checkWebhookUrl(raw: string, policy: AddressPolicy): URL {
   let url: URL;
@@ -67,7 +48,7 @@ export function checkWebhookUrl(raw: string, policy: AddressPolicy): URL {
     if (range !== null && range !== 'unicast') {
       throw new WebhookUrlError(`url points to a ${range} address; only public addresses receive webhooks`, 'blocked_address');
     }
-    if (range === null && /^(localhost|.*\.localhost|.*\.local|.*\.internal)\.?$/i.test(url.hostname)) {
+    if (range === null && isLocalName(url.hostname)) {
       throw new WebhookUrlError('url points to a local host name; only public addresses receive webhooks', 'blocked_address');
     }
   }

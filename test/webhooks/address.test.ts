@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import { test } from 'node:test';
-import { addressRange, BLOCKED_CODE, checkWebhookUrl, safeLookup, WebhookUrlError } from '../../src/webhooks/address.ts';
+import { addressRange } from '../../src/shared/address.ts';
+import { BLOCKED_CODE, checkWebhookUrl, safeLookup, WebhookUrlError } from '../../src/webhooks/address.ts';
 import { WebhookHttp } from '../../src/webhooks/http.ts';
 import { startReceiver } from './receiver.ts';
 
