@@ -12,7 +12,7 @@
 // the runtime holds no lease between turns (nothing is lost on restart or eviction).
 import { assign, emit, setup } from 'xstate';
 
-/** 2: context.awaiting and context.choices; version 1 snapshots are migrated by src/intent/session.ts. */
+/** 2: context.awaiting and context.choices; version 1 snapshots are migrated by src/intent/kind.ts. */
 export const version = 2;
 
 export interface Decision {

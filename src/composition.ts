@@ -34,7 +34,7 @@ import type { ActorRuntime } from './actors/runtime.ts';
 import { createHmac } from 'node:crypto';
 import type { BlobStore } from './blobs/port.ts';
 import { IntentService, type IntentMetrics } from './intent/service.ts';
-import { intentSessionKind } from './intent/session.ts';
+import { intentSessionKind } from './intent/kind.ts';
 import { PackRegistry, readPackFile } from './intent/packs.ts';
 import { Webhooks, type WebhookService } from './webhooks/index.ts';
 import type { WebhookMetrics } from './webhooks/deliverer.ts';

@@ -21,7 +21,7 @@ import type { CascadeResult, CompiledPack } from './engine.ts';
 import { normalize } from './normalize.ts';
 import type { PackRegistry } from './packs.ts';
 import { llmFallback } from './llm.ts';
-import { intentSessionKind } from './session.ts';
+import { intentSessionKind } from './kind.ts';
 import type { ActorRef } from '../actors/runtime.ts';
 
 /** A session actor's handle: `runtime.ref(intentSessionKind, id)`. */
@@ -199,7 +199,7 @@ export class IntentService {
 
   /**
    * The turn's outcome is the session actor's reply, given once the transition is applied; the
-   * session is written by its checkpoint policy (src/intent/session.ts).
+   * session is written by its checkpoint policy (src/intent/kind.ts).
    */
   private async send(actorId: string, event: TurnEvent): Promise<TurnOutcome> {
     const { reply } = await this.deps.sessions(actorId).askOrSpawn<TurnOutcomeEvent>(undefined, event, { wait: 'applied' });

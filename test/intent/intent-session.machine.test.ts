@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createActor, initialTransition, transition } from 'xstate';
 import { intentSessionMachine, version, type TurnEvent, type IntentDecisions } from '../../machines/intent-session.machine.ts';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
-import { intentSessionKind, INTENT_SESSION_KIND } from '../../src/intent/session.ts';
+import { intentSessionKind, INTENT_SESSION_KIND } from '../../src/intent/kind.ts';
 import { openTestStore, silent, tempDir } from '../actors/helpers.ts';
 
 const D = (action: string, next_state: string, response_id: string) => ({ action, next_state, response_id });
