@@ -53,7 +53,7 @@ import { twilioCarrier } from './providers/twilio/voice.ts';
 import { exotelCarrier } from './providers/exotel/voice.ts';
 import type { RouteConfig } from './models/types.ts';
 import type { ResolvedRoute } from './providers/types.ts';
-import type { Carrier } from './voice/carrier.ts';
+import type { Carrier } from './providers/carrier.ts';
 import { matchLanguage } from './speech/languages.ts';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */

@@ -7,7 +7,7 @@
 // is complete the playback waits, and the pacing starts again from the next chunk when more comes.
 import type { Logger } from 'pino';
 import { SILENCE_BYTE, type SpeechClip } from '../speech/clip.ts';
-import type { MediaWire } from './wire/types.ts';
+import type { MediaWire } from '../providers/carrier-wire/types.ts';
 import type { Pacer } from './pacer.ts';
 
 /** A mark after every 200 ms of a reply: the resolution of `heard_text`. */

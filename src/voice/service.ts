@@ -26,7 +26,7 @@ import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import type { Store } from '../store/port.ts';
 import type { CallStatus, ControlReply, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
-import type { CallbackRequest, Carrier } from './carrier.ts';
+import type { CallbackRequest, Carrier } from '../providers/carrier.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { CallMedia } from './media.ts';

@@ -1,5 +1,5 @@
 // WS /v1/voice/calls/{id}/stream: the carriers' media streams, JSON text frames in the protocol of
-// the call's carrier (src/voice/wire/: Twilio's Media Streams, which the simulator speaks too, or
+// the call's carrier (src/providers/carrier-wire/: Twilio's Media Streams, which the simulator speaks too, or
 // Exotel's Voicebot). Plain `ws` with `noServer` on the HTTP server's 'upgrade' event. The
 // upgrade is refused (an HTTP error envelope) unless the call is live on this instance; the stream is
 // then believed only once its `start` frame carries the call's one-time token in its parameters

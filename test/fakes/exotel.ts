@@ -4,7 +4,7 @@
 //   GET  /v1/accounts/{sid}/calls/{call_sid} → {call: {sid, status, duration}}
 // There is no hang-up: a call ends when the bot closes its stream (or the callee hangs up). The
 // callee behind it is the simulator's (src/providers/simulator/voice.ts, scripted per number) run
-// on Exotel's Voicebot protocol (src/voice/wire/exotel.ts): on an answer it opens the `streamurl`
+// on Exotel's Voicebot protocol (src/providers/carrier-wire/exotel.ts): on an answer it opens the `streamurl`
 // and sends its query parameters as the start's custom_parameters, as Exotel does; it drops (and
 // this fake records) media payloads that are not multiples of 320 bytes of at least 3,200.
 // Status callbacks are form posts to `statuscallback` (unsigned: Exotel signs nothing), delivered
@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import type { CalleeScript } from '../../src/config.ts';
 import { simulatorCarrier } from '../../src/providers/simulator/voice.ts';
 import type { SpeechClip } from '../../src/speech/clip.ts';
-import { exotelWire } from '../../src/voice/wire/exotel.ts';
+import { exotelWire } from '../../src/providers/carrier-wire/exotel.ts';
 
 export interface ExotelRequest {
   method: string;

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { Pacer } from '../../src/voice/pacer.ts';
 import { Playback, wholeChunks } from '../../src/voice/playback.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
-import { twilioWire } from '../../src/voice/wire/twilio.ts';
+import { twilioWire } from '../../src/providers/carrier-wire/twilio.ts';
 
 const wire = twilioWire.gateway;
 /** `ms` of 8 kHz PCM16 (a low tone: not silence, so its μ-law differs from the padding). */

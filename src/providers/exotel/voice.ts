@@ -1,7 +1,7 @@
 // The `exotel` carrier (India): a call is placed with Exotel's "connect to a bot" API (`POST
 // /v1/accounts/{sid}/calls/connect`, form-encoded, Basic auth API key : API token), which dials the
 // number and, once answered, opens a bidirectional Voicebot stream to the gateway's stream URL
-// (src/voice/wire/exotel.ts: PCM16 8 kHz, snake_case frames). Decisions, from what Exotel documents:
+// (src/providers/carrier-wire/exotel.ts: PCM16 8 kHz, snake_case frames). Decisions, from what Exotel documents:
 // - The call id and its one-time stream token ride on the stream URL's query string: Exotel hands
 //   a stream URL's query parameters to the bot as the `start` frame's `custom_parameters` (its only
 //   per-call channel into the stream, as Twilio's <Parameter>s are), where the gateway checks the
@@ -17,8 +17,8 @@
 //   rings on: when it is answered, its stream is refused (the call is no longer live here) and
 //   Exotel ends it, billing nothing here.
 import type { Logger } from 'pino';
-import { endedNews, sameSecret, type Carrier, type StatusNews } from '../../voice/carrier.ts';
-import { exotelWire } from '../../voice/wire/exotel.ts';
+import { endedNews, sameSecret, type Carrier, type StatusNews } from '../carrier.ts';
+import { exotelWire } from '../carrier-wire/exotel.ts';
 import { carrierRest } from '../carrier-rest.ts';
 
 export interface ExotelRoute {

@@ -4,7 +4,7 @@
 // a real WebSocket to the call's stream URL and speaks a carrier's media protocol over it: Twilio's
 // Media Streams by default (`connected`, `start` with the call's customParameters, `media` base64
 // μ-law 8 kHz in 20 ms frames paced in real time, `dtmf`, `mark` echoes, `stop`), or another given
-// as `wire` (src/voice/wire/: the fake Exotel of the tests runs these callees on Exotel's Voicebot
+// as `wire` (src/providers/carrier-wire/: the fake Exotel of the tests runs these callees on Exotel's Voicebot
 // protocol). What the gateway sends is "played" in real time (160 bytes per 20 ms of μ-law); a
 // `mark` is echoed once the audio queued before it has played, or at once when a `clear` drops
 // that audio (as Twilio and Exotel do); a media payload the carrier would not play is dropped.
@@ -20,9 +20,9 @@ import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { CalleeScript } from '../../config.ts';
 import type { SpeechClip } from '../../speech/clip.ts';
-import type { Carrier, CarrierEvents, DialRequest } from '../../voice/carrier.ts';
-import { twilioWire } from '../../voice/wire/twilio.ts';
-import type { CalleeWire, WireProtocol } from '../../voice/wire/types.ts';
+import type { Carrier, CarrierEvents, DialRequest } from '../carrier.ts';
+import { twilioWire } from '../carrier-wire/twilio.ts';
+import type { CalleeWire, WireProtocol } from '../carrier-wire/types.ts';
 
 /** Without agent audio this long, its reply counts as over (a late frame is not an end). */
 const GAP_MS = 200;

@@ -4,10 +4,10 @@
 // `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
 // callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
 // Status=completed`; what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media
-// itself is Twilio's Media Streams protocol (src/voice/wire/twilio.ts).
+// itself is Twilio's Media Streams protocol (src/providers/carrier-wire/twilio.ts).
 import { createHmac } from 'node:crypto';
-import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../../voice/carrier.ts';
-import { twilioWire } from '../../voice/wire/twilio.ts';
+import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../carrier.ts';
+import { twilioWire } from '../carrier-wire/twilio.ts';
 import { carrierRest } from '../carrier-rest.ts';
 
 export interface TwilioRoute {

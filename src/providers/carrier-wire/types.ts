@@ -1,9 +1,10 @@
-// A carrier's media stream protocol, both ends of it: the gateway's (`MediaWire`: what the media
-// loop, src/voice/media.ts, reads from the carrier's frames and sends back) and the carrier's
-// (`CalleeWire`: what the simulated callee, src/providers/simulator/voice.ts, sends and plays). One
-// file per protocol: twilio.ts (Media Streams: μ-law, 20 ms frames, camelCase) and exotel.ts
-// (Voicebot: PCM16 LE, 100 ms chunks, snake_case). Both carry 8 kHz mono JSON text frames with
-// base64 audio, and the same control: `start` with the call's parameters, `mark` echoes, `clear`.
+// A carrier's media stream protocol (the carrier port's `wire`, src/providers/carrier.ts; on the
+// providers' floor with the carriers that speak it), both ends of it: the gateway's (`MediaWire`:
+// what the media loop, src/voice/media.ts, reads from the carrier's frames and sends back) and the
+// carrier's (`CalleeWire`: what the simulated callee, src/providers/simulator/voice.ts, sends and
+// plays). One file per protocol: twilio.ts (Media Streams: μ-law, 20 ms frames, camelCase) and
+// exotel.ts (Voicebot: PCM16 LE, 100 ms chunks, snake_case). Both carry 8 kHz mono JSON text frames
+// with base64 audio, and the same control: `start` with the call's parameters, `mark` echoes, `clear`.
 
 /** A frame from the carrier, as the media loop takes it (audio decoded to 8 kHz PCM16 samples). */
 export type Inbound =

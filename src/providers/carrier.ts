@@ -1,11 +1,12 @@
-// What a call needs of a telephony carrier (a voice model's route: src/providers/<carrier>/voice.ts):
-// place a call whose media the carrier streams to the gateway's stream URL (in its own protocol:
-// `wire`, src/voice/wire/), report its progress, and hang it up; a carrier that reports by status
-// callbacks also says which are its own and what they mean. The gateway's side of the media is
-// src/voice/media.ts.
+// The carrier port: what a call needs of a telephony carrier (a voice model's route, implemented by
+// src/providers/<carrier>/voice.ts): place a call whose media the carrier streams to the gateway's
+// stream URL (in its own protocol: `wire`, src/providers/carrier-wire/), report its progress, and
+// hang it up; a carrier that reports by status callbacks also says which are its own and what they
+// mean. It lives on the providers' floor so the carriers implement it without importing src/voice/;
+// the calls (src/voice/) use it from here. The gateway's side of the media is src/voice/media.ts.
 import { timingSafeEqual } from 'node:crypto';
 import type { EndReason } from '../../machines/voice-call.machine.ts';
-import type { WireProtocol } from './wire/types.ts';
+import type { WireProtocol } from './carrier-wire/types.ts';
 
 export interface DialRequest {
   callId: string;
