@@ -1,43 +1,39 @@
-// Outbound AI voice calls (POST /v1/voice/call and the /v1/voice/calls endpoints): what the HTTP
-// edge calls. `create` does everything that can refuse with a status before a call exists: the
+// Outbound AI voice calls (POST /v1/voice/call and the /v1/voice/calls endpoints): the façade the
+// HTTP edge calls. `create` does everything that can refuse with a status before a call exists: the
 // Idempotency-Key, the account's concurrent calls, the model and its rules (destination country,
-// language, voice, agent), KYC and the reservation through the Meter: min(max duration, what the
-// wallet affords) at the model's per-minute price, custodial (the call's actor settles it, after a
-// restart too). Then the call's actor is spawned with its live side (src/voice/media.ts) and dials.
+// language, voice, agent: `check`, src/voice/checks.ts), KYC and the reservation through the Meter:
+// min(max duration, what the wallet affords) at the model's per-minute price, custodial (the call's
+// actor settles it, after a restart too). Then the call's actor is spawned with its live side
+// (src/voice/media.ts) and dials. list, get, cancel and hang up, and the carriers' status callbacks
+// read and message that actor; its public view is src/voice/view.ts.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { ActorView } from '../actors/record.ts';
 import { ApiError, echo } from '../errors.ts';
-import { phoneNumbers } from '../shared/phones.ts';
 import { utteranceRequest } from '../realtime/recognisers.ts';
 import type { Meter } from '../metering/meter.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
 import { voiceFeatures } from '../models/catalog.ts';
-import type { ModelDoc, RouteConfig } from '../models/types.ts';
+import type { ModelDoc } from '../models/types.ts';
 import type { Payer } from '../billing/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { IntentService } from '../intent/service.ts';
 import type { UpstreamRouter } from '../providers/router.ts';
-import type { RoutedModel } from '../providers/routes.ts';
-import type { ResolvedRoute } from '../providers/types.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
-import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
+import { matchLanguage } from '../speech/languages.ts';
 import type { Store } from '../store/port.ts';
-import type { CallStatus, ControlReply, VoiceCallContext, VoiceCallInput } from '../../machines/voice-call.machine.ts';
+import type { CallStatus, ControlReply, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
-import type { CallbackRequest, Carrier } from '../providers/carrier.ts';
+import type { CallbackRequest } from '../providers/carrier.ts';
+import { check, endpointing, type Checked, type CheckDeps, type CheckSettings, type VoiceCallBody } from './checks.ts';
 import { IdempotencyKeys } from './idempotency.ts';
-import { centsOf, callPrice, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
+import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
+import { facts, toObject } from './view.ts';
 import type { VoiceCallObject } from './views.ts';
 
-const DEFAULT_MAX_DURATION_SECONDS = 600;
 const DEFAULT_RING_TIMEOUT_SECONDS = 30;
-const DEFAULT_ENDPOINTING_MS = 700;
-/** The silence that ends a turn while digits are expected (an account number read in groups pauses longer). */
-const DEFAULT_DIGITS_ENDPOINTING_MS = 1500;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
 const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
 /** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
@@ -48,50 +44,24 @@ const IDEMPOTENT_WAIT_MS = 5000;
 const DEFAULT_IDLE_PROMPTS = 2;
 const DEFAULT_IGNORE = ['haan', 'ji', 'hmm', 'ok', 'achha'];
 
-export interface VoiceCallBody {
-  model: string;
-  to: string;
-  from?: string;
-  agent?: { type: 'intent'; intent_model: string } | { type: 'llm'; llm_model: string; system_prompt: string } | { type: 'hybrid'; intent_model: string; llm_model: string; system_prompt: string };
-  language?: string;
-  voice?: string;
-  first_message?: { response_id?: string; text?: string; mode?: 'agent_first' | 'wait_for_callee' | 'after_silence' };
-  variables?: Record<string, string>;
-  max_duration_seconds?: number;
-  ring_timeout_seconds?: number;
-  idle?: { prompt_after_ms?: number; max_prompts?: number };
-  turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
-  webhook_id?: number;
-  metadata?: Record<string, string>;
-}
-
-export interface VoiceSettings {
+export interface VoiceSettings extends CheckSettings {
   maxConcurrentCalls: number;
-  /** A call the wallet cannot cover for this long is refused (402). */
-  minAffordableSeconds: number;
   mediaTimeoutMs: number;
 }
 
-export interface VoiceServiceDeps {
+/** The voice service's dependencies: `check`'s (the model's rules, src/voice/checks.ts) and the rest. */
+export interface VoiceServiceDeps extends CheckDeps {
   meter: Meter;
-  models: Pick<ModelCatalog, 'get' | 'resolve'>;
   runtime: Pick<ActorRuntime, 'ref' | 'list' | 'spawn'>;
   kind: VoiceKind;
   store: Store;
-  /** The carrier for a model's route (its configuration and its resolved key); undefined: none in this build. */
-  carrier(config: RouteConfig, route: ResolvedRoute): Carrier | undefined;
   /** Who pays for a key's calls (billing's rule: the organization's wallet while a member). */
   payerFor(principal: ApiKeyPrincipal): Promise<Payer>;
-  /** What the payer's wallet can still hold, µ¢. */
-  available(payer: Payer): Promise<number>;
   /** The account's own limit on calls at once, an operator's (null: `settings.maxConcurrentCalls`). */
   maxConcurrentCalls(account: string): Promise<number | null>;
-  /** Whether webhook `id` is the account's (a call's `webhook_id`). */
-  webhookOwned(account: string, id: number): Promise<boolean>;
   intent: Pick<IntentService, 'converse' | 'packOf'>;
   audio: ResponseAudio;
   router: Pick<UpstreamRouter, 'transcribe' | 'stream'>;
-  resolveRoutes(model: RoutedModel): ResolvedRoute[];
   detectors(): Promise<VoiceDetectors>;
   /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
   baseUrl(): string;
@@ -99,23 +69,6 @@ export interface VoiceServiceDeps {
   settings: VoiceSettings;
   logger: Logger;
   now(): number;
-}
-
-/** What `check` settled about a call, before its hold. */
-interface Checked {
-  to: string;
-  language: string;
-  voice: string;
-  reservedSeconds: number;
-  maxSeconds: number;
-  stt: ModelDoc;
-  tts: ModelDoc;
-  /** The intent agent's model (intent and hybrid agents), and the LLM's (llm and hybrid). */
-  intentModel: ModelDoc | null;
-  llmModel: ModelDoc | null;
-  /** The model's routes this build can dial through, in order (their index among the model's routes). */
-  carriers: { route: number; carrier: Carrier }[];
-  price: number;
 }
 
 const CALL_ID = /^call_[0-9a-f]{24}$/;
@@ -204,7 +157,7 @@ export class VoiceCalls {
       model: body.model,
       type: 'voice',
       requestId: callId,
-      check: (model, p) => this.check(model, p, body),
+      check: (model, p) => check(this.deps, model, p, body),
       estimate: (_model, c) => c.price * c.reservedSeconds,
       holdTtlMs: HOLD_TTL_MS,
       custodial: true,
@@ -319,77 +272,6 @@ export class VoiceCalls {
     };
   }
 
-  /** The model's rules on the call; the reservation's length from what the wallet affords. */
-  private async check(model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
-    const turn = endpointing(body);
-    if (turn.max < turn.min) {
-      throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, { param: 'turn.endpointing_ms.max' });
-    }
-    const features = voiceFeatures(model);
-    const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
-    if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone || !phone.isValid()) {
-      throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
-    }
-    if (!phone.country || !features.countries.includes(phone.country)) {
-      throw new ApiError('destination_not_allowed', `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`, { param: 'to' });
-    }
-    if (body.webhook_id !== undefined && !(await this.deps.webhookOwned(payer.walletId, body.webhook_id))) {
-      throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
-    }
-    if (body.from !== undefined && !model.routes.some((r) => r.from === body.from)) {
-      throw new ApiError('invalid_request', `'from' must be a caller id one of the model's carrier routes owns.`, { param: 'from' });
-    }
-    const languages = model.languages ?? [];
-    const language = body.language === undefined ? languages[0] : matchLanguage(body.language, languages);
-    if (!language) throw new ApiError('language_not_supported', `The model '${model._id}' speaks ${languages.join(', ') || 'no languages'}, not '${echo(body.language ?? '')}'.`, { param: 'language' });
-    const voice = body.voice ?? features.voices.find((v) => v.split('-')[0] === primaryLanguage(language)) ?? features.voices[0];
-    if (voice === undefined || !features.voices.includes(voice)) {
-      throw new ApiError('voice_not_supported', `The model '${model._id}' offers the voices ${features.voices.join(', ') || 'none'}, not '${echo(voice ?? '')}'.`, { param: 'voice' });
-    }
-    const agent = body.agent ?? (model.intent_model ? { type: 'intent' as const, intent_model: model.intent_model } : undefined);
-    if (agent === undefined) throw new ApiError('invalid_request', `The model '${model._id}' has no default agent; give 'agent'.`, { param: 'agent' });
-    let intentModel: ModelDoc | null = null;
-    if (agent.type === 'intent' || agent.type === 'hybrid') {
-      intentModel = await this.deps.models.resolve(agent.intent_model, 'intent', payer.walletId).catch(() => {
-        throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, { param: 'agent.intent_model' });
-      });
-      const pack = await this.deps.intent.packOf(intentModel);
-      if (!pack) throw new ApiError('model_misconfigured', `The intent model '${intentModel._id}' names a pack that is not loaded.`);
-      if (!pack.pack.languages.includes(language)) {
-        throw new ApiError('language_not_supported', `The agent's pack speaks ${pack.pack.languages.join(', ')}, not '${language}'.`, { param: 'language' });
-      }
-      const responseId = body.first_message?.response_id;
-      if (responseId !== undefined && !Object.hasOwn(pack.pack.responses, responseId)) {
-        throw new ApiError('invalid_request', `The agent's pack has no response '${echo(responseId)}'.`, { param: 'first_message.response_id' });
-      }
-    } else if (body.first_message?.response_id !== undefined) {
-      throw new ApiError('invalid_request', 'An llm agent has no pack: give first_message.text.', { param: 'first_message.response_id' });
-    }
-    let llmModel: ModelDoc | null = null;
-    if (agent.type === 'llm' || agent.type === 'hybrid') {
-      llmModel = await this.deps.models.resolve(agent.llm_model, 'llm', payer.walletId).catch(() => {
-        throw new ApiError('invalid_request', `'agent.llm_model' must be an llm model available to your account, not '${echo(agent.llm_model)}'.`, { param: 'agent.llm_model' });
-      });
-    }
-    const [stt, tts] = await Promise.all([this.deps.models.get(model.stt_model ?? ''), this.deps.models.get(model.tts_model ?? '')]);
-    if (!stt || stt.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
-    const carriers = this.deps.resolveRoutes(model).flatMap((r, route) => {
-      const carrier = r.problem ? undefined : this.deps.carrier(model.routes[route]!, r);
-      return carrier ? [{ route, carrier }] : [];
-    });
-    if (carriers.length === 0) throw new ApiError('model_unavailable', `The model '${model._id}' has no carrier this gateway can dial through.`, { headers: { 'retry-after': '60' } });
-    const maxSeconds = Math.min(body.max_duration_seconds ?? DEFAULT_MAX_DURATION_SECONDS, features.max_duration_seconds);
-    // The credit guard: the reservation covers min(max duration, what the wallet affords).
-    const price = callPrice(features.price_per_minute_cents, 1);
-    const affordable = price > 0 ? Math.floor((await this.deps.available(payer)) / price) : Infinity;
-    const floor = this.deps.settings.minAffordableSeconds;
-    if (affordable < floor) {
-      const perMinute = features.price_per_minute_cents;
-      throw new ApiError('insufficient_credit', `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`);
-    }
-    return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
-  }
-
   async get(account: string, id: string): Promise<VoiceCallObject> {
     return toObject(await this.view(account, id));
   }
@@ -487,59 +369,3 @@ export class VoiceCalls {
   }
 }
 
-/**
- * The silence that ends the callee's turn: `min` (default 700 ms) normally; `max` (default 1500 ms,
- * or `min` when that is longer) while digits are expected (src/voice/media.ts).
- */
-function endpointing(body: VoiceCallBody): { min: number; max: number } {
-  const min = body.turn?.endpointing_ms?.min ?? DEFAULT_ENDPOINTING_MS;
-  return { min, max: body.turn?.endpointing_ms?.max ?? Math.max(min, DEFAULT_DIGITS_ENDPOINTING_MS) };
-}
-
-function facts(view: ActorView): VoiceCallContext | null {
-  const c = (view.context ?? view.input ?? null) as Partial<VoiceCallContext> | null;
-  if (!c || typeof c.callId !== 'string') return null;
-  return c as VoiceCallContext;
-}
-
-const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(ms / 1000));
-
-function percentile(values: number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-export function toObject(view: ActorView): VoiceCallObject {
-  const c = facts(view)!;
-  const spec = c.spec as unknown as CallSpecFields;
-  const status: CallStatus = view.context ? c.status : 'queued';
-  const ended = c.endedAt ?? null;
-  return {
-    id: c.callId,
-    object: 'voice.call',
-    status,
-    model: c.model,
-    to: c.to,
-    from: c.from,
-    created_at: Math.floor(c.createdAt / 1000),
-    max_duration_seconds: Math.ceil(c.maxDurationMs / 1000),
-    metadata: spec.metadata ?? {},
-    end_reason: c.endReason ?? null,
-    dial_started_at: seconds(c.dialStartedAt),
-    ringing_at: seconds(c.ringingAt),
-    answered_at: seconds(c.answeredAt),
-    ended_at: seconds(ended),
-    duration_seconds: c.answeredAt && ended !== null ? Math.max(0, Math.round((ended - c.answeredAt) / 100) / 10) : c.answeredAt ? null : 0,
-    billed_seconds: c.billedSeconds ?? null,
-    cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
-    carrier_duration_seconds: c.carrierDurationSeconds ?? null,
-    transcript: c.turns ?? [],
-    outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
-    metrics: {
-      turn_latency_ms: { p50: percentile(c.latencies ?? [], 50), p95: percentile(c.latencies ?? [], 95) },
-      interruptions: c.interruptions ?? 0,
-      turns: (c.turns ?? []).length,
-    },
-  };
-}

@@ -1,4 +1,5 @@
-// Outbound AI voice calls (scope `voice`): the routes translate only; the rules are src/voice/service.ts.
+// Outbound AI voice calls (scope `voice`): the routes translate only; the rules are src/voice/service.ts
+// (the model's: src/voice/checks.ts).
 //   POST /v1/voice/call                 → 202 a call (queued); Idempotency-Key for 24 h
 //   GET  /v1/voice/calls[/{id}]         the caller's calls (another account's: 404)
 //   POST /v1/voice/calls/{id}/cancel    before the answer (billed 0)
@@ -14,7 +15,7 @@ import { Closed, errors, FreeText, KeyString } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
 import { ApiError } from '../../errors.ts';
 import { CALL_STATUSES, type CallStatus } from '../../../machines/voice-call.machine.ts';
-import type { VoiceCallBody } from '../../voice/service.ts';
+import type { VoiceCallBody } from '../../voice/checks.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
 const StringMap = (maxKeys: number, maxChars: number) =>

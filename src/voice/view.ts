@@ -1,0 +1,57 @@
+// A voice call's public view: the call's actor (its view from the runtime) as the API answers it,
+// `VoiceCallObject` (the type is src/voice/views.ts, which the dashboard's bundle reads too): the
+// times in seconds, the cost in cents, the turn latency's percentiles. `facts` reads the call's
+// machine context (or its input, before the actor ran) from a view.
+import type { ActorView } from '../actors/record.ts';
+import type { CallStatus, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+import { centsOf, type CallSpecFields } from './kind.ts';
+import type { VoiceCallObject } from './views.ts';
+
+/** The call's machine context from its actor's view (its input, before the actor ran); null for a view that is not a call's. */
+export function facts(view: ActorView): VoiceCallContext | null {
+  const c = (view.context ?? view.input ?? null) as Partial<VoiceCallContext> | null;
+  if (!c || typeof c.callId !== 'string') return null;
+  return c as VoiceCallContext;
+}
+
+const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(ms / 1000));
+
+function percentile(values: number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+export function toObject(view: ActorView): VoiceCallObject {
+  const c = facts(view)!;
+  const spec = c.spec as unknown as CallSpecFields;
+  const status: CallStatus = view.context ? c.status : 'queued';
+  const ended = c.endedAt ?? null;
+  return {
+    id: c.callId,
+    object: 'voice.call',
+    status,
+    model: c.model,
+    to: c.to,
+    from: c.from,
+    created_at: Math.floor(c.createdAt / 1000),
+    max_duration_seconds: Math.ceil(c.maxDurationMs / 1000),
+    metadata: spec.metadata ?? {},
+    end_reason: c.endReason ?? null,
+    dial_started_at: seconds(c.dialStartedAt),
+    ringing_at: seconds(c.ringingAt),
+    answered_at: seconds(c.answeredAt),
+    ended_at: seconds(ended),
+    duration_seconds: c.answeredAt && ended !== null ? Math.max(0, Math.round((ended - c.answeredAt) / 100) / 10) : c.answeredAt ? null : 0,
+    billed_seconds: c.billedSeconds ?? null,
+    cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
+    carrier_duration_seconds: c.carrierDurationSeconds ?? null,
+    transcript: c.turns ?? [],
+    outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
+    metrics: {
+      turn_latency_ms: { p50: percentile(c.latencies ?? [], 50), p95: percentile(c.latencies ?? [], 95) },
+      interruptions: c.interruptions ?? 0,
+      turns: (c.turns ?? []).length,
+    },
+  };
+}
