@@ -70,8 +70,13 @@ export interface ActorKind<TMachine extends AnyStateMachine = AnyStateMachine, R
   machine: TMachine;
   /** The machine's `version`: stored with every snapshot. */
   version: number;
-  /** The real effects of one actor, given to `machine.provide(...)`. */
-  provide?: (ctx: ActorKindContext<R>) => Parameters<TMachine['provide']>[0];
+  /**
+   * The real effects of one actor, given to `machine.provide(...)`. A method, not a function-typed
+   * property: its parameter is then compared both ways, so a kind with its own resources type `R`
+   * is still an `ActorKind` (the runtime's map of registered kinds holds every kind as one type, and
+   * gives each kind's `provide` the resources attached for that kind).
+   */
+  provide?(ctx: ActorKindContext<R>): Parameters<TMachine['provide']>[0];
   /** Turns a persisted snapshot written by an older machine version into one this version restores. */
   migrate?: (persisted: unknown, fromVersion: number) => unknown;
   /** Default `every-event`. */

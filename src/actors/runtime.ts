@@ -102,7 +102,7 @@ export class ActorRuntime {
   register<TMachine extends AnyStateMachine, R extends ActorResources>(kind: ActorKind<TMachine, R>): void {
     if (this.res.kinds.has(kind.kind)) throw new Error(`actor kind ${kind.kind} is already registered`);
     if (kind.kind.includes(':')) throw new Error(`actor kind ${kind.kind} must not contain ':'`);
-    this.res.kinds.set(kind.kind, kind as unknown as ActorKind);
+    this.res.kinds.set(kind.kind, kind);
   }
 
   /** A typed handle on actor `id` of `kind` (the kind object registered with this runtime). */
@@ -299,7 +299,7 @@ export class ActorRuntime {
       }
       const now = this.sys.persistence.writesNow(entry, event.type);
       if (now) this.sys.persistence.queue(entry, 'event');
-      return { view: this.memoryView(entry), emitted, pending: wait === 'durable' && entry.dirty, remote: false };
+      return { view: this.sys.residency.view(entry), emitted, pending: wait === 'durable' && entry.dirty, remote: false };
     });
     if (local.remote) {
       if (wait === 'accepted' && !collect) {
@@ -312,7 +312,7 @@ export class ActorRuntime {
     }
     if (local.pending) {
       await this.sys.persistence.durable(entry);
-      return { view: entry.actor ? this.memoryView(entry) : local.view!, emitted: local.emitted };
+      return { view: entry.actor ? this.sys.residency.view(entry) : local.view!, emitted: local.emitted };
     }
     return { view: local.view!, emitted: local.emitted };
   }
@@ -393,25 +393,6 @@ export class ActorRuntime {
   private claim(): Promise<void> {
     if (this.res.state !== 'running') return Promise.resolve();
     return this.sys.claims.claimWhere({ $or: [{ owner: null }, { lease_until: { $lte: new Date(this.res.now()) } }] });
-  }
-
-  /** The view of the in-memory actor (its context is live: read, never mutate). */
-  private memoryView(entry: Entry): ActorView {
-    const snap = entry.actor!.getSnapshot();
-    const doc = entry.doc!;
-    return {
-      kind: doc.kind,
-      id: doc.actor_id,
-      value: snap.value,
-      status: snap.status,
-      context: snap.context,
-      ...(snap.output !== undefined ? { output: snap.output } : {}),
-      revision: doc.rev,
-      version: entry.kind.version,
-      owner: doc.owner,
-      lease_until: doc.lease_until,
-      updated_at: doc.updated_at,
-    };
   }
 
   private entryFor(kindName: string, id: string): Entry {

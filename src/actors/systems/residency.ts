@@ -1,10 +1,11 @@
 // Residency: which actors are in this instance's memory. Loads an actor from its document (with
 // its kind's effects and resources), unloads it (disposing the resources), evicts idle ones and
-// caps memory. Every task on an actor runs in its mailbox, through `run`.
+// caps memory, and reads an in-memory actor's view. Every task on an actor runs in its mailbox,
+// through `run`.
 import { createActor, type AnyEventObject } from 'xstate';
 import { RuntimeStoppedError } from '../errors.ts';
 import { RESUMED, type ActorKindContext, type ResumeMode, type ResumedEvent } from '../kinds.ts';
-import type { ActorDoc } from '../record.ts';
+import type { ActorDoc, ActorView } from '../record.ts';
 import type { AnyActor, Entry, Resources } from '../resources.ts';
 import type { Systems } from './index.ts';
 
@@ -163,5 +164,24 @@ export class Residency {
       if (this.evict(entry)) loaded -= 1;
     }
     this.res.log.warn({ loaded, max: this.res.maxInMemory }, 'actors in memory above the cap (custodial or busy)');
+  }
+
+  /** The view of the in-memory actor (its context is live: read, never mutate). */
+  view(entry: Entry): ActorView {
+    const snap = entry.actor!.getSnapshot();
+    const doc = entry.doc!;
+    return {
+      kind: doc.kind,
+      id: doc.actor_id,
+      value: snap.value,
+      status: snap.status,
+      context: snap.context,
+      ...(snap.output !== undefined ? { output: snap.output } : {}),
+      revision: doc.rev,
+      version: entry.kind.version,
+      owner: doc.owner,
+      lease_until: doc.lease_until,
+      updated_at: doc.updated_at,
+    };
   }
 }
