@@ -25,7 +25,7 @@ import { assign, fromPromise, setup } from 'xstate';
 
 export const version = 1;
 
-export interface TranscriptionJobInput {
+export interface TranscriptionJobInput<Spec extends JobSpec = JobSpec> {
   jobId: string;
   /** Who pays and who may read it (the API key's account), and the model asked for. */
   account: string;
@@ -37,11 +37,14 @@ export interface TranscriptionJobInput {
    * What the effects need and the machine never reads (the request's options, the stored audio's
    * facts, the hold): plain JSON, handed to every effect with the job id.
    */
-  spec: JobSpec;
+  spec: Spec;
 }
 
-/** Opaque to the machine; the kind (src/transcription/kind.ts) defines and reads it. */
-export type JobSpec = Record<string, unknown>;
+/**
+ * Opaque to the machine; the kind (src/transcription/kind.ts) defines and reads it: it builds
+ * `transcriptionJobMachineOf<its spec>()`, so the effects read its fields typed.
+ */
+export type JobSpec = object;
 
 export interface JobResultSummary {
   /** Blob key of the transcript JSON. */
@@ -57,7 +60,7 @@ export interface JobError {
   message: string;
 }
 
-export interface TranscriptionJobContext extends TranscriptionJobInput {
+export interface TranscriptionJobContext<Spec extends JobSpec = JobSpec> extends TranscriptionJobInput<Spec> {
   /** The route that accepted the job (the model's route index), which is polled. */
   routeIndex: number;
   /** The provider's job id once it accepted the recording (then the job never moves). */
@@ -73,9 +76,9 @@ export interface TranscriptionJobContext extends TranscriptionJobInput {
   error: JobError | null;
 }
 
-export interface SubmitInput {
+export interface SubmitInput<Spec extends JobSpec = JobSpec> {
   jobId: string;
-  spec: JobSpec;
+  spec: Spec;
 }
 
 /**
@@ -86,9 +89,9 @@ export type SubmitOutput =
   | { kind: 'accepted'; providerJobId: string; routeIndex: number; at: number; pollDelayMs: number }
   | { kind: 'inline'; rawKey: string };
 
-export interface PollInput {
+export interface PollInput<Spec extends JobSpec = JobSpec> {
   jobId: string;
-  spec: JobSpec;
+  spec: Spec;
   routeIndex: number;
   providerJobId: string;
   polls: number;
@@ -99,15 +102,15 @@ export type PollOutput =
   | { state: 'completed'; rawKey: string }
   | { state: 'failed'; error: JobError };
 
-export interface FinishInput {
+export interface FinishInput<Spec extends JobSpec = JobSpec> {
   jobId: string;
-  spec: JobSpec;
+  spec: Spec;
   rawKey: string;
 }
 
-export interface FailInput {
+export interface FailInput<Spec extends JobSpec = JobSpec> {
   jobId: string;
-  spec: JobSpec;
+  spec: Spec;
   error: JobError;
 }
 
@@ -145,162 +148,168 @@ export const SUPERSEDED = 'superseded';
 
 const FAILED: JobError = { code: 'transcription_failed', message: 'The transcription failed.' };
 
-export const transcriptionJobMachine = setup({
-  types: {
-    context: {} as TranscriptionJobContext,
-    events: {} as TranscriptionJobEvent,
-    input: {} as TranscriptionJobInput,
-  },
-  actors: {
-    submit: fromPromise<SubmitOutput, SubmitInput>(async () => {
-      throw new Error('transcription job: submit not provided');
-    }),
-    poll: fromPromise<PollOutput, PollInput>(async () => {
-      throw new Error('transcription job: poll not provided');
-    }),
-    finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput>(async () => {
-      throw new Error('transcription job: finish not provided');
-    }),
-    fail: fromPromise<{ at: number }, FailInput>(async () => {
-      throw new Error('transcription job: fail not provided');
-    }),
-  },
-  delays: {
-    untilPoll: ({ context }) => context.pollDelayMs,
-  },
-  guards: {
-    /**
-     * The effect was cut because this instance lost the job's lease (another owner took it, or the
-     * runtime is unloading it): not the job's failure. The copy that saw it is being discarded; the
-     * owner restores the last stored state, which re-runs the step.
-     */
-    superseded: ({ event }) => (event as { error?: { code?: unknown } }).error?.code === SUPERSEDED,
-    /** A callback about this job (another job's id, or a callback before acceptance, is ignored). */
-    ours: ({ context, event }) => event.type === 'provider.callback' && context.providerJobId !== null && event.providerJobId === context.providerJobId,
-  },
-  actions: {
-    keepCallbackResult: assign({
-      rawKey: ({ context, event }) => (event.type === 'provider.callback' && event.rawKey ? event.rawKey : context.rawKey),
-    }),
-  },
-}).createMachine({
-  id: 'transcription-job',
-  context: ({ input }) => ({
-    ...input,
-    routeIndex: 0,
-    providerJobId: null,
-    nextPollAt: null,
-    pollDelayMs: 0,
-    polls: 0,
-    rawKey: null,
-    finishedAt: null,
-    result: null,
-    error: null,
-  }),
-  initial: 'queued',
-  states: {
-    queued: {
-      always: 'processing',
+/** The machine, its `spec` typed as `Spec` (the kind's fields; the machine never reads them). */
+export function transcriptionJobMachineOf<Spec extends JobSpec = JobSpec>() {
+  return setup({
+    types: {
+      context: {} as TranscriptionJobContext<Spec>,
+      events: {} as TranscriptionJobEvent,
+      input: {} as TranscriptionJobInput<Spec>,
     },
-    processing: {
-      initial: 'submitting',
-      states: {
-        submitting: {
-          invoke: {
-            id: 'submit',
-            src: 'submit',
-            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec }),
-            onDone: [
-              {
-                guard: ({ event }) => event.output.kind === 'inline',
-                target: 'finishing',
-                actions: assign({ rawKey: ({ event }) => (event.output as Extract<SubmitOutput, { kind: 'inline' }>).rawKey }),
-              },
-              {
-                target: 'waiting',
-                actions: assign(({ event }) => {
-                  const out = event.output as Extract<SubmitOutput, { kind: 'accepted' }>;
-                  return { providerJobId: out.providerJobId, routeIndex: out.routeIndex, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
-                }),
-              },
-            ],
-            onError: [
-              { guard: 'superseded' },
-              { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
-            ],
+    actors: {
+      submit: fromPromise<SubmitOutput, SubmitInput<Spec>>(async () => {
+        throw new Error('transcription job: submit not provided');
+      }),
+      poll: fromPromise<PollOutput, PollInput<Spec>>(async () => {
+        throw new Error('transcription job: poll not provided');
+      }),
+      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput<Spec>>(async () => {
+        throw new Error('transcription job: finish not provided');
+      }),
+      fail: fromPromise<{ at: number }, FailInput<Spec>>(async () => {
+        throw new Error('transcription job: fail not provided');
+      }),
+    },
+    delays: {
+      untilPoll: ({ context }) => context.pollDelayMs,
+    },
+    guards: {
+      /**
+       * The effect was cut because this instance lost the job's lease (another owner took it, or the
+       * runtime is unloading it): not the job's failure. The copy that saw it is being discarded; the
+       * owner restores the last stored state, which re-runs the step.
+       */
+      superseded: ({ event }) => (event as { error?: { code?: unknown } }).error?.code === SUPERSEDED,
+      /** A callback about this job (another job's id, or a callback before acceptance, is ignored). */
+      ours: ({ context, event }) => event.type === 'provider.callback' && context.providerJobId !== null && event.providerJobId === context.providerJobId,
+    },
+    actions: {
+      keepCallbackResult: assign({
+        rawKey: ({ context, event }) => (event.type === 'provider.callback' && event.rawKey ? event.rawKey : context.rawKey),
+      }),
+    },
+  }).createMachine({
+    id: 'transcription-job',
+    context: ({ input }) => ({
+      ...input,
+      routeIndex: 0,
+      providerJobId: null,
+      nextPollAt: null,
+      pollDelayMs: 0,
+      polls: 0,
+      rawKey: null,
+      finishedAt: null,
+      result: null,
+      error: null,
+    }),
+    initial: 'queued',
+    states: {
+      queued: {
+        always: 'processing',
+      },
+      processing: {
+        initial: 'submitting',
+        states: {
+          submitting: {
+            invoke: {
+              id: 'submit',
+              src: 'submit',
+              input: ({ context }) => ({ jobId: context.jobId, spec: context.spec }),
+              onDone: [
+                {
+                  guard: ({ event }) => event.output.kind === 'inline',
+                  target: 'finishing',
+                  actions: assign({ rawKey: ({ event }) => (event.output as Extract<SubmitOutput, { kind: 'inline' }>).rawKey }),
+                },
+                {
+                  target: 'waiting',
+                  actions: assign(({ event }) => {
+                    const out = event.output as Extract<SubmitOutput, { kind: 'accepted' }>;
+                    return { providerJobId: out.providerJobId, routeIndex: out.routeIndex, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
+                  }),
+                },
+              ],
+              onError: [
+                { guard: 'superseded' },
+                { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
+              ],
+            },
           },
-        },
-        waiting: {
-          always: { guard: ({ context }) => context.rawKey !== null, target: 'finishing' },
-          after: { untilPoll: 'polling' },
-          on: {
-            'provider.callback': [
-              { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.error !== undefined, target: '#transcription-job.failing', actions: assign({ error: ({ event }) => event.error ?? FAILED }) },
-              { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.rawKey !== undefined, target: 'finishing', actions: 'keepCallbackResult' },
-              { guard: 'ours', target: 'polling' },
-            ],
-            // `after` timers do not survive a restore: re-arm from the deadline kept in context.
-            'runtime.resumed': {
-              target: 'waiting',
-              reenter: true,
-              actions: assign({ pollDelayMs: ({ context, event }) => Math.max(0, (context.nextPollAt ?? event.now) - event.now) }),
+          waiting: {
+            always: { guard: ({ context }) => context.rawKey !== null, target: 'finishing' },
+            after: { untilPoll: 'polling' },
+            on: {
+              'provider.callback': [
+                { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.error !== undefined, target: '#transcription-job.failing', actions: assign({ error: ({ event }) => event.error ?? FAILED }) },
+                { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.rawKey !== undefined, target: 'finishing', actions: 'keepCallbackResult' },
+                { guard: 'ours', target: 'polling' },
+              ],
+              // `after` timers do not survive a restore: re-arm from the deadline kept in context.
+              'runtime.resumed': {
+                target: 'waiting',
+                reenter: true,
+                actions: assign({ pollDelayMs: ({ context, event }) => Math.max(0, (context.nextPollAt ?? event.now) - event.now) }),
+              },
+            },
+          },
+          polling: {
+            invoke: {
+              id: 'poll',
+              src: 'poll',
+              input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, routeIndex: context.routeIndex, providerJobId: context.providerJobId!, polls: context.polls }),
+              onDone: [
+                {
+                  guard: ({ event }) => event.output.state === 'pending',
+                  target: 'waiting',
+                  actions: assign(({ context, event }) => {
+                    const out = event.output as Extract<PollOutput, { state: 'pending' }>;
+                    return { polls: context.polls + 1, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
+                  }),
+                },
+                {
+                  guard: ({ event }) => event.output.state === 'completed',
+                  target: 'finishing',
+                  actions: assign({ rawKey: ({ event }) => (event.output as Extract<PollOutput, { state: 'completed' }>).rawKey }),
+                },
+                {
+                  target: '#transcription-job.failing',
+                  actions: assign({ error: ({ event }) => (event.output as Extract<PollOutput, { state: 'failed' }>).error }),
+                },
+              ],
+              // The effect retries a provider it cannot reach with its own backoff; what escapes it fails the job.
+              onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
+            },
+            on: {
+              // A callback that carries the result while a poll is in flight: kept, used when the poll answers pending.
+              'provider.callback': { guard: 'ours', actions: 'keepCallbackResult' },
+            },
+          },
+          finishing: {
+            invoke: {
+              id: 'finish',
+              src: 'finish',
+              input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, rawKey: context.rawKey! }),
+              onDone: { target: '#transcription-job.completed', actions: assign(({ event }) => ({ result: event.output.result, finishedAt: event.output.at })) },
+              onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
             },
           },
         },
-        polling: {
-          invoke: {
-            id: 'poll',
-            src: 'poll',
-            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, routeIndex: context.routeIndex, providerJobId: context.providerJobId!, polls: context.polls }),
-            onDone: [
-              {
-                guard: ({ event }) => event.output.state === 'pending',
-                target: 'waiting',
-                actions: assign(({ context, event }) => {
-                  const out = event.output as Extract<PollOutput, { state: 'pending' }>;
-                  return { polls: context.polls + 1, pollDelayMs: out.pollDelayMs, nextPollAt: out.at + out.pollDelayMs };
-                }),
-              },
-              {
-                guard: ({ event }) => event.output.state === 'completed',
-                target: 'finishing',
-                actions: assign({ rawKey: ({ event }) => (event.output as Extract<PollOutput, { state: 'completed' }>).rawKey }),
-              },
-              {
-                target: '#transcription-job.failing',
-                actions: assign({ error: ({ event }) => (event.output as Extract<PollOutput, { state: 'failed' }>).error }),
-              },
-            ],
-            // The effect retries a provider it cannot reach with its own backoff; what escapes it fails the job.
-            onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
-          },
-          on: {
-            // A callback that carries the result while a poll is in flight: kept, used when the poll answers pending.
-            'provider.callback': { guard: 'ours', actions: 'keepCallbackResult' },
-          },
-        },
-        finishing: {
-          invoke: {
-            id: 'finish',
-            src: 'finish',
-            input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, rawKey: context.rawKey! }),
-            onDone: { target: '#transcription-job.completed', actions: assign(({ event }) => ({ result: event.output.result, finishedAt: event.output.at })) },
-            onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
-          },
+      },
+      failing: {
+        invoke: {
+          id: 'fail',
+          src: 'fail',
+          input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, error: context.error ?? FAILED }),
+          onDone: { target: 'failed', actions: assign({ finishedAt: ({ event }) => event.output.at }) },
+          // Returning the hold failed (the store down): the job still ends failed; the hold sweep returns it.
+          onError: [{ guard: 'superseded' }, { target: 'failed' }],
         },
       },
+      completed: { type: 'final' },
+      failed: { type: 'final' },
     },
-    failing: {
-      invoke: {
-        id: 'fail',
-        src: 'fail',
-        input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, error: context.error ?? FAILED }),
-        onDone: { target: 'failed', actions: assign({ finishedAt: ({ event }) => event.output.at }) },
-        // Returning the hold failed (the store down): the job still ends failed; the hold sweep returns it.
-        onError: [{ guard: 'superseded' }, { target: 'failed' }],
-      },
-    },
-    completed: { type: 'final' },
-    failed: { type: 'final' },
-  },
-});
+  });
+}
+
+/** The machine with an untyped `spec` (the machine's own tests). */
+export const transcriptionJobMachine = transcriptionJobMachineOf();

@@ -40,10 +40,14 @@ export type EndReason =
   | 'media_timeout'
   | 'gateway_restart';
 
-/** Opaque to the machine: what the effects need (payer, hold, pricing, the call's options). */
-type CallSpec = Record<string, unknown>;
+/**
+ * Opaque to the machine: what the effects need (payer, hold, pricing, the call's options), plain
+ * JSON. Its fields are the kind's to name (src/voice/kind.ts builds `voiceCallMachineOf<its spec>()`),
+ * so the effects read them typed; the machine only carries them.
+ */
+export type CallSpec = object;
 
-export interface VoiceCallInput {
+export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
   callId: string;
   /** The paying account (wallet id): the only one that may read or control the call. */
   account: string;
@@ -56,7 +60,7 @@ export interface VoiceCallInput {
   /** The wallet, not the client, set maxDurationMs: reaching it ends `insufficient_credit`. */
   creditLimited: boolean;
   ringTimeoutMs: number;
-  spec: CallSpec;
+  spec: Spec;
 }
 
 /** One transcript turn; times are seconds from the answer. */
@@ -82,7 +86,7 @@ interface OutcomeAction {
   at: number;
 }
 
-export interface VoiceCallContext extends VoiceCallInput {
+export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends VoiceCallInput<Spec> {
   status: CallStatus;
   endReason: EndReason | null;
   /** The latest time an event told (epoch ms): the base the deadlines are armed from. */
@@ -123,7 +127,7 @@ export interface DialOutput {
   at: number;
 }
 
-export interface FinishInput {
+export interface FinishInput<Spec extends CallSpec = CallSpec> {
   callId: string;
   /** The carrier's id of the call, when it was dialled (a restored call hangs it up there). */
   carrierCallId: string | null;
@@ -131,7 +135,7 @@ export interface FinishInput {
   status: FinalStatus;
   reason: EndReason;
   billedSeconds: number;
-  spec: CallSpec;
+  spec: Spec;
 }
 export interface FinishOutput {
   costMicrocents: number;
@@ -140,12 +144,12 @@ export interface FinishOutput {
   at: number;
 }
 
-export interface NotifyInput {
+export interface NotifyInput<Spec extends CallSpec = CallSpec> {
   callId: string;
   model: string;
   to: string;
   answeredAt: number;
-  spec: CallSpec;
+  spec: Spec;
 }
 
 /** The answer to `api.cancel` / `api.hangup` (the runtime's `ask`). */
@@ -180,174 +184,180 @@ const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('no
 const withTurn = (turns: Turn[], turn: Turn): Turn[] => (turns.length >= MAX_TURNS ? turns : [...turns, turn]);
 
 
-export const voiceCallMachine = setup({
-  types: {
-    context: {} as VoiceCallContext,
-    events: {} as VoiceCallEvent,
-    input: {} as VoiceCallInput,
-    emitted: {} as ControlReply,
-  },
-  actors: {
-    dial: fromPromise<DialOutput, DialInput>(async () => {
-      throw new Error('voice call: dial not provided');
+/** The machine, its `spec` typed as `Spec` (the kind's fields; the machine never reads them). */
+export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
+  return setup({
+    types: {
+      context: {} as VoiceCallContext<Spec>,
+      events: {} as VoiceCallEvent,
+      input: {} as VoiceCallInput<Spec>,
+      emitted: {} as ControlReply,
+    },
+    actors: {
+      dial: fromPromise<DialOutput, DialInput>(async () => {
+        throw new Error('voice call: dial not provided');
+      }),
+      notifyAnswered: fromPromise<void, NotifyInput<Spec>>(async () => {
+        throw new Error('voice call: notifyAnswered not provided');
+      }),
+      finish: fromPromise<FinishOutput, FinishInput<Spec>>(async () => {
+        throw new Error('voice call: finish not provided');
+      }),
+    },
+    delays: {
+      ringDeadline: ({ context }) => Math.max(0, context.createdAt + context.ringTimeoutMs - context.now),
+      callDeadline: ({ context }) => Math.max(0, (context.answeredAt ?? context.now) + context.maxDurationMs - context.now),
+    },
+    actions: {
+      /** The call ends with this status and reason, at `at` (default: the event's time); `ending` bills it. */
+      end: assign(({ context, event }, params: { status: FinalStatus; reason: EndReason; at?: number | null }) => ({
+        now: nowOf(context, event),
+        status: params.status,
+        endReason: params.reason,
+        endedAt: params.at ?? nowOf(context, event),
+      })),
+      // The answer to a control (`ask`): taken, or refused as the call stands.
+      accepted: emit(({ context }) => ({ type: 'control.result' as const, ok: true, status: context.status })),
+      refused: emit(({ context }) => ({ type: 'control.result' as const, ok: false, status: context.status })),
+    },
+    guards: {
+      finalizing: ({ event }) => event.type === 'runtime.resumed' && event.mode === 'finalize',
+    },
+  }).createMachine({
+    id: 'voice-call',
+    context: ({ input }) => ({
+      ...input,
+      status: 'dialing' as CallStatus,
+      endReason: null,
+      now: input.createdAt,
+      carrierCallId: null,
+      dialStartedAt: input.createdAt,
+      ringingAt: null,
+      answeredAt: null,
+      endedAt: null,
+      lastAliveAt: null,
+      billedSeconds: null,
+      costMicrocents: null,
+      turns: [],
+      actions: [],
+      agentState: null,
+      latencies: [],
+      interruptions: 0,
     }),
-    notifyAnswered: fromPromise<void, NotifyInput>(async () => {
-      throw new Error('voice call: notifyAnswered not provided');
-    }),
-    finish: fromPromise<FinishOutput, FinishInput>(async () => {
-      throw new Error('voice call: finish not provided');
-    }),
-  },
-  delays: {
-    ringDeadline: ({ context }) => Math.max(0, context.createdAt + context.ringTimeoutMs - context.now),
-    callDeadline: ({ context }) => Math.max(0, (context.answeredAt ?? context.now) + context.maxDurationMs - context.now),
-  },
-  actions: {
-    /** The call ends with this status and reason, at `at` (default: the event's time); `ending` bills it. */
-    end: assign(({ context, event }, params: { status: FinalStatus; reason: EndReason; at?: number | null }) => ({
-      now: nowOf(context, event),
-      status: params.status,
-      endReason: params.reason,
-      endedAt: params.at ?? nowOf(context, event),
-    })),
-    // The answer to a control (`ask`): taken, or refused as the call stands.
-    accepted: emit(({ context }) => ({ type: 'control.result' as const, ok: true, status: context.status })),
-    refused: emit(({ context }) => ({ type: 'control.result' as const, ok: false, status: context.status })),
-  },
-  guards: {
-    finalizing: ({ event }) => event.type === 'runtime.resumed' && event.mode === 'finalize',
-  },
-}).createMachine({
-  id: 'voice-call',
-  context: ({ input }) => ({
-    ...input,
-    status: 'dialing' as CallStatus,
-    endReason: null,
-    now: input.createdAt,
-    carrierCallId: null,
-    dialStartedAt: input.createdAt,
-    ringingAt: null,
-    answeredAt: null,
-    endedAt: null,
-    lastAliveAt: null,
-    billedSeconds: null,
-    costMicrocents: null,
-    turns: [],
-    actions: [],
-    agentState: null,
-    latencies: [],
-    interruptions: 0,
-  }),
-  initial: 'connecting',
-  on: {
-    // Refused wherever a state does not take them.
-    'api.cancel': { actions: 'refused' },
-    'api.hangup': { actions: 'refused' },
-  },
-  states: {
-    connecting: {
-      initial: 'dialing',
-      invoke: {
-        id: 'dial',
-        src: 'dial',
-        input: ({ context }) => ({ to: context.to, from: context.from, ringTimeoutMs: context.ringTimeoutMs, maxDurationMs: context.maxDurationMs }),
-        onDone: { actions: assign(({ context, event }) => ({ carrierCallId: event.output.carrierCallId ?? context.carrierCallId })) },
-        onError: { target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'carrier_unavailable' } } },
-      },
-      after: { ringDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'no_answer', reason: 'ring_timeout', at: context.createdAt + context.ringTimeoutMs }) } } },
-      on: {
-        'carrier.answered': {
-          target: 'in_progress',
-          actions: assign(({ context, event }) => ({ now: nowOf(context, event), answeredAt: event.now, lastAliveAt: event.now, status: 'in_progress' as const })),
+    initial: 'connecting',
+    on: {
+      // Refused wherever a state does not take them.
+      'api.cancel': { actions: 'refused' },
+      'api.hangup': { actions: 'refused' },
+    },
+    states: {
+      connecting: {
+        initial: 'dialing',
+        invoke: {
+          id: 'dial',
+          src: 'dial',
+          input: ({ context }) => ({ to: context.to, from: context.from, ringTimeoutMs: context.ringTimeoutMs, maxDurationMs: context.maxDurationMs }),
+          onDone: { actions: assign(({ context, event }) => ({ carrierCallId: event.output.carrierCallId ?? context.carrierCallId })) },
+          onError: { target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'carrier_unavailable' } } },
         },
-        'carrier.ended': {
-          target: 'ending',
-          actions: {
-            type: 'end',
-            params: ({ event }) => {
-              const status = event.status ?? 'failed';
-              return { status, reason: event.reason ?? (status === 'busy' ? 'dial_busy' : status === 'no_answer' ? 'ring_timeout' : 'dial_failed') };
+        after: { ringDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'no_answer', reason: 'ring_timeout', at: context.createdAt + context.ringTimeoutMs }) } } },
+        on: {
+          'carrier.answered': {
+            target: 'in_progress',
+            actions: assign(({ context, event }) => ({ now: nowOf(context, event), answeredAt: event.now, lastAliveAt: event.now, status: 'in_progress' as const })),
+          },
+          'carrier.ended': {
+            target: 'ending',
+            actions: {
+              type: 'end',
+              params: ({ event }) => {
+                const status = event.status ?? 'failed';
+                return { status, reason: event.reason ?? (status === 'busy' ? 'dial_busy' : status === 'no_answer' ? 'ring_timeout' : 'dial_failed') };
+              },
             },
           },
+          'api.cancel': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'canceled', reason: 'api_hangup' } }] },
+          'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'failed', reason: event.reason }) } },
+          'runtime.resumed': [
+            { guard: 'finalizing', target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'gateway_restart' } } },
+            // This instance kept the media: the same state again, its deadline re-armed from `now`.
+            { target: 'connecting', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
+          ],
         },
-        'api.cancel': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'canceled', reason: 'api_hangup' } }] },
-        'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'failed', reason: event.reason }) } },
-        'runtime.resumed': [
-          { guard: 'finalizing', target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'gateway_restart' } } },
-          // This instance kept the media: the same state again, its deadline re-armed from `now`.
-          { target: 'connecting', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
-        ],
-      },
-      states: {
-        dialing: {
-          on: {
-            'carrier.ringing': { target: 'ringing', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ringingAt: event.now, status: 'ringing' as const })) },
+        states: {
+          dialing: {
+            on: {
+              'carrier.ringing': { target: 'ringing', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ringingAt: event.now, status: 'ringing' as const })) },
+            },
           },
+          ringing: {},
         },
-        ringing: {},
       },
-    },
-    in_progress: {
-      invoke: {
-        id: 'notifyAnswered',
-        src: 'notifyAnswered',
-        input: ({ context }) => ({ callId: context.callId, model: context.model, to: context.to, answeredAt: context.answeredAt!, spec: context.spec }),
-        // The event is in the durable outbox or it is not: a failure to write it does not end the call.
-        onError: {},
+      in_progress: {
+        invoke: {
+          id: 'notifyAnswered',
+          src: 'notifyAnswered',
+          input: ({ context }) => ({ callId: context.callId, model: context.model, to: context.to, answeredAt: context.answeredAt!, spec: context.spec }),
+          // The event is in the durable outbox or it is not: a failure to write it does not end the call.
+          onError: {},
+        },
+        after: { callDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: context.creditLimited ? 'insufficient_credit' : 'max_duration', at: context.answeredAt! + context.maxDurationMs }) } } },
+        on: {
+          'carrier.ended': { target: 'ending', actions: { type: 'end', params: { status: 'completed', reason: 'callee_hangup' } } },
+          'api.hangup': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'completed', reason: 'api_hangup' } }] },
+          'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
+          'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
+          turn: {
+            actions: assign(({ context, event }) => {
+              return {
+                now: nowOf(context, event),
+                lastAliveAt: event.now,
+                turns: withTurn(context.turns, event.turn),
+                latencies: event.latencyMs === undefined ? context.latencies : [...context.latencies, event.latencyMs].slice(-MAX_LATENCIES),
+                interruptions: context.interruptions + (event.interrupted ? 1 : 0),
+                agentState: event.agentState ?? context.agentState,
+              };
+            }),
+          },
+          action: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), actions: [...context.actions, event.action].slice(-50) })) },
+          'runtime.resumed': [
+            {
+              // The media died with its instance: the call ends where the last heartbeat saw it alive.
+              guard: 'finalizing',
+              target: 'ending',
+              actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt }) },
+            },
+            { target: 'in_progress', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
+          ],
+        },
       },
-      after: { callDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: context.creditLimited ? 'insufficient_credit' : 'max_duration', at: context.answeredAt! + context.maxDurationMs }) } } },
-      on: {
-        'carrier.ended': { target: 'ending', actions: { type: 'end', params: { status: 'completed', reason: 'callee_hangup' } } },
-        'api.hangup': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'completed', reason: 'api_hangup' } }] },
-        'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
-        'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
-        turn: {
-          actions: assign(({ context, event }) => {
-            return {
-              now: nowOf(context, event),
-              lastAliveAt: event.now,
-              turns: withTurn(context.turns, event.turn),
-              latencies: event.latencyMs === undefined ? context.latencies : [...context.latencies, event.latencyMs].slice(-MAX_LATENCIES),
-              interruptions: context.interruptions + (event.interrupted ? 1 : 0),
-              agentState: event.agentState ?? context.agentState,
-            };
+      ending: {
+        entry: assign(({ context }) => ({ billedSeconds: billableSeconds(context.answeredAt, context.endedAt ?? context.now, context.maxDurationMs) })),
+        invoke: {
+          id: 'finish',
+          src: 'finish',
+          input: ({ context }) => ({
+            callId: context.callId,
+            carrierCallId: context.carrierCallId,
+            model: context.model,
+            status: context.status as FinalStatus,
+            reason: context.endReason!,
+            billedSeconds: context.billedSeconds ?? 0,
+            spec: context.spec,
           }),
+          onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents, carrierDurationSeconds: event.output.carrierDurationSeconds ?? null })) },
+          // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
+          onError: { target: 'ended' },
         },
-        action: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), actions: [...context.actions, event.action].slice(-50) })) },
-        'runtime.resumed': [
-          {
-            // The media died with its instance: the call ends where the last heartbeat saw it alive.
-            guard: 'finalizing',
-            target: 'ending',
-            actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt }) },
-          },
-          { target: 'in_progress', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
-        ],
+        on: {
+          // Late news changes nothing: the call is over (still recorded, for the transcript's end).
+          turn: { actions: assign(({ context, event }) => ({ turns: withTurn(context.turns, event.turn) })) },
+        },
       },
+      ended: { type: 'final' },
     },
-    ending: {
-      entry: assign(({ context }) => ({ billedSeconds: billableSeconds(context.answeredAt, context.endedAt ?? context.now, context.maxDurationMs) })),
-      invoke: {
-        id: 'finish',
-        src: 'finish',
-        input: ({ context }) => ({
-          callId: context.callId,
-          carrierCallId: context.carrierCallId,
-          model: context.model,
-          status: context.status as FinalStatus,
-          reason: context.endReason!,
-          billedSeconds: context.billedSeconds ?? 0,
-          spec: context.spec,
-        }),
-        onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents, carrierDurationSeconds: event.output.carrierDurationSeconds ?? null })) },
-        // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
-        onError: { target: 'ended' },
-      },
-      on: {
-        // Late news changes nothing: the call is over (still recorded, for the transcript's end).
-        turn: { actions: assign(({ context, event }) => ({ turns: withTurn(context.turns, event.turn) })) },
-      },
-    },
-    ended: { type: 'final' },
-  },
-});
+  });
+}
+
+/** The machine with an untyped `spec` (the machine's own tests). */
+export const voiceCallMachine = voiceCallMachineOf();

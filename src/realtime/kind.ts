@@ -16,7 +16,7 @@ import type { Meter } from '../metering/meter.ts';
 import type { Pricing } from '../models/types.ts';
 import { priceOfSeconds } from '../billing/pricing.ts';
 import {
-  realtimeSessionMachine,
+  realtimeSessionMachineOf,
   version,
   type EffectInput,
   type EndReason,
@@ -54,6 +54,9 @@ export interface RealtimeKindDeps {
   retainMs: number;
 }
 
+/** The session's machine, its `spec` typed as `SessionSpec` and its holds as the Meter's (the effects read them, the service writes them). */
+const realtimeSessionMachine = realtimeSessionMachineOf<SessionSpec, Hold>();
+
 export type RealtimeKind = ActorKind<typeof realtimeSessionMachine, SessionResources>;
 
 /** The price of one tick: what each tick's hold reserves. */
@@ -79,43 +82,41 @@ export function realtimeSessionKind(deps: RealtimeKindDeps): RealtimeKind {
 }
 
 function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>) {
-  const specOf = (s: unknown) => s as SessionSpec;
-
   /** The session's metered call on one tick's hold. */
-  const callOn = (input: EffectInput, hold: Hold) => {
-    const spec = specOf(input.spec);
+  const callOn = (input: EffectInput<SessionSpec>, hold: Hold) => {
+    const { spec } = input;
     return deps.meter.resume({ payer: spec.payer, model: input.model, modelType: 'stt', hold, requestId: input.requestId, startedAt: spec.startedAt });
   };
 
   /** Tick `tick`'s charge: its hold settled for `seconds`, or released for none. Once per tick. */
-  const settle = (input: EffectInput, tick: number, hold: Hold, seconds: number) =>
+  const settle = (input: EffectInput<SessionSpec>, tick: number, hold: Hold, seconds: number) =>
     ctx.steps.once(`settle:${tick}`, async () => {
       const call = callOn(input, hold);
-      if (seconds > 0) await call.settle({ route: null, seconds, costMicrocents: priceOfSeconds(specOf(input.spec).pricing, seconds), status: 'ok' });
+      if (seconds > 0) await call.settle({ route: null, seconds, costMicrocents: priceOfSeconds(input.spec.pricing, seconds), status: 'ok' });
       else await call.release('ok', { seconds });
       return seconds;
     });
 
   return {
     actors: {
-      rollTick: fromPromise<RollOutput, RollInput>(async ({ input }) => {
-        const spec = specOf(input.spec);
-        await settle(input, input.tick, input.hold as unknown as Hold, input.seconds);
+      rollTick: fromPromise<RollOutput<Hold>, RollInput<SessionSpec, Hold>>(async ({ input }) => {
+        const { spec } = input;
+        await settle(input, input.tick, input.hold, input.seconds);
         try {
           const hold = await ctx.steps.once(`hold:${input.tick + 1}`, async () => {
-            const next = await callOn(input, input.hold as unknown as Hold).holdNext(tickEstimate(spec.pricing, input.tickSeconds), { holdRequestId: `${input.requestId}:${input.tick + 1}`, ttlMs: deps.holdTtlMs });
+            const next = await callOn(input, input.hold).holdNext(tickEstimate(spec.pricing, input.tickSeconds), { holdRequestId: `${input.requestId}:${input.tick + 1}`, ttlMs: deps.holdTtlMs });
             return next.hold;
           });
-          return { hold: hold as unknown as Record<string, unknown>, at: deps.now() };
+          return { hold, at: deps.now() };
         } catch (err) {
           const code = (err as { code?: unknown }).code;
           if (code !== 'insufficient_credit') throw err;
           return { hold: null, at: deps.now(), error: { code: 'insufficient_credit', message: 'The wallet cannot cover the next minute of audio; top up to continue.' } };
         }
       }),
-      finalize: fromPromise<{ at: number; seconds: number }, FinalizeInput>(async ({ input }) => {
+      finalize: fromPromise<{ at: number; seconds: number }, FinalizeInput<SessionSpec, Hold>>(async ({ input }) => {
         if (input.hold === null) return { at: deps.now(), seconds: 0 };
-        const seconds = await settle(input, input.tick, input.hold as unknown as Hold, input.seconds);
+        const seconds = await settle(input, input.tick, input.hold, input.seconds);
         return { at: deps.now(), seconds };
       }),
     },

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import { ApiError } from '../errors.ts';
+import type { Hold } from '../billing/types.ts';
 import type { MeteredCall, Meter } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { UpstreamRouter } from '../providers/router.ts';
@@ -21,6 +22,7 @@ import { workingRate, type Encoding, type InputRate } from './decoder.ts';
 import { REALTIME_KIND, tickEstimate, type RealtimeKind, type SessionSpec } from './kind.ts';
 import { streamingLocalRecogniser, utteranceRecogniser, type SessionRecogniser } from './recognisers.ts';
 import { upstreamRecogniser } from './upstream-recogniser.ts';
+import type { RealtimeSessionInput } from '../../machines/realtime-session.machine.ts';
 import { RealtimeSession, type SessionLimits, type SessionParams, type SessionPipeline, type SessionSink } from './session.ts';
 
 export interface RealtimeSettings extends SessionLimits {
@@ -198,23 +200,19 @@ export class RealtimeService {
       },
     });
     const spec: SessionSpec = { payer: call.payer, pricing: call.model.pricing, startedAt: call.startedAt };
+    const input: RealtimeSessionInput<SessionSpec, Hold> = {
+      sessionId: params.sessionId,
+      account: call.payer.walletId,
+      model: params.model,
+      requestId: params.requestId,
+      createdAt: this.deps.now(),
+      tickSeconds: settings.tickSeconds,
+      tickMaxAgeMs: settings.tickMaxAgeMs,
+      hold: call.hold,
+      spec,
+    };
     try {
-      await runtime.spawn(
-        REALTIME_KIND,
-        params.sessionId,
-        {
-          sessionId: params.sessionId,
-          account: call.payer.walletId,
-          model: params.model,
-          requestId: params.requestId,
-          createdAt: this.deps.now(),
-          tickSeconds: settings.tickSeconds,
-          tickMaxAgeMs: settings.tickMaxAgeMs,
-          hold: call.hold as unknown as Record<string, unknown>,
-          spec: spec as unknown as Record<string, unknown>,
-        },
-        { resources: session },
-      );
+      await runtime.spawn(REALTIME_KIND, params.sessionId, input, { resources: session });
     } catch (err) {
       session.dispose();
       throw err;

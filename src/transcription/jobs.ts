@@ -22,11 +22,8 @@ import { contentTypeOf, examineAudio } from './audio.ts';
 import { checkAgainstModel, type TranscriptionFields } from './request.ts';
 import { priceOfSeconds } from '../billing/pricing.ts';
 import { renderTranscript, type Rendered } from '../speech/formats.ts';
-import { JOB_KIND, readJson, type JobSpecFields } from './kind.ts';
-import type { transcriptionJobMachine, TranscriptionJobContext } from '../../machines/transcription-job.machine.ts';
-import type { ActorKind } from '../actors/kinds.ts';
-
-type JobKind = ActorKind<typeof transcriptionJobMachine>;
+import { JOB_KIND, readJson, type JobKind, type JobSpecFields } from './kind.ts';
+import type { TranscriptionJobContext } from '../../machines/transcription-job.machine.ts';
 
 export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
 
@@ -127,7 +124,7 @@ export class TranscriptionJobs {
         account: call.payer.walletId,
         model: call.model._id,
         createdAt,
-        spec: spec as unknown as Record<string, unknown>,
+        spec,
       });
     } catch (err) {
       await call.release('error', { seconds: 0 });
@@ -192,7 +189,7 @@ export class TranscriptionJobs {
 
   /** Where the caller's job's recording is, and its type (another account's, or gone: 404). */
   async recording(account: string, id: string): Promise<{ key: string; contentType: string }> {
-    const spec = facts(await this.view(account, id))!.spec as unknown as JobSpecFields;
+    const { spec } = facts(await this.view(account, id))!;
     return { key: spec.audioKey, contentType: spec.contentType };
   }
 
@@ -255,10 +252,10 @@ export function statusOf(value: unknown): JobStatus {
 }
 
 /** The job's context, or (queued, not run yet) the input it will start from, which has the same ids. */
-function facts(view: ActorView): TranscriptionJobContext | null {
-  const c = (view.context ?? view.input ?? null) as Partial<TranscriptionJobContext> | null;
+function facts(view: ActorView): TranscriptionJobContext<JobSpecFields> | null {
+  const c = (view.context ?? view.input ?? null) as Partial<TranscriptionJobContext<JobSpecFields>> | null;
   if (!c || typeof c.jobId !== 'string') return null;
-  return { result: null, error: null, finishedAt: null, ...c } as TranscriptionJobContext;
+  return { result: null, error: null, finishedAt: null, ...c } as TranscriptionJobContext<JobSpecFields>;
 }
 
 function orderOf(view: ActorView): string {

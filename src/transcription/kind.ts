@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { StepFencedError } from '../actors/errors.ts';
 import {
   SUPERSEDED,
-  transcriptionJobMachine,
+  transcriptionJobMachineOf,
   version,
   type FailInput,
   type FinishInput,
@@ -64,6 +64,11 @@ export interface JobSpecFields {
   requestId: string;
   startedAt: number;
 }
+
+/** The job's machine, its `spec` typed as the fields above (the effects read them, the service writes them). */
+const transcriptionJobMachine = transcriptionJobMachineOf<JobSpecFields>();
+
+export type JobKind = ActorKind<typeof transcriptionJobMachine>;
 
 export interface JobKindDeps {
   blobs: BlobStore;
@@ -130,7 +135,7 @@ function jobErrorOf(err: unknown): SubmitError & Error {
   return jobError('transcription_failed', 'The transcription failed.', false);
 }
 
-export function transcriptionJobKind(deps: JobKindDeps): ActorKind<typeof transcriptionJobMachine> {
+export function transcriptionJobKind(deps: JobKindDeps): JobKind {
   const pollMs = deps.pollMs ?? 5_000;
   const maxPollMs = deps.maxPollMs ?? 60_000;
 
@@ -159,7 +164,6 @@ export function transcriptionJobKind(deps: JobKindDeps): ActorKind<typeof transc
 }
 
 function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPollMs: number) {
-  const specOf = (s: unknown) => s as JobSpecFields;
 
   /** The route a submission step was recorded for (create, submit or inline), if any. */
   async function recordedRoute(count: number): Promise<number | null> {
@@ -299,8 +303,8 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
 
   return {
     actors: {
-      submit: fromPromise<SubmitOutput, SubmitInput>(leased(async ({ input }) => {
-        const spec = specOf(input.spec);
+      submit: fromPromise<SubmitOutput, SubmitInput<JobSpecFields>>(leased(async ({ input }) => {
+        const { spec } = input;
         const { durationS } = await examine(spec);
         await covered(spec, durationS);
         const model = await deps.models.get(spec.model);
@@ -329,8 +333,8 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         }
       })),
 
-      poll: fromPromise<PollOutput, PollInput>(leased(async ({ input }) => {
-        const spec = specOf(input.spec);
+      poll: fromPromise<PollOutput, PollInput<JobSpecFields>>(leased(async ({ input }) => {
+        const { spec } = input;
         const { route, provider } = await routeFor(spec.model, input.routeIndex);
         const jobs = provider.transcriptionJobs;
         if (!jobs) return { state: 'failed', error: { code: 'model_misconfigured', message: 'The provider that took the job no longer serves this model.' } };
@@ -349,8 +353,8 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         return { state: 'completed', rawKey };
       })),
 
-      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput>(leased(async ({ input }) => {
-        const spec = specOf(input.spec);
+      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput<JobSpecFields>>(leased(async ({ input }) => {
+        const { spec } = input;
         const { durationS } = await examine(spec);
         const result = await ctx.steps.once('result', async () => {
           const raw = await readJson<UpstreamTranscript>(deps.blobs, input.rawKey);
@@ -372,8 +376,8 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         return { result, at: deps.now() };
       })),
 
-      fail: fromPromise<{ at: number }, FailInput>(leased(async ({ input }) => {
-        const spec = specOf(input.spec);
+      fail: fromPromise<{ at: number }, FailInput<JobSpecFields>>(leased(async ({ input }) => {
+        const { spec } = input;
         await ctx.steps.once('charge', async () => {
           // What the job holds: the upload's hold, or the one that replaced it (returned, unrecorded, first).
           const c = await ctx.steps.done<Covered>('hold');

@@ -17,7 +17,7 @@ import type { Meter } from '../metering/meter.ts';
 import { priceOfSeconds } from '../billing/pricing.ts';
 import type { EventSink } from '../shared/events.ts';
 import {
-  voiceCallMachine,
+  voiceCallMachineOf,
   version,
   type DialInput,
   type DialOutput,
@@ -68,6 +68,9 @@ export interface VoiceKindDeps {
   retainMs: number;
 }
 
+/** The call's machine, its `spec` typed as the fields above (the effects read them, the service writes them). */
+const voiceCallMachine = voiceCallMachineOf<CallSpecFields>();
+
 export type VoiceKind = ActorKind<typeof voiceCallMachine, CallResources>;
 
 /** The price of `seconds` at a voice model's per-minute price, µ¢. */
@@ -101,7 +104,6 @@ export function orderKey(createdAt: number, callId: string): string {
 }
 
 function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
-  const specOf = (s: unknown) => s as CallSpecFields;
   // The account's subscribed endpoints, or the one the call names.
   const to = (spec: CallSpecFields) => ({ owner: { type: spec.payer.ownerType, id: spec.payer.ownerId }, ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}) });
   return {
@@ -115,8 +117,8 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
         const carrierCallId = await ctx.steps.once('dial', () => media.dial(input));
         return { carrierCallId, at: deps.now() };
       }),
-      notifyAnswered: fromPromise<void, NotifyInput>(async ({ input }) => {
-        const spec = specOf(input.spec);
+      notifyAnswered: fromPromise<void, NotifyInput<CallSpecFields>>(async ({ input }) => {
+        const { spec } = input;
         ctx.resources()?.answered(input.answeredAt); // the media times its credit guard from the actor's answer
         await ctx.steps.once('notify:answered', async () => {
           const view = { call_id: input.callId, model: input.model, to: input.to, answered_at: Math.floor(input.answeredAt / 1000) };
@@ -124,8 +126,8 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
           return true;
         });
       }),
-      finish: fromPromise<FinishOutput, FinishInput>(async ({ input }) => {
-        const spec = specOf(input.spec);
+      finish: fromPromise<FinishOutput, FinishInput<CallSpecFields>>(async ({ input }) => {
+        const { spec } = input;
         const media = ctx.resources();
         let carrierDurationSeconds: number | null = null;
         if (media) await media.hangup(input.reason);

@@ -176,7 +176,7 @@ export class VoiceCalls {
       metadata: body.metadata ?? {},
       ...(body.webhook_id !== undefined ? { webhookId: body.webhook_id } : {}),
     };
-    const input: VoiceCallInput = {
+    const input: VoiceCallInput<CallSpecFields> = {
       callId,
       account: payer.walletId,
       model: call.model._id,
@@ -186,7 +186,7 @@ export class VoiceCalls {
       maxDurationMs: c.reservedSeconds * 1000,
       creditLimited: c.reservedSeconds < c.maxSeconds,
       ringTimeoutMs,
-      spec: spec as unknown as Record<string, unknown>,
+      spec,
     };
     const media = this.mediaFor(callId, body, c);
     this.live.set(callId, media);

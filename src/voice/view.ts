@@ -8,10 +8,10 @@ import { centsOf, type CallSpecFields } from './kind.ts';
 import type { VoiceCallObject } from './views.ts';
 
 /** The call's machine context from its actor's view (its input, before the actor ran); null for a view that is not a call's. */
-export function facts(view: ActorView): VoiceCallContext | null {
-  const c = (view.context ?? view.input ?? null) as Partial<VoiceCallContext> | null;
+export function facts(view: ActorView): VoiceCallContext<CallSpecFields> | null {
+  const c = (view.context ?? view.input ?? null) as Partial<VoiceCallContext<CallSpecFields>> | null;
   if (!c || typeof c.callId !== 'string') return null;
-  return c as VoiceCallContext;
+  return c as VoiceCallContext<CallSpecFields>;
 }
 
 const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(ms / 1000));
@@ -24,7 +24,6 @@ function percentile(values: number[], p: number): number | null {
 
 export function toObject(view: ActorView): VoiceCallObject {
   const c = facts(view)!;
-  const spec = c.spec as unknown as CallSpecFields;
   const status: CallStatus = view.context ? c.status : 'queued';
   const ended = c.endedAt ?? null;
   return {
@@ -36,7 +35,7 @@ export function toObject(view: ActorView): VoiceCallObject {
     from: c.from,
     created_at: Math.floor(c.createdAt / 1000),
     max_duration_seconds: Math.ceil(c.maxDurationMs / 1000),
-    metadata: spec.metadata ?? {},
+    metadata: c.spec.metadata ?? {},
     end_reason: c.endReason ?? null,
     dial_started_at: seconds(c.dialStartedAt),
     ringing_at: seconds(c.ringingAt),
