@@ -1,6 +1,6 @@
 // The rules of a call (POST /v1/voice/call), checked before it exists: its request body
-// (`VoiceCallBody`) against the model (destination country, caller id, language, voice, agent and its
-// pack, the stt and tts models, a carrier this build can dial through) and the wallet (the
+// (`VoiceCallBody`) against the model (destination country, caller id, language, voice, agent and
+// its pack, the stt and tts models, a carrier this build can dial through) and the wallet (the
 // reservation's length: min(max duration, what the wallet affords), refused under the least a call
 // needs). `check` runs inside the Meter's `begin`, before the hold; what it settles (`Checked`) is
 // what src/voice/service.ts places the call with.
