@@ -13,7 +13,7 @@ import type { Clock, WindowCounters, WindowPeriod } from '../shared/common.ts';
 import type { AccountEvent, EventSink } from '../shared/events.ts';
 import type { ApiKeyPrincipal, LimitName } from '../identity/keys.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
-import { MICROCENTS_PER_CENT } from './types.ts';
+import { MICROCENTS_PER_CENT } from './money.ts';
 
 const MINUTE = 60;
 const DAY = 86_400;

@@ -3,9 +3,7 @@
 // excess kept as a credit in pico-cents (p¢, 1 µ¢ = 10^6 p¢) on the wallet, folded back into the
 // balance 1,000 µ¢ at a time. So a wallet's value, balance + held + carry, is exact to 10^-12 cent
 // per call, whatever the number of calls.
-import { MICROCENTS_PER_CENT } from './types.ts';
-
-export { MICROCENTS_PER_CENT };
+export const MICROCENTS_PER_CENT = 1_000_000;
 export const PICOCENTS_PER_MICROCENT = 1_000_000;
 /** The carry is folded into the balance once it reaches this many pico-cents (1,000 µ¢ = 0.001 cent). */
 export const CARRY_FOLD_PC = 1_000_000_000;

@@ -8,7 +8,7 @@
 // and per call scale up. Each unit has its own function taking plain numbers, so the chat path
 // prices a call without allocating; `priceMicrocents` prices any mix of units.
 import type { Pricing } from '../models/types.ts';
-import { MICROCENTS_PER_CENT } from './types.ts';
+import { MICROCENTS_PER_CENT } from './money.ts';
 
 /**
  * Tokens. `cachedTokens` (of the prompt, read from the upstream's cache) cost the cached-input

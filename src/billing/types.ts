@@ -5,8 +5,6 @@
 // → usage record.
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 
-export const MICROCENTS_PER_CENT = 1_000_000;
-
 /** Who pays for a call: the organization wallet while the key's owner is a member, else theirs. */
 export interface Payer {
   walletId: string; // 'user:<id>' | 'org:<id>'

@@ -1,13 +1,14 @@
 // Accounts and portal sessions: sign-up, login (argon2id, attempt limits per account and address),
 // opaque session tokens stored only as SHA-256 hashes, expiring and revocable. A new account's
 // wallet is opened by billing (AccountWallets), which owns wallets.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import type { AccountWallets } from '../billing/account-wallets.ts';
 import { nextId, tooManyRequests, WindowCounters, type Clock } from '../shared/common.ts';
+import { sha256 } from '../shared/hash.ts';
 
 export interface UserDoc {
   _id: number;
@@ -46,8 +47,6 @@ export interface SessionGrant {
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@.]+(\.[^\s@.]+)+$/;
 const TOKEN_PREFIX = 'sess_';
-
-export const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 /** A valid e-mail address, trimmed and lower-cased (as accounts store it); 400 otherwise. */
 export function parseEmail(email: unknown): string {

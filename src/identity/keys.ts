@@ -14,7 +14,7 @@ import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Filter, type Store } from '../store/port.ts';
 import { newestFirst, pageOf, type Page, type PageQuery } from '../shared/pages.ts';
-import { sha256 } from './accounts.ts';
+import { sha256 } from '../shared/hash.ts';
 import { iso, nextId, type Clock } from '../shared/common.ts';
 import type { EventSink } from '../shared/events.ts';
 

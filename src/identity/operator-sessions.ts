@@ -3,7 +3,7 @@
 // stored, with a fingerprint of the admin token it was opened with: changing ADMIN_TOKEN ends them.
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/port.ts';
-import { sha256 } from './accounts.ts';
+import { sha256 } from '../shared/hash.ts';
 import type { Clock } from '../shared/common.ts';
 
 interface OperatorSessionDoc {
