@@ -14,6 +14,7 @@ import { InvitationRecords } from './identity/invitation-records.ts';
 import { InvitationService } from './identity/invitations.ts';
 import { identityDirectory } from './identity/directory.ts';
 import type { AccountWallets } from './billing/account-wallets.ts';
+import { BillingPortal } from './billing/portal.ts';
 import { BillingService } from './billing/service.ts';
 import { Meter } from './metering/meter.ts';
 import { ModelCatalog } from './models/catalog.ts';
@@ -72,6 +73,8 @@ export interface Services {
   invitations: InvitationService;
   keys: KeyService;
   billing: BillingService;
+  /** The portal's and operators' billing: wallet, usage and subscription views, top-ups, KYC (on billing's parts). */
+  billingPortal: BillingPortal;
   meter: Meter;
   events: EventSink;
   actors: ActorDirectory;
@@ -166,6 +169,7 @@ export async function createServices(deps: {
   const identity = identityDirectory(accounts, orgs);
   const billing = new BillingService({ store: deps.store, identity, config: deps.config.billing, events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
   await billing.init();
+  const billingPortal = new BillingPortal({ billing, identity, now });
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);
   await webhooks.init();
@@ -332,7 +336,7 @@ export async function createServices(deps: {
     voice,
     accountLimits,
     transcriptionJobs,
-    store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, meter, events, actors: deps.actors, models,
+    store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, billingPortal, meter, events, actors: deps.actors, models,
     upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
     transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),
     speech: new SpeechSynthesis({ ...gatewayDeps, resamplers: () => (resamplers ??= loadResamplers()) }),

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import { BillingService, type BillingConfig, type BillingDeps } from '../../src/billing/service.ts';
+import { BillingPortal } from '../../src/billing/portal.ts';
 import { walletIdOf } from '../../src/billing/money.ts';
 import { noAccountWallets } from '../../src/billing/account-wallets.ts';
 import { AccountService } from '../../src/identity/accounts.ts';
@@ -29,8 +30,26 @@ export interface Fixture {
   events: AccountEvent[];
   errors: unknown[];
   /** A billing instance on the shared store (as another gateway process would be). */
-  billing(overrides?: Partial<BillingConfig>, deps?: Partial<BillingDeps>): Promise<BillingService>;
+  billing(overrides?: Partial<BillingConfig>, deps?: Partial<BillingDeps>): Promise<TestBilling>;
   close(): Promise<void>;
+}
+
+/** A billing instance with its portal's operations on it, as the tests call both on one object. */
+export type TestBilling = BillingService & Omit<BillingPortal, 'accountOf'>;
+
+function withPortal(b: BillingService, portal: BillingPortal): TestBilling {
+  return Object.assign(b, {
+    walletView: portal.walletView.bind(portal),
+    setLowBalanceThreshold: portal.setLowBalanceThreshold.bind(portal),
+    usageSummary: portal.usageSummary.bind(portal),
+    usageRecords: portal.usageRecords.bind(portal),
+    topupsOf: portal.topupsOf.bind(portal),
+    topupList: portal.topupList.bind(portal),
+    subscriptionView: portal.subscriptionView.bind(portal),
+    topup: portal.topup.bind(portal),
+    setSubscription: portal.setSubscription.bind(portal),
+    setKyc: portal.setKyc.bind(portal),
+  });
 }
 
 export function billingConfig(overrides: Partial<BillingConfig> = {}): BillingConfig {
@@ -65,7 +84,7 @@ export async function fixture(start = Date.UTC(2026, 0, 15, 12, 0, 0)): Promise<
       });
       await b.init();
       instances.push(b);
-      return b;
+      return withPortal(b, new BillingPortal({ billing: b, identity, now: clock.now }));
     },
     async close() {
       for (const b of instances) await b.close();

@@ -5,5 +5,5 @@ import type { Me } from './context.tsx';
 /** Webhooks: the owner or an admin (src/webhooks/service.ts), or a personal account. */
 export const managesWebhooks = (me: Me | null): boolean => me?.organization?.role !== 'member';
 
-/** Billing settings (the low-balance threshold): the owner only (src/billing/service.ts), or a personal account. */
+/** Billing settings (the low-balance threshold): the owner only (src/billing/portal.ts), or a personal account. */
 export const managesBilling = (me: Me | null): boolean => !me?.organization || me.organization.role === 'owner';

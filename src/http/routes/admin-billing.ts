@@ -13,7 +13,7 @@ const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 
 
 export function registerAdminBillingRoutes(app: App, deps: AppDeps): void {
-  const { billing } = deps.services;
+  const { billingPortal: billing } = deps.services;
   const base = { preHandler: requireAdmin(deps) };
   const tags = ['admin'];
   const security = [{ admin: [] }];

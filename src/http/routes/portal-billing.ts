@@ -107,7 +107,7 @@ export const Subscription = Type.Object({
 });
 
 export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
-  const { billing } = deps.services;
+  const { billingPortal: billing } = deps.services;
   const base = { preHandler: requireSession(deps) };
   const tags = ['billing'];
   const security = [{ session: [] }];
