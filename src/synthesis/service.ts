@@ -22,7 +22,8 @@ import type { CancelSignal } from '../providers/cancel.ts';
 import type { ResolvedRoute, SpeakRequest, SpeechFormat } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { matchLanguage } from '../speech/languages.ts';
-import { toApiError, unservedStatus, type GatewayDeps } from '../gateway/common.ts';
+import type { GatewayDeps } from '../metering/endpoints.ts';
+import { toApiError, unservedStatus } from '../metering/outcomes.ts';
 import { convertSpeech, type Target } from './convert.ts';
 import { CONTENT_TYPES, DEFAULT_PCM_RATE, isRaw, rawBytesPerSecond } from './formats.ts';
 

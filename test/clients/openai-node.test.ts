@@ -1,5 +1,5 @@
 // openai-node (6.x) against the gateway through its higher-level helpers, beside the wire-level
-// tests in test/gateway/chat-openai-wire.test.ts and responses.test.ts: streaming helpers,
+// tests in test/text/chat-openai-wire.test.ts and responses.test.ts: streaming helpers,
 // `runTools` (its agent loop) on a tools-enabled model, structured output with zod (`parse`, chat
 // and Responses), the refusals on a model without tools as APIError's status, code and param, a
 // history kept from OpenAI's answers, and reasoning models.

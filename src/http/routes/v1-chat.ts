@@ -1,13 +1,13 @@
 // POST /v1/chat/completions: OpenAI-compatible, JSON or server-sent events. The route translates
-// only; the metered path is src/gateway/chat.ts.
+// only; the metered path is src/text/chat.ts.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { toEnvelope } from '../errors.ts';
 import { relaySse } from '../sse.ts';
 import { errors, KeyString } from '../schemas.ts';
-import type { ChatBody } from '../../gateway/chat.ts';
-import { normalizeChatBody } from '../../gateway/chat-input.ts';
+import type { ChatBody } from '../../text/chat.ts';
+import { normalizeChatBody } from '../../text/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 

@@ -1,9 +1,9 @@
-// POST /v1/embeddings: OpenAI-compatible. The metered path is src/gateway/embeddings.ts.
+// POST /v1/embeddings: OpenAI-compatible. The metered path is src/text/embeddings.ts.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
-import type { EmbeddingsBody } from '../../gateway/embeddings.ts';
+import type { EmbeddingsBody } from '../../text/embeddings.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 
 const Text = Type.String({ maxLength: 1_000_000 });

@@ -1,14 +1,14 @@
 // POST /v1/responses: OpenAI's Responses API for text and function tools (the AI SDK's default,
-// openai-node's `responses.create`), translated onto the metered chat path (src/gateway/responses.ts).
+// openai-node's `responses.create`), translated onto the metered chat path (src/text/responses.ts).
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
 import { KEY_STRING_PATTERN } from '../../shared/strings.ts';
 import { relaySse } from '../sse.ts';
-import { dropNulls } from '../../gateway/chat-input.ts';
-import { completionResponse, newResponseId, toChatBody, type ResponsesBody } from '../../gateway/responses.ts';
-import { responseEvents } from '../../gateway/responses-stream.ts';
+import { dropNulls } from '../../text/chat-input.ts';
+import { completionResponse, newResponseId, toChatBody, type ResponsesBody } from '../../text/responses.ts';
+import { responseEvents } from '../../text/responses-stream.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 

@@ -13,7 +13,8 @@ import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { countMessages, countText, countTools, PromptTokens } from './tokens.ts';
 import { CHAT_ROLES, roleRefusal } from './chat-input.ts';
 import { priceOfTokens } from '../billing/pricing.ts';
-import { toApiError, unservedStatus, type GatewayDeps } from './common.ts';
+import type { GatewayDeps } from '../metering/endpoints.ts';
+import { toApiError, unservedStatus } from '../metering/outcomes.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 

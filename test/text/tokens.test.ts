@@ -2,7 +2,7 @@
 // hold the bound passes would pass exactly too; the tokenizer runs only when the exact count is asked for.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { boundText, countMessages, countText, countTools, PromptTokens } from '../../src/gateway/tokens.ts';
+import { boundText, countMessages, countText, countTools, PromptTokens } from '../../src/text/tokens.ts';
 import type { ChatMessage } from '../../src/providers/types.ts';
 
 const TEXTS = [

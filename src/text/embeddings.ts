@@ -4,7 +4,8 @@ import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { embeddingsInputItems, type EmbeddingsInput, type EmbeddingsRequest } from '../providers/types.ts';
 import { boundText, countText, PromptTokens } from './tokens.ts';
 import { priceOfTokens } from '../billing/pricing.ts';
-import { toApiError, unservedStatus, type GatewayDeps } from './common.ts';
+import type { GatewayDeps } from '../metering/endpoints.ts';
+import { toApiError, unservedStatus } from '../metering/outcomes.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 
 export interface EmbeddingsBody {

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { ChatBody, ChatCompletion } from './chat.ts';
-import type { ToolCall } from '../providers/types.ts';
+import { copyDefined, type ToolCall } from '../providers/types.ts';
 
 /** The request as the route's schema lets it in. */
 export interface ResponsesBody {
@@ -93,6 +93,9 @@ function inputMessages(input: ResponsesBody['input']): Message[] {
   return out;
 }
 
+/** The fields a Responses body shares with a chat body, name and meaning, passed on when set. */
+const SAME_IN_CHAT = ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'safety_identifier', 'prompt_cache_key'] as const satisfies readonly (keyof ResponsesBody & keyof ChatBody)[];
+
 export function toChatBody(body: ResponsesBody): ChatBody {
   if (body.store === true) throw new ApiError('invalid_request', 'store: true is not supported: responses are not kept; send store: false (or omit it) and the whole conversation in input.', { param: 'store' });
   if (body.previous_response_id !== undefined) {
@@ -112,9 +115,7 @@ export function toChatBody(body: ResponsesBody): ChatBody {
   if (body.instructions) messages.unshift({ role: 'system', content: body.instructions });
   const chat: ChatBody = { model: body.model, messages };
   if (body.max_output_tokens !== undefined) chat.max_tokens = body.max_output_tokens;
-  for (const k of ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'safety_identifier', 'prompt_cache_key'] as const) {
-    if (body[k] !== undefined) (chat as unknown as Record<string, unknown>)[k] = body[k];
-  }
+  copyDefined<ChatBody, (typeof SAME_IN_CHAT)[number]>(body, chat, SAME_IN_CHAT);
   if (body.reasoning?.effort !== undefined) chat.reasoning_effort = body.reasoning.effort;
   if (body.tools !== undefined && body.tools.length > 0) {
     chat.tools = body.tools.map(({ name, description, parameters, strict }) => ({
