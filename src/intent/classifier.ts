@@ -4,13 +4,14 @@
 // SGD (seeded, so a pack always trains to the same weights). Sparse prediction costs about
 // nnz × classes multiply-adds (tens of microseconds). On packs with few examples per label it also
 // keeps every training example and mixes in a nearest-neighbour vote (cosine over the same TF-IDF
-// vectors), which learns from a handful of examples what the linear model cannot. Its softmax is sharpened or softened by a
+// vectors: vectors.ts's example memory), which learns from a handful of examples what the linear model cannot. Its softmax is sharpened or softened by a
 // temperature, so its probabilities can serve as calibrated confidence (the evaluation fits the
 // temperature on a validation split; packs use the default). Optionally a second model of another
 // family (ensemble.ts: complement naive Bayes or nearest centroid) is trained on the same vectors
 // and its calibrated probabilities mixed with the linear model's (`setEnsembleWeight`).
 import { fitTemperature, softmax } from './calibration.ts';
 import { SecondModel, type SecondOptions } from './ensemble.ts';
+import { ExampleMemory, type SparseVec } from './vectors.ts';
 
 export interface Example {
   tokens: string[];
@@ -80,53 +81,6 @@ export interface NeighbourMix {
 
 /** Biases move slower than weights: a class prior should not swing with every example. */
 const BIAS_RATE = 0.1;
-
-export type SparseVec = { idx: Int32Array; val: Float32Array };
-
-/**
- * Every training vector, indexed by feature (an inverted index), so the cosine of a turn with each
- * example costs the length of the postings of the turn's features, not a pass over every example.
- */
-class ExampleMemory {
-  private readonly scratch: Float32Array;
-
-  constructor(
-    private readonly postings: { ex: Int32Array; val: Float32Array }[],
-    private readonly ys: Int32Array,
-    private readonly classes: number,
-  ) {
-    this.scratch = new Float32Array(ys.length);
-  }
-
-  static build(vecs: SparseVec[], ys: number[], features: number, classes: number): ExampleMemory {
-    const counts = new Int32Array(features);
-    for (const v of vecs) for (const f of v.idx) counts[f]!++;
-    const postings = Array.from(counts, (n) => ({ ex: new Int32Array(n), val: new Float32Array(n) }));
-    const fill = new Int32Array(features);
-    vecs.forEach((v, n) => {
-      for (let k = 0; k < v.idx.length; k++) {
-        const f = v.idx[k]!;
-        const at = fill[f]!++;
-        postings[f]!.ex[at] = n;
-        postings[f]!.val[at] = v.val[k]!;
-      }
-    });
-    return new ExampleMemory(postings, Int32Array.from(ys), classes);
-  }
-
-  /** The cosine of the nearest example of each label (vectors are L2-normed). */
-  nearest(vec: SparseVec): Float64Array {
-    const dots = this.scratch.fill(0);
-    for (let k = 0; k < vec.idx.length; k++) {
-      const { ex, val } = this.postings[vec.idx[k]!]!;
-      const x = vec.val[k]!;
-      for (let i = 0; i < ex.length; i++) dots[ex[i]!]! += x * val[i]!;
-    }
-    const best = new Float64Array(this.classes);
-    for (let n = 0; n < dots.length; n++) if (dots[n]! > best[this.ys[n]!]!) best[this.ys[n]!] = dots[n]!;
-    return best;
-  }
-}
 
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;

@@ -14,7 +14,7 @@
 // out-of-fold scores of the taught examples (negative log-likelihood, each example at its
 // training weight), as the evaluation calibrates the logistic regression on a validation split.
 import { fitTemperature, softmax, type ScoredRow } from './calibration.ts';
-import type { SparseVec } from './classifier.ts';
+import type { SparseVec } from './vectors.ts';
 
 export type SecondKind = 'complement_nb' | 'nearest_centroid' | 'char_nb';
 
