@@ -4,11 +4,11 @@ import type { Filter } from '../../store/port.ts';
 import type { ActorKind, ResumeMode } from '../kinds.ts';
 import type { ActorDoc } from '../record.ts';
 import type { Entry, Resources } from '../resources.ts';
-import type { Systems } from './index.ts';
+import type { ClaimsPort, Systems } from './index.ts';
 
 const PAGE = 200;
 
-export class Claims {
+export class Claims implements ClaimsPort {
   /** Set by the runtime: runs a claim pass in the background (after an actor of a capped kind is done). */
   onFreed: (() => void) | null = null;
 

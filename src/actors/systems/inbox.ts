@@ -14,16 +14,11 @@ import { isDuplicateKeyError } from '../../store/port.ts';
 import { ActorBusyError, ActorNotFoundError } from '../errors.ts';
 import { inboxId, type InboxDoc } from '../record.ts';
 import type { Entry, Resources } from '../resources.ts';
-import type { Systems } from './index.ts';
+import type { Delivered, InboxPort, Systems } from './index.ts';
 
 const BATCH = 100;
 
-export interface Delivered {
-  /** The events the transition emitted (the reply of an ask). */
-  emitted: AnyEventObject[];
-}
-
-export class InboxSystem {
+export class InboxSystem implements InboxPort {
   private unsubscribe: (() => void) | null = null;
   private readonly replyWaiters = new Map<string, () => void>();
 

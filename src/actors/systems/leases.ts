@@ -10,12 +10,9 @@ import { ActorBusyError, ActorNotFoundError } from '../errors.ts';
 import type { LeaseScope } from '../kinds.ts';
 import type { ActorDoc } from '../record.ts';
 import type { Entry, Resources } from '../resources.ts';
-import type { Systems } from './index.ts';
+import type { LeasesPort, Systems, Unowned } from './index.ts';
 
-/** What `own` found when the actor cannot be owned here right now. */
-export type Unowned = { finished: ActorDoc } | { busy: ActorDoc };
-
-export class Leases {
+export class Leases implements LeasesPort {
   private beating = false;
   private readonly ended = new AbortController();
 

@@ -8,16 +8,14 @@ import { RevisionConflictError, SnapshotTooLargeError } from '../errors.ts';
 import { projectedFields, type PersistencePolicy } from '../kinds.ts';
 import { toView, type ActorDoc, type ActorView } from '../record.ts';
 import type { AnyActor, Entry, Resources } from '../resources.ts';
-import type { Systems } from './index.ts';
+import type { PersistencePort, PersistReason, Systems } from './index.ts';
 
 const EVERY_EVENT: PersistencePolicy = { mode: 'every-event' };
 
 /** The grid checkpoint writes are aligned to (epoch ms). */
 const CHECKPOINT_GRID_MS = 250;
 
-export type PersistReason = 'event' | 'change' | 'checkpoint' | 'inbox' | 'stop' | 'spawn' | 'resume';
-
-export class Persistence {
+export class Persistence implements PersistencePort {
   constructor(
     private readonly res: Resources,
     private readonly sys: Systems,

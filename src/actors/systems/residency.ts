@@ -7,9 +7,9 @@ import { RuntimeStoppedError } from '../errors.ts';
 import { RESUMED, type ActorKindContext, type ResumeMode, type ResumedEvent } from '../kinds.ts';
 import type { ActorDoc, ActorView } from '../record.ts';
 import type { AnyActor, Entry, Resources } from '../resources.ts';
-import type { Systems } from './index.ts';
+import type { ResidencyPort, Systems } from './index.ts';
 
-export class Residency {
+export class Residency implements ResidencyPort {
   constructor(
     private readonly res: Resources,
     private readonly sys: Systems,

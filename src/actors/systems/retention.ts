@@ -2,12 +2,12 @@
 // names (a page each sweep), with their steps and inbox messages, and the asks nobody collected.
 import type { Filter } from '../../store/port.ts';
 import type { Resources } from '../resources.ts';
-import type { Systems } from './index.ts';
+import type { RetentionPort, Systems } from './index.ts';
 
 /** An applied ask whose sender never collected the reply (it gave up, or died) is deleted after this. */
 const UNCOLLECTED_MS = 10 * 60_000;
 
-export class Retention {
+export class Retention implements RetentionPort {
   constructor(
     private readonly res: Resources,
     private readonly sys: Systems,

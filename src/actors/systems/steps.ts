@@ -6,9 +6,9 @@ import { StepFencedError } from '../errors.ts';
 import type { LeaseScope } from '../kinds.ts';
 import { stepId, type StepDoc } from '../record.ts';
 import type { Entry, Resources } from '../resources.ts';
-import type { Systems } from './index.ts';
+import type { StepsPort, Systems } from './index.ts';
 
-export class Steps {
+export class Steps implements StepsPort {
   constructor(
     private readonly res: Resources,
     private readonly sys: Systems,
