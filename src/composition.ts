@@ -43,7 +43,7 @@ import { realtimeSessionKind } from './realtime/kind.ts';
 import { RealtimeService, type RealtimeServiceDeps } from './realtime/service.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from './speech/vad.ts';
 import { loadResamplers, type Resamplers } from './speech/resample.ts';
-import { startPocketsphinxEngine } from './speech/pocketsphinx.ts';
+import { startPocketsphinxEngine } from './speech/pocketsphinx-engine.ts';
 import type { Logger } from 'pino';
 import { voiceCallKind } from './voice/kind.ts';
 import { AccountLimits } from './identity/account-limits.ts';

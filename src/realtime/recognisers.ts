@@ -9,7 +9,7 @@
 //   between utterances (each is its own call), never inside one.
 import type { Heard, TranscribeRequest, Transcript } from '../providers/types.ts';
 import { bytesOf } from '../speech/pcm.ts';
-import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
+import type { UtteranceEngine } from '../speech/pocketsphinx-engine.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
 import type { TranscriptSegment } from '../speech/transcript.ts';
 import { wavOf } from '../speech/wav.ts';

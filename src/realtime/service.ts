@@ -15,7 +15,7 @@ import type { RoutedModel } from '../providers/routes.ts';
 import type { RealtimeCapability, ResolvedRoute } from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { matchLanguage } from '../speech/languages.ts';
-import type { UtteranceEngine } from '../speech/pocketsphinx.ts';
+import type { UtteranceEngine } from '../speech/pocketsphinx-engine.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import { workingRate, type Encoding, type InputRate } from './decoder.ts';

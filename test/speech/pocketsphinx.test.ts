@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { decodeToPcm } from '../../src/speech/ffmpeg.ts';
-import {
-  parseHypseg,
-  RecogniserError,
-  spokenWord,
-  startPocketsphinx,
-  transcribePcm,
-  utteranceSegments,
-} from '../../src/speech/pocketsphinx.ts';
+import { startPocketsphinx, transcribePcm } from '../../src/speech/pocketsphinx.ts';
+import { RecogniserError } from '../../src/speech/pocketsphinx-engine.ts';
+import { parseHypseg, spokenWord, utteranceSegments } from '../../src/speech/pocketsphinx-output.ts';
 import { ToolMissingError } from '../../src/speech/process.ts';
 import type { TranscriptSegment } from '../../src/speech/transcript.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../../src/speech/vad.ts';

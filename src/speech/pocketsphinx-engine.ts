@@ -1,0 +1,289 @@
+// The engine behind `stt-local`'s offline recogniser: Debian's pocketsphinx (US English acoustic
+// model, generic language model), run as one resident `pocketsphinx_batch` process per recogniser
+// (pocketsphinx.ts drives it with a voice detector; the realtime socket with its own).
+//
+// Why the CLI and not the npm binding (pocketsphinx@5.0.7): the binding needs swig, the
+// libpocketsphinx headers, cmake-js and a native build at `npm ci`; the CLI needs only the Debian
+// packages the speech engines need anyway (scripts/install-debian-packages.sh), and runs out of
+// process (a crash or a hang kills one child, not the gateway).
+//
+// Why `pocketsphinx_batch` and not `pocketsphinx_continuous`: continuous normalises the cepstrum
+// live, from a wideband prior, and its own voice detector decides the utterances; on telephone
+// audio (8 kHz μ-law brought back to 16 kHz) that gave a word error rate of 99 % on the LibriVox
+// clips ("hm" for a whole sentence), against 41 % for batch, which normalises each utterance
+// whole; on wideband audio batch was better too (28 % against 37 %).
+//
+// How it streams: the PCM is appended to a file in a private temp dir; a voice detector (the
+// recogniser's in pocketsphinx.ts: vad.ts, WebRTC VAD, server_vad semantics) cuts it into
+// utterances; as each one closes, a line `audio <start frame> <end frame> <id>` goes down a FIFO the
+// batch process reads as its control file, and it prints that utterance's words with their frames
+// (`-hypseg`, read by pocketsphinx-output.ts) at once. One model load (0.4–0.7 s here, ~105 MB RSS)
+// per recogniser, then each utterance is decoded while the audio keeps coming.
+
+import { once } from 'node:events';
+import { closeSync, createWriteStream, constants as fsConstants, openSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PCM_SAMPLE_RATE } from './ffmpeg.ts';
+import { FRAME_SECONDS, parseHypseg, utteranceSegments } from './pocketsphinx-output.ts';
+import { abortReason, spawnTool, type ToolRun } from './process.ts';
+import type { TranscriptSegment } from './transcript.ts';
+
+export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
+const SAMPLES_PER_FRAME = PCM_SAMPLE_RATE * FRAME_SECONDS;
+
+export class RecogniserError extends Error {
+  constructor(message: string, readonly detail = '') {
+    super(message);
+    this.name = 'RecogniserError';
+  }
+}
+
+export interface EngineOptions {
+  binary?: string;
+  /** Holds `en-us/` (acoustic model), `en-us.lm.bin` and `cmudict-en-us.dict`. */
+  modelDir?: string;
+  /**
+   * Where the private temp dir (audio file, FIFO, log) goes: the gateway passes its own area under
+   * DATA_DIR (src/shared/tmp-area.ts), so customer audio is never in the system's temp dir; the OS temp dir
+   * when absent (scripts, tests).
+   */
+  tmpDir?: string;
+  signal?: AbortSignal;
+  /** A silence inside an utterance at least this long starts a new segment (default 0.3 s). */
+  pauseSeconds?: number;
+  /** How long the engine may take to load its model and open its input (default 30 s). */
+  startTimeoutMs?: number;
+  /** Keep the PCM file (`audioFile`) after the engine ends, until `dispose()` (the diarizer reads it). */
+  keepAudio?: boolean;
+}
+
+
+/** Log lines worth showing when the engine fails (its log is otherwise all INFO lines). */
+function logErrors(logPath: string): string {
+  try {
+    const text = readFileSync(logPath, 'utf8');
+    return text.split('\n').filter((l) => /^(FATAL|ERROR)/.test(l)).slice(-5).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Opens the write end of the FIFO once the engine has opened the read end (polled: a blocking open
+ * would hold a thread of libuv's pool until then, forever if the engine dies first). Null when the
+ * engine exited before opening it.
+ */
+async function connect(fifo: string, run: ToolRun, timeoutMs: number, signal?: AbortSignal): Promise<Socket | null> {
+  let exited = false;
+  void run.exited.then(() => { exited = true; });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (signal?.aborted) throw abortReason(signal);
+    if (exited) return null;
+    try {
+      const fd = openSync(fifo, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK);
+      return new Socket({ fd, readable: false, writable: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err; // ENXIO: no reader yet
+    }
+    if (Date.now() > deadline) throw new RecogniserError(`pocketsphinx did not start within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+/**
+ * The engine alone: 16 kHz PCM appended as it comes, utterances decoded when the caller says where
+ * they are (frames of 10 ms from the start of the audio). The realtime socket drives it with its
+ * own voice detector (server VAD with the client's settings) or the client's commits; the
+ * recogniser (pocketsphinx.ts) drives it with a VAD of its own.
+ */
+export interface UtteranceEngine {
+  /** Appends PCM (whole samples; an odd byte is kept for the next call). Resolves when taken (backpressure). */
+  append(pcm: Uint8Array): Promise<void>;
+  /** Frames of audio appended so far. */
+  readonly frames: number;
+  /**
+   * Decodes frames [startFrame, endFrame) as one utterance, once they are appended; resolves with
+   * its segments (times in seconds from the start of the audio), in the order decodes were asked.
+   */
+  decode(startFrame: number, endFrame: number): Promise<TranscriptSegment[]>;
+  /** No more utterances: resolves once the engine has decoded what it was given and exited. */
+  end(): Promise<void>;
+  /** Stops the engine; pending decodes reject. */
+  abort(): void;
+  /** The s16le PCM appended so far (kept after the engine exits with `keepAudio`, until `dispose()`). */
+  readonly audioFile: string;
+  /** Removes the engine's files (done by itself at exit, unless `keepAudio`). */
+  dispose(): Promise<void>;
+}
+
+/** Starts the engine; resolves once it has loaded its model and waits for utterances. */
+export async function startPocketsphinxEngine(options: EngineOptions): Promise<UtteranceEngine> {
+  const modelDir = options.modelDir ?? DEFAULT_MODEL_DIR;
+  const dir = await mkdtemp(join(options.tmpDir ?? tmpdir(), 'pocketsphinx-'));
+  const ctl = join(dir, 'utterances.ctl');
+  const logPath = join(dir, 'log');
+  const audioFile = join(dir, 'audio.raw');
+  let keep = options.keepAudio === true;
+  const cleanup = (): Promise<void> => rm(dir, { recursive: true, force: true });
+  const mkfifo = spawnTool('mkfifo', ['-m', '600', ctl, join(dir, 'hyp.fifo')], { stdin: 'ignore' });
+  const made = await mkfifo.exited;
+  if (made.code !== 0) {
+    await cleanup();
+    throw made.spawnError ?? new RecogniserError(`mkfifo failed: ${mkfifo.stderr().trim()}`);
+  }
+  const audio = createWriteStream(audioFile, { mode: 0o600 });
+  // Write errors reach the write callbacks (append, decode); as an 'error' event with no listener, one
+  // racing the engine's exit (ERR_STREAM_DESTROYED) would be an uncaught exception.
+  audio.on('error', () => {});
+  await once(audio, 'open');
+  // The engine opens its output by name (`-hypseg /dev/stdout`), which fails on the socket Node
+  // gives a child as stdout: its stdout is a FIFO instead, read here. Our read end is opened
+  // first (non-blocking), then the write end the child inherits, so neither open waits.
+  const hyp = join(dir, 'hyp.fifo');
+  const hypReadFd = openSync(hyp, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  const hypWriteFd = openSync(hyp, fsConstants.O_WRONLY);
+  let run: ToolRun;
+  try {
+    run = spawnTool(
+      options.binary ?? 'pocketsphinx_batch',
+      [
+        '-ctl', ctl, '-adcin', 'yes', '-cepdir', dir, '-cepext', '.raw', '-hypseg', '/dev/stdout', '-logfn', logPath,
+        '-hmm', join(modelDir, 'en-us'), '-lm', join(modelDir, 'en-us.lm.bin'), '-dict', join(modelDir, 'cmudict-en-us.dict'),
+        // One pass, at most 3,000 HMMs a frame: 1.7× faster than the defaults, no worse (docs/speech-engines.md).
+        '-fwdflat', 'no', '-maxhmmpf', '3000',
+      ],
+      { stdin: 'ignore', stdout: hypWriteFd, signal: options.signal },
+    );
+  } finally {
+    closeSync(hypWriteFd); // the child holds its own copy; the read end sees EOF when it exits
+  }
+  const output = new Socket({ fd: hypReadFd, readable: true, writable: false });
+  // Decodes asked for and not answered yet, in order: the engine answers each utterance with one
+  // line (words, or just its id and scores when it heard none).
+  const pending = new Map<string, { offset: number; resolve: (s: TranscriptSegment[]) => void; reject: (err: unknown) => void }>();
+  const lines = createInterface({ input: output, crlfDelay: Infinity });
+  lines.on('line', (line) => {
+    const id = line.trim().split(/\s+/)[0] ?? '';
+    const waiter = pending.get(id);
+    if (!waiter) return;
+    pending.delete(id);
+    const parsed = parseHypseg(line, waiter.offset);
+    waiter.resolve(parsed ? utteranceSegments(parsed.words, options.pauseSeconds) : []);
+  });
+  const outputDone = once(lines, 'close');
+
+  const failure = async (): Promise<Error> => {
+    const exit = await run.exited;
+    if (exit.spawnError) return exit.spawnError;
+    if (options.signal?.aborted) return abortReason(options.signal);
+    const detail = logErrors(logPath) || run.stderr().trim();
+    return new RecogniserError(`pocketsphinx failed (exit ${exit.code ?? exit.signal})${detail ? `: ${detail.split('\n').at(-1)}` : ''}`, detail);
+  };
+
+  let control: Socket | null;
+  try {
+    control = await connect(ctl, run, options.startTimeoutMs ?? 30_000, options.signal);
+    if (!control) throw await failure();
+  } catch (err) {
+    run.kill();
+    audio.destroy();
+    output.destroy();
+    await run.exited;
+    await cleanup();
+    throw err;
+  }
+  control.on('error', () => {}); // EPIPE when the engine dies: its exit says why
+  void run.exited.then(async () => {
+    audio.destroy();
+    await outputDone.catch(() => undefined);
+    if (pending.size > 0) {
+      const err = await failure();
+      for (const w of pending.values()) w.reject(err);
+      pending.clear();
+    }
+    return keep ? undefined : cleanup();
+  });
+  let bytes = 0;
+  let odd: Uint8Array | null = null;
+  let utterances = 0;
+  let written: Promise<void> = Promise.resolve(); // the last audio write, done
+
+  // The audio file is destroyed only when the engine exits: a write cut short by that reports why
+  // the engine failed, not the stream's ERR_STREAM_DESTROYED (other write errors pass as they are).
+  const engineGone = async (err: unknown): Promise<never> => {
+    throw (err as NodeJS.ErrnoException | null)?.code === 'ERR_STREAM_DESTROYED' ? await failure() : err;
+  };
+
+  const check = async (): Promise<void> => {
+    if (control!.destroyed || run.child.exitCode !== null || run.child.signalCode !== null) throw await failure();
+  };
+
+  return {
+    get frames() {
+      return Math.floor(bytes / 2 / SAMPLES_PER_FRAME);
+    },
+    async append(pcm) {
+      if (pcm.length === 0) return;
+      await check();
+      let data = odd ? Buffer.concat([odd, pcm]) : Buffer.from(pcm.buffer, pcm.byteOffset, pcm.length);
+      odd = null;
+      if (data.length % 2 === 1) {
+        odd = Uint8Array.from(data.subarray(data.length - 1));
+        data = data.subarray(0, data.length - 1);
+      }
+      if (data.length === 0) return;
+      bytes += data.length;
+      let full = false;
+      written = new Promise<void>((resolve, reject) => { full = !audio.write(data, (err) => (err ? reject(err) : resolve())); }).catch(engineGone);
+      written.catch(() => {}); // awaited where it matters; an unawaited failure must not crash
+      if (full) {
+        // Until the file drains, or closes because the engine exited (check() then says why). Not a
+        // race against a promise of the engine's exit: each call would leave it a reaction whose
+        // closure holds this call's scope, `data` included, until the engine exits (an hour's PCM).
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            audio.off('drain', done);
+            audio.off('close', done);
+            resolve();
+          };
+          audio.on('drain', done);
+          audio.on('close', done);
+        });
+        await check();
+      }
+    },
+    async decode(startFrame, endFrame) {
+      if (endFrame <= startFrame) return [];
+      await check();
+      const id = `u${utterances++}`;
+      const answer = new Promise<TranscriptSegment[]>((resolve, reject) => pending.set(id, { offset: startFrame * FRAME_SECONDS, resolve, reject }));
+      await written; // the engine reads the frames from the file: they must be there before it is told
+      if (!control!.write(`audio ${startFrame} ${endFrame} ${id}\n`)) await once(control!, 'drain');
+      return answer;
+    },
+    async end() {
+      await check();
+      if (odd) throw new RecogniserError('PCM ended mid-sample (odd byte count)');
+      control!.end();
+      const [exit] = await Promise.all([run.exited, outputDone]);
+      if (exit.code !== 0) throw await failure();
+    },
+    abort() {
+      control!.destroy();
+      run.kill();
+      keep = false;
+      void run.exited.then(cleanup);
+    },
+    audioFile,
+    dispose() {
+      keep = false;
+      return cleanup();
+    },
+  };
+}
