@@ -120,7 +120,7 @@ export class BillingPortal {
   }
 
   /** The caller's account (see account.ts). */
-  accountOf(userId: number): Promise<Account> {
+  private accountOf(userId: number): Promise<Account> {
     return accountOf(this.identity, userId);
   }
 
