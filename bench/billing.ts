@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { BillingService } from '../src/billing/service.ts';
 import { openEmbeddedStore } from '../src/store/embedded/store.ts';
-import { noAccountWallets } from '../src/billing/account-wallets.ts';
+import { noAccountWallets } from '../src/identity/account-wallets.ts';
 import { AccountService } from '../src/identity/accounts.ts';
 import { identityDirectory } from '../src/identity/directory.ts';
 import { InvitationRecords } from '../src/identity/invitation-records.ts';

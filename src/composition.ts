@@ -13,7 +13,7 @@ import { OrgService } from './identity/orgs.ts';
 import { InvitationRecords } from './identity/invitation-records.ts';
 import { InvitationService } from './identity/invitations.ts';
 import { identityDirectory } from './identity/directory.ts';
-import type { AccountWallets } from './billing/account-wallets.ts';
+import type { AccountWallets } from './identity/account-wallets.ts';
 import { BillingPortal } from './billing/portal.ts';
 import { BillingService } from './billing/service.ts';
 import { Meter } from './metering/meter.ts';

@@ -21,7 +21,7 @@ import { WindowCounters, type Clock } from '../shared/common.ts';
 import type { EventSink } from '../shared/events.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { IdentityDirectory } from '../identity/directory.ts';
-import type { AccountWallets, WalletOwner } from './account-wallets.ts';
+import type { AccountWallets, WalletOwner } from '../identity/account-wallets.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { accountOf, kycVerified, type Account } from './account.ts';
 import { CARRY_FOLD_PC, chargeFor, floorCents, MICROCENTS_PER_CENT, ownerField, walletIdOf, walletTotalUc, type WalletDoc } from './money.ts';

@@ -6,7 +6,7 @@ import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
-import type { AccountWallets } from '../billing/account-wallets.ts';
+import type { AccountWallets } from './account-wallets.ts';
 import { nextId, tooManyRequests, WindowCounters, type Clock } from '../shared/common.ts';
 import { sha256 } from '../shared/hash.ts';
 

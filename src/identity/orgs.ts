@@ -8,7 +8,7 @@ import { ApiError } from '../errors.ts';
 import { isDuplicateKeyError, type Store } from '../store/port.ts';
 import type { AccountService, UserDoc } from './accounts.ts';
 import type { InvitationRecords } from './invitation-records.ts';
-import type { AccountWallets } from '../billing/account-wallets.ts';
+import type { AccountWallets } from './account-wallets.ts';
 import { nextId, type Clock } from '../shared/common.ts';
 
 export type OrgRole = 'owner' | 'admin' | 'member';

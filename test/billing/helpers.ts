@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.ts';
 import { BillingService, type BillingConfig, type BillingDeps } from '../../src/billing/service.ts';
 import { BillingPortal } from '../../src/billing/portal.ts';
 import { walletIdOf } from '../../src/billing/money.ts';
-import { noAccountWallets } from '../../src/billing/account-wallets.ts';
+import { noAccountWallets } from '../../src/identity/account-wallets.ts';
 import { AccountService } from '../../src/identity/accounts.ts';
 import { identityDirectory } from '../../src/identity/directory.ts';
 import { InvitationRecords } from '../../src/identity/invitation-records.ts';

@@ -13,7 +13,7 @@ import { AccountService } from '../../src/identity/accounts.ts';
 import { InvitationRecords } from '../../src/identity/invitation-records.ts';
 import { InvitationService } from '../../src/identity/invitations.ts';
 import { OrgService } from '../../src/identity/orgs.ts';
-import { noAccountWallets } from '../../src/billing/account-wallets.ts';
+import { noAccountWallets } from '../../src/identity/account-wallets.ts';
 import { testConfig } from '../helper.ts';
 
 /** A store whose collections log `name.method(keys of the first argument)` for every call. */

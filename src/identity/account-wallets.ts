@@ -1,12 +1,13 @@
 // What accounts and organizations ask billing of their wallets. Billing owns the `wallets`
 // collection; identity (src/identity/accounts.ts, orgs.ts) opens a wallet when a user signs up or an
 // organization is created, shows an organization's balance, and closes its wallet when it is deleted,
-// through this interface, which BillingService implements. `noAccountWallets` is the noop (tests of
+// through this interface, which BillingService implements (src/billing/service.ts). Identity
+// declares it, as the port it needs, so identity imports nothing of billing (billing asks identity
+// about people through src/identity/directory.ts). `noAccountWallets` is the noop (tests of
 // identity alone).
-import type { OwnerType } from './money.ts';
 
 export interface WalletOwner {
-  type: OwnerType;
+  type: 'user' | 'org';
   id: number;
 }
 
