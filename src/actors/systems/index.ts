@@ -26,6 +26,8 @@ export interface ResidencyPort {
   quietly(entry: Entry, fn: () => void): void;
   run<T>(entry: Entry, task: () => Promise<T>): Promise<T>;
   evict(entry: Entry): boolean;
+  /** The view of the in-memory actor (its context is live: read, never mutate). */
+  view(entry: Entry): ActorView;
 }
 
 export interface LeasesPort {
