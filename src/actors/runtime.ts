@@ -17,7 +17,7 @@
 import { initialTransition, type AnyEventObject, type AnyStateMachine } from 'xstate';
 import type { Filter, Sort } from '../store/port.ts';
 import { ActorNotFoundError, NoReplyError, RuntimeStoppedError, UnknownActorKindError } from './errors.ts';
-import { projectedField, projectedFields, RESUMED, type ActorKind, type ActorResources, type KindEvent, type Projected, type ResumedEvent } from './kinds.ts';
+import { projectedField, projectedFields, type ActorKind, type ActorResources, type KindEvent, type Projected, type ResumedEvent } from './kinds.ts';
 import { actorKey, checkActorId, toView, type ActorDoc, type ActorView } from './record.ts';
 import { Resources, type Entry, type RuntimeOptions } from './resources.ts';
 import { Claims } from './systems/claims.ts';
@@ -106,6 +106,7 @@ export class ActorRuntime {
   }
 
   /** A typed handle on actor `id` of `kind` (the kind object registered with this runtime). */
+  // biome-ignore lint/suspicious/noExplicitAny: any kind, whatever its machine and resources (unknown would not accept a kind's provide)
   ref<K extends ActorKind<any, any>>(kind: K, id: string): ActorRef<K> {
     return {
       send: (event, opts) => this.send(kind.kind, id, event as AnyEventObject, opts),

@@ -406,6 +406,7 @@ export class UsageLog {
     const filter: Record<string, unknown> = { owner: scope.owner };
     if (scope.userId !== undefined) filter.user_id = scope.userId;
     const until = range.untilMs !== undefined ? idTimePrefix(range.untilMs) : undefined;
+    // biome-ignore lint/complexity/useMathMinMax: ids are strings, compared as strings (Math.min would make NaN of them)
     const below = after !== undefined && until !== undefined ? (after < until ? after : until) : (after ?? until);
     const bounds: Record<string, string> = {};
     if (below !== undefined) bounds.$lt = below;

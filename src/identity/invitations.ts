@@ -155,7 +155,7 @@ export class InvitationService {
 
   /** The invitation when it can still be answered: 404 when absent, not the caller's or decided; 410 when expired. */
   private open(inv: InvitationDoc | null): InvitationDoc {
-    if (!inv || inv.status !== 'pending') throw notFound();
+    if (inv?.status !== 'pending') throw notFound();
     if (inv.expires_at.getTime() <= this.now()) throw new ApiError('invitation_expired', 'This invitation has expired; ask for a new one.');
     return inv;
   }

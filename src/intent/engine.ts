@@ -348,7 +348,8 @@ function learnDetector(pack: IntentPack, opts: CompileOptions, d: DetectorOption
     if (kept.length === 0) continue;
     const byId = new Map(kept.map((i) => [i.id, i]));
     items.forEach((it, n) => {
-      if (itemFold[n] !== j) byId.get(it.intent)?.examples[it.lang]!.push(it.text);
+      const kept = itemFold[n] !== j ? byId.get(it.intent) : undefined;
+      if (kept) kept.examples[it.lang]!.push(it.text);
     });
     const sub: IntentPack = { ...pack, intents: kept, out_of_scope: { ...outOfScope, examples: oos.filter((_, n) => oosFold[n] !== j) } };
     const fold = new CompiledPack(sub, { ...opts, detector: false });

@@ -21,7 +21,7 @@ import type { CascadeResult, CompiledPack } from './engine.ts';
 import { normalize } from './normalize.ts';
 import type { PackRegistry } from './packs.ts';
 import { llmFallback } from './llm.ts';
-import { intentSessionKind } from './kind.ts';
+import type { intentSessionKind } from './kind.ts';
 import type { ActorRef } from '../actors/runtime.ts';
 
 /** A session actor's handle: `runtime.ref(intentSessionKind, id)`. */

@@ -225,7 +225,7 @@ function validateCarrier(type: ModelType, r: RouteConfig, at: string): void {
 
 function validateModel(id: string, def: ModelInput, providers: readonly string[]): void {
   const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param });
-  if (!/^[A-Za-z0-9][A-Za-z0-9._:\/-]{0,127}$/.test(id)) throw bad('id', 'A model id is 1-128 letters, digits, and . _ : / - characters.');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/.test(id)) throw bad('id', 'A model id is 1-128 letters, digits, and . _ : / - characters.');
   if (NEEDS_ROUTES.includes(def.type) && def.routes.length === 0) throw bad('routes', `A ${def.type} model needs at least one route.`);
   const allowedPricing = PRICING_BY_TYPE[def.type];
   for (const key of Object.keys(def.pricing) as (keyof Pricing)[]) {

@@ -27,7 +27,7 @@ export function hideUpstream(text: string, route: ResolvedRoute): string {
   }
   let out = text;
   for (const [name, replacement] of names.filter(([n]) => n.length >= 2).sort((a, b) => b[0].length - a[0].length)) {
-    out = out.replace(new RegExp(`(?<![A-Za-z0-9])${escape(name)}(?![A-Za-z0-9])`, 'gi'), replacement);
+    out = out.replace(new RegExp(`(?<![A-Za-z0-9])${escapeRegExp(name)}(?![A-Za-z0-9])`, 'gi'), replacement);
   }
   return out;
 }
@@ -40,6 +40,6 @@ function domainName(host: string): string | null {
   return name && name.length >= 3 ? name : null;
 }
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }

@@ -66,6 +66,7 @@ export function scrub(text: string, secrets: string[]): string {
   let out = text;
   for (const s of secrets) if (s.length >= 4) out = out.split(s).join('[redacted]');
   out = out
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this replaces
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '[url]')
     .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g, '[address]')

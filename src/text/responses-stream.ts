@@ -36,8 +36,8 @@ export async function* responseEvents(
   yield ev('response.in_progress', { response: responseObject(id, createdAt, model, body, []) });
   for await (const chunk of chunks) {
     if (chunk.usage) usage = chunk.usage as ChatCompletion['usage'];
-    const choice = (chunk.choices as { index: number; delta: Record<string, any>; finish_reason: string | null }[])[0];
-    if (!choice || choice.index !== 0) continue;
+    const choice = (chunk.choices as { index: number; delta: Record<string, unknown>; finish_reason: string | null }[])[0];
+    if (choice?.index !== 0) continue;
     const { delta } = choice;
     if (typeof delta.content === 'string' && delta.content !== '') {
       if (text === null) {

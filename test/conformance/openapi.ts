@@ -45,6 +45,7 @@ function byType(doc: Schema): Schema {
       out.allOf = [
         ...(out.allOf ?? []),
         { type: 'object', required: ['type'], properties: { type: { enum: types } } },
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keywords, not a thenable
         ...members.map((m, i) => ({ if: { type: 'object', required: ['type'], properties: { type: { const: types[i] } } }, then: m })),
       ];
     }
@@ -87,7 +88,7 @@ function validatorFor(pointer: string): ValidateFunction {
   return v;
 }
 
-const escape = (s: string): string => s.replaceAll('~', '~0').replaceAll('/', '~1');
+const escapePointer = (s: string): string => s.replaceAll('~', '~0').replaceAll('/', '~1');
 
 /** A problem with a value: where (a JSON pointer into it) and what the document says. */
 export interface Problem {
@@ -125,8 +126,8 @@ export function answerSchema(path: string, method: string, status: number, conte
   if (!response) throw new Error(`${method} ${path} answers no ${status} in the document`);
   if (response.$ref) response = DOCUMENT.components.responses[response.$ref.split('/').pop()];
   if (!response.content?.[contentType]) throw new Error(`${method} ${path} ${status} has no ${contentType} in the document`);
-  const via = op.responses[String(status)].$ref ? `/components/responses/${escape(op.responses[String(status)].$ref.split('/').pop())}` : `/paths/${escape(path)}/${method}/responses/${status}`;
-  return `${via}/content/${escape(contentType)}/schema`;
+  const via = op.responses[String(status)].$ref ? `/components/responses/${escapePointer(op.responses[String(status)].$ref.split('/').pop())}` : `/paths/${escapePointer(path)}/${method}/responses/${status}`;
+  return `${via}/content/${escapePointer(contentType)}/schema`;
 }
 
 /** The document's schema at a pointer (its `$ref` followed once). */
@@ -163,7 +164,7 @@ export function eventSchemas(unionPointer: string, fallbacks: RegExp[] = []): (t
   return (type) => {
     if (byType.has(type)) return byType.get(type);
     for (const name of others) {
-      const pointer = `/components/schemas/${escape(name)}`;
+      const pointer = `/components/schemas/${escapePointer(name)}`;
       if (typeOf(pointer) === type) return pointer;
     }
     return undefined;

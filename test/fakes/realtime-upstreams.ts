@@ -43,7 +43,7 @@ export class FakeRealtimeUpstream {
     readonly protocol: RealtimeProtocol,
     private readonly server: Server,
     readonly url: string,
-    private readonly key: string,
+    readonly key: string,
   ) {}
 
   /** The route's base_url for this fake. */

@@ -128,7 +128,7 @@ export class InboxSystem implements InboxPort {
       const kind = this.res.kindOf(kindName);
       if (!kind) continue;
       const actor = await this.res.actors.findOne({ _id: key }, { projection: { owner: 1, lease_until: 1, status: 1 } });
-      const orphaned = !actor || actor.status !== 'active' || actor.owner === null || actor.owner === this.res.me || (actor.lease_until !== null && actor.lease_until.getTime() <= this.res.now());
+      const orphaned = actor?.status !== 'active' || actor.owner === null || actor.owner === this.res.me || (actor.lease_until !== null && actor.lease_until.getTime() <= this.res.now());
       if (!orphaned) continue;
       const adopted = this.res.entry(kind, key.slice(kindName.length + 1));
       await this.sys.residency.run(adopted, () => this.adopt(adopted)).catch((err: unknown) => adopted.log.warn({ err }, 'inbox adoption failed'));
@@ -170,7 +170,7 @@ export class InboxSystem implements InboxPort {
         entry.dirty = true;
         if (m.status !== 'taken' || m.event === null) continue; // skipped, or withdrawn by its sender
         const actor = entry.actor;
-        if (!actor || actor.getSnapshot().status !== 'active') {
+        if (actor?.getSnapshot().status !== 'active') {
           replies.push({ id: m._id, ask: m.ask, emitted: [] });
           continue;
         }

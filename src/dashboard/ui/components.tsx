@@ -74,6 +74,7 @@ export function Notice({ children }: { children: ComponentChildren }) {
 
 export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
   return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the children, inside the label
     <label class="field">
       <span>{label}</span>
       {children}

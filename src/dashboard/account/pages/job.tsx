@@ -97,6 +97,7 @@ function Transcript({ job, path, segments }: { job: Job; path: string; segments:
     <>
       <section class="card">
         <h2>Recording</h2>
+        {/* biome-ignore lint/a11y/useMediaCaption: the transcript below is the recording's text, segment by segment */}
         <audio
           ref={audio}
           controls

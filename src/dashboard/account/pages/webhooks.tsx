@@ -34,6 +34,7 @@ function ManageWebhooks() {
   const act = useAction();
   const [secrets, show] = useSecrets();
   const [notice, setNotice] = useState<string | null>(null);
+  // biome-ignore lint/suspicious/noConfusingVoidType: an action may resolve to a message or to nothing (an async function with no return)
   const run = (fn: () => Promise<string | void>) =>
     act.run(async () => {
       setNotice(null);
