@@ -8,11 +8,11 @@
 //   of the gateway's CPU at 150 sessions), with the model's routes in order: failover happens
 //   between utterances (each is its own call), never inside one.
 import type { Heard, TranscribeRequest, Transcript } from '../providers/types.ts';
+import { utteranceRequest } from '../providers/utterance.ts';
 import { bytesOf } from '../speech/pcm.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx-engine.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
 import type { TranscriptSegment } from '../speech/transcript.ts';
-import { wavOf } from '../speech/wav.ts';
 
 export interface Utterance {
   itemId: string;
@@ -108,18 +108,6 @@ export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; startEngine
       resampler?.destroy();
     },
   };
-}
-
-/** One utterance as a transcription request: a WAV of its samples, segment timestamps. */
-export function utteranceRequest(samples: Int16Array, rate: number, durationS: number, language?: string): TranscribeRequest {
-  const wav = wavOf(samples, rate);
-  const req: TranscribeRequest = {
-    audio: { path: '', data: wav, filename: 'utterance.wav', contentType: 'audio/wav', bytes: wav.length, durationS },
-    mode: 'transcribe',
-    timestamps: ['segment'],
-  };
-  if (language) req.language = language;
-  return req;
 }
 
 /** Utterance mode: each utterance through `transcribe` (the router over the model's routes). */

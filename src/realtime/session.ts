@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { ApiError, echo } from '../errors.ts';
 import type { VoiceDetector, VoiceDetectors, VadEvent } from '../speech/vad.ts';
 import type { EndReason, RealtimeSessionEvent, SessionError } from '../../machines/realtime-session.machine.ts';
-import { AudioBuffer } from './audio-buffer.ts';
+import { AudioBuffer } from '../speech/audio-buffer.ts';
 import type { Resampler } from '../speech/resample.ts';
 import { createDecoder, workingRate, type AudioDecoder, type Encoding, type InputRate } from './decoder.ts';
 import type { SessionResources } from './kind.ts';

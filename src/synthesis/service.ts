@@ -24,8 +24,8 @@ import type { Resamplers } from '../speech/resample.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import type { GatewayDeps } from '../metering/endpoints.ts';
 import { toApiError, unservedStatus } from '../metering/outcomes.ts';
-import { convertSpeech, type Target } from './convert.ts';
-import { CONTENT_TYPES, DEFAULT_PCM_RATE, isRaw, rawBytesPerSecond } from './formats.ts';
+import { convertSpeech, isRaw, type Target } from '../speech/convert.ts';
+import { CONTENT_TYPES, DEFAULT_PCM_RATE, rawBytesPerSecond } from './formats.ts';
 
 /** Characters a second of speech at speed 1, for a stream cut before its audio was all produced. */
 export const CHARS_PER_SECOND = 15;

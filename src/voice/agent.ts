@@ -15,7 +15,7 @@ import type { UpstreamRouter } from '../providers/router.ts';
 import type { RoutedModel } from '../providers/routes.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import type { Resamplers } from '../speech/resample.ts';
-import { convertSpeech } from '../synthesis/convert.ts';
+import { convertSpeech } from '../speech/convert.ts';
 import { SpeechClip } from '../speech/clip.ts';
 import type { ChatMessage } from '../providers/types.ts';
 import type { IntentPack } from '../intent/pack.ts';

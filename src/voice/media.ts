@@ -22,7 +22,7 @@
 import type { Logger } from 'pino';
 import type { DialInput, EndReason, Turn, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
 import type { VoiceDetector, VoiceDetectors } from '../speech/vad.ts';
-import { AudioBuffer } from '../realtime/audio-buffer.ts';
+import { AudioBuffer } from '../speech/audio-buffer.ts';
 import type { AgentReply, CallAgent } from './agent.ts';
 import type { SpokenLine } from './lines.ts';
 import { sameSecret, type Carrier, type DialRequest } from '../providers/carrier.ts';

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { ActorView } from '../actors/record.ts';
 import { ApiError, echo } from '../errors.ts';
-import { utteranceRequest } from '../realtime/recognisers.ts';
+import { utteranceRequest } from '../providers/utterance.ts';
 import type { Meter } from '../metering/meter.ts';
 import { voiceFeatures } from '../models/catalog.ts';
 import type { ModelDoc } from '../models/types.ts';

@@ -2,7 +2,7 @@
 // clipped to what is kept; trimming forgets what no utterance can need.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AudioBuffer } from '../../src/realtime/audio-buffer.ts';
+import { AudioBuffer } from '../../src/speech/audio-buffer.ts';
 
 const ramp = (from: number, n: number) => Int16Array.from({ length: n }, (_, i) => from + i);
 

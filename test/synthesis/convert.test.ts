@@ -1,8 +1,8 @@
-// From a provider's audio to the client's format, in the process (src/synthesis/convert.ts).
+// From a provider's audio to the client's format, in the process (src/speech/convert.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadResamplers } from '../../src/speech/resample.ts';
-import { convertSpeech } from '../../src/synthesis/convert.ts';
+import { convertSpeech } from '../../src/speech/convert.ts';
 
 /** 24 kHz s16le of a 440 Hz tone, `seconds` long. */
 function tone(seconds: number): Buffer {

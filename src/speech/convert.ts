@@ -1,17 +1,47 @@
-// From the audio a provider produced to the format the client asked for, as a stream:
+// From the audio a provider produced to the format its listener wants, as a stream (the speech
+// endpoint's client, src/synthesis/service.ts; a call's carrier, src/voice/agent.ts):
 //   - the same format (and rate, for raw audio): passed through untouched;
 //   - raw PCM to raw PCM or μ-law: in the process (SpeexDSP resampler, G.711 table), no tool to start;
 //   - anything else: one ffmpeg process reading and writing pipes (src/speech/ffmpeg.ts).
 import { setImmediate } from 'node:timers/promises';
-import type { SpeechAudio, SpeechFormat } from '../providers/types.ts';
-import type { Resamplers } from '../speech/resample.ts';
-import { encodeAudio } from '../speech/ffmpeg.ts';
-import { g711Decode, g711Encode, G711_SAMPLE_RATE } from '../speech/g711.ts';
-import { bytesOf, samplesOf } from '../speech/pcm.ts';
-import { ffmpegOutput, isRaw } from './formats.ts';
+import type { Resamplers } from './resample.ts';
+import { encodeAudio } from './ffmpeg.ts';
+import { g711Decode, g711Encode, G711_SAMPLE_RATE } from './g711.ts';
+import { bytesOf, samplesOf } from './pcm.ts';
+
+/**
+ * The audio formats speech is produced and converted in (`pcm`: raw s16le mono; `mulaw`: G.711
+ * μ-law, 8 kHz): the provider port's `SpeechFormat` (src/providers/types.ts) names the same list.
+ */
+export type AudioFormat = 'mp3' | 'wav' | 'opus' | 'flac' | 'aac' | 'pcm' | 'mulaw';
+
+/** A provider's audio as it is produced (its chunks apart): `sampleRate` is set for `pcm` and `mulaw`. */
+export interface AudioSource {
+  format: AudioFormat;
+  sampleRate?: number;
+}
+
+export type RawFormat = 'pcm' | 'mulaw';
+
+export function isRaw(format: AudioFormat): format is RawFormat {
+  return format === 'pcm' || format === 'mulaw';
+}
+
+/** ffmpeg's output arguments for each format (raw ones at `sampleRate`, mono). */
+export function ffmpegOutput(format: AudioFormat, sampleRate: number): string[] {
+  switch (format) {
+    case 'mp3': return ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'];
+    case 'wav': return ['-c:a', 'pcm_s16le', '-f', 'wav'];
+    case 'opus': return ['-c:a', 'libopus', '-b:a', '32k', '-f', 'ogg'];
+    case 'flac': return ['-c:a', 'flac', '-f', 'flac'];
+    case 'aac': return ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'];
+    case 'pcm': return ['-ac', '1', '-ar', String(sampleRate), '-c:a', 'pcm_s16le', '-f', 's16le'];
+    case 'mulaw': return ['-ac', '1', '-ar', String(G711_SAMPLE_RATE), '-c:a', 'pcm_mulaw', '-f', 'mulaw'];
+  }
+}
 
 export interface Target {
-  format: SpeechFormat;
+  format: AudioFormat;
   /** For pcm; mulaw is always 8000. */
   sampleRate: number;
 }
@@ -22,13 +52,13 @@ export interface ConvertDeps {
 }
 
 /** Whether the provider's audio is already what the client asked for. */
-export function passesThrough(source: Omit<SpeechAudio, 'chunks'>, target: Target): boolean {
+export function passesThrough(source: AudioSource, target: Target): boolean {
   if (source.format !== target.format) return false;
   if (target.format === 'pcm') return source.sampleRate === target.sampleRate;
   return true;
 }
 
-export async function* convertSpeech(source: Omit<SpeechAudio, 'chunks'>, chunks: AsyncIterable<Buffer>, target: Target, deps: ConvertDeps): AsyncGenerator<Buffer> {
+export async function* convertSpeech(source: AudioSource, chunks: AsyncIterable<Buffer>, target: Target, deps: ConvertDeps): AsyncGenerator<Buffer> {
   if (passesThrough(source, target)) return yield* chunks;
   if (source.format === 'mulaw') {
     // μ-law to anything: decoded here first (one byte a sample, any chunking).

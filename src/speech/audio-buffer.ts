@@ -1,6 +1,6 @@
-// The recent audio of a socket (16-bit PCM at its rate), kept only as far back as an utterance may
-// still need it: the current speech plus its prefix padding, or what a client has appended since its
-// last commit; never more than `maxSamples` (an utterance's longest, plus the padding).
+// The recent audio of a realtime socket or a call (16-bit PCM at its rate), kept only as far back as
+// an utterance may still need it: the current speech plus its prefix padding, or what a client has
+// appended since its last commit; never more than `maxSamples` (an utterance's longest, plus the padding).
 export class AudioBuffer {
   private chunks: { start: number; samples: Int16Array }[] = [];
   /** Samples appended since the session began (the session's audio clock, in samples). */
