@@ -1,5 +1,6 @@
 // One realtime socket's in-memory side: the actor's resources. Audio frames are data handled here
-// (decode → PCM16 → server VAD → utterance → recogniser); the actor (machines/realtime-session)
+// (decode → PCM16 → the listening stage, src/speech/listening.ts: server VAD → utterance → the
+// recogniser); the actor (machines/realtime-session)
 // gets control events only: utterance committed, transcript final, upstream failed, client closed,
 // and a checkpoint of the audio received every `progressMs` (speech started changes nothing in it:
 // not sent, an event less per utterance).
@@ -12,26 +13,17 @@
 // frame at once, never a hang.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ApiError, echo } from '../errors.ts';
-import type { VoiceDetector, VoiceDetectors, VadEvent } from '../speech/vad.ts';
+import { ApiError } from '../errors.ts';
+import type { VoiceDetectors } from '../speech/vad.ts';
 import type { EndReason, RealtimeSessionEvent, SessionError } from '../../machines/realtime-session.machine.ts';
-import { AudioBuffer } from '../speech/audio-buffer.ts';
+import { Listener, type HeardUtterance, type UtteranceEnd } from '../speech/listening.ts';
 import type { Resampler } from '../speech/resample.ts';
 import { createDecoder, workingRate, type AudioDecoder, type Encoding, type InputRate } from './decoder.ts';
 import type { SessionResources } from './kind.ts';
 import type { Heard } from '../providers/types.ts';
-import { DeltaText } from './delta-text.ts';
 import type { SessionRecogniser } from './recognisers.ts';
-
-/** OpenAI's server_vad settings; null turns detection off (the client commits). */
-export interface TurnDetection {
-  type: 'server_vad';
-  threshold: number;
-  prefix_padding_ms: number;
-  silence_duration_ms: number;
-}
-
-export const DEFAULT_TURN_DETECTION: TurnDetection = { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 };
+import { ItemTranscripts, type TranscriptOutput } from './transcripts.ts';
+import { checkUpdate, DEFAULT_TURN_DETECTION, detectionOf, type SessionUpdate, type TurnDetection } from './settings.ts';
 
 export interface SessionParams {
   sessionId: string;
@@ -52,32 +44,9 @@ export type SessionOutput =
   | { type: 'speech_stopped'; itemId: string; audioEndMs: number }
   | { type: 'committed'; itemId: string; previousItemId: string | null }
   | { type: 'cleared' }
-  | { type: 'delta'; itemId: string; delta: string }
-  | { type: 'completed'; itemId: string; transcript: string; start: number; end: number; seconds: number }
+  | TranscriptOutput
   | { type: 'error'; error: SessionError & { param?: string } }
   | { type: 'done' };
-
-/**
- * What a client's session update asks (OpenAI's GA `session.update` or its beta
- * `transcription_session.update`, read by the edge). An absent field leaves the setting as it is.
- * Every setting that can be taken is applied; each one that cannot is reported on its own (`param`
- * names the field in the client's own frame). The format and the language may change until the
- * socket's first audio; after it, a change of them is refused (the rest of the update applies).
- */
-export interface SessionUpdate {
-  turnDetection?: TurnDetection | null;
-  /** `sampleRate` null: the socket's own when `encoding` is the same, else the encoding's default (pcm 24 kHz, the others 8 kHz). */
-  format?: { encoding: Encoding; sampleRate: InputRate | null; param: string };
-  language?: { tag: string; param: string };
-  /** The model named in the update: it must be the socket's (chosen by its `model` query parameter). */
-  model?: { name: string; param: string };
-  /** Which event asked: the answer is `session.updated` or `transcription_session.updated`. */
-  via: 'session.update' | 'transcription_session.update';
-  /** Settings the edge could not read (a bad value, an unknown field), each reported as an error. */
-  refused: ApiError[];
-  /** How many settings the edge read (taken, or applied above); with none taken and none refused, the update is an echo. */
-  taken: number;
-}
 
 /** A session's recogniser and input resampler, built for its params (again, when the format changes before any audio). */
 export interface SessionPipeline {
@@ -134,26 +103,25 @@ const KEEP_EXTRA_MS = 500;
 export class RealtimeSession implements SessionResources {
   private params: SessionParams;
   private decoder!: AudioDecoder;
-  private buffer!: AudioBuffer;
+  /** The audio kept, the detector and the utterances cut (src/speech/listening.ts). */
+  private listening!: Listener;
   private rate!: 8000 | 16000;
   private recogniser!: SessionRecogniser;
   private inputResampler: Resampler | null = null;
   /** Audio bytes came (the format and language are fixed from then on). */
   private audioStarted = false;
   private turn: TurnDetection | null = DEFAULT_TURN_DETECTION;
-  private vad: VoiceDetector | null = null;
-  /** Session ms at which the current detector started (its clock is relative to it). */
-  private vadOriginMs = 0;
-  /** The current speech (VAD) or uncommitted buffer (manual) start, in samples; null when none. */
-  private itemStart: number | null = null;
+  /** The item of the speech in progress (VAD) or of the uncommitted buffer (manual), once minted. */
   private itemId: string | null = null;
-  /** Manual mode: where the uncommitted buffer begins, in samples. */
-  private manualStart = 0;
   private previousItemId: string | null = null;
-  /** Items with text heard and not yet completed: their deltas, held while an earlier item is unanswered. */
-  private readonly texts = new Map<string, ItemText>();
-  private pending = 0;
-  private answered: Promise<void> = Promise.resolve();
+  /** The items' text to the client, in commit order (src/realtime/transcripts.ts). */
+  private readonly transcripts = new ItemTranscripts({
+    send: (out) => this.deps.sink.send(out),
+    ended: () => this.ended,
+    openItem: () => this.itemId,
+    final: (itemId) => this.toActor({ type: 'transcript.final', itemId }),
+    failed: (err, itemId) => this.unrecognised(err, itemId),
+  });
   private readonly abort = new AbortController();
   private progressTimer: NodeJS.Timeout | null = null;
   private lastProgressMs = -1;
@@ -170,25 +138,34 @@ export class RealtimeSession implements SessionResources {
     this.build();
   }
 
-  /** The audio path for `params`: decoder, buffer, detector, recogniser (the old ones, if any, closed). */
+  /** The audio path for `params`: decoder, listening stage, recogniser (the old ones, if any, closed). */
   private build(): void {
     this.recogniser?.close();
     this.inputResampler?.destroy();
-    this.vad?.destroy();
+    this.listening?.close();
     this.rate = workingRate(this.params.sampleRate);
     this.decoder = createDecoder(this.params.encoding);
-    this.buffer = new AudioBuffer(Math.ceil(((this.deps.limits.maxUtteranceMs + DEFAULT_TURN_DETECTION.prefix_padding_ms + KEEP_EXTRA_MS + 5_000) * this.rate) / 1000));
     const { recogniser, inputResampler } = this.deps.pipeline(this.params);
     this.recogniser = recogniser;
     this.inputResampler = inputResampler;
-    this.vad = this.newDetector(this.turn);
-    this.vadOriginMs = 0;
+    this.listening = new Listener(
+      {
+        rate: this.rate,
+        detectors: this.deps.detectors,
+        detection: detectionOf(this.turn),
+        maxUtteranceMs: this.deps.limits.maxUtteranceMs,
+        bufferMs: this.deps.limits.maxUtteranceMs + DEFAULT_TURN_DETECTION.prefix_padding_ms + KEEP_EXTRA_MS + 5_000,
+        keepExtraMs: KEEP_EXTRA_MS,
+        overlap: true,
+      },
+      { speechStarted: (start) => this.speechStarted(start), utterance: (u, why) => this.utterance(u, why) },
+    );
     recogniser.listen?.((heard) => this.heardSpeech(heard));
   }
 
   /** Audio received so far, ms. */
   get audioMs(): number {
-    return (this.buffer.total * 1000) / this.rate;
+    return this.listening.audioMs;
   }
 
   get isEnded(): boolean {
@@ -216,29 +193,18 @@ export class RealtimeSession implements SessionResources {
     const samples = this.inputResampler ? this.inputResampler.process(decoded) : decoded;
     if (samples.length === 0) return;
     this.lastAudioAt = this.deps.now();
-    const at = this.buffer.total;
-    this.buffer.append(samples);
-    this.recogniser.audio(samples);
-    if (this.vad) this.takeVad(this.vad.push(samples), at + samples.length);
-    else if (this.buffer.total - this.manualStart >= this.samplesOf(this.deps.limits.maxUtteranceMs)) {
-      this.commitRange(this.manualStart, this.buffer.total, this.itemId); // a client that never commits: cut at the limit
-      this.manualStart = this.buffer.total;
-      this.itemId = null;
-    }
-    if (!this.vad || this.itemStart === null) this.trimBuffer();
+    this.recogniser.audio(samples); // before the utterances these samples end: the recogniser has their audio
+    this.listening.push(samples);
   }
 
   /** input_audio_buffer.commit: what is buffered (or the speech in progress) becomes an item. */
   commit(): void {
     if (this.ended) return;
-    const from = this.vad ? this.itemStart : this.manualStart;
-    if (from === null || this.buffer.total - from < this.samplesOf(MIN_COMMIT_MS)) {
+    const from = this.listening.openStart;
+    if (from === null || this.listening.total - from < this.samplesOf(MIN_COMMIT_MS)) {
       throw new ApiError('invalid_request', `Error committing input audio buffer: the buffer holds less than ${MIN_COMMIT_MS} ms of audio.`);
     }
-    const itemId = this.itemId;
-    this.commitRange(from, this.buffer.total, itemId);
-    if (this.vad) this.restartDetector(); // the speech committed by hand is over for the detector
-    else this.manualStart = this.buffer.total;
+    this.listening.commit();
     this.itemId = null;
   }
 
@@ -246,9 +212,7 @@ export class RealtimeSession implements SessionResources {
   clear(): void {
     if (this.ended) return;
     this.dropOpenItem();
-    this.manualStart = this.buffer.total;
-    if (this.vad) this.restartDetector();
-    this.buffer.trim(this.buffer.total);
+    this.listening.clear();
     this.deps.sink.send({ type: 'cleared' });
   }
 
@@ -260,38 +224,7 @@ export class RealtimeSession implements SessionResources {
    */
   update(u: SessionUpdate): void {
     if (this.ended) return;
-    const refused = [...u.refused];
-    let applied = u.taken;
-    const refuse = (err: ApiError) => {
-      refused.push(err);
-      applied--;
-    };
-    if (u.model && u.model.name !== this.params.model) {
-      refuse(new ApiError('invalid_request', `This socket transcribes with '${this.params.model}' (its 'model' query parameter), not '${echo(u.model.name)}'.`, { param: u.model.param }));
-    }
-    const next = { ...this.params };
-    if (u.format) {
-      const { encoding, sampleRate } = u.format;
-      const rate = sampleRate ?? (encoding === this.params.encoding ? this.params.sampleRate : encoding === 'pcm_s16le' ? 24000 : 8000);
-      if ((encoding !== this.params.encoding || rate !== this.params.sampleRate) && this.audioStarted) {
-        refuse(new ApiError('invalid_request', "The socket's audio format cannot change once audio has arrived; open a new socket for other audio.", { param: u.format.param }));
-      } else {
-        next.encoding = encoding;
-        next.sampleRate = rate;
-      }
-    }
-    if (u.language) {
-      try {
-        const language = this.deps.language(u.language.tag, u.language.param);
-        if (language !== this.params.language && this.audioStarted) {
-          throw new ApiError('invalid_request', "The socket's language cannot change once audio has arrived; open a new socket for another language.", { param: u.language.param });
-        }
-        next.language = language;
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        refuse(err);
-      }
-    }
+    const { next, refused, applied } = checkUpdate(u, this.params, this.audioStarted, (tag, param) => this.deps.language(tag, param));
     for (const err of refused) this.deps.sink.send({ type: 'error', error: { code: err.code, message: err.message, ...(err.options.param !== undefined ? { param: err.options.param } : {}) } });
     if (refused.length > 0 && applied <= 0) return;
     if (u.turnDetection !== undefined) this.turn = u.turnDetection;
@@ -300,8 +233,7 @@ export class RealtimeSession implements SessionResources {
       this.build();
     } else if (u.turnDetection !== undefined) {
       this.dropOpenItem();
-      this.manualStart = this.buffer.total;
-      this.restartDetector();
+      this.listening.setDetection(detectionOf(this.turn));
     }
     this.deps.sink.send({ type: 'updated', session: this.describe(), via: u.via });
   }
@@ -362,8 +294,7 @@ export class RealtimeSession implements SessionResources {
     this.progressTimer = null;
     this.abort.abort(new Error('session ended'));
     this.recogniser.close();
-    this.vad?.destroy();
-    this.vad = null;
+    this.listening.close();
     this.inputResampler?.destroy();
     this.inputResampler = null;
   }
@@ -411,23 +342,9 @@ export class RealtimeSession implements SessionResources {
     return Math.round((samples * 1000) / this.rate);
   }
 
-  private newDetector(turn: TurnDetection | null): VoiceDetector | null {
-    if (!turn) return null;
-    return this.deps.detectors.create({ sampleRate: this.rate, threshold: turn.threshold, prefix_padding_ms: turn.prefix_padding_ms, silence_duration_ms: turn.silence_duration_ms });
-  }
-
-  private restartDetector(): void {
-    this.vad?.destroy();
-    this.vadOriginMs = this.audioMs;
-    this.vad = this.newDetector(this.turn);
-    this.itemStart = null;
-    this.itemId = null;
-  }
-
   /** The speech in progress is dropped (clear, update): so is what was heard of it. */
   private dropOpenItem(): void {
-    if (this.itemId) this.texts.delete(this.itemId);
-    this.itemStart = null;
+    if (this.itemId) this.transcripts.drop(this.itemId);
     this.itemId = null;
   }
 
@@ -438,115 +355,46 @@ export class RealtimeSession implements SessionResources {
    */
   private heardSpeech(heard: Heard): void {
     if (this.ended) return;
-    this.heard((this.itemId ??= newItemId()), heard);
+    this.transcripts.heard((this.itemId ??= newItemId()), heard);
   }
 
-  private itemText(itemId: string): ItemText {
-    let t = this.texts.get(itemId);
-    if (!t) this.texts.set(itemId, (t = { text: new DeltaText(), held: [], head: this.pending === 0 }));
-    return t;
+  /** The detector heard speech begin (or the longest utterance cut it: the rest is a new item). */
+  private speechStarted(start: number): void {
+    this.itemId ??= newItemId(); // minted already when the upstream heard it first
+    this.deps.sink.send({ type: 'speech_started', itemId: this.itemId, audioStartMs: this.msOf(start) });
   }
 
-  /** A delta of `itemId`: sent, or held until every item before it is answered. */
-  private heard(itemId: string, heard: Heard): void {
-    if (this.ended) return;
-    const t = this.itemText(itemId);
-    const delta = t.text.take(heard);
-    if (!delta) return;
-    if (t.head) this.deps.sink.send({ type: 'delta', itemId, delta });
-    else t.held.push(delta);
-  }
-
-  /** `itemId` is the next to be answered: its held deltas go out. */
-  private toHead(itemId: string): void {
-    const t = this.itemText(itemId);
-    t.head = true;
-    for (const delta of t.held.splice(0)) if (!this.ended) this.deps.sink.send({ type: 'delta', itemId, delta });
-  }
-
-  /** Keeps only what a coming utterance may need. */
-  private trimBuffer(): void {
-    if (this.vad) this.buffer.trim(this.buffer.total - this.samplesOf((this.turn?.prefix_padding_ms ?? 0) + KEEP_EXTRA_MS));
-    else this.buffer.trim(this.manualStart);
-  }
-
-  private takeVad(events: VadEvent[], nowSample: number): void {
-    for (const e of events) {
-      if (e.type === 'speech_started') {
-        this.itemStart = Math.max(this.buffer.first, this.samplesOf(this.vadOriginMs + e.audio_start_ms));
-        this.itemId ??= newItemId(); // minted already when the upstream heard it first
-        this.deps.sink.send({ type: 'speech_started', itemId: this.itemId, audioStartMs: this.msOf(this.itemStart) });
-      } else if (this.itemStart !== null) {
-        const end = Math.min(nowSample, this.samplesOf(this.vadOriginMs + e.audio_end_ms));
-        this.deps.sink.send({ type: 'speech_stopped', itemId: this.itemId!, audioEndMs: this.msOf(end) });
-        this.commitRange(this.itemStart, end, this.itemId);
-        this.itemStart = null;
-        this.itemId = null;
-      }
-    }
-    // Speech that goes on past the longest utterance: commit it, the rest is a new item.
-    if (this.itemStart !== null && nowSample - this.itemStart >= this.samplesOf(this.deps.limits.maxUtteranceMs)) {
-      this.deps.sink.send({ type: 'speech_stopped', itemId: this.itemId!, audioEndMs: this.msOf(nowSample) });
-      this.commitRange(this.itemStart, nowSample, this.itemId);
-      this.itemStart = nowSample;
-      this.itemId = newItemId();
-      this.deps.sink.send({ type: 'speech_started', itemId: this.itemId, audioStartMs: this.msOf(nowSample) });
-    }
+  /** An utterance is cut: the detector's (its speech stopped, or the longest) or the client's (committed, or never committed: the longest). */
+  private utterance(u: HeardUtterance, why: UtteranceEnd): void {
+    if (why !== 'commit' && this.listening.detecting) this.deps.sink.send({ type: 'speech_stopped', itemId: this.itemId!, audioEndMs: this.msOf(u.to) });
+    this.commitRange(u.from, u.to, this.itemId, u.samples);
+    this.itemId = null;
   }
 
   /** Samples [from, to) become item `itemId` (a new id when null): committed, then recognised. */
-  private commitRange(from: number, to: number, itemId: string | null): void {
+  private commitRange(from: number, to: number, itemId: string | null, samples: Int16Array): void {
     const id = itemId ?? newItemId();
     this.deps.sink.send({ type: 'committed', itemId: id, previousItemId: this.previousItemId });
     this.previousItemId = id;
     this.toActor({ type: 'utterance.committed', itemId: id });
-    if (this.pending >= this.deps.limits.maxPendingUtterances) {
+    if (this.transcripts.pending >= this.deps.limits.maxPendingUtterances) {
       this.end('upstream_failed', { code: 'model_unavailable', message: 'The transcription upstream is slower than the audio; the session is closed.' });
       return;
     }
-    const text = this.itemText(id);
-    if (this.pending === 0) this.toHead(id); // nothing before it waits for its answer
-    else text.head = false;
-    this.pending += 1;
-    const samples = this.buffer.slice(from, to);
     const utterance = { itemId: id, startMs: this.msOf(from), endMs: this.msOf(to), samples: () => samples };
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.limits.utteranceTimeoutMs)]);
-    // Deltas stream once this utterance's answer is the next to go out (held until then).
-    const answer = this.recogniser.recognise(utterance, signal, (heard) => this.heard(id, heard));
-    answer.catch(() => {});
-    // Answers go out in commit order.
-    this.answered = this.answered.then(async () => {
-      this.toHead(id);
-      try {
-        const r = await answer;
-        if (this.ended) return;
-        const rest = text.text.finish(r.text);
-        if (rest) this.deps.sink.send({ type: 'delta', itemId: id, delta: rest });
-        this.deps.sink.send({ type: 'completed', itemId: id, transcript: r.text, start: r.start, end: r.end, seconds: Math.ceil((utterance.endMs - utterance.startMs) / 1000) });
-        this.toActor({ type: 'transcript.final', itemId: id });
-      } catch (err) {
-        if (this.ended) return;
-        const timedOut = (err as Error | undefined)?.name === 'TimeoutError';
-        this.deps.log.warn({ err, item_id: id }, 'realtime utterance not recognised');
-        this.end('upstream_failed', {
-          code: 'model_unavailable',
-          message: timedOut ? `The transcription upstream did not answer within ${Math.round(this.deps.limits.utteranceTimeoutMs / 1000)} s; the session is closed.` : 'The transcription upstream failed; the session is closed.',
-        });
-      } finally {
-        this.pending -= 1;
-        this.texts.delete(id);
-        // The speech in progress is next: what was heard of it goes out.
-        if (this.pending === 0 && this.itemId && this.texts.has(this.itemId)) this.toHead(this.itemId);
-      }
+    this.transcripts.add(id, Math.ceil((utterance.endMs - utterance.startMs) / 1000), (onHeard) => this.recogniser.recognise(utterance, signal, onHeard));
+  }
+
+  /** An utterance's recognition failed or timed out: the session ends with an `error` frame. */
+  private unrecognised(err: unknown, itemId: string): void {
+    const timedOut = (err as Error | undefined)?.name === 'TimeoutError';
+    this.deps.log.warn({ err, item_id: itemId }, 'realtime utterance not recognised');
+    this.end('upstream_failed', {
+      code: 'model_unavailable',
+      message: timedOut ? `The transcription upstream did not answer within ${Math.round(this.deps.limits.utteranceTimeoutMs / 1000)} s; the session is closed.` : 'The transcription upstream failed; the session is closed.',
     });
   }
-}
-
-interface ItemText {
-  text: DeltaText;
-  held: string[];
-  /** Every item before it is answered: its deltas go out as they come. */
-  head: boolean;
 }
 
 const newItemId = (): string => `item_${randomUUID().replaceAll('-', '')}`;

@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, ERRORS, type ErrorCode } from '../errors.ts';
 import type { Encoding, InputRate } from '../realtime/decoder.ts';
-import { DEFAULT_TURN_DETECTION, type SessionDescription, type SessionOutput, type SessionUpdate, type TurnDetection } from '../realtime/session.ts';
+import type { SessionDescription, SessionOutput } from '../realtime/session.ts';
+import { DEFAULT_TURN_DETECTION, type SessionUpdate, type TurnDetection } from '../realtime/settings.ts';
 
 /** What a client frame asks for. */
 export type ClientEvent =
