@@ -256,7 +256,7 @@ export async function createServices(deps: {
   const voiceKind = voiceCallKind({
     meter, events, now, checkpointMs: vc.checkpointMs, retainMs: vc.retentionDays * 86_400_000,
     hangupOrphan: async (modelId, dialled) => {
-      // `dialled` is `<route index>:<carrier's call id>` (src/voice/media.ts).
+      // `dialled` is `<route index>:<carrier's call id>` (src/voice/dialling.ts).
       const m = /^(\d+):(.+)$/.exec(dialled);
       const model = m ? await models.get(modelId) : null;
       const at = Number(m?.[1]);

@@ -1,6 +1,6 @@
 // One utterance (16-bit PCM held in memory) as a transcription request for the sync path
 // (`router.transcribe`): a small WAV, no file. Shared by the realtime socket's utterance mode
-// (src/realtime/recognisers.ts) and a call's recogniser (src/voice/service.ts).
+// (src/realtime/recognisers.ts) and a call's recogniser (src/voice/live.ts).
 import { wavOf } from '../speech/wav.ts';
 import type { TranscribeRequest } from './types.ts';
 

@@ -12,6 +12,7 @@ import type { ModelDoc, RouteConfig } from '../models/types.ts';
 import type { Payer } from '../billing/types.ts';
 import type { IntentService } from '../intent/service.ts';
 import type { Carrier } from '../providers/carrier.ts';
+import type { LivePlan } from './live.ts';
 import type { RoutedModel } from '../providers/routes.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
@@ -59,20 +60,9 @@ export interface CheckSettings {
   minAffordableSeconds: number;
 }
 
-/** What `check` settled about a call, before its hold. */
-export interface Checked {
+/** What `check` settled about a call, before its hold (what its live side reads: `LivePlan`, src/voice/live.ts). */
+export interface Checked extends LivePlan {
   to: string;
-  language: string;
-  voice: string;
-  reservedSeconds: number;
-  maxSeconds: number;
-  stt: ModelDoc;
-  tts: ModelDoc;
-  /** The intent agent's model (intent and hybrid agents), and the LLM's (llm and hybrid). */
-  intentModel: ModelDoc | null;
-  llmModel: ModelDoc | null;
-  /** The model's routes this build can dial through, in order (their index among the model's routes). */
-  carriers: { route: number; carrier: Carrier }[];
   price: number;
 }
 

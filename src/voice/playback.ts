@@ -1,4 +1,4 @@
-// One agent reply on its way to the callee (src/voice/media.ts's speaking side): its lines' audio in
+// One agent reply on its way to the callee (a call's speaking side, src/voice/speaking.ts): its lines' audio in
 // the carrier wire's encoding and whole chunks, sent paced by the instance's one clock
 // (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead, with a mark every 200 ms and
 // at the end of the audio so far. The marks the carrier echoes back say how much the callee heard:

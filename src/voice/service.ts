@@ -4,31 +4,25 @@
 // language, voice, agent: `check`, src/voice/checks.ts), KYC and the reservation through the Meter:
 // min(max duration, what the wallet affords) at the model's per-minute price, custodial (the call's
 // actor settles it, after a restart too). Then the call's actor is spawned with its live side
-// (src/voice/media.ts) and dials. list, get, cancel and hang up, and the carriers' status callbacks
+// (src/voice/live.ts assembles src/voice/media.ts) and dials. list, get, cancel and hang up, and the carriers' status callbacks
 // read and message that actor; its public view is src/voice/view.ts.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { ActorView } from '../actors/record.ts';
 import { ApiError, echo } from '../errors.ts';
-import { utteranceRequest } from '../providers/utterance.ts';
 import type { Meter } from '../metering/meter.ts';
 import { voiceFeatures } from '../models/catalog.ts';
-import type { ModelDoc } from '../models/types.ts';
 import type { Payer } from '../billing/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
-import type { IntentService } from '../intent/service.ts';
-import type { UpstreamRouter } from '../providers/router.ts';
-import type { VoiceDetectors } from '../speech/vad.ts';
-import { matchLanguage } from '../speech/languages.ts';
 import type { Store } from '../store/port.ts';
 import type { CallStatus, ControlReply, VoiceCallInput } from '../../machines/voice-call.machine.ts';
-import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
 import type { CallbackRequest } from '../providers/carrier.ts';
 import { check, endpointing, type Checked, type CheckDeps, type CheckSettings, type VoiceCallBody } from './checks.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
-import { CallMedia } from './media.ts';
+import { callMedia, type LiveDeps } from './live.ts';
+import type { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
 import { facts, toObject } from './view.ts';
 import type { VoiceCallObject } from './views.ts';
@@ -36,21 +30,20 @@ import type { VoiceCallObject } from './views.ts';
 const DEFAULT_RING_TIMEOUT_SECONDS = 30;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
 const HOLD_TTL_MS = (120 + 3600 + 900) * 1000;
-/** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
-const DEFAULT_MIN_SPEECH_MS = 400;
-const DEFAULT_IDLE_PROMPT_MS = 8000;
 /** How long a request waits for the call an identical one (same Idempotency-Key) is placing. */
 const IDEMPOTENT_WAIT_MS = 5000;
-const DEFAULT_IDLE_PROMPTS = 2;
-const DEFAULT_IGNORE = ['haan', 'ji', 'hmm', 'ok', 'achha'];
 
 export interface VoiceSettings extends CheckSettings {
   maxConcurrentCalls: number;
   mediaTimeoutMs: number;
 }
 
-/** The voice service's dependencies: `check`'s (the model's rules, src/voice/checks.ts) and the rest. */
-export interface VoiceServiceDeps extends CheckDeps {
+/**
+ * The voice service's dependencies: `check`'s (the model's rules, src/voice/checks.ts), the live
+ * side's (the agent's, the recogniser's, the media stream's: `LiveDeps`, src/voice/live.ts) and the rest.
+ * (The intent service is the live side's, whose agent converses; check's reading of a pack is part of it.)
+ */
+export interface VoiceServiceDeps extends Omit<CheckDeps, 'intent'>, LiveDeps {
   meter: Meter;
   runtime: Pick<ActorRuntime, 'ref' | 'list' | 'spawn'>;
   kind: VoiceKind;
@@ -59,12 +52,6 @@ export interface VoiceServiceDeps extends CheckDeps {
   payerFor(principal: ApiKeyPrincipal): Promise<Payer>;
   /** The account's own limit on calls at once, an operator's (null: `settings.maxConcurrentCalls`). */
   maxConcurrentCalls(account: string): Promise<number | null>;
-  intent: Pick<IntentService, 'converse' | 'packOf'>;
-  audio: ResponseAudio;
-  router: Pick<UpstreamRouter, 'transcribe' | 'stream'>;
-  detectors(): Promise<VoiceDetectors>;
-  /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
-  baseUrl(): string;
   keySecret: string;
   settings: VoiceSettings;
   logger: Logger;
@@ -188,7 +175,7 @@ export class VoiceCalls {
       ringTimeoutMs,
       spec,
     };
-    const media = this.mediaFor(callId, body, c);
+    const media = callMedia(this.deps, { callId, body, plan: c, endpointingMs: endpointing(body), token: this.streamToken(callId), pacer: this.pacer, onDisposed: () => this.live.delete(callId) });
     this.live.set(callId, media);
     try {
       await this.deps.runtime.spawn(VOICE_KIND, callId, input, { resources: media });
@@ -208,67 +195,6 @@ export class VoiceCalls {
       created_at: Math.floor(now / 1000),
       max_duration_seconds: c.reservedSeconds,
       metadata: body.metadata ?? {},
-    };
-  }
-
-  private mediaFor(callId: string, body: VoiceCallBody, c: Checked): CallMedia {
-    const log = this.deps.logger.child({ call_id: callId });
-    const base = this.deps.baseUrl().replace(/\/+$/, '').replace(/^http/, 'ws');
-    const interruption = body.turn?.interruption ?? {};
-    const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
-    const sttRoutes = this.deps.resolveRoutes(c.stt);
-    return new CallMedia({
-      callId,
-      carriers: c.carriers,
-      actor: this.deps.runtime.ref(this.deps.kind, callId),
-      streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
-      token: this.streamToken(callId),
-      agent: this.agentFor(callId, body, c),
-      detectors: this.deps.detectors,
-      recognise: async (samples, signal) => {
-        const { result } = await this.deps.router.transcribe(sttRoutes, utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined), signal);
-        return result.text;
-      },
-      turn: {
-        endpointingMs: endpointing(body),
-        interruption: {
-          enabled: interruption.enabled ?? true,
-          minSpeechMs: interruption.min_speech_ms ?? DEFAULT_MIN_SPEECH_MS,
-          ignore: (interruption.ignore ?? DEFAULT_IGNORE).map((w) => w.toLowerCase()),
-        },
-      },
-      mediaTimeoutMs: this.deps.settings.mediaTimeoutMs,
-      creditLimitMs: c.reservedSeconds < c.maxSeconds ? c.reservedSeconds * 1000 : null,
-      idle: { promptAfterMs: body.idle?.prompt_after_ms ?? DEFAULT_IDLE_PROMPT_MS, maxPrompts: body.idle?.max_prompts ?? DEFAULT_IDLE_PROMPTS },
-      log,
-      now: this.deps.now,
-      onDisposed: () => this.live.delete(callId),
-      pacer: this.pacer,
-    });
-  }
-
-  /** The call's agent: the pack's (intent), an LLM's (llm), or the pack's with an LLM for what it cannot classify (hybrid). */
-  private agentFor(callId: string, body: VoiceCallBody, c: Checked): CallAgent {
-    const common = { tts: c.tts, voice: c.voice, language: c.language, variables: body.variables ?? {}, audio: this.deps.audio };
-    const firstMessage = { ...body.first_message, mode: body.first_message?.mode ?? ('agent_first' as const) };
-    const llm = c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: this.chatWith(c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
-    if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
-    return intentAgent({ ...common, callId, intent: this.deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
-  }
-
-  /**
-   * One LLM turn through the router's streaming chat path (as /v1/chat/completions with `stream:
-   * true`: the model's routes, failover until a route's first chunk, limits): its text as it
-   * streams. The call's price covers it. `signal` ends the stream and frees the route.
-   */
-  private chatWith(model: ModelDoc): ChatTurn {
-    const routes = this.deps.resolveRoutes(model);
-    return async (messages, signal) => {
-      const { first, rest } = await this.deps.router.stream(routes, { messages, max_tokens: 200 }, signal);
-      return (async function* () {
-        if (first) yield first.choices[0]?.delta.content ?? '';
-        for await (const chunk of rest) yield chunk.choices[0]?.delta.content ?? '';
-      })();
     };
   }
 

@@ -1,0 +1,107 @@
+// Dialling one call: the model's carrier routes asked in order to place it (the carrier failover
+// rule below), the carrier's news (ringing, answered, ended) turned into the call actor's events, and
+// the hang-up at the carrier that took it. Which protocol the call's media stream speaks follows the
+// carrier dialling (then the one that took the call).
+import type { Logger } from 'pino';
+import type { DialInput, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
+import type { Carrier, DialRequest } from '../providers/carrier.ts';
+import type { CallActor } from './call-line.ts';
+import type { MediaWire } from '../providers/carrier-wire/types.ts';
+import { twilioWire } from '../providers/carrier-wire/twilio.ts';
+
+/** The outcome a carrier reports when its call ends. */
+type CarrierOutcome = Parameters<Parameters<Carrier['dial']>[1]['ended']>[0];
+
+/**
+ * The carrier failover rule: a carrier fails over before an answer only. A route that refuses the
+ * call (its API down, a bad account) passes it to the next; once a carrier took it, its callee's
+ * answer (busy, no answer, too) is the answer. Unlike the router's failover of an upstream request
+ * (src/providers/router.ts), which retries a failed request on the next route: a call a carrier took
+ * is the callee's, and a second carrier would ring the callee twice.
+ */
+export async function dialBeforeAnswer<T>(routes: readonly { route: number; carrier: Carrier }[], dial: (carrier: Carrier, route: number) => Promise<T>, refused: (err: unknown, route: number) => void): Promise<T> {
+  let lastError: unknown = new Error('no carrier');
+  for (const { route, carrier } of routes) {
+    try {
+      return await dial(carrier, route);
+    } catch (err) {
+      lastError = err;
+      refused(err, route);
+    }
+  }
+  throw lastError;
+}
+
+export interface DiallingDeps {
+  callId: string;
+  /** The model's usable carrier routes, in order: a dial that one refuses goes to the next (before any answer). */
+  carriers: { route: number; carrier: Carrier }[];
+  actor: CallActor;
+  streamUrl: string;
+  /** The one-time token the stream's `start` frame must carry. */
+  token: string;
+  log: Logger;
+  now(): number;
+  /** The carrier told the answer (before the actor did). */
+  onAnswered(at: number): void;
+}
+
+export class Dialling {
+  private carrierCallId: string | null = null;
+  private carrier: Carrier | null = null;
+  private carrierEnded = false;
+  /** The protocol of the carrier dialling (then of the one that took the call). */
+  wire: MediaWire;
+
+  constructor(private readonly deps: DiallingDeps) {
+    this.wire = (deps.carriers[0]?.carrier.wire ?? twilioWire).gateway;
+  }
+
+  /** Places the call (the rule: `dialBeforeAnswer`); resolves with `<route index>:<the carrier's id for it>`. */
+  async dial(input: DialInput): Promise<string> {
+    const req: DialRequest = {
+      callId: this.deps.callId,
+      to: input.to,
+      from: input.from,
+      streamUrl: this.deps.streamUrl,
+      streamParameters: { call_id: this.deps.callId, token: this.deps.token },
+      ringTimeoutMs: input.ringTimeoutMs,
+      maxDurationMs: input.maxDurationMs,
+    };
+    const tell = (event: VoiceCallEvent) =>
+      void this.deps.actor.send(event, { wait: 'applied' }).catch((err: unknown) => this.deps.log.warn({ err, event: event.type }, 'call actor did not take carrier news'));
+    const events = {
+      ringing: () => tell({ type: 'carrier.ringing', now: this.deps.now() }),
+      answered: () => {
+        const at = this.deps.now();
+        this.deps.onAnswered(at); // the stream must start within the media timeout
+        tell({ type: 'carrier.answered', now: at });
+      },
+      ended: (outcome: CarrierOutcome) => {
+        this.carrierEnded = true;
+        tell({ type: 'carrier.ended', now: this.deps.now(), ...outcome });
+      },
+    };
+    return dialBeforeAnswer(
+      this.deps.carriers,
+      async (carrier, route) => {
+        this.wire = carrier.wire.gateway; // its stream may open before its dial answers
+        const id = await carrier.dial(req, events);
+        this.carrier = carrier;
+        this.carrierCallId = id;
+        return `${route}:${id}`;
+      },
+      (err, route) => this.deps.log.warn({ err, route }, 'carrier refused the call; trying the next route'),
+    );
+  }
+
+  /** Hangs up at the carrier that took the call, if it is still up there. */
+  async hangup(): Promise<void> {
+    if (this.carrier && this.carrierCallId !== null && !this.carrierEnded) await this.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
+  }
+
+  /** The same, unheard (the live side is going away without a hang-up). */
+  drop(): void {
+    if (this.carrier && this.carrierCallId !== null && !this.carrierEnded) void this.carrier.hangup(this.carrierCallId).catch(() => undefined);
+  }
+}

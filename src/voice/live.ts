@@ -1,0 +1,150 @@
+// A call's live side, assembled: the `CallMedia` that `VoiceCalls.place` (src/voice/service.ts)
+// hands the call's actor as its resources, with the request's turn and idle settings, and the
+// factory of what the call says and hears with: its agent (the pack's, an LLM's, or both) and the
+// recogniser (the call's stt model through the router, one utterance at a time). The factory runs
+// once, when the call is answered (src/voice/media.ts): a call that is never answered builds neither.
+import type { Logger } from 'pino';
+import type { ActorRuntime } from '../actors/runtime.ts';
+import type { IntentService } from '../intent/service.ts';
+import type { ModelDoc } from '../models/types.ts';
+import type { UpstreamRouter } from '../providers/router.ts';
+import type { RoutedModel } from '../providers/routes.ts';
+import type { ResolvedRoute } from '../providers/types.ts';
+import { utteranceRequest } from '../providers/utterance.ts';
+import { matchLanguage } from '../speech/languages.ts';
+import type { VoiceDetectors } from '../speech/vad.ts';
+import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
+import type { Carrier } from '../providers/carrier.ts';
+import type { VoiceKind } from './kind.ts';
+import type { Conversation } from './call-line.ts';
+import { CallMedia } from './media.ts';
+import type { Pacer } from './pacer.ts';
+
+/** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
+const DEFAULT_MIN_SPEECH_MS = 400;
+const DEFAULT_IDLE_PROMPT_MS = 8000;
+const DEFAULT_IDLE_PROMPTS = 2;
+const DEFAULT_IGNORE = ['haan', 'ji', 'hmm', 'ok', 'achha'];
+
+/** What the live side needs of the voice service's dependencies (its `VoiceServiceDeps`). */
+export interface LiveDeps {
+  runtime: Pick<ActorRuntime, 'ref'>;
+  kind: VoiceKind;
+  intent: Pick<IntentService, 'converse' | 'packOf'>;
+  audio: ResponseAudio;
+  router: Pick<UpstreamRouter, 'transcribe' | 'stream'>;
+  resolveRoutes(model: RoutedModel): ResolvedRoute[];
+  detectors(): Promise<VoiceDetectors>;
+  /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
+  baseUrl(): string;
+  settings: { mediaTimeoutMs: number };
+  logger: Logger;
+  now(): number;
+}
+
+/** What the live side reads of the request (the fields of `VoiceCallBody`, src/voice/service.ts). */
+export interface LiveRequest {
+  agent?: { type: 'intent' } | { type: 'llm' | 'hybrid'; system_prompt: string };
+  variables?: Record<string, string>;
+  first_message?: { response_id?: string; text?: string; mode?: 'agent_first' | 'wait_for_callee' | 'after_silence' };
+  idle?: { prompt_after_ms?: number; max_prompts?: number };
+  turn?: { interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
+}
+
+/** What the service's checks settled about the call (its `Checked`). */
+export interface LivePlan {
+  language: string;
+  voice: string;
+  reservedSeconds: number;
+  maxSeconds: number;
+  stt: ModelDoc;
+  tts: ModelDoc;
+  /** The intent agent's model (intent and hybrid agents), and the LLM's (llm and hybrid). */
+  intentModel: ModelDoc | null;
+  llmModel: ModelDoc | null;
+  /** The model's routes this build can dial through, in order (their index among the model's routes). */
+  carriers: { route: number; carrier: Carrier }[];
+}
+
+export interface LiveCall {
+  callId: string;
+  body: LiveRequest;
+  plan: LivePlan;
+  /** The endpointing silences (src/voice/service.ts's `endpointing`). */
+  endpointingMs: { min: number; max: number };
+  /** The one-time token the stream's `start` frame must carry. */
+  token: string;
+  /** The instance's playback clock (one timer for every call). */
+  pacer: Pacer;
+  onDisposed(): void;
+}
+
+/** The call's live side (not yet dialling: its actor's `dial` effect does). */
+export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
+  const { callId, body, plan: c } = call;
+  const log = deps.logger.child({ call_id: callId });
+  const base = deps.baseUrl().replace(/\/+$/, '').replace(/^http/, 'ws');
+  const interruption = body.turn?.interruption ?? {};
+  return new CallMedia({
+    callId,
+    carriers: c.carriers,
+    actor: deps.runtime.ref(deps.kind, callId),
+    streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
+    token: call.token,
+    converse: () => conversation(deps, callId, body, c),
+    detectors: deps.detectors,
+    turn: {
+      endpointingMs: call.endpointingMs,
+      interruption: {
+        enabled: interruption.enabled ?? true,
+        minSpeechMs: interruption.min_speech_ms ?? DEFAULT_MIN_SPEECH_MS,
+        ignore: (interruption.ignore ?? DEFAULT_IGNORE).map((w) => w.toLowerCase()),
+      },
+    },
+    mediaTimeoutMs: deps.settings.mediaTimeoutMs,
+    creditLimitMs: c.reservedSeconds < c.maxSeconds ? c.reservedSeconds * 1000 : null,
+    idle: { promptAfterMs: body.idle?.prompt_after_ms ?? DEFAULT_IDLE_PROMPT_MS, maxPrompts: body.idle?.max_prompts ?? DEFAULT_IDLE_PROMPTS },
+    log,
+    now: deps.now,
+    onDisposed: call.onDisposed,
+    pacer: call.pacer,
+  });
+}
+
+/** The call's agent and recogniser (built when the call is answered). */
+function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): Conversation {
+  const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
+  const sttRoutes = deps.resolveRoutes(c.stt);
+  return {
+    agent: agentFor(deps, callId, body, c),
+    recognise: async (samples, signal) => {
+      const { result } = await deps.router.transcribe(sttRoutes, utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined), signal);
+      return result.text;
+    },
+  };
+}
+
+/** The call's agent: the pack's (intent), an LLM's (llm), or the pack's with an LLM for what it cannot classify (hybrid). */
+function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): CallAgent {
+  const common = { tts: c.tts, voice: c.voice, language: c.language, variables: body.variables ?? {}, audio: deps.audio };
+  const firstMessage = { ...body.first_message, mode: body.first_message?.mode ?? ('agent_first' as const) };
+  const llm = c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
+  if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
+  return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
+}
+
+/**
+ * One LLM turn through the router's streaming chat path (as /v1/chat/completions with `stream:
+ * true`: the model's routes, failover until a route's first chunk, limits): its text as it
+ * streams. The call's price covers it. `signal` ends the stream and frees the route.
+ */
+function chatWith(deps: LiveDeps, model: ModelDoc): ChatTurn {
+  const routes = deps.resolveRoutes(model);
+  return async (messages, signal) => {
+    const { first, rest } = await deps.router.stream(routes, { messages, max_tokens: 200 }, signal);
+    return (async function* () {
+      if (first) yield first.choices[0]?.delta.content ?? '';
+      for await (const chunk of rest) yield chunk.choices[0]?.delta.content ?? '';
+    })();
+  };
+}

@@ -1,0 +1,150 @@
+// A call's speaking side: one agent turn at a time, its reply made (the agent's), recorded and
+// played to the callee (a `Playback`, src/voice/playback.ts: the wire's chunks paced in real time
+// with marks), then the agent's turn recorded with what the callee heard of it. A turn's signal
+// stops what its reply still had coming (an LLM's stream, its syntheses) when it is cut: a
+// barge-in, the credit guard, the hang-up, or its own end. Whether the callee's answer to a reply
+// waits for digits (`expectsDigits`, or DTMF keyed since) is kept here for the endpointing.
+import type { Logger } from 'pino';
+import type { Turn } from '../../machines/voice-call.machine.ts';
+import type { AgentReply } from './agent.ts';
+import type { CallLine } from './call-line.ts';
+import type { Pacer } from './pacer.ts';
+import { Playback } from './playback.ts';
+import type { MediaWire } from '../providers/carrier-wire/types.ts';
+
+export interface SpeakingDeps {
+  line: CallLine;
+  /** The protocol of the carrier that took the call (src/voice/dialling.ts). */
+  wire(): MediaWire;
+  /** The instance's playback clock (one timer for every call). */
+  pacer: Pacer;
+  log: Logger;
+  now(): number;
+  /** The silence that ends the callee's turn changed (digits asked or not): the listening applies it. */
+  endpoint(): void;
+}
+
+export class Speaking {
+  private playback: Playback | null = null;
+  /** The agent's turn in progress (its reply being made or played): the hang-up aborts it. */
+  private turnAbort: AbortController | null = null;
+  /** The agent's last reply asked for digits; the callee keyed DTMF since: the turn waits `endpointing_ms.max`. */
+  digitsAsked = false;
+  digitsKeyed = false;
+  private markSeq = 0;
+  private agentTurns = 0;
+
+  constructor(private readonly deps: SpeakingDeps) {}
+
+  /** A reply is playing. */
+  get playing(): boolean {
+    return this.playback !== null;
+  }
+
+  /**
+   * One agent turn: its reply (`make`), recorded and said. The turn's signal goes to the agent and
+   * is aborted by a barge-in, the credit guard or the hang-up, and at the turn's end: what the reply
+   * still had running (an LLM's stream, its syntheses) stops there. Once the credit guard is closing
+   * the call, only its own last words (`last`) are said.
+   */
+  async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heardAt: number | null, last = false): Promise<void> {
+    const line = this.deps.line;
+    const abort = new AbortController();
+    this.turnAbort = abort;
+    try {
+      const reply = await make(abort.signal);
+      if (!reply || line.over || abort.signal.aborted || (line.closing && !last)) return;
+      if (reply.outcome && reply.action) line.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: line.clock() } });
+      await this.say(reply, heardAt, abort);
+    } finally {
+      abort.abort();
+      if (this.turnAbort === abort) this.turnAbort = null;
+    }
+  }
+
+  /**
+   * Plays a reply as its lines come, then records the agent's turn: its text (every line), what the
+   * callee heard of it, and the latency from `heardAt` (the end of the callee's turn) to its first frame.
+   */
+  private async say(reply: AgentReply, heardAt: number | null, abort: AbortController): Promise<void> {
+    const line = this.deps.line;
+    if (line.over || !line.stream) return;
+    const turn = (this.agentTurns += 1);
+    const p = new Playback(
+      {
+        wire: this.deps.wire(),
+        pacer: this.deps.pacer,
+        now: () => this.deps.now(),
+        log: this.deps.log,
+        outlet: () => (line.stream ? { send: (frame) => line.stream?.send(frame), sid: line.streamSid } : null),
+        over: () => line.over,
+        markName: () => `t${turn}-${++this.markSeq}`,
+      },
+      abort,
+    );
+    this.playback = p;
+    // The callee's answer to this reply: digits may come with pauses between them.
+    this.digitsAsked = reply.expectsDigits;
+    this.digitsKeyed = false;
+    this.deps.endpoint();
+    const played = p.play();
+    try {
+      for await (const spoken of reply.lines) {
+        if (abort.signal.aborted) break;
+        p.append(spoken.text, spoken.audio);
+      }
+    } catch (err) {
+      if (!abort.signal.aborted) this.deps.log.warn({ err }, 'the reply stopped short');
+    } finally {
+      p.finish();
+    }
+    await played;
+    line.lastActivityAt = this.deps.now();
+    if (this.playback === p) this.playback = null;
+    if (!p.said) return; // nothing was said
+    const interrupted = abort.signal.aborted && !line.over;
+    const text = p.text;
+    const t: Turn = {
+      role: 'agent',
+      text,
+      heard_text: interrupted ? p.heardText : text,
+      interrupted,
+      start: line.clock(p.firstFrameAt ?? p.startedAt),
+      end: line.clock(),
+      ...(reply.responseId ? { response_id: reply.responseId } : {}),
+      ...(reply.intent !== null ? { intent: reply.intent } : {}),
+      ...(Object.keys(reply.entities).length > 0 ? { entities: reply.entities } : {}),
+    };
+    line.record({
+      type: 'turn',
+      now: this.deps.now(),
+      turn: t,
+      interrupted: interrupted && !line.closing, // the callee's interruptions, not the credit guard's cut
+      ...(heardAt !== null && p.firstFrameAt !== null ? { latencyMs: Math.max(0, p.firstFrameAt - heardAt) } : {}),
+      ...(reply.nextState ? { agentState: reply.nextState } : {}),
+    });
+    if (reply.hangup && !interrupted) await line.end('agent_hangup');
+  }
+
+  /** The carrier echoed a mark: how far the callee heard the reply playing. */
+  marked(name: string): void {
+    this.playback?.marked(name);
+  }
+
+  /** The callee spoke over the agent: the reply stops (unless it is the credit guard's last words). */
+  bargeIn(): void {
+    if (this.deps.line.closing) return; // the credit guard's last words are not cut
+    const heard = this.cut();
+    if (heard !== null) this.deps.log.debug({ heard_bytes: heard }, 'barge-in: playback cleared');
+  }
+
+  /** Stops the reply playing and tells the carrier to drop what it queued; the bytes heard, or null when nothing played. */
+  cut(): number | null {
+    return this.playback?.cut() ?? null;
+  }
+
+  /** The agent's turn ends: its playback and whatever of its reply is still coming. */
+  stop(): void {
+    this.turnAbort?.abort();
+  }
+}
