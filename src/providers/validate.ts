@@ -1,5 +1,6 @@
 // Checks on what an upstream sends back. Upstream JSON is untrusted: providers copy the fields they
 // know into fresh objects after these checks, never spread or assign upstream objects.
+import { jsonDepthExceeds } from '../shared/json-depth.ts';
 import { UpstreamError, type TokenUsage } from './types.ts';
 
 export type Json = Record<string, unknown>;
@@ -51,24 +52,11 @@ export const MAX_JSON_DEPTH = 64;
 
 /**
  * Parses upstream JSON after a linear scan for its nesting depth: V8 takes seconds over a few MB of
- * `[[[[…`, time a hostile upstream should not get to spend on our event loop. Throws on either.
+ * `[[[[…`, time a hostile upstream should not get to spend on our event loop (the scan:
+ * src/shared/json-depth.ts). Throws on either.
  */
 export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
-    } else if (c === 0x5b || c === 0x7b) {
-      if (++depth > maxDepth) throw new SyntaxError(`JSON nested deeper than ${maxDepth}`);
-    } else if (c === 0x5d || c === 0x7d) {
-      depth--;
-    }
-  }
+  if (jsonDepthExceeds(text, maxDepth)) throw new SyntaxError(`JSON nested deeper than ${maxDepth}`);
   return JSON.parse(text) as unknown;
 }
 
