@@ -86,7 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       const why = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'has a segment longer than 200 characters' : 'is not valid percent-encoded UTF-8';
       return sendError(new ApiError('invalid_request', `The URL path ${why}.`), request, reply);
     },
-  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+  }).withTypeProvider<TypeBoxTypeProvider>();
 
   capConnections(app.server, config.http, { newRequestId, metrics: deps.metrics });
 
@@ -106,12 +106,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (req, body, done) => {
     // A route that takes no body (a cancel, a hang-up, leaving an organization) takes an empty one
     // whatever its content type says, as `curl -X POST -H 'content-type: application/json'` sends.
-    if ((body as string).length === 0 && req.routeOptions.schema?.body === undefined) return done(null, undefined);
+    if (body.length === 0 && req.routeOptions.schema?.body === undefined) return done(null, undefined);
     try {
-      done(null, parseJsonBody(body as string, config.http.maxJsonDepth));
+      done(null, parseJsonBody(body, config.http.maxJsonDepth));
     } catch (err) {
       done(err as Error, undefined);
     }

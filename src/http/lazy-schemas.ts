@@ -35,8 +35,11 @@ function shared<F>(schema: unknown, key: string, compile: () => F): F {
 export const schemaCompiles = (): number => compiles;
 
 type Compile<F> = (route: any) => F;
-type Validate = ((data: unknown, dataCxt?: unknown) => unknown) & { errors?: unknown; schemaEnv?: unknown };
 type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+/** What @fastify/ajv-compiler's compile returns: ajv's validate function. */
+type AjvValidate = ReturnType<ReturnType<ReturnType<typeof ValidatorSelector>>>;
+/** The validate function fastify is given here: ajv's call, `errors` and `schemaEnv` (all fastify uses). */
+type Validate = ((data: unknown, dataCxt?: Parameters<AjvValidate>[1]) => unknown) & { errors?: AjvValidate['errors']; schemaEnv?: true };
 
 export interface LazySchemas {
   /** For fastify's `schemaController.compilersFactory`. */
@@ -65,42 +68,45 @@ export function lazySchemas(): LazySchemas {
     pending.add(load);
     return load;
   };
+  const validatorFactory = (...args: Parameters<typeof buildValidator>) => {
+    const compile = buildValidator(...args);
+    const compiler = `validator ${JSON.stringify(args)}`;
+    return (route: any): Validate => {
+      // Fastify lowercases a headers schema's property names (headers arrive lowercased) only
+      // for its own compiler; here they must be written in lowercase, which makes that a no-op.
+      if (route.httpPart === 'headers' && !lowercaseNames(route.schema)) {
+        throw new Error(`${route.method} ${route.url}: name the headers of its headers schema in lowercase (src/http/lazy-schemas.ts)`);
+      }
+      const load = later(compile, route, route.httpPart, `${compiler} ${route.httpPart}`);
+      // ajv's function sets its `errors` after each call, which fastify reads from the function
+      // it was given; with `schemaEnv` set fastify passes the request as the root's parent, as
+      // to ajv's own function.
+      const validate: Validate = (data, dataCxt) => {
+        const fn = load();
+        const ok = fn(data, dataCxt);
+        validate.errors = fn.errors;
+        return ok;
+      };
+      validate.schemaEnv = true;
+      return validate;
+    };
+  };
   return {
-    // Typed as fastify's: the functions returned are not ajv's (no `schema`, `source`...), and
-    // fastify uses only their call, `errors` and `schemaEnv`.
     compilersFactory: {
-      buildValidator(externalSchemas: any, options: any) {
-        const compile = buildValidator(externalSchemas, options) as unknown as Compile<Validate>;
-        const compiler = `validator ${JSON.stringify([externalSchemas, options])}`;
-        return (route: any) => {
-          // Fastify lowercases a headers schema's property names (headers arrive lowercased) only
-          // for its own compiler; here they must be written in lowercase, which makes that a no-op.
-          if (route.httpPart === 'headers' && !lowercaseNames(route.schema)) {
-            throw new Error(`${route.method} ${route.url}: name the headers of its headers schema in lowercase (src/http/lazy-schemas.ts)`);
-          }
-          const load = later(compile, route, route.httpPart, `${compiler} ${route.httpPart}`);
-          // ajv's function sets its `errors` after each call, which fastify reads from the function
-          // it was given; with `schemaEnv` set fastify passes the request as the root's parent, as
-          // to ajv's own function.
-          const validate: Validate = (data: unknown, dataCxt?: unknown) => {
-            const fn = load();
-            const ok = fn(data, dataCxt);
-            validate.errors = fn.errors;
-            return ok;
-          };
-          validate.schemaEnv = true;
-          return validate;
-        };
-      },
-      buildSerializer(externalSchemas: any, options: any) {
-        const compile = buildSerializer(externalSchemas, options) as unknown as Compile<(data: unknown) => string>;
-        const compiler = `serializer ${JSON.stringify([externalSchemas, options])}`;
+      // The one cast: @fastify/ajv-compiler's types (which fastify's name for this factory) say its
+      // compile returns ajv's own validate function, with its `schema` and a `schemaEnv` object,
+      // which a function that compiles at its first call cannot have yet; fastify uses only its
+      // call, `errors` and `schemaEnv`'s truth, which Validate has.
+      buildValidator: validatorFactory as CompilersFactory['buildValidator'],
+      buildSerializer(...args: Parameters<typeof buildSerializer>) {
+        const compile = buildSerializer(...args);
+        const compiler = `serializer ${JSON.stringify(args)}`;
         return (route: any) => {
           const load = later(compile, route, String(route.httpStatus), `${compiler} ${route.httpStatus} ${route.contentType ?? ''}`);
           return (data: unknown) => load()(data);
         };
       },
-    } as unknown as CompilersFactory,
+    },
     compileAll() {
       const loads = [...pending];
       for (const load of loads) load();

@@ -20,6 +20,15 @@ export const NumericId = Type.String({ pattern: '^[0-9]{1,15}$' });
 
 export const Closed = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false });
 
+/**
+ * A choice of constants from a list (a union of literals, the JSON schema `anyOf` of `const`s), typed
+ * as the list's element type. TypeBox types a Union of a mapped array (not a written-out tuple) as
+ * `never`, so a route's `Static` type would let any value past the compiler's check against the
+ * domain's type; Unsafe only names the static type (its marker key is not enumerable: the JSON
+ * schema, the validation and the OpenAPI document are the Union's).
+ */
+export const OneOf = <T extends string | number>(values: readonly T[]) => Type.Unsafe<T>(Type.Union(values.map((v) => Type.Literal(v))));
+
 /** The spec's per-key RPM/TPD 429 body (ApiError with `bare`). */
 export const BareDetail = Type.Object({ detail: Type.String() });
 /** The same for OpenAI's SDKs: `detail` with the envelope beside it (see toEnvelope). */

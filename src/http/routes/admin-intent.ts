@@ -19,6 +19,9 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
   const tags = ['admin'];
   const security = [{ admin: [] }];
   const Any = Type.Object({}, { additionalProperties: true });
+  // The same, for what a request sends: typed as a record (TypeBox types an empty open Object as
+  // `object`, whose fields cannot be read); Unsafe names only the static type, the JSON schema is Any's.
+  const AnyInput = Type.Unsafe<Record<string, unknown>>(Any);
 
   app.put(
     '/admin/intent-packs/:id',
@@ -26,10 +29,10 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
       ...base,
       // Big packs are allowed (examples); the body is validated by validatePack, which names the bad field.
       bodyLimit: deps.config.http.inferenceBodyLimitBytes * 16,
-      schema: { tags, security, summary: 'Create or replace an intent pack (a new version takes effect on the next request)', params: Closed({ id: PackId }), body: Any, response: { 200: Any, 201: Any, ...errors(400, 401, 403) } },
+      schema: { tags, security, summary: 'Create or replace an intent pack (a new version takes effect on the next request)', params: Closed({ id: PackId }), body: AnyInput, response: { 200: Any, 201: Any, ...errors(400, 401, 403) } },
     },
     async (req, reply) => {
-      const body = req.body as Record<string, unknown>;
+      const body = req.body;
       if (body.id !== undefined && body.id !== req.params.id) {
         throw new ApiError('invalid_request', `The pack's id '${String(body.id)}' differs from the path's '${req.params.id}'.`, { param: 'id' });
       }
@@ -59,7 +62,7 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
         security,
         summary: 'Score the live pack, or a candidate version of it (not stored), on labelled turns',
         params: Closed({ id: PackId }),
-        body: Closed({ pack: Type.Optional(Any), turns: Type.Array(LabelledTurn, { minItems: 1, maxItems: 5000 }) }),
+        body: Closed({ pack: Type.Optional(AnyInput), turns: Type.Array(LabelledTurn, { minItems: 1, maxItems: 5000 }) }),
         response: { 200: Any, ...errors(400, 401, 403, 404) },
       },
     },
@@ -67,7 +70,7 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
       const { id } = req.params;
       let pack: CompiledPack | null;
       if (req.body.pack !== undefined) {
-        const raw = req.body.pack as Record<string, unknown>;
+        const raw = req.body.pack;
         if (raw.id !== undefined && raw.id !== id) throw new ApiError('invalid_request', `The pack's id '${String(raw.id)}' differs from the path's '${id}'.`, { param: 'pack.id' });
         try {
           pack = new CompiledPack(validatePack({ ...raw, id }));

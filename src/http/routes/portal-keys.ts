@@ -3,12 +3,12 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, KeyString, LimitsPatch, NullableIso, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, LimitsPatch, NullableIso, NumericId, OneOf } from '../schemas.ts';
 import { SCOPES, type KeyStatus } from '../../identity/keys.ts';
 import type { PageQuery } from '../../shared/pages.ts';
 import { AfterId, Limit, limitOf, PageOf } from '../pages.ts';
 
-const Scope = Type.Union(SCOPES.map((s) => Type.Literal(s)));
+const Scope = OneOf(SCOPES);
 export const Key = Type.Object({
   id: Type.Integer(),
   name: Type.String(),

@@ -19,7 +19,7 @@ import { Closed, errors, KeyString } from '../schemas.ts';
 import { Limit, limitOf, PageOf } from '../pages.ts';
 import { acceptUploads } from '../uploads.ts';
 import { sendBlob } from '../ranges.ts';
-import { answerClip, answerJobRead, answerNewJob, Job, JobFormatQuery, JobId, JobStatusFilter, type JobFormat } from './v1-audio.ts';
+import { answerClip, answerJobRead, answerNewJob, Job, JobFormatQuery, JobId, JobStatusFilter } from './v1-audio.ts';
 import { answerSpeech, SpeechBodySchema } from './v1-speech.ts';
 import { ModelEntry } from './v1.ts';
 import { dashboardPrincipal } from '../../identity/keys.ts';
@@ -63,7 +63,7 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     },
     async (req, reply) => {
       const account = await billing.accountOf(sessionOf(req).id);
-      return answerJobRead(deps, account.walletId, (req.params as { id: string }).id, (req.query as { response_format?: JobFormat }).response_format, reply);
+      return answerJobRead(deps, account.walletId, req.params.id, req.query.response_format, reply);
     },
   );
 
@@ -80,7 +80,7 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     async (req, reply) => {
       assertNotEmbedded(req);
       const account = await billing.accountOf(sessionOf(req).id);
-      const { key, contentType } = await transcriptionJobs.recording(account.walletId, (req.params as { id: string }).id);
+      const { key, contentType } = await transcriptionJobs.recording(account.walletId, req.params.id);
       reply.header('cross-origin-resource-policy', 'same-origin').header('x-content-type-options', 'nosniff');
       return sendBlob(reply, deps.services.blobs, key, contentType, req.headers.range);
     },
@@ -104,8 +104,9 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     },
   );
 
-  app.register(async (child) => {
-    const scope = child as unknown as App;
+  // The scope typed as App: fastify's register types its plugin's instance with the default type
+  // provider, not the parent's, so without it acceptUploads (which takes App) would not take it.
+  app.register(async (scope: App) => {
     await acceptUploads(scope);
     scope.post(
       '/portal/transcription/jobs',

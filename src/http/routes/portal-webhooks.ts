@@ -4,11 +4,11 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, IsoDate, KeyString, NullableIso, NumericId } from '../schemas.ts';
+import { Closed, errors, IsoDate, KeyString, NullableIso, NumericId, OneOf } from '../schemas.ts';
 import { EVENT_NAMES } from '../../webhooks/records.ts';
 import { PageOf } from '../pages.ts';
 
-const EventName = Type.Union(EVENT_NAMES.map((e) => Type.Literal(e)));
+const EventName = OneOf(EVENT_NAMES);
 const Events = Type.Array(EventName, { minItems: 1, maxItems: EVENT_NAMES.length * 2 });
 const Url = KeyString(2048, { minLength: 1 });
 

@@ -15,14 +15,14 @@ import { acceptUploads, readUpload, UPLOAD_LIMIT_BYTES, uploadFailed } from '../
 import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
 import { audioKeyOf, newJobId, type JobObject, type JobStatus } from '../../transcription/jobs.ts';
-import { Type } from 'typebox';
-import { errors, KeyString } from '../schemas.ts';
+import { Type, type Static } from 'typebox';
+import { errors, KeyString, OneOf } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 
 /** A transcription job as /v1 and the portal list it. */
 /** A job's status, as a list filter. */
-export const JobStatusFilter = Type.Union((['queued', 'processing', 'completed', 'failed'] as const satisfies readonly JobStatus[]).map((s) => Type.Literal(s)));
+export const JobStatusFilter = OneOf<JobStatus>(['queued', 'processing', 'completed', 'failed']);
 
 /** A job's id in a path. */
 export const JobId = Type.Object({ id: KeyString(64) });
@@ -42,8 +42,9 @@ export const Job = Type.Object({
 });
 
 export function registerAudioRoutes(app: App, deps: AppDeps): void {
-  app.register(async (child) => {
-    const scope = child as unknown as App;
+  // The scope typed as App: fastify's register types its plugin's instance with the default type
+  // provider, not the parent's, so without it acceptUploads (which takes App) would not take it.
+  app.register(async (scope: App) => {
     await acceptUploads(scope);
     // A short clip, transcribed, or translated to English (OpenAI's endpoint: the same path, mode translate).
     const clip = (endpoint: 'sync' | 'translations', summary: string) =>
@@ -79,7 +80,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     },
     async (req, reply) => {
       const { walletId } = await deps.services.billing.payerFor(principalOf(req));
-      return answerJobRead(deps, walletId, (req.params as { id: string }).id, (req.query as { response_format?: JobFormat }).response_format, reply);
+      return answerJobRead(deps, walletId, req.params.id, req.query.response_format, reply);
     },
   );
 
@@ -104,7 +105,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const q = req.query as { limit?: string; after?: string; status?: JobStatus };
+      const q = req.query;
       const { walletId } = await deps.services.billing.payerFor(principalOf(req));
       return deps.services.transcriptionJobs.list(walletId, { limit: limitOf(q), ...(q.after ? { after: q.after } : {}), ...(q.status ? { status: q.status } : {}) });
     },
@@ -123,7 +124,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const { id, provider } = req.params as { id: string; provider: string };
+      const { id, provider } = req.params;
       return deps.services.transcriptionJobs.callback(id, provider, req.body, req.headers);
     },
   );
@@ -131,10 +132,10 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
 
 /** How GET …/jobs/{id} answers: the job object (`json`, the default) or its transcript as text, SRT or WebVTT. */
 export const JobFormatQuery = Type.Object(
-  { response_format: Type.Optional(Type.Union((['json', 'text', 'srt', 'vtt'] as const).map((f) => Type.Literal(f)))) },
+  { response_format: Type.Optional(OneOf(['json', 'text', 'srt', 'vtt'] as const)) },
   { additionalProperties: false },
 );
-export type JobFormat = 'json' | 'text' | 'srt' | 'vtt';
+export type JobFormat = NonNullable<Static<typeof JobFormatQuery>['response_format']>;
 
 /** A job read for the account paying `walletId` (/v1 by key, /portal by session): the object, or its transcript rendered. */
 export async function answerJobRead(deps: AppDeps, walletId: string, id: string, format: JobFormat | undefined, reply: FastifyReply): Promise<JobObject | undefined> {

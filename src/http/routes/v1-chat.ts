@@ -5,8 +5,7 @@ import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { toEnvelope } from '../errors.ts';
 import { relaySse } from '../sse.ts';
-import { errors, KeyString } from '../schemas.ts';
-import type { ChatBody } from '../../text/chat.ts';
+import { errors, KeyString, OneOf } from '../schemas.ts';
 import { normalizeChatBody } from '../../text/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
@@ -99,7 +98,7 @@ export const ChatBodySchema = Type.Object(
     response_format: Type.Optional(ResponseFormatSchema),
     logprobs: Type.Optional(Type.Boolean()),
     top_logprobs: Type.Optional(Type.Integer({ minimum: 0, maximum: 20 })),
-    reasoning_effort: Type.Optional(Type.Union(REASONING_EFFORTS.map((e) => Type.Literal(e)))),
+    reasoning_effort: Type.Optional(OneOf(REASONING_EFFORTS)),
     verbosity: Type.Optional(Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')])),
     // Token ids of the upstream model's tokenizer, which only the client knows: passed through.
     logit_bias: Type.Optional(
@@ -163,7 +162,7 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
     },
     async (req, reply) => {
       const chat = deps.services.chat;
-      const body = req.body as ChatBody;
+      const body = req.body;
       // Prepared before anything is written: every refusal is an ordinary JSON error.
       const prep = await chat.prepare(principalOf(req), body, req.id);
       const cancel = cancelOnDisconnect(reply.raw);

@@ -3,7 +3,6 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString } from '../schemas.ts';
-import type { EmbeddingsBody } from '../../text/embeddings.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 
 const Text = Type.String({ maxLength: 1_000_000 });
@@ -41,7 +40,7 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req, reply) => {
-      return deps.services.embeddings.embed(principalOf(req), req.body as EmbeddingsBody, req.id, cancelOnDisconnect(reply.raw));
+      return deps.services.embeddings.embed(principalOf(req), req.body, req.id, cancelOnDisconnect(reply.raw));
     },
   );
 }

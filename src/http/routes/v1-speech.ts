@@ -5,17 +5,16 @@
 // body short (the connection is destroyed, so the client sees an incomplete response, never a
 // complete-looking one) or ends an SSE stream with an `error` event. A client that stops reading is
 // cut after `http.streamStallTimeoutMs` (src/http/open-streams.ts) and billed as one that left.
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import type { ApiKeyPrincipal } from '../../identity/keys.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
-import { errors, FreeText, KeyString } from '../schemas.ts';
+import { errors, FreeText, KeyString, OneOf } from '../schemas.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 import { SPEECH_FORMATS } from '../../providers/types.ts';
 import { PCM_RATES } from '../../synthesis/formats.ts';
-import type { SpeechBody } from '../../synthesis/service.ts';
 
 export const SpeechBodySchema = Type.Object(
   {
@@ -23,9 +22,9 @@ export const SpeechBodySchema = Type.Object(
     // Free text as /v1/understand's: no NUL, no unpaired surrogate (the provider gets it, the bill counts it).
     input: FreeText(100_000),
     voice: KeyString(128, { minLength: 1 }),
-    response_format: Type.Optional(Type.Union(SPEECH_FORMATS.map((f) => Type.Literal(f)))),
+    response_format: Type.Optional(OneOf(SPEECH_FORMATS)),
     stream_format: Type.Optional(Type.Union([Type.Literal('sse'), Type.Literal('audio')])),
-    sample_rate: Type.Optional(Type.Union(PCM_RATES.map((r) => Type.Literal(r)))),
+    sample_rate: Type.Optional(OneOf(PCM_RATES)),
     speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
     language: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 })),
@@ -33,6 +32,8 @@ export const SpeechBodySchema = Type.Object(
   },
   { additionalProperties: false },
 );
+/** A speech request's body as its schema admits it (the synthesis service's SpeechBody must take it). */
+export type SpeechRequestBody = Static<typeof SpeechBodySchema>;
 
 export function registerSpeechRoutes(app: App, deps: AppDeps): void {
   app.post(
@@ -54,9 +55,9 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
  * Speaks `req.body` for `principal` (POST /v1/audio/speech, and the dashboard's try-a-voice): the
  * audio streamed raw or as events, billed once by what was sent.
  */
-export async function answerSpeech(deps: AppDeps, principal: ApiKeyPrincipal, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function answerSpeech(deps: AppDeps, principal: ApiKeyPrincipal, req: FastifyRequest & { body: SpeechRequestBody }, reply: FastifyReply): Promise<void> {
   const synthesis = deps.services.speech;
-  const prep = await synthesis.prepare(principal, req.body as SpeechBody, req.id);
+  const prep = await synthesis.prepare(principal, req.body, req.id);
   const cancel = cancelOnDisconnect(reply.raw);
   const speech = await synthesis.open(prep, cancel);
   reply.hijack();

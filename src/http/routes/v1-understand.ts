@@ -4,7 +4,6 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, FreeText, KeyString } from '../schemas.ts';
-import type { UnderstandBody } from '../../intent/service.ts';
 
 export const UnderstandBodySchema = Type.Object(
   {
@@ -52,6 +51,6 @@ export function registerUnderstandRoutes(app: App, deps: AppDeps): void {
         response: { 200: UnderstandResponseSchema, ...errors(400, 401, 402, 403, 404, 429, 503) },
       },
     },
-    async (req) => deps.services.intent.understand(principalOf(req), req.body as UnderstandBody, req.id),
+    async (req) => deps.services.intent.understand(principalOf(req), req.body, req.id),
   );
 }

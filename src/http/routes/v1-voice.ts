@@ -11,11 +11,10 @@ import { Type, type TSchema } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { Closed, errors, FreeText, KeyString } from '../schemas.ts';
+import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
 import { ApiError } from '../../errors.ts';
-import { CALL_STATUSES, type CallStatus } from '../../../machines/voice-call.machine.ts';
-import type { VoiceCallBody } from '../../voice/checks.ts';
+import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
 const StringMap = (maxKeys: number, maxChars: number) =>
@@ -123,7 +122,7 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
     async (req, reply) => {
       const key = req.headers['idempotency-key'];
-      const { created, call } = await deps.services.voice.create(principalOf(req), req.body as VoiceCallBody, typeof key === 'string' ? key : undefined, req.id);
+      const { created, call } = await deps.services.voice.create(principalOf(req), req.body, typeof key === 'string' ? key : undefined, req.id);
       // The same key and body again: the same call, as it stands now (200), not a new one.
       return reply.code(created ? 202 : 200).header('location', `/v1/voice/calls/${call.id}`).send(call);
     },
@@ -134,9 +133,11 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
   // Carriers' status callbacks: no API key (the carrier calls); its signature (Twilio) or the call's
   // secret in the URL (`?token=`, Exotel) decides. Form-encoded, as both post them: parsed in this
   // scope only, kept as ordered pairs for the signature.
-  void app.register(async (scope) => {
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
-      done(null, [...new URLSearchParams(body as string)]);
+  // The scope typed as App: fastify's register types its plugin's instance with the default type
+  // provider, not the parent's, so without it the routes' schemas would not type their requests.
+  void app.register(async (scope: App) => {
+    scope.addContentTypeParser<string>('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
+      done(null, [...new URLSearchParams(body)]);
     });
     scope.post(
       '/v1/voice/calls/:id/callback/:provider',
@@ -149,10 +150,11 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
         },
       },
       async (req) => {
-        const { id, provider } = req.params as { id: string; provider: string };
-        const params = Array.isArray(req.body) ? (req.body as [string, string][]) : [];
+        const { id, provider } = req.params;
+        // The form parser above made the body its ordered pairs; a JSON body (no schema here) is none.
+        const params: [string, string][] = Array.isArray(req.body) ? req.body : [];
         const signature = req.headers['x-twilio-signature'];
-        const { token } = req.query as { token?: string };
+        const { token } = req.query;
         return deps.services.voice.carrierCallback(id, provider, { params, ...(typeof signature === 'string' ? { signature } : {}), ...(token !== undefined ? { token } : {}) }, req.url);
       },
     );
@@ -178,7 +180,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
   app.get(
     `${prefix}/voice/calls/:id`,
     { preHandler, schema: { tags, summary: 'A call, its transcript, outcome and cost', security, params: CallId, response: { 200: Call, ...errors(401, 403, 404) } } },
-    async (req) => deps.services.voice.get(await account(req), (req.params as { id: string }).id),
+    async (req) => deps.services.voice.get(await account(req), req.params.id),
   );
 
   app.get(
@@ -191,7 +193,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
           {
             limit: Limit,
             after: Type.Optional(KeyString(64)),
-            status: Type.Optional(Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)))),
+            status: Type.Optional(OneOf(CALL_STATUSES)),
             /** Unix seconds: calls changed after it (to reconcile missed webhooks). */
             updated_after: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
           },
@@ -204,7 +206,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
       },
     },
     async (req) => {
-      const q = req.query as { limit?: string; after?: string; status?: CallStatus; updated_after?: string };
+      const q = req.query;
       return deps.services.voice.list(await account(req), {
         limit: limitOf(q),
         ...(q.after ? { after: q.after } : {}),
@@ -225,8 +227,8 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
         },
       },
       async (req) => {
-        if (req.body !== undefined && req.body !== null && Object.keys(req.body as object).length > 0) throw new ApiError('invalid_request', `${what} takes no body.`);
-        return deps.services.voice.control(await account(req), (req.params as { id: string }).id, what);
+        if (req.body !== undefined && req.body !== null && Object.keys(req.body).length > 0) throw new ApiError('invalid_request', `${what} takes no body.`);
+        return deps.services.voice.control(await account(req), req.params.id, what);
       },
     );
   }

@@ -65,13 +65,13 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   app.get(
     '/v1/models/:model',
     { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, params: Type.Object({ model: KeyString(200) }) } },
-    async (req) => retrieve(req, (req.params as { model: string }).model),
+    async (req) => retrieve(req, req.params.model),
   );
   app.get(
     '/v1/models/*',
     { preHandler: requireApiKey(deps, 'models'), schema: { ...retrieveSchema, hide: true, params: Type.Object({ '*': KeyString(600) }) } },
     // The router has percent-decoded the path once already (find-my-way decodes `*` too).
-    async (req) => retrieve(req, (req.params as { '*': string })['*']),
+    async (req) => retrieve(req, req.params['*']),
   );
 
   registerChatRoutes(app, deps);
