@@ -74,6 +74,9 @@ export function foldOutcomes(failures: number, outcomes: readonly boolean[]): nu
   return n;
 }
 
+/** deliverBatch's output, from its done event: the params of the guards that read it. */
+const batchOutput = ({ event }: { event: { output: DeliverBatchOutput } }) => event.output;
+
 export const webhookEndpointMachine = setup({
   types: {
     context: {} as WebhookEndpointContext,
@@ -93,11 +96,13 @@ export const webhookEndpointMachine = setup({
     /** Told once per automatic disabling (logs, metrics); injected. */
     disabled: () => {},
   },
+  // Of deliverBatch's output, which each use passes as the guard's params (`batchOutput`): a guard
+  // named here is typed against every event of the machine, not the invoke's done event, which
+  // alone carries a typed `output`.
   guards: {
-    gone: ({ event }) => (event as unknown as { output: DeliverBatchOutput }).output.gone,
-    reachesLimit: ({ context, event }) =>
-      foldOutcomes(context.consecutiveFailures, (event as unknown as { output: DeliverBatchOutput }).output.outcomes) >= FAILURE_LIMIT,
-    drainAgain: ({ context, event }) => context.pending || (event as unknown as { output: DeliverBatchOutput }).output.more,
+    gone: (_, output: DeliverBatchOutput) => output.gone,
+    reachesLimit: ({ context }, output: DeliverBatchOutput) => foldOutcomes(context.consecutiveFailures, output.outcomes) >= FAILURE_LIMIT,
+    drainAgain: ({ context }, output: DeliverBatchOutput) => context.pending || output.more,
   },
 }).createMachine({
   id: 'webhookEndpoint',
@@ -135,9 +140,9 @@ export const webhookEndpointMachine = setup({
               max: Math.max(1, Math.min(context.batchSize, FAILURE_LIMIT - context.consecutiveFailures)),
             }),
             onDone: [
-              { guard: 'gone', target: '#webhookEndpoint.removed' },
+              { guard: { type: 'gone', params: batchOutput }, target: '#webhookEndpoint.removed' },
               {
-                guard: 'reachesLimit',
+                guard: { type: 'reachesLimit', params: batchOutput },
                 target: '#webhookEndpoint.disabled',
                 actions: [
                   assign({
@@ -150,7 +155,7 @@ export const webhookEndpointMachine = setup({
                 ],
               },
               {
-                guard: 'drainAgain',
+                guard: { type: 'drainAgain', params: batchOutput },
                 target: 'draining',
                 reenter: true,
                 actions: assign({
