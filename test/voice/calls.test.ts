@@ -5,8 +5,8 @@
 // μ-law is too unreliable for exact assertions), understood by the demo intent pack, answered with
 // pre-rendered tts-local audio. What is asserted is what a client reads back: statuses, end reasons,
 // the transcript with what was heard, the outcome, the charge in the wallet, the webhook events.
-// The intent agent's flows and its credit guard (calls-more.test.ts has the rest; two files so their
-// calls run side by side).
+// The intent agent's flows and its credit guard (calls-agents-and-ends.test.ts and calls-api.test.ts
+// have the rest; three files so their calls run side by side).
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestGateway } from '../helper.ts';

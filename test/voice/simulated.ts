@@ -1,7 +1,8 @@
-// The set-up the voice-call test files share (calls.test.ts, calls-more.test.ts, llm-stream.test.ts,
-// endpointing.test.ts, each a process of its own so that their real-time calls run side by side): a
-// gateway whose simulated callees follow CALLEES (and the file's own), a scripted stt upstream, a
-// fake LLM, the voice model `voice-test` (6 cents a minute: 10 s a cent) and a funded account.
+// The set-up the voice-call test files share (calls.test.ts, calls-agents-and-ends.test.ts,
+// calls-api.test.ts, llm-stream.test.ts, endpointing.test.ts, each a process of its own so that their
+// real-time calls run side by side): a gateway whose simulated callees follow CALLEES (and the
+// file's own), a scripted stt upstream, a fake LLM, the voice model `voice-test` (6 cents a minute:
+// 10 s a cent) and a funded account.
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
