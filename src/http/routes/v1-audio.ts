@@ -20,13 +20,13 @@ import { errors, KeyString, OneOf } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 
-/** A transcription job as /v1 and the portal list it. */
 /** A job's status, as a list filter. */
 export const JobStatusFilter = OneOf<JobStatus>(['queued', 'processing', 'completed', 'failed']);
 
 /** A job's id in a path. */
 export const JobId = Type.Object({ id: KeyString(64) });
 
+/** A transcription job as /v1 and the portal list it. */
 export const Job = Type.Object({
   id: Type.String(),
   object: Type.Literal('transcription.job'),
