@@ -14,6 +14,10 @@
 // imports; an open whose name the rule cannot read fails too. Not scanned: src/store/ (the port and
 // its adapters open whatever name they are given) and test/, bench/ and scripts/ (fixtures and
 // checks write and read the store directly).
+// Floors, cycles and sizes: src/ and machines/ stand on floors (FLOORS, lowest first) and import
+// down them, but for the few named in UPWARD; no import cycle, type-only or not; src/voice/ imports
+// nothing from src/realtime/ or src/synthesis/; no source file over 450 lines; `as unknown as` at
+// most 3 times in src/, each beside a comment saying why.
 // Test files that share a process (scripts/test-groups.mjs): no test file registers a hook at its
 // top level (it would run for every file of its group), and one that sets `process.env` restores it
 // in a `finally`.
@@ -306,5 +310,116 @@ describe('architecture: test files that share a process', () => {
       return /\bprocess\.env\.\w+\s*=[^=]/.test(text) && !/\bfinally\b/.test(text);
     });
     assert.deepEqual({ hooks, env }, { hooks: [], env: [] });
+  });
+});
+
+/**
+ * The floors of src/ and machines/, lowest first. A module imports from its own floor or a lower
+ * one; an import that runs upward is one of UPWARD below, each with its reason, or the test fails.
+ */
+const FLOORS: { name: string; holds: string[] }[] = [
+  { name: 'foundation', holds: ['src/shared/', 'src/errors.ts', 'src/logger.ts', 'src/config.ts', 'src/types/', 'machines/'] },
+  { name: 'state', holds: ['src/store/', 'src/blobs/'] },
+  { name: 'speech', holds: ['src/speech/'] },
+  { name: 'providers', holds: ['src/providers/'] },
+  { name: 'accounts and money', holds: ['src/models/', 'src/identity/', 'src/billing/', 'src/metering/'] },
+  { name: 'actors', holds: ['src/actors/'] },
+  { name: 'capabilities', holds: ['src/text/', 'src/transcription/', 'src/realtime/', 'src/synthesis/', 'src/intent/', 'src/voice/', 'src/webhooks/'] },
+  { name: 'edges', holds: ['src/http/', 'src/ws/', 'src/dashboard/', 'src/composition.ts', 'src/server.ts'] },
+];
+
+/** The imports allowed to run upward (at most 6), `from -> to`, each with why. */
+const UPWARD: Record<string, string> = {
+  // Types only: integer ids (`nextId`, owner of `counters`), fixed-window counters and newest-first
+  // pages are written against the store port's interfaces; their users (identity, billing,
+  // webhooks) stand above the store, and the helpers have no better floor of their own.
+  'src/shared/common.ts -> src/store/port.ts': 'ids and window counters over the store port',
+  'src/shared/pages.ts -> src/store/port.ts': 'pages over the store port',
+};
+
+const floorOf = (path: string): number => FLOORS.findIndex((f) => f.holds.some((h) => (h.endsWith('/') ? path.startsWith(h) : path === h)));
+
+/** The import cycles (strongly connected components of more than one module, or a module importing itself). */
+function cycles(modules: Map<string, Module>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next += 1;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of modules.get(v)?.files ?? []) {
+      if (!modules.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || modules.get(v)!.files.includes(v)) found.push(component.sort());
+    }
+  };
+  for (const v of modules.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+describe('architecture: floors, cycles and sizes', () => {
+  const modules = graph();
+
+  it('finds a cycle and an upward import when there is one (so the rules below cannot pass on a blind reader)', () => {
+    const m = (path: string, files: string[]): [string, Module] => [path, { path, files, packages: [] }];
+    assert.deepEqual(cycles(new Map([m('a', ['b']), m('b', ['c']), m('c', ['a']), m('d', ['a'])])), [['a', 'b', 'c']]);
+    assert.ok(floorOf('src/providers/x.ts') < floorOf('src/voice/x.ts'));
+    assert.equal(floorOf('src/nowhere.ts'), -1);
+  });
+
+  it('every module of src/ and machines/ stands on a floor', () => {
+    assert.deepEqual([...modules.keys()].filter((path) => floorOf(path) === -1), []);
+  });
+
+  it('no import cycle, type-only or not', () => {
+    assert.deepEqual(cycles(modules), []);
+  });
+
+  it(`imports run down the floors (${FLOORS.map((f) => f.name).join(' → ')}), but for at most 6 named ones`, () => {
+    const upward = [...modules.values()].flatMap((m) => m.files.filter((to) => modules.has(to) && floorOf(to) > floorOf(m.path)).map((to) => `${m.path} -> ${to}`));
+    assert.deepEqual(upward.sort(), Object.keys(UPWARD).sort());
+    assert.ok(upward.length <= 6, `${upward.length} upward imports`);
+  });
+
+  it('src/voice/ imports nothing from src/realtime/ or src/synthesis/: a call listens and speaks through the speech floor', () => {
+    const violations = [...modules.values()]
+      .filter((m) => m.path.startsWith('src/voice/'))
+      .flatMap((m) => m.files.filter((to) => to.startsWith('src/realtime/') || to.startsWith('src/synthesis/')).map((to) => `${m.path} -> ${to}`));
+    assert.deepEqual(violations, []);
+  });
+
+  it('no source file is over 450 lines', () => {
+    const long = [...modules.keys()]
+      .map((path) => ({ path, lines: readFileSync(join(ROOT, path), 'utf8').split('\n').length }))
+      .filter((f) => f.lines > 451) // a file's last newline makes one more empty element
+      .map((f) => `${f.path}: ${f.lines - 1} lines`);
+    assert.deepEqual(long, []);
+  });
+
+  it("`as unknown as` at most 3 times in src/, each under a comment that says why", () => {
+    const casts = sources('src').flatMap((path) => {
+      const lines = readFileSync(join(ROOT, path), 'utf8').split('\n');
+      return lines.flatMap((line, i) => (/\bas unknown as\b/.test(line) ? [{ at: `${path}:${i + 1}`, explained: /\/\/|\/\*|\*/.test(`${lines[i - 1] ?? ''}${line.split('as unknown as')[1]}`) }] : []));
+    });
+    assert.ok(casts.length <= 3, casts.map((c) => c.at).join(', '));
+    assert.deepEqual(casts.filter((c) => !c.explained).map((c) => c.at), []);
   });
 });
