@@ -34,7 +34,10 @@ function shared<F>(schema: unknown, key: string, compile: () => F): F {
 /** How many schemas this process has compiled (a test reads it). */
 export const schemaCompiles = (): number => compiles;
 
-type Compile<F> = (route: any) => F;
+/** A route's schema definition as fastify hands it to a compiler (typed per compiler upstream; one name here for both). */
+// biome-ignore lint/suspicious/noExplicitAny: the validator's and the serializer's definitions differ in type and are only passed through
+type RouteSchemaDef = any;
+type Compile<F> = (route: RouteSchemaDef) => F;
 type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
 /** What @fastify/ajv-compiler's compile returns: ajv's validate function. */
 type AjvValidate = ReturnType<ReturnType<ReturnType<typeof ValidatorSelector>>>;
@@ -53,7 +56,7 @@ export function lazySchemas(): LazySchemas {
   const buildValidator = ValidatorSelector();
   const buildSerializer = SerializerSelector();
   /** `compile(route)` at the first call of the function returned, kept; pending until it compiled. */
-  const later = <F>(compile: Compile<F>, route: any, part: string, key: string): (() => F) => {
+  const later = <F>(compile: Compile<F>, route: RouteSchemaDef, part: string, key: string): (() => F) => {
     let real: F | undefined;
     const load = (): F => {
       if (real) return real;
@@ -71,7 +74,7 @@ export function lazySchemas(): LazySchemas {
   const validatorFactory = (...args: Parameters<typeof buildValidator>) => {
     const compile = buildValidator(...args);
     const compiler = `validator ${JSON.stringify(args)}`;
-    return (route: any): Validate => {
+    return (route: RouteSchemaDef): Validate => {
       // Fastify lowercases a headers schema's property names (headers arrive lowercased) only
       // for its own compiler; here they must be written in lowercase, which makes that a no-op.
       if (route.httpPart === 'headers' && !lowercaseNames(route.schema)) {
@@ -101,7 +104,7 @@ export function lazySchemas(): LazySchemas {
       buildSerializer(...args: Parameters<typeof buildSerializer>) {
         const compile = buildSerializer(...args);
         const compiler = `serializer ${JSON.stringify(args)}`;
-        return (route: any) => {
+        return (route: RouteSchemaDef) => {
           const load = later(compile, route, String(route.httpStatus), `${compiler} ${route.httpStatus} ${route.contentType ?? ''}`);
           return (data: unknown) => load()(data);
         };

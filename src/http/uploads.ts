@@ -15,7 +15,7 @@
 // request timeout already answered it 408: client-errors.ts) is logged at info as the client's
 // doing, and nothing is written: nobody is there to read it.
 import multipart from '@fastify/multipart';
-import { Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobStore, Upload } from '../blobs/port.ts';
 import { BlobTooLargeError } from '../blobs/port.ts';

@@ -166,7 +166,7 @@ export async function probeAudio(input: AudioInput, options: AudioToolsOptions =
   const stream = parsed.streams?.[0];
   const sampleRate = positive(stream?.sample_rate);
   const channels = positive(stream?.channels);
-  if (!stream || !stream.codec_name || sampleRate === null || channels === null) {
+  if (!stream?.codec_name || sampleRate === null || channels === null) {
     throw new AudioDecodeError('the file has no audio stream');
   }
   return {

@@ -74,7 +74,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   }
   const features = voiceFeatures(model);
   const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
-  if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone || !phone.isValid()) {
+  if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone?.isValid()) {
     throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
   }
   if (!phone.country || !features.countries.includes(phone.country)) {
@@ -119,7 +119,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     });
   }
   const [stt, tts] = await Promise.all([deps.models.get(model.stt_model ?? ''), deps.models.get(model.tts_model ?? '')]);
-  if (!stt || stt.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
+  if (stt?.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
   const carriers = deps.resolveRoutes(model).flatMap((r, route) => {
     const carrier = r.problem ? undefined : deps.carrier(model.routes[route]!, r);
     return carrier ? [{ route, carrier }] : [];

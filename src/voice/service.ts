@@ -18,7 +18,7 @@ import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { Store } from '../store/port.ts';
 import type { CallStatus, ControlReply, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import type { CallbackRequest } from '../providers/carrier.ts';
-import { check, endpointing, type Checked, type CheckDeps, type CheckSettings, type VoiceCallBody } from './checks.ts';
+import { check, endpointing, type CheckDeps, type CheckSettings, type VoiceCallBody } from './checks.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { callMedia, type LiveDeps } from './live.ts';

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { requireAdmin } from '../auth.ts';
 import { ApiError } from '../errors.ts';
-import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
+import { Closed, errors, KeyString, NumericId } from '../schemas.ts';
 import { Subscription, Topup } from './portal-billing.ts';
 import { AfterString, Limit, limitOf, PageOf } from '../pages.ts';
 
