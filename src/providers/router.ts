@@ -31,6 +31,7 @@ import type { CancelSignal } from './cancel.ts';
 import type { ProviderName } from './index.ts';
 import { RouteLimiters } from './limiters.ts';
 import { exhausted, rejected, type Attempt } from './router-error.ts';
+import { pullFirst } from './stream-prelude.ts';
 import {
   UpstreamError,
   type ChatChunk,
@@ -88,8 +89,6 @@ interface Health {
 }
 
 const MAX_HEALTH_ENTRIES = 10_000;
-/** Role-only chunks held back before the first real one; more than this and we commit anyway. */
-const MAX_PRELUDE_CHUNKS = 64;
 
 export class UpstreamRouter {
   readonly #providers: ReadonlyMap<string, Provider>;
@@ -104,13 +103,23 @@ export class UpstreamRouter {
     this.#providers = providers;
     this.#threshold = Math.max(1, opts.failureThreshold ?? 3);
     this.#cooldownMs = opts.cooldownMs ?? 30_000;
-    this.#limiters = new RouteLimiters({ maxQueueWaitMs: opts.maxQueueWaitMs ?? 10_000, maxQueued: opts.maxQueued ?? 1000, maxLimiters: opts.maxLimiters ?? 1000 });
+    this.#limiters = new RouteLimiters({
+      maxQueueWaitMs: opts.maxQueueWaitMs ?? 10_000,
+      maxQueued: opts.maxQueued ?? 1000,
+      maxLimiters: opts.maxLimiters ?? 1000,
+    });
     this.#now = opts.now ?? Date.now;
     this.#logger = opts.logger;
   }
 
   complete(routes: ResolvedRoute[], req: ChatRequest, signal: CancelSignal): Promise<{ result: ChatResult; route: ResolvedRoute }> {
-    return this.#once(routes, signal, 'chat', (p, route) => p.chat!.complete(route, req, signal), (p) => p.chat!.refuses?.(req));
+    return this.#once(
+      routes,
+      signal,
+      'chat',
+      (p, route) => p.chat!.complete(route, req, signal),
+      (p) => p.chat!.refuses?.(req),
+    );
   }
 
   embed(routes: ResolvedRoute[], req: EmbeddingsRequest, signal: CancelSignal): Promise<{ result: EmbeddingsResult; route: ResolvedRoute }> {
@@ -118,7 +127,13 @@ export class UpstreamRouter {
   }
 
   transcribe(routes: ResolvedRoute[], req: TranscribeRequest, signal: CancelSignal): Promise<{ result: Transcript; route: ResolvedRoute }> {
-    return this.#once(routes, signal, 'transcribe', (p, route) => p.transcribe!.transcribe(route, req, signal), (p, route) => p.transcribe!.refuses?.(req, route));
+    return this.#once(
+      routes,
+      signal,
+      'transcribe',
+      (p, route) => p.transcribe!.transcribe(route, req, signal),
+      (p, route) => p.transcribe!.refuses?.(req, route),
+    );
   }
 
   /**
@@ -404,39 +419,10 @@ export class UpstreamRouter {
       failure.message,
     );
   }
-
 }
 
 function serves(provider: Provider, capability: RoutedCapability): boolean {
-  return capability === 'transcriptionJobs' ? provider.transcriptionJobs !== undefined || provider.transcribe !== undefined : provider[capability] !== undefined;
-}
-
-/**
- * Pulls the stream's first chunk with something in it (text, a tool call, a finish). Role-only chunks are held back and their
- * roles merged into it, so the route is not committed to before it said anything.
- */
-async function pullFirst(it: AsyncIterator<ChatChunk>): Promise<ChatChunk | null> {
-  let roles: ChatChunk | null = null;
-  for (let i = 0; i < MAX_PRELUDE_CHUNKS; i++) {
-    const next = await it.next();
-    if (next.done) return roles;
-    const chunk = next.value;
-    const roleOnly = chunk.usage === undefined && chunk.choices.length > 0 && chunk.choices.every((c) => !c.finish_reason && !c.delta.content && !c.delta.tool_calls);
-    if (!roleOnly) return roles ? mergeRoles(roles, chunk) : chunk;
-    roles = roles ? { choices: [...roles.choices, ...chunk.choices.filter((c) => !roles!.choices.some((r) => r.index === c.index))] } : chunk;
-  }
-  return roles;
-}
-
-function mergeRoles(roles: ChatChunk, chunk: ChatChunk): ChatChunk {
-  const present = new Set(chunk.choices.map((c) => c.index));
-  const roleOf = new Map(roles.choices.map((c) => [c.index, c.delta.role]));
-  const choices = [
-    ...roles.choices.filter((c) => !present.has(c.index)),
-    ...chunk.choices.map((c) => {
-      const role = roleOf.get(c.index);
-      return role && !c.delta.role ? { ...c, delta: { role, ...c.delta } } : c;
-    }),
-  ];
-  return chunk.usage ? { choices, usage: chunk.usage } : { choices };
+  return capability === 'transcriptionJobs'
+    ? provider.transcriptionJobs !== undefined || provider.transcribe !== undefined
+    : provider[capability] !== undefined;
 }

@@ -19,10 +19,17 @@ import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
 import type { EventSink } from '../shared/events.ts';
-import type { Provider, ResolvedRoute, TranscribeRequest, Transcript as UpstreamTranscript } from '../providers/types.ts';
-import { UpstreamError, type TranscribeCapability, type TranscriptionJobCapability } from '../providers/types.ts';
+import type {
+  Provider,
+  ResolvedRoute,
+  TranscribeCapability,
+  TranscribeRequest,
+  TranscriptionJobCapability,
+  Transcript as UpstreamTranscript,
+} from '../providers/types.ts';
 import type { UpstreamRouter } from '../providers/router.ts';
 import { RouterError } from '../providers/router-error.ts';
+import { jobError, jobErrorOf, onlyBusy, recordingGone } from './job-errors.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StepFencedError } from '../actors/errors.ts';
 import {
@@ -34,7 +41,6 @@ import {
   type JobResultSummary,
   type PollInput,
   type PollOutput,
-  type SubmitError,
   type SubmitInput,
   type SubmitOutput,
 } from '../../machines/transcription-job.machine.ts';
@@ -106,34 +112,10 @@ const minutes = (seconds: number): string => (seconds % 60 === 0 ? `${seconds / 
 export const rawKeyOf = (jobId: string): string => `jobs/${jobId}/raw.json`;
 export const resultKeyOf = (jobId: string): string => `jobs/${jobId}/result.json`;
 
-/** A failure a job can tell its client about; `retryable` sends the job to the model's next route. */
-function jobError(code: string, message: string, retryable: boolean): SubmitError & Error {
-  return Object.assign(new Error(message), { code, retryable });
-}
-
-/** A job's recording missing from the blob store: the route is not at fault, so no failover (a client error). */
-const recordingGone = (): UpstreamError => new UpstreamError('client', 'the recording is gone', false, 400, 'The recording is gone.');
-
 /** Before a route is tried again when every one was busy; doubling to a minute. */
 const ROUTE_BUSY_RETRY_MS = 1_000;
 /** How long a job waits for a route's slot before the router moves on (a request waits 10 s). */
 const JOB_QUEUE_WAIT_MS = 60_000;
-
-/** The router gave up only because every usable route was busy (or cooling), not because one failed or refused. */
-const onlyBusy = (err: RouterError): boolean => err.code === 'model_unavailable' && err.attempts.length > 0 && err.attempts.every((a) => a.outcome === 'queue_timeout' || a.outcome === 'config');
-
-/** What the client reads of a submission that no route could serve (the router's policy already failed over). */
-function jobErrorOf(err: unknown): SubmitError & Error {
-  if (err instanceof RouterError) {
-    const last = err.attempts.at(-1);
-    if (err.code === 'invalid_request' && last?.outcome === 'client') return jobError('invalid_audio', err.message.replace(/^the upstream rejected the request: /, ''), false);
-    if (err.code === 'invalid_request') return jobError('invalid_request', err.message, false);
-    if (err.code === 'model_misconfigured') return jobError('model_misconfigured', 'The model has no usable route for this job.', false);
-    return jobError('model_unavailable', 'The transcription provider failed.', false);
-  }
-  if ((err as Partial<SubmitError>).retryable !== undefined) return err as SubmitError & Error;
-  return jobError('transcription_failed', 'The transcription failed.', false);
-}
 
 export function transcriptionJobKind(deps: JobKindDeps): JobKind {
   const pollMs = deps.pollMs ?? 5_000;
@@ -158,13 +140,15 @@ export function transcriptionJobKind(deps: JobKindDeps): JobKind {
       // `order` sorts newest first and breaks ties by id: the list's cursor.
       return { account: c.account, status, order: `${String(c.createdAt).padStart(15, '0')}:${c.jobId}` };
     },
-    indexes: [{ account: 1, order: -1 }, { account: 1, status: 1, order: -1 }],
+    indexes: [
+      { account: 1, order: -1 },
+      { account: 1, status: 1, order: -1 },
+    ],
     provide: (ctx) => effects(deps, ctx, pollMs, maxPollMs),
   };
 }
 
 function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPollMs: number) {
-
   /** The route a submission step was recorded for (create, submit or inline), if any. */
   async function recordedRoute(count: number): Promise<number | null> {
     for (let i = 0; i < count; i++) {
@@ -174,13 +158,22 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
   }
 
   /** The recording handed to a provider's job API (its job id recorded first when it gives one before the audio). */
-  async function submitToJobs(jobs: TranscriptionJobCapability, route: ResolvedRoute, index: number, jobId: string, spec: JobSpecFields, durationS: number): Promise<SubmitOutput> {
+  async function submitToJobs(
+    jobs: TranscriptionJobCapability,
+    route: ResolvedRoute,
+    index: number,
+    jobId: string,
+    spec: JobSpecFields,
+    durationS: number,
+  ): Promise<SubmitOutput> {
     const callback = deps.callbackUrl?.(route.provider, jobId);
     if (jobs.create && jobs.start) {
       // The provider's id recorded first; then the audio goes up and the job starts (once).
       const { providerJobId } = await ctx.steps.once(`create:${index}`, ({ signal }) => jobs.create!(route, request(spec, '', durationS), signal, callback));
       await ctx.steps.once(`start:${index}`, async ({ signal }) => {
-        const started = await deps.blobs.withFile(spec.audioKey, (path) => jobs.start!(route, providerJobId, request(spec, path, durationS), signal).then(() => true));
+        const started = await deps.blobs.withFile(spec.audioKey, (path) =>
+          jobs.start!(route, providerJobId, request(spec, path, durationS), signal).then(() => true),
+        );
         if (!started) throw recordingGone();
         return true;
       });
@@ -195,7 +188,14 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
   }
 
   /** The recording transcribed in one call (the offline engine, or a provider without a job API), stored. */
-  async function transcribeInline(stt: TranscribeCapability, route: ResolvedRoute, index: number, jobId: string, spec: JobSpecFields, durationS: number): Promise<SubmitOutput> {
+  async function transcribeInline(
+    stt: TranscribeCapability,
+    route: ResolvedRoute,
+    index: number,
+    jobId: string,
+    spec: JobSpecFields,
+    durationS: number,
+  ): Promise<SubmitOutput> {
     const rawKey = await ctx.steps.once(`inline:${index}`, async ({ signal }) => {
       const t = await deps.blobs.withFile(spec.audioKey, (path) => stt.transcribe(route, request(spec, path, durationS), signal));
       if (!t) throw recordingGone();
@@ -264,7 +264,12 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         return { hold, replaced: spec.hold };
       } catch (err) {
         if ((err as { code?: unknown }).code === 'insufficient_credit') {
-          return { refused: { code: 'insufficient_credit', message: `The recording decodes to ${Math.round(durationS)} s, more than its container declared, and the wallet cannot cover it. ${(err as Error).message}` } };
+          return {
+            refused: {
+              code: 'insufficient_credit',
+              message: `The recording decodes to ${Math.round(durationS)} s, more than its container declared, and the wallet cannot cover it. ${(err as Error).message}`,
+            },
+          };
         }
         throw err;
       }
@@ -303,98 +308,121 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
 
   return {
     actors: {
-      submit: fromPromise<SubmitOutput, SubmitInput<JobSpecFields>>(leased(async ({ input }) => {
-        const { spec } = input;
-        const { durationS } = await examine(spec);
-        await covered(spec, durationS);
-        const model = await deps.models.get(spec.model);
-        const routes = model ? deps.resolveRoutes(model) : [];
-        const req = request(spec, '', durationS);
-        // A submission a crash interrupted after a route took it is resumed on that route, whatever
-        // the router would choose now: a provider is never handed the recording twice.
-        const recorded = await recordedRoute(routes.length);
-        const order = recorded === null ? routes : [routes[recorded]!];
-        const indexOf = (route: ResolvedRoute) => routes.indexOf(route);
-        const viaJobs = (provider: Provider, route: ResolvedRoute) => provider.transcriptionJobs !== undefined && !provider.transcriptionJobs.refuses?.(req, route);
-        const refuses = (provider: Provider, route: ResolvedRoute) =>
-          viaJobs(provider, route) ? undefined : provider.transcribe ? provider.transcribe.refuses?.(req, route) : { param: 'model', message: 'The route cannot transcribe.' };
-        const attempt = (provider: Provider, route: ResolvedRoute): Promise<SubmitOutput> =>
-          viaJobs(provider, route) ? submitToJobs(provider.transcriptionJobs!, route, indexOf(route), input.jobId, spec, durationS) : transcribeInline(provider.transcribe!, route, indexOf(route), input.jobId, spec, durationS);
-        const { signal } = ctx.lease();
-        for (let wait = ROUTE_BUSY_RETRY_MS; ; wait = Math.min(wait * 2, 60_000)) {
-          try {
-            return (await deps.router.submitJob(order, signal, attempt, refuses, { queueWaitMs: JOB_QUEUE_WAIT_MS })).result;
-          } catch (err) {
-            // Every usable route busy (its `max_concurrent` or `rpm` slots taken): a job waits, it does not fail.
-            if (!(err instanceof RouterError) || !onlyBusy(err)) throw jobErrorOf(err);
-            ctx.logger.info({ job_id: input.jobId, retry_in_ms: wait }, 'every route of the job is busy; waiting');
-            await sleep(wait, undefined, { signal: signal as AbortSignal });
-          }
-        }
-      })),
-
-      poll: fromPromise<PollOutput, PollInput<JobSpecFields>>(leased(async ({ input }) => {
-        const { spec } = input;
-        const { route, provider } = await routeFor(spec.model, input.routeIndex);
-        const jobs = provider.transcriptionJobs;
-        if (!jobs) return { state: 'failed', error: { code: 'model_misconfigured', message: 'The provider that took the job no longer serves this model.' } };
-        const backoff = Math.min(maxPollMs, pollMs * 2 ** Math.min(input.polls, 6));
-        let answer;
-        try {
-          answer = await jobs.poll(route, input.providerJobId, ctx.lease().signal);
-        } catch (err) {
-          // A provider we cannot reach now: try again later, the job stays with it.
-          ctx.logger.warn({ err: (err as Error).message, job_id: input.jobId }, 'transcription job poll failed; retrying');
-          return { state: 'pending', at: deps.now(), pollDelayMs: backoff };
-        }
-        if (answer.state === 'pending') return { state: 'pending', at: deps.now(), pollDelayMs: backoff };
-        if (answer.state === 'failed') return { state: 'failed', error: { code: 'upstream_error', message: answer.message || 'The provider could not transcribe the recording.' } };
-        const rawKey = await ctx.steps.once('fetch', () => storeRaw(input.jobId, answer.transcript));
-        return { state: 'completed', rawKey };
-      })),
-
-      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput<JobSpecFields>>(leased(async ({ input }) => {
-        const { spec } = input;
-        const { durationS } = await examine(spec);
-        const result = await ctx.steps.once('result', async () => {
-          const raw = await readJson<UpstreamTranscript>(deps.blobs, input.rawKey);
-          const transcript = transcriptForClient(raw, { durationS, language: spec.language ?? null, diarized: spec.diarize });
-          const resultKey = resultKeyOf(input.jobId);
-          await deps.blobs.put(resultKey, Buffer.from(JSON.stringify(transcript)));
-          return summaryOf(resultKey, transcript);
-        });
-        const seconds = billedSeconds(durationS);
-        const hold = await covered(spec, durationS);
-        await ctx.steps.once('charge', async () => {
+      submit: fromPromise<SubmitOutput, SubmitInput<JobSpecFields>>(
+        leased(async ({ input }) => {
+          const { spec } = input;
+          const { durationS } = await examine(spec);
+          await covered(spec, durationS);
           const model = await deps.models.get(spec.model);
-          const cost = model ? priceOfSeconds(model.pricing, seconds) : hold.amountMicrocents;
-          await callOf(spec, hold).settle({ route: null, seconds, costMicrocents: cost, status: 'ok' });
-          return true;
-        });
-        await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.completed', { job_id: input.jobId, status: 'completed', duration: result.duration }));
-        await deps.blobs.delete(input.rawKey).catch(() => false);
-        return { result, at: deps.now() };
-      })),
+          const routes = model ? deps.resolveRoutes(model) : [];
+          const req = request(spec, '', durationS);
+          // A submission a crash interrupted after a route took it is resumed on that route, whatever
+          // the router would choose now: a provider is never handed the recording twice.
+          const recorded = await recordedRoute(routes.length);
+          const order = recorded === null ? routes : [routes[recorded]!];
+          const indexOf = (route: ResolvedRoute) => routes.indexOf(route);
+          const viaJobs = (provider: Provider, route: ResolvedRoute) =>
+            provider.transcriptionJobs !== undefined && !provider.transcriptionJobs.refuses?.(req, route);
+          const refuses = (provider: Provider, route: ResolvedRoute) =>
+            viaJobs(provider, route)
+              ? undefined
+              : provider.transcribe
+                ? provider.transcribe.refuses?.(req, route)
+                : { param: 'model', message: 'The route cannot transcribe.' };
+          const attempt = (provider: Provider, route: ResolvedRoute): Promise<SubmitOutput> =>
+            viaJobs(provider, route)
+              ? submitToJobs(provider.transcriptionJobs!, route, indexOf(route), input.jobId, spec, durationS)
+              : transcribeInline(provider.transcribe!, route, indexOf(route), input.jobId, spec, durationS);
+          const { signal } = ctx.lease();
+          for (let wait = ROUTE_BUSY_RETRY_MS; ; wait = Math.min(wait * 2, 60_000)) {
+            try {
+              return (await deps.router.submitJob(order, signal, attempt, refuses, { queueWaitMs: JOB_QUEUE_WAIT_MS })).result;
+            } catch (err) {
+              // Every usable route busy (its `max_concurrent` or `rpm` slots taken): a job waits, it does not fail.
+              if (!(err instanceof RouterError) || !onlyBusy(err)) throw jobErrorOf(err);
+              ctx.logger.info({ job_id: input.jobId, retry_in_ms: wait }, 'every route of the job is busy; waiting');
+              await sleep(wait, undefined, { signal: signal as AbortSignal });
+            }
+          }
+        }),
+      ),
 
-      fail: fromPromise<{ at: number }, FailInput<JobSpecFields>>(leased(async ({ input }) => {
-        const { spec } = input;
-        await ctx.steps.once('charge', async () => {
-          // What the job holds: the upload's hold, or the one that replaced it (returned, unrecorded, first).
-          const c = await ctx.steps.done<Covered>('hold');
-          const hold = c && 'hold' in c ? c.hold : spec.hold;
-          if (c && 'replaced' in c && c.replaced) await callOf(spec, c.replaced).drop();
-          await callOf(spec, hold).release('upstream_failed', { seconds: 0 });
-          return true;
-        });
-        await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.failed', { job_id: input.jobId, status: 'failed', error: input.error.code }));
-        await deps.blobs.delete(rawKeyOf(input.jobId)).catch(() => false);
-        return { at: deps.now() };
-      })),
+      poll: fromPromise<PollOutput, PollInput<JobSpecFields>>(
+        leased(async ({ input }) => {
+          const { spec } = input;
+          const { route, provider } = await routeFor(spec.model, input.routeIndex);
+          const jobs = provider.transcriptionJobs;
+          if (!jobs) return { state: 'failed', error: { code: 'model_misconfigured', message: 'The provider that took the job no longer serves this model.' } };
+          const backoff = Math.min(maxPollMs, pollMs * 2 ** Math.min(input.polls, 6));
+          let answer;
+          try {
+            answer = await jobs.poll(route, input.providerJobId, ctx.lease().signal);
+          } catch (err) {
+            // A provider we cannot reach now: try again later, the job stays with it.
+            ctx.logger.warn({ err: (err as Error).message, job_id: input.jobId }, 'transcription job poll failed; retrying');
+            return { state: 'pending', at: deps.now(), pollDelayMs: backoff };
+          }
+          if (answer.state === 'pending') return { state: 'pending', at: deps.now(), pollDelayMs: backoff };
+          if (answer.state === 'failed')
+            return { state: 'failed', error: { code: 'upstream_error', message: answer.message || 'The provider could not transcribe the recording.' } };
+          const rawKey = await ctx.steps.once('fetch', () => storeRaw(input.jobId, answer.transcript));
+          return { state: 'completed', rawKey };
+        }),
+      ),
+
+      finish: fromPromise<{ result: JobResultSummary; at: number }, FinishInput<JobSpecFields>>(
+        leased(async ({ input }) => {
+          const { spec } = input;
+          const { durationS } = await examine(spec);
+          const result = await ctx.steps.once('result', async () => {
+            const raw = await readJson<UpstreamTranscript>(deps.blobs, input.rawKey);
+            const transcript = transcriptForClient(raw, { durationS, language: spec.language ?? null, diarized: spec.diarize });
+            const resultKey = resultKeyOf(input.jobId);
+            await deps.blobs.put(resultKey, Buffer.from(JSON.stringify(transcript)));
+            return summaryOf(resultKey, transcript);
+          });
+          const seconds = billedSeconds(durationS);
+          const hold = await covered(spec, durationS);
+          await ctx.steps.once('charge', async () => {
+            const model = await deps.models.get(spec.model);
+            const cost = model ? priceOfSeconds(model.pricing, seconds) : hold.amountMicrocents;
+            await callOf(spec, hold).settle({ route: null, seconds, costMicrocents: cost, status: 'ok' });
+            return true;
+          });
+          await ctx.steps.once('notify', () =>
+            notify(deps, spec, 'transcription.completed', { job_id: input.jobId, status: 'completed', duration: result.duration }),
+          );
+          await deps.blobs.delete(input.rawKey).catch(() => false);
+          return { result, at: deps.now() };
+        }),
+      ),
+
+      fail: fromPromise<{ at: number }, FailInput<JobSpecFields>>(
+        leased(async ({ input }) => {
+          const { spec } = input;
+          await ctx.steps.once('charge', async () => {
+            // What the job holds: the upload's hold, or the one that replaced it (returned, unrecorded, first).
+            const c = await ctx.steps.done<Covered>('hold');
+            const hold = c && 'hold' in c ? c.hold : spec.hold;
+            if (c && 'replaced' in c && c.replaced) await callOf(spec, c.replaced).drop();
+            await callOf(spec, hold).release('upstream_failed', { seconds: 0 });
+            return true;
+          });
+          await ctx.steps.once('notify', () => notify(deps, spec, 'transcription.failed', { job_id: input.jobId, status: 'failed', error: input.error.code }));
+          await deps.blobs.delete(rawKeyOf(input.jobId)).catch(() => false);
+          return { at: deps.now() };
+        }),
+      ),
     },
   };
 }
 
-async function notify(deps: JobKindDeps, spec: JobSpecFields, event: 'transcription.completed' | 'transcription.failed', fields: Record<string, string | number>): Promise<boolean> {
+async function notify(
+  deps: JobKindDeps,
+  spec: JobSpecFields,
+  event: 'transcription.completed' | 'transcription.failed',
+  fields: Record<string, string | number>,
+): Promise<boolean> {
   await deps.events.emit({ event, owner: { type: spec.payer.ownerType, id: spec.payer.ownerId }, fields });
   return true;
 }
