@@ -96,7 +96,12 @@ async function understandLatency() {
     const key = await createKey(gw.url, user.token, { name: 'bench' });
     const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
     const pool = new Pool(gw.url, { connections: 1 });
-    const turns = ['The ATM did not dispense cash but Rs. 5,000 was debited', 'paise nahi nikle par account se kat gaye', 'net nahi chal raha', 'call baar baar kat rahi hai'];
+    const turns = [
+      'The ATM did not dispense cash but Rs. 5,000 was debited',
+      'paise nahi nikle par account se kat gaye',
+      'net nahi chal raha',
+      'call baar baar kat rahi hai',
+    ];
     const measure = async (n: number, req: (i: number) => { method: 'GET' | 'POST'; path: string; body?: string }) => {
       const ms: number[] = [];
       for (let i = 0; i < n; i++) {
@@ -108,11 +113,17 @@ async function understandLatency() {
       }
       return ms.sort((a, b) => a - b);
     };
-    const understand = (i: number) => ({ method: 'POST' as const, path: '/v1/understand', body: JSON.stringify({ model: 'intent-demo', session_id: 'bench-1', text: turns[i % turns.length] }) });
+    const understand = (i: number) => ({
+      method: 'POST' as const,
+      path: '/v1/understand',
+      body: JSON.stringify({ model: 'intent-demo', session_id: 'bench-1', text: turns[i % turns.length] }),
+    });
     await measure(500, understand); // warm-up
     const u = await measure(3000, understand);
     const m = await measure(3000, () => ({ method: 'GET' as const, path: '/v1/models' }));
-    console.log(`POST /v1/understand, one connection   p50 ${pct(u, 50).toFixed(2)} ms   p99 ${pct(u, 99).toFixed(2)} ms   (GET /v1/models floor: p50 ${pct(m, 50).toFixed(2)} ms, p99 ${pct(m, 99).toFixed(2)} ms; ratio p50 ${(pct(u, 50) / pct(m, 50)).toFixed(2)}x)`);
+    console.log(
+      `POST /v1/understand, one connection   p50 ${pct(u, 50).toFixed(2)} ms   p99 ${pct(u, 99).toFixed(2)} ms   (GET /v1/models floor: p50 ${pct(m, 50).toFixed(2)} ms, p99 ${pct(m, 99).toFixed(2)} ms; ratio p50 ${(pct(u, 50) / pct(m, 50)).toFixed(2)}x)`,
+    );
     await pool.close();
   } finally {
     await gw.destroy();
@@ -149,8 +160,10 @@ console.log(`\nActor runtime (node ${process.version}, embedded store; ${ACTORS}
 const floor = await sustained('floor (no writes during the run)', { mode: 'checkpoint', intervalMs: 3_600_000 });
 const checkpoint = await sustained('checkpoint, 1 s interval', { mode: 'checkpoint', intervalMs: 1_000 });
 const every = await sustained('every-event (durable each)', { mode: 'every-event' });
-console.log(`\npersistence cost, checkpoint: ${(checkpoint.cpuPct - floor.cpuPct).toFixed(1)}% of one core (target < 5%); every-event: ${(every.cpuPct - floor.cpuPct).toFixed(1)}% for ${(every.done / SECONDS).toFixed(0)} events/s\n`);
-if (!process.argv.includes("--persistence-only")) await understandLatency();
+console.log(
+  `\npersistence cost, checkpoint: ${(checkpoint.cpuPct - floor.cpuPct).toFixed(1)}% of one core (target < 5%); every-event: ${(every.cpuPct - floor.cpuPct).toFixed(1)}% for ${(every.done / SECONDS).toFixed(0)} events/s\n`,
+);
+if (!process.argv.includes('--persistence-only')) await understandLatency();
 if (process.argv.includes('--persistence-only')) process.exit(0);
 console.log('');
 const local = await inboxLatency('ask, actor held here (floor)', { remote: false, wakeups: true, pollMs: 1000 });

@@ -23,7 +23,9 @@ const dir = await mkdtemp(join(tmpdir(), 'billing-bench-'));
 const store = await openEmbeddedStore({ dir });
 const fullConfig = loadConfig(process.env.CONFIG_FILE ? { CONFIG_FILE: process.env.CONFIG_FILE } : {});
 const config = fullConfig.billing;
-console.log(`wallet writes: ${config.durableWalletWrites ? 'durable' : 'lazy'}; usage flush every ${config.usageFlushIntervalMs} ms or ${config.usageFlushMaxRecords} records`);
+console.log(
+  `wallet writes: ${config.durableWalletWrites ? 'durable' : 'lazy'}; usage flush every ${config.usageFlushIntervalMs} ms or ${config.usageFlushMaxRecords} records`,
+);
 // Payer resolution reads the accounts below through identity, as the gateway's does.
 const accounts = new AccountService(store, fullConfig.auth, noAccountWallets, Date.now);
 const orgs = new OrgService(store, accounts, fullConfig.orgs, new InvitationRecords(store, 0, Date.now), noAccountWallets, Date.now);
@@ -37,7 +39,17 @@ await store.collection('orgs').insertOne({ _id: 1, name: 'acme', owner_id: 1, cr
 await store.collection('memberships').insertOne({ _id: 2, org_id: 1, role: 'member', joined_at: new Date() });
 await store.collection('wallets').insertOne({ _id: 'org:1', owner_type: 'org', owner_id: 1, balance_uc: 1e15, held_uc: 0, created_at: new Date() });
 
-const keys: ApiKeyPrincipal[] = Array.from({ length: 20 }, (_, i) => ({ keyId: i + 1, jti: `j${i}`, prefix: `sk-live-${i}`, userId: 2, scopes: ['*'], rpm: 1e9, tpd: 1e12, cpd: 1e9, cpm: 1e9 }));
+const keys: ApiKeyPrincipal[] = Array.from({ length: 20 }, (_, i) => ({
+  keyId: i + 1,
+  jti: `j${i}`,
+  prefix: `sk-live-${i}`,
+  userId: 2,
+  scopes: ['*'],
+  rpm: 1e9,
+  tpd: 1e12,
+  cpd: 1e9,
+  cpm: 1e9,
+}));
 
 async function metered(i: number): Promise<void> {
   // Each call starts on an event-loop turn of its own, as a request read from a socket does: without
@@ -48,7 +60,17 @@ async function metered(i: number): Promise<void> {
   await billing.admit(p);
   const payer = await billing.payerFor(p);
   const hold = await billing.hold(payer, 5_000, `req_${i}`);
-  await billing.settle(hold, payer, { requestId: `req_${i}`, model: 'm', modelType: 'llm', route: 'm#0', promptTokens: 20, completionTokens: 10, costMicrocents: 3_123.25, status: 'ok', latencyMs: 5 });
+  await billing.settle(hold, payer, {
+    requestId: `req_${i}`,
+    model: 'm',
+    modelType: 'llm',
+    route: 'm#0',
+    promptTokens: 20,
+    completionTokens: 10,
+    costMicrocents: 3_123.25,
+    status: 'ok',
+    latencyMs: 5,
+  });
 }
 
 async function run(label: string, total: number, inFlight: number): Promise<void> {
@@ -72,7 +94,8 @@ async function run(label: string, total: number, inFlight: number): Promise<void
 
 try {
   await run('warm-up', 2000, 50);
-  for (const inFlight of (process.env.ONLY ? [Number(process.env.ONLY)] : [1, 10, 50, 200])) await run(`metered path, ${inFlight} in flight`, inFlight === 1 ? 2000 : 10_000, inFlight);
+  for (const inFlight of process.env.ONLY ? [Number(process.env.ONLY)] : [1, 10, 50, 200])
+    await run(`metered path, ${inFlight} in flight`, inFlight === 1 ? 2000 : 10_000, inFlight);
 } finally {
   await billing.close();
   await store.close();

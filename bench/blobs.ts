@@ -52,6 +52,10 @@ for (let i = 0; i < rounds; i++) {
   );
 }
 const mb = size / 1024 / 1024;
-console.log(`blob put ${mb} MB: median ${median(put).toFixed(1)} ms (${(mb / (median(put) / 1000)).toFixed(0)} MB/s); floor writeFile+fsync ${median(floor).toFixed(1)} ms; ratio ${(median(put) / median(floor)).toFixed(2)}`);
-console.log(`blob get ${mb} MB: median ${median(get).toFixed(1)} ms; floor readFile ${median(read).toFixed(1)} ms; ratio ${(median(get) / median(read)).toFixed(2)}`);
+console.log(
+  `blob put ${mb} MB: median ${median(put).toFixed(1)} ms (${(mb / (median(put) / 1000)).toFixed(0)} MB/s); floor writeFile+fsync ${median(floor).toFixed(1)} ms; ratio ${(median(put) / median(floor)).toFixed(2)}`,
+);
+console.log(
+  `blob get ${mb} MB: median ${median(get).toFixed(1)} ms; floor readFile ${median(read).toFixed(1)} ms; ratio ${(median(get) / median(read)).toFixed(2)}`,
+);
 await rm(dir, { recursive: true, force: true });

@@ -48,11 +48,15 @@ const RUN_DIR = mkdtempSync(join(tmpdir(), 'bench-chat-'));
 // ---------- the fake upstream: fixed replies, as fast as node:http goes ----------
 function fakeUpstream(): Promise<{ server: Server; url: string }> {
   const reply = JSON.stringify({
-    id: 'chatcmpl-bench', object: 'chat.completion', created: 1, model: 'up',
+    id: 'chatcmpl-bench',
+    object: 'chat.completion',
+    created: 1,
+    model: 'up',
     choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
     usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 },
   });
-  const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+  const chunk = (content: string) =>
+    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
   const stream =
     `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: { role: 'assistant' }, finish_reason: null }] })}\n\n` +
     ['Hello', ' from', ' the', ' bench', ' upstream.'].map(chunk).join('') +
@@ -72,10 +76,12 @@ function fakeUpstream(): Promise<{ server: Server; url: string }> {
     });
   });
   server.keepAliveTimeout = 60_000;
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
-    const a = server.address() as { port: number };
-    resolve({ server, url: `http://127.0.0.1:${a.port}` });
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const a = server.address() as { port: number };
+      resolve({ server, url: `http://127.0.0.1:${a.port}` });
+    }),
+  );
 }
 
 /** User and system CPU seconds per thread name (/proc/<pid>/task/<tid>/stat; threads of one name summed). */
@@ -83,7 +89,11 @@ function cpuByThread(pid: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
-    try { stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'); } catch { continue; } // thread ended
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue;
+    } // thread ended
     const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     const { user, sys } = statCpu(stat);
     out.set(`${name} user`, (out.get(`${name} user`) ?? 0) + user);
@@ -100,7 +110,10 @@ function profileFlags(name: string): string[] {
 async function startOurGateway(upstream: string) {
   const { child, url } = await startGatewayProcess(RUN_DIR, { nodeFlags: profileFlags('gateway') });
   await json('PUT', `${url}/admin/models/bench-chat`, ADMIN, {
-    type: 'llm', owned_by: 'bench', context_window: 128_000, max_output_tokens: 256,
+    type: 'llm',
+    owned_by: 'bench',
+    context_window: 128_000,
+    max_output_tokens: 256,
     pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 },
     routes: [{ provider: 'openai', base_url: `${upstream}/v1`, api_key: 'sk-upstream', upstream_model: 'up', max_concurrent: 1000 }],
   });
@@ -155,8 +168,21 @@ interface Row {
 }
 
 async function load(t: Target, connections: number, stream: boolean): Promise<Row> {
-  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32, ...(stream ? { stream: true } : {}) });
-  const opts = { url: t.url + t.path, method: 'POST' as const, headers: { 'content-type': 'application/json', ...t.headers }, body, connections, duration: SECONDS, pipelining: 1 };
+  const body = JSON.stringify({
+    model: t.model,
+    messages: [{ role: 'user', content: 'Say hello to the benchmark.' }],
+    max_tokens: 32,
+    ...(stream ? { stream: true } : {}),
+  });
+  const opts = {
+    url: t.url + t.path,
+    method: 'POST' as const,
+    headers: { 'content-type': 'application/json', ...t.headers },
+    body,
+    connections,
+    duration: SECONDS,
+    pipelining: 1,
+  };
   await autocannon({ ...opts, duration: 2 }); // warm-up
   const cpu0 = t.pid ? cpuSeconds(t.pid) : 0;
   const threads0 = THREADS && t.pid && t.name !== 'direct' ? cpuByThread(t.pid) : null;
@@ -165,7 +191,12 @@ async function load(t: Target, connections: number, stream: boolean): Promise<Ro
   const done = r.requests.total;
   if (threads0 && done) {
     const parts = [...cpuByThread(t.pid!)].map(([name, s]) => [name, ((s - (threads0.get(name) ?? 0)) * 1e6) / done] as const).filter(([, us]) => us >= 1);
-    console.log(`  ${t.name} ${stream ? 'stream' : 'json'} c=${connections} CPU µs/req by thread: ${parts.sort((a, b) => b[1] - a[1]).map(([n, us]) => `${n} ${us.toFixed(0)}`).join(', ')}`);
+    console.log(
+      `  ${t.name} ${stream ? 'stream' : 'json'} c=${connections} CPU µs/req by thread: ${parts
+        .sort((a, b) => b[1] - a[1])
+        .map(([n, us]) => `${n} ${us.toFixed(0)}`)
+        .join(', ')}`,
+    );
   }
   return {
     target: t.name,
@@ -188,7 +219,12 @@ type Latency = { p50: number; p99: number; mean: number };
  */
 async function overOneConnection(t: Target, n: number, stream: boolean, time: (res: Dispatcher.ResponseData, t0: number) => Promise<number>): Promise<Latency> {
   const pool = new Pool(t.url, { connections: 1 });
-  const body = JSON.stringify({ model: t.model, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 32, ...(stream ? { stream: true } : {}) });
+  const body = JSON.stringify({
+    model: t.model,
+    messages: [{ role: 'user', content: 'Say hello to the benchmark.' }],
+    max_tokens: 32,
+    ...(stream ? { stream: true } : {}),
+  });
   const times: number[] = [];
   for (let i = 0; i < n + 50; i++) {
     const t0 = performance.now();
@@ -233,9 +269,12 @@ try {
   ];
   if (pk) {
     targets.push({
-      name: 'portkey', url: pk.url, path: '/v1/chat/completions',
+      name: 'portkey',
+      url: pk.url,
+      path: '/v1/chat/completions',
       headers: { authorization: 'Bearer sk-upstream', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${up.url}/v1` },
-      model: 'up', pid: pk.child.pid!,
+      model: 'up',
+      pid: pk.child.pid!,
     });
   }
   // Each round runs every load on every target back to back, so a round's ratios are measured in
@@ -257,8 +296,14 @@ try {
   const get = (rows: Row[], target: string, mode: string) => rows.find((r) => r.target === target && r.mode === mode)!;
   const across = <T>(f: (rows: Row[], i: number) => T) => rounds.map(f);
 
-  console.log(`\nChat through the metered path: ${SECONDS}s per run, ${ROUNDS} round(s), node ${process.version}, 2 cores shared by load generator, upstream and gateways`);
-  console.log('(direct CPU is the bench process itself: upstream + load generator; not comparable)' + (ROUNDS > 1 ? '\n(medians over rounds; req/s and CPU ranges in brackets)' : '') + '\n');
+  console.log(
+    `\nChat through the metered path: ${SECONDS}s per run, ${ROUNDS} round(s), node ${process.version}, 2 cores shared by load generator, upstream and gateways`,
+  );
+  console.log(
+    '(direct CPU is the bench process itself: upstream + load generator; not comparable)' +
+      (ROUNDS > 1 ? '\n(medians over rounds; req/s and CPU ranges in brackets)' : '') +
+      '\n',
+  );
   console.log('target   mode          req/s     p50 ms  p99 ms  mean ms  CPU ms/req  errors');
   for (const r of rounds[0]!) {
     const all = across((rows) => get(rows, r.target, r.mode));
@@ -267,11 +312,14 @@ try {
     const hasCpu = r.target !== 'direct' && cpus.length > 0;
     const cpu = hasCpu ? median(cpus).toFixed(3).padStart(10) : '     -';
     console.log(
-      `${r.target.padEnd(8)} ${r.mode.padEnd(12)} ${median(rps).toFixed(0).padStart(7)}  ${String(median(all.map((x) => x.p50))).padStart(7)} ${String(median(all.map((x) => x.p99))).padStart(7)} ${median(all.map((x) => x.mean)).toFixed(2).padStart(8)}  ${cpu}  ${all.reduce((n, x) => n + x.errors, 0)}` +
-        (ROUNDS > 1 ? `  [${range(rps, 0)}${hasCpu ? `; ${range(cpus, 3)}` : ''}]` : ''),
+      `${r.target.padEnd(8)} ${r.mode.padEnd(12)} ${median(rps).toFixed(0).padStart(7)}  ${String(median(all.map((x) => x.p50))).padStart(7)} ${String(median(all.map((x) => x.p99))).padStart(7)} ${median(
+        all.map((x) => x.mean),
+      )
+        .toFixed(2)
+        .padStart(8)}  ${cpu}  ${all.reduce((n, x) => n + x.errors, 0)}` + (ROUNDS > 1 ? `  [${range(rps, 0)}${hasCpu ? `; ${range(cpus, 3)}` : ''}]` : ''),
     );
   }
-  console.log(`\nRatios (${ROUNDS > 1 ? 'median of each round\'s, range in brackets' : 'same run'}):`);
+  console.log(`\nRatios (${ROUNDS > 1 ? "median of each round's, range in brackets" : 'same run'}):`);
   const ratio = (f: (rows: Row[]) => number, digits: number, unit: string) => {
     const values = across(f);
     return `${median(values).toFixed(digits)}${unit}` + (ROUNDS > 1 ? ` [${range(values, digits)}]` : '');
@@ -297,7 +345,15 @@ try {
     if (ONLY) throw new Error('--json takes the whole series: not with --only');
     const ofFloor = (mode: string) => median(across((rows) => (get(rows, 'gateway', mode).rps / get(rows, 'floor', mode).rps) * 100));
     const added = median(latencies.map((r) => r.get('gateway')!.seq.mean - r.get('floor')!.seq.mean));
-    writeFileSync(JSON_OUT, JSON.stringify({ json50FloorPct: ofFloor('json c=50'), stream50FloorPct: ofFloor('stream c=50'), json1AddedMsOverFloor: added, gatewayPeakRssMiB: peakRssMiB(gw.child.pid!) }));
+    writeFileSync(
+      JSON_OUT,
+      JSON.stringify({
+        json50FloorPct: ofFloor('json c=50'),
+        stream50FloorPct: ofFloor('stream c=50'),
+        json1AddedMsOverFloor: added,
+        gatewayPeakRssMiB: peakRssMiB(gw.child.pid!),
+      }),
+    );
   }
 } finally {
   // SIGTERM lets the gateway and the floor close (and write their profiles), with 10 s to do it;
@@ -327,14 +383,16 @@ async function latencySeries(targets: Target[]): Promise<Map<string, { seq: Late
 function printLatencies(targets: Target[], rounds: Map<string, { seq: Latency; first: Latency }>[], pk: boolean) {
   const med = (name: string, which: 'seq' | 'first', k: keyof Latency) => median(rounds.map((r) => r.get(name)![which][k])).toFixed(2);
   console.log('\nJSON, whole-response latency (one connection, 1,000 sequential requests):');
-  for (const t of targets) console.log(`  ${t.name.padEnd(8)} p50 ${med(t.name, 'seq', 'p50')} ms  p99 ${med(t.name, 'seq', 'p99')} ms  mean ${med(t.name, 'seq', 'mean')} ms`);
+  for (const t of targets)
+    console.log(`  ${t.name.padEnd(8)} p50 ${med(t.name, 'seq', 'p50')} ms  p99 ${med(t.name, 'seq', 'p99')} ms  mean ${med(t.name, 'seq', 'mean')} ms`);
   const added = (name: string) => {
     const values = rounds.map((r) => r.get(name)!.seq.mean - r.get('direct')!.seq.mean);
     return `${median(values).toFixed(2)} ms` + (rounds.length > 1 ? ` [${range(values, 2)}]` : '');
   };
   console.log(`  mean latency added over direct: gateway ${added('gateway')}, floor ${added('floor')}` + (pk ? `, portkey ${added('portkey')}` : ''));
   console.log('\nStreaming, time to first chunk (one connection, 300 sequential requests):');
-  for (const t of targets) console.log(`  ${t.name.padEnd(8)} p50 ${med(t.name, 'first', 'p50')} ms  p99 ${med(t.name, 'first', 'p99')} ms  mean ${med(t.name, 'first', 'mean')} ms`);
+  for (const t of targets)
+    console.log(`  ${t.name.padEnd(8)} p50 ${med(t.name, 'first', 'p50')} ms  p99 ${med(t.name, 'first', 'p99')} ms  mean ${med(t.name, 'first', 'mean')} ms`);
 }
 
 function range(values: number[], digits: number): string {

@@ -30,7 +30,12 @@ const runDir = mkdtempSync(join(tmpdir(), 'bench-check-'));
 const TURNS = ['The ATM did not dispense cash but Rs. 5,000 was debited', 'haan ji', 'net nahi chal raha', 'call baar baar kat rahi hai'];
 
 /** Sequential requests on one connection: latency quantiles in ms, the client's time included. */
-async function sequential(pool: Pool, n: number, request: (i: number) => { method: 'GET' | 'POST'; path: string; body?: string }, headers: Record<string, string>) {
+async function sequential(
+  pool: Pool,
+  n: number,
+  request: (i: number) => { method: 'GET' | 'POST'; path: string; body?: string },
+  headers: Record<string, string>,
+) {
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
@@ -50,7 +55,11 @@ async function intentTurns(): Promise<{ p50: number; p99: number; modelsP99: num
     const { key } = await payingAccount(gw.url, 100_000);
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const pool = new Pool(gw.url, { connections: 1 });
-    const turn = (i: number) => ({ method: 'POST' as const, path: '/v1/understand', body: JSON.stringify({ model: 'intent-demo', session_id: `check-${i % 50}`, text: TURNS[i % TURNS.length] }) });
+    const turn = (i: number) => ({
+      method: 'POST' as const,
+      path: '/v1/understand',
+      body: JSON.stringify({ model: 'intent-demo', session_id: `check-${i % 50}`, text: TURNS[i % TURNS.length] }),
+    });
     // Warm-up: the pack trained, the sessions spawned, the JIT warm, and the store's file grown to
     // its working size. After 300 turns the next 1,000 still ran a third slower at p50 and ~1.5 ms
     // slower at p99 than the 1,000 after them (bench runs, 2026-11-28): a gateway that has served
@@ -69,18 +78,33 @@ try {
   const rows: [string, number, string, boolean][] = [];
   if (!args.includes('--skip-chat')) {
     const out = join(runDir, 'chat.json');
-    const chat = spawnSync(process.execPath, ['--import', 'tsx', 'bench/chat.ts', '--no-portkey', '--seconds', String(SECONDS), '--json', out], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    const chat = spawnSync(process.execPath, ['--import', 'tsx', 'bench/chat.ts', '--no-portkey', '--seconds', String(SECONDS), '--json', out], {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     if (chat.status !== 0) throw new Error(`bench/chat.ts exited ${chat.status}`);
-    const c = JSON.parse(readFileSync(out, 'utf8')) as { json50FloorPct: number; stream50FloorPct: number; json1AddedMsOverFloor: number; gatewayPeakRssMiB: number };
+    const c = JSON.parse(readFileSync(out, 'utf8')) as {
+      json50FloorPct: number;
+      stream50FloorPct: number;
+      json1AddedMsOverFloor: number;
+      gatewayPeakRssMiB: number;
+    };
     rows.push(
       ['chat JSON c=50, % of the floor', c.json50FloorPct, `≥ ${budget.json50FloorPctMin}`, c.json50FloorPct >= budget.json50FloorPctMin],
       ['chat streaming c=50, % of the floor', c.stream50FloorPct, `≥ ${budget.stream50FloorPctMin}`, c.stream50FloorPct >= budget.stream50FloorPctMin],
-      ['chat JSON c=1, ms added over the floor', c.json1AddedMsOverFloor, `≤ ${budget.json1AddedMsOverFloorMax}`, c.json1AddedMsOverFloor <= budget.json1AddedMsOverFloorMax],
+      [
+        'chat JSON c=1, ms added over the floor',
+        c.json1AddedMsOverFloor,
+        `≤ ${budget.json1AddedMsOverFloorMax}`,
+        c.json1AddedMsOverFloor <= budget.json1AddedMsOverFloorMax,
+      ],
       ['gateway peak RSS, MiB', c.gatewayPeakRssMiB, `≤ ${budget.gatewayPeakRssMiBMax}`, c.gatewayPeakRssMiB <= budget.gatewayPeakRssMiBMax],
     );
   }
   const intent = await intentTurns();
-  console.log(`\nintent turn at one connection, client included: p50 ${intent.p50.toFixed(2)} ms, p99 ${intent.p99.toFixed(2)} ms (GET /v1/models p99 ${intent.modelsP99.toFixed(2)} ms, same run)`);
+  console.log(
+    `\nintent turn at one connection, client included: p50 ${intent.p50.toFixed(2)} ms, p99 ${intent.p99.toFixed(2)} ms (GET /v1/models p99 ${intent.modelsP99.toFixed(2)} ms, same run)`,
+  );
   rows.push(['intent turn p99, ms', intent.p99, `≤ ${budget.intentP99MsMax}`, intent.p99 <= budget.intentP99MsMax]);
   console.log('\nbench:check against bench/budget.json:');
   for (const [what, value, limit, ok] of rows) console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${what.padEnd(40)} ${value.toFixed(2).padStart(8)}  (budget ${limit})`);

@@ -65,7 +65,9 @@ try {
     }
   }
   for (const [mode, w] of Object.entries(worst)) {
-    console.log(`${mode}: at most ${w.unbilled} answered calls unbilled, at most ${w.windowMs.toFixed(1)} ms of traffic (${Math.min(...w.rates)}–${Math.max(...w.rates)} calls/s)`);
+    console.log(
+      `${mode}: at most ${w.unbilled} answered calls unbilled, at most ${w.windowMs.toFixed(1)} ms of traffic (${Math.min(...w.rates)}–${Math.max(...w.rates)} calls/s)`,
+    );
   }
 } finally {
   await up.close();

@@ -26,18 +26,25 @@ const PASSWORD = 'correct horse battery';
 
 const dir = await mkdtemp(join(tmpdir(), 'dashboard-browser-bench-'));
 const built = await buildDashboard({ outDir: join(dir, 'dashboard') });
-const config = loadConfig({}, {
-  port: 0,
-  dataDir: join(dir, 'data'),
-  dashboardDir: built.outDir,
-  logLevel: 'silent',
-  auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 } },
-  metrics: { listen: 'off' },
-  keys: { maxActivePerUser: 100_000 },
-});
+const config = loadConfig(
+  {},
+  {
+    port: 0,
+    dataDir: join(dir, 'data'),
+    dashboardDir: built.outDir,
+    logLevel: 'silent',
+    auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 } },
+    metrics: { listen: 'off' },
+    keys: { maxActivePerUser: 100_000 },
+  },
+);
 const start = () => startGateway(config, { logger: createLogger('silent') });
 const post = async (gw: Gateway, path: string, body: unknown, token?: string) => {
-  const res = await fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+  const res = await fetch(gw.url + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return res.json() as Promise<any>;
 };
@@ -58,19 +65,40 @@ const t0 = performance.now();
 const store = await openEmbeddedStore({ dir: config.dataDir });
 const now = Date.now();
 let nextId = 10_000;
-for (const [name, count] of [['big', KEYS], ['small', 10]] as const) nextId = await copyKeys(store, ids[name]!, count, { firstId: nextId, name: 'key', now });
+for (const [name, count] of [
+  ['big', KEYS],
+  ['small', 10],
+] as const)
+  nextId = await copyKeys(store, ids[name]!, count, { firstId: nextId, name: 'key', now });
 // Usage only: billing reads no people here.
 const billing = new BillingService({ store, identity: noIdentity, config: config.billing, events: { emit: async () => {} }, now: () => now });
 await billing.init();
 const firstDay = now - 364 * DAY_MS;
-for (const [name, perDay, days] of [['big', RECORDS_PER_DAY, 365], ['small', 1, 10]] as const) {
+for (const [name, perDay, days] of [
+  ['big', RECORDS_PER_DAY, 365],
+  ['small', 1, 10],
+] as const) {
   const userId = ids[name]!;
   for (let d = 0; d < days; d++) {
     const records = Array.from({ length: perDay }, (_, k) => {
       const ts = firstDay + d * DAY_MS + k * 1000;
       return {
-        _id: billing.usage.newId(ts), ts: new Date(ts), request_id: `req_${userId}_${d}_${k}`, owner: `user:${userId}`, owner_type: 'user' as const, owner_id: userId, user_id: userId,
-        key_prefix: `sk-live-${String(k % 7).padStart(12, '0')}`, model: `model-${k % 4}`, model_type: 'llm', route: null, prompt_tokens: 120, completion_tokens: 40, cost_uc: 2500, status: 'ok', latency_ms: 15,
+        _id: billing.usage.newId(ts),
+        ts: new Date(ts),
+        request_id: `req_${userId}_${d}_${k}`,
+        owner: `user:${userId}`,
+        owner_type: 'user' as const,
+        owner_id: userId,
+        user_id: userId,
+        key_prefix: `sk-live-${String(k % 7).padStart(12, '0')}`,
+        model: `model-${k % 4}`,
+        model_type: 'llm',
+        route: null,
+        prompt_tokens: 120,
+        completion_tokens: 40,
+        cost_uc: 2500,
+        status: 'ok',
+        latency_ms: 15,
       };
     });
     await billing.usage.write(billing.usage.batch(records, []));
@@ -82,7 +110,11 @@ console.log(`seeded ${KEYS} + 10 keys, ${365 * RECORDS_PER_DAY} + 10 usage recor
 
 // 3. Each account signed in in its own browser context; fresh loads of each page.
 gw = await start();
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage'] });
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage'],
+});
 const pages: Record<string, Page> = {};
 for (const [name, email] of Object.entries(accounts)) {
   const page = await (await browser.newContext()).newPage();
@@ -120,7 +152,9 @@ for (const [label, path, selector] of cases) {
     for (let i = 0; i < RUNS; i++) runs.push(await render(pages[name]!, gw.url + path, selector));
     out[name] = median(runs);
   }
-  console.log(`${label.padEnd(40)} ${out.big!.toFixed(1).padStart(12)} ${out.small!.toFixed(1).padStart(10)} ${(out.big! / out.small!).toFixed(2).padStart(6)}x`);
+  console.log(
+    `${label.padEnd(40)} ${out.big!.toFixed(1).padStart(12)} ${out.small!.toFixed(1).padStart(10)} ${(out.big! / out.small!).toFixed(2).padStart(6)}x`,
+  );
 }
 await browser.close();
 await gw.close();

@@ -25,15 +25,18 @@ const DAY_MS = 86_400_000;
 const MODELS = ['gpt-small', 'gpt-large', 'whisper', 'tts', 'embed'];
 
 const dir = await mkdtemp(join(tmpdir(), 'dashboard-bench-'));
-const config = loadConfig({}, {
-  port: 0,
-  dataDir: dir,
-  logLevel: 'silent',
-  adminToken: 'bench-admin-token-0123456789',
-  auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 } },
-  metrics: { listen: 'off' },
-  keys: { maxActivePerUser: 100_000 },
-});
+const config = loadConfig(
+  {},
+  {
+    port: 0,
+    dataDir: dir,
+    logLevel: 'silent',
+    adminToken: 'bench-admin-token-0123456789',
+    auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 } },
+    metrics: { listen: 'off' },
+    keys: { maxActivePerUser: 100_000 },
+  },
+);
 const start = () => startGateway(config, { logger: createLogger('silent') });
 
 async function call(gw: Gateway, path: string, token: string, init: RequestInit = {}): Promise<any> {
@@ -46,7 +49,13 @@ async function call(gw: Gateway, path: string, token: string, init: RequestInit 
 // 1. Two accounts, signed up through the API.
 let gw = await start();
 const signup = async (email: string) =>
-  (await fetch(`${gw.url}/portal/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'correct horse battery' }) })).json() as Promise<{ user: { id: number }; session_token: string }>;
+  (
+    await fetch(`${gw.url}/portal/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'correct horse battery' }),
+    })
+  ).json() as Promise<{ user: { id: number }; session_token: string }>;
 const big = await signup('big@example.com');
 const small = await signup('small@example.com');
 await gw.close();
@@ -60,11 +69,29 @@ const keyDoc = (id: number, userId: number, i: number, total: number): KeyDoc =>
   const jti = id.toString(16).padStart(32, '0');
   const created = new Date(now - (total - i) * 60_000);
   return {
-    _id: id, jti, user_id: userId, name: `service ${String(i).padStart(6, '0')}`, prefix: KEY_PREFIX + jti.slice(-12), scopes: ['*'], token_hash: 'x',
-    iat: Math.floor(created.getTime() / 1000), exp: null, expires_at: null, created_at: created,
+    _id: id,
+    jti,
+    user_id: userId,
+    name: `service ${String(i).padStart(6, '0')}`,
+    prefix: KEY_PREFIX + jti.slice(-12),
+    scopes: ['*'],
+    token_hash: 'x',
+    iat: Math.floor(created.getTime() / 1000),
+    exp: null,
+    expires_at: null,
+    created_at: created,
     // Most of a large account's keys are revoked (the active ones are capped): the realistic shape.
     revoked_at: i < total - 90 ? created : null,
-    last_used_at: null, expired_event_at: null, user_rpm: null, user_tpd: null, user_cpd: null, user_cpm: null, admin_rpm: null, admin_tpd: null, admin_cpd: null, admin_cpm: null,
+    last_used_at: null,
+    expired_event_at: null,
+    user_rpm: null,
+    user_tpd: null,
+    user_cpd: null,
+    user_cpm: null,
+    admin_rpm: null,
+    admin_tpd: null,
+    admin_cpd: null,
+    admin_cpm: null,
   };
 };
 const apiKeys = store.collection<KeyDoc>('api_keys');
@@ -80,9 +107,23 @@ await store.collection('counters').updateOne({ _id: 'api_keys' }, { $set: { seq:
 const billing = new BillingService({ store, identity: noIdentity, config: config.billing, events: { emit: async () => {} }, now: () => now });
 await billing.init();
 const record = (userId: number, ts: number, n: number): UsageRecordDoc => ({
-  _id: billing.usage.newId(ts), ts: new Date(ts), request_id: `req_${userId}_${n}`, owner: `user:${userId}`, owner_type: 'user', owner_id: userId, user_id: userId,
-  key_prefix: `${KEY_PREFIX}${(n % 20).toString(16).padStart(12, '0')}`, model: MODELS[n % MODELS.length]!, model_type: 'llm', route: null,
-  prompt_tokens: 100, completion_tokens: 50, cost_uc: 1234, status: 'ok', latency_ms: 20, ...(n % 3 === 0 ? { end_user: `eu${n % 50}` } : {}),
+  _id: billing.usage.newId(ts),
+  ts: new Date(ts),
+  request_id: `req_${userId}_${n}`,
+  owner: `user:${userId}`,
+  owner_type: 'user',
+  owner_id: userId,
+  user_id: userId,
+  key_prefix: `${KEY_PREFIX}${(n % 20).toString(16).padStart(12, '0')}`,
+  model: MODELS[n % MODELS.length]!,
+  model_type: 'llm',
+  route: null,
+  prompt_tokens: 100,
+  completion_tokens: 50,
+  cost_uc: 1234,
+  status: 'ok',
+  latency_ms: 20,
+  ...(n % 3 === 0 ? { end_user: `eu${n % 50}` } : {}),
 });
 const firstDay = now - 364 * DAY_MS;
 let written = 0;
@@ -114,7 +155,11 @@ async function median(fn: () => Promise<unknown>, reported = false): Promise<num
   return times[Math.floor(times.length / 2)]!;
 }
 
-interface Account { token: string; keys: number; firstId: number }
+interface Account {
+  token: string;
+  keys: number;
+  firstId: number;
+}
 const accounts: Record<'big' | 'small', Account> = {
   big: { token: big.session_token, keys: KEYS, firstId: 1000 },
   small: { token: small.session_token, keys: 10, firstId: 1000 + KEYS },
@@ -146,7 +191,7 @@ const cases: [string, (a: Account) => Promise<unknown>][] = [
   ['search: a term only the oldest key has, all pages', (a) => searchAll(a, encodeURIComponent('SERVICE 000000'))],
   ['  the longest of those requests', async (a) => (await searchAll(a, encodeURIComponent('SERVICE 000000')), lastLongest)],
   ['search: a common term (first page)', (a) => call(gw, '/portal/keys?search=service', a.token)],
-  ['search: the oldest key by prefix, all pages', (a) => searchAll(a, (a.firstId).toString(16).padStart(12, '0'))],
+  ['search: the oldest key by prefix, all pages', (a) => searchAll(a, a.firstId.toString(16).padStart(12, '0'))],
   ['status=active (90 of 100,000)', (a) => call(gw, '/portal/keys?status=active&limit=100', a.token)],
   ['deep page (after the 10th-oldest key)', (a) => call(gw, `/portal/keys?after=${a.firstId + 10}`, a.token)],
   ['usage: the year by day', (a) => call(gw, `/portal/usage?from=${from}&to=${to}&group_by=day`, a.token)],

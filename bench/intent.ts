@@ -15,7 +15,13 @@ const TURNS = [
   'call baar baar kat rahi hai',
 ];
 
-async function rate(pool: Pool, req: (i: number, c: number) => { method: 'GET' | 'POST'; path: string; body?: string }, headers: Record<string, string>, total: number, concurrency: number) {
+async function rate(
+  pool: Pool,
+  req: (i: number, c: number) => { method: 'GET' | 'POST'; path: string; body?: string },
+  headers: Record<string, string>,
+  total: number,
+  concurrency: number,
+) {
   let next = 0;
   let failures = 0;
   const t0 = performance.now();
@@ -42,7 +48,11 @@ try {
   const key = await createKey(gw.url, user.token, { name: 'bench' });
   const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
   const pool = new Pool(gw.url, { connections: 64 });
-  const understand = (i: number, c: number) => ({ method: 'POST' as const, path: '/v1/understand', body: JSON.stringify({ model: 'intent-demo', session_id: `bench-${c}`, text: TURNS[i % TURNS.length] }) });
+  const understand = (i: number, c: number) => ({
+    method: 'POST' as const,
+    path: '/v1/understand',
+    body: JSON.stringify({ model: 'intent-demo', session_id: `bench-${c}`, text: TURNS[i % TURNS.length] }),
+  });
   const models = () => ({ method: 'GET' as const, path: '/v1/models' });
   await rate(pool, understand, headers, 500, 16); // warm-up: trains the pack, loads the sessions
   console.log(`\nPOST /v1/understand over loopback (node ${process.version}, ${gw.store.kind} store)\n`);
@@ -50,7 +60,9 @@ try {
     const n = concurrency === 1 ? 1000 : 5000;
     const u = await rate(pool, understand, headers, n, concurrency);
     const m = await rate(pool, models, headers, n, concurrency);
-    console.log(`concurrency ${String(concurrency).padStart(2)}: understand ${u.rps.toFixed(0).padStart(6)} req/s (mean ${u.meanMs.toFixed(2)} ms)   /v1/models ${m.rps.toFixed(0).padStart(6)} req/s   ratio ${(m.rps / u.rps).toFixed(2)}x`);
+    console.log(
+      `concurrency ${String(concurrency).padStart(2)}: understand ${u.rps.toFixed(0).padStart(6)} req/s (mean ${u.meanMs.toFixed(2)} ms)   /v1/models ${m.rps.toFixed(0).padStart(6)} req/s   ratio ${(m.rps / u.rps).toFixed(2)}x`,
+    );
   }
   await pool.close();
 } finally {

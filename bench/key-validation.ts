@@ -25,7 +25,13 @@ async function timeAsync(label: string, n: number, fn: () => Promise<unknown>): 
   return us;
 }
 
-async function httpRate(pool: Pool, path: string, headers: Record<string, string>, total: number, concurrency: number): Promise<{ rps: number; meanMs: number }> {
+async function httpRate(
+  pool: Pool,
+  path: string,
+  headers: Record<string, string>,
+  total: number,
+  concurrency: number,
+): Promise<{ rps: number; meanMs: number }> {
   let next = 0;
   let failures = 0;
   const t0 = performance.now();

@@ -46,7 +46,12 @@ export function peakRssMiB(pid: number): number {
  * collector, not into the load generator: parsing every access line here would load the process
  * that hosts the upstream and the load), and resolves to the first log line `match` accepts.
  */
-export async function startLogged(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string }, match: (line: string) => string | null, what: string): Promise<{ child: ChildProcess; hit: string }> {
+export async function startLogged(
+  args: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string },
+  match: (line: string) => string | null,
+  what: string,
+): Promise<{ child: ChildProcess; hit: string }> {
   const fd = openSync(opts.log, 'w');
   const child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', fd, 'inherit'] });
   closeSync(fd);
@@ -54,7 +59,10 @@ export async function startLogged(args: string[], opts: { cwd: string; env?: Nod
   exited.catch(() => undefined);
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const hit = readFileSync(opts.log, 'utf8').split('\n').map(match).find((h) => h !== null);
+    const hit = readFileSync(opts.log, 'utf8')
+      .split('\n')
+      .map(match)
+      .find((h) => h !== null);
     if (hit) return { child, hit };
     await Promise.race([new Promise((r) => setTimeout(r, 50)), exited]);
   }
@@ -63,7 +71,11 @@ export async function startLogged(args: string[], opts: { cwd: string; env?: Nod
 }
 
 export async function json(method: string, url: string, token: string | undefined, body?: unknown) {
-  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const out = (await res.json()) as any;
   if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(out)}`);
   return out;
@@ -73,11 +85,18 @@ export async function json(method: string, url: string, token: string | undefine
  * Builds the bundle and starts it as `npm start` does, with its data in `runDir/data` and its log in
  * `runDir/gateway.log`; `env` adds to the environment (CONFIG_FILE, ...), `nodeFlags` go first.
  */
-export async function startGatewayProcess(runDir: string, opts: { env?: NodeJS.ProcessEnv; nodeFlags?: string[] } = {}): Promise<{ child: ChildProcess; url: string }> {
+export async function startGatewayProcess(
+  runDir: string,
+  opts: { env?: NodeJS.ProcessEnv; nodeFlags?: string[] } = {},
+): Promise<{ child: ChildProcess; url: string }> {
   buildBundle();
   const { child, hit: url } = await startLogged(
     [...(opts.nodeFlags ?? []), ...startArgs()],
-    { cwd: ROOT, env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: join(runDir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, ...opts.env }, log: join(runDir, 'gateway.log') },
+    {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: join(runDir, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, ...opts.env },
+      log: join(runDir, 'gateway.log'),
+    },
     gatewayUrl,
     'gateway',
   );

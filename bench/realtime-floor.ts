@@ -38,7 +38,7 @@ wss.on('connection', (ws) => {
       }
       const all = new Int16Array(total - first);
       let at = 0;
-      for (const k of kept) (all.set(k, at), (at += k.length));
+      for (const k of kept) all.set(k, at), (at += k.length);
       kept.length = 0;
       first = total;
       const id = `item_${++item}`;
@@ -48,7 +48,11 @@ wss.on('connection', (ws) => {
       form.set('response_format', 'verbose_json');
       fetch(`${upstream}/v1/audio/transcriptions`, { method: 'POST', body: form })
         .then((r) => r.json() as Promise<{ text: string }>)
-        .then((t) => ws.readyState === ws.OPEN && ws.send(JSON.stringify({ type: 'conversation.item.input_audio_transcription.completed', item_id: id, transcript: t.text })))
+        .then(
+          (t) =>
+            ws.readyState === ws.OPEN &&
+            ws.send(JSON.stringify({ type: 'conversation.item.input_audio_transcription.completed', item_id: id, transcript: t.text })),
+        )
         .catch(() => undefined);
     }
     if (!vad.inSpeech) {

@@ -73,7 +73,13 @@ const TOTAL_FRAMES = AUDIO.bytes.length / FRAME_BYTES;
 // ---------- the fake sync upstream: OpenAI's verbose_json, at once ----------
 function fakeUpstream(): Promise<{ server: Server; url: string; calls: () => number }> {
   let calls = 0;
-  const reply = JSON.stringify({ task: 'transcribe', language: 'english', duration: 1, text: 'the bench upstream heard this', segments: [{ id: 0, start: 0, end: 1, text: 'the bench upstream heard this' }] });
+  const reply = JSON.stringify({
+    task: 'transcribe',
+    language: 'english',
+    duration: 1,
+    text: 'the bench upstream heard this',
+    segments: [{ id: 0, start: 0, end: 1, text: 'the bench upstream heard this' }],
+  });
   const server = createServer((req, res) => {
     req.on('data', () => {});
     req.on('end', () => {
@@ -83,7 +89,9 @@ function fakeUpstream(): Promise<{ server: Server; url: string; calls: () => num
     });
   });
   server.keepAliveTimeout = 60_000;
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, calls: () => calls })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, calls: () => calls })),
+  );
 }
 
 const profileFlags = (name: string): string[] => (PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : []);
@@ -93,15 +101,26 @@ async function startGateway(upstream: string): Promise<Target> {
   if (build.status !== 0) throw new Error('npm run build failed');
   const overlay = join(RUN_DIR, 'config.json');
   const most = Math.max(...LEVELS) + 10;
-  writeFileSync(overlay, JSON.stringify({ http: { maxConnectionsPerAddress: most * 2, maxConnections: most * 4 }, realtime: { maxSocketsPerKey: most, maxSockets: most } }));
+  writeFileSync(
+    overlay,
+    JSON.stringify({ http: { maxConnectionsPerAddress: most * 2, maxConnections: most * 4 }, realtime: { maxSocketsPerKey: most, maxSockets: most } }),
+  );
   const { child, hit: url } = await startLogged(
     [...profileFlags('gateway'), ...startArgs()],
-    { cwd: ROOT, env: { ...process.env, PORT: '0', DATA_DIR: join(RUN_DIR, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, CONFIG_FILE: overlay }, log: join(RUN_DIR, 'gateway.log') },
+    {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', DATA_DIR: join(RUN_DIR, 'data'), LOG_LEVEL: 'info', ADMIN_TOKEN: ADMIN, CONFIG_FILE: overlay },
+      log: join(RUN_DIR, 'gateway.log'),
+    },
     gatewayUrl,
     'gateway',
   );
   await json('PUT', `${url}/admin/models/bench-stt`, ADMIN, {
-    type: 'stt', owned_by: 'bench', streaming: true, languages: ['en'], pricing: { cents_per_minute: 0.6 },
+    type: 'stt',
+    owned_by: 'bench',
+    streaming: true,
+    languages: ['en'],
+    pricing: { cents_per_minute: 0.6 },
     routes: [{ provider: 'openai', base_url: `${upstream}/v1`, api_key: 'sk-upstream', upstream_model: 'whisper-1' }],
   });
   const user = await json('POST', `${url}/portal/auth/signup`, undefined, { email: 'bench@example.com', password: 'bench password 123' });
@@ -248,12 +267,17 @@ async function runLevel(t: Target, n: number): Promise<LevelResult> {
   const rss1 = rssMiB(pid);
   await new Promise((r) => setTimeout(r, 1500)); // the last completions
   for (const s of sessions) s.stopping = true;
-  await Promise.all(sessions.map((s) => new Promise<void>((resolve) => {
-    if (s.ws.readyState === WebSocket.CLOSED) return resolve();
-    s.ws.once('close', () => resolve());
-    s.ws.close(1000);
-    setTimeout(resolve, 5000).unref();
-  })));
+  await Promise.all(
+    sessions.map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (s.ws.readyState === WebSocket.CLOSED) return resolve();
+          s.ws.once('close', () => resolve());
+          s.ws.close(1000);
+          setTimeout(resolve, 5000).unref();
+        }),
+    ),
+  );
   await new Promise((r) => setTimeout(r, 2000)); // sessions bill and settle before the next level
   const probes = open.flatMap((s) => s.probeRtts);
   const maxFrameLate = Math.max(0, ...open.map((s) => s.maxLate));
@@ -285,15 +309,21 @@ async function main(): Promise<void> {
   try {
     if (ONLY !== 'floor') targets.push(await startGateway(up.url));
     if (ONLY !== 'gateway') targets.push(await startFloor(up.url));
-    console.log(`audio: ${AUDIO.clipEnds.length} codec2 clips with ${GAP_S} s gaps, ${(TOTAL_FRAMES * FRAME_MS / 1000).toFixed(1)} s looped; ${SECONDS} s streamed per level; 2 ms pump`);
-    console.log('target   sessions opened held  frame-late-max  probe-p99/max  late-probes  cpu-ms/session-s  rss-MiB/session  completed p50/p99 ms  errors closed-early');
+    console.log(
+      `audio: ${AUDIO.clipEnds.length} codec2 clips with ${GAP_S} s gaps, ${((TOTAL_FRAMES * FRAME_MS) / 1000).toFixed(1)} s looped; ${SECONDS} s streamed per level; 2 ms pump`,
+    );
+    console.log(
+      'target   sessions opened held  frame-late-max  probe-p99/max  late-probes  cpu-ms/session-s  rss-MiB/session  completed p50/p99 ms  errors closed-early',
+    );
     const byLevel = new Map<number, Map<string, LevelResult>>();
     for (const n of LEVELS) {
       const row = new Map<string, LevelResult>();
       for (const t of targets) {
         const r = await runLevel(t, n);
         row.set(t.name, r);
-        console.log(`${r.target.padEnd(8)} ${String(n).padStart(8)} ${String(r.opened).padStart(6)} ${(r.held ? 'yes' : 'NO').padEnd(5)} ${f0(r.maxFrameLate).padStart(14)}  ${`${f0(r.probeP99)}/${f0(r.probeMax)}`.padStart(13)}  ${String(r.lateProbes).padStart(11)}  ${f2(r.cpuMsPerSessionSecond).padStart(16)}  ${f2(r.rssPerSessionMiB).padStart(15)}  ${`${f0(pct(r.latencies, 50))}/${f0(pct(r.latencies, 99))}`.padStart(20)}  ${String(r.errors).padStart(6)} ${String(r.closedEarly).padStart(12)}`);
+        console.log(
+          `${r.target.padEnd(8)} ${String(n).padStart(8)} ${String(r.opened).padStart(6)} ${(r.held ? 'yes' : 'NO').padEnd(5)} ${f0(r.maxFrameLate).padStart(14)}  ${`${f0(r.probeP99)}/${f0(r.probeMax)}`.padStart(13)}  ${String(r.lateProbes).padStart(11)}  ${f2(r.cpuMsPerSessionSecond).padStart(16)}  ${f2(r.rssPerSessionMiB).padStart(15)}  ${`${f0(pct(r.latencies, 50))}/${f0(pct(r.latencies, 99))}`.padStart(20)}  ${String(r.errors).padStart(6)} ${String(r.closedEarly).padStart(12)}`,
+        );
       }
       byLevel.set(n, row);
     }
@@ -304,7 +334,9 @@ async function main(): Promise<void> {
       for (const [n, row] of byLevel) {
         const g = row.get('gateway')!;
         const f = row.get('floor')!;
-        console.log(`${String(n).padStart(8)}  ${f2(g.cpuMsPerSessionSecond / f.cpuMsPerSessionSecond).padStart(16)}  ${f2(g.rssPerSessionMiB / f.rssPerSessionMiB).padStart(16)}  ${f0(pct(g.latencies, 50) - pct(f.latencies, 50))} / ${f0(pct(g.latencies, 99) - pct(f.latencies, 99))}`);
+        console.log(
+          `${String(n).padStart(8)}  ${f2(g.cpuMsPerSessionSecond / f.cpuMsPerSessionSecond).padStart(16)}  ${f2(g.rssPerSessionMiB / f.rssPerSessionMiB).padStart(16)}  ${f0(pct(g.latencies, 50) - pct(f.latencies, 50))} / ${f0(pct(g.latencies, 99) - pct(f.latencies, 99))}`,
+        );
       }
     }
     console.log(`\nupstream calls: ${up.calls()}`);
@@ -318,8 +350,14 @@ async function main(): Promise<void> {
         g.closedEarly > 0 && `${g.closedEarly} sessions closed early`,
       ].filter(Boolean);
       const floor = byLevel.get(top)?.get('floor');
-      const context = floor ? `; floor ${floor.held ? 'held' : 'did not hold'}, CPU gateway/floor ${f2(g.cpuMsPerSessionSecond / floor.cpuMsPerSessionSecond)}` : '';
-      console.log(g.held ? `PASS: ${top} concurrent sessions held real time through the gateway (no frame or probe over ${LATE_MS} ms late)${context}` : `FAIL: ${top} concurrent sessions not held: ${why.join('; ')}${context}`);
+      const context = floor
+        ? `; floor ${floor.held ? 'held' : 'did not hold'}, CPU gateway/floor ${f2(g.cpuMsPerSessionSecond / floor.cpuMsPerSessionSecond)}`
+        : '';
+      console.log(
+        g.held
+          ? `PASS: ${top} concurrent sessions held real time through the gateway (no frame or probe over ${LATE_MS} ms late)${context}`
+          : `FAIL: ${top} concurrent sessions not held: ${why.join('; ')}${context}`,
+      );
     }
   } finally {
     for (const t of targets) t.child.kill('SIGTERM');

@@ -48,26 +48,45 @@ try {
   const put = await fetch(`${gw.url}/admin/models/tts-fake`, {
     method: 'PUT',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'tts', owned_by: 'bench', voices: ['alloy'], pricing: { cents_per_1k_chars: 0.001 }, routes: [{ provider: 'openai', base_url: `${fake.url}/v1`, upstream_model: 'tts', timeout_ms: 5000 }] }),
+    body: JSON.stringify({
+      type: 'tts',
+      owned_by: 'bench',
+      voices: ['alloy'],
+      pricing: { cents_per_1k_chars: 0.001 },
+      routes: [{ provider: 'openai', base_url: `${fake.url}/v1`, upstream_model: 'tts', timeout_ms: 5000 }],
+    }),
   });
   if (put.status >= 300) throw new Error(await put.text());
   const auth = { authorization: `Bearer ${apiKey}` };
   const input = 'Your call is important to us. Please stay on the line.';
 
   console.log(`(1) time to first audio byte, ${rounds} interleaved rounds, ms`);
-  for (const [format, rate] of [['pcm', 0], ['pcm', 8000], ['pcm', 16000], ['mulaw', 0]] as const) {
+  for (const [format, rate] of [
+    ['pcm', 0],
+    ['pcm', 8000],
+    ['pcm', 16000],
+    ['mulaw', 0],
+  ] as const) {
     const direct: number[] = [];
     const through: number[] = [];
     const diff: number[] = [];
     for (let i = 0; i < rounds + 10; i++) {
       const d = await timed(`${fake.url}/v1/audio/speech`, {}, { model: 'tts', input, voice: 'alloy', response_format: 'pcm' });
-      const g = await timed(`${gw.url}/v1/audio/speech`, auth, { model: 'tts-fake', input, voice: 'alloy', response_format: format, ...(rate ? { sample_rate: rate } : {}) });
+      const g = await timed(`${gw.url}/v1/audio/speech`, auth, {
+        model: 'tts-fake',
+        input,
+        voice: 'alloy',
+        response_format: format,
+        ...(rate ? { sample_rate: rate } : {}),
+      });
       if (i < 10) continue; // warm-up
       direct.push(d.first);
       through.push(g.first);
       diff.push(g.first - d.first);
     }
-    console.log(`  ${format}${rate ? `@${rate}` : ''}: direct p50 ${fmt(pct(direct, 0.5))} p90 ${fmt(pct(direct, 0.9))}; gateway p50 ${fmt(pct(through, 0.5))} p90 ${fmt(pct(through, 0.9))}; added p50 ${fmt(pct(diff, 0.5))} p90 ${fmt(pct(diff, 0.9))}`);
+    console.log(
+      `  ${format}${rate ? `@${rate}` : ''}: direct p50 ${fmt(pct(direct, 0.5))} p90 ${fmt(pct(direct, 0.9))}; gateway p50 ${fmt(pct(through, 0.5))} p90 ${fmt(pct(through, 0.9))}; added p50 ${fmt(pct(diff, 0.5))} p90 ${fmt(pct(diff, 0.9))}`,
+    );
   }
 
   const sentence = 'Hello, your account balance is two hundred rupees, and your next bill is due on the fifth of May.';
@@ -83,11 +102,26 @@ try {
   console.log(`  first byte p50 ${fmt(pct(first, 0.5))} ms p90 ${fmt(pct(first, 0.9))} ms; real-time factor p50 ${pct(rtf, 0.5).toFixed(4)}`);
 
   console.log('(3) tts-local, the whole answer by format, p50 of 10, ms (pcm 22.05 kHz passes through; 24 kHz resampled here)');
-  for (const [format, rate] of [['pcm', 22050], ['pcm', 24000], ['mulaw', 8000], ['wav', 0], ['mp3', 0], ['opus', 0], ['flac', 0], ['aac', 0]] as const) {
+  for (const [format, rate] of [
+    ['pcm', 22050],
+    ['pcm', 24000],
+    ['mulaw', 8000],
+    ['wav', 0],
+    ['mp3', 0],
+    ['opus', 0],
+    ['flac', 0],
+    ['aac', 0],
+  ] as const) {
     const totals: number[] = [];
     const firsts: number[] = [];
     for (let i = 0; i < 12; i++) {
-      const r = await timed(`${gw.url}/v1/audio/speech`, auth, { model: 'tts-local', input: sentence, voice: 'en-us', response_format: format, ...(rate ? { sample_rate: rate } : {}) });
+      const r = await timed(`${gw.url}/v1/audio/speech`, auth, {
+        model: 'tts-local',
+        input: sentence,
+        voice: 'en-us',
+        response_format: format,
+        ...(rate ? { sample_rate: rate } : {}),
+      });
       if (i < 2) continue;
       totals.push(r.total);
       firsts.push(r.first);

@@ -46,11 +46,7 @@ try {
   await wallets.insertOne({ _id: 'w', balance: 1e9 });
   const debit = () => wallets.updateOne({ _id: 'w', balance: { $gte: 5 } }, { $inc: { balance: -5 } });
   await Promise.all(Array.from({ length: 200 }, debit)); // warm-up: JIT and mingo's operator tables
-  report(
-    `guarded $inc debit on one document, ${CONCURRENT} concurrent`,
-    CONCURRENT,
-    await timed(() => Promise.all(Array.from({ length: CONCURRENT }, debit))),
-  );
+  report(`guarded $inc debit on one document, ${CONCURRENT} concurrent`, CONCURRENT, await timed(() => Promise.all(Array.from({ length: CONCURRENT }, debit))));
 
   const READS = 100_000;
   report(

@@ -49,7 +49,14 @@ import { transcribePcm } from '../src/speech/pocketsphinx.ts';
 import { loadVoiceDetectors } from '../src/speech/vad.ts';
 import { ADMIN, childrenCpuSeconds, cpuSeconds, json, memMiB, median, payingAccount, startGatewayProcess, stop } from './process.ts';
 
-const { values: opts } = parseArgs({ options: { n: { type: 'string', default: '100' }, 'rss-trace': { type: 'boolean', default: false }, rounds: { type: 'string', default: '2' }, only: { type: 'string', default: 'hour,sync,rtf,four-hour' } } });
+const { values: opts } = parseArgs({
+  options: {
+    n: { type: 'string', default: '100' },
+    'rss-trace': { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '2' },
+    only: { type: 'string', default: 'hour,sync,rtf,four-hour' },
+  },
+});
 const ONLY = new Set(opts.only!.split(','));
 /** How far above its idle RSS a four-hour job may take the gateway (part 4). */
 const FOUR_HOUR_BOUND_MIB = 150;
@@ -61,7 +68,12 @@ const MICROCENTS_PER_MINUTE = 600_000;
 const UPSTREAM_KEY = 'sk-upstream-bench';
 
 for (const tool of ['ffmpeg', 'ffprobe', 'pocketsphinx_batch']) {
-  if (!execFileSync('sh', ['-c', `command -v ${tool} || true`]).toString().trim()) throw new Error(`${tool} is missing: run scripts/install-debian-packages.sh --test`);
+  if (
+    !execFileSync('sh', ['-c', `command -v ${tool} || true`])
+      .toString()
+      .trim()
+  )
+    throw new Error(`${tool} is missing: run scripts/install-debian-packages.sh --test`);
 }
 if (!existsSync(join(LIBRIVOX, 'fileids'))) throw new Error('pocketsphinx-testdata is missing: run scripts/install-debian-packages.sh --test');
 
@@ -76,13 +88,18 @@ function ffmpeg(args: string[]): void {
 }
 /** Exact seconds of a file decoded as the gateway decodes it (16 kHz mono s16le), counted here. */
 async function decodedSeconds(path: string): Promise<{ bytes: number; seconds: number }> {
-  const child = spawn('ffmpeg', ['-v', 'error', '-i', path, '-map', '0:a:0', '-ac', '1', '-ar', '16000', '-c:a', 'pcm_s16le', '-f', 's16le', 'pipe:1'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('ffmpeg', ['-v', 'error', '-i', path, '-map', '0:a:0', '-ac', '1', '-ar', '16000', '-c:a', 'pcm_s16le', '-f', 's16le', 'pipe:1'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let bytes = 0;
   for await (const chunk of child.stdout) bytes += (chunk as Buffer).length;
   return { bytes, seconds: bytes / PCM_BYTES_PER_SECOND };
 }
 
-const ids = readFileSync(join(LIBRIVOX, 'fileids'), 'utf8').split('\n').map((l) => l.trim()).filter(Boolean);
+const ids = readFileSync(join(LIBRIVOX, 'fileids'), 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter(Boolean);
 const clips = ids.map((id) => join(LIBRIVOX, `${id}.wav`));
 const list = join(RUN_DIR, 'clips.txt');
 writeFileSync(list, clips.map((c) => `file '${c}'\n`).join(''));
@@ -105,10 +122,29 @@ writeFileSync(configFile, JSON.stringify({ transcription: { pollMs: 100, maxPoll
 const gw = await startGatewayProcess(RUN_DIR, { env: { CONFIG_FILE: configFile } });
 const pid = gw.child.pid!;
 const sttModel = (route: object, extra: object) => ({
-  type: 'stt', owned_by: 'bench', languages: ['en-US'], modes: ['transcribe'], pricing: { cents_per_minute: MICROCENTS_PER_MINUTE / 1e6 }, routes: [route], ...extra,
+  type: 'stt',
+  owned_by: 'bench',
+  languages: ['en-US'],
+  modes: ['transcribe'],
+  pricing: { cents_per_minute: MICROCENTS_PER_MINUTE / 1e6 },
+  routes: [route],
+  ...extra,
 });
-await json('PUT', `${gw.url}/admin/models/bench-whisper`, ADMIN, sttModel({ provider: 'openai', base_url: `${openai.url}/v1`, api_key: UPSTREAM_KEY, upstream_model: 'whisper-1' }, { timestamps: 'segment' }));
-await json('PUT', `${gw.url}/admin/models/bench-sarvam-jobs`, ADMIN, sttModel({ provider: 'sarvam', base_url: sarvam.url, api_key: UPSTREAM_KEY, upstream_model: 'saaras:v3', timeout_ms: 120_000 }, { jobs: true, diarization: true, languages: ['en-IN'] }));
+await json(
+  'PUT',
+  `${gw.url}/admin/models/bench-whisper`,
+  ADMIN,
+  sttModel({ provider: 'openai', base_url: `${openai.url}/v1`, api_key: UPSTREAM_KEY, upstream_model: 'whisper-1' }, { timestamps: 'segment' }),
+);
+await json(
+  'PUT',
+  `${gw.url}/admin/models/bench-sarvam-jobs`,
+  ADMIN,
+  sttModel(
+    { provider: 'sarvam', base_url: sarvam.url, api_key: UPSTREAM_KEY, upstream_model: 'saaras:v3', timeout_ms: 120_000 },
+    { jobs: true, diarization: true, languages: ['en-IN'] },
+  ),
+);
 const account = await payingAccount(gw.url, 10_000);
 const auth = { authorization: `Bearer ${account.key}` };
 const balance = async () => (await json('GET', `${gw.url}/portal/wallet`, account.session)).balance_microcents as number;
@@ -128,7 +164,9 @@ try {
   const sync = ONLY.has('sync') ? await syncOverhead() : [];
   const rtf = ONLY.has('rtf') ? await realTimeFactor() : [];
   const fourHour = ONLY.has('four-hour') ? await fourHourJob() : [];
-  console.log(`\nSpeech to text, node ${process.version}, ${availableParallelism()} cores shared by this process (fakes, client) and the gateway; load average ${load0} at the start, ${loadavg()[0]!.toFixed(2)} at the end`);
+  console.log(
+    `\nSpeech to text, node ${process.version}, ${availableParallelism()} cores shared by this process (fakes, client) and the gateway; load average ${load0} at the start, ${loadavg()[0]!.toFixed(2)} at the end`,
+  );
   for (const block of [sync, hour, rtf, fourHour]) if (block.length > 0) console.log(`\n${block.join('\n')}`);
 } finally {
   await stop(gw.child);
@@ -279,12 +317,23 @@ async function syncOverhead(): Promise<string[]> {
   const direct = await multipart({ model: 'whisper-1', response_format: 'verbose_json', 'timestamp_granularities[]': 'segment' }, clip);
   const viaGateway = await multipart({ model: 'bench-whisper', response_format: 'json' }, { ...clip, name: 'clip10.wav' });
   const targets = [
-    { name: 'direct', pool: new Pool(openai.url, { connections: 1 }), headers: { authorization: `Bearer ${UPSTREAM_KEY}` }, form: direct, times: [] as number[] },
+    {
+      name: 'direct',
+      pool: new Pool(openai.url, { connections: 1 }),
+      headers: { authorization: `Bearer ${UPSTREAM_KEY}` },
+      form: direct,
+      times: [] as number[],
+    },
     { name: 'gateway', pool: new Pool(gw.url, { connections: 1 }), headers: auth, form: viaGateway, times: [] as number[] },
   ];
   const once = async (t: (typeof targets)[number]) => {
     const t0 = performance.now();
-    const res = await t.pool.request({ method: 'POST', path: '/v1/audio/transcriptions', headers: { ...t.headers, 'content-type': t.form.contentType }, body: t.form.body });
+    const res = await t.pool.request({
+      method: 'POST',
+      path: '/v1/audio/transcriptions',
+      headers: { ...t.headers, 'content-type': t.form.contentType },
+      body: t.form.body,
+    });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`${t.name}: ${res.statusCode} ${text}`);
     return performance.now() - t0;
@@ -320,22 +369,26 @@ async function syncOverhead(): Promise<string[]> {
   bare.length = 0;
   let cpu = 0;
   let childrenCpu = 0;
-  const tasks = [...targets.map((t) => async () => {
-    const cpu0 = cpuSeconds(pid);
-    const children0 = childrenCpuSeconds(pid);
-    t.times.push(await once(t));
-    if (t.name === 'gateway') {
-      cpu += cpuSeconds(pid) - cpu0;
-      childrenCpu += childrenCpuSeconds(pid) - children0;
-    }
-  }), steps];
+  const tasks = [
+    ...targets.map((t) => async () => {
+      const cpu0 = cpuSeconds(pid);
+      const children0 = childrenCpuSeconds(pid);
+      t.times.push(await once(t));
+      if (t.name === 'gateway') {
+        cpu += cpuSeconds(pid) - cpu0;
+        childrenCpu += childrenCpuSeconds(pid) - children0;
+      }
+    }),
+    steps,
+  ];
   // Each round runs the three in a rotating order, so a slow moment of the machine falls on all.
   for (let i = 0; i < N; i++) for (let k = 0; k < tasks.length; k++) await tasks[(i + k) % tasks.length]!();
   const cpuMs = (cpu * 1000) / N;
   const childrenMs = (childrenCpu * 1000) / N;
   for (const t of targets) await t.pool.close();
   const [d, g] = targets.map((t) => t.times) as [number[], number[]];
-  const line = (name: string, xs: number[]) => `  ${name.padEnd(8)} p50 ${ms(pct(xs, 0.5))}  p90 ${ms(pct(xs, 0.9))}  p99 ${ms(pct(xs, 0.99))}  mean ${ms(xs.reduce((a, b) => a + b, 0) / xs.length)}`;
+  const line = (name: string, xs: number[]) =>
+    `  ${name.padEnd(8)} p50 ${ms(pct(xs, 0.5))}  p90 ${ms(pct(xs, 0.9))}  p99 ${ms(pct(xs, 0.99))}  mean ${ms(xs.reduce((a, b) => a + b, 0) / xs.length)}`;
   const added50 = pct(g, 0.5) - pct(d, 0.5);
   return [
     `Sync overhead: 10 s of speech (16 kHz WAV, ${(statSync(CLIP10).size / 1000).toFixed(0)} KB), ${N} sequential calls each after 10 warm-up, interleaved:`,
@@ -374,7 +427,14 @@ async function realTimeFactor(): Promise<string[]> {
   await throughGateway(clips[1]!);
   type Run = Awaited<ReturnType<typeof directly>>;
   const rows = await Promise.all(
-    [...clips, ALL].map(async (path, i) => ({ name: path === ALL ? 'all five joined' : ids[i]!.slice(-4), path, seconds: (await decodedSeconds(path)).seconds, direct: [] as Run[], gateway: [] as Run[], differ: 0 })),
+    [...clips, ALL].map(async (path, i) => ({
+      name: path === ALL ? 'all five joined' : ids[i]!.slice(-4),
+      path,
+      seconds: (await decodedSeconds(path)).seconds,
+      direct: [] as Run[],
+      gateway: [] as Run[],
+      differ: 0,
+    })),
   );
   for (let round = 0; round < RTF_ROUNDS; round++) {
     for (const [i, row] of rows.entries()) {
@@ -397,14 +457,20 @@ async function realTimeFactor(): Promise<string[]> {
     Array.from({ length: RTF_ROUNDS }, (_, k) => rs.reduce((sum, r) => sum + of(r[path][k]!), 0) / rs.reduce((sum, r) => sum + r.seconds, 0));
   const wall = (r: Run) => r.ms / 1000;
   const cpu = (r: Run) => r.cpu;
-  const spread = (xs: number[], digits = 3) => `${median(xs).toFixed(digits)}` + (xs.length > 1 ? ` [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]` : '');
-  const both = (rs: typeof rows) => (['direct', 'gateway'] as const).map((p) => `${p} ${spread(perRound(p, rs, wall))} (CPU ${spread(perRound(p, rs, cpu))})`).join(', ');
-  const share = (of: (r: Run) => number) => Array.from({ length: RTF_ROUNDS }, (_, k) => (each.reduce((sum, r) => sum + of(r.gateway[k]!) - of(r.direct[k]!), 0) / each.length) * 1000);
+  const spread = (xs: number[], digits = 3) =>
+    `${median(xs).toFixed(digits)}` + (xs.length > 1 ? ` [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]` : '');
+  const both = (rs: typeof rows) =>
+    (['direct', 'gateway'] as const).map((p) => `${p} ${spread(perRound(p, rs, wall))} (CPU ${spread(perRound(p, rs, cpu))})`).join(', ');
+  const share = (of: (r: Run) => number) =>
+    Array.from({ length: RTF_ROUNDS }, (_, k) => (each.reduce((sum, r) => sum + of(r.gateway[k]!) - of(r.direct[k]!), 0) / each.length) * 1000);
   return [
     `stt-local real-time factor: processing s / audio s, start to transcript, a pocketsphinx_batch started per call (its model load included);`,
     `CPU: s of CPU (the process and its ffmpeg and pocketsphinx children) / audio s. The LibriVox clips of pocketsphinx-testdata,`,
     `${RTF_ROUNDS} rounds, median [range]; direct = ffmpeg decode → transcribePcm in this process:`,
-    ...rows.map((r) => `  ${r.name.padEnd(16)} ${r.seconds.toFixed(2).padStart(5)} s  ${(['direct', 'gateway'] as const).map((p) => `${p} ${median(r[p].map(wall).map((x) => x / r.seconds)).toFixed(3)}`).join('  ')}${r.differ ? `  (transcripts differ in ${r.differ} round(s))` : ''}`),
+    ...rows.map(
+      (r) =>
+        `  ${r.name.padEnd(16)} ${r.seconds.toFixed(2).padStart(5)} s  ${(['direct', 'gateway'] as const).map((p) => `${p} ${median(r[p].map(wall).map((x) => x / r.seconds)).toFixed(3)}`).join('  ')}${r.differ ? `  (transcripts differ in ${r.differ} round(s))` : ''}`,
+    ),
     `  five clips, ${audio.toFixed(1)} s in all: ${both(each)}`,
     `  joined, one call of ${joined.seconds.toFixed(1)} s: ${both([joined])}`,
     `  the gateway's share per call (gateway − direct, mean over the five clips): ${spread(share(wall), 0)} ms wall, ${spread(share(cpu), 0)} ms CPU`,

@@ -86,7 +86,13 @@ export class Leg {
     this.ws = ws;
     ws.on('open', () => {
       ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
-      ws.send(JSON.stringify({ event: 'start', streamSid: 'MZbench', start: { streamSid: 'MZbench', customParameters: parameters, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } }));
+      ws.send(
+        JSON.stringify({
+          event: 'start',
+          streamSid: 'MZbench',
+          start: { streamSid: 'MZbench', customParameters: parameters, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
+        }),
+      );
       this.startedAt = performance.now();
       this.open();
     });
@@ -133,8 +139,15 @@ export class BenchTwilio {
         const parameters = Object.fromEntries([...twiml.matchAll(/<Parameter name="([^"]*)" value="([^"]*)"\/>/g)].map((m) => [m[1]!, m[2]!]));
         const callback = form.get('StatusCallback')!;
         const post = (status: string) => {
-          const params: [string, string][] = [['CallSid', sid], ['CallStatus', status]];
-          return fetch(callback, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(authToken, callback, params) }, body: new URLSearchParams(params).toString() });
+          const params: [string, string][] = [
+            ['CallSid', sid],
+            ['CallStatus', status],
+          ];
+          return fetch(callback, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(authToken, callback, params) },
+            body: new URLSearchParams(params).toString(),
+          });
         };
         const leg = self.leg(parameters.call_id!);
         void post('ringing')

@@ -61,12 +61,35 @@ async function main(): Promise<void> {
   const defaults = JSON.parse(readFileSync(join(ROOT, 'config', 'default.json'), 'utf8')) as { models: unknown[] };
   const route = { provider: 'twilio', base_url: twilio.url, account_sid: SID, api_key: TOKEN, from: '+14155550100' };
   const voice = (id: string, sttModel: string) => ({
-    id, type: 'voice', owned_by: 'bench', stt_model: sttModel, tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 1,
-    countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {}, routes: [route],
+    id,
+    type: 'voice',
+    owned_by: 'bench',
+    stt_model: sttModel,
+    tts_model: 'tts-local',
+    intent_model: 'intent-demo',
+    price_per_minute_cents: 1,
+    countries: ['IN'],
+    languages: ['en-IN'],
+    voices: ['en-us'],
+    pricing: {},
+    routes: [route],
   });
-  const scripted = { id: 'stt-bench', type: 'stt', owned_by: 'bench', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${stt.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] };
+  const scripted = {
+    id: 'stt-bench',
+    type: 'stt',
+    owned_by: 'bench',
+    languages: ['en-IN'],
+    pricing: { cents_per_minute: 1 },
+    routes: [{ provider: 'openai', base_url: `${stt.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }],
+  };
   const config = join(RUN_DIR, 'config.json');
-  writeFileSync(config, JSON.stringify({ voice: { maxConcurrentCalls: CALLS + 10 }, models: [...defaults.models, scripted, voice('voice-bench', 'stt-local'), voice('voice-turn', 'stt-bench'), voice('voice-turn-local', 'stt-local')] }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      voice: { maxConcurrentCalls: CALLS + 10 },
+      models: [...defaults.models, scripted, voice('voice-bench', 'stt-local'), voice('voice-turn', 'stt-bench'), voice('voice-turn-local', 'stt-local')],
+    }),
+  );
   const gw = await startGatewayProcess(RUN_DIR, { env: { CONFIG_FILE: config } });
   try {
     const acc = await payingAccount(gw.url, 1_000_000);
@@ -74,7 +97,9 @@ async function main(): Promise<void> {
     const hangup = (id: string) => json('POST', `${gw.url}/v1/voice/calls/${id}/hangup`, acc.key, {}).catch(() => undefined);
     const utterance = await speech(gw.url, acc.key, HEARD);
     const question = await speech(gw.url, acc.key, 'wait, I have a question about my card');
-    console.log(`voice bench${QUICK ? ' (--quick)' : ''}: callee utterances ${utterance.length * FRAME_MS} ms and ${question.length * FRAME_MS} ms of voiced audio`);
+    console.log(
+      `voice bench${QUICK ? ' (--quick)' : ''}: callee utterances ${utterance.length * FRAME_MS} ms and ${question.length * FRAME_MS} ms of voiced audio`,
+    );
 
     // ---- turn latency: the callee speaks first; the agent answers with the pack's pre-rendered reply ----
     const pings: number[] = [];
@@ -138,15 +163,29 @@ async function main(): Promise<void> {
     // ---- figures ----
     const floor = pct(direct, 50) + pct(pings, 50);
     const own = pct(latencies, 50) - ENDPOINTING_MS;
-    console.log(`baseline (same run): media-socket ping round trip p50 ${pings.length ? pct(pings, 50).toFixed(2) : 'n/a'} ms; the scripted stt upstream straight p50 ${pct(direct, 50).toFixed(2)} ms`);
-    console.log(`turn latency, scripted stt (endpointing ${ENDPOINTING_MS} ms): p50 ${ms(pct(latencies, 50))}, p95 ${ms(pct(latencies, 95))}, max ${ms(Math.max(...latencies))} over ${latencies.length} of ${TURNS} turns`);
-    console.log(`  beyond the endpointing silence p50 ${ms(own)}: ${(own / floor).toFixed(0)}× the baseline's ${floor.toFixed(2)} ms (socket round trip + recognition straight)`);
-    console.log(`  ${verdict(pct(latencies, 50) <= ENDPOINTING_MS + 100 && latencies.length === TURNS)} (p50 <= endpointing + 100 ms = ${ENDPOINTING_MS + 100} ms, every turn answered)`);
-    console.log(`turn latency, stt-local (reported): p50 ${ms(pct(local, 50))}, p95 ${ms(pct(local, 95))} over ${local.length} of ${LOCAL_TURNS} turns answered (pocketsphinx heard something the pack answers)`);
-    console.log(`barge-in (min_speech_ms ${MIN_SPEECH_MS}): speech past it → clear received p50 ${ms(pct(barges, 50))}, p95 ${ms(pct(barges, 95))}, max ${ms(Math.max(...barges))} over ${barges.length} of ${BARGES}; ${(pct(barges, 50) / pct(pings, 50)).toFixed(0)}× the socket round trip`);
+    console.log(
+      `baseline (same run): media-socket ping round trip p50 ${pings.length ? pct(pings, 50).toFixed(2) : 'n/a'} ms; the scripted stt upstream straight p50 ${pct(direct, 50).toFixed(2)} ms`,
+    );
+    console.log(
+      `turn latency, scripted stt (endpointing ${ENDPOINTING_MS} ms): p50 ${ms(pct(latencies, 50))}, p95 ${ms(pct(latencies, 95))}, max ${ms(Math.max(...latencies))} over ${latencies.length} of ${TURNS} turns`,
+    );
+    console.log(
+      `  beyond the endpointing silence p50 ${ms(own)}: ${(own / floor).toFixed(0)}× the baseline's ${floor.toFixed(2)} ms (socket round trip + recognition straight)`,
+    );
+    console.log(
+      `  ${verdict(pct(latencies, 50) <= ENDPOINTING_MS + 100 && latencies.length === TURNS)} (p50 <= endpointing + 100 ms = ${ENDPOINTING_MS + 100} ms, every turn answered)`,
+    );
+    console.log(
+      `turn latency, stt-local (reported): p50 ${ms(pct(local, 50))}, p95 ${ms(pct(local, 95))} over ${local.length} of ${LOCAL_TURNS} turns answered (pocketsphinx heard something the pack answers)`,
+    );
+    console.log(
+      `barge-in (min_speech_ms ${MIN_SPEECH_MS}): speech past it → clear received p50 ${ms(pct(barges, 50))}, p95 ${ms(pct(barges, 95))}, max ${ms(Math.max(...barges))} over ${barges.length} of ${BARGES}; ${(pct(barges, 50) / pct(pings, 50)).toFixed(0)}× the socket round trip`,
+    );
     console.log(`  ${verdict(pct(barges, 95) <= 150 && barges.length === BARGES)} (p95 <= 150 ms, every barge-in cleared)`);
     console.log(`scale: ${CALLS} calls at once, ${audioS.toFixed(0)} s of agent audio received`);
-    console.log(`  inter-frame gap ms: p50 ${pct(gaps, 50).toFixed(1)}, p99 ${pct(gaps, 99).toFixed(1)}, max ${Math.max(...gaps).toFixed(1)}; underruns ${underruns} of ${gaps.length + ids.length} frames`);
+    console.log(
+      `  inter-frame gap ms: p50 ${pct(gaps, 50).toFixed(1)}, p99 ${pct(gaps, 99).toFixed(1)}, max ${Math.max(...gaps).toFixed(1)}; underruns ${underruns} of ${gaps.length + ids.length} frames`,
+    );
     console.log(`  gateway CPU: ${((cpu / audioS) * 100).toFixed(2)}% of a core per call-second (${cpu.toFixed(1)} s over the run)`);
     console.log(`  ${verdict(pct(gaps, 99) <= 40 && underruns === 0)} (p99 gap <= 40 ms, no underruns)`);
     console.log(`(${((performance.now() - began) / 1000).toFixed(0)} s, the gateway's build and start included)`);
@@ -175,7 +214,8 @@ async function speech(url: string, key: string, text: string): Promise<Buffer[]>
   if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
   const audio = Buffer.from(await res.arrayBuffer());
   const frames: Buffer[] = [];
-  for (let i = 0; i < audio.length; i += FRAME_BYTES) frames.push(Buffer.concat([audio.subarray(i, i + FRAME_BYTES), Buffer.alloc(Math.max(0, i + FRAME_BYTES - audio.length), 0xff)]));
+  for (let i = 0; i < audio.length; i += FRAME_BYTES)
+    frames.push(Buffer.concat([audio.subarray(i, i + FRAME_BYTES), Buffer.alloc(Math.max(0, i + FRAME_BYTES - audio.length), 0xff)]));
   const voiced = frames.map((f) => {
     const s = g711Decode('mulaw', f);
     return Math.sqrt(s.reduce((n, x) => n + x * x, 0) / s.length) > 500;
@@ -200,7 +240,13 @@ async function waitPlayed(twilio: BenchTwilio, ids: string[]): Promise<void> {
   while (Date.now() < deadline) {
     await sleep(500);
     const now = performance.now();
-    if (ids.every((id) => { const a = twilio.leg(id).media; return a.length > 0 && now - a.at(-1)! > 1000; })) return;
+    if (
+      ids.every((id) => {
+        const a = twilio.leg(id).media;
+        return a.length > 0 && now - a.at(-1)! > 1000;
+      })
+    )
+      return;
   }
   throw new Error('the agents did not finish speaking in time');
 }

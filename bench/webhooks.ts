@@ -50,7 +50,9 @@ function receiver(hang: boolean): Promise<{ server: Server; url: string }> {
       res.writeHead(204).end();
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` })),
+  );
 }
 
 const fast = await receiver(false);
@@ -77,7 +79,11 @@ async function run(label: string, users: number[], total: number, inFlight = 64)
       while (next < total) {
         const i = next++;
         emitted.set(i, performance.now());
-        await webhooks.sink.emit({ event: 'topup', owner: { type: 'user', id: users[i % users.length]! }, fields: { user_id: users[i % users.length]!, amount_cents: i, new_balance_cents: i } });
+        await webhooks.sink.emit({
+          event: 'topup',
+          owner: { type: 'user', id: users[i % users.length]! },
+          fields: { user_id: users[i % users.length]!, amount_cents: i, new_balance_cents: i },
+        });
       }
     }),
   );
@@ -99,7 +105,11 @@ await run('1 endpoint → fast receiver', one, 2000);
 await run('20 endpoints → fast receiver', twenty, 4000);
 // The hanging endpoint gets a queue of its own: it holds one batch of 10 for 5 s at a time.
 for (let i = 0; i < 30; i++) {
-  await webhooks.sink.emit({ event: 'topup', owner: { type: 'user', id: hanging[0]! }, fields: { user_id: hanging[0]!, amount_cents: i, new_balance_cents: i } });
+  await webhooks.sink.emit({
+    event: 'topup',
+    owner: { type: 'user', id: hanging[0]! },
+    fields: { user_id: hanging[0]!, amount_cents: i, new_balance_cents: i },
+  });
 }
 await run('20 endpoints → fast receiver, a 21st receiver hanging 5 s', twenty, 4000);
 await run('1 endpoint → fast receiver, a receiver hanging 5 s', one, 2000);

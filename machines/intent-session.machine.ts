@@ -129,10 +129,16 @@ export interface IntentSessionContext {
 }
 
 /** What the pack says for a KNOWN intent given the entities collected: ask for a missing one, ask to confirm, or act. */
-function decide(intent: string, d: IntentDecisions, entities: Entities, now: number): { decision: Decision; pending: PendingConfirmation | null; awaiting: AwaitingEntities | null } {
+function decide(
+  intent: string,
+  d: IntentDecisions,
+  entities: Entities,
+  now: number,
+): { decision: Decision; pending: PendingConfirmation | null; awaiting: AwaitingEntities | null } {
   const missing = (d.required ?? []).filter((name) => entities[name as keyof Entities] === undefined);
   if (missing.length > 0 && d.missing) return { decision: d.missing, pending: null, awaiting: { intent, names: missing, decisions: d } };
-  if (d.confirm && d.confirmed && d.denied) return { decision: d.initial, pending: { intent, confirmed: d.confirmed, denied: d.denied, askedAt: now }, awaiting: null };
+  if (d.confirm && d.confirmed && d.denied)
+    return { decision: d.initial, pending: { intent, confirmed: d.confirmed, denied: d.denied, askedAt: now }, awaiting: null };
   return { decision: d.initial, pending: null, awaiting: null };
 }
 
@@ -202,13 +208,29 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   const a = ctx.awaiting;
   if (a && r.classification !== 'KNOWN' && !e.yesNo && a.names.some((n) => own[n as keyof Entities] !== undefined)) {
     const next = decide(a.intent, a.decisions, entities, e.now);
-    return { ...ctx, ...touched, pending: next.pending, awaiting: next.awaiting, choices: null, lastIntent: a.intent, lastTurn: fromContext(a.intent, next.decision) };
+    return {
+      ...ctx,
+      ...touched,
+      pending: next.pending,
+      awaiting: next.awaiting,
+      choices: null,
+      lastIntent: a.intent,
+      lastTurn: fromContext(a.intent, next.decision),
+    };
   }
   // A turn that is no intent of its own but picks one of the intents just offered goes on with it.
   const pick = ctx.choices && r.classification !== 'KNOWN' && !e.yesNo ? picked(ctx.choices, e) : null;
   if (pick) {
     const next = decide(pick.id, pick.decisions, entities, e.now);
-    return { ...ctx, ...touched, pending: next.pending, awaiting: next.awaiting, choices: null, lastIntent: pick.id, lastTurn: fromContext(pick.id, next.decision) };
+    return {
+      ...ctx,
+      ...touched,
+      pending: next.pending,
+      awaiting: next.awaiting,
+      choices: null,
+      lastIntent: pick.id,
+      lastTurn: fromContext(pick.id, next.decision),
+    };
   }
 
   let decision: Decision;

@@ -46,7 +46,17 @@ export interface RealtimeSessionInput<Spec extends Opaque = Opaque, Held extends
  */
 export type Opaque = object;
 
-export type EndReason = 'client_closed' | 'client_vanished' | 'shutdown' | 'idle' | 'limit' | 'unauthorized' | 'upstream_failed' | 'insufficient_credit' | 'orphaned' | 'error';
+export type EndReason =
+  | 'client_closed'
+  | 'client_vanished'
+  | 'shutdown'
+  | 'idle'
+  | 'limit'
+  | 'unauthorized'
+  | 'upstream_failed'
+  | 'insufficient_credit'
+  | 'orphaned'
+  | 'error';
 
 export interface SessionError {
   code: string;
@@ -117,7 +127,13 @@ export function unbilledSeconds(context: Pick<RealtimeSessionContext, 'audioMs' 
   return Math.max(0, Math.ceil(context.audioMs / 1000 - 1e-9) - context.billedSeconds);
 }
 
-const fixed = <Spec extends Opaque>(c: RealtimeSessionContext<Spec, Opaque>): EffectInput<Spec> => ({ sessionId: c.sessionId, model: c.model, requestId: c.requestId, tickSeconds: c.tickSeconds, spec: c.spec });
+const fixed = <Spec extends Opaque>(c: RealtimeSessionContext<Spec, Opaque>): EffectInput<Spec> => ({
+  sessionId: c.sessionId,
+  model: c.model,
+  requestId: c.requestId,
+  tickSeconds: c.tickSeconds,
+  spec: c.spec,
+});
 
 const audioOf = (context: RealtimeSessionContext, event: RealtimeSessionEvent): number =>
   'audioMs' in event && typeof event.audioMs === 'number' ? Math.max(context.audioMs, event.audioMs) : context.audioMs;
@@ -146,8 +162,7 @@ export function realtimeSessionMachineOf<Spec extends Opaque = Opaque, Held exte
     },
     guards: {
       ending: ({ context }) => context.ending !== null,
-      tickDue: ({ context }) =>
-        context.hold !== null && (context.audioMs - context.billedSeconds * 1000 >= context.tickSeconds * 1000),
+      tickDue: ({ context }) => context.hold !== null && context.audioMs - context.billedSeconds * 1000 >= context.tickSeconds * 1000,
     },
   }).createMachine({
     id: 'realtime-session',
@@ -177,7 +192,10 @@ export function realtimeSessionMachineOf<Spec extends Opaque = Opaque, Held exte
           },
           'client.closed': {
             guard: ({ context }) => context.ending === null,
-            actions: assign(({ context, event }) => ({ audioMs: audioOf(context, event), ending: { reason: event.vanished ? ('client_vanished' as const) : ('client_closed' as const), error: null } })),
+            actions: assign(({ context, event }) => ({
+              audioMs: audioOf(context, event),
+              ending: { reason: event.vanished ? ('client_vanished' as const) : ('client_closed' as const), error: null },
+            })),
           },
           'session.ending': {
             guard: ({ context }) => context.ending === null,
@@ -232,7 +250,8 @@ export function realtimeSessionMachineOf<Spec extends Opaque = Opaque, Held exte
                     tick: context.tick + 1,
                     tickStartedAt: out.at,
                     hold: out.hold,
-                    ending: out.hold === null && context.ending === null ? { reason: 'insufficient_credit' as const, error: out.error ?? null } : context.ending,
+                    ending:
+                      out.hold === null && context.ending === null ? { reason: 'insufficient_credit' as const, error: out.error ?? null } : context.ending,
                   };
                 }),
               },

@@ -97,10 +97,7 @@ export interface PollInput<Spec extends JobSpec = JobSpec> {
   polls: number;
 }
 
-export type PollOutput =
-  | { state: 'pending'; at: number; pollDelayMs: number }
-  | { state: 'completed'; rawKey: string }
-  | { state: 'failed'; error: JobError };
+export type PollOutput = { state: 'pending'; at: number; pollDelayMs: number } | { state: 'completed'; rawKey: string } | { state: 'failed'; error: JobError };
 
 export interface FinishInput<Spec extends JobSpec = JobSpec> {
   jobId: string;
@@ -229,10 +226,7 @@ export function transcriptionJobMachineOf<Spec extends JobSpec = JobSpec>() {
                   }),
                 },
               ],
-              onError: [
-                { guard: 'superseded' },
-                { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) },
-              ],
+              onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
             },
           },
           waiting: {
@@ -240,8 +234,16 @@ export function transcriptionJobMachineOf<Spec extends JobSpec = JobSpec>() {
             after: { untilPoll: 'polling' },
             on: {
               'provider.callback': [
-                { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.error !== undefined, target: '#transcription-job.failing', actions: assign({ error: ({ event }) => event.error ?? FAILED }) },
-                { guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.rawKey !== undefined, target: 'finishing', actions: 'keepCallbackResult' },
+                {
+                  guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.error !== undefined,
+                  target: '#transcription-job.failing',
+                  actions: assign({ error: ({ event }) => event.error ?? FAILED }),
+                },
+                {
+                  guard: ({ context, event }) => event.providerJobId === context.providerJobId && event.rawKey !== undefined,
+                  target: 'finishing',
+                  actions: 'keepCallbackResult',
+                },
                 { guard: 'ours', target: 'polling' },
               ],
               // `after` timers do not survive a restore: re-arm from the deadline kept in context.
@@ -256,7 +258,13 @@ export function transcriptionJobMachineOf<Spec extends JobSpec = JobSpec>() {
             invoke: {
               id: 'poll',
               src: 'poll',
-              input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, routeIndex: context.routeIndex, providerJobId: context.providerJobId!, polls: context.polls }),
+              input: ({ context }) => ({
+                jobId: context.jobId,
+                spec: context.spec,
+                routeIndex: context.routeIndex,
+                providerJobId: context.providerJobId!,
+                polls: context.polls,
+              }),
               onDone: [
                 {
                   guard: ({ event }) => event.output.state === 'pending',
@@ -289,7 +297,10 @@ export function transcriptionJobMachineOf<Spec extends JobSpec = JobSpec>() {
               id: 'finish',
               src: 'finish',
               input: ({ context }) => ({ jobId: context.jobId, spec: context.spec, rawKey: context.rawKey! }),
-              onDone: { target: '#transcription-job.completed', actions: assign(({ event }) => ({ result: event.output.result, finishedAt: event.output.at })) },
+              onDone: {
+                target: '#transcription-job.completed',
+                actions: assign(({ event }) => ({ result: event.output.result, finishedAt: event.output.at })),
+              },
               onError: [{ guard: 'superseded' }, { target: '#transcription-job.failing', actions: assign({ error: ({ event }) => errorOf(event.error) }) }],
             },
           },

@@ -183,7 +183,6 @@ const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('no
 /** The transcript with `turn` added, unless it is full. */
 const withTurn = (turns: Turn[], turn: Turn): Turn[] => (turns.length >= MAX_TURNS ? turns : [...turns, turn]);
 
-
 /** The machine, its `spec` typed as `Spec` (the kind's fields; the machine never reads them). */
 export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
   return setup({
@@ -260,11 +259,21 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           onDone: { actions: assign(({ context, event }) => ({ carrierCallId: event.output.carrierCallId ?? context.carrierCallId })) },
           onError: { target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'carrier_unavailable' } } },
         },
-        after: { ringDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'no_answer', reason: 'ring_timeout', at: context.createdAt + context.ringTimeoutMs }) } } },
+        after: {
+          ringDeadline: {
+            target: 'ending',
+            actions: { type: 'end', params: ({ context }) => ({ status: 'no_answer', reason: 'ring_timeout', at: context.createdAt + context.ringTimeoutMs }) },
+          },
+        },
         on: {
           'carrier.answered': {
             target: 'in_progress',
-            actions: assign(({ context, event }) => ({ now: nowOf(context, event), answeredAt: event.now, lastAliveAt: event.now, status: 'in_progress' as const })),
+            actions: assign(({ context, event }) => ({
+              now: nowOf(context, event),
+              answeredAt: event.now,
+              lastAliveAt: event.now,
+              status: 'in_progress' as const,
+            })),
           },
           'carrier.ended': {
             target: 'ending',
@@ -287,7 +296,10 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
         states: {
           dialing: {
             on: {
-              'carrier.ringing': { target: 'ringing', actions: assign(({ context, event }) => ({ now: nowOf(context, event), ringingAt: event.now, status: 'ringing' as const })) },
+              'carrier.ringing': {
+                target: 'ringing',
+                actions: assign(({ context, event }) => ({ now: nowOf(context, event), ringingAt: event.now, status: 'ringing' as const })),
+              },
             },
           },
           ringing: {},
@@ -301,7 +313,19 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           // The event is in the durable outbox or it is not: a failure to write it does not end the call.
           onError: {},
         },
-        after: { callDeadline: { target: 'ending', actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: context.creditLimited ? 'insufficient_credit' : 'max_duration', at: context.answeredAt! + context.maxDurationMs }) } } },
+        after: {
+          callDeadline: {
+            target: 'ending',
+            actions: {
+              type: 'end',
+              params: ({ context }) => ({
+                status: 'completed',
+                reason: context.creditLimited ? 'insufficient_credit' : 'max_duration',
+                at: context.answeredAt! + context.maxDurationMs,
+              }),
+            },
+          },
+        },
         on: {
           'carrier.ended': { target: 'ending', actions: { type: 'end', params: { status: 'completed', reason: 'callee_hangup' } } },
           'api.hangup': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'completed', reason: 'api_hangup' } }] },
@@ -325,7 +349,10 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
               // The media died with its instance: the call ends where the last heartbeat saw it alive.
               guard: 'finalizing',
               target: 'ending',
-              actions: { type: 'end', params: ({ context }) => ({ status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt }) },
+              actions: {
+                type: 'end',
+                params: ({ context }) => ({ status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt }),
+              },
             },
             { target: 'in_progress', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
           ],
@@ -345,7 +372,13 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             billedSeconds: context.billedSeconds ?? 0,
             spec: context.spec,
           }),
-          onDone: { target: 'ended', actions: assign(({ event }) => ({ costMicrocents: event.output.costMicrocents, carrierDurationSeconds: event.output.carrierDurationSeconds ?? null })) },
+          onDone: {
+            target: 'ended',
+            actions: assign(({ event }) => ({
+              costMicrocents: event.output.costMicrocents,
+              carrierDurationSeconds: event.output.carrierDurationSeconds ?? null,
+            })),
+          },
           // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
           onError: { target: 'ended' },
         },

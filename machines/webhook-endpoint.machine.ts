@@ -58,11 +58,7 @@ export interface DeliverBatchOutput {
   gone: boolean;
 }
 
-export type WebhookEndpointEvent =
-  | { type: 'outbox.ready' }
-  | { type: 'enable' }
-  | { type: 'remove' }
-  | { type: 'runtime.resumed'; now: number };
+export type WebhookEndpointEvent = { type: 'outbox.ready' } | { type: 'enable' } | { type: 'remove' } | { type: 'runtime.resumed'; now: number };
 
 /** The counter after folding `outcomes` into `failures`, stopping at the limit. */
 export function foldOutcomes(failures: number, outcomes: readonly boolean[]): number {

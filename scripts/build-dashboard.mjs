@@ -52,12 +52,17 @@ export async function buildDashboard(opts = {}) {
     '<body><div id="app"></div></body>',
     '</html>',
     '',
-  ].filter(Boolean).join('\n');
+  ]
+    .filter(Boolean)
+    .join('\n');
   await writeFile(join(outDir, 'index.html'), html);
   // Which files each bundle is made of, for the size check: the account bundle is its entry plus
   // the chunks it imports statically; the operator bundle is what only a dynamic import reaches.
   const files = Object.fromEntries(
-    outputs.map(([path, o]) => [basename(path), { bytes: o.bytes, imports: o.imports.map((i) => ({ path: basename(i.path), kind: i.kind })), entry: o.entryPoint ?? null }]),
+    outputs.map(([path, o]) => [
+      basename(path),
+      { bytes: o.bytes, imports: o.imports.map((i) => ({ path: basename(i.path), kind: i.kind })), entry: o.entryPoint ?? null },
+    ]),
   );
   const manifest = { entry: js, css, files };
   await writeFile(join(outDir, 'manifest.json'), JSON.stringify(manifest, null, 1));

@@ -47,14 +47,34 @@ export function evaluateDemoPack(sets: (keyof typeof DEMO_TURNS)[], json: boolea
     const scores = scoreTurns(pack, turns);
     const s = summarize(scores);
     if (json) {
-      process.stdout.write(JSON.stringify({ dataset: `demo_pack_${set}`, accuracy: s.accuracy, macro_f1: s.macro_f1, oos_precision: s.oos_precision, oos_recall: s.oos_recall, p99_ms: s.p99_ms, inscope_accuracy: s.inscope_accuracy, wrong_action_rate: s.wrong_action_rate, by_group: s.by_group }) + '\n');
+      process.stdout.write(
+        JSON.stringify({
+          dataset: `demo_pack_${set}`,
+          accuracy: s.accuracy,
+          macro_f1: s.macro_f1,
+          oos_precision: s.oos_precision,
+          oos_recall: s.oos_recall,
+          p99_ms: s.p99_ms,
+          inscope_accuracy: s.inscope_accuracy,
+          wrong_action_rate: s.wrong_action_rate,
+          by_group: s.by_group,
+        }) + '\n',
+      );
       continue;
     }
     const f = (x: number) => (x * 100).toFixed(1);
     console.log(`\n== demo pack on its ${set} turns (${s.turns} hand-written turns; pack trained in ${(pack.trainMs / 1000).toFixed(2)} s)`);
-    console.log(`   accuracy ${f(s.accuracy)}   in-scope accuracy ${f(s.inscope_accuracy)}   macro-F1 ${f(s.macro_f1)}   out-of-scope not acted on ${f(s.oos_recall)} (precision ${f(s.oos_precision)})   wrong actions ${f(s.wrong_action_rate)}   p99 ${s.p99_ms.toFixed(3)} ms`);
-    console.log(`   right by group: ${Object.entries(s.by_group).map(([g, v]) => `${g} ${v.right}/${v.turns}`).join(', ')}`);
-    if (verbose) for (const t of scores.filter((x) => x.outcome !== 'right')) console.log(`   ${t.outcome.padEnd(5)} ${t.said.padEnd(32)} want ${t.gold.padEnd(32)} ${t.style.padEnd(15)} ${t.text}`);
+    console.log(
+      `   accuracy ${f(s.accuracy)}   in-scope accuracy ${f(s.inscope_accuracy)}   macro-F1 ${f(s.macro_f1)}   out-of-scope not acted on ${f(s.oos_recall)} (precision ${f(s.oos_precision)})   wrong actions ${f(s.wrong_action_rate)}   p99 ${s.p99_ms.toFixed(3)} ms`,
+    );
+    console.log(
+      `   right by group: ${Object.entries(s.by_group)
+        .map(([g, v]) => `${g} ${v.right}/${v.turns}`)
+        .join(', ')}`,
+    );
+    if (verbose)
+      for (const t of scores.filter((x) => x.outcome !== 'right'))
+        console.log(`   ${t.outcome.padEnd(5)} ${t.said.padEnd(32)} want ${t.gold.padEnd(32)} ${t.style.padEnd(15)} ${t.text}`);
   }
 }
 

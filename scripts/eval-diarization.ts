@@ -122,9 +122,18 @@ function evaluate(conversations: readonly Conversation[], json: boolean): void {
   }
   console.log('\noverall (time-weighted; miss/FA/confusion as shares of scored speech):');
   const rows = SETUPS.flatMap((s) => [
-    summary(`${s.name} all`, runs.filter((r) => r.setup === s.name)),
-    summary(`${s.name} 2-spk`, runs.filter((r) => r.setup === s.name && r.speakers === 2)),
-    summary(`${s.name} 3-spk`, runs.filter((r) => r.setup === s.name && r.speakers === 3)),
+    summary(
+      `${s.name} all`,
+      runs.filter((r) => r.setup === s.name),
+    ),
+    summary(
+      `${s.name} 2-spk`,
+      runs.filter((r) => r.setup === s.name && r.speakers === 2),
+    ),
+    summary(
+      `${s.name} 3-spk`,
+      runs.filter((r) => r.setup === s.name && r.speakers === 3),
+    ),
   ]);
   console.table(rows);
 }

@@ -99,7 +99,10 @@ function clinc(): Dataset {
 }
 
 function banking(): Dataset {
-  const rows = (f: string) => csv(read('banking77', f)).slice(1).map((r) => [r[0]!, r[1]!] as Row);
+  const rows = (f: string) =>
+    csv(read('banking77', f))
+      .slice(1)
+      .map((r) => [r[0]!, r[1]!] as Row);
   const train = rows('train.csv');
   return {
     name: 'banking77',
@@ -114,7 +117,10 @@ function banking(): Dataset {
 }
 
 const HINT3_BOTS = ['sofmattress', 'curekart', 'powerplay11'];
-const hint3Rows = (f: string) => csv(read('hint3', 'v1', f)).slice(1).map((r) => [r[0]!, r[1]! === 'NO_NODES_DETECTED' ? OOS : r[1]!] as Row);
+const hint3Rows = (f: string) =>
+  csv(read('hint3', 'v1', f))
+    .slice(1)
+    .map((r) => [r[0]!, r[1]! === 'NO_NODES_DETECTED' ? OOS : r[1]!] as Row);
 
 function hint3(bot: string): Dataset {
   const rows = hint3Rows;
@@ -131,7 +137,11 @@ function hint3(bot: string): Dataset {
   }
   const platforms = Object.entries(best).filter(([p]) => p !== 'bert');
   const top = platforms.sort((a, b) => b[1] - a[1])[0];
-  anchors.push(`HINT3 v1 (Arora et al. 2020), best overall accuracy over thresholds: ${Object.entries(best).map(([p, a]) => `${p} ${(a * 100).toFixed(1)}`).join(', ')}`);
+  anchors.push(
+    `HINT3 v1 (Arora et al. 2020), best overall accuracy over thresholds: ${Object.entries(best)
+      .map(([p, a]) => `${p} ${(a * 100).toFixed(1)}`)
+      .join(', ')}`,
+  );
   if (top) anchors.push(`Target here: overall accuracy above the best platform (${top[0]} ${(top[1] * 100).toFixed(1)})`);
   // HINT3 has no out-of-scope training turns, yet half its test turns are out of scope. A pack for
   // real traffic would carry out-of-scope examples (`out_of_scope.examples`), so this one borrows
@@ -142,7 +152,17 @@ function hint3(bot: string): Dataset {
   const clinc150 = JSON.parse(read('clinc150', 'data_full.json')) as Record<string, [string, string][]>;
   const sources = [clinc150.oos_train!.map(([t]) => t), ...HINT3_BOTS.filter((b) => b !== bot).map((b) => rows(`train/${b}_train.csv`).map(([t]) => t))];
   const cvOos = { sources, extra: clinc150.oos_val!.map(([t]) => t) };
-  return { name: `hint3_${bot}`, train: rows(`train/${bot}_train.csv`), val: [], test: noTest ? [] : rows(`test/${bot}_test.csv`), oosTrain: sources.flat(), cvOos, hasOos: true, anchors, defaultAccept: 0.35 };
+  return {
+    name: `hint3_${bot}`,
+    train: rows(`train/${bot}_train.csv`),
+    val: [],
+    test: noTest ? [] : rows(`test/${bot}_test.csv`),
+    oosTrain: sources.flat(),
+    cvOos,
+    hasOos: true,
+    anchors,
+    defaultAccept: 0.35,
+  };
 }
 
 function hinglishTop(): Dataset {
@@ -175,7 +195,9 @@ const withDetector = (pack: IntentPack): IntentPack => ({ ...pack, out_of_scope:
 
 /** The pack with a second model mixed into the local model (`ensemble`), when the point has one. */
 const withEnsemble = (pack: IntentPack, e: OperatingPoint['ensemble'] | undefined): IntentPack =>
-  e ? { ...pack, ensemble: { model: e.variant.kind, weight: e.weight, reject: e.reject, ...(e.variant.alpha !== undefined ? { alpha: e.variant.alpha } : {}) } } : pack;
+  e
+    ? { ...pack, ensemble: { model: e.variant.kind, weight: e.weight, reject: e.reject, ...(e.variant.alpha !== undefined ? { alpha: e.variant.alpha } : {}) } }
+    : pack;
 
 function buildPack(ds: Dataset): { pack: IntentPack; labelOf: Map<string, string> } {
   const D = { action: 'ASK', next_state: 'CLARIFY', response_id: 'R' };
@@ -309,7 +331,10 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const rand = mulberry32(7);
   const labels = shuffle([...new Set(ds.train.map(([, l]) => l))].sort(), rand);
   const group = new Map(labels.map((l, i) => [l, i % K]));
-  const order = shuffle(ds.train.map((_, n) => n), rand);
+  const order = shuffle(
+    ds.train.map((_, n) => n),
+    rand,
+  );
   const fold = new Int32Array(ds.train.length);
   order.forEach((n, i) => (fold[n] = i % K));
   const trainings = CV_TRAININGS.flatMap((augment) => [false, true].map((balance) => ({ balance, augment })));
@@ -317,17 +342,34 @@ function crossValidate(ds: Dataset): OperatingPoint {
   const minSims = [0, 0.3, 0.4, 0.5];
   const weights = [0, 0.3];
   // The linear model alone, or mixed with each second model at each share.
-  const ensembles: OperatingPoint['ensemble'][] = [null, ...CV_ENSEMBLES.flatMap((variant) => ENSEMBLE_WEIGHTS.flatMap((weight) => ENSEMBLE_REJECTS.map((reject) => ({ variant, weight, reject }))))];
+  const ensembles: OperatingPoint['ensemble'][] = [
+    null,
+    ...CV_ENSEMBLES.flatMap((variant) => ENSEMBLE_WEIGHTS.flatMap((weight) => ENSEMBLE_REJECTS.map((reject) => ({ variant, weight, reject })))),
+  ];
   const thresholded: OperatingPoint[] = trainings.flatMap((tr) =>
     weights.flatMap((weight) =>
-      ensembles.flatMap((ensemble) => accepts.flatMap((accept) => minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity, detector: null, detectorAccept: 0, ensemble })))),
+      ensembles.flatMap((ensemble) =>
+        accepts.flatMap((accept) =>
+          minSims.map((minSimilarity) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept, minSimilarity, detector: null, detectorAccept: 0, ensemble })),
+        ),
+      ),
     ),
   );
   // The detector's points: its own decision threshold replaces accept and min_similarity.
   const detectorAccepts = Array.from({ length: 19 }, (_, a) => 0.05 + a * 0.05);
   const detected: OperatingPoint[] = trainings.flatMap((tr) =>
     CV_DETECTORS.flatMap((detector) =>
-      DETECTOR_WEIGHTS.flatMap((weight) => detectorAccepts.map((detectorAccept) => ({ ...tr, mix: { weight, temperature: 0.05 }, accept: 0, minSimilarity: 0, detector, detectorAccept, ensemble: null }))),
+      DETECTOR_WEIGHTS.flatMap((weight) =>
+        detectorAccepts.map((detectorAccept) => ({
+          ...tr,
+          mix: { weight, temperature: 0.05 },
+          accept: 0,
+          minSimilarity: 0,
+          detector,
+          detectorAccept,
+          ensemble: null,
+        })),
+      ),
     ),
   );
   const grid = [...thresholded, ...detected];
@@ -370,13 +412,21 @@ function crossValidate(ds: Dataset): OperatingPoint {
         }
       }
     };
-    const same = (p: OperatingPoint, tr: { balance: boolean; augment: OperatingPoint['augment'] }, weight: number, detector: DetectorVariant | null, ensemble: OperatingPoint['ensemble'] = null) =>
-      p.balance === tr.balance && p.augment === tr.augment && p.mix.weight === weight && p.detector === detector && p.ensemble === ensemble;
+    const same = (
+      p: OperatingPoint,
+      tr: { balance: boolean; augment: OperatingPoint['augment'] },
+      weight: number,
+      detector: DetectorVariant | null,
+      ensemble: OperatingPoint['ensemble'] = null,
+    ) => p.balance === tr.balance && p.augment === tr.augment && p.mix.weight === weight && p.detector === detector && p.ensemble === ensemble;
     for (const tr of trainings) {
       const pack = new CompiledPack(raw, compileOptions(tr));
       for (const weight of weights) {
         pack.model?.setNeighbourMix({ weight, temperature: 0.05 });
-        sweep(pack, grid.flatMap((p, g) => (same(p, tr, weight, null) ? [g] : [])));
+        sweep(
+          pack,
+          grid.flatMap((p, g) => (same(p, tr, weight, null) ? [g] : [])),
+        );
       }
       // One compile per second model (the linear model trains the same), scored once at each share
       // (with the linear model's own probabilities too) and swept for each kind of rejection.
@@ -387,7 +437,10 @@ function crossValidate(ds: Dataset): OperatingPoint {
           for (const weight of weights) {
             mixed.model?.setNeighbourMix({ weight, temperature: 0.05 });
             const at = ensembles.filter((e) => e?.variant === variant && e.weight === share);
-            sweep(mixed, grid.flatMap((p, g) => (at.some((e) => same(p, tr, weight, null, e)) ? [g] : [])));
+            sweep(
+              mixed,
+              grid.flatMap((p, g) => (at.some((e) => same(p, tr, weight, null, e)) ? [g] : [])),
+            );
           }
         }
       }
@@ -395,7 +448,10 @@ function crossValidate(ds: Dataset): OperatingPoint {
         for (const weight of DETECTOR_WEIGHTS) {
           const mix = { weight, temperature: 0.05 };
           const pack = new CompiledPack(withDetector(raw), compileOptions({ ...tr, detector, mix }));
-          sweep(pack, grid.flatMap((p, g) => (same(p, tr, weight, detector) ? [g] : [])));
+          sweep(
+            pack,
+            grid.flatMap((p, g) => (same(p, tr, weight, detector) ? [g] : [])),
+          );
         }
       }
     }
@@ -414,9 +470,19 @@ function crossValidate(ds: Dataset): OperatingPoint {
       ['thresholds', (p) => p.detector === null && p.ensemble === null],
       ['detector', (p) => p.detector !== null],
       ...ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [`any ensemble, reject ${r}`, (p) => p.ensemble?.reject === r]),
-      ...CV_ENSEMBLES.flatMap((v) => ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name} reject ${r}`, (p) => p.ensemble?.variant === v && p.ensemble.reject === r])),
       ...CV_ENSEMBLES.flatMap((v) =>
-        ENSEMBLE_WEIGHTS.flatMap((w) => ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [`ensemble ${v.name} ${w} reject ${r}`, (p) => p.ensemble?.variant === v && p.ensemble.weight === w && p.ensemble.reject === r])),
+        ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [
+          `ensemble ${v.name} reject ${r}`,
+          (p) => p.ensemble?.variant === v && p.ensemble.reject === r,
+        ]),
+      ),
+      ...CV_ENSEMBLES.flatMap((v) =>
+        ENSEMBLE_WEIGHTS.flatMap((w) =>
+          ENSEMBLE_REJECTS.map((r): [string, (p: OperatingPoint) => boolean] => [
+            `ensemble ${v.name} ${w} reject ${r}`,
+            (p) => p.ensemble?.variant === v && p.ensemble.weight === w && p.ensemble.reject === r,
+          ]),
+        ),
       ),
     ];
     for (const [name, pick] of designs) {
@@ -427,11 +493,25 @@ function crossValidate(ds: Dataset): OperatingPoint {
       if (b < 0) continue;
       // How well that point's models rank in-scope turns when nothing is turned down (closed set).
       const pb = grid[b]!;
-      const open = grid.findIndex((p) => p.balance === pb.balance && p.augment === pb.augment && p.mix.weight === pb.mix.weight && p.ensemble === pb.ensemble && p.detector === null && p.accept === 0 && p.minSimilarity === 0);
+      const open = grid.findIndex(
+        (p) =>
+          p.balance === pb.balance &&
+          p.augment === pb.augment &&
+          p.mix.weight === pb.mix.weight &&
+          p.ensemble === pb.ensemble &&
+          p.detector === null &&
+          p.accept === 0 &&
+          p.minSimilarity === 0,
+      );
       const closed = pb.detector === null ? `; closed-set in-scope ${f(rate(hits[open]!, 'inScope', 0))}/${f(rate(hits[open]!, 'inScope', 1))}` : '';
-      console.log(`   ${ds.name} best with ${name}: score ${f(score(hits[b]!) / 2)} (as written ${f(score(hits[b]!, 0) / 2)}, noisy ${f(score(hits[b]!, 1) / 2)}${closed})`);
+      console.log(
+        `   ${ds.name} best with ${name}: score ${f(score(hits[b]!) / 2)} (as written ${f(score(hits[b]!, 0) / 2)}, noisy ${f(score(hits[b]!, 1) / 2)}${closed})`,
+      );
     }
-    for (const [v, name] of [[0, 'as written'], [1, 'noisy']] as const) {
+    for (const [v, name] of [
+      [0, 'as written'],
+      [1, 'noisy'],
+    ] as const) {
       console.log(
         `\n   ${ds.name} cross-validation on train (${name}): in-scope ${f(rate(h, 'inScope', v))}, held-out intents rejected ${f(rate(h, 'known', v))}, foreign out-of-scope rejected ${f(rate(h, 'foreign', v))}, score ${f(score(h, v) / 2)}`,
       );
@@ -440,12 +520,30 @@ function crossValidate(ds: Dataset): OperatingPoint {
     for (const [tr, detector] of trainings.flatMap((tr) => [null, ...CV_DETECTORS].map((d) => [tr, d] as const))) {
       let b = -1;
       grid.forEach((p, g) => {
-        if (p.balance === tr.balance && p.augment === tr.augment && p.detector === detector && p.ensemble === null && (b < 0 || score(hits[g]!) > score(hits[b]!))) b = g;
+        if (
+          p.balance === tr.balance &&
+          p.augment === tr.augment &&
+          p.detector === detector &&
+          p.ensemble === null &&
+          (b < 0 || score(hits[g]!) > score(hits[b]!))
+        )
+          b = g;
       });
       const hb = hits[b]!;
-      const open = grid.findIndex((p) => p.balance === tr.balance && p.augment === tr.augment && p.accept === 0 && p.minSimilarity === 0 && p.mix.weight === 0 && p.detector === null && p.ensemble === null);
+      const open = grid.findIndex(
+        (p) =>
+          p.balance === tr.balance &&
+          p.augment === tr.augment &&
+          p.accept === 0 &&
+          p.minSimilarity === 0 &&
+          p.mix.weight === 0 &&
+          p.detector === null &&
+          p.ensemble === null,
+      );
       if (detector === null) console.log(`     closed-set in-scope ${f(rate(hits[open]!, 'inScope', 0))}/${f(rate(hits[open]!, 'inScope', 1))}`);
-      console.log(`     ${JSON.stringify(grid[b])}: score ${f(score(hb) / 2)} (as written ${f(score(hb, 0) / 2)}, noisy ${f(score(hb, 1) / 2)}; in-scope ${f(rate(hb, 'inScope', 0))}/${f(rate(hb, 'inScope', 1))})`);
+      console.log(
+        `     ${JSON.stringify(grid[b])}: score ${f(score(hb) / 2)} (as written ${f(score(hb, 0) / 2)}, noisy ${f(score(hb, 1) / 2)}; in-scope ${f(rate(hb, 'inScope', 0))}/${f(rate(hb, 'inScope', 1))})`,
+      );
     }
   }
   return grid[best]!;
@@ -481,7 +579,9 @@ function evaluate(ds: Dataset, json: boolean) {
   const thresholds = pack.thresholds;
   thresholds.margin = 0;
   if (val.length > 0 && pack.model) {
-    pack.model.calibrate(val.filter((v) => v.gold !== OOS).map((v) => ({ tokens: v.norm.tokens, label: [...labelOf].find(([, l]) => l === v.gold)?.[0] ?? '' })));
+    pack.model.calibrate(
+      val.filter((v) => v.gold !== OOS).map((v) => ({ tokens: v.norm.tokens, label: [...labelOf].find(([, l]) => l === v.gold)?.[0] ?? '' })),
+    );
   }
   const oosVal = val.filter((v) => v.gold === OOS).length;
   if (oosVal > 0) {
@@ -536,7 +636,18 @@ function evaluate(ds: Dataset, json: boolean) {
     stage_share: share,
     stage_accuracy: stageAcc,
     latency_ms: latency,
-    thresholds: { accept: thresholds.accept, out_of_scope: thresholds.out_of_scope, min_similarity: thresholds.min_similarity, temperature: pack.model?.getTemperature() ?? 1, balance: point?.balance ?? false, augment: point?.augment ?? null, neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null, ensemble: point?.ensemble ? { model: point.ensemble.variant.kind, alpha: point.ensemble.variant.alpha ?? null, weight: point.ensemble.weight, reject: point.ensemble.reject } : null },
+    thresholds: {
+      accept: thresholds.accept,
+      out_of_scope: thresholds.out_of_scope,
+      min_similarity: thresholds.min_similarity,
+      temperature: pack.model?.getTemperature() ?? 1,
+      balance: point?.balance ?? false,
+      augment: point?.augment ?? null,
+      neighbour_mix: pack.model?.hasMemory() ? pack.model.getNeighbourMix() : null,
+      ensemble: point?.ensemble
+        ? { model: point.ensemble.variant.kind, alpha: point.ensemble.variant.alpha ?? null, weight: point.ensemble.weight, reject: point.ensemble.reject }
+        : null,
+    },
     train: ds.train.length,
     test: ds.test.length,
     train_ms: Math.round(trainMs),
@@ -550,7 +661,8 @@ function evaluate(ds: Dataset, json: boolean) {
     for (let accept = 0; accept <= 0.951; accept += 0.05) {
       thresholds.accept = accept;
       const o = metrics(run(pack, labelOf, test));
-      if (!oracle || o.accuracy > oracle.accuracy) oracle = { accept: Math.round(accept * 100) / 100, accuracy: o.accuracy, inscope_accuracy: o.inscope_accuracy, oos_recall: o.oos_recall };
+      if (!oracle || o.accuracy > oracle.accuracy)
+        oracle = { accept: Math.round(accept * 100) / 100, accuracy: o.accuracy, inscope_accuracy: o.inscope_accuracy, oos_recall: o.oos_recall };
     }
     thresholds.accept = chosen;
   }
@@ -561,14 +673,31 @@ function evaluate(ds: Dataset, json: boolean) {
   const f = (x: number | null) => (x === null ? '—' : (x * 100).toFixed(1));
   const ms = (x: number | null | undefined) => (x === null || x === undefined ? '—' : x.toFixed(3));
   console.log(`\n== ${ds.name}  (train ${ds.train.length}, val ${ds.val.length}, test ${ds.test.length}; trained in ${(trainMs / 1000).toFixed(1)} s)`);
-  console.log(`   accuracy ${f(m.accuracy)}   in-scope accuracy ${f(m.inscope_accuracy)}   macro-F1 ${f(m.macro_f1)}   OOS precision ${f(m.oos_precision)}   OOS recall ${f(m.oos_recall)}`);
-  console.log(`   stages: ${Object.entries(share).map(([k, v]) => `${k} ${f(v)}% (acc ${f(stageAcc[k]!)})`).join(', ')}`);
-  console.log(`   latency ms p50/p99: ${Object.entries(latency).map(([k, v]) => `${k} ${ms(v.p50)}/${ms(v.p99)}`).join(', ')}`);
+  console.log(
+    `   accuracy ${f(m.accuracy)}   in-scope accuracy ${f(m.inscope_accuracy)}   macro-F1 ${f(m.macro_f1)}   OOS precision ${f(m.oos_precision)}   OOS recall ${f(m.oos_recall)}`,
+  );
+  console.log(
+    `   stages: ${Object.entries(share)
+      .map(([k, v]) => `${k} ${f(v)}% (acc ${f(stageAcc[k]!)})`)
+      .join(', ')}`,
+  );
+  console.log(
+    `   latency ms p50/p99: ${Object.entries(latency)
+      .map(([k, v]) => `${k} ${ms(v.p50)}/${ms(v.p99)}`)
+      .join(', ')}`,
+  );
   const mix = pack.model?.hasMemory() ? `, nearest-neighbour weight ${pack.model.getNeighbourMix().weight}, min similarity ${thresholds.min_similarity}` : '';
-  const balanced = (point?.balance ? ', class-balanced training' : '') + (point && point.augment.copies > 0 ? `, ${point.augment.copies} ${point.augment.style} variants per example` : '');
+  const balanced =
+    (point?.balance ? ', class-balanced training' : '') +
+    (point && point.augment.copies > 0 ? `, ${point.augment.copies} ${point.augment.style} variants per example` : '');
   const second = point?.ensemble ? `, ${point.ensemble.variant.name} mixed in at ${point.ensemble.weight} (reject on ${point.ensemble.reject})` : '';
-  console.log(`   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}${balanced}${second}`);
-  if (oracle) console.log(`   --oracle (accept swept on test, as the published figures; not an operating point): best accuracy ${f(oracle.accuracy)} at accept ${oracle.accept} (in-scope ${f(oracle.inscope_accuracy)}, OOS recall ${f(oracle.oos_recall)})`);
+  console.log(
+    `   thresholds: accept ${thresholds.accept.toFixed(3)}, oos-class ${thresholds.out_of_scope}, temperature ${(pack.model?.getTemperature() ?? 1).toFixed(3)}${mix}${balanced}${second}`,
+  );
+  if (oracle)
+    console.log(
+      `   --oracle (accept swept on test, as the published figures; not an operating point): best accuracy ${f(oracle.accuracy)} at accept ${oracle.accept} (in-scope ${f(oracle.inscope_accuracy)}, OOS recall ${f(oracle.oos_recall)})`,
+    );
   for (const a of ds.anchors) console.log(`   published: ${a}`);
 }
 
@@ -588,7 +717,17 @@ const augmentArg = args.find((a) => a.startsWith('--augment='))?.split('=')[1] ?
 // turn in its training, "x" misclassified turns left out, "b" out-of-scope examples folded by
 // contiguous blocks; "none": thresholds only).
 const detectorArg = args.find((a) => a.startsWith('--detector='))?.split('=')[1] ?? 'none';
-const CV_DETECTORS: DetectorVariant[] = detectorArg === 'none' ? [] : detectorArg.split(',').map((a) => ({ name: a, quadratic: a.includes('q'), hinges: a.includes('h'), noisy: parseInt(/n(\d+)/.exec(a)?.[1] ?? '0', 10), misclassified: !a.includes('x'), blocks: a.includes('b') }));
+const CV_DETECTORS: DetectorVariant[] =
+  detectorArg === 'none'
+    ? []
+    : detectorArg.split(',').map((a) => ({
+        name: a,
+        quadratic: a.includes('q'),
+        hinges: a.includes('h'),
+        noisy: parseInt(/n(\d+)/.exec(a)?.[1] ?? '0', 10),
+        misclassified: !a.includes('x'),
+        blocks: a.includes('b'),
+      }));
 // The neighbour weights the detector's models are compiled with (each is one more compile).
 const DETECTOR_WEIGHTS = (args.find((a) => a.startsWith('--detector-weights='))?.split('=')[1] ?? '0').split(',').map(Number);
 // --ensemble=cnb,nc: second models (ensemble.ts) cross-validation may mix into the linear model's
@@ -613,9 +752,11 @@ const ENSEMBLE_REJECTS = (args.find((a) => a.startsWith('--ensemble-reject='))?.
   if (r !== 'mixed' && r !== 'linear' && r !== 'split') throw new Error(`--ensemble-reject: unknown value ${r}`);
   return r;
 });
-const CV_TRAININGS: OperatingPoint['augment'][] = augmentArg.split(',').map((a) => ({ copies: parseInt(a, 10), outOfScope: a.includes('o'), style: a.includes('s') ? ('spelling' as const) : ('words' as const) }));
+const CV_TRAININGS: OperatingPoint['augment'][] = augmentArg
+  .split(',')
+  .map((a) => ({ copies: parseInt(a, 10), outOfScope: a.includes('o'), style: a.includes('s') ? ('spelling' as const) : ('words' as const) }));
 const onlyArg = args.find((a) => a.startsWith('--only'));
-const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : args[args.indexOf(onlyArg) + 1] ?? '').split(',') : null;
+const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1]! : (args[args.indexOf(onlyArg) + 1] ?? '')).split(',') : null;
 const all: [string, () => Dataset][] = [
   ['clinc150', clinc],
   ['banking77', banking],

@@ -93,7 +93,10 @@ function summary(name: string, results: ClipResult[]) {
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
   const refs = references();
-  const ids = readFileSync(join(LIBRIVOX, 'fileids'), 'utf8').split('\n').map((l) => l.trim()).filter(Boolean);
+  const ids = readFileSync(join(LIBRIVOX, 'fileids'), 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const resamplers = await loadResamplers();
   const detectors = await loadVoiceDetectors();
   const paths: Record<'plain' | 'telephone', ClipResult[]> = { plain: [], telephone: [] };
@@ -104,7 +107,15 @@ async function main(): Promise<void> {
       const pcm = inputs[kind];
       const run = await recognise(pcm, detectors);
       const reference = refs.get(id) ?? '';
-      const result = { id, seconds: pcm.length / PCM_BYTES_PER_SECOND, reference, hypothesis: run.text, errors: wordErrors(reference, run.text), wallSeconds: run.wall, tailSeconds: run.tail };
+      const result = {
+        id,
+        seconds: pcm.length / PCM_BYTES_PER_SECOND,
+        reference,
+        hypothesis: run.text,
+        errors: wordErrors(reference, run.text),
+        wallSeconds: run.wall,
+        tailSeconds: run.tail,
+      };
       paths[kind].push(result);
       if (!json) console.log(`${kind.padEnd(9)} ${id.slice(-4)} ${result.seconds.toFixed(2)} s  ref: ${reference}\n${' '.repeat(24)}hyp: ${run.text}`);
     }

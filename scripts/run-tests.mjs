@@ -133,7 +133,15 @@ async function compileTree() {
  * imports): a test process then loads one module of ours instead of a few hundred.
  */
 async function bundleTests(files) {
-  await build({ ...compileOptions, entryPoints: files, outdir: TESTS, splitting: true, chunkNames: 'chunks/[name]-[hash]', plugins: [packagesExternal, sourcePaths], banner: requireBanner });
+  await build({
+    ...compileOptions,
+    entryPoints: files,
+    outdir: TESTS,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    plugins: [packagesExternal, sourcePaths],
+    banner: requireBanner,
+  });
   await Promise.all(collect(TESTS, (name) => name.endsWith('.js.map')).map(dropPackageMappings));
 }
 
@@ -182,7 +190,7 @@ async function runTmpdir() {
       return await mkdtemp(join(base, 'gateway-tests-'));
     } catch {} // not writable here: the next
   }
-  throw new Error('no writable folder for the tests\' temporary files');
+  throw new Error("no writable folder for the tests' temporary files");
 }
 
 const started = performance.now();
@@ -197,7 +205,11 @@ if (files.some((f) => f.startsWith(join(ROOT, 'test', 'dashboard') + '/'))) {
   // A fake microphone (a tone), granted without a prompt: the dashboard's Try recognition records from it.
   const fakeMic = ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
   try {
-    browser = await chromium.launchServer({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage', ...fakeMic] });
+    browser = await chromium.launchServer({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage', ...fakeMic],
+    });
     env.GATEWAY_TEST_BROWSER = browser.wsEndpoint();
   } catch (err) {
     // The dashboard tests then launch it themselves, and fail saying why; the other tests run.
@@ -214,7 +226,12 @@ const testProcess = (entry, stdio) =>
 if (args.includes('--durations')) {
   // Each file alone, one after another: its seconds and CPU seconds (its processes', waited for:
   // /proc/self/stat's children times) into test/durations.json (scripts/test-groups.mjs).
-  const childrenCpu = () => readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ').slice(13, 15).reduce((a, b) => a + Number(b), 0) / 100;
+  const childrenCpu = () =>
+    readFileSync('/proc/self/stat', 'utf8')
+      .split(') ')[1]
+      .split(' ')
+      .slice(13, 15)
+      .reduce((a, b) => a + Number(b), 0) / 100;
   const durations = readDurations(ROOT);
   for (const file of files) {
     const began = performance.now();
@@ -223,7 +240,9 @@ if (args.includes('--durations')) {
     if (code !== 0) console.error(`✖ ${relative(ROOT, file)} failed: its duration is not recorded`);
     else durations[relative(ROOT, file)] = [Math.round((performance.now() - began) / 100) / 10, Math.round((childrenCpu() - cpu) * 10) / 10];
   }
-  const lines = Object.entries(durations).sort(([a], [b]) => a.localeCompare(b)).map(([file, [s, cpu]]) => ` ${JSON.stringify(file)}: [${s}, ${cpu}]`);
+  const lines = Object.entries(durations)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([file, [s, cpu]]) => ` ${JSON.stringify(file)}: [${s}, ${cpu}]`);
   writeFileSync(join(ROOT, 'test', 'durations.json'), `{\n${lines.join(',\n')}\n}\n`);
   await browser?.close();
   await rm(tmp, { recursive: true, force: true });

@@ -28,7 +28,9 @@ const OPERATIONS = {
   '/audio/speech': ['post'],
 };
 /** Schemas the operations do not name: the realtime socket's server events (GA, and beta where GA has none), the error body. */
-const EXTRA_ROOTS = Object.keys(doc.components.schemas).filter((n) => n === 'RealtimeServerEvent' || /^Realtime(Beta)?ServerEvent[A-Z]/.test(n) || n === 'ErrorResponse');
+const EXTRA_ROOTS = Object.keys(doc.components.schemas).filter(
+  (n) => n === 'RealtimeServerEvent' || /^Realtime(Beta)?ServerEvent[A-Z]/.test(n) || n === 'ErrorResponse',
+);
 
 const PROSE = new Set(['description', 'title', 'example', 'examples', 'x-oaiMeta']);
 /** The value without its prose keywords; a `properties` map keeps every name (a property may be called `description`). */
@@ -78,7 +80,12 @@ for (const name of EXTRA_ROOTS) {
   reach(doc.components.schemas[name]);
 }
 
-const sorted = (o) => Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
+const sorted = (o) =>
+  Object.fromEntries(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, o[k]]),
+  );
 const out = {
   openapi: doc.openapi,
   info: { title: doc.info.title, version: doc.info.version, license: doc.info.license },

@@ -167,7 +167,16 @@ export async function createServices(deps: {
   const spikes = webhooks.usageSpikes(events);
   // The embedded store has one owner, this process: what another instance left on it is a dead one's.
   const identity = identityDirectory(accounts, orgs);
-  const billing = new BillingService({ store: deps.store, identity, config: deps.config.billing, events, now, onUsageRecords: spikes.observe, soleOwner: deps.store.kind === 'embedded', ...(deps.instanceId ? { instance: deps.instanceId } : {}) });
+  const billing = new BillingService({
+    store: deps.store,
+    identity,
+    config: deps.config.billing,
+    events,
+    now,
+    onUsageRecords: spikes.observe,
+    soleOwner: deps.store.kind === 'embedded',
+    ...(deps.instanceId ? { instance: deps.instanceId } : {}),
+  });
   await billing.init();
   const billingPortal = new BillingPortal({ billing, identity, now });
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
@@ -207,12 +216,25 @@ export async function createServices(deps: {
     holdTtlMs: tx.maxJobHours * 3_600_000,
     retainMs: tx.retentionDays * 86_400_000,
     ...(tx.publicUrl
-      ? { callbackUrl: (provider: string, jobId: string) => ({ url: `${tx.publicUrl.replace(/\/+$/, '')}/v1/audio/transcriptions/jobs/${jobId}/callback/${provider}`, token: callbackToken(jobId) }) }
+      ? {
+          callbackUrl: (provider: string, jobId: string) => ({
+            url: `${tx.publicUrl.replace(/\/+$/, '')}/v1/audio/transcriptions/jobs/${jobId}/callback/${provider}`,
+            token: callbackToken(jobId),
+          }),
+        }
       : {}),
   });
   const transcriptionJobs = new TranscriptionJobs({
-    blobs: deps.blobs, meter, runtime: deps.actors, kind: jobKind, resolveRoutes: gatewayDeps.resolveRoutes, now, holdTtlMs: tx.maxJobHours * 3_600_000,
-    maxAudioSeconds: tx.maxAudioMinutes * 60, providers, callbackToken,
+    blobs: deps.blobs,
+    meter,
+    runtime: deps.actors,
+    kind: jobKind,
+    resolveRoutes: gatewayDeps.resolveRoutes,
+    now,
+    holdTtlMs: tx.maxJobHours * 3_600_000,
+    maxAudioSeconds: tx.maxAudioMinutes * 60,
+    providers,
+    callbackToken,
   });
   const rt = deps.config.realtime;
   const realtimeKind = realtimeSessionKind({
@@ -254,7 +276,11 @@ export async function createServices(deps: {
   // Outbound calls: the call actor, the response audio cache, and the carriers this build dials through.
   const vc = deps.config.voice;
   const voiceKind = voiceCallKind({
-    meter, events, now, checkpointMs: vc.checkpointMs, retainMs: vc.retentionDays * 86_400_000,
+    meter,
+    events,
+    now,
+    checkpointMs: vc.checkpointMs,
+    retainMs: vc.retentionDays * 86_400_000,
     hangupOrphan: async (modelId, dialled) => {
       // `dialled` is `<route index>:<carrier's call id>` (src/voice/dialling.ts).
       const m = /^(\d+):(.+)$/.exec(dialled);
@@ -290,7 +316,10 @@ export async function createServices(deps: {
   const carrierFor = (config: RouteConfig, route: ResolvedRoute): Carrier | undefined => {
     if (config.provider === 'simulator') return simulator;
     if (config.provider === 'twilio' && config.account_sid && config.from) {
-      return twilioCarrier({ baseUrl: route.baseUrl, accountSid: config.account_sid, authToken: route.apiKey, from: config.from }, { callbackUrl: (id) => callbackUrl('twilio', id) });
+      return twilioCarrier(
+        { baseUrl: route.baseUrl, accountSid: config.account_sid, authToken: route.apiKey, from: config.from },
+        { callbackUrl: (id) => callbackUrl('twilio', id) },
+      );
     }
     if (config.provider === 'exotel' && config.account_sid && config.from && config.api_token && route.apiKey) {
       return exotelCarrier(
@@ -336,8 +365,24 @@ export async function createServices(deps: {
     voice,
     accountLimits,
     transcriptionJobs,
-    store: deps.store, blobs: deps.blobs, accounts, operatorSessions, orgs, invitations, keys, billing, billingPortal, meter, events, actors: deps.actors, models,
-    upstream, upstreamFiles, router, chat: new ChatGateway(gatewayDeps), embeddings: new EmbeddingsGateway(gatewayDeps),
+    store: deps.store,
+    blobs: deps.blobs,
+    accounts,
+    operatorSessions,
+    orgs,
+    invitations,
+    keys,
+    billing,
+    billingPortal,
+    meter,
+    events,
+    actors: deps.actors,
+    models,
+    upstream,
+    upstreamFiles,
+    router,
+    chat: new ChatGateway(gatewayDeps),
+    embeddings: new EmbeddingsGateway(gatewayDeps),
     transcription: new SyncTranscription({ ...gatewayDeps, blobs: deps.blobs }),
     speech: new SpeechSynthesis({ ...gatewayDeps, resamplers: () => (resamplers ??= loadResamplers()) }),
     intent,

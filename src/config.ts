@@ -136,10 +136,7 @@ export const ConfigSchema = Type.Object(
         sessionTtlHours: Int(1, 24 * 365),
         passwordMinLength: Int(8, 128),
         passwordMaxLength: Int(16, 4096),
-        argon2: Type.Object(
-          { memoryCost: Int(1024, 1 << 21), timeCost: Int(1, 20), parallelism: Int(1, 16) },
-          { additionalProperties: false },
-        ),
+        argon2: Type.Object({ memoryCost: Int(1024, 1 << 21), timeCost: Int(1, 20), parallelism: Int(1, 16) }, { additionalProperties: false }),
         loginWindowSeconds: Int(1, 86_400),
         loginMaxFailuresPerAccount: Int(1, 10_000),
         loginMaxFailuresPerAddress: Int(1, 100_000),
@@ -339,10 +336,7 @@ function merge(base: Json, over: Json, at = ''): Json {
     const path = at ? `${at}.${k}` : k;
     if (PROTOTYPE_KEYS.has(k)) throw new ConfigError(`invalid configuration: field "${path}" is not a known setting`);
     const b = Object.hasOwn(out, k) ? out[k] : undefined;
-    out[k] =
-      v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b)
-        ? merge(b as Json, v as Json, path)
-        : v;
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b) ? merge(b as Json, v as Json, path) : v;
   }
   return out;
 }

@@ -107,4 +107,3 @@ export class ApiError extends Error {
     this.type = options.type ?? ERRORS[code].type;
   }
 }
-

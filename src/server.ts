@@ -61,7 +61,11 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   // Before anything runs: what a killed predecessor left in DATA_DIR/tmp (customer audio, an engine
   // spawned as it died) is swept, and this process gets its own folder there.
   const tmp = await openTmpArea(config.dataDir);
-  if (tmp.swept.folders > 0) logger.info({ component: 'tmp', folders_removed: tmp.swept.folders, processes_killed: tmp.swept.processes }, 'swept what a dead gateway left in its tmp area');
+  if (tmp.swept.folders > 0)
+    logger.info(
+      { component: 'tmp', folders_removed: tmp.swept.folders, processes_killed: tmp.swept.processes },
+      'swept what a dead gateway left in its tmp area',
+    );
   const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, ttlSweepMs: config.store.ttlSweepMs });
   const blobs = await openBlobs({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, tmpDir: tmp.dir });
   const metrics = createMetrics();
@@ -127,7 +131,12 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     ownsPath: isVoiceStreamPath,
   });
   // WS /v1/voice/calls/{id}/stream: the carriers' media streams of the calls held here.
-  const voiceEdge = attachVoiceEdge(app.server, { voice: services.voice, maxPayloadBytes: config.voice.maxPayloadBytes, closing: () => lifecycle.closing, logger });
+  const voiceEdge = attachVoiceEdge(app.server, {
+    voice: services.voice,
+    maxPayloadBytes: config.voice.maxPayloadBytes,
+    closing: () => lifecycle.closing,
+    logger,
+  });
 
   await runtime.start();
   lifecycle.actorsRestored = true;
@@ -135,7 +144,11 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   services.billing.start((err, what) => logger.error({ err, component: 'billing' }, what)); // usage flush, hold and renewal sweeps
   // Before serving: a crashed predecessor's holds returned (so its calls lock no money) and its usage written.
   const recovered = await services.billing.recoverDead();
-  if (recovered.holds > 0 || recovered.records > 0) logger.info({ component: 'billing', holds_returned: recovered.holds, usage_records_written: recovered.records }, 'billing recovered what a dead instance left');
+  if (recovered.holds > 0 || recovered.records > 0)
+    logger.info(
+      { component: 'billing', holds_returned: recovered.holds, usage_records_written: recovered.records },
+      'billing recovered what a dead instance left',
+    );
 
   let url = '';
   let metricsServer: MetricsServer | null = null;

@@ -236,7 +236,9 @@ describe('architecture: edges that stay edges', () => {
     assert.ok(modules.get('src/http/types.ts')!.packages.includes('node:http'), "a type's import('…')");
     assert.ok(modules.get('src/dashboard/account/pages/operator-gate.tsx')!.files.includes('src/dashboard/operator/operator.tsx'), 'a dynamic import');
     assert.deepEqual(
-      specifiersOf("import type {\n  A,\n  B,\n} from './a.ts';\nexport { C } from \"./c.ts\";\nimport './d.css';\nexport const e = 'from ./x';\nconst f = await import('./f.ts');"),
+      specifiersOf(
+        "import type {\n  A,\n  B,\n} from './a.ts';\nexport { C } from \"./c.ts\";\nimport './d.css';\nexport const e = 'from ./x';\nconst f = await import('./f.ts');",
+      ),
       ['./a.ts', './c.ts', './d.css', './f.ts'],
     );
   });
@@ -280,11 +282,17 @@ describe('architecture: one owner per collection', () => {
 
   it('reads the opens it must see (so the rule below cannot pass on an empty list)', () => {
     assert.deepEqual([...(byName.get('users') ?? [])], ['src/identity/accounts.ts'], 'a typed literal');
-    assert.ok(byName.get('actor_inbox')?.has('src/actors/wakeups-store.ts'), "a change stream on a constant imported from another file");
+    assert.ok(byName.get('actor_inbox')?.has('src/actors/wakeups-store.ts'), 'a change stream on a constant imported from another file');
     assert.ok(byName.get('rate_windows')?.has('src/billing/limits.ts'), 'an untyped literal');
     assert.ok(byName.has('blobs.files'), 'a template literal over a constant');
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text the reader parses holds a template literal
-    assert.deepEqual(collectionArguments("s.collection<{ a: Map<string, number> }>(\n  'x',\n); db.collection(`${B}.y`); this.store.watch?.(NAME, f); fs.watch(path); s.collection(name)"), ["'x'", '`${B}.y`', 'NAME', 'name']);
+    assert.deepEqual(
+      collectionArguments(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text the reader parses holds a template literal
+        "s.collection<{ a: Map<string, number> }>(\n  'x',\n); db.collection(`${B}.y`); this.store.watch?.(NAME, f); fs.watch(path); s.collection(name)",
+      ),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the argument as written, a template literal
+      ["'x'", '`${B}.y`', 'NAME', 'name'],
+    );
     assert.equal(collectionName('name', new Map()), null, 'a variable is not a name');
   });
 
@@ -294,7 +302,9 @@ describe('architecture: one owner per collection', () => {
       if (owner === undefined) return [`${name}: opened by ${[...openers].join(', ')}, which has no owner in OWNERS`];
       return [...openers].filter((path) => !owns(owner, path)).map((path) => `${name}: opened by ${path}, owned by ${owner}`);
     });
-    const stale = Object.keys(OWNERS).filter((name) => !byName.has(name)).map((name) => `${name}: listed in OWNERS, opened by nobody`);
+    const stale = Object.keys(OWNERS)
+      .filter((name) => !byName.has(name))
+      .map((name) => `${name}: listed in OWNERS, opened by nobody`);
     assert.deepEqual([...violations, ...stale, ...unreadable.map((u) => `${u}: a name the rule cannot read`)], []);
   });
 });
@@ -386,7 +396,10 @@ describe('architecture: floors, cycles and sizes', () => {
   });
 
   it('every module of src/ and machines/ stands on a floor', () => {
-    assert.deepEqual([...modules.keys()].filter((path) => floorOf(path) === -1), []);
+    assert.deepEqual(
+      [...modules.keys()].filter((path) => floorOf(path) === -1),
+      [],
+    );
   });
 
   it('no import cycle, type-only or not', () => {
@@ -394,7 +407,9 @@ describe('architecture: floors, cycles and sizes', () => {
   });
 
   it(`imports run down the floors (${FLOORS.map((f) => f.name).join(' → ')}), but for at most 6 named ones`, () => {
-    const upward = [...modules.values()].flatMap((m) => m.files.filter((to) => modules.has(to) && floorOf(to) > floorOf(m.path)).map((to) => `${m.path} -> ${to}`));
+    const upward = [...modules.values()].flatMap((m) =>
+      m.files.filter((to) => modules.has(to) && floorOf(to) > floorOf(m.path)).map((to) => `${m.path} -> ${to}`),
+    );
     assert.deepEqual(upward.sort(), Object.keys(UPWARD).sort());
     assert.ok(upward.length <= 6, `${upward.length} upward imports`);
   });
@@ -414,12 +429,19 @@ describe('architecture: floors, cycles and sizes', () => {
     assert.deepEqual(long, []);
   });
 
-  it("`as unknown as` at most 3 times in src/, each under a comment that says why", () => {
+  it('`as unknown as` at most 3 times in src/, each under a comment that says why', () => {
     const casts = sources('src').flatMap((path) => {
       const lines = readFileSync(join(ROOT, path), 'utf8').split('\n');
-      return lines.flatMap((line, i) => (/\bas unknown as\b/.test(line) ? [{ at: `${path}:${i + 1}`, explained: /\/\/|\/\*|\*/.test(`${lines[i - 1] ?? ''}${line.split('as unknown as')[1]}`) }] : []));
+      return lines.flatMap((line, i) =>
+        /\bas unknown as\b/.test(line)
+          ? [{ at: `${path}:${i + 1}`, explained: /\/\/|\/\*|\*/.test(`${lines[i - 1] ?? ''}${line.split('as unknown as')[1]}`) }]
+          : [],
+      );
     });
     assert.ok(casts.length <= 3, casts.map((c) => c.at).join(', '));
-    assert.deepEqual(casts.filter((c) => !c.explained).map((c) => c.at), []);
+    assert.deepEqual(
+      casts.filter((c) => !c.explained).map((c) => c.at),
+      [],
+    );
   });
 });

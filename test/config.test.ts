@@ -22,7 +22,10 @@ describe('configuration', () => {
 
   it('reads the environment', () => {
     const c = loadConfig({ PORT: '9090', HOST: '0.0.0.0', DATA_DIR: '/tmp/x', LOG_LEVEL: 'debug', ADMIN_TOKEN: 'a'.repeat(20), MONGODB_URL: 'mongodb://h/db' });
-    assert.deepEqual([c.port, c.host, c.dataDir, c.logLevel, c.adminToken, c.mongodbUrl], [9090, '0.0.0.0', '/tmp/x', 'debug', 'a'.repeat(20), 'mongodb://h/db']);
+    assert.deepEqual(
+      [c.port, c.host, c.dataDir, c.logLevel, c.adminToken, c.mongodbUrl],
+      [9090, '0.0.0.0', '/tmp/x', 'debug', 'a'.repeat(20), 'mongodb://h/db'],
+    );
   });
 
   it('names the bad field', () => {
@@ -34,7 +37,12 @@ describe('configuration', () => {
       [{ ADMIN_TOKEN: 'short' }, /"adminToken"/],
       [{ KEY_SIGNING_SECRET: 'short' }, /"keySigningSecret"/],
     ];
-    for (const [env, re] of cases) assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && re.test(e.message), JSON.stringify(env));
+    for (const [env, re] of cases)
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && re.test(e.message),
+        JSON.stringify(env),
+      );
   });
 
   it('caps connections and keeps /metrics off the API port by default; METRICS_LISTEN and METRICS_TOKEN override', () => {
@@ -71,10 +79,19 @@ describe('configuration', () => {
       const f = join(dir, 'c.json');
       // Written as text: JSON.parse makes "__proto__" an own key, as a hand-written file would.
       await writeFile(f, '{"__proto__": {"adminToken": "injected-token-0123456789"}}');
-      assert.throws(() => loadConfig({ CONFIG_FILE: f }), (e: unknown) => e instanceof ConfigError && /"__proto__"/.test(e.message));
+      assert.throws(
+        () => loadConfig({ CONFIG_FILE: f }),
+        (e: unknown) => e instanceof ConfigError && /"__proto__"/.test(e.message),
+      );
       await writeFile(f, '{"http": {"constructor": {"prototype": {"x": 1}}}}');
-      assert.throws(() => loadConfig({ CONFIG_FILE: f }), (e: unknown) => e instanceof ConfigError && /"http.constructor"/.test(e.message));
-      assert.throws(() => loadConfig({}, JSON.parse('{"webhooks": {"prototype": 1}}')), (e: unknown) => e instanceof ConfigError && /"webhooks.prototype"/.test(e.message));
+      assert.throws(
+        () => loadConfig({ CONFIG_FILE: f }),
+        (e: unknown) => e instanceof ConfigError && /"http.constructor"/.test(e.message),
+      );
+      assert.throws(
+        () => loadConfig({}, JSON.parse('{"webhooks": {"prototype": 1}}')),
+        (e: unknown) => e instanceof ConfigError && /"webhooks.prototype"/.test(e.message),
+      );
       assert.equal(({} as Record<string, unknown>).adminToken, undefined);
     } finally {
       await rm(dir, { recursive: true, force: true });

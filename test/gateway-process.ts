@@ -53,9 +53,7 @@ export interface Launched {
  * concurrently).
  */
 export async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv; npmStart?: boolean; runCode?: boolean } = {}): Promise<Launched> {
-  const [command, args] = opts.npmStart
-    ? ['npm', ['start', '--silent']]
-    : [process.execPath, opts.runCode ? gatewayArgs() : startArgs()];
+  const [command, args] = opts.npmStart ? ['npm', ['start', '--silent']] : [process.execPath, opts.runCode ? gatewayArgs() : startArgs()];
   const child = spawn(command, args, {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },

@@ -20,15 +20,18 @@ export interface TestGateway extends Gateway {
 }
 
 export function testConfig(dir: string, overrides: Record<string, unknown> = {}): Config {
-  return loadConfig({}, {
-    port: 0,
-    dataDir: dir,
-    logLevel: 'silent',
-    adminToken: ADMIN_TOKEN,
-    auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 100_000 },
-    metrics: { listen: '127.0.0.1:0' }, // its own listener, as by default, on a free port: Gateway.metricsUrl
-    ...overrides,
-  });
+  return loadConfig(
+    {},
+    {
+      port: 0,
+      dataDir: dir,
+      logLevel: 'silent',
+      adminToken: ADMIN_TOKEN,
+      auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 100_000 },
+      metrics: { listen: '127.0.0.1:0' }, // its own listener, as by default, on a free port: Gateway.metricsUrl
+      ...overrides,
+    },
+  );
 }
 
 export async function startTestGateway(overrides: Record<string, unknown> = {}, opts: StartOptions & { dir?: string } = {}): Promise<TestGateway> {

@@ -37,6 +37,9 @@ describe('a gateway start', () => {
     // sight: src/ names them in type imports only.
     const eager = new RegExp(`^import (?!type )[^;]*from '(${LAZY.join('|')})(/[^']*)?';`, 'm');
     const files = readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((f) => /\.tsx?$/.test(f));
-    assert.deepEqual(files.filter((f) => eager.test(readFileSync(join(SRC, f), 'utf8'))), []);
+    assert.deepEqual(
+      files.filter((f) => eager.test(readFileSync(join(SRC, f), 'utf8'))),
+      [],
+    );
   });
 });

@@ -91,11 +91,9 @@ export function readPcm(path: string): Int16Array {
 }
 
 function ffmpegPcm(args: string[]): Int16Array {
-  const out = execFileSync(
-    'ffmpeg',
-    ['-hide_banner', '-loglevel', 'error', ...args, '-ac', '1', '-ar', String(SAMPLE_RATE), '-f', 's16le', 'pipe:1'],
-    { maxBuffer: 1 << 28 },
-  );
+  const out = execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', ...args, '-ac', '1', '-ar', String(SAMPLE_RATE), '-f', 's16le', 'pipe:1'], {
+    maxBuffer: 1 << 28,
+  });
   return new Int16Array(out.buffer.slice(out.byteOffset, out.byteOffset + (out.length & ~1)));
 }
 

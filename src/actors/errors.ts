@@ -1,7 +1,14 @@
 // The typed failures of the actor runtime. Each carries the code of the error table
 // (src/errors.ts) it maps to, so the HTTP layer translates without knowing the runtime.
 
-export type ActorErrorCode = 'not_found' | 'revision_conflict' | 'actor_busy' | 'shutting_down' | 'internal_error' | 'actor_state_too_large' | 'invalid_request';
+export type ActorErrorCode =
+  | 'not_found'
+  | 'revision_conflict'
+  | 'actor_busy'
+  | 'shutting_down'
+  | 'internal_error'
+  | 'actor_state_too_large'
+  | 'invalid_request';
 
 export abstract class ActorRuntimeError extends Error {
   abstract readonly code: ActorErrorCode;

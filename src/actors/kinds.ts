@@ -122,6 +122,7 @@ export function projectedField(name: string): string {
 export function projectedFields(kind: ActorKind, snap: { value: StateValue; context: unknown; status: string }): Record<string, Projected> {
   const out: Record<string, Projected> = {};
   if (!kind.project) return out;
-  for (const [name, value] of Object.entries(kind.project({ value: snap.value, context: snap.context, status: snap.status }))) out[projectedField(name)] = value;
+  for (const [name, value] of Object.entries(kind.project({ value: snap.value, context: snap.context, status: snap.status })))
+    out[projectedField(name)] = value;
   return out;
 }

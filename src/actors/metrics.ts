@@ -44,9 +44,24 @@ export function createRuntimeMetrics(registry: Registry, sample: () => { mailbox
         this.set(sample().leasesHeld);
       },
     }),
-    conflicts: new Counter({ name: 'gateway_actor_conflicts_total', help: 'Actor writes refused because another writer moved the actor.', labelNames: ['kind'] as const, registers }),
-    takeovers: new Counter({ name: 'gateway_actor_takeovers_total', help: 'Actors restored by this instance after their owner stopped or died, by resume mode.', labelNames: ['kind', 'mode'] as const, registers }),
-    leasesLost: new Counter({ name: 'gateway_actor_leases_lost_total', help: 'Actor leases lost while held (renewal failed or another instance took over).', labelNames: ['kind'] as const, registers }),
+    conflicts: new Counter({
+      name: 'gateway_actor_conflicts_total',
+      help: 'Actor writes refused because another writer moved the actor.',
+      labelNames: ['kind'] as const,
+      registers,
+    }),
+    takeovers: new Counter({
+      name: 'gateway_actor_takeovers_total',
+      help: 'Actors restored by this instance after their owner stopped or died, by resume mode.',
+      labelNames: ['kind', 'mode'] as const,
+      registers,
+    }),
+    leasesLost: new Counter({
+      name: 'gateway_actor_leases_lost_total',
+      help: 'Actor leases lost while held (renewal failed or another instance took over).',
+      labelNames: ['kind'] as const,
+      registers,
+    }),
     inboxLagSeconds: new Histogram({
       name: 'gateway_actor_inbox_lag_seconds',
       help: 'Time from an inbox message being written to its application by the owning instance.',

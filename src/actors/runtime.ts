@@ -269,7 +269,13 @@ export class ActorRuntime {
   }
 
   /** `ask`, spawning the actor from `input` first when it does not exist. */
-  async askOrSpawn<E extends AnyEventObject = AnyEventObject>(kind: string, id: string, input: unknown, event: AnyEventObject, opts: SendOptions = {}): Promise<Reply<E>> {
+  async askOrSpawn<E extends AnyEventObject = AnyEventObject>(
+    kind: string,
+    id: string,
+    input: unknown,
+    event: AnyEventObject,
+    opts: SendOptions = {},
+  ): Promise<Reply<E>> {
     try {
       return await this.ask<E>(kind, id, event, opts);
     } catch (err) {
@@ -279,7 +285,13 @@ export class ActorRuntime {
     }
   }
 
-  private async deliver(kindName: string, id: string, event: AnyEventObject, opts: SendOptions, collect: boolean): Promise<{ view: ActorView; emitted: AnyEventObject[] }> {
+  private async deliver(
+    kindName: string,
+    id: string,
+    event: AnyEventObject,
+    opts: SendOptions,
+    collect: boolean,
+  ): Promise<{ view: ActorView; emitted: AnyEventObject[] }> {
     const entry = this.entryFor(kindName, id);
     const wait = opts.wait ?? 'durable';
     const local = await this.sys.residency.run(entry, async () => {

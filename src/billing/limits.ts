@@ -29,18 +29,36 @@ export type LimitType = LimitName;
  */
 export const WINDOW_CAPS = [
   {
-    type: 'tpd', period: DAY, fed: 'tokens', scale: 1,
-    refused: (limit: number, used: string) => `This API key's daily limit of ${limit} tokens was exceeded (${used} used today); the daily limit resets at midnight UTC.`,
+    type: 'tpd',
+    period: DAY,
+    fed: 'tokens',
+    scale: 1,
+    refused: (limit: number, used: string) =>
+      `This API key's daily limit of ${limit} tokens was exceeded (${used} used today); the daily limit resets at midnight UTC.`,
   },
   {
-    type: 'cpd', period: DAY, fed: 'spend', scale: MICROCENTS_PER_CENT,
-    refused: (limit: number, used: string) => `This API key's daily spend limit of ${limit} cents was reached (${used} spent today); it resets at midnight UTC.`,
+    type: 'cpd',
+    period: DAY,
+    fed: 'spend',
+    scale: MICROCENTS_PER_CENT,
+    refused: (limit: number, used: string) =>
+      `This API key's daily spend limit of ${limit} cents was reached (${used} spent today); it resets at midnight UTC.`,
   },
   {
-    type: 'cpm', period: 'month', fed: 'spend', scale: MICROCENTS_PER_CENT,
-    refused: (limit: number, used: string) => `This API key's monthly spend limit of ${limit} cents was reached (${used} spent this month); it resets on the 1st at 00:00 UTC.`,
+    type: 'cpm',
+    period: 'month',
+    fed: 'spend',
+    scale: MICROCENTS_PER_CENT,
+    refused: (limit: number, used: string) =>
+      `This API key's monthly spend limit of ${limit} cents was reached (${used} spent this month); it resets on the 1st at 00:00 UTC.`,
   },
-] as const satisfies readonly { type: LimitType; period: WindowPeriod; fed: 'tokens' | 'spend'; scale: number; refused: (limit: number, used: string) => string }[];
+] as const satisfies readonly {
+  type: LimitType;
+  period: WindowPeriod;
+  fed: 'tokens' | 'spend';
+  scale: number;
+  refused: (limit: number, used: string) => string;
+}[];
 
 /** A counter in the limit's unit (tokens; cents with up to 6 decimals, as the counter is in µ¢): "12.5", "0.000001". */
 const inUnits = (count: number, scale: number): number => Math.round(count) / scale;
@@ -77,7 +95,11 @@ export class RateLimits {
         await this.breached(principal, cap.type, limit, used, resetAt);
         throw new ApiError('rate_limit_exceeded', cap.refused(limit, String(used)), {
           bare: true,
-          headers: { 'retry-after': String(this.secondsUntil(resetAt)), [`x-ratelimit-limit-${cap.type}`]: String(limit), [`x-ratelimit-used-${cap.type}`]: String(used) },
+          headers: {
+            'retry-after': String(this.secondsUntil(resetAt)),
+            [`x-ratelimit-limit-${cap.type}`]: String(limit),
+            [`x-ratelimit-used-${cap.type}`]: String(used),
+          },
         });
       }
       standing ??= {};
@@ -91,11 +113,10 @@ export class RateLimits {
       if (minute.count > principal.rpm) {
         await this.breached(principal, 'rpm', principal.rpm, minute.count, minute.resetAt);
         const retry = this.secondsUntil(minute.resetAt);
-        throw new ApiError(
-          'rate_limit_exceeded',
-          `This API key's per-minute limit of ${principal.rpm} requests was exceeded; retry in ${retry} s.`,
-          { bare: true, headers: { 'retry-after': String(retry), 'x-ratelimit-limit-rpm': String(principal.rpm) } },
-        );
+        throw new ApiError('rate_limit_exceeded', `This API key's per-minute limit of ${principal.rpm} requests was exceeded; retry in ${retry} s.`, {
+          bare: true,
+          headers: { 'retry-after': String(retry), 'x-ratelimit-limit-rpm': String(principal.rpm) },
+        });
       }
       standing ??= {};
       standing['x-ratelimit-limit-rpm'] = String(principal.rpm);

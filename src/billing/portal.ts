@@ -164,12 +164,14 @@ export class BillingPortal {
     const from = q.from ?? utcDay(toMs - 29 * DAY_MS);
     const fromMs = parseDay(from, 'from');
     if (fromMs > toMs) throw new ApiError('invalid_request', 'from must not be after to.', { param: 'from' });
-    if ((toMs - fromMs) / DAY_MS + 1 > MAX_RANGE_DAYS) throw new ApiError('invalid_request', `A range covers at most ${MAX_RANGE_DAYS} days.`, { param: 'from' });
+    if ((toMs - fromMs) / DAY_MS + 1 > MAX_RANGE_DAYS)
+      throw new ApiError('invalid_request', `A range covers at most ${MAX_RANGE_DAYS} days.`, { param: 'from' });
     const groupBy = q.group_by ?? 'day';
     const acc = await this.accountOf(userId);
     const scope = this.scopeOf(acc, userId);
     const { groups, totals } = await this.usage.summary(scope, from, to, groupBy).catch((err: unknown) => {
-      if (err instanceof RangeError) throw new ApiError('invalid_request', 'This range holds too much usage to summarize at once; narrow from/to.', { param: 'from' });
+      if (err instanceof RangeError)
+        throw new ApiError('invalid_request', 'This range holds too much usage to summarize at once; narrow from/to.', { param: 'from' });
       throw err;
     });
     const field = groupField(groupBy);
@@ -189,7 +191,8 @@ export class BillingPortal {
   async usageRecords(userId: number, q: { limit?: number; after?: string; from?: string; to?: string }): Promise<Page<UsageRecordView>> {
     const fromMs = q.from !== undefined ? parseDay(q.from, 'from') : undefined;
     const untilMs = q.to !== undefined ? parseDay(q.to, 'to') + DAY_MS : undefined;
-    if (fromMs !== undefined && untilMs !== undefined && fromMs >= untilMs) throw new ApiError('invalid_request', 'from must not be after to.', { param: 'from' });
+    if (fromMs !== undefined && untilMs !== undefined && fromMs >= untilMs)
+      throw new ApiError('invalid_request', 'from must not be after to.', { param: 'from' });
     const acc = await this.accountOf(userId);
     const range = { ...(fromMs !== undefined ? { fromMs } : {}), ...(untilMs !== undefined ? { untilMs } : {}) };
     const page = { limit: q.limit ?? DEFAULT_PAGE_LIMIT, ...(q.after !== undefined ? { after: q.after } : {}) };
@@ -214,7 +217,8 @@ export class BillingPortal {
   // ---- admin ----
 
   private async requireOwner(ownerType: OwnerType, ownerId: number): Promise<void> {
-    if (!(await this.identity.exists({ type: ownerType, id: ownerId }))) throw new ApiError('not_found', `No ${ownerType === 'user' ? 'user' : 'organization'} ${ownerId}.`);
+    if (!(await this.identity.exists({ type: ownerType, id: ownerId })))
+      throw new ApiError('not_found', `No ${ownerType === 'user' ? 'user' : 'organization'} ${ownerId}.`);
     await this.wallets.ensure(walletIdOf(ownerType, ownerId), ownerType, ownerId);
   }
 
@@ -225,7 +229,13 @@ export class BillingPortal {
     }
     const [ownerType, ownerId]: [OwnerType, number] = input.user_id !== undefined ? ['user', input.user_id] : ['org', input.org_id!];
     await this.requireOwner(ownerType, ownerId);
-    const { topup, created } = await this.topups.credit({ ownerType, ownerId, amountCents: input.amount_cents, kind: 'manual', ...(input.reference !== undefined ? { reference: input.reference } : {}) });
+    const { topup, created } = await this.topups.credit({
+      ownerType,
+      ownerId,
+      amountCents: input.amount_cents,
+      kind: 'manual',
+      ...(input.reference !== undefined ? { reference: input.reference } : {}),
+    });
     return { topup: topupView(topup), created };
   }
 

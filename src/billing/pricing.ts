@@ -17,7 +17,11 @@ import { MICROCENTS_PER_CENT } from './money.ts';
  */
 export function priceOfTokens(pricing: Pricing, promptTokens: number, completionTokens: number, cachedTokens = 0): number {
   const input = pricing.input_cents_per_mtok ?? 0;
-  return (promptTokens - cachedTokens) * input + cachedTokens * (pricing.cached_input_cents_per_mtok ?? input) + completionTokens * (pricing.output_cents_per_mtok ?? 0);
+  return (
+    (promptTokens - cachedTokens) * input +
+    cachedTokens * (pricing.cached_input_cents_per_mtok ?? input) +
+    completionTokens * (pricing.output_cents_per_mtok ?? 0)
+  );
 }
 
 /** Seconds of audio, at `cents_per_minute`. */

@@ -102,21 +102,36 @@ export class BillingService implements Billing, AccountWallets {
     this.leases = new InstanceLeases(store, now, tag, deps.instance ?? tag, config.instanceLeaseSeconds * 1000);
     this.windows = new WindowCounters(store.collection('rate_windows'), now);
     this.wallets = new Wallets(store, now, config.holdTtlSeconds * 1000, tag, config.durableWalletWrites);
-    const outbox = { pull: (walletId: string, entries: string[]) => this.wallets.pullUsage(walletId, entries), pending: (after: string, limit: number) => this.wallets.usagePending(after, limit) };
+    const outbox = {
+      pull: (walletId: string, entries: string[]) => this.wallets.pullUsage(walletId, entries),
+      pending: (after: string, limit: number) => this.wallets.usagePending(after, limit),
+    };
     this.usage = new UsageLog(
       store,
       now,
       this.windows,
       outbox,
       tag,
-      { flushIntervalMs: config.usageFlushIntervalMs, flushMaxRecords: config.usageFlushMaxRecords, maxBuffered: config.usageMaxBuffered, ...(deps.onUsageRecords ? { onRecords: deps.onUsageRecords } : {}) },
+      {
+        flushIntervalMs: config.usageFlushIntervalMs,
+        flushMaxRecords: config.usageFlushMaxRecords,
+        maxBuffered: config.usageMaxBuffered,
+        ...(deps.onUsageRecords ? { onRecords: deps.onUsageRecords } : {}),
+      },
       this.onError,
     );
     this.recovery = new UsageRecovery(this.usage, store.collection('usage_batches'), outbox, this.onError);
-    this.limits = new RateLimits(store, this.windows, deps.events, now, async (p) => {
-      const acc = await this.accountOf(p.userId);
-      return { type: acc.ownerType, id: acc.ownerId };
-    }, this.onError);
+    this.limits = new RateLimits(
+      store,
+      this.windows,
+      deps.events,
+      now,
+      async (p) => {
+        const acc = await this.accountOf(p.userId);
+        return { type: acc.ownerType, id: acc.ownerId };
+      },
+      this.onError,
+    );
     this.topups = new Topups(store, this.wallets, deps.events, now, this.onError);
     this.subscriptions = new Subscriptions(store, this.topups, config.plans, now, this.onError);
     this.swept = store.collection('swept_holds');
@@ -225,7 +240,13 @@ export class BillingService implements Billing, AccountWallets {
     mark: async (walletId, holdId, amount) => {
       const nowMs = this.now();
       try {
-        await this.swept.insertOne({ _id: holdId, wallet_id: walletId, amount_uc: amount, claimed_at: new Date(nowMs), expires_at: new Date(nowMs + 7 * DAY_MS) });
+        await this.swept.insertOne({
+          _id: holdId,
+          wallet_id: walletId,
+          amount_uc: amount,
+          claimed_at: new Date(nowMs),
+          expires_at: new Date(nowMs + 7 * DAY_MS),
+        });
         return true;
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
@@ -376,7 +397,11 @@ export class BillingService implements Billing, AccountWallets {
     const limit = threshold * MICROCENTS_PER_CENT;
     if (after >= limit || after + charged < limit) return;
     await this.events
-      .emit({ event: 'low_balance', owner: { type: w.owner_type, id: w.owner_id }, fields: { ...ownerField(w.owner_type, w.owner_id), balance_cents: floorCents(walletTotalUc(w)), threshold_cents: threshold } })
+      .emit({
+        event: 'low_balance',
+        owner: { type: w.owner_type, id: w.owner_id },
+        fields: { ...ownerField(w.owner_type, w.owner_id), balance_cents: floorCents(walletTotalUc(w)), threshold_cents: threshold },
+      })
       .catch((err: unknown) => this.onError(err, 'low_balance event failed'));
   }
 

@@ -66,7 +66,16 @@ export class Subscriptions {
 
   view(ownerType: OwnerType, ownerId: number, s: SubscriptionDoc | null): SubscriptionView {
     if (!s) {
-      return { owner_type: ownerType, owner_id: ownerId, status: 'none', plan: null, monthly_credit_cents: null, current_period_start: null, next_renewal_at: null, cycles_credited: 0 };
+      return {
+        owner_type: ownerType,
+        owner_id: ownerId,
+        status: 'none',
+        plan: null,
+        monthly_credit_cents: null,
+        current_period_start: null,
+        next_renewal_at: null,
+        cycles_credited: 0,
+      };
     }
     const active = s.status === 'active';
     return {

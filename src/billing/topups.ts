@@ -89,7 +89,13 @@ export class Topups {
    * Credits `amountCents` to the owner's wallet once per reference. Resolves to the top-up and
    * whether this call created it (false: the reference was used before, by an identical top-up).
    */
-  async credit(input: { ownerType: OwnerType; ownerId: number; amountCents: number; reference?: string; kind: TopupDoc['kind'] }): Promise<{ topup: TopupDoc; created: boolean }> {
+  async credit(input: {
+    ownerType: OwnerType;
+    ownerId: number;
+    amountCents: number;
+    reference?: string;
+    kind: TopupDoc['kind'];
+  }): Promise<{ topup: TopupDoc; created: boolean }> {
     const doc: TopupDoc = {
       _id: `tu_${randomBytes(12).toString('base64url')}`,
       owner_type: input.ownerType,
@@ -136,7 +142,11 @@ export class Topups {
     if (!marked) return (await this.docs.findOne({ _id: t._id })) ?? t;
     if (marked.kind === 'manual') {
       await this.events
-        .emit({ event: 'topup', owner: { type: marked.owner_type, id: marked.owner_id }, fields: { ...ownerField(marked.owner_type, marked.owner_id), amount_cents: marked.amount_cents, new_balance_cents: newBalance } })
+        .emit({
+          event: 'topup',
+          owner: { type: marked.owner_type, id: marked.owner_id },
+          fields: { ...ownerField(marked.owner_type, marked.owner_id), amount_cents: marked.amount_cents, new_balance_cents: newBalance },
+        })
         .catch((err: unknown) => this.onError(err, 'topup event failed'));
     }
     return marked;

@@ -9,8 +9,25 @@ import type { UsageRecordDoc } from './usage.ts';
 
 /** The record's own fields, in order (`ts` as epoch ms). Append new ones at the end only. */
 const FIELDS = [
-  '_id', 'ts', 'request_id', 'user_id', 'key_id', 'key_prefix', 'model', 'model_type', 'route', 'status',
-  'latency_ms', 'cost_uc', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'seconds', 'characters', 'calls', 'end_user',
+  '_id',
+  'ts',
+  'request_id',
+  'user_id',
+  'key_id',
+  'key_prefix',
+  'model',
+  'model_type',
+  'route',
+  'status',
+  'latency_ms',
+  'cost_uc',
+  'prompt_tokens',
+  'completion_tokens',
+  'cached_tokens',
+  'seconds',
+  'characters',
+  'calls',
+  'end_user',
 ] as const;
 
 /** Fields every record has (the others are left out when absent). */
@@ -20,8 +37,25 @@ const REQUIRED = new Set<string>(['_id', 'ts', 'request_id', 'user_id', 'key_pre
 // shapes (their optional fields), and a loop of keyed reads over them cost ~4 µs of every call.
 export function encodeEntry(r: UsageRecordDoc): string {
   const values: unknown[] = [
-    r._id, r.ts.getTime(), r.request_id, r.user_id, r.key_id, r.key_prefix, r.model, r.model_type, r.route, r.status,
-    r.latency_ms, r.cost_uc, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.seconds, r.characters, r.calls, r.end_user,
+    r._id,
+    r.ts.getTime(),
+    r.request_id,
+    r.user_id,
+    r.key_id,
+    r.key_prefix,
+    r.model,
+    r.model_type,
+    r.route,
+    r.status,
+    r.latency_ms,
+    r.cost_uc,
+    r.prompt_tokens,
+    r.completion_tokens,
+    r.cached_tokens,
+    r.seconds,
+    r.characters,
+    r.calls,
+    r.end_user,
   ];
   let n = values.length;
   while (n > 0 && (values[n - 1] ?? null) === null) n--;

@@ -74,7 +74,9 @@ export class UsageRecovery {
       else records.push(r);
       due.push([w._id, entry]);
     }
-    const written = new Set((await this.log.records.find({ _id: { $in: records.map((r) => r._id) } }, { projection: { _id: 1 }, limit: records.length })).map((r) => r._id));
+    const written = new Set(
+      (await this.log.records.find({ _id: { $in: records.map((r) => r._id) } }, { projection: { _id: 1 }, limit: records.length })).map((r) => r._id),
+    );
     const missing = records.filter((r) => !written.has(r._id));
     await this.log.write(this.log.batch(missing, due));
     return missing.length;

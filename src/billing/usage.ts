@@ -228,7 +228,10 @@ export class UsageLog {
     if (this.buffer.length > 0) {
       const items = this.buffer;
       this.buffer = [];
-      const batch = this.batch(items.map((i) => i.record), items.map((i) => [i.record.owner, i.entry]));
+      const batch = this.batch(
+        items.map((i) => i.record),
+        items.map((i) => [i.record.owner, i.entry]),
+      );
       this.options.onRecords?.(batch.records);
       this.unwritten.push(batch);
     }
@@ -248,7 +251,12 @@ export class UsageLog {
     while (excess > 0 && this.unwritten.length > 0) {
       const dropped = this.unwritten.shift()!;
       excess -= dropped.records.length;
-      this.onError(new Error(`set aside ${dropped.records.length} usage records: the store has been failing; they stay in their wallets' outboxes, written by the next recovery`), 'usage buffer full');
+      this.onError(
+        new Error(
+          `set aside ${dropped.records.length} usage records: the store has been failing; they stay in their wallets' outboxes, written by the next recovery`,
+        ),
+        'usage buffer full',
+      );
     }
   }
 
@@ -287,7 +295,10 @@ export class UsageLog {
       return records;
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      return this.ownedBy(batchId, records.map((r) => r._id));
+      return this.ownedBy(
+        batchId,
+        records.map((r) => r._id),
+      );
     }
   }
 
@@ -336,7 +347,13 @@ export class UsageLog {
         addInto(row.inc, t);
         into.set(id, row);
       };
-      bump(fine, JSON.stringify([r.owner, day, r.model, r.key_prefix, r.user_id]), { owner: r.owner, day, model: r.model, key_prefix: r.key_prefix, user_id: r.user_id });
+      bump(fine, JSON.stringify([r.owner, day, r.model, r.key_prefix, r.user_id]), {
+        owner: r.owner,
+        day,
+        model: r.model,
+        key_prefix: r.key_prefix,
+        user_id: r.user_id,
+      });
       bump(coarse, JSON.stringify([r.owner, day, r.model]), { owner: r.owner, day, model: r.model });
       if (r.end_user !== undefined) {
         bump(endUsers, JSON.stringify([r.owner, day, r.end_user, r.user_id]), { owner: r.owner, day, end_user: r.end_user, user_id: r.user_id });
@@ -372,7 +389,12 @@ export class UsageLog {
   }
 
   /** Totals per group over the UTC days `from`..`to` (inclusive, `YYYY-MM-DD`), from the rollups. */
-  async summary(scope: UsageScope, from: string, to: string, groupBy: GroupBy): Promise<{ groups: { key: string | number; totals: Totals }[]; totals: Totals }> {
+  async summary(
+    scope: UsageScope,
+    from: string,
+    to: string,
+    groupBy: GroupBy,
+  ): Promise<{ groups: { key: string | number; totals: Totals }[]; totals: Totals }> {
     const days = { $gte: from, $lte: to };
     const accountWide = scope.userId === undefined;
     const filter = accountWide ? { owner: scope.owner, day: days } : { owner: scope.owner, user_id: scope.userId, day: days };

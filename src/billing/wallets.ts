@@ -29,7 +29,19 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../shared/common.ts';
 import type { Collection, Store, WriteOptions } from '../store/port.ts';
 import { ApiError } from '../errors.ts';
-import { CARRY_FOLD_PC, PICOCENTS_PER_MICROCENT, WALLET_LIMIT_CENTS, WALLET_LIMIT_UC, floorCents, holdToken, parseHold, walletSeed, walletTotalUc, type OwnerType, type WalletDoc } from './money.ts';
+import {
+  CARRY_FOLD_PC,
+  PICOCENTS_PER_MICROCENT,
+  WALLET_LIMIT_CENTS,
+  WALLET_LIMIT_UC,
+  floorCents,
+  holdToken,
+  parseHold,
+  walletSeed,
+  walletTotalUc,
+  type OwnerType,
+  type WalletDoc,
+} from './money.ts';
 
 const MIGRATION_ID = 'wallets_microcents';
 /** Acknowledged once applied; on disk with the next group commit (see above). */
@@ -141,7 +153,12 @@ export class Wallets {
   }
 
   /** Reserves `amount` µ¢; resolves to the hold's id (its token), or null when the spendable balance is short. */
-  async hold(walletId: string, amount: number, requestId: string, opts: { ttlMs?: number; custodial?: boolean; id?: string; expiresAt?: number } = {}): Promise<string | null> {
+  async hold(
+    walletId: string,
+    amount: number,
+    requestId: string,
+    opts: { ttlMs?: number; custodial?: boolean; id?: string; expiresAt?: number } = {},
+  ): Promise<string | null> {
     // No wallet holds more than WALLET_LIMIT_UC: a larger hold could never be covered (and would not be exact).
     if (!Number.isSafeInteger(amount) || amount > WALLET_LIMIT_UC) return null;
     const named = opts.id !== undefined;
@@ -206,7 +223,14 @@ export class Wallets {
    * entry whose removal a crash forgets is found already written by the recovery.
    */
   async pullUsage(walletId: string, entries: string[]): Promise<void> {
-    const after = entries.length > 0 ? await this.docs.findOneAndUpdate({ _id: walletId }, { $pull: { usage_outbox: { $in: entries } } }, { returnDocument: 'after', projection: { usage_outbox: 1, usage_pending: 1 }, ...LAZY }) : await this.get(walletId);
+    const after =
+      entries.length > 0
+        ? await this.docs.findOneAndUpdate(
+            { _id: walletId },
+            { $pull: { usage_outbox: { $in: entries } } },
+            { returnDocument: 'after', projection: { usage_outbox: 1, usage_pending: 1 }, ...LAZY },
+          )
+        : await this.get(walletId);
     if (after?.usage_pending && (after.usage_outbox ?? []).length === 0) {
       await this.docs.updateOne({ _id: walletId, usage_pending: true, 'usage_outbox.0': { $exists: false } }, { $unset: { usage_pending: '' } }, LAZY);
     }
@@ -240,7 +264,11 @@ export class Wallets {
     if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`a credit must be a safe non-negative integer of micro-cents, got ${amount}`);
     // Conditional on the room left under WALLET_LIMIT_UC, so concurrent credits cannot pass it together.
     const applied = await this.docs.findOneAndUpdate(
-      { _id: walletId, applied_topups: { $ne: creditId }, $expr: { $lte: [{ $add: [{ $ifNull: ['$balance_uc', 0] }, { $ifNull: ['$held_uc', 0] }] }, WALLET_LIMIT_UC - amount] } },
+      {
+        _id: walletId,
+        applied_topups: { $ne: creditId },
+        $expr: { $lte: [{ $add: [{ $ifNull: ['$balance_uc', 0] }, { $ifNull: ['$held_uc', 0] }] }, WALLET_LIMIT_UC - amount] },
+      },
       { $inc: { balance_uc: amount }, $push: { applied_topups: { $each: [creditId], $slice: -64 } } },
       { returnDocument: 'after' },
     );

@@ -11,16 +11,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
-import {
-  BlobTooLargeError,
-  checkBlobKey,
-  checkBlobPrefix,
-  type BlobInfo,
-  type BlobStore,
-  type ByteRange,
-  type PutOptions,
-  type PutResult,
-} from './port.ts';
+import { BlobTooLargeError, checkBlobKey, checkBlobPrefix, type BlobInfo, type BlobStore, type ByteRange, type PutOptions, type PutResult } from './port.ts';
 
 const SUFFIX = '.blob';
 const TMP = '.tmp';
@@ -119,7 +110,10 @@ class FsBlobs implements BlobStore {
 
   async delete(key: string): Promise<boolean> {
     const path = this.pathOf(key);
-    const removed = await unlink(path).then(() => true, (err) => (notFound(err), false));
+    const removed = await unlink(path).then(
+      () => true,
+      (err) => (notFound(err), false),
+    );
     if (removed) await fsyncDir(dirname(path));
     return removed;
   }

@@ -16,16 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Db, GridFSBucket, GridFSFile, MongoClient } from 'mongodb';
 import { dbNameFromUrl } from '../store/mongo.ts';
 import { escapeRegExp } from '../shared/strings.ts';
-import {
-  BlobTooLargeError,
-  checkBlobKey,
-  checkBlobPrefix,
-  type BlobInfo,
-  type BlobStore,
-  type ByteRange,
-  type PutOptions,
-  type PutResult,
-} from './port.ts';
+import { BlobTooLargeError, checkBlobKey, checkBlobPrefix, type BlobInfo, type BlobStore, type ByteRange, type PutOptions, type PutResult } from './port.ts';
 
 // Loaded with this module, only when a MongoDB URL is configured (src/blobs/index.ts), as in src/store/mongo.ts.
 const driver = await import('mongodb');
@@ -61,7 +52,14 @@ class GridFsBlobs implements BlobStore {
   private async sweepOrphans(): Promise<void> {
     const chunks = this.db.collection(`${BUCKET}.chunks`);
     const ids = await chunks.distinct('files_id', { n: 0 });
-    const files = new Set((await this.db.collection(`${BUCKET}.files`).find({ _id: { $in: ids } }, { projection: { _id: 1 } }).toArray()).map((f) => String(f._id)));
+    const files = new Set(
+      (
+        await this.db
+          .collection(`${BUCKET}.files`)
+          .find({ _id: { $in: ids } }, { projection: { _id: 1 } })
+          .toArray()
+      ).map((f) => String(f._id)),
+    );
     const orphans = ids.filter((id) => !files.has(String(id)));
     // An upload in flight right now also has chunks without a files document: leave anything young.
     const cutoff = Date.now() - 10 * 60_000;
@@ -70,7 +68,11 @@ class GridFsBlobs implements BlobStore {
   }
 
   private async newest(key: string): Promise<GridFSFile | null> {
-    const [file] = await this.bucket.find({ filename: checkBlobKey(key) }).sort({ uploadDate: -1, _id: -1 }).limit(1).toArray();
+    const [file] = await this.bucket
+      .find({ filename: checkBlobKey(key) })
+      .sort({ uploadDate: -1, _id: -1 })
+      .limit(1)
+      .toArray();
     return file ?? null;
   }
 

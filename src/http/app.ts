@@ -143,7 +143,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const allowed = METHODS.filter((m) => m !== request.method && shadow.find(m, path) !== null);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
-      return sendError(new ApiError('method_not_allowed', `Method ${request.method} is not allowed on ${echo(path)}; use ${allowed.join(', ')}.`), request, reply);
+      return sendError(
+        new ApiError('method_not_allowed', `Method ${request.method} is not allowed on ${echo(path)}; use ${allowed.join(', ')}.`),
+        request,
+        reply,
+      );
     }
     return sendError(new ApiError('not_found', `No route for ${request.method} ${echo(path)}.`), request, reply);
   });
@@ -154,12 +158,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       info: {
         title: 'Inference gateway',
         version: '0.1.0',
-        description: 'Metered AI inference gateway: /v1 model endpoints (API keys), /portal account management (session tokens), /admin operations (ADMIN_TOKEN).',
+        description:
+          'Metered AI inference gateway: /v1 model endpoints (API keys), /portal account management (session tokens), /admin operations (ADMIN_TOKEN).',
       },
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key: sk-live-<JWT>' },
-          session: { type: 'http', scheme: 'bearer', description: 'Portal session token from /portal/auth/login (the dashboard: the __Host-gw_session cookie)' },
+          session: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'Portal session token from /portal/auth/login (the dashboard: the __Host-gw_session cookie)',
+          },
           admin: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN (the dashboard: the __Host-gw_admin operator session cookie)' },
         },
       },
@@ -192,7 +201,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 function sendError(err: ApiError, request: FastifyRequest, reply: FastifyReply) {
   if (err.status >= 500) request.log.error({ err, code: err.code }, 'request failed');
   for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v);
-  return reply.code(err.status).type('application/json').send(toEnvelope(err, request.id, { sdk: readsOnlyOpenAIErrors(request.headers) }));
+  return reply
+    .code(err.status)
+    .type('application/json')
+    .send(toEnvelope(err, request.id, { sdk: readsOnlyOpenAIErrors(request.headers) }));
 }
 
 /** Maps whatever was thrown to an ApiError: ours pass through, fastify's get a stable code, the rest is masked. */
@@ -207,7 +219,10 @@ export function toApiError(err: unknown, request: FastifyRequest): ApiError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('body_too_large', `Request body is larger than this route accepts (${request.routeOptions.bodyLimit ?? 'limit'} bytes).`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError('unsupported_media_type', `Content-Type ${echo(request.headers['content-type'] ?? '(none)')} is not accepted here; send application/json.`);
+      return new ApiError(
+        'unsupported_media_type',
+        `Content-Type ${echo(request.headers['content-type'] ?? '(none)')} is not accepted here; send application/json.`,
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ApiError('invalid_json', 'Request body is not valid JSON.');
@@ -284,7 +299,9 @@ function validationError(errors: AjvError[], context: string): ApiError {
   if (rule) return new ApiError('invalid_request', `Invalid ${where}field '${field}': ${rule}.`, { param: field });
   if (e.keyword === 'const') {
     const allowed = errors.filter((x) => x.keyword === 'const' && x.instancePath === e.instancePath).map((x) => JSON.stringify(x.params.allowedValue));
-    return new ApiError('invalid_request', `Invalid ${where}field '${field}': must be ${allowed.length > 1 ? `one of ${allowed.join(', ')}` : allowed[0]}.`, { param: field });
+    return new ApiError('invalid_request', `Invalid ${where}field '${field}': must be ${allowed.length > 1 ? `one of ${allowed.join(', ')}` : allowed[0]}.`, {
+      param: field,
+    });
   }
   return new ApiError('invalid_request', `Invalid ${where}field '${field}': ${e.message ?? 'invalid value'}.`, { param: field });
 }

@@ -67,7 +67,9 @@ export function requireAdmin(deps: AppDeps) {
       return;
     }
     const token = credential?.token ?? null;
-    const given = createHash('sha256').update(token ?? '').digest();
+    const given = createHash('sha256')
+      .update(token ?? '')
+      .digest();
     if (!token || !timingSafeEqual(given, expected)) throw new ApiError('invalid_admin_token', 'Missing or wrong admin token.');
     request.adminVia = 'bearer';
   };

@@ -42,7 +42,11 @@ export function cookieOf(request: FastifyRequest, name: string): string | null {
  * (whatever it holds: a malformed one is refused, never replaced by the cookie), else the cookie,
  * checked against the cross-site rule for state-changing methods. Null when there is neither.
  */
-export function credentialOf(request: FastifyRequest, cookie: string, bearer: (r: FastifyRequest) => string | null): { token: string | null; via: 'bearer' } | { token: string; via: 'cookie' } | null {
+export function credentialOf(
+  request: FastifyRequest,
+  cookie: string,
+  bearer: (r: FastifyRequest) => string | null,
+): { token: string | null; via: 'bearer' } | { token: string; via: 'cookie' } | null {
   if (request.headers.authorization !== undefined) return { token: bearer(request), via: 'bearer' };
   const token = cookieOf(request, cookie);
   if (token === null) return null;

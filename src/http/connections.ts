@@ -51,9 +51,15 @@ export function capConnections(server: Server, caps: ConnectionCaps, deps: Conne
     const over = open >= caps.maxConnections ? 'total' : capped && mine >= caps.maxConnectionsPerAddress ? 'per_address' : null;
     if (over) {
       deps.metrics.connectionsRefused.inc({ reason: over });
-      const refusal = new ApiError('too_many_connections', over === 'total' ? 'The gateway has too many open connections; retry shortly.' : 'Too many open connections from your address; close some or retry shortly.', {
-        headers: { 'retry-after': '1' },
-      });
+      const refusal = new ApiError(
+        'too_many_connections',
+        over === 'total'
+          ? 'The gateway has too many open connections; retry shortly.'
+          : 'Too many open connections from your address; close some or retry shortly.',
+        {
+          headers: { 'retry-after': '1' },
+        },
+      );
       answerAndClose(socket, refusal, deps.newRequestId(), false);
       return;
     }

@@ -100,5 +100,19 @@ export function createMetrics(): HttpMetrics {
     buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1, 5],
     registers: [registry],
   });
-  return { registry, requests, duration, clientErrors, connections, connectionsRefused, webhookDeliveries, webhookDropped, webhookDisabled, intentTurns, intentCascade, realtimeSessions, realtimeChargedSeconds };
+  return {
+    registry,
+    requests,
+    duration,
+    clientErrors,
+    connections,
+    connectionsRefused,
+    webhookDeliveries,
+    webhookDropped,
+    webhookDisabled,
+    intentTurns,
+    intentCascade,
+    realtimeSessions,
+    realtimeChargedSeconds,
+  };
 }

@@ -28,7 +28,13 @@ export class OpenStreams {
   /** Runs a streamed response's body; shutdown waits for it (and, past its grace, ends it). */
   async track(res: ServerResponse, log: StreamLog, body: () => Promise<void>): Promise<void> {
     const run = body();
-    this.#open.set(res, { done: run.then(() => undefined, () => undefined), log });
+    this.#open.set(res, {
+      done: run.then(
+        () => undefined,
+        () => undefined,
+      ),
+      log,
+    });
     try {
       await run;
     } finally {

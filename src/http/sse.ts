@@ -27,7 +27,14 @@ export interface SseFraming<T> {
   error(err: ApiError): string;
 }
 
-export async function relaySse<T>(req: FastifyRequest, reply: FastifyReply, streams: OpenStreams, cancel: CancelSignal, items: AsyncIterable<T>, framing: SseFraming<T>): Promise<void> {
+export async function relaySse<T>(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  streams: OpenStreams,
+  cancel: CancelSignal,
+  items: AsyncIterable<T>,
+  framing: SseFraming<T>,
+): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {

@@ -177,13 +177,19 @@ export async function readUpload(request: FastifyRequest, blobs: BlobStore, key:
       if (part.type === 'file') {
         if (part.fieldname !== 'file' || file) {
           part.file.resume();
-          throw new ApiError('invalid_request', `Unexpected file in field '${part.fieldname}': send one recording, in the field 'file'.`, { param: part.fieldname });
+          throw new ApiError('invalid_request', `Unexpected file in field '${part.fieldname}': send one recording, in the field 'file'.`, {
+            param: part.fieldname,
+          });
         }
         const stored = await blobs.put(key, stopReadingPast(part.file, request.raw, maxBytes), { maxBytes });
         file = { key, filename: part.filename || 'audio', bytes: stored.size, sha256: stored.sha256 };
       } else {
         if (part.valueTruncated) {
-          throw new ApiError('invalid_request', `The field '${part.fieldname}' is longer than ${FIELD_LIMIT_BYTES / 1024} KiB, the most a form field may hold.`, { param: part.fieldname });
+          throw new ApiError(
+            'invalid_request',
+            `The field '${part.fieldname}' is longer than ${FIELD_LIMIT_BYTES / 1024} KiB, the most a form field may hold.`,
+            { param: part.fieldname },
+          );
         }
         const value = typeof part.value === 'string' ? part.value : String(part.value);
         const list = fields.get(part.fieldname);

@@ -123,17 +123,12 @@ export class AccountService {
   async login(emailIn: string, password: string, address: string): Promise<SessionGrant> {
     const { email } = this.checkCredentialsShape(emailIn, password);
     const win = this.config.loginWindowSeconds;
-    const [acct, addr] = await Promise.all([
-      this.windows.peek(`login:acct:${email}`, win),
-      this.windows.peek(`login:addr:${address}`, win),
-    ]);
+    const [acct, addr] = await Promise.all([this.windows.peek(`login:acct:${email}`, win), this.windows.peek(`login:addr:${address}`, win)]);
     if (acct.count >= this.config.loginMaxFailuresPerAccount) throw this.tooMany(acct.resetAt, 'Too many failed logins for this account');
     if (addr.count >= this.config.loginMaxFailuresPerAddress) throw this.tooMany(addr.resetAt, 'Too many failed logins from this address');
 
     const user = await this.users.findOne({ email });
-    const ok = user
-      ? await argonVerify(user.password_hash, password)
-      : await argonVerify(await this.decoy(), password).then(() => false);
+    const ok = user ? await argonVerify(user.password_hash, password) : await argonVerify(await this.decoy(), password).then(() => false);
     if (!user || !ok) {
       await Promise.all([this.windows.hit(`login:acct:${email}`, win), this.windows.hit(`login:addr:${address}`, win)]);
       throw new ApiError('invalid_credentials', 'E-mail or password is incorrect.');
@@ -171,9 +166,7 @@ export class AccountService {
   }
 
   async logout(session: SessionUser, everywhere: boolean): Promise<number> {
-    const res = everywhere
-      ? await this.sessions.deleteMany({ user_id: session.id })
-      : await this.sessions.deleteOne({ _id: session.sessionHash });
+    const res = everywhere ? await this.sessions.deleteMany({ user_id: session.id }) : await this.sessions.deleteOne({ _id: session.sessionHash });
     return res.deletedCount;
   }
 

@@ -69,7 +69,10 @@ export class InvitationService {
     if (pending) return publicInvitation(pending);
     await this.orgs.assertRoom(me.org_id);
     if ((await this.records.countOpenOf(me.org_id)) >= this.config.maxPendingPerOrg) {
-      throw new ApiError('conflict', `The organization has ${this.config.maxPendingPerOrg} pending invitations, the most it may have; revoke some or wait for answers.`);
+      throw new ApiError(
+        'conflict',
+        `The organization has ${this.config.maxPendingPerOrg} pending invitations, the most it may have; revoke some or wait for answers.`,
+      );
     }
     await this.limit(me.org_id, inviter.id);
     const [target, org] = await Promise.all([this.accounts.findByEmail(email), this.orgs.findOrg(me.org_id)]);

@@ -107,7 +107,8 @@ const LIMIT_FIELDS = LIMITS.map((name) => [name, `user_${name}`, `admin_${name}`
 /** The key's effective limits: the lower of the owner's and the administrator's (absent: none). */
 function effectiveLimits(k: KeyDoc): Limits {
   const out = {} as Limits;
-  for (const [name, user, admin] of LIMIT_FIELDS) out[name] = minLimit((k[user] as number | null | undefined) ?? null, (k[admin] as number | null | undefined) ?? null);
+  for (const [name, user, admin] of LIMIT_FIELDS)
+    out[name] = minLimit((k[user] as number | null | undefined) ?? null, (k[admin] as number | null | undefined) ?? null);
   return out;
 }
 
@@ -179,13 +180,13 @@ export class KeyService {
   private async sign(k: Pick<KeyDoc, 'user_id' | 'jti' | 'iat' | 'exp'>): Promise<string> {
     const claims: Record<string, string | number> = { sub: String(k.user_id), jti: k.jti, iat: k.iat };
     if (k.exp !== null) claims.exp = k.exp;
-    return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(await this.secret).then((jwt) => KEY_PREFIX + jwt);
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .sign(await this.secret)
+      .then((jwt) => KEY_PREFIX + jwt);
   }
 
-  async create(
-    userId: number,
-    input: { name: string; expires_at?: string; scopes?: string[] } & Partial<Limits>,
-  ): Promise<PublicKey & { api_key: string }> {
+  async create(userId: number, input: { name: string; expires_at?: string; scopes?: string[] } & Partial<Limits>): Promise<PublicKey & { api_key: string }> {
     const scopes = normalizeScopes(input.scopes);
     let expiresAt: Date | null = null;
     if (input.expires_at !== undefined) {
@@ -336,7 +337,8 @@ export class KeyService {
     const claims = await this.verifySignature(token);
     if (!claims) throw new ApiError('invalid_api_key', 'Invalid API key.');
     const k = claims.keyId === undefined ? await this.keys.findOne({ jti: claims.jti }) : await this.keys.findOne({ _id: claims.keyId });
-    if (!k || k.jti !== claims.jti || k.user_id !== claims.sub || !sameHash(k.token_hash, claims.hash)) throw new ApiError('invalid_api_key', 'Invalid API key.');
+    if (!k || k.jti !== claims.jti || k.user_id !== claims.sub || !sameHash(k.token_hash, claims.hash))
+      throw new ApiError('invalid_api_key', 'Invalid API key.');
     claims.keyId = k._id; // the cached entry: next time a point read
     if (k.revoked_at) throw new ApiError('invalid_api_key', 'This API key has been revoked.');
     const nowMs = this.now();

@@ -184,7 +184,11 @@ export class OrgService {
     if (!target) throw new ApiError('not_found', 'No such member in your organization.');
     if (target.role === 'owner') throw new ApiError('role_forbidden', "The owner's role changes only by transferring ownership (POST /portal/org/transfer).");
     // Conditional on the member still being a non-owner of this organization (a transfer may race).
-    const updated = await this.members.findOneAndUpdate({ _id: targetId, org_id: me.org_id, role: { $ne: 'owner' } }, { $set: { role } }, { returnDocument: 'after' });
+    const updated = await this.members.findOneAndUpdate(
+      { _id: targetId, org_id: me.org_id, role: { $ne: 'owner' } },
+      { $set: { role } },
+      { returnDocument: 'after' },
+    );
     if (!updated) throw new ApiError('not_found', 'No such member in your organization.');
     const user = await this.accounts.getUser(targetId);
     return { user_id: targetId, email: user?.email ?? '', role: updated.role, joined_at: updated.joined_at.toISOString() };

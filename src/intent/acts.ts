@@ -11,26 +11,57 @@ import { canonical, type Normalized } from './normalize.ts';
 export const DIALOGUE_ACTS = ['CONFIRMATION', 'DENIAL', 'GREETING', 'THANKS', 'GOODBYE', 'QUESTION', 'COMPLAINT', 'REQUEST', 'STATEMENT'] as const;
 export type DialogueAct = (typeof DIALOGUE_ACTS)[number];
 
-const set = (words: string) => new Set(words.split(/\s+/).filter(Boolean).flatMap((w) => canonical(w).split(' ')));
+const set = (words: string) =>
+  new Set(
+    words
+      .split(/\s+/)
+      .filter(Boolean)
+      .flatMap((w) => canonical(w).split(' ')),
+  );
 const phrases = (list: string[]) => list.map((p) => p.split(' ').map(canonical).join(' '));
 
-const YES = set('yes yeah yep yup ya yah haan haanji han haa ha ji jee hanji okay ok sure correct right bilkul zaroor jarur theek thik hai sahi done confirm confirmed absolutely definitely please proceed go ahead agreed accha acha achha chalo kar kardo karo do it raise it that is it yes please haan ha ji');
-const NO = set('no nope nah nahi nhi nahin na mat dont do not never cancel rehne rahne do dijiye not now no thanks thank you thanks zaroorat zarurat nai wrong galat');
+const YES = set(
+  'yes yeah yep yup ya yah haan haanji han haa ha ji jee hanji okay ok sure correct right bilkul zaroor jarur theek thik hai sahi done confirm confirmed absolutely definitely please proceed go ahead agreed accha acha achha chalo kar kardo karo do it raise it that is it yes please haan ha ji',
+);
+const NO = set(
+  'no nope nah nahi nhi nahin na mat dont do not never cancel rehne rahne do dijiye not now no thanks thank you thanks zaroorat zarurat nai wrong galat',
+);
 // Tokens that may accompany a yes/no without making it a new request.
-const FILLER = set('chahiye sir madam maam bhai ji please plz kindly it that this the is are please go ahead raise proceed kar do dijiye karo kardo karein kijiye abhi ok okay bas just yes haan hai of course ahead thats');
-const YES_CORE = set('yes yeah yep yup ya yah haan han haa ha ji jee okay ok sure correct right bilkul zaroor jarur theek sahi confirm confirmed absolutely definitely proceed agreed accha acha achha chalo');
+const FILLER = set(
+  'chahiye sir madam maam bhai ji please plz kindly it that this the is are please go ahead raise proceed kar do dijiye karo kardo karein kijiye abhi ok okay bas just yes haan hai of course ahead thats',
+);
+const YES_CORE = set(
+  'yes yeah yep yup ya yah haan han haa ha ji jee okay ok sure correct right bilkul zaroor jarur theek sahi confirm confirmed absolutely definitely proceed agreed accha acha achha chalo',
+);
 const NO_CORE = set('no nope nah nahi nahin na mat dont never cancel galat wrong');
-const NO_PHRASES = phrases(['not now', 'do not', 'rehne do', 'rahne do', 'mat karo', 'nahi chahiye', 'no need', 'zaroorat nahi', 'jarurat nahi', 'not required']);
+const NO_PHRASES = phrases([
+  'not now',
+  'do not',
+  'rehne do',
+  'rahne do',
+  'mat karo',
+  'nahi chahiye',
+  'no need',
+  'zaroorat nahi',
+  'jarurat nahi',
+  'not required',
+]);
 
 const GREETING = set('hi hello hey hii helo namaste namaskar namskar pranam good morning afternoon evening salaam salam hola greetings');
 const THANKS = set('thanks thank you thankyou dhanyavad dhanyawad shukriya shukria bahut bohot bahot very much so lot a ji sir madam');
 const THANKS_CORE = set('thanks thankyou dhanyavad dhanyawad shukriya shukria');
 const GOODBYE = set('bye goodbye alvida tata see you later take care good night ok okay ji sir');
 const GOODBYE_CORE = set('bye goodbye alvida tata');
-const QUESTION = set('what when why how where which who whom whose kya kab kyon kyun kaise kaisa kaisi kahan kaha kitna kitne kitni kaun kisne konsa status can could will would is are does do should may');
+const QUESTION = set(
+  'what when why how where which who whom whose kya kab kyon kyun kaise kaisa kaisi kahan kaha kitna kitne kitni kaun kisne konsa status can could will would is are does do should may',
+);
 const QUESTION_LEAD = set('can could will would is are does should may');
-const COMPLAINT = set('fas fasa fans fansa not nahi problem issue issues error failed failure fail declined stuck atak atka band down slow drop drops dropping dropped debited deducted kat kata kate charged twice double wrong galat missing lost swallowed retained blocked unable cant cannot couldnt wont didnt doesnt isnt aaya nikle nikla mila mile worst bad poor pareshan pareshani shikayat complaint');
-const REQUEST = set('please plz kindly want wanted need needs chahiye karo kardo kar dijiye dedo do send bhejo block unblock cancel activate deactivate change update raise file register help madad refund return vapas check batao bataiye');
+const COMPLAINT = set(
+  'fas fasa fans fansa not nahi problem issue issues error failed failure fail declined stuck atak atka band down slow drop drops dropping dropped debited deducted kat kata kate charged twice double wrong galat missing lost swallowed retained blocked unable cant cannot couldnt wont didnt doesnt isnt aaya nikle nikla mila mile worst bad poor pareshan pareshani shikayat complaint',
+);
+const REQUEST = set(
+  'please plz kindly want wanted need needs chahiye karo kardo kar dijiye dedo do send bhejo block unblock cancel activate deactivate change update raise file register help madad refund return vapas check batao bataiye',
+);
 
 export interface ActResult {
   act: DialogueAct;

@@ -5,22 +5,115 @@
 import { canonical } from './normalize.ts';
 
 const UNITS_RAW: Record<string, number> = {
-  ek: 1, do: 2, teen: 3, tin: 3, char: 4, chaar: 4, panch: 5, paanch: 5, chhe: 6, chhah: 6, chah: 6, che: 6, saat: 7, sat: 7,
-  aath: 8, ath: 8, nau: 9, das: 10, dus: 10, gyarah: 11, gyara: 11, barah: 12, bara: 12, terah: 13, tera: 13, chaudah: 14,
-  pandrah: 15, pandra: 15, solah: 16, sola: 16, satrah: 17, atharah: 18, athara: 18, unnis: 19, bees: 20, bis: 20,
-  ikkis: 21, bais: 22, teis: 23, chaubis: 24, pachchis: 25, pachis: 25, chhabbis: 26, sattais: 27, atthais: 28, untis: 29,
-  tees: 30, tis: 30, chalis: 40, chalees: 40, pachas: 50, pachaas: 50, sath: 60, saath: 60, sattar: 70, assi: 80, nabbe: 90,
+  ek: 1,
+  do: 2,
+  teen: 3,
+  tin: 3,
+  char: 4,
+  chaar: 4,
+  panch: 5,
+  paanch: 5,
+  chhe: 6,
+  chhah: 6,
+  chah: 6,
+  che: 6,
+  saat: 7,
+  sat: 7,
+  aath: 8,
+  ath: 8,
+  nau: 9,
+  das: 10,
+  dus: 10,
+  gyarah: 11,
+  gyara: 11,
+  barah: 12,
+  bara: 12,
+  terah: 13,
+  tera: 13,
+  chaudah: 14,
+  pandrah: 15,
+  pandra: 15,
+  solah: 16,
+  sola: 16,
+  satrah: 17,
+  atharah: 18,
+  athara: 18,
+  unnis: 19,
+  bees: 20,
+  bis: 20,
+  ikkis: 21,
+  bais: 22,
+  teis: 23,
+  chaubis: 24,
+  pachchis: 25,
+  pachis: 25,
+  chhabbis: 26,
+  sattais: 27,
+  atthais: 28,
+  untis: 29,
+  tees: 30,
+  tis: 30,
+  chalis: 40,
+  chalees: 40,
+  pachas: 50,
+  pachaas: 50,
+  sath: 60,
+  saath: 60,
+  sattar: 70,
+  assi: 80,
+  nabbe: 90,
   // Fractions used with multipliers: dedh hazaar = 1,500, dhai lakh = 2,50,000.
-  dedh: 1.5, dhai: 2.5, adha: 0.5, aadha: 0.5,
+  dedh: 1.5,
+  dhai: 2.5,
+  adha: 0.5,
+  aadha: 0.5,
 };
 const MULTIPLIERS_RAW: Record<string, number> = {
-  sau: 100, so: 100, hundred: 100, hazar: 1_000, hazaar: 1_000, hajar: 1_000, hajaar: 1_000, thousand: 1_000, k: 1_000,
-  lakh: 100_000, lakhs: 100_000, lac: 100_000, lacs: 100_000, lakhon: 100_000, crore: 10_000_000, crores: 10_000_000, cr: 10_000_000, karod: 10_000_000, karor: 10_000_000, karodh: 10_000_000,
-  million: 1_000_000, mn: 1_000_000,
+  sau: 100,
+  so: 100,
+  hundred: 100,
+  hazar: 1_000,
+  hazaar: 1_000,
+  hajar: 1_000,
+  hajaar: 1_000,
+  thousand: 1_000,
+  k: 1_000,
+  lakh: 100_000,
+  lakhs: 100_000,
+  lac: 100_000,
+  lacs: 100_000,
+  lakhon: 100_000,
+  crore: 10_000_000,
+  crores: 10_000_000,
+  cr: 10_000_000,
+  karod: 10_000_000,
+  karor: 10_000_000,
+  karodh: 10_000_000,
+  million: 1_000_000,
+  mn: 1_000_000,
 };
 const ENGLISH_UNITS: Record<string, number> = {
-  one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, eleven: 11, twelve: 12,
-  fifteen: 15, twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80, ninety: 90,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  eleven: 11,
+  twelve: 12,
+  fifteen: 15,
+  twenty: 20,
+  thirty: 30,
+  forty: 40,
+  fifty: 50,
+  sixty: 60,
+  seventy: 70,
+  eighty: 80,
+  ninety: 90,
 };
 
 const UNITS = new Map<string, number>();
@@ -34,10 +127,22 @@ for (const [k, v] of Object.entries(MULTIPLIERS_RAW)) {
   MULTIPLIERS.set(canonical(k), v);
 }
 // "saadhe teen hazaar" = 3,500; "sava do lakh" = 2,25,000; "paune do sau" = 175.
-const MODIFIERS = new Map<string, (n: number) => number>(([
-  ['sade', (n) => n + 0.5], ['sadhe', (n) => n + 0.5], ['saadhe', (n) => n + 0.5],
-  ['sava', (n) => n + 0.25], ['sawa', (n) => n + 0.25], ['paune', (n) => n - 0.25], ['pone', (n) => n - 0.25],
-] as [string, (n: number) => number][]).flatMap(([k, f]) => [[k as string, f as (n: number) => number], [canonical(k as string), f as (n: number) => number]]));
+const MODIFIERS = new Map<string, (n: number) => number>(
+  (
+    [
+      ['sade', (n) => n + 0.5],
+      ['sadhe', (n) => n + 0.5],
+      ['saadhe', (n) => n + 0.5],
+      ['sava', (n) => n + 0.25],
+      ['sawa', (n) => n + 0.25],
+      ['paune', (n) => n - 0.25],
+      ['pone', (n) => n - 0.25],
+    ] as [string, (n: number) => number][]
+  ).flatMap(([k, f]) => [
+    [k as string, f as (n: number) => number],
+    [canonical(k as string), f as (n: number) => number],
+  ]),
+);
 
 const CURRENCY = /^(₹|rs\.?|inr|rupees?|rupaye|rupaiye|rupay|rupe|rupya|rupiya|rupiye|ru\.?|रुपये|रुपए|रु\.?)$/i;
 
@@ -102,13 +207,67 @@ export function readNumber(tokens: string[], i: number): { value: number; used: 
 }
 
 const MONEY_CONTEXT = new Set(
-  ['kat', 'kata', 'kate', 'kati', 'katt', 'katke', 'deducted', 'debited', 'debit', 'charged', 'withdraw', 'withdrew', 'withdrawal',
-    'nikala', 'nikale', 'nikle', 'nikla', 'paise', 'paisa', 'amount', 'refund', 'recharge', 'balance', 'transfer', 'transferred', 'sent', 'bheja', 'bheje',
-    'credited', 'cash', 'mile', 'mila', 'diye', 'diya', 'of', 'ka', 'ke', 'ki'].map((w) => canonical(w)),
+  [
+    'kat',
+    'kata',
+    'kate',
+    'kati',
+    'katt',
+    'katke',
+    'deducted',
+    'debited',
+    'debit',
+    'charged',
+    'withdraw',
+    'withdrew',
+    'withdrawal',
+    'nikala',
+    'nikale',
+    'nikle',
+    'nikla',
+    'paise',
+    'paisa',
+    'amount',
+    'refund',
+    'recharge',
+    'balance',
+    'transfer',
+    'transferred',
+    'sent',
+    'bheja',
+    'bheje',
+    'credited',
+    'cash',
+    'mile',
+    'mila',
+    'diye',
+    'diya',
+    'of',
+    'ka',
+    'ke',
+    'ki',
+  ].map((w) => canonical(w)),
 );
 const MONEY_CONTEXT_STRONG = new Set(
-  ['kat', 'kata', 'kate', 'kati', 'deducted', 'debited', 'charged', 'withdraw', 'withdrew', 'nikala', 'nikale', 'refund', 'recharge', 'recharged', 'credited', 'paid',
-    'payment'].map((w) => canonical(w)),
+  [
+    'kat',
+    'kata',
+    'kate',
+    'kati',
+    'deducted',
+    'debited',
+    'charged',
+    'withdraw',
+    'withdrew',
+    'nikala',
+    'nikale',
+    'refund',
+    'recharge',
+    'recharged',
+    'credited',
+    'paid',
+    'payment',
+  ].map((w) => canonical(w)),
 );
 /** A tariff is named by its price ("599 wala plan"), but "2 plan" is a count: prices start at 10. */
 const PLAN_CONTEXT = new Set(['plan', 'pack', 'plaan'].map((w) => canonical(w)));
@@ -121,7 +280,10 @@ function moneyTokens(plain: string): { tokens: string[]; canon: string[] } {
     .replace(/(₹|rs\.?|inr)(?=\d)/g, '$1 ')
     .replace(/(\d)(rs\.?|inr|rupees?|₹)(?![a-z])/g, '$1 $2')
     .replace(/(\d)\/-/g, '$1');
-  const tokens = spaced.split(/[\s;:!?()"]+|,(?!\d)|\.(?!\d)(?<!rs\.)/).map((t) => t.replace(/^[.,]+|[.,]+$/g, '')).filter(Boolean);
+  const tokens = spaced
+    .split(/[\s;:!?()"]+|,(?!\d)|\.(?!\d)(?<!rs\.)/)
+    .map((t) => t.replace(/^[.,]+|[.,]+$/g, ''))
+    .filter(Boolean);
   return { tokens, canon: tokens.map((t) => (/^\d/.test(t) || CURRENCY.test(t) ? t : canonical(t))) };
 }
 

@@ -20,13 +20,40 @@ export interface AugmentOptions {
 
 /** Neighbouring keys on a QWERTY keyboard (the usual substitution typo). */
 const NEAR: Record<string, string> = {
-  q: 'wa', w: 'qes', e: 'wrd', r: 'etf', t: 'ryg', y: 'tuh', u: 'yij', i: 'uok', o: 'ipl', p: 'ol',
-  a: 'qsz', s: 'adwx', d: 'sfe', f: 'dgr', g: 'fht', h: 'gjy', j: 'hku', k: 'jli', l: 'ko',
-  z: 'xa', x: 'zcs', c: 'xvd', v: 'cbf', b: 'vng', n: 'bmh', m: 'nj',
+  q: 'wa',
+  w: 'qes',
+  e: 'wrd',
+  r: 'etf',
+  t: 'ryg',
+  y: 'tuh',
+  u: 'yij',
+  i: 'uok',
+  o: 'ipl',
+  p: 'ol',
+  a: 'qsz',
+  s: 'adwx',
+  d: 'sfe',
+  f: 'dgr',
+  g: 'fht',
+  h: 'gjy',
+  j: 'hku',
+  k: 'jli',
+  l: 'ko',
+  z: 'xa',
+  x: 'zcs',
+  c: 'xvd',
+  v: 'cbf',
+  b: 'vng',
+  n: 'bmh',
+  m: 'nj',
 };
 const VOWEL = /[aeiou]/;
 const pick = <T>(xs: readonly T[], rand: () => number): T => xs[Math.floor(rand() * xs.length)]!;
-const wordsOf = (text: string): string[] => text.toLowerCase().split(/[^\p{L}\p{N}']+/u).filter(Boolean);
+const wordsOf = (text: string): string[] =>
+  text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}']+/u)
+    .filter(Boolean);
 
 /** Each word misspelt with a typo when a draw falls below `typoBelow`, else shortened below `shortBelow`; joined. */
 function misspellEach(words: string[], rand: () => number, typoBelow: number, shortBelow: number): string {
@@ -87,10 +114,12 @@ export function noisy(text: string, rand: () => number): string {
 
 /** Words that frame a question rather than say what it is about (English and romanised Hindi). */
 const FUNCTION_WORDS = new Set(
-  ('i me my mine we our you your u ur the a an is are am was were be been do does did can could will would shall should ' +
+  (
+    'i me my mine we our you your u ur the a an is are am was were be been do does did can could will would shall should ' +
     'please pls to of for on in at it its this that these those there here have has had get got give tell know want need ' +
     'like just also so and or but if any some about with from by as hi hello sir madam ok okay ' +
-    'mujhe mera meri mere hai hain ho kya ka ki ke ko se me mein aap ap tum hum ye yeh wo woh bhi na nahi to toh kar karo karna chahiye batao bataiye').split(' '),
+    'mujhe mera meri mere hai hain ho kya ka ki ke ko se me mein aap ap tum hum ye yeh wo woh bhi na nahi to toh kar karo karna chahiye batao bataiye'
+  ).split(' '),
 );
 
 /**

@@ -165,11 +165,26 @@ export class NgramClassifier {
     if (opts.second) {
       const used = new Uint8Array(vocab.size);
       for (const [f, id] of vocab) used[id] = opts.second.kind !== 'char_nb' || f.startsWith('c:') ? 1 : 0;
-      model.second = SecondModel.train(vecs, ys, weights, examples.map((e) => !e.synthetic), C, vocab.size, used, opts.second);
+      model.second = SecondModel.train(
+        vecs,
+        ys,
+        weights,
+        examples.map((e) => !e.synthetic),
+        C,
+        vocab.size,
+        used,
+        opts.second,
+      );
     }
     const taught = examples.map((e, n) => (e.synthetic ? -1 : n)).filter((n) => n >= 0);
     const median = labels.map((_, c) => taught.filter((n) => ys[n] === c).length).sort((a, b) => a - b)[Math.floor(C / 2)]!;
-    if (opts.memory ?? median < 40) model.memory = ExampleMemory.build(taught.map((n) => vecs[n]!), taught.map((n) => ys[n]!), vocab.size, C);
+    if (opts.memory ?? median < 40)
+      model.memory = ExampleMemory.build(
+        taught.map((n) => vecs[n]!),
+        taught.map((n) => ys[n]!),
+        vocab.size,
+        C,
+      );
     return model;
   }
 
@@ -397,7 +412,9 @@ export class NgramClassifier {
 
   /** Fits the temperature minimizing the negative log-likelihood of labelled examples (grid search). */
   calibrate(examples: Example[]): number {
-    const data = examples.filter((e) => this.labels.includes(e.label)).map((e) => ({ z: this.logits(this.vectorize(e.tokens)), y: this.labels.indexOf(e.label) }));
+    const data = examples
+      .filter((e) => this.labels.includes(e.label))
+      .map((e) => ({ z: this.logits(this.vectorize(e.tokens)), y: this.labels.indexOf(e.label) }));
     if (data.length === 0) return this.temperature;
     this.temperature = fitTemperature(data, { from: 0.05, to: 3, step: 1.15 });
     return this.temperature;

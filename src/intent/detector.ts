@@ -33,7 +33,16 @@ export interface DetectorOptions {
   blocks: boolean;
 }
 
-export const DEFAULT_DETECTOR: DetectorOptions = { folds: 5, seed: 1, noisy: 0, l2: 0.001, quadratic: false, hinges: false, misclassified: true, blocks: false };
+export const DEFAULT_DETECTOR: DetectorOptions = {
+  folds: 5,
+  seed: 1,
+  noisy: 0,
+  l2: 0.001,
+  quadratic: false,
+  hinges: false,
+  misclassified: true,
+  blocks: false,
+};
 
 /** What the detector reads of a turn. */
 export interface DetectorInput {
@@ -47,8 +56,20 @@ export interface DetectorInput {
 }
 
 export const FEATURES = [
-  'top_probability', 'margin', 'entropy', 'oos_probability', 'similarity', 'oos_similarity', 'similarity_lead',
-  'neighbour_agrees', 'known_words', 'known_features', 'length', 'lexical_score', 'lexical_agrees', 'oos_words',
+  'top_probability',
+  'margin',
+  'entropy',
+  'oos_probability',
+  'similarity',
+  'oos_similarity',
+  'similarity_lead',
+  'neighbour_agrees',
+  'known_words',
+  'known_features',
+  'length',
+  'lexical_score',
+  'lexical_agrees',
+  'oos_words',
 ] as const;
 
 /** The meta-features of a turn (in the order of FEATURES, then the quadratic terms and hinges if asked). */

@@ -66,7 +66,17 @@ export interface Thresholds {
   detector: number;
 }
 
-export const DEFAULT_THRESHOLDS: Thresholds = { deterministic: 3, accept: 0.35, margin: 0.1, high: 0.8, medium: 0.55, out_of_scope: 0.5, min_similarity: 0, out_of_scope_similarity: 0, detector: 0.5 };
+export const DEFAULT_THRESHOLDS: Thresholds = {
+  deterministic: 3,
+  accept: 0.35,
+  margin: 0.1,
+  high: 0.8,
+  medium: 0.55,
+  out_of_scope: 0.5,
+  min_similarity: 0,
+  out_of_scope_similarity: 0,
+  detector: 0.5,
+};
 
 /** The local model's scores of a turn, apart from the thresholds (`scoreLocal`, `decideLocal`). */
 export interface LocalScores {
@@ -129,7 +139,10 @@ export class CompiledPack {
   /** What the accept tests read besides the ranking (`ensemble.reject` other than 'mixed', with a second model); null: the ranking alone. */
   private readonly reads: 'linear' | 'split' | null;
 
-  constructor(readonly pack: IntentPack, opts: CompileOptions = {}) {
+  constructor(
+    readonly pack: IntentPack,
+    opts: CompileOptions = {},
+  ) {
     const started = performance.now();
     this.thresholds = { ...DEFAULT_THRESHOLDS, ...pack.thresholds };
     this.intents = new Map(pack.intents.map((i) => [i.id, i]));
@@ -148,13 +161,18 @@ export class CompiledPack {
     if (aug && aug.copies > 0) {
       pack.intents.forEach((intent, i) => {
         const texts = Object.values(intent.examples).flat();
-        for (const text of augment(texts, { ...aug, seed: (aug.seed ?? 1) + i })) examples.push({ tokens: normalize(text).tokens, label: intent.id, synthetic: true });
+        for (const text of augment(texts, { ...aug, seed: (aug.seed ?? 1) + i }))
+          examples.push({ tokens: normalize(text).tokens, label: intent.id, synthetic: true });
       });
-      if (aug.outOfScope) for (const text of augment(oos, { ...aug, seed: (aug.seed ?? 1) - 1 })) examples.push({ tokens: normalize(text).tokens, label: OOS_LABEL, synthetic: true });
+      if (aug.outOfScope)
+        for (const text of augment(oos, { ...aug, seed: (aug.seed ?? 1) - 1 }))
+          examples.push({ tokens: normalize(text).tokens, label: OOS_LABEL, synthetic: true });
     }
     const labels = new Set(examples.map((e) => e.label));
     const ensemble = pack.ensemble;
-    const train = ensemble ? { ...opts.train, second: { kind: ensemble.model, ...(ensemble.alpha !== undefined ? { alpha: ensemble.alpha } : {}) } } : opts.train;
+    const train = ensemble
+      ? { ...opts.train, second: { kind: ensemble.model, ...(ensemble.alpha !== undefined ? { alpha: ensemble.alpha } : {}) } }
+      : opts.train;
     this.model = labels.size >= 2 ? NgramClassifier.train(examples, train) : null;
     if (ensemble) this.model?.setEnsembleWeight(ensemble.weight);
     if (opts.mix) this.model?.setNeighbourMix(opts.mix);
@@ -178,7 +196,8 @@ export class CompiledPack {
     const [top, second] = m.scores;
     const base = { candidates, stageMs: {} };
     if (!top) {
-      if (m.oosHits > 0) return { result: { ...base, classification: 'OUT_OF_SCOPE', intent: null, classifier_used: 'deterministic' }, candidates, oosHits: m.oosHits };
+      if (m.oosHits > 0)
+        return { result: { ...base, classification: 'OUT_OF_SCOPE', intent: null, classifier_used: 'deterministic' }, candidates, oosHits: m.oosHits };
       return { result: null, candidates, oosHits: 0 };
     }
     const lead = top.score - (second?.score ?? 0);
@@ -233,7 +252,12 @@ export class CompiledPack {
    * What the detector reads of a turn (detector.ts `detectorFeatures`) and the local model's best
    * intent, its would-be answer (null: no model, or no feature of the turn is known).
    */
-  metaFeatures(norm: Normalized, earlier: Candidate[], oosHits: number, shape: Pick<DetectorOptions, 'quadratic' | 'hinges'>): { view: TurnView; candidate: number; x: number[] } | null {
+  metaFeatures(
+    norm: Normalized,
+    earlier: Candidate[],
+    oosHits: number,
+    shape: Pick<DetectorOptions, 'quadratic' | 'hinges'>,
+  ): { view: TurnView; candidate: number; x: number[] } | null {
     const model = this.model;
     if (!model) return null;
     const view = model.view(norm.tokens);
@@ -245,7 +269,10 @@ export class CompiledPack {
     });
     if (candidate < 0) return null;
     const lexical = earlier.find((c) => c.source === 'deterministic');
-    const x = detectorFeatures({ view, candidate, oos, lexical: { score: lexical?.score ?? 0, candidate: lexical ? model.labels.indexOf(lexical.id) : -1, oosHits } }, shape);
+    const x = detectorFeatures(
+      { view, candidate, oos, lexical: { score: lexical?.score ?? 0, candidate: lexical ? model.labels.indexOf(lexical.id) : -1, oosHits } },
+      shape,
+    );
     return { view, candidate, x };
   }
 
@@ -327,14 +354,24 @@ export class CompiledPack {
 function learnDetector(pack: IntentPack, opts: CompileOptions, d: DetectorOptions): AcceptDetector | null {
   const K = Math.max(2, d.folds);
   const rand = mulberry32(d.seed);
-  const group = new Map(shuffle(pack.intents.map((i) => i.id), rand).map((id, n) => [id, n % K]));
+  const group = new Map(
+    shuffle(
+      pack.intents.map((i) => i.id),
+      rand,
+    ).map((id, n) => [id, n % K]),
+  );
   const foldOf = (n: number) => {
-    const order = shuffle(Array.from({ length: n }, (_, i) => i), rand);
+    const order = shuffle(
+      Array.from({ length: n }, (_, i) => i),
+      rand,
+    );
     const fold = new Int32Array(n);
     order.forEach((i, at) => (fold[i] = at % K));
     return fold;
   };
-  const items = pack.intents.flatMap((intent) => Object.entries(intent.examples).flatMap(([lang, texts]) => texts.map((text) => ({ intent: intent.id, lang, text }))));
+  const items = pack.intents.flatMap((intent) =>
+    Object.entries(intent.examples).flatMap(([lang, texts]) => texts.map((text) => ({ intent: intent.id, lang, text }))),
+  );
   const itemFold = foldOf(items.length);
   const oos = pack.out_of_scope.examples ?? [];
   const oosFold = d.blocks ? Int32Array.from(oos, (_, n) => Math.floor((n * K) / oos.length)) : foldOf(oos.length);
@@ -379,5 +416,10 @@ function learnDetector(pack: IntentPack, opts: CompileOptions, d: DetectorOption
   // Positives weigh a half; the two kinds of negatives a quarter each (or a half when alone).
   const share = [0.5, count[2] ? 0.25 : 0.5, count[1] ? 0.25 : 0.5];
   const ws = rows.map((r) => share[r.kind]! / count[r.kind]!);
-  return AcceptDetector.fit(rows.map((r) => r.x), rows.map((r) => r.y), ws, d.l2);
+  return AcceptDetector.fit(
+    rows.map((r) => r.x),
+    rows.map((r) => r.y),
+    ws,
+    d.l2,
+  );
 }

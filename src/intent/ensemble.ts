@@ -114,7 +114,16 @@ export class SecondModel {
     for (let j = 0; j < K; j++) {
       const inFold = (n: number) => fold[n] === j;
       const keep = vecs.map((_, n) => n).filter((n) => !inFold(n));
-      const W = fitWeights(opts.kind, keep.map((n) => vecs[n]!), keep.map((n) => ys[n]!), keep.map((n) => ws[n]!), C, F, alpha, used);
+      const W = fitWeights(
+        opts.kind,
+        keep.map((n) => vecs[n]!),
+        keep.map((n) => ys[n]!),
+        keep.map((n) => ws[n]!),
+        C,
+        F,
+        alpha,
+        used,
+      );
       for (const n of held) if (inFold(n)) rows.push({ z: scoresInto(W, C, vecs[n]!, new Float64Array(C)), y: ys[n]!, w: ws[n]! });
     }
     return new SecondModel(fitWeights(opts.kind, vecs, ys, ws, C, F, alpha, used), C, fitTemperature(rows, TEMPERATURE_GRID));

@@ -31,12 +31,47 @@ export function findPhone(plain: string): { e164: string; start: number; end: nu
 
 /** Digits as said aloud, in English and Hindi (canonical spellings): a voice turn spells a number out. */
 const DIGIT_SPELLINGS = (
-  [['zero', 0], ['oh', 0], ['shunya', 0], ['shoony', 0], ['sunya', 0], ['one', 1], ['ek', 1], ['two', 2], ['do', 2], ['three', 3], ['teen', 3], ['tin', 3],
-    ['four', 4], ['char', 4], ['chaar', 4], ['five', 5], ['paanch', 5], ['panch', 5], ['six', 6], ['chhe', 6], ['chhah', 6], ['che', 6], ['chheh', 6],
-    ['seven', 7], ['saat', 7], ['sat', 7], ['eight', 8], ['aath', 8], ['ath', 8], ['nine', 9], ['nau', 9]] as const
+  [
+    ['zero', 0],
+    ['oh', 0],
+    ['shunya', 0],
+    ['shoony', 0],
+    ['sunya', 0],
+    ['one', 1],
+    ['ek', 1],
+    ['two', 2],
+    ['do', 2],
+    ['three', 3],
+    ['teen', 3],
+    ['tin', 3],
+    ['four', 4],
+    ['char', 4],
+    ['chaar', 4],
+    ['five', 5],
+    ['paanch', 5],
+    ['panch', 5],
+    ['six', 6],
+    ['chhe', 6],
+    ['chhah', 6],
+    ['che', 6],
+    ['chheh', 6],
+    ['seven', 7],
+    ['saat', 7],
+    ['sat', 7],
+    ['eight', 8],
+    ['aath', 8],
+    ['ath', 8],
+    ['nine', 9],
+    ['nau', 9],
+  ] as const
 ).flatMap(([w, d]) => [[w, String(d)] as const, [canonical(w), String(d)] as const]);
 const DIGIT_WORDS = new Map<string, string>(DIGIT_SPELLINGS);
-const REPEAT = new Map([['double', 2], ['triple', 3]].map(([w, n]) => [canonical(w as string), n as number]));
+const REPEAT = new Map(
+  [
+    ['double', 2],
+    ['triple', 3],
+  ].map(([w, n]) => [canonical(w as string), n as number]),
+);
 
 /**
  * Runs of seven or more digits said as words ("nine eight seven six five double four three two

@@ -30,7 +30,8 @@ export async function llmFallback(
             role: 'system',
             content:
               'You classify one customer turn (English, Hindi or Hinglish) into exactly one intent id from this list, ' +
-              'or OUT_OF_SCOPE when it belongs to none. Answer with the id only.\n' + described,
+              'or OUT_OF_SCOPE when it belongs to none. Answer with the id only.\n' +
+              described,
           },
           { role: 'user', content: text },
         ],

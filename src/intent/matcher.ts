@@ -158,7 +158,10 @@ export class LexicalMatcher {
       for (const p of this.oosPhrases) if (padded.includes(` ${p} `)) oosHits++;
     }
     for (const p of this.patterns) if (p.re.test(text)) scores.set(p.intent, (scores.get(p.intent) ?? 0) + PATTERN_WEIGHT);
-    const list = [...scores].filter(([, s]) => s > 0).map(([intent, score]) => ({ intent, score })).sort((a, b) => b.score - a.score);
+    const list = [...scores]
+      .filter(([, s]) => s > 0)
+      .map(([intent, score]) => ({ intent, score }))
+      .sort((a, b) => b.score - a.score);
     if (exact) {
       const rest = list.filter((s) => s.intent !== exact);
       const top = Math.max(list[0]?.score ?? 0, 1) + 10;

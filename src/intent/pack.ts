@@ -30,11 +30,13 @@ const IntentSchema = Closed({
   patterns: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 500 }), { maxItems: 200 })),
   /** Word or phrase → weight (written in any spelling: they are normalized like the turns). */
   keywords: Type.Optional(Type.Record(Type.String(), Type.Number({ minimum: -10, maximum: 10 }))),
-  entities: Type.Optional(Closed({
-    required: Type.Array(Type.Union(ENTITY_NAMES.map((n) => Type.Literal(n))), { maxItems: 4 }),
-    /** The decision while a required entity is missing (from the turn and the session). */
-    missing: DecisionSchema,
-  })),
+  entities: Type.Optional(
+    Closed({
+      required: Type.Array(Type.Union(ENTITY_NAMES.map((n) => Type.Literal(n))), { maxItems: 4 }),
+      /** The decision while a required entity is missing (from the turn and the session). */
+      missing: DecisionSchema,
+    }),
+  ),
   /** Whether acting needs a yes/no first: then `initial` asks and `confirmed` acts. */
   confirm: Type.Boolean(),
   decisions: Closed({
@@ -52,33 +54,35 @@ export const PackSchema = Closed({
   version: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
   description: Type.Optional(Type.String({ maxLength: 1000 })),
   languages: Type.Array(Lang, { minItems: 1, maxItems: 50 }),
-  thresholds: Type.Optional(Closed({
-    /** Lexical score the deterministic matcher needs to answer alone. */
-    deterministic: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
-    /** Calibrated probability below which the local model's answer is UNKNOWN. */
-    accept: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    /** Top-two probability gap under which the answer is AMBIGUOUS. */
-    margin: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    /** Band edges: confidence ≥ high is HIGH, ≥ medium MEDIUM, else LOW. */
-    high: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    medium: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    /** Probability of the out-of-scope class above which the turn is OUT_OF_SCOPE. */
-    out_of_scope: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    /**
-     * Cosine similarity of the best intent's nearest training example below which the local
-     * model's answer is not KNOWN (0, the default, is off). It needs the example memory, which a
-     * pack keeps when its median intent has under 40 examples; on bigger packs it has no effect.
-     */
-    min_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    /**
-     * Cosine similarity the nearest out-of-scope example must reach for a turn the local model
-     * turns down to be OUT_OF_SCOPE rather than UNKNOWN (0, the default, is off; needs the example
-     * memory, as min_similarity). Out-of-scope keywords in the turn count as reaching it.
-     */
-    out_of_scope_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    /** With `out_of_scope.detector`: the detector's probability a turn needs for KNOWN (default 0.5). */
-    detector: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-  })),
+  thresholds: Type.Optional(
+    Closed({
+      /** Lexical score the deterministic matcher needs to answer alone. */
+      deterministic: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
+      /** Calibrated probability below which the local model's answer is UNKNOWN. */
+      accept: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      /** Top-two probability gap under which the answer is AMBIGUOUS. */
+      margin: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      /** Band edges: confidence ≥ high is HIGH, ≥ medium MEDIUM, else LOW. */
+      high: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      medium: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      /** Probability of the out-of-scope class above which the turn is OUT_OF_SCOPE. */
+      out_of_scope: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      /**
+       * Cosine similarity of the best intent's nearest training example below which the local
+       * model's answer is not KNOWN (0, the default, is off). It needs the example memory, which a
+       * pack keeps when its median intent has under 40 examples; on bigger packs it has no effect.
+       */
+      min_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      /**
+       * Cosine similarity the nearest out-of-scope example must reach for a turn the local model
+       * turns down to be OUT_OF_SCOPE rather than UNKNOWN (0, the default, is off; needs the example
+       * memory, as min_similarity). Out-of-scope keywords in the turn count as reaching it.
+       */
+      out_of_scope_similarity: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+      /** With `out_of_scope.detector`: the detector's probability a turn needs for KNOWN (default 0.5). */
+      detector: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    }),
+  ),
   out_of_scope: Closed({
     /**
      * Words and phrases that mark a turn as outside the domain when no intent keyword matched, and
@@ -92,10 +96,12 @@ export const PackSchema = Closed({
      * out-of-scope and similarity thresholds, trained at load from `folds` (default 5) extra
      * models of the pack (so loading takes about folds + 1 times longer). Needs `examples`.
      */
-    detector: Type.Optional(Closed({
-      folds: Type.Optional(Type.Integer({ minimum: 2, maximum: 10 })),
-      seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 })),
-    })),
+    detector: Type.Optional(
+      Closed({
+        folds: Type.Optional(Type.Integer({ minimum: 2, maximum: 10 })),
+        seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 })),
+      }),
+    ),
   }),
   /**
    * A second local model of another family trained beside the logistic regression on the same
@@ -109,12 +115,14 @@ export const PackSchema = Closed({
    * the mix's best intent for `accept` (and the confidence). The similarity test reads that intent's
    * nearest-example cosine in every case (the second model has no part in it).
    */
-  ensemble: Type.Optional(Closed({
-    model: Type.Union([Type.Literal('complement_nb'), Type.Literal('nearest_centroid'), Type.Literal('char_nb')]),
-    weight: Type.Number({ minimum: 0, maximum: 1 }),
-    alpha: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 10 })),
-    reject: Type.Optional(Type.Union([Type.Literal('mixed'), Type.Literal('linear'), Type.Literal('split')])),
-  })),
+  ensemble: Type.Optional(
+    Closed({
+      model: Type.Union([Type.Literal('complement_nb'), Type.Literal('nearest_centroid'), Type.Literal('char_nb')]),
+      weight: Type.Number({ minimum: 0, maximum: 1 }),
+      alpha: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 10 })),
+      reject: Type.Optional(Type.Union([Type.Literal('mixed'), Type.Literal('linear'), Type.Literal('split')])),
+    }),
+  ),
   /** Decisions when no intent is acted on, and for greetings, thanks and goodbyes. */
   fallback: Closed({
     unknown: DecisionSchema,
@@ -134,7 +142,10 @@ export type IntentPack = Static<typeof PackSchema>;
 
 export class PackError extends Error {
   override name = 'PackError';
-  constructor(readonly path: string, message: string) {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
     super(`intent pack: ${path ? `${path}: ` : ''}${message}`);
   }
 }
@@ -161,7 +172,7 @@ export function validatePack(raw: unknown): IntentPack {
       if (!langs.has(lang)) throw new PackError(`${at}.examples.${lang}`, `language ${lang} is not one of the pack's languages (${pack.languages.join(', ')})`);
       count += list.length;
     }
-    if (count === 0 && !(intent.patterns?.length) && !Object.keys(intent.keywords ?? {}).length) {
+    if (count === 0 && !intent.patterns?.length && !Object.keys(intent.keywords ?? {}).length) {
       throw new PackError(`${at}.examples`, `intent ${intent.id} has no examples, patterns or keywords`);
     }
     (intent.patterns ?? []).forEach((p, j) => {
@@ -171,9 +182,11 @@ export function validatePack(raw: unknown): IntentPack {
         throw new PackError(`${at}.patterns.${j}`, `not a valid regular expression: ${(err as Error).message}`);
       }
     });
-    if (intent.confirm && !intent.decisions.confirmed) throw new PackError(`${at}.decisions.confirmed`, 'an intent with confirm: true needs a confirmed decision');
+    if (intent.confirm && !intent.decisions.confirmed)
+      throw new PackError(`${at}.decisions.confirmed`, 'an intent with confirm: true needs a confirmed decision');
     if (intent.confirm && !intent.decisions.denied) throw new PackError(`${at}.decisions.denied`, 'an intent with confirm: true needs a denied decision');
-    if (intent.confirm && intent.decisions.initial.action !== 'ASK') throw new PackError(`${at}.decisions.initial.action`, 'an intent with confirm: true asks first: its initial action must be ASK');
+    if (intent.confirm && intent.decisions.initial.action !== 'ASK')
+      throw new PackError(`${at}.decisions.initial.action`, 'an intent with confirm: true asks first: its initial action must be ASK');
     decisions.push([`${at}.decisions.initial`, intent.decisions.initial]);
     if (intent.decisions.confirmed) decisions.push([`${at}.decisions.confirmed`, intent.decisions.confirmed]);
     if (intent.decisions.denied) decisions.push([`${at}.decisions.denied`, intent.decisions.denied]);

@@ -37,7 +37,13 @@ export interface PackSummary {
 }
 
 const summary = (m: PackMeta): PackSummary => ({
-  id: m._id, version: m.version, rev: m.rev, source: m.source, intents: m.intents, languages: m.languages, updated_at: m.updated_at.toISOString(),
+  id: m._id,
+  version: m.version,
+  rev: m.rev,
+  source: m.source,
+  intents: m.intents,
+  languages: m.languages,
+  updated_at: m.updated_at.toISOString(),
 });
 
 /**
@@ -87,7 +93,10 @@ export class PackRegistry {
   private readonly bodies: Collection<PackBody>;
   private readonly compiled = new Map<string, { rev: number; pack: Promise<CompiledPack> }>();
 
-  constructor(store: Store, private readonly now: () => number) {
+  constructor(
+    store: Store,
+    private readonly now: () => number,
+  ) {
     this.meta = store.collection<PackMeta>('intent_packs');
     this.bodies = store.collection<PackBody>('intent_pack_bodies');
   }
@@ -119,7 +128,13 @@ export class PackRegistry {
     const rev = (existing?.rev ?? 0) + 1;
     await this.bodies.replaceOne({ _id: `${pack.id}@${rev}` }, { _id: `${pack.id}@${rev}`, body }, { upsert: true });
     const meta: PackMeta = {
-      _id: pack.id, version: pack.version, rev, source, intents: pack.intents.length, languages: pack.languages, updated_at: new Date(this.now()),
+      _id: pack.id,
+      version: pack.version,
+      rev,
+      source,
+      intents: pack.intents.length,
+      languages: pack.languages,
+      updated_at: new Date(this.now()),
     };
     if (existing) {
       // Conditional on the revision read: of two concurrent uploads, the later one retries.

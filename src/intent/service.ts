@@ -101,7 +101,11 @@ export class IntentService {
         const wanted = body.language ?? 'en-IN';
         const language = (model.languages ?? []).find((l) => l.toLowerCase() === wanted.toLowerCase());
         if (!language) {
-          throw new ApiError('language_not_supported', `The model '${model._id}' offers ${(model.languages ?? []).join(', ') || 'no languages'}, not '${wanted}'.`, { param: 'language' });
+          throw new ApiError(
+            'language_not_supported',
+            `The model '${model._id}' offers ${(model.languages ?? []).join(', ') || 'no languages'}, not '${wanted}'.`,
+            { param: 'language' },
+          );
         }
         const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
         if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
@@ -112,7 +116,16 @@ export class IntentService {
     const { language, pack, price } = call.checked;
     try {
       // The session of this key only: the same session_id on another key is another actor.
-      const { response } = await this.turn(`${principal.keyId}:${body.session_id}`, body.session_id, body.text, language, body.channel ?? 'text', call.model, pack, requestId);
+      const { response } = await this.turn(
+        `${principal.keyId}:${body.session_id}`,
+        body.session_id,
+        body.text,
+        language,
+        body.channel ?? 'text',
+        call.model,
+        pack,
+        requestId,
+      );
       await call.settle({ route: null, calls: 1, costMicrocents: price, status: 'ok' });
       return { ...response, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
     } catch (err) {
@@ -126,7 +139,13 @@ export class IntentService {
    * logic as /v1/understand, on the session `voice:<callId>`, unmetered (the call's per-minute
    * price covers it). Answers the outcome and the wording of its response for the voice channel.
    */
-  async converse(callId: string, model: ModelDoc, text: string, language: string, requestId: string): Promise<Omit<UnderstandResponse, 'latency_ms'> & { collected: Record<string, string | number>; say: string | null }> {
+  async converse(
+    callId: string,
+    model: ModelDoc,
+    text: string,
+    language: string,
+    requestId: string,
+  ): Promise<Omit<UnderstandResponse, 'latency_ms'> & { collected: Record<string, string | number>; say: string | null }> {
     const pack = await this.deps.packs.compiledPack(IntentService.packIdOf(model));
     if (!pack) throw new ApiError('model_misconfigured', `The model '${model._id}' names an intent pack that is not loaded.`);
     const { response, collected } = await this.turn(`voice:${callId}`, callId, text, language, 'voice', model, pack, requestId);

@@ -104,7 +104,15 @@ export class Meter {
    * no store read, so an actor resumes it after a restore, on any instance, for nothing.
    */
   resume(saved: SavedCall): MeteredCall<CallModel> {
-    return new MeteredCall(this.deps.billing, saved.payer, { _id: saved.model, type: saved.modelType }, saved.hold, saved.requestId, saved.startedAt, this.deps.now);
+    return new MeteredCall(
+      this.deps.billing,
+      saved.payer,
+      { _id: saved.model, type: saved.modelType },
+      saved.hold,
+      saved.requestId,
+      saved.startedAt,
+      this.deps.now,
+    );
   }
 }
 

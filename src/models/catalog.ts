@@ -123,8 +123,7 @@ export class ModelCatalog {
    * same answer for all three, so nothing leaks).
    */
   async resolve(id: unknown, type: ModelType | null, account: string): Promise<ModelDoc> {
-    const notFound = () =>
-      new ApiError('model_not_found', `The model '${echo(id)}' does not exist or is not available to your account.`, { param: 'model' });
+    const notFound = () => new ApiError('model_not_found', `The model '${echo(id)}' does not exist or is not available to your account.`, { param: 'model' });
     if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw notFound();
     const [model, allowed] = await Promise.all([this.get(id), this.getAccess(account)]);
     if (!model || (type !== null && model.type !== type) || (allowed && !allowed.includes(id))) throw notFound();
@@ -163,7 +162,13 @@ export function publicModel(m: ModelDoc): PublicModel {
 export const DEFAULT_VOICE_MAX_DURATION_SECONDS = 3600;
 
 /** What a voice model offers, defaults filled in: what `/v1/models` shows and calls are checked against. */
-export function voiceFeatures(m: ModelFields): { voices: string[]; countries: string[]; price_per_minute_cents: number; max_duration_seconds: number; features: VoiceFeature[] } {
+export function voiceFeatures(m: ModelFields): {
+  voices: string[];
+  countries: string[];
+  price_per_minute_cents: number;
+  max_duration_seconds: number;
+  features: VoiceFeature[];
+} {
   return {
     voices: m.voices ?? [],
     countries: m.countries ?? [],
@@ -208,12 +213,14 @@ function validateCarrier(type: ModelType, r: RouteConfig, at: string): void {
   if (type !== 'voice' && carrier) throw bad('.provider', `'${r.provider}' is a telephony carrier: only voice models route to it.`);
   if (!carrier) {
     if (r.upstream_model === undefined) throw bad('.upstream_model', 'upstream_model is required.');
-    for (const field of ['account_sid', 'api_token', 'from'] as const) if (r[field] !== undefined) throw bad(`.${field}`, `${field} applies to carrier routes only.`);
+    for (const field of ['account_sid', 'api_token', 'from'] as const)
+      if (r[field] !== undefined) throw bad(`.${field}`, `${field} applies to carrier routes only.`);
     return;
   }
   if (r.upstream_model !== undefined) throw bad('.upstream_model', 'A carrier route takes no upstream_model.');
   if (r.provider === 'simulator') {
-    for (const field of ['account_sid', 'api_token', 'from'] as const) if (r[field] !== undefined) throw bad(`.${field}`, `A simulator route takes no ${field}.`);
+    for (const field of ['account_sid', 'api_token', 'from'] as const)
+      if (r[field] !== undefined) throw bad(`.${field}`, `A simulator route takes no ${field}.`);
     return;
   }
   if (r.account_sid === undefined) throw bad('.account_sid', `A ${r.provider} route needs account_sid.`);

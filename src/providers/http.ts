@@ -151,7 +151,9 @@ export class UpstreamHttp {
    * caller's signal aborts the request at any point; leaving the loop early releases the socket.
    */
   async openSse(call: UpstreamCall): Promise<AsyncIterable<SseMessage>> {
-    const { res, ex } = await this.#accepted(call, 'text/event-stream', (type) => type === undefined || type.includes('text/event-stream') ? null : 'expected an event stream');
+    const { res, ex } = await this.#accepted(call, 'text/event-stream', (type) =>
+      type === undefined || type.includes('text/event-stream') ? null : 'expected an event stream',
+    );
     return this.#events(res.body, call.routeId, ex);
   }
 
@@ -163,7 +165,9 @@ export class UpstreamHttp {
    * signal aborts it at any point; leaving the loop early releases the socket.
    */
   async openBytes(call: UpstreamCall, accept: string): Promise<{ contentType: string; body: AsyncIterable<Buffer> }> {
-    const { res, ex } = await this.#accepted(call, accept, (type) => (type?.startsWith('application/json') || type?.startsWith('text/') ? `expected binary data, got ${type}` : null));
+    const { res, ex } = await this.#accepted(call, accept, (type) =>
+      type?.startsWith('application/json') || type?.startsWith('text/') ? `expected binary data, got ${type}` : null,
+    );
     const type = res.headers['content-type'];
     const max = this.limits.maxStreamBytes;
     async function* body(): AsyncGenerator<Buffer> {
@@ -185,7 +189,11 @@ export class UpstreamHttp {
   }
 
   /** Sends the call and waits for a 2xx answer whose content type `refuse` accepts (it names what is wrong, or null). */
-  async #accepted(call: UpstreamCall, accept: string, refuse: (type: string | undefined) => string | null): Promise<{ res: Dispatcher.ResponseData; ex: Exchange }> {
+  async #accepted(
+    call: UpstreamCall,
+    accept: string,
+    refuse: (type: string | undefined) => string | null,
+  ): Promise<{ res: Dispatcher.ResponseData; ex: Exchange }> {
     if (call.signal.aborted) throw abortedError(call.routeId);
     const ex = new Exchange(call);
     let res: Dispatcher.ResponseData | undefined;

@@ -166,7 +166,8 @@ export class UpstreamSocket implements RealtimeUpstream {
     } catch {
       return this.fail(new UpstreamError('protocol', `route ${this.routeId}: the realtime upstream sent a frame that is not JSON`, true));
     }
-    if (!isObject(msg)) return this.fail(new UpstreamError('protocol', `route ${this.routeId}: the realtime upstream sent a frame that is not a JSON object`, true));
+    if (!isObject(msg))
+      return this.fail(new UpstreamError('protocol', `route ${this.routeId}: the realtime upstream sent a frame that is not a JSON object`, true));
     this.handlers.message(msg, this.turns, this);
   }
 
@@ -177,8 +178,10 @@ export class UpstreamSocket implements RealtimeUpstream {
 
 /** A refusal of the upgrade as the router classifies HTTP answers. */
 function refusalError(routeId: string, status: number): UpstreamError {
-  if (status === 401 || status === 402 || status === 403 || status === 404 || status === 405) return new UpstreamError('config', `route ${routeId}: the realtime upstream refused the connection (${status})`, false, status);
-  if (status === 400 || status === 422) return new UpstreamError('client', `route ${routeId}: the realtime upstream refused the session (${status})`, false, status);
+  if (status === 401 || status === 402 || status === 403 || status === 404 || status === 405)
+    return new UpstreamError('config', `route ${routeId}: the realtime upstream refused the connection (${status})`, false, status);
+  if (status === 400 || status === 422)
+    return new UpstreamError('client', `route ${routeId}: the realtime upstream refused the session (${status})`, false, status);
   return new UpstreamError('http', `route ${routeId}: the realtime upstream answered ${status}`, true, status);
 }
 
@@ -191,10 +194,19 @@ export function openUpstreamSocket(opts: OpenOptions): Promise<UpstreamSocket> {
   const timeoutMs = Math.min(route.timeoutMs, MAX_OPEN_MS);
   return new Promise<UpstreamSocket>((resolve, reject) => {
     if (opts.signal.aborted) return reject(new UpstreamError('aborted', `route ${route.id}: the caller went away`, false));
-    const ws = new WebSocket(url, { headers: opts.headers, handshakeTimeout: timeoutMs, maxPayload: MAX_UPSTREAM_FRAME, perMessageDeflate: false, followRedirects: false });
+    const ws = new WebSocket(url, {
+      headers: opts.headers,
+      handshakeTimeout: timeoutMs,
+      maxPayload: MAX_UPSTREAM_FRAME,
+      perMessageDeflate: false,
+      followRedirects: false,
+    });
     const up = new UpstreamSocket(ws, opts.format, route.id, opts.handlers);
     let opened = false;
-    const timer = setTimeout(() => fail(new UpstreamError('timeout', `route ${route.id}: the realtime upstream was not ready within ${timeoutMs} ms`, true)), timeoutMs);
+    const timer = setTimeout(
+      () => fail(new UpstreamError('timeout', `route ${route.id}: the realtime upstream was not ready within ${timeoutMs} ms`, true)),
+      timeoutMs,
+    );
     const onAbort = () => fail(new UpstreamError('aborted', `route ${route.id}: the caller went away`, false));
     opts.signal.addEventListener('abort', onAbort, { once: true });
     const fail = (err: UpstreamError) => {
@@ -216,7 +228,11 @@ export function openUpstreamSocket(opts: OpenOptions): Promise<UpstreamSocket> {
       res.resume();
       fail(refusalError(route.id, res.statusCode ?? 0));
     });
-    ws.on('error', (err) => (opened ? up.fail(new UpstreamError('connect', `route ${route.id}: ${err.message}`, true)) : fail(new UpstreamError('connect', `route ${route.id}: could not connect (${err.message})`, true))));
+    ws.on('error', (err) =>
+      opened
+        ? up.fail(new UpstreamError('connect', `route ${route.id}: ${err.message}`, true))
+        : fail(new UpstreamError('connect', `route ${route.id}: could not connect (${err.message})`, true)),
+    );
     ws.on('open', () => {
       if (!opts.ready) ready();
     });
@@ -233,7 +249,9 @@ export function openUpstreamSocket(opts: OpenOptions): Promise<UpstreamSocket> {
       }
       up.onFrame(text);
     });
-    ws.on('close', (code) => (opened ? up.onClose(code) : fail(new UpstreamError('connect', `route ${route.id}: the realtime upstream closed before it was ready (${code})`, true))));
+    ws.on('close', (code) =>
+      opened ? up.onClose(code) : fail(new UpstreamError('connect', `route ${route.id}: the realtime upstream closed before it was ready (${code})`, true)),
+    );
   });
 }
 

@@ -94,7 +94,6 @@ export function resolveRoutes(
   });
 }
 
-
 /** A positive safe integer, or null (a route's timeout_ms, max_concurrent and rpm when unset or unusable). */
 export function positive(n: number | undefined): number | null {
   return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : null;

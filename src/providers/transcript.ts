@@ -48,7 +48,8 @@ const MAX_SEGMENT_TOKENS = 1024;
 export function whisperDecoderOf(s: Record<string, unknown>): WhisperDecoderFields | undefined {
   const out: WhisperDecoderFields = {};
   const { tokens, avg_logprob: logprob, no_speech_prob: noSpeech } = s;
-  if (Array.isArray(tokens) && tokens.length <= MAX_SEGMENT_TOKENS && tokens.every((t) => Number.isSafeInteger(t) && (t as number) >= 0)) out.tokens = tokens as number[];
+  if (Array.isArray(tokens) && tokens.length <= MAX_SEGMENT_TOKENS && tokens.every((t) => Number.isSafeInteger(t) && (t as number) >= 0))
+    out.tokens = tokens as number[];
   if (typeof logprob === 'number' && Number.isFinite(logprob) && logprob <= 0) out.avg_logprob = logprob;
   if (typeof noSpeech === 'number' && noSpeech >= 0 && noSpeech <= 1) out.no_speech_prob = noSpeech;
   return Object.keys(out).length > 0 ? out : undefined;
@@ -89,9 +90,22 @@ export function languageTag(code: string | null, requested: string | undefined):
 }
 
 const EXTENSIONS: Record<string, string> = {
-  'audio/wav': 'wav', 'audio/wave': 'wav', 'audio/x-wav': 'wav', 'audio/mpeg': 'mp3', 'audio/mp3': 'mp3',
-  'audio/ogg': 'ogg', 'audio/opus': 'ogg', 'audio/flac': 'flac', 'audio/x-flac': 'flac', 'audio/mp4': 'm4a',
-  'audio/m4a': 'm4a', 'audio/x-m4a': 'm4a', 'audio/aac': 'aac', 'audio/webm': 'webm', 'video/webm': 'webm', 'video/mp4': 'mp4',
+  'audio/wav': 'wav',
+  'audio/wave': 'wav',
+  'audio/x-wav': 'wav',
+  'audio/mpeg': 'mp3',
+  'audio/mp3': 'mp3',
+  'audio/ogg': 'ogg',
+  'audio/opus': 'ogg',
+  'audio/flac': 'flac',
+  'audio/x-flac': 'flac',
+  'audio/mp4': 'm4a',
+  'audio/m4a': 'm4a',
+  'audio/x-m4a': 'm4a',
+  'audio/aac': 'aac',
+  'audio/webm': 'webm',
+  'video/webm': 'webm',
+  'video/mp4': 'mp4',
 };
 
 /**

@@ -104,14 +104,21 @@ function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>
         await settle(input, input.tick, input.hold, input.seconds);
         try {
           const hold = await ctx.steps.once(`hold:${input.tick + 1}`, async () => {
-            const next = await callOn(input, input.hold).holdNext(tickEstimate(spec.pricing, input.tickSeconds), { holdRequestId: `${input.requestId}:${input.tick + 1}`, ttlMs: deps.holdTtlMs });
+            const next = await callOn(input, input.hold).holdNext(tickEstimate(spec.pricing, input.tickSeconds), {
+              holdRequestId: `${input.requestId}:${input.tick + 1}`,
+              ttlMs: deps.holdTtlMs,
+            });
             return next.hold;
           });
           return { hold, at: deps.now() };
         } catch (err) {
           const code = (err as { code?: unknown }).code;
           if (code !== 'insufficient_credit') throw err;
-          return { hold: null, at: deps.now(), error: { code: 'insufficient_credit', message: 'The wallet cannot cover the next minute of audio; top up to continue.' } };
+          return {
+            hold: null,
+            at: deps.now(),
+            error: { code: 'insufficient_credit', message: 'The wallet cannot cover the next minute of audio; top up to continue.' },
+          };
         }
       }),
       finalize: fromPromise<{ at: number; seconds: number }, FinalizeInput<SessionSpec, Hold>>(async ({ input }) => {
@@ -131,4 +138,3 @@ function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>
     },
   };
 }
-

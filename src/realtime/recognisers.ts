@@ -99,7 +99,10 @@ export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; startEngine
         answer.catch(() => {});
       });
       chain = asked;
-      return withSignal(asked.then(() => answer), signal).then((segments) => fromSegments(segments, u, 0));
+      return withSignal(
+        asked.then(() => answer),
+        signal,
+      ).then((segments) => fromSegments(segments, u, 0));
     },
     close() {
       if (closed) return;

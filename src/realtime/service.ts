@@ -92,7 +92,11 @@ export class RealtimeService {
     const { settings } = this.deps;
     const keyId = principal.keyId;
     if (this.admitted >= settings.maxSockets) {
-      throw new ApiError('too_many_connections', `This gateway instance has ${this.admitted} realtime sockets open, its limit; retry shortly or on another instance.`, { headers: { 'retry-after': '1' } });
+      throw new ApiError(
+        'too_many_connections',
+        `This gateway instance has ${this.admitted} realtime sockets open, its limit; retry shortly or on another instance.`,
+        { headers: { 'retry-after': '1' } },
+      );
     }
     const mine = this.perKey.get(keyId) ?? 0;
     if (mine >= settings.maxSocketsPerKey) {
@@ -131,7 +135,11 @@ export class RealtimeService {
       if (this.engines >= settings.maxLocalEngines) {
         releaseSlot();
         await call.release('error', { seconds: 0 }).catch(() => undefined);
-        throw new ApiError('model_unavailable', `All ${settings.maxLocalEngines} local speech engines of this instance are in use; retry shortly or pick a cloud stt model.`, { headers: { 'retry-after': '5' } });
+        throw new ApiError(
+          'model_unavailable',
+          `All ${settings.maxLocalEngines} local speech engines of this instance are in use; retry shortly or pick a cloud stt model.`,
+          { headers: { 'retry-after': '5' } },
+        );
       }
       this.engines += 1;
       engine = true;
@@ -168,7 +176,13 @@ export class RealtimeService {
     };
   }
 
-  private async start(params: SessionParams, call: MeteredCall, sink: SessionSink, recheck: () => Promise<void>, releaseSlot: () => void): Promise<RealtimeSession> {
+  private async start(
+    params: SessionParams,
+    call: MeteredCall,
+    sink: SessionSink,
+    recheck: () => Promise<void>,
+    releaseSlot: () => void,
+  ): Promise<RealtimeSession> {
     const { settings, runtime, kind } = this.deps;
     const log = this.deps.logger.child({ session_id: params.sessionId, request_id: params.requestId });
     const detectors = await this.deps.detectors();
@@ -221,7 +235,10 @@ export class RealtimeService {
     this.deps.metrics?.sessions.inc();
     this.finished.set(session, finished);
     session.start();
-    log.info({ model: params.model, encoding: params.encoding, sample_rate: params.sampleRate, recognition: session.describe().recognition }, 'realtime session opened');
+    log.info(
+      { model: params.model, encoding: params.encoding, sample_rate: params.sampleRate, recognition: session.describe().recognition },
+      'realtime session opened',
+    );
     return session;
   }
 
@@ -266,7 +283,9 @@ export class RealtimeService {
 /** The model serves the socket (`streaming`) and offers the language asked for. Returns the language. */
 function checkModel(model: ModelDoc, query: StreamQuery): string | null {
   if (model.streaming !== true) {
-    throw new ApiError('invalid_request', `The model '${model._id}' does not stream; pick an stt model with 'streaming': true in /v1/models.`, { param: 'model' });
+    throw new ApiError('invalid_request', `The model '${model._id}' does not stream; pick an stt model with 'streaming': true in /v1/models.`, {
+      param: 'model',
+    });
   }
   return query.language === null ? null : offeredLanguage(model, query.language, 'language');
 }
@@ -275,6 +294,9 @@ function checkModel(model: ModelDoc, query: StreamQuery): string | null {
 function offeredLanguage(model: ModelDoc, tag: string, param: string): string {
   const offered = model.languages ?? [];
   const matched = matchLanguage(tag, offered);
-  if (!matched) throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${tag.slice(0, 50)}'.`, { param });
+  if (!matched)
+    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${tag.slice(0, 50)}'.`, {
+      param,
+    });
   return matched;
 }

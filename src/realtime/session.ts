@@ -225,7 +225,11 @@ export class RealtimeSession implements SessionResources {
   update(u: SessionUpdate): void {
     if (this.ended) return;
     const { next, refused, applied } = checkUpdate(u, this.params, this.audioStarted, (tag, param) => this.deps.language(tag, param));
-    for (const err of refused) this.deps.sink.send({ type: 'error', error: { code: err.code, message: err.message, ...(err.options.param !== undefined ? { param: err.options.param } : {}) } });
+    for (const err of refused)
+      this.deps.sink.send({
+        type: 'error',
+        error: { code: err.code, message: err.message, ...(err.options.param !== undefined ? { param: err.options.param } : {}) },
+      });
     if (refused.length > 0 && applied <= 0) return;
     if (u.turnDetection !== undefined) this.turn = u.turnDetection;
     if (next.encoding !== this.params.encoding || next.sampleRate !== this.params.sampleRate || next.language !== this.params.language) {
@@ -392,7 +396,9 @@ export class RealtimeSession implements SessionResources {
     this.deps.log.warn({ err, item_id: itemId }, 'realtime utterance not recognised');
     this.end('upstream_failed', {
       code: 'model_unavailable',
-      message: timedOut ? `The transcription upstream did not answer within ${Math.round(this.deps.limits.utteranceTimeoutMs / 1000)} s; the session is closed.` : 'The transcription upstream failed; the session is closed.',
+      message: timedOut
+        ? `The transcription upstream did not answer within ${Math.round(this.deps.limits.utteranceTimeoutMs / 1000)} s; the session is closed.`
+        : 'The transcription upstream failed; the session is closed.',
     });
   }
 }

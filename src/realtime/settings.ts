@@ -16,7 +16,8 @@ export interface TurnDetection {
 export const DEFAULT_TURN_DETECTION: TurnDetection = { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 };
 
 /** The listening stage's detector settings for a turn detection (null: the client commits). */
-export const detectionOf = (turn: TurnDetection | null): Detection | null => (turn ? { threshold: turn.threshold, prefixPaddingMs: turn.prefix_padding_ms, silenceMs: turn.silence_duration_ms } : null);
+export const detectionOf = (turn: TurnDetection | null): Detection | null =>
+  turn ? { threshold: turn.threshold, prefixPaddingMs: turn.prefix_padding_ms, silenceMs: turn.silence_duration_ms } : null;
 
 /**
  * What a client's session update asks (OpenAI's GA `session.update` or its beta
@@ -53,7 +54,12 @@ export interface UpdatableSettings {
  * edge's and ours) and how many of those read are taken (`applied`). `modelLanguage` is the model's
  * own tag for one asked; it throws ApiError when the model does not offer it.
  */
-export function checkUpdate<T extends UpdatableSettings>(u: SessionUpdate, params: T, audioStarted: boolean, modelLanguage: (tag: string, param: string) => string): { next: T; refused: ApiError[]; applied: number } {
+export function checkUpdate<T extends UpdatableSettings>(
+  u: SessionUpdate,
+  params: T,
+  audioStarted: boolean,
+  modelLanguage: (tag: string, param: string) => string,
+): { next: T; refused: ApiError[]; applied: number } {
   const refused = [...u.refused];
   let applied = u.taken;
   const refuse = (err: ApiError) => {
@@ -61,14 +67,22 @@ export function checkUpdate<T extends UpdatableSettings>(u: SessionUpdate, param
     applied--;
   };
   if (u.model && u.model.name !== params.model) {
-    refuse(new ApiError('invalid_request', `This socket transcribes with '${params.model}' (its 'model' query parameter), not '${echo(u.model.name)}'.`, { param: u.model.param }));
+    refuse(
+      new ApiError('invalid_request', `This socket transcribes with '${params.model}' (its 'model' query parameter), not '${echo(u.model.name)}'.`, {
+        param: u.model.param,
+      }),
+    );
   }
   const next = { ...params };
   if (u.format) {
     const { encoding, sampleRate } = u.format;
     const rate = sampleRate ?? (encoding === params.encoding ? params.sampleRate : encoding === 'pcm_s16le' ? 24000 : 8000);
     if ((encoding !== params.encoding || rate !== params.sampleRate) && audioStarted) {
-      refuse(new ApiError('invalid_request', "The socket's audio format cannot change once audio has arrived; open a new socket for other audio.", { param: u.format.param }));
+      refuse(
+        new ApiError('invalid_request', "The socket's audio format cannot change once audio has arrived; open a new socket for other audio.", {
+          param: u.format.param,
+        }),
+      );
     } else {
       next.encoding = encoding;
       next.sampleRate = rate;
@@ -78,7 +92,9 @@ export function checkUpdate<T extends UpdatableSettings>(u: SessionUpdate, param
     try {
       const language = modelLanguage(u.language.tag, u.language.param);
       if (language !== params.language && audioStarted) {
-        throw new ApiError('invalid_request', "The socket's language cannot change once audio has arrived; open a new socket for another language.", { param: u.language.param });
+        throw new ApiError('invalid_request', "The socket's language cannot change once audio has arrived; open a new socket for another language.", {
+          param: u.language.param,
+        });
       }
       next.language = language;
     } catch (err) {

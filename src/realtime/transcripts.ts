@@ -61,7 +61,8 @@ export class ItemTranscripts {
    */
   add(id: string, seconds: number, recognise: (onHeard: (heard: Heard) => void) => Promise<Recognised>): void {
     const text = this.itemText(id);
-    if (this.pending === 0) this.toHead(id); // nothing before it waits for its answer
+    if (this.pending === 0)
+      this.toHead(id); // nothing before it waits for its answer
     else text.head = false;
     this.pending += 1;
     const answer = recognise((heard) => this.heard(id, heard));

@@ -74,7 +74,18 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
   };
 
   const connect = (order: ResolvedRoute[]): Connection => {
-    const c: Connection = { route: null, upstream: null, opening: null!, error: null, convert: () => new Uint8Array(0), resampler: null, done: () => {}, queued: [], queuedSamples: 0, failed: false };
+    const c: Connection = {
+      route: null,
+      upstream: null,
+      opening: null!,
+      error: null,
+      convert: () => new Uint8Array(0),
+      resampler: null,
+      done: () => {},
+      queued: [],
+      queuedSamples: 0,
+      failed: false,
+    };
     c.opening = opts.router
       .openRealtime(order, abort.signal, (capability, route) => {
         // The audio as this route's upstream takes it (a failed route's converter is let go).
@@ -126,7 +137,10 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
     const c = (conn = connect(orderAfter(failed)));
     c.queued = null; // what arrives while it opens comes after the utterance: not needed for it
     const up = await c.opening;
-    if (!up) throw c.error instanceof UpstreamError ? c.error : new UpstreamError('connect', `no realtime route opened: ${(c.error as Error | null)?.message ?? 'none'}`, true);
+    if (!up)
+      throw c.error instanceof UpstreamError
+        ? c.error
+        : new UpstreamError('connect', `no realtime route opened: ${(c.error as Error | null)?.message ?? 'none'}`, true);
     up.send(c.convert(u.samples()));
     return up;
   };

@@ -3,7 +3,16 @@
 // them through this port; the webhook subsystem (src/webhooks/outbox.ts) implements it with a
 // durable outbox.
 
-export type AccountEventName = 'low_balance' | 'topup' | 'rate_limit_exceeded' | 'key_expired' | 'usage_spike' | 'transcription.completed' | 'transcription.failed' | 'call.answered' | 'call.ended';
+export type AccountEventName =
+  | 'low_balance'
+  | 'topup'
+  | 'rate_limit_exceeded'
+  | 'key_expired'
+  | 'usage_spike'
+  | 'transcription.completed'
+  | 'transcription.failed'
+  | 'call.answered'
+  | 'call.ended';
 
 export interface AccountEvent {
   event: AccountEventName;

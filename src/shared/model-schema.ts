@@ -69,9 +69,5 @@ export const ModelSchema = Closed({
   features: Type.Optional(Type.Array(Type.Union(VOICE_FEATURES.map((f) => Type.Literal(f))), { maxItems: VOICE_FEATURES.length, uniqueItems: true })),
 });
 
-
 /** A seeded model in config: the same fields plus its id. */
-export const SeedModelSchema = Type.Object(
-  { id: KeyString(128, { minLength: 1 }), ...ModelSchema.properties },
-  { additionalProperties: false },
-);
+export const SeedModelSchema = Type.Object({ id: KeyString(128, { minLength: 1 }), ...ModelSchema.properties }, { additionalProperties: false });

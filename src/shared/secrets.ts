@@ -12,7 +12,9 @@ export const SECRET_FILE = 'key-signing-secret';
 export function resolveKeySecret(config: Config): string {
   if (config.keySigningSecret) return config.keySigningSecret;
   if (config.mongodbUrl) {
-    throw new ConfigError('KEY_SIGNING_SECRET (config field "keySigningSecret") is required with MONGODB_URL: every instance must sign keys with the same secret.');
+    throw new ConfigError(
+      'KEY_SIGNING_SECRET (config field "keySigningSecret") is required with MONGODB_URL: every instance must sign keys with the same secret.',
+    );
   }
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const path = join(config.dataDir, SECRET_FILE);

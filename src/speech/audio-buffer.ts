@@ -41,7 +41,8 @@ export class AudioBuffer {
     for (const c of this.chunks) {
       const cEnd = c.start + c.samples.length;
       if (cEnd <= start || c.start >= end) continue;
-      if (c.start >= start && cEnd <= end) out.set(c.samples, c.start - start); // whole: no view made
+      if (c.start >= start && cEnd <= end)
+        out.set(c.samples, c.start - start); // whole: no view made
       else {
         const a = Math.max(start, c.start);
         const b = Math.min(end, cEnd);

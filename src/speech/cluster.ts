@@ -78,10 +78,7 @@ export function cutTree(n: number, merges: readonly Merge[], cut: Cut): Int32Arr
   };
   let count = n;
   for (const merge of merges) {
-    const enough =
-      cut.clusters !== undefined
-        ? count <= cut.clusters
-        : merge.height > (cut.threshold ?? Infinity) && count <= (cut.maxClusters ?? Infinity);
+    const enough = cut.clusters !== undefined ? count <= cut.clusters : merge.height > (cut.threshold ?? Infinity) && count <= (cut.maxClusters ?? Infinity);
     if (enough) break;
     parent[root(merge.b)] = root(merge.a);
     count--;

@@ -30,13 +30,20 @@ export function isRaw(format: AudioFormat): format is RawFormat {
 /** ffmpeg's output arguments for each format (raw ones at `sampleRate`, mono). */
 export function ffmpegOutput(format: AudioFormat, sampleRate: number): string[] {
   switch (format) {
-    case 'mp3': return ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'];
-    case 'wav': return ['-c:a', 'pcm_s16le', '-f', 'wav'];
-    case 'opus': return ['-c:a', 'libopus', '-b:a', '32k', '-f', 'ogg'];
-    case 'flac': return ['-c:a', 'flac', '-f', 'flac'];
-    case 'aac': return ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'];
-    case 'pcm': return ['-ac', '1', '-ar', String(sampleRate), '-c:a', 'pcm_s16le', '-f', 's16le'];
-    case 'mulaw': return ['-ac', '1', '-ar', String(G711_SAMPLE_RATE), '-c:a', 'pcm_mulaw', '-f', 'mulaw'];
+    case 'mp3':
+      return ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'];
+    case 'wav':
+      return ['-c:a', 'pcm_s16le', '-f', 'wav'];
+    case 'opus':
+      return ['-c:a', 'libopus', '-b:a', '32k', '-f', 'ogg'];
+    case 'flac':
+      return ['-c:a', 'flac', '-f', 'flac'];
+    case 'aac':
+      return ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'];
+    case 'pcm':
+      return ['-ac', '1', '-ar', String(sampleRate), '-c:a', 'pcm_s16le', '-f', 's16le'];
+    case 'mulaw':
+      return ['-ac', '1', '-ar', String(G711_SAMPLE_RATE), '-c:a', 'pcm_mulaw', '-f', 'mulaw'];
   }
 }
 

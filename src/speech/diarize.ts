@@ -61,12 +61,7 @@ interface Window {
   embedding: Float32Array;
 }
 
-export function diarize(
-  pcm: Int16Array,
-  sampleRate: 16000,
-  segments: readonly SpeechSegment[],
-  opts: DiarizeOptions = {},
-): Diarization {
+export function diarize(pcm: Int16Array, sampleRate: 16000, segments: readonly SpeechSegment[], opts: DiarizeOptions = {}): Diarization {
   return prepareDiarization(pcm, sampleRate, segments).cut(opts);
 }
 
@@ -87,11 +82,7 @@ export async function diarizeSource(source: PcmSource, sampleRate: 16000, segmen
  * The expensive part (features, dendrogram) once; `cut` then labels the segments for given
  * options in milliseconds (the evaluation sweeps thresholds with it).
  */
-export function prepareDiarization(
-  pcm: Int16Array,
-  sampleRate: 16000,
-  segments: readonly SpeechSegment[],
-): { cut(opts?: DiarizeOptions): Diarization } {
+export function prepareDiarization(pcm: Int16Array, sampleRate: 16000, segments: readonly SpeechSegment[]): { cut(opts?: DiarizeOptions): Diarization } {
   const steps = diarizationSteps(pcmInMemory(pcm), sampleRate, segments);
   for (;;) {
     const step = steps.next();

@@ -84,7 +84,9 @@ function startWithInput(command: string, args: (url: string) => string[], input:
     // A failing source is the caller's error, not the audio's: report it, and stop the tool.
     let sourceFailed = false;
     const source = input.stream instanceof Readable ? input.stream : Readable.from(input.stream);
-    source.once('error', () => { sourceFailed = true; });
+    source.once('error', () => {
+      sourceFailed = true;
+    });
     feed = pipeline(source, stdin).then(
       () => null,
       (err: Error) => {
@@ -103,10 +105,18 @@ function startWithInput(command: string, args: (url: string) => string[], input:
  * `[error]`…), of which only the errors give a reason.
  */
 function reasonOf(stderr: string, fallback: string, levelled = false): string {
-  if (levelled) stderr = stderr.split('\n').filter((l) => /^\[(error|fatal|panic)\] /.test(l)).map((l) => l.replace(/^\[\w+\] /, '')).join('\n');
+  if (levelled)
+    stderr = stderr
+      .split('\n')
+      .filter((l) => /^\[(error|fatal|panic)\] /.test(l))
+      .map((l) => l.replace(/^\[\w+\] /, ''))
+      .join('\n');
   const refused = /\[(\w+) @ [^\]]*\] Format not on whitelist/.exec(stderr);
   if (refused) return `${refused[1]} is not an audio container`;
-  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const last = lines.at(-1);
   if (!last) return fallback;
   return last.replace(/^\[[^\]]*\]\s*/, '').replace(/^(file:\/dev\/stdin|pipe:0):\s*/, '');
@@ -200,8 +210,26 @@ export async function* decodeToPcm(input: AudioInput, options: DecodeOptions = {
   const { run, feed } = startWithInput(
     options.ffmpegPath ?? 'ffmpeg',
     (url) => [
-      '-nostdin', '-hide_banner', ...decodeLogArgs(options), '-nostats', ...INPUT_ARGS, '-i', url,
-      '-map', '0:a:0', '-vn', ...limit, '-ac', '1', '-ar', String(options.sampleRate ?? PCM_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 's16le', 'pipe:1',
+      '-nostdin',
+      '-hide_banner',
+      ...decodeLogArgs(options),
+      '-nostats',
+      ...INPUT_ARGS,
+      '-i',
+      url,
+      '-map',
+      '0:a:0',
+      '-vn',
+      ...limit,
+      '-ac',
+      '1',
+      '-ar',
+      String(options.sampleRate ?? PCM_SAMPLE_RATE),
+      '-c:a',
+      'pcm_s16le',
+      '-f',
+      's16le',
+      'pipe:1',
     ],
     input,
     options.signal,
@@ -237,9 +265,29 @@ export async function decodedPcmBytes(input: AudioInput, options: DecodeOptions 
   const { run, feed } = startWithInput(
     options.ffmpegPath ?? 'ffmpeg',
     (url) => [
-      '-nostdin', '-hide_banner', ...decodeLogArgs(options), '-nostats', ...INPUT_ARGS, '-i', url,
-      '-map', '0:a:0', '-vn', ...limit, '-ac', '1', '-ar', String(PCM_SAMPLE_RATE), '-c:a', 'pcm_s16le', '-f', 's16le', '-y', '/dev/null',
-      '-progress', 'pipe:1',
+      '-nostdin',
+      '-hide_banner',
+      ...decodeLogArgs(options),
+      '-nostats',
+      ...INPUT_ARGS,
+      '-i',
+      url,
+      '-map',
+      '0:a:0',
+      '-vn',
+      ...limit,
+      '-ac',
+      '1',
+      '-ar',
+      String(PCM_SAMPLE_RATE),
+      '-c:a',
+      'pcm_s16le',
+      '-f',
+      's16le',
+      '-y',
+      '/dev/null',
+      '-progress',
+      'pipe:1',
     ],
     input,
     options.signal,
@@ -286,7 +334,28 @@ export async function* encodeAudio(input: AsyncIterable<Uint8Array>, source: Enc
   const raw = 'pcmRate' in source ? ['-f', 's16le', '-ar', String(source.pcmRate), '-ac', '1'] : [];
   const { run, feed } = startWithInput(
     options.ffmpegPath ?? 'ffmpeg',
-    (url) => ['-nostdin', '-hide_banner', '-loglevel', 'error', '-format_whitelist', [...FORMATS, 's16le'].join(','), ...raw, '-i', url, '-map', '0:a:0', '-vn', '-map_metadata', '-1', '-fflags', '+bitexact', '-flags:a', '+bitexact', ...options.output, 'pipe:1'],
+    (url) => [
+      '-nostdin',
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-format_whitelist',
+      [...FORMATS, 's16le'].join(','),
+      ...raw,
+      '-i',
+      url,
+      '-map',
+      '0:a:0',
+      '-vn',
+      '-map_metadata',
+      '-1',
+      '-fflags',
+      '+bitexact',
+      '-flags:a',
+      '+bitexact',
+      ...options.output,
+      'pipe:1',
+    ],
     { stream: input },
     options.signal,
   );

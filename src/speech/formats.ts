@@ -109,9 +109,7 @@ export function timestamp(seconds: number, separator: ',' | '.'): string {
 
 /** The cues subtitles show: segments with text, one line each. */
 function cues(transcript: Transcript): { start: number; end: number; text: string }[] {
-  return transcript.segments
-    .map((s) => ({ start: s.start, end: s.end, text: s.text.trim().replace(/\s*\n\s*/g, ' ') }))
-    .filter((c) => c.text.length > 0);
+  return transcript.segments.map((s) => ({ start: s.start, end: s.end, text: s.text.trim().replace(/\s*\n\s*/g, ' ') })).filter((c) => c.text.length > 0);
 }
 
 export function srt(transcript: Transcript): string {
@@ -121,7 +119,9 @@ export function srt(transcript: Transcript): string {
 }
 
 export function vtt(transcript: Transcript): string {
-  return `WEBVTT\n\n${cues(transcript).map((c) => `${timestamp(c.start, '.')} --> ${timestamp(c.end, '.')}\n${c.text}\n\n`).join('')}`;
+  return `WEBVTT\n\n${cues(transcript)
+    .map((c) => `${timestamp(c.start, '.')} --> ${timestamp(c.end, '.')}\n${c.text}\n\n`)
+    .join('')}`;
 }
 
 export function renderTranscript(transcript: Transcript, options: RenderOptions): Rendered {

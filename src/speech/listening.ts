@@ -140,7 +140,8 @@ export class Listener {
     if (from === null) return;
     const to = this.buffer.total;
     this.hooks.utterance({ from, to, samples: this.buffer.slice(from, to) }, 'commit');
-    if (this.vad) this.restart(); // the speech committed by hand is over for the detector
+    if (this.vad)
+      this.restart(); // the speech committed by hand is over for the detector
     else this.manualStart = this.buffer.total;
   }
 
@@ -172,7 +173,12 @@ export class Listener {
   private newDetector(): VoiceDetector | null {
     const d = this.detection;
     if (!d || this.closed) return null;
-    return this.options.detectors.create({ sampleRate: this.rate, ...(d.threshold !== undefined ? { threshold: d.threshold } : {}), prefix_padding_ms: d.prefixPaddingMs, silence_duration_ms: d.silenceMs });
+    return this.options.detectors.create({
+      sampleRate: this.rate,
+      ...(d.threshold !== undefined ? { threshold: d.threshold } : {}),
+      prefix_padding_ms: d.prefixPaddingMs,
+      silence_duration_ms: d.silenceMs,
+    });
   }
 
   private restart(): void {

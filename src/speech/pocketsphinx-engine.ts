@@ -37,7 +37,10 @@ export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 const SAMPLES_PER_FRAME = PCM_SAMPLE_RATE * FRAME_SECONDS;
 
 export class RecogniserError extends Error {
-  constructor(message: string, readonly detail = '') {
+  constructor(
+    message: string,
+    readonly detail = '',
+  ) {
     super(message);
     this.name = 'RecogniserError';
   }
@@ -62,12 +65,15 @@ export interface EngineOptions {
   keepAudio?: boolean;
 }
 
-
 /** Log lines worth showing when the engine fails (its log is otherwise all INFO lines). */
 function logErrors(logPath: string): string {
   try {
     const text = readFileSync(logPath, 'utf8');
-    return text.split('\n').filter((l) => /^(FATAL|ERROR)/.test(l)).slice(-5).join('\n');
+    return text
+      .split('\n')
+      .filter((l) => /^(FATAL|ERROR)/.test(l))
+      .slice(-5)
+      .join('\n');
   } catch {
     return '';
   }
@@ -80,7 +86,9 @@ function logErrors(logPath: string): string {
  */
 async function connect(fifo: string, run: ToolRun, timeoutMs: number, signal?: AbortSignal): Promise<Socket | null> {
   let exited = false;
-  void run.exited.then(() => { exited = true; });
+  void run.exited.then(() => {
+    exited = true;
+  });
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (signal?.aborted) throw abortReason(signal);
@@ -153,10 +161,29 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     run = spawnTool(
       options.binary ?? 'pocketsphinx_batch',
       [
-        '-ctl', ctl, '-adcin', 'yes', '-cepdir', dir, '-cepext', '.raw', '-hypseg', '/dev/stdout', '-logfn', logPath,
-        '-hmm', join(modelDir, 'en-us'), '-lm', join(modelDir, 'en-us.lm.bin'), '-dict', join(modelDir, 'cmudict-en-us.dict'),
+        '-ctl',
+        ctl,
+        '-adcin',
+        'yes',
+        '-cepdir',
+        dir,
+        '-cepext',
+        '.raw',
+        '-hypseg',
+        '/dev/stdout',
+        '-logfn',
+        logPath,
+        '-hmm',
+        join(modelDir, 'en-us'),
+        '-lm',
+        join(modelDir, 'en-us.lm.bin'),
+        '-dict',
+        join(modelDir, 'cmudict-en-us.dict'),
         // One pass, at most 3,000 HMMs a frame: 1.7× faster than the defaults, no worse (docs/speech-engines.md).
-        '-fwdflat', 'no', '-maxhmmpf', '3000',
+        '-fwdflat',
+        'no',
+        '-maxhmmpf',
+        '3000',
       ],
       { stdin: 'ignore', stdout: hypWriteFd, signal: options.signal },
     );
@@ -240,7 +267,9 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
       if (data.length === 0) return;
       bytes += data.length;
       let full = false;
-      written = new Promise<void>((resolve, reject) => { full = !audio.write(data, (err) => (err ? reject(err) : resolve())); }).catch(engineGone);
+      written = new Promise<void>((resolve, reject) => {
+        full = !audio.write(data, (err) => (err ? reject(err) : resolve()));
+      }).catch(engineGone);
       written.catch(() => {}); // awaited where it matters; an unawaited failure must not crash
       if (full) {
         // Until the file drains, or closes because the engine exited (check() then says why). Not a

@@ -6,7 +6,6 @@ import type { TranscriptSegment, TranscriptWord } from './transcript.ts';
 /** pocketsphinx's frame: 10 ms, 160 samples at 16 kHz. */
 export const FRAME_SECONDS = 0.01;
 
-
 export interface RawWord {
   token: string;
   /** Seconds from the start of the audio. */

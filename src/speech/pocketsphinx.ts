@@ -123,7 +123,11 @@ export async function transcribePcm(pcm: AsyncIterable<Uint8Array>, options: Poc
  * transcribePcm, then `use(transcript, audioFile)` with the PCM still on disk (the diarizer reads it
  * from there, a segment at a time: nothing of the recording is kept in memory); removed after.
  */
-export async function transcribePcmWith<T>(pcm: AsyncIterable<Uint8Array>, options: PocketsphinxOptions, use: (t: Transcript, audioFile: string) => Promise<T>): Promise<T> {
+export async function transcribePcmWith<T>(
+  pcm: AsyncIterable<Uint8Array>,
+  options: PocketsphinxOptions,
+  use: (t: Transcript, audioFile: string) => Promise<T>,
+): Promise<T> {
   const recogniser = await startPocketsphinx({ ...options, keepAudio: true });
   try {
     let t: Transcript;

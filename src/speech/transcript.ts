@@ -38,5 +38,8 @@ export function transcriptWords(transcript: Transcript): TranscriptWord[] {
 
 /** Joins segment texts the way Whisper's `text` reads: single spaces, trimmed. */
 export function joinSegmentTexts(segments: readonly TranscriptSegment[]): string {
-  return segments.map((s) => s.text.trim()).filter(Boolean).join(' ');
+  return segments
+    .map((s) => s.text.trim())
+    .filter(Boolean)
+    .join(' ');
 }

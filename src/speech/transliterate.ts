@@ -10,7 +10,8 @@ import { createRequire } from 'node:module';
 const load = createRequire(import.meta.url);
 type Sanscript = { t(data: string, from: string, to: string): string };
 let sanscript: Sanscript | undefined;
-const transliterate = (data: string, from: string, to: string): string => (sanscript ??= load('@indic-transliteration/sanscript') as Sanscript).t(data, from, to);
+const transliterate = (data: string, from: string, to: string): string =>
+  (sanscript ??= load('@indic-transliteration/sanscript') as Sanscript).t(data, from, to);
 
 const LATIN = /[A-Za-z]/;
 const DEVANAGARI = /[\u0900-\u097F]/;

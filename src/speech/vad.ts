@@ -120,7 +120,11 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
   const prefixMs = options.prefix_padding_ms ?? 300;
   let silenceMs = options.silence_duration_ms ?? 500;
   const minSpeechMs = options.min_speech_ms ?? 60;
-  for (const [name, v] of [['prefix_padding_ms', prefixMs], ['silence_duration_ms', silenceMs], ['min_speech_ms', minSpeechMs]] as const) {
+  for (const [name, v] of [
+    ['prefix_padding_ms', prefixMs],
+    ['silence_duration_ms', silenceMs],
+    ['min_speech_ms', minSpeechMs],
+  ] as const) {
     if (!Number.isFinite(v) || v < 0) throw new VadError(`${name} must be a number of milliseconds, 0 or more`);
   }
   const frame = (rate * frameMs) / 1000;

@@ -96,7 +96,10 @@ class MongoCollection<T extends Doc> implements Collection<T> {
   }
 
   insertMany(docs: T[], options: { ordered?: boolean } & WriteOptions = {}): Promise<{ insertedCount: number }> {
-    return this.call(async () => ({ insertedCount: (await this.c.insertMany(docs, { ...definedOnly(options), ordered: options.ordered ?? true })).insertedCount }), { docs });
+    return this.call(
+      async () => ({ insertedCount: (await this.c.insertMany(docs, { ...definedOnly(options), ordered: options.ordered ?? true })).insertedCount }),
+      { docs },
+    );
   }
 
   findOne(filter: Filter, options: Omit<FindOptions, 'limit' | 'skip'> = {}): Promise<T | null> {
@@ -144,17 +147,12 @@ class MongoCollection<T extends Doc> implements Collection<T> {
   }
 
   findOneAndDelete(filter: Filter, options: { sort?: Sort } & WriteOptions = {}): Promise<T | null> {
-    return this.call(
-      () => this.c.findOneAndDelete(filter, { ...definedOnly(options), includeResultMetadata: false }) as Promise<T | null>,
-      { filter },
-    );
+    return this.call(() => this.c.findOneAndDelete(filter, { ...definedOnly(options), includeResultMetadata: false }) as Promise<T | null>, { filter });
   }
 
   createIndex(spec: IndexSpec): Promise<string> {
     const { unique, sparse, expireAfterSeconds } = spec;
-    return this.call(() =>
-      this.c.createIndex(spec.keys, definedOnly({ name: indexName(spec), unique, sparse, expireAfterSeconds })),
-    );
+    return this.call(() => this.c.createIndex(spec.keys, definedOnly({ name: indexName(spec), unique, sparse, expireAfterSeconds })));
   }
 
   /**

@@ -177,5 +177,10 @@ export class InvalidKeyError extends Error {
 
 /** The driver's default index name: `field_1_other_-1`. */
 export function indexName(spec: IndexSpec): string {
-  return spec.name ?? Object.entries(spec.keys).map(([k, d]) => `${k}_${d}`).join('_');
+  return (
+    spec.name ??
+    Object.entries(spec.keys)
+      .map(([k, d]) => `${k}_${d}`)
+      .join('_')
+  );
 }

@@ -150,7 +150,9 @@ export class SpeechSynthesis {
       if (complete && sentBytes >= produced) return prep.characters;
       if (sentBytes === 0) return 0;
       if (!isRaw(target.format)) return prep.characters;
-      const share = complete ? sentBytes / produced : (sentBytes / rawBytesPerSecond(target.format, target.sampleRate)) * CHARS_PER_SECOND * (prep.request.speed ?? 1) / prep.characters;
+      const share = complete
+        ? sentBytes / produced
+        : ((sentBytes / rawBytesPerSecond(target.format, target.sampleRate)) * CHARS_PER_SECOND * (prep.request.speed ?? 1)) / prep.characters;
       return Math.min(prep.characters, Math.ceil(prep.characters * share - 1e-9));
     };
     return {
@@ -175,13 +177,19 @@ export class SpeechSynthesis {
 function checkAgainstModel(model: ModelDoc, body: SpeechBody, characters: number): string | undefined {
   const voices = model.voices ?? [];
   if (!voices.includes(body.voice)) {
-    throw new ApiError('voice_not_supported', `The model '${model._id}' has no voice '${echo(body.voice)}'; its voices: ${voices.join(', ') || 'none'}.`, { param: 'voice' });
+    throw new ApiError('voice_not_supported', `The model '${model._id}' has no voice '${echo(body.voice)}'; its voices: ${voices.join(', ') || 'none'}.`, {
+      param: 'voice',
+    });
   }
   const max = maxInputChars(model);
-  if (characters > max) throw new ApiError('input_too_long', `The input has ${characters} characters; the model '${model._id}' takes at most ${max}.`, { param: 'input' });
+  if (characters > max)
+    throw new ApiError('input_too_long', `The input has ${characters} characters; the model '${model._id}' takes at most ${max}.`, { param: 'input' });
   if (body.language === undefined) return undefined;
   const offered = model.languages ?? [];
   const language = matchLanguage(body.language, offered);
-  if (language === null) throw new ApiError('language_not_supported', `The model '${model._id}' speaks ${offered.join(', ') || 'no listed languages'}, not '${body.language}'.`, { param: 'language' });
+  if (language === null)
+    throw new ApiError('language_not_supported', `The model '${model._id}' speaks ${offered.join(', ') || 'no listed languages'}, not '${body.language}'.`, {
+      param: 'language',
+    });
   return language;
 }

@@ -36,7 +36,12 @@ export function normalizeChatBody(body: unknown): void {
   if (body.store === false) delete body.store;
   // OpenAI's deprecated function calling (openai-edge and openai v3 type only it): named, with its successor.
   for (const k of ['functions', 'function_call']) {
-    if (k in body) throw new ApiError('invalid_request', `${k} is OpenAI's deprecated form of function calling; send tools and tool_choice (on a model with tool calling).`, { param: k });
+    if (k in body)
+      throw new ApiError(
+        'invalid_request',
+        `${k} is OpenAI's deprecated form of function calling; send tools and tool_choice (on a model with tool calling).`,
+        { param: k },
+      );
   }
   if (!Array.isArray(body.messages)) return;
   body.messages.forEach((m: unknown, i) => {

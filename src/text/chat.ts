@@ -8,7 +8,17 @@ import { ApiError, echo } from '../errors.ts';
 import type { UsageFacts } from '../billing/types.ts';
 import type { CallFacts, MeteredCall } from '../metering/meter.ts';
 import type { ModelDoc } from '../models/types.ts';
-import { copyDefined, PASSED_THROUGH, type ChatChoice, type ChatChunk, type ChatMessage, type ChatRequest, type ResolvedRoute, type ResponseFormat, type TokenUsage } from '../providers/types.ts';
+import {
+  copyDefined,
+  PASSED_THROUGH,
+  type ChatChoice,
+  type ChatChunk,
+  type ChatMessage,
+  type ChatRequest,
+  type ResolvedRoute,
+  type ResponseFormat,
+  type TokenUsage,
+} from '../providers/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import { countMessages, countText, countTools, PromptTokens } from './tokens.ts';
 import { CHAT_ROLES, roleRefusal } from './chat-input.ts';
@@ -16,7 +26,6 @@ import { priceOfTokens } from '../billing/pricing.ts';
 import type { GatewayDeps } from '../metering/endpoints.ts';
 import { toApiError, unservedStatus } from '../metering/outcomes.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
-
 
 export interface ChatBody extends Pick<ChatRequest, (typeof PASSED_THROUGH)[number]> {
   model: string;
@@ -101,7 +110,8 @@ function joinTextParts(parts: ({ type: string } & Record<string, unknown>)[], me
   return parts
     .map((part, j) => {
       const at = `messages.${message}.content.${j}`;
-      if (part.type !== 'text') throw new ApiError('invalid_request', `Only text content parts are supported; ${at} is of type '${echo(part.type)}'.`, { param: `${at}.type` });
+      if (part.type !== 'text')
+        throw new ApiError('invalid_request', `Only text content parts are supported; ${at} is of type '${echo(part.type)}'.`, { param: `${at}.type` });
       if (typeof part.text !== 'string') throw new ApiError('invalid_request', `${at}.text must be a string.`, { param: `${at}.text` });
       if (part.text.length > 1_000_000) throw new ApiError('invalid_request', `${at}.text is longer than 1,000,000 characters.`, { param: `${at}.text` });
       const unknown = Object.keys(part).find((k) => k !== 'type' && k !== 'text');
@@ -133,7 +143,9 @@ function chatMessages(body: ChatBody): ChatMessage[] {
     }
     if (m.tool_call_id !== undefined) throw new ApiError('invalid_request', `${at}.tool_call_id goes only on a tool message.`, { param: `${at}.tool_call_id` });
     if (out.content === null && out.tool_calls === undefined) {
-      throw new ApiError('missing_input', `Missing required field '${at}.content' (only an assistant message with tool_calls may omit it).`, { param: `${at}.content` });
+      throw new ApiError('missing_input', `Missing required field '${at}.content' (only an assistant message with tool_calls may omit it).`, {
+        param: `${at}.content`,
+      });
     }
     return out;
   });
@@ -160,7 +172,8 @@ function toolMessagesChecked(model: ModelDoc, body: ChatBody, messages: ChatMess
     if (m.role !== 'tool') return;
     const sent = body.messages[i]!;
     const at = `messages.${i}`;
-    if (sent.tool_calls !== undefined) throw new ApiError('invalid_request', `${at}.tool_calls goes only on an assistant message.`, { param: `${at}.tool_calls` });
+    if (sent.tool_calls !== undefined)
+      throw new ApiError('invalid_request', `${at}.tool_calls goes only on an assistant message.`, { param: `${at}.tool_calls` });
     if (m.tool_call_id === undefined) throw new ApiError('missing_input', `Missing required field '${at}.tool_call_id'.`, { param: `${at}.tool_call_id` });
     if (Array.isArray(sent.content)) m.content = joinTextParts(sent.content, i);
     if (m.content === null) throw new ApiError('missing_input', `Missing required field '${at}.content'.`, { param: `${at}.content` });
@@ -175,7 +188,9 @@ function responseFormat(body: ChatBody): ResponseFormat | undefined {
     throw new ApiError('missing_input', "Missing required field 'response_format.json_schema'.", { param: 'response_format.json_schema' });
   }
   if (rf.type !== 'json_schema' && rf.json_schema !== undefined) {
-    throw new ApiError('invalid_request', `response_format.json_schema goes only with type json_schema, not ${rf.type}.`, { param: 'response_format.json_schema' });
+    throw new ApiError('invalid_request', `response_format.json_schema goes only with type json_schema, not ${rf.type}.`, {
+      param: 'response_format.json_schema',
+    });
   }
   return rf as ResponseFormat;
 }
@@ -232,7 +247,8 @@ export class ChatGateway {
           throw new ApiError(
             'context_length_exceeded',
             `This model's context window is ${window} tokens; the messages take ${promptTokens}` +
-              (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') + '.',
+              (maxTokens ? ` and ${maxTokensParam} asks for ${maxTokens}` : '') +
+              '.',
             // The prompt alone fits: the output cap is what to change.
             { param: promptTokens < window! ? maxTokensParam : 'messages' },
           );
@@ -291,7 +307,12 @@ export class ChatGateway {
       created: prep.created,
       model: prep.model._id,
       choices: served.result.choices.map((c) => {
-        const choice: AnswerChoice = { index: c.index, message: { role: 'assistant', content: c.message.content, refusal: null }, logprobs: c.logprobs ?? null, finish_reason: c.finish_reason };
+        const choice: AnswerChoice = {
+          index: c.index,
+          message: { role: 'assistant', content: c.message.content, refusal: null },
+          logprobs: c.logprobs ?? null,
+          finish_reason: c.finish_reason,
+        };
         if (c.message.tool_calls !== undefined) choice.message.tool_calls = c.message.tool_calls;
         return choice;
       }),

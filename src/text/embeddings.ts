@@ -38,7 +38,9 @@ export class EmbeddingsGateway {
         if (window !== undefined && longest(boundText) > window) {
           const tokens = longest(countText);
           if (tokens > window) {
-            throw new ApiError('context_length_exceeded', `An input takes ${tokens} tokens; this model accepts at most ${window} per input.`, { param: 'input' });
+            throw new ApiError('context_length_exceeded', `An input takes ${tokens} tokens; this model accepts at most ${window} per input.`, {
+              param: 'input',
+            });
           }
         }
         return new PromptTokens((measure) => inputs.reduce((s, item) => s + tokensOf(item, measure), 0));

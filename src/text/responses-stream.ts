@@ -53,7 +53,10 @@ export async function* responseEvents(
     for (const d of (delta.tool_calls ?? []) as { index: number; id?: string; function: { name?: string; arguments?: string } }[]) {
       let open = calls.get(d.index);
       if (open === undefined) {
-        open = { call: { id: d.id ?? `call_${d.index}`, type: 'function', function: { name: d.function.name ?? '', arguments: '' } }, outputIndex: output.length };
+        open = {
+          call: { id: d.id ?? `call_${d.index}`, type: 'function', function: { name: d.function.name ?? '', arguments: '' } },
+          outputIndex: output.length,
+        };
         output.push(null);
         calls.set(d.index, open);
         yield ev('response.output_item.added', { output_index: open.outputIndex, item: functionCallItem(open.call, 'in_progress') });
@@ -75,7 +78,12 @@ export async function* responseEvents(
   for (const { call, outputIndex } of calls.values()) {
     const item = functionCallItem(call, 'completed');
     output[outputIndex] = item;
-    yield ev('response.function_call_arguments.done', { item_id: item.id, name: call.function.name, output_index: outputIndex, arguments: call.function.arguments });
+    yield ev('response.function_call_arguments.done', {
+      item_id: item.id,
+      name: call.function.name,
+      output_index: outputIndex,
+      arguments: call.function.arguments,
+    });
     yield ev('response.output_item.done', { output_index: outputIndex, item });
   }
   const final = responseObject(id, createdAt, model, body, output, { finish, usage: usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });

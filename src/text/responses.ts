@@ -27,7 +27,12 @@ export interface ResponsesBody {
   tools?: { type: 'function'; name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null }[];
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; name: string };
   parallel_tool_calls?: boolean;
-  text?: { format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; name: string; schema?: Record<string, unknown>; description?: string; strict?: boolean | null } };
+  text?: {
+    format?:
+      | { type: 'text' }
+      | { type: 'json_object' }
+      | { type: 'json_schema'; name: string; schema?: Record<string, unknown>; description?: string; strict?: boolean | null };
+  };
   reasoning?: { effort?: ChatBody['reasoning_effort'] };
   user?: string;
   safety_identifier?: string;
@@ -46,7 +51,9 @@ function partsText(content: unknown, at: string): string {
     .map((p: unknown, j) => {
       const part = p as Record<string, unknown>;
       if ((part?.type !== 'input_text' && part?.type !== 'output_text') || typeof part.text !== 'string') {
-        throw new ApiError('invalid_request', `Only text parts are supported; ${at}.content.${j} is of type '${echo(part?.type)}'.`, { param: `${at}.content.${j}.type` });
+        throw new ApiError('invalid_request', `Only text parts are supported; ${at}.content.${j} is of type '${echo(part?.type)}'.`, {
+          param: `${at}.content.${j}.type`,
+        });
       }
       return part.text;
     })
@@ -73,7 +80,11 @@ function inputMessages(input: ResponsesBody['input']): Message[] {
       const role = typeof item.role === 'string' ? item.role : '';
       out.push({ role: role === 'developer' ? 'system' : role, content: partsText(item.content, at) });
     } else if (type === 'function_call') {
-      const call: ToolCall = { id: str(item, 'call_id', at), type: 'function', function: { name: str(item, 'name', at), arguments: str(item, 'arguments', at) } };
+      const call: ToolCall = {
+        id: str(item, 'call_id', at),
+        type: 'function',
+        function: { name: str(item, 'name', at), arguments: str(item, 'arguments', at) },
+      };
       const last = out[out.length - 1];
       if (last && last.role === 'assistant') (last.tool_calls ??= []).push(call);
       else out.push({ role: 'assistant', content: null, tool_calls: [call] });
@@ -87,28 +98,50 @@ function inputMessages(input: ResponsesBody['input']): Message[] {
         { param: `${at}.type` },
       );
     } else {
-      throw new ApiError('invalid_request', `${at}.type '${echo(type)}' is not supported; use message, function_call or function_call_output.`, { param: `${at}.type` });
+      throw new ApiError('invalid_request', `${at}.type '${echo(type)}' is not supported; use message, function_call or function_call_output.`, {
+        param: `${at}.type`,
+      });
     }
   });
   return out;
 }
 
 /** The fields a Responses body shares with a chat body, name and meaning, passed on when set. */
-const SAME_IN_CHAT = ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'safety_identifier', 'prompt_cache_key'] as const satisfies readonly (keyof ResponsesBody & keyof ChatBody)[];
+const SAME_IN_CHAT = [
+  'temperature',
+  'top_p',
+  'parallel_tool_calls',
+  'user',
+  'safety_identifier',
+  'prompt_cache_key',
+] as const satisfies readonly (keyof ResponsesBody & keyof ChatBody)[];
 
 export function toChatBody(body: ResponsesBody): ChatBody {
-  if (body.store === true) throw new ApiError('invalid_request', 'store: true is not supported: responses are not kept; send store: false (or omit it) and the whole conversation in input.', { param: 'store' });
+  if (body.store === true)
+    throw new ApiError(
+      'invalid_request',
+      'store: true is not supported: responses are not kept; send store: false (or omit it) and the whole conversation in input.',
+      { param: 'store' },
+    );
   if (body.previous_response_id !== undefined) {
-    throw new ApiError('invalid_request', 'previous_response_id is not supported: responses are not kept; send the whole conversation in input.', { param: 'previous_response_id' });
+    throw new ApiError('invalid_request', 'previous_response_id is not supported: responses are not kept; send the whole conversation in input.', {
+      param: 'previous_response_id',
+    });
   }
   // Encrypted reasoning (what a stateless client asks for to carry reasoning between calls, the AI
   // SDK with store: false on a reasoning model) is none: reasoning is never relayed.
   const extra = (body.include ?? []).findIndex((v) => v !== 'reasoning.encrypted_content');
   if (extra >= 0) {
-    throw new ApiError('invalid_request', `include '${echo(body.include![extra])}' is not supported: the output is text and function calls only.`, { param: `include.${extra}` });
+    throw new ApiError('invalid_request', `include '${echo(body.include![extra])}' is not supported: the output is text and function calls only.`, {
+      param: `include.${extra}`,
+    });
   }
   if (body.truncation === 'auto') {
-    throw new ApiError('invalid_request', "truncation 'auto' is not supported: an input longer than the context window is refused; send truncation: 'disabled' (or omit it).", { param: 'truncation' });
+    throw new ApiError(
+      'invalid_request',
+      "truncation 'auto' is not supported: an input longer than the context window is refused; send truncation: 'disabled' (or omit it).",
+      { param: 'truncation' },
+    );
   }
   const messages = inputMessages(body.input);
   // Empty instructions and an empty tool list (LlamaIndex sends both by default) are none.
@@ -120,7 +153,12 @@ export function toChatBody(body: ResponsesBody): ChatBody {
   if (body.tools !== undefined && body.tools.length > 0) {
     chat.tools = body.tools.map(({ name, description, parameters, strict }) => ({
       type: 'function',
-      function: { name, ...(description !== undefined ? { description } : {}), ...(parameters !== undefined ? { parameters } : {}), ...(strict !== undefined ? { strict } : {}) },
+      function: {
+        name,
+        ...(description !== undefined ? { description } : {}),
+        ...(parameters !== undefined ? { parameters } : {}),
+        ...(strict !== undefined ? { strict } : {}),
+      },
     }));
   }
   const tc = body.tool_choice;

@@ -41,7 +41,9 @@ export async function examineAudio(path: string, opts: ExamineOptions = {}): Pro
     const decode = {
       ...(opts.maxSeconds !== undefined ? { maxSeconds: opts.maxSeconds + 1 } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
-      onContainer: (name: string) => { container = name; },
+      onContainer: (name: string) => {
+        container = name;
+      },
     };
     // Without keepPcm, ffmpeg counts the decoded PCM itself: it never passes through this process
     // (an hour is 115 MB).
@@ -52,7 +54,9 @@ export async function examineAudio(path: string, opts: ExamineOptions = {}): Pro
     return { container, contentType: contentTypeOf(container), durationS, ...(pcm ? { pcm } : {}) };
   } catch (err) {
     if (err instanceof AudioDecodeError) {
-      throw new ApiError('invalid_audio', `The file could not be decoded as audio (${err.message}). Send wav, mp3, ogg/opus, flac, m4a/aac or webm.`, { param: 'file' });
+      throw new ApiError('invalid_audio', `The file could not be decoded as audio (${err.message}). Send wav, mp3, ogg/opus, flac, m4a/aac or webm.`, {
+        param: 'file',
+      });
     }
     throw err;
   }

@@ -70,7 +70,12 @@ export class TranscriptionJobs {
   }
 
   /** The upload is already stored at `audioKeyOf(jobId)`; on any refusal the caller deletes it. */
-  async create(principal: ApiKeyPrincipal, jobId: string, fields: TranscriptionFields, upload: Upload): Promise<{ id: string; object: 'transcription.job'; status: 'queued'; created_at: number }> {
+  async create(
+    principal: ApiKeyPrincipal,
+    jobId: string,
+    fields: TranscriptionFields,
+    upload: Upload,
+  ): Promise<{ id: string; object: 'transcription.job'; status: 'queued'; created_at: number }> {
     const { blobs, meter } = this.deps;
     const probed = await blobs.withFile(upload.key, async (path) => {
       try {
@@ -81,14 +86,20 @@ export class TranscriptionJobs {
         return { seconds: measured ?? probe.duration!, measured, contentType: contentTypeOf(probe.container) };
       } catch (err) {
         if (err instanceof AudioDecodeError) {
-          throw new ApiError('invalid_audio', `The file could not be decoded as audio (${err.message}). Send wav, mp3, ogg/opus, flac, m4a/aac or webm.`, { param: 'file' });
+          throw new ApiError('invalid_audio', `The file could not be decoded as audio (${err.message}). Send wav, mp3, ogg/opus, flac, m4a/aac or webm.`, {
+            param: 'file',
+          });
         }
         throw err;
       }
     });
     if (probed === null) throw new ApiError('invalid_request', "The field 'file' is required.", { param: 'file' });
     if (probed.seconds > this.deps.maxAudioSeconds) {
-      throw new ApiError('audio_too_long', `The recording is ${Math.round(probed.seconds)} s long; a job takes at most ${this.deps.maxAudioSeconds} s (${this.deps.maxAudioSeconds / 60} minutes).`, { param: 'file' });
+      throw new ApiError(
+        'audio_too_long',
+        `The recording is ${Math.round(probed.seconds)} s long; a job takes at most ${this.deps.maxAudioSeconds} s (${this.deps.maxAudioSeconds / 60} minutes).`,
+        { param: 'file' },
+      );
     }
     const estimateSeconds = Math.ceil(probed.seconds * ESTIMATE_MARGIN) + 1;
     const call = await meter.begin(principal, {
@@ -147,7 +158,10 @@ export class TranscriptionJobs {
     const expected = Buffer.from(this.deps.callbackToken(jobId));
     const given = Buffer.from(parsed.token ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw notFound();
-    const event: { type: 'provider.callback'; providerJobId: string; rawKey?: string; error?: { code: string; message: string } } = { type: 'provider.callback', providerJobId: parsed.providerJobId };
+    const event: { type: 'provider.callback'; providerJobId: string; rawKey?: string; error?: { code: string; message: string } } = {
+      type: 'provider.callback',
+      providerJobId: parsed.providerJobId,
+    };
     if (parsed.result?.state === 'completed') {
       const key = `jobs/${jobId}/callback.json`;
       await this.deps.blobs.put(key, Buffer.from(JSON.stringify(parsed.result.transcript)));
@@ -155,10 +169,12 @@ export class TranscriptionJobs {
     } else if (parsed.result?.state === 'failed') {
       event.error = { code: 'upstream_error', message: parsed.result.message || 'The provider could not transcribe the recording.' };
     }
-    await this.ref(jobId).send(event, { wait: 'accepted' }).catch((err: unknown) => {
-      if ((err as { code?: string }).code === 'not_found') throw notFound();
-      throw err;
-    });
+    await this.ref(jobId)
+      .send(event, { wait: 'accepted' })
+      .catch((err: unknown) => {
+        if ((err as { code?: string }).code === 'not_found') throw notFound();
+        throw err;
+      });
     return { received: true };
   }
 
@@ -198,7 +214,10 @@ export class TranscriptionJobs {
    * segments (the dashboard's list, polled every few seconds, shows neither: a page of four-hour
    * transcripts is megabytes read from the blob store each time).
    */
-  async list(account: string, opts: { limit: number; after?: string; status?: JobStatus; transcripts?: boolean }): Promise<{ object: 'list'; data: JobObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
+  async list(
+    account: string,
+    opts: { limit: number; after?: string; status?: JobStatus; transcripts?: boolean },
+  ): Promise<{ object: 'list'; data: JobObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
     const where: Record<string, unknown> = { account };
     if (opts.status) where.status = opts.status;
     if (opts.after) {
@@ -216,7 +235,9 @@ export class TranscriptionJobs {
   private async view(account: string, id: string): Promise<ActorView> {
     const notFound = () => new ApiError('not_found', `No transcription job '${id}'.`, { param: 'id' });
     if (!/^txjob_[0-9a-f]{24}$/.test(id)) throw notFound();
-    const view = await this.ref(id).get().catch(() => null);
+    const view = await this.ref(id)
+      .get()
+      .catch(() => null);
     if (!view || facts(view)?.account !== account) throw notFound();
     return view;
   }

@@ -62,15 +62,24 @@ export function readFields(fields: Map<string, string[]>, endpoint: Endpoint): T
   if (modelRule) throw bad('model', `Invalid field 'model': ${modelRule}.`);
   const byCode = one(fields, 'language_code');
   const byName = one(fields, 'language');
-  if (byCode !== undefined && byName !== undefined && byCode !== byName) throw bad('language_code', "Give 'language_code' or 'language', not two different ones.");
+  if (byCode !== undefined && byName !== undefined && byCode !== byName)
+    throw bad('language_code', "Give 'language_code' or 'language', not two different ones.");
   const language = (byCode ?? byName)?.trim() || undefined;
   const mode = (one(fields, 'mode') ?? 'transcribe') as SttMode;
   if (!(STT_MODES as readonly string[]).includes(mode)) throw bad('mode', `'mode' is one of ${STT_MODES.join(', ')}.`);
   const responseFormat = (one(fields, 'response_format') ?? 'json') as ResponseFormat;
-  if (!(RESPONSE_FORMATS as readonly string[]).includes(responseFormat)) throw bad('response_format', `'response_format' is one of ${RESPONSE_FORMATS.join(', ')}.`);
+  if (!(RESPONSE_FORMATS as readonly string[]).includes(responseFormat))
+    throw bad('response_format', `'response_format' is one of ${RESPONSE_FORMATS.join(', ')}.`);
   const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])] as TimestampGranularity[];
-  for (const g of granularities) if (g !== 'segment' && g !== 'word') throw bad('timestamp_granularities[]', "Each timestamp granularity is 'segment' or 'word'.");
-  const out: TranscriptionFields = { model, mode, responseFormat, granularities: [...new Set(granularities)], diarize: bool(fields, 'diarize', endpoint === 'jobs') };
+  for (const g of granularities)
+    if (g !== 'segment' && g !== 'word') throw bad('timestamp_granularities[]', "Each timestamp granularity is 'segment' or 'word'.");
+  const out: TranscriptionFields = {
+    model,
+    mode,
+    responseFormat,
+    granularities: [...new Set(granularities)],
+    diarize: bool(fields, 'diarize', endpoint === 'jobs'),
+  };
   if (endpoint === 'translations') {
     out.mode = 'translate';
     out.translation = true;
@@ -121,20 +130,29 @@ export function checkAgainstModel(model: ModelDoc, req: TranscriptionFields, end
   const features = sttFeatures(model);
   if (!features.modes.includes(req.mode)) {
     // On the translations endpoint the client chose no mode: the model is what cannot translate.
-    if (req.translation) throw new ApiError('mode_not_supported', `The model '${model._id}' does not translate (its modes: ${features.modes.join(', ')}); pick a model whose 'modes' include translate in /v1/models.`, { param: 'model' });
+    if (req.translation)
+      throw new ApiError(
+        'mode_not_supported',
+        `The model '${model._id}' does not translate (its modes: ${features.modes.join(', ')}); pick a model whose 'modes' include translate in /v1/models.`,
+        { param: 'model' },
+      );
     throw new ApiError('mode_not_supported', `The model '${model._id}' offers the modes ${features.modes.join(', ')}, not '${req.mode}'.`, { param: 'mode' });
   }
   if (endpoint === 'jobs' && !features.jobs) {
     throw new ApiError('invalid_request', `The model '${model._id}' does not run transcription jobs; see its 'jobs' field in /v1/models.`, { param: 'model' });
   }
   if (endpoint === 'jobs' && req.diarize && !features.diarization) {
-    throw new ApiError('invalid_request', `The model '${model._id}' does not label speakers; send diarize=false or pick a model with 'diarization'.`, { param: 'diarize' });
+    throw new ApiError('invalid_request', `The model '${model._id}' does not label speakers; send diarize=false or pick a model with 'diarization'.`, {
+      param: 'diarize',
+    });
   }
   if (req.language === undefined) return undefined;
   const offered = model.languages ?? [];
   const matched = matchLanguage(req.language, offered);
   if (!matched) {
-    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, { param: req.languageParam ?? 'language_code' });
+    throw new ApiError('language_not_supported', `The model '${model._id}' offers ${offered.join(', ') || 'no languages'}, not '${echo(req.language)}'.`, {
+      param: req.languageParam ?? 'language_code',
+    });
   }
   return matched;
 }

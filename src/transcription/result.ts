@@ -11,7 +11,10 @@ export const speakerLabel = (n: number): string => `SPEAKER_${String(n).padStart
  * Every segment gets a speaker label: the provider's speakers in order of appearance when `diarized`
  * (SPEAKER_00 for all when it gave none), SPEAKER_00 for all when not.
  */
-export function transcriptForClient(t: UpstreamTranscript, opts: { durationS: number; language: string | null; diarized: boolean; decoder?: boolean }): Transcript {
+export function transcriptForClient(
+  t: UpstreamTranscript,
+  opts: { durationS: number; language: string | null; diarized: boolean; decoder?: boolean },
+): Transcript {
   const labels = new Map<string, string>();
   const labelOf = (raw: string | number | null | undefined): string => {
     const key = raw === null || raw === undefined ? '' : String(raw);

@@ -32,7 +32,14 @@ export class SyncTranscription {
     return done;
   }
 
-  private async run(principal: ApiKeyPrincipal, fields: TranscriptionFields, upload: Upload, path: string, requestId: string, signal: CancelSignal): Promise<Rendered> {
+  private async run(
+    principal: ApiKeyPrincipal,
+    fields: TranscriptionFields,
+    upload: Upload,
+    path: string,
+    requestId: string,
+    signal: CancelSignal,
+  ): Promise<Rendered> {
     const { meter, router } = this.deps;
     // Decoded once, here: the PCM is kept (31.5 s at most, about 1 MB) for an engine in this process.
     const audio = await examineAudio(path, { maxSeconds: SYNC_LIMIT_SECONDS, keepPcm: true });
@@ -75,7 +82,12 @@ export class SyncTranscription {
       throw api;
     }
     await call.settle({ route: served.route.id, seconds, costMicrocents: priceOfSeconds(model.pricing, seconds), status: 'ok' }, { answer: true });
-    const transcript = transcriptForClient(served.result, { durationS: audio.durationS, language: language ?? model.languages?.[0] ?? null, diarized: false, decoder: fields.responseFormat === 'verbose_json' });
+    const transcript = transcriptForClient(served.result, {
+      durationS: audio.durationS,
+      language: language ?? model.languages?.[0] ?? null,
+      diarized: false,
+      decoder: fields.responseFormat === 'verbose_json',
+    });
     const timestamps = sttFeatures(model).timestamps !== 'none';
     if (fields.responseFormat === 'json') {
       // The spec's synchronous transcript (BCP-47 language, duration, segments when the model gives

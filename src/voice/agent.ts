@@ -171,7 +171,9 @@ const DIGIT_ENTITIES: ReadonlySet<string> = new Set(['amount', 'phone']);
  * or a phone number: the pack's own slot metadata, whether the reply comes from a turn or opens.
  */
 function asksForDigits(pack: IntentPack, responseId: string): boolean {
-  return pack.intents.some((i) => i.entities !== undefined && i.entities.missing.response_id === responseId && i.entities.required.some((n) => DIGIT_ENTITIES.has(n)));
+  return pack.intents.some(
+    (i) => i.entities !== undefined && i.entities.missing.response_id === responseId && i.entities.required.some((n) => DIGIT_ENTITIES.has(n)),
+  );
 }
 
 /** A fixed wording said in the call's voice (rendered once, kept). */

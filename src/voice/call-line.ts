@@ -65,7 +65,9 @@ export class CallLine {
   }
 
   record(event: VoiceCallEvent): void {
-    void this.deps.actor.send(event, { wait: 'applied' }).catch((err: unknown) => this.deps.log.warn({ err, event: event.type }, 'call actor did not take an event'));
+    void this.deps.actor
+      .send(event, { wait: 'applied' })
+      .catch((err: unknown) => this.deps.log.warn({ err, event: event.type }, 'call actor did not take an event'));
   }
 
   /** A turn of work queued after the ones before it; `busy` while it runs (the silence watchdog waits). */
@@ -84,6 +86,8 @@ export class CallLine {
   async end(reason: EndReason): Promise<void> {
     if (this.over) return;
     this.deps.stopTimers();
-    await this.deps.actor.send({ type: 'media.ending', now: this.deps.now(), reason }, { wait: 'durable' }).catch((err: unknown) => this.deps.log.warn({ err, reason }, 'call actor did not take the end'));
+    await this.deps.actor
+      .send({ type: 'media.ending', now: this.deps.now(), reason }, { wait: 'durable' })
+      .catch((err: unknown) => this.deps.log.warn({ err, reason }, 'call actor did not take the end'));
   }
 }

@@ -28,7 +28,10 @@ export interface VoiceCallBody {
   model: string;
   to: string;
   from?: string;
-  agent?: { type: 'intent'; intent_model: string } | { type: 'llm'; llm_model: string; system_prompt: string } | { type: 'hybrid'; intent_model: string; llm_model: string; system_prompt: string };
+  agent?:
+    | { type: 'intent'; intent_model: string }
+    | { type: 'llm'; llm_model: string; system_prompt: string }
+    | { type: 'hybrid'; intent_model: string; llm_model: string; system_prompt: string };
   language?: string;
   voice?: string;
   first_message?: { response_id?: string; text?: string; mode?: 'agent_first' | 'wait_for_callee' | 'after_silence' };
@@ -70,7 +73,9 @@ export interface Checked extends LivePlan {
 export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
   const turn = endpointing(body);
   if (turn.max < turn.min) {
-    throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, { param: 'turn.endpointing_ms.max' });
+    throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, {
+      param: 'turn.endpointing_ms.max',
+    });
   }
   const features = voiceFeatures(model);
   const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
@@ -78,7 +83,11 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
   }
   if (!phone.country || !features.countries.includes(phone.country)) {
-    throw new ApiError('destination_not_allowed', `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`, { param: 'to' });
+    throw new ApiError(
+      'destination_not_allowed',
+      `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`,
+      { param: 'to' },
+    );
   }
   if (body.webhook_id !== undefined && !(await deps.webhookOwned(payer.walletId, body.webhook_id))) {
     throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
@@ -88,17 +97,28 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   }
   const languages = model.languages ?? [];
   const language = body.language === undefined ? languages[0] : matchLanguage(body.language, languages);
-  if (!language) throw new ApiError('language_not_supported', `The model '${model._id}' speaks ${languages.join(', ') || 'no languages'}, not '${echo(body.language ?? '')}'.`, { param: 'language' });
+  if (!language)
+    throw new ApiError(
+      'language_not_supported',
+      `The model '${model._id}' speaks ${languages.join(', ') || 'no languages'}, not '${echo(body.language ?? '')}'.`,
+      { param: 'language' },
+    );
   const voice = body.voice ?? features.voices.find((v) => v.split('-')[0] === primaryLanguage(language)) ?? features.voices[0];
   if (voice === undefined || !features.voices.includes(voice)) {
-    throw new ApiError('voice_not_supported', `The model '${model._id}' offers the voices ${features.voices.join(', ') || 'none'}, not '${echo(voice ?? '')}'.`, { param: 'voice' });
+    throw new ApiError(
+      'voice_not_supported',
+      `The model '${model._id}' offers the voices ${features.voices.join(', ') || 'none'}, not '${echo(voice ?? '')}'.`,
+      { param: 'voice' },
+    );
   }
   const agent = body.agent ?? (model.intent_model ? { type: 'intent' as const, intent_model: model.intent_model } : undefined);
   if (agent === undefined) throw new ApiError('invalid_request', `The model '${model._id}' has no default agent; give 'agent'.`, { param: 'agent' });
   let intentModel: ModelDoc | null = null;
   if (agent.type === 'intent' || agent.type === 'hybrid') {
     intentModel = await deps.models.resolve(agent.intent_model, 'intent', payer.walletId).catch(() => {
-      throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, { param: 'agent.intent_model' });
+      throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, {
+        param: 'agent.intent_model',
+      });
     });
     const pack = await deps.intent.packOf(intentModel);
     if (!pack) throw new ApiError('model_misconfigured', `The intent model '${intentModel._id}' names a pack that is not loaded.`);
@@ -115,16 +135,20 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   let llmModel: ModelDoc | null = null;
   if (agent.type === 'llm' || agent.type === 'hybrid') {
     llmModel = await deps.models.resolve(agent.llm_model, 'llm', payer.walletId).catch(() => {
-      throw new ApiError('invalid_request', `'agent.llm_model' must be an llm model available to your account, not '${echo(agent.llm_model)}'.`, { param: 'agent.llm_model' });
+      throw new ApiError('invalid_request', `'agent.llm_model' must be an llm model available to your account, not '${echo(agent.llm_model)}'.`, {
+        param: 'agent.llm_model',
+      });
     });
   }
   const [stt, tts] = await Promise.all([deps.models.get(model.stt_model ?? ''), deps.models.get(model.tts_model ?? '')]);
-  if (stt?.type !== 'stt' || !tts || tts.type !== 'tts') throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
+  if (stt?.type !== 'stt' || !tts || tts.type !== 'tts')
+    throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
   const carriers = deps.resolveRoutes(model).flatMap((r, route) => {
     const carrier = r.problem ? undefined : deps.carrier(model.routes[route]!, r);
     return carrier ? [{ route, carrier }] : [];
   });
-  if (carriers.length === 0) throw new ApiError('model_unavailable', `The model '${model._id}' has no carrier this gateway can dial through.`, { headers: { 'retry-after': '60' } });
+  if (carriers.length === 0)
+    throw new ApiError('model_unavailable', `The model '${model._id}' has no carrier this gateway can dial through.`, { headers: { 'retry-after': '60' } });
   const maxSeconds = Math.min(body.max_duration_seconds ?? DEFAULT_MAX_DURATION_SECONDS, features.max_duration_seconds);
   // The credit guard: the reservation covers min(max duration, what the wallet affords).
   const price = callPrice(features.price_per_minute_cents, 1);
@@ -132,7 +156,10 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   const floor = deps.settings.minAffordableSeconds;
   if (affordable < floor) {
     const perMinute = features.price_per_minute_cents;
-    throw new ApiError('insufficient_credit', `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`);
+    throw new ApiError(
+      'insufficient_credit',
+      `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`,
+    );
   }
   return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
 }

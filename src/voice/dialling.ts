@@ -19,7 +19,11 @@ type CarrierOutcome = Parameters<Parameters<Carrier['dial']>[1]['ended']>[0];
  * (src/providers/router.ts), which retries a failed request on the next route: a call a carrier took
  * is the callee's, and a second carrier would ring the callee twice.
  */
-export async function dialBeforeAnswer<T>(routes: readonly { route: number; carrier: Carrier }[], dial: (carrier: Carrier, route: number) => Promise<T>, refused: (err: unknown, route: number) => void): Promise<T> {
+export async function dialBeforeAnswer<T>(
+  routes: readonly { route: number; carrier: Carrier }[],
+  dial: (carrier: Carrier, route: number) => Promise<T>,
+  refused: (err: unknown, route: number) => void,
+): Promise<T> {
   let lastError: unknown = new Error('no carrier');
   for (const { route, carrier } of routes) {
     try {
@@ -69,7 +73,9 @@ export class Dialling {
       maxDurationMs: input.maxDurationMs,
     };
     const tell = (event: VoiceCallEvent) =>
-      void this.deps.actor.send(event, { wait: 'applied' }).catch((err: unknown) => this.deps.log.warn({ err, event: event.type }, 'call actor did not take carrier news'));
+      void this.deps.actor
+        .send(event, { wait: 'applied' })
+        .catch((err: unknown) => this.deps.log.warn({ err, event: event.type }, 'call actor did not take carrier news'));
     const events = {
       ringing: () => tell({ type: 'carrier.ringing', now: this.deps.now() }),
       answered: () => {
@@ -97,7 +103,8 @@ export class Dialling {
 
   /** Hangs up at the carrier that took the call, if it is still up there. */
   async hangup(): Promise<void> {
-    if (this.carrier && this.carrierCallId !== null && !this.carrierEnded) await this.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
+    if (this.carrier && this.carrierCallId !== null && !this.carrierEnded)
+      await this.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
   }
 
   /** The same, unheard (the live side is going away without a hang-up). */

@@ -24,7 +24,10 @@ type Claim = { fresh: true; release(): Promise<void> } | { fresh: false; callId:
 export class IdempotencyKeys {
   private readonly records;
 
-  constructor(store: Store, private readonly now: () => number) {
+  constructor(
+    store: Store,
+    private readonly now: () => number,
+  ) {
     this.records = store.collection<IdempotencyDoc>('voice_idempotency');
   }
 
@@ -42,7 +45,9 @@ export class IdempotencyKeys {
       const found = await this.records.findOne({ _id: id });
       if (found && found.expires_at.getTime() > now) {
         if (found.body_sha256 !== hash) {
-          throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body in the last 24 hours; use a new key.', { param: 'Idempotency-Key' });
+          throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body in the last 24 hours; use a new key.', {
+            param: 'Idempotency-Key',
+          });
         }
         return { fresh: false, callId: found.call_id };
       }
@@ -62,7 +67,10 @@ export class IdempotencyKeys {
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }

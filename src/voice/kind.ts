@@ -93,7 +93,12 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
       const c = context as VoiceCallContext;
       return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
     },
-    indexes: [{ account: 1, order: -1 }, { account: 1, status: 1, order: -1 }, { account: 1, active: 1 }, { account: 1, updated_at: -1 }],
+    indexes: [
+      { account: 1, order: -1 },
+      { account: 1, status: 1, order: -1 },
+      { account: 1, active: 1 },
+      { account: 1, updated_at: -1 },
+    ],
     provide: (ctx) => effects(deps, ctx),
   };
 }
@@ -105,7 +110,10 @@ export function orderKey(createdAt: number, callId: string): string {
 
 function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
   // The account's subscribed endpoints, or the one the call names.
-  const to = (spec: CallSpecFields) => ({ owner: { type: spec.payer.ownerType, id: spec.payer.ownerId }, ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}) });
+  const to = (spec: CallSpecFields) => ({
+    owner: { type: spec.payer.ownerType, id: spec.payer.ownerId },
+    ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}),
+  });
   return {
     actors: {
       dial: fromPromise<DialOutput, DialInput>(async ({ input }) => {
@@ -134,11 +142,20 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
         else if (input.carrierCallId && deps.hangupOrphan) {
           // The media died with its instance; the call may still be up at the carrier. What the
           // carrier then says it lasted is kept beside what is billed (up to the last heartbeat).
-          const told = await deps.hangupOrphan(input.model, input.carrierCallId).catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
+          const told = await deps
+            .hangupOrphan(input.model, input.carrierCallId)
+            .catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
           carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
         const cost = await ctx.steps.once('charge', async () => {
-          const call = deps.meter.resume({ payer: spec.payer, model: input.model, modelType: 'voice', hold: spec.hold, requestId: spec.requestId, startedAt: spec.startedAt });
+          const call = deps.meter.resume({
+            payer: spec.payer,
+            model: input.model,
+            modelType: 'voice',
+            hold: spec.hold,
+            requestId: spec.requestId,
+            startedAt: spec.startedAt,
+          });
           if (input.billedSeconds === 0) {
             await call.release('ok', { seconds: 0 });
             return 0;
@@ -151,7 +168,14 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
           await deps.events.emit({
             event: 'call.ended',
             ...to(spec),
-            fields: { call_id: input.callId, model: input.model, status: input.status, end_reason: input.reason, billed_seconds: input.billedSeconds, cost_cents: centsOf(cost) },
+            fields: {
+              call_id: input.callId,
+              model: input.model,
+              status: input.status,
+              end_reason: input.reason,
+              billed_seconds: input.billedSeconds,
+              cost_cents: centsOf(cost),
+            },
           });
           return true;
         });

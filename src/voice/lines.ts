@@ -56,7 +56,11 @@ export async function* sentences(deltas: AsyncIterable<string>): AsyncGenerator<
  * being synthesized. A failure of the text stream or of a synthesis ends the lines there (thrown
  * to the consumer after the lines before it); `signal` aborts the syntheses still running.
  */
-export function spokenLines(texts: AsyncIterable<string>, synthesize: (text: string, signal: AbortSignal) => Promise<SpeechClip>, signal: AbortSignal): AsyncIterable<SpokenLine> {
+export function spokenLines(
+  texts: AsyncIterable<string>,
+  synthesize: (text: string, signal: AbortSignal) => Promise<SpeechClip>,
+  signal: AbortSignal,
+): AsyncIterable<SpokenLine> {
   const ready: Promise<SpokenLine>[] = [];
   let finished = false;
   let failure: unknown = null;

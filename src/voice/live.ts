@@ -128,7 +128,8 @@ function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: Live
 function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): CallAgent {
   const common = { tts: c.tts, voice: c.voice, language: c.language, variables: body.variables ?? {}, audio: deps.audio };
   const firstMessage = { ...body.first_message, mode: body.first_message?.mode ?? ('agent_first' as const) };
-  const llm = c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
+  const llm =
+    c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
   if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
   return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
 }

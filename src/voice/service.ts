@@ -88,7 +88,12 @@ export class VoiceCalls {
     return this.live.get(callId);
   }
 
-  async create(principal: ApiKeyPrincipal, body: VoiceCallBody, idempotencyKey: string | undefined, requestId: string): Promise<{ created: boolean; call: VoiceCallObject }> {
+  async create(
+    principal: ApiKeyPrincipal,
+    body: VoiceCallBody,
+    idempotencyKey: string | undefined,
+    requestId: string,
+  ): Promise<{ created: boolean; call: VoiceCallObject }> {
     const payer = await this.deps.payerFor(principal);
     const callId = newCallId();
     if (idempotencyKey !== undefined) {
@@ -115,7 +120,8 @@ export class VoiceCalls {
         return await this.get(account, callId);
       } catch (err) {
         if (!(err instanceof ApiError) || err.code !== 'not_found') throw err;
-        if (this.deps.now() >= deadline) throw new ApiError('conflict', 'A request with this Idempotency-Key is still placing its call; retry.', { headers: { 'retry-after': '1' } });
+        if (this.deps.now() >= deadline)
+          throw new ApiError('conflict', 'A request with this Idempotency-Key is still placing its call; retry.', { headers: { 'retry-after': '1' } });
         await new Promise((r) => setTimeout(r, 50));
       }
     }
@@ -137,7 +143,9 @@ export class VoiceCalls {
     const limit = (await this.deps.maxConcurrentCalls(payer.walletId)) ?? this.deps.settings.maxConcurrentCalls;
     const active = await this.deps.runtime.list(VOICE_KIND, { account: payer.walletId, active: true }, { limit });
     if (active.length >= limit) {
-      throw new ApiError('concurrency_limit_exceeded', `Your account has ${active.length} calls in progress, its limit; place this one when one ends.`, { headers: { 'retry-after': '30' } });
+      throw new ApiError('concurrency_limit_exceeded', `Your account has ${active.length} calls in progress, its limit; place this one when one ends.`, {
+        headers: { 'retry-after': '30' },
+      });
     }
     const call = await this.deps.meter.begin(principal, {
       payer, // read once by create, for the idempotency key's wallet
@@ -175,7 +183,15 @@ export class VoiceCalls {
       ringTimeoutMs,
       spec,
     };
-    const media = callMedia(this.deps, { callId, body, plan: c, endpointingMs: endpointing(body), token: this.streamToken(callId), pacer: this.pacer, onDisposed: () => this.live.delete(callId) });
+    const media = callMedia(this.deps, {
+      callId,
+      body,
+      plan: c,
+      endpointingMs: endpointing(body),
+      token: this.streamToken(callId),
+      pacer: this.pacer,
+      onDisposed: () => this.live.delete(callId),
+    });
     this.live.set(callId, media);
     try {
       await this.deps.runtime.spawn(VOICE_KIND, callId, input, { resources: media });
@@ -202,7 +218,10 @@ export class VoiceCalls {
     return toObject(await this.view(account, id));
   }
 
-  async list(account: string, opts: { limit: number; after?: string; status?: CallStatus; updatedAfter?: number }): Promise<{ object: 'list'; data: VoiceCallObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
+  async list(
+    account: string,
+    opts: { limit: number; after?: string; status?: CallStatus; updatedAfter?: number },
+  ): Promise<{ object: 'list'; data: VoiceCallObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
     const where: Record<string, unknown> = { account };
     if (opts.status) where.status = opts.status;
     if (opts.updatedAfter !== undefined) where.updated_at = { $gt: new Date(opts.updatedAfter) };
@@ -221,7 +240,10 @@ export class VoiceCalls {
   /** Cancels a call not answered yet (billed 0), or hangs up one in progress; 409 call_not_active otherwise. */
   async control(account: string, id: string, what: 'cancel' | 'hangup'): Promise<VoiceCallObject> {
     const view = await this.view(account, id);
-    const hint = what === 'cancel' ? 'only a call not answered yet can be cancelled (hang up one in progress)' : 'only a call in progress can be hung up (cancel one not answered yet)';
+    const hint =
+      what === 'cancel'
+        ? 'only a call not answered yet can be cancelled (hang up one in progress)'
+        : 'only a call in progress can be hung up (cancel one not answered yet)';
     const refused = (status: string) => new ApiError('call_not_active', `The call is ${status}: ${hint}.`, { param: 'id' });
     // An ended call's actor is final: it takes no more events.
     if (view.status !== 'active') throw refused(facts(view)?.status ?? 'over');
@@ -229,7 +251,10 @@ export class VoiceCalls {
       .ref(this.deps.kind, id)
       .ask<ControlReply>({ type: what === 'cancel' ? 'api.cancel' : 'api.hangup', now: this.deps.now() }, { wait: 'durable' })
       .catch(async (err: unknown) => {
-        const now = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
+        const now = await this.deps.runtime
+          .ref(this.deps.kind, id)
+          .get()
+          .catch(() => null);
         if (now && now.status !== 'active') throw refused(facts(now)?.status ?? 'over'); // it ended meanwhile
         throw err;
       });
@@ -246,10 +271,18 @@ export class VoiceCalls {
    * takes in its state, so they change nothing. A `completed` with a duration for a call not seen
    * answered tells the answer first.
    */
-  async carrierCallback(id: string, provider: string, sent: Pick<CallbackRequest, 'params' | 'signature' | 'token'>, path: string): Promise<{ received: true }> {
+  async carrierCallback(
+    id: string,
+    provider: string,
+    sent: Pick<CallbackRequest, 'params' | 'signature' | 'token'>,
+    path: string,
+  ): Promise<{ received: true }> {
     const notFound = () => new ApiError('not_found', 'No such call.');
     if (!CALL_ID.test(id)) throw notFound();
-    const view = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
+    const view = await this.deps.runtime
+      .ref(this.deps.kind, id)
+      .get()
+      .catch(() => null);
     const c = view ? facts(view) : null;
     if (!view || !c) throw notFound();
     const model = await this.deps.models.get(c.model);
@@ -278,7 +311,10 @@ export class VoiceCalls {
   private async view(account: string, id: string): Promise<ActorView> {
     const notFound = () => new ApiError('not_found', `No call '${echo(id)}'.`, { param: 'id' });
     if (!CALL_ID.test(id)) throw notFound();
-    const view = await this.deps.runtime.ref(this.deps.kind, id).get().catch(() => null);
+    const view = await this.deps.runtime
+      .ref(this.deps.kind, id)
+      .get()
+      .catch(() => null);
     if (!view || facts(view)?.account !== account) throw notFound();
     return view;
   }
@@ -289,9 +325,15 @@ export class VoiceCalls {
    * restored in `ending` and its once-only steps complete).
    */
   async close(waitMs = 5_000): Promise<void> {
-    await Promise.all([...this.live.keys()].map((id) => this.deps.runtime.ref(this.deps.kind, id).send({ type: 'media.ending', now: this.deps.now(), reason: 'gateway_restart' }, { wait: 'durable' }).catch(() => undefined)));
+    await Promise.all(
+      [...this.live.keys()].map((id) =>
+        this.deps.runtime
+          .ref(this.deps.kind, id)
+          .send({ type: 'media.ending', now: this.deps.now(), reason: 'gateway_restart' }, { wait: 'durable' })
+          .catch(() => undefined),
+      ),
+    );
     const deadline = Date.now() + waitMs;
     while (this.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
 }
-

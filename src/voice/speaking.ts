@@ -54,7 +54,12 @@ export class Speaking {
     try {
       const reply = await make(abort.signal);
       if (!reply || line.over || abort.signal.aborted || (line.closing && !last)) return;
-      if (reply.outcome && reply.action) line.record({ type: 'action', now: this.deps.now(), action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: line.clock() } });
+      if (reply.outcome && reply.action)
+        line.record({
+          type: 'action',
+          now: this.deps.now(),
+          action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: line.clock() },
+        });
       await this.say(reply, heardAt, abort);
     } finally {
       abort.abort();

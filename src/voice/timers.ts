@@ -46,16 +46,22 @@ export class CallTimers {
   /** Arms the media watchdog: no stream start (or no frame) for mediaTimeoutMs ends the call. */
   arm(): void {
     this.lastFrameAt = this.deps.now();
-    this.watchdog = setInterval(() => {
-      if (this.deps.now() - this.lastFrameAt >= this.deps.mediaTimeoutMs) void this.deps.line.end('media_timeout');
-      else this.checkIdle();
-    }, Math.min(250, this.deps.mediaTimeoutMs));
+    this.watchdog = setInterval(
+      () => {
+        if (this.deps.now() - this.lastFrameAt >= this.deps.mediaTimeoutMs) void this.deps.line.end('media_timeout');
+        else this.checkIdle();
+      },
+      Math.min(250, this.deps.mediaTimeoutMs),
+    );
     this.watchdog.unref();
   }
 
   /** The stream started: the actor's heartbeat, a second apart. */
   beat(): void {
-    this.heartbeat = setInterval(() => void this.deps.actor.send({ type: 'media.heartbeat', now: this.deps.now() }, { wait: 'applied' }).catch(() => undefined), HEARTBEAT_MS);
+    this.heartbeat = setInterval(
+      () => void this.deps.actor.send({ type: 'media.heartbeat', now: this.deps.now() }, { wait: 'applied' }).catch(() => undefined),
+      HEARTBEAT_MS,
+    );
     this.heartbeat.unref();
   }
 
@@ -118,7 +124,9 @@ export class CallTimers {
     this.deps.line.closing = true;
     this.deps.speaking.cut();
     this.deps.speaking.stop();
-    await this.deps.speaking.respond(async () => words, null, true).catch((err: unknown) => this.deps.log.warn({ err }, 'the low-balance wording did not play'));
+    await this.deps.speaking
+      .respond(async () => words, null, true)
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'the low-balance wording did not play'));
     await this.deps.line.end('insufficient_credit');
   }
 }

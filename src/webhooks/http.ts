@@ -92,7 +92,8 @@ function classify(err: unknown): string {
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = e?.code ?? e?.cause?.code ?? '';
   if (code === BLOCKED_CODE) return 'blocked_address';
-  if (e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError || e instanceof undiciErrors.ConnectTimeoutError) return 'timeout';
+  if (e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError || e instanceof undiciErrors.ConnectTimeoutError)
+    return 'timeout';
   if (code === 'ECONNREFUSED') return 'connection_refused';
   if (code === 'ECONNRESET' || e instanceof undiciErrors.SocketError) return 'connection_reset';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns_error';

@@ -4,12 +4,7 @@
 // `endpoint(webhookId)`.
 import { fromPromise } from 'xstate';
 import type { ActorKind, ActorRef } from '../actors/runtime.ts';
-import {
-  version,
-  webhookEndpointMachine,
-  type DeliverBatchInput,
-  type DeliverBatchOutput,
-} from '../../machines/webhook-endpoint.machine.ts';
+import { version, webhookEndpointMachine, type DeliverBatchInput, type DeliverBatchOutput } from '../../machines/webhook-endpoint.machine.ts';
 import type { WebhookDeliverer } from './deliverer.ts';
 import { ACTOR_KIND } from './records.ts';
 

@@ -12,7 +12,17 @@ import type { Collection, Store } from '../store/port.ts';
 
 export const ACTOR_KIND = 'webhook';
 
-export const EVENT_NAMES: readonly AccountEventName[] = ['low_balance', 'topup', 'rate_limit_exceeded', 'key_expired', 'usage_spike', 'transcription.completed', 'transcription.failed', 'call.answered', 'call.ended'];
+export const EVENT_NAMES: readonly AccountEventName[] = [
+  'low_balance',
+  'topup',
+  'rate_limit_exceeded',
+  'key_expired',
+  'usage_spike',
+  'transcription.completed',
+  'transcription.failed',
+  'call.answered',
+  'call.ended',
+];
 
 export interface WebhookDoc {
   _id: number;

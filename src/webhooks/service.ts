@@ -95,7 +95,10 @@ export class WebhookService {
     await this.c.webhooks.deleteOne({ _id: doc._id });
     await this.c.outbox.deleteMany({ webhook_id: doc._id });
     await this.c.deliveries.deleteMany({ webhook_id: doc._id });
-    await this.deps.endpoint(doc._id).send({ type: 'remove' }).catch(() => undefined);
+    await this.deps
+      .endpoint(doc._id)
+      .send({ type: 'remove' })
+      .catch(() => undefined);
     return { id: doc._id, deleted: true };
   }
 
@@ -163,7 +166,10 @@ export class WebhookService {
   }
 
   private async actor(doc: WebhookDoc): Promise<ActorView | null> {
-    return this.deps.endpoint(doc._id).get().catch(() => null);
+    return this.deps
+      .endpoint(doc._id)
+      .get()
+      .catch(() => null);
   }
 
   private view(doc: WebhookDoc, actor: ActorView | null): WebhookView {

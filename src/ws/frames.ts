@@ -16,7 +16,11 @@ export type ClientEvent =
 
 /** A client frame that cannot be taken: answered with an `error` frame, the session goes on. */
 export class FrameError extends ApiError {
-  constructor(message: string, readonly eventId: string | null, param?: string) {
+  constructor(
+    message: string,
+    readonly eventId: string | null,
+    param?: string,
+  ) {
     super('invalid_request', message, param !== undefined ? { param } : {});
   }
 }
@@ -28,7 +32,8 @@ const FORMATS: Record<Encoding, string> = { pcm_s16le: 'pcm16', mulaw: 'g711_ula
 /** OpenAI's GA names (`audio.input.format.type`); `audio/x-linear32` is ours. */
 const GA_FORMATS: Record<Encoding, string> = { pcm_s16le: 'audio/pcm', mulaw: 'audio/pcmu', alaw: 'audio/pcma', linear32: 'audio/x-linear32' };
 
-const encodingNamed = (names: Record<Encoding, string>, name: unknown): Encoding | undefined => (Object.keys(names) as Encoding[]).find((e) => names[e] === name);
+const encodingNamed = (names: Record<Encoding, string>, name: unknown): Encoding | undefined =>
+  (Object.keys(names) as Encoding[]).find((e) => names[e] === name);
 
 /** Parses a text frame. Throws FrameError for anything malformed. */
 export function parseClientFrame(text: string): ClientEvent {
@@ -45,7 +50,8 @@ export function parseClientFrame(text: string): ClientEvent {
   switch (m.type) {
     case 'input_audio_buffer.append': {
       const audio = m.audio;
-      if (typeof audio !== 'string' || audio.length % 4 !== 0 || !BASE64.test(audio)) throw new FrameError("'audio' must be base64-encoded audio in the session's encoding.", eventId, 'audio');
+      if (typeof audio !== 'string' || audio.length % 4 !== 0 || !BASE64.test(audio))
+        throw new FrameError("'audio' must be base64-encoded audio in the session's encoding.", eventId, 'audio');
       return { type: m.type, audio: Buffer.from(audio, 'base64'), eventId };
     }
     case 'input_audio_buffer.commit':
@@ -78,7 +84,10 @@ function objectOf(value: unknown, known: readonly string[], param: string, event
  * refused on its own.
  */
 class UpdateReader {
-  constructor(readonly update: SessionUpdate, private readonly eventId: string | null) {}
+  constructor(
+    readonly update: SessionUpdate,
+    private readonly eventId: string | null,
+  ) {}
 
   /** Reads one setting (counted in `update.taken` when it can be taken); its FrameError is recorded, not thrown. */
   take(read: () => void): void {
@@ -121,7 +130,8 @@ function readBetaUpdate(session: unknown, eventId: string | null): SessionUpdate
     });
   }
   readTranscription(s.input_audio_transcription, 'session.input_audio_transcription', r, eventId);
-  if (s.input_audio_noise_reduction !== undefined) r.take(() => readNoiseReduction(s.input_audio_noise_reduction, 'session.input_audio_noise_reduction', eventId));
+  if (s.input_audio_noise_reduction !== undefined)
+    r.take(() => readNoiseReduction(s.input_audio_noise_reduction, 'session.input_audio_noise_reduction', eventId));
   if (s.include !== undefined) r.take(() => readInclude(s.include, eventId));
   if ('turn_detection' in s) r.take(() => (r.update.turnDetection = readTurnDetection(s.turn_detection, 'session.turn_detection', eventId)));
   return r.update;
@@ -146,7 +156,8 @@ function readGaUpdate(session: unknown, eventId: string | null): SessionUpdate {
     if (input.format !== undefined) r.take(() => (r.update.format = readGaFormat(input.format, eventId)));
     if (input.noise_reduction !== undefined) r.take(() => readNoiseReduction(input.noise_reduction, 'session.audio.input.noise_reduction', eventId));
     readTranscription(input.transcription, 'session.audio.input.transcription', r, eventId);
-    if ('turn_detection' in input) r.take(() => (r.update.turnDetection = readTurnDetection(input.turn_detection, 'session.audio.input.turn_detection', eventId)));
+    if ('turn_detection' in input)
+      r.take(() => (r.update.turnDetection = readTurnDetection(input.turn_detection, 'session.audio.input.turn_detection', eventId)));
   });
   return r.update;
 }
@@ -158,7 +169,8 @@ function readGaFormat(value: unknown, eventId: string | null): NonNullable<Sessi
   const f = objectOf(value, ['type', 'rate'], param, eventId);
   const encoding = encodingNamed(GA_FORMATS, f.type);
   if (!encoding) throw new FrameError(`'${param}.type' is one of ${Object.values(GA_FORMATS).join(', ')}.`, eventId, `${param}.type`);
-  if (f.rate !== undefined && !GA_RATES[encoding].includes(f.rate as number)) throw new FrameError(`'${param}.rate' for ${GA_FORMATS[encoding]} is one of ${GA_RATES[encoding].join(', ')}.`, eventId, `${param}.rate`);
+  if (f.rate !== undefined && !GA_RATES[encoding].includes(f.rate as number))
+    throw new FrameError(`'${param}.rate' for ${GA_FORMATS[encoding]} is one of ${GA_RATES[encoding].join(', ')}.`, eventId, `${param}.rate`);
   return { encoding, sampleRate: (f.rate as InputRate | undefined) ?? null, param };
 }
 
@@ -175,13 +187,15 @@ function readTranscription(value: unknown, param: string, r: UpdateReader, event
     }
     if (t.language !== undefined && t.language !== null && t.language !== '') {
       r.take(() => {
-        if (typeof t.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(t.language)) throw new FrameError(`'${param}.language' is a BCP-47 tag such as en or en-US.`, eventId, `${param}.language`);
+        if (typeof t.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(t.language))
+          throw new FrameError(`'${param}.language' is a BCP-47 tag such as en or en-US.`, eventId, `${param}.language`);
         r.update.language = { tag: t.language, param: `${param}.language` };
       });
     }
     if (t.prompt !== undefined) {
       r.take(() => {
-        if (typeof t.prompt !== 'string' || t.prompt.length > 4000) throw new FrameError(`'${param}.prompt' is a string of at most 4000 characters.`, eventId, `${param}.prompt`);
+        if (typeof t.prompt !== 'string' || t.prompt.length > 4000)
+          throw new FrameError(`'${param}.prompt' is a string of at most 4000 characters.`, eventId, `${param}.prompt`);
       });
     }
   });
@@ -191,13 +205,15 @@ function readTranscription(value: unknown, param: string, r: UpdateReader, event
 function readNoiseReduction(value: unknown, param: string, eventId: string | null): void {
   if (value === undefined || value === null) return;
   const n = objectOf(value, ['type'], param, eventId);
-  if (n.type !== undefined && n.type !== 'near_field' && n.type !== 'far_field') throw new FrameError(`'${param}.type' is near_field or far_field.`, eventId, `${param}.type`);
+  if (n.type !== undefined && n.type !== 'near_field' && n.type !== 'far_field')
+    throw new FrameError(`'${param}.type' is near_field or far_field.`, eventId, `${param}.type`);
 }
 
 /** `include`: logprobs are not given; the field is taken (the session reports null). */
 function readInclude(value: unknown, eventId: string | null): void {
   if (value === undefined || value === null) return;
-  if (!Array.isArray(value) || !value.every((x) => x === 'item.input_audio_transcription.logprobs')) throw new FrameError("'session.include' is a list of 'item.input_audio_transcription.logprobs'.", eventId, 'session.include');
+  if (!Array.isArray(value) || !value.every((x) => x === 'item.input_audio_transcription.logprobs'))
+    throw new FrameError("'session.include' is a list of 'item.input_audio_transcription.logprobs'.", eventId, 'session.include');
 }
 
 /** OpenAI's server_vad settings (its defaults for absent fields), or null: off. */
@@ -209,10 +225,16 @@ function readTurnDetection(td: unknown, param: string, eventId: string | null): 
   const num = (name: 'threshold' | 'prefix_padding_ms' | 'silence_duration_ms', min: number, max: number): number => {
     const v = t[name];
     if (v === undefined) return DEFAULT_TURN_DETECTION[name];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) throw new FrameError(`'${name}' is a number from ${min} to ${max}.`, eventId, `${param}.${name}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max)
+      throw new FrameError(`'${name}' is a number from ${min} to ${max}.`, eventId, `${param}.${name}`);
     return v;
   };
-  return { type: 'server_vad', threshold: num('threshold', 0, 1), prefix_padding_ms: num('prefix_padding_ms', 0, 5000), silence_duration_ms: num('silence_duration_ms', 100, 10_000) };
+  return {
+    type: 'server_vad',
+    threshold: num('threshold', 0, 1),
+    prefix_padding_ms: num('prefix_padding_ms', 0, 5000),
+    silence_duration_ms: num('silence_duration_ms', 100, 10_000),
+  };
 }
 
 // randomUUID draws from a cached pool: ~0.2 µs against randomBytes' ~10 µs syscall, on every frame sent.
@@ -308,5 +330,9 @@ export function serverFrame(out: SessionOutput, ctx: { requestId: string; return
 /** The spec's `error` frame: the envelope's fields plus OpenAI's `param` and `event_id` (the client event at fault). */
 export function errorFrame(code: string, message: string, requestId: string, param?: string, clientEventId: string | null = null): string {
   const type = code in ERRORS ? ERRORS[code as ErrorCode].type : 'server_error';
-  return JSON.stringify({ event_id: eventId(), type: 'error', error: { type, code, message, param: param ?? null, event_id: clientEventId, request_id: requestId } });
+  return JSON.stringify({
+    event_id: eventId(),
+    type: 'error',
+    error: { type, code, message, param: param ?? null, event_id: clientEventId, request_id: requestId },
+  });
 }

@@ -119,7 +119,8 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
 
   async function admit(req: IncomingMessage, requestId: string) {
     const url = new URL(req.url ?? '/', 'http://gateway');
-    if (url.pathname !== STREAM_PATH && url.pathname !== OPENAI_PATH) throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
+    if (url.pathname !== STREAM_PATH && url.pathname !== OPENAI_PATH)
+      throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
     if (deps.closing()) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
     const query = readStreamQuery(url.searchParams, url.pathname === OPENAI_PATH ? '24000' : '16000');
     const key = url.searchParams.get('api_key');
@@ -228,7 +229,8 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     };
 
     const countBadFrame = (s: RealtimeSession) => {
-      if (++badFrames > limits.maxBadFrames) s.end('limit', { code: 'invalid_request', message: `More than ${limits.maxBadFrames} malformed frames; the session is closed.` });
+      if (++badFrames > limits.maxBadFrames)
+        s.end('limit', { code: 'invalid_request', message: `More than ${limits.maxBadFrames} malformed frames; the session is closed.` });
     };
     const onMessage = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
       if (s.isEnded) return;

@@ -80,7 +80,10 @@ export function attachVoiceEdge(server: Server, deps: { voice: VoiceCalls; maxPa
       }
       let refused: string | null;
       try {
-        refused = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? media.frame(stream, parsed as Record<string, unknown>) : 'not a JSON object';
+        refused =
+          parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+            ? media.frame(stream, parsed as Record<string, unknown>)
+            : 'not a JSON object';
       } catch (err) {
         // A frame the media loop could not take never takes the process down: the stream ends, the call with it.
         slog.warn({ err }, 'stream frame failed');

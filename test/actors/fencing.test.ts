@@ -23,7 +23,12 @@ function partitionable(store: Store): { store: Store; cut: () => void } {
         };
       },
     });
-  const view: Store = { kind: store.kind, collection: (name) => wrap(store.collection(name) as Collection) as never, ping: () => store.ping(), close: async () => {} };
+  const view: Store = {
+    kind: store.kind,
+    collection: (name) => wrap(store.collection(name) as Collection) as never,
+    ping: () => store.ping(),
+    close: async () => {},
+  };
   return { store: view, cut: () => void (cut = true) };
 }
 

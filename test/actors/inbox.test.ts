@@ -32,7 +32,11 @@ test('two instances: 3 × 40 events from two senders reach the owner once each, 
   assert.equal(new Set(reply.seen).size, 120);
   for (const base of [1000, 2000, 3000]) {
     const mine = reply.seen.filter((s) => s >= base && s < base + 1000);
-    assert.deepEqual(mine, Array.from({ length: 40 }, (_, i) => base + i), `the events of sender ${base} in their order`);
+    assert.deepEqual(
+      mine,
+      Array.from({ length: 40 }, (_, i) => base + i),
+      `the events of sender ${base} in their order`,
+    );
   }
   assert.equal(view.owner, 'A', 'applied by the owner, which kept the actor');
   const doc = await f.store.collection<ActorDoc>('actors').findOne({ _id: 'stream:x' });

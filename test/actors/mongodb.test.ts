@@ -19,7 +19,16 @@ if (url) {
       it(`an ask from a second instance reaches the owner ${watch ? 'through the change stream' : 'by polling'}`, async () => {
         const dbName = `gateway_test_${randomUUID().replaceAll('-', '')}`;
         const store = await openMongoStore({ url, dbName });
-        const plain = watch ? store : { ...store, kind: store.kind, collection: store.collection.bind(store), ping: store.ping.bind(store), close: store.close.bind(store), watch: undefined };
+        const plain = watch
+          ? store
+          : {
+              ...store,
+              kind: store.kind,
+              collection: store.collection.bind(store),
+              ping: store.ping.bind(store),
+              close: store.close.bind(store),
+              watch: undefined,
+            };
         const make = async (instanceId: string) => {
           const rt = new ActorRuntime({ store: plain, logger: silent, instanceId, inboxPollMs: watch ? 60_000 : 50, wakeups: new StoreWakeups(plain, silent) });
           rt.register(streamKind());
@@ -39,7 +48,10 @@ if (url) {
           await a.stop();
           await store.close();
           const client = await MongoClient.connect(url);
-          await client.db(dbName).dropDatabase().finally(() => client.close());
+          await client
+            .db(dbName)
+            .dropDatabase()
+            .finally(() => client.close());
         }
       });
     }

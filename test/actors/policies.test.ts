@@ -23,7 +23,10 @@ test('checkpoint: 400 durable sends queued together are applied in order and wri
   await checkpointed.spawn('stream', 'c', { id: 'c', account: 1 });
   const before = (await stored(f.store, 'c')).rev;
   const views = await Promise.all(Array.from({ length: 400 }, (_, seq) => checkpointed.send('stream', 'c', { type: 'mark', seq }, { wait: 'durable' })));
-  assert.deepEqual(ctx(views[399]!).seen, Array.from({ length: 400 }, (_, i) => i));
+  assert.deepEqual(
+    ctx(views[399]!).seen,
+    Array.from({ length: 400 }, (_, i) => i),
+  );
   const after = await stored(f.store, 'c');
   assert.equal(after.rev - before, 1, '400 durable sends queued together cost one write');
   assert.equal((JSON.parse(after.snapshot!) as { context: StreamContext }).context.seen.length, 400);
@@ -46,10 +49,14 @@ test('checkpoint: context-only events wait for the interval; a state change or a
   await waitFor('the durable-marked event written', async () => (await stored(f.store, 's')).rev === rev0 + 2, 200);
 
   await rt.send('stream', 's', { type: 'open' }, { wait: 'applied' });
-  await waitFor('the state change written', async () => {
-    const doc = await stored(f.store, 's');
-    return doc.rev === rev0 + 3 && doc.value === 'open' && doc.custodial;
-  }, 200);
+  await waitFor(
+    'the state change written',
+    async () => {
+      const doc = await stored(f.store, 's');
+      return doc.rev === rev0 + 3 && doc.value === 'open' && doc.custodial;
+    },
+    200,
+  );
 
   const durable = await rt.send('stream', 's', { type: 'tick' }, { wait: 'durable' });
   assert.equal(ctx(durable).ticks, 2);
@@ -130,10 +137,18 @@ test('projections: listed per account and status by an indexed query, without op
     indexes: [{ account: 1, phase: 1, created_at: -1 }],
   });
   const rt = await f.runtime({}, kind);
-  for (const [id, account] of [['a1', 1], ['a2', 1], ['b1', 2]] as const) await rt.spawn('stream', id, { id, account });
+  for (const [id, account] of [
+    ['a1', 1],
+    ['a2', 1],
+    ['b1', 2],
+  ] as const)
+    await rt.spawn('stream', id, { id, account });
   await rt.send('stream', 'a2', { type: 'open' });
   const open = await rt.list('stream', { account: 1, phase: 'open' });
-  assert.deepEqual(open.map((s) => s.id), ['a2']);
+  assert.deepEqual(
+    open.map((s) => s.id),
+    ['a2'],
+  );
   assert.deepEqual(open[0]!.projection, { account: 1, phase: 'open' });
   const all1 = await rt.list('stream', { account: 1 });
   assert.deepEqual(all1.map((s) => s.id).sort(), ['a1', 'a2']);
@@ -146,7 +161,10 @@ test('a snapshot over the size limit is refused with a clear error; the stored a
   await rt.spawn('stream', 'big', { id: 'big', account: 1 });
   await rt.send('stream', 'big', { type: 'tick' });
   const before = await stored(f.store, 'big');
-  await assert.rejects(rt.send('stream', 'big', { type: 'grow', bytes: 10_000 }), (err: unknown) => err instanceof SnapshotTooLargeError && /over the 4096-byte limit/.test(err.message));
+  await assert.rejects(
+    rt.send('stream', 'big', { type: 'grow', bytes: 10_000 }),
+    (err: unknown) => err instanceof SnapshotTooLargeError && /over the 4096-byte limit/.test(err.message),
+  );
   const after = await stored(f.store, 'big');
   assert.equal(after.rev, before.rev, 'nothing written');
   const next = await rt.send('stream', 'big', { type: 'tick' });
@@ -173,5 +191,8 @@ test('claiming with capacity: an instance holds at most its share; the rest wait
   await b.send('stream', 'q1', { type: 'close' }).catch(() => undefined);
   await b.send('stream', 'q2', { type: 'close' }).catch(() => undefined);
   await b.send('stream', 'q3', { type: 'close' }).catch(() => undefined);
-  await waitFor('the last one claimed once room frees', async () => (await a.get('stream', 'q4')).owner === 'B' || (await a.get('stream', 'q4')).status === 'done');
+  await waitFor(
+    'the last one claimed once room frees',
+    async () => (await a.get('stream', 'q4')).owner === 'B' || (await a.get('stream', 'q4')).status === 'done',
+  );
 });

@@ -28,10 +28,7 @@ export interface WorkInput {
   attempt: number;
 }
 
-export type ProbeEvent =
-  | { type: 'start'; now: number; timeoutMs: number }
-  | { type: 'note'; seq: number }
-  | { type: 'runtime.resumed'; now: number };
+export type ProbeEvent = { type: 'start'; now: number; timeoutMs: number } | { type: 'note'; seq: number } | { type: 'runtime.resumed'; now: number };
 
 export const probeMachine = setup({
   types: {

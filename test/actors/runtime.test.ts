@@ -81,7 +81,10 @@ test('the probe machine, pure: deadline armed from the event time, re-armed on r
   const raise = resumeActions.find((a) => a.type === 'xstate.raise');
   // biome-ignore lint/correctness/noUnsafeOptionalChaining: an absent raise fails the test either way
   assert.equal((raise?.params as { delay: number }).delay, 100);
-  assert.equal(resumeActions.some((a) => a.type === 'xstate.spawnChild'), false);
+  assert.equal(
+    resumeActions.some((a) => a.type === 'xstate.spawnChild'),
+    false,
+  );
 
   const [done] = transition(probeMachine, resumed, { type: 'xstate.done.actor.work', output: 'r' } as never);
   assert.equal(done.value, 'done');
@@ -100,11 +103,17 @@ test('50 concurrent sends to one actor are processed one at a time, in order, ea
   const views = await Promise.all(Array.from({ length: 50 }, (_, seq) => rt.send('probe', 's1', { type: 'note', seq })));
   views.forEach((view, seq) => {
     assert.equal(view.revision, seq + 2);
-    assert.deepEqual(ctx(view).notes, Array.from({ length: seq + 1 }, (_, i) => i));
+    assert.deepEqual(
+      ctx(view).notes,
+      Array.from({ length: seq + 1 }, (_, i) => i),
+    );
   });
   const stored = await rt.get('probe', 's1');
   assert.equal(stored.revision, 51);
-  assert.deepEqual(ctx(stored).notes, Array.from({ length: 50 }, (_, i) => i));
+  assert.deepEqual(
+    ctx(stored).notes,
+    Array.from({ length: 50 }, (_, i) => i),
+  );
 
   const again = await rt.spawn('probe', 's1', { actorId: 'ignored' });
   assert.equal(again.revision, 51, 'spawn of an existing actor returns it, not a new one');
@@ -178,9 +187,10 @@ test('kill -9: start() restores the in-flight actors, the deadline fires on time
     },
     {},
     {},
-    (runtime) => runtime.subscribe('probe', 'late', (view) => {
-      if (view.value === 'timedOut') timedOutAt = Date.now();
-    }),
+    (runtime) =>
+      runtime.subscribe('probe', 'late', (view) => {
+        if (view.value === 'timedOut') timedOutAt = Date.now();
+      }),
   );
 
   assert.ok(Date.now() < deadline - 300, 'the test setup left time before the deadline');
@@ -328,12 +338,16 @@ test('a migrate hook upgrades a snapshot written by an older machine version', a
   await actors.updateOne({ _id: 'probe:m' }, { $set: { snapshot: v1, version: 1 }, $inc: { rev: 1 } });
 
   const migrated: number[] = [];
-  const rt = await started(hang, {}, {
-    migrate: (persisted, fromVersion) => {
-      migrated.push(fromVersion);
-      return { ...(persisted as object), value: 'idle' };
+  const rt = await started(
+    hang,
+    {},
+    {
+      migrate: (persisted, fromVersion) => {
+        migrated.push(fromVersion);
+        return { ...(persisted as object), value: 'idle' };
+      },
     },
-  });
+  );
   const view = await rt.send('probe', 'm', { type: 'note', seq: 2 });
   assert.deepEqual(migrated, [1]);
   assert.equal(view.status, 'active');
@@ -347,7 +361,11 @@ test('retention: the sweep deletes finished actors after retainFinishedMs and id
   let clock = Date.now();
   const retired: string[] = [];
   const onRetired = async (id: string) => void retired.push(id);
-  const rt = await f.started(async (input) => (input.actorId === 'busy' ? hang(input) : `ok:${input.actorId}`), { now: () => clock }, { expireIdleMs: 60_000, retainFinishedMs: 3_600_000, onRetired });
+  const rt = await f.started(
+    async (input) => (input.actorId === 'busy' ? hang(input) : `ok:${input.actorId}`),
+    { now: () => clock },
+    { expireIdleMs: 60_000, retainFinishedMs: 3_600_000, onRetired },
+  );
   for (const id of ['idle-old', 'idle-fresh', 'done-old', 'busy']) await rt.spawn('probe', id, { actorId: id });
   for (const id of ['done-old', 'busy']) await rt.send('probe', id, { type: 'start', now: clock, timeoutMs: 10 * 3_600_000 });
   await untilDone(rt, 'done-old');

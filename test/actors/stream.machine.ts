@@ -55,7 +55,17 @@ export const streamMachine = setup({
   },
 }).createMachine({
   id: 'stream',
-  context: ({ input }) => ({ id: input.id, account: input.account, ticks: 0, seen: [], blob: '', resumedAs: null, charged: null, attempt: 0, startOpen: input.open === true }),
+  context: ({ input }) => ({
+    id: input.id,
+    account: input.account,
+    ticks: 0,
+    seen: [],
+    blob: '',
+    resumedAs: null,
+    charged: null,
+    attempt: 0,
+    startOpen: input.open === true,
+  }),
   initial: 'idle',
   on: {
     tick: { actions: assign({ ticks: ({ context }) => context.ticks + 1 }) },

@@ -15,7 +15,14 @@ export interface Ack {
 export async function putModel(url: string, admin: string, upstreamUrl: string, id: string, pricing: Record<string, number> = PRICING): Promise<void> {
   const r = await call(url, 'PUT', `/admin/models/${id}`, {
     token: admin,
-    body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 256, pricing, routes: [{ provider: 'openai', base_url: `${upstreamUrl}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }] },
+    body: {
+      type: 'llm',
+      owned_by: 'test',
+      context_window: 4096,
+      max_output_tokens: 256,
+      pricing,
+      routes: [{ provider: 'openai', base_url: `${upstreamUrl}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }],
+    },
   });
   assert.equal(r.status, 201, r.text);
 }
@@ -49,7 +56,10 @@ export async function loadUntilGone(url: string, key: string, model: string, con
             continue;
           }
           const body = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
-          acks.push({ at: performance.now(), cost: body.usage.prompt_tokens * PRICING.input_cents_per_mtok + body.usage.completion_tokens * PRICING.output_cents_per_mtok });
+          acks.push({
+            at: performance.now(),
+            cost: body.usage.prompt_tokens * PRICING.input_cents_per_mtok + body.usage.completion_tokens * PRICING.output_cents_per_mtok,
+          });
         } catch {
           return; // the gateway is gone
         }
@@ -64,7 +74,9 @@ export async function storedUsage(url: string, token: string) {
   let cost = 0;
   let count = 0;
   for (let after: string | null = null; ; ) {
-    const page: { status: number; text: string; body: any } = await call(url, 'GET', `/portal/usage/records?limit=100${after ? `&after=${after}` : ''}`, { token });
+    const page: { status: number; text: string; body: any } = await call(url, 'GET', `/portal/usage/records?limit=100${after ? `&after=${after}` : ''}`, {
+      token,
+    });
     assert.equal(page.status, 200, page.text);
     for (const r of page.body.data as { cost_microcents: number }[]) {
       cost += r.cost_microcents;
@@ -74,7 +86,12 @@ export async function storedUsage(url: string, token: string) {
     after = page.body.next_after;
   }
   const summary = (await call(url, 'GET', '/portal/usage', { token })).body.totals as { requests: number; cost_microcents: number };
-  const wallet = (await call(url, 'GET', '/portal/wallet', { token })).body as { balance_microcents: number; balance_cents: number; available_cents: number; held_cents: number };
+  const wallet = (await call(url, 'GET', '/portal/wallet', { token })).body as {
+    balance_microcents: number;
+    balance_cents: number;
+    available_cents: number;
+    held_cents: number;
+  };
   return { cost, count, summary, wallet };
 }
 
@@ -86,7 +103,10 @@ export async function storedUsage(url: string, token: string) {
  */
 export function crashAccount(acks: Ack[], debitUc: number): { perCall: number; debited: number; unbilled: number; rate: number; windowMs: number } {
   const perCall = acks[0]!.cost;
-  assert.ok(acks.every((a) => a.cost === perCall), 'every call costs the same');
+  assert.ok(
+    acks.every((a) => a.cost === perCall),
+    'every call costs the same',
+  );
   const answered = acks.length * perCall;
   const unbilled = Math.max(0, (answered - debitUc) / perCall);
   const rate = acks.length / Math.max(1, acks.at(-1)!.at - acks[0]!.at); // calls per ms

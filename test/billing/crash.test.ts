@@ -66,10 +66,12 @@ describe('money across kill -9', () => {
       const seen = up.requests.length;
       up.next({ hang: true });
       let settled = false;
-      const hanging = chat(first.url, small.key, 'chat-dear').then(
-        async (r) => assert.fail(`the hanging call was answered: ${r.status} ${await r.text()}`),
-        () => undefined,
-      ).finally(() => (settled = true));
+      const hanging = chat(first.url, small.key, 'chat-dear')
+        .then(
+          async (r) => assert.fail(`the hanging call was answered: ${r.status} ${await r.text()}`),
+          () => undefined,
+        )
+        .finally(() => (settled = true));
       for (let waited = 0; up.requests.length === seen; waited += 5) {
         assert.ok(waited < 10_000 && !settled, 'the hanging call never reached the upstream');
         await sleep(5);
@@ -97,7 +99,9 @@ describe('money across kill -9', () => {
       assert.deepEqual([after.summary.requests, after.summary.cost_microcents], [after.count, debit], 'the summary (rollups) agrees');
       // Never billed for more than was answered, except calls in flight at the kill.
       assert.ok(debited <= acks.length + CONCURRENCY, `debited ${debited} calls, answered ${acks.length}`);
-      console.log(`${name} wallet writes: ${acks.length} calls answered (${Math.round(rate)}/s), ${debited} debited and recorded, ${unbilled} answered but unbilled (${windowMs.toFixed(1)} ms of traffic)`);
+      console.log(
+        `${name} wallet writes: ${acks.length} calls answered (${Math.round(rate)}/s), ${debited} debited and recorded, ${unbilled} answered but unbilled (${windowMs.toFixed(1)} ms of traffic)`,
+      );
       if (durable) assert.equal(unbilled, 0, 'with durable wallet writes every answered call is billed');
       else assert.ok(windowMs <= LAZY_WINDOW_MS, `lazy writes lost ${windowMs.toFixed(1)} ms of answered calls`);
 

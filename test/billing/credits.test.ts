@@ -41,7 +41,11 @@ describe('top-ups', () => {
     const o = await org(fx.store, await user(fx.store));
     const { topup } = await b.topup({ org_id: o, amount_cents: 250 });
     assert.deepEqual([topup.owner_type, topup.org_id, topup.new_balance_cents], ['org', o, 250]);
-    assert.deepEqual(fx.events.find((e) => e.event === 'topup' && e.owner.type === 'org' && e.owner.id === o)?.fields, { org_id: o, amount_cents: 250, new_balance_cents: 250 });
+    assert.deepEqual(fx.events.find((e) => e.event === 'topup' && e.owner.type === 'org' && e.owner.id === o)?.fields, {
+      org_id: o,
+      amount_cents: 250,
+      new_balance_cents: 250,
+    });
     await assert.rejects(b.topup({ user_id: 999_999, amount_cents: 1 }), (e: unknown) => e instanceof ApiError && e.code === 'not_found');
     await assert.rejects(b.topup({ user_id: 1, org_id: o, amount_cents: 1 }), (e: unknown) => e instanceof ApiError && e.code === 'invalid_request');
   });
@@ -52,15 +56,37 @@ describe('top-ups', () => {
     const topups = fx.store.collection('topups');
     const old = new Date(fx.clock.t - 120_000);
     // Crashed after writing the top-up, before crediting.
-    await topups.insertOne({ _id: 'tu_crash1', owner_type: 'user', owner_id: u, wallet_id: `user:${u}`, amount_cents: 40, reference: 'r-crash1', kind: 'manual', state: 'pending', created_at: old });
+    await topups.insertOne({
+      _id: 'tu_crash1',
+      owner_type: 'user',
+      owner_id: u,
+      wallet_id: `user:${u}`,
+      amount_cents: 40,
+      reference: 'r-crash1',
+      kind: 'manual',
+      state: 'pending',
+      created_at: old,
+    });
     // Crashed after crediting the wallet, before marking the top-up.
-    await topups.insertOne({ _id: 'tu_crash2', owner_type: 'user', owner_id: u, wallet_id: `user:${u}`, amount_cents: 2, kind: 'manual', state: 'pending', created_at: old });
+    await topups.insertOne({
+      _id: 'tu_crash2',
+      owner_type: 'user',
+      owner_id: u,
+      wallet_id: `user:${u}`,
+      amount_cents: 2,
+      kind: 'manual',
+      state: 'pending',
+      created_at: old,
+    });
     await b.wallets.credit(`user:${u}`, 'tu_crash2', 2_000_000);
     assert.equal(await balanceCents(fx, `user:${u}`), 2);
     await b.sweepHolds();
     await b.sweepHolds();
     assert.equal(await balanceCents(fx, `user:${u}`), 42);
-    assert.deepEqual((await topups.find({ owner_id: u }, { sort: { _id: 1 } })).map((t) => t.state), ['credited', 'credited']);
+    assert.deepEqual(
+      (await topups.find({ owner_id: u }, { sort: { _id: 1 } })).map((t) => t.state),
+      ['credited', 'credited'],
+    );
     // The retried reference answers with the original.
     const retry = await b.topup({ user_id: u, amount_cents: 40, reference: 'r-crash1' });
     assert.deepEqual([retry.created, retry.topup.id], [false, 'tu_crash1']);
@@ -74,7 +100,10 @@ describe('subscriptions', () => {
     fx = await fixture(Date.UTC(2026, 0, 31, 10, 0, 0));
   });
   after(() => fx.close());
-  const plans = [{ id: 'starter', monthly_credit_cents: 1000 }, { id: 'pro', name: 'Pro', monthly_credit_cents: 10_000 }];
+  const plans = [
+    { id: 'starter', monthly_credit_cents: 1000 },
+    { id: 'pro', name: 'Pro', monthly_credit_cents: 10_000 },
+  ];
 
   it('credits the first cycle at start and each renewal exactly once, with two instances sweeping', async () => {
     const [b1, b2] = [await fx.billing({ plans }), await fx.billing({ plans })];

@@ -99,8 +99,12 @@ let nextId = 1000;
 /** A user (with a personal wallet) written straight into the store. */
 export async function user(store: Store, opts: { kyc?: boolean } = {}): Promise<number> {
   const id = nextId++;
-  await store.collection('users').insertOne({ _id: id, email: `u${id}@example.com`, password_hash: 'x', created_at: new Date(0), kyc_verified: opts.kyc ?? false });
-  await store.collection('wallets').insertOne({ _id: walletIdOf('user', id), owner_type: 'user', owner_id: id, balance_uc: 0, held_uc: 0, created_at: new Date(0) });
+  await store
+    .collection('users')
+    .insertOne({ _id: id, email: `u${id}@example.com`, password_hash: 'x', created_at: new Date(0), kyc_verified: opts.kyc ?? false });
+  await store
+    .collection('wallets')
+    .insertOne({ _id: walletIdOf('user', id), owner_type: 'user', owner_id: id, balance_uc: 0, held_uc: 0, created_at: new Date(0) });
   return id;
 }
 
@@ -110,13 +114,28 @@ export async function org(store: Store, owner: number, members: number[] = []): 
   await store.collection('orgs').insertOne({ _id: id, name: `org${id}`, owner_id: owner, created_at: new Date(0) });
   await store.collection('memberships').insertOne({ _id: owner, org_id: id, role: 'owner', joined_at: new Date(0) });
   for (const m of members) await store.collection('memberships').insertOne({ _id: m, org_id: id, role: 'member', joined_at: new Date(0) });
-  await store.collection('wallets').insertOne({ _id: walletIdOf('org', id), owner_type: 'org', owner_id: id, balance_uc: 0, held_uc: 0, created_at: new Date(0) });
+  await store
+    .collection('wallets')
+    .insertOne({ _id: walletIdOf('org', id), owner_type: 'org', owner_id: id, balance_uc: 0, held_uc: 0, created_at: new Date(0) });
   return id;
 }
 
-export function principal(userId: number, opts: { keyId?: number; rpm?: number | null; tpd?: number | null; cpd?: number | null; cpm?: number | null } = {}): ApiKeyPrincipal {
+export function principal(
+  userId: number,
+  opts: { keyId?: number; rpm?: number | null; tpd?: number | null; cpd?: number | null; cpm?: number | null } = {},
+): ApiKeyPrincipal {
   const keyId = opts.keyId ?? nextId++;
-  return { keyId, jti: `jti${keyId}`, prefix: `sk-live-${String(keyId).padStart(12, '0')}`, userId, scopes: ['*'], rpm: opts.rpm ?? null, tpd: opts.tpd ?? null, cpd: opts.cpd ?? null, cpm: opts.cpm ?? null };
+  return {
+    keyId,
+    jti: `jti${keyId}`,
+    prefix: `sk-live-${String(keyId).padStart(12, '0')}`,
+    userId,
+    scopes: ['*'],
+    rpm: opts.rpm ?? null,
+    tpd: opts.tpd ?? null,
+    cpd: opts.cpd ?? null,
+    cpm: opts.cpm ?? null,
+  };
 }
 
 /** Sets a wallet's spendable balance directly (µ¢). */

@@ -18,10 +18,22 @@ describe('billing over HTTP', () => {
     up = await startOpenAIUpstream({ apiKey: 'sk-up' });
     gw = await startTestGateway({ billing: { usageFlushIntervalMs: 20 } });
     // chat-pricey: a cent per token, so a call costs cents.
-    for (const [id, extra] of [['chat-b', {}], ['chat-kyc', { requires_kyc: true }], ['chat-pricey', { pricing: { input_cents_per_mtok: 1_000_000, output_cents_per_mtok: 1_000_000 } }]] as const) {
+    for (const [id, extra] of [
+      ['chat-b', {}],
+      ['chat-kyc', { requires_kyc: true }],
+      ['chat-pricey', { pricing: { input_cents_per_mtok: 1_000_000, output_cents_per_mtok: 1_000_000 } }],
+    ] as const) {
       const r = await call(gw.url, 'PUT', `/admin/models/${id}`, {
         token: ADMIN_TOKEN,
-        body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 256, pricing: PRICING, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }], ...extra },
+        body: {
+          type: 'llm',
+          owned_by: 'test',
+          context_window: 4096,
+          max_output_tokens: 256,
+          pricing: PRICING,
+          routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }],
+          ...extra,
+        },
       });
       assert.equal(r.status, 201, r.text);
     }
@@ -31,10 +43,14 @@ describe('billing over HTTP', () => {
     await up.close();
   });
 
-  const topup = (body: Record<string, unknown>, token: string | null = ADMIN_TOKEN) => call(gw.url, 'POST', '/admin/topups', { ...(token ? { token } : {}), body });
+  const topup = (body: Record<string, unknown>, token: string | null = ADMIN_TOKEN) =>
+    call(gw.url, 'POST', '/admin/topups', { ...(token ? { token } : {}), body });
   const wallet = async (token: string) => (await call(gw.url, 'GET', '/portal/wallet', { token })).body;
   const chat = (key: string, extra: Record<string, unknown> = {}) =>
-    call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'chat-b', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 32, ...extra } });
+    call(gw.url, 'POST', '/v1/chat/completions', {
+      token: key,
+      body: { model: 'chat-b', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 32, ...extra },
+    });
   async function team() {
     const owner = await signup(gw.url);
     const member = await signup(gw.url);
@@ -55,13 +71,25 @@ describe('billing over HTTP', () => {
   it('wallets and top-ups: credited once per reference, shown only to their account', async () => {
     const a = await signup(gw.url);
     const b = await signup(gw.url);
-    assert.deepEqual(await wallet(a.token), { owner_type: 'user', owner_id: a.id, balance_cents: 0, available_cents: 0, held_cents: 0, balance_microcents: 0, low_balance_threshold_cents: 0, kyc_verified: false });
+    assert.deepEqual(await wallet(a.token), {
+      owner_type: 'user',
+      owner_id: a.id,
+      balance_cents: 0,
+      available_cents: 0,
+      held_cents: 0,
+      balance_microcents: 0,
+      low_balance_threshold_cents: 0,
+      kyc_verified: false,
+    });
 
     assert.equal((await topup({ user_id: a.id, amount_cents: 500 }, null)).status, 401);
     assert.equal((await topup({ user_id: a.id, amount_cents: 500 }, 'x'.repeat(30))).status, 401);
     const first = await topup({ user_id: a.id, amount_cents: 500, reference: 'bank-42' });
     assert.equal(first.status, 201, first.text);
-    assert.deepEqual([first.body.user_id, first.body.amount_cents, first.body.reference, first.body.status, first.body.new_balance_cents], [a.id, 500, 'bank-42', 'credited', 500]);
+    assert.deepEqual(
+      [first.body.user_id, first.body.amount_cents, first.body.reference, first.body.status, first.body.new_balance_cents],
+      [a.id, 500, 'bank-42', 'credited', 500],
+    );
     const repeat = await topup({ user_id: a.id, amount_cents: 500, reference: 'bank-42' });
     assert.equal(repeat.status, 200);
     assert.equal(repeat.body.id, first.body.id);
@@ -78,7 +106,10 @@ describe('billing over HTTP', () => {
       assert.equal(r.status, 400, JSON.stringify(body));
     }
     assert.equal((await topup({ user_id: 99_999_999, amount_cents: 5 })).status, 404);
-    assert.deepEqual(gw.events.filter((e) => e.event === 'topup' && e.owner.id === a.id).map((e) => e.fields), [{ user_id: a.id, amount_cents: 500, new_balance_cents: 500 }]);
+    assert.deepEqual(
+      gw.events.filter((e) => e.event === 'topup' && e.owner.id === a.id).map((e) => e.fields),
+      [{ user_id: a.id, amount_cents: 500, new_balance_cents: 500 }],
+    );
     assert.equal((await wallet(a.token)).balance_cents, 500);
     assert.equal((await wallet(b.token)).balance_cents, 0, "another account's credit is not visible");
 
@@ -127,7 +158,10 @@ describe('billing over HTTP', () => {
     // Admitted answers tell the key where it stands, so a client can slow down before a 429.
     const first = await chat(k.api_key);
     assert.equal(first.status, 200);
-    assert.deepEqual(['limit', 'remaining'].map((h) => first.headers.get(`x-ratelimit-${h}-rpm`)), ['2', '1']);
+    assert.deepEqual(
+      ['limit', 'remaining'].map((h) => first.headers.get(`x-ratelimit-${h}-rpm`)),
+      ['2', '1'],
+    );
     const reset = Number(first.headers.get('x-ratelimit-reset-rpm'));
     assert.ok(reset >= 1 && reset <= 60, `reset ${reset}`);
     const second = await chat(k.api_key, { stream: true });
@@ -149,7 +183,10 @@ describe('billing over HTTP', () => {
     assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${t.id}`, { token: u.token, body: { tpd: 3 } })).status, 200);
     const used = await chat(t.api_key);
     assert.equal(used.status, 200);
-    assert.deepEqual(['limit', 'used', 'remaining'].map((h) => used.headers.get(`x-ratelimit-${h}-tpd`)), ['3', '0', '3']);
+    assert.deepEqual(
+      ['limit', 'used', 'remaining'].map((h) => used.headers.get(`x-ratelimit-${h}-tpd`)),
+      ['3', '0', '3'],
+    );
     assert.equal(used.headers.get('x-ratelimit-limit-rpm'), null, 'no RPM headers for a key without an RPM limit');
     const tokens = used.body.usage.total_tokens as number;
     assert.ok(tokens > 3);
@@ -174,7 +211,10 @@ describe('billing over HTTP', () => {
     assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: u.token, body: { cpd: 20 } })).status, 200);
     const first = await chat(k.api_key, { model: 'chat-pricey' });
     assert.equal(first.status, 200, first.text);
-    assert.deepEqual(['limit', 'used', 'remaining'].map((h) => first.headers.get(`x-ratelimit-${h}-cpd`)), ['20', '0', '20']);
+    assert.deepEqual(
+      ['limit', 'used', 'remaining'].map((h) => first.headers.get(`x-ratelimit-${h}-cpd`)),
+      ['20', '0', '20'],
+    );
     const cents = first.body.usage.prompt_tokens + first.body.usage.completion_tokens; // a cent per token
     assert.ok(cents >= 5 && cents < 20, `one call costs ${cents} cents`);
     let over = await chat(k.api_key, { model: 'chat-pricey' });
@@ -249,10 +289,19 @@ describe('billing over HTTP', () => {
     assert.deepEqual([page2.body.data[0].id, page2.body.has_more, page2.body.next_after], [n.id, false, null]);
 
     const mineRecords = await records(member.token, 1);
-    assert.deepEqual(mineRecords.map((r: any) => r.user_id), [member.id]);
+    assert.deepEqual(
+      mineRecords.map((r: any) => r.user_id),
+      [member.id],
+    );
     const byMember = await call(gw.url, 'GET', '/portal/usage?group_by=member', { token: owner.token });
     assert.equal(byMember.status, 200, byMember.text);
-    assert.deepEqual(byMember.body.data.map((r: any) => [r.user_id, r.requests]).sort(), [[owner.id, 1], [member.id, 1]].sort());
+    assert.deepEqual(
+      byMember.body.data.map((r: any) => [r.user_id, r.requests]).sort(),
+      [
+        [owner.id, 1],
+        [member.id, 1],
+      ].sort(),
+    );
     assert.equal(byMember.body.totals.cost_microcents, s.cost_microcents + n.cost_microcents);
     const own = await call(gw.url, 'GET', '/portal/usage?group_by=model', { token: member.token });
     assert.deepEqual([own.body.scope, own.body.totals.requests, own.body.data[0].model], ['member', 1, 'chat-b']);

@@ -111,7 +111,10 @@ describe('per-key limits', () => {
     assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpd'], err.options.headers?.['x-ratelimit-used-cpd']], ['1', '1.2']);
     await assert.rejects(b2.admit(p), limited);
     const events = fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix);
-    assert.deepEqual(events.map((ev) => [ev.fields.limit_type, ev.fields.limit, ev.fields.used]), [['cpd', 1, 1.2]]);
+    assert.deepEqual(
+      events.map((ev) => [ev.fields.limit_type, ev.fields.limit, ev.fields.used]),
+      [['cpd', 1, 1.2]],
+    );
 
     // Spend is counted for every key, so a cap set during the day knows what was already spent.
     const q = principal(u);
@@ -134,7 +137,12 @@ describe('per-key limits', () => {
     fx.clock.t += 86_400_000; // the next day: the daily counter starts again, the monthly does not
     assert.deepEqual(
       Object.entries((await b2.admit(p))!).filter(([h]) => h.endsWith('-cpm') || h === 'x-ratelimit-used-cpd'),
-      [['x-ratelimit-used-cpd', '0'], ['x-ratelimit-limit-cpm', '2'], ['x-ratelimit-used-cpm', '0.9'], ['x-ratelimit-remaining-cpm', '1.1']],
+      [
+        ['x-ratelimit-used-cpd', '0'],
+        ['x-ratelimit-limit-cpm', '2'],
+        ['x-ratelimit-used-cpm', '0.9'],
+        ['x-ratelimit-remaining-cpm', '1.1'],
+      ],
     );
     await call(b2, payer, 2_000_000, 1_500_000);
     await b2.flush();
@@ -147,7 +155,10 @@ describe('per-key limits', () => {
     const firstOfNext = Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
     assert.equal(err.options.headers?.['retry-after'], String(Math.ceil((firstOfNext - fx.clock.t) / 1000)), 'until the 1st of next month, 00:00 UTC');
     assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpm'], err.options.headers?.['x-ratelimit-used-cpm']], ['2', '2.4']);
-    assert.deepEqual(fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix).map((ev) => ev.fields.limit_type), ['cpm']);
+    assert.deepEqual(
+      fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix).map((ev) => ev.fields.limit_type),
+      ['cpm'],
+    );
     fx.clock.t = firstOfNext + 1000;
     assert.equal((await b1.admit(p))?.['x-ratelimit-used-cpm'], '0', 'a new month');
   });

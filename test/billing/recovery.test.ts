@@ -92,13 +92,32 @@ describe('recovery after a crash', () => {
     const payer = await b.payerFor(principal(u));
     const ts = new Date(fx.clock.t);
     const rec = (id: string, cost: number): UsageRecordDoc => ({
-      _id: id, ts, request_id: `q${id}`, owner: payer.walletId, owner_type: 'user', owner_id: u, user_id: u, key_id: payer.keyId,
-      key_prefix: payer.keyPrefix, model: 'm1', model_type: 'llm', route: 'm1#0', cost_uc: cost, status: 'ok', latency_ms: 3, prompt_tokens: 10, completion_tokens: 5,
+      _id: id,
+      ts,
+      request_id: `q${id}`,
+      owner: payer.walletId,
+      owner_type: 'user',
+      owner_id: u,
+      user_id: u,
+      key_id: payer.keyId,
+      key_prefix: payer.keyPrefix,
+      model: 'm1',
+      model_type: 'llm',
+      route: 'm1#0',
+      cost_uc: cost,
+      status: 'ok',
+      latency_ms: 3,
+      prompt_tokens: 10,
+      completion_tokens: 5,
     });
     // What the crash left: batch b1 wrote x1 and x2 (x0 was an earlier batch's, already rolled up),
     // then died before its rollups; the three entries are still in the wallet's outbox.
     const [x0, x1, x2] = [rec('x0', 100), rec('x1', 200), rec('x2', 400)];
-    await fx.store.collection('usage_records').insertMany([{ ...x0, batch: 'b0' }, { ...x1, batch: 'b1' }, { ...x2, batch: 'b1' }]);
+    await fx.store.collection('usage_records').insertMany([
+      { ...x0, batch: 'b0' },
+      { ...x1, batch: 'b1' },
+      { ...x2, batch: 'b1' },
+    ]);
     await fx.store.collection('usage_batches').insertOne({ _id: 'b1', instance: 'deadbeef', ids: ['x0', 'x1', 'x2'], created_at: ts });
     await fx.store.collection('wallets').updateOne({ _id: payer.walletId }, { $set: { usage_outbox: [x0, x1, x2].map(encodeEntry), usage_pending: true } });
 

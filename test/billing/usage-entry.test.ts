@@ -11,9 +11,26 @@ describe('usage entries', () => {
   it('every field comes back as written, each in its own place', () => {
     // Distinct values everywhere: two fields swapped in the encoding would not decode equal.
     const full: UsageRecordDoc = {
-      ...base, _id: 'rec-1', ts: new Date(1_795_000_000_123), request_id: 'req_1', user_id: 11, key_id: 31, key_prefix: 'sk-abc',
-      model: 'chat-a', model_type: 'llm', route: 'chat-a#0', status: 'ok', latency_ms: 42, cost_uc: 1234,
-      prompt_tokens: 12, completion_tokens: 7, cached_tokens: 3, seconds: 1.5, characters: 99, calls: 2, end_user: 'end-user-1',
+      ...base,
+      _id: 'rec-1',
+      ts: new Date(1_795_000_000_123),
+      request_id: 'req_1',
+      user_id: 11,
+      key_id: 31,
+      key_prefix: 'sk-abc',
+      model: 'chat-a',
+      model_type: 'llm',
+      route: 'chat-a#0',
+      status: 'ok',
+      latency_ms: 42,
+      cost_uc: 1234,
+      prompt_tokens: 12,
+      completion_tokens: 7,
+      cached_tokens: 3,
+      seconds: 1.5,
+      characters: 99,
+      calls: 2,
+      end_user: 'end-user-1',
     };
     const entry = encodeEntry(full);
     assert.deepEqual(decodeEntry(entry, wallet), full);
@@ -22,8 +39,20 @@ describe('usage entries', () => {
 
   it('absent fields are left out: trailing ones not written at all, a null route kept', () => {
     const lean: UsageRecordDoc = {
-      ...base, _id: 'rec-2', ts: new Date(1_795_000_000_456), request_id: 'req_2', user_id: 11, key_id: 31, key_prefix: 'sk-abc',
-      model: 'chat-a', model_type: 'llm', route: null, status: 'upstream_failed', latency_ms: 5, cost_uc: 0, prompt_tokens: 0,
+      ...base,
+      _id: 'rec-2',
+      ts: new Date(1_795_000_000_456),
+      request_id: 'req_2',
+      user_id: 11,
+      key_id: 31,
+      key_prefix: 'sk-abc',
+      model: 'chat-a',
+      model_type: 'llm',
+      route: null,
+      status: 'upstream_failed',
+      latency_ms: 5,
+      cost_uc: 0,
+      prompt_tokens: 0,
     };
     const entry = encodeEntry(lean);
     assert.equal(JSON.parse(entry).length, 13, entry);

@@ -32,7 +32,12 @@ describe('usage', () => {
     const payer = await b.payerFor(p);
     await fund(fx.store, payer.walletId, 1e9);
     const hold = await b.hold(payer, 5_000, 'req_abc');
-    await b.settle(hold, payer, { ...facts(1234.4, { requestId: 'req_abc', model: 'voice-1', modelType: 'stt', route: 'voice-1#1', latencyMs: 87.6 }), promptTokens: undefined, completionTokens: undefined, seconds: 12.5 });
+    await b.settle(hold, payer, {
+      ...facts(1234.4, { requestId: 'req_abc', model: 'voice-1', modelType: 'stt', route: 'voice-1#1', latencyMs: 87.6 }),
+      promptTokens: undefined,
+      completionTokens: undefined,
+      seconds: 12.5,
+    });
     const failed = await b.hold(payer, 5_000, 'req_def');
     await b.release(failed, payer, facts(0, { requestId: 'req_def', route: null, status: 'upstream_failed' }));
     assert.equal(await fx.store.collection('usage_records').countDocuments({ owner: `org:${o}` }), 0, 'buffered until the flush');
@@ -94,23 +99,56 @@ describe('usage', () => {
     const byDay = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'day' });
     assert.deepEqual(
       byDay.data.map((r) => [r.day, r.requests, r.total_tokens, r.cost_cents]),
-      [['2026-03-10', 2, 165, 3], ['2026-03-11', 1, 2, 3]],
+      [
+        ['2026-03-10', 2, 165, 3],
+        ['2026-03-11', 1, 2, 3],
+      ],
     );
-    assert.deepEqual([byDay.scope, byDay.owner_type, byDay.owner_id, byDay.totals.requests, byDay.totals.errors, byDay.totals.cost_microcents], ['account', 'org', o, 3, 1, 6_000_000]);
+    assert.deepEqual(
+      [byDay.scope, byDay.owner_type, byDay.owner_id, byDay.totals.requests, byDay.totals.errors, byDay.totals.cost_microcents],
+      ['account', 'org', o, 3, 1, 6_000_000],
+    );
     const byModel = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'model' });
-    assert.deepEqual(byModel.data.map((r) => [r.model, r.requests, r.cost_microcents]), [['a', 2, 4_000_000], ['b', 1, 2_000_000]]);
+    assert.deepEqual(
+      byModel.data.map((r) => [r.model, r.requests, r.cost_microcents]),
+      [
+        ['a', 2, 4_000_000],
+        ['b', 1, 2_000_000],
+      ],
+    );
     const byKey = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'key_prefix' });
-    assert.deepEqual(byKey.data.map((r) => [r.key_prefix, r.requests]).sort(), [[kMember.prefix, 2], [kOwner.prefix, 1]].sort());
+    assert.deepEqual(
+      byKey.data.map((r) => [r.key_prefix, r.requests]).sort(),
+      [
+        [kMember.prefix, 2],
+        [kOwner.prefix, 1],
+      ].sort(),
+    );
     const byMember = await b.usageSummary(owner, { from: '2026-03-10', to: '2026-03-11', group_by: 'member' });
-    assert.deepEqual(byMember.data.map((r) => [r.user_id, r.requests]), [[owner, 1], [member, 2]]);
+    assert.deepEqual(
+      byMember.data.map((r) => [r.user_id, r.requests]),
+      [
+        [owner, 1],
+        [member, 2],
+      ],
+    );
     // A member's own view, whatever the grouping.
     const mine = await b.usageSummary(member, { from: '2026-03-10', to: '2026-03-11', group_by: 'member' });
     assert.deepEqual([mine.scope, mine.data.map((r) => [r.user_id, r.requests])], ['member', [[member, 2]]]);
     const mineByDay = await b.usageSummary(member, { from: '2026-03-10', to: '2026-03-11' });
-    assert.deepEqual(mineByDay.data.map((r) => [r.day, r.requests]), [['2026-03-10', 1], ['2026-03-11', 1]]);
+    assert.deepEqual(
+      mineByDay.data.map((r) => [r.day, r.requests]),
+      [
+        ['2026-03-10', 1],
+        ['2026-03-11', 1],
+      ],
+    );
     // The range is inclusive and by UTC day.
     const oneDay = await b.usageSummary(owner, { from: '2026-03-11', to: '2026-03-11', group_by: 'model' });
-    assert.deepEqual(oneDay.data.map((r) => [r.model, r.requests]), [['a', 1]]);
+    assert.deepEqual(
+      oneDay.data.map((r) => [r.model, r.requests]),
+      [['a', 1]],
+    );
     // Someone else's account sees none of it.
     const stranger = await user(fx.store);
     assert.equal((await b.usageSummary(stranger, { from: '2026-03-10', to: '2026-03-11' })).totals.requests, 0);
@@ -131,13 +169,32 @@ describe('usage', () => {
     await b.flush();
 
     const all = await b.usageSummary(owner, { from: day, to: day, group_by: 'end_user' });
-    assert.deepEqual(all.data.map((r) => [r.end_user, r.requests, r.errors, r.cost_microcents]), [['alice@example.com', 2, 0, 3_000_000], ['bob', 1, 1, 4_000_000]]);
+    assert.deepEqual(
+      all.data.map((r) => [r.end_user, r.requests, r.errors, r.cost_microcents]),
+      [
+        ['alice@example.com', 2, 0, 3_000_000],
+        ['bob', 1, 1, 4_000_000],
+      ],
+    );
     assert.equal(all.totals.cost_microcents, 7_000_000, 'totals cover the attributed calls; another account’s alice is not ours');
     assert.equal((await b.usageSummary(owner, { from: day, to: day, group_by: 'day' })).totals.cost_microcents, 15_000_000, 'the other views count every call');
     const mine = await b.usageSummary(member, { from: day, to: day, group_by: 'end_user' });
-    assert.deepEqual([mine.scope, mine.data.map((r) => [r.end_user, r.requests])], ['member', [['alice@example.com', 1], ['bob', 1]]]);
+    assert.deepEqual(
+      [mine.scope, mine.data.map((r) => [r.end_user, r.requests])],
+      [
+        'member',
+        [
+          ['alice@example.com', 1],
+          ['bob', 1],
+        ],
+      ],
+    );
     const records = (await b.usageRecords(owner, {})).data;
-    assert.deepEqual(records.map((r) => String(r.end_user)).sort(), ['alice@example.com', 'alice@example.com', 'bob', 'null'], 'each record names its end user, or null');
+    assert.deepEqual(
+      records.map((r) => String(r.end_user)).sort(),
+      ['alice@example.com', 'alice@example.com', 'bob', 'null'],
+      'each record names its end user, or null',
+    );
   });
 
   it('pages records newest first with a cursor; members page only their own', async () => {
@@ -160,7 +217,10 @@ describe('usage', () => {
     }
     assert.deepEqual(seen, ['req_6', 'req_5', 'req_4', 'req_3', 'req_2', 'req_1', 'req_0']);
     const mine = await b.usageRecords(member, { limit: 100 });
-    assert.deepEqual(mine.data.map((r) => r.request_id), ['req_5', 'req_4', 'req_2', 'req_1']);
+    assert.deepEqual(
+      mine.data.map((r) => r.request_id),
+      ['req_5', 'req_4', 'req_2', 'req_1'],
+    );
     assert.ok(mine.data.every((r) => r.user_id === member));
   });
 
@@ -180,7 +240,15 @@ describe('usage', () => {
       });
     }
     await b.flush();
-    const records: { created_at: string; cost_microcents: number; prompt_tokens: number | null; completion_tokens: number | null; status: string; end_user: string | null; user_id: number }[] = [];
+    const records: {
+      created_at: string;
+      cost_microcents: number;
+      prompt_tokens: number | null;
+      completion_tokens: number | null;
+      status: string;
+      end_user: string | null;
+      user_id: number;
+    }[] = [];
     for (let after: string | undefined, more = true; more; ) {
       const page = await b.usageRecords(owner, { limit: 100, ...(after ? { after } : {}) });
       records.push(...page.data);
@@ -189,7 +257,11 @@ describe('usage', () => {
     }
     assert.ok(records.length >= 120);
     const days = [...new Set(records.map((r) => r.created_at.slice(0, 10)))].sort();
-    for (const [from, to] of [[days[0]!, days.at(-1)!], [days[2]!, days[5]!], [days[4]!, days[4]!]] as const) {
+    for (const [from, to] of [
+      [days[0]!, days.at(-1)!],
+      [days[2]!, days[5]!],
+      [days[4]!, days[4]!],
+    ] as const) {
       const inRange = records.filter((r) => r.created_at.slice(0, 10) >= from && r.created_at.slice(0, 10) <= to);
       const expect = (rs: typeof records) => ({
         requests: rs.length,
@@ -197,7 +269,12 @@ describe('usage', () => {
         cost_microcents: rs.reduce((n, r) => n + r.cost_microcents, 0),
         total_tokens: rs.reduce((n, r) => n + (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0), 0),
       });
-      const pick = (t: Record<string, number>) => ({ requests: t.requests, errors: t.errors, cost_microcents: t.cost_microcents, total_tokens: t.total_tokens });
+      const pick = (t: Record<string, number>) => ({
+        requests: t.requests,
+        errors: t.errors,
+        cost_microcents: t.cost_microcents,
+        total_tokens: t.total_tokens,
+      });
       for (const group_by of ['day', 'model', 'key_prefix', 'member'] as const) {
         const summary = await b.usageSummary(owner, { from, to, group_by });
         assert.deepEqual(pick(summary.totals as unknown as Record<string, number>), expect(inRange), `${group_by} ${from}..${to}: totals`);
@@ -209,7 +286,11 @@ describe('usage', () => {
         assert.deepEqual(pick(row as unknown as Record<string, number>), expect(inRange.filter((r) => r.created_at.startsWith(row.day!))), `day ${row.day}`);
       }
       const byEndUser = await b.usageSummary(owner, { from, to, group_by: 'end_user' });
-      assert.deepEqual(pick(byEndUser.totals as unknown as Record<string, number>), expect(inRange.filter((r) => r.end_user !== null)), 'end users: attributed calls only');
+      assert.deepEqual(
+        pick(byEndUser.totals as unknown as Record<string, number>),
+        expect(inRange.filter((r) => r.end_user !== null)),
+        'end users: attributed calls only',
+      );
       const mine = await b.usageSummary(member, { from, to, group_by: 'model' });
       assert.deepEqual(pick(mine.totals as unknown as Record<string, number>), expect(inRange.filter((r) => r.user_id === member)), "a member's own");
     }

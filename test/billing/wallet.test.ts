@@ -48,7 +48,10 @@ describe('wallets', () => {
     const u = await user(fx.store);
     const payer = await b.payerFor(principal(u));
     // Empty wallet: even a zero estimate is refused.
-    await assert.rejects(b.hold(payer, 0, 'r'), (e: unknown) => isCode('insufficient_credit')(e) && (e as ApiError).status === 402 && (e as ApiError).type === 'insufficient_quota');
+    await assert.rejects(
+      b.hold(payer, 0, 'r'),
+      (e: unknown) => isCode('insufficient_credit')(e) && (e as ApiError).status === 402 && (e as ApiError).type === 'insufficient_quota',
+    );
     await fund(fx.store, payer.walletId, 5_000_000);
     const h = await b.hold(payer, 4_000_000, 'r');
     await assert.rejects(b.hold(payer, 1_000_001, 'r'), isCode('insufficient_credit'));
@@ -125,7 +128,10 @@ describe('wallets', () => {
           const w = await walletOf(fx.store, payer.walletId);
           lowest = Math.min(lowest, w.balance_uc, w.held_uc);
           // One write moves money and records the hold: they never disagree, even mid-flight.
-          assert.equal(w.held_uc, ((w.holds ?? []) as string[]).reduce((sum, t) => sum + parseHold(t)!.a, 0));
+          assert.equal(
+            w.held_uc,
+            ((w.holds ?? []) as string[]).reduce((sum, t) => sum + parseHold(t)!.a, 0),
+          );
           await new Promise((r) => setImmediate(r));
         }
       })();
@@ -217,7 +223,10 @@ describe('wallets', () => {
     const h1 = await crashed.hold(payer, 3000, 'r1');
     fx.clock.t += 30_000;
     const h2 = await crashed.hold(payer, 2000, 'r2');
-    const [s1, s2] = [await fx.billing({ holdTtlSeconds: 60, instanceLeaseSeconds: 3600 }), await fx.billing({ holdTtlSeconds: 60, instanceLeaseSeconds: 3600 })];
+    const [s1, s2] = [
+      await fx.billing({ holdTtlSeconds: 60, instanceLeaseSeconds: 3600 }),
+      await fx.billing({ holdTtlSeconds: 60, instanceLeaseSeconds: 3600 }),
+    ];
     assert.equal(await s1.sweepHolds(), 0, 'nothing expired yet');
     fx.clock.t += 31_000; // h1 expired, h2 not
     assert.deepEqual((await Promise.all([s1.sweepHolds(), s2.sweepHolds()])).sort(), [0, 1]);
@@ -241,7 +250,9 @@ describe('wallets', () => {
     await fund(fx.store, walletId, 10_000);
     // What an earlier version left: 700 µ¢ counted as held, with its record in billing_holds.
     await fx.store.collection('wallets').updateOne({ _id: walletId }, { $inc: { balance_uc: -700, held_uc: 700 } });
-    await fx.store.collection('billing_holds').insertOne({ _id: 'hlegacy', wallet_id: walletId, amount_uc: 700, expires_at: new Date(fx.clock.t + 1000), request_id: 'req_old' });
+    await fx.store
+      .collection('billing_holds')
+      .insertOne({ _id: 'hlegacy', wallet_id: walletId, amount_uc: 700, expires_at: new Date(fx.clock.t + 1000), request_id: 'req_old' });
     const [b1] = [await fx.billing(), await fx.billing()]; // two instances starting: adopted once
     let w = await walletOf(fx.store, walletId);
     assert.deepEqual([w.balance_uc, w.held_uc, w.holds], [9_300, 700, [`hlegacy 700 ${fx.clock.t + 1000} req_old`]]);

@@ -75,7 +75,10 @@ export function runBlobContract(label: string, open: OpenBlobs): void {
       await blobs.put(key, Buffer.from('second'));
       assert.equal((await bytesOf(await blobs.get(key)))?.toString(), 'second');
       assert.equal((await blobs.stat(key))?.size, 6);
-      assert.deepEqual((await blobs.list(key)).map((b) => b.key), [key]);
+      assert.deepEqual(
+        (await blobs.list(key)).map((b) => b.key),
+        [key],
+      );
     });
 
     it('refuses a blob past maxBytes as soon as it passes, storing nothing and keeping the old one', async () => {
@@ -120,7 +123,14 @@ export function runBlobContract(label: string, open: OpenBlobs): void {
       const key = `${prefix()}/r`;
       const data = randomBytes(600 * 1024);
       await blobs.put(key, data);
-      const cases: Array<[number, number | undefined]> = [[0, 10], [100, 300 * 1024], [255 * 1024 - 3, 255 * 1024 + 3], [599 * 1024, undefined], [500, 10_000_000], [42, 42]];
+      const cases: Array<[number, number | undefined]> = [
+        [0, 10],
+        [100, 300 * 1024],
+        [255 * 1024 - 3, 255 * 1024 + 3],
+        [599 * 1024, undefined],
+        [500, 10_000_000],
+        [42, 42],
+      ];
       for (const [start, end] of cases) {
         const got = await bytesOf(await blobs.get(key, { start, ...(end !== undefined ? { end } : {}) }));
         assert.ok(got?.equals(data.subarray(start, end)), `range ${start}-${end}`);
@@ -158,7 +168,23 @@ export function runBlobContract(label: string, open: OpenBlobs): void {
     });
 
     it('refuses keys that could leave the blob space or are not plain paths', async () => {
-      const bad = ['', '/a', 'a/', 'a//b', '..', '../x', 'a/../b', '.hidden', 'a/.b', 'a\0b', 'a b', 'a\\b', 'é', 'x'.repeat(129), Array(9).fill('s').join('/')];
+      const bad = [
+        '',
+        '/a',
+        'a/',
+        'a//b',
+        '..',
+        '../x',
+        'a/../b',
+        '.hidden',
+        'a/.b',
+        'a\0b',
+        'a b',
+        'a\\b',
+        'é',
+        'x'.repeat(129),
+        Array(9).fill('s').join('/'),
+      ];
       for (const key of bad) {
         await assert.rejects(blobs.put(key, Buffer.from('x')), InvalidBlobKeyError, JSON.stringify(key));
         await assert.rejects(blobs.get(key), InvalidBlobKeyError);

@@ -9,7 +9,13 @@ import { runBlobContract } from './contract.ts';
 runBlobContract('fs', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'gateway-blobs-'));
   const blobs = await openFsBlobs(dir);
-  return { blobs, cleanup: async () => { await blobs.close(); await rm(dir, { recursive: true, force: true }); } };
+  return {
+    blobs,
+    cleanup: async () => {
+      await blobs.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 });
 
 describe('fs blobs', () => {
@@ -23,7 +29,10 @@ describe('fs blobs', () => {
       const reopened = await openFsBlobs(dir);
       assert.deepEqual(await readdir(join(dir, 'blobs', '.tmp')), []);
       assert.equal((await reopened.stat('jobs/j1/audio'))?.size, 4);
-      assert.deepEqual((await reopened.list('')).map((b) => b.key), ['jobs/j1/audio']);
+      assert.deepEqual(
+        (await reopened.list('')).map((b) => b.key),
+        ['jobs/j1/audio'],
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -58,7 +58,13 @@ describe('AI SDK (ai)', () => {
     assert.match(e.message, /store: false/);
     const r = await generateText({ model, messages, providerOptions: { openai: { store: false } }, maxRetries: 0 });
     assert.equal(r.text, 'You said: rivers');
-    assert.deepEqual(f.anthropic.calls('/v1/messages').at(-1)!.body.messages.map((m: any) => m.role), ['user', 'assistant', 'user']);
+    assert.deepEqual(
+      f.anthropic
+        .calls('/v1/messages')
+        .at(-1)!
+        .body.messages.map((m: any) => m.role),
+      ['user', 'assistant', 'user'],
+    );
   });
 
   for (const [name, provider, sendsDeveloper] of PROVIDERS) {
@@ -69,7 +75,10 @@ describe('AI SDK (ai)', () => {
         assert.equal(r.text, 'You said: tell me about rivers');
         assert.ok(r.usage.inputTokens! > 0 && r.usage.outputTokens! > 0);
         assert.equal(r.finishReason, 'stop');
-        assert.deepEqual(f.lastUpstreamBody().messages, [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'tell me about rivers' }]);
+        assert.deepEqual(f.lastUpstreamBody().messages, [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'tell me about rivers' },
+        ]);
       });
 
       it('streaming: the deltas add up, usage at the end', async () => {
@@ -90,10 +99,19 @@ describe('AI SDK (ai)', () => {
         it(`tools on ${id}: the SDK's agent loop calls the tool and answers with its result; streamed too`, async () => {
           const r = await generateText({ model: model(id), tools: { get_weather: weather }, stopWhen: stepCountIs(3), prompt: 'Paris', maxRetries: 0 });
           assert.equal(r.steps.length, 2);
-          assert.deepEqual(r.steps[0]!.toolCalls.map((c) => [c.toolName, c.input]), [['get_weather', { query: 'Paris' }]]);
+          assert.deepEqual(
+            r.steps[0]!.toolCalls.map((c) => [c.toolName, c.input]),
+            [['get_weather', { query: 'Paris' }]],
+          );
           assert.equal(r.text, 'The tool said: sunny in Paris');
 
-          const s = streamText({ model: model(id), tools: { get_weather: weather }, toolChoice: { type: 'tool', toolName: 'get_weather' }, prompt: 'Paris', maxRetries: 0 });
+          const s = streamText({
+            model: model(id),
+            tools: { get_weather: weather },
+            toolChoice: { type: 'tool', toolName: 'get_weather' },
+            prompt: 'Paris',
+            maxRetries: 0,
+          });
           const calls = [];
           for await (const part of s.fullStream) if (part.type === 'tool-call') calls.push([part.toolName, part.input]);
           assert.deepEqual(calls, [['get_weather', { query: 'Paris' }]]);
@@ -134,7 +152,13 @@ describe('AI SDK (ai)', () => {
         for (const id of ['gpt-5-mini', 'o3-mini']) {
           const rec = recordingFetch();
           // store: false, as a stateless gateway asks: the Responses provider then includes encrypted reasoning.
-          const r = await generateText({ model: provider(f.baseURL, f.key, rec.fetch)(id), system: 'Be brief.', prompt: 'hello', providerOptions: { openai: { store: false } }, maxRetries: 0 });
+          const r = await generateText({
+            model: provider(f.baseURL, f.key, rec.fetch)(id),
+            system: 'Be brief.',
+            prompt: 'hello',
+            providerOptions: { openai: { store: false } },
+            maxRetries: 0,
+          });
           assert.deepEqual(sentRoles(rec.sent[0]!), [sendsDeveloper ? 'developer' : 'system', 'user']);
           assert.equal(r.text, 'You said: hello');
           assert.deepEqual(f.lastUpstreamBody().messages[0], { role: 'system', content: 'Be brief.' });

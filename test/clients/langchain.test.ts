@@ -54,16 +54,24 @@ describe("LangChain's ChatOpenAI", () => {
         it(`bindTools on ${id}: a tool call, its ToolMessage, the answer; streamed tool-call chunks`, async () => {
           const model = chat(id, { useResponsesApi }).bindTools([weather]);
           const first = await model.invoke([new HumanMessage('Paris')]);
-          assert.deepEqual(first.tool_calls!.map((c) => [c.name, c.args]), [['get_weather', { query: 'Paris' }]]);
+          assert.deepEqual(
+            first.tool_calls!.map((c) => [c.name, c.args]),
+            [['get_weather', { query: 'Paris' }]],
+          );
           const result = await weather.invoke(first.tool_calls![0]!);
           const second = await model.invoke([new HumanMessage('Paris'), first, result]);
           assert.equal(second.text, 'The tool said: sunny in Paris');
 
           let gathered: any;
-          for await (const c of await chat(id, { useResponsesApi }).bindTools([weather], { tool_choice: 'get_weather' }).stream([new HumanMessage('Paris')])) {
+          for await (const c of await chat(id, { useResponsesApi })
+            .bindTools([weather], { tool_choice: 'get_weather' })
+            .stream([new HumanMessage('Paris')])) {
             gathered = gathered === undefined ? c : gathered.concat(c);
           }
-          assert.deepEqual(gathered.tool_calls.map((c: any) => [c.name, c.args]), [['get_weather', { query: 'Paris' }]]);
+          assert.deepEqual(
+            gathered.tool_calls.map((c: any) => [c.name, c.args]),
+            [['get_weather', { query: 'Paris' }]],
+          );
         });
       }
 
@@ -72,7 +80,9 @@ describe("LangChain's ChatOpenAI", () => {
         const bySchema = await chat('plain', { useResponsesApi }).withStructuredOutput(City, { method: 'jsonSchema' }).invoke('Paris?');
         assert.deepEqual(bySchema, JSON.parse(CITY_JSON));
         assert.equal(f.lastUpstreamBody().response_format.type, 'json_schema');
-        const byTool = await chat('agent', { useResponsesApi }).withStructuredOutput(z.object({ query: z.string() }), { method: 'functionCalling', name: 'get_weather' }).invoke('Paris');
+        const byTool = await chat('agent', { useResponsesApi })
+          .withStructuredOutput(z.object({ query: z.string() }), { method: 'functionCalling', name: 'get_weather' })
+          .invoke('Paris');
         assert.deepEqual(byTool, { query: 'Paris' });
       });
 
@@ -96,7 +106,10 @@ describe("LangChain's ChatOpenAI", () => {
       it('reasoning-looking ids (gpt-5*, o3*): the developer message is a system instruction', async () => {
         for (const id of ['gpt-5-mini', 'o3-mini']) {
           const rec = recordingFetch();
-          const r = await chat(id, { useResponsesApi, configuration: { baseURL: f.baseURL, fetch: rec.fetch } }).invoke([new SystemMessage('Be brief.'), new HumanMessage('hello')]);
+          const r = await chat(id, { useResponsesApi, configuration: { baseURL: f.baseURL, fetch: rec.fetch } }).invoke([
+            new SystemMessage('Be brief.'),
+            new HumanMessage('hello'),
+          ]);
           assert.deepEqual(sentRoles(rec.sent[0]!), ['developer', 'user']);
           assert.equal(r.text, 'You said: hello');
           assert.deepEqual(f.lastUpstreamBody().messages[0], { role: 'system', content: 'Be brief.' });

@@ -39,7 +39,12 @@ describe("LlamaIndex's OpenAI LLMs", () => {
       const llm = (model: string, over: Record<string, unknown> = {}) => make(model, f.key, { baseURL: f.baseURL, ...over });
 
       it('plain: chat and complete', async () => {
-        const r = await llm('plain').chat({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'tell me about rivers' }] });
+        const r = await llm('plain').chat({
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: 'tell me about rivers' },
+          ],
+        });
         assert.equal(r.message.content, 'You said: tell me about rivers');
         assert.deepEqual(f.lastUpstreamBody().messages[0], { role: 'system', content: 'Be brief.' });
         const c = await llm('plain').complete({ prompt: 'hello' });
@@ -67,7 +72,10 @@ describe("LlamaIndex's OpenAI LLMs", () => {
           const messages: ChatMessage[] = [{ role: 'user', content: 'Paris' }];
           const first = await m.chat({ messages, tools: [weather] });
           const calls = (first.message.options as any)?.toolCall ?? [];
-          assert.deepEqual(calls.map((c: any) => [c.name, typeof c.input === 'string' ? JSON.parse(c.input) : c.input]), [['get_weather', { query: 'Paris' }]]);
+          assert.deepEqual(
+            calls.map((c: any) => [c.name, typeof c.input === 'string' ? JSON.parse(c.input) : c.input]),
+            [['get_weather', { query: 'Paris' }]],
+          );
           const second = await m.chat({
             messages: [
               ...messages,
@@ -94,7 +102,10 @@ describe("LlamaIndex's OpenAI LLMs", () => {
         // OpenAIResponses drops `responseFormat`; the Responses API's own text.format goes through its options.
         const r = await (m instanceof OpenAI
           ? m.chat({ messages, responseFormat: City })
-          : m.chat({ messages, additionalChatOptions: { text: { format: { type: 'json_schema', name: 'city', schema: z.toJSONSchema(City), strict: true } } } }));
+          : m.chat({
+              messages,
+              additionalChatOptions: { text: { format: { type: 'json_schema', name: 'city', schema: z.toJSONSchema(City), strict: true } } },
+            }));
         assert.deepEqual(City.parse(JSON.parse(r.message.content as string)), JSON.parse(CITY_JSON));
         assert.equal(f.lastUpstreamBody().response_format.type, 'json_schema');
       });
@@ -121,7 +132,12 @@ describe("LlamaIndex's OpenAI LLMs", () => {
       it('reasoning-looking ids: whatever role the system prompt goes as, it is a system instruction', async () => {
         for (const id of ['gpt-5-mini', 'o3-mini']) {
           const rec = recordingFetch();
-          const r = await llm(id, { additionalSessionOptions: { fetch: rec.fetch } }).chat({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello' }] });
+          const r = await llm(id, { additionalSessionOptions: { fetch: rec.fetch } }).chat({
+            messages: [
+              { role: 'system', content: 'Be brief.' },
+              { role: 'user', content: 'hello' },
+            ],
+          });
           assert.equal(r.message.content, 'You said: hello');
           assert.ok(['system', 'developer'].includes(sentRoles(rec.sent[0]!)[0]!));
           assert.deepEqual(f.lastUpstreamBody().messages[0], { role: 'system', content: 'Be brief.' });

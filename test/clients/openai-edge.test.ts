@@ -9,13 +9,20 @@ import { CITY_JSON, startClientFixture, TOOL_HISTORY, type ClientFixture } from 
 
 const WEATHER = {
   type: 'function',
-  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
+  function: {
+    name: 'get_weather',
+    description: 'The weather in a city',
+    parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+  },
 };
 
 /** The `data:` payloads of an SSE body, `[DONE]` included. */
 async function sseData(res: Response): Promise<string[]> {
   const text = await res.text();
-  return text.split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+  return text
+    .split('\n\n')
+    .filter((f) => f.startsWith('data: '))
+    .map((f) => f.slice(6));
 }
 
 describe('openai-edge', () => {
@@ -31,7 +38,13 @@ describe('openai-edge', () => {
   after(() => f.close());
 
   it('plain: the completion as its ResponseTypes describe it', async () => {
-    const res = await api.createChatCompletion({ model: 'plain', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'tell me about rivers' }] });
+    const res = await api.createChatCompletion({
+      model: 'plain',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'tell me about rivers' },
+      ],
+    });
     assert.equal(res.status, 200);
     const data = (await res.json()) as ResponseTypes['createChatCompletion'];
     assert.equal(data.choices[0]!.message!.content, 'You said: tell me about rivers');
@@ -43,7 +56,10 @@ describe('openai-edge', () => {
     assert.match(res.headers.get('content-type')!, /^text\/event-stream/);
     const data = await sseData(res);
     assert.equal(data.at(-1), '[DONE]');
-    const text = data.slice(0, -1).map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '').join('');
+    const text = data
+      .slice(0, -1)
+      .map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '')
+      .join('');
     assert.equal(text, 'You said: tell me about rivers');
   });
 
@@ -54,7 +70,11 @@ describe('openai-edge', () => {
       assert.equal(first.choices[0].finish_reason, 'tool_calls');
       assert.deepEqual(JSON.parse(message.tool_calls[0].function.arguments), { query: 'Paris' });
       const second = (await (
-        await create({ model: id, messages: [{ role: 'user', content: 'Paris' }, message, { role: 'tool', tool_call_id: message.tool_calls[0].id, content: 'rain' }], tools: [WEATHER] })
+        await create({
+          model: id,
+          messages: [{ role: 'user', content: 'Paris' }, message, { role: 'tool', tool_call_id: message.tool_calls[0].id, content: 'rain' }],
+          tools: [WEATHER],
+        })
       ).json()) as any;
       assert.equal(second.choices[0].message.content, 'The tool said: rain');
     });

@@ -22,7 +22,11 @@ describe('openai-node', () => {
   after(() => f.close());
 
   it('streaming helpers: chat.completions.stream and responses.stream', async () => {
-    const chat = ai.chat.completions.stream({ model: 'plain', messages: [{ role: 'user', content: 'tell me about rivers' }], stream_options: { include_usage: true } });
+    const chat = ai.chat.completions.stream({
+      model: 'plain',
+      messages: [{ role: 'user', content: 'tell me about rivers' }],
+      stream_options: { include_usage: true },
+    });
     const done = await chat.finalChatCompletion();
     assert.equal(done.choices[0]!.message.content, 'You said: tell me about rivers');
     assert.ok(done.usage!.completion_tokens > 0);
@@ -48,7 +52,11 @@ describe('openai-node', () => {
 
   it('structured output with zod: chat.completions.parse and responses.parse', async () => {
     f.up.next({ reply: CITY_JSON });
-    const c = await ai.chat.completions.parse({ model: 'plain', messages: [{ role: 'user', content: 'Paris?' }], response_format: zodResponseFormat(City, 'city') });
+    const c = await ai.chat.completions.parse({
+      model: 'plain',
+      messages: [{ role: 'user', content: 'Paris?' }],
+      response_format: zodResponseFormat(City, 'city'),
+    });
     assert.deepEqual(c.choices[0]!.message.parsed, JSON.parse(CITY_JSON));
     f.up.next({ reply: CITY_JSON });
     const r = await ai.responses.parse({ model: 'plain', input: 'Paris?', text: { format: zodTextFormat(City, 'city') } });
@@ -75,7 +83,13 @@ describe('openai-node', () => {
     const r = await ai.chat.completions.create({
       model: 'plain',
       messages: [{ role: 'user', content: 'hello' }, kept, { role: 'user', content: 'rivers' }],
-      stop: null, seed: null, temperature: null, top_p: null, n: null, max_tokens: null, response_format: undefined,
+      stop: null,
+      seed: null,
+      temperature: null,
+      top_p: null,
+      n: null,
+      max_tokens: null,
+      response_format: undefined,
     });
     assert.equal(r.choices[0]!.message.content, 'You said: rivers');
     const seen = f.lastUpstreamBody();
@@ -85,7 +99,14 @@ describe('openai-node', () => {
 
   it('developer messages to reasoning models, and max_completion_tokens named when too large', async () => {
     for (const model of ['gpt-5-mini', 'o3-mini']) {
-      const r = await ai.chat.completions.create({ model, messages: [{ role: 'developer', content: 'Be brief.' }, { role: 'user', content: 'hello' }], reasoning_effort: 'low' });
+      const r = await ai.chat.completions.create({
+        model,
+        messages: [
+          { role: 'developer', content: 'Be brief.' },
+          { role: 'user', content: 'hello' },
+        ],
+        reasoning_effort: 'low',
+      });
       assert.equal(r.choices[0]!.message.content, 'You said: hello');
       assert.deepEqual(f.lastUpstreamBody().messages[0], { role: 'system', content: 'Be brief.' });
       const e = await refused(ai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 100_000 }));
@@ -97,7 +118,10 @@ describe('openai-node', () => {
     const limited = new OpenAI({ apiKey: await f.limitedKey(), baseURL: f.baseURL, maxRetries: 0 });
     const ask = { model: 'plain', messages: [{ role: 'user' as const, content: 'hi' }] };
     await limited.chat.completions.create(ask);
-    const e = await limited.chat.completions.create(ask).then(() => assert.fail('not refused'), (err: unknown) => err as InstanceType<typeof OpenAI.APIError>);
+    const e = await limited.chat.completions.create(ask).then(
+      () => assert.fail('not refused'),
+      (err: unknown) => err as InstanceType<typeof OpenAI.APIError>,
+    );
     assert.ok(e instanceof OpenAI.RateLimitError, String(e));
     assert.deepEqual([e.status, e.code, e.type], [429, 'rate_limit_exceeded', 'rate_limit_error']);
     assert.match(e.message, /per-minute limit/);

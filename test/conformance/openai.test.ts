@@ -54,17 +54,58 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
   let speechUp: FakeServer;
   let key: string;
   let limitedKey: string;
-  const v1 = (path: string, opts: Parameters<typeof call>[3] = {}, method = 'POST') => call(gw.url, method, `/v1${path}`, { token: key, ...opts, headers: { ...SDK, ...opts.headers } });
+  const v1 = (path: string, opts: Parameters<typeof call>[3] = {}, method = 'POST') =>
+    call(gw.url, method, `/v1${path}`, { token: key, ...opts, headers: { ...SDK, ...opts.headers } });
 
   before(async () => {
     [up, speechUp] = await Promise.all([startOpenAIUpstream({ apiKey: 'sk-up' }), startSpeechUpstream()]);
     gw = await startTestGateway();
     const route = { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up' };
     const models: [string, object][] = [
-      ['chat', { type: 'llm', owned_by: 'acme', context_window: 8192, max_output_tokens: 1024, tools: true, pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 }, routes: [{ ...route, upstream_model: 'gpt-up' }] }],
-      ['emb', { type: 'embedding', owned_by: 'acme', context_window: 8192, pricing: { input_cents_per_mtok: 2 }, routes: [{ ...route, upstream_model: 'text-embedding-3-small' }] }],
-      ['whisper', { type: 'stt', owned_by: 'acme', languages: ['en-US', 'hi-IN'], modes: ['transcribe', 'translate'], timestamps: 'word', pricing: { cents_per_minute: 0.6 }, routes: [{ ...route, upstream_model: 'whisper-1' }] }],
-      ['tts', { type: 'tts', owned_by: 'acme', voices: ['nova'], pricing: { cents_per_1k_chars: 1 }, routes: [{ provider: 'openai', base_url: `${speechUp.url}/v1`, api_key: 'sk-up', upstream_model: 'tts-1' }] }],
+      [
+        'chat',
+        {
+          type: 'llm',
+          owned_by: 'acme',
+          context_window: 8192,
+          max_output_tokens: 1024,
+          tools: true,
+          pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 },
+          routes: [{ ...route, upstream_model: 'gpt-up' }],
+        },
+      ],
+      [
+        'emb',
+        {
+          type: 'embedding',
+          owned_by: 'acme',
+          context_window: 8192,
+          pricing: { input_cents_per_mtok: 2 },
+          routes: [{ ...route, upstream_model: 'text-embedding-3-small' }],
+        },
+      ],
+      [
+        'whisper',
+        {
+          type: 'stt',
+          owned_by: 'acme',
+          languages: ['en-US', 'hi-IN'],
+          modes: ['transcribe', 'translate'],
+          timestamps: 'word',
+          pricing: { cents_per_minute: 0.6 },
+          routes: [{ ...route, upstream_model: 'whisper-1' }],
+        },
+      ],
+      [
+        'tts',
+        {
+          type: 'tts',
+          owned_by: 'acme',
+          voices: ['nova'],
+          pricing: { cents_per_1k_chars: 1 },
+          routes: [{ provider: 'openai', base_url: `${speechUp.url}/v1`, api_key: 'sk-up', upstream_model: 'tts-1' }],
+        },
+      ],
     ];
     for (const [id, body] of models) {
       const res = await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
@@ -89,7 +130,11 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
     const said = (p: Problem) => `${p.at} ${p.message}`;
     const unexpected = problems.filter((p) => !departures.some((d) => d.test(said(p))));
     assert.deepEqual(unexpected.map(said), [], `${what}: ${JSON.stringify(value).slice(0, 600)}`);
-    for (const d of departures) assert.ok(problems.some((p) => d.test(said(p))), `${what}: the listed departure ${d} no longer shows; update DEPARTURES and docs/api/openai-conformance.md`);
+    for (const d of departures)
+      assert.ok(
+        problems.some((p) => d.test(said(p))),
+        `${what}: the listed departure ${d} no longer shows; update DEPARTURES and docs/api/openai-conformance.md`,
+      );
   };
   /** An operation's JSON answer against the document's schema for it. */
   const answers = (path: string, method: string, res: { status: number; body: unknown; headers: Headers; text: string }, what: string) => {
@@ -98,10 +143,24 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
     conforms(answerSchema(path, method, 200, JSON_TYPE), res.body, what);
   };
   /** The events of an SSE answer, each against its schema in the document's union (by `type`), or the one stream schema. */
-  const streams = (res: { status: number; text: string; headers: Headers }, schemaOf: (event: Record<string, any>) => string | undefined, what: string, departures: Record<string, readonly RegExp[]> = {}) => {
+  const streams = (
+    res: { status: number; text: string; headers: Headers },
+    schemaOf: (event: Record<string, any>) => string | undefined,
+    what: string,
+    departures: Record<string, readonly RegExp[]> = {},
+  ) => {
     assert.equal(res.status, 200, `${what}: ${res.text.slice(0, 300)}`);
     assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
-    const events = res.text.split('\n\n').flatMap((frame) => frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6))).filter((d) => d !== '[DONE]').map((d) => JSON.parse(d) as Record<string, any>);
+    const events = res.text
+      .split('\n\n')
+      .flatMap((frame) =>
+        frame
+          .split('\n')
+          .filter((l) => l.startsWith('data: '))
+          .map((l) => l.slice(6)),
+      )
+      .filter((d) => d !== '[DONE]')
+      .map((d) => JSON.parse(d) as Record<string, any>);
     assert.ok(events.length > 0, `${what}: no events`);
     for (const event of events) {
       const pointer = schemaOf(event);
@@ -131,7 +190,11 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
       if (what === 'tools') assert.equal(res.body.choices[0].message.tool_calls[0].function.name, 'get_weather');
       if (what === 'logprobs') assert.ok(res.body.choices[0].logprobs.content.length > 0, 'log probabilities were validated');
       const chunk = answerSchema('/chat/completions', 'post', 200, SSE_TYPE);
-      const events = streams(await v1('/chat/completions', { body: { ...body, stream: true, stream_options: { include_usage: true } } }), () => chunk, `chat ${what} stream`);
+      const events = streams(
+        await v1('/chat/completions', { body: { ...body, stream: true, stream_options: { include_usage: true } } }),
+        () => chunk,
+        `chat ${what} stream`,
+      );
       assert.ok(events.at(-1)!.usage, 'the usage chunk');
     }
   });
@@ -180,7 +243,11 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
 
   it('POST /v1/audio/speech: audio, and every speech event of stream_format sse', async () => {
     const speechEvent = eventSchemas(answerSchema('/audio/speech', 'post', 200, SSE_TYPE));
-    const audio = await fetch(`${gw.url}/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': JSON_TYPE }, body: JSON.stringify({ model: 'tts', voice: 'nova', input: 'Hello there.', response_format: 'pcm' }) });
+    const audio = await fetch(`${gw.url}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': JSON_TYPE },
+      body: JSON.stringify({ model: 'tts', voice: 'nova', input: 'Hello there.', response_format: 'pcm' }),
+    });
     assert.equal(audio.status, 200);
     assert.ok((await audio.arrayBuffer()).byteLength > 0);
     const sse = await v1('/audio/speech', { body: { model: 'tts', voice: 'nova', input: 'Hello there.', stream_format: 'sse' } });
@@ -188,7 +255,7 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
     assert.deepEqual([...new Set(events.map((e) => e.type))], ['speech.audio.delta', 'speech.audio.done']);
   });
 
-  it('errors are OpenAI\'s ErrorResponse: invalid JSON, 401, 404, 405, 413 on a JSON body, a refused field, and the 429 for its SDKs', async () => {
+  it("errors are OpenAI's ErrorResponse: invalid JSON, 401, 404, 405, 413 on a JSON body, a refused field, and the 429 for its SDKs", async () => {
     const error = '/components/schemas/ErrorResponse';
     const refusals: [string, Promise<{ status: number; body: unknown; text: string }>, number][] = [
       ['invalid JSON', call(gw.url, 'POST', '/v1/chat/completions', { token: key, raw: '{"model": ', headers: { 'content-type': JSON_TYPE } }), 400],
@@ -196,7 +263,11 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
       ['unknown model', v1('/chat/completions', { body: { model: 'nope', messages: [{ role: 'user', content: 'hi' }] } }), 404],
       ['unknown route', v1('/nope', {}, 'GET'), 404],
       ['wrong method', v1('/chat/completions', {}, 'GET'), 405],
-      ['too large', v1('/chat/completions', { body: { model: 'chat', messages: [{ role: 'user', content: 'x'.repeat(gw.config.http.inferenceBodyLimitBytes) }] } }), 413],
+      [
+        'too large',
+        v1('/chat/completions', { body: { model: 'chat', messages: [{ role: 'user', content: 'x'.repeat(gw.config.http.inferenceBodyLimitBytes) }] } }),
+        413,
+      ],
       ['a refused field', v1('/chat/completions', { body: { model: 'chat', messages: [{ role: 'user', content: 'hi' }], temperature: 3 } }), 400],
     ];
     for (const [what, pending, status] of refusals) {
@@ -219,10 +290,17 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
   it("an upload over 25 MB is the spec's plain 413 page, not JSON (off the document: the spec says so)", async () => {
     const answer = await new Promise<{ status: number; type: string }>((resolve, reject) => {
       // A length over the limit, and no body: refused on the length alone.
-      const req = request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(26 * 1024 * 1024) } }, (res) => {
-        res.resume();
-        resolve({ status: res.statusCode!, type: String(res.headers['content-type']) });
-      });
+      const req = request(
+        `${gw.url}/v1/audio/transcriptions`,
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(26 * 1024 * 1024) },
+        },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode!, type: String(res.headers['content-type']) });
+        },
+      );
       req.on('error', reject);
       req.flushHeaders();
     });
@@ -236,7 +314,15 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
     await c.next('session.created');
     c.send({ type: 'transcription_session.update', session: { turn_detection: null } });
     await c.next('transcription_session.updated');
-    c.send({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: 16000 }, transcription: { model: 'stt-local', language: 'en' }, turn_detection: { type: 'server_vad' } } } } });
+    c.send({
+      type: 'session.update',
+      session: {
+        type: 'transcription',
+        audio: {
+          input: { format: { type: 'audio/pcm', rate: 16000 }, transcription: { model: 'stt-local', language: 'en' }, turn_detection: { type: 'server_vad' } },
+        },
+      },
+    });
     await c.next('session.updated');
     c.send({ type: 'input_audio_buffer.commit' }); // nothing buffered: an error
     await c.next('error');
@@ -248,7 +334,16 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
     c.ws.close();
     await c.closed;
     const types = new Set(c.frames.map((f) => f.type));
-    for (const t of ['session.created', 'session.updated', 'input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped', 'input_audio_buffer.committed', 'conversation.item.input_audio_transcription.delta', 'conversation.item.input_audio_transcription.completed', 'error']) {
+    for (const t of [
+      'session.created',
+      'session.updated',
+      'input_audio_buffer.speech_started',
+      'input_audio_buffer.speech_stopped',
+      'input_audio_buffer.committed',
+      'conversation.item.input_audio_transcription.delta',
+      'conversation.item.input_audio_transcription.completed',
+      'error',
+    ]) {
       assert.ok(types.has(t), `${t} among ${[...types].join(', ')}`);
     }
     const departures: Record<string, readonly RegExp[]> = {

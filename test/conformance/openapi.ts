@@ -7,7 +7,9 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 
 type Schema = Record<string, any>;
 
-export const DOCUMENT: Schema = byType(openapi30Nullable(JSON.parse(readFileSync(new URL('../fixtures/openai-openapi/openapi.json', import.meta.url), 'utf8'))));
+export const DOCUMENT: Schema = byType(
+  openapi30Nullable(JSON.parse(readFileSync(new URL('../fixtures/openai-openapi/openapi.json', import.meta.url), 'utf8'))),
+);
 const ID = 'openai-openapi.json';
 
 /**
@@ -19,7 +21,13 @@ const ID = 'openai-openapi.json';
  * are its own member's. The same values pass and fail.
  */
 function byType(doc: Schema): Schema {
-  const resolve = (s: Schema): Schema | undefined => (typeof s?.$ref === 'string' && s.$ref.startsWith('#/') ? s.$ref.slice(2).split('/').reduce((o: any, k: string) => o?.[k], doc) : s);
+  const resolve = (s: Schema): Schema | undefined =>
+    typeof s?.$ref === 'string' && s.$ref.startsWith('#/')
+      ? s.$ref
+          .slice(2)
+          .split('/')
+          .reduce((o: any, k: string) => o?.[k], doc)
+      : s;
   // A member's `type` value: its own, or that of a part it is made of (allOf).
   const typeOf = (member: Schema): unknown => {
     const s = resolve(member);
@@ -126,7 +134,9 @@ export function answerSchema(path: string, method: string, status: number, conte
   if (!response) throw new Error(`${method} ${path} answers no ${status} in the document`);
   if (response.$ref) response = DOCUMENT.components.responses[response.$ref.split('/').pop()];
   if (!response.content?.[contentType]) throw new Error(`${method} ${path} ${status} has no ${contentType} in the document`);
-  const via = op.responses[String(status)].$ref ? `/components/responses/${escapePointer(op.responses[String(status)].$ref.split('/').pop())}` : `/paths/${escapePointer(path)}/${method}/responses/${status}`;
+  const via = op.responses[String(status)].$ref
+    ? `/components/responses/${escapePointer(op.responses[String(status)].$ref.split('/').pop())}`
+    : `/paths/${escapePointer(path)}/${method}/responses/${status}`;
   return `${via}/content/${escapePointer(contentType)}/schema`;
 }
 

@@ -39,7 +39,17 @@ export async function startDashboard(overrides: Record<string, unknown> = {}, op
   const gw = await startTestGateway({ dashboardDir: build.outDir, ...overrides }, opts);
   const browser = RUN_BROWSER
     ? await chromium.connect(RUN_BROWSER)
-    : await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-dev-shm-usage', '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'] });
+    : await chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          '--no-sandbox',
+          '--disable-background-networking',
+          '--disable-dev-shm-usage',
+          '--use-fake-device-for-media-stream',
+          '--use-fake-ui-for-media-stream',
+        ],
+      });
   return {
     gw,
     browser,

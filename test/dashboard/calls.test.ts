@@ -17,7 +17,16 @@ const CALLEE = {
   to: '+919800000040',
   answer: 'answer',
   ring_ms: 100,
-  steps: [{ wait_agent: 'speaking', ms: 800 }, { say: 'the ATM did not give money but my account got debited' }, { wait_agent: 'done', ms: 200 }, { say: 'yes please' }, { wait_agent: 'done', ms: 200 }, { dtmf: '1' }, { silence_ms: 300 }, { hangup: true }],
+  steps: [
+    { wait_agent: 'speaking', ms: 800 },
+    { say: 'the ATM did not give money but my account got debited' },
+    { wait_agent: 'done', ms: 200 },
+    { say: 'yes please' },
+    { wait_agent: 'done', ms: 200 },
+    { dtmf: '1' },
+    { silence_ms: 300 },
+    { hangup: true },
+  ],
 };
 
 describe('dashboard: calls', () => {
@@ -65,7 +74,10 @@ describe('dashboard: calls', () => {
     const dollars = (cents: number) => `$${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`;
     await row.getByText(dollars(c.cost_cents)).waitFor();
     const cells = await row.locator('td').allTextContents();
-    assert.deepEqual([...cells.slice(0, 5), ...cells.slice(7)], [id, CALLEE.to, 'voice-test', 'completed', c.end_reason.replace(/_/g, ' '), String(c.billed_seconds), dollars(c.cost_cents)]);
+    assert.deepEqual(
+      [...cells.slice(0, 5), ...cells.slice(7)],
+      [id, CALLEE.to, 'voice-test', 'completed', c.end_reason.replace(/_/g, ' '), String(c.billed_seconds), dollars(c.cost_cents)],
+    );
     assert.match(cells[5]!, /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     assert.match(cells[6]!, /^0:\d\d\.\d$/);
     await tab.checkA11y('calls');
@@ -94,12 +106,25 @@ describe('dashboard: calls', () => {
     assert.equal(await turns.nth(1).locator('.said').textContent(), 'ATM did not give money but 2000 rupees got debited from my account');
     assert.deepEqual(c.transcript.at(-1), { role: 'callee', text: '1', dtmf: '1', start: c.transcript.at(-1).start, end: c.transcript.at(-1).end });
     assert.equal(await turns.last().locator('.said').textContent(), 'Pressed 1');
-    assert.equal(await turns.nth(2).locator('small').textContent(), 'intent BANKING.ATM.CASH_NOT_DISPENSED · response BANKING.DISPUTE.ASK_RAISE · amount: 2000');
+    assert.equal(
+      await turns.nth(2).locator('small').textContent(),
+      'intent BANKING.ATM.CASH_NOT_DISPENSED · response BANKING.DISPUTE.ASK_RAISE · amount: 2000',
+    );
     // The outcome: the dispute raised, with the entities the API gives it, and the conversation's final state.
     const [raised] = c.outcome.actions as { action: string; intent: string; entities: Record<string, number> }[];
-    assert.deepEqual([c.outcome.actions.length, raised!.action, raised!.intent], [1, 'CREATE_DISPUTE', 'BANKING.ATM.CASH_NOT_DISPENSED'], JSON.stringify(c.outcome));
+    assert.deepEqual(
+      [c.outcome.actions.length, raised!.action, raised!.intent],
+      [1, 'CREATE_DISPUTE', 'BANKING.ATM.CASH_NOT_DISPENSED'],
+      JSON.stringify(c.outcome),
+    );
     const cells2 = await page.getByTestId('call-actions').locator('tbody tr td').allTextContents();
-    assert.deepEqual(cells2.slice(0, 3), [raised!.action, raised!.intent, Object.entries(raised!.entities).map(([k, v]) => `${k}: ${v}`).join(', ') || '—']);
+    assert.deepEqual(cells2.slice(0, 3), [
+      raised!.action,
+      raised!.intent,
+      Object.entries(raised!.entities)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ') || '—',
+    ]);
     await page.getByText(`Final state: ${c.outcome.final_state}`).waitFor();
     await tab.checkA11y('a call');
     await tab.screenshot('call');
@@ -122,7 +147,10 @@ describe('dashboard: calls', () => {
     // Another account: the call's page says there is no such call.
     const other = await person();
     await other.tab.page.goto(`${d.base}/dashboard/calls/${id}`);
-    await other.tab.page.getByRole('alert').getByText(/not_found/).waitFor();
+    await other.tab.page
+      .getByRole('alert')
+      .getByText(/not_found/)
+      .waitFor();
     other.tab.assertClean();
     await other.tab.close();
     await tab.close();

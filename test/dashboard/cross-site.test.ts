@@ -80,7 +80,10 @@ describe('dashboard: cross-site requests', () => {
         if (res.url().startsWith(d.base)) seen.push({ method: res.request().method(), path: new URL(res.url()).pathname, status: res.status() });
       });
       await evil.goto(`http://${host}:${port}/`);
-      const results = (await evil.waitForFunction('window.results', undefined, { timeout: 10_000 }).then((h) => h.jsonValue())) as { out: Record<string, unknown>; cookie: string };
+      const results = (await evil.waitForFunction('window.results', undefined, { timeout: 10_000 }).then((h) => h.jsonValue())) as {
+        out: Record<string, unknown>;
+        cookie: string;
+      };
       assert.equal(results.cookie, '', 'no cookie of the gateway is visible there');
       assert.equal(results.out.create_json, 'blocked', 'the dashboard header needs a CORS preflight the gateway never grants');
       assert.equal(results.out.revoke, 'blocked');
@@ -93,7 +96,9 @@ describe('dashboard: cross-site requests', () => {
       assert.equal(seen.find((s) => s.path === '/portal/transcription/jobs')?.status, sent ? 403 : 401, 'the upload: refused before its body is read');
       // The browser blocks the JSON refusal to the <audio> element (ORB), so the gateway's own count says what it answered.
       const metrics = (await call(d.gw.metricsUrl, 'GET', '/metrics')).text;
-      const refused = new RegExp(`gateway_http_requests_total\\{method="GET",route="/portal/transcription/jobs/:id/audio",status="${sent ? 403 : 401}"\\} [1-9]`);
+      const refused = new RegExp(
+        `gateway_http_requests_total\\{method="GET",route="/portal/transcription/jobs/:id/audio",status="${sent ? 403 : 401}"\\} [1-9]`,
+      );
       assert.match(metrics, refused, 'the embedded recording: refused before any job is looked up');
 
       // A form POST navigates the tab to the gateway's answer: a form's body is never JSON, so it is

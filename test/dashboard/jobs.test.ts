@@ -17,7 +17,12 @@ describe('dashboard: transcription jobs', () => {
     sarvam = await startSarvamUpstream({ apiKey: 'sv-key' });
     d = await startDashboard({ transcription: { pollMs: 100 } });
     const model = {
-      type: 'stt', owned_by: 'acme', languages: ['hi-IN'], jobs: true, diarization: true, pricing: { cents_per_minute: 0.6 },
+      type: 'stt',
+      owned_by: 'acme',
+      languages: ['hi-IN'],
+      jobs: true,
+      diarization: true,
+      pricing: { cents_per_minute: 0.6 },
       routes: [{ provider: 'sarvam', base_url: sarvam.url, api_key: 'sv-key', upstream_model: 'saaras:v3' }],
     };
     assert.equal((await call(d.base, 'PUT', '/admin/models/stt-jobs', { token: ADMIN_TOKEN, body: model })).status, 201);
@@ -49,12 +54,19 @@ describe('dashboard: transcription jobs', () => {
       jobs = (await call(d.base, 'GET', '/portal/transcription/jobs', { token })).body.data;
       await sleep(50);
     }
-    assert.deepEqual(jobs.map((j) => j.status), ['completed', 'completed']);
+    assert.deepEqual(
+      jobs.map((j) => j.status),
+      ['completed', 'completed'],
+    );
 
     await page.reload();
     const rows = page.getByTestId('jobs').locator('tbody tr');
     await rows.first().waitFor();
-    assert.deepEqual(await rows.locator('td:first-child').allTextContents(), jobs.map((j) => j.id), 'newest first, as the API');
+    assert.deepEqual(
+      await rows.locator('td:first-child').allTextContents(),
+      jobs.map((j) => j.id),
+      'newest first, as the API',
+    );
     assert.deepEqual(new Set(jobs.map((j) => j.id)), new Set(ids));
     for (const text of await rows.allTextContents()) assert.match(text, /completed.*stt-jobs/);
     await tab.checkA11y('transcriptions');
@@ -63,7 +75,10 @@ describe('dashboard: transcription jobs', () => {
     sarvam.failNextJob = { level: 'job', message: 'The audio could not be processed.' };
     const failing = await call(d.base, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...multipartForm({ model: 'stt-jobs' }, wavBytes(2)) });
     assert.equal(failing.status, 202, failing.text);
-    await rows.first().getByText(/^failed: /).waitFor({ timeout: 30_000 });
+    await rows
+      .first()
+      .getByText(/^failed: /)
+      .waitFor({ timeout: 30_000 });
     const failed = (await call(d.base, 'GET', `/portal/transcription/jobs/${failing.body.id}`, { token })).body;
     assert.equal(failed.status, 'failed');
     const srt = await call(d.base, 'GET', `/v1/audio/transcriptions/jobs/${failing.body.id}?response_format=srt`, { token: key });

@@ -37,7 +37,10 @@ describe('dashboard: API keys', () => {
     const listed = await call(d.base, 'GET', '/portal/keys', { token });
     assert.equal(listed.status, 200);
     const key = listed.body.data[0];
-    assert.deepEqual([key.name, key.scopes, key.expires_at, key.rpm, key.status], ['ci deploy', ['chat', 'embeddings'], '2030-01-31T23:59:59.000Z', 60, 'active']);
+    assert.deepEqual(
+      [key.name, key.scopes, key.expires_at, key.rpm, key.status],
+      ['ci deploy', ['chat', 'embeddings'], '2030-01-31T23:59:59.000Z', 60, 'active'],
+    );
     const full = (await call(d.base, 'GET', `/portal/keys/${key.id}`, { token })).body.api_key as string;
     const secret = page.getByLabel('Full key ci deploy');
     assert.equal(await secret.textContent(), full, 'the new key is shown once, right after creation');
@@ -71,7 +74,9 @@ describe('dashboard: API keys', () => {
     const token = await apiSession(d, email);
     const scripted = await createKey(d.base, token, { name: 'made by a script' });
     const expiring = await createKey(d.base, token, { name: 'soon expired' });
-    await d.gw.store.collection<{ _id: number; expires_at: Date | null }>('api_keys').updateOne({ _id: expiring.id }, { $set: { expires_at: new Date(Date.now() - 1000) } });
+    await d.gw.store
+      .collection<{ _id: number; expires_at: Date | null }>('api_keys')
+      .updateOne({ _id: expiring.id }, { $set: { expires_at: new Date(Date.now() - 1000) } });
     const models = async (key: string) => (await call(d.base, 'GET', '/v1/models', { token: key })).status;
 
     await page.reload();

@@ -15,7 +15,14 @@ describe('dashboard: operator', () => {
     d = await startDashboard();
     const r = await call(d.base, 'PUT', '/admin/models/chat-ops', {
       token: ADMIN_TOKEN,
-      body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 256, pricing: { input_cents_per_mtok: 100, output_cents_per_mtok: 200 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key: UPSTREAM_SECRET, upstream_model: 'gpt-up' }] },
+      body: {
+        type: 'llm',
+        owned_by: 'test',
+        context_window: 4096,
+        max_output_tokens: 256,
+        pricing: { input_cents_per_mtok: 100, output_cents_per_mtok: 200 },
+        routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key: UPSTREAM_SECRET, upstream_model: 'gpt-up' }],
+      },
     });
     assert.equal(r.status, 201, r.text);
   });
@@ -39,7 +46,10 @@ describe('dashboard: operator', () => {
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
     await page.getByRole('button', { name: 'Open operator session' }).click();
     await page.getByRole('heading', { name: 'Operator', exact: true }).waitFor();
-    assert.ok(loaded.some((p) => p.endsWith(operatorChunk)), 'loaded after sign-in');
+    assert.ok(
+      loaded.some((p) => p.endsWith(operatorChunk)),
+      'loaded after sign-in',
+    );
     const cookie = (await tab.context.cookies()).find((c) => c.name === '__Host-gw_admin');
     assert.ok(cookie && cookie.httpOnly && cookie.value !== ADMIN_TOKEN && !cookie.value.includes(ADMIN_TOKEN));
     assert.equal(await page.evaluate('document.cookie'), '');

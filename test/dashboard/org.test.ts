@@ -124,8 +124,15 @@ describe('dashboard: organization', () => {
     await a.page.reload();
     await a.page.getByRole('button', { name: `Make admin ${memberEmail}` }).click();
     await a.page.getByRole('button', { name: `Make member ${memberEmail}` }).waitFor();
-    await a.page.getByTestId('members').getByRole('row', { name: new RegExp(memberEmail) }).getByRole('cell', { name: 'admin', exact: true }).waitFor();
-    const roleOf = async (email: string) => (await call(d.base, 'GET', '/portal/org/members', { token: await apiSession(d, ownerEmail) })).body.members.find((m: { email: string }) => m.email === email)?.role;
+    await a.page
+      .getByTestId('members')
+      .getByRole('row', { name: new RegExp(memberEmail) })
+      .getByRole('cell', { name: 'admin', exact: true })
+      .waitFor();
+    const roleOf = async (email: string) =>
+      (await call(d.base, 'GET', '/portal/org/members', { token: await apiSession(d, ownerEmail) })).body.members.find(
+        (m: { email: string }) => m.email === email,
+      )?.role;
     assert.equal(await roleOf(memberEmail), 'admin');
     await b.page.reload();
     await b.page.getByTestId('my-role').filter({ hasText: 'admin' }).waitFor();
@@ -134,7 +141,11 @@ describe('dashboard: organization', () => {
     assert.equal(await b.page.getByRole('region', { name: 'Owner actions' }).count(), 0);
     await b.checkA11y('organization (admin)');
     assert.deepEqual(await roleViews(b, 'admin'), { billing: false, webhooks: true }, 'an admin manages webhooks, not billing');
-    assert.deepEqual(await sameOrigin(b, [['PATCH', `/portal/org/members/${memberId}`, { role: 'member' }]]), [[403, 'role_forbidden']], 'the API refuses an admin too');
+    assert.deepEqual(
+      await sameOrigin(b, [['PATCH', `/portal/org/members/${memberId}`, { role: 'member' }]]),
+      [[403, 'role_forbidden']],
+      'the API refuses an admin too',
+    );
     await a.page.getByRole('button', { name: `Make member ${memberEmail}` }).click();
     await a.page.getByRole('button', { name: `Make admin ${memberEmail}` }).waitFor();
     assert.equal(await roleOf(memberEmail), 'member');

@@ -12,7 +12,14 @@ export async function copyKeys(store: Store, userId: number, count: number, opts
   for (let i = 0; i < count; i += 5000) {
     const docs = Array.from({ length: Math.min(5000, count - i) }, (_, j) => {
       const jti = (id++).toString(16).padStart(32, '0');
-      return { ...template, _id: id - 1, jti, prefix: template.prefix.slice(0, -12) + jti.slice(-12), name: `${opts.name} ${i + j}`, created_at: new Date(opts.now - (count - i - j) * 1000) };
+      return {
+        ...template,
+        _id: id - 1,
+        jti,
+        prefix: template.prefix.slice(0, -12) + jti.slice(-12),
+        name: `${opts.name} ${i + j}`,
+        created_at: new Date(opts.now - (count - i - j) * 1000),
+      };
     });
     await keys.insertMany(docs);
   }

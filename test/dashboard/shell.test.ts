@@ -69,7 +69,11 @@ describe('dashboard shell', () => {
 
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    assert.equal((await tab.context.cookies()).find((c) => c.name === '__Host-gw_session'), undefined, 'the cookie is cleared');
+    assert.equal(
+      (await tab.context.cookies()).find((c) => c.name === '__Host-gw_session'),
+      undefined,
+      'the cookie is cleared',
+    );
     // The server session is gone too: the old cookie value no longer works.
     const replay = await call(d.base, 'GET', '/portal/me', { headers: { cookie: `__Host-gw_session=${session.value}` } });
     assert.equal(replay.status, 401);
@@ -104,7 +108,10 @@ describe('dashboard shell', () => {
     await page.goto(`${d.base}/dashboard/wallet`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     assert.match(page.url(), /\/dashboard\/signin\?next=wallet$/);
-    assert.ok((await tab.context.cookies()).some((c) => c.name === '__Host-gw_session'), 'the stale cookie was sent');
+    assert.ok(
+      (await tab.context.cookies()).some((c) => c.name === '__Host-gw_session'),
+      'the stale cookie was sent',
+    );
     assert.deepEqual(tab.failedRequests, []);
     tab.assertClean();
     await tab.close();

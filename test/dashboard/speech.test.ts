@@ -136,7 +136,10 @@ describe('dashboard: speech', { skip }, () => {
     await page.getByLabel('Voice').selectOption('en-gb');
     const before = await balance(token);
     await page.getByRole('button', { name: 'Speak' }).click();
-    await page.getByTestId('speech-heard').getByText(/^Received/).waitFor({ timeout: 30_000 });
+    await page
+      .getByTestId('speech-heard')
+      .getByText(/^Received/)
+      .waitFor({ timeout: 30_000 });
     const seconds = Number(/([\d.]+) s of audio/.exec((await page.getByTestId('speech-heard').textContent())!)![1]);
     assert.ok(seconds > 1, `${seconds} s of audio`);
     await page.waitForTimeout(200);
@@ -168,7 +171,10 @@ describe('dashboard: speech', { skip }, () => {
     await page.getByRole('button', { name: 'Stop recording' }).click();
     await page.getByText(/A clip of \d+ KB is ready/).waitFor();
     await page.getByRole('button', { name: 'Transcribe', exact: true }).click();
-    await page.getByTestId('recognition-cost').getByText(/billed [12] s/).waitFor({ timeout: 30_000 });
+    await page
+      .getByTestId('recognition-cost')
+      .getByText(/billed [12] s/)
+      .waitFor({ timeout: 30_000 });
     tab.assertClean();
     await tab.close();
   });

@@ -19,7 +19,14 @@ describe('dashboard: usage and spend', () => {
     d = await startDashboard({ billing: { usageFlushIntervalMs: 20 } }, { now: () => clock });
     const r = await call(d.base, 'PUT', '/admin/models/chat-b', {
       token: ADMIN_TOKEN,
-      body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 256, pricing: { input_cents_per_mtok: 150_000, output_cents_per_mtok: 600_000 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }] },
+      body: {
+        type: 'llm',
+        owned_by: 'test',
+        context_window: 4096,
+        max_output_tokens: 256,
+        pricing: { input_cents_per_mtok: 150_000, output_cents_per_mtok: 600_000 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }],
+      },
     });
     assert.equal(r.status, 201, r.text);
   });
@@ -38,7 +45,10 @@ describe('dashboard: usage and spend', () => {
     const a = await createKey(d.base, token, { name: 'a' });
     const b = await createKey(d.base, token, { name: 'b' });
     const chat = async (key: string, user?: string) => {
-      const r = await call(d.base, 'POST', '/v1/chat/completions', { token: key, body: { model: 'chat-b', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 16, ...(user ? { user } : {}) } });
+      const r = await call(d.base, 'POST', '/v1/chat/completions', {
+        token: key,
+        body: { model: 'chat-b', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 16, ...(user ? { user } : {}) },
+      });
       assert.equal(r.status, 200, r.text);
     };
     await chat(b.api_key); // 2026-01-09 23:30 UTC: the day before the range below
@@ -74,25 +84,43 @@ describe('dashboard: usage and spend', () => {
     assert.equal((await call(d.base, 'GET', '/portal/usage/records', { token })).body.data.length, 4);
     const records = (await call(d.base, 'GET', `/portal/usage/records?${range}`, { token })).body.data as { request_id: string }[];
     assert.equal(records.length, 3);
-    const ids = async (q: string) => ((await call(d.base, 'GET', `/portal/usage/records?${q}`, { token })).body.data as { request_id: string }[]).map((r) => r.request_id);
-    assert.deepEqual(await ids('from=2026-01-11&to=2026-01-11'), records.slice(0, 1).map((r) => r.request_id));
+    const ids = async (q: string) =>
+      ((await call(d.base, 'GET', `/portal/usage/records?${q}`, { token })).body.data as { request_id: string }[]).map((r) => r.request_id);
+    assert.deepEqual(
+      await ids('from=2026-01-11&to=2026-01-11'),
+      records.slice(0, 1).map((r) => r.request_id),
+    );
     assert.equal((await ids('to=2026-01-09')).length, 1, 'the day before the range');
-    assert.deepEqual(await ids('from=2026-01-10&to=2026-01-10'), records.slice(1).map((r) => r.request_id));
+    assert.deepEqual(
+      await ids('from=2026-01-10&to=2026-01-10'),
+      records.slice(1).map((r) => r.request_id),
+    );
     // Paged one by one inside the range: the cursor and the range bound together.
     const walked: string[] = [];
     let next: string | null = null;
     do {
-      const res: { body: { data: { request_id: string }[]; next_after: string | null } } = await call(d.base, 'GET', `/portal/usage/records?${range}&limit=1${next ? `&after=${next}` : ''}`, { token });
+      const res: { body: { data: { request_id: string }[]; next_after: string | null } } = await call(
+        d.base,
+        'GET',
+        `/portal/usage/records?${range}&limit=1${next ? `&after=${next}` : ''}`,
+        { token },
+      );
       walked.push(...res.body.data.map((r) => r.request_id));
       next = res.body.next_after;
     } while (next);
-    assert.deepEqual(walked, records.map((r) => r.request_id));
+    assert.deepEqual(
+      walked,
+      records.map((r) => r.request_id),
+    );
     const reversed = await call(d.base, 'GET', '/portal/usage/records?from=2026-01-12&to=2026-01-11', { token });
     assert.equal(reversed.status, 400);
     assert.equal(reversed.body.error.param, 'from');
     const logged = page.getByTestId('usage-records').locator('tbody tr');
     await logged.first().waitFor();
-    assert.deepEqual(await logged.locator('td:last-child').allTextContents(), records.map((r) => r.request_id));
+    assert.deepEqual(
+      await logged.locator('td:last-child').allTextContents(),
+      records.map((r) => r.request_id),
+    );
     await tab.checkA11y('usage');
     await tab.screenshot('usage');
 
@@ -108,11 +136,18 @@ describe('dashboard: usage and spend', () => {
       const apiGroup = (await call(d.base, 'GET', `/portal/usage?${range}&group_by=${group}`, { token })).body;
       await page.getByTestId('usage-table').locator('tbody th', { hasText: labels[0] }).waitFor();
       assert.deepEqual((await page.getByTestId('usage-table').locator('tbody th').allTextContents()).sort(), [...labels].sort(), group);
-      assert.equal(await totals.locator('[data-metric="cost"]').getAttribute('data-microcents'), String(apiGroup.totals.cost_microcents), `${group}: the API's totals`);
+      assert.equal(
+        await totals.locator('[data-metric="cost"]').getAttribute('data-microcents'),
+        String(apiGroup.totals.cost_microcents),
+        `${group}: the API's totals`,
+      );
       assert.equal(await totals.locator('[data-metric="requests"]').textContent(), String(apiGroup.totals.requests));
     }
     await page.reload();
-    await page.getByTestId('usage-table').locator('tbody th', { hasText: `user ${me}` }).waitFor();
+    await page
+      .getByTestId('usage-table')
+      .locator('tbody th', { hasText: `user ${me}` })
+      .waitFor();
     tab.assertClean();
     await tab.close();
   });

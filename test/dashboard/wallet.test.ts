@@ -29,7 +29,10 @@ describe('dashboard: wallet and settings', () => {
     assert.equal((await admin('PUT', `/admin/users/${me}/kyc`, { verified: true })).status, 200);
     assert.equal((await call(d.base, 'GET', '/portal/wallet', { token })).body.kyc_verified, true);
     await page.reload();
-    await page.getByTestId('kyc').filter({ hasText: /^verified$/ }).waitFor();
+    await page
+      .getByTestId('kyc')
+      .filter({ hasText: /^verified$/ })
+      .waitFor();
     const wallet = (await call(d.base, 'GET', '/portal/wallet', { token })).body;
     assert.equal(wallet.balance_cents, 2250, 'the top-up and the plan credit');
     assert.equal(await page.getByTestId('balance').textContent(), '$22.50');

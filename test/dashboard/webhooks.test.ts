@@ -61,7 +61,8 @@ describe('dashboard: webhooks', () => {
 
     // Ten failed deliveries in a row disable it.
     r.set(answer(503));
-    for (let i = 0; i < 10; i++) assert.equal((await call(d.base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: me, amount_cents: 1 } })).status, 201);
+    for (let i = 0; i < 10; i++)
+      assert.equal((await call(d.base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: me, amount_cents: 1 } })).status, 201);
     await until('disabled', async () => (await call(d.base, 'GET', `/portal/webhooks/${hook.id}`, { token })).body.status === 'disabled');
     await page.reload();
     await row.getByRole('cell', { name: 'disabled', exact: true }).waitFor();

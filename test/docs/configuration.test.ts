@@ -98,7 +98,7 @@ test('every configuration key of the schema is in docs/configuration.md, and not
   );
 });
 
-test('the documented defaults are config/default.json\'s', () => {
+test("the documented defaults are config/default.json's", () => {
   for (const { key, defaultCell } of documentedRows()) {
     const value = valueAt(DEFAULTS, key);
     if (value === undefined) {
@@ -113,12 +113,20 @@ test('the documented defaults are config/default.json\'s', () => {
   }
 });
 
-test('every environment override is documented, in the variables table and on its key\'s line', () => {
+test("every environment override is documented, in the variables table and on its key's line", () => {
   const env = envOverrides();
   const head = DOC.slice(0, DOC.indexOf('\n## Every setting\n'));
   const tabled = [...head.matchAll(/^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|/gm)].map((m) => m[1]!);
-  assert.deepEqual([...env.keys()].filter((name) => !tabled.includes(name)), [], 'overrides missing from the variables table');
-  assert.deepEqual(tabled.filter((name) => !env.has(name)), [], 'variables in the table that loadConfig does not read');
+  assert.deepEqual(
+    [...env.keys()].filter((name) => !tabled.includes(name)),
+    [],
+    'overrides missing from the variables table',
+  );
+  assert.deepEqual(
+    tabled.filter((name) => !env.has(name)),
+    [],
+    'variables in the table that loadConfig does not read',
+  );
   const rows = new Map(documentedRows().map((r) => [r.key, r.rest]));
   for (const [name, path] of env) {
     assert.ok(rows.get(path)?.includes(`Env \`${name}\``), `the line of ${path} should say "Env \`${name}\`"`);

@@ -22,12 +22,7 @@ function markdownUnder(dir: string): string[] {
     });
 }
 
-const FILES = [
-  join(ROOT, 'README.md'),
-  join(ROOT, 'SECURITY.md'),
-  join(ROOT, 'bench', 'README.md'),
-  ...markdownUnder(join(ROOT, 'docs')),
-];
+const FILES = [join(ROOT, 'README.md'), join(ROOT, 'SECURITY.md'), join(ROOT, 'bench', 'README.md'), ...markdownUnder(join(ROOT, 'docs'))];
 
 /** The text without fenced code blocks and inline code (kept as blanks, so nothing joins up). */
 function prose(markdown: string): string {

@@ -40,7 +40,12 @@ function pathExists(path: string): boolean {
   if (!clean.includes('*')) return existsSync(join(ROOT, clean));
   const dir = clean.slice(0, clean.lastIndexOf('/'));
   if (dir.includes('*')) return readdirSync(join(ROOT, dir.slice(0, dir.indexOf('*')))).some((name) => pathExists(clean.replace(/^([^*]*)\*/, `$1${name}`)));
-  const pattern = new RegExp(`^${clean.slice(clean.lastIndexOf('/') + 1).replace(/[.]/g, '\\.').replace(/\*/g, '.*')}$`);
+  const pattern = new RegExp(
+    `^${clean
+      .slice(clean.lastIndexOf('/') + 1)
+      .replace(/[.]/g, '\\.')
+      .replace(/\*/g, '.*')}$`,
+  );
   return existsSync(join(ROOT, dir)) && readdirSync(join(ROOT, dir)).some((name) => pattern.test(name));
 }
 
@@ -58,7 +63,10 @@ function symbolExists(owner: string, member: string | undefined): boolean {
   const files = declaring(owner);
   if (files.length === 0) return false;
   if (member === undefined) return true;
-  const re = new RegExp(`(?:^|[\\s.#])(?:async\\s+|get\\s+|static\\s+|readonly\\s+|private\\s+|protected\\s+|public\\s+)*${member.replace('$', '\\$')}\\s*(?:[(<:?=]|\\?:)`, 'm');
+  const re = new RegExp(
+    `(?:^|[\\s.#])(?:async\\s+|get\\s+|static\\s+|readonly\\s+|private\\s+|protected\\s+|public\\s+)*${member.replace('$', '\\$')}\\s*(?:[(<:?=]|\\?:)`,
+    'm',
+  );
   return files.some((path) => re.test(CODE.get(path)!));
 }
 
@@ -89,11 +97,15 @@ for (const page of PAGES) {
     assert.ok(paths.length > 10, `${paths.length} paths read`);
     const missing = [
       ...paths.filter((p) => !pathExists(p)).map((p) => `path ${p}`),
-      ...symbols.filter((s) => {
-        const [, owner, member] = SYMBOL.exec(s) ?? /^([A-Za-z]+)\.?(\w+)?$/.exec(s)!;
-        return !symbolExists(owner!, member);
-      }).map((s) => `symbol ${s}`),
-      ...invokes.filter((name) => ![...CODE].some(([path, text]) => path.startsWith('machines/') && new RegExp(`src: '${name}'`).test(text))).map((n) => `invoke ${n}`),
+      ...symbols
+        .filter((s) => {
+          const [, owner, member] = SYMBOL.exec(s) ?? /^([A-Za-z]+)\.?(\w+)?$/.exec(s)!;
+          return !symbolExists(owner!, member);
+        })
+        .map((s) => `symbol ${s}`),
+      ...invokes
+        .filter((name) => ![...CODE].some(([path, text]) => path.startsWith('machines/') && new RegExp(`src: '${name}'`).test(text)))
+        .map((n) => `invoke ${n}`),
     ];
     assert.deepEqual([...new Set(missing)], []);
   });

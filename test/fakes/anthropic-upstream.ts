@@ -59,11 +59,18 @@ export function invalidMessagesBody(body: any): string | null {
     return 'metadata.user_id: String should have at most 256 characters';
   }
   if (body.tools !== undefined) {
-    if (!Array.isArray(body.tools) || !body.tools.every((t: any) => typeof t?.name === 'string' && typeof t.input_schema === 'object' && Object.keys(t).every((k) => ['name', 'description', 'input_schema'].includes(k)))) {
+    if (
+      !Array.isArray(body.tools) ||
+      !body.tools.every(
+        (t: any) =>
+          typeof t?.name === 'string' && typeof t.input_schema === 'object' && Object.keys(t).every((k) => ['name', 'description', 'input_schema'].includes(k)),
+      )
+    ) {
       return 'tools: each tool takes name, description and input_schema';
     }
   }
-  if (body.tool_choice !== undefined && !['auto', 'any', 'none', 'tool'].includes(body.tool_choice?.type)) return 'tool_choice: Input tag does not match any of the expected tags';
+  if (body.tool_choice !== undefined && !['auto', 'any', 'none', 'tool'].includes(body.tool_choice?.type))
+    return 'tool_choice: Input tag does not match any of the expected tags';
   if (body.tool_choice?.type === 'tool' && !body.tools?.some((t: any) => t.name === body.tool_choice.name)) return 'tool_choice.name: no such tool';
   if (body.thinking !== undefined) {
     const t = body.thinking;
@@ -86,10 +93,20 @@ function invalidContent(m: any, i: number, previous: any): string | null {
   for (const [j, b] of (m.content as any[]).entries()) {
     const at = `messages.${i}.content.${j}`;
     if (b?.type === 'text' && typeof b.text === 'string' && b.text !== '') continue;
-    if (b?.type === 'tool_use' && m.role === 'assistant' && typeof b.id === 'string' && typeof b.name === 'string' && typeof b.input === 'object' && b.input !== null && !Array.isArray(b.input)) continue;
+    if (
+      b?.type === 'tool_use' &&
+      m.role === 'assistant' &&
+      typeof b.id === 'string' &&
+      typeof b.name === 'string' &&
+      typeof b.input === 'object' &&
+      b.input !== null &&
+      !Array.isArray(b.input)
+    )
+      continue;
     if (b?.type === 'tool_result' && m.role === 'user' && typeof b.tool_use_id === 'string') {
       const asked = Array.isArray(previous?.content) && previous.content.some((p: any) => p.type === 'tool_use' && p.id === b.tool_use_id);
-      if (!asked) return `${at}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+      if (!asked)
+        return `${at}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
       continue;
     }
     return `${at}: invalid content block`;
@@ -119,8 +136,15 @@ async function messages(x: Exchange, body: any): Promise<void> {
   const all = body.system ? [{ role: 'system', content: body.system as string }, ...texts] : texts;
   const lastBlocks = Array.isArray(body.messages.at(-1).content) ? (body.messages.at(-1).content as any[]) : [];
   const result = lastBlocks.find((b) => b.type === 'tool_result');
-  const lastUser = [...(body.messages as any[])].reverse().find((m) => m.role === 'user' && !(Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_result')));
-  const tool = fakeToolCall((body.tools ?? []).map((t: any) => t.name), body.tool_choice?.type === 'none' ? 'none' : body.tool_choice, textOf(lastUser?.content), result !== undefined);
+  const lastUser = [...(body.messages as any[])]
+    .reverse()
+    .find((m) => m.role === 'user' && !(Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_result')));
+  const tool = fakeToolCall(
+    (body.tools ?? []).map((t: any) => t.name),
+    body.tool_choice?.type === 'none' ? 'none' : body.tool_choice,
+    textOf(lastUser?.content),
+    result !== undefined,
+  );
   if (tool) return toolUse(x, body, all, tool);
   const sim = simulate(all, x.behaviour.reply ?? (result ? afterTool(textOf(result.content)) : undefined), body.max_tokens, body.stop_sequences);
   const stopReason = sim.finish === 'length' ? 'max_tokens' : sim.stopSequence ? 'stop_sequence' : 'end_turn';
@@ -169,13 +193,17 @@ async function toolUse(x: Exchange, body: any, all: { role: string; content: str
   if (!body.stream) return sendAnswer(x, { ...message, content: [block], stop_reason: 'tool_use', stop_sequence: null, usage });
   const event = (name: string, data: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
   const half = Math.floor(tool.arguments.length / 2);
-  await sendStream(x, [
-    event('message_start', { message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }),
-    event('content_block_start', { index: 0, content_block: { ...block, input: {} } }),
-    event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: tool.arguments.slice(0, half) } }),
-    event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: tool.arguments.slice(half) } }),
-    event('content_block_stop', { index: 0 }),
-    event('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 5 } }),
-    event('message_stop', {}),
-  ], event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }));
+  await sendStream(
+    x,
+    [
+      event('message_start', { message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }),
+      event('content_block_start', { index: 0, content_block: { ...block, input: {} } }),
+      event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: tool.arguments.slice(0, half) } }),
+      event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: tool.arguments.slice(half) } }),
+      event('content_block_stop', { index: 0 }),
+      event('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 5 } }),
+      event('message_stop', {}),
+    ],
+    event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }),
+  );
 }

@@ -31,7 +31,8 @@ export async function startDeepgramUpstream(opts: { apiKey?: string; models?: st
     const requestId = randomUUID();
     const fail = (status: number, errCode: string, errMsg: string) => sendJson(x.res, status, { err_code: errCode, err_msg: errMsg, request_id: requestId });
     if (opts.apiKey !== undefined && rec.headers.authorization !== `Token ${opts.apiKey}`) return fail(401, 'INVALID_AUTH', 'Invalid credentials.');
-    if (behaviour.status) return fail(behaviour.status, behaviour.status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'Bad Request', behaviour.message ?? `fake failure ${behaviour.status}`);
+    if (behaviour.status)
+      return fail(behaviour.status, behaviour.status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'Bad Request', behaviour.message ?? `fake failure ${behaviour.status}`);
     if (rec.method !== 'POST' || rec.path !== '/v1/listen') return fail(404, 'Not Found', 'Not Found');
     const q = new URL(x.req.url ?? '', 'http://x').searchParams;
     const model = q.get('model') ?? 'base';
@@ -46,7 +47,9 @@ export async function startDeepgramUpstream(opts: { apiKey?: string; models?: st
     const failure = self.failNextJob;
     self.failNextJob = null;
     sendAnswer(x, { request_id: requestId });
-    const body = failure ? { err_code: 'ASR_FAILED', err_msg: failure, metadata: { request_id: requestId, extra } } : { ...result, metadata: { ...result.metadata, extra } };
+    const body = failure
+      ? { err_code: 'ASR_FAILED', err_msg: failure, metadata: { request_id: requestId, extra } }
+      : { ...result, metadata: { ...result.metadata, extra } };
     setTimeout(() => void deliverCallback(self.callbacks, callback, {}, body), self.callbackDelayMs).unref();
   });
   self = Object.assign(server, { callbacks: [], callbackDelayMs: 20, failNextJob: null });
@@ -69,14 +72,37 @@ function listenResult(audio: Buffer, q: URLSearchParams, requestId: string, mode
   const words = speech.turns.flatMap(wordsOf);
   const transcript = words.map((w) => w.punctuated_word).join(' ');
   return {
-    metadata: { transaction_key: 'deprecated', request_id: requestId, sha256: 'f'.repeat(64), created: '2026-11-25T10:00:00.000Z', duration: speech.duration, channels: 1, models: [randomUUID()], model_info: { [model]: { name: model } } },
+    metadata: {
+      transaction_key: 'deprecated',
+      request_id: requestId,
+      sha256: 'f'.repeat(64),
+      created: '2026-11-25T10:00:00.000Z',
+      duration: speech.duration,
+      channels: 1,
+      models: [randomUUID()],
+      model_info: { [model]: { name: model } },
+    },
     results: {
-      channels: [{ alternatives: [{ transcript, confidence: 0.97, words }], ...(q.get('detect_language') === 'true' ? { detected_language: 'en', language_confidence: 0.99 } : {}) }],
+      channels: [
+        {
+          alternatives: [{ transcript, confidence: 0.97, words }],
+          ...(q.get('detect_language') === 'true' ? { detected_language: 'en', language_confidence: 0.99 } : {}),
+        },
+      ],
       ...(q.get('utterances') === 'true'
         ? {
             utterances: speech.turns.map((t) => {
               const ws = wordsOf(t);
-              return { start: t.start, end: t.end, confidence: 0.97, channel: 0, transcript: ws.map((w) => w.punctuated_word).join(' '), words: ws, ...(diarize ? { speaker: t.speaker } : {}), id: randomUUID() };
+              return {
+                start: t.start,
+                end: t.end,
+                confidence: 0.97,
+                channel: 0,
+                transcript: ws.map((w) => w.punctuated_word).join(' '),
+                words: ws,
+                ...(diarize ? { speaker: t.speaker } : {}),
+                id: randomUUID(),
+              };
             }),
           }
         : {}),

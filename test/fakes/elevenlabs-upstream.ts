@@ -36,7 +36,8 @@ export function startElevenLabsUpstream(opts: { apiKey: string }): Promise<FakeS
     const voice = decodeURIComponent(m[1]!);
     if (!ELEVENLABS_VOICES.includes(voice)) return fail(404, { status: 'voice_not_found', message: `A voice with the voice_id ${voice} was not found.` });
     const body = rec.body as Record<string, any>;
-    if (typeof body?.text !== 'string' || body.text.length === 0) return fail(422, [{ loc: ['body', 'text'], msg: 'field required', type: 'value_error.missing' }]);
+    if (typeof body?.text !== 'string' || body.text.length === 0)
+      return fail(422, [{ loc: ['body', 'text'], msg: 'field required', type: 'value_error.missing' }]);
     const outputFormat = new URLSearchParams(rec.query).get('output_format') ?? 'mp3_44100_128';
     const out = outputOf(outputFormat);
     if (!out) return fail(400, { status: 'invalid_output_format', message: `Unsupported output format ${outputFormat}` });

@@ -68,7 +68,10 @@ export class FakeExotel {
   readonly callbacks: { event: string; status: string; code: number }[] = [];
   /** What the gateway sent each call's stream, by the call's customfield (the gateway's call id). */
   readonly streams = new Map<string, StreamRecord>();
-  private readonly calls = new Map<string, { simId: string; callback: string; customField: string; status: string; answeredAt: number | null; endedAt: number | null }>();
+  private readonly calls = new Map<
+    string,
+    { simId: string; callback: string; customField: string; status: string; answeredAt: number | null; endedAt: number | null }
+  >();
   private readonly bySimId = new Map<string, StreamRecord>();
 
   private constructor(
@@ -79,7 +82,13 @@ export class FakeExotel {
     private readonly carrier: ReturnType<typeof simulatorCarrier>,
   ) {}
 
-  static async start(opts: { accountSid: string; apiKey: string; apiToken: string; callees: CalleeScript[]; speak(text: string, voice: string): Promise<SpeechClip> }): Promise<FakeExotel> {
+  static async start(opts: {
+    accountSid: string;
+    apiKey: string;
+    apiToken: string;
+    callees: CalleeScript[];
+    speak(text: string, voice: string): Promise<SpeechClip>;
+  }): Promise<FakeExotel> {
     let self!: FakeExotel;
     const carrier = simulatorCarrier({
       callees: opts.callees,
@@ -95,7 +104,13 @@ export class FakeExotel {
     });
     const server = createServer((req, res) => void self.handle(req, res));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    self = new FakeExotel(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, `Basic ${Buffer.from(`${opts.apiKey}:${opts.apiToken}`).toString('base64')}`, carrier);
+    self = new FakeExotel(
+      server,
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      opts.accountSid,
+      `Basic ${Buffer.from(`${opts.apiKey}:${opts.apiToken}`).toString('base64')}`,
+      carrier,
+    );
     return self;
   }
 
@@ -115,12 +130,27 @@ export class FakeExotel {
       if (refused) return exception(400, refused);
       const streamUrl = new URL(form.get('streamurl')!);
       const sid = Math.random().toString(16).slice(2).padEnd(32, '0');
-      const call = { simId: '', callback: form.get('statuscallback')!, customField: form.get('customfield') ?? '', status: 'queued', answeredAt: null as number | null, endedAt: null as number | null };
+      const call = {
+        simId: '',
+        callback: form.get('statuscallback')!,
+        customField: form.get('customfield') ?? '',
+        status: 'queued',
+        answeredAt: null as number | null,
+        endedAt: null as number | null,
+      };
       this.calls.set(sid, call);
       const record: StreamRecord = { media: [], marks: 0, clears: 0 };
       this.streams.set(call.customField, record);
       call.simId = await this.carrier.dial(
-        { callId: call.customField, to: form.get('from')!, from: form.get('callerid'), streamUrl: streamUrl.toString(), streamParameters: Object.fromEntries(streamUrl.searchParams), ringTimeoutMs: 30_000, maxDurationMs: Number(form.get('timelimit')) * 1000 },
+        {
+          callId: call.customField,
+          to: form.get('from')!,
+          from: form.get('callerid'),
+          streamUrl: streamUrl.toString(),
+          streamParameters: Object.fromEntries(streamUrl.searchParams),
+          ringTimeoutMs: 30_000,
+          maxDurationMs: Number(form.get('timelimit')) * 1000,
+        },
         {
           ringing: () => {
             call.status = 'ringing';
@@ -129,7 +159,9 @@ export class FakeExotel {
           answered: () => {
             call.status = 'in-progress';
             call.answeredAt = Date.now();
-            void this.post(sid, 'answered', 'in-progress').then(() => this.post(sid, 'answered', 'in-progress')).then(() => this.post(sid, 'ringing', 'ringing'));
+            void this.post(sid, 'answered', 'in-progress')
+              .then(() => this.post(sid, 'answered', 'in-progress'))
+              .then(() => this.post(sid, 'ringing', 'ringing'));
           },
           ended: ({ status }) => {
             call.status = status === 'busy' ? 'busy' : status === 'no_answer' ? 'no-answer' : status === 'failed' ? 'failed' : 'completed';
@@ -177,7 +209,11 @@ export class FakeExotel {
       ['CustomField', call.customField],
     ];
     if (event === 'terminal') params.push(['ConversationDuration', String(this.duration(call))]);
-    const res = await fetch(call.callback, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() }).catch(() => null);
+    const res = await fetch(call.callback, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(params).toString(),
+    }).catch(() => null);
     this.callbacks.push({ event, status, code: res?.status ?? 0 });
     await res?.text();
     return res?.status ?? 0;

@@ -25,7 +25,7 @@ export async function openaiAudio(x: Exchange, fail: Fail, models?: string[]): P
   if (!form) return fail(400, 'Expected a multipart/form-data body.');
   const one = (name: string) => form.fields.get(name)?.[0];
   const model = one('model');
-  if (!model) return fail(400, "you must provide a model parameter");
+  if (!model) return fail(400, 'you must provide a model parameter');
   if (!form.file) return fail(400, "Missing required parameter: 'file'.");
   if (models && !models.includes(model)) return fail(404, `The model \`${model}\` does not exist or you do not have access to it.`);
   const ext = /\.([a-z0-9]+)$/i.exec(form.file.name)?.[1]?.toLowerCase() ?? '';
@@ -40,14 +40,22 @@ export async function openaiAudio(x: Exchange, fail: Fail, models?: string[]): P
   const seconds = audioSeconds(form.file.bytes);
 
   if (language !== undefined && (translate || !/^[a-z]{2,3}$/.test(language))) {
-    return fail(400, translate ? 'Unrecognized request argument supplied: language' : `Invalid language '${language}'. Language parameter must be specified in ISO-639-1 format.`);
+    return fail(
+      400,
+      translate
+        ? 'Unrecognized request argument supplied: language'
+        : `Invalid language '${language}'. Language parameter must be specified in ISO-639-1 format.`,
+    );
   }
   if (translate && model !== 'whisper-1') return fail(400, `Model ${model} is not supported for translations.`);
-  if (jsonOnly && format !== 'json' && format !== 'text') return fail(400, `response_format '${format}' is not compatible with model '${model}'. Use 'json' or 'text' instead.`);
+  if (jsonOnly && format !== 'json' && format !== 'text')
+    return fail(400, `response_format '${format}' is not compatible with model '${model}'. Use 'json' or 'text' instead.`);
   if (format === 'diarized_json' && !diarizeModel) return fail(400, `response_format 'diarized_json' is only supported with a diarization model.`);
-  if (diarizeModel && !['json', 'text', 'diarized_json'].includes(format)) return fail(400, `response_format '${format}' is not compatible with model '${model}'.`);
+  if (diarizeModel && !['json', 'text', 'diarized_json'].includes(format))
+    return fail(400, `response_format '${format}' is not compatible with model '${model}'.`);
   if (diarizeModel && one('prompt') !== undefined) return fail(400, 'Prompt is not supported for diarization models.');
-  if (diarizeModel && seconds > 30 && one('chunking_strategy') === undefined) return fail(400, 'chunking_strategy is required for audio longer than 30 seconds.');
+  if (diarizeModel && seconds > 30 && one('chunking_strategy') === undefined)
+    return fail(400, 'chunking_strategy is required for audio longer than 30 seconds.');
   if (granularities.length > 0 && format !== 'verbose_json') return fail(400, 'timestamp_granularities is only supported with response_format verbose_json.');
 
   const speech = fakeSpeech(form.file.bytes);
@@ -59,12 +67,28 @@ export async function openaiAudio(x: Exchange, fail: Fail, models?: string[]): P
     return send(jsonOnly ? { text, usage: { type: 'tokens', input_tokens: 50, output_tokens: 10, total_tokens: 60 } } : { text, usage });
   }
   if (format === 'diarized_json') {
-    const segments = speech.turns.map((t, i) => ({ type: 'transcript.text.segment', id: `seg_${i}`, start: t.start, end: t.end, text: t.text, speaker: String.fromCharCode(65 + t.speaker) }));
+    const segments = speech.turns.map((t, i) => ({
+      type: 'transcript.text.segment',
+      id: `seg_${i}`,
+      start: t.start,
+      end: t.end,
+      text: t.text,
+      speaker: String.fromCharCode(65 + t.speaker),
+    }));
     return send({ task: 'transcribe', duration: speech.duration, text, segments, usage });
   }
   if (format !== 'verbose_json') return fail(400, `The fake speaks json, verbose_json and diarized_json, not ${format}.`);
   const segments = speech.turns.map((t, id) => ({
-    id, seek: 0, start: t.start, end: t.end, text: ` ${say(t.text)}`, tokens: [50364, 440], temperature: 0, avg_logprob: -0.25, compression_ratio: 1.2, no_speech_prob: 0.01,
+    id,
+    seek: 0,
+    start: t.start,
+    end: t.end,
+    text: ` ${say(t.text)}`,
+    tokens: [50364, 440],
+    temperature: 0,
+    avg_logprob: -0.25,
+    compression_ratio: 1.2,
+    no_speech_prob: 0.01,
   }));
   const words = speech.turns.flatMap((t) => t.words);
   send({

@@ -15,7 +15,11 @@ import { FakeServer, sendJson, type Exchange } from './fake-server.ts';
 export const FAKE_PCM_RATE = 24_000;
 const TYPES: Record<string, string> = { mp3: 'audio/mpeg', opus: 'audio/ogg', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm' };
 const ENCODERS: Record<string, string[]> = {
-  mp3: ['-c:a', 'libmp3lame', '-f', 'mp3'], opus: ['-c:a', 'libopus', '-f', 'ogg'], aac: ['-c:a', 'aac', '-f', 'adts'], flac: ['-c:a', 'flac', '-f', 'flac'], wav: ['-c:a', 'pcm_s16le', '-f', 'wav'],
+  mp3: ['-c:a', 'libmp3lame', '-f', 'mp3'],
+  opus: ['-c:a', 'libopus', '-f', 'ogg'],
+  aac: ['-c:a', 'aac', '-f', 'adts'],
+  flac: ['-c:a', 'flac', '-f', 'flac'],
+  wav: ['-c:a', 'pcm_s16le', '-f', 'wav'],
 };
 
 /** The fake's PCM for a text: 60 ms of a 440 Hz tone per character, at `rate` (OpenAI's 24 kHz by default). */
@@ -39,7 +43,11 @@ export function fakeSpeechAudio(input: string, format: string, rate = FAKE_PCM_R
   const found = encoded.get(key);
   if (found) return found;
   const pcm = fakeSpeechPcm(input, rate);
-  const bytes = execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', String(rate), '-ac', '1', '-i', 'pipe:0', ...ENCODERS[format]!, 'pipe:1'], { input: pcm });
+  const bytes = execFileSync(
+    'ffmpeg',
+    ['-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', String(rate), '-ac', '1', '-i', 'pipe:0', ...ENCODERS[format]!, 'pipe:1'],
+    { input: pcm },
+  );
   encoded.set(key, bytes);
   return bytes;
 }
@@ -79,6 +87,6 @@ export function startSpeechUpstream(): Promise<FakeServer> {
     if (typeof body.voice !== 'string') return fail(400, "Missing required parameter: 'voice'.");
     const format = (body.response_format as string | undefined) ?? 'mp3';
     if (!TYPES[format]) return fail(400, `Invalid value: '${format}'. Supported values are: 'mp3', 'opus', 'aac', 'flac', 'wav', and 'pcm'.`);
-    await streamAudio(x, fakeSpeechAudio(body.input, format), TYPES[format]!, FAKE_PCM_RATE * 2 / 10);
+    await streamAudio(x, fakeSpeechAudio(body.input, format), TYPES[format]!, (FAKE_PCM_RATE * 2) / 10);
   });
 }

@@ -80,7 +80,8 @@ export function invalidChatBody(body: any): string | null {
     return 'Invalid top_logprobs: must be an integer between 0 and 20.';
   }
   for (const k of ['safety_identifier', 'user', 'prompt_cache_key']) {
-    if (body[k] !== undefined && (typeof body[k] !== 'string' || body[k].length > 64)) return `Invalid '${k}': string too long. Expected a string with maximum length 64.`;
+    if (body[k] !== undefined && (typeof body[k] !== 'string' || body[k].length > 64))
+      return `Invalid '${k}': string too long. Expected a string with maximum length 64.`;
   }
   return null;
 }
@@ -102,7 +103,12 @@ async function chat(x: Exchange, body: any): Promise<void> {
   if (invalid) return openaiError(x, 400, invalid);
   const messages = (body.messages as any[]).map((m) => ({ role: m.role, content: textOf(m.content) }));
   const last = messages.at(-1)!;
-  const tool = fakeToolCall((body.tools ?? []).map((t: any) => t.function.name), body.tool_choice, [...messages].reverse().find((m) => m.role === 'user')?.content ?? '', last.role === 'tool');
+  const tool = fakeToolCall(
+    (body.tools ?? []).map((t: any) => t.function.name),
+    body.tool_choice,
+    [...messages].reverse().find((m) => m.role === 'user')?.content ?? '',
+    last.role === 'tool',
+  );
   if (tool) return toolCallAnswer(x, body, messages, tool);
   const sim = simulate(messages, x.behaviour.reply ?? (last.role === 'tool' ? afterTool(last.content) : undefined), body.max_tokens, body.stop);
   const n: number = body.n ?? 1;
@@ -130,7 +136,14 @@ async function chat(x: Exchange, body: any): Promise<void> {
   const frames = [
     frame(each((index) => ({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }))),
     ...sim.pieces.map((content, i) =>
-      frame(each((index) => ({ index, delta: { content }, logprobs: body.logprobs === true ? { content: [fakeLogprob(content, i, body.top_logprobs ?? 0)], refusal: null } : null, finish_reason: null }))),
+      frame(
+        each((index) => ({
+          index,
+          delta: { content },
+          logprobs: body.logprobs === true ? { content: [fakeLogprob(content, i, body.top_logprobs ?? 0)], refusal: null } : null,
+          finish_reason: null,
+        })),
+      ),
     ),
     frame(each((index) => ({ index, delta: {}, logprobs: null, finish_reason: sim.finish }))),
   ];
@@ -180,8 +193,7 @@ function embeddings(x: Exchange, body: any, defaultDimensions: number): void {
   const dims: number = body.dimensions ?? defaultDimensions;
   const data = (inputs as (string | number[])[]).map((item, index) => {
     const vector = fakeEmbedding(typeof item === 'string' ? item : item.join(' '), dims);
-    const embedding =
-      body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    const embedding = body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
     return { object: 'embedding', index, embedding };
   });
   const tokens = (inputs as (string | number[])[]).reduce((n, s) => n + (typeof s === 'string' ? words(s).length : s.length), 0);

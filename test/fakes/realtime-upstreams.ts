@@ -98,7 +98,14 @@ export class FakeRealtimeUpstream {
       if (k < words().length) w[k - 1] = w[k - 1]!.slice(0, Math.ceil(w[k - 1]!.length / 2));
       return w;
     };
-    const results = (text: string, isFinal: boolean, fromFinalize: boolean) => ({ type: 'Results', channel_index: [0, 1], is_final: isFinal, speech_final: fromFinalize, from_finalize: fromFinalize, channel: { alternatives: [{ transcript: text, confidence: 0.9, words: [] }] } });
+    const results = (text: string, isFinal: boolean, fromFinalize: boolean) => ({
+      type: 'Results',
+      channel_index: [0, 1],
+      is_final: isFinal,
+      speech_final: fromFinalize,
+      from_finalize: fromFinalize,
+      channel: { alternatives: [{ transcript: text, confidence: 0.9, words: [] }] },
+    });
     const heard = (audio: Buffer) => {
       if (!audio.some((b) => b !== SILENCE[encoding])) return;
       speechMs += (audio.length / (BYTES_PER_SAMPLE[encoding] ?? 2) / rate) * 1000;
@@ -120,7 +127,8 @@ export class FakeRealtimeUpstream {
       partials = 0;
       settled = 0;
     };
-    if (this.protocol === 'openai') json({ type: 'transcription_session.created', event_id: 'event_1', session: { id: 'sess_fake', object: 'realtime.transcription_session' } });
+    if (this.protocol === 'openai')
+      json({ type: 'transcription_session.created', event_id: 'event_1', session: { id: 'sess_fake', object: 'realtime.transcription_session' } });
     if (this.protocol === 'sarvam') json({ type: 'session.begin', request_id: 'req_fake', config: { encoding: query.get('encoding') } });
     ws.on('message', (data, isBinary) => {
       if (isBinary) {
@@ -138,8 +146,16 @@ export class FakeRealtimeUpstream {
           const id = `item_${++item}`;
           answer(() => {
             json({ type: 'input_audio_buffer.committed', item_id: id, previous_item_id: null });
-            words().forEach((w, i) => json({ type: 'conversation.item.input_audio_transcription.delta', item_id: id, content_index: 0, delta: i === 0 ? w : ` ${w}` }));
-            json({ type: 'conversation.item.input_audio_transcription.completed', item_id: id, content_index: 0, transcript: this.text, usage: { type: 'duration', seconds: 1 } });
+            words().forEach((w, i) =>
+              json({ type: 'conversation.item.input_audio_transcription.delta', item_id: id, content_index: 0, delta: i === 0 ? w : ` ${w}` }),
+            );
+            json({
+              type: 'conversation.item.input_audio_transcription.completed',
+              item_id: id,
+              content_index: 0,
+              transcript: this.text,
+              usage: { type: 'duration', seconds: 1 },
+            });
           });
         }
       } else if (this.protocol === 'sarvam') {

@@ -24,7 +24,15 @@ const SPEAKERS: Record<string, string[]> = {
 };
 const RATES: Record<string, number[]> = { 'bulbul:v2': [8000, 16000, 22050, 24000], 'bulbul:v3': [8000, 16000, 22050, 24000, 32000, 44100, 48000] };
 const PACE: Record<string, [number, number]> = { 'bulbul:v2': [0.3, 3], 'bulbul:v3': [0.5, 2] };
-const CODECS: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac', linear16: 'audio/pcm', mulaw: 'audio/basic', aac: 'audio/aac', opus: 'audio/ogg' };
+const CODECS: Record<string, string> = {
+  mp3: 'audio/mpeg',
+  wav: 'audio/wav',
+  flac: 'audio/flac',
+  linear16: 'audio/pcm',
+  mulaw: 'audio/basic',
+  aac: 'audio/aac',
+  opus: 'audio/ogg',
+};
 
 /** A μ-law WAV (format 7, 8 kHz mono) around G.711 bytes. */
 function mulawWav(bytes: Buffer): Buffer {
@@ -49,7 +57,14 @@ export function sarvamAudio(text: string, codec: string, rate: number, rest: boo
 export function startSarvamSpeechUpstream(opts: { apiKey: string }): Promise<FakeServer> {
   return FakeServer.start(async (x: Exchange) => {
     const { rec, behaviour: b } = x;
-    const fail = (status: number, message: string) => sendJson(x.res, status, { error: { message, code: status === 403 ? 'invalid_api_key_error' : status === 400 ? 'invalid_request_error' : 'internal_server_error', request_id: `req_${rec.at}` } });
+    const fail = (status: number, message: string) =>
+      sendJson(x.res, status, {
+        error: {
+          message,
+          code: status === 403 ? 'invalid_api_key_error' : status === 400 ? 'invalid_request_error' : 'internal_server_error',
+          request_id: `req_${rec.at}`,
+        },
+      });
     const stream = rec.path === '/text-to-speech/stream';
     if (rec.path !== '/text-to-speech' && !stream) return fail(404, 'Not Found');
     if (rec.headers['api-subscription-key'] !== opts.apiKey) return fail(403, 'Invalid API key');
@@ -60,9 +75,11 @@ export function startSarvamSpeechUpstream(opts: { apiKey: string }): Promise<Fak
     const max = stream ? 3500 : model === 'bulbul:v3' ? 2500 : 1500;
     if (typeof body.text !== 'string' || body.text.length === 0 || [...body.text].length > max) return fail(400, `text must be 1 to ${max} characters`);
     if (!BULBUL_LANGUAGES.includes(body.target_language_code)) return fail(400, `Invalid target_language_code: ${body.target_language_code}`);
-    if (body.speaker !== undefined && !SPEAKERS[model]!.includes(body.speaker)) return fail(400, `Speaker '${body.speaker}' is not compatible with model ${model}`);
+    if (body.speaker !== undefined && !SPEAKERS[model]!.includes(body.speaker))
+      return fail(400, `Speaker '${body.speaker}' is not compatible with model ${model}`);
     const [lo, hi] = PACE[model]!;
-    if (body.pace !== undefined && (typeof body.pace !== 'number' || body.pace < lo || body.pace > hi)) return fail(400, `pace must be between ${lo} and ${hi} for ${model}`);
+    if (body.pace !== undefined && (typeof body.pace !== 'number' || body.pace < lo || body.pace > hi))
+      return fail(400, `pace must be between ${lo} and ${hi} for ${model}`);
     if (body.temperature !== undefined && model !== 'bulbul:v3') return fail(400, 'temperature is only supported for bulbul:v3');
     const rate = body.speech_sample_rate ?? 22050;
     if (!RATES[model]!.includes(rate)) return fail(400, `Invalid speech_sample_rate ${rate} for ${model}`);

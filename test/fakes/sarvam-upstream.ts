@@ -22,11 +22,39 @@ import { deliverCallback, FakeServer, sendAnswer, sendJson, type CallbackSent, t
 import { audioSeconds, fakeSpeech, readForm } from './audio.ts';
 
 export const SARVAM_LANGUAGE_CODES = [
-  'unknown', 'hi-IN', 'bn-IN', 'kn-IN', 'ml-IN', 'mr-IN', 'od-IN', 'pa-IN', 'ta-IN', 'te-IN', 'en-IN', 'gu-IN', 'as-IN', 'ur-IN',
-  'ne-IN', 'kok-IN', 'ks-IN', 'sd-IN', 'sa-IN', 'sat-IN', 'mni-IN', 'brx-IN', 'mai-IN', 'doi-IN',
+  'unknown',
+  'hi-IN',
+  'bn-IN',
+  'kn-IN',
+  'ml-IN',
+  'mr-IN',
+  'od-IN',
+  'pa-IN',
+  'ta-IN',
+  'te-IN',
+  'en-IN',
+  'gu-IN',
+  'as-IN',
+  'ur-IN',
+  'ne-IN',
+  'kok-IN',
+  'ks-IN',
+  'sd-IN',
+  'sa-IN',
+  'sat-IN',
+  'mni-IN',
+  'brx-IN',
+  'mai-IN',
+  'doi-IN',
 ];
 const MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'codemix'];
-const CODES: Record<number, string> = { 400: 'invalid_request_error', 403: 'invalid_api_key_error', 404: 'not_found_error', 422: 'unprocessable_entity_error', 429: 'rate_limit_exceeded_error' };
+const CODES: Record<number, string> = {
+  400: 'invalid_request_error',
+  403: 'invalid_api_key_error',
+  404: 'not_found_error',
+  422: 'unprocessable_entity_error',
+  429: 'rate_limit_exceeded_error',
+};
 
 export interface SarvamJob {
   id: string;
@@ -55,7 +83,8 @@ export async function startSarvamUpstream(opts: { apiKey?: string; models?: stri
   let self!: SarvamUpstream;
   const server = await FakeServer.start(async (x) => {
     const { rec, behaviour } = x;
-    const fail = (status: number, message: string) => sendJson(x.res, status, { error: { message, code: CODES[status] ?? 'internal_server_error', request_id: `req_${rec.at}` } });
+    const fail = (status: number, message: string) =>
+      sendJson(x.res, status, { error: { message, code: CODES[status] ?? 'internal_server_error', request_id: `req_${rec.at}` } });
     if (rec.path.startsWith('/blob/')) return blob(self, x);
     if (opts.apiKey !== undefined && rec.headers['api-subscription-key'] !== opts.apiKey) return fail(403, 'Invalid API key');
     if (behaviour.status) return fail(behaviour.status, behaviour.message ?? `fake failure ${behaviour.status}`);
@@ -65,7 +94,17 @@ export async function startSarvamUpstream(opts: { apiKey?: string; models?: stri
       const p = rec.body?.job_parameters;
       const problem = typeof p === 'object' && p !== null ? invalid(p) : 'job_parameters is required';
       if (problem) return fail(400, problem);
-      const job: SarvamJob = { id: randomUUID(), state: 'Accepted', parameters: p, callback: rec.body.callback ?? null, file: null, uploads: 0, starts: 0, polls: 0, fail: self.failNextJob };
+      const job: SarvamJob = {
+        id: randomUUID(),
+        state: 'Accepted',
+        parameters: p,
+        callback: rec.body.callback ?? null,
+        file: null,
+        uploads: 0,
+        starts: 0,
+        polls: 0,
+        fail: self.failNextJob,
+      };
       self.failNextJob = null;
       self.jobs.set(job.id, job);
       return sendAnswer(x, { job_id: job.id, job_state: job.state, job_parameters: p, storage_container_type: 'Azure' });
@@ -75,7 +114,12 @@ export async function startSarvamUpstream(opts: { apiKey?: string; models?: stri
     const blobUrl = (path: string) => `${self.blobOrigin ?? self.url}/blob/${job.id}/${path}?sv=2024-08-04&sig=SECRETSIGNATURE`;
     if (rec.method === 'POST' && rec.path === '/speech-to-text/job/v1/upload-files') {
       const names: string[] = rec.body.files ?? [];
-      return sendAnswer(x, { job_id: job.id, job_state: job.state, upload_urls: Object.fromEntries(names.map((n) => [n, { file_url: blobUrl(n), file_metadata: null }])), storage_container_type: 'Azure' });
+      return sendAnswer(x, {
+        job_id: job.id,
+        job_state: job.state,
+        upload_urls: Object.fromEntries(names.map((n) => [n, { file_url: blobUrl(n), file_metadata: null }])),
+        storage_container_type: 'Azure',
+      });
     }
     if (rec.method === 'POST' && rec.path === `/speech-to-text/job/v1/${job.id}/start`) {
       if (!job.file) return fail(400, 'No files uploaded for this job');
@@ -92,7 +136,12 @@ export async function startSarvamUpstream(opts: { apiKey?: string; models?: stri
     if (rec.method === 'POST' && rec.path === '/speech-to-text/job/v1/download-files') {
       if (job.state !== 'Completed') return fail(400, 'Job is not completed');
       const names: string[] = rec.body.files ?? [];
-      return sendAnswer(x, { job_id: job.id, job_state: job.state, download_urls: Object.fromEntries(names.map((n) => [n, { file_url: blobUrl(`out/${n}`) }])), storage_container_type: 'Azure' });
+      return sendAnswer(x, {
+        job_id: job.id,
+        job_state: job.state,
+        download_urls: Object.fromEntries(names.map((n) => [n, { file_url: blobUrl(`out/${n}`) }])),
+        storage_container_type: 'Azure',
+      });
     }
     return fail(404, 'Not Found');
   });
@@ -105,7 +154,8 @@ function parametersProblem(p: Record<string, any>, models: string[]): string | n
   if (p.mode !== undefined && /^saarika/.test(p.model)) return `mode is not supported for model ${p.model}`;
   if (p.mode !== undefined && !MODES.includes(p.mode)) return `Invalid mode: ${p.mode}`;
   if (p.language_code !== undefined && !SARVAM_LANGUAGE_CODES.includes(p.language_code)) return `Invalid language_code: ${p.language_code}`;
-  if (p.num_speakers !== undefined && !(Number.isInteger(p.num_speakers) && p.num_speakers >= 1 && p.num_speakers <= 20)) return 'num_speakers must be between 1 and 20';
+  if (p.num_speakers !== undefined && !(Number.isInteger(p.num_speakers) && p.num_speakers >= 1 && p.num_speakers <= 20))
+    return 'num_speakers must be between 1 and 20';
   return null;
 }
 
@@ -120,7 +170,14 @@ function transcriptOf(audio: Buffer, p: Record<string, any>, withTimestamps: boo
       ? { words: speech.turns.map((t) => say(t.text)), start_time_seconds: speech.turns.map((t) => t.start), end_time_seconds: speech.turns.map((t) => t.end) }
       : null,
     diarized_transcript: p.with_diarization
-      ? { entries: speech.turns.map((t) => ({ transcript: say(t.text), start_time_seconds: t.start, end_time_seconds: t.end, speaker_id: `SPEAKER_${String(t.speaker).padStart(2, '0')}` })) }
+      ? {
+          entries: speech.turns.map((t) => ({
+            transcript: say(t.text),
+            start_time_seconds: t.start,
+            end_time_seconds: t.end,
+            speaker_id: `SPEAKER_${String(t.speaker).padStart(2, '0')}`,
+          })),
+        }
       : null,
     language_code: p.language_code === undefined || p.language_code === 'unknown' ? 'hi-IN' : p.language_code,
     language_probability: 0.93,
@@ -152,7 +209,14 @@ function status(job: SarvamJob) {
     failed_files_count: done && job.fail ? 1 : 0,
     error_message: job.state === 'Failed' ? job.fail!.message : '',
     job_details: done
-      ? [{ inputs: [{ file_name: job.file!.name, file_id: '0' }], outputs: fileFailed ? [] : [{ file_name: '0.json', file_id: '0' }], state: fileFailed ? 'API Error' : 'Success', error_message: fileFailed ? job.fail!.message : '' }]
+      ? [
+          {
+            inputs: [{ file_name: job.file!.name, file_id: '0' }],
+            outputs: fileFailed ? [] : [{ file_name: '0.json', file_id: '0' }],
+            state: fileFailed ? 'API Error' : 'Success',
+            error_message: fileFailed ? job.fail!.message : '',
+          },
+        ]
       : [],
   };
 }
@@ -186,6 +250,7 @@ function blob(self: SarvamUpstream, x: Exchange): void {
     x.res.end();
     return;
   }
-  if (rec.method === 'GET' && m[2] && job.state === 'Completed') return sendAnswer(x, transcriptOf(job.file!.bytes, job.parameters, job.parameters.with_timestamps === true));
+  if (rec.method === 'GET' && m[2] && job.state === 'Completed')
+    return sendAnswer(x, transcriptOf(job.file!.bytes, job.parameters, job.parameters.with_timestamps === true));
   xml(404, 'BlobNotFound');
 }

@@ -76,12 +76,22 @@ export class FakeTwilio {
       const call = { simId: '', callback, answeredAt: null as number | null, endedAt: null as number | null };
       this.calls.set(sid, call);
       call.simId = await this.carrier.dial(
-        { callId: parameters.call_id ?? '', to: form.get('To')!, from: form.get('From'), streamUrl: unxml(url), streamParameters: parameters, ringTimeoutMs: 30_000, maxDurationMs: 600_000 },
+        {
+          callId: parameters.call_id ?? '',
+          to: form.get('To')!,
+          from: form.get('From'),
+          streamUrl: unxml(url),
+          streamParameters: parameters,
+          ringTimeoutMs: 30_000,
+          maxDurationMs: 600_000,
+        },
         {
           ringing: () => void this.post(sid, 'ringing'),
           answered: () => {
             call.answeredAt = Date.now();
-            void this.post(sid, 'in-progress').then(() => this.post(sid, 'in-progress')).then(() => this.post(sid, 'ringing', -5));
+            void this.post(sid, 'in-progress')
+              .then(() => this.post(sid, 'in-progress'))
+              .then(() => this.post(sid, 'ringing', -5));
           },
           ended: ({ status }) => {
             call.endedAt ??= Date.now();

@@ -44,7 +44,10 @@ describe('admin API', () => {
     const s = await signup(gw.url);
     await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: 100 } });
     const k = await createKey(gw.url, s.token);
-    const turn = await call(gw.url, 'POST', '/v1/understand', { token: k.api_key, body: { model: 'intent-demo', session_id: 'ops-1', text: 'ATM se paise nahi nikle par account se kat gaye' } });
+    const turn = await call(gw.url, 'POST', '/v1/understand', {
+      token: k.api_key,
+      body: { model: 'intent-demo', session_id: 'ops-1', text: 'ATM se paise nahi nikle par account se kat gaye' },
+    });
     assert.equal(turn.status, 200, turn.text);
     const res = await call(gw.url, 'GET', `/admin/actors/intent-session/${encodeURIComponent(`${k.id}:ops-1`)}`, { token: ADMIN_TOKEN });
     assert.equal(res.status, 200, res.text);

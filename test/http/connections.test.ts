@@ -40,8 +40,18 @@ describe('errors from the HTTP parser', () => {
     ['a method that is not a token', 'G@T /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
     ['a NUL in a header value', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n', 400, 'invalid_request'],
     ['an obs-fold header', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\r\n  folded\r\n\r\n', 400, 'invalid_request'],
-    ['Transfer-Encoding with Content-Length', 'POST /portal/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n', 400, 'invalid_request'],
-    ['a chunk size that is not hex', 'POST /portal/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', 400, 'invalid_request'],
+    [
+      'Transfer-Encoding with Content-Length',
+      'POST /portal/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n',
+      400,
+      'invalid_request',
+    ],
+    [
+      'a chunk size that is not hex',
+      'POST /portal/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+      400,
+      'invalid_request',
+    ],
     ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
   ];
   for (const [name, request, status, code] of cases) {

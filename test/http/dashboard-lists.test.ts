@@ -30,7 +30,17 @@ describe('dashboard lists', () => {
     for (let i = 0; i < 7; i++) {
       const id = `${hook.body.id}:${(clock + i).toString(36).padStart(9, '0')}0000000${i}`;
       ids.push(id);
-      await gw.store.collection('webhook_deliveries').insertOne({ _id: id, webhook_id: hook.body.id, event_id: `evt_${i}`, event: 'topup', ts: new Date(clock + i), ok: i % 2 === 0, status_code: 200, error: null, latency_ms: 5 });
+      await gw.store.collection('webhook_deliveries').insertOne({
+        _id: id,
+        webhook_id: hook.body.id,
+        event_id: `evt_${i}`,
+        event: 'topup',
+        ts: new Date(clock + i),
+        ok: i % 2 === 0,
+        status_code: 200,
+        error: null,
+        latency_ms: 5,
+      });
     }
     assert.deepEqual(await walk(`/portal/webhooks/${hook.body.id}/deliveries?limit=3`, u.token), [...ids].reverse());
     const first = await call(gw.url, 'GET', `/portal/webhooks/${hook.body.id}/deliveries`, { token: u.token });
@@ -53,7 +63,19 @@ describe('dashboard lists', () => {
     assert.deepEqual(new Set(ids), new Set(made), 'every top-up once');
     assert.deepEqual(ids.slice(1), [...made.slice(0, 5)].sort().reverse(), 'same instant: by id, descending');
     const page = await call(gw.url, 'GET', '/portal/wallet/topups?limit=1', { token: owner.token });
-    assert.deepEqual(Object.keys(page.body.data[0]).sort(), ['amount_cents', 'created_at', 'credited_at', 'id', 'kind', 'new_balance_cents', 'owner_id', 'owner_type', 'reference', 'status', 'user_id']);
+    assert.deepEqual(Object.keys(page.body.data[0]).sort(), [
+      'amount_cents',
+      'created_at',
+      'credited_at',
+      'id',
+      'kind',
+      'new_balance_cents',
+      'owner_id',
+      'owner_type',
+      'reference',
+      'status',
+      'user_id',
+    ]);
 
     const stranger = await signup(gw.url);
     assert.deepEqual((await call(gw.url, 'GET', '/portal/wallet/topups', { token: stranger.token })).body, { data: [], has_more: false, next_after: null });
@@ -82,7 +104,9 @@ describe('dashboard lists', () => {
 
     const found = await call(gw.url, 'GET', '/admin/users?email=FINDABLE%40example.com', { token: ADMIN_TOKEN });
     assert.equal(found.status, 200, found.text);
-    assert.deepEqual(found.body.data, [{ id: u.id, email: 'findable@example.com', created_at: found.body.data[0].created_at, kyc_verified: false, organization: null }]);
+    assert.deepEqual(found.body.data, [
+      { id: u.id, email: 'findable@example.com', created_at: found.body.data[0].created_at, kyc_verified: false, organization: null },
+    ]);
     assert.ok(!found.text.includes('argon2'), 'never the password hash');
     assert.deepEqual((await call(gw.url, 'GET', '/admin/users?email=nobody%40example.com', { token: ADMIN_TOKEN })).body, { data: [] });
     assert.equal((await call(gw.url, 'GET', '/admin/users?email=findable%40example.com', { token: u.token })).status, 401, 'a session is no admin token');
@@ -119,7 +143,15 @@ describe('dashboard lists', () => {
     assert.ok(!byPrefix.text.includes('api_key'), 'never the full key');
     assert.deepEqual((await call(gw.url, 'GET', '/admin/keys?prefix=sk-live-000000000000', { token: ADMIN_TOKEN })).body.data, []);
     // The prefix lookup takes no list parameter: one given with it is refused, not ignored.
-    for (const q of ['', `user_id=${u.id}&prefix=${b.prefix}`, 'prefix=sk-live-XYZ', `prefix=${b.prefix}&status=revoked`, `prefix=${b.prefix}&search=zzz`, `prefix=${b.prefix}&limit=5`, `prefix=${b.prefix}&after=1`]) {
+    for (const q of [
+      '',
+      `user_id=${u.id}&prefix=${b.prefix}`,
+      'prefix=sk-live-XYZ',
+      `prefix=${b.prefix}&status=revoked`,
+      `prefix=${b.prefix}&search=zzz`,
+      `prefix=${b.prefix}&limit=5`,
+      `prefix=${b.prefix}&after=1`,
+    ]) {
       assert.equal((await call(gw.url, 'GET', `/admin/keys?${q}`, { token: ADMIN_TOKEN })).status, 400, q);
     }
     const limited = await call(gw.url, 'PATCH', `/admin/keys/${b.id}`, { token: ADMIN_TOKEN, body: { rpm: 3 } });

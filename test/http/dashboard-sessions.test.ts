@@ -20,7 +20,10 @@ describe('dashboard browser sessions', () => {
   let clock = Date.now();
 
   before(async () => {
-    gw = await startTestGateway({ auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, sessionTtlHours: 2, signupMaxPerAddressPerHour: 1000 } }, { now: () => clock });
+    gw = await startTestGateway(
+      { auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, sessionTtlHours: 2, signupMaxPerAddressPerHour: 1000 } },
+      { now: () => clock },
+    );
   });
   after(() => gw.destroy());
 
@@ -69,7 +72,10 @@ describe('dashboard browser sessions', () => {
   });
 
   it('a cross-site dashboard sign-in is refused (no login CSRF)', async () => {
-    const res = await req('POST', '/portal/auth/login', { headers: { 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'cross-site' }, body: { email: 'cookie@example.com', password: PASSWORD } });
+    const res = await req('POST', '/portal/auth/login', {
+      headers: { 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'cross-site' },
+      body: { email: 'cookie@example.com', password: PASSWORD },
+    });
     assert.equal(res.status, 403);
     assert.equal(res.body.error.code, 'cross_site_request');
     assert.equal(res.setCookie, undefined);
@@ -115,13 +121,23 @@ describe('dashboard browser sessions', () => {
     const byOrigin = await req('POST', '/portal/keys', { cookie: u.cookie, headers: { 'x-gateway-client': 'dashboard', origin: 'http://localhost:80' }, body });
     assert.equal(byOrigin.status, 201, 'without Sec-Fetch-Site, a matching Origin is enough');
 
-    const revoke = await req('DELETE', `/portal/keys/${ok.body.id}`, { cookie: u.cookie, headers: { 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'cross-site' } });
+    const revoke = await req('DELETE', `/portal/keys/${ok.body.id}`, {
+      cookie: u.cookie,
+      headers: { 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'cross-site' },
+    });
     assert.equal(revoke.status, 403);
-    const put = await req('PUT', '/portal/settings', { cookie: u.cookie, headers: { 'sec-fetch-site': 'same-origin' }, body: { low_balance_threshold_cents: 5 } });
+    const put = await req('PUT', '/portal/settings', {
+      cookie: u.cookie,
+      headers: { 'sec-fetch-site': 'same-origin' },
+      body: { low_balance_threshold_cents: 5 },
+    });
     assert.equal(put.status, 403);
     const list = await req('GET', '/portal/keys', { cookie: u.cookie, headers: { 'sec-fetch-site': 'cross-site' } });
     assert.equal(list.status, 200, 'reads never change state');
-    assert.ok(list.body.data.every((k: { status: string }) => k.status === 'active'), 'the cross-site DELETE revoked nothing');
+    assert.ok(
+      list.body.data.every((k: { status: string }) => k.status === 'active'),
+      'the cross-site DELETE revoked nothing',
+    );
   });
 
   it('bearer-token clients need none of the dashboard headers', async () => {
@@ -166,8 +182,17 @@ describe('dashboard browser sessions', () => {
     assert.equal(signedIn.body.organization, null);
     assert.equal(signedIn.headers['cache-control'], 'no-store');
     const b = await signup(gw.url);
-    assert.equal((await req('GET', '/portal/session', { cookie: u.cookie, headers: { authorization: `Bearer ${b.token}` } })).body.user.id, b.id, 'the bearer token wins');
-    for (const opts of [{}, { cookie: '__Host-gw_session=sess_forged' }, { headers: { authorization: 'Bearer sess_forged' } }, { cookie: u.cookie, headers: { authorization: 'Basic Zm9vOmJhcg==' } }]) {
+    assert.equal(
+      (await req('GET', '/portal/session', { cookie: u.cookie, headers: { authorization: `Bearer ${b.token}` } })).body.user.id,
+      b.id,
+      'the bearer token wins',
+    );
+    for (const opts of [
+      {},
+      { cookie: '__Host-gw_session=sess_forged' },
+      { headers: { authorization: 'Bearer sess_forged' } },
+      { cookie: u.cookie, headers: { authorization: 'Basic Zm9vOmJhcg==' } },
+    ]) {
       const res = await req('GET', '/portal/session', opts);
       assert.equal(res.status, 200, JSON.stringify(opts));
       assert.deepEqual(res.body, { signed_in: false });
@@ -201,7 +226,10 @@ describe('dashboard browser sessions', () => {
     assert.match(open.setCookie!, /^__Host-gw_admin=op_[A-Za-z0-9_-]{40,}; Path=\/; HttpOnly; Secure; SameSite=Strict; Max-Age=900$/);
     assert.ok(!open.setCookie!.includes(ADMIN_TOKEN) && !JSON.stringify(open.body).includes(ADMIN_TOKEN), 'the token is never echoed');
     const stored = await gw.store.collection('operator_sessions').find({});
-    assert.ok(!JSON.stringify(stored).includes(ADMIN_TOKEN) && !JSON.stringify(stored).includes(open.setCookie!.split(';')[0]!.split('=')[1]!), 'only hashes are stored');
+    assert.ok(
+      !JSON.stringify(stored).includes(ADMIN_TOKEN) && !JSON.stringify(stored).includes(open.setCookie!.split(';')[0]!.split('=')[1]!),
+      'only hashes are stored',
+    );
     const cookie = open.setCookie!.split(';')[0]!;
 
     assert.equal((await req('GET', '/admin/session', { cookie })).status, 200);
@@ -213,7 +241,11 @@ describe('dashboard browser sessions', () => {
     const u = await dashboardUser();
     await req('POST', '/portal/keys', { cookie: u.cookie, headers: SAME_ORIGIN, body: { name: 'limited' } });
     const key = (await gw.store.collection('api_keys').findOne({ user_id: u.id }))!;
-    const cross = await req('PATCH', `/admin/keys/${key._id}`, { cookie, headers: { 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'cross-site' }, body: { rpm: 5 } });
+    const cross = await req('PATCH', `/admin/keys/${key._id}`, {
+      cookie,
+      headers: { 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'cross-site' },
+      body: { rpm: 5 },
+    });
     assert.equal(cross.status, 403);
     assert.equal(cross.body.error.code, 'cross_site_request');
     assert.equal((await gw.store.collection('api_keys').findOne({ _id: key._id }))!.admin_rpm, null);
@@ -283,15 +315,23 @@ describe('the cross-site rule over a real socket', () => {
   });
   after(() => gw.destroy());
 
-  it("compares Origin with the listening address the browser used, port included", async () => {
+  it('compares Origin with the listening address the browser used, port included', async () => {
     const email = `sock${Date.now()}@example.com`;
     const headers = { 'content-type': 'application/json', 'x-gateway-client': 'dashboard' };
-    const up = await fetch(`${gw.url}/portal/auth/signup`, { method: 'POST', headers: { ...headers, origin: gw.url }, body: JSON.stringify({ email, password: PASSWORD }) });
+    const up = await fetch(`${gw.url}/portal/auth/signup`, {
+      method: 'POST',
+      headers: { ...headers, origin: gw.url },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    });
     assert.equal(up.status, 201);
     const cookie = up.headers.getSetCookie()[0]!.split(';')[0]!;
     const otherPort = new URL(gw.url);
     otherPort.port = String(Number(otherPort.port) + 1);
-    const foreign = await fetch(`${gw.url}/portal/keys`, { method: 'POST', headers: { ...headers, cookie, origin: otherPort.origin }, body: JSON.stringify({ name: 'x' }) });
+    const foreign = await fetch(`${gw.url}/portal/keys`, {
+      method: 'POST',
+      headers: { ...headers, cookie, origin: otherPort.origin },
+      body: JSON.stringify({ name: 'x' }),
+    });
     assert.equal(foreign.status, 403, 'another port on the same host is another origin');
     const own = await fetch(`${gw.url}/portal/keys`, { method: 'POST', headers: { ...headers, cookie, origin: gw.url }, body: JSON.stringify({ name: 'x' }) });
     assert.equal(own.status, 201);

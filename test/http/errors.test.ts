@@ -71,7 +71,10 @@ describe('error envelope on bad input', () => {
   });
 
   it('prototype poisoning → 400 invalid_json', async () => {
-    const res = await call(gw.url, 'POST', '/portal/auth/login', { raw: '{"email":"a@b.co","password":"x","__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
+    const res = await call(gw.url, 'POST', '/portal/auth/login', {
+      raw: '{"email":"a@b.co","password":"x","__proto__":{"admin":true}}',
+      headers: { 'content-type': 'application/json' },
+    });
     assertEnvelope(res, 400, 'invalid_json');
   });
 
@@ -129,9 +132,19 @@ describe('error envelope on bad input', () => {
     const apiKey = (await createKey(gw.url, s.token)).api_key;
     const long = (c: string, n: number) => c.repeat(n);
     const cases: [string, Promise<Res>, number, string][] = [
-      ['a model name', call(gw.url, 'POST', '/v1/chat/completions', { token: apiKey, body: { model: long('m', 200), messages: [{ role: 'user', content: 'hi' }] } }), 404, 'model_not_found'],
+      [
+        'a model name',
+        call(gw.url, 'POST', '/v1/chat/completions', { token: apiKey, body: { model: long('m', 200), messages: [{ role: 'user', content: 'hi' }] } }),
+        404,
+        'model_not_found',
+      ],
       ['an unknown path', call(gw.url, 'GET', `/v1/${long('p', 8000)}`), 404, 'not_found'],
-      ['a content type', call(gw.url, 'POST', '/portal/auth/login', { raw: 'x', headers: { 'content-type': `text/${long('t', 8000)}` } }), 415, 'unsupported_media_type'],
+      [
+        'a content type',
+        call(gw.url, 'POST', '/portal/auth/login', { raw: 'x', headers: { 'content-type': `text/${long('t', 8000)}` } }),
+        415,
+        'unsupported_media_type',
+      ],
       ['an unknown field', call(gw.url, 'POST', '/portal/keys', { token: s.token, body: { name: 'k', [long('f', 10_000)]: 1 } }), 400, 'invalid_request'],
     ];
     for (const [what, pending, status, code] of cases) {
@@ -150,7 +163,13 @@ describe('error envelope on bad input', () => {
     // headersTimeout/requestTimeout are configured; here we only check the server keeps serving
     // other clients while one connection dribbles.
     const u = new URL(gw.url);
-    const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: '/portal/auth/login', headers: { 'content-type': 'application/json', 'content-length': '1000' } });
+    const req = httpRequest({
+      host: u.hostname,
+      port: u.port,
+      method: 'POST',
+      path: '/portal/auth/login',
+      headers: { 'content-type': 'application/json', 'content-length': '1000' },
+    });
     req.on('error', () => undefined);
     req.write('{"email":');
     const res = await call(gw.url, 'GET', '/healthz');

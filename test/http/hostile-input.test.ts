@@ -66,12 +66,23 @@ describe('hostile input never gets a 5xx', () => {
     gw = await startTestGateway();
     const r = await call(gw.url, 'PUT', '/admin/models/chat-h', {
       token: ADMIN_TOKEN,
-      body: { type: 'llm', owned_by: 't', context_window: 4096, pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'u' }] },
+      body: {
+        type: 'llm',
+        owned_by: 't',
+        context_window: 4096,
+        pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'u' }],
+      },
     });
     assert.equal(r.status, 201);
     await call(gw.url, 'PUT', '/admin/models/emb-h', {
       token: ADMIN_TOKEN,
-      body: { type: 'embedding', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'e' }] },
+      body: {
+        type: 'embedding',
+        owned_by: 't',
+        pricing: { input_cents_per_mtok: 1 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'e' }],
+      },
     });
     const s = await signup(gw.url);
     session = s.token;
@@ -86,23 +97,61 @@ describe('hostile input never gets a 5xx', () => {
   });
 
   const cases = (): [string, string, () => string, Record<string, unknown>][] => [
-    ['POST', '/v1/chat/completions', () => apiKey, { model: 'chat-h', messages: [{ role: 'user', content: 'hi' }], temperature: 1, max_tokens: 5, stop: ['x'], n: 1, stream: false }],
-    ['POST', '/v1/chat/completions', () => apiKey, {
-      model: 'chat-h', messages: [{ role: 'user', content: [{ type: 'text', text: 'answer in JSON' }] }], max_completion_tokens: 5, seed: 7,
-      presence_penalty: 0.5, frequency_penalty: 0.5, response_format: { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object' }, strict: true } },
-      stream: true, stream_options: { include_usage: true },
-    }],
-    ['POST', '/v1/chat/completions', () => apiKey, {
-      model: 'chat-h', messages: [{ role: 'user', content: 'hi' }], logprobs: true, top_logprobs: 2, logit_bias: { '42': -100 }, verbosity: 'low',
-      safety_identifier: 'end-user-1', user: 'u', prompt_cache_key: 'k',
-    }],
+    [
+      'POST',
+      '/v1/chat/completions',
+      () => apiKey,
+      { model: 'chat-h', messages: [{ role: 'user', content: 'hi' }], temperature: 1, max_tokens: 5, stop: ['x'], n: 1, stream: false },
+    ],
+    [
+      'POST',
+      '/v1/chat/completions',
+      () => apiKey,
+      {
+        model: 'chat-h',
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'answer in JSON' }] }],
+        max_completion_tokens: 5,
+        seed: 7,
+        presence_penalty: 0.5,
+        frequency_penalty: 0.5,
+        response_format: { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object' }, strict: true } },
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+    ],
+    [
+      'POST',
+      '/v1/chat/completions',
+      () => apiKey,
+      {
+        model: 'chat-h',
+        messages: [{ role: 'user', content: 'hi' }],
+        logprobs: true,
+        top_logprobs: 2,
+        logit_bias: { '42': -100 },
+        verbosity: 'low',
+        safety_identifier: 'end-user-1',
+        user: 'u',
+        prompt_cache_key: 'k',
+      },
+    ],
     ['POST', '/v1/embeddings', () => apiKey, { model: 'emb-h', input: 'hello', encoding_format: 'float', dimensions: 4 }],
     ['POST', '/v1/embeddings', () => apiKey, { model: 'emb-h', input: [[1, 2], [3]] }],
     ['POST', '/portal/keys', () => session, { name: 'k', scopes: ['chat'], expires_at: '2099-01-01T00:00:00Z' }],
     ['PATCH', '/portal/keys/ID', () => session, { name: 'n', rpm: 10, tpd: 1000 }],
     ['POST', '/portal/org', () => session, { name: 'Org' }],
     ['POST', '/portal/auth/login', () => '', { email: 'a@b.co', password: 'whatever password' }],
-    ['PUT', '/admin/models/m-h', () => ADMIN_TOKEN, { type: 'llm', owned_by: 'o', pricing: { input_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'u' }] }],
+    [
+      'PUT',
+      '/admin/models/m-h',
+      () => ADMIN_TOKEN,
+      {
+        type: 'llm',
+        owned_by: 'o',
+        pricing: { input_cents_per_mtok: 1 },
+        routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'u' }],
+      },
+    ],
     ['POST', '/admin/topups', () => ADMIN_TOKEN, { user_id: 1, amount_cents: 5, reference: 'r' }],
   ];
 
@@ -125,7 +174,16 @@ describe('hostile input never gets a 5xx', () => {
   });
 
   it('answers malformed raw bodies and headers with 4xx', async () => {
-    const raws = ['{', 'null', '[]', '"x"', '1', '{"model":"chat-h","messages":[{"role":"user","content":"hi"}]}garbage', '\u0000', '{"a":' + '['.repeat(100) + ']'.repeat(100) + '}'];
+    const raws = [
+      '{',
+      'null',
+      '[]',
+      '"x"',
+      '1',
+      '{"model":"chat-h","messages":[{"role":"user","content":"hi"}]}garbage',
+      '\u0000',
+      '{"a":' + '['.repeat(100) + ']'.repeat(100) + '}',
+    ];
     for (const raw of raws) {
       const res = await call(gw.url, 'POST', '/v1/chat/completions', { token: apiKey, raw, headers: { 'content-type': 'application/json' } });
       assert.ok(res.status >= 400 && res.status < 500, `${JSON.stringify(raw)} → ${res.status} ${res.text.slice(0, 200)}`);

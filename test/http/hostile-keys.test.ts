@@ -20,7 +20,10 @@ function segment(v: string): string {
   try {
     return encodeURIComponent(v);
   } catch {
-    return v.replace(/[\ud800-\udfff]/g, (c) => `%${[0xe0 | (c.charCodeAt(0) >> 12), 0x80 | ((c.charCodeAt(0) >> 6) & 63), 0x80 | (c.charCodeAt(0) & 63)].map((b) => b.toString(16)).join('%')}`);
+    return v.replace(
+      /[\ud800-\udfff]/g,
+      (c) => `%${[0xe0 | (c.charCodeAt(0) >> 12), 0x80 | ((c.charCodeAt(0) >> 6) & 63), 0x80 | (c.charCodeAt(0) & 63)].map((b) => b.toString(16)).join('%')}`,
+    );
   }
 }
 
@@ -55,16 +58,23 @@ describe('hostile keys and labels', () => {
     apiKey = k.api_key;
     keyId = k.id;
     const route = { provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'u' };
-    const chat = await call(gw.url, 'PUT', '/admin/models/chat-k', { token: ADMIN_TOKEN, body: { type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [route] } });
+    const chat = await call(gw.url, 'PUT', '/admin/models/chat-k', {
+      token: ADMIN_TOKEN,
+      body: { type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [route] },
+    });
     assert.equal(chat.status, 201, chat.text);
-    await call(gw.url, 'PUT', '/admin/models/emb-k', { token: ADMIN_TOKEN, body: { type: 'embedding', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [{ ...route, upstream_model: 'e' }] } });
+    await call(gw.url, 'PUT', '/admin/models/emb-k', {
+      token: ADMIN_TOKEN,
+      body: { type: 'embedding', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [{ ...route, upstream_model: 'e' }] },
+    });
   });
   after(async () => {
     await gw.destroy();
     await up.close();
   });
 
-  const understand = (session_id: string) => call(gw.url, 'POST', '/v1/understand', { token: apiKey, body: { model: 'intent-demo', session_id, text: 'paise nahi nikle' } });
+  const understand = (session_id: string) =>
+    call(gw.url, 'POST', '/v1/understand', { token: apiKey, body: { model: 'intent-demo', session_id, text: 'paise nahi nikle' } });
 
   /** No 5xx, and every refusal in the envelope (or the bare 429 body). */
   function assertAnswered(res: Res, where: string): void {
@@ -76,9 +86,32 @@ describe('hostile keys and labels', () => {
   }
 
   const valueCases = (): Case[] => {
-    const v1 = (path: string, body: (v: string) => unknown, param: string, longOk = false): Case => ({ what: `${path} ${param}`, method: 'POST', path: () => path, token: () => apiKey, body, param, longOk });
-    const admin = (method: string, path: (v: string) => string, body: ((v: string) => unknown) | undefined, param: string): Case => ({ what: `${method} ${path('ID')} ${param}`, method, path, token: () => ADMIN_TOKEN, body, param, inPath: path('a') !== path('b') });
-    const portal = (method: string, path: string, body: (v: string) => unknown, param: string): Case => ({ what: `${method} ${path} ${param}`, method, path: () => path, token: () => user.token, body, param });
+    const v1 = (path: string, body: (v: string) => unknown, param: string, longOk = false): Case => ({
+      what: `${path} ${param}`,
+      method: 'POST',
+      path: () => path,
+      token: () => apiKey,
+      body,
+      param,
+      longOk,
+    });
+    const admin = (method: string, path: (v: string) => string, body: ((v: string) => unknown) | undefined, param: string): Case => ({
+      what: `${method} ${path('ID')} ${param}`,
+      method,
+      path,
+      token: () => ADMIN_TOKEN,
+      body,
+      param,
+      inPath: path('a') !== path('b'),
+    });
+    const portal = (method: string, path: string, body: (v: string) => unknown, param: string): Case => ({
+      what: `${method} ${path} ${param}`,
+      method,
+      path: () => path,
+      token: () => user.token,
+      body,
+      param,
+    });
     const msg = [{ role: 'user', content: 'hi' }];
     const turn = (over: Record<string, string>) => ({ turns: [{ text: 'ATM se paise nahi nikle', expected: 'OUT_OF_SCOPE', ...over }] });
     return [
@@ -99,19 +132,76 @@ describe('hostile keys and labels', () => {
       { ...portal('PATCH', '/portal/keys/ID', (v) => ({ name: v }), 'name'), path: () => `/portal/keys/${keyId}` },
       portal('POST', '/portal/org/members', (v) => ({ email: v, role: 'member' }), 'email'),
       portal('POST', '/portal/webhooks', (v) => ({ url: v, events: ['topup'] }), 'url'),
-      { what: 'POST /portal/auth/login email', method: 'POST', path: () => '/portal/auth/login', token: () => '', body: (v) => ({ email: v, password: 'correct horse battery' }), param: 'email' },
-      admin('PUT', (v) => `/admin/models/${segment(v)}`, () => ({ type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [] }), 'id'),
-      admin('PUT', () => '/admin/models/m-k', (v) => ({ type: 'llm', owned_by: v, pricing: { input_cents_per_mtok: 1 }, routes: [] }), 'owned_by'),
-      admin('PUT', () => '/admin/models/m-k', (v) => ({ type: 'tts', owned_by: 't', voices: [v], pricing: { cents_per_1k_chars: 1 }, routes: [] }), 'voices.0'),
-      admin('PUT', () => '/admin/models/m-k', (v) => ({ type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: v }] }), 'routes.0.upstream_model'),
+      {
+        what: 'POST /portal/auth/login email',
+        method: 'POST',
+        path: () => '/portal/auth/login',
+        token: () => '',
+        body: (v) => ({ email: v, password: 'correct horse battery' }),
+        param: 'email',
+      },
+      admin(
+        'PUT',
+        (v) => `/admin/models/${segment(v)}`,
+        () => ({ type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [] }),
+        'id',
+      ),
+      admin(
+        'PUT',
+        () => '/admin/models/m-k',
+        (v) => ({ type: 'llm', owned_by: v, pricing: { input_cents_per_mtok: 1 }, routes: [] }),
+        'owned_by',
+      ),
+      admin(
+        'PUT',
+        () => '/admin/models/m-k',
+        (v) => ({ type: 'tts', owned_by: 't', voices: [v], pricing: { cents_per_1k_chars: 1 }, routes: [] }),
+        'voices.0',
+      ),
+      admin(
+        'PUT',
+        () => '/admin/models/m-k',
+        (v) => ({
+          type: 'llm',
+          owned_by: 't',
+          pricing: { input_cents_per_mtok: 1 },
+          routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: v }],
+        }),
+        'routes.0.upstream_model',
+      ),
       admin('GET', (v) => `/admin/models/${segment(v)}`, undefined, 'id'),
-      admin('PUT', () => `/admin/access/user/${user.id}`, (v) => ({ models: ['chat-k', v] }), 'models.1'),
-      admin('PUT', () => `/admin/subscriptions/user/${user.id}`, (v) => ({ plan: v }), 'plan'),
+      admin(
+        'PUT',
+        () => `/admin/access/user/${user.id}`,
+        (v) => ({ models: ['chat-k', v] }),
+        'models.1',
+      ),
+      admin(
+        'PUT',
+        () => `/admin/subscriptions/user/${user.id}`,
+        (v) => ({ plan: v }),
+        'plan',
+      ),
       admin('GET', (v) => `/admin/actors/intent-session/${segment(v)}`, undefined, 'id'),
       admin('GET', (v) => `/admin/intent-packs/${segment(v)}`, undefined, 'id'),
-      admin('POST', () => '/admin/intent-packs/demo-banking-telecom/evaluate', (v) => turn({ group: v }), 'turns.0.group'),
-      admin('POST', () => '/admin/intent-packs/demo-banking-telecom/evaluate', (v) => turn({ expected: v }), 'turns.0.expected'),
-      admin('POST', () => '/admin/intent-packs/demo-banking-telecom/evaluate', (v) => turn({ text: v }), 'turns.0.text'),
+      admin(
+        'POST',
+        () => '/admin/intent-packs/demo-banking-telecom/evaluate',
+        (v) => turn({ group: v }),
+        'turns.0.group',
+      ),
+      admin(
+        'POST',
+        () => '/admin/intent-packs/demo-banking-telecom/evaluate',
+        (v) => turn({ expected: v }),
+        'turns.0.expected',
+      ),
+      admin(
+        'POST',
+        () => '/admin/intent-packs/demo-banking-telecom/evaluate',
+        (v) => turn({ text: v }),
+        'turns.0.text',
+      ),
     ];
   };
 
@@ -143,13 +233,40 @@ describe('hostile keys and labels', () => {
     const intents = pack.intents;
     const withKey = (k: string) => JSON.parse(`{${JSON.stringify(k)}: 1}`) as Record<string, number>;
     const cases: [string, string, string, (k: string) => unknown][] = [
-      ['POST', '/v1/chat/completions', apiKey, (k) => ({ model: 'chat-k', messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object', properties: { [k]: { type: 'string' } }, [k]: true } } } })],
+      [
+        'POST',
+        '/v1/chat/completions',
+        apiKey,
+        (k) => ({
+          model: 'chat-k',
+          messages: [{ role: 'user', content: 'hi' }],
+          response_format: { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object', properties: { [k]: { type: 'string' } }, [k]: true } } },
+        }),
+      ],
       ['POST', '/v1/chat/completions', apiKey, (k) => ({ model: 'chat-k', messages: [{ role: 'user', content: 'hi' }], logit_bias: withKey(k) })],
       ['POST', '/portal/keys', user.token, (k) => ({ name: 'n', ...withKey(k) })],
       ['PUT', '/admin/intent-packs/toy-k', ADMIN_TOKEN, (k) => ({ ...pack, intents: [{ ...intents[0], keywords: withKey(k) }, ...intents.slice(1)] })],
-      ['PUT', '/admin/intent-packs/toy-k', ADMIN_TOKEN, (k) => ({ ...pack, intents: [{ ...intents[0], examples: { ...intents[0]!.examples, [k]: ['x'] } }, ...intents.slice(1)] })],
-      ['PUT', '/admin/intent-packs/toy-k', ADMIN_TOKEN, (k) => ({ ...pack, responses: { R: { 'en-IN': { text: 'r', voice: 'r' }, [k]: { text: 'r', voice: 'r' } } } })],
-      ['POST', '/admin/intent-packs/toy-k/evaluate', ADMIN_TOKEN, (k) => ({ pack: { ...pack, intents: [{ ...intents[0], keywords: withKey(k) }, ...intents.slice(1)] }, turns: [{ text: 'price of the mattress', expected: 'SHOP.PRICE', group: k }] })],
+      [
+        'PUT',
+        '/admin/intent-packs/toy-k',
+        ADMIN_TOKEN,
+        (k) => ({ ...pack, intents: [{ ...intents[0], examples: { ...intents[0]!.examples, [k]: ['x'] } }, ...intents.slice(1)] }),
+      ],
+      [
+        'PUT',
+        '/admin/intent-packs/toy-k',
+        ADMIN_TOKEN,
+        (k) => ({ ...pack, responses: { R: { 'en-IN': { text: 'r', voice: 'r' }, [k]: { text: 'r', voice: 'r' } } } }),
+      ],
+      [
+        'POST',
+        '/admin/intent-packs/toy-k/evaluate',
+        ADMIN_TOKEN,
+        (k) => ({
+          pack: { ...pack, intents: [{ ...intents[0], keywords: withKey(k) }, ...intents.slice(1)] },
+          turns: [{ text: 'price of the mattress', expected: 'SHOP.PRICE', group: k }],
+        }),
+      ],
     ];
     for (const [method, path, token, body] of cases) {
       for (const k of VALUES) {
@@ -160,7 +277,11 @@ describe('hostile keys and labels', () => {
       }
     }
     // A "__proto__" key anywhere in a body is refused by the parser.
-    const proto = await call(gw.url, 'POST', '/portal/keys', { token: user.token, raw: '{"name": "n", "__proto__": {"turns": 1}}', headers: { 'content-type': 'application/json' } });
+    const proto = await call(gw.url, 'POST', '/portal/keys', {
+      token: user.token,
+      raw: '{"name": "n", "__proto__": {"turns": 1}}',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(proto.status, 400);
     assert.equal(proto.body.error.code, 'invalid_json');
   });

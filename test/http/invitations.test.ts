@@ -11,9 +11,11 @@ type User = Awaited<ReturnType<typeof signup>>;
 
 const invite = (gw: TestGateway, inviter: User, email: string, role = 'member') =>
   call(gw.url, 'POST', '/portal/org/members', { token: inviter.token, body: { email, role } });
-const answer = (gw: TestGateway, user: User, id: number, verb: 'accept' | 'decline') => call(gw.url, 'POST', `/portal/invitations/${id}/${verb}`, { token: user.token });
+const answer = (gw: TestGateway, user: User, id: number, verb: 'accept' | 'decline') =>
+  call(gw.url, 'POST', `/portal/invitations/${id}/${verb}`, { token: user.token });
 const received = async (gw: TestGateway, user: User) => (await call(gw.url, 'GET', '/portal/invitations', { token: user.token })).body.invitations as any[];
-const pendingOf = async (gw: TestGateway, manager: User) => (await call(gw.url, 'GET', '/portal/org/invitations', { token: manager.token })).body.invitations as any[];
+const pendingOf = async (gw: TestGateway, manager: User) =>
+  (await call(gw.url, 'GET', '/portal/org/invitations', { token: manager.token })).body.invitations as any[];
 
 async function orgOf(gw: TestGateway, name = 'Acme') {
   const owner = await signup(gw.url);
@@ -31,7 +33,14 @@ describe('organization invitations', () => {
     gw = await startTestGateway({ billing: { usageFlushIntervalMs: 20 } });
     const model = await call(gw.url, 'PUT', '/admin/models/chat-b', {
       token: ADMIN_TOKEN,
-      body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 256, pricing: { input_cents_per_mtok: 150, output_cents_per_mtok: 600 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }] },
+      body: {
+        type: 'llm',
+        owned_by: 'test',
+        context_window: 4096,
+        max_output_tokens: 256,
+        pricing: { input_cents_per_mtok: 150, output_cents_per_mtok: 600 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }],
+      },
     });
     assert.equal(model.status, 201, model.text);
   });
@@ -58,9 +67,16 @@ describe('organization invitations', () => {
     for (let i = 0; i < 100 && (await call(gw.url, 'GET', '/portal/usage/records', { token: victim.token })).body.data.length === 0; i++) await sleep(20);
     const mine = (await call(gw.url, 'GET', '/portal/usage/records', { token: victim.token })).body.data;
     assert.equal(mine.length, 1);
-    assert.deepEqual((await call(gw.url, 'GET', '/portal/usage/records', { token: attacker.token })).body.data, [], "the inviter does not read the invitee's usage");
+    assert.deepEqual(
+      (await call(gw.url, 'GET', '/portal/usage/records', { token: attacker.token })).body.data,
+      [],
+      "the inviter does not read the invitee's usage",
+    );
     const members = (await call(gw.url, 'GET', '/portal/org/members', { token: attacker.token })).body.members;
-    assert.deepEqual(members.map((m: any) => m.user_id), [attacker.id]);
+    assert.deepEqual(
+      members.map((m: any) => m.user_id),
+      [attacker.id],
+    );
     assert.equal(posted.status, 202, posted.text);
     assert.equal((await call(gw.url, 'GET', '/portal/org', { token: victim.token })).status, 404);
   });
@@ -80,7 +96,10 @@ describe('organization invitations', () => {
     for (const r of answers) assert.deepEqual(shape(r), shape(answers[0]!));
     assert.equal(answers[0]!.status, 202);
     assert.deepEqual(Object.keys(answers[0]!.body.invitation).sort(), ['created_at', 'email', 'expires_at', 'id', 'role', 'status']);
-    assert.deepEqual(answers.map((r) => [r.body.invitation.email, r.body.invitation.role, r.body.invitation.status]), cases.map((e) => [e, 'member', 'pending']));
+    assert.deepEqual(
+      answers.map((r) => [r.body.invitation.email, r.body.invitation.role, r.body.invitation.status]),
+      cases.map((e) => [e, 'member', 'pending']),
+    );
     const created = Date.parse(answers[0]!.body.invitation.created_at);
     assert.equal(Date.parse(answers[0]!.body.invitation.expires_at) - created, 7 * 86_400_000, 'seven days by default');
     // The content-length differs only with the e-mail's length.
@@ -94,14 +113,25 @@ describe('organization invitations', () => {
     const inv = (await invite(gw, owner, invitee.email.toUpperCase(), 'admin')).body.invitation;
     assert.equal(inv.email, invitee.email, 'the e-mail is normalized as accounts store it');
     const seen = await received(gw, invitee);
-    assert.deepEqual(seen, [{ id: inv.id, org_id: orgId, org_name: 'Joinable', role: 'admin', inviter_email: owner.email, expires_at: inv.expires_at, created_at: inv.created_at }]);
-    assert.deepEqual((await pendingOf(gw, owner)).map((i) => i.id), [inv.id]);
+    assert.deepEqual(seen, [
+      { id: inv.id, org_id: orgId, org_name: 'Joinable', role: 'admin', inviter_email: owner.email, expires_at: inv.expires_at, created_at: inv.created_at },
+    ]);
+    assert.deepEqual(
+      (await pendingOf(gw, owner)).map((i) => i.id),
+      [inv.id],
+    );
 
     const accepted = await answer(gw, invitee, inv.id, 'accept');
     assert.equal(accepted.status, 200, accepted.text);
     assert.deepEqual([accepted.body.id, accepted.body.name, accepted.body.role], [orgId, 'Joinable', 'admin']);
     const members = (await call(gw.url, 'GET', '/portal/org/members', { token: owner.token })).body.members;
-    assert.deepEqual(members.map((m: any) => [m.user_id, m.role]), [[owner.id, 'owner'], [invitee.id, 'admin']]);
+    assert.deepEqual(
+      members.map((m: any) => [m.user_id, m.role]),
+      [
+        [owner.id, 'owner'],
+        [invitee.id, 'admin'],
+      ],
+    );
     assert.deepEqual((await call(gw.url, 'GET', '/portal/wallet', { token: invitee.token })).body.owner_type, 'org');
     assert.deepEqual(await received(gw, invitee), []);
     assert.deepEqual(await pendingOf(gw, owner), []);
@@ -135,7 +165,10 @@ describe('organization invitations', () => {
     assert.deepEqual([again.status, again.body], [first.status, first.body]);
     const racer = await signup(gw.url);
     const raced = await Promise.all([1, 2, 3].map(() => invite(gw, owner, racer.email)));
-    assert.deepEqual(raced.map((r) => r.status), [202, 202, 202]);
+    assert.deepEqual(
+      raced.map((r) => r.status),
+      [202, 202, 202],
+    );
     assert.equal(new Set(raced.map((r) => r.body.invitation.id)).size, 1);
     assert.equal((await pendingOf(gw, owner)).length, 2);
     assert.equal((await received(gw, racer)).length, 1);
@@ -179,7 +212,8 @@ describe('organization invitations', () => {
     assert.deepEqual(await received(gw, thief), []);
     assert.equal((await call(gw.url, 'GET', '/portal/org', { token: thief.token })).status, 404);
     assert.equal((await answer(gw, invitee, inv.id, 'accept')).status, 200);
-    for (const id of ['999999999', 'abc', '-1']) assert.ok([400, 404].includes((await call(gw.url, 'POST', `/portal/invitations/${id}/accept`, { token: thief.token })).status), id);
+    for (const id of ['999999999', 'abc', '-1'])
+      assert.ok([400, 404].includes((await call(gw.url, 'POST', `/portal/invitations/${id}/accept`, { token: thief.token })).status), id);
   });
 
   it('an invitation made before the e-mail had an account never becomes a membership', async () => {
@@ -212,7 +246,7 @@ describe('organization invitations', () => {
     assert.equal(accepted.body.id, b.orgId);
   });
 
-  it("deleting the organization revokes its pending invitations", async () => {
+  it('deleting the organization revokes its pending invitations', async () => {
     const { owner } = await orgOf(gw);
     const invitee = await signup(gw.url);
     const inv = (await invite(gw, owner, invitee.email)).body.invitation;
@@ -223,7 +257,14 @@ describe('organization invitations', () => {
 
   it('bad input is 400, never a 500', async () => {
     const { owner } = await orgOf(gw);
-    for (const body of [{ email: 'not-an-email', role: 'member' }, { email: 'a@example.com', role: 'owner' }, { email: 'a@example.com', role: 'boss' }, { email: 'a@example.com' }, { email: 'a@example.com', role: 'member', x: 1 }, { email: 7, role: 'member' }]) {
+    for (const body of [
+      { email: 'not-an-email', role: 'member' },
+      { email: 'a@example.com', role: 'owner' },
+      { email: 'a@example.com', role: 'boss' },
+      { email: 'a@example.com' },
+      { email: 'a@example.com', role: 'member', x: 1 },
+      { email: 7, role: 'member' },
+    ]) {
       const r = await call(gw.url, 'POST', '/portal/org/members', { token: owner.token, body });
       assert.equal(r.status, 400, JSON.stringify(body));
     }
@@ -239,7 +280,10 @@ describe('organization invitations over time: expiry, rate limits, the pending c
 
   before(async () => {
     gw = await startTestGateway(
-      { auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 100_000, sessionTtlHours: 24 * 365 }, orgs: { invitations: { perHour: 3, perDay: 6, maxPendingPerOrg: 4 } } },
+      {
+        auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 100_000, sessionTtlHours: 24 * 365 },
+        orgs: { invitations: { perHour: 3, perDay: 6, maxPendingPerOrg: 4 } },
+      },
       { now: () => t },
     );
   });

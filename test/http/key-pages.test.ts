@@ -33,7 +33,10 @@ describe('key list pages', () => {
     assert.equal(first.body.data.length, 20, 'default limit 20');
     assert.equal(first.body.has_more, true);
     assert.equal(first.body.next_after, String(newestFirst[19]));
-    assert.ok(first.body.data.every((k: Record<string, unknown>) => !('api_key' in k)), 'never a full key in a list');
+    assert.ok(
+      first.body.data.every((k: Record<string, unknown>) => !('api_key' in k)),
+      'never a full key in a list',
+    );
     const other = await signup(gw.url);
     assert.deepEqual((await call(gw.url, 'GET', '/portal/keys', { token: other.token })).body, { data: [], has_more: false, next_after: null });
     const theirs = await call(gw.url, 'GET', `/portal/keys?after=${newestFirst[0]! + 1}`, { token: other.token });
@@ -48,8 +51,24 @@ describe('key list pages', () => {
       const jti = `${(base + i).toString(16).padStart(12, '0')}${'0'.repeat(20)}`;
       const at = new Date(clock - (20_000 - i) * 1000);
       return {
-        _id: base + i, jti, user_id: s.id, name, prefix: KEY_PREFIX + jti.slice(0, 12), scopes: ['*'], token_hash: 'x', iat: 0, exp: null, expires_at: null,
-        created_at: at, revoked_at: at, last_used_at: null, expired_event_at: null, user_rpm: null, user_tpd: null, admin_rpm: null, admin_tpd: null,
+        _id: base + i,
+        jti,
+        user_id: s.id,
+        name,
+        prefix: KEY_PREFIX + jti.slice(0, 12),
+        scopes: ['*'],
+        token_hash: 'x',
+        iat: 0,
+        exp: null,
+        expires_at: null,
+        created_at: at,
+        revoked_at: at,
+        last_used_at: null,
+        expired_event_at: null,
+        user_rpm: null,
+        user_tpd: null,
+        admin_rpm: null,
+        admin_tpd: null,
       };
     };
     const docs = [doc(0, 'Billing NEEDLE worker'), ...Array.from({ length: 11_999 }, (_, i) => doc(i + 1, `service ${i}`))];
@@ -68,10 +87,16 @@ describe('key list pages', () => {
     assert.deepEqual(whole.ids, [base]);
 
     const common = await call(gw.url, 'GET', '/portal/keys?search=SERVICE&limit=3', { token: s.token });
-    assert.deepEqual(common.body.data.map((k: { name: string }) => k.name), ['service 11998', 'service 11997', 'service 11996']);
+    assert.deepEqual(
+      common.body.data.map((k: { name: string }) => k.name),
+      ['service 11998', 'service 11997', 'service 11996'],
+    );
     assert.equal(common.body.has_more, true);
     const next = await call(gw.url, 'GET', `/portal/keys?search=SERVICE&limit=3&after=${common.body.next_after}`, { token: s.token });
-    assert.deepEqual(next.body.data.map((k: { name: string }) => k.name), ['service 11995', 'service 11994', 'service 11993']);
+    assert.deepEqual(
+      next.body.data.map((k: { name: string }) => k.name),
+      ['service 11995', 'service 11994', 'service 11993'],
+    );
 
     const regexChars = await walk(s.token, `search=${encodeURIComponent('.*')}`);
     assert.deepEqual(regexChars.ids, [], 'the term is text, not a pattern');
@@ -96,7 +121,20 @@ describe('key list pages', () => {
 
   it('refuses a bad query with 400 in the envelope', async () => {
     const s = await signup(gw.url);
-    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'after=x1', 'after=-1', 'status=bogus', 'search=', 'other=1', `search=${'a'.repeat(101)}`, 'search=%01', 'search=a&search=b', 'limit=5&limit=6']) {
+    for (const q of [
+      'limit=0',
+      'limit=101',
+      'limit=abc',
+      'after=x1',
+      'after=-1',
+      'status=bogus',
+      'search=',
+      'other=1',
+      `search=${'a'.repeat(101)}`,
+      'search=%01',
+      'search=a&search=b',
+      'limit=5&limit=6',
+    ]) {
       const res = await call(gw.url, 'GET', `/portal/keys?${q}`, { token: s.token });
       assert.equal(res.status, 400, q);
       assert.equal(res.body.error.code, 'invalid_request', q);

@@ -39,7 +39,20 @@ describe('API keys', () => {
     const list = await call(gw.url, 'GET', '/portal/keys', { token: s.token });
     assert.equal(list.status, 200);
     assert.equal(list.body.data.length, 1);
-    assert.deepEqual(Object.keys(list.body.data[0]).sort(), ['cpd', 'cpm', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prefix', 'rpm', 'scopes', 'status', 'tpd']);
+    assert.deepEqual(Object.keys(list.body.data[0]).sort(), [
+      'cpd',
+      'cpm',
+      'created_at',
+      'expires_at',
+      'id',
+      'last_used_at',
+      'name',
+      'prefix',
+      'rpm',
+      'scopes',
+      'status',
+      'tpd',
+    ]);
     const one = await call(gw.url, 'GET', `/portal/keys/${k.id}`, { token: s.token });
     assert.equal(one.body.api_key, k.api_key);
     const doc = await gw.store.collection('api_keys').findOne({ _id: k.id });
@@ -52,7 +65,10 @@ describe('API keys', () => {
     const ok = await call(gw.url, 'GET', '/v1/models', { token: k.api_key });
     assert.equal(ok.status, 200, ok.text);
     // The default config seeds three models: the demo intent model and the offline speech engines.
-    assert.deepEqual({ ...ok.body, data: ok.body.data.map((m: { id: string }) => m.id) }, { object: 'list', data: ['intent-demo', 'stt-local', 'tts-local', 'voice-local'] });
+    assert.deepEqual(
+      { ...ok.body, data: ok.body.data.map((m: { id: string }) => m.id) },
+      { object: 'list', data: ['intent-demo', 'stt-local', 'tts-local', 'voice-local'] },
+    );
     const del = await call(gw.url, 'DELETE', `/portal/keys/${k.id}`, { token: s.token });
     assert.equal(del.status, 200);
     assert.equal(del.body.status, 'revoked');
@@ -88,7 +104,16 @@ describe('API keys', () => {
     const otherSecret = `sk-live-${h}.${p}.${createHmac('sha256', 'x'.repeat(48)).update(`${h}.${p}`).digest('base64url')}`;
     const claims = JSON.parse(Buffer.from(p!, 'base64url').toString());
     const tamperedPayload = `sk-live-${h}.${b64({ ...claims, sub: '999' })}.${jwt.split('.')[2]}`;
-    for (const header of [undefined, 'Bearer', 'Basic abc', `Bearer ${jwt}`, `Bearer ${noneAlg}`, `Bearer ${otherSecret}`, `Bearer ${tamperedPayload}`, 'Bearer sk-live-garbage']) {
+    for (const header of [
+      undefined,
+      'Bearer',
+      'Basic abc',
+      `Bearer ${jwt}`,
+      `Bearer ${noneAlg}`,
+      `Bearer ${otherSecret}`,
+      `Bearer ${tamperedPayload}`,
+      'Bearer sk-live-garbage',
+    ]) {
       const res = await fetch(gw.url + '/v1/models', { headers: header ? { authorization: header } : {} });
       const body = (await res.json()) as any;
       assert.equal(res.status, 401, String(header));
@@ -158,7 +183,10 @@ describe('API keys', () => {
     const statuses = [];
     await inOneRateWindow();
     for (let i = 0; i < 3; i++) statuses.push(await call(gw.url, 'GET', '/v1/models', { token: k.api_key }));
-    assert.deepEqual(statuses.map((r) => r.status), [200, 200, 429]);
+    assert.deepEqual(
+      statuses.map((r) => r.status),
+      [200, 200, 429],
+    );
     assert.equal(typeof statuses[2]!.body.detail, 'string');
     assert.equal(statuses[2]!.headers.get('x-ratelimit-limit-rpm'), '2');
     assert.ok(Number(statuses[2]!.headers.get('retry-after')) > 0);

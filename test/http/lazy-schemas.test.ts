@@ -60,7 +60,12 @@ describe('route schemas compiled at first use', () => {
   it('takes a headers schema whose names are lowercase (fastify would lowercase them), and refuses one that is not', () => {
     const lazy = lazySchemas();
     const compile = lazy.compilersFactory.buildValidator!({}, { customOptions: {} }) as unknown as (route: object) => (data: unknown) => unknown;
-    const route = (properties: object, required: string[] = []) => ({ schema: { type: 'object', properties, required }, method: 'POST', url: '/h', httpPart: 'headers' });
+    const route = (properties: object, required: string[] = []) => ({
+      schema: { type: 'object', properties, required },
+      method: 'POST',
+      url: '/h',
+      httpPart: 'headers',
+    });
     const validate = compile(route({ 'idempotency-key': { type: 'string', maxLength: 3 } }, ['idempotency-key']));
     assert.equal(validate({ 'idempotency-key': 'abc' }), true);
     assert.equal(validate({ 'idempotency-key': 'abcd' }), false);

@@ -38,13 +38,26 @@ describe('logs carry no secrets', () => {
     await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: su.body.user.id, amount_cents: 100 } });
     await call(gw.url, 'PUT', '/admin/models/log-chat', {
       token: ADMIN_TOKEN,
-      body: { type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-very-secret-0001', upstream_model: 'u' }] },
+      body: {
+        type: 'llm',
+        owned_by: 't',
+        pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-very-secret-0001', upstream_model: 'u' }],
+      },
     });
     await call(gw.url, 'PUT', '/admin/models/log-bad', {
       token: ADMIN_TOKEN,
-      body: { type: 'llm', owned_by: 't', pricing: { input_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-wrong-upstream-secret-0002', upstream_model: 'u' }] },
+      body: {
+        type: 'llm',
+        owned_by: 't',
+        pricing: { input_cents_per_mtok: 1 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-wrong-upstream-secret-0002', upstream_model: 'u' }],
+      },
     });
-    assert.equal((await call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'log-chat', messages: [{ role: 'user', content: 'hi' }] } })).status, 200);
+    assert.equal(
+      (await call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'log-chat', messages: [{ role: 'user', content: 'hi' }] } })).status,
+      200,
+    );
     const failed = await call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'log-bad', messages: [{ role: 'user', content: 'hi' }] } });
     assert.equal(failed.status, 503);
     await call(gw.url, 'GET', `/v1/models?api_key=${encodeURIComponent(key)}`);

@@ -50,12 +50,20 @@ describe('multipart uploads that are not what they claim', () => {
         assert.match(res.body.error.message, contentType ? /names no boundary/ : /ends before its closing boundary/, what);
       }
     }
-    assert.deepEqual(lines.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.deepEqual(
+      lines.filter((l) => l.level >= 50),
+      [],
+      'nothing logged as an error',
+    );
   });
 
   it("refuses 'model' and 'prompt' fields as a JSON body's are refused: a control character, over 200 characters, a NUL", async () => {
     for (const path of ROUTES) {
-      for (const [model, why] of [['\u0000', /control characters/], ['a\u0001', /control characters/], ['m'.repeat(201), /more than 200 characters/]] as const) {
+      for (const [model, why] of [
+        ['\u0000', /control characters/],
+        ['a\u0001', /control characters/],
+        ['m'.repeat(201), /more than 200 characters/],
+      ] as const) {
         const res = await call(gw.url, 'POST', path, { token: apiKey, ...multipartForm({ model }, Buffer.from('RIFF0000WAVE')) });
         assert.equal(res.status, 400, `${path} ${JSON.stringify(model.slice(0, 10))}: ${res.text}`);
         assert.equal(res.body.error.code, 'invalid_request');
@@ -64,7 +72,10 @@ describe('multipart uploads that are not what they claim', () => {
       }
     }
     for (const path of ROUTES) {
-      const res = await call(gw.url, 'POST', path, { token: apiKey, ...multipartForm({ model: 'stt-local', prompt: 'say \u0000' }, Buffer.from('RIFF0000WAVE')) });
+      const res = await call(gw.url, 'POST', path, {
+        token: apiKey,
+        ...multipartForm({ model: 'stt-local', prompt: 'say \u0000' }, Buffer.from('RIFF0000WAVE')),
+      });
       assert.equal(res.status, 400, res.text);
       assert.deepEqual([res.body.error.code, res.body.error.param], ['invalid_request', 'prompt']);
       assert.match(res.body.error.message, /must not contain NUL characters or unpaired surrogates/);
@@ -77,7 +88,11 @@ describe('multipart uploads that are not what they claim', () => {
 
   it('refuses a text field over 64 KiB naming it, never cuts it', async () => {
     for (const path of ROUTES) {
-      for (const [name, value] of [['prompt', 'p'.repeat(3_000_000)], ['model', 'm'.repeat(1_000_000)], ['language', 'x'.repeat(64 * 1024 + 1)]] as const) {
+      for (const [name, value] of [
+        ['prompt', 'p'.repeat(3_000_000)],
+        ['model', 'm'.repeat(1_000_000)],
+        ['language', 'x'.repeat(64 * 1024 + 1)],
+      ] as const) {
         const res = await call(gw.url, 'POST', path, { token: apiKey, ...multipartForm({ model: 'stt-local', [name]: value }, Buffer.from('RIFF0000WAVE')) });
         assert.equal(res.status, 400, `${path} ${name}: ${res.text.slice(0, 300)}`);
         assert.equal(res.body.error.code, 'invalid_request', name);
@@ -87,7 +102,10 @@ describe('multipart uploads that are not what they claim', () => {
       }
     }
     // 64 KiB itself is not over it (the form then fails on its audio, not on the field).
-    const full = await call(gw.url, 'POST', ROUTES[0]!, { token: apiKey, ...multipartForm({ model: 'stt-local', prompt: 'p'.repeat(64 * 1024) }, Buffer.from('RIFF0000WAVE')) });
+    const full = await call(gw.url, 'POST', ROUTES[0]!, {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-local', prompt: 'p'.repeat(64 * 1024) }, Buffer.from('RIFF0000WAVE')),
+    });
     assert.notEqual(full.body.error?.param, 'prompt', full.text.slice(0, 300));
   });
 
@@ -111,6 +129,10 @@ describe('multipart uploads that are not what they claim', () => {
       assert.equal(l.level, 30);
       assert.match(String(l.request_id), /^req_[0-9a-f]{32}$/);
     }
-    assert.deepEqual(lines.slice(seen).filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.deepEqual(
+      lines.slice(seen).filter((l) => l.level >= 50),
+      [],
+      'nothing logged as an error',
+    );
   });
 });

@@ -32,7 +32,11 @@ describe('organizations', () => {
     assert.equal(list.status, 200);
     assert.deepEqual(
       list.body.members.map((m: any) => [m.user_id, m.email, m.role]),
-      [[owner.id, owner.email, 'owner'], [admin.id, admin.email, 'admin'], [member.id, member.email, 'member']],
+      [
+        [owner.id, owner.email, 'owner'],
+        [admin.id, admin.email, 'admin'],
+        [member.id, member.email, 'member'],
+      ],
     );
     for (const m of list.body.members) assert.ok(Date.parse(m.joined_at));
     const got = await call(gw.url, 'GET', '/portal/org', { token: member.token });

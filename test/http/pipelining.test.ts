@@ -31,7 +31,10 @@ describe('a malformed request pipelined behind valid ones', () => {
   after(async () => gw?.destroy());
 
   it('answers the valid requests first (the keys they created), then refuses the malformed one and closes', async () => {
-    const res = await exchange(gw.url, post('/portal/keys', session, { name: 'pipelined-1' }) + post('/portal/keys', session, { name: 'pipelined-2' }) + MALFORMED);
+    const res = await exchange(
+      gw.url,
+      post('/portal/keys', session, { name: 'pipelined-1' }) + post('/portal/keys', session, { name: 'pipelined-2' }) + MALFORMED,
+    );
     assert.ok(res.closed, 'the server closed the connection');
     const [first, second, refusal, ...more] = responsesOf(res.raw);
     assert.equal(first?.status, 201, res.raw.slice(0, 300));
@@ -41,16 +44,25 @@ describe('a malformed request pipelined behind valid ones', () => {
     assert.equal(refusal.headers.connection, 'close');
     assert.equal(JSON.parse(refusal.body).error.code, 'invalid_request');
     const created = [JSON.parse(first.body), JSON.parse(second.body)];
-    assert.deepEqual(created.map((k) => k.name), ['pipelined-1', 'pipelined-2']);
+    assert.deepEqual(
+      created.map((k) => k.name),
+      ['pipelined-1', 'pipelined-2'],
+    );
     assert.match(created[0].api_key, /^sk-live-/);
     // The keys the client was told of are the ones that exist.
     const listed = (await call(gw.url, 'GET', '/portal/keys', { token: session })).body.data as { id: number; name: string }[];
-    for (const k of created) assert.ok(listed.some((l) => l.id === k.id && l.name === k.name), `key ${k.name} listed`);
+    for (const k of created)
+      assert.ok(
+        listed.some((l) => l.id === k.id && l.name === k.name),
+        `key ${k.name} listed`,
+      );
   });
 
   it('a speech call answered in full before the refusal is charged as ok, not client_closed', { skip: hasEspeak ? false : 'needs espeak-ng' }, async () => {
     const input = 'Pipelined speech is answered in full.';
-    const res = await exchange(gw.url, post('/v1/audio/speech', apiKey, { model: 'tts-local', input, voice: 'en-us', response_format: 'pcm' }) + MALFORMED, { waitMs: 15_000 });
+    const res = await exchange(gw.url, post('/v1/audio/speech', apiKey, { model: 'tts-local', input, voice: 'en-us', response_format: 'pcm' }) + MALFORMED, {
+      waitMs: 15_000,
+    });
     assert.ok(res.closed, 'the server closed the connection');
     const [speech, refusal] = responsesOf(res.raw);
     assert.equal(speech?.status, 200, res.raw.slice(0, 300));

@@ -8,7 +8,9 @@ describe('portal accounts and sessions', () => {
   let clock = Date.now();
   before(async () => {
     gw = await startTestGateway(
-      { auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, loginMaxFailuresPerAccount: 3, sessionTtlHours: 1, signupMaxPerAddressPerHour: 12 } },
+      {
+        auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, loginMaxFailuresPerAccount: 3, sessionTtlHours: 1, signupMaxPerAddressPerHour: 12 },
+      },
       { now: () => clock },
     );
   });
@@ -112,7 +114,14 @@ describe('portal accounts and sessions', () => {
 describe('login attempts per address', () => {
   let gw: TestGateway;
   before(async () => {
-    gw = await startTestGateway({ auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 1000, loginMaxFailuresPerAccount: 100, loginMaxFailuresPerAddress: 4 } });
+    gw = await startTestGateway({
+      auth: {
+        argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 },
+        signupMaxPerAddressPerHour: 1000,
+        loginMaxFailuresPerAccount: 100,
+        loginMaxFailuresPerAddress: 4,
+      },
+    });
   });
   after(() => gw.destroy());
 

@@ -25,7 +25,10 @@ describe('gateway process', () => {
         gw.child.kill('SIGTERM'); // to npm, which must pass it on to the gateway (not to a shell that ignores it)
         await done;
         await new Promise((r) => setTimeout(r, 200));
-        assert.ok(lines.some((l) => l.includes('"gateway stopped"')), lines.join('\n'));
+        assert.ok(
+          lines.some((l) => l.includes('"gateway stopped"')),
+          lines.join('\n'),
+        );
         await assert.rejects(fetch(`${gw.url}/healthz`), 'the gateway still answers');
       } finally {
         try {
@@ -47,7 +50,10 @@ describe('gateway process', () => {
       try {
         const packs = await call(gw.url, 'GET', '/admin/intent-packs', { token: admin });
         assert.equal(packs.status, 200);
-        assert.ok(packs.body.data.some((p: { id: string }) => p.id === 'demo-banking-telecom'), JSON.stringify(packs.body));
+        assert.ok(
+          packs.body.data.some((p: { id: string }) => p.id === 'demo-banking-telecom'),
+          JSON.stringify(packs.body),
+        );
         const doc = await call(gw.url, 'GET', '/openapi.json');
         assert.equal(doc.status, 200);
         assert.ok(doc.body.paths['/v1/chat/completions']);
@@ -90,7 +96,10 @@ describe('gateway process', () => {
         assert.equal((await call(second.url, 'GET', '/v1/models', { token: lastKey.api_key })).status, 200, 'last acknowledged write survived');
         assert.equal((await call(second.url, 'GET', '/v1/models', { token: dead.api_key })).status, 401, 'revocation survived');
         const members = await call(second.url, 'GET', '/portal/org/members', { token: owner.token });
-        assert.deepEqual(members.body.members.map((m: any) => m.role), ['owner', 'member']);
+        assert.deepEqual(
+          members.body.members.map((m: any) => m.role),
+          ['owner', 'member'],
+        );
         const fetched = await call(second.url, 'GET', `/portal/keys/${live.id}`, { token: member.token });
         assert.equal(fetched.body.api_key, live.api_key);
 

@@ -31,11 +31,7 @@ export function openSocket(url: string): Promise<Socket> {
  * collects what comes back until the server closes the connection or `waitMs` passes.
  * With `untilResponse` it stops as soon as one complete response is in (keep-alive).
  */
-export async function exchange(
-  target: string | Socket,
-  data: string | Buffer,
-  opts: { waitMs?: number; untilResponse?: boolean } = {},
-): Promise<RawResponse> {
+export async function exchange(target: string | Socket, data: string | Buffer, opts: { waitMs?: number; untilResponse?: boolean } = {}): Promise<RawResponse> {
   const socket = typeof target === 'string' ? await openSocket(target) : target;
   const chunks: Buffer[] = [];
   const started = performance.now();

@@ -35,15 +35,37 @@ describe('shutdown ends streams still open after the grace, and bills them once'
     gw = await startTestGateway({ http: { shutdownGraceMs: GRACE_MS } });
     const { apiKey, session } = await fundedKey(gw, 1000);
     const models: [string, Record<string, unknown>][] = [
-      ['tts-up', { type: 'tts', owned_by: 'openai', voices: ['nova'], max_input_chars: 10_000, pricing: { cents_per_1k_chars: 1 }, routes: [{ provider: 'openai', base_url: `${speechUp.url}/v1`, api_key: 'sk-up', upstream_model: 'tts' }] }],
-      ['chat-up', { type: 'llm', owned_by: 'openai', context_window: 4096, max_output_tokens: 4096, pricing: { input_cents_per_mtok: 10_000, output_cents_per_mtok: 10_000 }, routes: [{ provider: 'openai', base_url: `${chatUp.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }] }],
+      [
+        'tts-up',
+        {
+          type: 'tts',
+          owned_by: 'openai',
+          voices: ['nova'],
+          max_input_chars: 10_000,
+          pricing: { cents_per_1k_chars: 1 },
+          routes: [{ provider: 'openai', base_url: `${speechUp.url}/v1`, api_key: 'sk-up', upstream_model: 'tts' }],
+        },
+      ],
+      [
+        'chat-up',
+        {
+          type: 'llm',
+          owned_by: 'openai',
+          context_window: 4096,
+          max_output_tokens: 4096,
+          pricing: { input_cents_per_mtok: 10_000, output_cents_per_mtok: 10_000 },
+          routes: [{ provider: 'openai', base_url: `${chatUp.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }],
+        },
+      ],
     ];
     for (const [id, body] of models) assert.ok((await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body })).status < 300);
 
     // The speech client reads the first bytes, then stops reading (its socket paused, never closed).
     const socket = await openSocket(gw.url);
     const body = JSON.stringify({ model: 'tts-up', input: INPUT, voice: 'nova', response_format: 'pcm' });
-    socket.write(`POST /v1/audio/speech HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write(
+      `POST /v1/audio/speech HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     await new Promise<void>((resolve) => socket.once('data', () => resolve()));
     socket.pause();
     socket.on('error', () => {});

@@ -90,8 +90,14 @@ describe('invitation store work', () => {
       assert.equal(inv.email, email);
       runs.push([...log]);
     }
-    assert.ok(runs[0]!.some((op) => op.startsWith('users.findOne')), 'the account is looked up');
-    assert.ok(runs[0]!.some((op) => op.startsWith('org_invitations.insertOne')), 'an invitation is stored');
+    assert.ok(
+      runs[0]!.some((op) => op.startsWith('users.findOne')),
+      'the account is looked up',
+    );
+    assert.ok(
+      runs[0]!.some((op) => op.startsWith('org_invitations.insertOne')),
+      'an invitation is stored',
+    );
     assert.deepEqual(runs[1], runs[0]);
     assert.deepEqual(runs[2], runs[0]);
   });

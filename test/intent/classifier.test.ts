@@ -8,9 +8,18 @@ import { augment, dropVowels, misspelt, noisy, typo, variant } from '../../src/i
 import { normalize, withinOneEdit } from '../../src/intent/normalize.ts';
 
 const examples: Example[] = [
-  ...['what is my balance', 'how much money do i have', 'show my account balance', 'balance check karo', 'kitna balance hai'].map((t) => ({ tokens: normalize(t).tokens, label: 'BALANCE' })),
-  ...['block my card', 'my card was stolen', 'freeze the debit card', 'card kho gaya block karo', 'i lost my card'].map((t) => ({ tokens: normalize(t).tokens, label: 'BLOCK' })),
-  ...['send money to ravi', 'transfer 500 rupees', 'pay my friend', 'paise bhejo', 'make a transfer to my sister'].map((t) => ({ tokens: normalize(t).tokens, label: 'TRANSFER' })),
+  ...['what is my balance', 'how much money do i have', 'show my account balance', 'balance check karo', 'kitna balance hai'].map((t) => ({
+    tokens: normalize(t).tokens,
+    label: 'BALANCE',
+  })),
+  ...['block my card', 'my card was stolen', 'freeze the debit card', 'card kho gaya block karo', 'i lost my card'].map((t) => ({
+    tokens: normalize(t).tokens,
+    label: 'BLOCK',
+  })),
+  ...['send money to ravi', 'transfer 500 rupees', 'pay my friend', 'paise bhejo', 'make a transfer to my sister'].map((t) => ({
+    tokens: normalize(t).tokens,
+    label: 'TRANSFER',
+  })),
 ];
 const top = (m: NgramClassifier, text: string) => m.predict(normalize(text).tokens, 1)[0]!;
 
@@ -68,8 +77,17 @@ describe('class-balanced training', () => {
 
 describe('one-edit test', () => {
   const cases: [string, string, boolean][] = [
-    ['dispence', 'dispense', true], ['netwrok', 'network', true], ['recharge', 'rechargee', true], ['balance', 'balanc', true],
-    ['balance', 'balance', true], ['network', 'netvork', true], ['account', 'acocunt', true], ['account', 'cacount', true], ['account', 'aoccunt', false], ['kitten', 'sitting', false], ['abcd', 'badc', false],
+    ['dispence', 'dispense', true],
+    ['netwrok', 'network', true],
+    ['recharge', 'rechargee', true],
+    ['balance', 'balanc', true],
+    ['balance', 'balance', true],
+    ['network', 'netvork', true],
+    ['account', 'acocunt', true],
+    ['account', 'cacount', true],
+    ['account', 'aoccunt', false],
+    ['kitten', 'sitting', false],
+    ['abcd', 'badc', false],
   ];
   for (const [a, b, want] of cases) it(`${a} ~ ${b}: ${want}`, () => assert.equal(withinOneEdit(a, b) && withinOneEdit(b, a), want));
 });
@@ -129,8 +147,13 @@ describe('augmentation (noisy variants of training examples)', () => {
       ...['when will my order be delivered', 'delivery date of my order'].map((t) => ({ tokens: normalize(t).tokens, label: 'DELIVERY' })),
       ...['what is the warranty period', 'warranty on the mattress'].map((t) => ({ tokens: normalize(t).tokens, label: 'WARRANTY' })),
     ];
-    const variants = (label: string, list: string[]) => augment(list, { copies: 8, seed: 1, style: 'spelling' }).map((t) => ({ tokens: normalize(t).tokens, label, synthetic: true }));
-    const more = [...small, ...variants('DELIVERY', ['when will my order be delivered', 'delivery date of my order']), ...variants('WARRANTY', ['what is the warranty period', 'warranty on the mattress'])];
+    const variants = (label: string, list: string[]) =>
+      augment(list, { copies: 8, seed: 1, style: 'spelling' }).map((t) => ({ tokens: normalize(t).tokens, label, synthetic: true }));
+    const more = [
+      ...small,
+      ...variants('DELIVERY', ['when will my order be delivered', 'delivery date of my order']),
+      ...variants('WARRANTY', ['what is the warranty period', 'warranty on the mattress']),
+    ];
     const p = (m: NgramClassifier) => m.predict(normalize('dlvry dte').tokens).find((s) => s.label === 'DELIVERY')!.prob;
     assert.ok(p(NgramClassifier.train(more)) > p(NgramClassifier.train(small)));
   });

@@ -14,14 +14,24 @@ describe('the demo pack on its dev turns', () => {
   it('covers every intent of the pack in English, Hindi and Hinglish, and both kinds of out-of-scope turn', () => {
     const pack = compileDemoPack();
     for (const id of pack.intents.keys()) {
-      for (const style of ['en', 'hi', 'hinglish']) assert.ok(turns.some((t) => t.gold === id && t.style.startsWith(style)), `${id} ${style}`);
+      for (const style of ['en', 'hi', 'hinglish'])
+        assert.ok(
+          turns.some((t) => t.gold === id && t.style.startsWith(style)),
+          `${id} ${style}`,
+        );
     }
     assert.ok(turns.filter((t) => t.gold === OUT_OF_SCOPE && t.style.startsWith('near')).length >= 40);
     assert.ok(turns.filter((t) => t.gold === OUT_OF_SCOPE && t.style.startsWith('off')).length >= 20);
   });
   it('answers nine turns in ten right and acts on the wrong complaint at most once in fifty', () => {
     assert.ok(s.accuracy >= 0.9, `accuracy ${s.accuracy}`);
-    assert.ok(s.wrong_action_rate <= 0.02, `wrong actions ${s.wrong_action_rate}: ${scores.filter((x) => x.outcome === 'wrong').map((x) => x.text).join(' | ')}`);
+    assert.ok(
+      s.wrong_action_rate <= 0.02,
+      `wrong actions ${s.wrong_action_rate}: ${scores
+        .filter((x) => x.outcome === 'wrong')
+        .map((x) => x.text)
+        .join(' | ')}`,
+    );
   });
   it('is as good in Hindi and Hinglish as in English, and on carelessly typed turns', () => {
     for (const g of ['en', 'hi', 'hinglish', 'noisy']) {

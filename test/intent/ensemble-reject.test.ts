@@ -9,12 +9,40 @@ import { normalize } from '../../src/intent/normalize.ts';
 import { PackError } from '../../src/intent/pack.ts';
 import { toyShopPack } from './toy-shop.ts';
 
-const foreign = ['what is the weather today', 'book a flight to delhi', 'play some music', 'what is my bank balance', 'tell me a joke', 'set an alarm for 6', 'who won the match', 'recharge my phone', 'order a pizza', 'how do i reset my password'];
+const foreign = [
+  'what is the weather today',
+  'book a flight to delhi',
+  'play some music',
+  'what is my bank balance',
+  'tell me a joke',
+  'set an alarm for 6',
+  'who won the match',
+  'recharge my phone',
+  'order a pizza',
+  'how do i reset my password',
+];
 // Held-out turns: paraphrases, typos, fragments, unseen in-domain questions and foreign turns.
 const turns = [
-  'mattress delivery date please', 'delivry kab hogi', 'how much is the queen mattress', 'price pls', 'i need a refund for the mattress', 'return it', 'warranty of my mattress',
-  'warrenty claim', 'do you have a store near me', 'what material is the mattress made of', 'can i pay by emi', 'is the mattress good for back pain', 'cancel my order',
-  'what time is it', 'send money to my friend', 'the bed is too soft', 'my order', 'cost', 'how many years', 'refund status of my order',
+  'mattress delivery date please',
+  'delivry kab hogi',
+  'how much is the queen mattress',
+  'price pls',
+  'i need a refund for the mattress',
+  'return it',
+  'warranty of my mattress',
+  'warrenty claim',
+  'do you have a store near me',
+  'what material is the mattress made of',
+  'can i pay by emi',
+  'is the mattress good for back pain',
+  'cancel my order',
+  'what time is it',
+  'send money to my friend',
+  'the bed is too soft',
+  'my order',
+  'cost',
+  'how many years',
+  'refund status of my order',
 ];
 
 const pack = (ensemble?: unknown) =>
@@ -157,9 +185,15 @@ describe("ensemble.reject: 'split'", () => {
   it('reads which model it says: a turn where only the out-of-scope-class tests disagree, and one where only accept does', () => {
     const vs = turns.map((text) => verdicts(text)).filter((v) => v !== null);
     // The mix's out-of-scope test, not the linear model's, decides some turn ('linear' would differ there)...
-    assert.ok(vs.some((v) => v.mixedOosFails !== v.linearOosFails), 'the two out-of-scope-class tests agree on every turn');
+    assert.ok(
+      vs.some((v) => v.mixedOosFails !== v.linearOosFails),
+      'the two out-of-scope-class tests agree on every turn',
+    );
     // ...and the linear model's accept test, not the mix's, another ('mixed' would differ there).
-    assert.ok(vs.some((v) => !v.mixedOosFails && v.mixedAccepts !== v.linearAccepts), 'the two accept tests agree on every turn');
+    assert.ok(
+      vs.some((v) => !v.mixedOosFails && v.mixedAccepts !== v.linearAccepts),
+      'the two accept tests agree on every turn',
+    );
     const answers = (p: CompiledPack) => turns.map((text) => local(p, text)?.classification);
     assert.notDeepEqual(answers(split), answers(decoupled));
     assert.notDeepEqual(answers(split), answers(coupled));

@@ -11,8 +11,14 @@ import { taught, toyShopPack } from './toy-shop.ts';
 
 const examples: Example[] = Object.entries(taught).flatMap(([label, texts]) => texts.map((t) => ({ tokens: normalize(t).tokens, label })));
 const heldOut: [string, string][] = [
-  ['mattress delivery date please', 'DELIVERY'], ['delivry kab hogi', 'DELIVERY'], ['how much is the queen mattress', 'PRICE'], ['price pls', 'PRICE'],
-  ['i need a refund for the mattress', 'RETURN'], ['return it', 'RETURN'], ['warranty of my mattress', 'WARRANTY'], ['warrenty claim', 'WARRANTY'],
+  ['mattress delivery date please', 'DELIVERY'],
+  ['delivry kab hogi', 'DELIVERY'],
+  ['how much is the queen mattress', 'PRICE'],
+  ['price pls', 'PRICE'],
+  ['i need a refund for the mattress', 'RETURN'],
+  ['return it', 'RETURN'],
+  ['warranty of my mattress', 'WARRANTY'],
+  ['warrenty claim', 'WARRANTY'],
 ];
 const tokens = (text: string) => normalize(text).tokens;
 

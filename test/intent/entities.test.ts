@@ -46,8 +46,18 @@ describe('amounts', () => {
   }
   it('reads the number a short answer consists of, for a session that asked for an amount', () => {
     const cases: [string, number | null][] = [
-      ['299', 299], ['299 ka tha', 299], ['it was 599', 599], ['dedh sau', 150], ['Rs. 1,499/-', 1499], ['२९९', 299], ['5k', 5000],
-      ['2 baar 299', null], ['do', null], ['haan ji', null], ['net nahi chal raha', null], [`299 ${'bahut '.repeat(20)}`, null],
+      ['299', 299],
+      ['299 ka tha', 299],
+      ['it was 599', 599],
+      ['dedh sau', 150],
+      ['Rs. 1,499/-', 1499],
+      ['२९९', 299],
+      ['5k', 5000],
+      ['2 baar 299', null],
+      ['do', null],
+      ['haan ji', null],
+      ['net nahi chal raha', null],
+      [`299 ${'bahut '.repeat(20)}`, null],
     ];
     for (const [text, want] of cases) assert.equal(bareNumber(normalize(text).plain), want, text);
   });
@@ -66,7 +76,13 @@ describe('phones, e-mails and dates', () => {
     assert.equal(ents('account 123456789012 debited').phone, undefined);
   });
   it('reads a phone number said aloud, digit by digit, in English or Hindi, with double and triple', () => {
-    for (const t of ['my number is nine eight seven six five four three two one zero', 'nine eight seven six five four three two one oh', 'mera number hai nau aath saat chhe paanch chaar teen do ek shunya', 'नौ आठ सात छह पांच चार तीन दो एक शून्य', '98765 four three two one zero']) {
+    for (const t of [
+      'my number is nine eight seven six five four three two one zero',
+      'nine eight seven six five four three two one oh',
+      'mera number hai nau aath saat chhe paanch chaar teen do ek shunya',
+      'नौ आठ सात छह पांच चार तीन दो एक शून्य',
+      '98765 four three two one zero',
+    ]) {
       assert.equal(ents(t).phone, '+919876543210', t);
     }
     assert.equal(ents('nine eight seven six five double four three two one').phone, '+919876544321');
@@ -126,13 +142,23 @@ describe('normalization and dialogue acts', () => {
   });
   it('reads a pick among offered options, and only a short one', () => {
     const cases: [string, number | null][] = [
-      ['the second one', 1], ['pehla wala', 0], ['option 2', 1], ['last', -1], ['दूसरा वाला', 1], ['teesra option', 2], ['the first one please', 0],
-      ['one', null], ['1 and 2', null], ['net nahi chal raha', null], ['the second atm was fine', null],
+      ['the second one', 1],
+      ['pehla wala', 0],
+      ['option 2', 1],
+      ['last', -1],
+      ['दूसरा वाला', 1],
+      ['teesra option', 2],
+      ['the first one please', 0],
+      ['one', null],
+      ['1 and 2', null],
+      ['net nahi chal raha', null],
+      ['the second atm was fine', null],
     ];
     for (const [text, want] of cases) assert.equal(ordinalChoice(normalize(text).tokens), want, text);
   });
   it('bare yes/no in English, Hindi and Hinglish', () => {
-    for (const t of ['haan', 'haan ji', 'ji', 'theek hai', 'yes please', 'okay', 'हाँ जी', 'bilkul', 'yes go ahead']) assert.equal(bareYesNo(normalize(t).tokens), 'yes', t);
+    for (const t of ['haan', 'haan ji', 'ji', 'theek hai', 'yes please', 'okay', 'हाँ जी', 'bilkul', 'yes go ahead'])
+      assert.equal(bareYesNo(normalize(t).tokens), 'yes', t);
     for (const t of ['nahi', 'no', 'nahi chahiye', 'नहीं', 'no thanks', 'mat karo']) assert.equal(bareYesNo(normalize(t).tokens), 'no', t);
     for (const t of ['paise nahi nikle', 'yes my atm did not dispense', 'haan paise kat gaye']) assert.equal(bareYesNo(normalize(t).tokens), null, t);
   });
@@ -152,18 +178,21 @@ describe('normalization and dialogue acts', () => {
 
 describe('chrono-node is asked only about turns it could find a date in', () => {
   const load = createRequire(import.meta.url);
-  it('CHRONO_WORDS holds every word of chrono\'s English weekday, month and time-unit dictionaries', () => {
+  it("CHRONO_WORDS holds every word of chrono's English weekday, month and time-unit dictionaries", () => {
     const c = load(new URL('../../node_modules/chrono-node/dist/cjs/locales/en/constants.js', import.meta.url).pathname);
     for (const dictionary of [c.WEEKDAY_DICTIONARY, c.MONTH_DICTIONARY, c.TIME_UNIT_DICTIONARY]) {
       for (const key of Object.keys(dictionary)) assert.ok(CHRONO_WORDS.has(key.replace(/\.$/, '')), key);
     }
   });
-  it('chrono finds nothing in any turn of the demo pack\'s that the gate turns away, and the gate turns most away', () => {
+  it("chrono finds nothing in any turn of the demo pack's that the gate turns away, and the gate turns most away", () => {
     const chrono = load('chrono-node');
-    const texts = [...readFileSync(DEMO_TURNS.dev, 'utf8').split('\n'), ...readFileSync(DEMO_TURNS.heldout, 'utf8').split('\n')].map((l) => l.split('\t')[0]!.toLowerCase()).filter(Boolean);
+    const texts = [...readFileSync(DEMO_TURNS.dev, 'utf8').split('\n'), ...readFileSync(DEMO_TURNS.heldout, 'utf8').split('\n')]
+      .map((l) => l.split('\t')[0]!.toLowerCase())
+      .filter(Boolean);
     const away = texts.filter((t) => !mayHoldEnglishDate(t));
     for (const t of away) assert.deepEqual(chrono.en.GB.parse(t, { instant: new Date(NOW) }), [], t);
     assert.ok(away.length > texts.length / 2, `${away.length} of ${texts.length}`);
-    for (const t of ['on 5th of may', 'last friday', 'two weeks ago', 'day after tomorrow', 'this morning', 'end of the month']) assert.ok(mayHoldEnglishDate(t), t);
+    for (const t of ['on 5th of may', 'last friday', 'two weeks ago', 'day after tomorrow', 'this morning', 'end of the month'])
+      assert.ok(mayHoldEnglishDate(t), t);
   });
 });

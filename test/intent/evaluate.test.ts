@@ -6,14 +6,26 @@ import { OUT_OF_SCOPE, summarize, type TurnScore } from '../../src/intent/evalua
 import type { CascadeResult } from '../../src/intent/engine.ts';
 
 const score = (group: string, outcome: TurnScore['outcome']): TurnScore => ({
-  text: 't', gold: OUT_OF_SCOPE, group, outcome, said: OUT_OF_SCOPE, result: {} as CascadeResult, ms: 1,
+  text: 't',
+  gold: OUT_OF_SCOPE,
+  group,
+  outcome,
+  said: OUT_OF_SCOPE,
+  result: {} as CascadeResult,
+  ms: 1,
 });
 
 describe('summarize', () => {
   it('counts groups named like Object.prototype members as own keys, leaving the prototype alone', () => {
     const before = Object.getOwnPropertyNames(Object.prototype).sort();
     try {
-      const s = summarize([score('__proto__', 'right'), score('__proto__', 'wrong'), score('constructor', 'right'), score('toString', 'right'), score('hi-IN', 'wrong')]);
+      const s = summarize([
+        score('__proto__', 'right'),
+        score('__proto__', 'wrong'),
+        score('constructor', 'right'),
+        score('toString', 'right'),
+        score('hi-IN', 'wrong'),
+      ]);
       assert.deepEqual(Object.getOwnPropertyNames(Object.prototype).sort(), before);
       assert.deepEqual(Object.keys(s.by_group).sort(), ['__proto__', 'constructor', 'hi-IN', 'toString']);
       assert.deepEqual(Object.getOwnPropertyDescriptor(s.by_group, '__proto__')?.value, { turns: 2, right: 1 });

@@ -30,7 +30,23 @@ describe('POST /v1/understand', () => {
     const r = await understand({ session_id: 's-en', text: 'The ATM did not dispense cash but Rs. 5,000 was debited from my account yesterday' });
     assert.equal(r.status, 200, r.text);
     const b = r.body;
-    assert.deepEqual(Object.keys(b).sort(), ['candidate_intents', 'classification', 'classifier_used', 'decision', 'dialogue_act', 'entities', 'intent', 'latency_ms', 'model', 'request_id', 'response', 'session_id'].sort());
+    assert.deepEqual(
+      Object.keys(b).sort(),
+      [
+        'candidate_intents',
+        'classification',
+        'classifier_used',
+        'decision',
+        'dialogue_act',
+        'entities',
+        'intent',
+        'latency_ms',
+        'model',
+        'request_id',
+        'response',
+        'session_id',
+      ].sort(),
+    );
     assert.equal(b.model, MODEL);
     assert.equal(b.session_id, 's-en');
     assert.equal(b.request_id, r.headers.get('x-request-id'));
@@ -100,7 +116,10 @@ describe('POST /v1/understand', () => {
     const first = await understand({ session_id: 'flow-pick', text: 'the cash machine kept my plastic' });
     assert.equal(first.body.classification, 'AMBIGUOUS');
     assert.equal(first.body.decision.response_id, 'GEN.DISAMBIGUATE');
-    const offered = first.body.candidate_intents.filter((c: any) => c.source === 'local_model').slice(0, 2).map((c: any) => c.id);
+    const offered = first.body.candidate_intents
+      .filter((c: any) => c.source === 'local_model')
+      .slice(0, 2)
+      .map((c: any) => c.id);
     assert.deepEqual(offered, ['BANKING.ATM.WRONG_AMOUNT', 'BANKING.ATM.CARD_RETAINED']);
     const second = await understand({ session_id: 'flow-pick', text: 'the second one' });
     assert.equal(second.body.classifier_used, 'context');
@@ -213,7 +232,10 @@ describe('POST /v1/understand', () => {
     const live = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { turns } });
     assert.equal(live.status, 200, live.text);
     assert.deepEqual(live.body.pack, { id: 'demo-banking-telecom', version: 2, candidate: false });
-    assert.deepEqual(live.body.results.map((r: any) => r.outcome), ['right', 'right', 'right', 'wrong']);
+    assert.deepEqual(
+      live.body.results.map((r: any) => r.outcome),
+      ['right', 'right', 'right', 'wrong'],
+    );
     assert.equal(live.body.results[3].intent, 'TELECOM.DATA.SLOW_INTERNET');
     assert.equal(live.body.results[2].intent, null);
     assert.equal(live.body.accuracy, 0.75);
@@ -235,7 +257,10 @@ describe('POST /v1/understand', () => {
     const badLabel = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { turns: [{ text: 'hi', expected: 'NO.SUCH' }] } });
     assert.equal(badLabel.status, 400);
     assert.equal(badLabel.body.error.param, 'turns[0].expected');
-    const badPack = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { pack: { ...pack, intents: [{ ...pack.intents[0], id: 'lower.case' }] }, turns } });
+    const badPack = await call(gw.url, 'POST', path, {
+      token: ADMIN_TOKEN,
+      body: { pack: { ...pack, intents: [{ ...pack.intents[0], id: 'lower.case' }] }, turns },
+    });
     assert.equal(badPack.status, 400);
     assert.match(badPack.body.error.param, /^pack\.intents/);
     const otherId = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { pack: { ...pack, id: 'another' }, turns } });
@@ -261,7 +286,10 @@ describe('POST /v1/understand', () => {
     const r = await understand({ session_id: 'v2', text: 'ATM did not dispense cash but debited' });
     assert.equal(r.body.decision.action, 'CREATE_DISPUTE');
 
-    const bad = await call(gw.url, 'PUT', '/admin/intent-packs/broken', { token: ADMIN_TOKEN, body: { ...pack, id: undefined, intents: [{ ...cnd, id: 'lower.case' }] } });
+    const bad = await call(gw.url, 'PUT', '/admin/intent-packs/broken', {
+      token: ADMIN_TOKEN,
+      body: { ...pack, id: undefined, intents: [{ ...cnd, id: 'lower.case' }] },
+    });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, 'invalid_request');
     assert.match(bad.body.error.message, /intents\.0\.id/);

@@ -21,7 +21,11 @@ describe('intent llm_fallback stage', () => {
     const m = await call(gw.url, 'PUT', '/admin/models/intent-llm', {
       token: ADMIN_TOKEN,
       body: {
-        type: 'intent', owned_by: 't', languages: ['en-IN', 'hi-IN'], pack: 'demo-banking-telecom', pricing: { cents_per_call: 0.1 },
+        type: 'intent',
+        owned_by: 't',
+        languages: ['en-IN', 'hi-IN'],
+        pack: 'demo-banking-telecom',
+        pricing: { cents_per_call: 0.1 },
         routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up-intent', upstream_model: 'classifier-llm' }],
       },
     });

@@ -20,7 +20,8 @@ describe('lexical matcher', () => {
     outOfScope: ['weather'],
     derive: false,
   });
-  it('scores weighted keywords and phrases', () => assert.deepEqual(m.match(normalize('cash not dispensed, paise kat gaye').tokens).scores[0], { intent: 'A.CASH', score: 4 }));
+  it('scores weighted keywords and phrases', () =>
+    assert.deepEqual(m.match(normalize('cash not dispensed, paise kat gaye').tokens).scores[0], { intent: 'A.CASH', score: 4 }));
   it('forgives one-letter misspellings of long keywords', () => assert.equal(m.match(normalize('netwrok down').tokens).scores[0]?.intent, 'B.NET'));
   it('matches normalized examples exactly, whatever the spelling', () => {
     const r = m.match(normalize('Net nhi chal rha!').tokens);
@@ -89,7 +90,8 @@ describe('the cascade on the demo pack', () => {
       assert.equal(off.classify(normalize(vague)).classification, 'OUT_OF_SCOPE', vague);
     }
     // Turns like the pack's out-of-scope examples stay OUT_OF_SCOPE.
-    for (const foreign of ['what is my account balance', 'mujhe home loan chahiye', 'aaj mausam kaisa hai']) assert.equal(classify(foreign).classification, 'OUT_OF_SCOPE', foreign);
+    for (const foreign of ['what is my account balance', 'mujhe home loan chahiye', 'aaj mausam kaisa hai'])
+      assert.equal(classify(foreign).classification, 'OUT_OF_SCOPE', foreign);
   });
   it('trains fast enough to load at request time', () => assert.ok(pack.trainMs < 3000, `${pack.trainMs} ms`));
   it("a pack's thresholds.min_similarity turns down a local-model answer no example of its intent is that close to", () => {
@@ -142,7 +144,10 @@ describe('pack validation', () => {
   const fails = (mutate: (p: any) => void, path: RegExp) => {
     const p = clone();
     mutate(p);
-    assert.throws(() => validatePack(p), (err: unknown) => err instanceof PackError && path.test(err.message));
+    assert.throws(
+      () => validatePack(p),
+      (err: unknown) => err instanceof PackError && path.test(err.message),
+    );
   };
   it('accepts the demo pack', () => assert.equal(validatePack(clone()).id, 'demo-banking-telecom'));
   it('names the first problem', () => {

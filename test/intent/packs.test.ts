@@ -9,7 +9,7 @@ import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import { toyShopPack } from './toy-shop.ts';
 
 describe('intent pack registry', () => {
-  it('two registries of one process (two gateways) share a body\'s compiled pack; a new body compiles anew and is used at once', async () => {
+  it("two registries of one process (two gateways) share a body's compiled pack; a new body compiles anew and is used at once", async () => {
     const dirs = [await mkdtemp(join(tmpdir(), 'packs-a-')), await mkdtemp(join(tmpdir(), 'packs-b-'))];
     const stores = await Promise.all(dirs.map((dir) => openEmbeddedStore({ dir })));
     try {

@@ -9,7 +9,12 @@ import { intentSessionKind, INTENT_SESSION_KIND } from '../../src/intent/kind.ts
 import { openTestStore, silent, tempDir } from '../actors/helpers.ts';
 
 const D = (action: string, next_state: string, response_id: string) => ({ action, next_state, response_id });
-const FALLBACK = { unknown: D('ASK', 'CLARIFY', 'GEN.CLARIFY'), ambiguous: D('ASK', 'CLARIFY', 'GEN.DISAMBIGUATE'), out_of_scope: D('CLOSE', 'OUT_OF_SCOPE', 'GEN.OOS'), greeting: D('ASK', 'LISTENING', 'GEN.GREETING') };
+const FALLBACK = {
+  unknown: D('ASK', 'CLARIFY', 'GEN.CLARIFY'),
+  ambiguous: D('ASK', 'CLARIFY', 'GEN.DISAMBIGUATE'),
+  out_of_scope: D('CLOSE', 'OUT_OF_SCOPE', 'GEN.OOS'),
+  greeting: D('ASK', 'LISTENING', 'GEN.GREETING'),
+};
 const DISPUTE: IntentDecisions = {
   confirm: true,
   initial: D('ASK', 'AWAITING_DISPUTE_CONFIRMATION', 'ASK_RAISE'),
@@ -21,13 +26,31 @@ const IDLE_MS = 30 * 60_000;
 let seq = 0;
 function turn(over: Partial<TurnEvent> = {}): TurnEvent {
   return {
-    type: 'turn', now: 1_000_000, idleMs: IDLE_MS, requestId: `r${seq++}`, act: 'STATEMENT', yesNo: null, entities: {},
+    type: 'turn',
+    now: 1_000_000,
+    idleMs: IDLE_MS,
+    requestId: `r${seq++}`,
+    act: 'STATEMENT',
+    yesNo: null,
+    entities: {},
     result: { classification: 'UNKNOWN', intent: null, candidates: [], classifier_used: 'local_model' },
-    decisions: null, fallback: FALLBACK, ...over,
+    decisions: null,
+    fallback: FALLBACK,
+    ...over,
   };
 }
 const complaint = (over: Partial<TurnEvent> = {}) =>
-  turn({ act: 'COMPLAINT', result: { classification: 'KNOWN', intent: { id: 'BANKING.ATM.CASH_NOT_DISPENSED', confidence: 0.95, band: 'HIGH' }, candidates: [], classifier_used: 'deterministic' }, decisions: DISPUTE, ...over });
+  turn({
+    act: 'COMPLAINT',
+    result: {
+      classification: 'KNOWN',
+      intent: { id: 'BANKING.ATM.CASH_NOT_DISPENSED', confidence: 0.95, band: 'HIGH' },
+      candidates: [],
+      classifier_used: 'deterministic',
+    },
+    decisions: DISPUTE,
+    ...over,
+  });
 const yes = (over: Partial<TurnEvent> = {}) => turn({ act: 'CONFIRMATION', yesNo: 'yes', ...over });
 const no = (over: Partial<TurnEvent> = {}) => turn({ act: 'DENIAL', yesNo: 'no', ...over });
 
@@ -83,8 +106,18 @@ describe('intent-session machine (pure)', () => {
   });
 
   it('collects entities over turns and asks for a required one that is missing', () => {
-    const recharge: IntentDecisions = { confirm: false, initial: D('ESCALATE', 'RECHARGE_ESCALATED', 'ESC'), required: ['amount'], missing: D('ASK', 'AWAITING_AMOUNT', 'ASK_AMOUNT') };
-    const known = { classification: 'KNOWN' as const, intent: { id: 'TELECOM.RECHARGE.NOT_REFLECTED', confidence: 0.9, band: 'HIGH' }, candidates: [], classifier_used: 'deterministic' };
+    const recharge: IntentDecisions = {
+      confirm: false,
+      initial: D('ESCALATE', 'RECHARGE_ESCALATED', 'ESC'),
+      required: ['amount'],
+      missing: D('ASK', 'AWAITING_AMOUNT', 'ASK_AMOUNT'),
+    };
+    const known = {
+      classification: 'KNOWN' as const,
+      intent: { id: 'TELECOM.RECHARGE.NOT_REFLECTED', confidence: 0.9, band: 'HIGH' },
+      candidates: [],
+      classifier_used: 'deterministic',
+    };
     const [s0] = initialTransition(intentSessionMachine);
     const [s1] = transition(intentSessionMachine, s0, turn({ result: known, decisions: recharge }));
     assert.equal(s1.context.lastTurn?.decision.action, 'ASK');
@@ -92,11 +125,21 @@ describe('intent-session machine (pure)', () => {
     assert.deepEqual(s2.context.entities, { amount: 299 });
     const [s3] = transition(intentSessionMachine, s2, turn({ result: known, decisions: recharge }));
     assert.equal(s3.context.lastTurn?.decision.action, 'ESCALATE');
-    assert.deepEqual(s3.context.lastTurn?.entities, {}, 'the response lists the turn\'s own entities');
+    assert.deepEqual(s3.context.lastTurn?.entities, {}, "the response lists the turn's own entities");
   });
 
-  const RECHARGE: IntentDecisions = { confirm: false, initial: D('ESCALATE', 'RECHARGE_ESCALATED', 'ESC'), required: ['amount'], missing: D('ASK', 'AWAITING_AMOUNT', 'ASK_AMOUNT') };
-  const rechargeKnown = { classification: 'KNOWN' as const, intent: { id: 'TELECOM.RECHARGE.NOT_REFLECTED', confidence: 0.9, band: 'HIGH' }, candidates: [], classifier_used: 'deterministic' };
+  const RECHARGE: IntentDecisions = {
+    confirm: false,
+    initial: D('ESCALATE', 'RECHARGE_ESCALATED', 'ESC'),
+    required: ['amount'],
+    missing: D('ASK', 'AWAITING_AMOUNT', 'ASK_AMOUNT'),
+  };
+  const rechargeKnown = {
+    classification: 'KNOWN' as const,
+    intent: { id: 'TELECOM.RECHARGE.NOT_REFLECTED', confidence: 0.9, band: 'HIGH' },
+    candidates: [],
+    classifier_used: 'deterministic',
+  };
   it('a bare number answering "how much?" resumes the intent that asked, from context', () => {
     const [s0] = initialTransition(intentSessionMachine);
     const [s1] = transition(intentSessionMachine, s0, turn({ result: rechargeKnown, decisions: RECHARGE }));
@@ -137,9 +180,24 @@ describe('intent-session machine (pure)', () => {
     assert.notEqual(stray.context.awaiting, null);
   });
   const CARD: IntentDecisions = { confirm: false, initial: D('INFORM', 'CARD_BLOCKED', 'CARD') };
-  const offered = [{ id: 'BANKING.ATM.WRONG_AMOUNT', decisions: DISPUTE }, { id: 'BANKING.ATM.CARD_RETAINED', decisions: CARD }];
+  const offered = [
+    { id: 'BANKING.ATM.WRONG_AMOUNT', decisions: DISPUTE },
+    { id: 'BANKING.ATM.CARD_RETAINED', decisions: CARD },
+  ];
   const ambiguous = (over: Partial<TurnEvent> = {}) =>
-    turn({ result: { classification: 'AMBIGUOUS', intent: null, candidates: [{ id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.3, source: 'local_model' }, { id: 'BANKING.ATM.CARD_RETAINED', score: 0.28, source: 'local_model' }], classifier_used: 'local_model' }, choices: offered, ...over });
+    turn({
+      result: {
+        classification: 'AMBIGUOUS',
+        intent: null,
+        candidates: [
+          { id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.3, source: 'local_model' },
+          { id: 'BANKING.ATM.CARD_RETAINED', score: 0.28, source: 'local_model' },
+        ],
+        classifier_used: 'local_model',
+      },
+      choices: offered,
+      ...over,
+    });
   const unresolved = (candidates: { id: string; score: number; source: string }[], over: Partial<TurnEvent> = {}) =>
     turn({ result: { classification: 'OUT_OF_SCOPE', intent: null, candidates, classifier_used: 'local_model' }, ...over });
   it('after an AMBIGUOUS turn, "the second one" picks the second intent offered, from context, with its own decisions', () => {
@@ -163,10 +221,24 @@ describe('intent-session machine (pure)', () => {
   it('a turn whose own candidates clearly prefer one offered intent picks it; a turn about something else picks none, and the offer lasts one turn', () => {
     const [s0] = initialTransition(intentSessionMachine);
     const [s1] = transition(intentSessionMachine, s0, ambiguous());
-    const [money] = transition(intentSessionMachine, s1, unresolved([{ id: 'BANKING.TXN.DOUBLE_DEBIT', score: 0.14, source: 'local_model' }, { id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.136, source: 'local_model' }]));
+    const [money] = transition(
+      intentSessionMachine,
+      s1,
+      unresolved([
+        { id: 'BANKING.TXN.DOUBLE_DEBIT', score: 0.14, source: 'local_model' },
+        { id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.136, source: 'local_model' },
+      ]),
+    );
     assert.equal(money.context.lastTurn?.intent?.id, 'BANKING.ATM.WRONG_AMOUNT');
     assert.equal(money.context.lastTurn?.classifier_used, 'context');
-    const [split] = transition(intentSessionMachine, s1, unresolved([{ id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.2, source: 'local_model' }, { id: 'BANKING.ATM.CARD_RETAINED', score: 0.15, source: 'local_model' }]));
+    const [split] = transition(
+      intentSessionMachine,
+      s1,
+      unresolved([
+        { id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.2, source: 'local_model' },
+        { id: 'BANKING.ATM.CARD_RETAINED', score: 0.15, source: 'local_model' },
+      ]),
+    );
     assert.equal(split.context.lastTurn?.classifier_used, 'local_model', 'no clear preference');
     const [faint] = transition(intentSessionMachine, s1, unresolved([{ id: 'BANKING.ATM.WRONG_AMOUNT', score: 0.007, source: 'local_model' }]));
     assert.equal(faint.context.lastTurn?.classifier_used, 'local_model', 'too faint to be a pick');

@@ -5,11 +5,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createActor, fromPromise, waitFor } from 'xstate';
-import { realtimeSessionMachine, unbilledSeconds, type FinalizeInput, type RealtimeSessionInput, type RollInput, type RollOutput } from '../../machines/realtime-session.machine.ts';
+import {
+  realtimeSessionMachine,
+  unbilledSeconds,
+  type FinalizeInput,
+  type RealtimeSessionInput,
+  type RollInput,
+  type RollOutput,
+} from '../../machines/realtime-session.machine.ts';
 
 const input = (over: Partial<RealtimeSessionInput> = {}): RealtimeSessionInput => ({
-  sessionId: 'rts_1', account: 'user:1', model: 'stt-local', requestId: 'req_1', createdAt: 0, tickSeconds: 60, tickMaxAgeMs: 300_000,
-  hold: { id: 'h0' }, spec: {}, ...over,
+  sessionId: 'rts_1',
+  account: 'user:1',
+  model: 'stt-local',
+  requestId: 'req_1',
+  createdAt: 0,
+  tickSeconds: 60,
+  tickMaxAgeMs: 300_000,
+  hold: { id: 'h0' },
+  spec: {},
+  ...over,
 });
 
 function harness(opts: { roll?: (i: RollInput) => Promise<RollOutput> } = {}) {
@@ -56,7 +71,10 @@ describe('realtime-session machine', () => {
     h.release();
     await waitFor(actor, (s) => s.status === 'done');
     assert.equal(h.finals.length, 1);
-    assert.deepEqual({ tick: h.finals[0]!.tick, hold: h.finals[0]!.hold, seconds: h.finals[0]!.seconds, reason: h.finals[0]!.reason }, { tick: 1, hold: { id: 'h1' }, seconds: 3, reason: 'client_closed' });
+    assert.deepEqual(
+      { tick: h.finals[0]!.tick, hold: h.finals[0]!.hold, seconds: h.finals[0]!.seconds, reason: h.finals[0]!.reason },
+      { tick: 1, hold: { id: 'h1' }, seconds: 3, reason: 'client_closed' },
+    );
     assert.equal(actor.getSnapshot().context.chargedSeconds, 63);
   });
 

@@ -81,7 +81,10 @@ test('the job stays with the route that accepted it (the router chose it, failin
   await settle(actor, 'completed');
   assert.equal(calls.submit.length, 1, 'one submission: failover is the router’s');
   assert.ok(calls.poll.every((p) => p.routeIndex === 1 && p.providerJobId === 'prov-7'));
-  assert.deepEqual(calls.poll.map((p) => p.polls), [0, 1, 2]);
+  assert.deepEqual(
+    calls.poll.map((p) => p.polls),
+    [0, 1, 2],
+  );
   assert.equal(calls.finish.length, 1);
 });
 
@@ -99,7 +102,11 @@ test('a failure nobody can retry fails the job: fail is called, finish (the char
 });
 
 test('a submission no route could take fails the job, tried once (the router tried every route); a provider that reports failure fails it too', async () => {
-  const exhausted = effects({ submit: () => { throw Object.assign(new Error('503'), { retryable: true, code: 'model_unavailable' }); } });
+  const exhausted = effects({
+    submit: () => {
+      throw Object.assign(new Error('503'), { retryable: true, code: 'model_unavailable' });
+    },
+  });
   const a = createActor(exhausted.machine, { input }).start();
   await settle(a, 'failed');
   assert.equal(exhausted.calls.submit.length, 1);
@@ -115,7 +122,10 @@ test('a submission no route could take fails the job, tried once (the router tri
 
 test('a callback with the stored transcript finishes without polling; one for another job is ignored', async () => {
   const clock = new SimulatedClock();
-  const { machine, calls } = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', routeIndex: 0, at: 0, pollDelayMs: 60_000 }), poll: () => ({ state: 'pending', at: 0, pollDelayMs: 60_000 }) });
+  const { machine, calls } = effects({
+    submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', routeIndex: 0, at: 0, pollDelayMs: 60_000 }),
+    poll: () => ({ state: 'pending', at: 0, pollDelayMs: 60_000 }),
+  });
   const actor = createActor(machine, { input, clock }).start();
   await settle(actor, { processing: 'waiting' });
   actor.send({ type: 'provider.callback', providerJobId: 'someone-else', rawKey: 'x' });
@@ -128,7 +138,10 @@ test('a callback with the stored transcript finishes without polling; one for an
 
 test('a callback without the result polls at once', async () => {
   const clock = new SimulatedClock();
-  const { machine, calls } = effects({ submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', routeIndex: 0, at: 0, pollDelayMs: 60_000 }), poll: () => ({ state: 'completed', rawKey: 'k' }) });
+  const { machine, calls } = effects({
+    submit: () => ({ kind: 'accepted', providerJobId: 'prov-9', routeIndex: 0, at: 0, pollDelayMs: 60_000 }),
+    poll: () => ({ state: 'completed', rawKey: 'k' }),
+  });
   const actor = createActor(machine, { input, clock }).start();
   await settle(actor, { processing: 'waiting' });
   actor.send({ type: 'provider.callback', providerJobId: 'prov-9' });
@@ -161,7 +174,10 @@ test('persisted while waiting, restored: the poll is re-armed from the deadline 
 
 test('pure: the snapshot stays small (no transcript in context)', () => {
   let [s] = initialTransition(transcriptionJobMachine, input);
-  [s] = transition(transcriptionJobMachine, s, { type: 'xstate.done.actor.submit', output: { kind: 'accepted', providerJobId: 'p', at: 0, pollDelayMs: 5 } } as never);
+  [s] = transition(transcriptionJobMachine, s, {
+    type: 'xstate.done.actor.submit',
+    output: { kind: 'accepted', providerJobId: 'p', at: 0, pollDelayMs: 5 },
+  } as never);
   assert.ok(JSON.stringify(s.context).length < 1024);
 });
 

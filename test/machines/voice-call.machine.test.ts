@@ -5,11 +5,29 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createActor, fromPromise, SimulatedClock, waitFor, type AnyActorRef } from 'xstate';
-import { billableSeconds, voiceCallMachine, type DialInput, type NotifyInput, type DialOutput, type FinishInput, type FinishOutput, type VoiceCallInput } from '../../machines/voice-call.machine.ts';
+import {
+  billableSeconds,
+  voiceCallMachine,
+  type DialInput,
+  type NotifyInput,
+  type DialOutput,
+  type FinishInput,
+  type FinishOutput,
+  type VoiceCallInput,
+} from '../../machines/voice-call.machine.ts';
 
 const input = (over: Partial<VoiceCallInput> = {}): VoiceCallInput => ({
-  callId: 'call_1', account: 'user:1', model: 'voice-local', to: '+919800000001', from: null, createdAt: 0,
-  maxDurationMs: 600_000, creditLimited: false, ringTimeoutMs: 30_000, spec: {}, ...over,
+  callId: 'call_1',
+  account: 'user:1',
+  model: 'voice-local',
+  to: '+919800000001',
+  from: null,
+  createdAt: 0,
+  maxDurationMs: 600_000,
+  creditLimited: false,
+  ringTimeoutMs: 30_000,
+  spec: {},
+  ...over,
 });
 
 function harness() {
@@ -54,7 +72,10 @@ describe('voice-call machine', () => {
     actor.send({ type: 'carrier.ended', now: 14_500 });
     const end = await done(actor);
     assert.equal(dials.length, 1);
-    assert.deepEqual([end.context.status, end.context.endReason, end.context.billedSeconds, end.context.costMicrocents], ['completed', 'callee_hangup', 13, 13_000]);
+    assert.deepEqual(
+      [end.context.status, end.context.endReason, end.context.billedSeconds, end.context.costMicrocents],
+      ['completed', 'callee_hangup', 13, 13_000],
+    );
     assert.deepEqual(end.context.latencies, [420]);
     assert.equal(finished.length, 1);
   });
@@ -62,7 +83,10 @@ describe('voice-call machine', () => {
   it('ends busy, no_answer (ring timeout) and canceled with 0 seconds', async () => {
     const busy = createActor(harness().machine, { input: input() }).start();
     busy.send({ type: 'carrier.ended', now: 500, status: 'busy' });
-    assert.deepEqual([(await done(busy)).context.status, busy.getSnapshot().context.endReason, busy.getSnapshot().context.billedSeconds], ['busy', 'dial_busy', 0]);
+    assert.deepEqual(
+      [(await done(busy)).context.status, busy.getSnapshot().context.endReason, busy.getSnapshot().context.billedSeconds],
+      ['busy', 'dial_busy', 0],
+    );
 
     const clock = new SimulatedClock();
     const ring = createActor(harness().machine, { input: input({ ringTimeoutMs: 5_000 }), clock }).start();
@@ -77,7 +101,10 @@ describe('voice-call machine', () => {
     cancel.send({ type: 'api.hangup', now: 100 }); // not in progress: refused
     cancel.send({ type: 'api.cancel', now: 200 });
     assert.deepEqual((await done(cancel)).context.status, 'canceled');
-    assert.deepEqual(replies.map((r) => (r as { ok: boolean }).ok), [false, true]);
+    assert.deepEqual(
+      replies.map((r) => (r as { ok: boolean }).ok),
+      [false, true],
+    );
   });
 
   it('hangs up at the maximum: max_duration, or insufficient_credit when the wallet set it', async () => {

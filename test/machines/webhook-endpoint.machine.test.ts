@@ -116,7 +116,10 @@ test('as an actor: batches never exceed the failures left before the limit; disa
     return JSON.stringify(v.value) === JSON.stringify({ disabled: 'idle' }) && v;
   });
   assert.deepEqual(maxes, [4, 4, 2]);
-  assert.equal(maxes.reduce((a, b) => a + b, 0), FAILURE_LIMIT);
+  assert.equal(
+    maxes.reduce((a, b) => a + b, 0),
+    FAILURE_LIMIT,
+  );
   assert.equal(queued, 0, 'the rest was discarded');
   assert.equal(told, 1);
   assert.equal((view.context as WebhookEndpointContext).consecutiveFailures, 10);

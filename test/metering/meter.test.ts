@@ -28,11 +28,22 @@ test('a request its capability refuses holds nothing; a held call settles once, 
   const { f, meter, who, wallet } = await setup();
   t.after(() => f.close());
   await assert.rejects(
-    meter.begin(who, { model: 'm-1', type: 'intent', requestId: 'r0', check: () => { throw new ApiError('context_length_exceeded', 'too long'); }, estimate: () => 500 }),
+    meter.begin(who, {
+      model: 'm-1',
+      type: 'intent',
+      requestId: 'r0',
+      check: () => {
+        throw new ApiError('context_length_exceeded', 'too long');
+      },
+      estimate: () => 500,
+    }),
     (err: unknown) => err instanceof ApiError && err.code === 'context_length_exceeded',
   );
   assert.equal((await walletOf(f.store, wallet)).held_uc, 0, 'nothing held for a refused request');
-  await assert.rejects(meter.begin(who, { model: 'm-1', type: 'llm', requestId: 'r0', estimate: () => 1 }), (err: unknown) => err instanceof ApiError && err.code === 'model_not_found');
+  await assert.rejects(
+    meter.begin(who, { model: 'm-1', type: 'llm', requestId: 'r0', estimate: () => 1 }),
+    (err: unknown) => err instanceof ApiError && err.code === 'model_not_found',
+  );
 
   const call = await meter.begin(who, { model: 'm-1', type: 'intent', requestId: 'r1', check: () => 7, estimate: (_m, n) => n * 100 });
   assert.equal(call.checked, 7);
@@ -83,7 +94,13 @@ test('a saved call resumed on another instance settles there, once: a replay on 
   const records = await f.store.collection('usage_records').find({ request_id: 'job-1' });
   assert.equal(records.length, 1, 'one usage record');
   assert.deepEqual(
-    { model: records[0]!.model, model_type: records[0]!.model_type, seconds: records[0]!.seconds, status: records[0]!.status, latency_ms: records[0]!.latency_ms },
+    {
+      model: records[0]!.model,
+      model_type: records[0]!.model_type,
+      seconds: records[0]!.seconds,
+      status: records[0]!.status,
+      latency_ms: records[0]!.latency_ms,
+    },
     { model: 'm-1', model_type: 'intent', seconds: 90, status: 'ok', latency_ms: 1_500 },
     'the record names the call as begun, its latency from its start',
   );
@@ -124,7 +141,11 @@ test('cover replaces a hold by a larger named one, once however often it is repl
   assert.deepEqual([w.balance_uc, w.held_uc], [1_000_000 - 12_000, 0]);
   await billing.flush();
   const records = await f.store.collection('usage_records').find({ request_id: 'job-3' });
-  assert.deepEqual(records.map((r) => r.cost_uc), [12_000], 'one record: the dropped hold has none');
+  assert.deepEqual(
+    records.map((r) => r.cost_uc),
+    [12_000],
+    'one record: the dropped hold has none',
+  );
 });
 
 test('a call billed in parts holds each next part through the call; each part settles its own hold, once', async (t) => {
@@ -136,10 +157,16 @@ test('a call billed in parts holds each next part through the call; each part se
   const second = await meter.resume(first).holdNext(3_000, { holdRequestId: 'rts-1:2', ttlMs: 600_000 });
   assert.notEqual(second.hold.id, first.hold.id);
   assert.deepEqual({ ...second, hold: first.hold }, first, 'the same call on the next hold');
-  assert.ok((await walletOf(f.store, wallet)).holds.some((h: string) => h.includes(' rts-1:2')), 'the hold traces its part');
+  assert.ok(
+    (await walletOf(f.store, wallet)).holds.some((h: string) => h.includes(' rts-1:2')),
+    'the hold traces its part',
+  );
   await meter.resume(second).settle({ route: null, seconds: 20, costMicrocents: 1_000, status: 'ok' });
   await meter.resume(second).release('ok');
   const w = await walletOf(f.store, wallet);
   assert.deepEqual([w.balance_uc, w.held_uc], [1_000_000 - 4_000, 0]);
-  await assert.rejects(meter.resume(second).holdNext(2_000_000, { holdRequestId: 'rts-1:3', ttlMs: 600_000 }), (err: unknown) => err instanceof ApiError && err.code === 'insufficient_credit');
+  await assert.rejects(
+    meter.resume(second).holdNext(2_000_000, { holdRequestId: 'rts-1:3', ttlMs: 600_000 }),
+    (err: unknown) => err instanceof ApiError && err.code === 'insufficient_credit',
+  );
 });

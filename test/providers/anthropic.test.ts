@@ -79,7 +79,11 @@ describe('Anthropic request translation', () => {
     assert.equal(refused({ messages: [{ role: 'assistant', content: 'hi' }, USER('x')] }), 'messages');
     assert.equal(refused({ messages: [{ role: 'system', content: 's' }] }), 'messages');
     assert.equal(refused({ messages: [{ role: 'system', content: 's' }, USER('x')], temperature: 1.5, top_p: 0.9, stop: ['z'] }), undefined);
-    assert.equal(createAnthropicProvider(new UpstreamHttp()).chat!.refuses!({ messages: [USER('x')], seed: 1 })?.param, 'seed', 'the provider refuses through it');
+    assert.equal(
+      createAnthropicProvider(new UpstreamHttp()).chat!.refuses!({ messages: [USER('x')], seed: 1 })?.param,
+      'seed',
+      'the provider refuses through it',
+    );
     assert.throws(() => toAnthropic(ROUTE, { messages: [USER('x')], seed: 1 }, false), isClientError);
   });
 });
@@ -96,7 +100,11 @@ describe('Anthropic extended thinking and end-user metadata', () => {
     assert.equal(ask({ reasoning_effort: 'none' }).thinking, undefined);
     assert.equal(ask({}).thinking, undefined);
     assert.deepEqual(ask({ reasoning_effort: 'high', max_tokens: 2000 }).thinking, { type: 'enabled', budget_tokens: 1999 });
-    assert.equal(invalidMessagesBody(ask({ reasoning_effort: 'high', max_tokens: 2000, temperature: 1.5, top_p: 0.99 })), null, 'temperature clamps to 1, which thinking allows');
+    assert.equal(
+      invalidMessagesBody(ask({ reasoning_effort: 'high', max_tokens: 2000, temperature: 1.5, top_p: 0.99 })),
+      null,
+      'temperature clamps to 1, which thinking allows',
+    );
   });
 
   it('refuses, by name, what Anthropic refuses beside thinking, and the parameters it has no equivalent for', () => {
@@ -117,7 +125,11 @@ describe('Anthropic extended thinking and end-user metadata', () => {
       const body = toAnthropic(ROUTE, { messages: [USER('x')], max_tokens: 4096, ...over }, false);
       assert.notEqual(invalidMessagesBody({ ...body, thinking: { type: 'enabled', budget_tokens: 2048 } }), null);
     }
-    assert.equal(anthropicRefuses({ messages: [USER('x')], reasoning_effort: 'low' }, 1024)?.param, 'reasoning_effort', 'judged against the provider\'s default max_tokens when none is given');
+    assert.equal(
+      anthropicRefuses({ messages: [USER('x')], reasoning_effort: 'low' }, 1024)?.param,
+      'reasoning_effort',
+      "judged against the provider's default max_tokens when none is given",
+    );
   });
 
   it('passes the opaque end-user id as metadata.user_id (safety_identifier first, else user) and drops prompt_cache_key', () => {
@@ -131,34 +143,73 @@ describe('Anthropic extended thinking and end-user metadata', () => {
 
 describe('Anthropic answer translation', () => {
   const message = (over: Record<string, unknown>) => ({
-    id: 'msg', type: 'message', role: 'assistant', model: 'm',
-    content: [{ type: 'text', text: 'Hello' }], stop_reason: 'end_turn', usage: { input_tokens: 5, output_tokens: 2 }, ...over,
+    id: 'msg',
+    type: 'message',
+    role: 'assistant',
+    model: 'm',
+    content: [{ type: 'text', text: 'Hello' }],
+    stop_reason: 'end_turn',
+    usage: { input_tokens: 5, output_tokens: 2 },
+    ...over,
   });
 
   it('joins text blocks, turns tool_use blocks into tool calls, drops others, and reads usage including cached prompt tokens', () => {
-    const result = fromAnthropic('m#0', message({
-      content: [{ type: 'thinking', thinking: 'hmm' }, { type: 'text', text: 'Hel' }, { type: 'tool_use', id: 't', name: 'f', input: {} }, { type: 'text', text: 'lo' }],
-      usage: { input_tokens: 5, output_tokens: 2, cache_read_input_tokens: 10, cache_creation_input_tokens: null },
-    }));
+    const result = fromAnthropic(
+      'm#0',
+      message({
+        content: [
+          { type: 'thinking', thinking: 'hmm' },
+          { type: 'text', text: 'Hel' },
+          { type: 'tool_use', id: 't', name: 'f', input: {} },
+          { type: 'text', text: 'lo' },
+        ],
+        usage: { input_tokens: 5, output_tokens: 2, cache_read_input_tokens: 10, cache_creation_input_tokens: null },
+      }),
+    );
     assert.deepEqual(result, {
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello', tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{}' } }] }, finish_reason: 'stop' }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'Hello', tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+          finish_reason: 'stop',
+        },
+      ],
       usage: { prompt_tokens: 15, completion_tokens: 2, cached_tokens: 10 },
     });
     assert.equal(fromAnthropic('m#0', message({})).usage!.cached_tokens, undefined, 'no cache reads reported, none assumed');
   });
 
   it('maps stop_reason to finish_reason', () => {
-    const cases: [unknown, string][] = [['end_turn', 'stop'], ['stop_sequence', 'stop'], ['max_tokens', 'length'], ['tool_use', 'tool_calls'], ['refusal', 'content_filter'], [null, 'stop'], ['new_reason', 'stop'],
+    const cases: [unknown, string][] = [
+      ['end_turn', 'stop'],
+      ['stop_sequence', 'stop'],
+      ['max_tokens', 'length'],
+      ['tool_use', 'tool_calls'],
+      ['refusal', 'content_filter'],
+      [null, 'stop'],
+      ['new_reason', 'stop'],
       // Object.prototype's names are words like any other.
-      ['constructor', 'stop'], ['toString', 'stop'], ['__proto__', 'stop'], ['hasOwnProperty', 'stop']];
+      ['constructor', 'stop'],
+      ['toString', 'stop'],
+      ['__proto__', 'stop'],
+      ['hasOwnProperty', 'stop'],
+    ];
     for (const [stop, finish] of cases) assert.equal(fromAnthropic('m#0', message({ stop_reason: stop })).choices[0]!.finish_reason, finish, String(stop));
   });
 
   it('treats absurd usage as none and refuses a message without content', () => {
-    for (const usage of [{ input_tokens: -5, output_tokens: 2 }, { input_tokens: 5, output_tokens: 2.5 }, { input_tokens: 5, output_tokens: 2, cache_read_input_tokens: -1 }, { input_tokens: 5 }]) {
+    for (const usage of [
+      { input_tokens: -5, output_tokens: 2 },
+      { input_tokens: 5, output_tokens: 2.5 },
+      { input_tokens: 5, output_tokens: 2, cache_read_input_tokens: -1 },
+      { input_tokens: 5 },
+    ]) {
       assert.equal(fromAnthropic('m#0', message({ usage })).usage, null, JSON.stringify(usage));
     }
-    assert.throws(() => fromAnthropic('m#0', { type: 'message' }), (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol');
+    assert.throws(
+      () => fromAnthropic('m#0', { type: 'message' }),
+      (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol',
+    );
   });
 });
 
@@ -167,20 +218,28 @@ describe('Anthropic stream translation', () => {
   async function* feed(events: SseMessage[]): AsyncGenerator<SseMessage> {
     yield* events;
   }
-  const START = ev({ type: 'message_start', message: { id: 'msg', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 9, output_tokens: 1 } } });
+  const START = ev({
+    type: 'message_start',
+    message: { id: 'msg', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 9, output_tokens: 1 } },
+  });
 
   it('turns events into OpenAI chunks: role first, text deltas, finish reason, then usage', async () => {
-    const chunks = await collect(anthropicChunks(ROUTE, feed([
-      START,
-      ev({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-      ev({ type: 'ping' }),
-      ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } }),
-      ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'lo' } }),
-      ev({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{' } }),
-      ev({ type: 'content_block_stop', index: 0 }),
-      ev({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 2 } }),
-      ev({ type: 'message_stop' }),
-    ])));
+    const chunks = await collect(
+      anthropicChunks(
+        ROUTE,
+        feed([
+          START,
+          ev({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+          ev({ type: 'ping' }),
+          ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } }),
+          ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'lo' } }),
+          ev({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{' } }),
+          ev({ type: 'content_block_stop', index: 0 }),
+          ev({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 2 } }),
+          ev({ type: 'message_stop' }),
+        ]),
+      ),
+    );
     assert.deepEqual(chunks, [
       { choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
       { choices: [{ index: 0, delta: { content: 'Hel' } }] },
@@ -191,37 +250,67 @@ describe('Anthropic stream translation', () => {
   });
 
   it('marks the cache reads of message_start (or a restating message_delta) as cached prompt tokens', async () => {
-    const usage = async (deltaUsage: Record<string, unknown>) => (await collect(anthropicChunks(ROUTE, feed([
-      ev({ type: 'message_start', message: { id: 'msg', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 3, cache_read_input_tokens: 40, cache_creation_input_tokens: 7, output_tokens: 1 } } }),
-      ev({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: deltaUsage }),
-      ev({ type: 'message_stop' }),
-    ])))).at(-1)!.usage;
+    const usage = async (deltaUsage: Record<string, unknown>) =>
+      (
+        await collect(
+          anthropicChunks(
+            ROUTE,
+            feed([
+              ev({
+                type: 'message_start',
+                message: {
+                  id: 'msg',
+                  type: 'message',
+                  role: 'assistant',
+                  content: [],
+                  usage: { input_tokens: 3, cache_read_input_tokens: 40, cache_creation_input_tokens: 7, output_tokens: 1 },
+                },
+              }),
+              ev({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: deltaUsage }),
+              ev({ type: 'message_stop' }),
+            ]),
+          ),
+        )
+      ).at(-1)!.usage;
     assert.deepEqual(await usage({ output_tokens: 5 }), { prompt_tokens: 50, completion_tokens: 5, cached_tokens: 40 });
-    assert.deepEqual(await usage({ output_tokens: 5, input_tokens: 3, cache_read_input_tokens: 30 }), { prompt_tokens: 33, completion_tokens: 5, cached_tokens: 30 });
+    assert.deepEqual(await usage({ output_tokens: 5, input_tokens: 3, cache_read_input_tokens: 30 }), {
+      prompt_tokens: 33,
+      completion_tokens: 5,
+      cached_tokens: 30,
+    });
   });
 
   it('sends no usage chunk when the usage is absurd', async () => {
-    const chunks = await collect(anthropicChunks(ROUTE, feed([
-      START,
-      ev({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: -1 } }),
-      ev({ type: 'message_stop' }),
-    ])));
+    const chunks = await collect(
+      anthropicChunks(
+        ROUTE,
+        feed([START, ev({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: -1 } }), ev({ type: 'message_stop' })]),
+      ),
+    );
     assert.ok(chunks.every((c) => c.usage === undefined));
   });
 
   it('throws the classified failure on an error event, after what came before', async () => {
-    const { chunks, error } = await drain(anthropicChunks(ROUTE, feed([
-      START,
-      ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }),
-      ev({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
-    ])));
+    const { chunks, error } = await drain(
+      anthropicChunks(
+        ROUTE,
+        feed([
+          START,
+          ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }),
+          ev({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+        ]),
+      ),
+    );
     assert.equal(text(chunks), 'Hi');
     assert.ok(error instanceof UpstreamError && error.kind === 'http' && error.status === 529 && error.retryable);
     const bad = await drain(anthropicChunks(ROUTE, feed([ev({ type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long' } })])));
     assert.ok(bad.error instanceof UpstreamError && bad.error.kind === 'client' && bad.error.upstreamMessage === 'prompt is too long');
     for (const type of ['constructor', 'toString', '__proto__', 'valueOf']) {
       const odd = await drain(anthropicChunks(ROUTE, feed([ev({ type: 'error', error: { type, message: 'x' } })])));
-      assert.ok(odd.error instanceof UpstreamError && odd.error.kind === 'http' && odd.error.status === 500 && odd.error.retryable, `${type}: ${String(odd.error)}`);
+      assert.ok(
+        odd.error instanceof UpstreamError && odd.error.kind === 'http' && odd.error.status === 500 && odd.error.retryable,
+        `${type}: ${String(odd.error)}`,
+      );
     }
   });
 
@@ -294,12 +383,18 @@ describe('Anthropic provider against the fake Messages API', () => {
     const before = up.requests.length;
     await assert.rejects(chat.complete(route({ apiKey: '' }), CONVERSATION, never), (e: unknown) => e instanceof UpstreamError && e.kind === 'config');
     assert.equal(up.requests.length, before);
-    await assert.rejects(chat.stream(route({ apiKey: 'sk-ant-wrong' }), CONVERSATION, never), (e: unknown) => e instanceof UpstreamError && e.kind === 'config' && e.status === 401);
+    await assert.rejects(
+      chat.stream(route({ apiKey: 'sk-ant-wrong' }), CONVERSATION, never),
+      (e: unknown) => e instanceof UpstreamError && e.kind === 'config' && e.status === 401,
+    );
   });
 
   it('classifies overload as retryable and a refused request as the client error', async () => {
     up.next({ status: 529 }, { status: 400, message: 'prompt is too long: 300000 tokens > 200000 maximum' });
     await assert.rejects(chat.complete(route(), CONVERSATION, never), (e: unknown) => e instanceof UpstreamError && e.status === 529 && e.retryable);
-    await assert.rejects(chat.complete(route(), CONVERSATION, never), (e: unknown) => isClientError(e) && (e as UpstreamError).upstreamMessage!.startsWith('prompt is too long'));
+    await assert.rejects(
+      chat.complete(route(), CONVERSATION, never),
+      (e: unknown) => isClientError(e) && (e as UpstreamError).upstreamMessage!.startsWith('prompt is too long'),
+    );
   });
 });

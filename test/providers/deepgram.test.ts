@@ -20,7 +20,7 @@ describe('Deepgram', () => {
   const route = (overrides = {}) => routeTo(h.up, { provider: 'deepgram', apiKey: KEY, upstreamModel: 'nova-3', ...overrides });
   const query = () => Object.fromEntries(new URLSearchParams(h.up.requests.at(-1)!.query));
 
-  it('posts the audio as the body with the key and query, and reads utterances with Deepgram\'s integer speakers', async () => {
+  it("posts the audio as the body with the key and query, and reads utterances with Deepgram's integer speakers", async () => {
     const req = h.request(6, { language: 'en-IN', diarize: true, timestamps: ['segment', 'word'] });
     const t = await h.stt.transcribe(route(), req, never);
     const rec = h.up.requests.at(-1)!;
@@ -35,7 +35,14 @@ describe('Deepgram', () => {
     assert.equal(t.text, `Part 1 of ${n} bytes. Part 2 of ${n} bytes. Part 3 of ${n} bytes.`);
     assert.equal(t.language, 'en-IN');
     assert.equal(t.duration, 6);
-    assert.deepEqual(t.segments.map((s) => [s.start, s.end, s.speaker]), [[0, 2.5, 0], [2.5, 5, 1], [5, 6, 0]]);
+    assert.deepEqual(
+      t.segments.map((s) => [s.start, s.end, s.speaker]),
+      [
+        [0, 2.5, 0],
+        [2.5, 5, 1],
+        [5, 6, 0],
+      ],
+    );
     assert.equal(t.segments[1]!.text, `Part 2 of ${n} bytes.`);
     assert.deepEqual(t.segments[1]!.words![0], { word: 'Part', start: 2.5, end: 3, speaker: 1 });
   });
@@ -65,9 +72,15 @@ describe('Deepgram', () => {
 
   it('makes segments from words at each change of speaker when there are no utterances', () => {
     const w = (word: string, start: number, speaker: number) => ({ word, punctuated_word: word, start, end: start + 0.5, speaker });
-    const body = { metadata: { request_id: 'r', duration: 3 }, results: { channels: [{ alternatives: [{ transcript: 'a b c', words: [w('a', 0, 1), w('b', 0.5, 1), w('c', 2, 0)] }] }] } };
+    const body = {
+      metadata: { request_id: 'r', duration: 3 },
+      results: { channels: [{ alternatives: [{ transcript: 'a b c', words: [w('a', 0, 1), w('b', 0.5, 1), w('c', 2, 0)] }] }] },
+    };
     const t = parseDeepgram('m#0', { timestamps: ['segment'] }, body);
-    assert.deepEqual(t.segments, [{ start: 0, end: 1, text: 'a b', speaker: 1 }, { start: 2, end: 2.5, text: 'c', speaker: 0 }]);
+    assert.deepEqual(t.segments, [
+      { start: 0, end: 1, text: 'a b', speaker: 1 },
+      { start: 2, end: 2.5, text: 'c', speaker: 0 },
+    ]);
   });
 
   it('only transcribes: other modes are refused before any call', () => {
@@ -75,7 +88,7 @@ describe('Deepgram', () => {
     assert.equal(h.stt.refuses!(h.request(1), route()), undefined);
   });
 
-  it('classifies failures with Deepgram\'s err_msg: a wrong key is config, 5xx retryable, 400 the request\'s', async () => {
+  it("classifies failures with Deepgram's err_msg: a wrong key is config, 5xx retryable, 400 the request's", async () => {
     const wrong = await upstreamFailure(h.stt.transcribe(route({ apiKey: 'dg-wrong-000000' }), h.request(1), never));
     assert.deepEqual([wrong.kind, wrong.status, wrong.upstreamMessage], ['config', 401, 'Invalid credentials.']);
     h.up.next({ status: 503 });
@@ -117,7 +130,10 @@ describe('Deepgram', () => {
       assert.equal(parsed.token, 'secret-token-7');
       const result = parsed.result as Extract<JobPoll, { state: 'completed' }>;
       assert.equal(result.state, 'completed');
-      assert.deepEqual(result.transcript.segments.map((s) => s.speaker), [0, 1]);
+      assert.deepEqual(
+        result.transcript.segments.map((s) => s.speaker),
+        [0, 1],
+      );
       assert.equal(result.transcript.duration, 5);
     });
 
@@ -127,7 +143,11 @@ describe('Deepgram', () => {
       const { providerJobId } = await h.jobs!.submit(route(), h.request(1), never, { url: `${h.receiver.url}/cb`, token: 't' });
       await until(() => h.receiver.requests.length > count);
       const cb = h.receiver.requests.at(-1)!;
-      assert.deepEqual(h.jobs!.parseCallback!(cb.body, cb.headers), { providerJobId, token: 't', result: { state: 'failed', message: 'Audio could not be transcribed' } });
+      assert.deepEqual(h.jobs!.parseCallback!(cb.body, cb.headers), {
+        providerJobId,
+        token: 't',
+        result: { state: 'failed', message: 'Audio could not be transcribed' },
+      });
       assert.equal(h.jobs!.parseCallback!({ results: {} }, {}), null);
     });
 

@@ -44,7 +44,10 @@ describe('ElevenLabs text to speech', () => {
       assert.deepEqual({ format: audio.format, sampleRate: audio.sampleRate }, { format, sampleRate }, outputFormat);
       assert.ok(Buffer.concat(await collect(audio.chunks)).equals(elevenLabsAudio(TEXT, outputFormat)), outputFormat);
     }
-    assert.deepEqual(up.requests.map((r) => r.query), cases.map(([, f]) => `output_format=${f}`));
+    assert.deepEqual(
+      up.requests.map((r) => r.query),
+      cases.map(([, f]) => `output_format=${f}`),
+    );
     const rec = up.requests[0]!;
     assert.equal(rec.path, `/v1/text-to-speech/${VOICE}/stream`);
     assert.equal(rec.headers['xi-api-key'], KEY);
@@ -57,7 +60,10 @@ describe('ElevenLabs text to speech', () => {
       assert.deepEqual({ format: audio.format, sampleRate: audio.sampleRate }, { format: 'pcm', sampleRate: 24000 });
       await collect(audio.chunks);
     }
-    assert.deepEqual(up.requests.map((r) => r.query), ['output_format=pcm_24000', 'output_format=pcm_24000', 'output_format=pcm_24000']);
+    assert.deepEqual(
+      up.requests.map((r) => r.query),
+      ['output_format=pcm_24000', 'output_format=pcm_24000', 'output_format=pcm_24000'],
+    );
   });
 
   it('sends speed as voice_settings.speed (held to 0.7–1.2) and the language as ISO-639-1', async () => {
@@ -65,7 +71,7 @@ describe('ElevenLabs text to speech', () => {
     assert.deepEqual(up.requests[0]!.body, { text: TEXT, model_id: 'eleven_flash_v2_5', voice_settings: { speed: 1.2 }, language_code: 'hi' });
   });
 
-  it("classifies its failures: a wrong key or unknown voice is config, 5xx retryable; its `detail.message` kept", async () => {
+  it('classifies its failures: a wrong key or unknown voice is config, 5xx retryable; its `detail.message` kept', async () => {
     const bad = await upstreamFailure(speak.speak(route({ apiKey: 'wrong-key-0123' }), req(), never));
     assert.equal(bad.kind, 'config');
     assert.equal(bad.upstreamMessage, 'Invalid API key');

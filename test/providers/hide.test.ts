@@ -25,7 +25,10 @@ describe('hideUpstream', () => {
 
   it('replaces whole names only, case-insensitively, longest first', () => {
     const r = route({ upstreamModel: 'gpt-4o', baseUrl: 'http://10.0.0.7:8000/v1' });
-    assert.equal(hideUpstream('GPT-4o refuses; gpt-4omega stays; openai-compatible says no', r), 'fast-chat refuses; gpt-4omega stays; upstream-compatible says no');
+    assert.equal(
+      hideUpstream('GPT-4o refuses; gpt-4omega stays; openai-compatible says no', r),
+      'fast-chat refuses; gpt-4omega stays; upstream-compatible says no',
+    );
     assert.equal(hideUpstream('prompt is too long', route({ provider: 'anthropic', upstreamModel: 'claude-sonnet-4-5' })), 'prompt is too long');
   });
 });

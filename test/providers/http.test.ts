@@ -80,15 +80,24 @@ describe('readSse', () => {
 
   it('refuses a stream longer than maxBytes', async () => {
     const frame = `data: {"x":"${'y'.repeat(100)}"}\n\n`;
-    const err = await failure(collect(sse(Array.from({ length: 20 }, () => frame), { maxBytes: 1000 })));
+    const err = await failure(
+      collect(
+        sse(
+          Array.from({ length: 20 }, () => frame),
+          { maxBytes: 1000 },
+        ),
+      ),
+    );
     assert.match(err.message, /stream exceeds 1000 bytes/);
   });
 
   it('throws protocol on data that is not JSON, after the events before it', async () => {
     const seen: SseMessage[] = [];
-    const err = await failure((async () => {
-      for await (const m of sse(['data: {"ok":1}\n\n', 'data: {"choices": [\n\n'])) seen.push(m);
-    })());
+    const err = await failure(
+      (async () => {
+        for await (const m of sse(['data: {"ok":1}\n\n', 'data: {"choices": [\n\n'])) seen.push(m);
+      })(),
+    );
     assert.equal(err.kind, 'protocol');
     assert.deepEqual(seen, [{ type: 'event', event: 'message', data: { ok: 1 } }]);
   });
@@ -96,7 +105,9 @@ describe('readSse', () => {
   it('refuses an event nested deeper than 64 levels', async () => {
     const err = await failure(collect(sse([`data: ${'['.repeat(65)}${']'.repeat(65)}\n\n`])));
     assert.equal(err.kind, 'protocol');
-    assert.deepEqual(await collect(sse([`data: ${'['.repeat(64)}${']'.repeat(64)}\n\n`])), [{ type: 'event', event: 'message', data: JSON.parse('['.repeat(64) + ']'.repeat(64)) }]);
+    assert.deepEqual(await collect(sse([`data: ${'['.repeat(64)}${']'.repeat(64)}\n\n`])), [
+      { type: 'event', event: 'message', data: JSON.parse('['.repeat(64) + ']'.repeat(64)) },
+    ]);
   });
 
   it('times out an upstream silent for idleTimeoutMs, but not a slow consumer', async () => {
@@ -104,9 +115,11 @@ describe('readSse', () => {
     body.write('data: {"n":1}\n\n');
     const seen: SseMessage[] = [];
     const started = Date.now();
-    const err = await failure((async () => {
-      for await (const m of readSse(body, { ...OPTS, idleTimeoutMs: 80 })) seen.push(m);
-    })());
+    const err = await failure(
+      (async () => {
+        for await (const m of readSse(body, { ...OPTS, idleTimeoutMs: 80 })) seen.push(m);
+      })(),
+    );
     assert.equal(err.kind, 'timeout');
     assert.equal(seen.length, 1);
     assert.ok(Date.now() - started < 1000);
@@ -146,9 +159,20 @@ describe('scrub and statusError', () => {
   it('classifies statuses: request errors, retryable ones, and configuration ones', () => {
     const body = JSON.stringify({ error: { message: 'This model maximum context length is 8 tokens' } });
     const cases: [number, UpstreamError['kind'], boolean][] = [
-      [400, 'client', false], [413, 'client', false], [422, 'client', false],
-      [401, 'config', false], [403, 'config', false], [404, 'config', false], [402, 'config', false], [302, 'config', false],
-      [429, 'http', true], [408, 'http', true], [500, 'http', true], [502, 'http', true], [503, 'http', true], [529, 'http', true],
+      [400, 'client', false],
+      [413, 'client', false],
+      [422, 'client', false],
+      [401, 'config', false],
+      [403, 'config', false],
+      [404, 'config', false],
+      [402, 'config', false],
+      [302, 'config', false],
+      [429, 'http', true],
+      [408, 'http', true],
+      [500, 'http', true],
+      [502, 'http', true],
+      [503, 'http', true],
+      [529, 'http', true],
     ];
     for (const [status, kind, retryable] of cases) {
       const e = statusError('m#0', status, body, []);
@@ -325,7 +349,10 @@ describe('UpstreamHttp', () => {
     await sleep(100);
     for (let i = 0; i < 4; i++) await http.postJson(call('/v1/chat/completions', CHAT));
     const [stream, ...later] = up.requests.slice(n);
-    assert.ok(later.some((r) => r.remotePort === stream!.remotePort), 'the stream connection was not reused');
+    assert.ok(
+      later.some((r) => r.remotePort === stream!.remotePort),
+      'the stream connection was not reused',
+    );
   });
 
   it('closes the connection of a stream whose response does not end within a second of [DONE]', async () => {
@@ -350,9 +377,11 @@ describe('UpstreamHttp', () => {
     up.next({ hangAfterChunks: 2 });
     const events = await http.openSse(call('/v1/chat/completions', { ...CHAT, stream: true }));
     const seen: SseMessage[] = [];
-    const err = await failure((async () => {
-      for await (const m of events) seen.push(m);
-    })());
+    const err = await failure(
+      (async () => {
+        for await (const m of events) seen.push(m);
+      })(),
+    );
     assert.equal(err.kind, 'timeout');
     assert.equal(seen.length, 2);
   });
@@ -376,7 +405,10 @@ describe('UpstreamHttp', () => {
     const { routeUrl } = await import('../../src/providers/http.ts');
     assert.equal(routeUrl(routeTo('http://h:1', { baseUrl: 'http://h:1/v1/' }), '/chat/completions').href, 'http://h:1/v1/chat/completions');
     for (const baseUrl of ['not a url', 'ftp://h/v1', 'http://user:pw@h/v1']) {
-      assert.throws(() => routeUrl(routeTo('x', { baseUrl }), '/x'), (e: unknown) => e instanceof UpstreamError && e.kind === 'config');
+      assert.throws(
+        () => routeUrl(routeTo('x', { baseUrl }), '/x'),
+        (e: unknown) => e instanceof UpstreamError && e.kind === 'config',
+      );
     }
   });
 });

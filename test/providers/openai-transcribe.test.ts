@@ -52,12 +52,18 @@ describe('OpenAI-compatible speech-to-text', () => {
     assert.equal(t.text, `part 1 of ${bytes} bytes part 2 of ${bytes} bytes part 3 of ${bytes} bytes`);
     assert.equal(t.language, 'hi-IN');
     assert.equal(t.duration, 6);
-    assert.deepEqual(t.segments.map((s) => [s.start, s.end, s.text]), [
-      [0, 2.5, `part 1 of ${bytes} bytes`],
-      [2.5, 5, `part 2 of ${bytes} bytes`],
-      [5, 6, `part 3 of ${bytes} bytes`],
-    ]);
-    assert.deepEqual(t.segments.map((s) => s.words!.map((w) => w.word).join(' ')), t.segments.map((s) => s.text));
+    assert.deepEqual(
+      t.segments.map((s) => [s.start, s.end, s.text]),
+      [
+        [0, 2.5, `part 1 of ${bytes} bytes`],
+        [2.5, 5, `part 2 of ${bytes} bytes`],
+        [5, 6, `part 3 of ${bytes} bytes`],
+      ],
+    );
+    assert.deepEqual(
+      t.segments.map((s) => s.words!.map((w) => w.word).join(' ')),
+      t.segments.map((s) => s.text),
+    );
     assert.deepEqual(t.segments[1]!.words![0], { word: 'part', start: 2.5, end: 3 });
     assert.deepEqual(t.segments[0]!.decoder, { tokens: [50364, 440], avg_logprob: -0.25, no_speech_prob: 0.01 }, "Whisper's decoder fields, as given");
   });
@@ -93,7 +99,10 @@ describe('OpenAI-compatible speech-to-text', () => {
     assert.deepEqual(form.fields.get('response_format'), ['diarized_json']);
     assert.deepEqual(form.fields.get('chunking_strategy'), ['auto']);
     assert.equal(t.segments.length, 16);
-    assert.deepEqual(t.segments.slice(0, 3).map((s) => s.speaker), ['A', 'B', 'A']);
+    assert.deepEqual(
+      t.segments.slice(0, 3).map((s) => s.speaker),
+      ['A', 'B', 'A'],
+    );
     assert.equal(t.duration, 40);
   });
 
@@ -129,8 +138,7 @@ describe('OpenAI-compatible speech-to-text', () => {
   });
 
   describe('failures', () => {
-
-    it('a wrong key is a config failure, with OpenAI\'s message', async () => {
+    it("a wrong key is a config failure, with OpenAI's message", async () => {
       const err = await upstreamFailure(h.stt.transcribe(route('whisper-1', { apiKey: 'sk-wrong-key-123456' }), h.request(1), never));
       assert.equal(err.kind, 'config');
       assert.equal(err.status, 401);
@@ -143,7 +151,7 @@ describe('OpenAI-compatible speech-to-text', () => {
       assert.deepEqual([busy.kind, busy.retryable, busy.status], ['http', true, 503]);
     });
 
-    it('an upstream 400 comes back as a client failure carrying the upstream\'s reason', async () => {
+    it("an upstream 400 comes back as a client failure carrying the upstream's reason", async () => {
       h.up.next({ status: 400, message: 'Audio file might be corrupted or unsupported' });
       const err = await upstreamFailure(h.stt.transcribe(route('whisper-1'), h.request(1), never));
       assert.deepEqual([err.kind, err.retryable, err.status, err.upstreamMessage], ['client', false, 400, 'Audio file might be corrupted or unsupported']);
@@ -162,7 +170,7 @@ describe('OpenAI-compatible speech-to-text', () => {
       assert.equal(rec.closedEarly, true);
     });
 
-    it('a silent upstream times out within the route\'s timeout_ms', async () => {
+    it("a silent upstream times out within the route's timeout_ms", async () => {
       h.up.next({ hang: true });
       const started = Date.now();
       const err = await upstreamFailure(h.stt.transcribe(route('whisper-1', { timeoutMs: 300 }), h.request(1), never));

@@ -42,7 +42,10 @@ describe('OpenAI-compatible provider', () => {
       assert.equal(rec.headers.authorization, `Bearer ${KEY}`);
       assert.deepEqual(rec.body, {
         model: 'up-model',
-        messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello there' }],
+        messages: [
+          { role: 'system', content: 'be brief' },
+          { role: 'user', content: 'hello there' },
+        ],
         temperature: 0.5,
         top_p: 0.9,
         max_tokens: 50,
@@ -65,14 +68,25 @@ describe('OpenAI-compatible provider', () => {
 
     it("passes OpenAI's sampling and format parameters as given, and only those given", () => {
       const format = { type: 'json_schema', json_schema: { name: 'reply', schema: { type: 'object' }, strict: true } } as const;
-      const body = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')], seed: 42, presence_penalty: -1.5, frequency_penalty: 2, response_format: format }, false);
+      const body = chatBody(
+        routeTo('http://10.0.0.2:8000'),
+        { messages: [USER('x')], seed: 42, presence_penalty: -1.5, frequency_penalty: 2, response_format: format },
+        false,
+      );
       assert.equal(body.seed, 42);
       assert.equal(body.presence_penalty, -1.5);
       assert.equal(body.frequency_penalty, 2);
       assert.deepEqual(body.response_format, format);
       const plain = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')] }, false);
       assert.deepEqual(Object.keys(plain).sort(), ['messages', 'model']);
-      const more = { reasoning_effort: 'xhigh', verbosity: 'low', logit_bias: { '42': -100 }, safety_identifier: 'sid', user: 'uid', prompt_cache_key: 'pck' } as const;
+      const more = {
+        reasoning_effort: 'xhigh',
+        verbosity: 'low',
+        logit_bias: { '42': -100 },
+        safety_identifier: 'sid',
+        user: 'uid',
+        prompt_cache_key: 'pck',
+      } as const;
       const withMore = chatBody(routeTo('http://10.0.0.2:8000'), { messages: [USER('x')], ...more }, false);
       for (const [k, v] of Object.entries(more)) assert.deepEqual(withMore[k], v, k);
     });
@@ -89,7 +103,10 @@ describe('OpenAI-compatible provider', () => {
 
     it('passes n through and returns every choice', async () => {
       const result = await chat.complete(route(), { messages: [USER('a b')], n: 2 }, never);
-      assert.deepEqual(result.choices.map((c) => c.index), [0, 1]);
+      assert.deepEqual(
+        result.choices.map((c) => c.index),
+        [0, 1],
+      );
     });
 
     it('reports finish_reason length when max_tokens cut the answer', async () => {
@@ -103,11 +120,27 @@ describe('OpenAI-compatible provider', () => {
         up.next({ usage });
         return (await chat.complete(route(), { messages: [USER('hi')] }, never)).usage;
       };
-      assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } }), { prompt_tokens: 2, completion_tokens: 30, reasoning_tokens: 26 });
-      assert.deepEqual(await read({ prompt_tokens: 90, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 64, audio_tokens: 0 } }), { prompt_tokens: 90, completion_tokens: 3, cached_tokens: 64 });
-      assert.deepEqual(await read({ prompt_tokens: 90, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 91 } }), { prompt_tokens: 90, completion_tokens: 3 }, 'more cached than prompt: ignored');
+      assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: { reasoning_tokens: 26 } }), {
+        prompt_tokens: 2,
+        completion_tokens: 30,
+        reasoning_tokens: 26,
+      });
+      assert.deepEqual(await read({ prompt_tokens: 90, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 64, audio_tokens: 0 } }), {
+        prompt_tokens: 90,
+        completion_tokens: 3,
+        cached_tokens: 64,
+      });
+      assert.deepEqual(
+        await read({ prompt_tokens: 90, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 91 } }),
+        { prompt_tokens: 90, completion_tokens: 3 },
+        'more cached than prompt: ignored',
+      );
       for (const details of [{ reasoning_tokens: 31 }, { reasoning_tokens: -1 }, { reasoning_tokens: '3' }, {}, null, 'x']) {
-        assert.deepEqual(await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: details }), { prompt_tokens: 2, completion_tokens: 30 }, JSON.stringify(details));
+        assert.deepEqual(
+          await read({ prompt_tokens: 2, completion_tokens: 30, completion_tokens_details: details }),
+          { prompt_tokens: 2, completion_tokens: 30 },
+          JSON.stringify(details),
+        );
       }
     });
 
@@ -130,7 +163,11 @@ describe('OpenAI-compatible provider', () => {
         { content: [{ ...entry, top_logprobs: Array.from({ length: 21 }, () => entry.top_logprobs[0]) }] },
         { content: [{ ...entry, top_logprobs: [{ token: 'x' }] }] },
       ]) {
-        assert.throws(() => logprobsOf('r#0', bad), (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol', JSON.stringify(bad));
+        assert.throws(
+          () => logprobsOf('r#0', bad),
+          (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol',
+          JSON.stringify(bad),
+        );
       }
     });
 
@@ -159,7 +196,11 @@ describe('OpenAI-compatible provider', () => {
     it('refuses a malformed answer', async () => {
       for (const rawBody of ['{"choices": []}', '{"choices": [{"message": {"content": 7}}]}', '[]']) {
         up.next({ rawBody });
-        await assert.rejects(chat.complete(route(), { messages: [USER('hi')] }, never), (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol', rawBody);
+        await assert.rejects(
+          chat.complete(route(), { messages: [USER('hi')] }, never),
+          (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol',
+          rawBody,
+        );
       }
     });
   });
@@ -247,7 +288,15 @@ describe('OpenAI-compatible provider', () => {
     });
 
     it('refuses answers with the wrong count, bad numbers or bad indexes, and drops absurd usage', async () => {
-      for (const data of [[], [{ index: 0, embedding: [1] }, { index: 1, embedding: [2] }], [{ index: 0, embedding: [null] }], [{ index: 3, embedding: [1] }]]) {
+      for (const data of [
+        [],
+        [
+          { index: 0, embedding: [1] },
+          { index: 1, embedding: [2] },
+        ],
+        [{ index: 0, embedding: [null] }],
+        [{ index: 3, embedding: [1] }],
+      ]) {
         up.next({ rawBody: JSON.stringify({ data }) });
         await assert.rejects(embeddings.embed(route(), { input: 'x' }, never), (e: unknown) => e instanceof UpstreamError && e.kind === 'protocol');
       }

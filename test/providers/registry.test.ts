@@ -37,7 +37,8 @@ describe('speech-to-text providers in the registry', () => {
       assert.deepEqual(has('deepgram'), [false, false, true, true, false]);
       assert.deepEqual(has('elevenlabs'), [false, false, false, false, true]);
       assert.deepEqual(has('local'), [false, false, true, false, true], 'the offline engines: sync transcription (jobs run inline) and speech');
-      for (const carrier of ['simulator', 'twilio', 'exotel'] as const) assert.deepEqual(has(carrier), [false, false, false, false, false], 'carriers serve voice calls only (src/voice/)');
+      for (const carrier of ['simulator', 'twilio', 'exotel'] as const)
+        assert.deepEqual(has(carrier), [false, false, false, false, false], 'carriers serve voice calls only (src/voice/)');
     } finally {
       await files.close();
       await http.close();

@@ -119,7 +119,10 @@ describe('UpstreamRouter', () => {
         const err = e as RouterError;
         assert.match(err.message, /m#0.*m#1/);
         for (const leak of ['127.0.0.1', String(new URL(A.url).port), KEY]) assert.ok(!err.message.includes(leak), err.message);
-        assert.deepEqual(err.attempts, [{ route: 'm#0', outcome: 'http', status: 503 }, { route: 'm#1', outcome: 'http', status: 500 }]);
+        assert.deepEqual(err.attempts, [
+          { route: 'm#0', outcome: 'http', status: 503 },
+          { route: 'm#1', outcome: 'http', status: 500 },
+        ]);
       }
     });
 
@@ -400,13 +403,26 @@ describe('resolveRoutes', () => {
   const ROUTE: RouteConfig = { provider: 'openai', base_url: 'https://api.example.com/v1', upstream_model: 'gpt-x' };
 
   it('resolves ids, keys inline or from the env object, limits and timeouts', () => {
-    const routes = resolveRoutes('chat-m', [
-      { ...ROUTE, api_key: 'sk-inline', timeout_ms: 5000, max_concurrent: 4, rpm: 100 },
-      { ...ROUTE, provider: 'anthropic', base_url: 'https://api.anthropic.com', api_key_env: 'ANT_KEY', timeout_ms: 10_000_000 },
-      { ...ROUTE },
-    ], { ANT_KEY: 'sk-ant-env' });
+    const routes = resolveRoutes(
+      'chat-m',
+      [
+        { ...ROUTE, api_key: 'sk-inline', timeout_ms: 5000, max_concurrent: 4, rpm: 100 },
+        { ...ROUTE, provider: 'anthropic', base_url: 'https://api.anthropic.com', api_key_env: 'ANT_KEY', timeout_ms: 10_000_000 },
+        { ...ROUTE },
+      ],
+      { ANT_KEY: 'sk-ant-env' },
+    );
     assert.deepEqual(routes, [
-      { id: 'chat-m#0', provider: 'openai', baseUrl: 'https://api.example.com/v1', apiKey: 'sk-inline', upstreamModel: 'gpt-x', timeoutMs: 5000, maxConcurrent: 4, rpm: 100 },
+      {
+        id: 'chat-m#0',
+        provider: 'openai',
+        baseUrl: 'https://api.example.com/v1',
+        apiKey: 'sk-inline',
+        upstreamModel: 'gpt-x',
+        timeoutMs: 5000,
+        maxConcurrent: 4,
+        rpm: 100,
+      },
       { id: 'chat-m#1', provider: 'anthropic', baseUrl: 'https://api.anthropic.com', apiKey: 'sk-ant-env', upstreamModel: 'gpt-x', timeoutMs: 600_000 },
       { id: 'chat-m#2', provider: 'openai', baseUrl: 'https://api.example.com/v1', apiKey: '', upstreamModel: 'gpt-x', timeoutMs: 60_000 },
     ]);
@@ -415,15 +431,19 @@ describe('resolveRoutes', () => {
   it('marks what cannot work instead of failing the load, and never reads process.env', () => {
     process.env.GW_TEST_ONLY_IN_PROCESS_ENV = 'sk-leaked';
     try {
-      const routes = resolveRoutes('m', [
-        { ...ROUTE, api_key_env: 'GW_TEST_ONLY_IN_PROCESS_ENV' },
-        { ...ROUTE, api_key_env: 'EMPTY' },
-        { ...ROUTE, base_url: 'not a url' },
-        { ...ROUTE, base_url: 'https://user:pw@api.example.com/v1' },
-        { ...ROUTE, base_url: 'file:///etc/passwd' },
-        { ...ROUTE, provider: 'azure' },
-        { ...ROUTE, api_key_env: 'toString' },
-      ], { EMPTY: '' });
+      const routes = resolveRoutes(
+        'm',
+        [
+          { ...ROUTE, api_key_env: 'GW_TEST_ONLY_IN_PROCESS_ENV' },
+          { ...ROUTE, api_key_env: 'EMPTY' },
+          { ...ROUTE, base_url: 'not a url' },
+          { ...ROUTE, base_url: 'https://user:pw@api.example.com/v1' },
+          { ...ROUTE, base_url: 'file:///etc/passwd' },
+          { ...ROUTE, provider: 'azure' },
+          { ...ROUTE, api_key_env: 'toString' },
+        ],
+        { EMPTY: '' },
+      );
       for (const r of routes) assert.ok(r.problem, `${r.id} should be misconfigured`);
       assert.equal(routes[0]!.apiKey, '');
       assert.match(routes[0]!.problem!, /GW_TEST_ONLY_IN_PROCESS_ENV is not set/);
@@ -436,8 +456,11 @@ describe('resolveRoutes', () => {
 
 describe('RouteResolver', () => {
   const model = (over: Record<string, unknown> = {}) => ({
-    _id: 'm', routes: [{ provider: 'openai', base_url: 'https://api.example.com/v1', upstream_model: 'gpt-x', api_key: 'k' }] as RouteConfig[],
-    updated_at: new Date(1000), revision: 'r1', ...over,
+    _id: 'm',
+    routes: [{ provider: 'openai', base_url: 'https://api.example.com/v1', upstream_model: 'gpt-x', api_key: 'k' }] as RouteConfig[],
+    updated_at: new Date(1000),
+    revision: 'r1',
+    ...over,
   });
 
   it('resolves once per model version: the same routes (and their parsed URLs) until the model changes', () => {
@@ -448,13 +471,18 @@ describe('RouteResolver', () => {
     assert.equal(url.href, 'https://api.example.com/v1/chat/completions');
     assert.equal(routeUrl(resolver.routes(model())[0]!, '/chat/completions'), url, 'parsed once per route');
     // A new revision with other routes, even at the same millisecond, is resolved afresh.
-    const moved = resolver.routes(model({ revision: 'r2', routes: [{ provider: 'openai', base_url: 'https://other.example.com/v1', upstream_model: 'gpt-y', api_key: 'k' }] }));
+    const moved = resolver.routes(
+      model({ revision: 'r2', routes: [{ provider: 'openai', base_url: 'https://other.example.com/v1', upstream_model: 'gpt-y', api_key: 'k' }] }),
+    );
     assert.notEqual(moved, first);
     assert.equal(routeUrl(moved[0]!, '/chat/completions').host, 'other.example.com');
     // A model written before revisions existed: keyed by its update time and routes.
     const legacy = resolver.routes(model({ revision: undefined }));
     assert.equal(resolver.routes(model({ revision: undefined })), legacy);
-    assert.notEqual(resolver.routes(model({ revision: undefined, routes: [{ provider: 'openai', base_url: 'https://third.example.com/v1', upstream_model: 'z' }] })), legacy);
+    assert.notEqual(
+      resolver.routes(model({ revision: undefined, routes: [{ provider: 'openai', base_url: 'https://third.example.com/v1', upstream_model: 'z' }] })),
+      legacy,
+    );
   });
 
   it('keeps at most max versions, dropping the oldest', () => {

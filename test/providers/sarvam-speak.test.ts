@@ -42,7 +42,15 @@ describe('Sarvam text to speech', () => {
     const rec = up.requests[0]!;
     assert.equal(rec.path, '/text-to-speech');
     assert.equal(rec.headers['api-subscription-key'], KEY);
-    assert.deepEqual(rec.body, { text: HINDI, target_language_code: 'hi-IN', speaker: 'anushka', model: 'bulbul:v2', speech_sample_rate: 16000, output_audio_codec: 'linear16', pace: 1.25 });
+    assert.deepEqual(rec.body, {
+      text: HINDI,
+      target_language_code: 'hi-IN',
+      speaker: 'anushka',
+      model: 'bulbul:v2',
+      speech_sample_rate: 16000,
+      output_audio_codec: 'linear16',
+      pace: 1.25,
+    });
   });
 
   it('reads `<name>_<language>_<style>`: the name is the speaker, the language is sent (Odia as od-IN)', async () => {
@@ -83,7 +91,16 @@ describe('Sarvam text to speech', () => {
     assert.equal(pcm48.sampleRate, 24000);
     await bytes(pcm48);
     await bytes(await speak.speak(route({ upstreamModel: 'bulbul:v3' }), req({ voice: 'shubh', sampleRate: 48000 }), never));
-    assert.deepEqual(up.requests.map((r) => [r.body.output_audio_codec, r.body.speech_sample_rate]), [['mulaw', 8000], ['mp3', 22050], ['linear16', 24000], ['linear16', 24000], ['linear16', 48000]]);
+    assert.deepEqual(
+      up.requests.map((r) => [r.body.output_audio_codec, r.body.speech_sample_rate]),
+      [
+        ['mulaw', 8000],
+        ['mp3', 22050],
+        ['linear16', 24000],
+        ['linear16', 24000],
+        ['linear16', 48000],
+      ],
+    );
   });
 
   it('holds pace to the model range and sends temperature to bulbul:v3 only', async () => {

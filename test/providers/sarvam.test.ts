@@ -17,7 +17,10 @@ import { sttHarness } from './stt-harness.ts';
 const KEY = 'sarvam-key-0123456789';
 
 describe('Sarvam', () => {
-  const h = sttHarness(() => startSarvamUpstream({ apiKey: KEY }), (files) => createSarvamProvider(files, new UpstreamHttp()));
+  const h = sttHarness(
+    () => startSarvamUpstream({ apiKey: KEY }),
+    (files) => createSarvamProvider(files, new UpstreamHttp()),
+  );
 
   const route = (overrides = {}) => routeTo(h.up, { provider: 'sarvam', apiKey: KEY, upstreamModel: 'saaras:v3', ...overrides });
 
@@ -34,11 +37,18 @@ describe('Sarvam', () => {
       assert.ok(form.file!.bytes.equals(readFileSync(req.audio.path)));
       assert.equal(t.language, 'or-IN');
       assert.equal(t.duration, null);
-      assert.deepEqual(t.segments.map((s) => [s.start, s.end]), [[0, 2.5], [2.5, 5], [5, 6]]);
+      assert.deepEqual(
+        t.segments.map((s) => [s.start, s.end]),
+        [
+          [0, 2.5],
+          [2.5, 5],
+          [5, 6],
+        ],
+      );
       assert.equal(t.segments[2]!.text, `part 3 of ${req.audio.bytes} bytes`);
     });
 
-    it('audio held in memory (a realtime utterance) is the form\'s file, with no file read', async () => {
+    it("audio held in memory (a realtime utterance) is the form's file, with no file read", async () => {
       const req = h.request(2);
       const data = readFileSync(req.audio.path);
       await h.stt.transcribe(route(), { ...req, audio: { ...req.audio, path: '', data } }, never);
@@ -78,7 +88,7 @@ describe('Sarvam', () => {
       assert.equal(h.up.requests.length, n);
     });
 
-    it('classifies failures: a wrong key (403) is config, 5xx retryable, 400 the request\'s', async () => {
+    it("classifies failures: a wrong key (403) is config, 5xx retryable, 400 the request's", async () => {
       const wrong = await upstreamFailure(h.stt.transcribe(route({ apiKey: 'not-the-key-000' }), h.request(1), never));
       assert.deepEqual([wrong.kind, wrong.status, wrong.upstreamMessage], ['config', 403, 'Invalid API key']);
       h.up.next({ status: 500 });
@@ -120,12 +130,19 @@ describe('Sarvam', () => {
       assert.deepEqual([job.uploads, job.starts], [1, 1]);
     });
 
-    it('creates, uploads the audio once to storage, starts; polls to a diarized transcript with Sarvam\'s labels', async () => {
+    it("creates, uploads the audio once to storage, starts; polls to a diarized transcript with Sarvam's labels", async () => {
       h.up.pollsUntilDone = 2;
       const req = h.request(8, { language: 'or-IN', diarize: true, numSpeakers: 3 });
       const { providerJobId } = await h.jobs!.submit(route(), req, never);
       const job = h.up.jobs.get(providerJobId)!;
-      assert.deepEqual(job.parameters, { model: 'saaras:v3', mode: 'transcribe', language_code: 'od-IN', with_timestamps: true, with_diarization: true, num_speakers: 3 });
+      assert.deepEqual(job.parameters, {
+        model: 'saaras:v3',
+        mode: 'transcribe',
+        language_code: 'od-IN',
+        with_timestamps: true,
+        with_diarization: true,
+        num_speakers: 3,
+      });
       assert.equal(job.uploads, 1);
       assert.equal(job.starts, 1);
       assert.ok(job.file!.bytes.equals(readFileSync(req.audio.path)));
@@ -138,13 +155,27 @@ describe('Sarvam', () => {
       assert.equal(done.state, 'completed');
       const t = (done as Extract<JobPoll, { state: 'completed' }>).transcript;
       assert.equal(t.language, 'or-IN');
-      assert.deepEqual(t.segments.map((s) => s.speaker), ['SPEAKER_00', 'SPEAKER_01', 'SPEAKER_02', 'SPEAKER_00']);
-      assert.deepEqual(t.segments.map((s) => [s.start, s.end]), [[0, 2.5], [2.5, 5], [5, 7.5], [7.5, 8]]);
+      assert.deepEqual(
+        t.segments.map((s) => s.speaker),
+        ['SPEAKER_00', 'SPEAKER_01', 'SPEAKER_02', 'SPEAKER_00'],
+      );
+      assert.deepEqual(
+        t.segments.map((s) => [s.start, s.end]),
+        [
+          [0, 2.5],
+          [2.5, 5],
+          [5, 7.5],
+          [7.5, 8],
+        ],
+      );
       h.up.pollsUntilDone = 1;
     });
 
     it('gives Sarvam the callback, whose POST carries the token in its header; the caller then polls', async () => {
-      const { providerJobId } = await h.jobs!.submit(route(), h.request(3, { diarize: false }), never, { url: `${h.receiver.url}/callbacks/stt/j1`, token: 'cb-token-42' });
+      const { providerJobId } = await h.jobs!.submit(route(), h.request(3, { diarize: false }), never, {
+        url: `${h.receiver.url}/callbacks/stt/j1`,
+        token: 'cb-token-42',
+      });
       assert.deepEqual(h.up.jobs.get(providerJobId)!.callback, { url: `${h.receiver.url}/callbacks/stt/j1`, auth_token: 'cb-token-42' });
       await until(() => h.receiver.requests.length > 0);
       const cb = h.receiver.requests[0]!;
@@ -156,7 +187,7 @@ describe('Sarvam', () => {
       assert.equal(h.jobs!.parseCallback!({ hello: 1 }, {}), null);
     });
 
-    it('reports a failed job, and a job whose file failed, with Sarvam\'s reason', async () => {
+    it("reports a failed job, and a job whose file failed, with Sarvam's reason", async () => {
       h.up.failNextJob = { level: 'job', message: 'Audio could not be decoded' };
       const a = await h.jobs!.submit(route(), h.request(1), never);
       assert.deepEqual(await h.jobs!.poll(route(), a.providerJobId, never), { state: 'failed', message: 'Audio could not be decoded' });
@@ -173,7 +204,10 @@ describe('Sarvam', () => {
       const { providerJobId } = await h.jobs!.submit(route(), h.request(1), never);
       const created = [...h.up.jobs.values()].slice(before);
       assert.equal(created.length, 2);
-      assert.deepEqual(created.map((j) => j.starts), [0, 1]);
+      assert.deepEqual(
+        created.map((j) => j.starts),
+        [0, 1],
+      );
       assert.equal(created[1]!.id, providerJobId);
     });
 
@@ -199,7 +233,7 @@ describe('Sarvam', () => {
       });
     }
 
-    it('accepts a storage URL on the route\'s own origin or over https to a public host', () => {
+    it("accepts a storage URL on the route's own origin or over https to a public host", () => {
       const base = 'http://10.0.0.5:8080';
       assert.equal(handedOutUrl(base, 'http://10.0.0.5:8080/blob/x?sig=1')?.pathname, '/blob/x');
       assert.equal(handedOutUrl(base, 'https://sarvam.blob.core.windows.net/c/a.wav?sig=1')?.host, 'sarvam.blob.core.windows.net');

@@ -25,7 +25,12 @@ export interface SttHarness<U> {
 export function sttHarness<U extends FakeServer>(start: () => Promise<U>, provider: (files: UpstreamFiles) => Provider): SttHarness<U> {
   let dir = '';
   const h = {
-    request: (seconds: number, more: Partial<TranscribeRequest> = {}): TranscribeRequest => ({ audio: wavInput(dir, seconds), mode: 'transcribe', timestamps: ['segment'], ...more }),
+    request: (seconds: number, more: Partial<TranscribeRequest> = {}): TranscribeRequest => ({
+      audio: wavInput(dir, seconds),
+      mode: 'transcribe',
+      timestamps: ['segment'],
+      ...more,
+    }),
   } as SttHarness<U>;
   before(async () => {
     h.up = await start();

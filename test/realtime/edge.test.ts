@@ -10,7 +10,14 @@ import { ADMIN_TOKEN, call, createKey } from '../helper.ts';
 import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
 import { closedSession, connect, encode, fundedGateway, localPrice, refusal, skipSpeech, speech16k, type Funded } from './helpers.ts';
 
-const model = (routes: object[], centsPerMinute = 0.6) => ({ type: 'stt', owned_by: 'acme', languages: ['en-US'], streaming: true, pricing: { cents_per_minute: centsPerMinute }, routes });
+const model = (routes: object[], centsPerMinute = 0.6) => ({
+  type: 'stt',
+  owned_by: 'acme',
+  languages: ['en-US'],
+  streaming: true,
+  pricing: { cents_per_minute: centsPerMinute },
+  routes,
+});
 
 describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
   let f: Funded;
@@ -153,17 +160,42 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
       await c.until((fr) => fr.filter((x) => x.type === 'error').length >= n, 5000, `error ${n}`);
       return c.of('error')[n - 1]!.error;
     };
-    assert.equal((await errorOf({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: null } } } }, 1)).param, 'session.type');
-    assert.equal((await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { model: 'gpt-4o-transcribe' } } } } }, 2)).param, 'session.audio.input.transcription.model');
-    assert.equal((await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcmu', rate: 24000 } } } } }, 3)).param, 'session.audio.input.format.rate');
+    assert.equal(
+      (await errorOf({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: null } } } }, 1)).param,
+      'session.type',
+    );
+    assert.equal(
+      (await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { model: 'gpt-4o-transcribe' } } } } }, 2))
+        .param,
+      'session.audio.input.transcription.model',
+    );
+    assert.equal(
+      (await errorOf({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcmu', rate: 24000 } } } } }, 3))
+        .param,
+      'session.audio.input.format.rate',
+    );
     assert.equal(c.of('session.updated').length + c.of('transcription_session.updated').length, 0, 'nothing applied: every setting of those was refused');
     // A language the model lacks beside valid settings: one error naming it, the rest applied.
-    c.send({ type: 'session.update', event_id: 'event_mixed', session: { type: 'transcription', audio: { input: { transcription: { language: 'fr', prompt: 'x' }, turn_detection: null, noise_reduction: { type: 'loud' } } } } });
+    c.send({
+      type: 'session.update',
+      event_id: 'event_mixed',
+      session: {
+        type: 'transcription',
+        audio: { input: { transcription: { language: 'fr', prompt: 'x' }, turn_detection: null, noise_reduction: { type: 'loud' } } },
+      },
+    });
     const mixed = (await c.next('session.updated')).session;
     assert.equal(mixed.audio.input.turn_detection, null, 'turn detection off was applied');
     assert.equal('language' in mixed.audio.input.transcription, false, 'auto-detect: no language');
-    const errors = c.of('error').slice(3).map((e) => e.error);
-    assert.deepEqual(errors.map((e) => e.param).sort(), ['session.audio.input.noise_reduction.type', 'session.audio.input.transcription.language'], 'only the bad settings, each before session.updated');
+    const errors = c
+      .of('error')
+      .slice(3)
+      .map((e) => e.error);
+    assert.deepEqual(
+      errors.map((e) => e.param).sort(),
+      ['session.audio.input.noise_reduction.type', 'session.audio.input.transcription.language'],
+      'only the bad settings, each before session.updated',
+    );
     const lang = errors.find((e) => e.param === 'session.audio.input.transcription.language')!;
     assert.equal(lang.code, 'language_not_supported');
     assert.ok(errors.every((e) => e.event_id === 'event_mixed'));
@@ -186,7 +218,7 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     assert.equal(view.context.audioMs, 100); // taken as 8 kHz μ-law
   });
 
-  it('a bare language on the query is the model\'s first region for it, on both URLs', async () => {
+  it("a bare language on the query is the model's first region for it, on both URLs", async () => {
     for (const path of ['/v1/audio/transcriptions/stream', '/v1/realtime']) {
       const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey, language: 'en' }, {}, path);
       const created = await c.next('transcription_session.created');
@@ -229,7 +261,10 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
   it('a wallet that runs dry mid-session ends it: insufficient_credit error frame, close 1008, the covered ticks charged', async () => {
     const poor = await fundedGateway({ realtime: { tickSeconds: 1 } }, 2);
     try {
-      await call(poor.gw.url, 'PUT', '/admin/models/stt-pricey', { token: ADMIN_TOKEN, body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60) });
+      await call(poor.gw.url, 'PUT', '/admin/models/stt-pricey', {
+        token: ADMIN_TOKEN,
+        body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60),
+      });
       const c = await connect(poor.gw.url, { model: 'stt-pricey', api_key: poor.apiKey });
       const id = (await c.next('transcription_session.created')).session.id;
       c.append(encode(speech16k(1, 2), 'pcm_s16le'), 32000); // 6 s: more than two cents' worth

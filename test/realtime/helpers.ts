@@ -10,8 +10,14 @@ import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGatewa
 
 export const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
 export const CLIP = join(LIBRIVOX, 'sense_and_sensibility_01_austen_64kb-0880.wav'); // "he was not an ill disposed young man", 2.99 s
-const missing = ['ffmpeg', 'pocketsphinx_batch'].filter((b) => !execFileSync('sh', ['-c', `command -v ${b} || true`]).toString().trim());
-export const skipSpeech = missing.length > 0 || !existsSync(CLIP) ? `needs ${missing.join(', ') || 'pocketsphinx-testdata'} (scripts/install-debian-packages.sh --test)` : false;
+const missing = ['ffmpeg', 'pocketsphinx_batch'].filter(
+  (b) =>
+    !execFileSync('sh', ['-c', `command -v ${b} || true`])
+      .toString()
+      .trim(),
+);
+export const skipSpeech =
+  missing.length > 0 || !existsSync(CLIP) ? `needs ${missing.join(', ') || 'pocketsphinx-testdata'} (scripts/install-debian-packages.sh --test)` : false;
 
 /** The samples of a 16-bit mono WAV. */
 export function wavSamples(path: string): Int16Array {
@@ -65,17 +71,22 @@ export class Client {
   private waiters: Array<() => void> = [];
   readonly closed: Promise<number>;
 
-  constructor(readonly ws: WebSocket, headers: Record<string, string | string[] | undefined>) {
+  constructor(
+    readonly ws: WebSocket,
+    headers: Record<string, string | string[] | undefined>,
+  ) {
     this.upgradeHeaders = headers;
     ws.on('message', (data, isBinary) => {
       if (!isBinary) this.frames.push(JSON.parse(data.toString()) as Frame);
       this.wake();
     });
-    this.closed = new Promise((resolve) => ws.on('close', (code) => {
-      this.closeCode = code;
-      this.wake();
-      resolve(code);
-    }));
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code) => {
+        this.closeCode = code;
+        this.wake();
+        resolve(code);
+      }),
+    );
   }
 
   private wake(): void {
@@ -116,7 +127,12 @@ export class Client {
 }
 
 /** `path`: the spec's socket, or `/v1/realtime` (OpenAI's URL for it). */
-export async function connect(base: string, query: Record<string, string>, headers: Record<string, string> = {}, path = '/v1/audio/transcriptions/stream'): Promise<Client> {
+export async function connect(
+  base: string,
+  query: Record<string, string>,
+  headers: Record<string, string> = {},
+  path = '/v1/audio/transcriptions/stream',
+): Promise<Client> {
   const url = `${base.replace(/^http/, 'ws')}${path}?${new URLSearchParams(query)}`;
   const ws = new WebSocket(url, { headers });
   return new Promise((resolve, reject) => {
@@ -124,7 +140,9 @@ export async function connect(base: string, query: Record<string, string>, heade
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c) => (body += c));
-      res.on('end', () => reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, headers: res.headers, body: JSON.parse(body || 'null') })));
+      res.on('end', () =>
+        reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, headers: res.headers, body: JSON.parse(body || 'null') })),
+      );
     });
     ws.once('error', reject);
   });
@@ -160,7 +178,11 @@ export async function fundedGateway(overrides: Record<string, unknown> = {}, cen
     assert.equal(top.status, 201, top.text);
   }
   return {
-    gw, apiKey: key.api_key, keyId: key.id, session: s.token, userId: s.id,
+    gw,
+    apiKey: key.api_key,
+    keyId: key.id,
+    session: s.token,
+    userId: s.id,
     balance: async () => (await call(gw.url, 'GET', '/portal/wallet', { token: s.token })).body.balance_microcents as number,
   };
 }

@@ -13,7 +13,13 @@ import { closedSession, connect, fundedGateway, refusal, skipSpeech, type Client
 async function addIdleModel(f: Funded): Promise<void> {
   const res = await call(f.gw.url, 'PUT', '/admin/models/stt-idle', {
     token: ADMIN_TOKEN,
-    body: { type: 'stt', owned_by: 'acme', streaming: true, pricing: { cents_per_minute: 0.01 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key: 'k', upstream_model: 'whisper-1' }] },
+    body: {
+      type: 'stt',
+      owned_by: 'acme',
+      streaming: true,
+      pricing: { cents_per_minute: 0.01 },
+      routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key: 'k', upstream_model: 'whisper-1' }],
+    },
   });
   assert.ok(res.status < 300, res.text);
 }
@@ -47,7 +53,10 @@ async function untilSettled(read: () => number | Promise<number>, target: number
 describe('realtime socket: a thousand idle sockets', { skip: skipSpeech }, () => {
   let f: Funded;
   before(async () => {
-    f = await fundedGateway({ http: { maxConnectionsPerAddress: 5000, maxConnections: 5000 }, realtime: { maxSockets: 1000, maxSocketsPerKey: 1000, idleTimeoutMs: 600_000 } }, 1000);
+    f = await fundedGateway(
+      { http: { maxConnectionsPerAddress: 5000, maxConnections: 5000 }, realtime: { maxSockets: 1000, maxSocketsPerKey: 1000, idleTimeoutMs: 600_000 } },
+      1000,
+    );
     await addIdleModel(f);
   });
   after(async () => f?.gw.destroy());
@@ -89,7 +98,9 @@ describe('realtime socket: a thousand idle sockets', { skip: skipSpeech }, () =>
 describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
   let f: Funded;
   before(async () => {
-    f = await fundedGateway({ realtime: { maxLocalEngines: 2, maxBadFrames: 50, burstSeconds: 1, rateFactor: 2, pingIntervalMs: 1000, maxBacklogBytes: 262_144 } });
+    f = await fundedGateway({
+      realtime: { maxLocalEngines: 2, maxBadFrames: 50, burstSeconds: 1, rateFactor: 2, pingIntervalMs: 1000, maxBacklogBytes: 262_144 },
+    });
     await addIdleModel(f);
   });
   after(async () => f?.gw.destroy());
@@ -165,7 +176,16 @@ describe('realtime socket: hostile clients', { skip: skipSpeech }, () => {
   it('a junk flood gets error frames, then close 1008 past the budget', async () => {
     const c = await connect(f.gw.url, { model: 'stt-idle', api_key: f.apiKey });
     const id = (await c.next('transcription_session.created')).session.id;
-    const junk = ['not json', '[]', '{}', '{"type":42}', '{"type":"nope"}', '{"type":"input_audio_buffer.append","audio":"***"}', '\u0000\u0001', '{"type":"transcription_session.update","session":{"voice":"x"}}'];
+    const junk = [
+      'not json',
+      '[]',
+      '{}',
+      '{"type":42}',
+      '{"type":"nope"}',
+      '{"type":"input_audio_buffer.append","audio":"***"}',
+      '\u0000\u0001',
+      '{"type":"transcription_session.update","session":{"voice":"x"}}',
+    ];
     for (let i = 0; i < 200; i++) c.ws.send(junk[i % junk.length]!);
     assert.equal(await c.closed, 1008);
     assert.ok(c.of('error').length >= 50, `${c.of('error').length} error frames`);

@@ -48,7 +48,10 @@ describe('realtime session lifecycle', { skip: skipSpeech }, () => {
       assert.equal(closed.context.chargedSeconds, 4);
 
       const secret = key.slice('sk-live-'.length);
-      assert.ok(lines.some((l) => l.includes('realtime upgrade') && l.includes('api_key=[Redacted]')), 'the upgrade is logged, its key cut');
+      assert.ok(
+        lines.some((l) => l.includes('realtime upgrade') && l.includes('api_key=[Redacted]')),
+        'the upgrade is logged, its key cut',
+      );
       assert.ok(!lines.some((l) => l.includes(secret)), 'no log line holds the key');
     } finally {
       await gw.destroy();

@@ -24,7 +24,29 @@ const hasOpenssl = execFileSync('sh', ['-c', 'command -v openssl || true']).toSt
 function selfSigned(): { key: string; cert: string } {
   const dir = mkdtempSync(join(tmpdir(), 'rt-tls-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -93,7 +115,13 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
     assert.equal(gaCreated.session.id, created.session.id);
     assert.deepEqual(gaCreated.session.audio.input.format, { type: 'audio/pcm', rate: 24000 });
     const types = events.map((e) => e.type);
-    for (const t of ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped', 'input_audio_buffer.committed', 'conversation.item.input_audio_transcription.delta']) assert.ok(types.includes(t), `${t} in ${types.join(', ')}`);
+    for (const t of [
+      'input_audio_buffer.speech_started',
+      'input_audio_buffer.speech_stopped',
+      'input_audio_buffer.committed',
+      'conversation.item.input_audio_transcription.delta',
+    ])
+      assert.ok(types.includes(t), `${t} in ${types.join(', ')}`);
     for (const w of ['was', 'not', 'young', 'man']) assert.ok(done.transcript.toLowerCase().split(/\s+/).includes(w), `"${done.transcript}" has "${w}"`);
     // The times are the 16 kHz clip's: speech from 1 s to ≈4 s of session audio.
     assert.ok(done.start >= 0.9 && done.start < 1.5 && done.end > 3.5 && done.end <= 4.3, `times ${done.start}–${done.end}`);
@@ -125,7 +153,14 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
       session: {
         type: 'transcription',
         // OpenAI's ISO-639-1 `en`: the model's first English region (stt-local: en-US, en-IN, en-GB).
-        audio: { input: { format: { type: 'audio/pcmu' }, noise_reduction: { type: 'near_field' }, transcription: { model: 'stt-local', language: 'en' }, turn_detection: null } },
+        audio: {
+          input: {
+            format: { type: 'audio/pcmu' },
+            noise_reduction: { type: 'near_field' },
+            transcription: { model: 'stt-local', language: 'en' },
+            turn_detection: null,
+          },
+        },
         include: ['item.input_audio_transcription.logprobs'],
       },
     });
@@ -153,7 +188,11 @@ describe('the official openai client (OpenAIRealtimeWS) against the gateway', { 
     assert.deepEqual(errors, []);
 
     // Once audio flowed the format is fixed: an error event naming the field, and the session goes on as it was.
-    rt.send({ type: 'session.update', event_id: 'event_late', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: 24000 } } } } });
+    rt.send({
+      type: 'session.update',
+      event_id: 'event_late',
+      session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: 24000 } } } },
+    });
     await new Promise<void>((resolve) => {
       const poll = () => (errors.length > 0 ? resolve() : setTimeout(poll, 20));
       poll();

@@ -12,7 +12,13 @@ import { closedSession, connect, encode, fundedGateway, skipSpeech, speech16k, t
 
 const COMPLETED = 'conversation.item.input_audio_transcription.completed';
 const model = (routes: object[]) => ({ type: 'stt', owned_by: 'acme', languages: ['en-US'], streaming: true, pricing: { cents_per_minute: 0.6 }, routes });
-const route = (fake: FakeRealtimeUpstream, upstreamModel = 'up-model') => ({ provider: fake.protocol, base_url: fake.baseUrl, api_key: 'up-key', upstream_model: upstreamModel, realtime: true });
+const route = (fake: FakeRealtimeUpstream, upstreamModel = 'up-model') => ({
+  provider: fake.protocol,
+  base_url: fake.baseUrl,
+  api_key: 'up-key',
+  upstream_model: upstreamModel,
+  realtime: true,
+});
 
 /** Sends `n` utterances of 8 kHz μ-law (speech with silence around it) as binary frames of 100 ms. */
 function sendMulaw(c: Client, n = 1): void {
@@ -94,7 +100,10 @@ describe('realtime socket over streaming upstreams', { skip: skipSpeech }, () =>
       const mine = (type: string) => c.frames.findIndex((x) => x.type === type && x.item_id === completed.item_id);
       const deltas = c.of('conversation.item.input_audio_transcription.delta').filter((d) => d.item_id === completed.item_id);
       assert.ok(deltas.length >= 3, `${deltas.length} deltas`);
-      assert.ok(mine('conversation.item.input_audio_transcription.delta') < mine('input_audio_buffer.speech_stopped'), `a delta before speech_stopped: ${c.frames.map((x) => x.type).join(', ')}`);
+      assert.ok(
+        mine('conversation.item.input_audio_transcription.delta') < mine('input_audio_buffer.speech_stopped'),
+        `a delta before speech_stopped: ${c.frames.map((x) => x.type).join(', ')}`,
+      );
       assert.ok(mine('input_audio_buffer.speech_started') < mine('conversation.item.input_audio_transcription.delta'));
       // Appendable: no cut word ever went out (the hypotheses' last words were cut short).
       assert.equal(deltas.map((d) => d.delta).join(''), fake.text);
@@ -132,7 +141,10 @@ describe('realtime socket over streaming upstreams', { skip: skipSpeech }, () =>
     await c.until((fr) => fr.filter((x) => x.type === COMPLETED || x.type === 'error').length >= 2, 20_000, 'two completed');
     assert.deepEqual(c.of('error'), []);
     const ids = c.of('input_audio_buffer.committed').map((x) => x.item_id);
-    assert.deepEqual(c.of(COMPLETED).map((x) => x.item_id), ids.slice(0, 2));
+    assert.deepEqual(
+      c.of(COMPLETED).map((x) => x.item_id),
+      ids.slice(0, 2),
+    );
     assert.equal(fake.connections, conns + 1);
     c.ws.close();
     await closedSession(f.gw, created.session.id);
@@ -164,7 +176,10 @@ describe('realtime socket over streaming upstreams', { skip: skipSpeech }, () =>
     second.text = first.text;
   });
 
-  for (const [mode, what] of [['close-on-commit', 'closes'], ['stall', 'stalls']] as const) {
+  for (const [mode, what] of [
+    ['close-on-commit', 'closes'],
+    ['stall', 'stalls'],
+  ] as const) {
     it(`an upstream that ${what} inside an utterance: error frame within a bounded time, close 1011, billed`, async () => {
       const fake = fakes.get('sarvam')!;
       fake.mode = mode;

@@ -48,7 +48,10 @@ describe('WindowCounters', () => {
     await windows.hit('k', HOUR);
     await windows.hit('k', DAY);
     const docs = await store.collection<{ _id: string; expires_at: Date }>('rate_windows').find({});
-    const expiries = docs.filter((d) => d._id.startsWith('k')).map((d) => d.expires_at.getTime()).sort();
+    const expiries = docs
+      .filter((d) => d._id.startsWith('k'))
+      .map((d) => d.expires_at.getTime())
+      .sort();
     assert.deepEqual(expiries, [midnight + HOUR * 1000, midnight + DAY * 1000]);
   });
 });

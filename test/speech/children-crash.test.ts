@@ -25,7 +25,10 @@ function audioDirOf(p: Proc): string | undefined {
 
 const tool = (p: Proc): string => basename(p.args[0] ?? '?');
 
-const skip = process.platform !== 'linux' ? 'reads /proc' : skipSpeech || (spawnSync('espeak-ng', ['--version']).error ? 'needs espeak-ng (scripts/install-debian-packages.sh)' : false);
+const skip =
+  process.platform !== 'linux'
+    ? 'reads /proc'
+    : skipSpeech || (spawnSync('espeak-ng', ['--version']).error ? 'needs espeak-ng (scripts/install-debian-packages.sh)' : false);
 
 describe('speech engines across kill -9 of the gateway', { skip }, () => {
   it('every child dies with the gateway, and the restart sweeps the audio it left', async (t) => {
@@ -73,7 +76,7 @@ describe('speech engines across kill -9 of the gateway', { skip }, () => {
         await sleep(50);
       }
       const audioDirs = captured.map(audioDirOf).filter((d): d is string => d !== undefined);
-            for (const d of audioDirs) assert.ok(existsSync(join(d, 'audio.raw')), `${d} holds the engine's audio`);
+      for (const d of audioDirs) assert.ok(existsSync(join(d, 'audio.raw')), `${d} holds the engine's audio`);
 
       const killedAt = Date.now();
       gw.child.kill('SIGKILL');

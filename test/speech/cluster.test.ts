@@ -19,7 +19,12 @@ test('a cut by count or by threshold recovers the bundles', () => {
   const merges = averageLinkage(points);
   const byCount = cutTree(points.length, merges, { clusters: 3 });
   const byThreshold = cutTree(points.length, merges, { threshold: 0.5 });
-  const groups = (labels: Int32Array) => [new Set(labels.slice(0, 4)).size, new Set(labels.slice(4, 7)).size, new Set(labels.slice(7)).size, new Set(labels).size];
+  const groups = (labels: Int32Array) => [
+    new Set(labels.slice(0, 4)).size,
+    new Set(labels.slice(4, 7)).size,
+    new Set(labels.slice(7)).size,
+    new Set(labels).size,
+  ];
   assert.deepEqual(groups(byCount), [1, 1, 1, 3]);
   assert.deepEqual(groups(byThreshold), [1, 1, 1, 3]);
   assert.equal(new Set(cutTree(points.length, merges, { threshold: 0.5, maxClusters: 2 })).size, 2);

@@ -79,16 +79,25 @@ test('empty input gives no segments', () => {
   assert.deepEqual(diarize(new Int16Array(0), SAMPLE_RATE, []), { segments: [], speakers: 0 });
   assert.deepEqual(diarize(new Int16Array(SAMPLE_RATE), SAMPLE_RATE, []), { segments: [], speakers: 0 });
   // Segments outside the audio or of no length are dropped.
-  assert.deepEqual(diarize(new Int16Array(SAMPLE_RATE), SAMPLE_RATE, [{ start: 2, end: 3 }, { start: 0.5, end: 0.5 }]), {
-    segments: [],
-    speakers: 0,
-  });
+  assert.deepEqual(
+    diarize(new Int16Array(SAMPLE_RATE), SAMPLE_RATE, [
+      { start: 2, end: 3 },
+      { start: 0.5, end: 0.5 },
+    ]),
+    {
+      segments: [],
+      speakers: 0,
+    },
+  );
   assert.deepEqual(energySegments(new Int16Array(0), SAMPLE_RATE), []);
 });
 
 test('a segment too short for one frame takes its neighbour’s speaker', () => {
   const pcm = Int16Array.from({ length: 2 * SAMPLE_RATE }, (_, i) => Math.round(8000 * Math.sin(i / 7) * Math.sin(i / 5000)));
-  const result = diarize(pcm, SAMPLE_RATE, [{ start: 0, end: 1.5 }, { start: 1.6, end: 1.61 }]);
+  const result = diarize(pcm, SAMPLE_RATE, [
+    { start: 0, end: 1.5 },
+    { start: 1.6, end: 1.61 },
+  ]);
   assert.deepEqual(
     result.segments.map((s) => s.speaker),
     [0, 0],

@@ -50,7 +50,7 @@ describe('ffmpeg: probe and decode', { skip: missing('ffmpeg', 'librivox') }, ()
     await assert.rejects(decodedPcmBytes({ path: join(tmp.dir, 'junk.bin') }), AudioDecodeError);
   });
 
-  it('a decode names the container as ffprobe does, piped or counted, in every container; an undecodable file still gives ffmpeg\'s error', async () => {
+  it("a decode names the container as ffprobe does, piped or counted, in every container; an undecodable file still gives ffmpeg's error", async () => {
     for (const c of containers) {
       const path = join(tmp.dir, c.file);
       const named: string[] = [];

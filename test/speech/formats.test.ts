@@ -1,14 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compressionRatio, durationUsage, renderTranscript, srt, timestamp, verboseJson, vtt } from '../../src/speech/formats.ts';
-import {
-  canonicalLanguage,
-  languageFromName,
-  matchLanguage,
-  primaryLanguage,
-  sarvamLanguageCode,
-  whisperLanguageName,
-} from '../../src/speech/languages.ts';
+import { canonicalLanguage, languageFromName, matchLanguage, primaryLanguage, sarvamLanguageCode, whisperLanguageName } from '../../src/speech/languages.ts';
 import type { Transcript } from '../../src/speech/transcript.ts';
 
 const transcript: Transcript = {
@@ -17,8 +10,14 @@ const transcript: Transcript = {
   duration: 8.47,
   segments: [
     {
-      start: 1.21, end: 3.8, text: 'he was not an ill disposed young man', avg_logprob: -0.4,
-      words: [{ word: 'he', start: 1.21, end: 1.33 }, { word: 'was', start: 1.33, end: 1.55 }],
+      start: 1.21,
+      end: 3.8,
+      text: 'he was not an ill disposed young man',
+      avg_logprob: -0.4,
+      words: [
+        { word: 'he', start: 1.21, end: 1.33 },
+        { word: 'was', start: 1.33, end: 1.55 },
+      ],
     },
     { start: 3725.5, end: 3728.04, text: 'he might even have been made amiable himself', words: [{ word: 'he', start: 3725.5, end: 3725.6 }] },
   ],
@@ -40,9 +39,21 @@ describe('response formats', () => {
     assert.equal(out.language, 'english');
     assert.equal(out.duration, 8.47);
     assert.deepEqual(Object.keys(out.segments[0]), [
-      'id', 'seek', 'start', 'end', 'text', 'tokens', 'temperature', 'avg_logprob', 'compression_ratio', 'no_speech_prob',
+      'id',
+      'seek',
+      'start',
+      'end',
+      'text',
+      'tokens',
+      'temperature',
+      'avg_logprob',
+      'compression_ratio',
+      'no_speech_prob',
     ]);
-    assert.deepEqual(out.segments.map((s: { id: number }) => s.id), [0, 1]);
+    assert.deepEqual(
+      out.segments.map((s: { id: number }) => s.id),
+      [0, 1],
+    );
     assert.equal(out.segments[0].text, ' he was not an ill disposed young man');
     assert.equal(out.segments[0].seek, 0);
     assert.equal(out.segments[1].seek, 372_000, 'the 30 s window the segment starts in, in 10 ms frames');
@@ -58,7 +69,9 @@ describe('response formats', () => {
     const words = verboseJson(transcript, { granularities: ['word'] });
     assert.equal(words.segments, undefined);
     assert.deepEqual(words.words, [
-      { word: 'he', start: 1.21, end: 1.33 }, { word: 'was', start: 1.33, end: 1.55 }, { word: 'he', start: 3725.5, end: 3725.6 },
+      { word: 'he', start: 1.21, end: 1.33 },
+      { word: 'was', start: 1.33, end: 1.55 },
+      { word: 'he', start: 3725.5, end: 3725.6 },
     ]);
     const both = verboseJson(transcript, { granularities: ['word', 'segment'] });
     assert.equal(both.segments?.length, 2);
@@ -105,7 +118,7 @@ describe('response formats', () => {
 });
 
 describe('language codes', () => {
-  it('canonical BCP-47, with Sarvam\'s od-IN read as or-IN', () => {
+  it("canonical BCP-47, with Sarvam's od-IN read as or-IN", () => {
     assert.equal(canonicalLanguage('HI-in'), 'hi-IN');
     assert.equal(canonicalLanguage('od-IN'), 'or-IN');
     assert.equal(canonicalLanguage('hi-latn-in'), 'hi-Latn-IN');
@@ -120,10 +133,20 @@ describe('language codes', () => {
   it('ISO-639-1 and Whisper names', () => {
     assert.equal(primaryLanguage('ta-IN'), 'ta');
     assert.equal(primaryLanguage('od-IN'), 'or');
-    assert.deepEqual(
-      ['hi-IN', 'en-IN', 'ta-IN', 'te-IN', 'kn-IN', 'ml-IN', 'mr-IN', 'gu-IN', 'bn-IN', 'pa-IN', 'or-IN', 'as-IN'].map(whisperLanguageName),
-      ['hindi', 'english', 'tamil', 'telugu', 'kannada', 'malayalam', 'marathi', 'gujarati', 'bengali', 'punjabi', 'odia', 'assamese'],
-    );
+    assert.deepEqual(['hi-IN', 'en-IN', 'ta-IN', 'te-IN', 'kn-IN', 'ml-IN', 'mr-IN', 'gu-IN', 'bn-IN', 'pa-IN', 'or-IN', 'as-IN'].map(whisperLanguageName), [
+      'hindi',
+      'english',
+      'tamil',
+      'telugu',
+      'kannada',
+      'malayalam',
+      'marathi',
+      'gujarati',
+      'bengali',
+      'punjabi',
+      'odia',
+      'assamese',
+    ]);
     assert.equal(whisperLanguageName('jv'), 'javanese');
     assert.equal(whisperLanguageName('xx'), null);
     assert.equal(languageFromName('Hindi'), 'hi');

@@ -42,10 +42,13 @@ function onPath(binary: string): boolean {
 export function missing(...needs: ('ffmpeg' | 'pocketsphinx' | 'librivox' | 'codec2')[]): string | false {
   for (const need of needs) {
     const ok =
-      need === 'ffmpeg' ? onPath('ffmpeg') && onPath('ffprobe')
-      : need === 'pocketsphinx' ? existsSync('/usr/share/pocketsphinx/model/en-us/en-us.lm.bin') && onPath('pocketsphinx_continuous')
-      : need === 'librivox' ? existsSync(join(LIBRIVOX_DIR, 'transcription'))
-      : existsSync(join(CODEC2_RAW_DIR, 'hts1a.raw'));
+      need === 'ffmpeg'
+        ? onPath('ffmpeg') && onPath('ffprobe')
+        : need === 'pocketsphinx'
+          ? existsSync('/usr/share/pocketsphinx/model/en-us/en-us.lm.bin') && onPath('pocketsphinx_continuous')
+          : need === 'librivox'
+            ? existsSync(join(LIBRIVOX_DIR, 'transcription'))
+            : existsSync(join(CODEC2_RAW_DIR, 'hts1a.raw'));
     if (!ok) return `${need} is not installed: run scripts/install-debian-packages.sh --test`;
   }
   return false;
@@ -119,7 +122,10 @@ export function envelopeCorrelation(a: ArrayLike<number>, b: ArrayLike<number>, 
     const ys: number[] = [];
     for (let i = 0; i < ea.length; i++) {
       const j = i + shift;
-      if (j >= 0 && j < eb.length) { xs.push(ea[i]!); ys.push(eb[j]!); }
+      if (j >= 0 && j < eb.length) {
+        xs.push(ea[i]!);
+        ys.push(eb[j]!);
+      }
     }
     best = Math.max(best, pearson(xs, ys));
   }
@@ -130,7 +136,9 @@ function pearson(xs: number[], ys: number[]): number {
   const n = xs.length;
   const mx = xs.reduce((s, x) => s + x, 0) / n;
   const my = ys.reduce((s, y) => s + y, 0) / n;
-  let sxy = 0, sxx = 0, syy = 0;
+  let sxy = 0,
+    sxx = 0,
+    syy = 0;
   for (let i = 0; i < n; i++) {
     sxy += (xs[i]! - mx) * (ys[i]! - my);
     sxx += (xs[i]! - mx) ** 2;

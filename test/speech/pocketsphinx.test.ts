@@ -44,15 +44,23 @@ describe('pocketsphinx output parsing', () => {
     assert.equal(seg!.text, 'he was not until this blows young man');
     assert.equal(seg!.start, 1.21);
     assert.equal(seg!.end, 3.74);
-    assert.deepEqual(seg!.words!.slice(0, 2), [{ word: 'he', start: 1.21, end: 1.34 }, { word: 'was', start: 1.34, end: 1.55 }]);
+    assert.deepEqual(seg!.words!.slice(0, 2), [
+      { word: 'he', start: 1.21, end: 1.34 },
+      { word: 'was', start: 1.34, end: 1.55 },
+    ]);
     // The <sil> at 2.06–2.13 is a 0.07 s pause: a 0.05 s threshold splits there.
-    assert.deepEqual(utteranceSegments(words, 0.05).map((s) => s.text), ['he was not', 'until this blows young man']);
+    assert.deepEqual(
+      utteranceSegments(words, 0.05).map((s) => s.text),
+      ['he was not', 'until this blows young man'],
+    );
   });
 });
 
 describe('pocketsphinx recogniser', { skip: missing('ffmpeg', 'pocketsphinx', 'librivox') }, () => {
   let detectors: VoiceDetectors;
-  before(async () => { detectors = await loadVoiceDetectors(); });
+  before(async () => {
+    detectors = await loadVoiceDetectors();
+  });
 
   it('streams: transcribes silence + clip + silence + clip, each utterance as soon as it closes, with its times', async () => {
     const silence = new Int16Array(16_000);
@@ -60,8 +68,16 @@ describe('pocketsphinx recogniser', { skip: missing('ffmpeg', 'pocketsphinx', 'l
     const audio = Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength)));
     const seen: TranscriptSegment[] = [];
     let firstSegment!: () => void;
-    const first = new Promise<void>((resolve) => { firstSegment = resolve; });
-    const recogniser = await startPocketsphinx({ detectors, onSegment: (s) => { seen.push(s); firstSegment(); } });
+    const first = new Promise<void>((resolve) => {
+      firstSegment = resolve;
+    });
+    const recogniser = await startPocketsphinx({
+      detectors,
+      onSegment: (s) => {
+        seen.push(s);
+        firstSegment();
+      },
+    });
     for (let at = 0; at < audio.length; at += 3200) await recogniser.write(audio.subarray(at, at + 3200));
     // The first utterance arrives while the input is still open: the engine can be fed live audio.
     await first;

@@ -16,14 +16,26 @@ const PROCESS_TS = evalModule(fileURLToPath(new URL('../../src/speech/process.ts
 describe('spawnTool', { skip: process.platform !== 'linux' ? 'the parent-death signal is Linux only' : false }, () => {
   it('a tool dies with its parent when the parent is killed -9', async (t) => {
     // A parent that starts `sleep 600` through spawnTool and says its pid.
-    const parent = spawn(process.execPath, [...PROCESS_TS.loader, '--input-type=module', '-e', `
+    const parent = spawn(
+      process.execPath,
+      [
+        ...PROCESS_TS.loader,
+        '--input-type=module',
+        '-e',
+        `
       const { spawnTool } = await import(${JSON.stringify(PROCESS_TS.url)});
       const run = spawnTool('sleep', ['600'], { stdin: 'ignore' });
       run.child.once('spawn', () => console.log(run.child.pid));
       setInterval(() => {}, 1000);
-    `], { stdio: ['ignore', 'pipe', 'inherit'] });
+    `,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const [line] = await Promise.race([
-      createInterface({ input: parent.stdout! })[Symbol.asyncIterator]().next().then((r) => [r.value as string]),
+      createInterface({ input: parent.stdout! })
+        [Symbol.asyncIterator]()
+        .next()
+        .then((r) => [r.value as string]),
       sleep(15_000, undefined, { ref: false }).then(() => assert.fail('the parent did not start its tool')),
     ]);
     const tool = Number(line);

@@ -27,7 +27,9 @@ function whole(resamplers: Resamplers, from: number, to: number, input: Int16Arr
 describe('resampling', { skip: missing('codec2', 'ffmpeg') }, () => {
   let resamplers: Resamplers;
   const speech8k = codec2Pcm('hts1a');
-  before(async () => { resamplers = await loadResamplers(); });
+  before(async () => {
+    resamplers = await loadResamplers();
+  });
 
   it('8 → 16 kHz: exactly twice the samples, aligned with sox and as clean (> 30 dB SNR)', () => {
     const out = whole(resamplers, 8000, 16000, speech8k);
@@ -51,7 +53,13 @@ describe('resampling', { skip: missing('codec2', 'ffmpeg') }, () => {
     const once = whole(resamplers, 8000, 16000, speech8k);
     const chunked = whole(resamplers, 8000, 16000, speech8k, [1, 159, 160, 7, 3000, 1, 320, 999]);
     assert.deepEqual(chunked, once);
-    const frames = whole(resamplers, 8000, 16000, speech8k, Array.from({ length: 149 }, () => 160));
+    const frames = whole(
+      resamplers,
+      8000,
+      16000,
+      speech8k,
+      Array.from({ length: 149 }, () => 160),
+    );
     assert.deepEqual(frames, once);
   });
 

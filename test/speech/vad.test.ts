@@ -33,11 +33,16 @@ function assertSpans(actual: [number, number][], expected: [number, number][], t
 
 describe('voice activity detection', { skip: missing('ffmpeg', 'librivox', 'codec2') }, () => {
   let detectors: VoiceDetectors;
-  before(async () => { detectors = await loadVoiceDetectors(); });
+  before(async () => {
+    detectors = await loadVoiceDetectors();
+  });
 
   // 1 s silence + LibriVox 0880 + 1 s + 0930 + 1 s. Where the words are (pocketsphinx's word times
   // on this audio): 1.21–3.80 s and 5.20–8.03 s.
-  const speechAt: [number, number][] = [[1.21, 3.8], [5.2, 8.03]];
+  const speechAt: [number, number][] = [
+    [1.21, 3.8],
+    [5.2, 8.03],
+  ];
   const clips = (rate: number): Int16Array => {
     const gap = new Int16Array(rate);
     return concatSamples([gap, referencePcm(librivoxWav('0880'), rate), gap, referencePcm(librivoxWav('0930'), rate), gap]);
@@ -58,13 +63,19 @@ describe('voice activity detection', { skip: missing('ffmpeg', 'librivox', 'code
     const audio = concatSamples([gap, codec2Pcm('hts1a'), gap, codec2Pcm('cross'), gap]);
     const phone = g711Decode('mulaw', g711Encode('mulaw', withNoise(audio, 100)));
     // Where the clips are loud (their 100 ms levels): hts1a 0.2–2.5 s, cross 0.3–2.2 s, placed at 1 s and 5 s.
-    assertSpans(spans(detect(detectors, phone, { sampleRate: 8000, prefix_padding_ms: 0, silence_duration_ms: 300 }), { prefix: 0, silence: 300 }), [[1.2, 3.5], [5.3, 7.2]]);
+    assertSpans(spans(detect(detectors, phone, { sampleRate: 8000, prefix_padding_ms: 0, silence_duration_ms: 300 }), { prefix: 0, silence: 300 }), [
+      [1.2, 3.5],
+      [5.3, 7.2],
+    ]);
   });
 
   it("OpenAI's semantics: audio_start_ms includes the prefix padding, audio_end_ms the silence; defaults 300 and 500", () => {
     const events = detect(detectors, clips(16000), { sampleRate: 16000 });
     assert.equal(events.length, 4);
-    assert.deepEqual(events.map((e) => e.type), ['speech_started', 'speech_stopped', 'speech_started', 'speech_stopped']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['speech_started', 'speech_stopped', 'speech_started', 'speech_stopped'],
+    );
     const [s1, e1] = [events[0]!, events[1]!];
     assert.ok(s1.type === 'speech_started' && Math.abs(s1.audio_start_ms - (1210 - 300)) <= 300, JSON.stringify(s1));
     assert.ok(e1.type === 'speech_stopped' && Math.abs(e1.audio_end_ms - (3800 + 500)) <= 300, JSON.stringify(e1));
@@ -76,7 +87,10 @@ describe('voice activity detection', { skip: missing('ffmpeg', 'librivox', 'code
     assert.deepEqual(detect(detectors, whiteNoise(16000 * 4, 1000), { sampleRate: 16000 }), []);
     const speech = referencePcm(librivoxWav('0880'));
     const events = detect(detectors, speech.subarray(0, 16000 * 2), { sampleRate: 16000 });
-    assert.deepEqual(events.map((e) => e.type), ['speech_started', 'speech_stopped']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['speech_started', 'speech_stopped'],
+    );
     assert.deepEqual(events[1], { type: 'speech_stopped', audio_end_ms: 2000 });
   });
 

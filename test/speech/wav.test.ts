@@ -15,7 +15,7 @@ async function all(it: AsyncIterable<Buffer>): Promise<Buffer> {
   return Buffer.concat(out);
 }
 
-const samples = Int16Array.from({ length: 1000 }, (_, i) => (i * 37) % 2000 - 1000);
+const samples = Int16Array.from({ length: 1000 }, (_, i) => ((i * 37) % 2000) - 1000);
 const data = Buffer.from(samples.buffer);
 
 /** A WAV with a LIST chunk before `data` and a WAVE_FORMAT_EXTENSIBLE fmt naming PCM. */

@@ -60,17 +60,43 @@ export function runStoreContract(label: string, open: OpenStore): void {
       it('inserts a batch with insertMany; ordered stops at a duplicate, unordered skips it', async () => {
         const c = fresh();
         await c.createIndex({ keys: { code: 1 }, unique: true });
-        assert.deepEqual(await c.insertMany([{ _id: 1, code: 'a' }, { _id: 2, code: 'b' }]), { insertedCount: 2 });
-        const ordered = await c.insertMany([{ _id: 3, code: 'c' }, { _id: 4, code: 'a' }, { _id: 5, code: 'e' }]).catch((e: unknown) => e);
+        assert.deepEqual(
+          await c.insertMany([
+            { _id: 1, code: 'a' },
+            { _id: 2, code: 'b' },
+          ]),
+          { insertedCount: 2 },
+        );
+        const ordered = await c
+          .insertMany([
+            { _id: 3, code: 'c' },
+            { _id: 4, code: 'a' },
+            { _id: 5, code: 'e' },
+          ])
+          .catch((e: unknown) => e);
         assert.ok(isDuplicateKeyError(ordered));
         assert.equal(ordered.insertedCount, 1);
-        assert.deepEqual((await c.find({}, { sort: { _id: 1 } })).map((d) => d._id), [1, 2, 3]);
+        assert.deepEqual(
+          (await c.find({}, { sort: { _id: 1 } })).map((d) => d._id),
+          [1, 2, 3],
+        );
         const unordered = await c
-          .insertMany([{ _id: 2, code: 'x' }, { _id: 6, code: 'f' }, { _id: 7, code: 'b' }, { _id: 8, code: 'h' }], { ordered: false })
+          .insertMany(
+            [
+              { _id: 2, code: 'x' },
+              { _id: 6, code: 'f' },
+              { _id: 7, code: 'b' },
+              { _id: 8, code: 'h' },
+            ],
+            { ordered: false },
+          )
           .catch((e: unknown) => e);
         assert.ok(isDuplicateKeyError(unordered));
         assert.equal(unordered.insertedCount, 2);
-        assert.deepEqual((await c.find({}, { sort: { _id: 1 } })).map((d) => d._id), [1, 2, 3, 6, 8]);
+        assert.deepEqual(
+          (await c.find({}, { sort: { _id: 1 } })).map((d) => d._id),
+          [1, 2, 3, 6, 8],
+        );
         assert.equal(await c.findOne({ code: 'x' }), null, 'a refused document left nothing behind, index entries included');
       });
     });
@@ -134,9 +160,7 @@ export function runStoreContract(label: string, open: OpenStore): void {
       it('applies 200 concurrent guarded debits without ever going negative', async () => {
         const c = fresh();
         await c.insertOne({ _id: 'wallet', balance: 1000 });
-        const results = await Promise.all(
-          Array.from({ length: 200 }, () => c.updateOne({ _id: 'wallet', balance: { $gte: 7 } }, { $inc: { balance: -7 } })),
-        );
+        const results = await Promise.all(Array.from({ length: 200 }, () => c.updateOne({ _id: 'wallet', balance: { $gte: 7 } }, { $inc: { balance: -7 } })));
         assert.equal(results.filter((r) => r.modifiedCount === 1).length, 142);
         assert.equal(results.filter((r) => r.matchedCount === 0).length, 58);
         assert.deepEqual(await c.findOne({ _id: 'wallet' }), { _id: 'wallet', balance: 6 });
@@ -184,7 +208,14 @@ export function runStoreContract(label: string, open: OpenStore): void {
 
       it('removes one element of a list by $pull, guarded by $elemMatch, exactly once', async () => {
         const c = fresh();
-        await c.insertOne({ _id: 'w', held: 30, holds: [{ id: 'a', a: 10 }, { id: 'b', a: 20 }] });
+        await c.insertOne({
+          _id: 'w',
+          held: 30,
+          holds: [
+            { id: 'a', a: 10 },
+            { id: 'b', a: 20 },
+          ],
+        });
         const finish = (id: string, a: number) =>
           c.findOneAndUpdate({ _id: 'w', holds: { $elemMatch: { id, a } } }, { $inc: { held: -a }, $pull: { holds: { id } } });
         assert.equal(await finish('b', 10), null, 'the amount must match too');
@@ -196,9 +227,7 @@ export function runStoreContract(label: string, open: OpenStore): void {
       it('lets exactly one of several writers with the same expected revision win', async () => {
         const c = fresh();
         await c.insertOne({ _id: 'actor', rev: 1, state: 'idle' });
-        const writers = Array.from({ length: 10 }, (_, i) =>
-          c.updateOne({ _id: 'actor', rev: 1 }, { $set: { state: `w${i}` }, $inc: { rev: 1 } }),
-        );
+        const writers = Array.from({ length: 10 }, (_, i) => c.updateOne({ _id: 'actor', rev: 1 }, { $set: { state: `w${i}` }, $inc: { rev: 1 } }));
         const results = await Promise.all(writers);
         const winners = results.flatMap((r, i) => (r.modifiedCount === 1 ? [i] : []));
         assert.equal(winners.length, 1);
@@ -285,9 +314,7 @@ export function runStoreContract(label: string, open: OpenStore): void {
 
       it('turns concurrent upserts of one _id into one document', async () => {
         const c = fresh();
-        await Promise.all(
-          Array.from({ length: 50 }, () => c.findOneAndUpdate({ _id: 'counter' }, { $inc: { n: 1 } }, { upsert: true })),
-        );
+        await Promise.all(Array.from({ length: 50 }, () => c.findOneAndUpdate({ _id: 'counter' }, { $inc: { n: 1 } }, { upsert: true })));
         assert.deepEqual(await c.find({}), [{ _id: 'counter', n: 50 }]);
       });
 
@@ -310,10 +337,7 @@ export function runStoreContract(label: string, open: OpenStore): void {
       it('applies $inc, $set (nested), $unset and $push', async () => {
         const c = fresh();
         await c.insertOne({ _id: 1, n: 1, gone: true, tags: ['a'], meta: { x: 1 } });
-        const r = await c.updateOne(
-          { _id: 1 },
-          { $inc: { n: 2 }, $set: { 'meta.y': 2, at: new Date(5) }, $unset: { gone: '' }, $push: { tags: 'b' } },
-        );
+        const r = await c.updateOne({ _id: 1 }, { $inc: { n: 2 }, $set: { 'meta.y': 2, at: new Date(5) }, $unset: { gone: '' }, $push: { tags: 'b' } });
         assert.deepEqual(r, { matchedCount: 1, modifiedCount: 1, upsertedId: null });
         assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, n: 3, tags: ['a', 'b'], meta: { x: 1, y: 2 }, at: new Date(5) });
         const noop = await c.updateOne({ _id: 1 }, { $set: { n: 3 } });
@@ -338,7 +362,10 @@ export function runStoreContract(label: string, open: OpenStore): void {
         assert.deepEqual(await c.deleteOne({ _id: 0 }), { deletedCount: 0 });
         assert.equal(await c.findOneAndDelete({ _id: 'none' }), null);
         assert.equal(await c.countDocuments({}), 4);
-        assert.deepEqual((await c.find({}, { sort: { n: 1 } })).map((d) => d._id), [2, 4, 6, 8]);
+        assert.deepEqual(
+          (await c.find({}, { sort: { n: 1 } })).map((d) => d._id),
+          [2, 4, 6, 8],
+        );
       });
     });
 
@@ -397,10 +424,7 @@ export function runStoreContract(label: string, open: OpenStore): void {
         assert.deepEqual(await ids({ org: 'o1' }, -1, 0, 5), expected('o1', -1, 0, 5));
         assert.deepEqual(await ids({ org: 'o2' }, 1, 3, 4), expected('o2', 1, 3, 4));
         assert.deepEqual(await ids({ org: 'o0', at: { $gte: new Date(T0 + 150_000) } }, 1, 0, 10), expected('o0', 1, 0, 10, 150_000));
-        assert.deepEqual(
-          (await c.findOne({ org: 'o1' }, { sort: { at: 1 } }))?._id,
-          expected('o1', 1, 0, 1)[0],
-        );
+        assert.deepEqual((await c.findOne({ org: 'o1' }, { sort: { at: 1 } }))?._id, expected('o1', 1, 0, 1)[0]);
       });
 
       it('pages newest first through an index ending in _id, after an equality (null included) prefix', async () => {
@@ -426,7 +450,10 @@ export function runStoreContract(label: string, open: OpenStore): void {
         assert.deepEqual(await ids({ org: 'o0', at: { $gte: new Date(T0 + 150_000) } }, 1, 0, 10), expected('o0', 1, 0, 10, 150_000));
         const byCost = await c.find({}, { sort: { cost: -1, _id: 1 }, limit: 3 });
         const costly = [...rows].sort((a, b) => b.cost - a.cost || a._id.localeCompare(b._id)).slice(0, 3);
-        assert.deepEqual(byCost.map((d) => d._id), costly.map((r) => r._id));
+        assert.deepEqual(
+          byCost.map((d) => d._id),
+          costly.map((r) => r._id),
+        );
       });
     });
 
@@ -447,7 +474,10 @@ export function runStoreContract(label: string, open: OpenStore): void {
         const deadline = Date.now() + 5_000;
         while ((await c.findOne({ _id: 'old' })) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
         assert.equal(await c.findOne({ _id: 'old' }), null);
-        assert.deepEqual((await c.find({}, { sort: { _id: 1 } })).map((d) => d._id), ['new', 'notADate']);
+        assert.deepEqual(
+          (await c.find({}, { sort: { _id: 1 } })).map((d) => d._id),
+          ['new', 'notADate'],
+        );
       });
     });
   });

@@ -66,7 +66,10 @@ describe('embedded store', () => {
         // ...and re-declaring it at startup is a no-op, not a conflict.
         assert.equal(await keys.createIndex({ keys: { hash: 1 }, unique: true }), 'hash_1');
         const latest = await keys.find({ org: 'o' }, { sort: { createdAt: -1 }, limit: 1 });
-        assert.deepEqual(latest.map((d) => d._id), ['k2']);
+        assert.deepEqual(
+          latest.map((d) => d._id),
+          ['k2'],
+        );
       });
     });
   });
@@ -81,17 +84,26 @@ describe('embedded store', () => {
           await a.createIndex({ keys: { email: 1 }, unique: true });
           await assert.rejects(b.insertOne({ _id: 1, email: 'z@x', org: 'o' }), isDuplicateKeyError);
           await b.insertOne({ _id: 2, email: 'y@x', org: 'o' });
-          assert.deepEqual((await a.find({ email: 'y@x' })).map((d) => d._id), [2]);
+          assert.deepEqual(
+            (await a.find({ email: 'y@x' })).map((d) => d._id),
+            [2],
+          );
           // b adding its own index keeps a's in the stored definitions.
           await b.createIndex({ keys: { org: 1 } });
           await assert.rejects(a.insertOne({ _id: 3, email: 'y@x', org: 'p' }), isDuplicateKeyError);
           await a.insertOne({ _id: 4, email: 'w@x', org: 'p' });
-          assert.deepEqual((await b.find({ org: 'p' })).map((d) => d._id), [4]);
+          assert.deepEqual(
+            (await b.find({ org: 'p' })).map((d) => d._id),
+            [4],
+          );
           // Lazy point writes (decided outside any transaction) see the other's indexes too.
           const lazy = { writeConcern: { j: false } } as const;
           await assert.rejects(b.updateOne({ _id: 2 }, { $set: { email: 'w@x' } }, lazy), isDuplicateKeyError);
           await b.updateOne({ _id: 2 }, { $set: { org: 'q' } }, lazy);
-          assert.deepEqual((await a.find({ org: 'q' })).map((d) => d._id), [2]);
+          assert.deepEqual(
+            (await a.find({ org: 'q' })).map((d) => d._id),
+            [2],
+          );
           const c = second.collection('shared2');
           await c.insertOne({ _id: 1, email: 'a@x' });
           await c.updateOne({ _id: 1 }, { $set: { n: 1 } }, lazy); // c's registry is loaded, without indexes
@@ -141,7 +153,10 @@ describe('embedded store', () => {
         await c.createIndex({ keys: { slug: 1 }, unique: true });
         for (let i = 0; i < 3; i++) await c.insertOne({ _id: i, slug: `s${i}`, group: 'g' });
         await assert.rejects(c.updateMany({ group: 'g' }, { $set: { slug: 'same' } }), isDuplicateKeyError);
-        assert.deepEqual((await c.find({}, { sort: { _id: 1 } })).map((d) => d.slug), ['s0', 's1', 's2']);
+        assert.deepEqual(
+          (await c.find({}, { sort: { _id: 1 } })).map((d) => d.slug),
+          ['s0', 's1', 's2'],
+        );
         assert.equal(await c.countDocuments({ slug: 'same' }), 0);
       }),
     );
@@ -214,7 +229,11 @@ describe('embedded store', () => {
                 (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]!, n: { $gte: 7 } }, { $inc: { n: -7 }, $push: { tags: `t${rand(20)}` } }, d ? {} : lazy),
                 (c, d) => {
                   const t = `t${rand(20)}`;
-                  return c.findOneAndUpdate({ _id: 'xyz'[rand(3)]!, tags: t }, { $pull: { tags: t }, $inc: { n: 3 } }, { returnDocument: rand(2) ? 'after' : 'before', ...(d ? {} : lazy) });
+                  return c.findOneAndUpdate(
+                    { _id: 'xyz'[rand(3)]!, tags: t },
+                    { $pull: { tags: t }, $inc: { n: 3 } },
+                    { returnDocument: rand(2) ? 'after' : 'before', ...(d ? {} : lazy) },
+                  );
                 },
                 (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]! }, { $set: { level: rand(4) } }, d ? {} : lazy),
                 (c) => c.findOneAndUpdate({ _id: 'xyz'[rand(3)]! }, { $inc: { n: 11 } }),
@@ -222,7 +241,11 @@ describe('embedded store', () => {
                 (c, d) => c.updateOne({ _id: 'xyz'[rand(3)]! }, { $inc: { name: 1 } }, d ? {} : lazy), // fails: not a number
                 (c, d) => c.updateOne({ _id: 'nobody', n: 1 }, { $inc: { n: 1 } }, d ? {} : lazy),
               ];
-              const settle = (p: Promise<unknown>) => p.then((value) => ({ value }), (err: unknown) => ({ error: String(err) }));
+              const settle = (p: Promise<unknown>) =>
+                p.then(
+                  (value) => ({ value }),
+                  (err: unknown) => ({ error: String(err) }),
+                );
               for (let group = 0; group < 60; group++) {
                 const picks = Array.from({ length: 1 + rand(25) }, () => ({ op: rand(ops.length), seed: rand(1_000_000) }));
                 const run = (c: typeof a, durable: boolean, pick: { op: number; seed: number }) => {
@@ -256,7 +279,10 @@ describe('embedded store', () => {
         await withStore(dir, async (store) => {
           const c = store.collection('w');
           assert.deepEqual(await c.findOne({ _id: 'w' }), { _id: 'w', held: -3, balance: 1 });
-          assert.deepEqual((await c.find({ held: -3 })).map((d) => d._id), ['w']);
+          assert.deepEqual(
+            (await c.find({ held: -3 })).map((d) => d._id),
+            ['w'],
+          );
           assert.equal(await c.countDocuments({ held: 0 }), 0);
         });
       });
@@ -273,7 +299,10 @@ describe('embedded store', () => {
           await assert.rejects(c.updateOne({ _id: 2 }, { $set: { email: 'a@x' }, $inc: { n: 1 } }, lazy), isDuplicateKeyError);
           assert.equal((await bump).modifiedCount, 1);
           assert.deepEqual(await c.findOne({ _id: 2 }), { _id: 2, email: 'b@x', n: 1 });
-          assert.deepEqual((await c.find({ email: 'a@x' })).map((d) => d._id), [1]);
+          assert.deepEqual(
+            (await c.find({ email: 'a@x' })).map((d) => d._id),
+            [1],
+          );
         }),
       );
     });
@@ -372,11 +401,9 @@ describe('embedded store', () => {
     await withDir(async (dir) => {
       // 50k documents of ~3 KB are ~150 MB decoded; the child gets a 64 MB heap.
       const count = 50_000;
-      const child = spawn(
-        process.execPath,
-        ['--max-old-space-size=64', ...nodeArgsFor(join(FIXTURES, 'sorted-scan.ts')), dir, String(count)],
-        { stdio: ['ignore', 'pipe', 'inherit'] },
-      );
+      const child = spawn(process.execPath, ['--max-old-space-size=64', ...nodeArgsFor(join(FIXTURES, 'sorted-scan.ts')), dir, String(count)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let out = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
       const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));

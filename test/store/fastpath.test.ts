@@ -7,7 +7,31 @@ import { fastMatcher, fastUpdate } from '../../src/store/embedded/fastpath.ts';
 import type { Doc } from '../../src/store/port.ts';
 import { mulberry32 } from '../../src/intent/classifier.ts';
 
-const VALUES: unknown[] = [0, 1, -1, 2.5, 7, 1e15, 'a', 'b', '', 'A', true, false, null, NaN, Infinity, [1, 2], ['a', 'b'], [], [[1]], [7, 'a', null], [NaN], { x: 1 }, new Date(0)];
+const VALUES: unknown[] = [
+  0,
+  1,
+  -1,
+  2.5,
+  7,
+  1e15,
+  'a',
+  'b',
+  '',
+  'A',
+  true,
+  false,
+  null,
+  NaN,
+  Infinity,
+  [1, 2],
+  ['a', 'b'],
+  [],
+  [[1]],
+  [7, 'a', null],
+  [NaN],
+  { x: 1 },
+  new Date(0),
+];
 const SCALARS: unknown[] = [0, 1, -1, 2.5, 7, 'a', 'b', '', true, false];
 const FIELDS = ['a', 'b', 'c'];
 const FILTER_OPS = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte'];
@@ -40,9 +64,11 @@ function generator(seed: number) {
     for (let i = 0; i < 1 + Math.floor(rnd() * 3); i++) {
       const op = pick(UPDATE_OPS);
       const operand =
-        op === '$inc' ? pick([0, 1, -2, 0.5, 'a', null])
-        : op === '$pull' && rnd() < 0.3 ? { $in: Array.from({ length: Math.floor(rnd() * 12) }, () => pick(rnd() < 0.9 ? SCALARS : VALUES)) }
-        : pick(rnd() < 0.8 ? SCALARS : VALUES);
+        op === '$inc'
+          ? pick([0, 1, -2, 0.5, 'a', null])
+          : op === '$pull' && rnd() < 0.3
+            ? { $in: Array.from({ length: Math.floor(rnd() * 12) }, () => pick(rnd() < 0.9 ? SCALARS : VALUES)) }
+            : pick(rnd() < 0.8 ? SCALARS : VALUES);
       (out[op] ??= {})[pick(FIELDS)] = structuredClone(operand);
     }
     return out;

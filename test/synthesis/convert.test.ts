@@ -20,15 +20,21 @@ async function pieces(chunks: Buffer[], target: { format: 'pcm' | 'mulaw'; sampl
 }
 
 describe('speech conversion', () => {
-  it('sends a long first chunk\'s first 20 ms alone, then the rest: the same bytes as converted whole', async () => {
+  it("sends a long first chunk's first 20 ms alone, then the rest: the same bytes as converted whole", async () => {
     const audio = tone(1.4); // what OpenAI's first 65 KB hold
-    for (const target of [{ format: 'mulaw', sampleRate: 8000 }, { format: 'pcm', sampleRate: 16_000 }] as const) {
+    for (const target of [
+      { format: 'mulaw', sampleRate: 8000 },
+      { format: 'pcm', sampleRate: 16_000 },
+    ] as const) {
       const sliced = await pieces([audio], target);
       const bytesPerSecond = target.format === 'mulaw' ? 8000 : 32_000;
       assert.ok(sliced[0]!.length > 0 && sliced[0]!.length <= 0.02 * bytesPerSecond, `first piece ${sliced[0]!.length} bytes`);
       assert.ok(sliced.length >= 2);
       // Fed in 100 ms chunks instead, the bytes are the same.
-      const chunked = await pieces(Array.from({ length: 14 }, (_, i) => audio.subarray(i * 4800, (i + 1) * 4800)), target);
+      const chunked = await pieces(
+        Array.from({ length: 14 }, (_, i) => audio.subarray(i * 4800, (i + 1) * 4800)),
+        target,
+      );
       assert.deepEqual(Buffer.concat(sliced), Buffer.concat(chunked), target.format);
       assert.equal(Buffer.concat(sliced).length, 1.4 * bytesPerSecond);
     }

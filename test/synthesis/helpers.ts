@@ -34,14 +34,24 @@ export async function chunksOf(res: Response): Promise<Buffer[]> {
 
 /** The `data:` events of an SSE body, parsed. */
 export function sseEvents(text: string): Record<string, any>[] {
-  return text.split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => JSON.parse(f.slice(6)));
+  return text
+    .split('\n\n')
+    .filter((f) => f.startsWith('data: '))
+    .map((f) => JSON.parse(f.slice(6)));
 }
 
 /** ffprobe's view of audio bytes: codec, container, sample rate and duration (decoded). */
 export function probe(bytes: Buffer, input: string[] = []): { codec: string; container: string; sampleRate: number; duration: number } {
-  const out = execFileSync('ffprobe', ['-v', 'error', ...input, '-i', 'pipe:0', '-show_entries', 'stream=codec_name,sample_rate:format=format_name', '-of', 'json'], { input: bytes }).toString();
+  const out = execFileSync(
+    'ffprobe',
+    ['-v', 'error', ...input, '-i', 'pipe:0', '-show_entries', 'stream=codec_name,sample_rate:format=format_name', '-of', 'json'],
+    { input: bytes },
+  ).toString();
   const j = JSON.parse(out);
-  const pcm = execFileSync('ffmpeg', ['-v', 'error', ...input, '-i', 'pipe:0', '-ac', '1', '-ar', '16000', '-f', 's16le', 'pipe:1'], { input: bytes, maxBuffer: 1 << 28 });
+  const pcm = execFileSync('ffmpeg', ['-v', 'error', ...input, '-i', 'pipe:0', '-ac', '1', '-ar', '16000', '-f', 's16le', 'pipe:1'], {
+    input: bytes,
+    maxBuffer: 1 << 28,
+  });
   return { codec: j.streams[0].codec_name, container: j.format.format_name, sampleRate: Number(j.streams[0].sample_rate), duration: pcm.length / 32000 };
 }
 
@@ -53,4 +63,7 @@ export function rms(pcm: Buffer): number {
   return Math.sqrt(sum / Math.max(1, n));
 }
 
-export const has = (bin: string): boolean => execFileSync('sh', ['-c', `command -v ${bin} || true`]).toString().trim() !== '';
+export const has = (bin: string): boolean =>
+  execFileSync('sh', ['-c', `command -v ${bin} || true`])
+    .toString()
+    .trim() !== '';

@@ -46,7 +46,9 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
     }
     // The same speech in every format (encoders pad a little).
     assert.ok(Math.min(...durations) > 1.5 && Math.max(...durations) - Math.min(...durations) < 0.2, `durations ${durations}`);
-    const mulaw = Buffer.from(await (await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: 'en-us', response_format: 'mulaw', sample_rate: 24000 })).arrayBuffer());
+    const mulaw = Buffer.from(
+      await (await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: 'en-us', response_format: 'mulaw', sample_rate: 24000 })).arrayBuffer(),
+    );
     assert.ok(Math.abs(mulaw.length / 8000 - durations[0]!) < 0.2, 'mulaw is 8 kHz whatever sample_rate says');
     // 8 calls of 42 characters at 0.1 cent per 1000: 42 × 100 µ¢ each.
     assert.equal(before - (await balance(gw, session)), 8 * 42 * 100);
@@ -54,7 +56,10 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
 
   it('streams pcm and mulaw as produced, the same bytes as a buffered read', async () => {
     const long = `${TEXT} `.repeat(12);
-    for (const [format, rate] of [['pcm', 16000], ['mulaw', 8000]] as const) {
+    for (const [format, rate] of [
+      ['pcm', 16000],
+      ['mulaw', 8000],
+    ] as const) {
       const body = { model: 'tts-local', input: long, voice: 'en-gb', response_format: format, sample_rate: rate };
       const buffered = Buffer.from(await (await speak(gw, apiKey, body)).arrayBuffer());
       const res = await speak(gw, apiKey, body);
@@ -76,7 +81,9 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
     assert.ok(events.length >= 1 && events.every((e) => e.type === 'speech.audio.delta' && Object.keys(e).length === 2));
     assert.ok(Buffer.concat(events.map((e) => Buffer.from(e.audio, 'base64'))).equals(pcm), 'an mp3 request streamed is normalized to pcm, the same audio');
 
-    const mu = sseEvents(await (await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: 'en-us', stream_format: 'sse', response_format: 'mulaw' })).text());
+    const mu = sseEvents(
+      await (await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: 'en-us', stream_format: 'sse', response_format: 'mulaw' })).text(),
+    );
     assert.deepEqual({ ...mu.at(-1), usage: undefined }, { type: 'speech.audio.done', format: 'mulaw', sample_rate: 8000, usage: undefined });
   });
 
@@ -96,9 +103,19 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
 
   it('speaks every offered voice: audible speech of a plausible length', async () => {
     const phrases: Record<string, string> = {
-      'en-us': 'Good morning', 'en-gb': 'Good morning', hi: 'नमस्ते, आपका स्वागत है', bn: 'নমস্কার, আপনাকে স্বাগতম', gu: 'નમસ્તે, આપનું સ્વાગત છે',
-      kn: 'ನಮಸ್ಕಾರ, ಸ್ವಾಗತ', ml: 'നമസ്കാരം, സ്വാഗതം', mr: 'नमस्कार, आपले स्वागत आहे', or: 'ନମସ୍କାର, ସ୍ୱାଗତ', pa: 'ਸਤ ਸ੍ਰੀ ਅਕਾਲ, ਜੀ ਆਇਆਂ ਨੂੰ',
-      ta: 'வணக்கம், வரவேற்கிறோம்', te: 'నమస్కారం, స్వాగతం', as: 'নমস্কাৰ, আপোনাক স্বাগতম',
+      'en-us': 'Good morning',
+      'en-gb': 'Good morning',
+      hi: 'नमस्ते, आपका स्वागत है',
+      bn: 'নমস্কার, আপনাকে স্বাগতম',
+      gu: 'નમસ્તે, આપનું સ્વાગત છે',
+      kn: 'ನಮಸ್ಕಾರ, ಸ್ವಾಗತ',
+      ml: 'നമസ്കാരം, സ്വാഗതം',
+      mr: 'नमस्कार, आपले स्वागत आहे',
+      or: 'ନମସ୍କାର, ସ୍ୱାଗତ',
+      pa: 'ਸਤ ਸ੍ਰੀ ਅਕਾਲ, ਜੀ ਆਇਆਂ ਨੂੰ',
+      ta: 'வணக்கம், வரவேற்கிறோம்',
+      te: 'నమస్కారం, స్వాగతం',
+      as: 'নমস্কাৰ, আপোনাক স্বাগতম',
     };
     const model = (await call(gw.url, 'GET', '/v1/models/tts-local', { token: apiKey })).body;
     assert.deepEqual(Object.keys(phrases).sort(), [...model.voices].sort());
@@ -114,7 +131,9 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
   });
 
   it('pocketsphinx (stt-local) hears what the English voice says', { skip: has('pocketsphinx_continuous') ? false : 'needs pocketsphinx' }, async () => {
-    const wav = Buffer.from(await (await speak(gw, apiKey, { model: 'tts-local', input: 'go forward ten meters', voice: 'en-us', response_format: 'wav', speed: 0.8 })).arrayBuffer());
+    const wav = Buffer.from(
+      await (await speak(gw, apiKey, { model: 'tts-local', input: 'go forward ten meters', voice: 'en-us', response_format: 'wav', speed: 0.8 })).arrayBuffer(),
+    );
     const form = new FormData();
     form.append('model', 'stt-local');
     form.append('file', new Blob([wav]), 'speech.wav');
@@ -125,7 +144,8 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
   });
 
   it('reads romanized Hindi as Hindi: the same audio as the Devanagari', async () => {
-    const pcm = async (input: string) => Buffer.from(await (await speak(gw, apiKey, { model: 'tts-local', input, voice: 'hi', response_format: 'pcm' })).arrayBuffer());
+    const pcm = async (input: string) =>
+      Buffer.from(await (await speak(gw, apiKey, { model: 'tts-local', input, voice: 'hi', response_format: 'pcm' })).arrayBuffer());
     // ITRANS with a long word-final a: "kitna" is कित्ना.
     assert.ok((await pcm('Namaste, kitna hai')).equals(await pcm('नमस्ते, कित्ना है')));
     assert.ok(!(await pcm('Namaste')).equals(await pcm('नमस्ते, कित्ना है')));
@@ -159,7 +179,12 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
     const understand = await call(gw.url, 'POST', '/v1/understand', { token: apiKey, body: { model: 'intent-demo', text: 'a\u0000' } });
     assert.equal(understand.status, 400, understand.text);
     const rule = String(understand.body.error.message).replace("'text'", "'FIELD'");
-    for (const [field, value] of [['input', 'Hello\u0000 there'], ['input', 'Hello \ud800 there'], ['input', 'Hello \udc00'], ['instructions', 'calm\u0000']] as const) {
+    for (const [field, value] of [
+      ['input', 'Hello\u0000 there'],
+      ['input', 'Hello \ud800 there'],
+      ['input', 'Hello \udc00'],
+      ['instructions', 'calm\u0000'],
+    ] as const) {
       const res = await speak(gw, apiKey, { model: 'tts-local', voice: 'en-us', input: TEXT, response_format: 'pcm', [field]: value });
       const text = await res.text();
       assert.equal(res.status, 400, `${field} ${JSON.stringify(value)}: ${res.headers.get('content-type')} ${text.slice(0, 200)}`);
@@ -171,11 +196,13 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
     // Nothing held or charged: no usage record (the wallet is not compared: the test before settles its own call late).
     await new Promise((r) => setTimeout(r, 200));
     const records = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: session })).body.data as { request_id: string }[];
-    assert.deepEqual(records.filter((r) => refused.includes(r.request_id)), []);
+    assert.deepEqual(
+      records.filter((r) => refused.includes(r.request_id)),
+      [],
+    );
     // A character outside the BMP (a surrogate pair) is text like any other.
     const astral = await speak(gw, apiKey, { model: 'tts-local', voice: 'en-us', input: 'Hello \u{1F600} there', response_format: 'pcm', sample_rate: 8000 });
     assert.equal(astral.status, 200);
     await astral.body!.cancel();
   });
 });
-

@@ -40,20 +40,37 @@ describe('POST /v1/audio/speech through Sarvam and ElevenLabs', { skip }, () => 
   let session: string;
 
   const putModel = async (id: string, body: Record<string, unknown>) => {
-    const put = await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body: { type: 'tts', max_input_chars: 1500, pricing: { cents_per_1k_chars: PRICE }, ...body } });
+    const put = await call(gw.url, 'PUT', `/admin/models/${id}`, {
+      token: ADMIN_TOKEN,
+      body: { type: 'tts', max_input_chars: 1500, pricing: { cents_per_1k_chars: PRICE }, ...body },
+    });
     assert.ok(put.status < 300, put.text);
   };
 
   before(async () => {
     [sarvamA, sarvamB, xiA, xiB] = await Promise.all([
-      startSarvamSpeechUpstream({ apiKey: SARVAM_KEY }), startSarvamSpeechUpstream({ apiKey: SARVAM_KEY }),
-      startElevenLabsUpstream({ apiKey: XI_KEY }), startElevenLabsUpstream({ apiKey: XI_KEY }),
+      startSarvamSpeechUpstream({ apiKey: SARVAM_KEY }),
+      startSarvamSpeechUpstream({ apiKey: SARVAM_KEY }),
+      startElevenLabsUpstream({ apiKey: XI_KEY }),
+      startElevenLabsUpstream({ apiKey: XI_KEY }),
     ]);
     gw = await startTestGateway();
     ({ apiKey, session } = await fundedKey(gw));
     // Sarvam: the HTTP stream first, REST second.
-    const sarvam = (fake: FakeServer, realtime: boolean) => ({ provider: 'sarvam', base_url: fake.url, api_key: SARVAM_KEY, upstream_model: 'bulbul:v2', timeout_ms: 2000, realtime });
-    await putModel('tts-bulbul', { owned_by: 'sarvam', voices: ['anushka', 'manisha_ta-IN_calm'], languages: ['hi-IN', 'ta-IN', 'en-IN'], routes: [sarvam(sarvamA, true), sarvam(sarvamB, false)] });
+    const sarvam = (fake: FakeServer, realtime: boolean) => ({
+      provider: 'sarvam',
+      base_url: fake.url,
+      api_key: SARVAM_KEY,
+      upstream_model: 'bulbul:v2',
+      timeout_ms: 2000,
+      realtime,
+    });
+    await putModel('tts-bulbul', {
+      owned_by: 'sarvam',
+      voices: ['anushka', 'manisha_ta-IN_calm'],
+      languages: ['hi-IN', 'ta-IN', 'en-IN'],
+      routes: [sarvam(sarvamA, true), sarvam(sarvamB, false)],
+    });
     const xi = (fake: FakeServer) => ({ provider: 'elevenlabs', base_url: fake.url, api_key: XI_KEY, upstream_model: 'eleven_flash_v2_5', timeout_ms: 2000 });
     await putModel('tts-eleven', { owned_by: 'elevenlabs', voices: ELEVENLABS_VOICES, routes: [xi(xiA), xi(xiB)] });
   });
@@ -71,10 +88,13 @@ describe('POST /v1/audio/speech through Sarvam and ElevenLabs', { skip }, () => 
     assert.ok(Buffer.from(await pcm.arrayBuffer()).equals(sarvamAudio(HINDI, 'linear16', 16000, false)));
     const mulaw = await speak(gw, apiKey, { model: 'tts-bulbul', input: 'Vanakkam', voice: 'manisha_ta-IN_calm', response_format: 'mulaw' });
     assert.ok(Buffer.from(await mulaw.arrayBuffer()).equals(sarvamAudio('Vanakkam', 'mulaw', 8000, false)));
-    assert.deepEqual(sarvamA.requests.map((r) => [r.path, r.body.speaker, r.body.target_language_code, r.body.output_audio_codec]), [
-      ['/text-to-speech/stream', 'anushka', 'hi-IN', 'linear16'],
-      ['/text-to-speech/stream', 'manisha', 'ta-IN', 'mulaw'],
-    ]);
+    assert.deepEqual(
+      sarvamA.requests.map((r) => [r.path, r.body.speaker, r.body.target_language_code, r.body.output_audio_codec]),
+      [
+        ['/text-to-speech/stream', 'anushka', 'hi-IN', 'linear16'],
+        ['/text-to-speech/stream', 'manisha', 'ta-IN', 'mulaw'],
+      ],
+    );
     const clash = await speak(gw, apiKey, { model: 'tts-bulbul', input: 'Vanakkam', voice: 'manisha_ta-IN_calm', language: 'hi-IN' });
     assert.equal(clash.status, 400);
     assert.equal(((await clash.json()) as any).error.param, 'language');
@@ -88,7 +108,10 @@ describe('POST /v1/audio/speech through Sarvam and ElevenLabs', { skip }, () => 
       assert.equal(res.status, 200);
       assert.ok(Buffer.from(await res.arrayBuffer()).equals(fakeSpeechPcm(HINDI, 24000)));
     }
-    assert.deepEqual(sarvamB.requests.map((r) => r.path), ['/text-to-speech', '/text-to-speech']);
+    assert.deepEqual(
+      sarvamB.requests.map((r) => r.path),
+      ['/text-to-speech', '/text-to-speech'],
+    );
     assert.equal(before - (await balance(gw, session)), 2 * 28 * 1000);
   });
 
@@ -120,7 +143,10 @@ describe('POST /v1/audio/speech through Sarvam and ElevenLabs', { skip }, () => 
     const p = probe(wav);
     assert.deepEqual([p.codec, p.container, p.sampleRate], ['pcm_s16le', 'wav', 24000]);
     assert.ok(Math.abs(p.duration - 1.68) < 0.01);
-    assert.deepEqual(xiA.requests.map((r) => r.query), ['output_format=ulaw_8000', 'output_format=pcm_16000', 'output_format=ulaw_8000', 'output_format=pcm_24000']);
+    assert.deepEqual(
+      xiA.requests.map((r) => r.query),
+      ['output_format=ulaw_8000', 'output_format=pcm_16000', 'output_format=ulaw_8000', 'output_format=pcm_24000'],
+    );
   });
 
   it('ElevenLabs: a refused key fails over to the next route; a stream cut after its first bytes is not retried', async () => {
@@ -130,7 +156,9 @@ describe('POST /v1/audio/speech through Sarvam and ElevenLabs', { skip }, () => 
     assert.equal(xiB.requests.length, 1);
     xiB.next({ closeAfterChunks: 1 });
     xiA.next({ closeAfterChunks: 1 });
-    const cut = await readAll(await speak(gw, apiKey, { model: 'tts-eleven', input: HINDI, voice: ELEVENLABS_VOICES[0], response_format: 'pcm', sample_rate: 16000 }));
+    const cut = await readAll(
+      await speak(gw, apiKey, { model: 'tts-eleven', input: HINDI, voice: ELEVENLABS_VOICES[0], response_format: 'pcm', sample_rate: 16000 }),
+    );
     assert.ok(cut.error);
     assert.equal(xiA.requests.length + xiB.requests.length, 3, 'one call for the cut stream');
   });

@@ -21,7 +21,9 @@ const FUNDS = 100; // cents
 
 /** This process's live (not zombie) child processes named `name` (the gateway runs in it). */
 function children(name: string): number[] {
-  const pids = readdirSync(`/proc/${process.pid}/task`).flatMap((t) => readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean));
+  const pids = readdirSync(`/proc/${process.pid}/task`).flatMap((t) =>
+    readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean),
+  );
   return pids.map(Number).filter((pid) => {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); // "pid (comm) state ..."
@@ -37,7 +39,9 @@ async function stalledReader(gw: TestGateway, apiKey: string, sse: boolean): Pro
   const socket = await openSocket(gw.url);
   socket.on('error', () => {});
   const body = JSON.stringify({ model: 'tts-local', input: INPUT, voice: 'en-us', response_format: 'pcm', ...(sse ? { stream_format: 'sse' } : {}) });
-  socket.write(`POST /v1/audio/speech HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.write(
+    `POST /v1/audio/speech HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
   const first = await new Promise<Buffer>((resolve) => socket.once('data', resolve));
   socket.pause();
   return { socket, head: first.toString('latin1').split('\r\n')[0]! };
@@ -93,14 +97,21 @@ describe('speech clients that stop reading are cut after the stall timeout', { s
     assert.deepEqual(children('espeak-ng'), [], 'the stalled calls left no espeak-ng running');
 
     // The cut connections end (what was in the kernel's buffers, then the close) once the client reads again.
-    const received = await Promise.all(stalled.map(({ socket }) => new Promise<number>((resolve) => {
-      let bytes = 0;
-      socket.on('data', (b: Buffer) => void (bytes += b.length)).once('close', () => resolve(bytes));
-      socket.resume();
-    })));
+    const received = await Promise.all(
+      stalled.map(
+        ({ socket }) =>
+          new Promise<number>((resolve) => {
+            let bytes = 0;
+            socket.on('data', (b: Buffer) => void (bytes += b.length)).once('close', () => resolve(bytes));
+            socket.resume();
+          }),
+      ),
+    );
     const billed = records.reduce((sum, r) => sum + r.cost_microcents, 0);
     assert.equal(await balance(gw, attacker.session), FUNDS * 1_000_000 - billed);
     assert.equal(await balance(gw, victim.session), FUNDS * 1_000_000 - TEXT.length * 100);
-    t.diagnostic(`stalled calls billed ${records.map((r) => r.characters).join(', ')} characters of ${INPUT.length}; their clients received ${received.join(', ')} bytes`);
+    t.diagnostic(
+      `stalled calls billed ${records.map((r) => r.characters).join(', ')} characters of ${INPUT.length}; their clients received ${received.join(', ')} bytes`,
+    );
   });
 });

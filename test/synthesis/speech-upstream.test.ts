@@ -25,10 +25,23 @@ describe('POST /v1/audio/speech through an OpenAI-compatible upstream', { skip }
     [a, b] = await Promise.all([startSpeechUpstream(), startSpeechUpstream()]);
     gw = await startTestGateway();
     ({ apiKey, session } = await fundedKey(gw));
-    const route = (fake: FakeServer) => ({ provider: 'openai', base_url: `${fake.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-4o-mini-tts', timeout_ms: 2000 });
+    const route = (fake: FakeServer) => ({
+      provider: 'openai',
+      base_url: `${fake.url}/v1`,
+      api_key: 'sk-up',
+      upstream_model: 'gpt-4o-mini-tts',
+      timeout_ms: 2000,
+    });
     const put = await call(gw.url, 'PUT', '/admin/models/tts-openai', {
       token: ADMIN_TOKEN,
-      body: { type: 'tts', owned_by: 'openai', voices: ['alloy', 'nova'], max_input_chars: 2000, pricing: { cents_per_1k_chars: PRICE }, routes: [route(a), route(b)] },
+      body: {
+        type: 'tts',
+        owned_by: 'openai',
+        voices: ['alloy', 'nova'],
+        max_input_chars: 2000,
+        pricing: { cents_per_1k_chars: PRICE },
+        routes: [route(a), route(b)],
+      },
     });
     assert.ok(put.status < 300, put.text);
   });
@@ -47,15 +60,23 @@ describe('POST /v1/audio/speech through an OpenAI-compatible upstream', { skip }
       assert.equal(res.status, 200);
       assert.ok(Buffer.from(await res.arrayBuffer()).equals(fakeSpeechAudio(TEXT, format)), format);
     }
-    assert.deepEqual(a.requests.map((r) => r.body.response_format), ['mp3', 'opus', 'flac', 'pcm']);
+    assert.deepEqual(
+      a.requests.map((r) => r.body.response_format),
+      ['mp3', 'opus', 'flac', 'pcm'],
+    );
     assert.deepEqual(a.requests[0]!.body, { model: 'gpt-4o-mini-tts', input: TEXT, voice: 'nova', response_format: 'mp3', speed: 1.25, instructions: 'calm' });
     assert.equal(a.requests[0]!.headers.authorization, 'Bearer sk-up');
   });
 
   it('converts what the upstream does not produce: pcm at other rates and mulaw from its 24 kHz pcm', async () => {
-    const pcm16 = Buffer.from(await (await speak(gw, apiKey, { model: 'tts-openai', input: TEXT, voice: 'nova', response_format: 'pcm', sample_rate: 16000 })).arrayBuffer());
+    const pcm16 = Buffer.from(
+      await (await speak(gw, apiKey, { model: 'tts-openai', input: TEXT, voice: 'nova', response_format: 'pcm', sample_rate: 16000 })).arrayBuffer(),
+    );
     const mulaw = Buffer.from(await (await speak(gw, apiKey, { model: 'tts-openai', input: TEXT, voice: 'nova', response_format: 'mulaw' })).arrayBuffer());
-    assert.deepEqual(a.requests.map((r) => r.body.response_format), ['pcm', 'pcm']);
+    assert.deepEqual(
+      a.requests.map((r) => r.body.response_format),
+      ['pcm', 'pcm'],
+    );
     const samples = fakeSpeechPcm(TEXT).length / 2;
     assert.equal(pcm16.length, Math.round((samples * 2) / 3) * 2);
     assert.equal(mulaw.length, samples / 3);
@@ -85,7 +106,10 @@ describe('POST /v1/audio/speech through an OpenAI-compatible upstream', { skip }
     const got: Buffer[] = [];
     const error = await (async () => {
       for await (const c of res.body as unknown as AsyncIterable<Uint8Array>) got.push(Buffer.from(c));
-    })().then(() => null, (e: unknown) => e);
+    })().then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.ok(error, 'the client sees an incomplete body, not a complete-looking one');
     assert.equal(b.requests.length, 0);
     const sent = Buffer.concat(got).length;

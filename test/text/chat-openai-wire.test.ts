@@ -11,7 +11,11 @@ import { startAnthropicUpstream } from '../fakes/anthropic-upstream.ts';
 const PRICING = { input_cents_per_mtok: 150, output_cents_per_mtok: 600 };
 const WEATHER: OpenAI.ChatCompletionTool = {
   type: 'function',
-  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
+  function: {
+    name: 'get_weather',
+    description: 'The weather in a city',
+    parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+  },
 };
 
 describe('chat as OpenAI clients send it', () => {
@@ -68,7 +72,11 @@ describe('chat as OpenAI clients send it', () => {
   });
 
   it('tools on a model without the flag: 400 naming the field, saying tool calling is not enabled', async () => {
-    for (const [extra, param] of [[{ tools: [WEATHER] }, 'tools'], [{ tool_choice: 'auto' }, 'tool_choice'], [{ parallel_tool_calls: false }, 'parallel_tool_calls']] as const) {
+    for (const [extra, param] of [
+      [{ tools: [WEATHER] }, 'tools'],
+      [{ tool_choice: 'auto' }, 'tool_choice'],
+      [{ parallel_tool_calls: false }, 'parallel_tool_calls'],
+    ] as const) {
       const r = await chat({ model: 'plain', messages: [{ role: 'user', content: 'hi' }], ...extra });
       assert.equal(r.status, 400, r.text);
       assert.equal(r.body.error.code, 'invalid_request');
@@ -90,7 +98,16 @@ describe('chat as OpenAI clients send it', () => {
         { role: 'assistant', content: 'hi there', refusal: null, annotations: [] },
         { role: 'user', content: 'rivers', name: null },
       ],
-      stop: null, seed: null, n: null, temperature: null, top_p: null, max_tokens: null, user: null, logprobs: null, response_format: null, stream_options: null,
+      stop: null,
+      seed: null,
+      n: null,
+      temperature: null,
+      top_p: null,
+      max_tokens: null,
+      user: null,
+      logprobs: null,
+      response_format: null,
+      stream_options: null,
       store: false,
     });
     assert.equal(r.status, 200, r.text);
@@ -112,7 +129,11 @@ describe('chat as OpenAI clients send it', () => {
     assert.equal(big.status, 400, big.text);
     assert.equal(big.body.error.code, 'invalid_request');
     assert.equal(big.body.error.param, 'max_tokens');
-    await put('small-window', { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' }, { context_window: 100, max_output_tokens: 90 });
+    await put(
+      'small-window',
+      { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' },
+      { context_window: 100, max_output_tokens: 90 },
+    );
     const over = await chat({ model: 'small-window', messages: [{ role: 'user', content: 'a few words of prompt here' }], max_completion_tokens: 90 });
     assert.equal(over.body.error.code, 'context_length_exceeded', over.text);
     assert.equal(over.body.error.param, 'max_completion_tokens');
@@ -132,7 +153,10 @@ describe('chat as OpenAI clients send it', () => {
       assert.equal(e.code, 'rate_limit_exceeded');
       return true;
     });
-    const plain = await call(gw.url, 'POST', '/v1/chat/completions', { token: k.api_key, body: { model: 'plain', messages: [{ role: 'user', content: 'hi' }] } });
+    const plain = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: k.api_key,
+      body: { model: 'plain', messages: [{ role: 'user', content: 'hi' }] },
+    });
     assert.equal(plain.status, 429);
     assert.deepEqual(Object.keys(plain.body), ['detail']);
   });
@@ -141,7 +165,10 @@ describe('chat as OpenAI clients send it', () => {
     it(`tool calling on ${model}: a call, its result, the answer; streamed deltas; billed`, async () => {
       const ai = client();
       const before = (await call(gw.url, 'GET', '/portal/wallet', { token: walletToken })).body;
-      const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'Use tools.' }, { role: 'user', content: 'Paris' }];
+      const messages: OpenAI.ChatCompletionMessageParam[] = [
+        { role: 'system', content: 'Use tools.' },
+        { role: 'user', content: 'Paris' },
+      ];
       const first = await ai.chat.completions.create({ model, messages, tools: [WEATHER], tool_choice: 'auto', parallel_tool_calls: false });
       const choice = first.choices[0]!;
       assert.equal(choice.finish_reason, 'tool_calls');
@@ -154,12 +181,23 @@ describe('chat as OpenAI clients send it', () => {
       // The history as the client keeps it, OpenAI's read-only fields included.
       const followUp = await ai.chat.completions.create({
         model,
-        messages: [...messages, { ...choice.message, refusal: null } as OpenAI.ChatCompletionMessageParam, { role: 'tool', tool_call_id: tc.id, content: 'sunny, 21 C' }],
+        messages: [
+          ...messages,
+          { ...choice.message, refusal: null } as OpenAI.ChatCompletionMessageParam,
+          { role: 'tool', tool_call_id: tc.id, content: 'sunny, 21 C' },
+        ],
         tools: [WEATHER],
       });
       assert.equal(followUp.choices[0]!.message.content, 'The tool said: sunny, 21 C');
 
-      const stream = await ai.chat.completions.create({ model, messages, tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'get_weather' } }, stream: true, stream_options: { include_usage: true } });
+      const stream = await ai.chat.completions.create({
+        model,
+        messages,
+        tools: [WEATHER],
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let args = '';
       let name = '';
       let id = '';
@@ -193,7 +231,11 @@ describe('chat as OpenAI clients send it', () => {
       model: 'claude-agent',
       messages: [
         { role: 'user', content: 'Paris' },
-        { role: 'assistant', content: 'Looking.', tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"query":"Paris"}' } }] },
+        {
+          role: 'assistant',
+          content: 'Looking.',
+          tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"query":"Paris"}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_9', content: 'rain' },
       ],
       tools: [WEATHER],
@@ -205,7 +247,13 @@ describe('chat as OpenAI clients send it', () => {
     assert.deepEqual(seen.tool_choice, { type: 'any', disable_parallel_tool_use: true });
     assert.deepEqual(seen.messages, [
       { role: 'user', content: 'Paris' },
-      { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }, { type: 'tool_use', id: 'call_9', name: 'get_weather', input: { query: 'Paris' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Looking.' },
+          { type: 'tool_use', id: 'call_9', name: 'get_weather', input: { query: 'Paris' } },
+        ],
+      },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_9', content: 'rain' }] },
     ]);
   });

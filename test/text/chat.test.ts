@@ -49,20 +49,36 @@ describe('chat completions and embeddings through the gateway', () => {
     await putModel(gw, 'chat-cached', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' }], {
       pricing: { ...PRICING, cached_input_cents_per_mtok: 15 },
     });
-    await putModel(gw, 'reasoner', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'o-up' }], { reasoning: true });
-    await putModel(gw, 'claude-thinks', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }], { reasoning: true, max_output_tokens: 4096 });
+    await putModel(gw, 'reasoner', [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'o-up' }], {
+      reasoning: true,
+    });
+    await putModel(gw, 'claude-thinks', [{ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' }], {
+      reasoning: true,
+      max_output_tokens: 4096,
+    });
     await putModel(gw, 'claude-then-openai', [
       { provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' },
       { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'gpt-up' },
     ]);
     const e = await call(gw.url, 'PUT', '/admin/models/embed-a', {
       token: ADMIN_TOKEN,
-      body: { type: 'embedding', owned_by: 'test', pricing: { input_cents_per_mtok: 10 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }] },
+      body: {
+        type: 'embedding',
+        owned_by: 'test',
+        pricing: { input_cents_per_mtok: 10 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }],
+      },
     });
     assert.equal(e.status, 201, e.text);
     const small = await call(gw.url, 'PUT', '/admin/models/embed-small', {
       token: ADMIN_TOKEN,
-      body: { type: 'embedding', owned_by: 'test', context_window: 4, pricing: { input_cents_per_mtok: 10 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }] },
+      body: {
+        type: 'embedding',
+        owned_by: 'test',
+        context_window: 4,
+        pricing: { input_cents_per_mtok: 10 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-upstream-secret', upstream_model: 'emb-up' }],
+      },
     });
     assert.equal(small.status, 201, small.text);
   });
@@ -82,7 +98,10 @@ describe('chat completions and embeddings through the gateway', () => {
     const one = await ai.models.retrieve('chat-a');
     assert.equal(one.id, 'chat-a');
     assert.equal(one.object, 'model');
-    await assert.rejects(ai.models.retrieve('no-such-model'), (e: unknown) => e instanceof OpenAI.NotFoundError && (e.error as { code?: string }).code === 'model_not_found');
+    await assert.rejects(
+      ai.models.retrieve('no-such-model'),
+      (e: unknown) => e instanceof OpenAI.NotFoundError && (e.error as { code?: string }).code === 'model_not_found',
+    );
 
     const done = await ai.chat.completions.create({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }] });
     assert.equal(done.object, 'chat.completion');
@@ -99,7 +118,12 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(seen.body.model, 'gpt-up');
     assert.ok(!JSON.stringify(seen.headers).includes(u.key.slice(10)));
 
-    const stream = await ai.chat.completions.create({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await ai.chat.completions.create({
+      model: 'chat-a',
+      messages: [{ role: 'user', content: 'tell me about rivers' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let first = true;
     let usage: OpenAI.CompletionUsage | undefined;
@@ -127,7 +151,13 @@ describe('chat completions and embeddings through the gateway', () => {
   it('the Anthropic Messages provider serves the same OpenAI shapes, streaming too', async () => {
     const u = await fundedUser(gw);
     const ai = client(u.key);
-    const done = await ai.chat.completions.create({ model: 'claude', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello there' }] });
+    const done = await ai.chat.completions.create({
+      model: 'claude',
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hello there' },
+      ],
+    });
     assert.equal(done.model, 'claude');
     assert.ok(done.choices[0]!.message.content!.length > 0);
     assert.ok(done.usage!.prompt_tokens > 0);
@@ -144,10 +174,18 @@ describe('chat completions and embeddings through the gateway', () => {
   it("OpenAI's sampling and format parameters reach a route that honours them; a route that cannot is passed over", async () => {
     const u = await fundedUser(gw);
     const ai = client(u.key);
-    const format = { type: 'json_schema' as const, json_schema: { name: 'river', schema: { type: 'object', properties: { name: { type: 'string' } } }, strict: true } };
+    const format = {
+      type: 'json_schema' as const,
+      json_schema: { name: 'river', schema: { type: 'object', properties: { name: { type: 'string' } } }, strict: true },
+    };
     const done = await ai.chat.completions.create({
-      model: 'chat-a', messages: [{ role: 'user', content: 'name a river as JSON' }],
-      seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5, response_format: format, max_completion_tokens: 20,
+      model: 'chat-a',
+      messages: [{ role: 'user', content: 'name a river as JSON' }],
+      seed: 42,
+      presence_penalty: 0.5,
+      frequency_penalty: -0.5,
+      response_format: format,
+      max_completion_tokens: 20,
     });
     assert.equal(done.model, 'chat-a');
     const seen = up.calls('/v1/chat/completions').at(-1)!.body;
@@ -171,21 +209,35 @@ describe('chat completions and embeddings through the gateway', () => {
 
     // No route of the model honours it: 400 naming the parameter, nothing called, nothing charged.
     const wallet0 = await wallet(gw, u.token);
-    for (const [extra, param] of [[{ seed: 1 }, 'seed'], [{ frequency_penalty: 1 }, 'frequency_penalty'], [{ response_format: { type: 'json_object' } }, 'response_format']] as const) {
-      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], ...extra } });
+    for (const [extra, param] of [
+      [{ seed: 1 }, 'seed'],
+      [{ frequency_penalty: 1 }, 'frequency_penalty'],
+      [{ response_format: { type: 'json_object' } }, 'response_format'],
+    ] as const) {
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+        token: u.key,
+        body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], ...extra },
+      });
       assert.equal(r.status, 400, r.text);
       assert.equal(r.body.error.code, 'invalid_request');
       assert.equal(r.body.error.param, param);
       assert.match(r.body.error.message, /not supported by this model/);
-      const s = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], stream: true, ...extra } });
+      const s = await call(gw.url, 'POST', '/v1/chat/completions', {
+        token: u.key,
+        body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], stream: true, ...extra },
+      });
       assert.equal(s.status, 400, 'streaming too, before any event');
       assert.equal(s.body.error.param, param);
     }
     assert.equal(toAnthropic(), before + 1);
     assert.equal((await wallet(gw, u.token)).balance_cents, wallet0.balance_cents);
     // Their usage records say the request was refused, not that an upstream failed.
-    const refusedId = (await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], seed: 3 } })).body.error.request_id;
-    const dead = (await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-dead', messages: [{ role: 'user', content: 'hi' }] } })).body.error.request_id;
+    const refusedId = (
+      await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude', messages: [{ role: 'user', content: 'hi' }], seed: 3 } })
+    ).body.error.request_id;
+    const dead = (
+      await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-dead', messages: [{ role: 'user', content: 'hi' }] } })
+    ).body.error.request_id;
     const statusOf = async (id: string) => {
       for (let i = 0; i < 100; i++) {
         const rows: { request_id: string; status: string }[] = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: u.token })).body.data;
@@ -200,7 +252,10 @@ describe('chat completions and embeddings through the gateway', () => {
 
     // The schema the reply must follow counts as prompt: it can exceed the context window alone.
     const huge = { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', description: 'word '.repeat(5000) } } };
-    const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: huge } });
+    const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: u.key,
+      body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: huge },
+    });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'context_length_exceeded');
   });
@@ -209,16 +264,27 @@ describe('chat completions and embeddings through the gateway', () => {
     const u = await fundedUser(gw);
     const ai = client(u.key);
     const w0 = (await wallet(gw, u.token)).balance_cents;
-    const done = await ai.chat.completions.create({ model: 'reasoner', messages: [{ role: 'user', content: 'why is the sky blue' }], reasoning_effort: 'high', max_completion_tokens: 100 });
+    const done = await ai.chat.completions.create({
+      model: 'reasoner',
+      messages: [{ role: 'user', content: 'why is the sky blue' }],
+      reasoning_effort: 'high',
+      max_completion_tokens: 100,
+    });
     assert.equal(up.calls('/v1/chat/completions').at(-1)!.body.reasoning_effort, 'high');
     const visible = done.choices[0]!.message.content!.split(' ').length; // the fake's one token per word
     assert.equal(done.usage!.completion_tokens_details?.reasoning_tokens, 7, 'the upstream reported 7 reasoning tokens');
     assert.equal(done.usage!.completion_tokens, visible + 7, 'hidden reasoning is part of the completion, as OpenAI bills it');
     let streamed: OpenAI.CompletionUsage | undefined;
-    for await (const chunk of await ai.chat.completions.create({ model: 'reasoner', messages: [{ role: 'user', content: 'why is the sky blue' }], reasoning_effort: 'low', stream: true, stream_options: { include_usage: true } })) {
+    for await (const chunk of await ai.chat.completions.create({
+      model: 'reasoner',
+      messages: [{ role: 'user', content: 'why is the sky blue' }],
+      reasoning_effort: 'low',
+      stream: true,
+      stream_options: { include_usage: true },
+    })) {
       if (chunk.usage) streamed = chunk.usage;
     }
-    assert.equal(streamed?.completion_tokens_details?.reasoning_tokens, 7, 'and in the stream\'s usage chunk');
+    assert.equal(streamed?.completion_tokens_details?.reasoning_tokens, 7, "and in the stream's usage chunk");
     // The bill is the reported usage, hidden tokens included: 150 µ¢ per prompt token, 600 per completion token.
     const exact = (u2: OpenAI.CompletionUsage) => u2.prompt_tokens * 150 + u2.completion_tokens * 600;
     const spentCents = w0 - (await wallet(gw, u.token)).balance_cents;
@@ -226,12 +292,18 @@ describe('chat completions and embeddings through the gateway', () => {
 
     // A model that does not reason: 400 naming the parameter, before any upstream call or charge.
     const calls = up.calls('/v1/chat/completions').length;
-    const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'low' } });
+    const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: u.key,
+      body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'low' },
+    });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'invalid_request');
     assert.equal(r.body.error.param, 'reasoning_effort');
     assert.match(r.body.error.message, /not a reasoning model/);
-    const bad = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'reasoner', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'extreme' } });
+    const bad = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: u.key,
+      body: { model: 'reasoner', messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'extreme' },
+    });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.param, 'reasoning_effort');
     assert.match(bad.body.error.message, /"none", "minimal", "low", "medium", "high", "xhigh"/);
@@ -239,12 +311,22 @@ describe('chat completions and embeddings through the gateway', () => {
 
     // Anthropic: extended thinking with the effort's budget; the thinking itself never reaches the client.
     const ant = () => anthropic.calls('/v1/messages').at(-1)!.body;
-    const thought = await ai.chat.completions.create({ model: 'claude-thinks', messages: [{ role: 'user', content: 'hello there' }], reasoning_effort: 'medium' });
+    const thought = await ai.chat.completions.create({
+      model: 'claude-thinks',
+      messages: [{ role: 'user', content: 'hello there' }],
+      reasoning_effort: 'medium',
+    });
     assert.deepEqual(ant().thinking, { type: 'enabled', budget_tokens: 4095 }, "medium's 8,192 cut to stay under max_tokens (the model's 4,096)");
     assert.equal(thought.choices[0]!.message.content, 'You said: hello there');
     assert.equal(thought.usage!.completion_tokens, 4 + 5, 'the thinking (5 tokens in the fake) is billed as output');
     let text = '';
-    for await (const chunk of await ai.chat.completions.create({ model: 'claude-thinks', messages: [{ role: 'user', content: 'hello there' }], reasoning_effort: 'minimal', max_tokens: 2000, stream: true })) {
+    for await (const chunk of await ai.chat.completions.create({
+      model: 'claude-thinks',
+      messages: [{ role: 'user', content: 'hello there' }],
+      reasoning_effort: 'minimal',
+      max_tokens: 2000,
+      stream: true,
+    })) {
       text += chunk.choices[0]?.delta.content ?? '';
     }
     assert.deepEqual(ant().thinking, { type: 'enabled', budget_tokens: 1024 });
@@ -253,8 +335,15 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(ant().thinking, undefined, 'none: no thinking');
     // What Anthropic refuses beside thinking is named before any call.
     const sent = anthropic.calls('/v1/messages').length;
-    for (const [extra, param] of [[{ temperature: 0.2 }, 'temperature'], [{ top_p: 0.5 }, 'top_p'], [{ max_tokens: 1000 }, 'reasoning_effort']] as const) {
-      const refused = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'claude-thinks', messages: [{ role: 'user', content: 'hi' }], reasoning_effort: 'low', ...extra } });
+    for (const [extra, param] of [
+      [{ temperature: 0.2 }, 'temperature'],
+      [{ top_p: 0.5 }, 'top_p'],
+      [{ max_tokens: 1000 }, 'reasoning_effort'],
+    ] as const) {
+      const refused = await call(gw.url, 'POST', '/v1/chat/completions', {
+        token: u.key,
+        body: { model: 'claude-thinks', messages: [{ role: 'user', content: 'hi' }], reasoning_effort: 'low', ...extra },
+      });
       assert.equal(refused.status, 400, refused.text);
       assert.equal(refused.body.error.param, param);
     }
@@ -297,7 +386,10 @@ describe('chat completions and embeddings through the gateway', () => {
       [{ verbosity: 'terse' }, 'verbosity'],
       [{ safety_identifier: 'x'.repeat(65) }, 'safety_identifier'],
     ] as const) {
-      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: a.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], ...extra } });
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+        token: a.key,
+        body: { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], ...extra },
+      });
       assert.equal(r.status, 400, r.text);
       assert.equal(r.body.error.code, 'invalid_request');
       assert.equal(r.body.error.param, param, r.text);
@@ -316,15 +408,28 @@ describe('chat completions and embeddings through the gateway', () => {
       if (byEndUser.find((r) => r.end_user === 'alice@example.com')?.requests === 4) break;
       await new Promise((r) => setTimeout(r, 20));
     }
-    assert.deepEqual(byEndUser.map((r) => [r.end_user, r.requests]), [['alice@example.com', 4]], 'two chat calls with both ids, the Anthropic call with user, the embedding');
+    assert.deepEqual(
+      byEndUser.map((r) => [r.end_user, r.requests]),
+      [['alice@example.com', 4]],
+      'two chat calls with both ids, the Anthropic call with user, the embedding',
+    );
     const records: { end_user: string | null }[] = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: a.token })).body.data;
-    assert.ok(records.some((r) => r.end_user === null), 'calls that named no end user say so');
+    assert.ok(
+      records.some((r) => r.end_user === null),
+      'calls that named no end user say so',
+    );
     const bView = (await call(gw.url, 'GET', `/portal/usage?group_by=end_user&from=${today}&to=${today}`, { token: b.token })).body.data;
-    assert.deepEqual(bView.map((r: { end_user: string; requests: number }) => [r.end_user, r.requests]), [['alice@example.com', 1]]);
+    assert.deepEqual(
+      bView.map((r: { end_user: string; requests: number }) => [r.end_user, r.requests]),
+      [['alice@example.com', 1]],
+    );
 
     // Anthropic has no logit_bias or verbosity: named, as the other parameters it lacks.
     for (const extra of [{ logit_bias: bias }, { verbosity: 'high' }]) {
-      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: a.key, body: { model: 'claude', messages: [{ role: 'user', content: 'x' }], ...extra } });
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+        token: a.key,
+        body: { model: 'claude', messages: [{ role: 'user', content: 'x' }], ...extra },
+      });
       assert.equal(r.status, 400, r.text);
       assert.equal(r.body.error.param, Object.keys(extra)[0]);
     }
@@ -342,21 +447,35 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.deepEqual(plain.usage!.prompt_tokens_details, { cached_tokens: 80 }, 'reported whatever the pricing');
     up.next({ usage });
     let streamed: OpenAI.CompletionUsage | undefined;
-    for await (const chunk of await ai.chat.completions.create({ model: 'chat-cached', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } })) {
+    for await (const chunk of await ai.chat.completions.create({
+      model: 'chat-cached',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    })) {
       if (chunk.usage) streamed = chunk.usage;
     }
     assert.deepEqual(streamed?.prompt_tokens_details, { cached_tokens: 80 });
     // The bill: 20 uncached tokens at 150 µ¢, 80 cached at 15, 10 out at 600; chat-a has no cached price.
     const costs = new Map<string, { cost_microcents: number; cached_tokens: number | null }[]>();
     for (let i = 0; i < 100; i++) {
-      const rows: { model: string; cost_microcents: number; cached_tokens: number | null }[] = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: u.token })).body.data;
+      const rows: { model: string; cost_microcents: number; cached_tokens: number | null }[] = (
+        await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: u.token })
+      ).body.data;
       costs.clear();
       for (const r of rows) costs.set(r.model, [...(costs.get(r.model) ?? []), r]);
       if (rows.length === 3) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     const cached = 20 * 150 + 80 * 15 + 10 * 600;
-    assert.deepEqual(costs.get('chat-cached')!.map((r) => [r.cost_microcents, r.cached_tokens]), [[cached, 80], [cached, 80]], 'the answer and the stream');
+    assert.deepEqual(
+      costs.get('chat-cached')!.map((r) => [r.cost_microcents, r.cached_tokens]),
+      [
+        [cached, 80],
+        [cached, 80],
+      ],
+      'the answer and the stream',
+    );
     assert.equal(costs.get('chat-a')![0]!.cost_microcents, 100 * 150 + 10 * 600);
   });
 
@@ -368,8 +487,13 @@ describe('chat completions and embeddings through the gateway', () => {
     const content = done.choices[0]!.logprobs!.content!;
     assert.equal(content.map((t) => t.token).join(''), done.choices[0]!.message.content, 'one entry per output token');
     assert.deepEqual(content[0], {
-      token: 'You', logprob: -0.01, bytes: [...Buffer.from('You')],
-      top_logprobs: [{ token: 'You', logprob: -0.01, bytes: [...Buffer.from('You')] }, { token: 'You~1', logprob: -1.01, bytes: [...Buffer.from('You~1')] }],
+      token: 'You',
+      logprob: -0.01,
+      bytes: [...Buffer.from('You')],
+      top_logprobs: [
+        { token: 'You', logprob: -0.01, bytes: [...Buffer.from('You')] },
+        { token: 'You~1', logprob: -1.01, bytes: [...Buffer.from('You~1')] },
+      ],
     });
     assert.deepEqual(Object.keys(done.choices[0]!.logprobs!), ['content', 'refusal'], 'only the documented fields are passed on');
     assert.equal(done.choices[0]!.logprobs!.refusal, null, 'refusals are never relayed');
@@ -406,7 +530,13 @@ describe('chat completions and embeddings through the gateway', () => {
       model: 'chat-a',
       messages: [
         { role: 'system', content: [{ type: 'text', text: 'be brief' }] },
-        { role: 'user', content: [{ type: 'text', text: '<task>rivers</task>' }, { type: 'text', text: '\nand lakes' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: '<task>rivers</task>' },
+            { type: 'text', text: '\nand lakes' },
+          ],
+        },
       ],
     });
     assert.match(done.choices[0]!.message.content!, /You said: <task>rivers<\/task>\nand lakes/);
@@ -415,7 +545,11 @@ describe('chat completions and embeddings through the gateway', () => {
       { role: 'user', content: '<task>rivers</task>\nand lakes' },
     ]);
     let text = '';
-    for await (const chunk of await ai.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: [{ type: 'text', text: 'hello there' }] }], stream: true })) {
+    for await (const chunk of await ai.chat.completions.create({
+      model: 'claude',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hello there' }] }],
+      stream: true,
+    })) {
       text += chunk.choices[0]?.delta.content ?? '';
     }
     assert.match(text, /hello there/);
@@ -444,9 +578,26 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(one.data.length, 1, 'one list of token ids is one input');
     assert.deepEqual(seen().input, [101, 202, 303], 'token ids reach the upstream untouched');
     assert.equal(one.usage.prompt_tokens, 3);
-    const two = await ai.embeddings.create({ model: 'embed-a', input: [[1, 2], [3, 4, 5]], dimensions: 4, encoding_format: 'float' });
-    assert.deepEqual(two.data.map((d) => [d.index, d.embedding.length]), [[0, 4], [1, 4]]);
-    assert.deepEqual(seen().input, [[1, 2], [3, 4, 5]]);
+    const two = await ai.embeddings.create({
+      model: 'embed-a',
+      input: [
+        [1, 2],
+        [3, 4, 5],
+      ],
+      dimensions: 4,
+      encoding_format: 'float',
+    });
+    assert.deepEqual(
+      two.data.map((d) => [d.index, d.embedding.length]),
+      [
+        [0, 4],
+        [1, 4],
+      ],
+    );
+    assert.deepEqual(seen().input, [
+      [1, 2],
+      [3, 4, 5],
+    ]);
     assert.equal(two.usage.prompt_tokens, 5);
     const text = await ai.embeddings.create({ model: 'embed-a', input: 'a single text' });
     assert.equal(text.data.length, 1);
@@ -473,19 +624,37 @@ describe('chat completions and embeddings through the gateway', () => {
       assert.match(r.body.error.param, /^input/);
     }
     assert.equal(up.calls('/v1/embeddings').length, calls, 'no invalid input reached the upstream');
-    const long = await call(gw.url, 'POST', '/v1/embeddings', { token: u.key, body: { model: 'embed-small', input: [[1, 2, 3], [1, 2, 3, 4, 5]] } });
+    const long = await call(gw.url, 'POST', '/v1/embeddings', {
+      token: u.key,
+      body: {
+        model: 'embed-small',
+        input: [
+          [1, 2, 3],
+          [1, 2, 3, 4, 5],
+        ],
+      },
+    });
     assert.equal(long.status, 400, long.text);
     assert.equal(long.body.error.code, 'context_length_exceeded');
   });
 
   it('fails over from a dead route, and answers 503 model_unavailable / model_misconfigured without leaking upstreams', async () => {
     const u = await fundedUser(gw);
-    const ok = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-failover', messages: [{ role: 'user', content: 'hi' }] } });
+    const ok = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: u.key,
+      body: { model: 'chat-failover', messages: [{ role: 'user', content: 'hi' }] },
+    });
     assert.equal(ok.status, 200, ok.text);
-    const dead = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-dead', messages: [{ role: 'user', content: 'hi' }] } });
+    const dead = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: u.key,
+      body: { model: 'chat-dead', messages: [{ role: 'user', content: 'hi' }] },
+    });
     assert.equal(dead.status, 503);
     assert.equal(dead.body.error.code, 'model_unavailable');
-    const nokey = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-nokey', messages: [{ role: 'user', content: 'hi' }] } });
+    const nokey = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: u.key,
+      body: { model: 'chat-nokey', messages: [{ role: 'user', content: 'hi' }] },
+    });
     assert.equal(nokey.status, 503);
     assert.equal(nokey.body.error.code, 'model_misconfigured');
     for (const r of [dead, nokey]) {
@@ -536,11 +705,31 @@ describe('chat completions and embeddings through the gateway', () => {
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], frequency_penalty: -3 }, 400, 'invalid_request', 'frequency_penalty'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], seed: 1.5 }, 400, 'invalid_request', 'seed'],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'xml' } }, 400, 'invalid_request', 'response_format.type'],
-      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'has space' } } }, 400, 'invalid_request', 'response_format.json_schema.name'],
-      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema' } }, 400, 'missing_input', 'response_format.json_schema'],
-      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'text', json_schema: { name: 'a' } } }, 400, 'invalid_request', 'response_format.json_schema'],
+      [
+        { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'has space' } } },
+        400,
+        'invalid_request',
+        'response_format.json_schema.name',
+      ],
+      [
+        { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema' } },
+        400,
+        'missing_input',
+        'response_format.json_schema',
+      ],
+      [
+        { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'text', json_schema: { name: 'a' } } },
+        400,
+        'invalid_request',
+        'response_format.json_schema',
+      ],
       [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], max_completion_tokens: 600 }, 400, 'invalid_request', 'max_completion_tokens'],
-      [{ model: 'chat-a', messages: [{ role: 'user', content: 'x' }], max_tokens: 10, max_completion_tokens: 20 }, 400, 'invalid_request', 'max_completion_tokens'],
+      [
+        { model: 'chat-a', messages: [{ role: 'user', content: 'x' }], max_tokens: 10, max_completion_tokens: 20 },
+        400,
+        'invalid_request',
+        'max_completion_tokens',
+      ],
     ];
     const before = up.calls('/v1/chat/completions').length;
     for (const [body, status, code, param] of cases) {
@@ -555,7 +744,10 @@ describe('chat completions and embeddings through the gateway', () => {
 
   it('bills the exact cost from reported usage, in fractions of a cent, and refuses an empty wallet with 402', async () => {
     const u = await fundedUser(gw, 1);
-    const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 16 } });
+    const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: u.key,
+      body: { model: 'chat-a', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 16 },
+    });
     assert.equal(r.status, 200, r.text);
     const cost = r.body.usage.prompt_tokens * PRICING.input_cents_per_mtok + r.body.usage.completion_tokens * PRICING.output_cents_per_mtok; // µ¢
     const w = await wallet(gw, u.token);
@@ -563,7 +755,10 @@ describe('chat completions and embeddings through the gateway', () => {
 
     const broke = await signup(gw.url);
     const k = await createKey(gw.url, broke.token);
-    const denied = await call(gw.url, 'POST', '/v1/chat/completions', { token: k.api_key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'hi' }] } });
+    const denied = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: k.api_key,
+      body: { model: 'chat-a', messages: [{ role: 'user', content: 'hi' }] },
+    });
     assert.equal(denied.status, 402);
     assert.equal(denied.body.error.code, 'insufficient_credit');
     assert.equal(denied.body.error.type, 'insufficient_quota');
@@ -576,7 +771,10 @@ describe('chat completions and embeddings through the gateway', () => {
     });
     const u = await fundedUser(gw, 1);
     const ask = (words: number, model = 'chat-dear-input', key = u.key) =>
-      call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model, messages: [{ role: 'user', content: 'word '.repeat(words) }], max_tokens: 16 } });
+      call(gw.url, 'POST', '/v1/chat/completions', {
+        token: key,
+        body: { model, messages: [{ role: 'user', content: 'word '.repeat(words) }], max_tokens: 16 },
+      });
     const fits = await ask(200);
     assert.equal(fits.status, 200, `a wallet that covers the exact estimate is not refused for the bound's: ${fits.text}`);
     const tooDear = await ask(600);
@@ -584,7 +782,11 @@ describe('chat completions and embeddings through the gateway', () => {
     assert.equal(tooDear.body.error.code, 'insufficient_credit');
     assert.match(tooDear.body.error.message, /may cost up to 2 cents/, 'the refusal names the exact estimate (~1.2 cents), not the bound (~6 cents)');
     const w = await wallet(gw, u.token);
-    assert.equal(w.balance_microcents, 1_000_000 - (fits.body.usage.prompt_tokens * 2000 + fits.body.usage.completion_tokens * 600), 'charged the exact cost once; the refused call held nothing');
+    assert.equal(
+      w.balance_microcents,
+      1_000_000 - (fits.body.usage.prompt_tokens * 2000 + fits.body.usage.completion_tokens * 600),
+      'charged the exact cost once; the refused call held nothing',
+    );
 
     // chat-a's window is 4,096 tokens, 512 of them for the answer: 900 words are 4,500 bytes but ~900 tokens.
     const rich = await fundedUser(gw);
@@ -596,7 +798,10 @@ describe('chat completions and embeddings through the gateway', () => {
 
     // Special tokens' text is prompt text like any other (our count runs where the upstream's usage is unusable).
     up.next({ usage: { prompt_tokens: -1, completion_tokens: -1, total_tokens: -2 } });
-    const special = await call(gw.url, 'POST', '/v1/chat/completions', { token: rich.key, body: { model: 'chat-a', messages: [{ role: 'user', content: 'say <|endoftext|> twice' }], max_tokens: 16 } });
+    const special = await call(gw.url, 'POST', '/v1/chat/completions', {
+      token: rich.key,
+      body: { model: 'chat-a', messages: [{ role: 'user', content: 'say <|endoftext|> twice' }], max_tokens: 16 },
+    });
     assert.equal(special.status, 200, special.text);
     assert.ok(special.body.usage.prompt_tokens > 3, JSON.stringify(special.body.usage));
   });
@@ -611,11 +816,18 @@ describe('chat completions and embeddings through the gateway', () => {
     });
     assert.equal(res.status, 200);
     const text = await res.text();
-    const events = text.split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''));
+    const events = text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => e.replace(/^data: /, ''));
     assert.ok(!events.includes('[DONE]'), 'no [DONE] after a failure');
     const last = JSON.parse(events.at(-1)!);
     assert.equal(last.error.code, 'model_unavailable');
-    const content = events.slice(0, -1).map((e) => JSON.parse(e)).map((c) => c.choices[0]?.delta.content ?? '').join('');
+    const content = events
+      .slice(0, -1)
+      .map((e) => JSON.parse(e))
+      .map((c) => c.choices[0]?.delta.content ?? '')
+      .join('');
     assert.ok(content.length > 0, 'some content arrived before the failure');
   });
 
@@ -627,7 +839,11 @@ describe('chat completions and embeddings through the gateway', () => {
       method: 'POST',
       signal: controller.signal,
       headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'chat-a', messages: [{ role: 'user', content: 'tell me a very long story about the sea and all the rivers of the world' }], stream: true }),
+      body: JSON.stringify({
+        model: 'chat-a',
+        messages: [{ role: 'user', content: 'tell me a very long story about the sea and all the rivers of the world' }],
+        stream: true,
+      }),
     });
     const reader = res.body!.getReader();
     await reader.read(); // the first chunk arrived
@@ -718,9 +934,15 @@ describe("peers' recorded billing failures, through HTTP", () => {
 
   it('absurd upstream usage (negative, or beyond the hold) is not billed: our own count is', async () => {
     const u = await fundedUser(gw, 100);
-    up.next({ usage: { prompt_tokens: -5, completion_tokens: 3, total_tokens: -2 } }, { usage: { prompt_tokens: 10, completion_tokens: 900_000_000, total_tokens: 900_000_010 } });
+    up.next(
+      { usage: { prompt_tokens: -5, completion_tokens: 3, total_tokens: -2 } },
+      { usage: { prompt_tokens: 10, completion_tokens: 900_000_000, total_tokens: 900_000_010 } },
+    );
     for (let i = 0; i < 2; i++) {
-      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-bill', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 20 } });
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+        token: u.key,
+        body: { model: 'chat-bill', messages: [{ role: 'user', content: 'tell me about rivers' }], max_tokens: 20 },
+      });
       assert.equal(r.status, 200, r.text);
       assert.ok(r.body.usage.prompt_tokens > 0 && r.body.usage.completion_tokens > 0 && r.body.usage.completion_tokens <= 20, JSON.stringify(r.body.usage));
     }
@@ -733,11 +955,15 @@ describe("peers' recorded billing failures, through HTTP", () => {
   it('over many calls, the wallet debit equals the sum of exact costs to within one cent', async () => {
     const u = await fundedUser(gw, 1000);
     for (let i = 0; i < 60; i++) {
-      const r = await call(gw.url, 'POST', '/v1/chat/completions', { token: u.key, body: { model: 'chat-pricey', messages: [{ role: 'user', content: `question number ${i} about rivers` }], max_tokens: 8 + (i % 7) } });
+      const r = await call(gw.url, 'POST', '/v1/chat/completions', {
+        token: u.key,
+        body: { model: 'chat-pricey', messages: [{ role: 'user', content: `question number ${i} about rivers` }], max_tokens: 8 + (i % 7) },
+      });
       assert.equal(r.status, 200, r.text);
     }
     const recs = await settleUsage(u.token, 60);
-    const exact = recs.reduce((s, r) => s + (r.prompt_tokens * FRACTIONAL.input_cents_per_mtok + r.completion_tokens * FRACTIONAL.output_cents_per_mtok), 0) / 1_000_000;
+    const exact =
+      recs.reduce((s, r) => s + (r.prompt_tokens * FRACTIONAL.input_cents_per_mtok + r.completion_tokens * FRACTIONAL.output_cents_per_mtok), 0) / 1_000_000;
     const w = await wallet(gw, u.token);
     const debited = 1000 - w.balance_cents; // whole cents shown; the µ¢ remainder is carried
     assert.ok(Math.abs(debited - exact) < 1, `debited ${debited} cents, exact ${exact} cents`);

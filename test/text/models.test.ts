@@ -19,7 +19,15 @@ describe('model catalog', () => {
   let gw: TestGateway;
   before(async () => {
     gw = await startTestGateway({
-      models: [{ id: 'seeded-embed', type: 'embedding', owned_by: 'seed', pricing: { input_cents_per_mtok: 2 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'e' }] }],
+      models: [
+        {
+          id: 'seeded-embed',
+          type: 'embedding',
+          owned_by: 'seed',
+          pricing: { input_cents_per_mtok: 2 },
+          routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'e' }],
+        },
+      ],
     });
   });
   after(() => gw.destroy());
@@ -35,8 +43,14 @@ describe('model catalog', () => {
     assert.equal(again.body.owned_by, 'acme2');
     assert.equal(again.body.created_at, put.body.created_at);
     const list = await call(gw.url, 'GET', '/admin/models', { token: ADMIN_TOKEN });
-    assert.deepEqual(list.body.data.map((m: any) => m.id), ['chat-fast', 'seeded-embed']);
-    assert.deepEqual(list.body.data.map((m: any) => m.routes[0].api_key_set), [true, false]);
+    assert.deepEqual(
+      list.body.data.map((m: any) => m.id),
+      ['chat-fast', 'seeded-embed'],
+    );
+    assert.deepEqual(
+      list.body.data.map((m: any) => m.routes[0].api_key_set),
+      [true, false],
+    );
     assert.ok(!list.text.includes('sk-upstream-secret'));
     assert.equal((await call(gw.url, 'DELETE', '/admin/models/chat-fast', { token: ADMIN_TOKEN })).status, 200);
     assert.equal((await call(gw.url, 'DELETE', '/admin/models/chat-fast', { token: ADMIN_TOKEN })).status, 404);
@@ -70,18 +84,41 @@ describe('model catalog', () => {
     await call(gw.url, 'PUT', '/admin/models/chat-a', { token: ADMIN_TOKEN, body: llm() });
     await call(gw.url, 'PUT', '/admin/models/stt-a', {
       token: ADMIN_TOKEN,
-      body: { type: 'stt', owned_by: 'acme', languages: ['hi-IN', 'en-IN'], streaming: true, modes: ['transcribe', 'translate'], timestamps: 'word', jobs: true, diarization: true, pricing: { cents_per_minute: 0.5 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'w' }] },
+      body: {
+        type: 'stt',
+        owned_by: 'acme',
+        languages: ['hi-IN', 'en-IN'],
+        streaming: true,
+        modes: ['transcribe', 'translate'],
+        timestamps: 'word',
+        jobs: true,
+        diarization: true,
+        pricing: { cents_per_minute: 0.5 },
+        routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'w' }],
+      },
     });
     await call(gw.url, 'PUT', '/admin/models/stt-b', {
       token: ADMIN_TOKEN,
-      body: { type: 'stt', owned_by: 'acme', languages: ['en-IN'], pricing: { cents_per_minute: 0.5 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'w' }] },
+      body: {
+        type: 'stt',
+        owned_by: 'acme',
+        languages: ['en-IN'],
+        pricing: { cents_per_minute: 0.5 },
+        routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 'w' }],
+      },
     });
     const misplaced = await call(gw.url, 'PUT', '/admin/models/chat-modes', { token: ADMIN_TOKEN, body: { ...llm(), modes: ['transcribe'] } });
     assert.equal(misplaced.status, 400, 'stt fields on another type are refused');
     assert.equal(misplaced.body.error.param, 'modes');
     await call(gw.url, 'PUT', '/admin/models/tts-a', {
       token: ADMIN_TOKEN,
-      body: { type: 'tts', owned_by: 'acme', voices: ['meera'], pricing: { cents_per_1k_chars: 1.5 }, routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 't' }] },
+      body: {
+        type: 'tts',
+        owned_by: 'acme',
+        voices: ['meera'],
+        pricing: { cents_per_1k_chars: 1.5 },
+        routes: [{ provider: 'openai', base_url: 'http://127.0.0.1:9/v1', upstream_model: 't' }],
+      },
     });
     const res = await call(gw.url, 'GET', '/v1/models', { token: k.api_key });
     assert.equal(res.status, 200, res.text);
@@ -93,10 +130,24 @@ describe('model catalog', () => {
     assert.deepEqual(chat, { id: 'chat-a', object: 'model', owned_by: 'acme', type: 'llm', reasoning: true, tools: false });
     assert.deepEqual(byId['stt-a'].languages, ['hi-IN', 'en-IN']);
     assert.equal(byId['stt-a'].streaming, true);
-    assert.deepEqual([byId['stt-a'].modes, byId['stt-a'].timestamps, byId['stt-a'].jobs, byId['stt-a'].diarization], [['transcribe', 'translate'], 'word', true, true]);
+    assert.deepEqual(
+      [byId['stt-a'].modes, byId['stt-a'].timestamps, byId['stt-a'].jobs, byId['stt-a'].diarization],
+      [['transcribe', 'translate'], 'word', true, true],
+    );
     // What an stt model offers is always shown, defaults filled in.
     const { created: _c, ...sttB } = byId['stt-b'];
-    assert.deepEqual(sttB, { id: 'stt-b', object: 'model', owned_by: 'acme', type: 'stt', languages: ['en-IN'], streaming: false, modes: ['transcribe'], timestamps: 'segment', jobs: false, diarization: false });
+    assert.deepEqual(sttB, {
+      id: 'stt-b',
+      object: 'model',
+      owned_by: 'acme',
+      type: 'stt',
+      languages: ['en-IN'],
+      streaming: false,
+      modes: ['transcribe'],
+      timestamps: 'segment',
+      jobs: false,
+      diarization: false,
+    });
     assert.deepEqual(byId['tts-a'].voices, ['meera']);
     assert.equal(byId['seeded-embed'].type, 'embedding');
     assert.ok(!res.text.includes('routes') && !res.text.includes('127.0.0.1') && !res.text.includes('pricing'), 'upstreams stay hidden');
@@ -148,7 +199,10 @@ describe('model catalog', () => {
 
     assert.equal((await call(gw.url, 'PUT', `/admin/access/org/${org.body.id}`, { token: ADMIN_TOKEN, body: { models: ['chat-b'] } })).status, 200);
     const seen = await call(gw.url, 'GET', '/v1/models', { token: memberKey.api_key });
-    assert.deepEqual(seen.body.data.map((m: any) => m.id), ['chat-b']);
+    assert.deepEqual(
+      seen.body.data.map((m: any) => m.id),
+      ['chat-b'],
+    );
     const soloSeen = await call(gw.url, 'GET', '/v1/models', { token: soloKey.api_key });
     assert.ok(soloSeen.body.data.length > 1, 'other accounts are unaffected');
 

@@ -9,7 +9,10 @@ import { startAnthropicUpstream } from '../fakes/anthropic-upstream.ts';
 
 const PRICING = { input_cents_per_mtok: 150, output_cents_per_mtok: 600 };
 const WEATHER: OpenAI.Responses.FunctionTool = {
-  type: 'function', name: 'get_weather', description: 'The weather in a city', strict: null,
+  type: 'function',
+  name: 'get_weather',
+  description: 'The weather in a city',
+  strict: null,
   parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
 };
 
@@ -25,7 +28,10 @@ describe('POST /v1/responses', () => {
     anthropic = await startAnthropicUpstream({ apiKey: 'sk-ant' });
     gw = await startTestGateway();
     const put = async (id: string, route: Record<string, unknown>, over: Record<string, unknown> = {}) => {
-      const r = await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 512, pricing: PRICING, routes: [route], ...over } });
+      const r = await call(gw.url, 'PUT', `/admin/models/${id}`, {
+        token: ADMIN_TOKEN,
+        body: { type: 'llm', owned_by: 'test', context_window: 4096, max_output_tokens: 512, pricing: PRICING, routes: [route], ...over },
+      });
       assert.ok(r.status === 200 || r.status === 201, r.text);
     };
     await put('plain', { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up', upstream_model: 'gpt-up' });
@@ -52,13 +58,20 @@ describe('POST /v1/responses', () => {
     assert.ok(r.usage!.input_tokens > 0 && r.usage!.output_tokens > 0);
     assert.equal(r.usage!.total_tokens, r.usage!.input_tokens + r.usage!.output_tokens);
     const seen = up.calls('/v1/chat/completions').at(-1)!.body;
-    assert.deepEqual(seen.messages, [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'tell me about rivers' }]);
+    assert.deepEqual(seen.messages, [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'tell me about rivers' },
+    ]);
     assert.equal(seen.max_tokens, 100);
     assert.equal(seen.temperature, 0.5);
   });
 
   it('streaming: the typed events in order, the text deltas adding up, completed with usage', async () => {
-    const stream = await ai.responses.create({ model: 'plain', input: [{ role: 'user', content: [{ type: 'input_text', text: 'tell me about rivers' }] }], stream: true });
+    const stream = await ai.responses.create({
+      model: 'plain',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'tell me about rivers' }] }],
+      stream: true,
+    });
     const types: string[] = [];
     let text = '';
     let completed: OpenAI.Responses.Response | undefined;
@@ -72,7 +85,8 @@ describe('POST /v1/responses', () => {
     }
     assert.equal(types[0], 'response.created');
     assert.equal(types.at(-1), 'response.completed');
-    for (const t of ['response.output_item.added', 'response.content_part.added', 'response.output_text.done', 'response.output_item.done']) assert.ok(types.includes(t), t);
+    for (const t of ['response.output_item.added', 'response.content_part.added', 'response.output_text.done', 'response.output_item.done'])
+      assert.ok(types.includes(t), t);
     assert.equal(text, 'You said: tell me about rivers');
     assert.ok(completed && completed.usage!.output_tokens > 0);
     assert.equal((completed.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0]!.type, 'output_text');
@@ -84,7 +98,13 @@ describe('POST /v1/responses', () => {
 
   it("the stream's early response objects carry no usage (optional, never null); the echoed tools carry parameters and strict (required, nullable); arguments.done names the function", async () => {
     const tool = { type: 'function' as const, name: 'get_weather', parameters: null, strict: null };
-    const stream = await ai.responses.create({ model: 'agent', input: 'Paris', tools: [tool], tool_choice: { type: 'function', name: 'get_weather' }, stream: true });
+    const stream = await ai.responses.create({
+      model: 'agent',
+      input: 'Paris',
+      tools: [tool],
+      tool_choice: { type: 'function', name: 'get_weather' },
+      stream: true,
+    });
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
     for await (const ev of stream) events.push(ev);
     for (const ev of events.filter((e) => e.type === 'response.created' || e.type === 'response.in_progress')) {
@@ -95,7 +115,9 @@ describe('POST /v1/responses', () => {
     const done = events.find((e) => e.type === 'response.function_call_arguments.done') as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent;
     assert.equal(done.name, 'get_weather');
     const withSchema = await ai.responses.create({ model: 'agent', input: 'Paris', tools: [WEATHER] });
-    assert.deepEqual(withSchema.tools, [{ type: 'function', name: WEATHER.name, description: WEATHER.description ?? null, parameters: WEATHER.parameters, strict: WEATHER.strict ?? null }]);
+    assert.deepEqual(withSchema.tools, [
+      { type: 'function', name: WEATHER.name, description: WEATHER.description ?? null, parameters: WEATHER.parameters, strict: WEATHER.strict ?? null },
+    ]);
   });
 
   for (const model of ['agent', 'claude-agent']) {
@@ -106,12 +128,22 @@ describe('POST /v1/responses', () => {
       assert.deepEqual(JSON.parse(fc.arguments), { query: 'Paris' });
       const second = await ai.responses.create({
         model,
-        input: [{ role: 'user', content: 'Paris' }, { type: 'function_call', call_id: fc.call_id, name: fc.name, arguments: fc.arguments }, { type: 'function_call_output', call_id: fc.call_id, output: 'rain' }],
+        input: [
+          { role: 'user', content: 'Paris' },
+          { type: 'function_call', call_id: fc.call_id, name: fc.name, arguments: fc.arguments },
+          { type: 'function_call_output', call_id: fc.call_id, output: 'rain' },
+        ],
         tools: [WEATHER],
       });
       assert.equal(second.output_text, 'The tool said: rain');
 
-      const stream = await ai.responses.create({ model, input: 'Paris', tools: [WEATHER], tool_choice: { type: 'function', name: 'get_weather' }, stream: true });
+      const stream = await ai.responses.create({
+        model,
+        input: 'Paris',
+        tools: [WEATHER],
+        tool_choice: { type: 'function', name: 'get_weather' },
+        stream: true,
+      });
       let args = '';
       let done: OpenAI.Responses.ResponseFunctionToolCall | undefined;
       for await (const ev of stream) {
@@ -136,13 +168,21 @@ describe('POST /v1/responses', () => {
     });
     assert.equal(r.output_text, 'The tool said: rain');
     assert.deepEqual(up.calls('/v1/chat/completions').at(-1)!.body.messages.slice(1), [
-      { role: 'assistant', content: 'Looking.', tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"query":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: 'Looking.',
+        tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"query":"Paris"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_9', content: 'rain' },
     ]);
   });
 
   it('structured output: text.format json_schema becomes response_format', async () => {
-    await ai.responses.create({ model: 'plain', input: 'x', text: { format: { type: 'json_schema', name: 'city', schema: { type: 'object', properties: {} }, strict: true } } });
+    await ai.responses.create({
+      model: 'plain',
+      input: 'x',
+      text: { format: { type: 'json_schema', name: 'city', schema: { type: 'object', properties: {} }, strict: true } },
+    });
     const seen = up.calls('/v1/chat/completions').at(-1)!.body;
     assert.deepEqual(seen.response_format, { type: 'json_schema', json_schema: { name: 'city', schema: { type: 'object', properties: {} }, strict: true } });
   });
@@ -170,8 +210,17 @@ describe('POST /v1/responses', () => {
     const r = await call(gw.url, 'POST', '/v1/responses', {
       token: key,
       body: {
-        model: 'plain', input: [{ role: 'user', content: 'hi' }], reasoning: {}, include: null, tools: [], instructions: '', previous_response_id: null,
-        store: false, metadata: { run: 'r1' }, top_p: 1, truncation: null,
+        model: 'plain',
+        input: [{ role: 'user', content: 'hi' }],
+        reasoning: {},
+        include: null,
+        tools: [],
+        instructions: '',
+        previous_response_id: null,
+        store: false,
+        metadata: { run: 'r1' },
+        top_p: 1,
+        truncation: null,
       },
     });
     assert.equal(r.status, 200, r.text);
@@ -179,7 +228,10 @@ describe('POST /v1/responses', () => {
     const seen = up.calls('/v1/chat/completions').at(-1)!.body;
     assert.deepEqual(seen.messages, [{ role: 'user', content: 'hi' }]);
     assert.equal('tools' in seen || 'metadata' in seen, false);
-    const kept = await call(gw.url, 'POST', '/v1/responses', { token: key, body: { model: 'plain', input: 'x', include: ['reasoning.encrypted_content'], truncation: 'disabled' } });
+    const kept = await call(gw.url, 'POST', '/v1/responses', {
+      token: key,
+      body: { model: 'plain', input: 'x', include: ['reasoning.encrypted_content'], truncation: 'disabled' },
+    });
     assert.equal(kept.status, 200, kept.text);
   });
 });

@@ -21,7 +21,8 @@ const TEXTS = [
 
 describe('token counts', () => {
   it('a text’s UTF-8 length is never below its token count', () => {
-    for (const text of TEXTS) assert.ok(boundText(text) >= countText(text), `${JSON.stringify(text.slice(0, 30))}: bound ${boundText(text)} < ${countText(text)}`);
+    for (const text of TEXTS)
+      assert.ok(boundText(text) >= countText(text), `${JSON.stringify(text.slice(0, 30))}: bound ${boundText(text)} < ${countText(text)}`);
   });
 
   it('the bound of a conversation, tool calls included, is never below its count', () => {

@@ -27,7 +27,12 @@ describe('a batch of jobs past one instance’s capacity', () => {
     upstream.defaultBehaviour = { delayMs: 60 };
     gw = await startTestGateway({ transcription: { retentionDays: 30, capacity: CAPACITY, pollMs: 100, maxPollMs: 400, maxJobHours: 24, publicUrl: '' } });
     const model = {
-      type: 'stt', owned_by: 'acme', languages: ['en-US'], modes: ['transcribe'], jobs: true, diarization: true,
+      type: 'stt',
+      owned_by: 'acme',
+      languages: ['en-US'],
+      modes: ['transcribe'],
+      jobs: true,
+      diarization: true,
       pricing: { cents_per_minute: 0.6 },
       routes: [{ provider: 'openai', base_url: `${upstream.url}/v1`, api_key: 'sk-up', upstream_model: 'whisper-1' }],
     };
@@ -48,7 +53,10 @@ describe('a batch of jobs past one instance’s capacity', () => {
     const audio = wavBytes(3);
     const ids = await Promise.all(
       Array.from({ length: JOBS }, async () => {
-        const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...multipartForm({ model: 'stt-batch', diarize: 'false' }, audio) });
+        const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', {
+          token: key,
+          ...multipartForm({ model: 'stt-batch', diarize: 'false' }, audio),
+        });
         assert.equal(created.status, 202, created.text);
         return created.body.id as string;
       }),
@@ -64,15 +72,26 @@ describe('a batch of jobs past one instance’s capacity', () => {
       }
     }
     const failed = [...jobs.values()].filter((j) => j.status !== 'completed');
-    assert.deepEqual(failed.map((j) => j.error), [], 'no job fails');
+    assert.deepEqual(
+      failed.map((j) => j.error),
+      [],
+      'no job fails',
+    );
     assert.equal(jobs.size, JOBS, 'every job ended');
     // 3 s at 0.6 cent a minute = 0.03 cent = 30,000 µ¢, once per job.
     await new Promise((r) => setTimeout(r, 300));
     const usage = await storedUsage(gw.url, session);
-    const records = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: session })).body.data as { request_id: string; cost_microcents: number }[];
+    const records = (await call(gw.url, 'GET', '/portal/usage/records?limit=100', { token: session })).body.data as {
+      request_id: string;
+      cost_microcents: number;
+    }[];
     const perJob = new Map<string, number>();
     for (const r of records) perJob.set(r.request_id, (perJob.get(r.request_id) ?? 0) + 1);
-    assert.deepEqual(ids.filter((id) => perJob.get(id) !== 1), [], 'one usage record per job');
+    assert.deepEqual(
+      ids.filter((id) => perJob.get(id) !== 1),
+      [],
+      'one usage record per job',
+    );
     assert.equal(usage.count, JOBS);
     assert.equal(usage.cost, JOBS * 30_000);
     assert.equal(before - usage.wallet.balance_microcents, JOBS * 30_000);

@@ -9,7 +9,8 @@ const PAIR = ['librivox', 'hts1'];
 const found = haveFfmpeg() ? debianSpeakers().filter((s) => PAIR.includes(s.id)) : [];
 
 /** Why the conversation cannot be made here, or false. */
-export const noConversation: string | false = found.length < 2 ? 'needs ffmpeg, pocketsphinx-testdata and codec2-examples (scripts/install-debian-packages.sh --test)' : false;
+export const noConversation: string | false =
+  found.length < 2 ? 'needs ffmpeg, pocketsphinx-testdata and codec2-examples (scripts/install-debian-packages.sh --test)' : false;
 
 /** The conversation of `rounds` rounds (each speaker once a round): 3 rounds are ~24 s, 1 round ~8 s. */
 export function conversationWav(rounds = 3): { bytes: Buffer; seconds: number } {

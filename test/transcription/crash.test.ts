@@ -39,7 +39,12 @@ describe('transcription jobs across kill -9', () => {
   it('every job completes once, is submitted once and charged once, whenever the gateway dies', async () => {
     await start();
     const model = {
-      type: 'stt', owned_by: 'acme', languages: ['hi-IN'], jobs: true, diarization: true, pricing: { cents_per_minute: PRICE },
+      type: 'stt',
+      owned_by: 'acme',
+      languages: ['hi-IN'],
+      jobs: true,
+      diarization: true,
+      pricing: { cents_per_minute: PRICE },
       routes: [{ provider: 'sarvam', base_url: sarvam.url, api_key: 'sv-key', upstream_model: 'saaras:v3' }],
     };
     assert.equal((await call(gw!.url, 'PUT', '/admin/models/stt-crash', { token: ADMIN, body: model })).status, 201);
@@ -55,7 +60,10 @@ describe('transcription jobs across kill -9', () => {
     for (const killAfterMs of [5, 250, 650]) {
       for (let i = 0; i < 3; i++) {
         const seconds = 2 + jobs.length * 0.5;
-        const created = await call(gw!.url, 'POST', '/v1/audio/transcriptions/jobs', { token: key, ...multipartForm({ model: 'stt-crash' }, wavBytes(seconds)) });
+        const created = await call(gw!.url, 'POST', '/v1/audio/transcriptions/jobs', {
+          token: key,
+          ...multipartForm({ model: 'stt-crash' }, wavBytes(seconds)),
+        });
         assert.equal(created.status, 202, created.text);
         jobs.push({ id: created.body.id, seconds });
       }
@@ -72,14 +80,20 @@ describe('transcription jobs across kill -9', () => {
       await sleep(200);
       states = await Promise.all(jobs.map(async (j) => (await call(gw!.url, 'GET', `/v1/audio/transcriptions/jobs/${j.id}`, { token: key })).body.status));
     } while (states.some((st) => st !== 'completed' && st !== 'failed') && Date.now() < until);
-    assert.deepEqual(states, jobs.map(() => 'completed'));
+    assert.deepEqual(
+      states,
+      jobs.map(() => 'completed'),
+    );
 
     // One started provider job per gateway job, each started once. A second create can only come
     // from a crash between the provider's create and the recorded id, and then it was never started;
     // a second upload only to a job not started yet (nothing processed twice).
     const started = [...sarvam.jobs.values()].filter((j) => j.starts > 0);
     assert.equal(started.length, jobs.length, 'one started provider job per job');
-    assert.ok(started.every((j) => j.starts === 1), 'each started once');
+    assert.ok(
+      started.every((j) => j.starts === 1),
+      'each started once',
+    );
 
     // Charged exactly once per job: ceil(seconds) at the price, to the µ¢.
     await sleep(300);

@@ -15,7 +15,11 @@ const skip = haveFfmpeg() ? false : 'needs ffmpeg (scripts/install-debian-packag
 
 /** `seconds` of 16 kHz silence as FLAC whose STREAMINFO claims `claimed` seconds. */
 function lyingFlac(seconds: number, claimed: number): Buffer {
-  const out = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', `anullsrc=r=16000:cl=mono`, '-t', String(seconds), '-c:a', 'flac', '-f', 'flac', 'pipe:1'], { maxBuffer: 64 << 20 });
+  const out = spawnSync(
+    'ffmpeg',
+    ['-v', 'error', '-f', 'lavfi', '-i', `anullsrc=r=16000:cl=mono`, '-t', String(seconds), '-c:a', 'flac', '-f', 'flac', 'pipe:1'],
+    { maxBuffer: 64 << 20 },
+  );
   assert.equal(out.status, 0, String(out.stderr));
   const flac = Buffer.from(out.stdout);
   assert.equal(flac.subarray(0, 4).toString('latin1'), 'fLaC');
@@ -35,7 +39,12 @@ describe('jobs are billed by decoded length and bounded in length', { skip }, ()
     const put = await call(gw.url, 'PUT', '/admin/models/stt-dear', {
       token: ADMIN_TOKEN,
       body: {
-        type: 'stt', owned_by: 'acme', languages: ['en-US'], modes: ['transcribe'], jobs: true, diarization: true,
+        type: 'stt',
+        owned_by: 'acme',
+        languages: ['en-US'],
+        modes: ['transcribe'],
+        jobs: true,
+        diarization: true,
         pricing: { cents_per_minute: 60 },
         routes: [{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }],
       },

@@ -3,7 +3,12 @@
 export function multipartForm(fields: Record<string, string>, file: Buffer | null): { raw: Buffer; headers: Record<string, string> } {
   const boundary = 'gatewaytestboundary';
   const parts: Buffer[] = [];
-  if (file) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="call.wav"\r\ncontent-type: audio/wav\r\n\r\n`), file, Buffer.from('\r\n'));
+  if (file)
+    parts.push(
+      Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="call.wav"\r\ncontent-type: audio/wav\r\n\r\n`),
+      file,
+      Buffer.from('\r\n'),
+    );
   for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
   parts.push(Buffer.from(`--${boundary}--\r\n`));
   return { raw: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };

@@ -18,11 +18,30 @@ describe('job submissions follow the router’s policy', () => {
   let healthy: FakeServer;
   let key: string;
 
-  const route = (server: FakeServer, extra: object = {}) => ({ provider: 'openai', base_url: `${server.url}/v1`, api_key: 'sk-up', upstream_model: 'whisper-1', ...extra });
-  const stt = (routes: object[]) => ({ type: 'stt', owned_by: 'acme', languages: ['en-US'], modes: ['transcribe'], jobs: true, diarization: true, pricing: { cents_per_minute: 0.6 }, routes });
+  const route = (server: FakeServer, extra: object = {}) => ({
+    provider: 'openai',
+    base_url: `${server.url}/v1`,
+    api_key: 'sk-up',
+    upstream_model: 'whisper-1',
+    ...extra,
+  });
+  const stt = (routes: object[]) => ({
+    type: 'stt',
+    owned_by: 'acme',
+    languages: ['en-US'],
+    modes: ['transcribe'],
+    jobs: true,
+    diarization: true,
+    pricing: { cents_per_minute: 0.6 },
+    routes,
+  });
 
   before(async () => {
-    [slow, broken, healthy] = await Promise.all([startOpenAIUpstream({ apiKey: 'sk-up' }), startOpenAIUpstream({ apiKey: 'sk-up' }), startOpenAIUpstream({ apiKey: 'sk-up' })]);
+    [slow, broken, healthy] = await Promise.all([
+      startOpenAIUpstream({ apiKey: 'sk-up' }),
+      startOpenAIUpstream({ apiKey: 'sk-up' }),
+      startOpenAIUpstream({ apiKey: 'sk-up' }),
+    ]);
     slow.defaultBehaviour = { delayMs: 250 };
     broken.defaultBehaviour = { status: 503 };
     gw = await startTestGateway({ transcription: { pollMs: 100 } });
@@ -58,7 +77,10 @@ describe('job submissions follow the router’s policy', () => {
   it("a route's max_concurrent bounds the jobs it runs at once; the rest wait and complete", async () => {
     const ids = await Promise.all([1, 2, 3, 4].map(() => submit('stt-one-at-a-time')));
     const jobs = await Promise.all(ids.map(finished));
-    assert.deepEqual(jobs.map((j) => j.status), ['completed', 'completed', 'completed', 'completed']);
+    assert.deepEqual(
+      jobs.map((j) => j.status),
+      ['completed', 'completed', 'completed', 'completed'],
+    );
     assert.equal(slow.calls(TRANSCRIPTIONS).length, 4);
     assert.equal(slow.maxActive, 1, 'never two at once on the route');
   });

@@ -26,7 +26,10 @@ describe('transcription jobs on the offline engine', { skip }, () => {
   it('queues, transcribes and diarizes a conversation, charges its seconds once, and lists it', async () => {
     const { bytes, seconds } = conversationWav();
     const before = await balance(owner.token);
-    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: owner.key, ...multipartForm({ model: 'stt-local', num_speakers: '2' }, bytes) });
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', {
+      token: owner.key,
+      ...multipartForm({ model: 'stt-local', num_speakers: '2' }, bytes),
+    });
     assert.equal(created.status, 202, created.text);
     assert.match(created.body.id, /^txjob_[0-9a-f]{24}$/);
     assert.equal(created.body.status, 'queued');
@@ -70,7 +73,11 @@ describe('transcription jobs on the offline engine', { skip }, () => {
     assert.equal(portal.status, 200, portal.text);
     assert.deepEqual([portal.body.data.map((j: { id: string }) => j.id), portal.body.has_more, portal.body.next_after], [[created.body.id], false, null]);
     assert.equal((await call(gw.url, 'GET', '/portal/transcription/jobs?status=completed', { token: owner.token })).body.data.length, 1);
-    assert.deepEqual((await call(gw.url, 'GET', '/portal/transcription/jobs', { token: stranger.token })).body, { data: [], has_more: false, next_after: null });
+    assert.deepEqual((await call(gw.url, 'GET', '/portal/transcription/jobs', { token: stranger.token })).body, {
+      data: [],
+      has_more: false,
+      next_after: null,
+    });
   });
 
   it('diarize=false labels every segment SPEAKER_00; a recording without a declared duration is measured and charged exactly; a refused request keeps no job and no charge', async () => {
@@ -80,11 +87,17 @@ describe('transcription jobs on the offline engine', { skip }, () => {
     assert.equal(webm.status, 0, String(webm.stderr));
     const bytes = webm.stdout;
     const before = await balance(stranger.token);
-    const bad = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, bytes) });
+    const bad = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', {
+      token: stranger.key,
+      ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, bytes),
+    });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, 'language_not_supported');
     assert.equal(await balance(stranger.token), before);
-    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: stranger.key, ...multipartForm({ model: 'stt-local', diarize: 'false' }, bytes) });
+    const created = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', {
+      token: stranger.key,
+      ...multipartForm({ model: 'stt-local', diarize: 'false' }, bytes),
+    });
     assert.equal(created.status, 202, created.text);
     let job: any;
     const until = Date.now() + 60_000;
@@ -99,6 +112,9 @@ describe('transcription jobs on the offline engine', { skip }, () => {
     const expected = Math.ceil(job.duration - 1e-9) * (0.1 / 60) * 1e6;
     assert.ok(Math.abs(before - (await balance(stranger.token)) - expected) < 1.0001, `${before - (await balance(stranger.token))} vs ${expected}`);
     const list = await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: stranger.key });
-    assert.deepEqual(list.body.data.map((j: any) => j.id), [created.body.id]);
+    assert.deepEqual(
+      list.body.data.map((j: any) => j.id),
+      [created.body.id],
+    );
   });
 });

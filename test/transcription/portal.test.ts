@@ -45,7 +45,10 @@ describe('the dashboard’s speech routes', { skip }, () => {
     const { bytes } = conversationWav(2);
     recording = bytes;
     const before = await balance(owner.token);
-    const created = await call(gw.url, 'POST', '/portal/transcription/jobs', { token: owner.token, ...multipartForm({ model: 'stt-local', num_speakers: '2' }, bytes) });
+    const created = await call(gw.url, 'POST', '/portal/transcription/jobs', {
+      token: owner.token,
+      ...multipartForm({ model: 'stt-local', num_speakers: '2' }, bytes),
+    });
     assert.equal(created.status, 202, created.text);
     jobId = created.body.id;
     assert.equal(created.headers.get('location'), `/portal/transcription/jobs/${jobId}`);
@@ -60,7 +63,10 @@ describe('the dashboard’s speech routes', { skip }, () => {
     assert.deepEqual([...new Set(job.segments.map((s: any) => s.speaker))].sort(), ['SPEAKER_00', 'SPEAKER_01']);
     // The dashboard's list leaves the transcripts out (it polls and shows neither); /v1's has them.
     const { text, segments, ...listed } = job;
-    assert.deepEqual((await call(gw.url, 'GET', '/portal/transcription/jobs', { token: owner.token })).body.data.find((j: any) => j.id === jobId), listed);
+    assert.deepEqual(
+      (await call(gw.url, 'GET', '/portal/transcription/jobs', { token: owner.token })).body.data.find((j: any) => j.id === jobId),
+      listed,
+    );
     assert.equal((await call(gw.url, 'GET', '/v1/audio/transcriptions/jobs', { token: owner.key })).body.data.find((j: any) => j.id === jobId)?.text, text);
     assert.ok(segments.length > 0);
 
@@ -163,14 +169,20 @@ describe('the dashboard’s speech routes', { skip }, () => {
     const pcm = Buffer.from(await res.arrayBuffer());
     assert.ok(pcm.length > 24000, `${pcm.length} bytes: over half a second of speech`);
 
-    const clip = await call(gw.url, 'POST', '/portal/audio/transcriptions', { token: owner.token, ...multipartForm({ model: 'stt-local' }, readFileSync(librivoxWav('0870'))) });
+    const clip = await call(gw.url, 'POST', '/portal/audio/transcriptions', {
+      token: owner.token,
+      ...multipartForm({ model: 'stt-local' }, readFileSync(librivoxWav('0870'))),
+    });
     assert.equal(clip.status, 200, clip.text);
     assert.match(clip.body.text, /\w+ \w+/);
     assert.ok(clip.body.usage.seconds > 0);
     await new Promise((r) => setTimeout(r, 200));
     assert.ok((await balance(owner.token)) < before);
     const records = (await call(gw.url, 'GET', '/portal/usage/records', { token: owner.token })).body.data;
-    assert.ok(['tts-local', 'stt-local'].every((m) => records.some((r: any) => r.model === m && r.key_prefix === 'dashboard' && r.status === 'ok')), JSON.stringify(records));
+    assert.ok(
+      ['tts-local', 'stt-local'].every((m) => records.some((r: any) => r.model === m && r.key_prefix === 'dashboard' && r.status === 'ok')),
+      JSON.stringify(records),
+    );
 
     const bad = await call(gw.url, 'POST', '/portal/audio/speech', { token: owner.token, body: { model: 'tts-local', voice: 'nobody', input: 'Hi' } });
     assert.deepEqual([bad.status, bad.body.error.code], [400, 'voice_not_supported']);
@@ -183,9 +195,17 @@ describe('the dashboard’s speech routes', { skip }, () => {
     assert.equal(org.status, 201, org.text);
     const me = (await call(gw.url, 'GET', '/portal/me', { token: member.token })).body.user;
     await joinOrg(gw.url, boss.token, { email: me.email, token: member.token });
-    const speak = () => call(gw.url, 'POST', '/portal/audio/speech', { token: member.token, body: { model: 'tts-local', voice: 'en-us', input: 'Hello.', response_format: 'pcm' } });
+    const speak = () =>
+      call(gw.url, 'POST', '/portal/audio/speech', {
+        token: member.token,
+        body: { model: 'tts-local', voice: 'en-us', input: 'Hello.', response_format: 'pcm' },
+      });
     const refused = await speak();
-    assert.deepEqual([refused.status, refused.body.error.code], [402, 'insufficient_credit'], 'the organization’s wallet is empty; the member’s own dollar is not used');
+    assert.deepEqual(
+      [refused.status, refused.body.error.code],
+      [402, 'insufficient_credit'],
+      'the organization’s wallet is empty; the member’s own dollar is not used',
+    );
     assert.match(refused.body.error.message, /organization's wallet/);
     assert.equal((await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { org_id: org.body.id, amount_cents: 10 } })).status, 201);
     assert.equal((await speak()).status, 200);
@@ -196,7 +216,13 @@ describe('the dashboard’s speech routes', { skip }, () => {
     const cases: [string, string, Parameters<typeof call>[3], number, string][] = [
       ['POST', '/portal/transcription/jobs', { token, body: { model: 'stt-local' } }, 400, 'invalid_request'],
       ['POST', '/portal/audio/transcriptions', { token, raw: 'hello', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type'],
-      ['POST', '/portal/transcription/jobs', { token, ...multipartForm({ model: 'stt-local', num_speakers: '99' }, Buffer.from('RIFF')) }, 400, 'invalid_request'],
+      [
+        'POST',
+        '/portal/transcription/jobs',
+        { token, ...multipartForm({ model: 'stt-local', num_speakers: '99' }, Buffer.from('RIFF')) },
+        400,
+        'invalid_request',
+      ],
       ['POST', '/portal/transcription/jobs', { token, ...multipartForm({ model: 'stt-local' }, Buffer.from('not audio at all')) }, 400, 'invalid_audio'],
       ['POST', '/portal/audio/speech', { token, body: { model: 'tts-local', voice: 'en-us', input: 'Hi', extra: 1 } }, 400, 'invalid_request'],
       ['POST', '/portal/audio/speech', { token, body: { model: 'stt-local', voice: 'en-us', input: 'Hi' } }, 404, 'model_not_found'],

@@ -12,8 +12,14 @@ import { multipartForm } from './form.ts';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
 const stt = (routes: object[]) => ({
-  type: 'stt', owned_by: 'acme', languages: ['hi-IN', 'en-IN', 'or-IN'], modes: ['transcribe', 'translate'], jobs: true, diarization: true,
-  pricing: { cents_per_minute: 0.6 }, routes,
+  type: 'stt',
+  owned_by: 'acme',
+  languages: ['hi-IN', 'en-IN', 'or-IN'],
+  modes: ['transcribe', 'translate'],
+  jobs: true,
+  diarization: true,
+  pricing: { cents_per_minute: 0.6 },
+  routes,
 });
 
 describe('transcription jobs on provider job APIs', () => {
@@ -31,13 +37,20 @@ describe('transcription jobs on provider job APIs', () => {
     const dir = gw.dir;
     const url = gw.url;
     await gw.close();
-    gw = await startTestGateway({ port: Number(new URL(url).port), transcription: { retentionDays: 30, capacity: 8, pollMs: 100, maxPollMs: 400, maxJobHours: 24, publicUrl: url } }, { dir });
-    const put = async (id: string, body: object) => assert.equal((await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body })).status < 300, true);
+    gw = await startTestGateway(
+      { port: Number(new URL(url).port), transcription: { retentionDays: 30, capacity: 8, pollMs: 100, maxPollMs: 400, maxJobHours: 24, publicUrl: url } },
+      { dir },
+    );
+    const put = async (id: string, body: object) =>
+      assert.equal((await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body })).status < 300, true);
     await put('stt-sarvam', stt([{ provider: 'sarvam', base_url: sarvam.url, api_key: 'sv-key', upstream_model: 'saaras:v3' }]));
-    await put('stt-failover', stt([
-      { provider: 'sarvam', base_url: 'http://127.0.0.1:9', api_key: 'sv-key', upstream_model: 'saaras:v3' },
-      { provider: 'sarvam', base_url: sarvam.url, api_key: 'sv-key', upstream_model: 'saaras:v3' },
-    ]));
+    await put(
+      'stt-failover',
+      stt([
+        { provider: 'sarvam', base_url: 'http://127.0.0.1:9', api_key: 'sv-key', upstream_model: 'saaras:v3' },
+        { provider: 'sarvam', base_url: sarvam.url, api_key: 'sv-key', upstream_model: 'saaras:v3' },
+      ]),
+    );
     await put('stt-deepgram', stt([{ provider: 'deepgram', base_url: deepgram.url, api_key: 'dg-key', upstream_model: 'nova-3' }]));
     const s = await signup(gw.url);
     session = s.token;
@@ -76,7 +89,10 @@ describe('transcription jobs on provider job APIs', () => {
     assert.equal(mine[0]!.starts, 1);
     assert.equal(mine[0]!.parameters.language_code, 'od-IN');
     assert.equal(mine[0]!.parameters.with_diarization, true);
-    assert.deepEqual(job.segments.map((s: any) => s.speaker), ['SPEAKER_00', 'SPEAKER_01', 'SPEAKER_00']);
+    assert.deepEqual(
+      job.segments.map((s: any) => s.speaker),
+      ['SPEAKER_00', 'SPEAKER_01', 'SPEAKER_00'],
+    );
     await new Promise((r) => setTimeout(r, 150));
     // 7.2 s → 8 billed seconds at 0.6 cent a minute = 0.08 cent = 80,000 µ¢.
     assert.equal(before - (await balance()), 80_000);

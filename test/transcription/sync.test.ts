@@ -18,8 +18,14 @@ import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 
 const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
 const CLIP = join(LIBRIVOX, 'sense_and_sensibility_01_austen_64kb-0880.wav'); // "he was not an ill disposed young man", 2.99 s
-const missing = ['ffmpeg', 'pocketsphinx_continuous'].filter((b) => !execFileSync('sh', ['-c', `command -v ${b} || true`]).toString().trim());
-const skip = missing.length > 0 || !existsSync(CLIP) ? `needs ${missing.join(', ') || 'pocketsphinx-testdata'} (scripts/install-debian-packages.sh --test)` : false;
+const missing = ['ffmpeg', 'pocketsphinx_continuous'].filter(
+  (b) =>
+    !execFileSync('sh', ['-c', `command -v ${b} || true`])
+      .toString()
+      .trim(),
+);
+const skip =
+  missing.length > 0 || !existsSync(CLIP) ? `needs ${missing.join(', ') || 'pocketsphinx-testdata'} (scripts/install-debian-packages.sh --test)` : false;
 
 describe('POST /v1/audio/transcriptions', { skip }, () => {
   let gw: TestGateway;
@@ -47,14 +53,24 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
     const json = await client.audio.transcriptions.create({ model: 'stt-local', file: await file() });
     const words = json.text.toLowerCase().split(/\s+/);
     for (const w of ['was', 'not', 'young', 'man']) assert.ok(words.includes(w), `"${json.text}" has "${w}"`);
-    const spec = json as unknown as { language: string; duration: number; segments: { id: number; start: number; end: number; text: string }[]; usage: { type: string; seconds: number } };
+    const spec = json as unknown as {
+      language: string;
+      duration: number;
+      segments: { id: number; start: number; end: number; text: string }[];
+      usage: { type: string; seconds: number };
+    };
     assert.equal(spec.language, 'en-US');
     assert.ok(Math.abs(spec.duration - 2.99) < 0.05, `duration ${spec.duration}`);
     assert.equal(spec.segments[0]!.id, 0);
     assert.ok(spec.segments.every((s) => s.end > s.start && s.end <= spec.duration + 0.001));
     assert.deepEqual(spec.usage, { type: 'duration', seconds: 3 });
 
-    const verbose = await client.audio.transcriptions.create({ model: 'stt-local', file: await file(), response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'] });
+    const verbose = await client.audio.transcriptions.create({
+      model: 'stt-local',
+      file: await file(),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'],
+    });
     assert.equal(verbose.language, 'english');
     assert.ok(verbose.words!.length >= 5 && verbose.words!.every((w) => w.end >= w.start));
     assert.ok(verbose.segments!.length >= 1);
@@ -74,7 +90,12 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
   it('decodes the upload once: one ffmpeg per stt-local call, and the seconds billed are those the engine heard', async () => {
     const before = await walletMicrocents();
     const { result: json, ffmpegRuns } = await countingFfmpeg(
-      async () => (await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'clip.wav') })) as unknown as { text: string; duration: number; usage: { seconds: number } },
+      async () =>
+        (await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'clip.wav') })) as unknown as {
+          text: string;
+          duration: number;
+          usage: { seconds: number };
+        },
     );
     assert.ok(json.text.includes('young'), json.text);
     assert.ok(Math.abs(json.duration - 2.99) < 0.05, `duration ${json.duration}`);
@@ -89,12 +110,23 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
       const put = await call(gw.url, 'PUT', '/admin/models/stt-fallback', {
         token: ADMIN_TOKEN,
         body: {
-          type: 'stt', owned_by: 'acme', languages: ['en-US'], modes: ['transcribe'], pricing: { cents_per_minute: 0.1 },
-          routes: [{ provider: 'openai', base_url: `${upstream.url}/v1`, api_key: 'sk-up', upstream_model: 'whisper-1' }, { provider: 'local', upstream_model: 'pocketsphinx-en-us' }],
+          type: 'stt',
+          owned_by: 'acme',
+          languages: ['en-US'],
+          modes: ['transcribe'],
+          pricing: { cents_per_minute: 0.1 },
+          routes: [
+            { provider: 'openai', base_url: `${upstream.url}/v1`, api_key: 'sk-up', upstream_model: 'whisper-1' },
+            { provider: 'local', upstream_model: 'pocketsphinx-en-us' },
+          ],
         },
       });
       assert.ok(put.status < 300, put.text);
-      const transcribe = async () => (await client.audio.transcriptions.create({ model: 'stt-fallback', file: await toFile(readFileSync(CLIP), 'clip.wav') })) as unknown as { text: string; usage: { seconds: number } };
+      const transcribe = async () =>
+        (await client.audio.transcriptions.create({ model: 'stt-fallback', file: await toFile(readFileSync(CLIP), 'clip.wav') })) as unknown as {
+          text: string;
+          usage: { seconds: number };
+        };
       const before = await walletMicrocents();
       const byUpstream = await countingFfmpeg(transcribe);
       assert.equal(upstream.calls('/v1/audio/transcriptions').length, 1);
@@ -116,20 +148,38 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
 
   it("takes OpenAI's ISO-639-1 `language: 'en'` as the model's first English region; a refusal names the field the client sent", async () => {
     // stt-local offers en-US, en-IN and en-GB: a bare `en` (OpenAI's own example) is en-US, the first.
-    const en = (await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'en' })) as unknown as { text: string; language: string };
+    const en = (await client.audio.transcriptions.create({
+      model: 'stt-local',
+      file: await toFile(readFileSync(CLIP), 'a.wav'),
+      language: 'en',
+    })) as unknown as { text: string; language: string };
     assert.ok(en.text.includes('young'), en.text);
     assert.equal(en.language, 'en-US');
-    const byCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', language_code: 'en' }, readFileSync(CLIP)) });
+    const byCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-local', language_code: 'en' }, readFileSync(CLIP)),
+    });
     assert.equal(byCode.status, 200, byCode.text);
     assert.equal(byCode.body.language, 'en-US');
-    const job = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: apiKey, ...multipartForm({ model: 'stt-local', language: 'en', diarize: 'false' }, readFileSync(CLIP)) });
+    const job = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-local', language: 'en', diarize: 'false' }, readFileSync(CLIP)),
+    });
     assert.equal(job.status, 202, job.text);
-    const hindi = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' }).catch((e) => e);
+    const hindi = await client.audio.transcriptions
+      .create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' })
+      .catch((e) => e);
     assert.equal(hindi.code, 'language_not_supported');
     assert.equal(hindi.param, 'language', 'the field the client sent');
-    const hindiByCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, readFileSync(CLIP)) });
+    const hindiByCode = await call(gw.url, 'POST', '/v1/audio/transcriptions', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-local', language_code: 'hi-IN' }, readFileSync(CLIP)),
+    });
     assert.equal(hindiByCode.body.error.param, 'language_code');
-    const jobHindi = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', { token: apiKey, ...multipartForm({ model: 'stt-local', language: 'hi' }, readFileSync(CLIP)) });
+    const jobHindi = await call(gw.url, 'POST', '/v1/audio/transcriptions/jobs', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-local', language: 'hi' }, readFileSync(CLIP)),
+    });
     assert.equal(jobHindi.status, 400, jobHindi.text);
     assert.equal(jobHindi.body.error.param, 'language');
     let done;
@@ -143,20 +193,30 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
 
   it('refuses what it cannot decode, what is too long, and what the model does not offer; none of it is charged', async () => {
     const before = await walletMicrocents();
-    const notAudio = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(Buffer.from('this is not audio at all'.repeat(50)), 'speech.mp3') }).catch((e) => e);
+    const notAudio = await client.audio.transcriptions
+      .create({ model: 'stt-local', file: await toFile(Buffer.from('this is not audio at all'.repeat(50)), 'speech.mp3') })
+      .catch((e) => e);
     assert.equal(notAudio.status, 400);
     assert.equal(notAudio.code, 'invalid_audio');
     const long = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(wavBytes(31), 'long.wav') }).catch((e) => e);
     assert.equal(long.status, 400);
     assert.equal(long.code, 'audio_too_long');
     assert.match(long.message, /\/v1\/audio\/transcriptions\/jobs/);
-    const hindi = await client.audio.transcriptions.create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' }).catch((e) => e);
+    const hindi = await client.audio.transcriptions
+      .create({ model: 'stt-local', file: await toFile(readFileSync(CLIP), 'a.wav'), language: 'hi' })
+      .catch((e) => e);
     assert.equal(hindi.status, 400);
     assert.equal(hindi.code, 'language_not_supported');
-    const mode = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', mode: 'translate' }, readFileSync(CLIP)) });
+    const mode = await call(gw.url, 'POST', '/v1/audio/transcriptions', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-local', mode: 'translate' }, readFileSync(CLIP)),
+    });
     assert.equal(mode.status, 400, mode.text);
     assert.equal(mode.body.error.code, 'mode_not_supported');
-    const unknown = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local', colour: 'blue' }, readFileSync(CLIP)) });
+    const unknown = await call(gw.url, 'POST', '/v1/audio/transcriptions', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-local', colour: 'blue' }, readFileSync(CLIP)),
+    });
     assert.equal(unknown.body.error.param, 'colour');
     const noFile = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...multipartForm({ model: 'stt-local' }, null) });
     assert.equal(noFile.status, 400);
@@ -216,12 +276,18 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
   });
 });
 
-function rawPost(base: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; headers: Record<string, string | undefined>; body: string }> {
+function rawPost(
+  base: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<{ status: number; headers: Record<string, string | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}/v1/audio/transcriptions`, { method: 'POST', headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers as Record<string, string | undefined>, body: Buffer.concat(chunks).toString() }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, headers: res.headers as Record<string, string | undefined>, body: Buffer.concat(chunks).toString() }),
+      );
     });
     req.on('error', reject);
     req.end(body);
@@ -229,17 +295,37 @@ function rawPost(base: string, headers: Record<string, string>, body: Buffer): P
 }
 
 /** Streams a multipart upload of `size` bytes of file without a Content-Length, as fast as it is taken. */
-function chunkedUpload(base: string, apiKey: string, size: number): Promise<{ status: number; headers: Record<string, string | undefined>; body: string; sentBytes: number }> {
+function chunkedUpload(
+  base: string,
+  apiKey: string,
+  size: number,
+): Promise<{ status: number; headers: Record<string, string | undefined>; body: string; sentBytes: number }> {
   return new Promise((resolve, reject) => {
     let sent = 0;
     const boundary = 'bigboundary';
-    const req = request(`${base}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers as Record<string, string | undefined>, body: Buffer.concat(chunks).toString(), sentBytes: sent }));
-    });
+    const req = request(
+      `${base}/v1/audio/transcriptions`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers as Record<string, string | undefined>,
+            body: Buffer.concat(chunks).toString(),
+            sentBytes: sent,
+          }),
+        );
+      },
+    );
     req.on('error', () => {}); // the server closes the connection while we still send
-    req.write(`--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nstt-local\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.wav"\r\ncontent-type: audio/wav\r\n\r\n`);
+    req.write(
+      `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nstt-local\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.wav"\r\ncontent-type: audio/wav\r\n\r\n`,
+    );
     const chunk = Buffer.alloc(256 * 1024, 7);
     const pump = () => {
       while (sent < size) {
@@ -286,8 +372,12 @@ function endlessUpload(base: string, apiKey: string, trickle = false): Promise<{
     let answer = '';
     socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
     socket.on('error', () => {});
-    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0), sentBytes: socket.bytesWritten, ms: Date.now() - started }));
-    socket.write(`POST /v1/audio/transcriptions HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: multipart/form-data; boundary=x\r\ncontent-length: ${1024 ** 3}\r\n\r\n`);
+    socket.on('close', () =>
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0), sentBytes: socket.bytesWritten, ms: Date.now() - started }),
+    );
+    socket.write(
+      `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: multipart/form-data; boundary=x\r\ncontent-length: ${1024 ** 3}\r\n\r\n`,
+    );
     const chunk = Buffer.alloc(trickle ? 64 * 1024 : 256 * 1024, 7);
     const pump = () => {
       while (!socket.destroyed) {

@@ -25,7 +25,12 @@ describe('POST /v1/audio/translations, and verbose_json through a Whisper upstre
     const res = await call(gw.url, 'PUT', `/admin/models/${id}`, {
       token: ADMIN_TOKEN,
       body: {
-        type: 'stt', owned_by: 'acme', languages: ['hi-IN', 'en-IN'], modes, timestamps: 'segment', pricing: { cents_per_minute: 0.6 },
+        type: 'stt',
+        owned_by: 'acme',
+        languages: ['hi-IN', 'en-IN'],
+        modes,
+        timestamps: 'segment',
+        pricing: { cents_per_minute: 0.6 },
         routes: [{ provider: 'openai', base_url: `${upstream.url}/v1`, api_key: 'sk-up', upstream_model: upstreamModel }],
       },
     });
@@ -61,7 +66,11 @@ describe('POST /v1/audio/translations, and verbose_json through a Whisper upstre
     assert.match(form, /name="prompt"\r\n\r\na greeting\r\n/);
     assert.doesNotMatch(form, /name="language"/, 'a translation names no language');
 
-    const verbose = (await client.audio.translations.create({ model: 'stt-whisper', file: await file(), response_format: 'verbose_json' })) as unknown as OpenAI.Audio.TranslationVerbose;
+    const verbose = (await client.audio.translations.create({
+      model: 'stt-whisper',
+      file: await file(),
+      response_format: 'verbose_json',
+    })) as unknown as OpenAI.Audio.TranslationVerbose;
     assert.equal(verbose.language, 'english');
     assert.ok(Math.abs(verbose.duration - 3) < 0.05, `duration ${verbose.duration}`);
     assert.match(verbose.segments![0]!.text, /translated/);
@@ -76,9 +85,21 @@ describe('POST /v1/audio/translations, and verbose_json through a Whisper upstre
 
   it("verbose_json passes a Whisper upstream's segment decoder fields on (tokens, avg_logprob, no_speech_prob), transcribing and translating", async () => {
     const file = async () => toFile(wavBytes(3), 'clip.wav');
-    const transcribed = await client.audio.transcriptions.create({ model: 'stt-whisper', file: await file(), response_format: 'verbose_json', timestamp_granularities: ['segment'] });
-    const translated = (await client.audio.translations.create({ model: 'stt-whisper', file: await file(), response_format: 'verbose_json' })) as unknown as OpenAI.Audio.TranslationVerbose;
-    for (const [what, segments] of [['transcribed', transcribed.segments], ['translated', translated.segments]] as const) {
+    const transcribed = await client.audio.transcriptions.create({
+      model: 'stt-whisper',
+      file: await file(),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['segment'],
+    });
+    const translated = (await client.audio.translations.create({
+      model: 'stt-whisper',
+      file: await file(),
+      response_format: 'verbose_json',
+    })) as unknown as OpenAI.Audio.TranslationVerbose;
+    for (const [what, segments] of [
+      ['transcribed', transcribed.segments],
+      ['translated', translated.segments],
+    ] as const) {
       assert.ok(segments!.length > 0, what);
       // The fake's Whisper answers: tokens [50364, 440], avg_logprob -0.25, no_speech_prob 0.01 on every segment.
       for (const s of segments!) assert.deepEqual([s.tokens, s.avg_logprob, s.no_speech_prob], [[50364, 440], -0.25, 0.01], what);
@@ -96,10 +117,16 @@ describe('POST /v1/audio/translations, and verbose_json through a Whisper upstre
     assert.equal(routeCannot.status, 400);
     assert.equal(routeCannot.param, 'model');
     assert.match(routeCannot.message, /cannot translate/);
-    const language = await call(gw.url, 'POST', '/v1/audio/translations', { token: apiKey, ...multipartForm({ model: 'stt-whisper', language: 'hi' }, wavBytes(2)) });
+    const language = await call(gw.url, 'POST', '/v1/audio/translations', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-whisper', language: 'hi' }, wavBytes(2)),
+    });
     assert.equal(language.status, 400, language.text);
     assert.equal(language.body.error.param, 'language');
-    const mode = await call(gw.url, 'POST', '/v1/audio/translations', { token: apiKey, ...multipartForm({ model: 'stt-whisper', mode: 'translate' }, wavBytes(2)) });
+    const mode = await call(gw.url, 'POST', '/v1/audio/translations', {
+      token: apiKey,
+      ...multipartForm({ model: 'stt-whisper', mode: 'translate' }, wavBytes(2)),
+    });
     assert.equal(mode.body.error.param, 'mode');
     const noKey = await call(gw.url, 'POST', '/v1/audio/translations', multipartForm({ model: 'stt-whisper' }, wavBytes(2)));
     assert.equal(noKey.status, 401);

@@ -31,12 +31,20 @@ describe('voice calls through the simulator: other agents, barge-in, ends', () =
   it('hybrid agent: the LLM answers only the turn the pack cannot classify, with the system prompt and the conversation', async () => {
     stt.say('what is the weather like today');
     llm.next({ reply: 'I can only help with your bank account, sorry.' });
-    const res = await dial('+919800000013', { agent: { type: 'hybrid', intent_model: 'intent-demo', llm_model: 'chat-test', system_prompt: 'You are the bank. Be brief.' } });
+    const res = await dial('+919800000013', {
+      agent: { type: 'hybrid', intent_model: 'intent-demo', llm_model: 'chat-test', system_prompt: 'You are the bank. Be brief.' },
+    });
     assert.equal(res.status, 202, res.text);
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
-    assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'what is the weather like today', 'I can only help with your bank account, sorry.']);
+    assert.deepEqual(
+      c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text),
+      ['GEN.GREETING', 'what is the weather like today', 'I can only help with your bank account, sorry.'],
+    );
     const sent = llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
-    assert.deepEqual(sent.messages.map((m) => m.role), ['system', 'user']);
+    assert.deepEqual(
+      sent.messages.map((m) => m.role),
+      ['system', 'user'],
+    );
     assert.equal(sent.messages[0]!.content, 'You are the bank. Be brief.');
     assert.equal(sent.messages[1]!.content, 'what is the weather like today');
   });
@@ -44,11 +52,25 @@ describe('voice calls through the simulator: other agents, barge-in, ends', () =
   it('llm agent: opens with first_message.text and answers every turn with the LLM', async () => {
     stt.say('what is the weather like today');
     llm.next({ reply: 'Sunny, I am told.' });
-    const res = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' }, first_message: { text: 'Hello {{name}}, this is your bank.' }, variables: { name: 'Asha' } });
+    const res = await dial('+919800000013', {
+      agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' },
+      first_message: { text: 'Hello {{name}}, this is your bank.' },
+      variables: { name: 'Asha' },
+    });
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
-    assert.deepEqual(c.transcript.map((t: { text: string }) => t.text), ['Hello Asha, this is your bank.', 'what is the weather like today', 'Sunny, I am told.']);
+    assert.deepEqual(
+      c.transcript.map((t: { text: string }) => t.text),
+      ['Hello Asha, this is your bank.', 'what is the weather like today', 'Sunny, I am told.'],
+    );
     const sent = llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
-    assert.deepEqual(sent.messages.map((m) => [m.role, m.content]), [['system', 'Be brief.'], ['assistant', 'Hello Asha, this is your bank.'], ['user', 'what is the weather like today']]);
+    assert.deepEqual(
+      sent.messages.map((m) => [m.role, m.content]),
+      [
+        ['system', 'Be brief.'],
+        ['assistant', 'Hello Asha, this is your bank.'],
+        ['user', 'what is the weather like today'],
+      ],
+    );
     const bad = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'intent-demo', system_prompt: 'x' } });
     assert.deepEqual([bad.status, bad.body.error.param], [400, 'agent.llm_model']);
   });
@@ -64,11 +86,17 @@ describe('voice calls through the simulator: other agents, barge-in, ends', () =
     const who = await voiceAccount(gw, 1000);
     const before = await walletMicrocents(gw, who.session);
     const placed = await Promise.all([0, 1, 2].map(() => dial('+919800000012', {}, who)));
-    assert.deepEqual(placed.map((p) => p.status), [202, 202, 202]);
+    assert.deepEqual(
+      placed.map((p) => p.status),
+      [202, 202, 202],
+    );
     const calls = await Promise.all(placed.map((p) => waitForCall(gw, who.key, p.body.id, ended, 40_000)));
     for (const c of calls) {
       assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
-      assert.deepEqual(c.transcript.map((t: { response_id?: string }) => t.response_id), ['GEN.GREETING']);
+      assert.deepEqual(
+        c.transcript.map((t: { response_id?: string }) => t.response_id),
+        ['GEN.GREETING'],
+      );
       assert.equal(c.transcript[0].interrupted, false);
     }
     const billed = calls.reduce((n, c) => n + c.billed_seconds, 0);
@@ -110,7 +138,9 @@ describe('voice calls through the simulator: other agents, barge-in, ends', () =
 
   it('a model whose every carrier route refuses the call ends it failed / carrier_unavailable, free', async () => {
     // A twilio route whose API is a closed port: the dial is refused, and there is no other route.
-    await putScriptedVoice(gw.url, stt, 'voice-down', [{ provider: 'twilio', base_url: 'http://127.0.0.1:9', account_sid: 'AC0123', api_key: 'token', from: '+919800000098' }]);
+    await putScriptedVoice(gw.url, stt, 'voice-down', [
+      { provider: 'twilio', base_url: 'http://127.0.0.1:9', account_sid: 'AC0123', api_key: 'token', from: '+919800000098' },
+    ]);
     const before = await walletMicrocents(gw, acc.session);
     const res = await dial('+919800000012', { model: 'voice-down' });
     assert.equal(res.status, 202, res.text);

@@ -54,7 +54,11 @@ describe('voice calls through the simulator: refusals, credit, idempotency, limi
     assert.deepEqual([denied.status, denied.body.error.code], [403, 'permission_denied']);
     const other = await voiceAccount(gw, 0);
     const mine = await dial('+919800000002');
-    for (const [method, path] of [['GET', `/v1/voice/calls/${mine.body.id}`], ['POST', `/v1/voice/calls/${mine.body.id}/cancel`], ['GET', '/v1/voice/calls/call_000000000000000000000000']] as const) {
+    for (const [method, path] of [
+      ['GET', `/v1/voice/calls/${mine.body.id}`],
+      ['POST', `/v1/voice/calls/${mine.body.id}/cancel`],
+      ['GET', '/v1/voice/calls/call_000000000000000000000000'],
+    ] as const) {
       const res = await call(gw.url, method, path, { token: other.key });
       assert.deepEqual([res.status, res.body.error.code], [404, 'not_found'], path);
     }
@@ -130,7 +134,8 @@ describe('voice calls through the simulator: refusals, credit, idempotency, limi
     assert.equal(again.status, 202, again.text);
     // Refused: a key, not an operator; a limit of 0, a string, an unknown field.
     assert.equal((await call(gw.url, 'PATCH', `/admin/limits/user/${who.id}`, { token: who.key, body: { voice_max_concurrent_calls: 9 } })).status, 401);
-    for (const body of [{ voice_max_concurrent_calls: 0 }, { voice_max_concurrent_calls: '3' }, { rpm: 1 }]) assert.equal((await limits(body)).status, 400, JSON.stringify(body));
+    for (const body of [{ voice_max_concurrent_calls: 0 }, { voice_max_concurrent_calls: '3' }, { rpm: 1 }])
+      assert.equal((await limits(body)).status, 400, JSON.stringify(body));
     // A user or organization that is not there: 404 both ways, and nothing stored for it.
     for (const path of ['/admin/limits/user/987654321', '/admin/limits/org/987654321']) {
       const patched = await call(gw.url, 'PATCH', path, { token: ADMIN_TOKEN, body: { voice_max_concurrent_calls: 5 } });
@@ -161,7 +166,10 @@ describe('voice calls through the simulator: refusals, credit, idempotency, limi
       const c = await waitForCall(gw, who.key, res.body.id, ended, 40_000);
       await waitFor('both call events delivered', () => receiver.received.filter((r) => r.json.call_id === c.id).length >= 2);
       const got = receiver.received.filter((r) => r.json.call_id === c.id);
-      assert.deepEqual(got.map((r) => r.json.event), ['call.answered', 'call.ended']);
+      assert.deepEqual(
+        got.map((r) => r.json.event),
+        ['call.answered', 'call.ended'],
+      );
       assert.ok(got.every((r) => verify(named.secret, r.raw, r.headers['x-service-signature'])));
       assert.deepEqual([got[1]!.json.end_reason, got[1]!.json.billed_seconds], [c.end_reason, c.billed_seconds]);
       await new Promise((r) => setTimeout(r, 500));
@@ -187,10 +195,16 @@ describe('voice calls through the simulator: refusals, credit, idempotency, limi
     for (const id of ids) await waitForCall(gw, who.key, id, ended);
     const page1 = await call(gw.url, 'GET', '/v1/voice/calls?limit=2', { token: who.key });
     assert.equal(page1.status, 200, page1.text);
-    assert.deepEqual(page1.body.data.map((c: { id: string }) => c.id), [ids[2], ids[1]]);
+    assert.deepEqual(
+      page1.body.data.map((c: { id: string }) => c.id),
+      [ids[2], ids[1]],
+    );
     assert.equal(page1.body.has_more, true);
     const page2 = await call(gw.url, 'GET', `/v1/voice/calls?limit=2&after=${page1.body.last_id}`, { token: who.key });
-    assert.deepEqual(page2.body.data.map((c: { id: string }) => c.id), [ids[0]]);
+    assert.deepEqual(
+      page2.body.data.map((c: { id: string }) => c.id),
+      [ids[0]],
+    );
     const busy = await call(gw.url, 'GET', '/v1/voice/calls?status=busy', { token: who.key });
     assert.equal(busy.body.data.length, 3);
     const none = await call(gw.url, 'GET', '/v1/voice/calls?status=completed', { token: who.key });

@@ -29,7 +29,10 @@ describe('voice calls through the simulator: the intent agent', () => {
     const res = await dial('+919800000010', { metadata: { ticket: 'T-1' } });
     assert.equal(res.status, 202, res.text);
     assert.match(res.body.id, /^call_[0-9a-f]{24}$/);
-    assert.deepEqual([res.body.object, res.body.status, res.body.to, res.body.max_duration_seconds, res.body.metadata], ['voice.call', 'queued', '+919800000010', 600, { ticket: 'T-1' }]);
+    assert.deepEqual(
+      [res.body.object, res.body.status, res.body.to, res.body.max_duration_seconds, res.body.metadata],
+      ['voice.call', 'queued', '+919800000010', 600, { ticket: 'T-1' }],
+    );
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
     assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
     const turns = c.transcript.map((t: { role: string; text: string; response_id?: string }) => [t.role, t.response_id ?? t.text]);
@@ -42,30 +45,52 @@ describe('voice calls through the simulator: the intent agent', () => {
     ]);
     assert.equal(c.transcript[2].intent, 'BANKING.ATM.CASH_NOT_DISPENSED');
     assert.equal(c.transcript[4].heard_text, c.transcript[4].text, 'played to the end');
-    assert.deepEqual(c.outcome.actions.map((a: { action: string; intent: string }) => [a.action, a.intent]), [['CREATE_DISPUTE', 'BANKING.ATM.CASH_NOT_DISPENSED']]);
+    assert.deepEqual(
+      c.outcome.actions.map((a: { action: string; intent: string }) => [a.action, a.intent]),
+      [['CREATE_DISPUTE', 'BANKING.ATM.CASH_NOT_DISPENSED']],
+    );
     assert.equal(c.outcome.actions[0].entities.amount, 2000, JSON.stringify(c.outcome.actions[0]));
     assert.deepEqual(c.transcript[3].entities ?? {}, {}, "the yes's own entities: none");
     assert.equal(c.outcome.final_state, 'DISPUTE_CREATED');
     assert.equal(c.metrics.turns, 5);
     assert.ok(c.metrics.turn_latency_ms.p50 >= 0 && c.metrics.turn_latency_ms.p50 < 3000, JSON.stringify(c.metrics));
     // Billed: answered → end rounded up, at 6 cents a minute (0.1 cent a second); the wallet lost exactly that.
-    assert.ok(c.answered_at !== null && c.billed_seconds >= Math.floor(c.duration_seconds) && c.billed_seconds <= Math.ceil(c.duration_seconds) + 1, JSON.stringify(c));
+    assert.ok(
+      c.answered_at !== null && c.billed_seconds >= Math.floor(c.duration_seconds) && c.billed_seconds <= Math.ceil(c.duration_seconds) + 1,
+      JSON.stringify(c),
+    );
     assert.equal(c.cost_cents, (c.billed_seconds * 100_000) / 1e6);
     assert.equal(before - (await walletMicrocents(gw, acc.session)), c.billed_seconds * 100_000);
     const mine = gw.events.filter((e) => e.fields.call_id === c.id);
-    assert.deepEqual(mine.map((e) => e.event), ['call.answered', 'call.ended']);
-    assert.deepEqual(mine[1]!.fields, { call_id: c.id, model: 'voice-test', status: 'completed', end_reason: 'callee_hangup', billed_seconds: c.billed_seconds, cost_cents: c.cost_cents });
+    assert.deepEqual(
+      mine.map((e) => e.event),
+      ['call.answered', 'call.ended'],
+    );
+    assert.deepEqual(mine[1]!.fields, {
+      call_id: c.id,
+      model: 'voice-test',
+      status: 'completed',
+      end_reason: 'callee_hangup',
+      billed_seconds: c.billed_seconds,
+      cost_cents: c.cost_cents,
+    });
   });
 
   it('runs the same flow in Hinglish text: "ATM se paise nahi nikle…" → "haan" → CREATE_DISPUTE', async () => {
     stt.say('ATM se paise nahi nikle par account se kat gaye', 'haan ji');
     const res = await dial('+919800000010');
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
-    assert.deepEqual(c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text), ['GEN.GREETING', 'ATM se paise nahi nikle par account se kat gaye', 'BANKING.DISPUTE.ASK_RAISE', 'haan ji', 'BANKING.DISPUTE.CREATED']);
-    assert.deepEqual(c.outcome.actions.map((a: { action: string }) => a.action), ['CREATE_DISPUTE']);
+    assert.deepEqual(
+      c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text),
+      ['GEN.GREETING', 'ATM se paise nahi nikle par account se kat gaye', 'BANKING.DISPUTE.ASK_RAISE', 'haan ji', 'BANKING.DISPUTE.CREATED'],
+    );
+    assert.deepEqual(
+      c.outcome.actions.map((a: { action: string }) => a.action),
+      ['CREATE_DISPUTE'],
+    );
   });
 
-  it('credit guard: a wallet that covers 10 s hears the pack\'s low-balance wording to its end, then insufficient_credit, billed within the hold', async () => {
+  it("credit guard: a wallet that covers 10 s hears the pack's low-balance wording to its end, then insufficient_credit, billed within the hold", async () => {
     await assertCreditGuarded(gw, 'voice-test');
   });
 });

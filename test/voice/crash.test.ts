@@ -26,8 +26,18 @@ async function carrierGateway(prefix: string, modelId: string, route: Record<str
   const configFile = join(dir, 'config.json');
   const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
   const model = {
-    id: modelId, type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
-    countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {}, routes: [route],
+    id: modelId,
+    type: 'voice',
+    owned_by: 'test',
+    stt_model: 'stt-local',
+    tts_model: 'tts-local',
+    intent_model: 'intent-demo',
+    price_per_minute_cents: 6,
+    countries: ['IN'],
+    languages: ['en-IN'],
+    voices: ['en-us'],
+    pricing: {},
+    routes: [route],
   };
   await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
   return { dir, data: join(dir, 'data'), env: { ADMIN_TOKEN, INSTANCE_ID: `${modelId}-crash`, CONFIG_FILE: configFile } };
@@ -83,8 +93,18 @@ describe('a voice call across kill -9', () => {
   });
 
   it('a Twilio call orphaned by kill -9 is hung up by REST when the restarted gateway finalizes it', async () => {
-    const twilio = await FakeTwilio.start({ accountSid: 'ACcrash', authToken: 'crash-auth-token', callees: [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }] });
-    const { dir, data, env } = await carrierGateway('gw-voice-twilio-crash-', 'voice-twilio', { provider: 'twilio', base_url: twilio.url, account_sid: 'ACcrash', api_key: 'crash-auth-token', from: '+14155550100' });
+    const twilio = await FakeTwilio.start({
+      accountSid: 'ACcrash',
+      authToken: 'crash-auth-token',
+      callees: [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }],
+    });
+    const { dir, data, env } = await carrierGateway('gw-voice-twilio-crash-', 'voice-twilio', {
+      provider: 'twilio',
+      base_url: twilio.url,
+      account_sid: 'ACcrash',
+      api_key: 'crash-auth-token',
+      from: '+14155550100',
+    });
     let gw: Launched = await launch(data, { runCode: true, env });
     try {
       const u = await signup(gw.url);
@@ -109,8 +129,14 @@ describe('a voice call across kill -9', () => {
       const downS = (Date.now() - killedAt) / 1000;
       assert.equal(typeof c.carrier_duration_seconds, 'number', JSON.stringify(c));
       assert.ok(c.billed_seconds <= c.carrier_duration_seconds, `billed ${c.billed_seconds} s, Twilio says ${c.carrier_duration_seconds} s`);
-      assert.ok(c.carrier_duration_seconds - c.billed_seconds <= Math.ceil(downS) + 3, `billed ${c.billed_seconds} s, Twilio says ${c.carrier_duration_seconds} s, down ${downS} s`);
-      assert.ok(twilio.requests.some((r) => r.method === 'GET' && /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)), 'asked by GET');
+      assert.ok(
+        c.carrier_duration_seconds - c.billed_seconds <= Math.ceil(downS) + 3,
+        `billed ${c.billed_seconds} s, Twilio says ${c.carrier_duration_seconds} s, down ${downS} s`,
+      );
+      assert.ok(
+        twilio.requests.some((r) => r.method === 'GET' && /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)),
+        'asked by GET',
+      );
     } finally {
       gw.child.kill('SIGKILL');
       await exited(gw.child);
@@ -121,8 +147,21 @@ describe('a voice call across kill -9', () => {
 
   it('an Exotel call orphaned by kill -9 ended with its stream; the restarted gateway bills it once against what Exotel says it lasted', async () => {
     const callees = [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }];
-    const exotel = await FakeExotel.start({ accountSid: 'acme1', apiKey: 'exo-key', apiToken: 'exo-token', callees: callees as never, speak: () => Promise.reject(new Error('a silent callee')) });
-    const { dir, data, env } = await carrierGateway('gw-voice-exotel-crash-', 'voice-exotel', { provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' });
+    const exotel = await FakeExotel.start({
+      accountSid: 'acme1',
+      apiKey: 'exo-key',
+      apiToken: 'exo-token',
+      callees: callees as never,
+      speak: () => Promise.reject(new Error('a silent callee')),
+    });
+    const { dir, data, env } = await carrierGateway('gw-voice-exotel-crash-', 'voice-exotel', {
+      provider: 'exotel',
+      base_url: exotel.url,
+      account_sid: 'acme1',
+      api_key: 'exo-key',
+      api_token: 'exo-token',
+      from: '+918047491899',
+    });
     let gw: Launched = await launch(data, { runCode: true, env });
     try {
       const u = await signup(gw.url);
@@ -138,7 +177,10 @@ describe('a voice call across kill -9', () => {
       gw.child.kill('SIGKILL');
       await exited(gw.child);
       const sid = exotel.sidOf(id)!;
-      const atExotel = async () => (await fetch(`${exotel.url}/v1/accounts/acme1/calls/${sid}`, { headers: { authorization: `Basic ${Buffer.from('exo-key:exo-token').toString('base64')}` } }).then((r) => r.json())) as { call: { status: string; duration: number } };
+      const atExotel = async () =>
+        (await fetch(`${exotel.url}/v1/accounts/acme1/calls/${sid}`, {
+          headers: { authorization: `Basic ${Buffer.from('exo-key:exo-token').toString('base64')}` },
+        }).then((r) => r.json())) as { call: { status: string; duration: number } };
       for (let i = 0; i < 50 && (await atExotel()).call.status !== 'completed'; i++) await sleep(100);
       assert.equal((await atExotel()).call.status, 'completed', 'the stream died with the gateway, and the call with it at Exotel');
 
@@ -150,7 +192,10 @@ describe('a voice call across kill -9', () => {
       // billed (answered seconds to the last checkpointed heartbeat, 1 s apart): never more than a
       // rounding over it, and short of it by at most the heartbeat and checkpoint.
       assert.equal(typeof c.carrier_duration_seconds, 'number', JSON.stringify(c));
-      assert.ok(c.billed_seconds >= 1 && c.billed_seconds <= c.carrier_duration_seconds + 1, `billed ${c.billed_seconds} s, Exotel says ${c.carrier_duration_seconds} s`);
+      assert.ok(
+        c.billed_seconds >= 1 && c.billed_seconds <= c.carrier_duration_seconds + 1,
+        `billed ${c.billed_seconds} s, Exotel says ${c.carrier_duration_seconds} s`,
+      );
       assert.ok(c.carrier_duration_seconds - c.billed_seconds <= 3, `billed ${c.billed_seconds} s, Exotel says ${c.carrier_duration_seconds} s`);
       await sleep(300);
       const after = await balance();

@@ -17,7 +17,17 @@ import type { FakeServer } from '../fakes/fake-server.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
 import { exotelCarrier } from '../../src/providers/exotel/voice.ts';
-import { assertBargedIn, assertCreditGuarded, ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import {
+  assertBargedIn,
+  assertCreditGuarded,
+  ended,
+  place,
+  startVoiceGateway,
+  voiceAccount,
+  waitForCall,
+  walletMicrocents,
+  type VoiceAccount,
+} from './helpers.ts';
 import { CALLEES, putScriptedVoice, ScriptedStt } from './simulated.ts';
 
 const ROUTE = { provider: 'exotel', account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' };
@@ -46,7 +56,12 @@ describe('voice calls through a (fake) Exotel', () => {
     gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, minAffordableSeconds: 10, simulator: { callees: [] } } });
     await putScriptedVoice(gw.url, stt, 'voice-exotel', [{ ...ROUTE, base_url: exotel.url }]);
     llm = await startOpenAIUpstream();
-    const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${llm.url}/v1`, upstream_model: 'gpt-test' }] };
+    const chat = {
+      type: 'llm',
+      owned_by: 'test',
+      pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
+      routes: [{ provider: 'openai', base_url: `${llm.url}/v1`, upstream_model: 'gpt-test' }],
+    };
     assert.equal((await call(gw.url, 'PUT', '/admin/models/chat-test', { token: ADMIN_TOKEN, body: chat })).status, 201);
     acc = await voiceAccount(gw, 1000);
     speaker = await voiceAccount(gw, 100);
@@ -60,7 +75,11 @@ describe('voice calls through a (fake) Exotel', () => {
 
   const dial = (to: string, body: Record<string, unknown> = {}) => place(gw, acc.key, { model: 'voice-exotel', to, ...body });
   /** The carrier as the gateway builds it for the route (what a restarted gateway asks of an orphaned call). */
-  const carrier = () => exotelCarrier({ baseUrl: exotel.url, accountSid: ROUTE.account_sid, apiKey: ROUTE.api_key, apiToken: ROUTE.api_token, from: ROUTE.from }, { callbackUrl: () => '', callbackToken: () => '', logger: pino({ level: 'silent' }) });
+  const carrier = () =>
+    exotelCarrier(
+      { baseUrl: exotel.url, accountSid: ROUTE.account_sid, apiKey: ROUTE.api_key, apiToken: ROUTE.api_token, from: ROUTE.from },
+      { callbackUrl: () => '', callbackToken: () => '', logger: pino({ level: 'silent' }) },
+    );
   const connectOf = (id: string) => exotel.requests.find((r) => r.path.endsWith('/calls/connect') && r.form.get('customfield') === id)!;
 
   it('connects the call to the Voicebot stream; the intent agent runs its turns; callbacks twice and out of order; billed to the second once', async () => {
@@ -71,19 +90,29 @@ describe('voice calls through a (fake) Exotel', () => {
     const id = res.body.id as string;
     const c = await waitForCall(gw, acc.key, id, ended, 60_000);
     assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
-    assert.deepEqual(c.transcript.map((t: { role: string; response_id?: string; text: string }) => [t.role, t.response_id ?? t.text]), [
-      ['agent', 'GEN.GREETING'],
-      ['callee', 'ATM did not give money but my account got debited'],
-      ['agent', 'BANKING.DISPUTE.ASK_RAISE'],
-      ['callee', 'haan'],
-      ['agent', 'BANKING.DISPUTE.CREATED'],
-    ]);
+    assert.deepEqual(
+      c.transcript.map((t: { role: string; response_id?: string; text: string }) => [t.role, t.response_id ?? t.text]),
+      [
+        ['agent', 'GEN.GREETING'],
+        ['callee', 'ATM did not give money but my account got debited'],
+        ['agent', 'BANKING.DISPUTE.ASK_RAISE'],
+        ['callee', 'haan'],
+        ['agent', 'BANKING.DISPUTE.CREATED'],
+      ],
+    );
     assert.equal(c.transcript[4].heard_text, c.transcript[4].text, 'played to the end');
-    assert.deepEqual(c.outcome.actions.map((a: { action: string }) => a.action), ['CREATE_DISPUTE']);
+    assert.deepEqual(
+      c.outcome.actions.map((a: { action: string }) => a.action),
+      ['CREATE_DISPUTE'],
+    );
     // Billed answer → end rounded up at 6 cents a minute (0.1 cent a second); the wallet lost exactly that.
     assert.ok(c.billed_seconds >= Math.floor(c.duration_seconds) && c.billed_seconds <= Math.ceil(c.duration_seconds) + 1, JSON.stringify(c));
     assert.equal(before - (await walletMicrocents(gw, acc.session)), c.billed_seconds * 100_000);
-    assert.deepEqual(gw.events.filter((e) => e.fields.call_id === id).map((e) => e.event), ['call.answered', 'call.ended'], 'once each, whatever the callbacks repeated');
+    assert.deepEqual(
+      gw.events.filter((e) => e.fields.call_id === id).map((e) => e.event),
+      ['call.answered', 'call.ended'],
+      'once each, whatever the callbacks repeated',
+    );
 
     // The connect API's form, as Exotel documents it (the fake refuses anything else).
     const rest = connectOf(id);
@@ -102,12 +131,19 @@ describe('voice calls through a (fake) Exotel', () => {
     assert.deepEqual(rest.form.getAll('statuscallbackevents[]'), ['ringing', 'answered', 'terminal']);
     assert.ok(exotel.callbacks.filter((x) => x.event === 'answered').length >= 2, 'repeated');
     assert.ok(exotel.callbacks.filter((x) => x.event === 'terminal').length >= 2, 'repeated');
-    assert.ok(exotel.callbacks.every((x) => x.code === 200), JSON.stringify(exotel.callbacks));
+    assert.ok(
+      exotel.callbacks.every((x) => x.code === 200),
+      JSON.stringify(exotel.callbacks),
+    );
 
     // What went down the Voicebot stream: PCM16 in Exotel's sizes, marks to know what was heard.
     const sent = exotel.streams.get(id)!;
     assert.ok(sent.media.length >= 10, `${sent.media.length} media messages`);
-    assert.deepEqual(sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200), [], 'every payload a multiple of 320 bytes, at least 3,200');
+    assert.deepEqual(
+      sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200),
+      [],
+      'every payload a multiple of 320 bytes, at least 3,200',
+    );
     assert.ok(sent.marks >= 3 && sent.clears === 0);
 
     // What Exotel says the call lasted (its details' duration once completed): what a gateway
@@ -132,10 +168,14 @@ describe('voice calls through a (fake) Exotel', () => {
       assert.equal(await carrier().duration!(exotel.sidOf(busy.body.id)!), null, 'a busy call lasted nothing Exotel would say');
     });
 
-    it('credit guard: the low-balance wording plays whole in Exotel\'s chunks (the answer told by callback), then insufficient_credit', async () => {
+    it("credit guard: the low-balance wording plays whole in Exotel's chunks (the answer told by callback), then insufficient_credit", async () => {
       const c = await assertCreditGuarded(gw, 'voice-exotel');
       const sent = exotel.streams.get(c.id)!;
-      assert.deepEqual(sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200), [], 'every payload a multiple of 320 bytes, at least 3,200');
+      assert.deepEqual(
+        sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200),
+        [],
+        'every payload a multiple of 320 bytes, at least 3,200',
+      );
     });
   });
 
@@ -162,7 +202,19 @@ describe('voice calls through a (fake) Exotel', () => {
       ws.on('error', () => undefined);
       ws.on('open', () => {
         ws.send(JSON.stringify({ event: 'connected' }));
-        ws.send(JSON.stringify({ event: 'start', sequence_number: '1', stream_sid: 'MZevil', start: { stream_sid: 'MZevil', call_sid: 'evil', custom_parameters: { call_id: id, token: 'wrong' }, media_format: { encoding: 'audio/x-raw', sample_rate: '8000', bit_rate: '16' } } }));
+        ws.send(
+          JSON.stringify({
+            event: 'start',
+            sequence_number: '1',
+            stream_sid: 'MZevil',
+            start: {
+              stream_sid: 'MZevil',
+              call_sid: 'evil',
+              custom_parameters: { call_id: id, token: 'wrong' },
+              media_format: { encoding: 'audio/x-raw', sample_rate: '8000', bit_rate: '16' },
+            },
+          }),
+        );
       });
       ws.on('close', (c) => resolve(c));
     });
@@ -185,21 +237,32 @@ describe('voice calls through a (fake) Exotel', () => {
     assert.ok(exotel.streams.get(res.body.id)!.clears >= 1, 'clear sent down the stream');
   });
 
-  it('llm agent: its streamed sentences play in Exotel\'s chunks as they come, and the whole reply is heard', async () => {
+  it("llm agent: its streamed sentences play in Exotel's chunks as they come, and the whole reply is heard", async () => {
     const reply = 'Your account is active and in good standing. The last payment reached us on Monday morning. Is there anything else I can help with?';
     stt.say('what is the weather like today');
     llm.next({ reply, chunkDelayMs: 65 });
-    const res = await dial('+919800000013', { agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' }, first_message: { text: 'Hello, this is your bank.' } });
+    const res = await dial('+919800000013', {
+      agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' },
+      first_message: { text: 'Hello, this is your bank.' },
+    });
     assert.equal(res.status, 202, res.text);
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
     assert.deepEqual(
       c.transcript.map((t: { role: string; text: string }) => [t.role, t.text]),
-      [['agent', 'Hello, this is your bank.'], ['callee', 'what is the weather like today'], ['agent', reply]],
+      [
+        ['agent', 'Hello, this is your bank.'],
+        ['callee', 'what is the weather like today'],
+        ['agent', reply],
+      ],
     );
     assert.deepEqual([c.transcript[2].heard_text, c.transcript[2].interrupted], [reply, false], 'played to its last mark');
     assert.equal(llm.calls('/v1/chat/completions').at(-1)!.body.stream, true);
     const sent = exotel.streams.get(res.body.id)!;
-    assert.deepEqual(sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200), [], 'every payload a multiple of 320 bytes, at least 3,200');
+    assert.deepEqual(
+      sent.media.filter((bytes) => bytes % 320 !== 0 || bytes < 3200),
+      [],
+      'every payload a multiple of 320 bytes, at least 3,200',
+    );
     assert.ok(sent.media.length >= 30 && sent.clears === 0, `${sent.media.length} media messages, ${sent.clears} clears`);
   });
 });

@@ -70,7 +70,10 @@ describe('spoken lines', () => {
     const first = await iterator.next();
     assert.equal(first.value.text, 'One sentence here.');
     assert.deepEqual(started, ['One sentence here.', 'Two sentences here.', 'Three sentences here.'], 'the later ones were being synthesized meanwhile');
-    assert.deepEqual((await all({ [Symbol.asyncIterator]: () => iterator })).map((l) => l.audio.pcm16.toString().trimEnd()), ['Two sentences here.', 'Three sentences here.']);
+    assert.deepEqual(
+      (await all({ [Symbol.asyncIterator]: () => iterator })).map((l) => l.audio.pcm16.toString().trimEnd()),
+      ['Two sentences here.', 'Three sentences here.'],
+    );
   });
 
   it('stops taking text once the signal fires, and the syntheses get the signal', async () => {

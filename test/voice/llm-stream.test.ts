@@ -17,13 +17,25 @@ const LONG_REPLY = Array.from({ length: 9 }, (_, i) => `This is sentence number 
 describe('the LLM agent streams: first sentence first, barge-in closes the chat', () => {
   const v = simulatedVoice([
     // Speaks first, listens to the reply, hangs up.
-    { to: '+919800000020', answer: 'answer', ring_ms: 100, steps: [{ silence_ms: 300 }, { say: 'tell me about my account' }, { wait_agent: 'done', ms: 300 }, { hangup: true }] },
+    {
+      to: '+919800000020',
+      answer: 'answer',
+      ring_ms: 100,
+      steps: [{ silence_ms: 300 }, { say: 'tell me about my account' }, { wait_agent: 'done', ms: 300 }, { hangup: true }],
+    },
     // Speaks first, then speaks over the reply 600 ms into it.
     {
       to: '+919800000021',
       answer: 'answer',
       ring_ms: 100,
-      steps: [{ silence_ms: 300 }, { say: 'tell me about my account' }, { wait_agent: 'speaking', ms: 600 }, { say: 'stop I have another question' }, { wait_agent: 'done', ms: 300 }, { hangup: true }],
+      steps: [
+        { silence_ms: 300 },
+        { say: 'tell me about my account' },
+        { wait_agent: 'speaking', ms: 600 },
+        { say: 'stop I have another question' },
+        { wait_agent: 'done', ms: 300 },
+        { hangup: true },
+      ],
     },
   ]);
 
@@ -47,7 +59,10 @@ describe('the LLM agent streams: first sentence first, barge-in closes the chat'
     assert.equal(rec.body.stream, true, 'the streaming chat path');
     assert.deepEqual(
       c.transcript.map((t: { role: string; text: string }) => [t.role, t.text]),
-      [['callee', 'tell me about my account'], ['agent', THREE_SENTENCES]],
+      [
+        ['callee', 'tell me about my account'],
+        ['agent', THREE_SENTENCES],
+      ],
     );
     assert.deepEqual([c.transcript[1].heard_text, c.transcript[1].interrupted], [THREE_SENTENCES, false]);
     // The turn's latency runs from the end of the callee's speech (before the chat request left) to
@@ -73,10 +88,16 @@ describe('the LLM agent streams: first sentence first, barge-in closes the chat'
     assert.equal(cut.interrupted, true, JSON.stringify(cut));
     assert.ok(LONG_REPLY.startsWith(cut.text) && cut.text.length < LONG_REPLY.length, `what was synthesized before the cut: ${cut.text}`);
     assert.ok(cut.text.startsWith(cut.heard_text) && cut.heard_text.length < cut.text.length, JSON.stringify(cut));
-    assert.deepEqual(c.transcript.slice(2).map((t: { text: string }) => t.text), ['stop I have another question', 'Sure, go ahead.']);
+    assert.deepEqual(
+      c.transcript.slice(2).map((t: { text: string }) => t.text),
+      ['stop I have another question', 'Sure, go ahead.'],
+    );
     assert.equal(c.metrics.interruptions, 1);
     // The next turn's history has what the LLM said before the cut, then the callee.
     const second = v.llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
-    assert.deepEqual(second.messages.slice(1).map((m) => m.role), ['user', 'assistant', 'user']);
+    assert.deepEqual(
+      second.messages.slice(1).map((m) => m.role),
+      ['user', 'assistant', 'user'],
+    );
   });
 });

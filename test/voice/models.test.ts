@@ -20,16 +20,30 @@ describe('voice models', () => {
     const { created, ...rest } = res.body;
     assert.equal(typeof created, 'number');
     assert.deepEqual(rest, {
-      id: 'voice-local', object: 'model', owned_by: 'gateway', type: 'voice',
-      languages: ['en-IN', 'hi-IN'], voices: ['en-us', 'hi'], countries: ['IN', 'US', 'GB'],
-      price_per_minute_cents: 1, max_duration_seconds: 3600, features: ['intent_agent', 'barge_in', 'dtmf', 'transcript'],
+      id: 'voice-local',
+      object: 'model',
+      owned_by: 'gateway',
+      type: 'voice',
+      languages: ['en-IN', 'hi-IN'],
+      voices: ['en-us', 'hi'],
+      countries: ['IN', 'US', 'GB'],
+      price_per_minute_cents: 1,
+      max_duration_seconds: 3600,
+      features: ['intent_agent', 'barge_in', 'dtmf', 'transcript'],
     });
   });
 
   const put = (id: string, body: unknown) => call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
   const voice = (over: Record<string, unknown> = {}) => ({
-    type: 'voice', owned_by: 'me', stt_model: 'stt-local', tts_model: 'tts-local', price_per_minute_cents: 2, countries: ['IN'], pricing: {},
-    routes: [{ provider: 'simulator' }], ...over,
+    type: 'voice',
+    owned_by: 'me',
+    stt_model: 'stt-local',
+    tts_model: 'tts-local',
+    price_per_minute_cents: 2,
+    countries: ['IN'],
+    pricing: {},
+    routes: [{ provider: 'simulator' }],
+    ...over,
   });
 
   it('takes carrier routes on voice models: simulator bare, twilio and exotel with their credentials', async () => {
@@ -38,7 +52,13 @@ describe('voice models', () => {
     const exotel = { provider: 'exotel', base_url: 'https://api.in.exotel.com', account_sid: 'acme', api_key: 'k', api_token: 't', from: '+918044556677' };
     const res = await put('v-carriers', voice({ routes: [twilio, exotel] }));
     assert.equal(res.status, 201, res.text);
-    assert.deepEqual(res.body.routes.map((r: { provider: string; api_key_set: boolean }) => [r.provider, r.api_key_set]), [['twilio', false], ['exotel', true]]);
+    assert.deepEqual(
+      res.body.routes.map((r: { provider: string; api_key_set: boolean }) => [r.provider, r.api_key_set]),
+      [
+        ['twilio', false],
+        ['exotel', true],
+      ],
+    );
   });
 
   it('refuses what does not fit, naming the field', async () => {
@@ -51,7 +71,11 @@ describe('voice models', () => {
       ['exotel without api_token', voice({ routes: [{ provider: 'exotel', account_sid: 'a', api_key: 'k', from: '+918044556677' }] }), 'routes.0.api_token'],
       ['a voice model without stt_model', voice({ stt_model: undefined }), 'stt_model'],
       ['a voice model priced per minute of pricing', voice({ pricing: { cents_per_minute: 1 } }), 'pricing.cents_per_minute'],
-      ['countries on an stt model', { type: 'stt', owned_by: 'me', countries: ['IN'], pricing: {}, routes: [{ provider: 'local', upstream_model: 'x' }] }, 'countries'],
+      [
+        'countries on an stt model',
+        { type: 'stt', owned_by: 'me', countries: ['IN'], pricing: {}, routes: [{ provider: 'local', upstream_model: 'x' }] },
+        'countries',
+      ],
     ];
     for (const [what, body, param] of cases) {
       const res = await put('v-bad', body);

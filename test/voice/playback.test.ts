@@ -16,7 +16,15 @@ function playback() {
   const frames: Record<string, unknown>[] = [];
   let marks = 0;
   const p = new Playback(
-    { wire, pacer: new Pacer(), now: Date.now, log: pino({ level: 'silent' }), outlet: () => ({ send: (f) => frames.push(f), sid: 'MZ1' }), over: () => false, markName: () => `m${++marks}` },
+    {
+      wire,
+      pacer: new Pacer(),
+      now: Date.now,
+      log: pino({ level: 'silent' }),
+      outlet: () => ({ send: (f) => frames.push(f), sid: 'MZ1' }),
+      over: () => false,
+      markName: () => `m${++marks}`,
+    },
     new AbortController(),
   );
   const markNames = () => frames.filter((f) => f.event === 'mark').map((f) => (f.mark as { name: string }).name);
@@ -36,7 +44,10 @@ describe('a reply playback', () => {
     assert.equal(wholeChunks(clip(400), wire).length, 3200);
     const padded = wholeChunks(clip(410), wire); // 82 bytes past the 20th chunk
     assert.equal(padded.length, 3360);
-    assert.ok(padded.subarray(3280).every((b) => b === 0xff), 'μ-law silence');
+    assert.ok(
+      padded.subarray(3280).every((b) => b === 0xff),
+      'μ-law silence',
+    );
   });
 
   it('plays every chunk with a mark each 200 ms and at its end; done once the last mark is echoed', async () => {

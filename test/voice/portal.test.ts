@@ -28,7 +28,10 @@ describe('the dashboard’s voice call routes', () => {
     const c = await waitForCall(gw, acc.key, barged.body.id, ended, 30_000);
     await waitForCall(gw, acc.key, busy.body.id, ended);
     assert.equal(c.status, 'completed', JSON.stringify(c));
-    assert.ok(c.transcript.some((t: { interrupted?: boolean; heard_text?: string; text: string }) => t.interrupted && t.heard_text!.length < t.text.length), 'a turn cut short, with what was heard');
+    assert.ok(
+      c.transcript.some((t: { interrupted?: boolean; heard_text?: string; text: string }) => t.interrupted && t.heard_text!.length < t.text.length),
+      'a turn cut short, with what was heard',
+    );
 
     const one = await portal(`/${c.id}`);
     assert.equal(one.status, 200, one.text);
@@ -37,12 +40,23 @@ describe('the dashboard’s voice call routes', () => {
 
     const first = (await v1('?limit=1')).body;
     assert.equal(first.has_more, true);
-    for (const q of ['', '?limit=1', `?limit=1&after=${first.last_id}`, '?status=busy', '?status=completed&limit=5', '?updated_after=0', `?updated_after=${Math.floor(Date.now() / 1000) + 60}`]) {
+    for (const q of [
+      '',
+      '?limit=1',
+      `?limit=1&after=${first.last_id}`,
+      '?status=busy',
+      '?status=completed&limit=5',
+      '?updated_after=0',
+      `?updated_after=${Math.floor(Date.now() / 1000) + 60}`,
+    ]) {
       const [p, k] = [await portal(q), await v1(q)];
       assert.equal(p.status, 200, `${q}: ${p.text}`);
       assert.deepEqual(p.body, k.body, q);
     }
-    assert.deepEqual((await portal('?status=busy')).body.data.map((x: { id: string }) => x.id), [busy.body.id]);
+    assert.deepEqual(
+      (await portal('?status=busy')).body.data.map((x: { id: string }) => x.id),
+      [busy.body.id],
+    );
     for (const q of ['?status=ringingish', '?limit=0', '?after=call_nope', '?colour=red']) {
       const [p, k] = [await portal(q), await v1(q)];
       assert.deepEqual([p.status, p.body.error.code, p.body.error.message], [k.status, k.body.error.code, k.body.error.message], q);
@@ -64,7 +78,9 @@ describe('the dashboard’s voice call routes', () => {
     assert.deepEqual([(await portal(`/${c.id}`, acc.key)).status, (await portal(`/${c.id}`, acc.key)).body.error.code], [401, 'invalid_session']);
     assert.equal((await v1(`/${c.id}`, acc.session)).status, 401);
     // The dashboard reads by its cookie.
-    const byCookie = await call(gw.url, 'GET', `/portal/voice/calls/${c.id}`, { headers: { cookie: `${COOKIE}=${acc.session}`, 'sec-fetch-site': 'same-origin' } });
+    const byCookie = await call(gw.url, 'GET', `/portal/voice/calls/${c.id}`, {
+      headers: { cookie: `${COOKIE}=${acc.session}`, 'sec-fetch-site': 'same-origin' },
+    });
     assert.deepEqual(byCookie.body, one.body);
   });
 
@@ -85,7 +101,9 @@ describe('the dashboard’s voice call routes', () => {
     assert.deepEqual([withBody.status, withBody.body.error.code], [400, 'invalid_request']);
 
     // As the dashboard sends it: the cookie, its header, from its own origin, no body.
-    const hang = await call(gw.url, 'POST', `/portal/voice/calls/${live.body.id}/hangup`, { headers: { cookie, 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'same-origin' } });
+    const hang = await call(gw.url, 'POST', `/portal/voice/calls/${live.body.id}/hangup`, {
+      headers: { cookie, 'x-gateway-client': 'dashboard', 'sec-fetch-site': 'same-origin' },
+    });
     assert.equal(hang.status, 200, hang.text);
     assert.equal(hang.body.id, live.body.id);
     const cancel = await call(gw.url, 'POST', `/portal/voice/calls/${ringing.body.id}/cancel`, { token: acc.session });
@@ -120,7 +138,10 @@ describe('the dashboard’s voice call routes', () => {
     for (const session of [boss.session, member.session]) {
       const list = (await portal('', session)).body;
       assert.deepEqual(list, (await v1('', member.key)).body);
-      assert.deepEqual(list.data.map((x: { id: string }) => x.id), [c.id]);
+      assert.deepEqual(
+        list.data.map((x: { id: string }) => x.id),
+        [c.id],
+      );
       assert.deepEqual((await portal(`/${c.id}`, session)).body, c);
     }
     assert.equal((await portal(`/${c.id}`)).status, 404, 'not the account of someone outside the organization');

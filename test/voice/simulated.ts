@@ -37,11 +37,27 @@ export class ScriptedStt {
  */
 export async function putScriptedVoice(base: string, stt: ScriptedStt, id: string, routes: unknown[]): Promise<void> {
   const put = (model: string, body: unknown) => call(base, 'PUT', `/admin/models/${model}`, { token: ADMIN_TOKEN, body });
-  const scripted = { type: 'stt', owned_by: 'test', languages: ['en-IN'], pricing: { cents_per_minute: 1 }, routes: [{ provider: 'openai', base_url: `${stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }] };
+  const scripted = {
+    type: 'stt',
+    owned_by: 'test',
+    languages: ['en-IN'],
+    pricing: { cents_per_minute: 1 },
+    routes: [{ provider: 'openai', base_url: `${stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }],
+  };
   assert.ok([200, 201].includes((await put('stt-scripted', scripted)).status));
   const voice = {
-    type: 'voice', owned_by: 'test', stt_model: 'stt-scripted', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
-    countries: ['IN'], languages: ['en-IN', 'hi-IN'], voices: ['en-us', 'hi'], max_duration_seconds: 600, pricing: {}, routes,
+    type: 'voice',
+    owned_by: 'test',
+    stt_model: 'stt-scripted',
+    tts_model: 'tts-local',
+    intent_model: 'intent-demo',
+    price_per_minute_cents: 6,
+    countries: ['IN'],
+    languages: ['en-IN', 'hi-IN'],
+    voices: ['en-us', 'hi'],
+    max_duration_seconds: 600,
+    pricing: {},
+    routes,
   };
   assert.equal((await put(id, voice)).status, 201);
 }
@@ -65,12 +81,22 @@ export const CALLEES = [
     ],
   },
   // Barges in 800 ms into the greeting, then hangs up once the agent answered.
-  { to: '+919800000011', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'speaking', ms: 800 }, { say: 'wait I have a question about my card' }, { wait_agent: 'done', ms: 200 }, { hangup: true }] },
+  {
+    to: '+919800000011',
+    answer: 'answer',
+    ring_ms: 100,
+    steps: [{ wait_agent: 'speaking', ms: 800 }, { say: 'wait I have a question about my card' }, { wait_agent: 'done', ms: 200 }, { hangup: true }],
+  },
   // Listens to the opening, says one thing, listens to the answer, hangs up. It waits 600 ms after
   // the opening and 1.5 s after the answer: a gateway held up a few hundred ms on a loaded machine
   // (the test suite) would otherwise look done to it, between the opening's lines or between two
   // sentences of a streamed LLM answer, and it would barge in or hang up on the rest.
-  { to: '+919800000013', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 600 }, { say: 'what is the weather like today' }, { wait_agent: 'done', ms: 1500 }, { hangup: true }] },
+  {
+    to: '+919800000013',
+    answer: 'answer',
+    ring_ms: 100,
+    steps: [{ wait_agent: 'done', ms: 600 }, { say: 'what is the weather like today' }, { wait_agent: 'done', ms: 1500 }, { hangup: true }],
+  },
   // Listens to the greeting to its end, then hangs up.
   { to: '+919800000012', answer: 'answer', ring_ms: 100, steps: [{ wait_agent: 'done', ms: 300 }, { hangup: true }] },
   // Answers and stays silent on the line.
@@ -102,7 +128,12 @@ export function simulatedVoice(extra: CalleeScript[] = []): SimulatedVoice {
     });
     await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
     const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
-    const chat = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }] };
+    const chat = {
+      type: 'llm',
+      owned_by: 'test',
+      pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
+      routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }],
+    };
     assert.equal((await put('chat-test', chat)).status, 201);
     v.acc = await voiceAccount(v.gw, 1000);
   });

@@ -31,7 +31,12 @@ function peer(url: string, frames: (ws: WebSocket) => void): Promise<{ status?: 
   });
 }
 
-const start = (token: string) => JSON.stringify({ event: 'start', streamSid: 'MZevil', start: { streamSid: 'MZevil', callSid: 'CAevil', customParameters: { token }, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } } });
+const start = (token: string) =>
+  JSON.stringify({
+    event: 'start',
+    streamSid: 'MZevil',
+    start: { streamSid: 'MZevil', callSid: 'CAevil', customParameters: { token }, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
+  });
 
 describe('voice media streams: hostile peers', () => {
   let gw: TestGateway;
@@ -62,7 +67,10 @@ describe('voice media streams: hostile peers', () => {
     const c = await waitForCall(gw, acc.key, id, ended, 30_000);
     assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
     assert.equal(c.transcript[0].response_id, 'GEN.GREETING');
-    assert.deepEqual(c.transcript.filter((t: { dtmf?: string }) => t.dtmf).map((t: { dtmf: string }) => t.dtmf), ['1', '2']);
+    assert.deepEqual(
+      c.transcript.filter((t: { dtmf?: string }) => t.dtmf).map((t: { dtmf: string }) => t.dtmf),
+      ['1', '2'],
+    );
   });
 
   it('an answered call whose media stream never opens ends media_timeout, billed for the answered seconds only', async () => {
@@ -77,16 +85,26 @@ describe('voice media streams: hostile peers', () => {
     const placed = await place(gw, acc.key, { to: '+919800000099', idle: { prompt_after_ms: 1000, max_prompts: 1 } });
     const c = await waitForCall(gw, acc.key, placed.body.id, ended, 30_000);
     assert.deepEqual([c.status, c.end_reason], ['completed', 'silence_timeout'], JSON.stringify(c));
-    assert.deepEqual(c.transcript.map((t: { response_id?: string }) => t.response_id), ['GEN.GREETING', 'GEN.CLARIFY']);
+    assert.deepEqual(
+      c.transcript.map((t: { response_id?: string }) => t.response_id),
+      ['GEN.GREETING', 'GEN.CLARIFY'],
+    );
   });
 
-  it('a second stream beside the carrier\'s is closed and the call goes on; a flood is closed 1008', async () => {
+  it("a second stream beside the carrier's is closed and the call goes on; a flood is closed 1008", async () => {
     const placed = await place(gw, acc.key, { to: '+919800000099' });
     const id = placed.body.id as string;
     await waitForCall(gw, acc.key, id, (c) => c.status === 'in_progress');
     await new Promise((r) => setTimeout(r, 300));
     assert.equal((await peer(streamUrl(gw, id), (ws) => ws.send(start('not-the-token')))).code, 1008);
-    assert.equal((await peer(streamUrl(gw, id), (ws) => { for (let i = 0; i < 300; i++) ws.send(JSON.stringify({ event: 'connected' })); })).code, 1008);
+    assert.equal(
+      (
+        await peer(streamUrl(gw, id), (ws) => {
+          for (let i = 0; i < 300; i++) ws.send(JSON.stringify({ event: 'connected' }));
+        })
+      ).code,
+      1008,
+    );
     await new Promise((r) => setTimeout(r, 500));
     assert.equal((await call(gw.url, 'GET', `/v1/voice/calls/${id}`, { token: acc.key })).body.status, 'in_progress');
     assert.equal((await call(gw.url, 'POST', `/v1/voice/calls/${id}/hangup`, { token: acc.key })).status, 200);

@@ -23,14 +23,25 @@ describe('voice calls through a (fake) Twilio', () => {
     twilio = await FakeTwilio.start({ accountSid: 'ACtest', authToken: 'twilio-auth-token', callees: CALLEES });
     gw = await startVoiceGateway([]);
     const model = {
-      type: 'voice', owned_by: 'test', stt_model: 'stt-local', tts_model: 'tts-local', intent_model: 'intent-demo', price_per_minute_cents: 6,
-      countries: ['IN'], languages: ['en-IN'], voices: ['en-us'], pricing: {},
+      type: 'voice',
+      owned_by: 'test',
+      stt_model: 'stt-local',
+      tts_model: 'tts-local',
+      intent_model: 'intent-demo',
+      price_per_minute_cents: 6,
+      countries: ['IN'],
+      languages: ['en-IN'],
+      voices: ['en-us'],
+      pricing: {},
       routes: [{ provider: 'twilio', base_url: twilio.url, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' }],
     };
     assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-twilio', { token: ADMIN_TOKEN, body: model })).status, 201);
     // A first route whose API is down: calls fail over to the second before anything was dialled.
     const down = { provider: 'twilio', base_url: 'http://127.0.0.1:9', account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' };
-    assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-failover', { token: ADMIN_TOKEN, body: { ...model, routes: [down, ...model.routes] } })).status, 201);
+    assert.equal(
+      (await call(gw.url, 'PUT', '/admin/models/voice-failover', { token: ADMIN_TOKEN, body: { ...model, routes: [down, ...model.routes] } })).status,
+      201,
+    );
     acc = await voiceAccount(gw);
   });
   after(async () => {
@@ -51,9 +62,17 @@ describe('voice calls through a (fake) Twilio', () => {
     assert.equal(rest.form.get('From'), '+14155550100');
     assert.equal(rest.form.get('StatusCallback'), `${gw.url}/v1/voice/calls/${res.body.id}/callback/twilio`);
     assert.deepEqual(rest.form.getAll('StatusCallbackEvent'), ['initiated', 'ringing', 'answered', 'completed']);
-    assert.match(rest.form.get('Twiml')!, new RegExp(`<Connect><Stream url="ws://127\\.0\\.0\\.1:\\d+/v1/voice/calls/${res.body.id}/stream"><Parameter name="call_id" value="${res.body.id}"/><Parameter name="token" value="[^"]+"/></Stream></Connect>`));
+    assert.match(
+      rest.form.get('Twiml')!,
+      new RegExp(
+        `<Connect><Stream url="ws://127\\.0\\.0\\.1:\\d+/v1/voice/calls/${res.body.id}/stream"><Parameter name="call_id" value="${res.body.id}"/><Parameter name="token" value="[^"]+"/></Stream></Connect>`,
+      ),
+    );
     assert.ok(twilio.callbacks.filter((x) => x.status === 'in-progress').length >= 2, 'repeated');
-    assert.ok(twilio.callbacks.every((x) => x.code === 200), JSON.stringify(twilio.callbacks));
+    assert.ok(
+      twilio.callbacks.every((x) => x.code === 200),
+      JSON.stringify(twilio.callbacks),
+    );
     const events = gw.events.filter((e) => e.fields.call_id === res.body.id).map((e) => e.event);
     assert.deepEqual(events, ['call.answered', 'call.ended'], 'once each, whatever the callbacks repeated');
   });
@@ -75,11 +94,18 @@ describe('voice calls through a (fake) Twilio', () => {
     const id = res.body.id as string;
     await waitForCall(gw, acc.key, id, (x) => x.status === 'in_progress');
     const url = `${gw.url}/v1/voice/calls/${id}/callback/twilio`;
-    const params: [string, string][] = [['CallSid', 'CAforged'], ['CallStatus', 'completed'], ['CallDuration', '1']];
+    const params: [string, string][] = [
+      ['CallSid', 'CAforged'],
+      ['CallStatus', 'completed'],
+      ['CallDuration', '1'],
+    ];
     const body = new URLSearchParams(params).toString();
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
     for (const signature of [twilioSignature('wrong-token', url, params), undefined]) {
-      const forged = await call(gw.url, 'POST', `/v1/voice/calls/${id}/callback/twilio`, { raw: body, headers: signature ? { ...form, 'x-twilio-signature': signature } : form });
+      const forged = await call(gw.url, 'POST', `/v1/voice/calls/${id}/callback/twilio`, {
+        raw: body,
+        headers: signature ? { ...form, 'x-twilio-signature': signature } : form,
+      });
       assert.deepEqual([forged.status, forged.body.error.code], [403, 'permission_denied']);
     }
     assert.equal((await call(gw.url, 'GET', `/v1/voice/calls/${id}`, { token: acc.key })).body.status, 'in_progress');
@@ -88,6 +114,9 @@ describe('voice calls through a (fake) Twilio', () => {
     assert.equal(c.end_reason, 'api_hangup');
     const sid = twilio.requests.find((r) => r.path.endsWith('/Calls.json') && r.form.get('To') === '+919800000099');
     assert.ok(sid);
-    assert.ok(twilio.requests.some((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path) && r.form.get('Status') === 'completed'), 'hung up by REST');
+    assert.ok(
+      twilio.requests.some((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path) && r.form.get('Status') === 'completed'),
+      'hung up by REST',
+    );
   });
 });

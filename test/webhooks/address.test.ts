@@ -15,17 +15,52 @@ const OPEN = { allowPrivateNetworks: true, allowHttp: true };
 
 const REFUSED = [
   // IPv4 loopback in every spelling the URL parser accepts
-  '127.0.0.1', '127.1', '2130706433', '0x7f000001', '0x7f.0.0.1', '0177.0.0.1', '017700000001', '127.0.0.1.',
+  '127.0.0.1',
+  '127.1',
+  '2130706433',
+  '0x7f000001',
+  '0x7f.0.0.1',
+  '0177.0.0.1',
+  '017700000001',
+  '127.0.0.1.',
   // private, link-local (cloud metadata), CGNAT (Alibaba metadata), unspecified, broadcast, multicast, reserved
-  '10.0.0.1', '172.16.0.1', '192.168.0.1', '169.254.169.254', '0xa9fea9fe', '100.100.100.200', '0.0.0.0', '0',
-  '255.255.255.255', '224.0.0.1', '240.0.0.1', '192.0.2.1', '198.18.0.1',
+  '10.0.0.1',
+  '172.16.0.1',
+  '192.168.0.1',
+  '169.254.169.254',
+  '0xa9fea9fe',
+  '100.100.100.200',
+  '0.0.0.0',
+  '0',
+  '255.255.255.255',
+  '224.0.0.1',
+  '240.0.0.1',
+  '192.0.2.1',
+  '198.18.0.1',
   // IPv6: loopback, unspecified, IPv4-mapped (both spellings), IPv4-compatible, link-local, unique-local
   // (AWS metadata fd00:ec2::254), multicast, NAT64, 6to4, Teredo, documentation
-  '[::1]', '[0:0:0:0:0:0:0:1]', '[::]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::ffff:a9fe:a9fe]', '[0:0:0:0:0:ffff:127.0.0.1]',
-  '[::7f00:1]', '[::ffff:0:7f00:1]', '[fe80::1]', '[fd00:ec2::254]', '[fc00::1]', '[ff02::1]', '[64:ff9b::7f00:1]',
-  '[2002:7f00:1::]', '[2001::1]', '[2001:db8::1]',
+  '[::1]',
+  '[0:0:0:0:0:0:0:1]',
+  '[::]',
+  '[::ffff:127.0.0.1]',
+  '[::ffff:7f00:1]',
+  '[::ffff:a9fe:a9fe]',
+  '[0:0:0:0:0:ffff:127.0.0.1]',
+  '[::7f00:1]',
+  '[::ffff:0:7f00:1]',
+  '[fe80::1]',
+  '[fd00:ec2::254]',
+  '[fc00::1]',
+  '[ff02::1]',
+  '[64:ff9b::7f00:1]',
+  '[2002:7f00:1::]',
+  '[2001::1]',
+  '[2001:db8::1]',
   // names that are local by definition
-  'localhost', 'LOCALHOST.', 'api.localhost', 'metadata.google.internal',
+  'localhost',
+  'LOCALHOST.',
+  'api.localhost',
+  'metadata.google.internal',
 ];
 
 test('every spelling of a loopback, private, link-local, metadata or special address is refused', () => {
@@ -67,7 +102,12 @@ test('at delivery: a literal or a name reaching a private address gets blocked_a
   const port = new URL(r.url).port;
   const strict = new WebhookHttp(HTTP_ONLY, 2000);
   t.after(() => strict.close());
-  for (const url of [`http://127.0.0.1:${port}/hook`, `http://2130706433:${port}/hook`, `http://[::ffff:127.0.0.1]:${port}/hook`, `http://localhost:${port}/hook`]) {
+  for (const url of [
+    `http://127.0.0.1:${port}/hook`,
+    `http://2130706433:${port}/hook`,
+    `http://[::ffff:127.0.0.1]:${port}/hook`,
+    `http://localhost:${port}/hook`,
+  ]) {
     const out = await strict.post(url, 'whsec_x', 'ping', '{}');
     assert.deepEqual([out.ok, out.status_code, out.error], [false, null, 'blocked_address'], url);
   }

@@ -26,7 +26,8 @@ describe('webhook delivery', () => {
     await gw.destroy();
   });
 
-  const topup = (userId: number, amount = 100) => call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: userId, amount_cents: amount } });
+  const topup = (userId: number, amount = 100) =>
+    call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: userId, amount_cents: amount } });
   const create = async (token: string, url: string, events: string[] = ['topup']) => {
     const res = await call(gw.url, 'POST', '/portal/webhooks', { token, body: { url, events } });
     assert.equal(res.status, 201, res.text);

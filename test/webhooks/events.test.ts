@@ -21,7 +21,13 @@ describe('account events delivered by webhooks', () => {
     // 1 cent per prompt token: the fake upstream reports 2 prompt tokens, so a call costs 2 cents.
     const m = await call(gw.url, 'PUT', '/admin/models/pricey', {
       token: ADMIN_TOKEN,
-      body: { type: 'llm', owned_by: 't', max_output_tokens: 4, pricing: { input_cents_per_mtok: 1_000_000, output_cents_per_mtok: 1 }, routes: [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'u' }] },
+      body: {
+        type: 'llm',
+        owned_by: 't',
+        max_output_tokens: 4,
+        pricing: { input_cents_per_mtok: 1_000_000, output_cents_per_mtok: 1 },
+        routes: [{ provider: 'openai', base_url: `${up.url}/v1`, upstream_model: 'u' }],
+      },
     });
     assert.equal(m.status, 201, m.text);
   });
@@ -40,7 +46,11 @@ describe('account events delivered by webhooks', () => {
     return { r, u, secret: hook.body.secret as string };
   }
 
-  const chat = (key: string) => call(gw.url, 'POST', '/v1/chat/completions', { token: key, body: { model: 'pricey', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4 } });
+  const chat = (key: string) =>
+    call(gw.url, 'POST', '/v1/chat/completions', {
+      token: key,
+      body: { model: 'pricey', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4 },
+    });
 
   it('low_balance: one delivery when a call takes the wallet below the threshold, none for later calls', async () => {
     const { r, u, secret } = await subscribed(['low_balance']);

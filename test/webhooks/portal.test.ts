@@ -20,18 +20,33 @@ describe('portal webhooks', () => {
     assert.equal(typeof created.body.id, 'number');
     assert.match(created.body.secret, /^whsec_[A-Za-z0-9_-]{40,}$/);
     assert.deepEqual(created.body.events, ['topup', 'low_balance']);
-    assert.deepEqual([created.body.status, created.body.consecutive_failures, created.body.last_delivery_at, created.body.disabled_at], ['enabled', 0, null, null]);
+    assert.deepEqual(
+      [created.body.status, created.body.consecutive_failures, created.body.last_delivery_at, created.body.disabled_at],
+      ['enabled', 0, null, null],
+    );
 
     const list = await call(gw.url, 'GET', '/portal/webhooks', { token: u.token });
     assert.equal(list.status, 200);
     assert.equal(list.body.data.length, 1);
-    assert.deepEqual(Object.keys(list.body.data[0]).sort(), ['consecutive_failures', 'created_at', 'disabled_at', 'events', 'id', 'last_delivery_at', 'status', 'url']);
+    assert.deepEqual(Object.keys(list.body.data[0]).sort(), [
+      'consecutive_failures',
+      'created_at',
+      'disabled_at',
+      'events',
+      'id',
+      'last_delivery_at',
+      'status',
+      'url',
+    ]);
     assert.ok(!list.text.includes(created.body.secret));
     const one = await call(gw.url, 'GET', `/portal/webhooks/${created.body.id}`, { token: u.token });
     assert.equal(one.body.url, 'https://hooks.example.com/in');
     assert.ok(!one.text.includes(created.body.secret));
 
-    const patched = await call(gw.url, 'PATCH', `/portal/webhooks/${created.body.id}`, { token: u.token, body: { url: 'https://other.example.com/x', events: ['usage_spike'] } });
+    const patched = await call(gw.url, 'PATCH', `/portal/webhooks/${created.body.id}`, {
+      token: u.token,
+      body: { url: 'https://other.example.com/x', events: ['usage_spike'] },
+    });
     assert.equal(patched.status, 200, patched.text);
     assert.deepEqual([patched.body.url, patched.body.events], ['https://other.example.com/x', ['usage_spike']]);
 
@@ -90,7 +105,10 @@ describe('portal webhooks', () => {
     const byAdmin = await post(admin.token, { url: 'https://org.example.com', events: ['low_balance'] });
     assert.equal(byAdmin.status, 201);
     const seenByOwner = await call(gw.url, 'GET', '/portal/webhooks', { token: owner.token });
-    assert.deepEqual(seenByOwner.body.data.map((w: { id: number }) => w.id), [byAdmin.body.id]);
+    assert.deepEqual(
+      seenByOwner.body.data.map((w: { id: number }) => w.id),
+      [byAdmin.body.id],
+    );
     assert.equal((await post(member.token, { url: 'https://m.example.com', events: ['topup'] })).status, 403);
     assert.equal((await call(gw.url, 'GET', '/portal/webhooks', { token: member.token })).status, 403);
     assert.equal((await call(gw.url, 'DELETE', `/portal/webhooks/${byAdmin.body.id}`, { token: member.token })).status, 403);

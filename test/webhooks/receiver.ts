@@ -13,10 +13,12 @@ export interface Received {
 
 export type Behaviour = (req: IncomingMessage, res: ServerResponse, n: number) => void;
 
-export const answer = (status: number): Behaviour => (_req, res) => {
-  res.writeHead(status, { 'content-type': 'text/plain' });
-  res.end('receiver body that must never be shown');
-};
+export const answer =
+  (status: number): Behaviour =>
+  (_req, res) => {
+    res.writeHead(status, { 'content-type': 'text/plain' });
+    res.end('receiver body that must never be shown');
+  };
 
 /** Never answers (the connection stays open until the receiver closes). */
 export const hang: Behaviour = () => {};

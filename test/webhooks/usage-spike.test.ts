@@ -34,10 +34,22 @@ test('detector on the store: fires once per account and window, again in a later
   });
   let now = 2_000 * W + 1_000;
   const events: AccountEvent[] = [];
-  const d = new UsageSpikeDetector(store, { emit: async (e) => void events.push(e) }, CFG, () => now, (err) => {
-    throw err;
+  const d = new UsageSpikeDetector(
+    store,
+    { emit: async (e) => void events.push(e) },
+    CFG,
+    () => now,
+    (err) => {
+      throw err;
+    },
+  );
+  const rec = (ts: number, tokens: number, owner_id = 1, owner_type: 'user' | 'org' = 'user'): UsageSample => ({
+    ts: new Date(ts),
+    owner_type,
+    owner_id,
+    prompt_tokens: tokens - 1,
+    completion_tokens: 1,
   });
-  const rec = (ts: number, tokens: number, owner_id = 1, owner_type: 'user' | 'org' = 'user'): UsageSample => ({ ts: new Date(ts), owner_type, owner_id, prompt_tokens: tokens - 1, completion_tokens: 1 });
   // A day of 100 tokens per window, in one batch.
   d.observe(Array.from({ length: 288 }, (_, i) => rec(now - (i + 1) * W, 100)));
   await d.settled();
@@ -61,7 +73,10 @@ test('detector on the store: fires once per account and window, again in a later
   // Another account in the same batch, and an organization, are judged on their own.
   d.observe([rec(now, 999, 2), rec(now, 1500, 3, 'org')]);
   await d.settled();
-  assert.deepEqual(events.slice(1).map((e) => [e.owner, e.fields.org_id]), [[{ type: 'org', id: 3 }, 3]]);
+  assert.deepEqual(
+    events.slice(1).map((e) => [e.owner, e.fields.org_id]),
+    [[{ type: 'org', id: 3 }, 3]],
+  );
 
   now += W;
   d.observe([rec(now - W, 10_000)]); // a late batch for the previous window

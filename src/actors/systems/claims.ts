@@ -51,10 +51,12 @@ export class Claims implements ClaimsPort {
         const taken = await Promise.all(
           page.map((doc) => {
             const entry = this.res.entry(kind, doc.actor_id);
-            return this.sys.residency.run(entry, () => this.takeOver(entry)).catch((err: unknown) => {
-              entry.log.warn({ err }, 'actor resume failed');
-              return false;
-            });
+            return this.sys.residency
+              .run(entry, () => this.takeOver(entry))
+              .catch((err: unknown) => {
+                entry.log.warn({ err }, 'actor resume failed');
+                return false;
+              });
           }),
         );
         room -= taken.filter(Boolean).length;

@@ -47,10 +47,23 @@ export class InboxSystem implements InboxPort {
   async post(entry: Entry, event: AnyEventObject, ask: boolean): Promise<string> {
     const body = JSON.stringify(event);
     for (;;) {
-      const reserved = await this.res.actors.findOneAndUpdate({ _id: entry.key }, { $inc: { inbox_next: 1 } }, { returnDocument: 'after', projection: { inbox_next: 1 } });
+      const reserved = await this.res.actors.findOneAndUpdate(
+        { _id: entry.key },
+        { $inc: { inbox_next: 1 } },
+        { returnDocument: 'after', projection: { inbox_next: 1 } },
+      );
       if (!reserved) throw new ActorNotFoundError(entry.kind.kind, entry.id);
       const seq = reserved.inbox_next as number;
-      const doc: InboxDoc = { _id: inboxId(entry.key, seq), key: entry.key, seq, event: body, ask, status: 'pending', from: this.res.me, created_at: new Date(this.res.now()) };
+      const doc: InboxDoc = {
+        _id: inboxId(entry.key, seq),
+        key: entry.key,
+        seq,
+        event: body,
+        ask,
+        status: 'pending',
+        from: this.res.me,
+        created_at: new Date(this.res.now()),
+      };
       try {
         await this.res.inbox.insertOne(doc);
       } catch (err) {
@@ -107,7 +120,10 @@ export class InboxSystem implements InboxPort {
       throw err;
     });
     if (unowned && ('finished' in unowned || 'missing' in unowned)) {
-      await this.res.inbox.updateMany({ key: entry.key, status: { $in: ['pending', 'taken'] } }, { $set: { status: 'failed', error: 'the actor is finished or gone' } });
+      await this.res.inbox.updateMany(
+        { key: entry.key, status: { $in: ['pending', 'taken'] } },
+        { $set: { status: 'failed', error: 'the actor is finished or gone' } },
+      );
       const pending = await this.res.inbox.find({ key: entry.key, status: 'failed' }, { projection: { _id: 1 }, limit: BATCH });
       for (const m of pending) this.res.wakeups?.notify(m._id);
     }
@@ -128,7 +144,11 @@ export class InboxSystem implements InboxPort {
       const kind = this.res.kindOf(kindName);
       if (!kind) continue;
       const actor = await this.res.actors.findOne({ _id: key }, { projection: { owner: 1, lease_until: 1, status: 1 } });
-      const orphaned = actor?.status !== 'active' || actor.owner === null || actor.owner === this.res.me || (actor.lease_until !== null && actor.lease_until.getTime() <= this.res.now());
+      const orphaned =
+        actor?.status !== 'active' ||
+        actor.owner === null ||
+        actor.owner === this.res.me ||
+        (actor.lease_until !== null && actor.lease_until.getTime() <= this.res.now());
       if (!orphaned) continue;
       const adopted = this.res.entry(kind, key.slice(kindName.length + 1));
       await this.sys.residency.run(adopted, () => this.adopt(adopted)).catch((err: unknown) => adopted.log.warn({ err }, 'inbox adoption failed'));
@@ -205,7 +225,16 @@ export class InboxSystem implements InboxPort {
     if (now - entry.inboxGapSince < this.res.inboxGapWaitMs) return false;
     for (let s = entry.inboxApplied + 1; s < seq; s++) {
       try {
-        await this.res.inbox.insertOne({ _id: inboxId(entry.key, s), key: entry.key, seq: s, event: null, ask: false, status: 'skipped', from: this.res.me, created_at: new Date(now) });
+        await this.res.inbox.insertOne({
+          _id: inboxId(entry.key, s),
+          key: entry.key,
+          seq: s,
+          event: null,
+          ask: false,
+          status: 'skipped',
+          from: this.res.me,
+          created_at: new Date(now),
+        });
       } catch (err) {
         if (isDuplicateKeyError(err)) return false; // it arrived after all: apply it in order
         throw err;

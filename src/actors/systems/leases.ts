@@ -185,9 +185,11 @@ export class Leases implements LeasesPort {
     if (entry.mailbox.pending === 0) this.sys.residency.drop(entry, reason);
     else {
       // A task is running on it: drop it when that task is done.
-      void this.sys.residency.run(entry, async () => {
-        if (!entry.owned) this.sys.residency.drop(entry, reason);
-      }).catch(() => undefined);
+      void this.sys.residency
+        .run(entry, async () => {
+          if (!entry.owned) this.sys.residency.drop(entry, reason);
+        })
+        .catch(() => undefined);
     }
   }
 }

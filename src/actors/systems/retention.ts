@@ -17,7 +17,10 @@ export class Retention implements RetentionPort {
     const now = this.res.now();
     for (const kind of this.res.kinds.values()) {
       if (kind.retainFinishedMs !== undefined) {
-        await this.deleteStale({ kind: kind.kind, status: { $in: ['done', 'error'] }, updated_at: { $lt: new Date(now - kind.retainFinishedMs) } }, kind.onRetired);
+        await this.deleteStale(
+          { kind: kind.kind, status: { $in: ['done', 'error'] }, updated_at: { $lt: new Date(now - kind.retainFinishedMs) } },
+          kind.onRetired,
+        );
       }
       if (kind.expireIdleMs !== undefined) {
         await this.deleteStale({ kind: kind.kind, status: 'active', custodial: false, updated_at: { $lt: new Date(now - kind.expireIdleMs) } });

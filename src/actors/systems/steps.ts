@@ -37,7 +37,10 @@ export class Steps implements StepsPort {
         }
       } else if (existing.epoch < scope.epoch) {
         // Started under an older lease that was lost before it recorded a result: ours now.
-        const taken = await this.res.steps.updateOne({ _id: id, epoch: existing.epoch, status: 'running' }, { $set: { epoch: scope.epoch, owner: this.res.me } });
+        const taken = await this.res.steps.updateOne(
+          { _id: id, epoch: existing.epoch, status: 'running' },
+          { $set: { epoch: scope.epoch, owner: this.res.me } },
+        );
         if (taken.matchedCount === 0) continue;
       }
       break;

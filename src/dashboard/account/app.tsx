@@ -51,7 +51,8 @@ function Shell() {
   // A layout effect: the address changes in the same task that shows the page, so no one ever sees
   // the sign-in form under /dashboard/keys (nor a test read the old address).
   useLayoutEffect(() => {
-    if (me === null && !PUBLIC.has(top) && top !== 'operator') route.navigate(`signin${route.path ? `?next=${encodeURIComponent(route.path)}` : ''}`, { replace: true });
+    if (me === null && !PUBLIC.has(top) && top !== 'operator')
+      route.navigate(`signin${route.path ? `?next=${encodeURIComponent(route.path)}` : ''}`, { replace: true });
     if (me && (PUBLIC.has(top) || top === '')) route.navigate(nextPage(route.query.get('next')), { replace: true });
   }, [me, top]);
 

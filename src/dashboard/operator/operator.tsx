@@ -170,8 +170,15 @@ function Accounts() {
           aria-label="Model access"
           onSubmit={(e) => {
             e.preventDefault();
-            const list = formValue(e, 'models').split(/[\s,]+/).filter(Boolean);
-            void act.run(async () => setAccess((await api.send<{ models: string[] | null }>('PUT', `/admin/access/${owner.type}/${owner.id}`, { models: list.length > 0 ? list : null })).models));
+            const list = formValue(e, 'models')
+              .split(/[\s,]+/)
+              .filter(Boolean);
+            void act.run(async () =>
+              setAccess(
+                (await api.send<{ models: string[] | null }>('PUT', `/admin/access/${owner.type}/${owner.id}`, { models: list.length > 0 ? list : null }))
+                  .models,
+              ),
+            );
           }}
         >
           <h2>
@@ -218,7 +225,10 @@ function Topups() {
       onSubmit={(e) => {
         e.preventDefault();
         const type = formValue(e, 'type');
-        const body: Record<string, unknown> = { [type === 'org' ? 'org_id' : 'user_id']: Number(formValue(e, 'id')), amount_cents: Math.round(Number(formValue(e, 'amount')) * 100) };
+        const body: Record<string, unknown> = {
+          [type === 'org' ? 'org_id' : 'user_id']: Number(formValue(e, 'id')),
+          amount_cents: Math.round(Number(formValue(e, 'amount')) * 100),
+        };
         const reference = formValue(e, 'reference').trim();
         if (reference) body.reference = reference;
         setDone(null);

@@ -54,8 +54,13 @@ export function createApi(onSignedOut: () => void): Api {
     } catch {
       /* not JSON (a 413 page) */
     }
-    if (res.status === 401 && (e?.code === 'invalid_session') && path.startsWith('/portal/') && !path.startsWith('/portal/auth/')) onSignedOut();
-    throw new ApiFailure(res.status, e?.code ?? 'http_error', e?.message ?? `The gateway answered ${res.status}.`, e?.request_id ?? res.headers.get('x-request-id'));
+    if (res.status === 401 && e?.code === 'invalid_session' && path.startsWith('/portal/') && !path.startsWith('/portal/auth/')) onSignedOut();
+    throw new ApiFailure(
+      res.status,
+      e?.code ?? 'http_error',
+      e?.message ?? `The gateway answered ${res.status}.`,
+      e?.request_id ?? res.headers.get('x-request-id'),
+    );
   };
   const request = async <T>(method: string, path: string, body?: unknown, extra?: Record<string, string>): Promise<T> => {
     const text = await (await answer(method, path, body, extra)).text();

@@ -100,7 +100,12 @@ export function Page({ title, children, actions }: { title: string; children: Co
 
 export function Loading({ loaded }: { loaded: Loaded<unknown> }) {
   if (loaded.error) return <ErrorBox error={loaded.error} />;
-  if (loaded.loading && loaded.data === null) return <p class="muted" aria-live="polite">Loading…</p>;
+  if (loaded.loading && loaded.data === null)
+    return (
+      <p class="muted" aria-live="polite">
+        Loading…
+      </p>
+    );
   return null;
 }
 

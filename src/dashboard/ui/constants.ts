@@ -1,7 +1,17 @@
 // Closed lists the server also holds (test/dashboard/bundle.test.ts keeps them equal); copied so
 // the bundle does not pull server modules in.
 export const SCOPES = ['*', 'chat', 'audio', 'intent', 'voice', 'embeddings', 'models'] as const;
-export const WEBHOOK_EVENTS = ['low_balance', 'topup', 'rate_limit_exceeded', 'key_expired', 'usage_spike', 'transcription.completed', 'transcription.failed', 'call.answered', 'call.ended'] as const;
+export const WEBHOOK_EVENTS = [
+  'low_balance',
+  'topup',
+  'rate_limit_exceeded',
+  'key_expired',
+  'usage_spike',
+  'transcription.completed',
+  'transcription.failed',
+  'call.answered',
+  'call.ended',
+] as const;
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;
 /** The largest recording an upload may be (the server's UPLOAD_LIMIT_BYTES, src/http/uploads.ts). */
 export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;

@@ -20,7 +20,10 @@ export function useSecrets(): [Map<string, string>, (id: string, value: string) 
   };
   const show = (id: string, value: string) => {
     clearTimeout(timers.current.get(id));
-    timers.current.set(id, setTimeout(() => hide(id), SECRET_VISIBLE_MS));
+    timers.current.set(
+      id,
+      setTimeout(() => hide(id), SECRET_VISIBLE_MS),
+    );
     setShown((m) => new Map(m).set(id, value));
   };
   return [shown, show, hide];

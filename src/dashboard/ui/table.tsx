@@ -11,7 +11,15 @@ export interface Column<T> {
   cell(row: T): ComponentChildren;
 }
 
-export function DataTable<T>({ caption, rows, columns, rowKey, empty, testId, rowData }: {
+export function DataTable<T>({
+  caption,
+  rows,
+  columns,
+  rowKey,
+  empty,
+  testId,
+  rowData,
+}: {
   caption: string;
   rows: T[];
   columns: Column<T>[];

@@ -29,7 +29,14 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
       ...base,
       // Big packs are allowed (examples); the body is validated by validatePack, which names the bad field.
       bodyLimit: deps.config.http.inferenceBodyLimitBytes * 16,
-      schema: { tags, security, summary: 'Create or replace an intent pack (a new version takes effect on the next request)', params: Closed({ id: PackId }), body: AnyInput, response: { 200: Any, 201: Any, ...errors(400, 401, 403) } },
+      schema: {
+        tags,
+        security,
+        summary: 'Create or replace an intent pack (a new version takes effect on the next request)',
+        params: Closed({ id: PackId }),
+        body: AnyInput,
+        response: { 200: Any, 201: Any, ...errors(400, 401, 403) },
+      },
     },
     async (req, reply) => {
       const body = req.body;
@@ -71,7 +78,8 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
       let pack: CompiledPack | null;
       if (req.body.pack !== undefined) {
         const raw = req.body.pack;
-        if (raw.id !== undefined && raw.id !== id) throw new ApiError('invalid_request', `The pack's id '${String(raw.id)}' differs from the path's '${id}'.`, { param: 'pack.id' });
+        if (raw.id !== undefined && raw.id !== id)
+          throw new ApiError('invalid_request', `The pack's id '${String(raw.id)}' differs from the path's '${id}'.`, { param: 'pack.id' });
         try {
           pack = new CompiledPack(validatePack({ ...raw, id }));
         } catch (err) {
@@ -84,7 +92,9 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
       }
       const turns = req.body.turns.map((t, n) => {
         if (t.expected !== OUT_OF_SCOPE && !pack.intents.has(t.expected)) {
-          throw new ApiError('invalid_request', `turns[${n}].expected '${t.expected}' is neither an intent of the pack nor ${OUT_OF_SCOPE}.`, { param: `turns[${n}].expected` });
+          throw new ApiError('invalid_request', `turns[${n}].expected '${t.expected}' is neither an intent of the pack nor ${OUT_OF_SCOPE}.`, {
+            param: `turns[${n}].expected`,
+          });
         }
         return { text: t.text, gold: t.expected, ...(t.group !== undefined ? { group: t.group } : {}) };
       });
@@ -107,13 +117,32 @@ export function registerAdminIntentRoutes(app: App, deps: AppDeps): void {
     },
   );
 
-  app.get('/admin/intent-packs', { ...base, schema: { tags, security, summary: 'Intent packs (id, version, revision, source)', response: { 200: Type.Object({ data: Type.Array(Any) }), ...errors(401, 403) } } }, async () => ({
-    data: await intentPacks.list(),
-  }));
+  app.get(
+    '/admin/intent-packs',
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Intent packs (id, version, revision, source)',
+        response: { 200: Type.Object({ data: Type.Array(Any) }), ...errors(401, 403) },
+      },
+    },
+    async () => ({
+      data: await intentPacks.list(),
+    }),
+  );
 
-  app.get('/admin/intent-packs/:id', { ...base, schema: { tags, security, summary: 'One intent pack, in full', params: Closed({ id: PackId }), response: { 200: Any, ...errors(401, 403, 404) } } }, async (req) => {
-    const pack = await intentPacks.getRaw(req.params.id);
-    if (!pack) throw new ApiError('not_found', `No intent pack '${req.params.id}'.`);
-    return pack;
-  });
+  app.get(
+    '/admin/intent-packs/:id',
+    {
+      ...base,
+      schema: { tags, security, summary: 'One intent pack, in full', params: Closed({ id: PackId }), response: { 200: Any, ...errors(401, 403, 404) } },
+    },
+    async (req) => {
+      const pack = await intentPacks.getRaw(req.params.id);
+      if (!pack) throw new ApiError('not_found', `No intent pack '${req.params.id}'.`);
+      return pack;
+    },
+  );
 }

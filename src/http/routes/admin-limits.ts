@@ -16,14 +16,20 @@ export function registerAdminLimitRoutes(app: App, deps: AppDeps): void {
   const tags = ['admin'];
   const security = [{ admin: [] }];
   const params = Closed({ owner_type: Owner, owner_id: NumericId });
-  const view = (ownerType: 'user' | 'org', ownerId: number, values: { voice_max_concurrent_calls: number | null }) => ({ owner_type: ownerType, owner_id: ownerId, ...values });
+  const view = (ownerType: 'user' | 'org', ownerId: number, values: { voice_max_concurrent_calls: number | null }) => ({
+    owner_type: ownerType,
+    owner_id: ownerId,
+    ...values,
+  });
 
   app.patch(
     '/admin/limits/:owner_type/:owner_id',
     {
       ...base,
       schema: {
-        tags, security, summary: "Set an account's limits over the gateway's defaults (null: back to the default)",
+        tags,
+        security,
+        summary: "Set an account's limits over the gateway's defaults (null: back to the default)",
         params,
         body: Closed({ voice_max_concurrent_calls: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])) }),
         response: { 200: Limits, ...errors(400, 401, 403, 404) },
@@ -38,7 +44,16 @@ export function registerAdminLimitRoutes(app: App, deps: AppDeps): void {
 
   app.get(
     '/admin/limits/:owner_type/:owner_id',
-    { ...base, schema: { tags, security, summary: "An account's limits (null: the gateway's default)", params, response: { 200: Limits, ...errors(400, 401, 403, 404) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: "An account's limits (null: the gateway's default)",
+        params,
+        response: { 200: Limits, ...errors(400, 401, 403, 404) },
+      },
+    },
     async (req) => {
       const id = Number(req.params.owner_id);
       return view(req.params.owner_type, id, await accountLimits.get(await accountLimits.requireAccount(req.params.owner_type, id)));

@@ -20,12 +20,22 @@ export function registerAdminSessionRoutes(app: App, deps: AppDeps): void {
     '/admin/session',
     {
       preHandler: admin,
-      schema: { tags, security, summary: 'Exchange the admin token for an operator session cookie (dashboard only)', response: { 200: Session, ...errors(400, 401, 403) } },
+      schema: {
+        tags,
+        security,
+        summary: 'Exchange the admin token for an operator session cookie (dashboard only)',
+        response: { 200: Session, ...errors(400, 401, 403) },
+      },
     },
     async (req, reply) => {
       // Only the token opens a session: a session cannot extend itself.
-      if (req.adminVia !== 'bearer') throw new ApiError('invalid_admin_token', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN> to open an operator session.');
-      if (!fromDashboard(req)) throw new ApiError('invalid_request', 'Operator sessions are for the dashboard: send X-Gateway-Client: dashboard (API clients use the admin token directly).');
+      if (req.adminVia !== 'bearer')
+        throw new ApiError('invalid_admin_token', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN> to open an operator session.');
+      if (!fromDashboard(req))
+        throw new ApiError(
+          'invalid_request',
+          'Operator sessions are for the dashboard: send X-Gateway-Client: dashboard (API clients use the admin token directly).',
+        );
       const opened = await operatorSessions.open(deps.config.adminToken!);
       setCookie(reply, ADMIN_COOKIE, opened.id, opened.ttl_seconds);
       return { expires_at: opened.expires_at.toISOString() };
@@ -46,7 +56,12 @@ export function registerAdminSessionRoutes(app: App, deps: AppDeps): void {
     '/admin/session',
     {
       preHandler: admin,
-      schema: { tags, security, summary: 'End the operator session and clear its cookie', response: { 200: Type.Object({ revoked: Type.Boolean() }), ...errors(401, 403) } },
+      schema: {
+        tags,
+        security,
+        summary: 'End the operator session and clear its cookie',
+        response: { 200: Type.Object({ revoked: Type.Boolean() }), ...errors(401, 403) },
+      },
     },
     async (req, reply) => {
       const id = req.adminVia === 'cookie' ? cookieOf(req, ADMIN_COOKIE) : null;

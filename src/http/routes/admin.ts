@@ -18,7 +18,9 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: "An actor's state, context and revision",
+        tags,
+        security,
+        summary: "An actor's state, context and revision",
         params: Closed({ kind: Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' }), id: KeyString(200, { minLength: 1 }) }),
         response: { 200: Type.Object({}, { additionalProperties: true }), ...errors(401, 403, 404) },
       },
@@ -38,17 +40,21 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Find an account by e-mail (exact, any case): the user, KYC state and organization',
+        tags,
+        security,
+        summary: 'Find an account by e-mail (exact, any case): the user, KYC state and organization',
         querystring: Closed({ email: KeyString(254, { minLength: 3 }) }),
         response: {
           200: Type.Object({
-            data: Type.Array(Type.Object({
-              id: Type.Integer(),
-              email: Type.String(),
-              created_at: IsoDate,
-              kyc_verified: Type.Boolean(),
-              organization: Type.Union([Type.Object({ id: Type.Integer(), role: Type.String() }), Type.Null()]),
-            })),
+            data: Type.Array(
+              Type.Object({
+                id: Type.Integer(),
+                email: Type.String(),
+                created_at: IsoDate,
+                kyc_verified: Type.Boolean(),
+                organization: Type.Union([Type.Object({ id: Type.Integer(), role: Type.String() }), Type.Null()]),
+              }),
+            ),
           }),
           ...errors(400, 401, 403),
         },
@@ -59,7 +65,9 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
       if (!user) return { data: [] };
       const membership = await deps.services.orgs.membershipOf(user._id);
       return {
-        data: [{ ...publicUser(user), kyc_verified: user.kyc_verified === true, organization: membership ? { id: membership.org_id, role: membership.role } : null }],
+        data: [
+          { ...publicUser(user), kyc_verified: user.kyc_verified === true, organization: membership ? { id: membership.org_id, role: membership.role } : null },
+        ],
       };
     },
   );
@@ -69,7 +77,8 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security,
+        tags,
+        security,
         summary: "An account's keys, as its owner pages them (user_id, with search, status, limit, after), or the key with one exact prefix",
         querystring: Closed({ user_id: Type.Optional(NumericId), prefix: Type.Optional(Type.String({ pattern: '^sk-live-[0-9a-f]{12}$' })), ...KeyListQuery }),
         response: { 200: PageOf(Type.Intersect([Key, Type.Object({ user_id: Type.Integer() })])), ...errors(400, 401, 403) },
@@ -77,7 +86,8 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
     },
     async (req) => {
       const { user_id, prefix } = req.query;
-      if ((user_id === undefined) === (prefix === undefined)) throw new ApiError('invalid_request', 'Give exactly one of user_id and prefix.', { param: 'user_id' });
+      if ((user_id === undefined) === (prefix === undefined))
+        throw new ApiError('invalid_request', 'Give exactly one of user_id and prefix.', { param: 'user_id' });
       if (prefix !== undefined) {
         // One exact key: a list parameter beside it would be ignored, so it is refused instead.
         const extra = (['search', 'status', 'limit', 'after'] as const).find((k) => req.query[k] !== undefined);
@@ -95,7 +105,9 @@ export function registerAdminRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: "Set an API key's administrator limits (rpm, tpd, cpd, cpm; null removes)",
+        tags,
+        security,
+        summary: "Set an API key's administrator limits (rpm, tpd, cpd, cpm; null removes)",
         params: Closed({ id: NumericId }),
         body: Closed(LimitsPatch),
         response: { 200: Type.Object({}, { additionalProperties: true }), ...errors(400, 401, 403, 404) },

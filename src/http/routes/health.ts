@@ -9,7 +9,10 @@ export function registerHealthRoutes(app: App, deps: AppDeps): void {
   app.get('/readyz', { schema: { tags: ['ops'], summary: 'The store answers and actors are restored' } }, async (_req, reply) => {
     const { ready, checks } = await deps.lifecycle.ready();
     if (!ready) {
-      const failing = Object.entries(checks).filter(([, v]) => v !== 'ok').map(([k, v]) => `${k}: ${v}`).join('; ');
+      const failing = Object.entries(checks)
+        .filter(([, v]) => v !== 'ok')
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('; ');
       throw new ApiError('not_ready', `Not ready: ${failing}`);
     }
     return reply.send({ status: 'ready', checks });

@@ -44,13 +44,19 @@ export function registerPortalAuthRoutes(app: App, deps: AppDeps): void {
 
   app.post(
     '/portal/auth/signup',
-    { preHandler: dashboardSameOrigin, schema: { tags: ['portal'], summary: 'Create an account and open a session', body: Credentials, response: { 201: Grant, ...errors(400, 403, 409, 429) } } },
+    {
+      preHandler: dashboardSameOrigin,
+      schema: { tags: ['portal'], summary: 'Create an account and open a session', body: Credentials, response: { 201: Grant, ...errors(400, 403, 409, 429) } },
+    },
     async (req, reply) => reply.code(201).send(deliver(req, reply, await accounts.signup(req.body.email, req.body.password, req.ip))),
   );
 
   app.post(
     '/portal/auth/login',
-    { preHandler: dashboardSameOrigin, schema: { tags: ['portal'], summary: 'Open a session', body: Credentials, response: { 200: Grant, ...errors(400, 401, 403, 429) } } },
+    {
+      preHandler: dashboardSameOrigin,
+      schema: { tags: ['portal'], summary: 'Open a session', body: Credentials, response: { 200: Grant, ...errors(400, 401, 403, 429) } },
+    },
     async (req, reply) => deliver(req, reply, await accounts.login(req.body.email, req.body.password, req.ip)),
   );
 

@@ -112,8 +112,13 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
   const tags = ['billing'];
   const security = [{ session: [] }];
 
-  app.get('/portal/wallet', { ...base, schema: { tags, security, summary: "Your account's wallet (your organization's while you belong to one)", response: { 200: Wallet, ...errors(401) } } }, async (req) =>
-    billing.walletView(sessionOf(req).id),
+  app.get(
+    '/portal/wallet',
+    {
+      ...base,
+      schema: { tags, security, summary: "Your account's wallet (your organization's while you belong to one)", response: { 200: Wallet, ...errors(401) } },
+    },
+    async (req) => billing.walletView(sessionOf(req).id),
   );
 
   app.put(
@@ -121,9 +126,14 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Billing settings: the low_balance alert threshold (an organization: owner only; 0 turns it off)',
+        tags,
+        security,
+        summary: 'Billing settings: the low_balance alert threshold (an organization: owner only; 0 turns it off)',
         body: Closed({ low_balance_threshold_cents: Cents }),
-        response: { 200: Type.Object({ owner_type: OwnerType, owner_id: Type.Integer(), low_balance_threshold_cents: Type.Integer() }), ...errors(400, 401, 403) },
+        response: {
+          200: Type.Object({ owner_type: OwnerType, owner_id: Type.Integer(), low_balance_threshold_cents: Type.Integer() }),
+          ...errors(400, 401, 403),
+        },
       },
     },
     async (req) => billing.setLowBalanceThreshold(sessionOf(req).id, req.body.low_balance_threshold_cents),
@@ -134,7 +144,9 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Usage totals over UTC days, grouped (members see their own; owners and admins the whole organization)',
+        tags,
+        security,
+        summary: 'Usage totals over UTC days, grouped (members see their own; owners and admins the whole organization)',
         querystring: Closed({ from: Type.Optional(Day), to: Type.Optional(Day), group_by: Type.Optional(GroupBy) }),
         response: { 200: UsageSummary, ...errors(400, 401) },
       },
@@ -147,7 +159,10 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Usage records, newest first, optionally made on the UTC days from/to (inclusive, as /portal/usage); pass next_after as after for the next page',
+        tags,
+        security,
+        summary:
+          'Usage records, newest first, optionally made on the UTC days from/to (inclusive, as /portal/usage); pass next_after as after for the next page',
         querystring: Closed({
           limit: Limit,
           after: Type.Optional(Type.String({ pattern: '^[0-9a-z]{1,40}$' })),
@@ -173,7 +188,9 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: "Your account's top-ups (your organization's while you belong to one), newest first; pass next_after as after",
+        tags,
+        security,
+        summary: "Your account's top-ups (your organization's while you belong to one), newest first; pass next_after as after",
         querystring: Closed({ limit: Limit, after: AfterString }),
         response: { 200: PageOf(Topup), ...errors(400, 401) },
       },
@@ -181,7 +198,12 @@ export function registerPortalBillingRoutes(app: App, deps: AppDeps): void {
     async (req) => billing.topupsOf(sessionOf(req).id, { limit: limitOf(req.query), ...(req.query.after !== undefined ? { after: req.query.after } : {}) }),
   );
 
-  app.get('/portal/subscription', { ...base, schema: { tags, security, summary: "Your account's subscription (status none when there is none)", response: { 200: Subscription, ...errors(401) } } }, async (req) =>
-    billing.subscriptionView(sessionOf(req).id),
+  app.get(
+    '/portal/subscription',
+    {
+      ...base,
+      schema: { tags, security, summary: "Your account's subscription (status none when there is none)", response: { 200: Subscription, ...errors(401) } },
+    },
+    async (req) => billing.subscriptionView(sessionOf(req).id),
   );
 }

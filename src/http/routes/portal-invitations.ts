@@ -8,7 +8,14 @@ import { Closed, errors, IsoDate, KeyString, NumericId } from '../schemas.ts';
 import { Org } from './portal-org.ts';
 
 const InvitedRole = Type.Union([Type.Literal('admin'), Type.Literal('member')]);
-const Invitation = Type.Object({ id: Type.Integer(), email: Type.String(), role: InvitedRole, status: Type.Literal('pending'), expires_at: IsoDate, created_at: IsoDate });
+const Invitation = Type.Object({
+  id: Type.Integer(),
+  email: Type.String(),
+  role: InvitedRole,
+  status: Type.Literal('pending'),
+  expires_at: IsoDate,
+  created_at: IsoDate,
+});
 const Received = Type.Object({
   id: Type.Integer(),
   org_id: Type.Integer(),
@@ -44,31 +51,68 @@ export function registerPortalInvitationRoutes(app: App, deps: AppDeps): void {
 
   app.get(
     '/portal/org/invitations',
-    { ...base, schema: { tags, security, summary: "Your organization's pending invitations (owner or admin)", response: { 200: Type.Object({ invitations: Type.Array(Invitation) }), ...errors(401, 403, 404) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: "Your organization's pending invitations (owner or admin)",
+        response: { 200: Type.Object({ invitations: Type.Array(Invitation) }), ...errors(401, 403, 404) },
+      },
+    },
     async (req) => ({ invitations: await invitations.listOfOrg(sessionOf(req).id) }),
   );
 
   app.delete(
     '/portal/org/invitations/:id',
-    { ...base, schema: { tags, security, summary: 'Revoke a pending invitation (owner or admin)', params: Params, response: { 200: Type.Object({ id: Type.Integer(), revoked: Type.Boolean() }), ...errors(401, 403, 404) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Revoke a pending invitation (owner or admin)',
+        params: Params,
+        response: { 200: Type.Object({ id: Type.Integer(), revoked: Type.Boolean() }), ...errors(401, 403, 404) },
+      },
+    },
     async (req) => invitations.revoke(sessionOf(req).id, Number(req.params.id)),
   );
 
   app.get(
     '/portal/invitations',
-    { ...base, schema: { tags, security, summary: 'Pending invitations addressed to you', response: { 200: Type.Object({ invitations: Type.Array(Received) }), ...errors(401) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Pending invitations addressed to you',
+        response: { 200: Type.Object({ invitations: Type.Array(Received) }), ...errors(401) },
+      },
+    },
     async (req) => ({ invitations: await invitations.received(sessionOf(req).id) }),
   );
 
   app.post(
     '/portal/invitations/:id/accept',
-    { ...base, schema: { tags, security, summary: 'Accept an invitation: join its organization', params: Params, response: { 200: Org, ...errors(401, 404, 409, 410) } } },
+    {
+      ...base,
+      schema: { tags, security, summary: 'Accept an invitation: join its organization', params: Params, response: { 200: Org, ...errors(401, 404, 409, 410) } },
+    },
     async (req) => invitations.accept(sessionOf(req).id, Number(req.params.id)),
   );
 
   app.post(
     '/portal/invitations/:id/decline',
-    { ...base, schema: { tags, security, summary: 'Decline an invitation', params: Params, response: { 200: Type.Object({ id: Type.Integer(), status: Type.Literal('declined') }), ...errors(401, 404, 410) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Decline an invitation',
+        params: Params,
+        response: { 200: Type.Object({ id: Type.Integer(), status: Type.Literal('declined') }), ...errors(401, 404, 410) },
+      },
+    },
     async (req) => invitations.decline(sessionOf(req).id, Number(req.params.id)),
   );
 }

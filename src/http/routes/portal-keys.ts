@@ -31,7 +31,12 @@ export const KeyListQuery = {
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')])),
 };
 
-export function keyPageQuery(q: { limit?: string; after?: string; search?: string; status?: KeyStatus }): PageQuery<number> & { search?: string; status?: KeyStatus } {
+export function keyPageQuery(q: {
+  limit?: string;
+  after?: string;
+  search?: string;
+  status?: KeyStatus;
+}): PageQuery<number> & { search?: string; status?: KeyStatus } {
   return {
     limit: limitOf(q),
     ...(q.after !== undefined ? { after: Number(q.after) } : {}),
@@ -54,7 +59,9 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Create an API key (optionally with your own rpm/tpd/cpd/cpm limits)',
+        tags,
+        security,
+        summary: 'Create an API key (optionally with your own rpm/tpd/cpd/cpm limits)',
         body: Closed({
           name: KeyString(100, { minLength: 1 }),
           expires_at: Type.Optional(KeyString(40)),
@@ -72,7 +79,9 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Your API keys, newest first; search and status filter all of them, not the page',
+        tags,
+        security,
+        summary: 'Your API keys, newest first; search and status filter all of them, not the page',
         querystring: Closed(KeyListQuery),
         response: { 200: PageOf(Key), ...errors(400, 401) },
       },
@@ -80,8 +89,10 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     async (req) => keys.page(sessionOf(req).id, keyPageQuery(req.query)),
   );
 
-  app.get('/portal/keys/:id', { ...base, schema: { tags, security, summary: 'One key, with its full api_key', params, response: { 200: KeyWithSecret, ...errors(401, 404) } } }, async (req) =>
-    keys.get(sessionOf(req).id, Number(req.params.id)),
+  app.get(
+    '/portal/keys/:id',
+    { ...base, schema: { tags, security, summary: 'One key, with its full api_key', params, response: { 200: KeyWithSecret, ...errors(401, 404) } } },
+    async (req) => keys.get(sessionOf(req).id, Number(req.params.id)),
   );
 
   app.patch(
@@ -89,7 +100,9 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Rename a key or set your own rpm/tpd/cpd/cpm limits on it (null removes yours)',
+        tags,
+        security,
+        summary: 'Rename a key or set your own rpm/tpd/cpd/cpm limits on it (null removes yours)',
         params,
         body: Closed({ name: Type.Optional(KeyString(100, { minLength: 1 })), ...LimitsPatch }),
         response: { 200: Key, ...errors(400, 401, 404) },
@@ -98,7 +111,9 @@ export function registerPortalKeyRoutes(app: App, deps: AppDeps): void {
     async (req) => keys.updateByOwner(sessionOf(req).id, Number(req.params.id), req.body),
   );
 
-  app.delete('/portal/keys/:id', { ...base, schema: { tags, security, summary: 'Revoke a key (effective on the next request)', params, response: { 200: Key, ...errors(401, 404) } } }, async (req) =>
-    keys.revoke(sessionOf(req).id, Number(req.params.id)),
+  app.delete(
+    '/portal/keys/:id',
+    { ...base, schema: { tags, security, summary: 'Revoke a key (effective on the next request)', params, response: { 200: Key, ...errors(401, 404) } } },
+    async (req) => keys.revoke(sessionOf(req).id, Number(req.params.id)),
   );
 }

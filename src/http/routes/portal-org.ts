@@ -22,7 +22,16 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
 
   app.post(
     '/portal/org',
-    { ...base, schema: { tags, security, summary: 'Create an organization (you become its owner)', body: Closed({ name: KeyString(200, { minLength: 1 }) }), response: { 201: Org, ...errors(400, 401, 409) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Create an organization (you become its owner)',
+        body: Closed({ name: KeyString(200, { minLength: 1 }) }),
+        response: { 201: Org, ...errors(400, 401, 409) },
+      },
+    },
     async (req, reply) => reply.code(201).send(await orgs.create(sessionOf(req).id, req.body.name.trim() || req.body.name)),
   );
 
@@ -30,17 +39,43 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
     orgs.get(sessionOf(req).id),
   );
 
-  app.delete('/portal/org', { ...base, schema: { tags, security, summary: 'Delete the organization (owner; wallet must be empty)', response: { 200: Type.Object({ id: Type.Integer(), deleted: Type.Boolean() }), ...errors(401, 403, 404, 409) } } }, async (req) =>
-    orgs.delete(sessionOf(req).id),
+  app.delete(
+    '/portal/org',
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Delete the organization (owner; wallet must be empty)',
+        response: { 200: Type.Object({ id: Type.Integer(), deleted: Type.Boolean() }), ...errors(401, 403, 404, 409) },
+      },
+    },
+    async (req) => orgs.delete(sessionOf(req).id),
   );
 
-  app.get('/portal/org/members', { ...base, schema: { tags, security, summary: 'Members of your organization', response: { 200: Type.Object({ members: Type.Array(Member) }), ...errors(401, 404) } } }, async (req) => ({
-    members: await orgs.listMembers(sessionOf(req).id),
-  }));
+  app.get(
+    '/portal/org/members',
+    {
+      ...base,
+      schema: { tags, security, summary: 'Members of your organization', response: { 200: Type.Object({ members: Type.Array(Member) }), ...errors(401, 404) } },
+    },
+    async (req) => ({
+      members: await orgs.listMembers(sessionOf(req).id),
+    }),
+  );
 
   app.delete(
     '/portal/org/members/:user_id',
-    { ...base, schema: { tags, security, summary: 'Remove a member (owner or admin)', params: Closed({ user_id: NumericId }), response: { 200: Type.Object({ user_id: Type.Integer(), removed: Type.Boolean() }), ...errors(401, 403, 404, 409) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Remove a member (owner or admin)',
+        params: Closed({ user_id: NumericId }),
+        response: { 200: Type.Object({ user_id: Type.Integer(), removed: Type.Boolean() }), ...errors(401, 403, 404, 409) },
+      },
+    },
     async (req) => orgs.remove(sessionOf(req).id, Number(req.params.user_id)),
   );
 
@@ -49,7 +84,9 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: "Change a member's role: admin or member (owner only; ownership moves by transfer)",
+        tags,
+        security,
+        summary: "Change a member's role: admin or member (owner only; ownership moves by transfer)",
         params: Closed({ user_id: NumericId }),
         body: Closed({ role: Type.Union([Type.Literal('admin'), Type.Literal('member')]) }),
         response: { 200: Member, ...errors(400, 401, 403, 404) },
@@ -58,13 +95,32 @@ export function registerPortalOrgRoutes(app: App, deps: AppDeps): void {
     async (req) => orgs.setRole(sessionOf(req).id, Number(req.params.user_id), req.body.role),
   );
 
-  app.post('/portal/org/leave', { ...base, schema: { tags, security, summary: 'Leave your organization (not the owner)', response: { 200: Type.Object({ org_id: Type.Integer(), left: Type.Boolean() }), ...errors(401, 404, 409) } } }, async (req) =>
-    orgs.leave(sessionOf(req).id),
+  app.post(
+    '/portal/org/leave',
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Leave your organization (not the owner)',
+        response: { 200: Type.Object({ org_id: Type.Integer(), left: Type.Boolean() }), ...errors(401, 404, 409) },
+      },
+    },
+    async (req) => orgs.leave(sessionOf(req).id),
   );
 
   app.post(
     '/portal/org/transfer',
-    { ...base, schema: { tags, security, summary: 'Make another member the owner (owner; you become admin)', body: Closed({ user_id: Type.Integer({ minimum: 1 }) }), response: { 200: Org, ...errors(400, 401, 403, 404) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Make another member the owner (owner; you become admin)',
+        body: Closed({ user_id: Type.Integer({ minimum: 1 }) }),
+        response: { 200: Org, ...errors(400, 401, 403, 404) },
+      },
+    },
     async (req) => orgs.transfer(sessionOf(req).id, req.body.user_id),
   );
 }

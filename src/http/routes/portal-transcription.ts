@@ -33,8 +33,10 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     {
       preHandler: requireSession(deps),
       schema: {
-        tags: ['transcription'], security,
-        summary: "Your account's transcription jobs (your organization's while you belong to one), newest first, without their transcripts (GET /portal/transcription/jobs/{id} has them); pass next_after as after",
+        tags: ['transcription'],
+        security,
+        summary:
+          "Your account's transcription jobs (your organization's while you belong to one), newest first, without their transcripts (GET /portal/transcription/jobs/{id} has them); pass next_after as after",
         querystring: Closed({ limit: Limit, after: Type.Optional(KeyString(64)), status: Type.Optional(JobStatusFilter) }),
         response: { 200: PageOf(Job), ...errors(400, 401) },
       },
@@ -57,8 +59,12 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     {
       preHandler: requireSession(deps),
       schema: {
-        tags: ['transcription'], security, summary: "One of your account's jobs, as GET /v1/audio/transcriptions/jobs/{id} answers it (response_format text, srt or vtt too)",
-        params: JobId, querystring: JobFormatQuery, response: { 200: Job, ...errors(400, 401, 404, 409) },
+        tags: ['transcription'],
+        security,
+        summary: "One of your account's jobs, as GET /v1/audio/transcriptions/jobs/{id} answers it (response_format text, srt or vtt too)",
+        params: JobId,
+        querystring: JobFormatQuery,
+        response: { 200: Job, ...errors(400, 401, 404, 409) },
       },
     },
     async (req, reply) => {
@@ -72,9 +78,11 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     {
       preHandler: requireSession(deps),
       schema: {
-        tags: ['transcription'], security,
+        tags: ['transcription'],
+        security,
         summary: "The job's recording as uploaded, with byte ranges (206, Content-Range; 416 for a range outside it); another account's is 404",
-        params: JobId, response: { ...errors(401, 403, 404, 416) },
+        params: JobId,
+        response: { ...errors(401, 403, 404, 416) },
       },
     },
     async (req, reply) => {
@@ -94,13 +102,17 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
     {
       preHandler: requireSession(deps),
       schema: {
-        tags: ['transcription'], security, summary: 'The models active on your account, as GET /v1/models lists them, each with its pricing',
+        tags: ['transcription'],
+        security,
+        summary: 'The models active on your account, as GET /v1/models lists them, each with its pricing',
         response: { 200: Type.Object({ data: Type.Array(Type.Object({ ...ModelEntry.properties, pricing: Pricing })) }), ...errors(401) },
       },
     },
     async (req) => {
       const account = await billing.accountOf(sessionOf(req).id);
-      return { data: (await deps.services.models.activeFor(account.walletId)).map((m) => ({ ...publicModel(m), pricing: m.pricing as Record<string, number> })) };
+      return {
+        data: (await deps.services.models.activeFor(account.walletId)).map((m) => ({ ...publicModel(m), pricing: m.pricing as Record<string, number> })),
+      };
     },
   );
 
@@ -112,7 +124,12 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
       '/portal/transcription/jobs',
       {
         preHandler: requireSession(deps),
-        schema: { tags: ['transcription'], security, summary: 'Start a transcription job from the dashboard (the fields of POST /v1/audio/transcriptions/jobs; billed to your account)', consumes: ['multipart/form-data'] },
+        schema: {
+          tags: ['transcription'],
+          security,
+          summary: 'Start a transcription job from the dashboard (the fields of POST /v1/audio/transcriptions/jobs; billed to your account)',
+          consumes: ['multipart/form-data'],
+        },
       },
       async (req, reply) => answerNewJob(deps, dashboardPrincipal(sessionOf(req).id), req, reply, '/portal/transcription/jobs'),
     );
@@ -120,7 +137,12 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
       '/portal/audio/transcriptions',
       {
         preHandler: requireSession(deps),
-        schema: { tags: ['transcription'], security, summary: 'Transcribe a short clip from the dashboard (the fields and answer of POST /v1/audio/transcriptions; billed to your account)', consumes: ['multipart/form-data'] },
+        schema: {
+          tags: ['transcription'],
+          security,
+          summary: 'Transcribe a short clip from the dashboard (the fields and answer of POST /v1/audio/transcriptions; billed to your account)',
+          consumes: ['multipart/form-data'],
+        },
       },
       async (req, reply) => answerClip(deps, dashboardPrincipal(sessionOf(req).id), 'sync', req, reply),
     );
@@ -132,8 +154,11 @@ export function registerPortalTranscriptionRoutes(app: App, deps: AppDeps): void
       preHandler: requireSession(deps),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
       schema: {
-        tags: ['transcription'], security, summary: 'Speak a text from the dashboard (the body and answer of POST /v1/audio/speech; billed to your account)',
-        body: SpeechBodySchema, response: { ...errors(400, 401, 402, 403, 404, 503) },
+        tags: ['transcription'],
+        security,
+        summary: 'Speak a text from the dashboard (the body and answer of POST /v1/audio/speech; billed to your account)',
+        body: SpeechBodySchema,
+        response: { ...errors(400, 401, 402, 403, 404, 503) },
       },
     },
     async (req, reply) => answerSpeech(deps, dashboardPrincipal(sessionOf(req).id), req, reply),

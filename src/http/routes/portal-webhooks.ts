@@ -27,7 +27,9 @@ const WebhookWithSecret = Type.Intersect([Webhook, Type.Object({ secret: Type.St
 const Outcome = {
   ok: Type.Boolean(),
   status_code: Type.Union([Type.Integer(), Type.Null()]),
-  error: Type.Union([Type.String(), Type.Null()], { description: 'timeout, connection_refused, tls_error, blocked_address, dns_error, http_<status>, dropped_<reason>...' }),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description: 'timeout, connection_refused, tls_error, blocked_address, dns_error, http_<status>, dropped_<reason>...',
+  }),
   latency_ms: Type.Integer(),
 };
 const Delivery = Type.Object({ id: Type.String(), event_id: Type.String(), event: Type.String(), ts: IsoDate, ...Outcome });
@@ -45,7 +47,9 @@ export function registerPortalWebhookRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Create a webhook; the secret is returned only here',
+        tags,
+        security,
+        summary: 'Create a webhook; the secret is returned only here',
         body: Closed({ url: Url, events: Events }),
         response: { 201: WebhookWithSecret, ...errors(400, 401, 403) },
       },
@@ -53,12 +57,26 @@ export function registerPortalWebhookRoutes(app: App, deps: AppDeps): void {
     async (req, reply) => reply.code(201).send(await webhooks.create(sessionOf(req).id, req.body)),
   );
 
-  app.get('/portal/webhooks', { ...base, schema: { tags, security, summary: "Your account's webhooks (never the secret)", response: { 200: Type.Object({ data: Type.Array(Webhook) }), ...errors(401, 403) } } }, async (req) => ({
-    data: await webhooks.list(sessionOf(req).id),
-  }));
+  app.get(
+    '/portal/webhooks',
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: "Your account's webhooks (never the secret)",
+        response: { 200: Type.Object({ data: Type.Array(Webhook) }), ...errors(401, 403) },
+      },
+    },
+    async (req) => ({
+      data: await webhooks.list(sessionOf(req).id),
+    }),
+  );
 
-  app.get('/portal/webhooks/:id', { ...base, schema: { tags, security, summary: 'One webhook', params, response: { 200: Webhook, ...errors(401, 403, 404) } } }, async (req) =>
-    webhooks.get(sessionOf(req).id, Number(req.params.id)),
+  app.get(
+    '/portal/webhooks/:id',
+    { ...base, schema: { tags, security, summary: 'One webhook', params, response: { 200: Webhook, ...errors(401, 403, 404) } } },
+    async (req) => webhooks.get(sessionOf(req).id, Number(req.params.id)),
   );
 
   app.patch(
@@ -66,7 +84,9 @@ export function registerPortalWebhookRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Change the url or the events (state and failure counter unchanged)',
+        tags,
+        security,
+        summary: 'Change the url or the events (state and failure counter unchanged)',
         params,
         body: Closed({ url: Type.Optional(Url), events: Type.Optional(Events) }),
         response: { 200: Webhook, ...errors(400, 401, 403, 404) },
@@ -77,13 +97,25 @@ export function registerPortalWebhookRoutes(app: App, deps: AppDeps): void {
 
   app.delete(
     '/portal/webhooks/:id',
-    { ...base, schema: { tags, security, summary: 'Delete a webhook (queued events are dropped)', params, response: { 200: Type.Object({ id: Type.Integer(), deleted: Type.Boolean() }), ...errors(401, 403, 404) } } },
+    {
+      ...base,
+      schema: {
+        tags,
+        security,
+        summary: 'Delete a webhook (queued events are dropped)',
+        params,
+        response: { 200: Type.Object({ id: Type.Integer(), deleted: Type.Boolean() }), ...errors(401, 403, 404) },
+      },
+    },
     async (req) => webhooks.remove(sessionOf(req).id, Number(req.params.id)),
   );
 
   app.post(
     '/portal/webhooks/:id/enable',
-    { ...base, schema: { tags, security, summary: 'Re-enable a webhook; its failure counter restarts', params, response: { 200: Webhook, ...errors(401, 403, 404) } } },
+    {
+      ...base,
+      schema: { tags, security, summary: 'Re-enable a webhook; its failure counter restarts', params, response: { 200: Webhook, ...errors(401, 403, 404) } },
+    },
     async (req) => webhooks.enable(sessionOf(req).id, Number(req.params.id)),
   );
 
@@ -92,7 +124,9 @@ export function registerPortalWebhookRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: "Send a signed ping now; answers with the outcome (never the receiver's body)",
+        tags,
+        security,
+        summary: "Send a signed ping now; answers with the outcome (never the receiver's body)",
         params,
         response: { 200: TestResult, ...errors(401, 403, 404) },
       },
@@ -105,7 +139,9 @@ export function registerPortalWebhookRoutes(app: App, deps: AppDeps): void {
     {
       ...base,
       schema: {
-        tags, security, summary: 'Delivery attempts, newest first; pass next_after as after for the next page',
+        tags,
+        security,
+        summary: 'Delivery attempts, newest first; pass next_after as after for the next page',
         params,
         querystring: Closed({
           limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: '1 to 100 (larger is 100), default 50' })),

@@ -63,7 +63,12 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
       '/v1/audio/transcriptions/jobs',
       {
         preHandler: requireApiKey(deps, 'audio'),
-        schema: { tags: ['v1'], summary: 'Start a transcription job for a long recording (multipart; diarization)', security: [{ apiKey: [] }], consumes: ['multipart/form-data'] },
+        schema: {
+          tags: ['v1'],
+          summary: 'Start a transcription job for a long recording (multipart; diarization)',
+          security: [{ apiKey: [] }],
+          consumes: ['multipart/form-data'],
+        },
       },
       async (req, reply) => answerNewJob(deps, principalOf(req), req, reply),
     );
@@ -74,8 +79,12 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     {
       preHandler: requireApiKey(deps, 'audio'),
       schema: {
-        tags: ['v1'], summary: 'A transcription job; with response_format text, srt or vtt, its transcript in that format', security: [{ apiKey: [] }],
-        params: JobId, querystring: JobFormatQuery, response: { 200: Job, ...errors(400, 401, 403, 404, 409) },
+        tags: ['v1'],
+        summary: 'A transcription job; with response_format text, srt or vtt, its transcript in that format',
+        security: [{ apiKey: [] }],
+        params: JobId,
+        querystring: JobFormatQuery,
+        response: { 200: Job, ...errors(400, 401, 403, 404, 409) },
       },
     },
     async (req, reply) => {
@@ -89,7 +98,9 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     {
       preHandler: requireApiKey(deps, 'audio'),
       schema: {
-        tags: ['v1'], summary: "The caller's transcription jobs, newest first (cursor pagination)", security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: "The caller's transcription jobs, newest first (cursor pagination)",
+        security: [{ apiKey: [] }],
         querystring: Type.Object(
           {
             limit: Limit,
@@ -99,7 +110,13 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Job), has_more: Type.Boolean(), first_id: Type.Union([Type.String(), Type.Null()]), last_id: Type.Union([Type.String(), Type.Null()]) }),
+          200: Type.Object({
+            object: Type.Literal('list'),
+            data: Type.Array(Job),
+            has_more: Type.Boolean(),
+            first_id: Type.Union([Type.String(), Type.Null()]),
+            last_id: Type.Union([Type.String(), Type.Null()]),
+          }),
           ...errors(400, 401, 403),
         },
       },
@@ -107,7 +124,11 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     async (req) => {
       const q = req.query;
       const { walletId } = await deps.services.billing.payerFor(principalOf(req));
-      return deps.services.transcriptionJobs.list(walletId, { limit: limitOf(q), ...(q.after ? { after: q.after } : {}), ...(q.status ? { status: q.status } : {}) });
+      return deps.services.transcriptionJobs.list(walletId, {
+        limit: limitOf(q),
+        ...(q.after ? { after: q.after } : {}),
+        ...(q.status ? { status: q.status } : {}),
+      });
     },
   );
 
@@ -118,7 +139,8 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     {
       bodyLimit: UPLOAD_LIMIT_BYTES,
       schema: {
-        tags: ['v1'], summary: "A provider's job callback (authenticated by the job's token)",
+        tags: ['v1'],
+        summary: "A provider's job callback (authenticated by the job's token)",
         params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
         response: { 200: Type.Object({ received: Type.Literal(true) }), ...errors(400, 404) },
       },
@@ -131,14 +153,17 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
 }
 
 /** How GET …/jobs/{id} answers: the job object (`json`, the default) or its transcript as text, SRT or WebVTT. */
-export const JobFormatQuery = Type.Object(
-  { response_format: Type.Optional(OneOf(['json', 'text', 'srt', 'vtt'] as const)) },
-  { additionalProperties: false },
-);
+export const JobFormatQuery = Type.Object({ response_format: Type.Optional(OneOf(['json', 'text', 'srt', 'vtt'] as const)) }, { additionalProperties: false });
 export type JobFormat = NonNullable<Static<typeof JobFormatQuery>['response_format']>;
 
 /** A job read for the account paying `walletId` (/v1 by key, /portal by session): the object, or its transcript rendered. */
-export async function answerJobRead(deps: AppDeps, walletId: string, id: string, format: JobFormat | undefined, reply: FastifyReply): Promise<JobObject | undefined> {
+export async function answerJobRead(
+  deps: AppDeps,
+  walletId: string,
+  id: string,
+  format: JobFormat | undefined,
+  reply: FastifyReply,
+): Promise<JobObject | undefined> {
   if (format === undefined || format === 'json') return deps.services.transcriptionJobs.get(walletId, id);
   const out = await deps.services.transcriptionJobs.render(walletId, id, format);
   reply.type(out.contentType).send(out.body);
@@ -149,12 +174,21 @@ export async function answerJobRead(deps: AppDeps, walletId: string, id: string,
  * A short clip (POST /v1/audio/transcriptions or /translations, and the dashboard's try-it) for
  * `principal`: the upload streamed into a blob, transcribed on the metered path, answered, deleted.
  */
-export async function answerClip(deps: AppDeps, principal: ApiKeyPrincipal, endpoint: 'sync' | 'translations', req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function answerClip(
+  deps: AppDeps,
+  principal: ApiKeyPrincipal,
+  endpoint: 'sync' | 'translations',
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   const { blobs, transcription } = deps.services;
   const key = `uploads/${randomBytes(12).toString('hex')}`;
   try {
     const form = await readUpload(req, blobs, key);
-    if (!form.file) throw new ApiError('invalid_request', `The field 'file' is required: the recording to ${endpoint === 'sync' ? 'transcribe' : 'translate'}.`, { param: 'file' });
+    if (!form.file)
+      throw new ApiError('invalid_request', `The field 'file' is required: the recording to ${endpoint === 'sync' ? 'transcribe' : 'translate'}.`, {
+        param: 'file',
+      });
     const fields = readFields(form.fields, endpoint);
     const out = await transcription.transcribe(principal, fields, form.file, req.id, cancelOnDisconnect(reply.raw));
     return reply.type(out.contentType).send(out.body);
@@ -166,7 +200,13 @@ export async function answerClip(deps: AppDeps, principal: ApiKeyPrincipal, endp
 }
 
 /** A new job (POST /v1/audio/transcriptions/jobs, and the dashboard's upload) for `principal`: 202 with the queued job. */
-export async function answerNewJob(deps: AppDeps, principal: ApiKeyPrincipal, req: FastifyRequest, reply: FastifyReply, location = '/v1/audio/transcriptions/jobs'): Promise<FastifyReply> {
+export async function answerNewJob(
+  deps: AppDeps,
+  principal: ApiKeyPrincipal,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  location = '/v1/audio/transcriptions/jobs',
+): Promise<FastifyReply> {
   const { blobs, transcriptionJobs } = deps.services;
   const jobId = newJobId();
   const key = audioKeyOf(jobId);

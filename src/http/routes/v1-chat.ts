@@ -28,9 +28,7 @@ const Message = Type.Object(
   {
     role: Type.String({ maxLength: 32 }),
     // Null (or absent) only on an assistant message with tool_calls (checked in the gateway).
-    content: Type.Optional(
-      Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 }), Type.Null()]),
-    ),
+    content: Type.Optional(Type.Union([Type.String({ maxLength: 1_000_000 }), Type.Array(Part, { minItems: 1, maxItems: 1024 }), Type.Null()])),
     name: Type.Optional(KeyString(64)),
     tool_calls: Type.Optional(Type.Array(ToolCall, { maxItems: 128 })),
     tool_call_id: Type.Optional(KeyString(256)),
@@ -56,7 +54,10 @@ export const ToolChoiceSchema = Type.Union([
   Type.Literal('none'),
   Type.Literal('auto'),
   Type.Literal('required'),
-  Type.Object({ type: Type.Literal('function'), function: Type.Object({ name: FunctionName }, { additionalProperties: false }) }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal('function'), function: Type.Object({ name: FunctionName }, { additionalProperties: false }) },
+    { additionalProperties: false },
+  ),
 ]);
 
 // OpenAI's three shapes as one object, so every mistake is reported against the field it is in;
@@ -131,7 +132,12 @@ const ChatCompletionSchema = Type.Object({
   choices: Type.Array(
     Type.Object({
       index: Type.Integer(),
-      message: Type.Object({ role: Type.String(), content: Type.Union([Type.String(), Type.Null()]), refusal: Type.Null(), tool_calls: Type.Optional(Type.Array(ToolCall)) }),
+      message: Type.Object({
+        role: Type.String(),
+        content: Type.Union([Type.String(), Type.Null()]),
+        refusal: Type.Null(),
+        tool_calls: Type.Optional(Type.Array(ToolCall)),
+      }),
       logprobs: Type.Union([Type.Object({ content: Type.Union([Type.Array(TokenLogprobSchema), Type.Null()]), refusal: Type.Null() }), Type.Null()]),
       finish_reason: Type.String(),
     }),
@@ -154,7 +160,9 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       preValidation: async (req) => normalizeChatBody(req.body),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
       schema: {
-        tags: ['v1'], summary: 'Chat completion (OpenAI-compatible; stream: true for server-sent events)', security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: 'Chat completion (OpenAI-compatible; stream: true for server-sent events)',
+        security: [{ apiKey: [] }],
         body: ChatBodySchema,
         // A declared 200 schema also makes serialization fast (fast-json-stringify).
         response: { 200: ChatCompletionSchema, ...errors(400, 401, 402, 403, 404, 429, 503) },

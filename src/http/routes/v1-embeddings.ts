@@ -17,7 +17,9 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
       preHandler: requireApiKey(deps, 'embeddings'),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
       schema: {
-        tags: ['v1'], summary: 'Embeddings (OpenAI-compatible)', security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: 'Embeddings (OpenAI-compatible)',
+        security: [{ apiKey: [] }],
         body: Type.Object(
           {
             model: KeyString(200),
@@ -31,7 +33,9 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
         response: {
           200: Type.Object({
             object: Type.Literal('list'),
-            data: Type.Array(Type.Object({ object: Type.Literal('embedding'), index: Type.Integer(), embedding: Type.Union([Type.Array(Type.Number()), Type.String()]) })),
+            data: Type.Array(
+              Type.Object({ object: Type.Literal('embedding'), index: Type.Integer(), embedding: Type.Union([Type.Array(Type.Number()), Type.String()]) }),
+            ),
             model: Type.String(),
             usage: Type.Object({ prompt_tokens: Type.Integer(), total_tokens: Type.Integer() }),
           }),

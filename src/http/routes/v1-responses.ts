@@ -43,7 +43,12 @@ const ResponsesBodySchema = Type.Object(
       ),
     ),
     tool_choice: Type.Optional(
-      Type.Union([Type.Literal('none'), Type.Literal('auto'), Type.Literal('required'), Type.Object({ type: Type.Literal('function'), name: FunctionName }, { additionalProperties: false })]),
+      Type.Union([
+        Type.Literal('none'),
+        Type.Literal('auto'),
+        Type.Literal('required'),
+        Type.Object({ type: Type.Literal('function'), name: FunctionName }, { additionalProperties: false }),
+      ]),
     ),
     parallel_tool_calls: Type.Optional(Type.Boolean()),
     text: Type.Optional(
@@ -101,9 +106,14 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
       preValidation: async (req) => normalizeResponsesBody(req.body),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
       schema: {
-        tags: ['v1'], summary: "OpenAI's Responses API for text and function tools, served as chat (stateless; stream: true for its typed events)", security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: "OpenAI's Responses API for text and function tools, served as chat (stateless; stream: true for its typed events)",
+        security: [{ apiKey: [] }],
         body: ResponsesBodySchema,
-        response: { 200: Type.Object({ id: Type.String(), object: Type.Literal('response') }, { additionalProperties: true }), ...errors(400, 401, 402, 403, 404, 429, 503) },
+        response: {
+          200: Type.Object({ id: Type.String(), object: Type.Literal('response') }, { additionalProperties: true }),
+          ...errors(400, 401, 402, 403, 404, 429, 503),
+        },
       },
     },
     async (req, reply) => {
@@ -130,7 +140,8 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
           return `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
         },
         // The Responses stream's error event: the envelope's code and message.
-        error: (api) => `event: error\ndata: ${JSON.stringify({ type: 'error', code: api.code, message: api.message, param: api.options.param ?? null, sequence_number: seq })}\n\n`,
+        error: (api) =>
+          `event: error\ndata: ${JSON.stringify({ type: 'error', code: api.code, message: api.message, param: api.options.param ?? null, sequence_number: seq })}\n\n`,
       });
     },
   );

@@ -42,7 +42,9 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
       preHandler: requireApiKey(deps, 'audio'),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
       schema: {
-        tags: ['v1'], summary: 'Speak a text (OpenAI-compatible; raw audio, or server-sent events with stream_format: "sse")', security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: 'Speak a text (OpenAI-compatible; raw audio, or server-sent events with stream_format: "sse")',
+        security: [{ apiKey: [] }],
         body: SpeechBodySchema,
         response: { ...errors(400, 401, 402, 403, 404, 429, 503) },
       },
@@ -55,7 +57,12 @@ export function registerSpeechRoutes(app: App, deps: AppDeps): void {
  * Speaks `req.body` for `principal` (POST /v1/audio/speech, and the dashboard's try-a-voice): the
  * audio streamed raw or as events, billed once by what was sent.
  */
-export async function answerSpeech(deps: AppDeps, principal: ApiKeyPrincipal, req: FastifyRequest & { body: SpeechRequestBody }, reply: FastifyReply): Promise<void> {
+export async function answerSpeech(
+  deps: AppDeps,
+  principal: ApiKeyPrincipal,
+  req: FastifyRequest & { body: SpeechRequestBody },
+  reply: FastifyReply,
+): Promise<void> {
   const synthesis = deps.services.speech;
   const prep = await synthesis.prepare(principal, req.body, req.id);
   const cancel = cancelOnDisconnect(reply.raw);
@@ -76,7 +83,12 @@ export async function answerSpeech(deps: AppDeps, principal: ApiKeyPrincipal, re
             speech.sent(chunk.length);
           }
           if (!cancel.aborted) {
-            const done = { type: 'speech.audio.done', format: speech.format, sample_rate: speech.sampleRate, usage: { type: 'characters', characters: speech.characters } };
+            const done = {
+              type: 'speech.audio.done',
+              format: speech.format,
+              sample_rate: speech.sampleRate,
+              usage: { type: 'characters', characters: speech.characters },
+            };
             await write(`data: ${JSON.stringify(done)}\n\n`);
           }
         } catch (err) {

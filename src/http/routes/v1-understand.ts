@@ -46,7 +46,9 @@ export function registerUnderstandRoutes(app: App, deps: AppDeps): void {
     {
       preHandler: requireApiKey(deps, 'intent'),
       schema: {
-        tags: ['v1'], summary: 'Understand one conversational turn (intent, entities, dialogue act, decision)', security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: 'Understand one conversational turn (intent, entities, dialogue act, decision)',
+        security: [{ apiKey: [] }],
         body: UnderstandBodySchema,
         response: { 200: UnderstandResponseSchema, ...errors(400, 401, 402, 403, 404, 429, 503) },
       },

@@ -43,10 +43,17 @@ export const VoiceCallBodySchema = Closed({
   variables: Type.Optional(StringMap(50, 500)),
   max_duration_seconds: Type.Optional(Type.Integer({ minimum: 30, maximum: 3600 })),
   ring_timeout_seconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 120 })),
-  idle: Type.Optional(Closed({ prompt_after_ms: Type.Optional(Type.Integer({ minimum: 1000, maximum: 60_000 })), max_prompts: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })) })),
+  idle: Type.Optional(
+    Closed({
+      prompt_after_ms: Type.Optional(Type.Integer({ minimum: 1000, maximum: 60_000 })),
+      max_prompts: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
+    }),
+  ),
   turn: Type.Optional(
     Closed({
-      endpointing_ms: Type.Optional(Closed({ min: Type.Optional(Type.Integer({ minimum: 100, maximum: 5000 })), max: Type.Optional(Type.Integer({ minimum: 100, maximum: 10_000 })) })),
+      endpointing_ms: Type.Optional(
+        Closed({ min: Type.Optional(Type.Integer({ minimum: 100, maximum: 5000 })), max: Type.Optional(Type.Integer({ minimum: 100, maximum: 10_000 })) }),
+      ),
       interruption: Type.Optional(
         Closed({
           enabled: Type.Optional(Type.Boolean()),
@@ -95,12 +102,23 @@ const Call = Type.Object({
   transcript: Type.Optional(Type.Array(Turn)),
   outcome: Type.Optional(
     Type.Object({
-      actions: Type.Array(Type.Object({ action: Type.String(), intent: Nullable(Type.String()), entities: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()])), at: Type.Number() })),
+      actions: Type.Array(
+        Type.Object({
+          action: Type.String(),
+          intent: Nullable(Type.String()),
+          entities: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()])),
+          at: Type.Number(),
+        }),
+      ),
       final_state: Nullable(Type.String()),
     }),
   ),
   metrics: Type.Optional(
-    Type.Object({ turn_latency_ms: Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) }), interruptions: Type.Integer(), turns: Type.Integer() }),
+    Type.Object({
+      turn_latency_ms: Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) }),
+      interruptions: Type.Integer(),
+      turns: Type.Integer(),
+    }),
   ),
 });
 const CallId = Type.Object({ id: KeyString(64) });
@@ -114,7 +132,9 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     {
       preHandler: requireApiKey(deps, 'voice'),
       schema: {
-        tags: ['v1'], summary: 'Place an outbound AI voice call', security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: 'Place an outbound AI voice call',
+        security: [{ apiKey: [] }],
         body: VoiceCallBodySchema,
         headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) }),
         response: { 200: Call, 202: Call, ...errors(400, 401, 402, 403, 404, 409, 429, 503) },
@@ -124,7 +144,10 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
       const key = req.headers['idempotency-key'];
       const { created, call } = await deps.services.voice.create(principalOf(req), req.body, typeof key === 'string' ? key : undefined, req.id);
       // The same key and body again: the same call, as it stands now (200), not a new one.
-      return reply.code(created ? 202 : 200).header('location', `/v1/voice/calls/${call.id}`).send(call);
+      return reply
+        .code(created ? 202 : 200)
+        .header('location', `/v1/voice/calls/${call.id}`)
+        .send(call);
     },
   );
 
@@ -143,7 +166,8 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
       '/v1/voice/calls/:id/callback/:provider',
       {
         schema: {
-          tags: ['v1'], summary: "A carrier's status callback (authenticated by its signature or the call's secret)",
+          tags: ['v1'],
+          summary: "A carrier's status callback (authenticated by its signature or the call's secret)",
           params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
           querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })) }, { additionalProperties: false }),
           response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404) },
@@ -155,7 +179,12 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
         const params: [string, string][] = Array.isArray(req.body) ? req.body : [];
         const signature = req.headers['x-twilio-signature'];
         const { token } = req.query;
-        return deps.services.voice.carrierCallback(id, provider, { params, ...(typeof signature === 'string' ? { signature } : {}), ...(token !== undefined ? { token } : {}) }, req.url);
+        return deps.services.voice.carrierCallback(
+          id,
+          provider,
+          { params, ...(typeof signature === 'string' ? { signature } : {}), ...(token !== undefined ? { token } : {}) },
+          req.url,
+        );
       },
     );
   });
@@ -179,7 +208,10 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
   const { prefix, preHandler, security, tags, account } = edge;
   app.get(
     `${prefix}/voice/calls/:id`,
-    { preHandler, schema: { tags, summary: 'A call, its transcript, outcome and cost', security, params: CallId, response: { 200: Call, ...errors(401, 403, 404) } } },
+    {
+      preHandler,
+      schema: { tags, summary: 'A call, its transcript, outcome and cost', security, params: CallId, response: { 200: Call, ...errors(401, 403, 404) } },
+    },
     async (req) => deps.services.voice.get(await account(req), req.params.id),
   );
 
@@ -188,7 +220,9 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
     {
       preHandler,
       schema: {
-        tags, summary: "The account's calls, newest first (cursor pagination: after is the previous page's last_id)", security,
+        tags,
+        summary: "The account's calls, newest first (cursor pagination: after is the previous page's last_id)",
+        security,
         querystring: Type.Object(
           {
             limit: Limit,
@@ -200,7 +234,13 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Call), has_more: Type.Boolean(), first_id: Nullable(Type.String()), last_id: Nullable(Type.String()) }),
+          200: Type.Object({
+            object: Type.Literal('list'),
+            data: Type.Array(Call),
+            has_more: Type.Boolean(),
+            first_id: Nullable(Type.String()),
+            last_id: Nullable(Type.String()),
+          }),
           ...errors(400, 401, 403),
         },
       },
@@ -222,8 +262,11 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
       {
         preHandler,
         schema: {
-          tags, summary: what === 'cancel' ? 'Cancel a call not answered yet (billed 0)' : 'Hang up a call in progress', security,
-          params: CallId, response: { 200: Call, ...errors(401, 403, 404, 409) },
+          tags,
+          summary: what === 'cancel' ? 'Cancel a call not answered yet (billed 0)' : 'Hang up a call in progress',
+          security,
+          params: CallId,
+          response: { 200: Call, ...errors(401, 403, 404, 409) },
         },
       },
       async (req) => {

@@ -42,7 +42,9 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     {
       preHandler: requireApiKey(deps, 'models'),
       schema: {
-        tags: ['v1'], summary: 'Models active on your account', security: [{ apiKey: [] }],
+        tags: ['v1'],
+        summary: 'Models active on your account',
+        security: [{ apiKey: [] }],
         response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(ModelEntry) }), ...errors(401, 403) },
       },
     },
@@ -59,7 +61,9 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
     return publicModel(await deps.services.models.resolve(id, null, walletId));
   };
   const retrieveSchema = {
-    tags: ['v1'], summary: 'One model, if it is active on your account', security: [{ apiKey: [] }],
+    tags: ['v1'],
+    summary: 'One model, if it is active on your account',
+    security: [{ apiKey: [] }],
     response: { 200: ModelEntry, ...errors(401, 403, 404) },
   };
   app.get(

@@ -64,7 +64,13 @@ export function anthropicTools(req: ChatRequest): Json {
   };
   const c = req.tool_choice;
   const choice: Json =
-    c === undefined || c === 'auto' ? { type: 'auto' } : c === 'required' ? { type: 'any' } : c === 'none' ? { type: 'none' } : { type: 'tool', name: c.function.name };
+    c === undefined || c === 'auto'
+      ? { type: 'auto' }
+      : c === 'required'
+        ? { type: 'any' }
+        : c === 'none'
+          ? { type: 'none' }
+          : { type: 'tool', name: c.function.name };
   if (req.parallel_tool_calls === false && choice.type !== 'none') choice.disable_parallel_tool_use = true;
   if (c !== undefined || choice.disable_parallel_tool_use) out.tool_choice = choice;
   return out;

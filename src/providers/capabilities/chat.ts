@@ -83,8 +83,20 @@ export interface ChatRequest {
  * OpenAI-compatible upstream (routes' schemas checked them; providers that differ translate).
  */
 export const PASSED_THROUGH = [
-  'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty', 'seed', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'logit_bias',
-  'tools', 'tool_choice', 'parallel_tool_calls',
+  'temperature',
+  'top_p',
+  'n',
+  'presence_penalty',
+  'frequency_penalty',
+  'seed',
+  'logprobs',
+  'top_logprobs',
+  'reasoning_effort',
+  'verbosity',
+  'logit_bias',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
 ] as const satisfies readonly (keyof ChatRequest)[];
 
 /** Copies the fields `keys` names that are set in `from` onto `to`. */
@@ -131,7 +143,12 @@ export interface ChatResult {
 }
 
 export interface ChatChunk {
-  choices: { index: number; delta: { role?: 'assistant'; content?: string; tool_calls?: ToolCallDelta[] }; finish_reason?: string | null; logprobs?: ChoiceLogprobs }[];
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string; tool_calls?: ToolCallDelta[] };
+    finish_reason?: string | null;
+    logprobs?: ChoiceLogprobs;
+  }[];
   /** Present on the chunk that carries the upstream's final usage, if any. */
   usage?: TokenUsage;
 }

@@ -92,10 +92,7 @@ export interface JobCallback {
   token: string;
 }
 
-export type JobPoll =
-  | { state: 'pending' }
-  | { state: 'completed'; transcript: Transcript }
-  | { state: 'failed'; message: string };
+export type JobPoll = { state: 'pending' } | { state: 'completed'; transcript: Transcript } | { state: 'failed'; message: string };
 
 /**
  * Long-recording jobs at a provider. `submit` hands over the audio once and answers the provider's

@@ -23,7 +23,10 @@ export const exotelWire: WireProtocol = {
     chunkBytes: CHUNK_BYTES,
     chunkMs: CHUNK_MS,
     // 32 KB of base64 is 1.5 s of PCM16: 15 of Exotel's chunks. An odd byte count is not PCM16.
-    parse: frameParser({ streamSid: 'stream_sid', parameters: 'custom_parameters' }, { maxChars: 32_768, decode: (bytes) => (bytes.length % 2 === 0 ? samplesOf(bytes) : null) }),
+    parse: frameParser(
+      { streamSid: 'stream_sid', parameters: 'custom_parameters' },
+      { maxChars: 32_768, decode: (bytes) => (bytes.length % 2 === 0 ? samplesOf(bytes) : null) },
+    ),
     // A reply's last chunk is padded with silence to a full 100 ms: Exotel plays nothing shorter.
     media: (streamSid, chunk) => ({ event: 'media', stream_sid: streamSid, media: { payload: padded(chunk).toString('base64') } }),
     mark: (streamSid, name) => ({ event: 'mark', stream_sid: streamSid, mark: { name } }),
@@ -37,9 +40,18 @@ export const exotelWire: WireProtocol = {
     connected: () => ({ event: 'connected' }),
     start: ({ streamSid, callSid, parameters }) => ({
       event: 'start',
-      start: { stream_sid: streamSid, call_sid: callSid, account_sid: 'simulator', custom_parameters: parameters, media_format: { encoding: 'audio/x-raw', sample_rate: '8000', bit_rate: '16' } },
+      start: {
+        stream_sid: streamSid,
+        call_sid: callSid,
+        account_sid: 'simulator',
+        custom_parameters: parameters,
+        media_format: { encoding: 'audio/x-raw', sample_rate: '8000', bit_rate: '16' },
+      },
     }),
-    media: (chunk, timestampMs, payload) => ({ event: 'media', media: { chunk: String(chunk), timestamp: String(timestampMs), payload: payload.toString('base64') } }),
+    media: (chunk, timestampMs, payload) => ({
+      event: 'media',
+      media: { chunk: String(chunk), timestamp: String(timestampMs), payload: payload.toString('base64') },
+    }),
     dtmf: (digit) => ({ event: 'dtmf', dtmf: { digit, duration: '100' } }),
     mark: (name) => ({ event: 'mark', mark: { name } }),
     stop: (callSid) => ({ event: 'stop', stop: { call_sid: callSid, account_sid: 'simulator', reason: 'callended' } }),

@@ -30,9 +30,19 @@ export const twilioWire: WireProtocol = {
     connected: () => ({ event: 'connected', protocol: 'Call', version: '1.0.0' }),
     start: ({ streamSid, callSid, parameters }) => ({
       event: 'start',
-      start: { streamSid, accountSid: 'ACsimulator', callSid, tracks: ['inbound'], customParameters: parameters, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
+      start: {
+        streamSid,
+        accountSid: 'ACsimulator',
+        callSid,
+        tracks: ['inbound'],
+        customParameters: parameters,
+        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+      },
     }),
-    media: (chunk, timestampMs, payload) => ({ event: 'media', media: { track: 'inbound', chunk: String(chunk), timestamp: String(timestampMs), payload: payload.toString('base64') } }),
+    media: (chunk, timestampMs, payload) => ({
+      event: 'media',
+      media: { track: 'inbound', chunk: String(chunk), timestamp: String(timestampMs), payload: payload.toString('base64') },
+    }),
     dtmf: (digit) => ({ event: 'dtmf', dtmf: { track: 'inbound_track', digit } }),
     mark: (name) => ({ event: 'mark', mark: { name } }),
     stop: (callSid) => ({ event: 'stop', stop: { accountSid: 'ACsimulator', callSid } }),

@@ -63,7 +63,10 @@ export interface WireProtocol {
  * The gateway's reading of a carrier's frames, which the two protocols share but for the names of
  * the stream id and of the start's parameters, and how a media payload decodes.
  */
-export function frameParser(names: { streamSid: string; parameters: string }, media: { maxChars: number; decode(bytes: Buffer): Int16Array | null }): (frame: Record<string, unknown>) => Inbound {
+export function frameParser(
+  names: { streamSid: string; parameters: string },
+  media: { maxChars: number; decode(bytes: Buffer): Int16Array | null },
+): (frame: Record<string, unknown>) => Inbound {
   const field = (o: unknown, name: string): unknown => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[name] : undefined);
   const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
   return (m) => {
@@ -71,7 +74,11 @@ export function frameParser(names: { streamSid: string; parameters: string }, me
       case 'connected':
         return { event: 'connected' };
       case 'start':
-        return { event: 'start', token: text(field(field(m.start, names.parameters), 'token')), streamSid: text(field(m.start, names.streamSid)) ?? text(m[names.streamSid]) };
+        return {
+          event: 'start',
+          token: text(field(field(m.start, names.parameters), 'token')),
+          streamSid: text(field(m.start, names.streamSid)) ?? text(m[names.streamSid]),
+        };
       case 'media': {
         const payload = text(field(m.media, 'payload'));
         const samples = payload !== null && payload.length <= media.maxChars ? media.decode(Buffer.from(payload, 'base64')) : null;

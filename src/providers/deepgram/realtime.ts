@@ -22,7 +22,14 @@ export function deepgramRealtime(): RealtimeCapability {
     format: nativeFormat,
     open(route, req, signal) {
       const fmt = nativeFormat(req);
-      const query: Record<string, string> = { encoding: NATIVE_ENCODING_NAMES[fmt.encoding], sample_rate: String(fmt.sampleRate), channels: '1', model: route.upstreamModel, interim_results: 'true', punctuate: 'true' };
+      const query: Record<string, string> = {
+        encoding: NATIVE_ENCODING_NAMES[fmt.encoding],
+        sample_rate: String(fmt.sampleRate),
+        channels: '1',
+        model: route.upstreamModel,
+        interim_results: 'true',
+        punctuate: 'true',
+      };
       if (req.language) query.language = req.language;
       return openUpstreamSocket({
         route,

@@ -60,7 +60,8 @@ export function parseDeepgram(routeId: string, req: Pick<TranscribeRequest, 'lan
   const segments = Array.isArray(utterances)
     ? utterances.filter((u) => !isObject(u) || u.channel === undefined || u.channel === 0).map((u) => utteranceOf(routeId, u, withWords))
     : bySpeaker(wordsOf(routeId, alternative.words), withWords);
-  const detected = typeof channel.detected_language === 'string' && /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(channel.detected_language) ? channel.detected_language : null;
+  const detected =
+    typeof channel.detected_language === 'string' && /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(channel.detected_language) ? channel.detected_language : null;
   return {
     text,
     language: detected !== null ? languageTag(detected, req.language) : (req.language ?? null),

@@ -72,7 +72,10 @@ export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier 
     const status = call.status ?? call.Status;
     const duration = call.duration ?? call.Duration;
     const seconds = typeof duration === 'number' ? duration : typeof duration === 'string' && /^\d{1,9}$/.test(duration) ? Number(duration) : null;
-    return { status: typeof status === 'string' ? status : 'unknown', duration: seconds !== null && Number.isInteger(seconds) && seconds >= 0 ? seconds : null };
+    return {
+      status: typeof status === 'string' ? status : 'unknown',
+      duration: seconds !== null && Number.isInteger(seconds) && seconds >= 0 ? seconds : null,
+    };
   };
   return {
     wire: exotelWire,
@@ -97,7 +100,11 @@ export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier 
     async hangup(sid) {
       // No hang-up API: the stream's close ends the call (above). What Exotel says of it:
       const call = await details(sid);
-      if (LIVE.has(call.status)) opts.logger.info({ call_sid: sid, status: call.status }, 'exotel call still up: it ends with its stream, or at its timelimit (Exotel has no hang-up API)');
+      if (LIVE.has(call.status))
+        opts.logger.info(
+          { call_sid: sid, status: call.status },
+          'exotel call still up: it ends with its stream, or at its timelimit (Exotel has no hang-up API)',
+        );
       else opts.logger.debug({ call_sid: sid, status: call.status, duration: call.duration }, 'exotel call over');
     },
     async duration(sid) {

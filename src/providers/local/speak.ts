@@ -54,7 +54,11 @@ export function localSpeak(opts: LocalSpeakOptions = {}): SpeakCapability {
           if (exit.spawnError instanceof ToolMissingError) throw new UpstreamError('config', `${route.id}: ${exit.spawnError.message}`, false);
           if (signal.aborted) throw new UpstreamError('aborted', `${route.id}: cancelled`, false);
           if (exit.spawnError || exit.code !== 0) {
-            throw new UpstreamError('connect', `${route.id}: espeak-ng failed (${exit.spawnError?.message ?? `exit ${exit.code}`}): ${run.stderr().slice(0, 200)}`, true);
+            throw new UpstreamError(
+              'connect',
+              `${route.id}: espeak-ng failed (${exit.spawnError?.message ?? `exit ${exit.code}`}): ${run.stderr().slice(0, 200)}`,
+              true,
+            );
           }
           finished = true;
         } finally {

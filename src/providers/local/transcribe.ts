@@ -24,7 +24,10 @@ export type Diarizer = (
 ) => Promise<{ segments: { start: number; end: number; speaker: number }[] }>;
 
 /** Each segment's speaker: the labelled span that overlaps it most (0 when none does). */
-export function speakersFor(segments: readonly { start: number; end: number }[], labelled: readonly { start: number; end: number; speaker: number }[]): number[] {
+export function speakersFor(
+  segments: readonly { start: number; end: number }[],
+  labelled: readonly { start: number; end: number; speaker: number }[],
+): number[] {
   return segments.map((s) => {
     let best = 0;
     let most = 0;
@@ -79,21 +82,25 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
         const pcm = req.audio.pcm
           ? slices(req.audio.pcm, abort.signal)
           : decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal, ...limit });
-        return await transcribePcmWith(pcm, { detectors: await voiceDetectors(), signal: abort.signal, ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}) }, async (t, audioFile) => {
-          const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
-          if (diarizer && segments.length > 0) {
-            const file = openPcmFile(audioFile);
-            try {
-              const found = await diarizer(file, 16000, segments, req.numSpeakers !== undefined ? { numSpeakers: req.numSpeakers } : {});
-              const labels = speakersFor(segments, found.segments);
-              segments.forEach((s, i) => (s.speaker = labels[i]));
-            } finally {
-              file.close();
+        return await transcribePcmWith(
+          pcm,
+          { detectors: await voiceDetectors(), signal: abort.signal, ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}) },
+          async (t, audioFile) => {
+            const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
+            if (diarizer && segments.length > 0) {
+              const file = openPcmFile(audioFile);
+              try {
+                const found = await diarizer(file, 16000, segments, req.numSpeakers !== undefined ? { numSpeakers: req.numSpeakers } : {});
+                const labels = speakersFor(segments, found.segments);
+                segments.forEach((s, i) => (s.speaker = labels[i]));
+              } finally {
+                file.close();
+              }
             }
-          }
-          const out: Transcript = { text: t.text, language: 'en', duration: t.duration, segments };
-          return out;
-        });
+            const out: Transcript = { text: t.text, language: 'en', duration: t.duration, segments };
+            return out;
+          },
+        );
       } catch (err) {
         if (signal.aborted) throw new UpstreamError('aborted', `${route.id}: cancelled`, false);
         if (err instanceof AudioDecodeError) throw new UpstreamError('client', `${route.id}: ${err.message}`, false, 400, 'The audio could not be decoded.');

@@ -43,14 +43,19 @@ export function openaiRealtime(): RealtimeCapability {
             const turn = item === null ? undefined : turns.find((t) => t.id === item);
             if (!turn) return;
             if (m.type === 'conversation.item.input_audio_transcription.delta' && typeof m.delta === 'string') turn.delta(m.delta);
-            else if (m.type === 'conversation.item.input_audio_transcription.completed') turn.finish({ text: typeof m.transcript === 'string' ? m.transcript : '' });
-            else if (m.type === 'conversation.item.input_audio_transcription.failed') turn.fail(upstreamErrorMessage(route.id, isObject(m.error) ? m.error.message : undefined));
+            else if (m.type === 'conversation.item.input_audio_transcription.completed')
+              turn.finish({ text: typeof m.transcript === 'string' ? m.transcript : '' });
+            else if (m.type === 'conversation.item.input_audio_transcription.failed')
+              turn.fail(upstreamErrorMessage(route.id, isObject(m.error) ? m.error.message : undefined));
           },
         },
       });
       const transcription: Record<string, string> = { model: route.upstreamModel };
       if (req.language) transcription.language = req.language.split('-')[0]!.toLowerCase();
-      up.sendJson({ type: 'transcription_session.update', session: { input_audio_format: FORMAT_NAMES[fmt.encoding], input_audio_transcription: transcription, turn_detection: null } });
+      up.sendJson({
+        type: 'transcription_session.update',
+        session: { input_audio_format: FORMAT_NAMES[fmt.encoding], input_audio_transcription: transcription, turn_detection: null },
+      });
       return up;
     },
   };

@@ -81,7 +81,17 @@ export function transcriptionPayload(route: ResolvedRoute, req: TranscribeReques
     const granularities = req.timestamps.includes('word') ? ['segment', 'word'] : ['segment'];
     for (const g of granularities) fields.push(['timestamp_granularities[]', g]);
   }
-  return { type: 'multipart', fields, file: { field: 'file', filename: uploadName(req.audio), contentType: req.audio.contentType, path: req.audio.path, ...(req.audio.data ? { data: req.audio.data } : {}) } };
+  return {
+    type: 'multipart',
+    fields,
+    file: {
+      field: 'file',
+      filename: uploadName(req.audio),
+      contentType: req.audio.contentType,
+      path: req.audio.path,
+      ...(req.audio.data ? { data: req.audio.data } : {}),
+    },
+  };
 }
 
 export function parseTranscription(routeId: string, req: TranscribeRequest, format: OpenAIAudioFormat, json: unknown): Transcript {

@@ -47,7 +47,12 @@ export function sarvamJobs(files: UpstreamFiles): TranscriptionJobCapability {
       const parameters: Json = { model: route.upstreamModel, ...Object.fromEntries(sarvamParameters(route, req)), with_timestamps: true };
       parameters.with_diarization = req.diarize === true;
       if (req.diarize === true && req.numSpeakers !== undefined) parameters.num_speakers = req.numSpeakers;
-      const created = await post(route, JOBS, { job_parameters: parameters, ...(callback ? { callback: { url: callback.url, auth_token: callback.token } } : {}) }, signal);
+      const created = await post(
+        route,
+        JOBS,
+        { job_parameters: parameters, ...(callback ? { callback: { url: callback.url, auth_token: callback.token } } : {}) },
+        signal,
+      );
       return { providerJobId: jobIdOf(route.id, isObject(created) ? created.job_id : undefined) };
     },
 
@@ -94,7 +99,16 @@ export function sarvamJobs(files: UpstreamFiles): TranscriptionJobCapability {
       if (!name) throw protocolError(route.id, 'a completed job names no output');
       const download = await post(route, `${JOBS}/download-files`, { job_id: providerJobId, files: [name] }, signal);
       const url = fileUrlOf(route, isObject(download) ? download.download_urls : undefined, name);
-      const json = await files.json({ routeId: route.id, url, headers: {}, timeoutMs: route.timeoutMs, signal, secrets: [route.apiKey], method: 'GET', payload: { type: 'none' } });
+      const json = await files.json({
+        routeId: route.id,
+        url,
+        headers: {},
+        timeoutMs: route.timeoutMs,
+        signal,
+        secrets: [route.apiKey],
+        method: 'GET',
+        payload: { type: 'none' },
+      });
       // The status does not repeat the job's mode: the language is the one the output names.
       return { state: 'completed', transcript: parseSarvamTranscript(route.id, { mode: 'transcribe' }, json) };
     },
@@ -118,7 +132,7 @@ function jobIdOf(routeId: string, v: unknown): string {
 function fileUrlOf(route: ResolvedRoute, urls: unknown, name: string): URL {
   const entry = isObject(urls) ? urls[name] : undefined;
   const url = handedOutUrl(route.baseUrl, isObject(entry) ? entry.file_url : undefined);
-  if (!url) throw protocolError(route.id, 'no usable file URL (it must be https, or on the route\'s own origin)');
+  if (!url) throw protocolError(route.id, "no usable file URL (it must be https, or on the route's own origin)");
   return url;
 }
 

@@ -1,7 +1,29 @@
 // Sarvam's language codes (SDK sarvamai 1.1.10): `xx-IN` tags, `unknown` for detection, and Odia
 // written `od-IN` where BCP-47 (and the gateway's spec) has `or-IN`. The gateway accepts both.
 const SARVAM_LANGUAGES = new Set([
-  'hi', 'bn', 'kn', 'ml', 'mr', 'od', 'pa', 'ta', 'te', 'en', 'gu', 'as', 'ur', 'ne', 'kok', 'ks', 'sd', 'sa', 'sat', 'mni', 'brx', 'mai', 'doi',
+  'hi',
+  'bn',
+  'kn',
+  'ml',
+  'mr',
+  'od',
+  'pa',
+  'ta',
+  'te',
+  'en',
+  'gu',
+  'as',
+  'ur',
+  'ne',
+  'kok',
+  'ks',
+  'sd',
+  'sa',
+  'sat',
+  'mni',
+  'brx',
+  'mai',
+  'doi',
 ]);
 
 /**

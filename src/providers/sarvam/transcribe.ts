@@ -27,7 +27,13 @@ export function sarvamTranscribe(files: UpstreamFiles): TranscribeCapability {
     async transcribe(route, req, signal) {
       const fields: [string, string][] = [['model', route.upstreamModel], ...sarvamParameters(route, req)];
       fields.push(['with_timestamps', String(req.timestamps.length > 0)]);
-      const file = { field: 'file', filename: uploadName(req.audio), contentType: req.audio.contentType, path: req.audio.path, ...(req.audio.data ? { data: req.audio.data } : {}) };
+      const file = {
+        field: 'file',
+        filename: uploadName(req.audio),
+        contentType: req.audio.contentType,
+        path: req.audio.path,
+        ...(req.audio.data ? { data: req.audio.data } : {}),
+      };
       const json = await files.json(sarvamCall(route, 'POST', '/speech-to-text', { type: 'multipart', fields, file }, signal));
       return parseSarvamTranscript(route.id, req, json);
     },

@@ -194,7 +194,8 @@ class SimulatedCall {
       const media = m.event === 'media' && typeof m.media?.payload === 'string' ? Buffer.from(m.media.payload, 'base64') : null;
       if (typeof m.event === 'string') this.opts.onGatewayFrame?.(this.id, m.event, media?.length ?? 0);
       if (media) {
-        if (!this.wire.playable(media.length)) return this.opts.logger.warn({ call_sid: this.id, bytes: media.length }, 'simulated callee: a media payload the carrier would not play');
+        if (!this.wire.playable(media.length))
+          return this.opts.logger.warn({ call_sid: this.id, bytes: media.length }, 'simulated callee: a media payload the carrier would not play');
         this.playing.push(media);
         this.queuedBytes += media.length;
       } else if (m.event === 'mark' && typeof m.mark?.name === 'string') {
@@ -217,13 +218,16 @@ class SimulatedCall {
     const started = Date.now();
     const frameMs = this.wire.frameMs;
     let frames = 0;
-    this.pacer = setInterval(() => {
-      const due = Math.floor((Date.now() - started) / frameMs);
-      for (; frames < due && !this.over; frames++) {
-        this.send(this.wire.media(frames + 1, frames * frameMs, this.nextFrame()));
-        this.play();
-      }
-    }, Math.min(frameMs, POLL_MS));
+    this.pacer = setInterval(
+      () => {
+        const due = Math.floor((Date.now() - started) / frameMs);
+        for (; frames < due && !this.over; frames++) {
+          this.send(this.wire.media(frames + 1, frames * frameMs, this.nextFrame()));
+          this.play();
+        }
+      },
+      Math.min(frameMs, POLL_MS),
+    );
   }
 
   private nextFrame(): Buffer {

@@ -34,7 +34,9 @@ function streamTwiml(req: DialRequest): string {
  */
 export function twilioSignature(authToken: string, url: string, params: readonly [string, string][]): string {
   const sorted = [...params].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHmac('sha1', authToken).update(url + sorted.map(([k, v]) => k + v).join('')).digest('base64');
+  return createHmac('sha1', authToken)
+    .update(url + sorted.map(([k, v]) => k + v).join(''))
+    .digest('base64');
 }
 
 /** Whether `signature` (X-Twilio-Signature) signs this callback; compared in constant time. */

@@ -71,10 +71,10 @@ function unindexable(collection: string, index: string, field: string, value: un
   const what = Array.isArray(value)
     ? 'an array (multikey indexes are not supported by the embedded store)'
     : typeof value === 'number'
-        ? 'NaN'
-        : value instanceof Date
-          ? 'an invalid Date'
-          : `a value of type ${typeof value} (indexed fields hold strings, numbers, booleans, Dates or null)`;
+      ? 'NaN'
+      : value instanceof Date
+        ? 'an invalid Date'
+        : `a value of type ${typeof value} (indexed fields hold strings, numbers, booleans, Dates or null)`;
   return new Error(`${collection}: field '${field}' of index '${index}' holds ${what}`);
 }
 

@@ -140,8 +140,7 @@ function rangeOn(prefix: KeyPart[], cond: FieldCondition | undefined): KeyRange 
   const tag = gt?.[0] ?? lt?.[0];
   if (tag === undefined) return undefined;
   const lo = gt && gt[0] === tag ? [...prefix, ...gt] : [...prefix, tag];
-  const hi =
-    lt && lt[0] === tag ? (cond?.lt?.inclusive ? [...prefix, ...lt, AFTER] : [...prefix, ...lt]) : [...prefix, tag + 1];
+  const hi = lt && lt[0] === tag ? (cond?.lt?.inclusive ? [...prefix, ...lt, AFTER] : [...prefix, ...lt]) : [...prefix, tag + 1];
   return { lo, hi };
 }
 

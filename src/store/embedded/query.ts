@@ -103,9 +103,7 @@ export function matcher(filter: Filter): (doc: Doc) => boolean {
 
 function mingoMatcher(filter: Filter): (doc: Doc) => boolean {
   // No `$where`/`$function`: in-process JavaScript from a filter would be code injection here.
-  const query = usesExpressions(filter)
-    ? new Query(filter, { scriptEnabled: false })
-    : new BareQuery(filter, { context: QUERY_CONTEXT, scriptEnabled: false });
+  const query = usesExpressions(filter) ? new Query(filter, { scriptEnabled: false }) : new BareQuery(filter, { context: QUERY_CONTEXT, scriptEnabled: false });
   return (doc) => query.test(doc);
 }
 

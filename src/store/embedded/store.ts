@@ -106,5 +106,4 @@ class EmbeddedStore implements Store {
     }
     return c;
   }
-
 }

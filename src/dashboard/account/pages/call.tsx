@@ -92,7 +92,14 @@ function Controls({ call: c, path, onDone }: { call: Call; path: string; onDone(
   const what = c.status === 'in_progress' ? 'hangup' : c.status === 'queued' || c.status === 'dialing' || c.status === 'ringing' ? 'cancel' : null;
   if (!what) return null;
   const run = () => {
-    if (!confirmed(what === 'hangup' ? `Hang up the call to ${c.to}? The callee is cut off; the seconds so far are billed.` : `Cancel the call to ${c.to}? Nothing is billed.`)) return;
+    if (
+      !confirmed(
+        what === 'hangup'
+          ? `Hang up the call to ${c.to}? The callee is cut off; the seconds so far are billed.`
+          : `Cancel the call to ${c.to}? Nothing is billed.`,
+      )
+    )
+      return;
     void act.run(async () => {
       await api.send('POST', `${path}/${what}`);
       onDone();

@@ -112,8 +112,16 @@ function Upload({ onQueued }: { onQueued(): void }) {
       <Loading loaded={models} />
       {model ? (
         <>
-          <Field label="Recording" hint={file ? `${file.name}, ${num(Math.round(file.size / 1024))} KB` : 'Pick a file, or drop one anywhere on this form (up to 25 MB, 10 hours).'}>
-            <input name="file" type="file" accept="audio/*,.wav,.mp3,.ogg,.opus,.flac,.m4a,.webm" onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
+          <Field
+            label="Recording"
+            hint={file ? `${file.name}, ${num(Math.round(file.size / 1024))} KB` : 'Pick a file, or drop one anywhere on this form (up to 25 MB, 10 hours).'}
+          >
+            <input
+              name="file"
+              type="file"
+              accept="audio/*,.wav,.mp3,.ogg,.opus,.flac,.m4a,.webm"
+              onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)}
+            />
           </Field>
           <div class="filters">
             <ModelSelect models={list} value={model.id} onChange={setModelId} />

@@ -116,8 +116,18 @@ export function KeysPage() {
             { label: 'Status', cell: (k) => k.status },
             { label: 'Expires', cell: (k) => utc(k.expires_at) },
             { label: 'Last used', cell: (k) => utc(k.last_used_at) },
-            { label: 'Limits', cell: (k) => LIMITS.filter((l) => k[l] !== null).map((l) => `${l} ${num(k[l])}`).join(', ') || '—' },
-            { label: 'Actions', srOnly: true, cell: (k) => <KeyActions k={k} shown={secrets.has(String(k.id))} busy={act.busy} reveal={reveal} hide={hide} revoke={revoke} /> },
+            {
+              label: 'Limits',
+              cell: (k) =>
+                LIMITS.filter((l) => k[l] !== null)
+                  .map((l) => `${l} ${num(k[l])}`)
+                  .join(', ') || '—',
+            },
+            {
+              label: 'Actions',
+              srOnly: true,
+              cell: (k) => <KeyActions k={k} shown={secrets.has(String(k.id))} busy={act.busy} reveal={reveal} hide={hide} revoke={revoke} />,
+            },
           ]}
         />
       ) : null}
@@ -126,7 +136,21 @@ export function KeysPage() {
   );
 }
 
-function KeyActions({ k, shown, busy, reveal, hide, revoke }: { k: Key; shown: boolean; busy: boolean; reveal(k: Key): void; hide(id: string): void; revoke(k: Key): void }) {
+function KeyActions({
+  k,
+  shown,
+  busy,
+  reveal,
+  hide,
+  revoke,
+}: {
+  k: Key;
+  shown: boolean;
+  busy: boolean;
+  reveal(k: Key): void;
+  hide(id: string): void;
+  revoke(k: Key): void;
+}) {
   return (
     <>
       {shown ? (

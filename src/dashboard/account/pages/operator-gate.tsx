@@ -23,7 +23,8 @@ export function OperatorGate() {
     };
     return {
       get: <T,>(path: string, query?: Parameters<Api['get']>[1]) => api.get<T>(path, query).catch(ended),
-      send: <T,>(method: Parameters<Api['send']>[0], path: string, body?: unknown, headers?: Record<string, string>) => api.send<T>(method, path, body, headers).catch(ended),
+      send: <T,>(method: Parameters<Api['send']>[0], path: string, body?: unknown, headers?: Record<string, string>) =>
+        api.send<T>(method, path, body, headers).catch(ended),
       raw: (method, path, body) => api.raw(method, path, body).catch(ended),
     };
   }, [api]);

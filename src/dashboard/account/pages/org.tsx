@@ -100,7 +100,10 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
   const org = useLoad(() => api.get<Org>('/portal/org'), []);
   const members = useLoad(() => api.get<{ members: Member[] }>('/portal/org/members'), []);
   const manager = role === 'owner' || role === 'admin';
-  const invitations = useLoad(() => (manager ? api.get<{ invitations: Invitation[] }>('/portal/org/invitations') : Promise.resolve({ invitations: [] })), [manager]);
+  const invitations = useLoad(
+    () => (manager ? api.get<{ invitations: Invitation[] }>('/portal/org/invitations') : Promise.resolve({ invitations: [] })),
+    [manager],
+  );
   const act = useAction();
   const after = async (p: Promise<unknown>, leaving = false) => {
     await p;
@@ -152,12 +155,25 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
               cell: (m) => (
                 <>
                   {canSetRole(m) ? (
-                    <button type="button" disabled={act.busy} onClick={() => act.run(() => after(api.send('PATCH', `/portal/org/members/${m.user_id}`, { role: m.role === 'admin' ? 'member' : 'admin' })))}>
+                    <button
+                      type="button"
+                      disabled={act.busy}
+                      onClick={() =>
+                        act.run(() => after(api.send('PATCH', `/portal/org/members/${m.user_id}`, { role: m.role === 'admin' ? 'member' : 'admin' })))
+                      }
+                    >
                       {m.role === 'admin' ? 'Make member' : 'Make admin'} <span class="sr-only">{m.email}</span>
                     </button>
                   ) : null}
                   {canRemove(m) ? (
-                    <button type="button" class="danger" disabled={act.busy} onClick={() => confirmed(`Remove ${m.email} from the organization?`) && act.run(() => after(api.send('DELETE', `/portal/org/members/${m.user_id}`)))}>
+                    <button
+                      type="button"
+                      class="danger"
+                      disabled={act.busy}
+                      onClick={() =>
+                        confirmed(`Remove ${m.email} from the organization?`) && act.run(() => after(api.send('DELETE', `/portal/org/members/${m.user_id}`)))
+                      }
+                    >
                       Remove <span class="sr-only">{m.email}</span>
                     </button>
                   ) : null}
@@ -219,7 +235,8 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
               e.preventDefault();
               const id = Number(formValue(e, 'user_id'));
               const who = others.find((m) => m.user_id === id)?.email ?? `user ${id}`;
-              if (confirmed(`Make ${who} the owner? You become an admin.`)) void act.run(() => after(api.send('POST', '/portal/org/transfer', { user_id: id }), true));
+              if (confirmed(`Make ${who} the owner? You become an admin.`))
+                void act.run(() => after(api.send('POST', '/portal/org/transfer', { user_id: id }), true));
             }}
           >
             <Field label="Transfer ownership to">
@@ -240,7 +257,10 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
               type="button"
               class="danger"
               disabled={act.busy}
-              onClick={() => confirmed('Delete the organization? Its wallet must be empty; members keep their accounts.') && act.run(() => after(api.send('DELETE', '/portal/org'), true))}
+              onClick={() =>
+                confirmed('Delete the organization? Its wallet must be empty; members keep their accounts.') &&
+                act.run(() => after(api.send('DELETE', '/portal/org'), true))
+              }
             >
               Delete organization
             </button>
@@ -248,7 +268,12 @@ function Membership({ role }: { role: 'owner' | 'admin' | 'member' }) {
         </div>
       ) : (
         <p>
-          <button type="button" class="danger" disabled={act.busy} onClick={() => confirmed('Leave the organization?') && act.run(() => after(api.send('POST', '/portal/org/leave'), true))}>
+          <button
+            type="button"
+            class="danger"
+            disabled={act.busy}
+            onClick={() => confirmed('Leave the organization?') && act.run(() => after(api.send('POST', '/portal/org/leave'), true))}
+          >
             Leave organization
           </button>
         </p>

@@ -40,7 +40,15 @@ export function SettingsPage() {
           <h2>Low-balance alert</h2>
           <p class="muted">A low_balance webhook event fires when the wallet falls below this amount. 0 turns it off.</p>
           <Field label="Threshold in dollars">
-            <input name="threshold" type="number" min={0} step="0.01" required defaultValue={current !== undefined ? (current / 100).toFixed(2) : ''} key={current} />
+            <input
+              name="threshold"
+              type="number"
+              min={0}
+              step="0.01"
+              required
+              defaultValue={current !== undefined ? (current / 100).toFixed(2) : ''}
+              key={current}
+            />
           </Field>
           <ErrorBox error={act.error} />
           {saved !== null ? <Notice>Saved: alert below {saved > 0 ? cents(saved) : '— (off)'}.</Notice> : null}

@@ -90,7 +90,8 @@ export function TryRecognitionPage() {
               {act.busy && !recording ? 'Transcribing…' : 'Transcribe'}
             </button>
             <span class="muted">
-              {recording ? 'Recording…' : clip ? `A clip of ${Math.round(clip.size / 1024)} KB is ready.` : ''} Priced at {fineCents(model.pricing.cents_per_minute ?? 0)} a minute, by the second.
+              {recording ? 'Recording…' : clip ? `A clip of ${Math.round(clip.size / 1024)} KB is ready.` : ''} Priced at{' '}
+              {fineCents(model.pricing.cents_per_minute ?? 0)} a minute, by the second.
             </span>
           </p>
         </div>

@@ -88,7 +88,8 @@ export function TrySpeechPage() {
             <textarea name="input" rows={4} maxLength={model.max_input_chars} value={text} onInput={(e) => setText(e.currentTarget.value)} />
           </Field>
           <p data-testid="speech-cost">
-            {characters.toLocaleString('en-US')} characters, {fineCents(price)} at {fineCents(model.pricing.cents_per_1k_chars ?? 0)} per 1,000 characters, charged to your account.
+            {characters.toLocaleString('en-US')} characters, {fineCents(price)} at {fineCents(model.pricing.cents_per_1k_chars ?? 0)} per 1,000 characters,
+            charged to your account.
           </p>
           <button type="submit" class="primary" disabled={act.busy || characters === 0}>
             {act.busy ? 'Speaking…' : 'Speak'}

@@ -25,7 +25,8 @@ const METRICS = { cost: 'Spend', requests: 'Requests', tokens: 'Tokens' } as con
 type Metric = keyof typeof METRICS;
 const DAY_MS = 86_400_000;
 
-const rowLabel = (r: UsageGroupRow): string => r.day ?? r.model ?? r.key_prefix ?? (r.user_id !== undefined ? `user ${r.user_id}` : undefined) ?? r.end_user ?? '(none)';
+const rowLabel = (r: UsageGroupRow): string =>
+  r.day ?? r.model ?? r.key_prefix ?? (r.user_id !== undefined ? `user ${r.user_id}` : undefined) ?? r.end_user ?? '(none)';
 const value = (m: UsageRow, metric: Metric) => (metric === 'cost' ? m.cost_cents : metric === 'requests' ? m.requests : m.total_tokens);
 const fmt = (metric: Metric) => (v: number) => (metric === 'cost' ? cents(v) : num(Math.round(v)));
 
@@ -98,11 +99,21 @@ export function UsagePage() {
             <thead>
               <tr>
                 <th scope="col">{GROUP_LABEL[s.group_by]}</th>
-                <th scope="col" class="num">Requests</th>
-                <th scope="col" class="num">Errors</th>
-                <th scope="col" class="num">Tokens</th>
-                <th scope="col" class="num">Audio seconds</th>
-                <th scope="col" class="num">Spend</th>
+                <th scope="col" class="num">
+                  Requests
+                </th>
+                <th scope="col" class="num">
+                  Errors
+                </th>
+                <th scope="col" class="num">
+                  Tokens
+                </th>
+                <th scope="col" class="num">
+                  Audio seconds
+                </th>
+                <th scope="col" class="num">
+                  Spend
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -165,7 +176,11 @@ function RecentRequests({ from, to }: { from: string; to: string }) {
             { label: 'Key', cell: (r) => <code>{r.key_prefix}</code> },
             { label: 'End user', cell: (r) => r.end_user ?? '—' },
             { label: 'Status', cell: (r) => r.status },
-            { label: 'Tokens in / out', num: true, cell: (r) => (r.prompt_tokens === null ? (r.seconds === null ? '—' : `${r.seconds} s`) : `${num(r.prompt_tokens)} / ${num(r.completion_tokens)}`) },
+            {
+              label: 'Tokens in / out',
+              num: true,
+              cell: (r) => (r.prompt_tokens === null ? (r.seconds === null ? '—' : `${r.seconds} s`) : `${num(r.prompt_tokens)} / ${num(r.completion_tokens)}`),
+            },
             { label: 'Latency', num: true, cell: (r) => `${r.latency_ms} ms` },
             { label: 'Cost', num: true, cell: (r) => cents(r.cost_cents) },
             { label: 'Request id', cell: (r) => <code>{r.request_id}</code> },
@@ -180,10 +195,18 @@ function RecentRequests({ from, to }: { from: string; to: string }) {
 function MetricCells({ m }: { m: UsageRow }) {
   return (
     <>
-      <td class="num" data-metric="requests">{num(m.requests)}</td>
-      <td class="num" data-metric="errors">{num(m.errors)}</td>
-      <td class="num" data-metric="tokens">{num(m.total_tokens)}</td>
-      <td class="num" data-metric="seconds">{num(Math.round(m.seconds * 10) / 10)}</td>
+      <td class="num" data-metric="requests">
+        {num(m.requests)}
+      </td>
+      <td class="num" data-metric="errors">
+        {num(m.errors)}
+      </td>
+      <td class="num" data-metric="tokens">
+        {num(m.total_tokens)}
+      </td>
+      <td class="num" data-metric="seconds">
+        {num(Math.round(m.seconds * 10) / 10)}
+      </td>
       <td class="num" data-metric="cost" data-microcents={m.cost_microcents}>
         {cents(m.cost_cents)}
       </td>

@@ -105,7 +105,11 @@ function ManageWebhooks() {
                   <a href={href(`webhooks/${w.id}`)}>
                     Deliveries <span class="sr-only">of {w.url}</span>
                   </a>
-                  <button type="button" disabled={act.busy} onClick={() => run(async () => `Test ping: ${outcome(await api.send<Outcome>('POST', `/portal/webhooks/${w.id}/test`))}`)}>
+                  <button
+                    type="button"
+                    disabled={act.busy}
+                    onClick={() => run(async () => `Test ping: ${outcome(await api.send<Outcome>('POST', `/portal/webhooks/${w.id}/test`))}`)}
+                  >
                     Send test <span class="sr-only">to {w.url}</span>
                   </button>
                   {w.status === 'disabled' ? (
@@ -117,7 +121,10 @@ function ManageWebhooks() {
                     type="button"
                     class="danger"
                     disabled={act.busy}
-                    onClick={() => confirmed(`Delete the webhook to ${w.url}? Queued events are dropped.`) && run(async () => void (await api.send('DELETE', `/portal/webhooks/${w.id}`)))}
+                    onClick={() =>
+                      confirmed(`Delete the webhook to ${w.url}? Queued events are dropped.`) &&
+                      run(async () => void (await api.send('DELETE', `/portal/webhooks/${w.id}`)))
+                    }
                   >
                     Delete <span class="sr-only">{w.url}</span>
                   </button>
