@@ -160,18 +160,24 @@ for (const f of files) {
   }
 }
 
-// With --typecheck (npm test), `npm run typecheck` runs beside the build and the tests rather than
-// before them: tsc keeps one core busy for ~15 s on a fresh checkout, and the other one was left idle.
-// Its errors are printed as soon as it ends, and fail the run.
-const typechecked = args.includes('--typecheck') ? typecheck() : Promise.resolve(0);
-async function typecheck() {
-  const tsc = spawn('npm', ['run', '--silent', 'typecheck'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output = [];
-  tsc.stdout.on('data', (chunk) => output.push(chunk));
-  tsc.stderr.on('data', (chunk) => output.push(chunk));
-  const code = await exited(tsc);
-  if (code !== 0) process.stderr.write(Buffer.concat([...output, Buffer.from(`✖ npm run typecheck failed (exit ${code})\n`)]));
-  return code;
+// With --typecheck (npm test), the static checks run beside the build and the tests rather than
+// before them: `npm run typecheck` (tsc keeps one core busy for ~15 s on a fresh checkout, and the
+// other one was left idle), then `npm run lint` (Biome: the formatter's and the linter's checks, ~1 s).
+// Their errors are printed as soon as each ends, and fail the run.
+const typechecked = args.includes('--typecheck') ? staticChecks() : Promise.resolve(0);
+async function staticChecks() {
+  for (const script of ['typecheck', 'lint']) {
+    const child = spawn('npm', ['run', '--silent', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const output = [];
+    child.stdout.on('data', (chunk) => output.push(chunk));
+    child.stderr.on('data', (chunk) => output.push(chunk));
+    const code = await exited(child);
+    if (code !== 0) {
+      process.stderr.write(Buffer.concat([...output, Buffer.from(`✖ npm run ${script} failed (exit ${code})\n`)]));
+      return code;
+    }
+  }
+  return 0;
 }
 
 /**
@@ -276,7 +282,7 @@ const status = await runAll(processes);
 await browser?.close();
 await rm(tmp, { recursive: true, force: true });
 const typeErrors = await typechecked;
-if (args.includes('--typecheck') && typeErrors === 0) console.log('ℹ typecheck passed');
+if (args.includes('--typecheck') && typeErrors === 0) console.log('ℹ typecheck and lint passed');
 process.exit(status || typeErrors);
 
 /** Runs the processes (nextToStart decides when each starts); 0 when every test passed, else 1. */
