@@ -12,7 +12,7 @@
 // Times are in samples of the stage's audio clock (every sample fed since it was built); the
 // detector's own clock restarts with it (`vadOriginMs`).
 import { AudioBuffer } from './audio-buffer.ts';
-import type { VoiceDetector, VoiceDetectors } from './vad.ts';
+import type { VadEvent, VoiceDetector, VoiceDetectors } from './vad.ts';
 
 /** The detector's settings (OpenAI's server_vad); `threshold` absent: the detector's default. */
 export interface Detection {
@@ -21,10 +21,16 @@ export interface Detection {
   silenceMs: number;
 }
 
-/** Samples [from, to) of the stage's clock, copied out of the buffer. */
+/**
+ * Samples [from, to) of the stage's clock, copied out of the buffer; the voice in them is
+ * [voiceFrom, voiceTo): from the first voiced frame to the end of the last (without the prefix
+ * padding and the endpointing silence; all of it without a detector).
+ */
 export interface HeardUtterance {
   from: number;
   to: number;
+  voiceFrom: number;
+  voiceTo: number;
   samples: Int16Array;
 }
 
@@ -65,8 +71,8 @@ export class Listener {
   private vadOriginMs = 0;
   /** The current speech's start (with a detector), in samples; null when none. */
   private speechStart: number | null = null;
-  /** Where the current speech was first heard (detector ms, without the prefix padding). */
-  private speechOnsetMs = 0;
+  /** Where the current speech's voice begins (its first voiced frame, or the cut at the longest utterance), in samples. */
+  private voiceFrom = 0;
   /** Without a detector: where the uncommitted buffer begins, in samples. */
   private manualStart = 0;
   private closed = false;
@@ -107,12 +113,13 @@ export class Listener {
   }
 
   /**
-   * How long the detector has heard the speech in progress, ms from its onset taken as its start
-   * plus the prefix padding (what a barge-in weighs); null outside speech.
+   * Voiced audio the detector has heard in the speech in progress, ms (what a barge-in weighs: not
+   * the silences between words, nor the hang-over after the last, nor the size of the chunks it
+   * came in); null outside speech.
    */
-  get speechMs(): number | null {
+  get voicedMs(): number | null {
     const vad = this.vad;
-    return vad?.inSpeech ? vad.audioMs - this.speechOnsetMs : null;
+    return vad?.inSpeech ? vad.voicedMs : null;
   }
 
   /** The endpointing silence, from the detector's next frame on. */
@@ -129,7 +136,8 @@ export class Listener {
     else if (this.buffer.total - this.manualStart >= this.samplesOf(this.options.maxUtteranceMs)) {
       const from = this.manualStart;
       this.manualStart = this.buffer.total; // a client that never commits: cut at the limit
-      this.hooks.utterance({ from, to: this.buffer.total, samples: this.buffer.slice(from, this.buffer.total) }, 'longest');
+      const to = this.buffer.total;
+      this.hooks.utterance({ from, to, voiceFrom: from, voiceTo: to, samples: this.buffer.slice(from, to) }, 'longest');
     }
     if (!this.vad || this.speechStart === null) this.trim();
   }
@@ -139,7 +147,8 @@ export class Listener {
     const from = this.openStart;
     if (from === null) return;
     const to = this.buffer.total;
-    this.hooks.utterance({ from, to, samples: this.buffer.slice(from, to) }, 'commit');
+    const voiceFrom = this.vad && this.speechStart !== null ? this.voiceFrom : from;
+    this.hooks.utterance({ from, to, voiceFrom, voiceTo: to, samples: this.buffer.slice(from, to) }, 'commit');
     if (this.vad)
       this.restart(); // the speech committed by hand is over for the detector
     else this.manualStart = this.buffer.total;
@@ -189,27 +198,35 @@ export class Listener {
   }
 
   private detect(vad: VoiceDetector, samples: Int16Array, nowSample: number): void {
-    for (const e of vad.push(samples)) {
+    this.stopped(vad.push(samples), nowSample);
+    // Speech that goes on past the longest utterance: it is cut there, the rest is a new one.
+    if (this.speechStart !== null && nowSample - this.speechStart >= this.samplesOf(this.options.maxUtteranceMs)) {
+      const from = this.speechStart;
+      const voiceFrom = this.voiceFrom;
+      this.speechStart = this.voiceFrom = nowSample;
+      this.hooks.utterance({ from, to: nowSample, voiceFrom, voiceTo: nowSample, samples: this.buffer.slice(from, nowSample) }, 'longest');
+      this.hooks.speechStarted?.(nowSample);
+    }
+  }
+
+  /** The detector's events: a speech begins, or ends (its silence heard) as an utterance. */
+  private stopped(events: VadEvent[], nowSample: number): void {
+    for (const e of events) {
       if (e.type === 'speech_started') {
         // audio_start_ms includes the prefix padding already.
         this.speechStart = Math.max(this.buffer.first, this.samplesOf(this.vadOriginMs + e.audio_start_ms));
-        this.speechOnsetMs = e.audio_start_ms + (this.detection?.prefixPaddingMs ?? 0);
+        this.voiceFrom = Math.max(this.speechStart, this.samplesOf(this.vadOriginMs + e.onset_ms));
         this.hooks.speechStarted?.(this.speechStart);
       } else if (this.speechStart !== null) {
         const from = this.speechStart;
         const to = Math.min(nowSample, this.samplesOf(this.vadOriginMs + e.audio_end_ms));
+        const voiceFrom = Math.min(this.voiceFrom, to);
+        const voiceTo = Math.max(voiceFrom, Math.min(to, this.samplesOf(this.vadOriginMs + e.voiced_end_ms)));
         this.speechStart = null;
         const samples = this.buffer.slice(from, to);
         if (!this.options.overlap) this.buffer.trim(to);
-        this.hooks.utterance({ from, to, samples }, 'silence');
+        this.hooks.utterance({ from, to, voiceFrom, voiceTo, samples }, 'silence');
       }
-    }
-    // Speech that goes on past the longest utterance: it is cut there, the rest is a new one.
-    if (this.speechStart !== null && nowSample - this.speechStart >= this.samplesOf(this.options.maxUtteranceMs)) {
-      const from = this.speechStart;
-      this.speechStart = nowSample;
-      this.hooks.utterance({ from, to: nowSample, samples: this.buffer.slice(from, nowSample) }, 'longest');
-      this.hooks.speechStarted?.(nowSample);
     }
   }
 

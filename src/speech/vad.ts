@@ -23,7 +23,13 @@
 
 import createFvad, { type FvadModule } from '@echogarden/fvad-wasm';
 
-export type VadEvent = { type: 'speech_started'; audio_start_ms: number } | { type: 'speech_stopped'; audio_end_ms: number };
+/**
+ * `onset_ms`: the first voiced frame (`audio_start_ms` without the padding); `voiced_end_ms`: the
+ * end of the last voiced frame (`audio_end_ms` without the silence that ended the speech).
+ */
+export type VadEvent =
+  | { type: 'speech_started'; audio_start_ms: number; onset_ms: number }
+  | { type: 'speech_stopped'; audio_end_ms: number; voiced_end_ms: number };
 
 export interface ServerVadOptions {
   sampleRate: 8000 | 16000;
@@ -45,6 +51,12 @@ export interface VoiceDetector {
   /** End of the audio: a speech still open stops here. */
   flush(): VadEvent[];
   readonly inSpeech: boolean;
+  /**
+   * Speech heard in the speech in progress, ms: its voiced frames and the pauses of at most
+   * BRIDGE_MS between them (inside and between words), not longer pauses nor the silence after
+   * the last voiced frame (the hang-over before it stops); 0 outside speech.
+   */
+  readonly voicedMs: number;
   /** Milliseconds of audio taken so far. */
   readonly audioMs: number;
   /** Changes `silence_duration_ms` from the next frame on (a call's turn may wait longer for digits). */
@@ -79,6 +91,8 @@ export function gateMarginDb(threshold: number): number {
 const FLOOR_MIN_DB = -70;
 const SMOOTH_MS = 100;
 const FLOOR_WINDOW_MS = 3000;
+/** A pause this short inside a speech counts in its `voicedMs` (espeak's "wait I have a question": 340 of its first 600 ms voiced, 600 with the pauses). */
+const BRIDGE_MS = 200;
 
 /** A frame's RMS level in dB relative to full scale (-Infinity for digital silence). */
 export function levelDb(samples: Int16Array): number {
@@ -143,6 +157,8 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
   let inSpeech = false;
   let voicedRun = 0; // consecutive voiced frames (before speech starts)
   let silentRun = 0; // consecutive unvoiced frames (during speech)
+  let voicedMs = 0; // voiced frames of the speech in progress, ms
+  let voicedEndMs = 0; // the end of the last voiced frame
   let destroyed = false;
 
   const marginDb = gateMarginDb(options.threshold ?? 0.5);
@@ -161,14 +177,22 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
         inSpeech = true;
         silentRun = 0;
         const onset = endMs - voicedRun * frameMs;
-        events.push({ type: 'speech_started', audio_start_ms: Math.max(0, onset - prefixMs) });
+        voicedMs = voicedRun * frameMs;
+        voicedEndMs = endMs;
+        events.push({ type: 'speech_started', audio_start_ms: Math.max(0, onset - prefixMs), onset_ms: onset });
       }
     } else {
+      if (voiced) {
+        if (silentRun * frameMs <= BRIDGE_MS) voicedMs += silentRun * frameMs; // a short pause
+        voicedMs += frameMs;
+        voicedEndMs = endMs;
+      }
       silentRun = voiced ? 0 : silentRun + 1;
       if (silentRun * frameMs >= Math.max(silenceMs, frameMs)) {
         inSpeech = false;
         voicedRun = 0;
-        events.push({ type: 'speech_stopped', audio_end_ms: endMs });
+        voicedMs = 0;
+        events.push({ type: 'speech_stopped', audio_end_ms: endMs, voiced_end_ms: voicedEndMs });
       }
     }
   };
@@ -196,12 +220,16 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
       const events: VadEvent[] = [];
       if (inSpeech) {
         inSpeech = false;
-        events.push({ type: 'speech_stopped', audio_end_ms: Math.round(frames * frameMs + (pendingLength * 1000) / rate) });
+        voicedMs = 0;
+        events.push({ type: 'speech_stopped', audio_end_ms: Math.round(frames * frameMs + (pendingLength * 1000) / rate), voiced_end_ms: voicedEndMs });
       }
       return events;
     },
     get inSpeech() {
       return inSpeech;
+    },
+    get voicedMs() {
+      return voicedMs;
     },
     get audioMs() {
       return frames * frameMs + (pendingLength * 1000) / rate;

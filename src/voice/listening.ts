@@ -2,8 +2,9 @@
 // (src/speech/listening.ts: VAD → an utterance per speech), each utterance recognised by the call's
 // stt model and answered by the agent, one at a time in order; DTMF keyed by the callee; the
 // endpointing (`endpointing_ms.min` of silence ends the callee's turn, `max` while digits are
-// expected); and the barge-in: callee speech of the detector's `min_speech_ms` over the agent's
-// audio stops the reply (src/voice/speaking.ts).
+// expected); and the barge-in: `min_speech_ms` of the callee's voiced audio over the agent's audio
+// stops the reply (src/voice/speaking.ts). A callee turn's `start` and `end` are its voice's (the audio's clock, not the
+// moment the endpointing decided).
 import type { Logger } from 'pino';
 import { Listener, type HeardUtterance } from '../speech/listening.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
@@ -32,6 +33,8 @@ export interface CallListeningDeps {
 
 export class CallListening {
   private listener: Listener | null = null;
+  /** The speech in progress began while the agent's reply played (a backchannel in it is no turn). */
+  private overAgent = false;
 
   constructor(private readonly deps: CallListeningDeps) {}
 
@@ -47,7 +50,7 @@ export class CallListening {
         keepExtraMs: 0,
         overlap: false,
       },
-      { utterance: (u) => this.heard(u) },
+      { speechStarted: () => (this.overAgent = this.deps.speaking.playing), utterance: (u) => this.heard(u) },
     );
   }
 
@@ -60,11 +63,12 @@ export class CallListening {
     const listener = this.listener;
     if (!listener) return;
     listener.push(samples);
-    // Barge-in: the callee has been speaking min_speech_ms over the agent's audio (a click or a
-    // cough is shorter). The detector's own onset is 60 ms of voice; words are shorter than 200 ms.
+    // Barge-in: the callee's voiced audio in this speech reached min_speech_ms over the agent's
+    // audio (a backchannel, a click or a cough is shorter). Voiced frames are counted, not the time
+    // since the onset: that counted the detector's hang-over after a short "haan" as speech.
     const { enabled, minSpeechMs } = this.deps.turn.interruption;
-    const speechMs = listener.speechMs;
-    if (speechMs !== null && this.deps.speaking.playing && enabled && speechMs >= minSpeechMs) this.deps.speaking.bargeIn();
+    const voicedMs = listener.voicedMs;
+    if (voicedMs !== null && this.deps.speaking.playing && enabled && voicedMs >= minSpeechMs) this.deps.speaking.bargeIn();
   }
 
   dtmf(digit: string): void {
@@ -86,27 +90,34 @@ export class CallListening {
     this.listener = null;
   }
 
-  /** An utterance ended (its silence heard): recognised and answered after the turns before it. */
+  /**
+   * An utterance ended (its silence heard): recognised and answered after the turns before it. Its voice's times come from the audio's clock: the last
+   * sample fed is now.
+   */
   private heard(u: HeardUtterance): void {
     const line = this.deps.line;
-    const utterance = u.samples;
     const at = this.deps.now();
-    const startedAt = at - (utterance.length * 1000) / RATE;
+    const total = this.listener?.total ?? u.to;
+    const voice = { start: at - ((total - u.voiceFrom) * 1000) / RATE, end: at - ((total - u.voiceTo) * 1000) / RATE };
     line.prompts = 0; // the callee is there
-    line.enqueue(() => this.answer(utterance, startedAt, at), 'a turn failed');
+    const overAgent = this.overAgent || this.deps.speaking.playing;
+    line.enqueue(() => this.answer(u.samples, voice, at, overAgent), 'a turn failed');
   }
 
-  private async answer(samples: Int16Array, startedAt: number, endedAt: number): Promise<void> {
+  private async answer(samples: Int16Array, voice: { start: number; end: number }, heardAt: number, overAgent: boolean): Promise<void> {
     const line = this.deps.line;
     if (line.over) return;
     const { agent, recognise } = this.deps.talk();
     const text = (await recognise(samples, line.abort.signal)).trim();
     if (!text) return;
     const ignored = this.deps.turn.interruption.ignore.includes(text.toLowerCase().replace(/[.!?,]/g, ''));
-    line.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text, start: line.clock(startedAt), end: line.clock(endedAt) } });
-    // A backchannel while the agent speaks is not a turn ("haan", "ok"); once the credit guard is
-    // closing the call, nothing is answered (an action whose confirmation cannot play is not taken).
-    if ((ignored && this.deps.speaking.playing) || line.closing) return;
-    await this.deps.speaking.respond((signal) => agent.reply(text, signal), endedAt);
+    line.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text, start: line.clock(voice.start), end: line.clock(voice.end) } });
+    // Once the credit guard is closing the call, nothing is answered (an action whose confirmation
+    // cannot play is not taken).
+    if (line.closing) return;
+    // A backchannel said over the agent is not a turn ("haan", "ok"), though the agent's reply
+    // may have ended by the time it is recognised.
+    if (ignored && (overAgent || this.deps.speaking.playing)) return;
+    await this.deps.speaking.respond((signal) => agent.reply(text, signal), heardAt);
   }
 }

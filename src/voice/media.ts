@@ -12,7 +12,7 @@
 // stream carries and in what chunks (Twilio: μ-law, 20 ms; Exotel: PCM16, 100 ms); the loop is the same.
 // A reply's audio may grow while it plays (an LLM's sentences, each synthesized as it completes):
 // the playback sends what it has and waits for the next line.
-// Barge-in: callee speech (the detector's `min_speech_ms`) while the agent plays stops the playback
+// Barge-in: callee speech heard (`min_speech_ms` of voice, src/voice/listening.ts) while the agent plays stops the playback
 // between two frames, cancels what the reply still had coming (its chat stream, its syntheses) and
 // sends the carrier's `clear` at once; the marks echoed before it tell how much the callee heard,
 // and the agent's turn keeps `heard_text`: its text cut there.

@@ -46,9 +46,16 @@ export class FakeTwilio {
     private readonly carrier: ReturnType<typeof simulatorCarrier>,
   ) {}
 
-  static async start(opts: { accountSid: string; authToken: string; callees: CalleeScript[] }): Promise<FakeTwilio> {
+  /** `speak`: the callees' speech for a `say` (default half a second of silence). */
+  static async start(opts: {
+    accountSid: string;
+    authToken: string;
+    callees: CalleeScript[];
+    speak?(text: string, voice: string): Promise<SpeechClip>;
+  }): Promise<FakeTwilio> {
     let self!: FakeTwilio;
-    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak: async () => new SpeechClip(Buffer.alloc(8000)) });
+    const speak = opts.speak ?? (async () => new SpeechClip(Buffer.alloc(8000)));
+    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);

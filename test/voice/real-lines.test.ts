@@ -1,0 +1,131 @@
+// What real lines do to a call (issue 39), through a fake Twilio (20 ms μ-law frames) and a fake
+// Exotel (100 ms PCM16 chunks) over real loopback sockets, the callees speaking espeak-ng's speech
+// cut to exact lengths ("haan|200": the first 200 ms of "haan" from its first sound), heard by the
+// gateway's VAD and recognised by the scripted stt upstream:
+// - a 0.2 s backchannel over the agent does not cut it; a 0.6 s barge-in does (min_speech_ms 400,
+//   counted in speech heard, not in the detector's hang-over or the carrier's chunks);
+// - a callee turn's start and end are its voice's, within 200 ms;
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { TestGateway } from '../helper.ts';
+import { FakeExotel } from '../fakes/exotel.ts';
+import { FakeTwilio } from '../fakes/twilio.ts';
+import { SpeechClip } from '../../src/speech/clip.ts';
+import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
+import { putScriptedVoice, ScriptedStt } from './simulated.ts';
+
+const CALLEES = [
+  // A backchannel 300 ms into the greeting, then a barge-in (each call one of them), then hang up once the agent is done.
+  {
+    to: '+919800000040',
+    answer: 'answer' as const,
+    ring_ms: 100,
+    steps: [{ wait_agent: 'speaking' as const, ms: 300 }, { say: 'haan|200' }, { wait_agent: 'done' as const, ms: 300 }, { hangup: true as const }],
+  },
+  {
+    to: '+919800000041',
+    answer: 'answer' as const,
+    ring_ms: 100,
+    steps: [
+      { wait_agent: 'speaking' as const, ms: 300 },
+      { say: 'wait I have a question|600' },
+      { wait_agent: 'done' as const, ms: 300 },
+      { hangup: true as const },
+    ],
+  },
+  // Silent 3 s, then 0.6 s of speech, then 2 s of silence and the hang-up (the agent waits for the callee).
+  {
+    to: '+919800000042',
+    answer: 'answer' as const,
+    ring_ms: 100,
+    steps: [{ silence_ms: 3000 }, { say: 'wait I have a question|600' }, { silence_ms: 2000 }, { hangup: true as const }],
+  },
+];
+
+describe('calls on real lines: backchannels, barge-in, turn times', () => {
+  let gw: TestGateway;
+  let twilio: FakeTwilio;
+  let exotel: FakeExotel;
+  let stt: ScriptedStt;
+  let acc: VoiceAccount;
+  let speaker: VoiceAccount;
+  before(async () => {
+    stt = await ScriptedStt.start();
+    // espeak-ng's speech from the gateway's tts-local (8 kHz PCM16); "text|ms": that many ms of it from its first sound.
+    const speak = async (say: string, voice: string) => {
+      const [input, ms] = say.split('|') as [string, string | undefined];
+      const res = await fetch(`${gw.url}/v1/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${speaker.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 8000 }),
+      });
+      if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
+      const pcm = Buffer.from(await res.arrayBuffer());
+      if (ms === undefined) return new SpeechClip(pcm);
+      let first = 0;
+      while (first * 2 < pcm.length && Math.abs(pcm.readInt16LE(first * 2)) < 500) first += 1;
+      const clip = pcm.subarray(first * 2, (first + Number(ms) * 8) * 2);
+      assert.equal(clip.length, Number(ms) * 16, `"${input}" is long enough`);
+      return new SpeechClip(Buffer.from(clip));
+    };
+    twilio = await FakeTwilio.start({ accountSid: 'ACtest', authToken: 'twilio-auth-token', callees: CALLEES, speak });
+    exotel = await FakeExotel.start({ accountSid: 'acme1', apiKey: 'exo-key', apiToken: 'exo-token', callees: CALLEES, speak });
+    gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, simulator: { callees: [] } } });
+    await putScriptedVoice(gw.url, stt, 'voice-twilio', [
+      { provider: 'twilio', base_url: twilio.url, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' },
+    ]);
+    await putScriptedVoice(gw.url, stt, 'voice-exotel', [
+      { provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' },
+    ]);
+    acc = await voiceAccount(gw, 1000);
+    speaker = await voiceAccount(gw, 1000);
+  });
+  after(async () => {
+    await gw?.destroy();
+    await twilio?.close();
+    await exotel?.close();
+    await stt?.server.close();
+  });
+
+  const dialled = async (model: string, to: string, body: Record<string, unknown> = {}) => {
+    const res = await place(gw, acc.key, { model, to, ...body });
+    assert.equal(res.status, 202, res.text);
+    return waitForCall(gw, acc.key, res.body.id as string, ended, 60_000);
+  };
+  const shape = (c: { transcript: { role: string; response_id?: string; text: string; interrupted?: boolean }[] }) =>
+    c.transcript.map((t) => [t.role, t.response_id ?? t.text, t.interrupted ?? false]);
+
+  for (const model of ['voice-twilio', 'voice-exotel']) {
+    it(`${model}: a 0.2 s "haan" over the greeting does not cut it and is no turn; a 0.6 s barge-in cuts it`, async () => {
+      stt.say('haan');
+      const c = await dialled(model, '+919800000040');
+      assert.deepEqual(
+        shape(c),
+        [
+          ['agent', 'GEN.GREETING', false],
+          ['callee', 'haan', false],
+        ],
+        JSON.stringify(c.transcript),
+      );
+      assert.equal(c.metrics.interruptions, 0);
+      stt.say('wait I have a question');
+      const b = await dialled(model, '+919800000041');
+      assert.deepEqual(shape(b).slice(0, 2), [
+        ['agent', 'GEN.GREETING', true],
+        ['callee', 'wait I have a question', false],
+      ]);
+      assert.equal(b.transcript[2]?.role, 'agent', 'the barge-in is answered');
+      assert.equal(b.metrics.interruptions, 1);
+    });
+  }
+
+  // On Twilio's frames only: the simulated Exotel callee sends 3,200 bytes (200 ms of 8 kHz PCM16)
+  // every 100 ms (src/providers/carrier-wire/exotel.ts), audio at twice the wall clock's pace.
+  it("voice-twilio: a callee turn's start and end are its voice's, within 200 ms", async () => {
+    stt.say('wait I have a question');
+    const c = await dialled('voice-twilio', '+919800000042', { first_message: { mode: 'wait_for_callee' } });
+    const turn = c.transcript.find((t: { role: string }) => t.role === 'callee');
+    assert.ok(turn, JSON.stringify(c.transcript));
+    assert.ok(Math.abs(turn.start - 3.0) <= 0.2 && Math.abs(turn.end - 3.6) <= 0.2, `spoken 3.0-3.6 s, recorded ${turn.start}-${turn.end} s`);
+  });
+});
