@@ -6,8 +6,9 @@
 // `AudioRecognition` behind its `RecognitionHooks`: the owner feeds samples, the stage tells it
 // speech started and an utterance is ready.
 // An utterance ends with the endpointing silence (settable while listening: a call waits longer
-// for digits), at the longest utterance (the rest of the speech a new one), or when the owner
-// commits (a realtime client's `input_audio_buffer.commit`). Without a detector (turn detection
+// for digits), at the longest utterance (the rest of the speech a new one), when the owner
+// commits (a realtime client's `input_audio_buffer.commit`), or when the owner ends the audio
+// (`flush`: a call's line hung up in the middle of a sentence). Without a detector (turn detection
 // off) the owner commits; what it never commits is cut at the longest utterance.
 // Times are in samples of the stage's audio clock (every sample fed since it was built); the
 // detector's own clock restarts with it (`vadOriginMs`).
@@ -34,8 +35,8 @@ export interface HeardUtterance {
   samples: Int16Array;
 }
 
-/** Why an utterance ended: the endpointing silence, the longest utterance, or the owner's commit. */
-export type UtteranceEnd = 'silence' | 'longest' | 'commit';
+/** Why an utterance ended: the endpointing silence, the longest utterance, the owner's commit, or the end of the audio (`flush`). */
+export type UtteranceEnd = 'silence' | 'longest' | 'commit' | 'end';
 
 export interface RecognitionHooks {
   /** Speech begins at sample `start` (its prefix padding included); after a cut at the longest utterance too. */
@@ -154,6 +155,14 @@ export class Listener {
     else this.manualStart = this.buffer.total;
   }
 
+  /**
+   * The end of the audio (a call's line hung up): the speech in progress, however short its
+   * silence, becomes an utterance ('end'). Audio the detector never took for speech is not one.
+   */
+  flush(): void {
+    if (this.vad) this.stopped(this.vad.flush(), this.buffer.total, 'end');
+  }
+
   /** Drops what is buffered and not made an utterance. */
   clear(): void {
     this.manualStart = this.buffer.total;
@@ -198,7 +207,7 @@ export class Listener {
   }
 
   private detect(vad: VoiceDetector, samples: Int16Array, nowSample: number): void {
-    this.stopped(vad.push(samples), nowSample);
+    this.stopped(vad.push(samples), nowSample, 'silence');
     // Speech that goes on past the longest utterance: it is cut there, the rest is a new one.
     if (this.speechStart !== null && nowSample - this.speechStart >= this.samplesOf(this.options.maxUtteranceMs)) {
       const from = this.speechStart;
@@ -209,8 +218,8 @@ export class Listener {
     }
   }
 
-  /** The detector's events: a speech begins, or ends (its silence heard) as an utterance. */
-  private stopped(events: VadEvent[], nowSample: number): void {
+  /** The detector's events: a speech begins, or ends (`why`: its silence, or the end of the audio) as an utterance. */
+  private stopped(events: VadEvent[], nowSample: number, why: 'silence' | 'end'): void {
     for (const e of events) {
       if (e.type === 'speech_started') {
         // audio_start_ms includes the prefix padding already.
@@ -225,7 +234,7 @@ export class Listener {
         this.speechStart = null;
         const samples = this.buffer.slice(from, to);
         if (!this.options.overlap) this.buffer.trim(to);
-        this.hooks.utterance({ from, to, voiceFrom, voiceTo, samples }, 'silence');
+        this.hooks.utterance({ from, to, voiceFrom, voiceTo, samples }, why);
       }
     }
   }

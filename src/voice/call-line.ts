@@ -39,6 +39,11 @@ export class CallLine {
   started = false;
   hungUp = false;
   disposed = false;
+  /**
+   * When the callee hung up (the carrier's `stop`, or its stream closed): their last words are
+   * still recognised and recorded, at this time; nothing more is said. Null: the line is up.
+   */
+  goneAt: number | null = null;
   /** The credit guard's last words are playing: nothing else is said, and they are not cut. */
   closing = false;
   /** Callee utterances are answered one at a time, in order (the opening and idle prompts too). */
@@ -82,12 +87,12 @@ export class CallLine {
       });
   }
 
-  /** The media loop decided the call ends. */
-  async end(reason: EndReason): Promise<void> {
+  /** The media loop decided the call ends (`at`: when it did, default now). */
+  async end(reason: EndReason, at = this.deps.now()): Promise<void> {
     if (this.over) return;
     this.deps.stopTimers();
     await this.deps.actor
-      .send({ type: 'media.ending', now: this.deps.now(), reason }, { wait: 'durable' })
+      .send({ type: 'media.ending', now: at, reason }, { wait: 'durable' })
       .catch((err: unknown) => this.deps.log.warn({ err, reason }, 'call actor did not take the end'));
   }
 }

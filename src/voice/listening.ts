@@ -3,17 +3,21 @@
 // stt model and answered by the agent, one at a time in order; DTMF keyed by the callee; the
 // endpointing (`endpointing_ms.min` of silence ends the callee's turn, `max` while digits are
 // expected); and the barge-in: `min_speech_ms` of the callee's voiced audio over the agent's audio
-// stops the reply (src/voice/speaking.ts). A callee turn's `start` and `end` are its voice's (the audio's clock, not the
+// stops the reply (src/voice/speaking.ts). Speech that runs to the longest utterance is cut there:
+// the piece is recognised and recorded as a turn, and answered with the rest once the callee
+// stops. When the callee hangs up (`flush`), what they were saying is recognised and recorded,
+// not answered. A callee turn's `start` and `end` are its voice's (the audio's clock, not the
 // moment the endpointing decided).
 import type { Logger } from 'pino';
-import { Listener, type HeardUtterance } from '../speech/listening.ts';
+import { Listener, type HeardUtterance, type UtteranceEnd } from '../speech/listening.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import type { CallLine, Conversation } from './call-line.ts';
 import type { Speaking } from './speaking.ts';
 
 const RATE = 8000;
 const PREFIX_MS = 300;
-const MAX_UTTERANCE_MS = 30_000;
+/** A callee's speech this long is cut: the piece is recognised and recorded (30 s of talking made no turn at all before). */
+export const MAX_UTTERANCE_MS = 15_000;
 
 export interface TurnSettings {
   /** Silence that ends the callee's utterance: `min` normally, `max` while digits are expected. */
@@ -35,6 +39,8 @@ export class CallListening {
   private listener: Listener | null = null;
   /** The speech in progress began while the agent's reply played (a backchannel in it is no turn). */
   private overAgent = false;
+  /** The text of pieces cut at the longest utterance, answered with the rest of the speech. */
+  private held: string[] = [];
 
   constructor(private readonly deps: CallListeningDeps) {}
 
@@ -45,12 +51,12 @@ export class CallListening {
         rate: RATE,
         detectors,
         detection: { prefixPaddingMs: PREFIX_MS, silenceMs: this.deps.turn.endpointingMs.min },
-        maxUtteranceMs: Infinity, // a call's speech is never cut: it ends with its silence
+        maxUtteranceMs: MAX_UTTERANCE_MS,
         bufferMs: MAX_UTTERANCE_MS + PREFIX_MS + 2000,
         keepExtraMs: 0,
         overlap: false,
       },
-      { speechStarted: () => (this.overAgent = this.deps.speaking.playing), utterance: (u) => this.heard(u) },
+      { speechStarted: () => (this.overAgent = this.deps.speaking.playing), utterance: (u, why) => this.heard(u, why) },
     );
   }
 
@@ -85,39 +91,50 @@ export class CallListening {
     this.listener?.setSilence(speaking.digitsAsked || speaking.digitsKeyed ? max : min);
   }
 
+  /** The line is gone: the speech in progress is an utterance (the callee's last words), however short its silence. */
+  flush(): void {
+    this.listener?.flush();
+  }
+
   close(): void {
     this.listener?.close();
     this.listener = null;
   }
 
   /**
-   * An utterance ended (its silence heard): recognised and answered after the turns before it. Its voice's times come from the audio's clock: the last
+   * An utterance ended (its silence heard, the longest utterance, or the hang-up): recognised and
+   * answered after the turns before it. Its voice's times come from the audio's clock: the last
    * sample fed is now.
    */
-  private heard(u: HeardUtterance): void {
+  private heard(u: HeardUtterance, why: UtteranceEnd): void {
     const line = this.deps.line;
     const at = this.deps.now();
     const total = this.listener?.total ?? u.to;
     const voice = { start: at - ((total - u.voiceFrom) * 1000) / RATE, end: at - ((total - u.voiceTo) * 1000) / RATE };
     line.prompts = 0; // the callee is there
     const overAgent = this.overAgent || this.deps.speaking.playing;
-    line.enqueue(() => this.answer(u.samples, voice, at, overAgent), 'a turn failed');
+    line.enqueue(() => this.answer(u.samples, voice, at, why, overAgent), 'a turn failed');
   }
 
-  private async answer(samples: Int16Array, voice: { start: number; end: number }, heardAt: number, overAgent: boolean): Promise<void> {
+  private async answer(samples: Int16Array, voice: { start: number; end: number }, heardAt: number, why: UtteranceEnd, overAgent: boolean): Promise<void> {
     const line = this.deps.line;
     if (line.over) return;
     const { agent, recognise } = this.deps.talk();
     const text = (await recognise(samples, line.abort.signal)).trim();
     if (!text) return;
     const ignored = this.deps.turn.interruption.ignore.includes(text.toLowerCase().replace(/[.!?,]/g, ''));
-    line.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text, start: line.clock(voice.start), end: line.clock(voice.end) } });
-    // Once the credit guard is closing the call, nothing is answered (an action whose confirmation
-    // cannot play is not taken).
-    if (line.closing) return;
+    const now = line.goneAt ?? this.deps.now(); // the last words of a line gone: at the hang-up (nothing billed after it)
+    line.record({ type: 'turn', now, turn: { role: 'callee', text, start: line.clock(voice.start), end: line.clock(voice.end) } });
+    // A piece of speech cut at the longest utterance is answered with the rest; nothing is answered
+    // once the callee hung up (their last words are recorded) or the credit guard is closing the
+    // call (an action whose confirmation cannot play is not taken).
+    if (why === 'longest') return void this.held.push(text);
+    if (line.goneAt !== null || line.closing) return;
     // A backchannel said over the agent is not a turn ("haan", "ok"), though the agent's reply
     // may have ended by the time it is recognised.
     if (ignored && (overAgent || this.deps.speaking.playing)) return;
-    await this.deps.speaking.respond((signal) => agent.reply(text, signal), heardAt);
+    const said = [...this.held, text].join(' ');
+    this.held = [];
+    await this.deps.speaking.respond((signal) => agent.reply(said, signal), heardAt);
   }
 }

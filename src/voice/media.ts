@@ -34,6 +34,9 @@ import { CallTimers } from './timers.ts';
 
 export type { MediaStream } from './call-line.ts';
 
+/** How long a hung-up call waits for the callee's last words to be recognised before it ends. */
+const LAST_WORDS_MS = 10_000;
+
 export interface CallMediaDeps {
   callId: string;
   /** The model's usable carrier routes, in order: a dial that one refuses goes to the next (before any answer). */
@@ -133,7 +136,7 @@ export class CallMedia implements CallResources {
   detached(stream: MediaStream): void {
     if (stream !== this.line.stream || this.line.over) return;
     this.line.stream = null;
-    void this.line.end('callee_hangup');
+    void this.calleeHungUp();
   }
 
   /**
@@ -172,11 +175,30 @@ export class CallMedia implements CallResources {
         this.listening.dtmf(f.digit);
         return null;
       case 'stop':
-        void line.end('callee_hangup');
+        void this.calleeHungUp();
         return null;
       case 'refused':
         return f.why;
     }
+  }
+
+  /**
+   * The callee hung up (the carrier's `stop`, or the stream closed): nothing more is said, and what
+   * they were saying is recognised and recorded as their last turn (with the turns still being
+   * recognised) before the call ends, at the hang-up: people say their last sentence and hang up
+   * at once, and it is often the one that matters. Waits at most LAST_WORDS_MS for it.
+   */
+  private async calleeHungUp(): Promise<void> {
+    const line = this.line;
+    if (line.over || line.goneAt !== null) return;
+    line.goneAt = this.deps.now();
+    this.timers.stop();
+    this.speaking.stop();
+    this.listening.flush();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([line.queue, new Promise<void>((r) => (timer = setTimeout(r, LAST_WORDS_MS)))]);
+    clearTimeout(timer);
+    await line.end('callee_hangup', line.goneAt);
   }
 
   /** The answer (the carrier's news or the actor's): the media watchdog is armed, the conversation built. */

@@ -5,6 +5,8 @@
 // - a 0.2 s backchannel over the agent does not cut it; a 0.6 s barge-in does (min_speech_ms 400,
 //   counted in speech heard, not in the detector's hang-over or the carrier's chunks);
 // - a callee turn's start and end are its voice's, within 200 ms;
+// - the last words before a hang-up (the carrier's `stop`, at once) are recognised and recorded;
+// - a monologue is cut at the longest utterance (15 s): recognised and recorded piece by piece.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestGateway } from '../helper.ts';
@@ -13,6 +15,9 @@ import { FakeTwilio } from '../fakes/twilio.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
 import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
 import { putScriptedVoice, ScriptedStt } from './simulated.ts';
+
+const LAST_WORDS = 'no thanks I do not need anything goodbye';
+const MONOLOGUE = Array.from({ length: 6 }, () => 'my card was blocked and the branch could not help me and nobody called me back').join(' and ');
 
 const CALLEES = [
   // A backchannel 300 ms into the greeting, then a barge-in (each call one of them), then hang up once the agent is done.
@@ -40,9 +45,18 @@ const CALLEES = [
     ring_ms: 100,
     steps: [{ silence_ms: 3000 }, { say: 'wait I have a question|600' }, { silence_ms: 2000 }, { hangup: true as const }],
   },
+  // Says no and hangs up at once.
+  { to: '+919800000043', answer: 'answer' as const, ring_ms: 100, steps: [{ silence_ms: 500 }, { say: LAST_WORDS }, { hangup: true as const }] },
+  // Talks for 20 s without a pause as long as the endpointing, then is silent.
+  {
+    to: '+919800000044',
+    answer: 'answer' as const,
+    ring_ms: 100,
+    steps: [{ silence_ms: 300 }, { say: `${MONOLOGUE}|20000` }, { silence_ms: 3000 }, { hangup: true as const }],
+  },
 ];
 
-describe('calls on real lines: backchannels, barge-in, turn times', () => {
+describe('calls on real lines: backchannels, barge-in, turn times, last words, monologues', () => {
   let gw: TestGateway;
   let twilio: FakeTwilio;
   let exotel: FakeExotel;
@@ -117,6 +131,13 @@ describe('calls on real lines: backchannels, barge-in, turn times', () => {
       assert.equal(b.transcript[2]?.role, 'agent', 'the barge-in is answered');
       assert.equal(b.metrics.interruptions, 1);
     });
+
+    it(`${model}: the last words before a hang-up are recognised and recorded as the callee's turn`, async () => {
+      stt.say(LAST_WORDS);
+      const c = await dialled(model, '+919800000043', { first_message: { mode: 'wait_for_callee' } });
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup']);
+      assert.deepEqual(shape(c), [['callee', LAST_WORDS, false]], 'recorded, and not answered: the line is gone');
+    });
   }
 
   // On Twilio's frames only: the simulated Exotel callee sends 3,200 bytes (200 ms of 8 kHz PCM16)
@@ -127,5 +148,20 @@ describe('calls on real lines: backchannels, barge-in, turn times', () => {
     const turn = c.transcript.find((t: { role: string }) => t.role === 'callee');
     assert.ok(turn, JSON.stringify(c.transcript));
     assert.ok(Math.abs(turn.start - 3.0) <= 0.2 && Math.abs(turn.end - 3.6) <= 0.2, `spoken 3.0-3.6 s, recorded ${turn.start}-${turn.end} s`);
+  });
+
+  it('20 s of talking is cut at the longest utterance (15 s): each piece a turn, the agent answers them together', async () => {
+    stt.say('my card was blocked', 'and nobody called me back');
+    const before = stt.heard.length;
+    const c = await dialled('voice-twilio', '+919800000044', { first_message: { mode: 'wait_for_callee' } });
+    assert.equal(stt.heard.length - before, 2, 'two utterances recognised');
+    const callee = c.transcript.filter((t: { role: string }) => t.role === 'callee');
+    assert.deepEqual(
+      callee.map((t: { text: string }) => t.text),
+      ['my card was blocked', 'and nobody called me back'],
+    );
+    assert.ok(Math.abs(callee[0].end - callee[0].start - 15) <= 0.3, `the first piece is 15 s: ${JSON.stringify(callee[0])}`);
+    assert.ok(Math.abs(callee[1].start - callee[0].end) <= 0.1 && Math.abs(callee[1].end - callee[0].start - 20) <= 0.3, JSON.stringify(callee));
+    assert.equal(c.transcript.at(-1).role, 'agent', 'answered once the callee stopped');
   });
 });
