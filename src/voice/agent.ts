@@ -236,7 +236,8 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
  * as soon as it completes. The history gets the reply's text once the stream ends (or is cut).
  */
 async function llmLines(v: Voice, llm: LlmSettings, history: ChatMessage[], signal: AbortSignal): Promise<AsyncIterable<SpokenLine>> {
-  const messages: ChatMessage[] = [{ role: 'system', content: llm.systemPrompt }, ...history.slice(-MAX_HISTORY)];
+  // The system prompt's `{{variables}}` are the call's, filled as in the wordings and the first message.
+  const messages: ChatMessage[] = [{ role: 'system', content: fillVariables(llm.systemPrompt, v.variables) }, ...history.slice(-MAX_HISTORY)];
   const limited = AbortSignal.any([signal, AbortSignal.timeout(LLM_TIMEOUT_MS)]);
   const deltas = await llm.chat(messages, limited);
   const said: string[] = [];

@@ -49,13 +49,13 @@ describe('voice calls through the simulator: other agents, barge-in, ends', () =
     assert.equal(sent.messages[1]!.content, 'what is the weather like today');
   });
 
-  it('llm agent: opens with first_message.text and answers every turn with the LLM', async () => {
+  it('llm agent: opens with first_message.text and answers every turn with the LLM; the variables are filled into both the first message and the system prompt', async () => {
     stt.say('what is the weather like today');
     llm.next({ reply: 'Sunny, I am told.' });
     const res = await dial('+919800000013', {
-      agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' },
+      agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief. You call for {{ bank }}. The customer is {{name}}; {{unknown}} stays.' },
       first_message: { text: 'Hello {{name}}, this is your bank.' },
-      variables: { name: 'Asha' },
+      variables: { name: 'Asha', bank: 'Demo Bank' },
     });
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
     assert.deepEqual(
@@ -66,7 +66,7 @@ describe('voice calls through the simulator: other agents, barge-in, ends', () =
     assert.deepEqual(
       sent.messages.map((m) => [m.role, m.content]),
       [
-        ['system', 'Be brief.'],
+        ['system', 'Be brief. You call for Demo Bank. The customer is Asha; {{unknown}} stays.'],
         ['assistant', 'Hello Asha, this is your bank.'],
         ['user', 'what is the weather like today'],
       ],
