@@ -47,6 +47,8 @@ export interface Fallbacks {
   unknown: Decision;
   ambiguous: Decision;
   out_of_scope: Decision;
+  /** An out-of-scope turn right after one (the session's previous turn took `out_of_scope`); default `out_of_scope`. */
+  out_of_scope_again?: Decision;
   greeting?: Decision;
   thanks?: Decision;
   goodbye?: Decision;
@@ -176,10 +178,23 @@ function picked(choices: Choice[], e: TurnEvent): Choice | null {
   return scores[best]! >= PICK_MIN[source] && scores[best]! / total >= PICK_SHARE ? choices[best]! : null;
 }
 
+const sameDecision = (a: Decision, b: Decision) => a.action === b.action && a.next_state === b.next_state && a.response_id === b.response_id;
+
+/**
+ * Whether an out-of-scope turn is the second (or a later one) in a row and the pack has a decision
+ * for that: the previous turn was out of scope and took an out-of-scope fallback. A pack can so ask
+ * back after one (a misheard sentence reads as out of scope) and close only when the caller insists.
+ */
+function outOfScopeAgain(last: TurnOutcome | null, f: Fallbacks): boolean {
+  const again = f.out_of_scope_again;
+  if (again === undefined || last?.classification !== 'OUT_OF_SCOPE') return false;
+  return sameDecision(last.decision, f.out_of_scope) || sameDecision(last.decision, again);
+}
+
 function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionContext {
   let ctx = context;
   if (ctx.expiresAt !== null && e.now > ctx.expiresAt) {
-    ctx = { ...ctx, pending: null, awaiting: null, choices: null, lastIntent: null, entities: {}, expirations: ctx.expirations + 1 };
+    ctx = { ...ctx, pending: null, awaiting: null, choices: null, lastIntent: null, entities: {}, expirations: ctx.expirations + 1, lastTurn: null };
   }
   const own = ownEntities(ctx.awaiting, e);
   const entities: Entities = { ...ctx.entities, ...own };
@@ -246,7 +261,7 @@ function applyTurn(context: IntentSessionContext, e: TurnEvent): IntentSessionCo
   } else if (e.act === 'GREETING' && e.fallback.greeting) decision = e.fallback.greeting;
   else if (e.act === 'THANKS' && e.fallback.thanks) decision = e.fallback.thanks;
   else if (e.act === 'GOODBYE' && e.fallback.goodbye) decision = e.fallback.goodbye;
-  else if (r.classification === 'OUT_OF_SCOPE') decision = e.fallback.out_of_scope;
+  else if (r.classification === 'OUT_OF_SCOPE') decision = outOfScopeAgain(ctx.lastTurn, e.fallback) ? e.fallback.out_of_scope_again! : e.fallback.out_of_scope;
   else if (r.classification === 'AMBIGUOUS') decision = e.fallback.ambiguous;
   else decision = e.fallback.unknown;
   const choices = r.classification === 'AMBIGUOUS' && e.choices && e.choices.length > 1 ? e.choices : null;

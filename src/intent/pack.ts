@@ -128,6 +128,8 @@ export const PackSchema = Closed({
     unknown: DecisionSchema,
     ambiguous: DecisionSchema,
     out_of_scope: DecisionSchema,
+    /** An out-of-scope turn right after one that took `out_of_scope` (default: `out_of_scope` again). */
+    out_of_scope_again: Type.Optional(DecisionSchema),
     greeting: Type.Optional(DecisionSchema),
     thanks: Type.Optional(DecisionSchema),
     goodbye: Type.Optional(DecisionSchema),

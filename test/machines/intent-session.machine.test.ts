@@ -249,6 +249,41 @@ describe('intent-session machine (pure)', () => {
     const [own] = transition(intentSessionMachine, s1, complaint({ ordinal: 1 }));
     assert.equal(own.context.lastTurn?.intent?.id, 'BANKING.ATM.CASH_NOT_DISPENSED');
   });
+  it('out of scope twice in a row: the first asks back, the second (and any after it) takes out_of_scope_again; another turn between starts over', () => {
+    const fallback = { ...FALLBACK, out_of_scope: D('ASK', 'CLARIFY', 'GEN.OOS'), out_of_scope_again: D('CLOSE', 'OUT_OF_SCOPE', 'GEN.OOS_CLOSE') };
+    const oos = (over: Partial<TurnEvent> = {}) =>
+      turn({ fallback, result: { classification: 'OUT_OF_SCOPE', intent: null, candidates: [], classifier_used: 'deterministic' }, ...over });
+    const said = (s: { context: { lastTurn: { decision: { action: string; response_id: string } } | null } }) =>
+      `${s.context.lastTurn?.decision.action} ${s.context.lastTurn?.decision.response_id}`;
+    const [s0] = initialTransition(intentSessionMachine);
+    const [s1] = transition(intentSessionMachine, s0, oos());
+    assert.equal(said(s1), 'ASK GEN.OOS');
+    const [s2] = transition(intentSessionMachine, s1, oos());
+    assert.equal(said(s2), 'CLOSE GEN.OOS_CLOSE');
+    const [s3] = transition(intentSessionMachine, s2, oos());
+    assert.equal(said(s3), 'CLOSE GEN.OOS_CLOSE');
+    // An unclassified turn between two out-of-scope ones: the next is a first again.
+    const [u] = transition(intentSessionMachine, s1, turn({ fallback }));
+    assert.equal(said(u), 'ASK GEN.CLARIFY');
+    assert.equal(said(transition(intentSessionMachine, u, oos())[0]), 'ASK GEN.OOS');
+    // A greeting that reads as out of scope took the greeting's decision: not an out-of-scope turn.
+    const [g] = transition(intentSessionMachine, s0, oos({ act: 'GREETING' }));
+    assert.equal(said(transition(intentSessionMachine, g, oos())[0]), 'ASK GEN.OOS');
+    // After the session expired, the next out-of-scope turn is a first.
+    assert.equal(said(transition(intentSessionMachine, s1, oos({ now: 1_000_000 + IDLE_MS + 1 }))[0]), 'ASK GEN.OOS');
+    // A pack without out_of_scope_again takes out_of_scope every time.
+    const [p1] = transition(
+      intentSessionMachine,
+      s0,
+      turn({ result: { classification: 'OUT_OF_SCOPE', intent: null, candidates: [], classifier_used: 'deterministic' } }),
+    );
+    const [p2] = transition(
+      intentSessionMachine,
+      p1,
+      turn({ result: { classification: 'OUT_OF_SCOPE', intent: null, candidates: [], classifier_used: 'deterministic' } }),
+    );
+    assert.equal(said(p2), 'CLOSE GEN.OOS');
+  });
   it('a version 1 session (no asked-for entities) is migrated and goes on', () => {
     const actor = createActor(intentSessionMachine).start();
     actor.send(complaint());

@@ -11,6 +11,18 @@
 // calls run side by side.
 /** Thanks the agent after its greeting, then stays on the line: the pack's CLOSE must end the call. */
 const THANKFUL = { to: '+919800000014', answer: 'answer' as const, ring_ms: 100, steps: [{ wait_agent: 'done' as const, ms: 200 }, { say: 'thank you' }] };
+/** Says two things the demo pack cannot help with, listening to each answer; stays on the line. */
+const OFF_TOPIC = {
+  to: '+919800000016',
+  answer: 'answer' as const,
+  ring_ms: 100,
+  steps: [
+    { wait_agent: 'done' as const, ms: 600 },
+    { say: 'what is the weather like today' },
+    { wait_agent: 'done' as const, ms: 1500 },
+    { say: 'no I want to know the weather tomorrow' },
+  ],
+};
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, type TestGateway } from '../helper.ts';
@@ -18,7 +30,7 @@ import { assertBargedIn, ended, voiceAccount, waitForCall, walletMicrocents, typ
 import { putScriptedVoice, simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
 
 describe('voice calls through the simulator: other agents, barge-in, ends', () => {
-  const v = simulatedVoice([THANKFUL]);
+  const v = simulatedVoice([THANKFUL, OFF_TOPIC]);
   let gw: TestGateway;
   let stt: ScriptedStt;
   let acc: VoiceAccount;
@@ -134,6 +146,18 @@ describe('voice calls through the simulator: other agents, barge-in, ends', () =
     const last = c.transcript.at(-1);
     assert.deepEqual([last.role, last.response_id, last.heard_text === last.text], ['agent', 'GEN.THANKS', true], JSON.stringify(last));
     assert.ok(c.billed_seconds > 0 && c.cost_cents === (c.billed_seconds * 100_000) / 1e6, JSON.stringify(c));
+  });
+
+  it("an out-of-scope turn (a misheard sentence reads as one) gets the pack's question back; the second in a row closes: agent_hangup", async () => {
+    stt.say('what is the weather like today', 'no I want to know the weather tomorrow');
+    const res = await dial(OFF_TOPIC.to);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended, 40_000);
+    assert.deepEqual(
+      c.transcript.map((t: { response_id?: string; text: string }) => t.response_id ?? t.text),
+      ['GEN.GREETING', 'what is the weather like today', 'GEN.OUT_OF_SCOPE', 'no I want to know the weather tomorrow', 'GEN.OUT_OF_SCOPE_CLOSE'],
+      JSON.stringify(c.transcript),
+    );
+    assert.deepEqual([c.status, c.end_reason, c.outcome.final_state], ['completed', 'agent_hangup', 'OUT_OF_SCOPE'], JSON.stringify(c));
   });
 
   it('a model whose every carrier route refuses the call ends it failed / carrier_unavailable, free', async () => {
