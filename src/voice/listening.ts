@@ -41,6 +41,9 @@ export class CallListening {
   private overAgent = false;
   /** The text of pieces cut at the longest utterance, answered with the rest of the speech. */
   private held: string[] = [];
+  /** Keys pressed since the last keyed turn, and the timer of the pause that ends them. */
+  private keys = '';
+  private keysTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: CallListeningDeps) {}
 
@@ -77,11 +80,51 @@ export class CallListening {
     if (voicedMs !== null && this.deps.speaking.playing && enabled && voicedMs >= minSpeechMs) this.deps.speaking.bargeIn();
   }
 
+  /**
+   * A key: recorded as it is pressed, and kept for the agent's turn. The keys up to `#` (not part of
+   * the turn's text; `#` alone is the turn "#"), or up to a pause with no key of the endpointing's
+   * silence (`max` while the agent's reply asked for digits, else `min`), are one turn of the
+   * agent, answered in order with the utterances. While the callee speaks the pause waits.
+   */
   dtmf(digit: string): void {
+    const line = this.deps.line;
     this.deps.speaking.digitsKeyed = true;
     this.endpoint();
-    const at = this.deps.line.clock();
-    this.deps.line.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text: digit, dtmf: digit, start: at, end: at } });
+    const at = line.clock();
+    line.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text: digit, dtmf: digit, start: at, end: at } });
+    line.prompts = 0; // the callee is there
+    line.lastActivityAt = this.deps.now();
+    if (digit !== '#') this.keys += digit;
+    if (digit === '#') this.keyed();
+    else this.keysEnd(setTimeout(() => this.keyed(), this.keysPauseMs()));
+  }
+
+  private keysPauseMs(): number {
+    const { min, max } = this.deps.turn.endpointingMs;
+    return this.deps.speaking.digitsAsked ? max : min;
+  }
+
+  private keysEnd(next: NodeJS.Timeout | null = null): void {
+    if (this.keysTimer) clearTimeout(this.keysTimer);
+    this.keysTimer = next;
+  }
+
+  /** The keyed turn ends (`#` or its pause): the agent answers it after the turns before it. */
+  private keyed(): void {
+    if (this.speaking) {
+      this.keysEnd(setTimeout(() => this.keyed(), this.keysPauseMs())); // the speech's turn first
+      return;
+    }
+    this.keysEnd();
+    const text = this.keys || '#';
+    this.keys = '';
+    const line = this.deps.line;
+    const at = this.deps.now();
+    line.enqueue(async () => {
+      if (line.over || line.closing) return;
+      const { agent } = this.deps.talk();
+      await this.deps.speaking.respond((signal) => agent.reply(text, signal), at);
+    }, 'a keyed turn failed');
   }
 
   /** The silence that ends the callee's turn, as the conversation stands (see `digitsAsked`). */
@@ -97,6 +140,7 @@ export class CallListening {
   }
 
   close(): void {
+    this.keysEnd();
     this.listener?.close();
     this.listener = null;
   }
