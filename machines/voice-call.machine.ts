@@ -268,10 +268,12 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
         on: {
           'carrier.answered': {
             target: 'in_progress',
+            // Never before the dial: a carrier's duration (a `completed` callback's, backdated from its
+            // arrival) bills at most the call's age, and never more than the carrier counted.
             actions: assign(({ context, event }) => ({
               now: nowOf(context, event),
-              answeredAt: event.now,
-              lastAliveAt: event.now,
+              answeredAt: Math.max(event.now, context.dialStartedAt ?? context.createdAt),
+              lastAliveAt: Math.max(event.now, context.dialStartedAt ?? context.createdAt),
               status: 'in_progress' as const,
             })),
           },

@@ -12,6 +12,7 @@ import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceA
 const CALLEES = [
   { to: '+919800000002', answer: 'busy' as const, ring_ms: 100, steps: [] },
   { to: '+919800000030', answer: 'answer' as const, ring_ms: 200, steps: [{ silence_ms: 1500 }, { hangup: true as const }] },
+  { to: '+919800000031', answer: 'answer' as const, ring_ms: 60_000, steps: [] },
   { to: '*', answer: 'answer' as const, ring_ms: 100, steps: [] },
 ];
 
@@ -87,6 +88,29 @@ describe('voice calls through a (fake) Twilio', () => {
     const res = await dial('+919800000002');
     const c = await waitForCall(gw, acc.key, res.body.id, ended);
     assert.deepEqual([c.status, c.end_reason, c.billed_seconds], ['busy', 'dial_busy', 0]);
+  });
+
+  it("a signed `completed` whose CallDuration exceeds the call's age bills the age since the dial, never more", async () => {
+    const res = await place(gw, acc.key, { model: 'voice-twilio', to: '+919800000031', ring_timeout_seconds: 90 });
+    const id = res.body.id as string;
+    assert.equal(res.status, 202, res.text);
+    await new Promise((r) => setTimeout(r, 3000));
+    const path = `/v1/voice/calls/${id}/callback/twilio`;
+    const params: [string, string][] = [
+      ['CallSid', 'CAlate'],
+      ['CallStatus', 'completed'],
+      ['CallDuration', '3600'],
+    ];
+    const signature = twilioSignature('twilio-auth-token', `${gw.url}${path}`, params);
+    const posted = await call(gw.url, 'POST', path, {
+      raw: new URLSearchParams(params).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    const c = await waitForCall(gw, acc.key, id, ended);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+    assert.ok(c.billed_seconds >= 3 && c.billed_seconds <= 5, `billed ${c.billed_seconds} s of a call placed about 3 s before`);
+    assert.ok(c.answered_at >= c.dial_started_at, 'never answered before it was dialled');
   });
 
   it('hangs up through the REST API; refuses forged and unsigned callbacks (403) without a change', async () => {
