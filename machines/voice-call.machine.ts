@@ -102,8 +102,10 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   costMicrocents: number | null;
   /** What the carrier says the call lasted (s), when it was asked: a call finalized after a restart. */
   carrierDurationSeconds?: number | null;
-  /** The transcript: at most MAX_TURNS turns (the snapshot stays small); later ones are left out. */
+  /** The transcript: its first MAX_TURNS turns (the snapshot stays small); later ones are left out, and counted. */
   turns: Turn[];
+  /** Turns left out of a full transcript (absent in snapshots from before it was counted: none). */
+  turnsDropped?: number;
   actions: OutcomeAction[];
   /** The agent's conversation state (the intent pack's) at the last turn. */
   agentState: string | null;
@@ -180,8 +182,9 @@ export function billableSeconds(answeredAt: number | null, endedAt: number, maxD
 }
 
 const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('now' in event ? Math.max(context.now, event.now) : context.now);
-/** The transcript with `turn` added, unless it is full. */
-const withTurn = (turns: Turn[], turn: Turn): Turn[] => (turns.length >= MAX_TURNS ? turns : [...turns, turn]);
+/** The transcript with `turn` added, unless it is full: then the turn is counted as dropped. */
+const withTurn = (context: VoiceCallContext, turn: Turn): Pick<VoiceCallContext, 'turns' | 'turnsDropped'> =>
+  context.turns.length >= MAX_TURNS ? { turns: context.turns, turnsDropped: (context.turnsDropped ?? 0) + 1 } : { turns: [...context.turns, turn] };
 
 /** The machine, its `spec` typed as `Spec` (the kind's fields; the machine never reads them). */
 export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
@@ -238,6 +241,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       billedSeconds: null,
       costMicrocents: null,
       turns: [],
+      turnsDropped: 0,
       actions: [],
       agentState: null,
       latencies: [],
@@ -338,7 +342,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
               return {
                 now: nowOf(context, event),
                 lastAliveAt: event.now,
-                turns: withTurn(context.turns, event.turn),
+                ...withTurn(context, event.turn),
                 latencies: event.latencyMs === undefined ? context.latencies : [...context.latencies, event.latencyMs].slice(-MAX_LATENCIES),
                 interruptions: context.interruptions + (event.interrupted ? 1 : 0),
                 agentState: event.agentState ?? context.agentState,
@@ -386,7 +390,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
         },
         on: {
           // Late news changes nothing: the call is over (still recorded, for the transcript's end).
-          turn: { actions: assign(({ context, event }) => ({ turns: withTurn(context.turns, event.turn) })) },
+          turn: { actions: assign(({ context, event }) => withTurn(context, event.turn)) },
         },
       },
       ended: { type: 'final' },

@@ -16,7 +16,8 @@ const Step = <T extends Record<string, TSchema>>(props: T) => Type.Object(props,
  * A simulated callee (src/providers/simulator/): whether it answers, after how long, and what it
  * does once answered, step by step. `say` is spoken by espeak-ng (the voice, default `en-us`);
  * `wait_agent` waits until the agent has been speaking `ms` (`speaking`: the next `say` barges in)
- * or has finished a reply (`done`, then `ms` of silence); `silence_ms` sends silence.
+ * or has finished a reply (`done`, then `ms` of silence); `silence_ms` sends silence; `dtmf` keys its
+ * digits `gap_ms` apart (default 100).
  */
 export const CalleeScriptSchema = Type.Object(
   {
@@ -29,7 +30,7 @@ export const CalleeScriptSchema = Type.Object(
       Type.Union([
         Step({ say: Type.String({ minLength: 1, maxLength: 1000 }), voice: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(-[a-z0-9]{2,8})*$' })) }),
         Step({ silence_ms: Int(1, 600_000) }),
-        Step({ dtmf: Type.String({ pattern: '^[0-9*#]{1,32}$' }) }),
+        Step({ dtmf: Type.String({ pattern: '^[0-9*#]{1,32}$' }), gap_ms: Type.Optional(Int(0, 10_000)) }),
         Step({ wait_agent: Type.Union([Type.Literal('done'), Type.Literal('speaking')]), ms: Type.Optional(Int(0, 600_000)) }),
         Step({ hangup: Type.Literal(true) }),
       ]),

@@ -46,11 +46,13 @@ export function toObject(view: ActorView): VoiceCallObject {
     cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
     carrier_duration_seconds: c.carrierDurationSeconds ?? null,
     transcript: c.turns ?? [],
+    transcript_truncated: (c.turnsDropped ?? 0) > 0,
     outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
     metrics: {
       turn_latency_ms: { p50: percentile(c.latencies ?? [], 50), p95: percentile(c.latencies ?? [], 95) },
       interruptions: c.interruptions ?? 0,
-      turns: (c.turns ?? []).length,
+      turns: (c.turns ?? []).length + (c.turnsDropped ?? 0),
+      turns_dropped: c.turnsDropped ?? 0,
     },
   };
 }

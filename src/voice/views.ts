@@ -24,6 +24,8 @@ export interface VoiceCallObject {
   /** What the carrier says the call lasted (s): asked only of a call finalized after a restart; null otherwise. */
   carrier_duration_seconds?: number | null;
   transcript?: VoiceCallContext['turns'];
+  /** The transcript holds the call's first 200 turns only: the later ones were left out (`metrics.turns_dropped` says how many). */
+  transcript_truncated?: boolean;
   outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
-  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number };
+  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number; turns_dropped: number };
 }

@@ -8,9 +8,12 @@ import WebSocket from 'ws';
 import { call, type TestGateway } from '../helper.ts';
 import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
 
+const BURST = Array.from({ length: 7 }, (_, i) => '0123456789*#0123456789*#01234567'.slice(i % 3) + '#'.repeat(i % 3));
 const CALLEES = [
   { to: '+919800000020', answer: 'answer', ring_ms: 1500, steps: [{ wait_agent: 'done', ms: 100 }, { dtmf: '12' }, { silence_ms: 400 }, { hangup: true }] },
   { to: '+919800000021', answer: 'answer', ring_ms: 100, stream: false, steps: [] },
+  // A burst of 224 keys, 10 ms apart: more turns than the transcript keeps.
+  { to: '+919800000022', answer: 'answer', ring_ms: 100, steps: [...BURST.map((dtmf) => ({ dtmf, gap_ms: 10 })), { silence_ms: 500 }, { hangup: true }] },
   { to: '*', answer: 'answer', ring_ms: 100, steps: [] },
 ];
 
@@ -71,6 +74,20 @@ describe('voice media streams: hostile peers', () => {
       c.transcript.filter((t: { dtmf?: string }) => t.dtmf).map((t: { dtmf: string }) => t.dtmf),
       ['1', '2'],
     );
+    assert.deepEqual([c.transcript_truncated, c.metrics.turns_dropped], [false, 0]);
+  });
+
+  it('a burst of DTMF keys fills the transcript: its first 200 turns are kept, the call says it was truncated and by how many', async () => {
+    const placed = await place(gw, acc.key, { to: '+919800000022' });
+    const c = await waitForCall(gw, acc.key, placed.body.id, ended, 30_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify({ ...c, transcript: c.transcript.length }));
+    assert.equal(c.transcript.length, 200);
+    assert.equal(c.transcript_truncated, true);
+    const keyed = BURST.join('');
+    const kept = c.transcript.filter((t: { dtmf?: string }) => t.dtmf).map((t: { dtmf: string }) => t.dtmf);
+    assert.equal(kept.join(''), keyed.slice(0, kept.length), 'the first keys are the ones kept, in order');
+    assert.ok(c.metrics.turns_dropped >= keyed.length - kept.length, JSON.stringify(c.metrics));
+    assert.equal(c.metrics.turns, 200 + c.metrics.turns_dropped);
   });
 
   it('an answered call whose media stream never opens ends media_timeout, billed for the answered seconds only', async () => {

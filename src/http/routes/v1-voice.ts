@@ -100,6 +100,9 @@ const Call = Type.Object({
   cost_cents: Type.Optional(Nullable(Type.Number())),
   carrier_duration_seconds: Type.Optional(Nullable(Type.Integer())),
   transcript: Type.Optional(Type.Array(Turn)),
+  transcript_truncated: Type.Optional(
+    Type.Boolean({ description: "The transcript holds the call's first 200 turns: later ones were left out (metrics.turns_dropped)." }),
+  ),
   outcome: Type.Optional(
     Type.Object({
       actions: Type.Array(
@@ -118,6 +121,7 @@ const Call = Type.Object({
       turn_latency_ms: Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) }),
       interruptions: Type.Integer(),
       turns: Type.Integer(),
+      turns_dropped: Type.Integer(),
     }),
   ),
 });

@@ -288,7 +288,7 @@ class SimulatedCall {
       } else if ('dtmf' in step) {
         for (const digit of step.dtmf) {
           this.send(this.wire.dtmf(digit));
-          await sleep(100, undefined, { signal }).catch(() => undefined);
+          await sleep(step.gap_ms ?? 100, undefined, { signal }).catch(() => undefined);
         }
       } else if ('wait_agent' in step) {
         const ms = step.ms ?? 0;
