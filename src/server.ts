@@ -134,6 +134,8 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
   const voiceEdge = attachVoiceEdge(app.server, {
     voice: services.voice,
     maxPayloadBytes: config.voice.maxPayloadBytes,
+    // A few seconds, and never past the media timeout: a stream not started by then serves no call.
+    startTimeoutMs: Math.min(5000, config.voice.mediaTimeoutMs),
     closing: () => lifecycle.closing,
     logger,
   });

@@ -6,7 +6,9 @@
 // (the only per-call channel Twilio gives a stream: its Stream URL takes no query string): a wrong
 // token, a second socket, or frames before `start` close it (1008) and change nothing. Limits per
 // socket: `maxPayload`, a budget of frames per second (Twilio sends 50 media frames a second) and of
-// malformed frames, and our send buffer. This file translates frames; the media loop is src/voice/media.ts.
+// malformed frames, our send buffer, and time: a socket whose `start` was not taken within
+// `startTimeoutMs` of its upgrade is closed (1008), and any socket still open once its call's live
+// side is gone (the call ended) is closed (1001): a sweep every `SWEEP_MS` looks. This file translates frames; the media loop is src/voice/media.ts.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
@@ -16,13 +18,15 @@ import { ApiError } from '../errors.ts';
 import { answerAndClose } from '../http/raw-reply.ts';
 import { newRequestId } from '../http/request-id.ts';
 import type { VoiceCalls } from '../voice/service.ts';
-import type { MediaStream } from '../voice/media.ts';
+import type { CallMedia, MediaStream } from '../voice/media.ts';
 
 const STREAM_PATH = /^\/v1\/voice\/calls\/([^/]{1,64})\/stream$/;
 /** Frames a second a stream may send (about 5× Twilio's media rate). */
 const MAX_FRAMES_PER_SECOND = 250;
 const MAX_BAD_FRAMES = 20;
 const MAX_BUFFERED_BYTES = 1 << 20;
+/** How often the open sockets are looked at for their start deadline and their call's end. */
+const SWEEP_MS = 250;
 
 export const isVoiceStreamPath = (pathname: string): boolean => STREAM_PATH.test(pathname);
 
@@ -30,9 +34,49 @@ export interface VoiceEdge {
   close(): void;
 }
 
-export function attachVoiceEdge(server: Server, deps: { voice: VoiceCalls; maxPayloadBytes: number; closing(): boolean; logger: Logger }): VoiceEdge {
+export interface VoiceEdgeDeps {
+  voice: VoiceCalls;
+  maxPayloadBytes: number;
+  /** A socket whose `start` frame was not taken this long after its upgrade is closed. */
+  startTimeoutMs: number;
+  closing(): boolean;
+  logger: Logger;
+}
+
+/** An open stream socket, as the sweep sees it. */
+interface Open {
+  ws: WebSocket;
+  callId: string;
+  media: CallMedia;
+  openedAt: number;
+  started: boolean;
+}
+
+export function attachVoiceEdge(server: Server, deps: VoiceEdgeDeps): VoiceEdge {
   const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxPayloadBytes, perMessageDeflate: false, clientTracking: false });
   const log = deps.logger.child({ component: 'voice-stream' });
+  const open = new Set<Open>();
+  let sweeper: NodeJS.Timeout | null = null;
+
+  /** Closes the sockets past their start deadline, and those whose call's live side is gone. */
+  const sweep = () => {
+    const now = Date.now();
+    for (const o of open) {
+      if (deps.voice.media(o.callId) !== o.media) o.ws.close(1001, 'call ended');
+      else if (!o.started && now - o.openedAt >= deps.startTimeoutMs) o.ws.close(1008, 'no start frame in time');
+      else continue;
+      open.delete(o);
+    }
+    if (open.size === 0 && sweeper) {
+      clearInterval(sweeper);
+      sweeper = null;
+    }
+  };
+  const track = (o: Open) => {
+    open.add(o);
+    o.ws.on('close', () => open.delete(o));
+    sweeper ??= setInterval(sweep, SWEEP_MS).unref();
+  };
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const m = STREAM_PATH.exec(new URL(req.url ?? '/', 'http://gateway').pathname);
@@ -47,8 +91,10 @@ export function attachVoiceEdge(server: Server, deps: { voice: VoiceCalls; maxPa
     wss.handleUpgrade(req, socket, head, (ws) => serve(ws, callId, media));
   };
 
-  function serve(ws: WebSocket, callId: string, media: NonNullable<ReturnType<VoiceCalls['media']>>) {
+  function serve(ws: WebSocket, callId: string, media: CallMedia) {
     const slog = log.child({ call_id: callId });
+    const tracked: Open = { ws, callId, media, openedAt: Date.now(), started: false };
+    track(tracked);
     ws.on('error', (err) => slog.debug({ err }, 'stream socket error'));
     const stream: MediaStream = {
       send(frame) {
@@ -89,7 +135,10 @@ export function attachVoiceEdge(server: Server, deps: { voice: VoiceCalls; maxPa
         slog.warn({ err }, 'stream frame failed');
         return void ws.close(1011, 'error');
       }
-      if (refused === null) return;
+      if (refused === null) {
+        if ((parsed as { event?: unknown }).event === 'start') tracked.started = true;
+        return;
+      }
       slog.debug({ refused }, 'stream frame refused');
       if (refused === 'bad token' || refused === 'the stream has started already' || ++bad > MAX_BAD_FRAMES) ws.close(1008, refused.slice(0, 100));
     });
@@ -100,6 +149,8 @@ export function attachVoiceEdge(server: Server, deps: { voice: VoiceCalls; maxPa
   return {
     close() {
       server.off('upgrade', onUpgrade);
+      if (sweeper) clearInterval(sweeper);
+      sweeper = null;
     },
   };
 }

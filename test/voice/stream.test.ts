@@ -129,3 +129,57 @@ describe('voice media streams: hostile peers', () => {
     assert.equal(c.end_reason, 'api_hangup');
   });
 });
+
+describe('voice media streams: sockets that never start, or outlive their call', () => {
+  let gw: TestGateway;
+  let acc: VoiceAccount;
+  before(async () => {
+    // The default media timeout (10 s): the start deadline is then its ceiling, 5 s.
+    gw = await startVoiceGateway(CALLEES);
+    acc = await voiceAccount(gw);
+  });
+  after(() => gw.destroy());
+
+  /** How a socket ended and when (ms after it opened); code undefined: still open after `waitMs`. */
+  const timedPeer = (url: string, frames: (ws: WebSocket) => void, waitMs: number) =>
+    new Promise<{ code?: number; reason?: string; ms: number }>((resolve) => {
+      const ws = new WebSocket(url);
+      let openedAt = Date.now();
+      const timer = setTimeout(() => {
+        ws.terminate();
+        resolve({ ms: Date.now() - openedAt });
+      }, waitMs);
+      ws.on('error', () => undefined);
+      ws.on('open', () => {
+        openedAt = Date.now();
+        frames(ws);
+      });
+      ws.on('close', (code, reason) => {
+        clearTimeout(timer);
+        resolve({ code, reason: String(reason), ms: Date.now() - openedAt });
+      });
+    });
+
+  it('20 sockets that send no valid start are closed 1008 after about 5 s; the call goes on; a socket whose call ended is closed 1001', async () => {
+    const placed = await place(gw, acc.key, { to: '+919800000099' });
+    const id = placed.body.id as string;
+    await waitForCall(gw, acc.key, id, (c) => c.status === 'in_progress');
+    const quiet = (i: number) => (ws: WebSocket) => {
+      if (i % 3 === 1) ws.send(JSON.stringify({ event: 'connected' }));
+      if (i % 3 === 2) ws.send(JSON.stringify({ event: 'media', media: { payload: 'AAAA' } })); // before any start: refused, kept under the budget
+    };
+    const silent = await Promise.all(Array.from({ length: 20 }, (_, i) => timedPeer(streamUrl(gw, id), quiet(i), 9000)));
+    for (const s of silent) {
+      assert.deepEqual([s.code, s.reason], [1008, 'no start frame in time'], JSON.stringify(s));
+      assert.ok(s.ms >= 4500 && s.ms < 7000, `closed after ${s.ms} ms`);
+    }
+    assert.equal((await call(gw.url, 'GET', `/v1/voice/calls/${id}`, { token: acc.key })).body.status, 'in_progress');
+    // One more, silent, then the call ends: it is closed with the call, well before its deadline.
+    const last = timedPeer(streamUrl(gw, id), () => undefined, 9000);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await call(gw.url, 'POST', `/v1/voice/calls/${id}/hangup`, { token: acc.key })).status, 200);
+    const closed = await last;
+    assert.deepEqual([closed.code, closed.reason], [1001, 'call ended'], JSON.stringify(closed));
+    assert.ok(closed.ms < 4000, `closed after ${closed.ms} ms`);
+  });
+});
