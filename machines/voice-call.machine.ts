@@ -37,6 +37,8 @@ export type EndReason =
   | 'dial_failed'
   | 'destination_not_allowed'
   | 'carrier_unavailable'
+  /** The carrier's API refused the route's credentials (401/403): its account or token is wrong, not an outage. */
+  | 'carrier_credentials_refused'
   | 'media_timeout'
   | 'gateway_restart';
 
@@ -181,6 +183,16 @@ export function billableSeconds(answeredAt: number | null, endedAt: number, maxD
   return Math.max(0, Math.min(Math.ceil(Math.max(0, endedAt - answeredAt) / 1000 - 1e-9), Math.ceil(maxDurationMs / 1000)));
 }
 
+/**
+ * Why a dial that every route refused ends the call: the carrier refused the route's credentials,
+ * when its error says so (its `endReason`, src/providers/carrier.ts's `CarrierCredentialsRefused`), else
+ * `carrier_unavailable`.
+ */
+export const dialFailure = (error: unknown): EndReason =>
+  typeof error === 'object' && error !== null && (error as { endReason?: unknown }).endReason === 'carrier_credentials_refused'
+    ? 'carrier_credentials_refused'
+    : 'carrier_unavailable';
+
 const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('now' in event ? Math.max(context.now, event.now) : context.now);
 /** The transcript with `turn` added, unless it is full: then the turn is counted as dropped. */
 const withTurn = (context: VoiceCallContext, turn: Turn): Pick<VoiceCallContext, 'turns' | 'turnsDropped'> =>
@@ -261,7 +273,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           src: 'dial',
           input: ({ context }) => ({ to: context.to, from: context.from, ringTimeoutMs: context.ringTimeoutMs, maxDurationMs: context.maxDurationMs }),
           onDone: { actions: assign(({ context, event }) => ({ carrierCallId: event.output.carrierCallId ?? context.carrierCallId })) },
-          onError: { target: 'ending', actions: { type: 'end', params: { status: 'failed', reason: 'carrier_unavailable' } } },
+          onError: { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'failed', reason: dialFailure(event.error) }) } },
         },
         after: {
           ringDeadline: {

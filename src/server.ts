@@ -24,6 +24,7 @@ import type { App, Lifecycle } from './http/types.ts';
 import { OpenStreams } from './http/open-streams.ts';
 import { attachRealtimeEdge } from './ws/realtime.ts';
 import { attachVoiceEdge, isVoiceStreamPath } from './ws/voice.ts';
+import { TWILIO_WSS_WARNING, twilioCanStream } from './providers/twilio/voice.ts';
 import { createMetrics } from './http/metrics.ts';
 import { startMetricsServer, type MetricsServer } from './http/metrics-server.ts';
 import type { Store } from './store/port.ts';
@@ -167,6 +168,10 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     { url, metrics_url: metricsUrl, store: store.kind, instance_id: instanceId, start_ms: Math.round(performance.now() - startedAt) },
     'gateway started',
   );
+  // Twilio streams a call's media over wss:// only: a model routing calls through it needs an https public base.
+  const publicBase = config.voice.publicUrl || url;
+  const twilioModels = (await services.models.list()).filter((m) => m.routes.some((r) => r.provider === 'twilio')).map((m) => m._id);
+  if (twilioModels.length > 0 && !twilioCanStream(publicBase)) logger.warn({ models: twilioModels, public_base_url: publicBase }, TWILIO_WSS_WARNING);
 
   let closed: Promise<void> | null = null;
   const close = () =>

@@ -86,6 +86,24 @@ export interface Carrier {
   };
 }
 
+/**
+ * The carrier's API answered 401 or 403: it refused the route's credentials (its account SID, token
+ * or key is wrong). A call every route refused so ends `carrier_credentials_refused`, not
+ * `carrier_unavailable` (the machine reads `endReason`).
+ */
+export class CarrierCredentialsRefused extends Error {
+  readonly endReason = 'carrier_credentials_refused' satisfies EndReason;
+
+  constructor(
+    readonly carrier: string,
+    readonly status: number,
+    detail: string,
+  ) {
+    super(`${carrier} refused the route's credentials (${status}): ${detail}`);
+    this.name = 'CarrierCredentialsRefused';
+  }
+}
+
 /** Whether a secret given by a peer (a token, a signature) is the expected one, compared in constant time. */
 export function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);

@@ -15,7 +15,7 @@ import { ADMIN_TOKEN, call, createKey, signup } from '../helper.ts';
 import { readFileSync } from 'node:fs';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { FakeExotel } from '../fakes/exotel.ts';
-import { ended, place, startVoiceGateway, voiceAccount, waitForCall } from './helpers.ts';
+import { carrierModel, ended, place, startVoiceGateway, voiceAccount, waitForCall } from './helpers.ts';
 
 /**
  * A data directory whose config adds one voice model on `route` (stt-local, tts-local, the demo
@@ -25,20 +25,7 @@ async function carrierGateway(prefix: string, modelId: string, route: Record<str
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const configFile = join(dir, 'config.json');
   const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { models: unknown[] };
-  const model = {
-    id: modelId,
-    type: 'voice',
-    owned_by: 'test',
-    stt_model: 'stt-local',
-    tts_model: 'tts-local',
-    intent_model: 'intent-demo',
-    price_per_minute_cents: 6,
-    countries: ['IN'],
-    languages: ['en-IN'],
-    voices: ['en-us'],
-    pricing: {},
-    routes: [route],
-  };
+  const model = { id: modelId, ...carrierModel(route) };
   await writeFile(configFile, JSON.stringify({ models: [...defaults.models, model] }));
   return { dir, data: join(dir, 'data'), env: { ADMIN_TOKEN, INSTANCE_ID: `${modelId}-crash`, CONFIG_FILE: configFile } };
 }

@@ -23,6 +23,21 @@ export async function voiceAccount(gw: TestGateway, cents = 1000): Promise<Voice
   return { id: user.id, session: user.token, key };
 }
 
+/** A voice model (stt-local, tts-local, the demo intent pack; 6 cents a minute) whose one route is `route`. */
+export const carrierModel = (route: Record<string, unknown>) => ({
+  type: 'voice',
+  owned_by: 'test',
+  stt_model: 'stt-local',
+  tts_model: 'tts-local',
+  intent_model: 'intent-demo',
+  price_per_minute_cents: 6,
+  countries: ['IN'],
+  languages: ['en-IN'],
+  voices: ['en-us'],
+  pricing: {},
+  routes: [route],
+});
+
 export const place = (gw: TestGateway, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   call(gw.url, 'POST', '/v1/voice/call', { token: key, body: { model: 'voice-local', ...body }, headers });
 

@@ -4,10 +4,11 @@
 // by REST; a forged or unsigned callback is 403 and changes nothing.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
+import { ADMIN_TOKEN, call, startTestGateway, type TestGateway } from '../helper.ts';
+import { createLogger } from '../../src/logger.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
-import { twilioSignature } from '../../src/providers/twilio/voice.ts';
-import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
+import { TWILIO_WSS_WARNING, twilioSignature } from '../../src/providers/twilio/voice.ts';
+import { carrierModel, ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
 
 const CALLEES = [
   { to: '+919800000002', answer: 'busy' as const, ring_ms: 100, steps: [] },
@@ -16,6 +17,10 @@ const CALLEES = [
   { to: '*', answer: 'answer' as const, ring_ms: 100, steps: [] },
 ];
 
+/** A voice model whose one route is the (fake) Twilio at `baseUrl`. */
+const twilioModel = (baseUrl: string) =>
+  carrierModel({ provider: 'twilio', base_url: baseUrl, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' });
+
 describe('voice calls through a (fake) Twilio', () => {
   let gw: TestGateway;
   let twilio: FakeTwilio;
@@ -23,19 +28,7 @@ describe('voice calls through a (fake) Twilio', () => {
   before(async () => {
     twilio = await FakeTwilio.start({ accountSid: 'ACtest', authToken: 'twilio-auth-token', callees: CALLEES });
     gw = await startVoiceGateway([]);
-    const model = {
-      type: 'voice',
-      owned_by: 'test',
-      stt_model: 'stt-local',
-      tts_model: 'tts-local',
-      intent_model: 'intent-demo',
-      price_per_minute_cents: 6,
-      countries: ['IN'],
-      languages: ['en-IN'],
-      voices: ['en-us'],
-      pricing: {},
-      routes: [{ provider: 'twilio', base_url: twilio.url, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' }],
-    };
+    const model = twilioModel(twilio.url);
     assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-twilio', { token: ADMIN_TOKEN, body: model })).status, 201);
     // A first route whose API is down: calls fail over to the second before anything was dialled.
     const down = { provider: 'twilio', base_url: 'http://127.0.0.1:9', account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' };
@@ -43,6 +36,9 @@ describe('voice calls through a (fake) Twilio', () => {
       (await call(gw.url, 'PUT', '/admin/models/voice-failover', { token: ADMIN_TOKEN, body: { ...model, routes: [down, ...model.routes] } })).status,
       201,
     );
+    // A route whose auth token Twilio does not know: its API answers 401.
+    const badToken = { ...model.routes[0], api_key: 'not-the-auth-token' };
+    assert.equal((await call(gw.url, 'PUT', '/admin/models/voice-bad-token', { token: ADMIN_TOKEN, body: { ...model, routes: [badToken] } })).status, 201);
     acc = await voiceAccount(gw);
   });
   after(async () => {
@@ -82,6 +78,17 @@ describe('voice calls through a (fake) Twilio', () => {
     const res = await place(gw, acc.key, { model: 'voice-failover', to: '+919800000030', first_message: { mode: 'wait_for_callee' } });
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 20_000);
     assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+  });
+
+  it('a route whose credentials Twilio refuses (401) ends the call failed / carrier_credentials_refused, not carrier_unavailable; free', async () => {
+    const res = await place(gw, acc.key, { model: 'voice-bad-token', to: '+919800000030' });
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, ended);
+    assert.deepEqual([c.status, c.end_reason, c.billed_seconds, c.answered_at], ['failed', 'carrier_credentials_refused', 0, null], JSON.stringify(c));
+    const refused = twilio.requests.filter(
+      (r) => r.path.endsWith('/Calls.json') && r.authorization?.includes(Buffer.from('ACtest:not-the-auth-token').toString('base64')),
+    );
+    assert.equal(refused.length, 1, 'asked once, refused');
   });
 
   it('busy by callback: busy, dial_busy, free', async () => {
@@ -142,5 +149,24 @@ describe('voice calls through a (fake) Twilio', () => {
       twilio.requests.some((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path) && r.form.get('Status') === 'completed'),
       'hung up by REST',
     );
+  });
+});
+
+describe('Twilio and the public base URL, at start', () => {
+  /** The warnings a gateway logs as it starts with a Twilio model and this public URL. */
+  async function startWarnings(publicUrl: string): Promise<{ msg: string; models?: string[]; public_base_url?: string }[]> {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = createLogger('warn', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const gw = await startTestGateway({ voice: { publicUrl }, models: [{ id: 'voice-twilio', ...twilioModel('http://127.0.0.1:9') }] }, { logger });
+    await gw.destroy();
+    return lines.filter((l) => l.level === 40);
+  }
+
+  it('warns that Twilio streams over wss:// only when PUBLIC_BASE_URL is http, naming the models; not when it is https', async () => {
+    const http = await startWarnings('http://gateway.example');
+    const said = http.find((l) => l.msg === TWILIO_WSS_WARNING);
+    assert.ok(said, JSON.stringify(http));
+    assert.deepEqual([said.models, said.public_base_url], [['voice-twilio'], 'http://gateway.example']);
+    assert.ok(!(await startWarnings('https://gateway.example')).some((l) => l.msg === TWILIO_WSS_WARNING));
   });
 });

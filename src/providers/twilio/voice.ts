@@ -18,6 +18,17 @@ export interface TwilioRoute {
   from: string;
 }
 
+/**
+ * Twilio opens a `<Stream url>` over wss:// only: logged at start (src/server.ts) when a model routes
+ * calls through Twilio and the gateway's public base URL (PUBLIC_BASE_URL, else the address it
+ * listens on) is not https, since the stream URL its TwiML names is then ws://.
+ */
+export const TWILIO_WSS_WARNING =
+  "Twilio opens media streams over wss:// only, but PUBLIC_BASE_URL is not https: the stream URL sent to Twilio is ws://, so calls through these models' twilio routes will have no audio; set PUBLIC_BASE_URL to the gateway's https address";
+
+/** Whether a stream URL on this public base would be one Twilio opens. */
+export const twilioCanStream = (publicBase: string): boolean => /^https:\/\//i.test(publicBase);
+
 const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The TwiML that connects the answered call to the gateway's media stream. */
