@@ -132,4 +132,33 @@ describe('voice-call machine', () => {
     assert.deepEqual([end.context.status, end.context.endReason, end.context.billedSeconds], ['completed', 'gateway_restart', 31]);
     assert.equal(second.finished.length, 1);
   });
+
+  it("an answer backdated before the dial (a carrier duration longer than the call) counts from the dial: billed the call's age", async () => {
+    const actor = createActor(harness().machine, { input: input({ createdAt: 1_000 }) }).start();
+    actor.send({ type: 'carrier.answered', now: 4_000 - 3_600_000 });
+    actor.send({ type: 'carrier.ended', now: 4_000 });
+    const end = await done(actor);
+    assert.deepEqual([end.context.answeredAt, end.context.billedSeconds], [1_000, 3]);
+  });
+
+  it('keeps the first 200 turns and counts the ones it leaves out; a dial refused for its credentials is named', async () => {
+    const actor = createActor(harness().machine, { input: input() }).start();
+    actor.send({ type: 'carrier.answered', now: 1_000 });
+    for (let i = 0; i < 230; i++)
+      actor.send({ type: 'turn', now: 2_000 + i, turn: { role: 'callee', text: String(i % 10), dtmf: String(i % 10), start: i, end: i } });
+    const c = actor.getSnapshot().context;
+    actor.stop(); // its call deadline's timer
+    assert.deepEqual([c.turns.length, c.turnsDropped, c.turns.at(-1)?.start], [200, 30, 199]);
+
+    const refused = voiceCallMachine.provide({
+      actors: {
+        dial: fromPromise<DialOutput, DialInput>(async () => {
+          throw Object.assign(new Error('twilio refused the credentials (401)'), { endReason: 'carrier_credentials_refused' });
+        }),
+        finish: fromPromise<FinishOutput, FinishInput>(async () => ({ costMicrocents: 0, at: 0 })),
+      },
+    });
+    const failed = await done(createActor(refused, { input: input() }).start());
+    assert.deepEqual([failed.context.status, failed.context.endReason], ['failed', 'carrier_credentials_refused']);
+  });
 });
