@@ -20,7 +20,10 @@ import type { Conversation } from './call-line.ts';
 import { CallMedia } from './media.ts';
 import type { Pacer } from './pacer.ts';
 
-/** Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then; by its length it does not cut the agent off. */
+/**
+ * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
+ * by its voiced length (src/voice/listening.ts counts the voice heard, not the time since its onset) it does not cut the agent off.
+ */
 const DEFAULT_MIN_SPEECH_MS = 400;
 const DEFAULT_IDLE_PROMPT_MS = 8000;
 const DEFAULT_IDLE_PROMPTS = 2;
