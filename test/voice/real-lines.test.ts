@@ -34,6 +34,9 @@ const CALLEES = [
     steps: [
       { wait_agent: 'speaking' as const, ms: 300 },
       { say: 'wait I have a question|600' },
+      // The cut lands a chunk or two after the speech (Exotel's are 100 ms): once it has, `done`
+      // waits for the agent's answer rather than the cut greeting's end.
+      { silence_ms: 400 },
       { wait_agent: 'done' as const, ms: 300 },
       { hangup: true as const },
     ],
