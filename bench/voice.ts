@@ -9,7 +9,8 @@
 //                  the target is p50 ≤ the endpointing silence + 100 ms; with `stt-local`
 //                  (pocketsphinx on the utterance) it is reported.
 //   barge-in     — the callee speaks over the agent's long first message: the frame that takes its
-//                  speech past `min_speech_ms` sent → the gateway's `clear` received; target ≤ 150 ms
+//                  speech heard past `min_speech_ms` (voiced frames and short pauses, as the gateway's
+//                  detector counts them) sent → the gateway's `clear` received; target ≤ 150 ms
 //                  (judged on p95).
 //   baseline     — measured in the same run: a WebSocket ping → pong on a call's own media socket,
 //                  and one recognition request straight to the scripted stt upstream; the gateway's
@@ -27,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { g711Decode } from '../src/speech/g711.ts';
+import { loadVoiceDetectors } from '../src/speech/vad.ts';
 import { FakeServer, sendAnswer } from '../test/fakes/fake-server.ts';
 import { BenchTwilio, FRAME_BYTES, FRAME_MS } from './voice-carrier.ts';
 import { cpuSeconds, json, payingAccount, ROOT, startGatewayProcess } from './process.ts';
@@ -125,6 +127,10 @@ async function main(): Promise<void> {
     const local = localTurns.filter((x): x is number => x !== null);
 
     // ---- barge-in: the callee speaks over the agent's long first message ----
+    // The gateway cuts once the speech it heard (voiced frames and short pauses: the detector's
+    // voicedMs, src/speech/vad.ts) reaches min_speech_ms, not at the 400th ms sent: the frame that
+    // does, found by the same detector on the same audio after the line's silence.
+    const bargeFrame = await heardAt(question, MIN_SPEECH_MS);
     const bargeIns = await inPairs(BARGES, async () => {
       const id = await place({ model: 'voice-turn', first_message: { text: BARGE_MESSAGE }, turn: { interruption: { min_speech_ms: MIN_SPEECH_MS } } });
       const leg = twilio.leg(id);
@@ -133,7 +139,7 @@ async function main(): Promise<void> {
       if (playing === null) throw new Error('the agent never spoke');
       await sleep(600);
       const sent = await leg.say(question);
-      const crossed = sent[MIN_SPEECH_MS / FRAME_MS - 1]!; // the frame that takes the speech to min_speech_ms left
+      const crossed = sent[bargeFrame]!; // the frame that takes the speech heard to min_speech_ms left
       const clear = await leg.next('clear', sent[0]!, 2_000);
       await hangup(id);
       return clear === null ? null : clear - crossed;
@@ -255,3 +261,18 @@ main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);
 });
+
+/** The index of the 20 ms μ-law frame at which the gateway's detector has heard `ms` of speech (after 600 ms of silence, as the line had). */
+async function heardAt(frames: Buffer[], ms: number): Promise<number> {
+  const vad = (await loadVoiceDetectors()).create({ sampleRate: 8000, silence_duration_ms: 700, prefix_padding_ms: 300 });
+  try {
+    vad.push(new Int16Array((600 * 8000) / 1000));
+    for (let i = 0; i < frames.length; i++) {
+      vad.push(g711Decode('mulaw', frames[i]!));
+      if (vad.voicedMs >= ms) return i;
+    }
+    throw new Error(`the detector never heard ${ms} ms of speech in the barge-in clip`);
+  } finally {
+    vad.destroy();
+  }
+}
