@@ -6,7 +6,7 @@
  * Whisper's language table (openai/whisper `tokenizer.py` LANGUAGES: code → name), the names
  * `verbose_json` carries. `jw` is Whisper's code for Javanese (ISO-639-1: `jv`).
  */
-const WHISPER: Readonly<Record<string, string>> = {
+export const WHISPER: Readonly<Record<string, string>> = {
   en: 'english',
   zh: 'chinese',
   de: 'german',
