@@ -8,7 +8,8 @@
 // and sends its query parameters as the start's custom_parameters, as Exotel does; it drops (and
 // this fake records) media payloads that are not multiples of 320 bytes of at least 3,200.
 // Status callbacks are form posts to `statuscallback` (unsigned: Exotel signs nothing), delivered
-// at their worst: `answered` twice then a stale `ringing`; `terminal` twice.
+// at their worst: `answered` twice then a stale `ringing`; `terminal` twice; and, for the numbers
+// `badDays` names, dropped, late, repeated, reordered, JSON or multipart (test/fakes/bad-day.ts).
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -16,6 +17,7 @@ import type { CalleeScript } from '../../src/config.ts';
 import { simulatorCarrier } from '../../src/providers/simulator/voice.ts';
 import type { SpeechClip } from '../../src/speech/clip.ts';
 import { exotelWire } from '../../src/providers/carrier-wire/exotel.ts';
+import { type BadDay, CallbackDay, callbackBody } from './bad-day.ts';
 
 export interface ExotelRequest {
   method: string;
@@ -65,7 +67,11 @@ function refusal(form: URLSearchParams): string | null {
 
 export class FakeExotel {
   readonly requests: ExotelRequest[] = [];
-  readonly callbacks: { event: string; status: string; code: number }[] = [];
+  /** Each callback posted: `seconds`, a terminal one's ConversationDuration. */
+  readonly callbacks: { sid: string; event: string; status: string; code: number; seconds?: number }[] = [];
+  /** How each callee number's status callbacks are delivered (test/fakes/bad-day.ts); others as above. */
+  readonly badDays = new Map<string, BadDay>();
+  private readonly days = new Map<string, CallbackDay>();
   /** What the gateway sent each call's stream, by the call's customfield (the gateway's call id). */
   readonly streams = new Map<string, StreamRecord>();
   private readonly calls = new Map<
@@ -139,6 +145,8 @@ export class FakeExotel {
         endedAt: null as number | null,
       };
       this.calls.set(sid, call);
+      const day = new CallbackDay(this.badDays.get(form.get('from')!));
+      this.days.set(sid, day);
       const record: StreamRecord = { media: [], marks: 0, clears: 0 };
       this.streams.set(call.customField, record);
       call.simId = await this.carrier.dial(
@@ -159,14 +167,15 @@ export class FakeExotel {
           answered: () => {
             call.status = 'in-progress';
             call.answeredAt = Date.now();
-            void this.post(sid, 'answered', 'in-progress')
-              .then(() => this.post(sid, 'answered', 'in-progress'))
-              .then(() => this.post(sid, 'ringing', 'ringing'));
+            day.answered(
+              () => this.post(sid, 'answered', 'in-progress'),
+              () => this.post(sid, 'ringing', 'ringing'),
+            );
           },
           ended: ({ status }) => {
             call.status = status === 'busy' ? 'busy' : status === 'no_answer' ? 'no-answer' : status === 'failed' ? 'failed' : 'completed';
             call.endedAt = Date.now();
-            void this.post(sid, 'terminal', call.status).then(() => this.post(sid, 'terminal', call.status));
+            void day.ended(() => this.post(sid, 'terminal', call.status));
           },
         },
       );
@@ -197,7 +206,7 @@ export class FakeExotel {
     return call.answeredAt ? Math.round(((call.endedAt ?? Date.now()) - call.answeredAt) / 1000) : 0;
   }
 
-  /** An (unsigned) status callback, form-encoded, to the URL the call gave. */
+  /** An (unsigned) status callback, form-encoded (or as the callee's bad day has it), to the URL the call gave. */
   async post(sid: string, event: string, status: string): Promise<number> {
     const call = this.calls.get(sid);
     if (!call) return 0;
@@ -208,18 +217,18 @@ export class FakeExotel {
       ['DateUpdated', new Date().toISOString().slice(0, 19).replace('T', ' ')],
       ['CustomField', call.customField],
     ];
-    if (event === 'terminal') params.push(['ConversationDuration', String(this.duration(call))]);
-    const res = await fetch(call.callback, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(params).toString(),
-    }).catch(() => null);
-    this.callbacks.push({ event, status, code: res?.status ?? 0 });
+    const seconds = event === 'terminal' ? this.duration(call) : undefined;
+    if (seconds !== undefined) params.push(['ConversationDuration', String(seconds)]);
+    // Exotel's JSON carries the call's legs as a nested list (the gateway does not read it).
+    const { body, headers } = callbackBody(params, this.days.get(sid)?.day.encoding, { Legs: [{ OnCallDuration: seconds ?? 0, Status: status }] });
+    const res = await fetch(call.callback, { method: 'POST', headers, body }).catch(() => null);
+    this.callbacks.push({ sid, event, status, code: res?.status ?? 0, ...(seconds !== undefined ? { seconds } : {}) });
     await res?.text();
     return res?.status ?? 0;
   }
 
   async close(): Promise<void> {
+    for (const day of this.days.values()) day.close();
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
   }
