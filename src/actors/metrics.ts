@@ -16,6 +16,8 @@ export interface RuntimeMetrics {
   leasesLost: Counter<'kind'>;
   /** Time from an inbox message's write to its application by the owner. */
   inboxLagSeconds: Histogram<'kind'>;
+  /** Snapshots written over their kind's size limit (not refusable: already acted on). */
+  oversized: Counter<'kind'>;
 }
 
 export function createRuntimeMetrics(registry: Registry, sample: () => { mailboxDepth: number; leasesHeld: number }): RuntimeMetrics {
@@ -67,6 +69,12 @@ export function createRuntimeMetrics(registry: Registry, sample: () => { mailbox
       help: 'Time from an inbox message being written to its application by the owning instance.',
       labelNames: ['kind'] as const,
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    oversized: new Counter({
+      name: 'gateway_actor_oversized_writes_total',
+      help: 'Actor snapshots written over their size limit (changes already acted on are never dropped).',
+      labelNames: ['kind'] as const,
       registers,
     }),
   };

@@ -30,7 +30,11 @@ export interface RuntimeOptions {
   idleEvictMs?: number;
   /** Soft cap of actors in memory: past it, the least recently used non-custodial ones go. Default 10 000. */
   maxInMemory?: number;
-  /** Largest stored snapshot of kinds that set none (bytes of JSON). Default 64 KiB. */
+  /**
+   * Largest snapshot of kinds that set none (bytes of JSON). Default 64 KiB. A sender's event that
+   * would grow an idle actor past it is refused (413); any other snapshot past it is written and
+   * logged at error (src/actors/systems/persistence.ts).
+   */
   maxSnapshotBytes?: number;
   /** How often owners look for inbox messages without a wake-up (the change-stream fallback). Default 1 s. */
   inboxPollMs?: number;
@@ -87,6 +91,8 @@ export interface Entry {
   lastUsed: number;
   /** When the snapshot was last written (epoch ms): the checkpoint interval counts from it. */
   lastWriteAt: number;
+  /** The last snapshot written was over the size limit (logged once per crossing). */
+  oversized: boolean;
 }
 
 export class Resources {
@@ -167,6 +173,7 @@ export class Resources {
         evictTimer: null,
         lastUsed: this.now(),
         lastWriteAt: 0,
+        oversized: false,
       };
       this.entries.set(key, entry);
     }

@@ -16,7 +16,7 @@
 //   deadlines it keeps in context (`mode: 'finalize'` when the resources it lived on are gone).
 import { initialTransition, type AnyEventObject, type AnyStateMachine } from 'xstate';
 import type { Filter, Sort } from '../store/port.ts';
-import { ActorNotFoundError, NoReplyError, RuntimeStoppedError, UnknownActorKindError } from './errors.ts';
+import { ActorNotFoundError, NoReplyError, RuntimeStoppedError, SnapshotTooLargeError, UnknownActorKindError } from './errors.ts';
 import { projectedField, projectedFields, type ActorKind, type ActorResources, type KindEvent, type Projected, type ResumedEvent } from './kinds.ts';
 import { actorKey, checkActorId, toView, type ActorDoc, type ActorView } from './record.ts';
 import { Resources, type Entry, type RuntimeOptions } from './resources.ts';
@@ -200,6 +200,9 @@ export class ActorRuntime {
       if (entry.actor && entry.doc) return toView(entry.doc);
       const existing = await this.res.actors.findOne({ _id: entry.key });
       if (existing) return toView(existing);
+      const json = input === undefined ? null : JSON.stringify(input);
+      const [bytes, limit] = [Buffer.byteLength(json ?? ''), entry.kind.maxSnapshotBytes ?? this.res.maxSnapshotBytes];
+      if (bytes > limit) throw new SnapshotTooLargeError(entry.kind.kind, id, bytes, limit); // before anything exists or runs
       const now = this.res.now();
       const queued = !this.sys.claims.hasRoom(entry.kind);
       const doc: ActorDoc = {
@@ -211,7 +214,7 @@ export class ActorRuntime {
         status: 'active',
         value: null,
         snapshot: null,
-        input: input === undefined ? null : JSON.stringify(input),
+        input: json,
         // Until the first write, the claim is custodial: a crash here is resumed from `input`.
         custodial: true,
         owner: queued ? null : this.res.me,
@@ -303,12 +306,14 @@ export class ActorRuntime {
         const view = entry.dirty ? await this.sys.persistence.persist(entry, 'event') : toView(entry.doc!);
         return { view, emitted: [], pending: false, remote: false };
       }
+      // Refused over the size limit only when the write would carry this event alone, to an actor needing no owner.
+      const refusable = !entry.dirty && entry.doc?.custodial === false;
       entry.emitted = collect ? [] : null;
       this.sys.residency.quietly(entry, () => actor.send(event));
       const emitted = entry.emitted ?? [];
       entry.emitted = null;
       if (this.sys.persistence.policy(entry).mode === 'every-event') {
-        return { view: await this.sys.persistence.persist(entry, 'event'), emitted, pending: false, remote: false };
+        return { view: await this.sys.persistence.persist(entry, 'event', refusable), emitted, pending: false, remote: false };
       }
       const now = this.sys.persistence.writesNow(entry, event.type);
       if (now) this.sys.persistence.queue(entry, 'event');

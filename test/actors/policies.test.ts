@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { SnapshotTooLargeError } from '../../src/actors/errors.ts';
 import type { ActorDoc } from '../../src/actors/record.ts';
-import { waitFor } from './helpers.ts';
+import { captureLogs, waitFor } from './helpers.ts';
 import { streamFixture, streamKind } from './stream-helpers.ts';
 import type { StreamContext } from './stream.machine.ts';
 
@@ -170,6 +170,31 @@ test('a snapshot over the size limit is refused with a clear error; the stored a
   const next = await rt.send('stream', 'big', { type: 'tick' });
   assert.equal(ctx(next).ticks, 2, 'the actor goes on from its stored state');
   assert.equal(ctx(next).blob, '');
+  // A spawn whose input is past the limit: refused before anything is stored or runs.
+  await assert.rejects(rt.spawn('stream', 'huge', { id: 'huge', account: 1, pad: 'x'.repeat(5_000) }), SnapshotTooLargeError);
+  assert.equal(await (f.store.collection('actors') as { findOne(q: object): Promise<unknown> }).findOne({ _id: 'stream:huge' }), null);
+});
+
+test('a snapshot past the limit that cannot be refused (a custodial actor, a checkpoint) is written all the same, logged at error, never dropped', async (t) => {
+  const f = await streamFixture(t);
+  const logs = captureLogs();
+  const kind = streamKind({ persistence: { mode: 'checkpoint', intervalMs: 60_000, durableEvents: ['grow'] } });
+  const rt = await f.runtime({ maxSnapshotBytes: 4_096, logger: logs.logger }, kind);
+  await rt.spawn('stream', 'live', { id: 'live', account: 1, open: true });
+  await rt.send('stream', 'live', { type: 'tick' }, { wait: 'applied' }); // unsaved, then written with the growth
+  const grown = await rt.send('stream', 'live', { type: 'grow', bytes: 10_000 }, { wait: 'durable' });
+  assert.equal(ctx(grown).blob.length, 10_000);
+  const doc = await stored(f.store, 'live');
+  const persisted = JSON.parse(doc.snapshot!) as { context: StreamContext };
+  assert.deepEqual([persisted.context.blob.length, persisted.context.ticks, doc.value], [10_000, 1, 'open'], 'stored with the tick before it');
+  assert.ok(rt.isLoaded('stream', 'live'), 'still in memory, its lease held');
+  const oversized = logs.lines.filter((l) => l.level === 50 && /over its size limit/.test(String(l.msg)));
+  assert.equal(oversized.length, 1, JSON.stringify(logs.lines));
+  assert.ok((oversized[0]!.bytes as number) > 10_000);
+  await rt.send('stream', 'live', { type: 'tick' }, { wait: 'durable' });
+  assert.equal(logs.lines.filter((l) => /over its size limit/.test(String(l.msg))).length, 1, 'logged once per crossing');
+  const closed = await rt.send('stream', 'live', { type: 'close' });
+  assert.equal(closed.status, 'done', 'it reaches its end as any other');
 });
 
 test('claiming with capacity: an instance holds at most its share; the rest waits, unowned, and is claimed as room frees', async (t) => {

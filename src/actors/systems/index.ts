@@ -48,7 +48,7 @@ export interface PersistencePort {
   queue(entry: Entry, reason: PersistReason): void;
   durable(entry: Entry): Promise<void>;
   cancel(entry: Entry, err: unknown): void;
-  persist(entry: Entry, reason: PersistReason): Promise<ActorView>;
+  persist(entry: Entry, reason: PersistReason, refusable?: boolean): Promise<ActorView>;
   flush(entry: Entry): Promise<void>;
 }
 

@@ -3,6 +3,10 @@
 // in-memory copy is dropped (RevisionConflictError), never written over. The kind's policy says
 // when (src/actors/kinds.ts): after every event, or by checkpoint (state changes, durable events,
 // and otherwise at most every interval, events queued together written once).
+// The size limit never loses an actor: a snapshot over it is refused (413) only where nothing but
+// the refusing sender's own event would be lost; any other is written all the same and logged at
+// error (a checkpoint, an effect's result, a timer: what the actor has already acted on, whose
+// loss left a call in `dialing` long past its ring timeout, its hold held and its hang-up refused).
 import { performance } from 'node:perf_hooks';
 import { RevisionConflictError, SnapshotTooLargeError } from '../errors.ts';
 import { projectedFields, type PersistencePolicy } from '../kinds.ts';
@@ -89,8 +93,13 @@ export class Persistence implements PersistencePort {
     for (const w of waiters) w.reject(err);
   }
 
-  /** Writes the current snapshot, conditional on revision and ownership; returns the new view. */
-  async persist(entry: Entry, reason: PersistReason): Promise<ActorView> {
+  /**
+   * Writes the current snapshot, conditional on revision and ownership; returns the new view.
+   * `refusable`: this write carries one sender's event and nothing else unsaved, to an actor that
+   * needs no owner (the caller's word): over the size limit it is refused, and the actor goes back
+   * to its stored state. Otherwise a snapshot over the limit is written all the same.
+   */
+  async persist(entry: Entry, reason: PersistReason, refusable = false): Promise<ActorView> {
     const started = performance.now();
     const actor = entry.actor!;
     const prev = entry.doc!;
@@ -115,13 +124,14 @@ export class Persistence implements PersistencePort {
       const json = JSON.stringify(actor.getPersistedSnapshot());
       const limit = entry.kind.maxSnapshotBytes ?? this.res.maxSnapshotBytes;
       const bytes = Buffer.byteLength(json);
-      if (bytes > limit) {
+      if (bytes > limit && refusable) {
         // The event that grew it is not kept: the copy in memory goes back to the stored one.
         const err = new SnapshotTooLargeError(entry.kind.kind, entry.id, bytes, limit);
         this.fail(entry, err);
         this.sys.residency.drop(entry, err.message);
         throw err;
       }
+      this.oversized(entry, bytes, limit);
       set.value = snap.value;
       set.snapshot = json;
       Object.assign(set, projectedFields(entry.kind, snap));
@@ -171,6 +181,22 @@ export class Persistence implements PersistencePort {
   /** Writes what is unsaved (the runtime is stopping, or an idle actor is about to leave memory). */
   async flush(entry: Entry): Promise<void> {
     if (entry.actor && entry.dirty && this.sys.leases.held(entry)) await this.persist(entry, 'stop');
+  }
+
+  /**
+   * A snapshot over its limit that cannot be refused (its changes are acted on already): written,
+   * counted, and logged at error once each time the actor crosses the limit, never dropped.
+   */
+  private oversized(entry: Entry, bytes: number, limit: number): void {
+    const over = bytes > limit;
+    if (over) this.res.metrics?.oversized.inc({ kind: entry.kind.kind });
+    if (over && !entry.oversized) {
+      entry.log.error(
+        { bytes, limit },
+        'actor snapshot over its size limit: written all the same (the kind must keep its big data out of the snapshot: transcripts, audio)',
+      );
+    }
+    entry.oversized = over;
   }
 
   private fail(entry: Entry, err: unknown): void {
