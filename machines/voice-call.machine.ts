@@ -17,9 +17,16 @@
 // resource and never persisted: it sends control events only (a turn heard or spoken, an action
 // taken, a heartbeat while the call lives, an end it decided). After a kill -9 the kind's
 // `onOrphan: 'finalize'` ends the call with `gateway_restart`, billed up to its last heartbeat.
+//
+// The transcript is not kept here: the live side appends each turn to the call's own transcript in
+// the store (src/voice/transcript.ts, before the actor hears of it) and the machine counts the turns
+// and keeps their metrics (latencies, interruptions, the agent's state). The snapshot so stays the
+// same few kilobytes however long the call: before, every turn's text (twice for an agent's) was in
+// it, and about 30 long LLM replies reached the runtime's snapshot limit.
 import { assign, emit, fromPromise, setup } from 'xstate';
 
-export const version = 1;
+/** 2: the transcript moved out of the snapshot (`turnCount`; a version 1 snapshot's `turns` stay, read by the view). */
+export const version = 2;
 
 export const CALL_STATUSES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
@@ -63,6 +70,12 @@ export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
   creditLimited: boolean;
   ringTimeoutMs: number;
   spec: Spec;
+  /**
+   * The client's metadata: the call's, shown by its view; never an effect's input (the snapshot
+   * keeps an in-flight effect's input, so a field there is stored twice). Absent in calls created
+   * before it moved here from the kind's spec.
+   */
+  metadata?: Record<string, string>;
 }
 
 /** One transcript turn; times are seconds from the answer. */
@@ -104,9 +117,10 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   costMicrocents: number | null;
   /** What the carrier says the call lasted (s), when it was asked: a call finalized after a restart. */
   carrierDurationSeconds?: number | null;
-  /** The transcript: its first MAX_TURNS turns (the snapshot stays small); later ones are left out, and counted. */
-  turns: Turn[];
-  /** Turns left out of a full transcript (absent in snapshots from before it was counted: none). */
+  /** The turns the live side told (each recorded in the call's transcript first, as far as it keeps them); absent in version 1 snapshots. */
+  turnCount?: number;
+  /** Version 1 snapshots only: the transcript itself, and the turns it left out. */
+  turns?: Turn[];
   turnsDropped?: number;
   actions: OutcomeAction[];
   /** The agent's conversation state (the intent pack's) at the last turn. */
@@ -116,7 +130,6 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   interruptions: number;
 }
 
-const MAX_TURNS = 200;
 const MAX_LATENCIES = 200;
 
 export interface DialInput {
@@ -194,9 +207,8 @@ export const dialFailure = (error: unknown): EndReason =>
     : 'carrier_unavailable';
 
 const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('now' in event ? Math.max(context.now, event.now) : context.now);
-/** The transcript with `turn` added, unless it is full: then the turn is counted as dropped. */
-const withTurn = (context: VoiceCallContext, turn: Turn): Pick<VoiceCallContext, 'turns' | 'turnsDropped'> =>
-  context.turns.length >= MAX_TURNS ? { turns: context.turns, turnsDropped: (context.turnsDropped ?? 0) + 1 } : { turns: [...context.turns, turn] };
+/** One more turn told (the turn itself is in the call's transcript, not here). */
+const counted = (context: VoiceCallContext): Pick<VoiceCallContext, 'turnCount'> => ({ turnCount: (context.turnCount ?? 0) + 1 });
 
 /** The machine, its `spec` typed as `Spec` (the kind's fields; the machine never reads them). */
 export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
@@ -252,8 +264,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       lastAliveAt: null,
       billedSeconds: null,
       costMicrocents: null,
-      turns: [],
-      turnsDropped: 0,
+      turnCount: 0,
       actions: [],
       agentState: null,
       latencies: [],
@@ -365,7 +376,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
               return {
                 now: nowOf(context, event),
                 lastAliveAt: event.now,
-                ...withTurn(context, event.turn),
+                ...counted(context),
                 latencies: event.latencyMs === undefined ? context.latencies : [...context.latencies, event.latencyMs].slice(-MAX_LATENCIES),
                 interruptions: context.interruptions + (event.interrupted ? 1 : 0),
                 agentState: event.agentState ?? context.agentState,
@@ -412,8 +423,8 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           onError: { target: 'ended' },
         },
         on: {
-          // Late news changes nothing: the call is over (still recorded, for the transcript's end).
-          turn: { actions: assign(({ context, event }) => withTurn(context, event.turn)) },
+          // Late news changes nothing: the call is over (still counted: the transcript's end).
+          turn: { actions: assign(({ context }) => counted(context)) },
         },
       },
       ended: { type: 'final' },

@@ -48,6 +48,7 @@ import type { Logger } from 'pino';
 import { voiceCallKind } from './voice/kind.ts';
 import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
+import { CallTranscripts } from './voice/transcript.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
 import { twilioCarrier } from './providers/twilio/voice.ts';
@@ -275,7 +276,10 @@ export async function createServices(deps: {
   });
   // Outbound calls: the call actor, the response audio cache, and the carriers this build dials through.
   const vc = deps.config.voice;
+  // Calls' transcripts: their own collection, out of the actors' snapshots (src/voice/transcript.ts).
+  const transcripts = new CallTranscripts(deps.store, now);
   const voiceKind = voiceCallKind({
+    transcripts,
     meter,
     events,
     now,
@@ -348,6 +352,7 @@ export async function createServices(deps: {
     detectors: () => (detectors ??= loadVoiceDetectors()),
     baseUrl: publicBase,
     keySecret: deps.keySecret,
+    transcripts,
     settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),
     now,

@@ -117,8 +117,9 @@ const OWNERS: Record<string, string> = {
   webhook_outbox: 'src/webhooks/records.ts',
   webhook_deliveries: 'src/webhooks/records.ts',
   usage_spike_buckets: 'src/webhooks/usage-spike.ts',
-  // voice calls: Idempotency-Key records of POST /v1/voice/call
+  // voice calls: Idempotency-Key records of POST /v1/voice/call, and the calls' transcripts (out of their actors)
   voice_idempotency: 'src/voice/idempotency.ts',
+  voice_turns: 'src/voice/transcript.ts',
   // models, intent packs, blobs on MongoDB (GridFS)
   models: 'src/models/catalog.ts',
   model_access: 'src/models/catalog.ts',

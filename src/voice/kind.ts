@@ -10,6 +10,7 @@
 // control), otherwise at most every `checkpointMs` (heartbeats and turns). `onOrphan: 'finalize'`:
 // a call whose instance died has lost its media (the socket died with the process), so the restored
 // actor ends it with `gateway_restart`, billed up to its last checkpointed heartbeat.
+// The transcript is the call's own collection (src/voice/transcript.ts), deleted with the actor.
 import { fromPromise } from 'xstate';
 import type { ActorKind, ActorKindContext, ActorResources } from '../actors/kinds.ts';
 import type { Hold, Payer } from '../billing/types.ts';
@@ -39,7 +40,8 @@ export interface CallSpecFields {
   pricePerMinuteCents: number;
   language: string;
   voice: string;
-  metadata: Record<string, string>;
+  /** Calls created before the metadata moved to the machine's input (`VoiceCallInput.metadata`) only. */
+  metadata?: Record<string, string>;
   /** The call's `webhook_id`: its events go to that endpoint only. */
   webhookId?: number;
 }
@@ -66,6 +68,8 @@ export interface VoiceKindDeps {
   now(): number;
   checkpointMs: number;
   retainMs: number;
+  /** Deletes a call's transcript (src/voice/transcript.ts) when its actor's retention ends. */
+  transcripts?: { remove(callId: string): Promise<void> };
 }
 
 /** The call's machine, its `spec` typed as the fields above (the effects read them, the service writes them). */
@@ -82,6 +86,7 @@ export function callPrice(pricePerMinuteCents: number, seconds: number): number 
 const isActiveStatus = (status: string): boolean => status === 'queued' || status === 'dialing' || status === 'ringing' || status === 'in_progress';
 
 export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
+  const { transcripts } = deps;
   return {
     kind: VOICE_KIND,
     machine: voiceCallMachine,
@@ -89,6 +94,8 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     persistence: { mode: 'checkpoint', intervalMs: deps.checkpointMs, durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'media.ending', 'action'] },
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
+    migrate: fromVersion1,
+    ...(transcripts ? { onRetired: (id: string) => transcripts.remove(id) } : {}),
     project: ({ context }) => {
       const c = context as VoiceCallContext;
       return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
@@ -101,6 +108,17 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     ],
     provide: (ctx) => effects(deps, ctx),
   };
+}
+
+/**
+ * A version 1 snapshot (its transcript inside) restored by this machine: it counts the turns it
+ * holds; they stay where they are (the view reads them), and turns told from now on go to the store.
+ */
+function fromVersion1(persisted: unknown, fromVersion: number): unknown {
+  const p = persisted as { context?: Partial<VoiceCallContext> };
+  if (fromVersion !== 1 || !p.context || p.context.turnCount !== undefined) return persisted;
+  const told = (p.context.turns?.length ?? 0) + (p.context.turnsDropped ?? 0);
+  return { ...p, context: { ...p.context, turnCount: told } };
 }
 
 /** Newest first, ties by id: the list's cursor order. */

@@ -19,6 +19,7 @@ import type { VoiceKind } from './kind.ts';
 import type { Conversation } from './call-line.ts';
 import { CallMedia } from './media.ts';
 import type { Pacer } from './pacer.ts';
+import { recordingTurns, type CallTranscripts } from './transcript.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -41,6 +42,8 @@ export interface LiveDeps {
   /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
   baseUrl(): string;
   settings: { mediaTimeoutMs: number };
+  /** The calls' transcripts: each turn is appended there before the call's actor hears of it. */
+  transcripts: Pick<CallTranscripts, 'append'>;
   logger: Logger;
   now(): number;
 }
@@ -71,6 +74,8 @@ export interface LivePlan {
 
 export interface LiveCall {
   callId: string;
+  /** The paying account (its transcript's owner). */
+  account: string;
   body: LiveRequest;
   plan: LivePlan;
   /** The endpointing silences (src/voice/service.ts's `endpointing`). */
@@ -91,7 +96,7 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
   return new CallMedia({
     callId,
     carriers: c.carriers,
-    actor: deps.runtime.ref(deps.kind, callId),
+    actor: recordingTurns(deps.runtime.ref(deps.kind, callId), { callId, account: call.account, turns: deps.transcripts }, log),
     streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
     token: call.token,
     converse: () => conversation(deps, callId, body, c),

@@ -24,6 +24,7 @@ import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kin
 import { callMedia, type LiveDeps } from './live.ts';
 import type { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
+import type { CallTranscripts } from './transcript.ts';
 import { facts, toObject } from './view.ts';
 import type { VoiceCallObject } from './views.ts';
 
@@ -53,6 +54,8 @@ export interface VoiceServiceDeps extends Omit<CheckDeps, 'intent'>, LiveDeps {
   /** The account's own limit on calls at once, an operator's (null: `settings.maxConcurrentCalls`). */
   maxConcurrentCalls(account: string): Promise<number | null>;
   keySecret: string;
+  /** The calls' transcripts (src/voice/transcript.ts): the live side appends, the views read. */
+  transcripts: CallTranscripts;
   settings: VoiceSettings;
   logger: Logger;
   now(): number;
@@ -76,6 +79,7 @@ export class VoiceCalls {
 
   async init(): Promise<void> {
     await this.idempotency.init();
+    await this.deps.transcripts.init();
   }
 
   /** A one-time token for the call's media stream (checked on its `start` frame). */
@@ -168,7 +172,6 @@ export class VoiceCalls {
       pricePerMinuteCents: voiceFeatures(call.model).price_per_minute_cents,
       language: c.language,
       voice: c.voice,
-      metadata: body.metadata ?? {},
       ...(body.webhook_id !== undefined ? { webhookId: body.webhook_id } : {}),
     };
     const input: VoiceCallInput<CallSpecFields> = {
@@ -182,9 +185,11 @@ export class VoiceCalls {
       creditLimited: c.reservedSeconds < c.maxSeconds,
       ringTimeoutMs,
       spec,
+      metadata: body.metadata ?? {},
     };
     const media = callMedia(this.deps, {
       callId,
+      account: payer.walletId,
       body,
       plan: c,
       endpointingMs: endpointing(body),
@@ -215,7 +220,8 @@ export class VoiceCalls {
   }
 
   async get(account: string, id: string): Promise<VoiceCallObject> {
-    return toObject(await this.view(account, id));
+    const view = await this.view(account, id);
+    return toObject(view, await this.deps.transcripts.of(account, id));
   }
 
   async list(

@@ -1,9 +1,10 @@
 // A voice call's public view: the call's actor (its view from the runtime) as the API answers it,
 // `VoiceCallObject` (the type is src/voice/views.ts, which the dashboard's bundle reads too): the
-// times in seconds, the cost in cents, the turn latency's percentiles. `facts` reads the call's
-// machine context (or its input, before the actor ran) from a view.
+// times in seconds, the cost in cents, the turn latency's percentiles, and the transcript, read
+// from the call's own collection (src/voice/transcript.ts) beside its actor. `facts` reads the
+// call's machine context (or its input, before the actor ran) from a view.
 import type { ActorView } from '../actors/record.ts';
-import type { CallStatus, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+import type { CallStatus, Turn, VoiceCallContext } from '../../machines/voice-call.machine.ts';
 import { centsOf, type CallSpecFields } from './kind.ts';
 import type { VoiceCallObject } from './views.ts';
 
@@ -22,8 +23,17 @@ function percentile(values: number[], p: number): number | null {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-export function toObject(view: ActorView): VoiceCallObject {
+/**
+ * The call as the API answers it; `stored` is its transcript as recorded (a call from before the
+ * transcript left the snapshot has its turns in the context instead). The turns told and the ones
+ * left out: the actor's count, or the transcript's length where the actor's last write is behind it
+ * (a crash between a turn's record and the next checkpoint).
+ */
+export function toObject(view: ActorView, stored: Turn[] = []): VoiceCallObject {
   const c = facts(view)!;
+  const transcript = [...(c.turns ?? []), ...stored];
+  const told = Math.max(c.turnCount ?? 0, (c.turns?.length ?? 0) + (c.turnsDropped ?? 0), transcript.length);
+  const dropped = told - transcript.length;
   const status: CallStatus = view.context ? c.status : 'queued';
   const ended = c.endedAt ?? null;
   return {
@@ -35,7 +45,7 @@ export function toObject(view: ActorView): VoiceCallObject {
     from: c.from,
     created_at: Math.floor(c.createdAt / 1000),
     max_duration_seconds: Math.ceil(c.maxDurationMs / 1000),
-    metadata: c.spec.metadata ?? {},
+    metadata: c.metadata ?? c.spec.metadata ?? {},
     end_reason: c.endReason ?? null,
     dial_started_at: seconds(c.dialStartedAt),
     ringing_at: seconds(c.ringingAt),
@@ -45,14 +55,14 @@ export function toObject(view: ActorView): VoiceCallObject {
     billed_seconds: c.billedSeconds ?? null,
     cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
     carrier_duration_seconds: c.carrierDurationSeconds ?? null,
-    transcript: c.turns ?? [],
-    transcript_truncated: (c.turnsDropped ?? 0) > 0,
+    transcript,
+    transcript_truncated: dropped > 0,
     outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
     metrics: {
       turn_latency_ms: { p50: percentile(c.latencies ?? [], 50), p95: percentile(c.latencies ?? [], 95) },
       interruptions: c.interruptions ?? 0,
-      turns: (c.turns ?? []).length + (c.turnsDropped ?? 0),
-      turns_dropped: c.turnsDropped ?? 0,
+      turns: told,
+      turns_dropped: dropped,
     },
   };
 }
