@@ -1,7 +1,8 @@
 // kill -9 of the gateway in the middle of a call: the media socket and the simulated callee die with
 // it; the restarted instance (same data dir, same INSTANCE_ID) finds the call's actor orphaned, ends
 // it with gateway_restart and bills the answered seconds up to its last checkpointed heartbeat,
-// exactly once (a third start charges nothing more). A Twilio call is hung up by REST and what Twilio
+// exactly once (a third start charges nothing more), and the turns recorded before the kill read back
+// once each. A Twilio call is hung up by REST and what Twilio
 // says it lasted is compared with what was billed; an Exotel call (no hang-up API) ends with its
 // stream, and what Exotel's call details say it lasted is compared likewise.
 import assert from 'node:assert/strict';
@@ -34,8 +35,9 @@ describe('a voice call across kill -9', () => {
   it('is finalized by the restarted gateway with gateway_restart and charged once', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gw-voice-crash-'));
     const configFile = join(dir, 'config.json');
-    // A callee that answers and stays on the line, silent.
-    await writeFile(configFile, JSON.stringify({ voice: { simulator: { callees: [{ to: '*', answer: 'answer', ring_ms: 100, steps: [] }] } } }));
+    // A callee that answers, presses two keys (turns recorded before the kill) and stays on the line, silent.
+    const callee = { to: '*', answer: 'answer', ring_ms: 100, steps: [{ silence_ms: 500 }, { dtmf: '42', gap_ms: 50 }] };
+    await writeFile(configFile, JSON.stringify({ voice: { simulator: { callees: [callee] } } }));
     const env = { ADMIN_TOKEN, INSTANCE_ID: 'voice-crash-node', CONFIG_FILE: configFile };
     const data = join(dir, 'data');
     let gw: Launched = await launch(data, { runCode: true, env });
@@ -60,6 +62,10 @@ describe('a voice call across kill -9', () => {
       assert.ok(c.billed_seconds >= 2 && c.billed_seconds <= 5, `billed ${c.billed_seconds} s`);
       assert.equal(c.cost_cents, Math.round((c.billed_seconds / 60) * 1e6) / 1e6, 'voice-local: 1 cent a minute');
       assert.equal(c.carrier_duration_seconds, null, "the simulator's callee died with the process: no carrier to ask");
+      // The transcript (voice_turns, out of the actor) survived the kill, each turn once.
+      const keys = c.transcript.filter((t: { dtmf?: string }) => t.dtmf).map((t: { dtmf: string }) => t.dtmf);
+      assert.deepEqual(keys, ['4', '2'], JSON.stringify(c.transcript));
+      assert.deepEqual([c.metrics.turns, c.metrics.turns_dropped], [c.transcript.length, 0]);
       await sleep(300);
       const after = await balance();
       assert.equal(before - after.balance_microcents, Math.ceil((c.billed_seconds * 1e6) / 60));
