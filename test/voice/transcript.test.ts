@@ -12,7 +12,7 @@ import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeServer } from '../fakes/fake-server.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 import type { ActorDoc } from '../../src/actors/record.ts';
-import { ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import { carrierModel, ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 
 const LIMIT = 12 * 1024;
 const CYCLES = 50; // '1', '2', '#' and the agent's answer: 4 turns each, 200 in all
@@ -65,19 +65,8 @@ describe('a long call never outgrows its actor (snapshots limited to 12 KiB)', {
         .status,
       201,
     );
-    const voice = {
-      type: 'voice',
-      owned_by: 'test',
-      stt_model: 'stt-local',
-      tts_model: 'tts-fast',
-      intent_model: 'intent-demo',
-      price_per_minute_cents: 6,
-      countries: ['IN'],
-      languages: ['en-IN'],
-      voices: ['en-us'],
-      pricing: {},
-      routes: [{ provider: 'simulator' }],
-    };
+    // The helpers' voice model on the simulator, speaking through the fake TTS.
+    const voice = { ...carrierModel({ provider: 'simulator' }), tts_model: 'tts-fast' };
     assert.equal((await put('voice-fast', voice)).status, 201);
     [acc, other] = await Promise.all([voiceAccount(gw, 1000), voiceAccount(gw, 1000)]);
   });
