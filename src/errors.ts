@@ -23,6 +23,8 @@ export const ERRORS = {
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   model_unavailable: { status: 503, type: 'server_error' },
   model_misconfigured: { status: 503, type: 'server_error' },
+  // Ours: the store refuses writes (a full disk): metered calls are refused, not served unrecorded.
+  store_unavailable: { status: 503, type: 'server_error' },
   // Ours: audio.
   invalid_audio: { status: 400, type: 'invalid_request_error' },
   audio_too_long: { status: 400, type: 'invalid_request_error' },

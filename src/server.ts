@@ -10,7 +10,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { resolveKeySecret } from './shared/secrets.ts';
 import { openTmpArea } from './shared/tmp-area.ts';
-import { openStore } from './store/index.ts';
+import { isUnawaitedCommitFailure, openStore } from './store/index.ts';
 import { DataDirLockError, lockDataDir } from './store/data-dir-lock.ts';
 import { openBlobs, type BlobStore } from './blobs/index.ts';
 import { createRuntimeMetrics } from './actors/metrics.ts';
@@ -67,7 +67,13 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       { component: 'tmp', folders_removed: tmp.swept.folders, processes_killed: tmp.swept.processes },
       'swept what a dead gateway left in its tmp area',
     );
-  const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, ttlSweepMs: config.store.ttlSweepMs });
+  const store = await openStore({
+    mongodbUrl: config.mongodbUrl,
+    dataDir: config.dataDir,
+    ttlSweepMs: config.store.ttlSweepMs,
+    onError: (err) =>
+      logger.error({ err, component: 'store' }, 'store failure (a TTL sweep, or commits failing: new holds are refused until writes commit again)'),
+  });
   const blobs = await openBlobs({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, tmpDir: tmp.dir });
   const metrics = createMetrics();
   const actorLog = logger.child({ component: 'actors' });
@@ -250,6 +256,13 @@ async function main(): Promise<void> {
       },
     );
   };
+  // lmdb-js leaves promises of a failed commit unawaited (src/store/embedded/commit-failures.ts):
+  // on a full disk they must not end the process (the store reports the failure and billing fails
+  // closed); any other unhandled rejection still does.
+  process.on('unhandledRejection', (reason) => {
+    if (isUnawaitedCommitFailure(reason)) return;
+    throw reason;
+  });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 }

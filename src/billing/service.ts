@@ -292,6 +292,12 @@ export class BillingService implements Billing, AccountWallets {
     if (!Number.isFinite(microcents) || microcents < 0) throw new RangeError(`a hold must be a finite, non-negative number of micro-cents, got ${microcents}`);
     // At least 1 µ¢: an empty wallet pays for nothing, not even a call estimated at zero.
     const amount = Math.max(1, Math.ceil(microcents));
+    // Fail closed: a store whose writes do not commit (a full disk) could not record what the call costs.
+    if (this.deps.store.failing?.())
+      throw new ApiError(
+        'store_unavailable',
+        'The gateway cannot record usage right now (its store refuses writes); nothing was charged. Retry after a short wait.',
+      );
     const id = await this.wallets.hold(payer.walletId, amount, requestId, opts);
     if (id === null) {
       const w = await this.wallets.get(payer.walletId);

@@ -122,8 +122,14 @@ export interface Store {
   /** 'embedded' or 'mongodb', for logs and /readyz. */
   readonly kind: 'embedded' | 'mongodb';
   collection<T extends Doc = Doc>(name: string): Collection<T>;
-  /** Resolves when the store answers; rejects otherwise. */
+  /** Resolves when the store answers; rejects otherwise (the embedded store: also while it is failing). */
   ping(): Promise<void>;
+  /**
+   * Whether the store refuses writes now (the embedded store: a commit failed, as on a full disk,
+   * and no write has committed since). Billing takes no hold meanwhile. Optional: MongoDB's writes
+   * fail one by one, each heard by its caller.
+   */
+  failing?(): boolean;
   /**
    * Optional (MongoDB only: a change stream, which needs a replica set): calls `listener` with the
    * `_id` and operation of every insert or update in `collection`. `onError` hears why the stream

@@ -47,6 +47,8 @@ export interface StoreContext {
   /** Where lazy point writes' flushes wait (shared by every store instance on the directory). */
   readonly directory: Directory;
   onError(err: unknown): void;
+  /** A commit failed (a full disk, an I/O error): the store refuses holds until a write commits again (store.ts). */
+  commitFailed(err: unknown): void;
   readonly meta: Database<StoredIndex[], MetaKey>;
   assertOpen(): void;
 }

@@ -18,6 +18,7 @@ import { mkdirSync } from 'node:fs';
 import type { Collection, Doc, Store } from '../port.ts';
 import { EmbeddedCollection } from './collection.ts';
 import { acquireDirectory, type Directory } from './directory.ts';
+import { isCommitFailure, PROBE_MS } from './commit-failures.ts';
 import { TtlSweep } from './expiry.ts';
 import type { MetaKey, StoreContext, StoredIndex } from './indexes.ts';
 
@@ -27,7 +28,7 @@ export interface EmbeddedStoreOptions {
   ttlSweepMs?: number;
   /** LMDB map size; lmdb-js grows the map by itself when this is not set. */
   mapSizeBytes?: number;
-  /** Told about a failed TTL sweep or a failed commit of a `j: false` write; by default dropped. */
+  /** Told about a failed TTL sweep, and when commits start failing (once, until they commit again); by default dropped. */
   onError?: (err: unknown) => void;
 }
 
@@ -56,6 +57,9 @@ class EmbeddedStore implements Store {
   private readonly ttl: TtlSweep;
   private closed = false;
   private readonly env: RootDatabase;
+  /** Since when commits fail (commit-failures.ts); null while they succeed. */
+  private failingSince: number | null = null;
+  private probe: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly directory: Directory,
@@ -76,14 +80,41 @@ class EmbeddedStore implements Store {
 
   async ping(): Promise<void> {
     this.assertOpen();
+    if (this.failingSince !== null) throw new Error(`the store's writes fail to commit (a full disk?) since ${new Date(this.failingSince).toISOString()}`);
     this.env.getStats();
+  }
+
+  failing(): boolean {
+    return this.failingSince !== null;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.probe) clearInterval(this.probe);
     await this.ttl.stop();
     await this.directory.release();
+  }
+
+  /**
+   * A commit failed: the store says it is failing until a probe write commits (every PROBE_MS), so
+   * billing takes no hold it may not be able to record (commit-failures.ts).
+   */
+  private commitFailed(err: unknown): void {
+    if (this.failingSince !== null || this.closed) return;
+    this.failingSince = Date.now();
+    this.onError(err);
+    this.probe = setInterval(() => {
+      this.meta.put(['probe', 'commit'], [] as StoredIndex[]).then(
+        () => {
+          this.failingSince = null;
+          if (this.probe) clearInterval(this.probe);
+          this.probe = null;
+        },
+        (probeErr: unknown) => void isCommitFailure(probeErr), // still failing: its cause heard, tried again
+      );
+    }, PROBE_MS);
+    this.probe.unref();
   }
 
   private assertOpen(): void {
@@ -100,6 +131,7 @@ class EmbeddedStore implements Store {
         meta: this.meta,
         assertOpen: () => this.assertOpen(),
         onError: this.onError,
+        commitFailed: (err) => this.commitFailed(err),
       };
       c = new EmbeddedCollection<Doc>(name, ctx);
       this.collections.set(name, c);

@@ -29,6 +29,7 @@ import type { Doc, Filter, Id, Update, WriteOptions } from '../port.ts';
 import { applyUpdate, cloneDoc } from './documents.ts';
 import { documentKey, idKey, sameKey } from './keys.ts';
 import type { PendingDoc } from './overlay.ts';
+import { isCommitFailure } from './commit-failures.ts';
 import { QueryableDocuments, matcher, scalarId } from './query.ts';
 
 export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T> {
@@ -57,7 +58,10 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
     // (lmdb-js keeps them otherwise); both join the same batched commit.
     if (options.writeConcern?.j !== false) {
       const done = this.ctx.env.childTransaction(run);
-      done.then(settled, settled);
+      done.then(settled, (err: unknown) => {
+        settled();
+        if (isCommitFailure(err)) this.ctx.commitFailed(err); // the caller hears it too
+      });
       return done;
     }
     return new Promise<R>((resolve, reject) => {
@@ -78,7 +82,7 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
         .then(
           () => undefined,
           (err: unknown) => {
-            if (applied) this.ctx.onError(err);
+            if (applied) this.ctx.commitFailed(err);
           },
         );
       void committed.then(settled);
@@ -163,7 +167,7 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
           (err: unknown) => {
             // Already acknowledged: lost with this batch, like any lazy write whose commit fails.
             if (overlay.pending.get(key) === pending) overlay.pending.delete(key);
-            this.ctx.onError(err);
+            this.ctx.commitFailed(err);
           },
         )
         .then(committed);
