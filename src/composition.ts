@@ -346,6 +346,7 @@ export async function createServices(deps: {
     router,
     resolveRoutes: gatewayDeps.resolveRoutes,
     detectors: () => (detectors ??= loadVoiceDetectors()),
+    resamplers: () => (resamplers ??= loadResamplers()),
     baseUrl: publicBase,
     keySecret: deps.keySecret,
     settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },

@@ -40,6 +40,12 @@ export interface SimulatorOptions {
   wire?: WireProtocol;
   /** Told each frame the gateway sends a callee (its event, and a media payload's bytes): the fake carriers' record. */
   onGatewayFrame?(callSid: string, event: string, payloadBytes: number): void;
+  /**
+   * What the line does when the gateway refuses the stream's handshake: `hang_up` (the default: the
+   * call ends at once), or `dead_air`, Exotel's: one retry, then the answered line stays up, silent
+   * (and billed), until the call's maximum.
+   */
+  refusedStream?: 'hang_up' | 'dead_air';
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -169,15 +175,23 @@ class SimulatedCall {
     this.ws.send(JSON.stringify(this.wire.stamp(frame, this.seq, this.streamSid)));
   }
 
-  private connect(): void {
+  private connect(retried = false): void {
     const ws = new WebSocket(this.req.streamUrl, { perMessageDeflate: false });
     this.ws = ws;
+    let opened = false;
     ws.on('error', (err) => this.opts.logger.debug({ err, call_sid: this.id }, 'simulated callee: stream error'));
     ws.on('close', () => {
+      if (this.over) return;
+      if (!opened && this.opts.refusedStream === 'dead_air') {
+        // Refused: retried once; then the answered line stays up in silence until the call's maximum.
+        if (!retried) return this.later(500, () => this.connect(true));
+        return this.later(this.req.maxDurationMs, () => this.end({}));
+      }
       // The gateway closed the stream without hanging up: the line drops.
-      if (!this.over) this.end({});
+      this.end({});
     });
     ws.on('open', () => {
+      opened = true;
       ws.send(JSON.stringify(this.wire.connected()));
       this.send(this.wire.start({ streamSid: this.streamSid, callSid: this.id, parameters: this.req.streamParameters }));
       this.pace();
@@ -281,7 +295,7 @@ class SimulatedCall {
       if ('say' in step) {
         const clip = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
         if (this.over) return;
-        this.speech.push(clip.as(this.wire.audio));
+        this.speech.push(this.wire.encode?.(clip) ?? clip.as(this.wire.audio));
         await this.until(() => this.speech.length === 0, signal, 600_000);
       } else if ('silence_ms' in step) {
         await sleep(step.silence_ms, undefined, { signal }).catch(() => undefined);
