@@ -140,6 +140,11 @@ export class CallMedia implements CallResources {
 
   // ---- the carrier's media stream (src/ws/voice.ts) ----
 
+  /** The carrier's id for the call, once a carrier took it (an Exotel flow asking for its stream names it). */
+  get carrierCall(): string | null {
+    return this.dialling.carrierCall;
+  }
+
   /** A stream socket closed: when it was the call's, the callee's line is gone. */
   detached(stream: MediaStream): void {
     if (stream !== this.line.stream || this.line.over) return;
