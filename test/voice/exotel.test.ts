@@ -114,12 +114,13 @@ describe('voice calls through a (fake) Exotel', () => {
       'once each, whatever the callbacks repeated',
     );
 
-    // The connect API's form, as Exotel documents it (the fake refuses anything else).
+    // The connect API's form, as Exotel documents it (the fake refuses anything else); the ExoPhone
+    // in the form Exotel writes it (the route's +918047491899 as 08047491899).
     const rest = connectOf(id);
     assert.equal(rest.authorization, `Basic ${Buffer.from('exo-key:exo-token').toString('base64')}`);
     assert.deepEqual(
       ['from', 'callerid', 'streamtype', 'timelimit'].map((f) => rest.form.get(f)),
-      ['+919800000010', '+918047491899', 'bidirectional', '600'],
+      ['+919800000010', '08047491899', 'bidirectional', '600'],
     );
     const stream = new URL(rest.form.get('streamurl')!);
     assert.equal(`${stream.origin}${stream.pathname}`, `${gw.url.replace(/^http/, 'ws')}/v1/voice/calls/${id}/stream`);
