@@ -243,6 +243,7 @@ export class CallMedia implements CallResources {
   private async streamWire(format: StreamFormat | undefined): Promise<MediaWire> {
     const wire = this.dialling.wire;
     if (!format || 'unsupported' in format || !wire.forFormat) return wire;
+    if (format.rate === 8000 && format.encoding === wire.audio) return wire; // the carrier's own (8 kHz): nothing to resample
     return wire.forFormat(format, await this.deps.resamplers());
   }
 

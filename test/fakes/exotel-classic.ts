@@ -6,7 +6,9 @@
 // `answered`), `StatusCallbackContentType`; the call's details at `GET …/Calls/{CallSid}[.json]`.
 // And what the account set in its flow: the Voicebot applet's URL, a ws(s):// URL, or an https://
 // one that answers the stream URL (`{"url": …}`) when asked with the call's details.
-import type { Format } from './exotel.ts';
+
+/** A stream's audio: PCM16 at 8, 16 or 24 kHz (the stream URL's `?sample-rate=`), or μ-law. */
+export type Format = { encoding: 'pcm16' | 'mulaw'; rate: 8000 | 16000 | 24000 };
 
 /** Exotel's time format (`YYYY-MM-DD HH:mm:ss`), in IST as Indian accounts read it. */
 export const exotelTime = (ms: number): string => new Date(ms + 5.5 * 3600_000).toISOString().slice(0, 19).replace('T', ' ');

@@ -29,7 +29,7 @@ import { simulatorCarrier } from '../../src/providers/simulator/voice.ts';
 import type { SpeechClip } from '../../src/speech/clip.ts';
 import { loadResamplers, type Resamplers } from '../../src/speech/resample.ts';
 import { exotelCallee, exotelWire } from '../../src/providers/carrier-wire/exotel.ts';
-import { appIdOf, classicRefusal, exophoneOf, exotelTime, voicebotStream } from './exotel-classic.ts';
+import { appIdOf, classicRefusal, exophoneOf, exotelTime, voicebotStream, type Format } from './exotel-classic.ts';
 
 export interface ExotelRequest {
   method: string;
@@ -45,8 +45,7 @@ export interface StreamRecord {
   clears: number;
 }
 
-/** A stream's audio: PCM16 at 8, 16 or 24 kHz (the stream URL's `?sample-rate=`), or μ-law. */
-export type Format = { encoding: 'pcm16' | 'mulaw'; rate: 8000 | 16000 | 24000 };
+export type { Format };
 
 /** One call at Exotel: its leg, as Exotel bills it (from its answer to its end). */
 interface Leg {
@@ -199,7 +198,7 @@ export class FakeExotel {
     if (req.method === 'POST' && path === `${base}/connect`) {
       const refused = refusal(form, this.exophones);
       if (refused) return exception(400, refused);
-      const sid = await this.place('connect', form.get('from')!, form.get('callerid')!, form, {
+      const sid = await this.place('connect', form.get('from')!, form.get('callerid')!, {
         streamUrl: form.get('streamurl')!,
         callback: form.get('statuscallback')!,
         customField: form.get('customfield') ?? '',
@@ -210,7 +209,7 @@ export class FakeExotel {
     if (req.method === 'POST' && (path === `${v1}/connect.json` || path === `${v1}/connect`)) {
       const refused = classicRefusal(form, { sid: this.accountSid, exophones: this.exophones, flows: new Set(this.flows.keys()) });
       if (refused) return exception(400, refused);
-      const sid = await this.place('v1', form.get('From')!, form.get('CallerId')!, form, {
+      const sid = await this.place('v1', form.get('From')!, form.get('CallerId')!, {
         appId: appIdOf(form.get('Url')!),
         callback: form.get('StatusCallback'),
         contentType: form.get('StatusCallbackContentType'),
@@ -242,7 +241,6 @@ export class FakeExotel {
     api: Leg['api'],
     to: string,
     callerId: string,
-    form: URLSearchParams,
     o: { streamUrl?: string; appId?: string; callback: string | null; contentType?: string | null; customField: string; timeLimitS: number; ringS?: number | null },
   ): Promise<string> {
     const sid = Math.random().toString(16).slice(2).padEnd(32, '0');
