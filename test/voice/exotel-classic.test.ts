@@ -144,7 +144,8 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
     assert.equal((await put('voice-exo-national', { ...exo, from: '08044556677' })).status, 201);
     for (const from of ['0804455667', '00804455667', '+91804455', '08x44556677', '+9180445566778899']) {
       const r = await put('voice-exo-bad', { ...exo, from });
-      assert.deepEqual([r.status, r.body.error?.param], [400, 'routes[0].from'], `${from}: ${r.text}`);
+      assert.equal(r.status, 400, `${from}: ${r.text}`);
+      assert.match(`${r.body.error?.param} ${r.body.error?.message}`, /from/, r.text);
     }
     const twilio = await put('voice-twilio-national', { provider: 'twilio', account_sid: 'AC1', api_key: 'k', from: '08044556677' });
     assert.equal(twilio.status, 400, 'Twilio calls from E.164 numbers');
@@ -177,8 +178,9 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
     assert.deepEqual(news(terminal), { kind: 'ended', outcome: {}, durationS: talked });
     terminal.delete('ConversationDuration');
     const span = news(terminal);
-    // StartTime is when Exotel put the call to the operator: the ringing (100 ms here) is in it.
-    assert.ok(span.kind === 'ended' && span.durationS >= talked && span.durationS <= talked + 2, JSON.stringify(span));
+    // StartTime is when Exotel put the call to the operator: the ringing (100 ms here) is in it
+    // (whole seconds each, so a second either way).
+    assert.ok(span.kind === 'ended' && span.durationS >= talked - 1 && span.durationS <= talked + 2, JSON.stringify(span));
     terminal.set('Duration', '7');
     assert.deepEqual(news(terminal), { kind: 'ended', outcome: {}, durationS: 7 });
   });
