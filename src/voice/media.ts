@@ -249,7 +249,8 @@ export class CallMedia implements CallResources {
 
   private async begin(format?: StreamFormat): Promise<void> {
     const [detectors, wire] = await Promise.all([this.deps.detectors(), this.streamWire(format)]);
-    if (this.line.disposed && wire !== this.dialling.wire) wire.close?.(); // its resampler, never used
+    if (this.line.disposed && wire !== this.dialling.wire)
+      wire.close?.(); // its resampler, never used
     else this.dialling.wire = wire; // before the first audio is listened to
     if (this.line.over) return;
     this.listening.start(detectors);

@@ -217,7 +217,8 @@ export class FakeExotel {
         timeLimitS: Number(form.get('TimeLimit') ?? '14400'),
         ringS: form.has('TimeOut') ? Number(form.get('TimeOut')) : null,
       });
-      if (!path.endsWith('.json')) return void res.writeHead(200, { 'content-type': 'application/xml' }).end(`<TwilioResponse><Call><Sid>${sid}</Sid></Call></TwilioResponse>`);
+      if (!path.endsWith('.json'))
+        return void res.writeHead(200, { 'content-type': 'application/xml' }).end(`<TwilioResponse><Call><Sid>${sid}</Sid></Call></TwilioResponse>`);
       return json(200, { Call: this.v1Details(sid) });
     }
     const details = new RegExp(`^${base}/([0-9a-f]+)$`).exec(path);
@@ -241,7 +242,15 @@ export class FakeExotel {
     api: Leg['api'],
     to: string,
     callerId: string,
-    o: { streamUrl?: string; appId?: string; callback: string | null; contentType?: string | null; customField: string; timeLimitS: number; ringS?: number | null },
+    o: {
+      streamUrl?: string;
+      appId?: string;
+      callback: string | null;
+      contentType?: string | null;
+      customField: string;
+      timeLimitS: number;
+      ringS?: number | null;
+    },
   ): Promise<string> {
     const sid = Math.random().toString(16).slice(2).padEnd(32, '0');
     const leg: Leg = {
@@ -344,7 +353,8 @@ export class FakeExotel {
     return (
       sid !== undefined &&
       this.requests.some(
-        (r) => r.method === 'GET' && (r.path === `/v1/accounts/${this.accountSid}/calls/${sid}` || r.path === `/v1/Accounts/${this.accountSid}/Calls/${sid}.json`),
+        (r) =>
+          r.method === 'GET' && (r.path === `/v1/accounts/${this.accountSid}/calls/${sid}` || r.path === `/v1/Accounts/${this.accountSid}/Calls/${sid}.json`),
       )
     );
   }

@@ -35,7 +35,13 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
       if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
       return new SpeechClip(Buffer.from(await res.arrayBuffer()));
     };
-    exotel = await FakeExotel.start({ accountSid: ACCOUNT.account_sid, apiKey: ACCOUNT.api_key, apiToken: ACCOUNT.api_token, callees: CALLEES as never, speak });
+    exotel = await FakeExotel.start({
+      accountSid: ACCOUNT.account_sid,
+      apiKey: ACCOUNT.api_key,
+      apiToken: ACCOUNT.api_token,
+      callees: CALLEES as never,
+      speak,
+    });
     gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, minAffordableSeconds: 10, simulator: { callees: [] } } });
     // What the account set in Exotel's dashboard: the flow's Voicebot applet asks the gateway for the stream.
     exotel.flows.set(FLOW, `${gw.url}/v1/voice/exotel/voicebot`);

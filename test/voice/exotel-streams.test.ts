@@ -97,7 +97,13 @@ describe("Exotel's stream formats, and a cancelled call's leg", () => {
         queue = queue.subarray(Math.min(size, queue.length));
         chunk += 1;
         if (ws.readyState === WebSocket.OPEN)
-          ws.send(JSON.stringify({ event: 'media', stream_sid: 'MZtest', media: { chunk: String(chunk), timestamp: String(chunk * 100), payload: payload.toString('base64') } }));
+          ws.send(
+            JSON.stringify({
+              event: 'media',
+              stream_sid: 'MZtest',
+              media: { chunk: String(chunk), timestamp: String(chunk * 100), payload: payload.toString('base64') },
+            }),
+          );
       }, 100);
     });
     ws.on('message', (data) => {
@@ -123,7 +129,7 @@ describe("Exotel's stream formats, and a cancelled call's leg", () => {
     };
   };
 
-  it('a 16 kHz media_format stream is heard at 16 kHz (the callee\'s words their own length) and answered at 16 kHz (twice the bytes of 8 kHz)', async () => {
+  it("a 16 kHz media_format stream is heard at 16 kHz (the callee's words their own length) and answered at 16 kHz (twice the bytes of 8 kHz)", async () => {
     const eight = await answered();
     const at8 = stream(eight.streamUrl, { encoding: 'audio/x-raw', sample_rate: '8000', bit_rate: '16' }, 16);
     const greeting8 = await at8.quiet();
@@ -173,7 +179,7 @@ describe("Exotel's stream formats, and a cancelled call's leg", () => {
     assert.deepEqual(c.transcript, []);
   });
 
-  it("a call cancelled while it rings: when Exotel answers it, its stream is closed at once and the leg ends (not left in billed dead air)", async () => {
+  it('a call cancelled while it rings: when Exotel answers it, its stream is closed at once and the leg ends (not left in billed dead air)', async () => {
     const res = await place(gw, acc.key, { model: 'voice-exotel', to: '+919800000062' });
     const id = res.body.id as string;
     await waitForCall(gw, acc.key, id, (c) => c.status === 'ringing');

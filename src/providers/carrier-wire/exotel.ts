@@ -42,7 +42,10 @@ export function exotelFormatOf(start: unknown): StreamFormat {
   const media = field(start, 'media_format');
   if (media === undefined || media === null) return DEFAULT;
   const declared = field(media, 'encoding');
-  const [type = '', ...params] = (typeof declared === 'string' ? declared : 'audio/x-raw').toLowerCase().split(';').map((s) => s.trim());
+  const [type = '', ...params] = (typeof declared === 'string' ? declared : 'audio/x-raw')
+    .toLowerCase()
+    .split(';')
+    .map((s) => s.trim());
   const rateParam = params.find((p) => p.startsWith('rate='))?.slice(5);
   const rateGiven = field(media, 'sample_rate') ?? rateParam ?? '8000';
   const rate = typeof rateGiven === 'number' || typeof rateGiven === 'string' ? Number(rateGiven) : Number.NaN;

@@ -27,11 +27,7 @@ export const flowUrl = (accountSid: string, appId: string): string =>
   `http://my.exotel.com/${encodeURIComponent(accountSid)}/exoml/start_voice/${encodeURIComponent(appId)}`;
 
 /** The v1 `Calls/connect` form of a call through flow `appId`. */
-export function classicConnectForm(
-  route: { accountSid: string; appId: string; from: string },
-  req: DialRequest,
-  callbackUrl: string,
-): URLSearchParams {
+export function classicConnectForm(route: { accountSid: string; appId: string; from: string }, req: DialRequest, callbackUrl: string): URLSearchParams {
   const form = new URLSearchParams({
     From: req.to,
     CallerId: exophone(req.from ?? route.from),
