@@ -168,8 +168,8 @@ export interface ControlReply {
 export type VoiceCallEvent =
   | { type: 'carrier.ringing'; now: number }
   | { type: 'carrier.answered'; now: number }
-  /** The carrier says the call is over: before an answer with its status; after, the callee hung up (or the line dropped). */
-  | { type: 'carrier.ended'; now: number; status?: 'busy' | 'no_answer' | 'failed'; reason?: EndReason }
+  /** The carrier says the call is over: before an answer with its status; after, the callee hung up (or the line dropped); `seconds` it counted bound the bill. */
+  | { type: 'carrier.ended'; now: number; status?: 'busy' | 'no_answer' | 'failed'; reason?: EndReason; seconds?: number }
   | { type: 'api.cancel'; now: number }
   | { type: 'api.hangup'; now: number }
   /** The media loop ends the call: the agent closed it, silence, the media stream died or never came. */
@@ -347,7 +347,18 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           },
         },
         on: {
-          'carrier.ended': { target: 'ending', actions: { type: 'end', params: { status: 'completed', reason: 'callee_hangup' } } },
+          'carrier.ended': {
+            target: 'ending',
+            // Its news may come late: billed never more than the seconds the carrier counted.
+            actions: {
+              type: 'end',
+              params: ({ context, event }) => ({
+                status: 'completed',
+                reason: 'callee_hangup',
+                at: event.seconds ? Math.min(nowOf(context, event), context.answeredAt! + event.seconds * 1000) : null,
+              }),
+            },
+          },
           'api.hangup': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'completed', reason: 'api_hangup' } }] },
           'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
           'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },

@@ -182,7 +182,7 @@ export async function createServices(deps: {
   const models = new ModelCatalog(deps.store, PROVIDER_NAMES, now);
   await models.seed(deps.config.models);
   await webhooks.init();
-  const upstream = new UpstreamHttp();
+  const upstream = new UpstreamHttp({ streamIdleTimeoutMs: deps.config.upstream.streamIdleTimeoutMs });
   const upstreamFiles = new UpstreamFiles();
   const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir } });
   const router = new UpstreamRouter(providers, { now, logger: deps.logger.child({ component: 'router' }) });

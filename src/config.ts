@@ -92,6 +92,17 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /** What the gateway allows its upstreams (src/providers/http.ts). */
+    upstream: Type.Object(
+      {
+        /**
+         * Silence allowed between a streamed answer's bytes (before its first too): past it the
+         * stream has failed (an in-stream error to the client, billed for what it received).
+         */
+        streamIdleTimeoutMs: Int(100, 600_000),
+      },
+      { additionalProperties: false },
+    ),
     store: Type.Object({ ttlSweepMs: Int(100, 3_600_000) }, { additionalProperties: false }),
     billing: Type.Object(
       {

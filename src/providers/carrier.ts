@@ -61,8 +61,14 @@ export interface CallbackRequest {
   callId: string;
   /** The public URL it was sent to (with its query). */
   url: string;
-  /** The form's parameters, in order. */
+  /** The body's parameters, in order. */
   params: [string, string][];
+  /**
+   * How the body came (default `form`): a form (`application/x-www-form-urlencoded`, the only body
+   * Twilio's signature covers as parameters), a JSON object or multipart fields (Exotel's
+   * StatusCallbackContentType).
+   */
+  encoding?: 'form' | 'json' | 'multipart';
   /** The request's X-Twilio-Signature, if any. */
   signature?: string;
   /** The `token` query parameter of the URL, if any (the per-call secret of carriers that do not sign). */

@@ -226,7 +226,7 @@ export const functionCallItem = (call: ToolCall, status: 'in_progress' | 'comple
 export interface ResponseObject extends Record<string, unknown> {
   id: string;
   object: 'response';
-  status: 'in_progress' | 'completed' | 'incomplete';
+  status: 'in_progress' | 'completed' | 'incomplete' | 'failed';
 }
 
 /** The response object around `output` (in progress, or final with status and usage). */
@@ -263,6 +263,17 @@ export function responseObject(
     ...(final === undefined ? {} : { usage: responsesUsage(final.usage) }),
     metadata: body.metadata ?? {},
   };
+}
+
+/**
+ * The response object of a stream the upstream broke mid-way (`response.failed`): `failed`, with the
+ * error's message (what the `error` event before it said) under the code of OpenAI's own list that
+ * fits (`rate_limit_exceeded`, else `server_error`: the list has no other for a failed upstream).
+ * Its output is what the deltas already carried; the object lists none, as the response never completed.
+ */
+export function failedResponse(id: string, createdAt: number, model: string, body: ResponsesBody, error: { code: string; message: string }): ResponseObject {
+  const code = error.code === 'rate_limit_exceeded' ? error.code : 'server_error';
+  return { ...responseObject(id, createdAt, model, body, []), status: 'failed', error: { code, message: error.message } };
 }
 
 /** A completion as a response object: the text as one message item, then each tool call. */

@@ -105,6 +105,11 @@ export class Dialling {
     );
   }
 
+  /** Whether the carrier that took the call reports its progress by status callbacks (its end among them). */
+  get reportsByCallback(): boolean {
+    return this.carrier?.callbacks !== undefined;
+  }
+
   /** Hangs up at the carrier that took the call, if it is still up there. */
   async hangup(): Promise<void> {
     if (this.carrier && this.carrierCallId !== null && !this.carrierEnded)

@@ -19,8 +19,12 @@
 // between two frames, cancels what the reply still had coming (its chat stream, its syntheses) and
 // sends the carrier's `clear` at once; the marks echoed before it tell how much the callee heard,
 // and the agent's turn keeps `heard_text`: its text cut there.
-// The agent and the recogniser (`converse`) are built once, when the call is answered (or its stream
-// starts, if the carrier's news of the answer comes later): a call that is never answered builds neither.
+// The agent and the recogniser (`converse`) are built once, when the call is answered: a call that is
+// never answered builds neither. The carrier's news of the answer (a status callback) may come late,
+// twice, out of order or never; the carriers open the media stream only once the callee answered, so
+// the stream's authenticated `start` is proof of the answer too: when it comes first, it answers the
+// call (the actor's `carrier.answered`, at the start's time), and the callback is then news the
+// actor no longer takes. Billing and the transcript's clock count from the actor's answer.
 // The actor gets control events only (turns, actions, a heartbeat a second, an end it decided);
 // audio never enters it.
 import type { Logger } from 'pino';
@@ -41,6 +45,13 @@ export type { MediaStream } from './call-line.ts';
 
 /** How long a hung-up call waits for the callee's last words to be recognised before it ends. */
 const LAST_WORDS_MS = 10_000;
+/**
+ * How long a call whose callee hung up waits, after the last words, for the carrier's own news of the
+ * end (a carrier that reports by status callback posts it right after its `stop`): ended on that
+ * news, the call is billed no more than the seconds the carrier counted. Without it, the call ends
+ * at the hang-up as heard here.
+ */
+const CARRIER_NEWS_MS = 2_000;
 
 export interface CallMediaDeps {
   callId: string;
@@ -81,9 +92,13 @@ export class CallMedia implements CallResources {
   private readonly listening: CallListening;
   private readonly timers: CallTimers;
   private conversation: Conversation | null = null;
+  /** Resolves when the actor ended the call here (its hang-up) or the live side went away. */
+  private readonly over: Promise<void>;
+  private markOver!: () => void;
 
   constructor(private readonly deps: CallMediaDeps) {
     const { log, now, actor } = deps;
+    this.over = new Promise<void>((resolve) => (this.markOver = resolve));
     this.line = new CallLine({ actor, log, now, stopTimers: () => this.timers.stop() });
     const line = this.line;
     this.dialling = new Dialling({ ...deps, onAnswered: (at) => this.answer(at) });
@@ -111,14 +126,17 @@ export class CallMedia implements CallResources {
   }
 
   answered(at: number): void {
-    // The simulator told the answer already; a carrier whose news comes by callback (Twilio) did not.
-    if (this.line.answeredAt === null) this.answer(at);
+    // The simulator told the answer already, or the stream's start did; a carrier's callback did not.
+    this.answer(at);
+    // The actor's answer is the call's clock (what billing counts from): at or before the stream's start.
+    this.line.answeredAt = at;
     if (this.deps.creditLimitMs !== null && !this.line.over) this.timers.guardCredit(at + this.deps.creditLimitMs);
   }
 
   async hangup(_reason: EndReason): Promise<void> {
     if (this.line.hungUp) return;
     this.line.hungUp = true;
+    this.markOver();
     this.speaking.stop();
     this.timers.stop();
     this.line.stream?.close(1000, 'call ended');
@@ -128,6 +146,7 @@ export class CallMedia implements CallResources {
   dispose(): void {
     if (this.line.disposed) return;
     this.line.disposed = true;
+    this.markOver();
     this.line.abort.abort();
     this.speaking.stop();
     this.timers.stop();
@@ -165,11 +184,18 @@ export class CallMedia implements CallResources {
       if (line.started || line.over) return 'the stream has started already';
       if (f.token === null || !sameSecret(f.token, this.deps.token)) return 'bad token';
       if (f.format && 'unsupported' in f.format) return this.unsupported(stream, f.format.unsupported);
+      const at = this.deps.now();
       line.started = true;
-      line.lastActivityAt = this.deps.now();
+      line.lastActivityAt = at;
       line.stream = stream;
-      this.timers.lastFrameAt = this.deps.now();
       line.streamSid = f.streamSid;
+      // Proof of the answer: the carrier opens the stream only once the callee answered. Told the
+      // actor before any turn (its events apply in order), so the greeting counts from here.
+      if (line.answeredAt === null) {
+        this.answer(at);
+        line.record({ type: 'carrier.answered', now: at });
+      }
+      this.timers.lastFrameAt = at;
       void this.begin(f.format).catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void line.end('media_timeout');
@@ -200,7 +226,8 @@ export class CallMedia implements CallResources {
    * The callee hung up (the carrier's `stop`, or the stream closed): nothing more is said, and what
    * they were saying is recognised and recorded as their last turn (with the turns still being
    * recognised) before the call ends, at the hang-up: people say their last sentence and hang up
-   * at once, and it is often the one that matters. Waits at most LAST_WORDS_MS for it.
+   * at once, and it is often the one that matters. Waits at most LAST_WORDS_MS for it, then (a
+   * carrier that reports by callback) at most CARRIER_NEWS_MS for the carrier's news of the end.
    */
   private async calleeHungUp(): Promise<void> {
     const line = this.line;
@@ -209,14 +236,14 @@ export class CallMedia implements CallResources {
     this.timers.stop();
     this.speaking.stop();
     this.listening.flush();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([line.queue, new Promise<void>((r) => (timer = setTimeout(r, LAST_WORDS_MS)))]);
-    clearTimeout(timer);
+    await within(line.queue, LAST_WORDS_MS);
+    if (this.dialling.reportsByCallback) await within(this.over, CARRIER_NEWS_MS);
     await line.end('callee_hangup', line.goneAt);
   }
 
-  /** The answer (the carrier's news or the actor's): the media watchdog is armed, the conversation built. */
+  /** The answer (the carrier's news, the stream's start or the actor's), once: the media watchdog is armed, the conversation built. */
   private answer(at: number): void {
+    if (this.line.answeredAt !== null) return;
     this.line.answeredAt = at;
     this.timers.arm(); // the stream must start within the media timeout
     this.talk();
@@ -267,4 +294,11 @@ export class CallMedia implements CallResources {
       ),
     );
   }
+}
+
+/** Waits for `done`, at most `ms`. */
+async function within(done: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
 }

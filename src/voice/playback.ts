@@ -1,6 +1,6 @@
 // One agent reply on its way to the callee (a call's speaking side, src/voice/speaking.ts): its lines' audio in
 // the carrier wire's encoding and whole chunks, sent paced by the instance's one clock
-// (src/voice/pacer.ts): chunk n leaves at n × its length, 40 ms ahead, with a mark every 200 ms and
+// (src/voice/pacer.ts): chunk n leaves at n × its length, 300 ms ahead, with a mark every 200 ms and
 // at the end of the audio so far. The marks the carrier echoes back say how much the callee heard:
 // a reply cut by a barge-in keeps the text of that much (`heardText`). The audio may grow while it
 // plays (an LLM's sentences, each synthesized as it completes): when it runs out before the reply
@@ -12,8 +12,14 @@ import type { Pacer } from './pacer.ts';
 
 /** A mark after every 200 ms of a reply: the resolution of `heard_text`. */
 const MARK_EVERY_MS = 200;
-/** How far ahead of real time the playback runs (the carrier's buffer against our timer's jitter). */
-const LEAD_MS = 40;
+/**
+ * How far ahead of real time the playback runs: the carrier's buffer against a stalled event loop
+ * (a GC pause, a busy instance). The carrier plays what it holds without a gap while the gateway
+ * is late by less than this; at 40 ms a 100 ms stall was a gap the callee heard, and one the
+ * carrier's side reads as the agent having finished. A barge-in's `clear` drops what is queued,
+ * so the lead costs nothing there, and the echoed marks still say what was heard.
+ */
+export const LEAD_MS = 300;
 
 /** What a playback sends frames on: the carrier's stream now (null once detached) and its sid. */
 export interface PlaybackOutlet {

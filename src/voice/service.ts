@@ -264,18 +264,19 @@ export class VoiceCalls {
   }
 
   /**
-   * A carrier's status callback for call `id` (form-encoded): believed only when one of the call's
+   * A carrier's status callback for call `id` (a form, JSON or multipart fields): believed only when one of the call's
    * model's routes of that carrier says it sent it (Twilio: its signature with the route's auth
    * token, over the public URL it was sent to; Exotel: the call's secret in the URL), else 403 and
    * nothing changes. Its news goes to the call's actor through the runtime (whichever instance
    * holds it); callbacks that come late, out of order or twice are news the machine no longer
-   * takes in its state, so they change nothing. A `completed` with a duration for a call not seen
-   * answered tells the answer first.
+   * takes in its state, so they change nothing (the stream's start may have answered the call
+   * already: src/voice/media.ts). A `completed` with a duration for a call not seen answered tells
+   * the answer first; its duration bounds what the call is billed.
    */
   async carrierCallback(
     id: string,
     provider: string,
-    sent: Pick<CallbackRequest, 'params' | 'signature' | 'token'>,
+    sent: Pick<CallbackRequest, 'params' | 'signature' | 'token' | 'encoding'>,
     path: string,
   ): Promise<{ received: true }> {
     const notFound = () => new ApiError('not_found', 'No such call.');
@@ -304,7 +305,7 @@ export class VoiceCalls {
     else if (news.kind === 'answered') await send({ type: 'carrier.answered', now });
     else if (news.kind === 'ended') {
       if (news.durationS > 0 && c.answeredAt === null) await send({ type: 'carrier.answered', now: now - news.durationS * 1000 });
-      await send({ type: 'carrier.ended', now, ...news.outcome });
+      await send({ type: 'carrier.ended', now, ...news.outcome, ...(news.durationS > 0 ? { seconds: news.durationS } : {}) });
     }
     return { received: true };
   }

@@ -210,6 +210,17 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
       const events = streams(await v1('/responses', { body: { ...body, stream: true } }), (e) => responseEvent(e.type), `responses ${what} stream`);
       assert.equal(events.at(-1)!.type, 'response.completed');
     }
+    // An upstream that breaks mid-stream: the error event and response.failed are the document's too.
+    up.next({ errorAfterChunks: 4 });
+    const broken = streams(
+      await v1('/responses', { body: { model: 'chat', input: 'tell me about rivers', stream: true } }),
+      (e) => responseEvent(e.type),
+      'responses broken stream',
+    );
+    assert.deepEqual(
+      broken.slice(-2).map((e) => e.type),
+      ['error', 'response.failed'],
+    );
   });
 
   it('POST /v1/embeddings, float and base64', async () => {

@@ -19,7 +19,8 @@
 // Status callbacks (unsigned: Exotel signs nothing) go to the call's StatusCallback, form-encoded
 // unless StatusCallbackContentType asks for JSON or multipart, delivered at their worst: `answered`
 // twice then a stale `ringing` (the newer API's; v1 has no ringing event); `terminal` twice, with
-// ConversationDuration, StartTime and EndTime.
+// ConversationDuration, StartTime and EndTime; and, for the numbers `badDays` names, dropped, late,
+// repeated, reordered, JSON or multipart (test/fakes/bad-day.ts).
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -30,6 +31,7 @@ import type { SpeechClip } from '../../src/speech/clip.ts';
 import { loadResamplers, type Resamplers } from '../../src/speech/resample.ts';
 import { exotelCallee, exotelWire } from '../../src/providers/carrier-wire/exotel.ts';
 import { appIdOf, classicRefusal, exophoneOf, exotelTime, voicebotStream, type Format } from './exotel-classic.ts';
+import { type BadDay, CallbackDay, callbackBody } from './bad-day.ts';
 
 export interface ExotelRequest {
   method: string;
@@ -108,7 +110,11 @@ function refusal(form: URLSearchParams, exophones: string[]): string | null {
 
 export class FakeExotel {
   readonly requests: ExotelRequest[] = [];
-  readonly callbacks: { event: string; status: string; code: number }[] = [];
+  /** Each callback posted: `seconds`, a terminal one's ConversationDuration. */
+  readonly callbacks: { sid: string; event: string; status: string; code: number; seconds?: number }[] = [];
+  /** How each callee number's status callbacks are delivered (test/fakes/bad-day.ts); others as above. */
+  readonly badDays = new Map<string, BadDay>();
+  private readonly days = new Map<string, CallbackDay>();
   /** Every callback's parameters, by Exotel's call sid. */
   readonly callbackParams: { sid: string; params: [string, string][] }[] = [];
   /** What the gateway sent each call's stream, by the call's customfield (the gateway's call id). */
@@ -269,6 +275,8 @@ export class FakeExotel {
       endedAt: null,
     };
     this.calls.set(sid, leg);
+    const day = new CallbackDay(this.badDays.get(to));
+    this.days.set(sid, day);
     const record: StreamRecord = { media: [], marks: 0, clears: 0 };
     this.streams.set(leg.customField, record);
     const v1 = api === 'v1';
@@ -276,7 +284,7 @@ export class FakeExotel {
       if (leg.endedAt !== null) return;
       leg.status = status;
       leg.endedAt = Date.now();
-      void this.post(sid, 'terminal', leg.status).then(() => this.post(sid, 'terminal', leg.status));
+      void day.ended(() => this.post(sid, 'terminal', leg.status));
     };
     leg.simId = await this.carrier.dial(
       {
@@ -296,9 +304,10 @@ export class FakeExotel {
         answered: () => {
           leg.status = 'in-progress';
           leg.answeredAt = Date.now();
-          void this.post(sid, 'answered', 'in-progress')
-            .then(() => this.post(sid, 'answered', 'in-progress'))
-            .then(() => (v1 ? 0 : this.post(sid, 'ringing', 'ringing')));
+          day.answered(
+            () => this.post(sid, 'answered', 'in-progress'),
+            () => (v1 ? Promise.resolve() : this.post(sid, 'ringing', 'ringing')),
+          );
         },
         ended: ({ status }) => end(status === 'busy' ? 'busy' : status === 'no_answer' ? 'no-answer' : status === 'failed' ? 'failed' : 'completed'),
       },
@@ -363,7 +372,7 @@ export class FakeExotel {
     return call.answeredAt ? Math.round(((call.endedAt ?? Date.now()) - call.answeredAt) / 1000) : 0;
   }
 
-  /** An (unsigned) status callback to the URL the call gave, in the content type it asked for (form-encoded by default). */
+  /** An (unsigned) status callback to the URL the call gave, in the content type it asked for (form-encoded by default) or the callee's bad day has. */
   async post(sid: string, event: string, status: string): Promise<number> {
     const call = this.calls.get(sid);
     if (!call?.callback) return 0;
@@ -374,30 +383,23 @@ export class FakeExotel {
       ['DateUpdated', exotelTime(Date.now())],
       ['CustomField', call.customField],
     ];
-    if (event === 'terminal') {
-      params.push(['ConversationDuration', String(this.duration(call))], ['StartTime', exotelTime(call.createdAt)]);
+    const seconds = event === 'terminal' ? this.duration(call) : undefined;
+    if (seconds !== undefined) {
+      params.push(['ConversationDuration', String(seconds)], ['StartTime', exotelTime(call.createdAt)]);
       params.push(['EndTime', exotelTime(call.endedAt ?? Date.now())]);
     }
     this.callbackParams.push({ sid, params });
-    const body =
-      call.contentType === 'application/json'
-        ? JSON.stringify(Object.fromEntries(params))
-        : call.contentType === 'multipart/form-data'
-          ? (() => {
-              const f = new FormData();
-              for (const [k, v] of params) f.append(k, v);
-              return f;
-            })()
-          : new URLSearchParams(params).toString();
-    const headers: Record<string, string> =
-      typeof body !== 'string' ? {} : { 'content-type': call.contentType === 'application/json' ? 'application/json' : 'application/x-www-form-urlencoded' };
+    const asked = call.contentType === 'application/json' ? 'json' : call.contentType === 'multipart/form-data' ? 'multipart' : undefined;
+    // Exotel's JSON carries the call's legs as a nested list (the gateway does not read it).
+    const { body, headers } = callbackBody(params, this.days.get(sid)?.day.encoding ?? asked, { Legs: [{ OnCallDuration: seconds ?? 0, Status: status }] });
     const res = await fetch(call.callback, { method: 'POST', headers, body }).catch(() => null);
-    this.callbacks.push({ event, status, code: res?.status ?? 0 });
+    this.callbacks.push({ sid, event, status, code: res?.status ?? 0, ...(seconds !== undefined ? { seconds } : {}) });
     await res?.text();
     return res?.status ?? 0;
   }
 
   async close(): Promise<void> {
+    for (const day of this.days.values()) day.close();
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
   }

@@ -7,7 +7,8 @@
 // on an answer it opens the media stream the TwiML's <Stream url> names, with its <Parameter>s as
 // customParameters, and speaks Media Streams. Status callbacks are form posts to StatusCallback,
 // signed X-Twilio-Signature with the auth token, and delivered as Twilio does at its worst:
-// `in-progress` twice and then a stale `ringing`; `completed` twice.
+// `in-progress` twice and then a stale `ringing`; `completed` twice; and, for the numbers `badDays`
+// names, dropped, late, repeated or reordered (test/fakes/bad-day.ts; Twilio posts forms only).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -15,6 +16,7 @@ import type { CalleeScript } from '../../src/config.ts';
 import { simulatorCarrier } from '../../src/providers/simulator/voice.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
 import { twilioSignature } from '../../src/providers/twilio/voice.ts';
+import { type BadDay, CallbackDay } from './bad-day.ts';
 
 export interface TwilioRequest {
   method: string;
@@ -34,7 +36,11 @@ const unxml = (s: string) => s.replace(/&#(\d+);/g, (_m, n: string) => String.fr
 
 export class FakeTwilio {
   readonly requests: TwilioRequest[] = [];
-  readonly callbacks: { status: string; code: number }[] = [];
+  /** Each callback posted: `seconds`, a `completed` one's CallDuration. */
+  readonly callbacks: { sid: string; status: string; code: number; seconds?: number }[] = [];
+  /** How each callee number's status callbacks are delivered (test/fakes/bad-day.ts); others as above. */
+  readonly badDays = new Map<string, BadDay>();
+  private readonly days = new Map<string, CallbackDay>();
   private seq = 0;
   private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
 
@@ -82,6 +88,8 @@ export class FakeTwilio {
       const callback = form.get('StatusCallback')!;
       const call = { simId: '', callback, answeredAt: null as number | null, endedAt: null as number | null };
       this.calls.set(sid, call);
+      const day = new CallbackDay(this.badDays.get(form.get('To')!));
+      this.days.set(sid, day);
       call.simId = await this.carrier.dial(
         {
           callId: parameters.call_id ?? '',
@@ -96,9 +104,10 @@ export class FakeTwilio {
           ringing: () => void this.post(sid, 'ringing'),
           answered: () => {
             call.answeredAt = Date.now();
-            void this.post(sid, 'in-progress')
-              .then(() => this.post(sid, 'in-progress'))
-              .then(() => this.post(sid, 'ringing', -5));
+            day.answered(
+              () => this.post(sid, 'in-progress'),
+              () => this.post(sid, 'ringing', -5),
+            );
           },
           ended: ({ status }) => {
             call.endedAt ??= Date.now();
@@ -126,9 +135,13 @@ export class FakeTwilio {
     json(404, { code: 20404, message: 'not found', status: 404 });
   }
 
+  /** Twilio's sid of the call the gateway placed as `callId` (its StatusCallback names it). */
+  sidOf(callId: string): string | undefined {
+    return [...this.calls].find(([, c]) => c.callback.includes(`/calls/${callId}/`))?.[0];
+  }
+
   private async ended(sid: string, status: string): Promise<void> {
-    await this.post(sid, status);
-    await this.post(sid, status); // repeated, as Twilio may
+    await (this.days.get(sid) ?? new CallbackDay()).ended(() => this.post(sid, status)); // repeated, as Twilio may
   }
 
   /** A signed status callback (`seqShift` < 0 sends it with an older sequence number: a stale one). */
@@ -143,18 +156,20 @@ export class FakeTwilio {
       ['SequenceNumber', String(this.seq + seqShift)],
       ['Timestamp', new Date().toUTCString()],
     ];
-    if (status === 'completed') params.push(['CallDuration', String(call.answeredAt ? Math.round((Date.now() - call.answeredAt) / 1000) : 0)]);
+    const seconds = status === 'completed' ? (call.answeredAt ? Math.round(((call.endedAt ?? Date.now()) - call.answeredAt) / 1000) : 0) : undefined;
+    if (seconds !== undefined) params.push(['CallDuration', String(seconds)]);
     const res = await fetch(call.callback, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(this.authToken, call.callback, params) },
       body: new URLSearchParams(params).toString(),
     }).catch(() => null);
-    this.callbacks.push({ status, code: res?.status ?? 0 });
+    this.callbacks.push({ sid, status, code: res?.status ?? 0, ...(seconds !== undefined ? { seconds } : {}) });
     await res?.text();
     return res?.status ?? 0;
   }
 
   async close(): Promise<void> {
+    for (const day of this.days.values()) day.close();
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
   }

@@ -141,6 +141,20 @@ describe('voice-call machine', () => {
     assert.deepEqual([end.context.answeredAt, end.context.billedSeconds], [1_000, 3]);
   });
 
+  it("the carrier's count bounds the bill: its end's news 4 s late bills what it counted; a later answer's news changes nothing", async () => {
+    const billed = async (seconds: number | undefined) => {
+      const actor = createActor(harness().machine, { input: input() }).start();
+      actor.send({ type: 'carrier.answered', now: 2_000 }); // the stream's start
+      actor.send({ type: 'carrier.answered', now: 1_500 }); // the callback, late, saying earlier
+      actor.send({ type: 'carrier.ended', now: 14_000, ...(seconds === undefined ? {} : { seconds }) });
+      const end = await done(actor);
+      return [end.context.answeredAt, end.context.billedSeconds];
+    };
+    assert.deepEqual(await billed(8), [2_000, 8]);
+    assert.deepEqual(await billed(30), [2_000, 12], 'a count longer than the call bills the call');
+    assert.deepEqual(await billed(undefined), [2_000, 12]);
+  });
+
   it('keeps the first 200 turns and counts the ones it leaves out; a dial refused for its credentials is named', async () => {
     const actor = createActor(harness().machine, { input: input() }).start();
     actor.send({ type: 'carrier.answered', now: 1_000 });

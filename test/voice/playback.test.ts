@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { Pacer } from '../../src/voice/pacer.ts';
-import { Playback, wholeChunks } from '../../src/voice/playback.ts';
+import { LEAD_MS, Playback, wholeChunks } from '../../src/voice/playback.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
 import { twilioWire } from '../../src/providers/carrier-wire/twilio.ts';
 
@@ -57,8 +57,8 @@ describe('a reply playback', () => {
     p.append('alpha beta', clip(400));
     p.append('one two three four', clip(410));
     p.finish();
-    await until(() => markNames().length === 5); // at 200, 400, 600, 800 ms and the end (820 ms)
-    assert.ok(performance.now() - t0 >= 700, 'paced in real time, not sent at once');
+    await until(() => markNames().length === 5); // at 200, 400, 600, 800 ms and the end (820 ms), each sent LEAD_MS early
+    assert.ok(performance.now() - t0 >= 820 - LEAD_MS - 20, 'paced in real time, not sent at once');
     assert.equal(frames.filter((f) => f.event === 'media').length, 41); // 20 chunks, then 21 (the second line padded)
     let resolved = false;
     void played.then(() => (resolved = true));
@@ -69,6 +69,23 @@ describe('a reply playback', () => {
     await played;
     assert.equal(p.heardBytes, 6560);
     assert.equal(p.text, 'alpha beta one two three four');
+  });
+
+  it('runs a few hundred ms ahead: a stalled event loop leaves the carrier audio to play, and the rest stays paced', async () => {
+    const { p, frames } = playback();
+    const sentMs = () => frames.filter((f) => f.event === 'media').length * 20;
+    const played = p.play();
+    p.append('a long line', clip(2000));
+    p.finish();
+    await new Promise((r) => setTimeout(r, 15));
+    // The instance stalls 250 ms (a GC pause, a busy loop): the carrier must hold more than that already.
+    const stalledAt = sentMs();
+    const until250 = performance.now() + 250;
+    while (performance.now() < until250); // busy: no timer runs
+    assert.ok(stalledAt >= 250, `${stalledAt} ms of audio at the carrier when the loop stalled`);
+    assert.ok(stalledAt < 2000, 'not all at once');
+    p.cut();
+    await played;
   });
 
   it('a cut clears the carrier and keeps what was heard: whole lines, then the words that fit', async () => {

@@ -7,7 +7,7 @@ import { errors, KeyString, OneOf } from '../schemas.ts';
 import { KEY_STRING_PATTERN } from '../../shared/strings.ts';
 import { relaySse } from '../sse.ts';
 import { dropNulls } from '../../text/chat-input.ts';
-import { completionResponse, newResponseId, toChatBody, type ResponsesBody } from '../../text/responses.ts';
+import { completionResponse, failedResponse, newResponseId, toChatBody, type ResponsesBody } from '../../text/responses.ts';
 import { responseEvents } from '../../text/responses-stream.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
@@ -139,9 +139,17 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
           seq = (ev.sequence_number as number) + 1;
           return `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
         },
-        // The Responses stream's error event: the envelope's code and message.
-        error: (api) =>
-          `event: error\ndata: ${JSON.stringify({ type: 'error', code: api.code, message: api.message, param: api.options.param ?? null, sequence_number: seq })}\n\n`,
+        // A break mid-stream: the `error` event (the envelope's code and message), then
+        // `response.failed`, the response's terminal event, for clients that wait for one.
+        error: (api) => {
+          const error = { type: 'error', code: api.code, message: api.message, param: api.options.param ?? null, sequence_number: seq };
+          const failed = {
+            type: 'response.failed',
+            sequence_number: seq + 1,
+            response: failedResponse(id, prep.created, prep.model._id, body, { code: api.code, message: api.message }),
+          };
+          return `event: error\ndata: ${JSON.stringify(error)}\n\nevent: response.failed\ndata: ${JSON.stringify(failed)}\n\n`;
+        },
       });
     },
   );

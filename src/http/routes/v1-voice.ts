@@ -13,7 +13,8 @@ import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
-import { ApiError } from '../../errors.ts';
+import multipart from '@fastify/multipart';
+import { ApiError, echo } from '../../errors.ts';
 import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
 
@@ -160,40 +161,92 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
   registerCallRoutes(app, deps, { prefix: '/v1', preHandler: requireApiKey(deps, 'voice'), security: [{ apiKey: [] }], tags: ['v1'], account: payer });
 
   // Carriers' status callbacks: no API key (the carrier calls); its signature (Twilio) or the call's
-  // secret in the URL (`?token=`, Exotel) decides. Form-encoded, as both post them: parsed in this
-  // scope only, kept as ordered pairs for the signature.
+  // secret in the URL (`?token=`, Exotel) decides. Forms (as both post them by default), JSON objects
+  // and multipart fields (Exotel's StatusCallbackContentType): the form and multipart parsers are
+  // this scope's only, every body at most CALLBACK_BODY_BYTES; read as ordered pairs (`callbackBody`).
   // The scope typed as App: fastify's register types its plugin's instance with the default type
   // provider, not the parent's, so without it the routes' schemas would not type their requests.
   void app.register(async (scope: App) => {
-    scope.addContentTypeParser<string>('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
-      done(null, [...new URLSearchParams(body)]);
+    scope.addContentTypeParser<string>('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+      done(null, new FormPairs([...new URLSearchParams(body)]));
+    });
+    await scope.register(multipart, { limits: CALLBACK_MULTIPART_LIMITS });
+    scope.addHook('onRequest', async (req) => {
+      // Multipart is read as a stream (no bodyLimit): a declared length over the limit is refused unread.
+      if (Number(req.headers['content-length']) > CALLBACK_BODY_BYTES)
+        throw new ApiError('body_too_large', `A status callback is at most ${CALLBACK_BODY_BYTES} bytes.`);
     });
     scope.post(
       '/v1/voice/calls/:id/callback/:provider',
       {
+        bodyLimit: CALLBACK_BODY_BYTES,
         schema: {
           tags: ['v1'],
           summary: "A carrier's status callback (authenticated by its signature or the call's secret)",
           params: Type.Object({ id: KeyString(64), provider: KeyString(32) }),
           querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })) }, { additionalProperties: false }),
-          response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404) },
+          response: { 200: Type.Object({ received: Type.Boolean() }), ...errors(400, 403, 404, 413, 415) },
         },
       },
       async (req) => {
         const { id, provider } = req.params;
-        // The form parser above made the body its ordered pairs; a JSON body (no schema here) is none.
-        const params: [string, string][] = Array.isArray(req.body) ? req.body : [];
+        const { params, encoding } = await callbackBody(req);
         const signature = req.headers['x-twilio-signature'];
         const { token } = req.query;
         return deps.services.voice.carrierCallback(
           id,
           provider,
-          { params, ...(typeof signature === 'string' ? { signature } : {}), ...(token !== undefined ? { token } : {}) },
+          { params, encoding, ...(typeof signature === 'string' ? { signature } : {}), ...(token !== undefined ? { token } : {}) },
           req.url,
         );
       },
     );
   });
+}
+
+/** A form's fields, in order (what Twilio's signature covers): never what a JSON body parses to. */
+class FormPairs {
+  constructor(readonly pairs: [string, string][]) {}
+}
+
+/** The largest status callback body (a carrier's is well under 2 KiB). */
+const CALLBACK_BODY_BYTES = 16_384;
+const CALLBACK_MULTIPART_LIMITS = { fields: 64, fieldNameSize: 100, fieldSize: 2048, files: 1, fileSize: 1, parts: 65, headerPairs: 20 };
+
+/**
+ * A status callback's body as ordered (name, value) pairs, and how it came: a form (the parser
+ * above made it its pairs), a JSON object (its string, number and boolean values; nulls and nested
+ * values, such as Exotel's `Legs`, are not read) or multipart fields (no files). Anything else that
+ * parsed (a JSON array or scalar), a file, an over-long field or a malformed multipart body: 400.
+ */
+async function callbackBody(req: FastifyRequest): Promise<{ params: [string, string][]; encoding: 'form' | 'json' | 'multipart' }> {
+  const refuse = (why: string) => new ApiError('invalid_request', `The status callback's body ${why}.`);
+  if (req.isMultipart()) {
+    const params: [string, string][] = [];
+    try {
+      for await (const part of req.parts()) {
+        if (part.type === 'file') {
+          part.file.resume();
+          throw refuse(`carries a file (in '${echo(part.fieldname)}'): a callback's fields are text`);
+        }
+        if (part.valueTruncated) throw refuse(`field '${echo(part.fieldname)}' is longer than ${CALLBACK_MULTIPART_LIMITS.fieldSize} bytes`);
+        params.push([part.fieldname, String(part.value)]);
+      }
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw refuse(`is not multipart form fields we can read (${echo((err as Error).message ?? 'unreadable')})`);
+    }
+    return { params, encoding: 'multipart' };
+  }
+  if (req.body instanceof FormPairs) return { params: req.body.pairs, encoding: 'form' };
+  if (req.body === undefined) return { params: [], encoding: 'form' }; // none
+  if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw refuse('is JSON but not an object of fields');
+  const params: [string, string][] = [];
+  for (const [name, value] of Object.entries(req.body)) {
+    if (typeof value === 'string') params.push([name, value]);
+    else if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') params.push([name, String(value)]);
+  }
+  return { params, encoding: 'json' };
 }
 
 /** Where calls are read and controlled: /v1 (an API key with scope `voice`: its payer's calls) or /portal (the session: its account's). */

@@ -96,7 +96,12 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
       return call.status === 'completed' ? seconds : null;
     },
     callbacks: {
-      authentic: (req) => route.authToken !== '' && req.signature !== undefined && verifySignature(route.authToken, req.url, req.params, req.signature),
+      // Twilio posts forms, and signs their parameters; another body's fields are not what it signed.
+      authentic: (req) =>
+        (req.encoding ?? 'form') === 'form' &&
+        route.authToken !== '' &&
+        req.signature !== undefined &&
+        verifySignature(route.authToken, req.url, req.params, req.signature),
       news: parseStatusCallback,
     },
   };
