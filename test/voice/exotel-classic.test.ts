@@ -99,6 +99,7 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
     );
     assert.equal(rest.form.get('StreamUrl'), null);
     assert.deepEqual(rest.form.getAll('StatusCallbackEvents[]'), ['answered', 'terminal']);
+    assert.equal(rest.form.get('StatusCallbackContentType'), 'application/json', "the callbacks' body named, JSON");
     const callback = new URL(rest.form.get('StatusCallback')!);
     assert.equal(`${callback.origin}${callback.pathname}`, `${gw.url}/v1/voice/calls/${id}/callback/exotel`);
     assert.ok(exotel.callbacks.length >= 4 && exotel.callbacks.every((x) => x.code === 200), JSON.stringify(exotel.callbacks));

@@ -38,6 +38,9 @@ export function classicConnectForm(route: { accountSid: string; appId: string; f
     TimeOut: String(Math.max(1, Math.ceil(req.ringTimeoutMs / 1000))),
     CustomField: req.callId,
     StatusCallback: callbackUrl,
+    // A body we name rather than a default we cannot check (Exotel's v1 may post multipart by
+    // default; the callback route reads forms, JSON and multipart alike).
+    StatusCallbackContentType: 'application/json',
   });
   // Exotel's v1 reports only these two (the newer API adds `ringing`).
   for (const e of ['answered', 'terminal']) form.append('StatusCallbackEvents[]', e);
