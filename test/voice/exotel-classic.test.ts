@@ -8,9 +8,19 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeExotel } from '../fakes/exotel.ts';
-import { SpeechClip } from '../../src/speech/clip.ts';
 import { exotelCarrier } from '../../src/providers/exotel/voice.ts';
-import { carrierModel, ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
+import {
+  assertDisputeCall,
+  carrierModel,
+  ended,
+  localSpeech,
+  place,
+  startVoiceGateway,
+  voiceAccount,
+  waitForCall,
+  walletMicrocents,
+  type VoiceAccount,
+} from './helpers.ts';
 import { CALLEES, putScriptedVoice, ScriptedStt } from './simulated.ts';
 
 const ACCOUNT = { account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token' };
@@ -26,15 +36,7 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
   let speaker: VoiceAccount;
   before(async () => {
     stt = await ScriptedStt.start();
-    const speak = async (input: string, voice: string) => {
-      const res = await fetch(`${gw.url}/v1/audio/speech`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${speaker.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 8000 }),
-      });
-      if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
-      return new SpeechClip(Buffer.from(await res.arrayBuffer()));
-    };
+    const speak = (input: string, voice: string) => localSpeech(gw.url, speaker.key, input, voice);
     exotel = await FakeExotel.start({
       accountSid: ACCOUNT.account_sid,
       apiKey: ACCOUNT.api_key,
@@ -70,19 +72,7 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
     const res = await dial('+919800000010', { from: '+918047491899' });
     assert.equal(res.status, 202, res.text);
     const id = res.body.id as string;
-    const c = await waitForCall(gw, acc.key, id, ended, 60_000);
-    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
-    assert.deepEqual(
-      c.transcript.map((t: { role: string; response_id?: string; text: string }) => [t.role, t.response_id ?? t.text]),
-      [
-        ['agent', 'GEN.GREETING'],
-        ['callee', 'ATM did not give money but my account got debited'],
-        ['agent', 'BANKING.DISPUTE.ASK_RAISE'],
-        ['callee', 'haan'],
-        ['agent', 'BANKING.DISPUTE.CREATED'],
-      ],
-    );
-    assert.ok(c.billed_seconds >= Math.floor(c.duration_seconds) && c.billed_seconds <= Math.ceil(c.duration_seconds) + 1, JSON.stringify(c));
+    const c = await assertDisputeCall(gw, acc.key, id);
     assert.equal(before - (await walletMicrocents(gw, acc.session)), c.billed_seconds * 100_000, 'charged once, at 0.1 cent a second');
     assert.deepEqual(
       gw.events.filter((e) => e.fields.call_id === id).map((e) => e.event),

@@ -10,9 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { call, type TestGateway } from '../helper.ts';
 import { FakeExotel } from '../fakes/exotel.ts';
-import { SpeechClip } from '../../src/speech/clip.ts';
+import type { SpeechClip } from '../../src/speech/clip.ts';
 import { loadResamplers } from '../../src/speech/resample.ts';
-import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
+import { ended, localSpeech, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
 import { CALLEES, putScriptedVoice, ScriptedStt } from './simulated.ts';
 
 const ROUTE = { provider: 'exotel', account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' };
@@ -50,12 +50,7 @@ describe("Exotel's stream formats, and a cancelled call's leg", () => {
     gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, minAffordableSeconds: 10, simulator: { callees: [] } } });
     await putScriptedVoice(gw.url, stt, 'voice-exotel', [{ ...ROUTE, base_url: exotel.url }]);
     acc = await voiceAccount(gw, 1000);
-    const res = await fetch(`${gw.url}/v1/audio/speech`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${(await voiceAccount(gw, 100)).key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'tts-local', input: SPOKEN, voice: 'en-us', response_format: 'pcm', sample_rate: 8000 }),
-    });
-    clip = new SpeechClip(Buffer.from(await res.arrayBuffer()));
+    clip = await localSpeech(gw.url, (await voiceAccount(gw, 100)).key, SPOKEN, 'en-us');
   });
   after(async () => {
     await gw?.destroy();
