@@ -3,7 +3,7 @@
 // what the media loop, src/voice/media.ts, reads from the carrier's frames and sends back) and the
 // carrier's (`CalleeWire`: what the simulated callee, src/providers/simulator/voice.ts, sends and
 // plays). One file per protocol: twilio.ts (Media Streams: μ-law, 20 ms frames, camelCase) and
-// exotel.ts (Voicebot: PCM16 LE, 100 ms chunks, snake_case). Both carry 8 kHz mono JSON text frames
+// exotel.ts (Voicebot: PCM16 LE, 100 ms chunks in, 3,200-byte messages out, snake_case). Both carry 8 kHz mono JSON text frames
 // with base64 audio, and the same control: `start` with the call's parameters, `mark` echoes, `clear`.
 // Exotel's streams may come at 16 or 24 kHz, or in μ-law (its `start`'s `media_format`): the wire of
 // such a stream (`forFormat`) decodes and resamples to 8 kHz in, and encodes the replies at its rate out.
