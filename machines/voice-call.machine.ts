@@ -47,6 +47,8 @@ export type EndReason =
   /** The carrier's API refused the route's credentials (401/403): its account or token is wrong, not an outage. */
   | 'carrier_credentials_refused'
   | 'media_timeout'
+  /** The carrier's stream came in a format the gateway cannot take (Exotel's media_format): refused, not misread. */
+  | 'media_format_unsupported'
   | 'gateway_restart';
 
 /**

@@ -327,7 +327,14 @@ export async function createServices(deps: {
     }
     if (config.provider === 'exotel' && config.account_sid && config.from && config.api_token && route.apiKey) {
       return exotelCarrier(
-        { baseUrl: route.baseUrl, accountSid: config.account_sid, apiKey: route.apiKey, apiToken: config.api_token, from: config.from },
+        {
+          baseUrl: route.baseUrl,
+          accountSid: config.account_sid,
+          apiKey: route.apiKey,
+          apiToken: config.api_token,
+          from: config.from,
+          ...(config.app_id ? { appId: config.app_id } : {}),
+        },
         { callbackUrl: (id) => `${callbackUrl('exotel', id)}?token=${voiceCallbackToken(id)}`, callbackToken: voiceCallbackToken, logger: carrierLog },
       );
     }
@@ -350,6 +357,7 @@ export async function createServices(deps: {
     router,
     resolveRoutes: gatewayDeps.resolveRoutes,
     detectors: () => (detectors ??= loadVoiceDetectors()),
+    resamplers: () => (resamplers ??= loadResamplers()),
     baseUrl: publicBase,
     keySecret: deps.keySecret,
     transcripts,

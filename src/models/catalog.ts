@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
 import type { Clock } from '../shared/common.ts';
+import { validCallerId } from '../shared/phones.ts';
 import { CARRIERS, IN_PROCESS_PROVIDERS } from '../providers/index.ts';
 import type { ModelDoc, ModelFields, ModelType, Pricing, RouteConfig, SttMode, SttTimestamps, VoiceFeature } from './types.ts';
 
@@ -204,7 +205,9 @@ export function adminModel(m: ModelDoc): Record<string, unknown> {
 
 /**
  * A voice model's routes are carriers and nothing else is: `simulator` takes no fields, `twilio`
- * needs account_sid, its auth token (api_key or api_key_env) and from; `exotel` those and api_token.
+ * needs account_sid, its auth token (api_key or api_key_env) and from (E.164); `exotel` those and
+ * api_token, its from an ExoPhone in E.164 or written 0XXXXXXXXXX, and app_id when its calls go
+ * through a flow (Exotel's v1 `Calls/connect`).
  */
 function validateCarrier(type: ModelType, r: RouteConfig, at: string): void {
   const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param: `${at}${param}` });
@@ -213,19 +216,22 @@ function validateCarrier(type: ModelType, r: RouteConfig, at: string): void {
   if (type !== 'voice' && carrier) throw bad('.provider', `'${r.provider}' is a telephony carrier: only voice models route to it.`);
   if (!carrier) {
     if (r.upstream_model === undefined) throw bad('.upstream_model', 'upstream_model is required.');
-    for (const field of ['account_sid', 'api_token', 'from'] as const)
+    for (const field of ['account_sid', 'api_token', 'from', 'app_id'] as const)
       if (r[field] !== undefined) throw bad(`.${field}`, `${field} applies to carrier routes only.`);
     return;
   }
   if (r.upstream_model !== undefined) throw bad('.upstream_model', 'A carrier route takes no upstream_model.');
   if (r.provider === 'simulator') {
-    for (const field of ['account_sid', 'api_token', 'from'] as const)
+    for (const field of ['account_sid', 'api_token', 'from', 'app_id'] as const)
       if (r[field] !== undefined) throw bad(`.${field}`, `A simulator route takes no ${field}.`);
     return;
   }
   if (r.account_sid === undefined) throw bad('.account_sid', `A ${r.provider} route needs account_sid.`);
   if (r.api_key === undefined && r.api_key_env === undefined) throw bad('.api_key', `A ${r.provider} route needs api_key or api_key_env.`);
   if (r.from === undefined) throw bad('.from', `A ${r.provider} route needs from (the caller id).`);
+  if (!validCallerId(r.from)) throw bad('.from', `'${r.from}' is not a phone number (E.164, or an ExoPhone written 0XXXXXXXXXX).`);
+  if (r.provider === 'twilio' && !r.from.startsWith('+')) throw bad('.from', 'A twilio route calls from an E.164 number (+…).');
+  if (r.provider === 'twilio' && r.app_id !== undefined) throw bad('.app_id', 'app_id is an exotel flow: a twilio route takes none.');
   if (r.provider === 'exotel' && r.api_token === undefined) throw bad('.api_token', 'An exotel route needs api_token.');
   if (r.provider === 'twilio' && r.api_token !== undefined) throw bad('.api_token', 'A twilio route takes no api_token (its auth token is api_key).');
 }

@@ -21,8 +21,10 @@ export interface RouteConfig {
   /** Carriers: Twilio's account SID (`api_key` is its auth token), Exotel's account SID and API token (`api_key` its API key). */
   account_sid?: string;
   api_token?: string;
-  /** Carriers: the caller id (E.164) calls are placed from, unless a call names another the route owns. */
+  /** Carriers: the caller id calls are placed from (E.164; an ExoPhone also 0XXXXXXXXXX), unless a call names another the route owns. */
   from?: string;
+  /** Exotel: the flow (app id) its calls go through, on Exotel's v1 `Calls/connect` (src/providers/exotel/classic.ts). */
+  app_id?: string;
 }
 
 export interface ResolvedRoute {

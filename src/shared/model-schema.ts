@@ -4,6 +4,7 @@
 // models in this shape; src/models/types.ts derives its types from these lists.
 import { Type, type TSchema } from 'typebox';
 import { KeyString } from './strings.ts';
+import { CALLER_ID_PATTERN } from './phones.ts';
 
 export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
 export const STT_MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'codemix'] as const;
@@ -30,7 +31,13 @@ export const RouteSchema = Closed({
   /** Carriers (twilio, exotel): the account, Exotel's second credential, and the caller id calls come from. */
   account_sid: Type.Optional(KeyString(128, { minLength: 1 })),
   api_token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
-  from: Type.Optional(Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$' })),
+  /** E.164, or (an exotel route's ExoPhone) Exotel's national form `0XXXXXXXXXX`; src/models/catalog.ts checks it is a real number. */
+  from: Type.Optional(Type.String({ pattern: CALLER_ID_PATTERN })),
+  /**
+   * An exotel route that places its calls through Exotel's long-standing v1 API (`Calls/connect`
+   * with a flow): the flow's app id, whose Voicebot applet streams to the gateway (docs/api/voice.md).
+   */
+  app_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
 });
 
 export const ModelSchema = Closed({

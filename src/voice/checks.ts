@@ -5,7 +5,7 @@
 // needs). `check` runs inside the Meter's `begin`, before the hold; what it settles (`Checked`) is
 // what src/voice/service.ts places the call with.
 import { ApiError, echo } from '../errors.ts';
-import { phoneNumbers } from '../shared/phones.ts';
+import { callerIdE164, phoneNumbers } from '../shared/phones.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { voiceFeatures } from '../models/catalog.ts';
 import type { ModelDoc, RouteConfig } from '../models/types.ts';
@@ -92,7 +92,8 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   if (body.webhook_id !== undefined && !(await deps.webhookOwned(payer.walletId, body.webhook_id))) {
     throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
   }
-  if (body.from !== undefined && !model.routes.some((r) => r.from === body.from)) {
+  // An ExoPhone may be written +91… or 0…: the same number either way.
+  if (body.from !== undefined && !model.routes.some((r) => r.from !== undefined && callerIdE164(r.from) === callerIdE164(body.from!))) {
     throw new ApiError('invalid_request', `'from' must be a caller id one of the model's carrier routes owns.`, { param: 'from' });
   }
   const languages = model.languages ?? [];

@@ -52,6 +52,10 @@ export interface DiallingDeps {
 
 export class Dialling {
   private carrierCallId: string | null = null;
+  /** The carrier's id for the call (once a carrier took it): what an Exotel flow's applet proves it asks for this call with. */
+  get carrierCall(): string | null {
+    return this.carrierCallId;
+  }
   private carrier: Carrier | null = null;
   private carrierEnded = false;
   /** The protocol of the carrier dialling (then of the one that took the call). */

@@ -13,6 +13,7 @@ import type { ResolvedRoute } from '../providers/types.ts';
 import { utteranceRequest } from '../providers/utterance.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
+import type { Resamplers } from '../speech/resample.ts';
 import { intentAgent, llmAgent, type CallAgent, type ChatTurn, type ResponseAudio } from './agent.ts';
 import type { Carrier } from '../providers/carrier.ts';
 import type { VoiceKind } from './kind.ts';
@@ -39,6 +40,8 @@ export interface LiveDeps {
   router: Pick<UpstreamRouter, 'transcribe' | 'stream'>;
   resolveRoutes(model: RoutedModel): ResolvedRoute[];
   detectors(): Promise<VoiceDetectors>;
+  /** The instance's resamplers (a stream at another rate than 8 kHz: src/voice/media.ts). */
+  resamplers(): Promise<Resamplers>;
   /** The gateway's public base URL (http[s]://…), for the carriers' media streams. */
   baseUrl(): string;
   settings: { mediaTimeoutMs: number };
@@ -101,6 +104,7 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     token: call.token,
     converse: () => conversation(deps, callId, body, c),
     detectors: deps.detectors,
+    resamplers: deps.resamplers,
     turn: {
       endpointingMs: call.endpointingMs,
       interruption: {

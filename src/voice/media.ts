@@ -10,6 +10,9 @@
 // the timers (src/voice/timers.ts: media and silence watchdogs, heartbeat, credit guard).
 // The carrier's protocol is its `wire` (src/providers/carrier-wire/): how its frames read, which audio its
 // stream carries and in what chunks (Twilio: μ-law, 20 ms; Exotel: PCM16, 100 ms); the loop is the same.
+// A stream whose `start` declares another format (Exotel's media_format: 16 or 24 kHz, μ-law) gets its
+// own wire from it (`forFormat`: resampled to 8 kHz in, to its rate out); one the gateway cannot take
+// is closed and the call ends `media_format_unsupported`.
 // A reply's audio may grow while it plays (an LLM's sentences, each synthesized as it completes):
 // the playback sends what it has and waits for the next line.
 // Barge-in: callee speech heard (`min_speech_ms` of voice, src/voice/listening.ts) while the agent plays stops the playback
@@ -27,6 +30,8 @@
 import type { Logger } from 'pino';
 import type { DialInput, EndReason } from '../../machines/voice-call.machine.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
+import type { Resamplers } from '../speech/resample.ts';
+import type { MediaWire, StreamFormat } from '../providers/carrier-wire/types.ts';
 import { sameSecret, type Carrier } from '../providers/carrier.ts';
 import { CallLine, type CallActor, type Conversation, type MediaStream } from './call-line.ts';
 import { Dialling } from './dialling.ts';
@@ -60,6 +65,8 @@ export interface CallMediaDeps {
   /** Builds the call's agent and recogniser; called once, at the answer. */
   converse(): Conversation;
   detectors(): Promise<VoiceDetectors>;
+  /** For a stream at another rate than 8 kHz (Exotel's `?sample-rate=`): its audio resampled both ways. */
+  resamplers(): Promise<Resamplers>;
   turn: TurnSettings;
   mediaTimeoutMs: number;
   /**
@@ -144,12 +151,18 @@ export class CallMedia implements CallResources {
     this.speaking.stop();
     this.timers.stop();
     this.listening.close();
+    this.dialling.wire.close?.();
     if (!this.line.hungUp) this.dialling.drop();
     this.line.stream?.close(1001, 'going away');
     this.deps.onDisposed();
   }
 
   // ---- the carrier's media stream (src/ws/voice.ts) ----
+
+  /** The carrier's id for the call, once a carrier took it (an Exotel flow asking for its stream names it). */
+  get carrierCall(): string | null {
+    return this.dialling.carrierCall;
+  }
 
   /** A stream socket closed: when it was the call's, the callee's line is gone. */
   detached(stream: MediaStream): void {
@@ -170,6 +183,7 @@ export class CallMedia implements CallResources {
     if (f.event === 'start') {
       if (line.started || line.over) return 'the stream has started already';
       if (f.token === null || !sameSecret(f.token, this.deps.token)) return 'bad token';
+      if (f.format && 'unsupported' in f.format) return this.unsupported(stream, f.format.unsupported);
       const at = this.deps.now();
       line.started = true;
       line.lastActivityAt = at;
@@ -182,7 +196,7 @@ export class CallMedia implements CallResources {
         line.record({ type: 'carrier.answered', now: at });
       }
       this.timers.lastFrameAt = at;
-      void this.begin().catch((err: unknown) => {
+      void this.begin(f.format).catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void line.end('media_timeout');
       });
@@ -240,8 +254,31 @@ export class CallMedia implements CallResources {
     return (this.conversation ??= this.deps.converse());
   }
 
-  private async begin(): Promise<void> {
-    const detectors = await this.deps.detectors();
+  /**
+   * A stream in a format the gateway cannot take (its `start`'s media_format): refused by name and
+   * the call ended `media_format_unsupported`, rather than its audio misread as 8 kHz PCM16.
+   */
+  private unsupported(stream: MediaStream, format: string): null {
+    this.line.started = true;
+    this.deps.log.warn({ media_format: format }, 'stream refused: unsupported media_format');
+    stream.close(1003, `unsupported media_format: ${format}`.slice(0, 120));
+    void this.line.end('media_format_unsupported');
+    return null;
+  }
+
+  /** The wire of the stream as its `start` declared it (a 16 kHz Exotel stream: resampled both ways). */
+  private async streamWire(format: StreamFormat | undefined): Promise<MediaWire> {
+    const wire = this.dialling.wire;
+    if (!format || 'unsupported' in format || !wire.forFormat) return wire;
+    if (format.rate === 8000 && format.encoding === wire.audio) return wire; // the carrier's own (8 kHz): nothing to resample
+    return wire.forFormat(format, await this.deps.resamplers());
+  }
+
+  private async begin(format?: StreamFormat): Promise<void> {
+    const [detectors, wire] = await Promise.all([this.deps.detectors(), this.streamWire(format)]);
+    if (this.line.disposed && wire !== this.dialling.wire)
+      wire.close?.(); // its resampler, never used
+    else this.dialling.wire = wire; // before the first audio is listened to
     if (this.line.over) return;
     this.listening.start(detectors);
     this.timers.beat();

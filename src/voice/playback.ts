@@ -170,9 +170,9 @@ export class Playback {
   }
 }
 
-/** A line's audio in the wire's encoding, padded with silence to whole chunks. */
+/** A line's audio in the wire's encoding and rate, padded with silence to whole chunks. */
 export function wholeChunks(clip: SpeechClip, wire: MediaWire): Buffer {
-  const audio = clip.as(wire.audio);
+  const audio = wire.encode?.(clip) ?? clip.as(wire.audio);
   const short = (wire.chunkBytes - (audio.length % wire.chunkBytes)) % wire.chunkBytes;
   return short === 0 ? audio : Buffer.concat([audio, Buffer.alloc(short, SILENCE_BYTE[wire.audio])]);
 }

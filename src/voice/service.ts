@@ -22,6 +22,7 @@ import { check, endpointing, type CheckDeps, type CheckSettings, type VoiceCallB
 import { IdempotencyKeys } from './idempotency.ts';
 import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { callMedia, type LiveDeps } from './live.ts';
+import { voicebotStreamUrl, type VoicebotAsk } from './exotel-flow.ts';
 import type { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
 import type { CallTranscripts } from './transcript.ts';
@@ -342,5 +343,10 @@ export class VoiceCalls {
     );
     const deadline = Date.now() + waitMs;
     while (this.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  /** The stream URL an Exotel flow's Voicebot applet asks for (src/voice/exotel-flow.ts); null: no call of ours. */
+  voicebotStreamUrl(ask: VoicebotAsk): string | null {
+    return voicebotStreamUrl({ media: (id) => this.live.get(id), streamToken: (id) => this.streamToken(id), baseUrl: this.deps.baseUrl() }, ask);
   }
 }

@@ -8,7 +8,9 @@
 // socket: `maxPayload`, a budget of frames per second (Twilio sends 50 media frames a second) and of
 // malformed frames, our send buffer, and time: a socket whose `start` was not taken within
 // `startTimeoutMs` of its upgrade is closed (1008), and any socket still open once its call's live
-// side is gone (the call ended) is closed (1001): a sweep every `SWEEP_MS` looks. This file translates frames; the media loop is src/voice/media.ts.
+// side is gone (the call ended) is closed (1001): a sweep every `SWEEP_MS` looks. A stream for a call
+// no longer live here whose URL names it (`?call_id=`: Exotel's) is accepted and closed at once (1000):
+// that ends the carrier's leg of a call cancelled while it rang. This file translates frames; the media loop is src/voice/media.ts.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
@@ -21,6 +23,7 @@ import type { VoiceCalls } from '../voice/service.ts';
 import type { CallMedia, MediaStream } from '../voice/media.ts';
 
 const STREAM_PATH = /^\/v1\/voice\/calls\/([^/]{1,64})\/stream$/;
+const CALL_ID = /^call_[0-9a-f]{24}$/;
 /** Frames a second a stream may send (about 5× Twilio's media rate). */
 const MAX_FRAMES_PER_SECOND = 250;
 const MAX_BAD_FRAMES = 20;
@@ -79,7 +82,8 @@ export function attachVoiceEdge(server: Server, deps: VoiceEdgeDeps): VoiceEdge 
   };
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const m = STREAM_PATH.exec(new URL(req.url ?? '/', 'http://gateway').pathname);
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    const m = STREAM_PATH.exec(url.pathname);
     if (!m) return; // the realtime edge's
     const requestId = newRequestId();
     socket.on('error', () => {});
@@ -87,6 +91,14 @@ export function attachVoiceEdge(server: Server, deps: VoiceEdgeDeps): VoiceEdge 
     if (deps.closing()) return refuse(new ApiError('shutting_down', 'The gateway is shutting down.'));
     const callId = m[1]!;
     const media = deps.voice.media(callId);
+    if (!media && CALL_ID.test(callId) && url.searchParams.get('call_id') === callId) {
+      // A carrier's leg of a call no longer live here (an Exotel call cancelled or timed out while it
+      // rang, then answered): its stream is accepted and closed at once, which ends the leg at
+      // Exotel (it has no hang-up API); a refused handshake is retried, then left in dead air Exotel
+      // bills. Only stream URLs the gateway gave out name the call in their query; nothing is read.
+      log.info({ call_id: callId }, 'stream of a call no longer live here: closed, ending its carrier leg');
+      return wss.handleUpgrade(req, socket, head, (ws) => ws.close(1000, 'call ended'));
+    }
     if (!media) return refuse(new ApiError('not_found', 'No live call here with that id.'));
     wss.handleUpgrade(req, socket, head, (ws) => serve(ws, callId, media));
   };

@@ -2,6 +2,7 @@
 // wallet and a key, and polling a call until it reaches a status.
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { SpeechClip } from '../../src/speech/clip.ts';
 
 export interface VoiceAccount {
   id: number;
@@ -93,5 +94,37 @@ export async function assertCreditGuarded(gw: TestGateway, model: string): Promi
   assert.equal(wallet.held_cents, 0);
   assert.equal(wallet.balance_microcents, 1_000_000 - c.billed_seconds * 100_000);
   assert.ok(wallet.balance_microcents >= 0);
+  return c;
+}
+
+/** espeak-ng's speech from the gateway's own tts-local, as 8 kHz PCM16 (what the fake carriers' callees say), paid by `key`. */
+export async function localSpeech(gwUrl: string, key: string, input: string, voice: string): Promise<SpeechClip> {
+  const res = await fetch(`${gwUrl}/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 8000 }),
+  });
+  if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
+  return new SpeechClip(Buffer.from(await res.arrayBuffer()));
+}
+
+/**
+ * The demo pack's dispute call (CALLEES' +919800000010, the scripted stt hearing its two lines) ended
+ * as it should: hung up by the callee after five turns, billed answer → end to the second. Returns the call.
+ */
+export async function assertDisputeCall(gw: { url: string }, key: string, id: string): Promise<any> {
+  const c = await waitForCall(gw, key, id, ended, 60_000);
+  assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+  assert.deepEqual(
+    c.transcript.map((t: { role: string; response_id?: string; text: string }) => [t.role, t.response_id ?? t.text]),
+    [
+      ['agent', 'GEN.GREETING'],
+      ['callee', 'ATM did not give money but my account got debited'],
+      ['agent', 'BANKING.DISPUTE.ASK_RAISE'],
+      ['callee', 'haan'],
+      ['agent', 'BANKING.DISPUTE.CREATED'],
+    ],
+  );
+  assert.ok(c.billed_seconds >= Math.floor(c.duration_seconds) && c.billed_seconds <= Math.ceil(c.duration_seconds) + 1, JSON.stringify(c));
   return c;
 }

@@ -143,15 +143,17 @@ describe('calls on real lines: backchannels, barge-in, turn times, last words, m
     });
   }
 
-  // On Twilio's frames only: the simulated Exotel callee sends 3,200 bytes (200 ms of 8 kHz PCM16)
-  // every 100 ms (src/providers/carrier-wire/exotel.ts), audio at twice the wall clock's pace.
-  it("voice-twilio: a callee turn's start and end are its voice's, within 200 ms", async () => {
-    stt.say('wait I have a question');
-    const c = await dialled('voice-twilio', '+919800000042', { first_message: { mode: 'wait_for_callee' } });
-    const turn = c.transcript.find((t: { role: string }) => t.role === 'callee');
-    assert.ok(turn, JSON.stringify(c.transcript));
-    assert.ok(Math.abs(turn.start - 3.0) <= 0.2 && Math.abs(turn.end - 3.6) <= 0.2, `spoken 3.0-3.6 s, recorded ${turn.start}-${turn.end} s`);
-  });
+  // On both carriers: the simulated Exotel callee sends 100 ms of 8 kHz PCM16 (1,600 bytes) every
+  // 100 ms, in real time (it sent 3,200 bytes, 200 ms, every 100 ms until the wire counted right).
+  for (const model of ['voice-twilio', 'voice-exotel']) {
+    it(`${model}: a callee turn's start and end are its voice's, within 200 ms`, async () => {
+      stt.say('wait I have a question');
+      const c = await dialled(model, '+919800000042', { first_message: { mode: 'wait_for_callee' } });
+      const turn = c.transcript.find((t: { role: string }) => t.role === 'callee');
+      assert.ok(turn, JSON.stringify(c.transcript));
+      assert.ok(Math.abs(turn.start - 3.0) <= 0.2 && Math.abs(turn.end - 3.6) <= 0.2, `spoken 3.0-3.6 s, recorded ${turn.start}-${turn.end} s`);
+    });
+  }
 
   it('20 s of talking is cut at the longest utterance (15 s): each piece a turn, the agent answers them together', async () => {
     stt.say('my card was blocked', 'and nobody called me back');

@@ -15,6 +15,7 @@ import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
 import multipart from '@fastify/multipart';
 import { ApiError, echo } from '../../errors.ts';
+import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
@@ -24,7 +25,8 @@ const StringMap = (maxKeys: number, maxChars: number) =>
 export const VoiceCallBodySchema = Closed({
   model: KeyString(200),
   to: Type.String({ minLength: 1, maxLength: 32 }),
-  from: Type.Optional(Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$' })),
+  /** A caller id a route owns: E.164, or an ExoPhone as Exotel writes it (`0XXXXXXXXXX`). */
+  from: Type.Optional(Type.String({ pattern: CALLER_ID_PATTERN })),
   agent: Type.Optional(
     Type.Union([
       Closed({ type: Type.Literal('intent'), intent_model: KeyString(200) }),

@@ -3,13 +3,23 @@
 // what the media loop, src/voice/media.ts, reads from the carrier's frames and sends back) and the
 // carrier's (`CalleeWire`: what the simulated callee, src/providers/simulator/voice.ts, sends and
 // plays). One file per protocol: twilio.ts (Media Streams: μ-law, 20 ms frames, camelCase) and
-// exotel.ts (Voicebot: PCM16 LE, 100 ms chunks, snake_case). Both carry 8 kHz mono JSON text frames
+// exotel.ts (Voicebot: PCM16 LE, 100 ms chunks in, 3,200-byte messages out, snake_case). Both carry 8 kHz mono JSON text frames
 // with base64 audio, and the same control: `start` with the call's parameters, `mark` echoes, `clear`.
+// Exotel's streams may come at 16 or 24 kHz, or in μ-law (its `start`'s `media_format`): the wire of
+// such a stream (`forFormat`) decodes and resamples to 8 kHz in, and encodes the replies at its rate out.
+import type { SpeechClip } from '../../speech/clip.ts';
+import type { Resamplers } from '../../speech/resample.ts';
+
+/**
+ * A stream's audio as its `start` frame declares it (Exotel's `media_format`): its encoding and
+ * sample rate, or why the gateway cannot take it. Absent: the protocol's one format.
+ */
+export type StreamFormat = { encoding: WireAudio; rate: 8000 | 16000 | 24000 } | { unsupported: string };
 
 /** A frame from the carrier, as the media loop takes it (audio decoded to 8 kHz PCM16 samples). */
 export type Inbound =
   | { event: 'connected' }
-  | { event: 'start'; token: string | null; streamSid: string | null }
+  | { event: 'start'; token: string | null; streamSid: string | null; format?: StreamFormat }
   | { event: 'media'; samples: Int16Array }
   | { event: 'mark'; name: string }
   | { event: 'dtmf'; digit: string }
@@ -31,6 +41,15 @@ export interface MediaWire {
   media(streamSid: string | null, chunk: Buffer): Record<string, unknown>;
   mark(streamSid: string | null, name: string): Record<string, unknown>;
   clear(streamSid: string | null): Record<string, unknown>;
+  /** A reply's audio in this stream's encoding and rate (absent: `clip.as(audio)`, 8 kHz). */
+  encode?(clip: SpeechClip): Buffer;
+  /**
+   * The wire of one stream whose `start` declared `format` (a protocol whose streams come in
+   * several rates: Exotel's), made with the instance's resamplers; absent: only its own format.
+   */
+  forFormat?(format: Extract<StreamFormat, { rate: number }>, resamplers: Resamplers): MediaWire;
+  /** Frees what a stream's wire holds (its resampler), once the stream is over. */
+  close?(): void;
 }
 
 /** The carrier's end: what a (simulated) carrier sends the gateway, and what it accepts from it. */
@@ -51,6 +70,8 @@ export interface CalleeWire {
   stamp(frame: Record<string, unknown>, sequence: number, streamSid: string): Record<string, unknown>;
   /** Whether the carrier plays a media payload of this many bytes (Exotel: multiples of 320, at least 3,200). */
   playable(bytes: number): boolean;
+  /** The callee's speech in this stream's encoding and rate (absent: `clip.as(audio)`, 8 kHz). */
+  encode?(clip: SpeechClip): Buffer;
 }
 
 export interface WireProtocol {
@@ -66,6 +87,8 @@ export interface WireProtocol {
 export function frameParser(
   names: { streamSid: string; parameters: string },
   media: { maxChars: number; decode(bytes: Buffer): Int16Array | null },
+  /** The stream's format, read from its `start` (a protocol whose streams come in several). */
+  format?: (start: unknown) => StreamFormat,
 ): (frame: Record<string, unknown>) => Inbound {
   const field = (o: unknown, name: string): unknown => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[name] : undefined);
   const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -78,6 +101,7 @@ export function frameParser(
           event: 'start',
           token: text(field(field(m.start, names.parameters), 'token')),
           streamSid: text(field(m.start, names.streamSid)) ?? text(m[names.streamSid]),
+          ...(format ? { format: format(m.start) } : {}),
         };
       case 'media': {
         const payload = text(field(m.media, 'payload'));

@@ -1,25 +1,35 @@
-// The `exotel` carrier (India): a call is placed with Exotel's "connect to a bot" API (`POST
-// /v1/accounts/{sid}/calls/connect`, form-encoded, Basic auth API key : API token), which dials the
-// number and, once answered, opens a bidirectional Voicebot stream to the gateway's stream URL
-// (src/providers/carrier-wire/exotel.ts: PCM16 8 kHz, snake_case frames). Decisions, from what Exotel documents:
+// The `exotel` carrier (India), on either of Exotel's call APIs (Basic auth API key : API token):
+// - a route with `app_id` places its calls through the long-standing v1 API most accounts use
+//   (`POST /v1/Accounts/{sid}/Calls/connect.json` with the flow `app_id`, whose Voicebot applet opens
+//   the stream: src/providers/exotel/classic.ts, with how the call's id and token reach the stream);
+// - a route without places them with the newer "connect to a bot" API (`POST
+//   /v1/accounts/{sid}/calls/connect`, form-encoded), which dials the number and, once answered,
+//   opens a bidirectional Voicebot stream to the `streamurl` it was given.
+// Either way the stream is Exotel's Voicebot protocol (src/providers/carrier-wire/exotel.ts: PCM16 at
+// 8 kHz by default, 16/24 kHz or μ-law as its start says; snake_case frames). Decisions, from what Exotel documents:
 // - The call id and its one-time stream token ride on the stream URL's query string: Exotel hands
 //   a stream URL's query parameters to the bot as the `start` frame's `custom_parameters` (its only
 //   per-call channel into the stream, as Twilio's <Parameter>s are), where the gateway checks the
-//   token. `customfield` carries the call id alone, to find the call in Exotel's records: it never
-//   reaches the stream, so the token would only spread into Exotel's call logs there.
+//   token. `customfield` carries the call id alone, to find the call in Exotel's records (and, on
+//   the v1 API, the call at the applet's URL): it never carries the token, which would only spread
+//   into Exotel's call logs there.
 // - Status callbacks are not signed by Exotel: the callback URL carries a per-call secret (`token`,
 //   an HMAC of the call id under the gateway's key secret), compared in constant time.
-// - Exotel documents no API to hang up or cancel such a call. The gateway ends it by closing its
-//   stream (the media loop does, before it asks the carrier to hang up), which ends the call at
-//   Exotel; `timelimit` (the call's maximum) ends one whose stream is gone. `hangup` reads the
-//   call's details (`GET …/calls/{sid}`) and logs one still up; `duration` reads its duration there
-//   once it is `completed` (a call finalized after a restart). A call cancelled before its answer
-//   rings on: when it is answered, its stream is refused (the call is no longer live here) and
-//   Exotel ends it, billing nothing here.
+// - Ending the carrier's leg: neither API has a hang-up (Exotel's hang-up action belongs to its
+//   separate CPaaS "legs" API, whose legs these calls are not). What ends a Voicebot call is the bot
+//   closing its stream (the flow then moves on, to its end): the media loop does so when it hangs
+//   up, and a stream that reaches the gateway for a call no longer live here (cancelled or timed
+//   out while it rang, then answered) is accepted and closed at once (src/ws/voice.ts) rather than
+//   refused, which Exotel retries and then leaves in dead air it bills until `timelimit`. The v1
+//   API also takes the ring timeout (`TimeOut`), so a call the gateway gave up on stops ringing.
+//   `hangup` reads the call's details and logs one still up; `duration` reads there how long it
+//   lasted once it is `completed` (a call finalized after a restart).
 import type { Logger } from 'pino';
 import { endedNews, sameSecret, type Carrier, type StatusNews } from '../carrier.ts';
 import { exotelWire } from '../carrier-wire/exotel.ts';
 import { carrierRest } from '../carrier-rest.ts';
+import { exophone } from '../../shared/phones.ts';
+import { callOf, classicConnectForm, detailsField, exotelSeconds, MAX_TIME_LIMIT_S } from './classic.ts';
 
 export interface ExotelRoute {
   baseUrl: string;
@@ -27,26 +37,26 @@ export interface ExotelRoute {
   /** The API key (the route's api_key) and the API token (its api_token): Basic auth's user and password. */
   apiKey: string;
   apiToken: string;
-  /** The ExoPhone calls come from (callerid), unless a call names another the route owns. */
+  /** The ExoPhone calls come from (callerid), unless a call names another the route owns (E.164 or 0XXXXXXXXXX). */
   from: string;
+  /** The flow (app id) of the account's whose Voicebot applet streams to the gateway: the v1 API's calls. */
+  appId?: string;
 }
-
-/** Exotel's limit on `timelimit` (4 hours). */
-const MAX_TIME_LIMIT_S = 14_400;
 /** Call statuses Exotel reports for a call that is not over. */
 const LIVE = new Set(['queued', 'ringing', 'in-progress']);
 
 /**
  * What a status callback means for the call: `EventType` `ringing` and `answered` say so; a
  * `terminal` one (or one without EventType: Exotel's default callback) says how it ended by
- * `Status` (`completed`, `busy`, `no-answer`, `failed`), with `ConversationDuration` when given.
+ * `Status` (`completed`, `busy`, `no-answer`, `failed`), with how long it lasted when it says
+ * (`ConversationDuration`, else `Duration`, else `EndTime` − `StartTime`: `exotelSeconds`).
  */
 function parseExotelCallback(params: ReadonlyMap<string, string>): StatusNews {
   const event = (params.get('EventType') ?? 'terminal').toLowerCase();
   if (event === 'ringing') return { kind: 'ringing' };
   if (event === 'answered') return { kind: 'answered' };
   if (event !== 'terminal') return { kind: 'ignored' };
-  return endedNews(params.get('Status'), Number(params.get('ConversationDuration') ?? '0')) ?? { kind: 'ignored' };
+  return endedNews(params.get('Status'), exotelSeconds((name) => params.get(name)) ?? 0) ?? { kind: 'ignored' };
 }
 
 export interface ExotelOptions {
@@ -60,31 +70,34 @@ export interface ExotelOptions {
 
 export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier {
   const rest = carrierRest('exotel', route.baseUrl, { user: route.apiKey, password: route.apiToken }, opts.timeoutMs);
-  const calls = `/v1/accounts/${encodeURIComponent(route.accountSid)}/calls`;
+  const account = encodeURIComponent(route.accountSid);
+  // The v1 API's paths are capitalised and take `.json`; the newer API's are lowercase.
+  const calls = route.appId ? `/v1/Accounts/${account}/Calls` : `/v1/accounts/${account}/calls`;
+  const callPath = (callSid: string) => `${calls}/${encodeURIComponent(callSid)}${route.appId ? '.json' : ''}`;
   /**
-   * The call's details (`GET …/calls/{sid}`): its status and its duration, whole seconds (a number or
-   * a string of digits; null while Exotel has not filled it in, which it does after the call, at
-   * times minutes later).
+   * The call's details (`GET …/calls/{sid}`, v1 `…/Calls/{sid}.json`): its status and how long it
+   * lasted, whole seconds (`exotelSeconds`: null while Exotel has not filled it in, which it does
+   * after the call, at times minutes later).
    */
-  const details = async (sid: string): Promise<{ status: string; duration: number | null }> => {
-    const answer = await rest('GET', `${calls}/${encodeURIComponent(sid)}`);
-    const call = (answer.call ?? answer.Call ?? {}) as Record<string, unknown>;
-    const status = call.status ?? call.Status;
-    const duration = call.duration ?? call.Duration;
-    const seconds = typeof duration === 'number' ? duration : typeof duration === 'string' && /^\d{1,9}$/.test(duration) ? Number(duration) : null;
-    return {
-      status: typeof status === 'string' ? status : 'unknown',
-      duration: seconds !== null && Number.isInteger(seconds) && seconds >= 0 ? seconds : null,
-    };
+  const details = async (callSid: string): Promise<{ status: string; duration: number | null }> => {
+    const field = detailsField(callOf(await rest('GET', callPath(callSid))));
+    const status = field('Status');
+    return { status: typeof status === 'string' ? status : 'unknown', duration: exotelSeconds(field) };
   };
   return {
     wire: exotelWire,
     async dial(req) {
+      if (route.appId) {
+        const form = classicConnectForm({ accountSid: route.accountSid, appId: route.appId, from: route.from }, req, opts.callbackUrl(req.callId));
+        const sid = callOf(await rest('POST', `${calls}/connect.json`, form)).Sid;
+        if (typeof sid !== 'string' || sid === '') throw new Error('exotel answered no call Sid');
+        return sid;
+      }
       const streamUrl = new URL(req.streamUrl);
       for (const [name, value] of Object.entries(req.streamParameters)) streamUrl.searchParams.set(name, value);
       const form = new URLSearchParams({
         from: req.to,
-        callerid: req.from ?? route.from,
+        callerid: exophone(req.from ?? route.from),
         streamurl: streamUrl.toString(),
         streamtype: 'bidirectional',
         timelimit: String(Math.min(MAX_TIME_LIMIT_S, Math.ceil(req.maxDurationMs / 1000))),
@@ -97,18 +110,18 @@ export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier 
       if (typeof sid !== 'string' || sid === '') throw new Error('exotel answered no call sid');
       return sid;
     },
-    async hangup(sid) {
+    async hangup(callSid) {
       // No hang-up API: the stream's close ends the call (above). What Exotel says of it:
-      const call = await details(sid);
+      const call = await details(callSid);
       if (LIVE.has(call.status))
         opts.logger.info(
-          { call_sid: sid, status: call.status },
-          'exotel call still up: it ends with its stream, or at its timelimit (Exotel has no hang-up API)',
+          { call_sid: callSid, status: call.status },
+          'exotel call still up: it ends when its stream is closed, or at its timelimit (Exotel has no hang-up API)',
         );
-      else opts.logger.debug({ call_sid: sid, status: call.status, duration: call.duration }, 'exotel call over');
+      else opts.logger.debug({ call_sid: callSid, status: call.status, duration: call.duration }, 'exotel call over');
     },
-    async duration(sid) {
-      const call = await details(sid);
+    async duration(callSid) {
+      const call = await details(callSid);
       return call.status === 'completed' ? call.duration : null;
     },
     callbacks: {

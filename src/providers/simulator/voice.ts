@@ -40,6 +40,18 @@ export interface SimulatorOptions {
   wire?: WireProtocol;
   /** Told each frame the gateway sends a callee (its event, and a media payload's bytes): the fake carriers' record. */
   onGatewayFrame?(callSid: string, event: string, payloadBytes: number): void;
+  /**
+   * What the line does when the gateway refuses the stream's handshake: `hang_up` (the default: the
+   * call ends at once), or `dead_air`, Exotel's: one retry, then the answered line stays up, silent
+   * (and billed), until the call's maximum.
+   */
+  refusedStream?: 'hang_up' | 'dead_air';
+  /**
+   * Where an answered call's stream goes, asked at the answer: its URL, the start's parameters and
+   * the callee's end of its protocol (an Exotel flow's applet, whose URL answers the stream URL and
+   * its rate); null: no stream (as refused). Default: the dial's stream URL and parameters, `wire`.
+   */
+  streamAt?(callSid: string, req: DialRequest): Promise<{ url: string; parameters: Record<string, string>; wire?: CalleeWire } | null>;
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -84,9 +96,9 @@ class SimulatedCall {
   private emptyFrames = 0;
   private pacer: NodeJS.Timeout | null = null;
   private readonly abort = new AbortController();
-  private readonly wire: CalleeWire;
+  private wire: CalleeWire;
   /** Bytes of audio in one frame of the callee's (and played per frame of the gateway's). */
-  private readonly frameBytes: number;
+  private frameBytes: number;
 
   constructor(
     readonly id: string,
@@ -124,7 +136,7 @@ class SimulatedCall {
           return; // it rings until the gateway gives up (ring timeout) or hangs up
         default:
           this.events.answered();
-          if (this.script.stream !== false) this.connect();
+          if (this.script.stream !== false) void this.open();
       }
     });
   }
@@ -169,17 +181,46 @@ class SimulatedCall {
     this.ws.send(JSON.stringify(this.wire.stamp(frame, this.seq, this.streamSid)));
   }
 
-  private connect(): void {
-    const ws = new WebSocket(this.req.streamUrl, { perMessageDeflate: false });
+  /** The stream, where the call's says (`streamAt`), in its protocol. */
+  private async open(retried = false): Promise<void> {
+    const at = this.opts.streamAt
+      ? await this.opts.streamAt(this.id, this.req).catch(() => null)
+      : { url: this.req.streamUrl, parameters: this.req.streamParameters };
+    if (this.over) return;
+    if (at?.wire) {
+      this.wire = at.wire;
+      this.frameBytes = this.wire.frameMs * this.wire.bytesPerMs;
+    }
+    try {
+      if (at) return this.connect(at, retried);
+    } catch {
+      // a URL the socket cannot open
+    }
+    this.refused(retried);
+  }
+
+  /** The stream could not be opened: the line drops, or (Exotel) the handshake is retried once and then the line stays up in silence until the call's maximum. */
+  private refused(retried: boolean): void {
+    if (this.opts.refusedStream !== 'dead_air') return this.end({});
+    if (!retried) return this.later(500, () => void this.open(true));
+    this.later(this.req.maxDurationMs, () => this.end({}));
+  }
+
+  private connect(at: { url: string; parameters: Record<string, string> }, retried: boolean): void {
+    const ws = new WebSocket(at.url, { perMessageDeflate: false });
     this.ws = ws;
+    let opened = false;
     ws.on('error', (err) => this.opts.logger.debug({ err, call_sid: this.id }, 'simulated callee: stream error'));
     ws.on('close', () => {
+      if (this.over) return;
+      if (!opened) return this.refused(retried);
       // The gateway closed the stream without hanging up: the line drops.
-      if (!this.over) this.end({});
+      this.end({});
     });
     ws.on('open', () => {
+      opened = true;
       ws.send(JSON.stringify(this.wire.connected()));
-      this.send(this.wire.start({ streamSid: this.streamSid, callSid: this.id, parameters: this.req.streamParameters }));
+      this.send(this.wire.start({ streamSid: this.streamSid, callSid: this.id, parameters: at.parameters }));
       this.pace();
       void this.run().catch((err: unknown) => this.opts.logger.warn({ err, call_sid: this.id }, 'simulated callee: script failed'));
     });
@@ -281,7 +322,7 @@ class SimulatedCall {
       if ('say' in step) {
         const clip = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
         if (this.over) return;
-        this.speech.push(clip.as(this.wire.audio));
+        this.speech.push(this.wire.encode?.(clip) ?? clip.as(this.wire.audio));
         await this.until(() => this.speech.length === 0, signal, 600_000);
       } else if ('silence_ms' in step) {
         await sleep(step.silence_ms, undefined, { signal }).catch(() => undefined);

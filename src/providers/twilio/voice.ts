@@ -9,6 +9,7 @@ import { createHmac } from 'node:crypto';
 import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../carrier.ts';
 import { twilioWire } from '../carrier-wire/twilio.ts';
 import { carrierRest } from '../carrier-rest.ts';
+import { callerIdE164 } from '../../shared/phones.ts';
 
 export interface TwilioRoute {
   baseUrl: string;
@@ -73,7 +74,7 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
     async dial(req) {
       const form = new URLSearchParams({
         To: req.to,
-        From: req.from ?? route.from,
+        From: callerIdE164(req.from ?? route.from), // a call's from may be written 0… (an ExoPhone's form): Twilio takes E.164
         Twiml: streamTwiml(req),
         StatusCallback: opts.callbackUrl(req.callId),
         StatusCallbackMethod: 'POST',

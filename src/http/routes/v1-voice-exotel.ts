@@ -1,0 +1,37 @@
+// GET /v1/voice/exotel/voicebot: the URL an account sets on its Exotel flow's Voicebot applet, for
+// calls placed through Exotel's v1 API (an exotel route with `app_id`). Exotel asks it, once the
+// callee answered, for the WebSocket URL to stream the call to, with the call's details in the query
+// (`CallSid`, `CustomField`: the call id the gateway sent, `CallFrom`, `CallTo`, `Direction`, …;
+// other fields are Exotel's to add, so the query is open), and opens what `url` names. The rules
+// (which call, proven by its `CallSid`; a call no longer live here) are src/voice/exotel-flow.ts.
+// No API key: Exotel calls it; what it answers is worth nothing without the call's Exotel sid.
+import { Type } from 'typebox';
+import type { App, AppDeps } from '../types.ts';
+import { errors } from '../schemas.ts';
+import { ApiError } from '../../errors.ts';
+
+const Field = Type.Optional(Type.String({ maxLength: 256 }));
+
+export function registerExotelVoicebotRoute(app: App, deps: AppDeps): void {
+  app.get(
+    '/v1/voice/exotel/voicebot',
+    {
+      schema: {
+        tags: ['v1'],
+        summary: "The stream URL for an Exotel flow's Voicebot applet (a call placed through Exotel's v1 API)",
+        // Open: Exotel sends the call's details and may add fields; only these are read.
+        querystring: Type.Object(
+          { CallSid: Type.String({ minLength: 1, maxLength: 64 }), CustomField: Field, 'sample-rate': Field },
+          { additionalProperties: true },
+        ),
+        response: { 200: Type.Object({ url: Type.String() }), ...errors(400, 404) },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const url = deps.services.voice.voicebotStreamUrl({ callSid: q.CallSid, customField: q.CustomField, sampleRate: q['sample-rate'] });
+      if (url === null) throw new ApiError('not_found', 'No call of this gateway with that CallSid and CustomField.');
+      return { url };
+    },
+  );
+}
