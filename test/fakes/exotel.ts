@@ -88,6 +88,8 @@ export class FakeExotel {
     apiToken: string;
     callees: CalleeScript[];
     speak(text: string, voice: string): Promise<SpeechClip>;
+    /** The simulator's `onReply`: how long after a callee's speech the agent's audio came. */
+    onReply?(callSid: string, delayMs: number): void;
   }): Promise<FakeExotel> {
     let self!: FakeExotel;
     const carrier = simulatorCarrier({
@@ -95,6 +97,7 @@ export class FakeExotel {
       logger: pino({ level: 'silent' }),
       speak: opts.speak,
       wire: exotelWire,
+      onReply: opts.onReply,
       onGatewayFrame: (simId, event, bytes) => {
         const record = self.bySimId.get(simId);
         if (event === 'media') record?.media.push(bytes);
