@@ -45,13 +45,26 @@ export const requireBanner = { js: "import { createRequire as __createRequire } 
  * a frame of ours its source as before. With the packages' mappings the map is 10.8 MB, and node
  * (--enable-source-maps) parses it at the first stack it prints: 250 ms of CPU and 144 MiB held for
  * the life of the process; without them, as before the packages were bundled, ~55 ms and ~30 MiB.
+ * Node reads a position as the nearest mapping at or before it, across lines: with a package's
+ * mappings simply left out, a frame in it named the last line of ours above it in the bundle, in
+ * another file (issue 39). So each run of package mappings becomes one mapping without a source,
+ * at its start, which node leaves unmapped.
  * @param {string} path
  */
 export async function dropPackageMappings(path) {
   const map = JSON.parse(await readFile(path, 'utf8'));
   const packages = new Set(map.sources.flatMap((source, i) => (source.includes('node_modules/') ? [i] : [])));
   if (packages.size === 0) return;
-  map.mappings = encode(decode(map.mappings).map((line) => line.filter((segment) => segment.length === 1 || !packages.has(segment[1]))));
+  let inPackage = false;
+  const line = (segments) =>
+    segments.flatMap((segment) => {
+      if (segment.length === 1) return [segment];
+      const ofPackage = packages.has(segment[1]);
+      const first = ofPackage && !inPackage;
+      inPackage = ofPackage;
+      return !ofPackage ? [segment] : first ? [[segment[0]]] : [];
+    });
+  map.mappings = encode(decode(map.mappings).map(line));
   await writeFile(path, JSON.stringify(map));
 }
 

@@ -26,6 +26,22 @@ export const CalleeScriptSchema = Type.Object(
     ring_ms: Type.Optional(Int(0, 600_000)),
     /** false: it answers but its media stream never opens (a carrier whose socket fails: the call ends media_timeout). */
     stream: Type.Optional(Type.Boolean()),
+    /**
+     * Line noise under everything the callee sends, at `dbfs` (phone lines: about -40), white (the
+     * default) or pink, from `after_ms` into the stream (default 0), and at `before_dbfs` before it
+     * (default none: digital silence): a line that gets noisier.
+     */
+    noise: Type.Optional(
+      Type.Object(
+        {
+          dbfs: Type.Number({ minimum: -90, maximum: 0 }),
+          color: Type.Optional(Type.Union([Type.Literal('white'), Type.Literal('pink')])),
+          after_ms: Type.Optional(Int(0, 600_000)),
+          before_dbfs: Type.Optional(Type.Number({ minimum: -90, maximum: 0 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     steps: Type.Array(
       Type.Union([
         Step({ say: Type.String({ minLength: 1, maxLength: 1000 }), voice: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(-[a-z0-9]{2,8})*$' })) }),

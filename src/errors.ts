@@ -75,6 +75,15 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
+/**
+ * The 5xx that are operating conditions, not faults: no upstream could serve (down, or its slots
+ * held by other requests past the queue wait), an actor held by another instance, the connection
+ * cap, not ready yet, shutting down. The edges log them at warn with their code and message, no
+ * stack (it would only show where the refusal was raised); the other 5xx (`internal_error`, and
+ * `model_misconfigured`, which an operator must fix) at error.
+ */
+export const REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['model_unavailable', 'actor_busy', 'too_many_connections', 'not_ready', 'shutting_down']);
+
 /** The most of a client's value an error message quotes; a longer one is cut, with an ellipsis. */
 export const ECHO_MAX_CHARS = 100;
 /** The most a message (or a `param`) holds in all. */

@@ -8,7 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { accessLogger, LazyChildLogger } from '../logger.ts';
-import { ApiError, echo, readsOnlyOpenAIErrors, toEnvelope } from './errors.ts';
+import { ApiError, echo, readsOnlyOpenAIErrors, REFUSALS, toEnvelope } from './errors.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { capConnections } from './connections.ts';
 import { newRequestId } from './request-id.ts';
@@ -199,7 +199,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 }
 
 function sendError(err: ApiError, request: FastifyRequest, reply: FastifyReply) {
-  if (err.status >= 500) request.log.error({ err, code: err.code }, 'request failed');
+  if (REFUSALS.has(err.code)) request.log.warn({ code: err.code, reason: err.message }, 'request refused');
+  else if (err.status >= 500) request.log.error({ err, code: err.code }, 'request failed');
   for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v);
   return reply
     .code(err.status)

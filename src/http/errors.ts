@@ -2,7 +2,7 @@
 // toEnvelope(), in the spec's envelope, with the request id.
 import type { ApiError, ErrorCode } from '../errors.ts';
 
-export { ApiError, echo, ERRORS, type ErrorCode } from '../errors.ts';
+export { ApiError, echo, ERRORS, REFUSALS, type ErrorCode } from '../errors.ts';
 
 export interface ErrorEnvelope {
   /** `param` is always there, null when no field is at fault (OpenAI's Error requires it). */

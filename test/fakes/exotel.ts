@@ -143,6 +143,8 @@ export class FakeExotel {
     speak(text: string, voice: string): Promise<SpeechClip>;
     /** The account's ExoPhones (default 08047491899 and 08044556677). */
     exophones?: string[];
+    /** The simulator's `onReply`: how long after a callee's speech the agent's audio came. */
+    onReply?(callSid: string, delayMs: number): void;
   }): Promise<FakeExotel> {
     let self!: FakeExotel;
     const server = createServer((req, res) => void self.handle(req, res));
@@ -155,6 +157,7 @@ export class FakeExotel {
       wire: exotelWire,
       refusedStream: 'dead_air',
       streamAt: (simId, req) => self.streamAt(simId, req),
+      onReply: opts.onReply,
       onGatewayFrame: (simId, event, bytes) => {
         const record = self.bySimId.get(simId);
         if (event === 'media') record?.media.push(bytes);

@@ -58,10 +58,12 @@ export class FakeTwilio {
     authToken: string;
     callees: CalleeScript[];
     speak?(text: string, voice: string): Promise<SpeechClip>;
+    /** The simulator's `onReply`: how long after a callee's speech the agent's audio came. */
+    onReply?(callSid: string, delayMs: number): void;
   }): Promise<FakeTwilio> {
     let self!: FakeTwilio;
     const speak = opts.speak ?? (async () => new SpeechClip(Buffer.alloc(8000)));
-    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak });
+    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak, onReply: opts.onReply });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);

@@ -4,6 +4,7 @@
 // with turn detection off; billing once on close, by the audio received.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { lineNoise } from '../../src/speech/noise.ts';
 import { closedSession, connect, encode, fundedGateway, localPrice, skipSpeech, speech16k, to8k, type Funded } from './helpers.ts';
 
 const words = (t: string) => t.toLowerCase().split(/\s+/);
@@ -62,6 +63,25 @@ describe('realtime transcription over WebSocket (stt-local)', { skip: skipSpeech
     const completed = await c.next('conversation.item.input_audio_transcription.completed');
     const heard = words(completed.transcript);
     assert.ok(['young', 'man', 'not'].filter((w) => heard.includes(w)).length >= 2, `"${completed.transcript}"`);
+    c.ws.close();
+    await closedSession(f.gw, created.session.id);
+  });
+
+  // Issue 39: the socket listens through the calls' detector; a rise of the line's noise (a -55 dBFS
+  // hiss to -40 dBFS, 0.5 s before the speech) was speech for 3 s: the utterance began with the noise.
+  it('line noise rising to -40 dBFS: one utterance, begun where the speech begins; 4 s of noise after it are none', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const created = await c.next('transcription_session.created');
+    const audio = speech16k(1, 5);
+    const [loud, hiss] = [lineNoise(-40, 'pink', 5).next(audio.length), lineNoise(-55, 'pink', 6).next(audio.length)];
+    const noisy = audio.map((x, i) => Math.max(-32768, Math.min(32767, x + (i >= 8000 ? loud[i]! : hiss[i]!))));
+    c.append(encode(noisy, 'pcm_s16le'), 32000);
+    await c.next('conversation.item.input_audio_transcription.completed');
+    await new Promise((r) => setTimeout(r, 500));
+    const [started, stopped] = [c.of('input_audio_buffer.speech_started'), c.of('input_audio_buffer.speech_stopped')];
+    assert.equal(c.of('input_audio_buffer.committed').length, 1, c.frames.map((x) => x.type).join(', '));
+    assert.ok(started.length === 1 && started[0]!.audio_start_ms >= 500 && started[0]!.audio_start_ms <= 1100, `speech from ${started[0]?.audio_start_ms} ms`);
+    assert.ok(stopped.length === 1 && stopped[0]!.audio_end_ms >= 3900 && stopped[0]!.audio_end_ms <= 5000, `speech to ${stopped[0]?.audio_end_ms} ms`);
     c.ws.close();
     await closedSession(f.gw, created.session.id);
   });

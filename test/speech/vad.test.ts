@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { g711Decode, g711Encode } from '../../src/speech/g711.ts';
+import { lineNoise, type NoiseColor } from '../../src/speech/noise.ts';
 import { fvadMode, gateMarginDb, loadVoiceDetectors, VadError, type ServerVadOptions, type VadEvent, type VoiceDetectors } from '../../src/speech/vad.ts';
 import { codec2Pcm, concatSamples, librivoxWav, missing, referencePcm, whiteNoise, withNoise } from './helpers.ts';
 
@@ -67,6 +68,57 @@ describe('voice activity detection', { skip: missing('ffmpeg', 'librivox', 'code
       [1.2, 3.5],
       [5.3, 7.2],
     ]);
+  });
+
+  // Issue 39: phone lines carry about -40 dBFS of noise. Steady, it was never speech; rising (from a
+  // -55 dBFS hiss, here 1 s before the speech or with it), it was speech for 3 s: the utterance
+  // ended 0.7-1.1 s late, and noise alone was a speech of 3.7 s.
+  it('line noise at -40 dBFS, steady or rising, on 20 ms μ-law and 100 ms PCM16 pushes: utterances end where they do on a clean line; noise alone is no speech', () => {
+    const options = { sampleRate: 8000 as const, prefix_padding_ms: 300, silence_duration_ms: 700 };
+    const line = (audio: Int16Array, color: NoiseColor | null, fromMs: number): Int16Array => {
+      if (!color) return audio;
+      const [loud, hiss] = [lineNoise(-40, color, 3).next(audio.length), lineNoise(-55, color, 4).next(audio.length)];
+      return audio.map((x, i) => Math.max(-32768, Math.min(32767, x + (i >= fromMs * 8 ? loud[i]! : hiss[i]!))));
+    };
+    const mulaw = (audio: Int16Array) => g711Decode('mulaw', g711Encode('mulaw', audio));
+    for (const clip of ['hts1a', 'cross']) {
+      const audio = concatSamples([new Int16Array(16000), codec2Pcm(clip), new Int16Array(24000)]); // the speech from 2 s
+      const clean = detect(detectors, mulaw(audio), options, 160);
+      const cleanEnd = clean[1]?.type === 'speech_stopped' ? clean[1].audio_end_ms : NaN;
+      for (const [color, fromMs] of [
+        ['white', 0],
+        ['pink', 0],
+        ['white', 1000],
+        ['pink', 2000],
+      ] as const) {
+        for (const [pushed, chunk] of [
+          [mulaw(line(audio, color, fromMs)), 160],
+          [line(audio, color, fromMs), 800],
+        ] as const) {
+          const events = detect(detectors, pushed, options, chunk);
+          const what = `${clip}, ${color} noise from ${fromMs} ms, ${chunk} samples a push: ${JSON.stringify(events)}`;
+          assert.deepEqual(
+            events.map((e) => e.type),
+            ['speech_started', 'speech_stopped'],
+            what,
+          );
+          const end = events[1]!.type === 'speech_stopped' ? events[1]!.audio_end_ms : NaN;
+          assert.ok(end - cleanEnd <= 100, `ends ${end - cleanEnd} ms after the clean line's: ${what}`);
+        }
+      }
+    }
+    for (const color of ['white', 'pink'] as const) {
+      const noise = mulaw(line(new Int16Array(8000 * 8), color, 2000));
+      const d = detectors.create(options);
+      let voiced = 0;
+      const events: VadEvent[] = [];
+      for (let at = 0; at < noise.length; at += 160) {
+        events.push(...d.push(noise.subarray(at, at + 160)));
+        voiced = Math.max(voiced, d.voicedMs);
+      }
+      d.destroy();
+      assert.deepEqual([events, voiced], [[], 0], `${color} noise rising from -55 to -40 dBFS`);
+    }
   });
 
   it("OpenAI's semantics: audio_start_ms includes the prefix padding, audio_end_ms the silence; defaults 300 and 500", () => {

@@ -13,13 +13,18 @@
 // `say` (text spoken by espeak-ng, through the speech engine given as `speak`), `silence_ms`,
 // `dtmf`, `wait_agent` (`done`: the agent's reply played and `ms` of quiet after it; `speaking`:
 // the agent has been playing for `ms`, so a `say` next barges in), `hangup`. When its steps run out
-// it stays on the line, silent, until the gateway hangs up.
+// it stays on the line, silent, until the gateway hangs up. A script's `noise` (a level in dBFS,
+// white or pink: src/speech/noise.ts) is line noise under all the callee sends, speech and
+// silences, from its `after_ms` into the stream on (at its `before_dbfs` before that, if given).
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { CalleeScript } from '../../config.ts';
 import type { SpeechClip } from '../../speech/clip.ts';
+import { g711Decode, g711Encode } from '../../speech/g711.ts';
+import { addNoise, lineNoise, type NoiseSource } from '../../speech/noise.ts';
+import { bytesOf, samplesOf } from '../../speech/pcm.ts';
 import type { Carrier, CarrierEvents, DialRequest } from '../carrier.ts';
 import { twilioWire } from '../carrier-wire/twilio.ts';
 import type { CalleeWire, WireProtocol } from '../carrier-wire/types.ts';
@@ -52,6 +57,11 @@ export interface SimulatorOptions {
    * its rate); null: no stream (as refused). Default: the dial's stream URL and parameters, `wire`.
    */
   streamAt?(callSid: string, req: DialRequest): Promise<{ url: string; parameters: Record<string, string>; wire?: CalleeWire } | null>;
+  /**
+   * Told when the gateway's audio first reaches a callee after it finished a `say`: the ms since the
+   * last frame of its speech went out (the reply's delay as the carrier sees it).
+   */
+  onReply?(callSid: string, delayMs: number): void;
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -99,6 +109,13 @@ class SimulatedCall {
   private wire: CalleeWire;
   /** Bytes of audio in one frame of the callee's (and played per frame of the gateway's). */
   private frameBytes: number;
+  /** The line's noise (the script's `noise`), under every frame the callee sends from `noiseFrom` (its frame number) on; `before` until then. */
+  private readonly noise: NoiseSource | null;
+  private readonly before: NoiseSource | null;
+  private readonly noiseFrom: number;
+  private framesSent = 0;
+  /** When the last frame of the callee's speech went out, until the gateway's audio next arrives (see `onReply`). */
+  private saidAt: number | null = null;
 
   constructor(
     readonly id: string,
@@ -110,6 +127,10 @@ class SimulatedCall {
   ) {
     this.wire = (opts.wire ?? twilioWire).carrier;
     this.frameBytes = this.wire.frameMs * this.wire.bytesPerMs;
+    const noise = script.noise;
+    this.noise = noise ? lineNoise(noise.dbfs, noise.color ?? 'white') : null;
+    this.before = noise?.before_dbfs !== undefined ? lineNoise(noise.before_dbfs, noise.color ?? 'white', 2) : null;
+    this.noiseFrom = Math.round((noise?.after_ms ?? 0) / this.wire.frameMs);
   }
 
   /** The script's speech, rendered while it rings (a `say` then starts at once, as a person speaks). */
@@ -235,6 +256,8 @@ class SimulatedCall {
       const media = m.event === 'media' && typeof m.media?.payload === 'string' ? Buffer.from(m.media.payload, 'base64') : null;
       if (typeof m.event === 'string') this.opts.onGatewayFrame?.(this.id, m.event, media?.length ?? 0);
       if (media) {
+        if (this.saidAt !== null) this.opts.onReply?.(this.id, Date.now() - this.saidAt);
+        this.saidAt = null;
         if (!this.wire.playable(media.length))
           return this.opts.logger.warn({ call_sid: this.id, bytes: media.length }, 'simulated callee: a media payload the carrier would not play');
         this.playing.push(media);
@@ -282,7 +305,17 @@ class SimulatedCall {
       if (n === head.length) this.speech.shift();
       else this.speech[0] = head.subarray(n);
     }
-    return out;
+    if (filled > 0) this.saidAt = this.speech.length === 0 ? Date.now() : null;
+    const noise = this.framesSent++ >= this.noiseFrom ? this.noise : this.before;
+    return noise ? this.noisy(out, noise) : out;
+  }
+
+  /** A frame with the line's noise added (decoded, mixed, encoded again). */
+  private noisy(frame: Buffer, noise: NoiseSource): Buffer {
+    const mulaw = this.wire.audio === 'mulaw';
+    const samples = mulaw ? g711Decode('mulaw', frame) : samplesOf(frame).slice();
+    addNoise(samples, noise);
+    return mulaw ? Buffer.from(g711Encode('mulaw', samples)) : Buffer.from(bytesOf(samples));
   }
 
   private play(): void {
