@@ -236,6 +236,7 @@ for (const [version, openRealtime] of VERSIONS)
 
     it("intent 'transcription' and no model: greeted at once; the audio sent before the session.update that names the model waits, then is transcribed and billed", {
       skip: version === 'openai 6' && 'openai 6 opens a session with a model only',
+      timeout: 30_000,
     }, async () => {
       const rt = openRealtime(f.apiKey, `https://127.0.0.1:${front.port}/v1`, { intent: 'transcription' }, tls.cert);
       assert.equal(rt.url.pathname, '/v1/realtime');
@@ -294,6 +295,7 @@ for (const [version, openRealtime] of VERSIONS)
 
     it("intent 'transcription': a model that is not there is an error event and the socket closes (1008), nothing billed", {
       skip: version === 'openai 6' && 'openai 6 opens a session with a model only',
+      timeout: 30_000,
     }, async () => {
       const before = await f.balance();
       const rt = openRealtime(f.apiKey, `https://127.0.0.1:${front.port}/v1`, { intent: 'transcription' }, tls.cert);
