@@ -143,6 +143,7 @@ describe("GET /openapi.json: every /v1 operation described, against OpenAI's doc
       assert.deepEqual([...form.required].sort(), ['file', 'model']);
     }
     assert.deepEqual(content('/v1/audio/transcriptions/jobs', '202'), ['application/json']);
+    assert.deepEqual(Object.keys(doc.paths['/v1/audio/transcriptions/jobs/{id}'].get.responses['200'].content), ['application/json', 'text/plain']);
   });
 
   it("for every operation OpenAI's document has: our requests take what theirs allow, our answers promise only what theirs allow", () => {

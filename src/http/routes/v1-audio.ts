@@ -160,6 +160,14 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     '/v1/audio/transcriptions/jobs/:id',
     {
       preHandler: requireApiKey(deps, 'audio'),
+      ...documented({
+        responses: {
+          200: {
+            description: 'The job (response_format json, the default), or its transcript as text, SubRip or WebVTT once completed',
+            content: { 'application/json': Job, 'text/plain': PlainText },
+          },
+        },
+      }),
       schema: {
         tags: ['v1'],
         summary: 'A transcription job; with response_format text, srt or vtt, its transcript in that format',
