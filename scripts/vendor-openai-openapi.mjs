@@ -2,7 +2,8 @@
 // Writes test/fixtures/openai-openapi/openapi.json, the part of OpenAI's official OpenAPI document
 // (github.com/openai/openai-openapi, openapi.json) that the conformance suite
 // (test/conformance/openai.test.ts) validates against: the operations the gateway serves under
-// /v1, their 200 and 429 answers, the realtime server events, and every schema those reach. The
+// /v1, their request bodies (test/conformance/openapi-document.test.ts compares ours with them),
+// their 200 and 429 answers, the realtime server events, and every schema those reach. The
 // schemas are copied as they are, less their prose (description, title, examples, x-oaiMeta:
 // nothing a validator reads), so the fixture stays small enough to review in a diff.
 //
@@ -71,8 +72,10 @@ for (const [path, methods] of Object.entries(OPERATIONS)) {
     const op = doc.paths[path]?.[method];
     if (!op) throw new Error(`${method.toUpperCase()} ${path} is not in the document`);
     const kept = Object.fromEntries(Object.entries(op.responses).filter(([status]) => status === '200' || status === '429'));
-    paths[path] = { ...paths[path], [method]: { operationId: op.operationId, responses: strip(kept) } };
+    const requestBody = op.requestBody ? { requestBody: strip(op.requestBody) } : {};
+    paths[path] = { ...paths[path], [method]: { operationId: op.operationId, ...requestBody, responses: strip(kept) } };
     reach(kept);
+    reach(op.requestBody);
   }
 }
 for (const name of EXTRA_ROOTS) {

@@ -65,6 +65,14 @@ export interface RealtimeServiceDeps {
   now(): number;
 }
 
+/** A socket's place under the caps (RealtimeService.reserve): its session id, freed by `release` (once). */
+export interface Reservation {
+  readonly sessionId: string;
+  /** Whether the place holds one of the instance's local engines (set by `admit`). */
+  engine: boolean;
+  release(): void;
+}
+
 /** A socket admitted before its upgrade: accept it once upgraded, or cancel (nothing is charged). */
 export interface Opening {
   readonly params: SessionParams;
@@ -88,7 +96,13 @@ export class RealtimeService {
     return this.sessions.size;
   }
 
-  async admit(principal: ApiKeyPrincipal, query: StreamQuery, requestId: string): Promise<Opening> {
+  /**
+   * A socket's place among this instance's and its key's sockets (the caps), taken before its
+   * upgrade. `admit` takes one itself; a socket whose model comes later (OpenAI's
+   * `intent=transcription`, the model in its first `session.update`) reserves first, is upgraded
+   * holding only its place (nothing metered), and is admitted with it once the model is known.
+   */
+  reserve(principal: ApiKeyPrincipal): Reservation {
     const { settings } = this.deps;
     const keyId = principal.keyId;
     if (this.admitted >= settings.maxSockets) {
@@ -105,16 +119,26 @@ export class RealtimeService {
     this.perKey.set(keyId, mine + 1);
     this.admitted += 1;
     let released = false;
-    let engine = false;
-    const releaseSlot = () => {
-      if (released) return;
-      released = true;
-      this.admitted -= 1;
-      if (engine) this.engines -= 1;
-      const n = (this.perKey.get(keyId) ?? 1) - 1;
-      if (n <= 0) this.perKey.delete(keyId);
-      else this.perKey.set(keyId, n);
+    const reservation: Reservation = {
+      sessionId: `rts_${randomBytes(12).toString('base64url')}`,
+      engine: false,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.admitted -= 1;
+        if (reservation.engine) this.engines -= 1;
+        const n = (this.perKey.get(keyId) ?? 1) - 1;
+        if (n <= 0) this.perKey.delete(keyId);
+        else this.perKey.set(keyId, n);
+      },
     };
+    return reservation;
+  }
+
+  /** Opens the metered session for `query` (its model known), in `reservation`'s place or a new one. */
+  async admit(principal: ApiKeyPrincipal, query: StreamQuery, requestId: string, reservation: Reservation = this.reserve(principal)): Promise<Opening> {
+    const { settings } = this.deps;
+    const releaseSlot = reservation.release;
     let call: MeteredCall & { checked: string | null };
     try {
       call = await this.deps.meter.begin(principal, {
@@ -142,10 +166,10 @@ export class RealtimeService {
         );
       }
       this.engines += 1;
-      engine = true;
+      reservation.engine = true;
     }
     const params: SessionParams = {
-      sessionId: `rts_${randomBytes(12).toString('base64url')}`,
+      sessionId: reservation.sessionId,
       requestId,
       model: call.model._id,
       language: call.checked,

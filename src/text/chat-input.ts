@@ -15,7 +15,11 @@ import { ApiError } from '../errors.ts';
 
 /** The roles a message may carry past this point; `tool` only for a model with tool calling (the gateway checks). */
 export const CHAT_ROLES = new Set(['system', 'user', 'assistant', 'tool']);
-const READ_ONLY = ['refusal', 'annotations', 'audio', 'function_call'];
+/** An assistant message's read-only fields (kept from one of OpenAI's answers): dropped whatever their value. */
+export const READ_ONLY = ['refusal', 'annotations', 'audio', 'function_call'] as const;
+/** The fields whose null is not dropped (the schema then refuses it): of the body, of a message. */
+export const CHAT_NULLS_REFUSED = ['model', 'messages'] as const;
+export const MESSAGE_NULLS_REFUSED = ['role', 'content'] as const;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -30,7 +34,7 @@ export function dropNulls(o: Record<string, unknown>, keep: readonly string[] = 
 
 export function normalizeChatBody(body: unknown): void {
   if (!isRecord(body)) return;
-  dropNulls(body, ['model', 'messages']);
+  dropNulls(body, CHAT_NULLS_REFUSED);
   // Nothing is kept here, so `store: false` (the AI SDK's stateless setting) asks for what happens
   // anyway; `store: true` stays refused as an unknown field.
   if (body.store === false) delete body.store;
@@ -50,6 +54,6 @@ export function normalizeChatBody(body: unknown): void {
     if (!CHAT_ROLES.has(role)) throw roleRefusal(i, role.slice(0, 32));
     m.role = role;
     if (role === 'assistant') for (const k of READ_ONLY) delete m[k];
-    dropNulls(m, ['content']);
+    dropNulls(m, MESSAGE_NULLS_REFUSED);
   });
 }

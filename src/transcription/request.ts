@@ -50,7 +50,7 @@ function bool(fields: Map<string, string[]>, name: string, fallback: boolean): b
  * takes; any other field is refused, as JSON bodies' unknown fields are.
  */
 export function readFields(fields: Map<string, string[]>, endpoint: Endpoint): TranscriptionFields {
-  const allowed = ALLOWED[endpoint];
+  const allowed = FORM_FIELDS[endpoint];
   for (const name of fields.keys()) {
     if (!allowed.has(name)) throw bad(name, `Unknown field '${name}'.`);
   }
@@ -113,7 +113,8 @@ export function readFields(fields: Map<string, string[]>, endpoint: Endpoint): T
 export type Endpoint = 'sync' | 'jobs' | 'translations';
 
 const COMMON = ['model', 'language', 'language_code', 'mode', 'prompt', 'temperature'];
-const ALLOWED: Record<Endpoint, ReadonlySet<string>> = {
+/** The form fields each endpoint takes (its documented form lists the same: src/http/routes/v1-audio.ts). */
+export const FORM_FIELDS: Record<Endpoint, ReadonlySet<string>> = {
   sync: new Set([...COMMON, 'response_format', 'timestamp_granularities[]', 'timestamp_granularities', 'stream']),
   jobs: new Set([...COMMON, 'diarize', 'num_speakers']),
   // OpenAI's CreateTranslationRequest: English out, so no language, and no mode to choose.

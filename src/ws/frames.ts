@@ -290,6 +290,25 @@ export function gaCreatedFrame(session: SessionDescription): string {
   return JSON.stringify({ event_id: eventId(), type: 'session.created', session: gaSessionFrame(session) });
 }
 
+/**
+ * OpenAI's GA greeting on a socket opened with `intent=transcription` and no model: the session
+ * as it will start (the query's format, the default turn detection), no transcription model yet
+ * (the client's first `session.update` names it; `session.updated` then shows it).
+ */
+export function gaPendingCreatedFrame(sessionId: string, q: { encoding: Encoding; sampleRate: InputRate; returnTimestamps: boolean }): string {
+  const session = {
+    type: 'transcription',
+    object: 'realtime.transcription_session',
+    id: sessionId,
+    audio: { input: { format: { type: GA_FORMATS[q.encoding], rate: q.sampleRate }, turn_detection: DEFAULT_TURN_DETECTION } },
+    include: [],
+    sample_rate: q.sampleRate,
+    encoding: q.encoding,
+    return_timestamps: q.returnTimestamps,
+  };
+  return JSON.stringify({ event_id: eventId(), type: 'session.created', session });
+}
+
 /** The frame of a session output (JSON text). */
 export function serverFrame(out: SessionOutput, ctx: { requestId: string; returnTimestamps: boolean; clientEventId?: string | null }): string {
   const base = { event_id: eventId() };

@@ -9,16 +9,45 @@ const KNOWN = new Set(['model', 'language', 'sample_rate', 'encoding', 'return_t
 
 const bad = (param: string, message: string) => new ApiError('invalid_request', message, { param });
 
-/** `defaultRate`: 16000 on the gateway's path, 24000 (OpenAI's `pcm16`) on OpenAI's `/v1/realtime`. */
-export function readStreamQuery(params: URLSearchParams, defaultRate: '16000' | '24000' = '16000'): StreamQuery {
+/** The query as read: `model` null on a socket whose model comes in its first `session.update`. */
+export type SocketQuery = Omit<StreamQuery, 'model'> & { model: string | null };
+
+/**
+ * `openaiPath`: the socket is on OpenAI's `/v1/realtime`, whose audio is by default its `pcm16`
+ * (24 kHz, not the spec's 16 kHz), and where OpenAI's `intent=transcription` may come without a
+ * model (its clients name the model in the session's first `session.update`: openai 7's
+ * `OpenAIRealtimeWS({intent: 'transcription'})`).
+ */
+export function readStreamQuery(params: URLSearchParams, openaiPath = false): SocketQuery {
   for (const name of params.keys()) if (!KNOWN.has(name)) throw bad(echo(name), `Unknown query parameter '${echo(name)}'.`);
   for (const name of KNOWN) if (params.getAll(name).length > 1) throw bad(name, `Give '${name}' once.`);
+  const defaultRate = openaiPath ? '24000' : '16000';
+  // OpenAI's `intent=transcription` (its URL for transcription sessions) means nothing more, but on its path a model may come later.
+  const intent = params.get('intent');
+  if (intent !== null && intent !== 'transcription') throw bad('intent', "'intent' can only be 'transcription'.");
   const model = params.get('model');
-  if (!model) throw new ApiError('missing_input', "The query parameter 'model' is required.", { param: 'model' });
-  if (model.length > 200) throw bad('model', "'model' is at most 200 characters.");
+  if (!model && !(openaiPath && intent !== null))
+    throw new ApiError(
+      'missing_input',
+      "The query parameter 'model' is required (or, on /v1/realtime, intent=transcription and the model in session.update).",
+      {
+        param: 'model',
+      },
+    );
+  if (!model) return { model: null, ...settingsOf(params, defaultRate) };
+  checkModelName(model, 'model');
+  return { model, ...settingsOf(params, defaultRate) };
+}
+
+/** A model's name as a query parameter or a session.update names it: refused (naming `param`) when it cannot be one. */
+export function checkModelName(model: string, param: string, where = 'querystring field'): void {
+  if (model.length > 200) throw bad(param, `'${param}' is at most 200 characters.`);
   // As an HTTP route's query schema answers (a NUL would otherwise reach the store's key check: a 500).
   const rule = brokenRule(model, 'key');
-  if (rule) throw bad('model', `Invalid querystring field 'model': ${rule}.`);
+  if (rule) throw bad(param, `Invalid ${where} '${param}': ${rule}.`);
+}
+
+function settingsOf(params: URLSearchParams, defaultRate: '16000' | '24000'): Omit<StreamQuery, 'model'> {
   const language = params.get('language')?.trim() || null;
   if (language !== null && !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(language)) throw bad('language', "'language' is a BCP-47 tag such as en or en-US.");
   const encoding = (params.get('encoding') ?? 'pcm_s16le') as Encoding;
@@ -28,8 +57,5 @@ export function readStreamQuery(params: URLSearchParams, defaultRate: '16000' | 
   if (rate === '24000' && encoding !== 'pcm_s16le') throw bad('sample_rate', "'sample_rate' 24000 is for pcm_s16le only.");
   const ts = params.get('return_timestamps') ?? 'true';
   if (ts !== 'true' && ts !== 'false') throw bad('return_timestamps', "'return_timestamps' is true or false.");
-  // OpenAI's `intent=transcription` (its URL for transcription sessions) is accepted and means nothing more.
-  const intent = params.get('intent');
-  if (intent !== null && intent !== 'transcription') throw bad('intent', "'intent' can only be 'transcription'.");
-  return { model, language, sampleRate: rate === '8000' ? 8000 : rate === '24000' ? 24000 : 16000, encoding, returnTimestamps: ts === 'true' };
+  return { language, sampleRate: rate === '8000' ? 8000 : rate === '24000' ? 24000 : 16000, encoding, returnTimestamps: ts === 'true' };
 }

@@ -20,14 +20,14 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { ApiError } from '../errors.ts';
 import type { EndReason } from '../../machines/realtime-session.machine.ts';
-import type { RealtimeService } from '../realtime/service.ts';
+import type { Opening, RealtimeService, Reservation } from '../realtime/service.ts';
 import type { RealtimeSession, SessionOutput } from '../realtime/session.ts';
 import type { ApiKeyPrincipal, KeyService } from '../identity/keys.ts';
 import type { Billing } from '../billing/types.ts';
 import { answerAndClose } from '../http/raw-reply.ts';
 import { newRequestId } from '../http/request-id.ts';
-import { errorFrame, FrameError, gaCreatedFrame, parseClientFrame, serverFrame } from './frames.ts';
-import { readStreamQuery } from './query.ts';
+import { errorFrame, FrameError, gaCreatedFrame, gaPendingCreatedFrame, parseClientFrame, serverFrame } from './frames.ts';
+import { checkModelName, readStreamQuery, type SocketQuery } from './query.ts';
 
 export const STREAM_PATH = '/v1/audio/transcriptions/stream';
 /**
@@ -57,6 +57,20 @@ export interface RealtimeEdgeDeps {
   /** Paths another WebSocket edge on the same server answers (the voice calls' media streams): left to it. */
   ownsPath?(pathname: string): boolean;
 }
+
+/**
+ * How long a socket opened with OpenAI's `intent=transcription` and no model may wait for the
+ * `session.update` that names it; then it is closed (1008) with an error frame, nothing billed.
+ */
+export const MODEL_WAIT_MS = 30_000;
+
+/**
+ * How a socket starts: `now`, its metered session admitted before the upgrade (the model in the
+ * query); or `later`, holding only its place under the caps until its first update names the model.
+ */
+type Start =
+  | { kind: 'now'; opening: Opening }
+  | { kind: 'later'; reservation: Reservation; principal: ApiKeyPrincipal; query: SocketQuery & { model: null }; requestId: string };
 
 /** Close codes: RFC 6455's, by why the session ended. */
 const CLOSE_CODES: Record<EndReason, number> = {
@@ -96,16 +110,17 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     };
     socket.on('error', () => {}); // a peer gone meanwhile is not our failure
     admit(req, requestId).then(
-      ({ opening, openaiPath, recheck }) => {
-        if (socket.destroyed) return opening.cancel();
+      ({ start, openaiPath, recheck }) => {
+        const cancel = () => (start.kind === 'now' ? start.opening.cancel() : start.reservation.release());
+        if (socket.destroyed) return cancel();
         let upgraded = false;
         socket.once('close', () => {
-          if (!upgraded) opening.cancel();
+          if (!upgraded) cancel();
         });
         wss.handleUpgrade(req, socket, head, (ws) => {
           upgraded = true;
-          access.info({ request_id: requestId, req, status: 101, session_id: opening.params.sessionId }, 'realtime upgrade');
-          serve(ws, opening, requestId, recheck, openaiPath);
+          access.info({ request_id: requestId, req, status: 101, session_id: sessionIdOf(start) }, 'realtime upgrade');
+          serve(ws, start, requestId, recheck, openaiPath);
         });
       },
       (err: unknown) => refuse(err instanceof ApiError ? err : internal(err, requestId)),
@@ -122,22 +137,27 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     if (url.pathname !== STREAM_PATH && url.pathname !== OPENAI_PATH)
       throw new ApiError('not_found', `No WebSocket endpoint at ${url.pathname.slice(0, 200)}; use ${STREAM_PATH}.`);
     if (deps.closing()) throw new ApiError('shutting_down', 'The gateway is shutting down; retry on another instance.');
-    const query = readStreamQuery(url.searchParams, url.pathname === OPENAI_PATH ? '24000' : '16000');
+    const openaiPath = url.pathname === OPENAI_PATH;
+    const query = readStreamQuery(url.searchParams, openaiPath);
     const key = url.searchParams.get('api_key');
     const authorization = req.headers.authorization ?? (key ? `Bearer ${key}` : undefined);
     const principal: ApiKeyPrincipal = await deps.keys.authenticate(authorization, 'audio');
     await deps.billing.admit(principal);
-    const opening = await deps.realtime.admit(principal, query, requestId);
     // The key is checked again while the socket is open (a revoked or expired key ends it); the
     // credential stays in this closure, in memory only.
-    return { opening, openaiPath: url.pathname === OPENAI_PATH, recheck: async () => void (await deps.keys.authenticate(authorization, 'audio')) };
+    const recheck = async () => void (await deps.keys.authenticate(authorization, 'audio'));
+    const start: Start =
+      query.model === null
+        ? { kind: 'later', reservation: deps.realtime.reserve(principal), principal, query: { ...query, model: null }, requestId }
+        : { kind: 'now', opening: await deps.realtime.admit(principal, { ...query, model: query.model }, requestId) };
+    return { start, openaiPath, recheck };
   }
 
   /** `openaiPath`: the socket came in on OpenAI's URL, whose GA clients also wait for `session.created`. */
-  function serve(ws: WebSocket, opening: Awaited<ReturnType<RealtimeService['admit']>>, requestId: string, recheck: () => Promise<void>, openaiPath: boolean) {
+  function serve(ws: WebSocket, start: Start, requestId: string, recheck: () => Promise<void>, openaiPath: boolean) {
     const { limits } = deps;
-    const { params } = opening;
-    const log = access.child({ request_id: requestId, session_id: params.sessionId });
+    const returnTimestamps = start.kind === 'now' ? start.opening.params.returnTimestamps : start.query.returnTimestamps;
+    const log = access.child({ request_id: requestId, session_id: sessionIdOf(start) });
     ws.pause(); // nothing is read until the session is ready
     let session: RealtimeSession | null = null;
     let clientEventId: string | null = null;
@@ -157,8 +177,9 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     };
     const sink = {
       send: (out: SessionOutput) => {
-        sendText(serverFrame(out, { requestId, returnTimestamps: params.returnTimestamps, clientEventId }));
-        if (out.type === 'created' && openaiPath) sendText(gaCreatedFrame(out.session));
+        sendText(serverFrame(out, { requestId, returnTimestamps, clientEventId }));
+        // A socket whose model came later was greeted at its upgrade (gaPendingCreatedFrame).
+        if (out.type === 'created' && openaiPath && start.kind === 'now') sendText(gaCreatedFrame(out.session));
       },
       close: (reason: EndReason) => {
         if (ws.readyState === ws.OPEN) ws.close(CLOSE_CODES[reason], reason);
@@ -183,7 +204,8 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
       if (resumeTimer) clearTimeout(resumeTimer);
       backlog.length = 0; // read ahead of the rate and not taken: dropped, unbilled
       if (session) session.clientGone(code === 1006);
-      else opening.cancel();
+      else if (start.kind === 'now') start.opening.cancel();
+      else if (!choosing) start.reservation.release(); // else released by the admission under way, when it sees the socket gone
     });
 
     /**
@@ -234,7 +256,7 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     };
     const onMessage = (s: RealtimeSession, data: RawData, isBinary: boolean) => {
       if (s.isEnded) return;
-      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      const bytes = bytesOf(data);
       clientEventId = null;
       try {
         if (isBinary) {
@@ -275,22 +297,93 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
       }
     };
 
-    opening.accept(sink, recheck).then(
-      (s) => {
-        session = s;
-        if (ws.readyState !== ws.OPEN) {
-          s.clientGone(true);
-          return;
-        }
-        ws.on('message', (data, isBinary) => take(s, data, isBinary));
-        ws.resume();
-      },
-      (err: unknown) => {
-        const e = err instanceof ApiError ? err : internal(err, requestId);
-        sendText(errorFrame(e.code, e.message, requestId, e.options.param));
-        if (ws.readyState === ws.OPEN) ws.close(1011, 'error');
-      },
+    /** The session accepted: the socket's frames go to it (`waiting` first, in order). */
+    const opened = (s: RealtimeSession, waiting: [RawData, boolean][] = []) => {
+      session = s;
+      if (ws.readyState !== ws.OPEN) {
+        s.clientGone(true);
+        return;
+      }
+      ws.on('message', (data, isBinary) => take(s, data, isBinary));
+      for (const [data, isBinary] of waiting) take(s, data, isBinary);
+      if (!held) ws.resume(); // else the backlog resumes it when taken
+    };
+    const failed = (err: unknown, code: number) => {
+      const e = err instanceof ApiError ? err : internal(err, requestId);
+      sendText(errorFrame(e.code, e.message, requestId, e.options.param));
+      if (ws.readyState === ws.OPEN) ws.close(code, code === 1008 ? 'refused' : 'error');
+    };
+    let choosing = false;
+
+    if (start.kind === 'now') {
+      start.opening.accept(sink, recheck).then(opened, (err: unknown) => failed(err, 1011));
+      return;
+    }
+
+    // OpenAI's intent=transcription without a model: greeted now; every frame waits, in order, until
+    // an update names the model (audio waits with them: past maxBacklogBytes the socket is paused,
+    // TCP pushing back). Then the metered session opens in the reserved place with the query's
+    // settings and that model, takes that update first (its format, language and turn detection
+    // are the session's from its start, so the audio that waited is read with them), then the
+    // frames that waited, in order, as if they came then: billed as any session's audio, at that
+    // model's price. A socket closed before a model is named, or whose model is refused (an error
+    // frame, then close 1008), pays nothing; one that names none within MODEL_WAIT_MS is closed.
+    const later = start;
+    sendText(gaPendingCreatedFrame(later.reservation.sessionId, later.query));
+    const waiting: [RawData, boolean][] = [];
+    let waitingBytes = 0;
+    const timer = setTimeout(
+      () =>
+        failed(new ApiError('missing_input', `No session.update named the transcription model within ${MODEL_WAIT_MS / 1000} s.`, { param: 'session' }), 1008),
+      MODEL_WAIT_MS,
     );
+    timer.unref();
+    ws.on('close', () => clearTimeout(timer));
+    const early = (data: RawData, isBinary: boolean) => {
+      waiting.push([data, isBinary]);
+      waitingBytes += sizeOf(data);
+      if (!held && waitingBytes > limits.maxBacklogBytes) {
+        held = true;
+        ws.pause();
+      }
+      if (choosing || isBinary) return;
+      const model = modelNamed(data);
+      if (model === null) return;
+      choosing = true;
+      clearTimeout(timer);
+      waiting.unshift(waiting.pop()!); // the update that names the model first
+      deps.realtime
+        .admit(later.principal, { ...later.query, model }, later.requestId, later.reservation)
+        .then((opening) => {
+          if (ws.readyState !== ws.OPEN) return opening.cancel();
+          return opening.accept(sink, recheck).then((s) => {
+            // Frames that came meanwhile waited too; from here they go to the session.
+            ws.off('message', early);
+            held = false;
+            opened(s, waiting.splice(0));
+          });
+        })
+        .catch((err: unknown) => failed(err, err instanceof ApiError && err.status < 500 ? 1008 : 1011));
+    };
+    /** The model an update names (checked as the query's would be); null when the frame names none. */
+    const modelNamed = (data: RawData): string | null => {
+      let event: ReturnType<typeof parseClientFrame>;
+      try {
+        event = parseClientFrame(bytesOf(data).toString('utf8'));
+      } catch {
+        return null; // the session answers it when the frames are replayed
+      }
+      if ((event.type !== 'session.update' && event.type !== 'transcription_session.update') || !event.update.model) return null;
+      try {
+        checkModelName(event.update.model.name, event.update.model.param, 'field');
+      } catch (err) {
+        sendText(errorFrame((err as ApiError).code, (err as ApiError).message, requestId, (err as ApiError).options.param, event.eventId));
+        return null;
+      }
+      return event.update.model.name;
+    };
+    ws.on('message', early);
+    ws.resume();
   }
 
   server.on('upgrade', onUpgrade);
@@ -300,5 +393,9 @@ export function attachRealtimeEdge(server: Server, deps: RealtimeEdgeDeps): Real
     },
   };
 }
+
+const sessionIdOf = (start: Start): string => (start.kind === 'now' ? start.opening.params.sessionId : start.reservation.sessionId);
+
+const bytesOf = (data: RawData): Buffer => (Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data));
 
 const sizeOf = (data: RawData): number => (Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength);

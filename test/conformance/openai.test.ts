@@ -9,9 +9,8 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway, inOneRateWindow } from '../helper.ts';
-import { startOpenAIUpstream, type FakeServer } from '../fakes/openai-upstream.ts';
-import { startSpeechUpstream } from '../fakes/openai-speech-upstream.ts';
+import { call, type TestGateway, inOneRateWindow } from '../helper.ts';
+import { startConformanceGateway, type ConformanceGateway } from './gateway.ts';
 import { wavBytes } from '../fakes/audio.ts';
 import { multipartForm } from '../transcription/form.ts';
 import { connect, encode, skipSpeech, speech16k } from '../realtime/helpers.ts';
@@ -49,80 +48,18 @@ const DEPARTURES = {
 } as const;
 
 describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.version}`, () => {
+  let fixture: ConformanceGateway;
   let gw: TestGateway;
-  let up: FakeServer;
-  let speechUp: FakeServer;
   let key: string;
   let limitedKey: string;
   const v1 = (path: string, opts: Parameters<typeof call>[3] = {}, method = 'POST') =>
     call(gw.url, method, `/v1${path}`, { token: key, ...opts, headers: { ...SDK, ...opts.headers } });
 
   before(async () => {
-    [up, speechUp] = await Promise.all([startOpenAIUpstream({ apiKey: 'sk-up' }), startSpeechUpstream()]);
-    gw = await startTestGateway();
-    const route = { provider: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-up' };
-    const models: [string, object][] = [
-      [
-        'chat',
-        {
-          type: 'llm',
-          owned_by: 'acme',
-          context_window: 8192,
-          max_output_tokens: 1024,
-          tools: true,
-          pricing: { input_cents_per_mtok: 15, output_cents_per_mtok: 60 },
-          routes: [{ ...route, upstream_model: 'gpt-up' }],
-        },
-      ],
-      [
-        'emb',
-        {
-          type: 'embedding',
-          owned_by: 'acme',
-          context_window: 8192,
-          pricing: { input_cents_per_mtok: 2 },
-          routes: [{ ...route, upstream_model: 'text-embedding-3-small' }],
-        },
-      ],
-      [
-        'whisper',
-        {
-          type: 'stt',
-          owned_by: 'acme',
-          languages: ['en-US', 'hi-IN'],
-          modes: ['transcribe', 'translate'],
-          timestamps: 'word',
-          pricing: { cents_per_minute: 0.6 },
-          routes: [{ ...route, upstream_model: 'whisper-1' }],
-        },
-      ],
-      [
-        'tts',
-        {
-          type: 'tts',
-          owned_by: 'acme',
-          voices: ['nova'],
-          pricing: { cents_per_1k_chars: 1 },
-          routes: [{ provider: 'openai', base_url: `${speechUp.url}/v1`, api_key: 'sk-up', upstream_model: 'tts-1' }],
-        },
-      ],
-    ];
-    for (const [id, body] of models) {
-      const res = await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
-      assert.ok(res.status < 300, res.text);
-    }
-    const s = await signup(gw.url);
-    assert.equal((await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: 10_000 } })).status, 201);
-    key = (await createKey(gw.url, s.token)).api_key;
-    const limited = await createKey(gw.url, s.token, { name: 'limited' });
-    assert.equal((await call(gw.url, 'PATCH', `/admin/keys/${limited.id}`, { token: ADMIN_TOKEN, body: { rpm: 1 } })).status, 200);
-    limitedKey = limited.api_key;
+    fixture = await startConformanceGateway();
+    ({ gw, key, limitedKey } = fixture);
   });
-  after(async () => {
-    await gw?.destroy();
-    await up?.close();
-    await speechUp?.close();
-  });
+  after(() => fixture?.close());
 
   /** `value` conforms to the schema at `pointer`, but for the `departures` (each of which must show). */
   const conforms = (pointer: string, value: unknown, what: string, departures: readonly RegExp[] = []) => {

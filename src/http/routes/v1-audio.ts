@@ -15,8 +15,11 @@ import { acceptUploads, readUpload, UPLOAD_LIMIT_BYTES, uploadFailed } from '../
 import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
 import { audioKeyOf, newJobId, type JobObject, type JobStatus } from '../../transcription/jobs.ts';
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { errors, KeyString, OneOf } from '../schemas.ts';
+import { Binary, documented, errorAnswers, orNull, PlainText } from '../openapi.ts';
+import { STT_MODES } from '../../shared/model-schema.ts';
+import { RESPONSE_FORMATS } from '../../speech/formats.ts';
 import { Limit, limitOf } from '../pages.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 
@@ -41,6 +44,77 @@ export const Job = Type.Object({
   error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
 });
 
+// For the document only (src/http/openapi.ts): the multipart forms (read by src/transcription/request.ts,
+// which takes exactly these fields: FORM_FIELDS) and the transcript in each response_format.
+const Common = {
+  file: Type.Unsafe<string>({ ...Binary, description: 'The recording (at most 25 MB; larger is answered 413)' }),
+  model: Type.String({ description: 'An stt model id' }),
+  prompt: Type.Optional(Type.String()),
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+};
+const Language = {
+  language: Type.Optional(Type.String({ description: "A BCP-47 or ISO-639-1 hint (OpenAI's name for it); omit to detect" })),
+  language_code: Type.Optional(Type.String({ description: "The same hint under the spec's name" })),
+  mode: Type.Optional(OneOf(STT_MODES)),
+};
+const form = (fields: Record<string, TSchema>) => Type.Object(fields, { additionalProperties: false });
+const Granularity = Type.Union([Type.Literal('word'), Type.Literal('segment')]);
+export const ClipForms = {
+  sync: form({
+    ...Common,
+    ...Language,
+    response_format: Type.Optional(OneOf(RESPONSE_FORMATS)),
+    timestamp_granularities: Type.Optional(Type.Array(Granularity, { description: 'verbose_json only' })),
+    'timestamp_granularities[]': Type.Optional(Type.Array(Granularity, { description: 'The same, as form encoders name an array' })),
+    stream: Type.Optional(Type.Literal(false, { description: 'Streamed transcription is the realtime WebSocket' })),
+  }),
+  translations: form({ ...Common, response_format: Type.Optional(OneOf(RESPONSE_FORMATS)) }),
+  jobs: form({
+    ...Common,
+    ...Language,
+    diarize: Type.Optional(Type.Boolean({ default: true })),
+    num_speakers: Type.Optional(Type.Integer({ minimum: 1, maximum: 20 })),
+  }),
+};
+const TranscriptJson = Type.Object({
+  text: Type.String(),
+  language: orNull(Type.String()),
+  duration: Type.Number(),
+  segments: Type.Optional(Type.Array(Type.Object({ id: Type.Integer(), start: Type.Number(), end: Type.Number(), text: Type.String() }))),
+  usage: Type.Object({ type: Type.Literal('duration'), seconds: Type.Integer() }),
+});
+const VerboseJson = Type.Object({
+  task: Type.Union([Type.Literal('transcribe'), Type.Literal('translate')]),
+  language: orNull(Type.String()),
+  duration: Type.Number(),
+  text: Type.String(),
+  segments: Type.Optional(
+    Type.Array(
+      Type.Object({
+        id: Type.Integer(),
+        seek: Type.Integer(),
+        start: Type.Number(),
+        end: Type.Number(),
+        text: Type.String(),
+        tokens: Type.Array(Type.Integer()),
+        temperature: Type.Number(),
+        avg_logprob: Type.Number(),
+        compression_ratio: Type.Number(),
+        no_speech_prob: Type.Number(),
+      }),
+    ),
+  ),
+  words: Type.Optional(Type.Array(Type.Object({ word: Type.String(), start: Type.Number(), end: Type.Number() }))),
+  usage: Type.Object({ type: Type.Literal('duration'), seconds: Type.Integer() }),
+});
+const clipAnswers = {
+  200: {
+    description: 'The transcript: JSON (response_format json, the default, or verbose_json), or text (text, srt, vtt)',
+    content: { 'application/json': Type.Union([TranscriptJson, VerboseJson]), 'text/plain': PlainText },
+  },
+  ...errorAnswers(400, 401, 402, 403, 404, 413, 429, 503),
+};
+
 export function registerAudioRoutes(app: App, deps: AppDeps): void {
   // The scope typed as App: fastify's register types its plugin's instance with the default type
   // provider, not the parent's, so without it acceptUploads (which takes App) would not take it.
@@ -52,6 +126,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
         endpoint === 'sync' ? '/v1/audio/transcriptions' : '/v1/audio/translations',
         {
           preHandler: requireApiKey(deps, 'audio'),
+          ...documented({ body: { 'multipart/form-data': ClipForms[endpoint] }, responses: clipAnswers }),
           schema: { tags: ['v1'], summary, security: [{ apiKey: [] }], consumes: ['multipart/form-data'] },
         },
         async (req, reply) => answerClip(deps, principalOf(req), endpoint, req, reply),
@@ -63,6 +138,13 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
       '/v1/audio/transcriptions/jobs',
       {
         preHandler: requireApiKey(deps, 'audio'),
+        ...documented({
+          body: { 'multipart/form-data': ClipForms.jobs },
+          responses: {
+            202: { description: 'The job, queued (its URL in Location)', content: { 'application/json': Job } },
+            ...errorAnswers(400, 401, 402, 403, 404, 413, 429, 503),
+          },
+        }),
         schema: {
           tags: ['v1'],
           summary: 'Start a transcription job for a long recording (multipart; diarization)',
@@ -78,6 +160,14 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
     '/v1/audio/transcriptions/jobs/:id',
     {
       preHandler: requireApiKey(deps, 'audio'),
+      ...documented({
+        responses: {
+          200: {
+            description: 'The job (response_format json, the default), or its transcript as text, SubRip or WebVTT once completed',
+            content: { 'application/json': Job, 'text/plain': PlainText },
+          },
+        },
+      }),
       schema: {
         tags: ['v1'],
         summary: 'A transcription job; with response_format text, srt or vtt, its transcript in that format',

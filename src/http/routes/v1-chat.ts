@@ -5,8 +5,9 @@ import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { toEnvelope } from '../errors.ts';
 import { relaySse } from '../sse.ts';
-import { errors, KeyString, OneOf } from '../schemas.ts';
-import { normalizeChatBody } from '../../text/chat-input.ts';
+import { ErrorEnvelope, errors, KeyString, OneOf } from '../schemas.ts';
+import { documented, nullOnly, nullsDropped, orNull, sseData } from '../openapi.ts';
+import { CHAT_NULLS_REFUSED, MESSAGE_NULLS_REFUSED, normalizeChatBody } from '../../text/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 
@@ -151,6 +152,68 @@ const ChatCompletionSchema = Type.Object({
   }),
 });
 
+// For the document only (src/http/openapi.ts): the body as normalizeChatBody lets it in (nulls as
+// absent; OpenAI's fields the gateway takes only as null; an answer's read-only fields on an
+// assistant message), and the stream's chunks.
+const DocMessage = nullsDropped(Message, MESSAGE_NULLS_REFUSED, {
+  refusal: { ...orNull(Type.String()), description: "An answer's read-only field, kept in a history: ignored on an assistant message" },
+  annotations: { type: 'array', description: "An answer's read-only field, kept in a history: ignored on an assistant message" },
+  audio: { ...orNull({ type: 'object' }), description: "An answer's read-only field, kept in a history: ignored on an assistant message" },
+  function_call: { ...orNull({ type: 'object' }), description: "An answer's read-only field, kept in a history: ignored on an assistant message" },
+});
+const notOffered = 'not offered by the gateway';
+const DocChatBody = nullsDropped(
+  { ...ChatBodySchema, properties: { ...ChatBodySchema.properties, messages: { ...ChatBodySchema.properties.messages, items: DocMessage } } },
+  CHAT_NULLS_REFUSED,
+  {
+    store: { enum: [false, null], description: 'Nothing is stored: false (or null) is accepted, true refused' },
+    metadata: nullOnly(notOffered),
+    service_tier: nullOnly(notOffered),
+    modalities: nullOnly('text is the only output'),
+    audio: nullOnly('text is the only output'),
+    prediction: nullOnly(notOffered),
+    web_search_options: nullOnly(notOffered),
+    moderation: nullOnly(notOffered),
+    prompt_cache_retention: nullOnly(notOffered),
+    prompt_cache_options: nullOnly(notOffered),
+    functions: nullOnly("OpenAI's deprecated function calling: send tools"),
+    function_call: nullOnly("OpenAI's deprecated function calling: send tool_choice"),
+  },
+);
+// The answer as the document shows it: the serialized schema above, but that its message's role is always assistant.
+const Choice = ChatCompletionSchema.properties.choices.items;
+const DocCompletion = Type.Object({
+  ...ChatCompletionSchema.properties,
+  choices: Type.Array(
+    Type.Object({ ...Choice.properties, message: Type.Object({ ...Choice.properties.message.properties, role: Type.Literal('assistant') }) }),
+  ),
+});
+const ToolCallDelta = Type.Object({
+  index: Type.Integer(),
+  id: Type.Optional(Type.String()),
+  type: Type.Optional(Type.Literal('function')),
+  function: Type.Object({ name: Type.Optional(Type.String()), arguments: Type.Optional(Type.String()) }),
+});
+const ChatChunkSchema = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('chat.completion.chunk'),
+  created: Type.Integer(),
+  model: Type.String(),
+  choices: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      delta: Type.Object({
+        role: Type.Optional(Type.Literal('assistant')),
+        content: Type.Optional(Type.String()),
+        tool_calls: Type.Optional(Type.Array(ToolCallDelta)),
+      }),
+      logprobs: Type.Optional(ChatCompletionSchema.properties.choices.items.properties.logprobs),
+      finish_reason: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ),
+  usage: Type.Optional(ChatCompletionSchema.properties.usage),
+});
+
 export function registerChatRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/v1/chat/completions',
@@ -159,6 +222,18 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       // Before the schema: nulls as absent, `developer` as system, the role's code before any other.
       preValidation: async (req) => normalizeChatBody(req.body),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
+      ...documented({
+        body: { 'application/json': DocChatBody },
+        responses: {
+          200: {
+            description: 'The completion; with stream: true, server-sent events (`data: <chunk>`, ended by `data: [DONE]`, or by an error event and no [DONE])',
+            content: {
+              'application/json': DocCompletion,
+              'text/event-stream': sseData(Type.Union([ChatChunkSchema, ErrorEnvelope]), "Each event's data: a chunk, or the error that ends the stream"),
+            },
+          },
+        },
+      }),
       schema: {
         tags: ['v1'],
         summary: 'Chat completion (OpenAI-compatible; stream: true for server-sent events)',

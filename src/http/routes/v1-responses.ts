@@ -1,9 +1,10 @@
 // POST /v1/responses: OpenAI's Responses API for text and function tools (the AI SDK's default,
 // openai-node's `responses.create`), translated onto the metered chat path (src/text/responses.ts).
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { errors, KeyString, OneOf } from '../schemas.ts';
+import { documented, nullOnly, nullsDropped, orNull, present, sseData } from '../openapi.ts';
 import { KEY_STRING_PATTERN } from '../../shared/strings.ts';
 import { relaySse } from '../sse.ts';
 import { dropNulls } from '../../text/chat-input.ts';
@@ -90,13 +91,132 @@ const ResponsesBodySchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** The fields whose null is not dropped (the schema then refuses it): of the body, of a tool. */
+const NULLS_REFUSED = ['model', 'input'];
+const TOOL_NULLS_REFUSED = ['type', 'name'];
+
 /** Nulls as absent, at the top and in each tool (the AI SDK sends `description: null`, `strict: null`...). */
 function normalizeResponsesBody(body: unknown): void {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
   const b = body as Record<string, unknown>;
-  dropNulls(b, ['model', 'input']);
-  if (Array.isArray(b.tools)) for (const t of b.tools) if (typeof t === 'object' && t !== null) dropNulls(t as Record<string, unknown>);
+  dropNulls(b, NULLS_REFUSED);
+  if (Array.isArray(b.tools)) for (const t of b.tools) if (typeof t === 'object' && t !== null) dropNulls(t as Record<string, unknown>, TOOL_NULLS_REFUSED);
 }
+
+// For the document only (src/http/openapi.ts): the body as normalizeResponsesBody lets it in, the
+// response object that completionResponse (src/text/responses.ts) answers, and the stream's events
+// (src/text/responses-stream.ts). The serialized 200 schema above stays loose on purpose.
+const notOffered = 'not offered by the gateway (stateless, text and function tools)';
+const DocResponsesBody = nullsDropped(
+  {
+    ...ResponsesBodySchema,
+    properties: {
+      ...ResponsesBodySchema.properties,
+      tools: { ...ResponsesBodySchema.properties.tools, items: nullsDropped(ResponsesBodySchema.properties.tools.items, TOOL_NULLS_REFUSED) },
+    },
+  },
+  NULLS_REFUSED,
+  Object.fromEntries(
+    [
+      'top_logprobs',
+      'prompt_cache_retention',
+      'prompt_cache_options',
+      'background',
+      'max_tool_calls',
+      'prompt',
+      'service_tier',
+      'stream_options',
+      'conversation',
+      'context_management',
+      'moderation',
+    ].map((k) => [k, nullOnly(notOffered)]),
+  ),
+);
+/** An array the gateway always sends empty (no annotations, no log probabilities). */
+const Empty = Type.Array(Type.Object({}), { maxItems: 0 });
+const OutputText = Type.Object({ type: Type.Literal('output_text'), text: Type.String(), annotations: Empty, logprobs: Empty });
+/** The request's text format, echoed as sent (one of OpenAI's three shapes; a json_schema one as named, or not). */
+const { type: _formatType, ...formatFields } = ResponsesBodySchema.properties.text.properties.format.properties;
+const EchoedFormat = Type.Union([
+  Type.Object({ type: Type.Literal('text') }),
+  Type.Object({ type: Type.Literal('json_object') }),
+  Type.Object({ type: Type.Literal('json_schema'), ...formatFields }),
+]);
+const ItemStatus = Type.Union([Type.Literal('in_progress'), Type.Literal('completed')]);
+const MessageItem = Type.Object({
+  type: Type.Literal('message'),
+  id: Type.String(),
+  status: ItemStatus,
+  role: Type.Literal('assistant'),
+  content: Type.Array(OutputText),
+});
+const FunctionCallItem = Type.Object({
+  type: Type.Literal('function_call'),
+  id: Type.String(),
+  call_id: Type.String(),
+  name: Type.String(),
+  arguments: Type.String(),
+  status: ItemStatus,
+});
+const OutputItem = Type.Union([MessageItem, FunctionCallItem]);
+const ResponseObjectSchema = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('response'),
+  created_at: Type.Integer(),
+  status: Type.Union([Type.Literal('in_progress'), Type.Literal('completed'), Type.Literal('incomplete')]),
+  error: Type.Null(),
+  incomplete_details: Type.Union([Type.Object({ reason: Type.Literal('max_output_tokens') }), Type.Null()]),
+  instructions: orNull(Type.String()),
+  max_output_tokens: orNull(Type.Integer()),
+  model: Type.String(),
+  output: Type.Array(OutputItem),
+  parallel_tool_calls: Type.Boolean(),
+  previous_response_id: Type.Null(),
+  store: Type.Literal(false),
+  temperature: orNull(Type.Number()),
+  top_p: orNull(Type.Number()),
+  text: Type.Object({ format: EchoedFormat }),
+  tool_choice: present(ResponsesBodySchema.properties.tool_choice),
+  tools: Type.Array(
+    Type.Object({
+      type: Type.Literal('function'),
+      name: Type.String(),
+      description: orNull(Type.String()),
+      parameters: orNull(Type.Record(Type.String(), Type.Unknown())),
+      strict: orNull(Type.Boolean()),
+    }),
+  ),
+  truncation: Type.Literal('disabled'),
+  usage: Type.Optional(
+    Type.Object({
+      input_tokens: Type.Integer(),
+      input_tokens_details: Type.Object({ cached_tokens: Type.Integer(), cache_write_tokens: Type.Integer() }),
+      output_tokens: Type.Integer(),
+      output_tokens_details: Type.Object({ reasoning_tokens: Type.Integer() }),
+      total_tokens: Type.Integer(),
+    }),
+  ),
+  metadata: Type.Record(Type.String(), Type.String()),
+});
+/** A stream event: its type, its sequence number, and its fields. */
+const event = <T extends string>(type: T, fields: Record<string, TSchema>) =>
+  Type.Object({ type: Type.Literal(type), sequence_number: Type.Integer(), ...fields });
+const InText = { item_id: Type.String(), output_index: Type.Integer(), content_index: Type.Integer() };
+const ResponsesEvent = Type.Union([
+  event('response.created', { response: ResponseObjectSchema }),
+  event('response.in_progress', { response: ResponseObjectSchema }),
+  event('response.output_item.added', { output_index: Type.Integer(), item: OutputItem }),
+  event('response.content_part.added', { ...InText, part: OutputText }),
+  event('response.output_text.delta', { ...InText, delta: Type.String(), logprobs: Empty }),
+  event('response.function_call_arguments.delta', { item_id: Type.String(), output_index: Type.Integer(), delta: Type.String() }),
+  event('response.output_text.done', { ...InText, text: Type.String(), logprobs: Empty }),
+  event('response.content_part.done', { ...InText, part: OutputText }),
+  event('response.function_call_arguments.done', { item_id: Type.String(), name: Type.String(), output_index: Type.Integer(), arguments: Type.String() }),
+  event('response.output_item.done', { output_index: Type.Integer(), item: OutputItem }),
+  event('response.completed', { response: ResponseObjectSchema }),
+  event('response.incomplete', { response: ResponseObjectSchema }),
+  event('error', { code: Type.String(), message: Type.String(), param: orNull(Type.String()) }),
+]);
 
 export function registerResponsesRoutes(app: App, deps: AppDeps): void {
   app.post(
@@ -105,6 +225,15 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
       preHandler: requireApiKey(deps, 'chat'),
       preValidation: async (req) => normalizeResponsesBody(req.body),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
+      ...documented({
+        body: { 'application/json': DocResponsesBody },
+        responses: {
+          200: {
+            description: 'The response object; with stream: true, its typed server-sent events (`event: <type>`, `data: <event>`)',
+            content: { 'application/json': ResponseObjectSchema, 'text/event-stream': sseData(ResponsesEvent, "Each event's data") },
+          },
+        },
+      }),
       schema: {
         tags: ['v1'],
         summary: "OpenAI's Responses API for text and function tools, served as chat (stateless; stream: true for its typed events)",

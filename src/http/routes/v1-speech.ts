@@ -11,7 +11,9 @@ import type { App, AppDeps } from '../types.ts';
 import type { ApiKeyPrincipal } from '../../identity/keys.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, toEnvelope } from '../errors.ts';
-import { errors, FreeText, KeyString, OneOf } from '../schemas.ts';
+import { ErrorEnvelope, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
+import { Binary, documented, orNull, sseData } from '../openapi.ts';
+import { CONTENT_TYPES } from '../../synthesis/formats.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
 import { SPEECH_FORMATS } from '../../providers/types.ts';
 import { PCM_RATES } from '../../synthesis/formats.ts';
@@ -35,12 +37,33 @@ export const SpeechBodySchema = Type.Object(
 /** A speech request's body as its schema admits it (the synthesis service's SpeechBody must take it). */
 export type SpeechRequestBody = Static<typeof SpeechBodySchema>;
 
+// For the document only (src/http/openapi.ts): the audio by its format's content type, or the events.
+const SpeechEvent = Type.Union([
+  Type.Object({ type: Type.Literal('speech.audio.delta'), audio: Type.String({ contentEncoding: 'base64' }) }),
+  Type.Object({
+    type: Type.Literal('speech.audio.done'),
+    format: OneOf(SPEECH_FORMATS),
+    sample_rate: orNull(Type.Integer()),
+    usage: Type.Object({ type: Type.Literal('characters'), characters: Type.Integer() }),
+  }),
+  Type.Object({ type: Type.Literal('error'), error: ErrorEnvelope.properties.error }),
+]);
+const audioTypes = [...new Set(Object.values(CONTENT_TYPES))];
+const SpeechAnswer = {
+  description: 'The audio in response_format (its content type below), read as it is produced; with stream_format "sse", server-sent events',
+  content: {
+    ...Object.fromEntries(audioTypes.map((t) => [t, Binary])),
+    'text/event-stream': sseData(SpeechEvent, "Each event's data: audio deltas, then done (or an error)"),
+  },
+};
+
 export function registerSpeechRoutes(app: App, deps: AppDeps): void {
   app.post(
     '/v1/audio/speech',
     {
       preHandler: requireApiKey(deps, 'audio'),
       bodyLimit: deps.config.http.inferenceBodyLimitBytes,
+      ...documented({ responses: { 200: SpeechAnswer } }),
       schema: {
         tags: ['v1'],
         summary: 'Speak a text (OpenAI-compatible; raw audio, or server-sent events with stream_format: "sse")',
