@@ -148,7 +148,7 @@ describe(`the /v1 operations against OpenAI's OpenAPI document ${DOCUMENT.info.v
       assert.equal(events.at(-1)!.type, 'response.completed');
     }
     // An upstream that breaks mid-stream: the error event and response.failed are the document's too.
-    up.next({ errorAfterChunks: 4 });
+    fixture.up.next({ errorAfterChunks: 4 });
     const broken = streams(
       await v1('/responses', { body: { model: 'chat', input: 'tell me about rivers', stream: true } }),
       (e) => responseEvent(e.type),
