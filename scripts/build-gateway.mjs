@@ -37,8 +37,12 @@ export const packagesExternal = {
   },
 };
 
-/** The CommonJS among the bundled packages call require(): ESM has none, so the bundle makes one. */
-export const requireBanner = { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" };
+/**
+ * The CommonJS among the bundled packages call require(): ESM has none, so the bundle makes one.
+ * Its `import.meta.url` is written in two pieces: scripts/run-tests.mjs rewrites that expression
+ * into the file's path in every file a test imports, this one included (test/build-gateway.test.ts).
+ */
+export const requireBanner = { js: `import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.${'meta'}.url);` };
 
 /**
  * Drops from a source map what maps into node_modules: a stack frame there names the bundle's line,
