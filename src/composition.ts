@@ -35,6 +35,7 @@ import type { ActorRuntime } from './actors/runtime.ts';
 import { createHmac } from 'node:crypto';
 import type { BlobStore } from './blobs/port.ts';
 import { IntentService, type IntentMetrics } from './intent/service.ts';
+import type { VoiceMetrics } from './voice/turn-stages.ts';
 import { intentSessionKind } from './intent/kind.ts';
 import { PackRegistry, readPackFile } from './intent/packs.ts';
 import { Webhooks, type WebhookService } from './webhooks/index.ts';
@@ -125,6 +126,8 @@ export async function createServices(deps: {
   intentMetrics?: IntentMetrics;
   /** This process's name (src/server.ts), for billing's instance lease. */
   instanceId?: string;
+  /** Voice turns' histograms (src/voice/turn-stages.ts); none in tests that do not read them. */
+  voiceMetrics?: VoiceMetrics;
   /** The realtime sessions' counters. */
   realtimeMetrics?: RealtimeServiceDeps['metrics'];
   /** The gateway's tmp area (src/shared/tmp-area.ts): the offline engines keep the audio they work on there. */
@@ -350,6 +353,7 @@ export async function createServices(deps: {
     keySecret: deps.keySecret,
     settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),
+    ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     now,
   });
   await voice.init();

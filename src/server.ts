@@ -116,6 +116,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     webhookMetrics: { deliveries: metrics.webhookDeliveries, dropped: metrics.webhookDropped, disabled: metrics.webhookDisabled },
     realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds },
     intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade },
+    voiceMetrics: { stages: metrics.voiceTurnStages, latency: metrics.voiceTurnLatency, firstFrame: metrics.voiceFirstFrame },
     tmpDir: tmp.dir,
     ...(opts.now ? { now: opts.now } : {}),
   });

@@ -19,6 +19,7 @@ import type { VoiceKind } from './kind.ts';
 import type { Conversation } from './call-line.ts';
 import { CallMedia } from './media.ts';
 import type { Pacer } from './pacer.ts';
+import type { VoiceMetrics } from './turn-stages.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -43,6 +44,8 @@ export interface LiveDeps {
   settings: { mediaTimeoutMs: number };
   logger: Logger;
   now(): number;
+  /** Each turn's stages and latency (src/voice/turn-stages.ts); none in tests that do not read them. */
+  metrics?: VoiceMetrics;
 }
 
 /** What the live side reads of the request (the fields of `VoiceCallBody`, src/voice/service.ts). */
@@ -111,6 +114,7 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     now: deps.now,
     onDisposed: call.onDisposed,
     pacer: call.pacer,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
 }
 

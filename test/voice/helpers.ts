@@ -95,3 +95,14 @@ export async function assertCreditGuarded(gw: TestGateway, model: string): Promi
   assert.ok(wallet.balance_microcents >= 0);
   return c;
 }
+
+/** `input` spoken by the gateway's tts-local (espeak-ng) as 8 kHz PCM16: what the fake carriers' callees say. */
+export async function ttsPcm(gw: { url: string }, key: string, input: string, voice: string): Promise<Buffer> {
+  const res = await fetch(`${gw.url}/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 8000 }),
+  });
+  if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
+  return Buffer.from(await res.arrayBuffer());
+}
