@@ -201,6 +201,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await services.upstreamFiles.close(); // and the audio upload pool
       await blobs.close();
       await store.close(); // flushes what was acknowledged
+      services.engines.close(); // stt-local's warm engines end
       await tmp.close(); // the engines are stopped: their folders go
       await dirLock?.release(); // last: another gateway may take DATA_DIR now
       logger.info('gateway stopped');
