@@ -125,7 +125,7 @@ async function main(): Promise<void> {
     const pings: number[] = [];
     /** The agent turn that answered the callee (polled: it is recorded once its reply has played). */
     const answerOf = async (id: string): Promise<{ latency_ms?: number; stages?: Stages } | undefined> => {
-      for (let i = 0; i < 40; i++) {
+      for (let i = 0; i < 100; i++) {
         const c = await json('GET', `${gw.url}/v1/voice/calls/${id}`, acc.key);
         const t = (c.transcript as { role: string; latency_ms?: number; stages?: Stages }[]).find((x) => x.role === 'agent' && x.latency_ms !== undefined);
         if (t) return t;
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
       const sent = await leg.say(utterance);
       const end = sent.at(-1)!;
       const first = await leg.next('media', end, timeoutMs);
-      if (first !== null) await leg.quiet(500, 30_000); // the reply played: its turn is recorded
+      if (first !== null) await leg.quiet(1000, 30_000); // the reply played: its turn is recorded
       await hangup(id);
       if (first === null) return null;
       const agent = await answerOf(id);
