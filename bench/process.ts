@@ -2,7 +2,7 @@
 // `npm start` does (the esbuild bundle, with test/gateway-process.ts's builder and arguments), its log in a file, reading its CPU and memory from /proc,
 // and a paying account with an API key made through the admin and portal APIs.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildBundle, startArgs } from '../test/gateway-process.ts';
@@ -28,6 +28,28 @@ export function cpuSeconds(pid: number): number {
 /** CPU seconds of the children a process has waited for (ffmpeg, ffprobe, pocketsphinx...). */
 export function childrenCpuSeconds(pid: number): number {
   return statCpu(readFileSync(`/proc/${pid}/stat`, 'utf8')).children;
+}
+
+/**
+ * CPU seconds of a process's children: those it has waited for, and those still running (a
+ * resident engine's own and its waited-for children's), read from every /proc/<pid>/stat whose
+ * parent is `pid`.
+ */
+export function allChildrenCpuSeconds(pid: number): number {
+  let total = childrenCpuSeconds(pid);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[1]) !== pid) continue;
+    const c = statCpu(stat);
+    total += c.user + c.sys + c.children;
+  }
+  return total;
 }
 
 /** A memory figure of /proc/<pid>/status in MiB: VmHWM (peak resident set) or VmRSS (now). */

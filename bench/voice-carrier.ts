@@ -54,6 +54,12 @@ export class Leg {
     }
   }
 
+  /** Until no agent `media` frame has arrived for `ms` (its reply played), or `timeoutMs` passed. */
+  async quiet(ms: number, timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (performance.now() < deadline && performance.now() - (this.media.at(-1) ?? 0) < ms) await new Promise((r) => setTimeout(r, 50));
+  }
+
   /** One WebSocket ping → pong on the call's own media socket, ms. */
   ping(): Promise<number> {
     return new Promise((resolve) => {

@@ -94,6 +94,20 @@ export interface Turn {
   entities?: Record<string, string | number>;
   /** Callee DTMF: the digits pressed (the turn's text is them too). */
   dtmf?: string;
+  /** Agent turns answering the callee: the end of the callee's speech (or last key) → this reply's first frame to the carrier, ms. */
+  latency_ms?: number;
+  /** Agent turns answering the callee: `latency_ms` by stage (they add up to it; src/voice/turn-stages.ts says what each measures). */
+  stages?: TurnStages;
+}
+
+/** Where a turn's latency goes, ms, in order. */
+export interface TurnStages {
+  endpointing_ms: number;
+  queued_ms: number;
+  recognition_ms: number;
+  agent_ms: number;
+  synthesis_ms: number;
+  first_frame_ms: number;
 }
 
 interface OutcomeAction {

@@ -33,8 +33,11 @@ import { transcriptionJobKind } from './transcription/kind.ts';
 import { TranscriptionJobs } from './transcription/jobs.ts';
 import type { ActorRuntime } from './actors/runtime.ts';
 import { createHmac } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import type { BlobStore } from './blobs/port.ts';
 import { IntentService, type IntentMetrics } from './intent/service.ts';
+import type { VoiceMetrics } from './voice/turn-stages.ts';
+import { EnginePool } from './speech/engine-pool.ts';
 import { intentSessionKind } from './intent/kind.ts';
 import { PackRegistry, readPackFile } from './intent/packs.ts';
 import { Webhooks, type WebhookService } from './webhooks/index.ts';
@@ -65,6 +68,8 @@ export interface ActorDirectory {
 
 export interface Services {
   store: Store;
+  /** stt-local's warm engines (src/speech/engine-pool.ts): closed at shutdown. */
+  engines: EnginePool;
   /** Uploaded recordings and transcripts (src/blobs/). */
   blobs: BlobStore;
   accounts: AccountService;
@@ -126,6 +131,8 @@ export async function createServices(deps: {
   intentMetrics?: IntentMetrics;
   /** This process's name (src/server.ts), for billing's instance lease. */
   instanceId?: string;
+  /** Voice turns' histograms (src/voice/turn-stages.ts); none in tests that do not read them. */
+  voiceMetrics?: VoiceMetrics;
   /** The realtime sessions' counters. */
   realtimeMetrics?: RealtimeServiceDeps['metrics'];
   /** The gateway's tmp area (src/shared/tmp-area.ts): the offline engines keep the audio they work on there. */
@@ -185,7 +192,9 @@ export async function createServices(deps: {
   await webhooks.init();
   const upstream = new UpstreamHttp({ streamIdleTimeoutMs: deps.config.upstream.streamIdleTimeoutMs });
   const upstreamFiles = new UpstreamFiles();
-  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir } });
+  // stt-local's warm engines for utterances (a call's turns): one per core, as many as can run at once.
+  const engines = new EnginePool({ size: Math.max(1, availableParallelism()), start: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir }) });
+  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir, engines } });
   const router = new UpstreamRouter(providers, { now, logger: deps.logger.child({ component: 'router' }) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
@@ -363,6 +372,7 @@ export async function createServices(deps: {
     transcripts,
     settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),
+    ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     now,
   });
   await voice.init();
@@ -374,6 +384,7 @@ export async function createServices(deps: {
   deps.actors.register(realtimeKind);
   deps.actors.register(voiceKind);
   return {
+    engines,
     realtime,
     voice,
     accountLimits,

@@ -122,6 +122,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
     webhookMetrics: { deliveries: metrics.webhookDeliveries, dropped: metrics.webhookDropped, disabled: metrics.webhookDisabled },
     realtimeMetrics: { sessions: metrics.realtimeSessions, chargedSeconds: metrics.realtimeChargedSeconds },
     intentMetrics: { turns: metrics.intentTurns, cascade: metrics.intentCascade },
+    voiceMetrics: { stages: metrics.voiceTurnStages, latency: metrics.voiceTurnLatency, firstFrame: metrics.voiceFirstFrame },
     tmpDir: tmp.dir,
     ...(opts.now ? { now: opts.now } : {}),
   });
@@ -206,6 +207,7 @@ export async function startGateway(config: Config, opts: StartOptions = {}): Pro
       await services.upstreamFiles.close(); // and the audio upload pool
       await blobs.close();
       await store.close(); // flushes what was acknowledged
+      services.engines.close(); // stt-local's warm engines end
       await tmp.close(); // the engines are stopped: their folders go
       await dirLock?.release(); // last: another gateway may take DATA_DIR now
       logger.info('gateway stopped');

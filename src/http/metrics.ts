@@ -25,7 +25,14 @@ export interface HttpMetrics {
   realtimeChargedSeconds: Counter<string>;
   /** Time of the classification cascade of a turn (without the session and billing), by the stage that decided. */
   intentCascade: Histogram<'classifier_used'>;
+  /** Voice calls: each callee→agent turn's latency, by stage and whole, and the answer → the agent's first frame (src/voice/turn-stages.ts). */
+  voiceTurnStages: Histogram<'stage'>;
+  voiceTurnLatency: Histogram<string>;
+  voiceFirstFrame: Histogram<string>;
 }
+
+/** A voice turn's times: tens of ms (a stage) to seconds (an offline recognition, an LLM). */
+const VOICE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10];
 
 export function createMetrics(): HttpMetrics {
   const registry = new Registry();
@@ -100,8 +107,30 @@ export function createMetrics(): HttpMetrics {
     buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1, 5],
     registers: [registry],
   });
+  const voiceTurnStages = new Histogram({
+    name: 'gateway_voice_turn_stage_seconds',
+    help: "A voice call's callee→agent turn by stage: endpointing (end of speech → utterance cut), queued, recognition, agent (decision or an LLM's first chunk), synthesis (first audio in hand), first_frame (→ the carrier).",
+    labelNames: ['stage'] as const,
+    buckets: VOICE_BUCKETS,
+    registers: [registry],
+  });
+  const voiceTurnLatency = new Histogram({
+    name: 'gateway_voice_turn_latency_seconds',
+    help: "A voice call's callee→agent turn: the end of the callee's speech → the reply's first frame to the carrier (the stages' sum; the call's turn_latency_ms).",
+    buckets: VOICE_BUCKETS,
+    registers: [registry],
+  });
+  const voiceFirstFrame = new Histogram({
+    name: 'gateway_voice_answer_to_first_frame_seconds',
+    help: "A voice call's answer → the agent's first frame to the carrier.",
+    buckets: VOICE_BUCKETS,
+    registers: [registry],
+  });
   return {
     registry,
+    voiceTurnStages,
+    voiceTurnLatency,
+    voiceFirstFrame,
     requests,
     duration,
     clientErrors,

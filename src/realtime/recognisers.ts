@@ -13,6 +13,7 @@ import { bytesOf } from '../speech/pcm.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx-engine.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
 import type { TranscriptSegment } from '../speech/transcript.ts';
+import { withSignal } from '../shared/signals.ts';
 
 export interface Utterance {
   itemId: string;
@@ -129,23 +130,4 @@ export function utteranceRecogniser(opts: {
     },
     close() {},
   };
-}
-
-/** `work`, or the signal's reason once it aborts (the work itself is left to finish or fail). */
-function withSignal<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }

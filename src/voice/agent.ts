@@ -176,6 +176,15 @@ function asksForDigits(pack: IntentPack, responseId: string): boolean {
   );
 }
 
+/**
+ * A callee turn's reply wording, its audio rendered (once, kept) as the reply plays: the reply is
+ * returned at the pack's decision, so a turn's `agent` and `synthesis` stages are timed apart
+ * (src/voice/turn-stages.ts).
+ */
+async function* rendered(v: Voice, text: string): AsyncGenerator<SpokenLine> {
+  yield { text, audio: await v.audio.render(v.tts, v.voice, v.language, text) };
+}
+
 /** A fixed wording said in the call's voice (rendered once, kept). */
 async function wordingLine(v: Voice, wording: string): Promise<SpokenLine> {
   const text = fillVariables(wording, v.variables);
@@ -213,12 +222,12 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
         return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM', entities: out.entities };
       }
       if (out.say === null) return null;
-      const line = await wordingLine(o, out.say);
-      history.push({ role: 'assistant', content: line.text });
+      const text = fillVariables(out.say, o.variables);
+      history.push({ role: 'assistant', content: text });
       const action = out.decision.action;
       const pack = await o.intent.packOf(o.intentModel);
       return {
-        ...replyOf(one(line), out.decision.response_id),
+        ...replyOf(rendered(o, text), out.decision.response_id),
         action,
         intent: out.intent?.id ?? null,
         entities: out.entities,

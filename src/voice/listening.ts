@@ -13,6 +13,7 @@ import { Listener, type HeardUtterance, type UtteranceEnd } from '../speech/list
 import type { VoiceDetectors } from '../speech/vad.ts';
 import type { CallLine, Conversation } from './call-line.ts';
 import type { Speaking } from './speaking.ts';
+import type { CalleeTurnTimes } from './turn-stages.ts';
 
 const RATE = 8000;
 const PREFIX_MS = 300;
@@ -44,6 +45,8 @@ export class CallListening {
   /** Keys pressed since the last keyed turn, and the timer of the pause that ends them. */
   private keys = '';
   private keysTimer: NodeJS.Timeout | null = null;
+  /** When the last key was pressed (the end of a keyed turn, for its latency). */
+  private lastKeyAt = 0;
 
   constructor(private readonly deps: CallListeningDeps) {}
 
@@ -93,7 +96,7 @@ export class CallListening {
     const at = line.clock();
     line.record({ type: 'turn', now: this.deps.now(), turn: { role: 'callee', text: digit, dtmf: digit, start: at, end: at } });
     line.prompts = 0; // the callee is there
-    line.lastActivityAt = this.deps.now();
+    line.lastActivityAt = this.lastKeyAt = this.deps.now();
     if (digit !== '#') this.keys += digit;
     if (digit === '#') this.keyed();
     else this.keysEnd(setTimeout(() => this.keyed(), this.keysPauseMs()));
@@ -119,11 +122,13 @@ export class CallListening {
     const text = this.keys || '#';
     this.keys = '';
     const line = this.deps.line;
-    const at = this.deps.now();
+    const cut = this.deps.now();
+    const ended = Math.min(this.lastKeyAt, cut);
     line.enqueue(async () => {
       if (line.over || line.closing) return;
       const { agent } = this.deps.talk();
-      await this.deps.speaking.respond((signal) => agent.reply(text, signal), at);
+      const taken = this.deps.now(); // nothing to recognise
+      await this.deps.speaking.respond((signal) => agent.reply(text, signal), { ended, cut, recognising: taken, recognised: taken });
     }, 'a keyed turn failed');
   }
 
@@ -160,11 +165,14 @@ export class CallListening {
     line.enqueue(() => this.answer(u.samples, voice, at, why, overAgent), 'a turn failed');
   }
 
-  private async answer(samples: Int16Array, voice: { start: number; end: number }, heardAt: number, why: UtteranceEnd, overAgent: boolean): Promise<void> {
+  private async answer(samples: Int16Array, voice: { start: number; end: number }, cut: number, why: UtteranceEnd, overAgent: boolean): Promise<void> {
     const line = this.deps.line;
     if (line.over) return;
     const { agent, recognise } = this.deps.talk();
+    const recognising = this.deps.now();
     const text = (await recognise(samples, line.abort.signal)).trim();
+    // The turn's times (src/voice/turn-stages.ts): its latency runs from the end of the voice, as the carrier's does.
+    const heard: CalleeTurnTimes = { ended: Math.min(voice.end, cut), cut, recognising, recognised: this.deps.now() };
     if (!text) return;
     const ignored = this.deps.turn.interruption.ignore.includes(text.toLowerCase().replace(/[.!?,]/g, ''));
     const now = line.goneAt ?? this.deps.now(); // the last words of a line gone: at the hang-up (nothing billed after it)
@@ -179,6 +187,6 @@ export class CallListening {
     if (ignored && (overAgent || this.deps.speaking.playing)) return;
     const said = [...this.held, text].join(' ');
     this.held = [];
-    await this.deps.speaking.respond((signal) => agent.reply(said, signal), heardAt);
+    await this.deps.speaking.respond((signal) => agent.reply(said, signal), heard);
   }
 }

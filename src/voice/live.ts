@@ -21,6 +21,7 @@ import type { Conversation } from './call-line.ts';
 import { CallMedia } from './media.ts';
 import type { Pacer } from './pacer.ts';
 import { recordingTurns, type CallTranscripts } from './transcript.ts';
+import type { VoiceMetrics } from './turn-stages.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -49,6 +50,8 @@ export interface LiveDeps {
   transcripts: Pick<CallTranscripts, 'append'>;
   logger: Logger;
   now(): number;
+  /** Each turn's stages and latency (src/voice/turn-stages.ts); none in tests that do not read them. */
+  metrics?: VoiceMetrics;
 }
 
 /** What the live side reads of the request (the fields of `VoiceCallBody`, src/voice/service.ts). */
@@ -120,6 +123,7 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     now: deps.now,
     onDisposed: call.onDisposed,
     pacer: call.pacer,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
 }
 

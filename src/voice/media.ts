@@ -40,6 +40,7 @@ import { CallListening, type TurnSettings } from './listening.ts';
 import type { Pacer } from './pacer.ts';
 import { Speaking } from './speaking.ts';
 import { CallTimers } from './timers.ts';
+import type { VoiceMetrics } from './turn-stages.ts';
 
 export type { MediaStream } from './call-line.ts';
 
@@ -83,6 +84,8 @@ export interface CallMediaDeps {
   onDisposed(): void;
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
+  /** Each turn's stages and latency (src/voice/turn-stages.ts). */
+  metrics?: VoiceMetrics;
 }
 
 export class CallMedia implements CallResources {
@@ -103,7 +106,7 @@ export class CallMedia implements CallResources {
     const line = this.line;
     this.dialling = new Dialling({ ...deps, onAnswered: (at) => this.answer(at) });
     const wire = () => this.dialling.wire;
-    this.speaking = new Speaking({ line, wire, pacer: deps.pacer, log, now, endpoint: () => this.listening.endpoint() });
+    this.speaking = new Speaking({ line, wire, pacer: deps.pacer, log, now, endpoint: () => this.listening.endpoint(), metrics: deps.metrics });
     this.listening = new CallListening({ line, speaking: this.speaking, turn: deps.turn, log, now, talk: () => this.talk() });
     this.timers = new CallTimers({
       line,

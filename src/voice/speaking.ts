@@ -10,6 +10,7 @@ import type { AgentReply } from './agent.ts';
 import type { CallLine } from './call-line.ts';
 import type { Pacer } from './pacer.ts';
 import { Playback } from './playback.ts';
+import { observeTurn, turnStages, type CalleeTurnTimes, type VoiceMetrics } from './turn-stages.ts';
 import type { MediaWire } from '../providers/carrier-wire/types.ts';
 
 export interface SpeakingDeps {
@@ -22,6 +23,8 @@ export interface SpeakingDeps {
   now(): number;
   /** The silence that ends the callee's turn changed (digits asked or not): the listening applies it. */
   endpoint(): void;
+  /** Each turn's stages and latency, and the answer → the first frame (src/voice/turn-stages.ts). */
+  metrics?: VoiceMetrics | undefined;
 }
 
 export class Speaking {
@@ -33,6 +36,8 @@ export class Speaking {
   digitsKeyed = false;
   private markSeq = 0;
   private agentTurns = 0;
+  /** The call's first agent frame was sent (the answer → it is observed once). */
+  private firstFrameSeen = false;
 
   constructor(private readonly deps: SpeakingDeps) {}
 
@@ -45,14 +50,16 @@ export class Speaking {
    * One agent turn: its reply (`make`), recorded and said. The turn's signal goes to the agent and
    * is aborted by a barge-in, the credit guard or the hang-up, and at the turn's end: what the reply
    * still had running (an LLM's stream, its syntheses) stops there. Once the credit guard is closing
-   * the call, only its own last words (`last`) are said.
+   * the call, only its own last words (`last`) are said. `heard`: the callee's turn it answers (its
+   * times, src/voice/turn-stages.ts), null for the agent's own (the opening, a prompt).
    */
-  async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heardAt: number | null, last = false): Promise<void> {
+  async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heard: CalleeTurnTimes | null, last = false): Promise<void> {
     const line = this.deps.line;
     const abort = new AbortController();
     this.turnAbort = abort;
     try {
       const reply = await make(abort.signal);
+      const decided = this.deps.now();
       if (!reply || line.over || abort.signal.aborted || (line.closing && !last)) return;
       if (reply.outcome && reply.action)
         line.record({
@@ -60,7 +67,7 @@ export class Speaking {
           now: this.deps.now(),
           action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: line.clock() },
         });
-      await this.say(reply, heardAt, abort);
+      await this.say(reply, heard, decided, abort);
     } finally {
       abort.abort();
       if (this.turnAbort === abort) this.turnAbort = null;
@@ -69,9 +76,10 @@ export class Speaking {
 
   /**
    * Plays a reply as its lines come, then records the agent's turn: its text (every line), what the
-   * callee heard of it, and the latency from `heardAt` (the end of the callee's turn) to its first frame.
+   * callee heard of it, and when it answers the callee, its latency from the end of the callee's
+   * speech to its first frame, by stage.
    */
-  private async say(reply: AgentReply, heardAt: number | null, abort: AbortController): Promise<void> {
+  private async say(reply: AgentReply, heard: CalleeTurnTimes | null, decided: number, abort: AbortController): Promise<void> {
     const line = this.deps.line;
     if (line.over || !line.stream) return;
     const turn = (this.agentTurns += 1);
@@ -93,9 +101,11 @@ export class Speaking {
     this.digitsKeyed = false;
     this.deps.endpoint();
     const played = p.play();
+    let audioAt: number | null = null; // the reply's first audio in hand
     try {
       for await (const spoken of reply.lines) {
         if (abort.signal.aborted) break;
+        audioAt ??= this.deps.now();
         p.append(spoken.text, spoken.audio);
       }
     } catch (err) {
@@ -107,6 +117,12 @@ export class Speaking {
     line.lastActivityAt = this.deps.now();
     if (this.playback === p) this.playback = null;
     if (!p.said) return; // nothing was said
+    if (p.firstFrameAt !== null && !this.firstFrameSeen && line.answeredAt !== null) {
+      this.firstFrameSeen = true;
+      this.deps.metrics?.firstFrame.observe(Math.max(0, p.firstFrameAt - line.answeredAt) / 1000);
+    }
+    const timed = heard && audioAt !== null && p.firstFrameAt !== null ? turnStages(heard, { decided, audio: audioAt, firstFrame: p.firstFrameAt }) : null;
+    if (timed) observeTurn(this.deps.metrics, timed.latencyMs, timed.stages);
     const interrupted = abort.signal.aborted && !line.over;
     const text = p.text;
     const t: Turn = {
@@ -119,13 +135,14 @@ export class Speaking {
       ...(reply.responseId ? { response_id: reply.responseId } : {}),
       ...(reply.intent !== null ? { intent: reply.intent } : {}),
       ...(Object.keys(reply.entities).length > 0 ? { entities: reply.entities } : {}),
+      ...(timed ? { latency_ms: timed.latencyMs, stages: timed.stages } : {}),
     };
     line.record({
       type: 'turn',
       now: this.deps.now(),
       turn: t,
       interrupted: interrupted && !line.closing, // the callee's interruptions, not the credit guard's cut
-      ...(heardAt !== null && p.firstFrameAt !== null ? { latencyMs: Math.max(0, p.firstFrameAt - heardAt) } : {}),
+      ...(timed ? { latencyMs: timed.latencyMs } : {}),
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
     if (reply.hangup && !interrupted) await line.end('agent_hangup');

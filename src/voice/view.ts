@@ -1,11 +1,13 @@
 // A voice call's public view: the call's actor (its view from the runtime) as the API answers it,
 // `VoiceCallObject` (the type is src/voice/views.ts, which the dashboard's bundle reads too): the
-// times in seconds, the cost in cents, the turn latency's percentiles, and the transcript, read
-// from the call's own collection (src/voice/transcript.ts) beside its actor. `facts` reads the
-// call's machine context (or its input, before the actor ran) from a view.
+// times in seconds, the cost in cents, the turn latency's percentiles and its stages'
+// (src/voice/turn-stages.ts), and the transcript, read from the call's own collection
+// (src/voice/transcript.ts) beside its actor. `facts` reads the call's machine context (or its
+// input, before the actor ran) from a view.
 import type { ActorView } from '../actors/record.ts';
 import type { CallStatus, Turn, VoiceCallContext } from '../../machines/voice-call.machine.ts';
 import { centsOf, type CallSpecFields } from './kind.ts';
+import { quantiles, stageQuantiles } from './turn-stages.ts';
 import type { VoiceCallObject } from './views.ts';
 
 /** The call's machine context from its actor's view (its input, before the actor ran); null for a view that is not a call's. */
@@ -17,10 +19,10 @@ export function facts(view: ActorView): VoiceCallContext<CallSpecFields> | null 
 
 const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(ms / 1000));
 
-function percentile(values: number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+/** The answer → the agent's first frame, ms: the first agent turn's start (10 ms resolution); null before one played. */
+function firstFrameMs(turns: readonly Turn[]): number | null {
+  const first = turns.find((t) => t.role === 'agent');
+  return first ? Math.round(first.start * 1000) : null;
 }
 
 /**
@@ -59,7 +61,9 @@ export function toObject(view: ActorView, stored: Turn[] = []): VoiceCallObject 
     transcript_truncated: dropped > 0,
     outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },
     metrics: {
-      turn_latency_ms: { p50: percentile(c.latencies ?? [], 50), p95: percentile(c.latencies ?? [], 95) },
+      turn_latency_ms: quantiles(c.latencies ?? []),
+      turn_stages_ms: stageQuantiles(transcript),
+      answer_to_first_frame_ms: firstFrameMs(transcript),
       interruptions: c.interruptions ?? 0,
       turns: told,
       turns_dropped: dropped,

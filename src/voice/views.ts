@@ -1,7 +1,9 @@
 // A voice call as the API answers it (GET /v1/voice/calls/{id}, and the /portal routes that answer
 // the same). Its only import is types of the call's machine, so the dashboard's bundle (browser
 // types only) reads this type too.
-import type { CallStatus, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+import type { CallStatus, TurnStages, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+
+type Quantiles = { p50: number | null; p95: number | null };
 
 export interface VoiceCallObject {
   id: string;
@@ -27,5 +29,15 @@ export interface VoiceCallObject {
   /** The transcript holds the call's first 200 turns only: the later ones were left out (`metrics.turns_dropped` says how many). */
   transcript_truncated?: boolean;
   outcome?: { actions: VoiceCallContext['actions']; final_state: string | null };
-  metrics?: { turn_latency_ms: { p50: number | null; p95: number | null }; interruptions: number; turns: number; turns_dropped: number };
+  metrics?: {
+    /** The end of the callee's speech → the reply's first frame to the carrier, over the call's turns (the latest 200). */
+    turn_latency_ms: Quantiles;
+    /** The same turns' latency by stage (the agent turns' `stages`, over the transcript's turns). */
+    turn_stages_ms: Record<keyof TurnStages, Quantiles>;
+    /** The answer → the agent's first frame (its first turn's start); null before one played. */
+    answer_to_first_frame_ms: number | null;
+    interruptions: number;
+    turns: number;
+    turns_dropped: number;
+  };
 }

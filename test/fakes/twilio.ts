@@ -41,6 +41,12 @@ export class FakeTwilio {
   /** How each callee number's status callbacks are delivered (test/fakes/bad-day.ts); others as above. */
   readonly badDays = new Map<string, BadDay>();
   private readonly days = new Map<string, CallbackDay>();
+  /**
+   * The line as the callee's side saw it, by the gateway's call id (epoch ms): when each of the
+   * callee's `say` steps ended (its last frame sent) and when each agent `media` frame arrived.
+   */
+  readonly lines = new Map<string, { said: number[]; media: number[] }>();
+  private readonly callIdOf = new Map<string, string>();
   private seq = 0;
   private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
 
@@ -63,7 +69,20 @@ export class FakeTwilio {
   }): Promise<FakeTwilio> {
     let self!: FakeTwilio;
     const speak = opts.speak ?? (async () => new SpeechClip(Buffer.alloc(8000)));
-    const carrier = simulatorCarrier({ callees: opts.callees, logger: pino({ level: 'silent' }), speak, onReply: opts.onReply });
+    const line = (simId: string) => {
+      const id = self.callIdOf.get(simId) ?? simId;
+      let l = self.lines.get(id);
+      if (!l) self.lines.set(id, (l = { said: [], media: [] }));
+      return l;
+    };
+    const carrier = simulatorCarrier({
+      callees: opts.callees,
+      logger: pino({ level: 'silent' }),
+      speak,
+      onReply: opts.onReply,
+      onSaid: (simId, at) => void line(simId).said.push(at),
+      onGatewayFrame: (simId, event) => void (event === 'media' && line(simId).media.push(Date.now())),
+    });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);
@@ -117,6 +136,7 @@ export class FakeTwilio {
           },
         },
       );
+      this.callIdOf.set(call.simId, parameters.call_id ?? '');
       return json(201, { sid, status: 'queued', to: form.get('To'), from: form.get('From') });
     }
     const one = new RegExp(`^${base}/(CA[0-9a-f]+)\\.json$`).exec(path);

@@ -128,3 +128,14 @@ export async function assertDisputeCall(gw: { url: string }, key: string, id: st
   assert.ok(c.billed_seconds >= Math.floor(c.duration_seconds) && c.billed_seconds <= Math.ceil(c.duration_seconds) + 1, JSON.stringify(c));
   return c;
 }
+
+/** `input` spoken by the gateway's tts-local (espeak-ng) as 8 kHz PCM16: what the fake carriers' callees say. */
+export async function ttsPcm(gw: { url: string }, key: string, input: string, voice: string): Promise<Buffer> {
+  const res = await fetch(`${gw.url}/v1/audio/speech`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 8000 }),
+  });
+  if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
+  return Buffer.from(await res.arrayBuffer());
+}

@@ -65,13 +65,21 @@ describe('the LLM agent streams: first sentence first, barge-in closes the chat'
       ],
     );
     assert.deepEqual([c.transcript[1].heard_text, c.transcript[1].interrupted], [THREE_SENTENCES, false]);
-    // The turn's latency runs from the end of the callee's speech (before the chat request left) to
-    // the first frame: shorter than the LLM's stream, so the first frame left while it still streamed.
+    // The turn's latency runs from the end of the callee's speech to the first frame; from the text
+    // recognised (before the chat request left) it is shorter than the LLM's stream, so the first
+    // frame left while it still streamed. Its stages put the wait for the first sentence (7 more
+    // chunks, 65 ms apart, after the first) in `synthesis`, after the first chunk's `agent`.
     const latency = c.metrics.turn_latency_ms.p50 as number;
+    const { stages } = c.transcript[1];
+    const fromText = stages.agent_ms + stages.synthesis_ms + stages.first_frame_ms;
     const streamed = (await endedAt) - rec.at;
+    assert.equal(c.transcript[1].latency_ms, latency);
     assert.ok(streamed >= 1200, `the fake streamed for ${streamed} ms`);
-    assert.ok(latency < streamed, `turn latency ${latency} ms, the LLM streamed for ${streamed} ms`);
-    console.log(`# streamed LLM turn: latency ${latency} ms (end of callee speech → first frame); the LLM's stream took ${streamed} ms`);
+    assert.ok(fromText < streamed, `text → first frame ${fromText} ms, the LLM streamed for ${streamed} ms`);
+    assert.ok(stages.synthesis_ms >= 400, `the first sentence's wait is synthesis's: ${JSON.stringify(stages)}`);
+    console.log(
+      `# streamed LLM turn: latency ${latency} ms (end of callee speech → first frame), stages ${JSON.stringify(stages)}; the LLM's stream took ${streamed} ms`,
+    );
   });
 
   it('llm agent: a barge-in closes the LLM upstream request and drops the syntheses still to come', async () => {

@@ -71,6 +71,9 @@ export const VoiceCallBodySchema = Closed({
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
+/** A turn's stages (src/voice/turn-stages.ts), each a `t`. */
+const ByStage = <T extends TSchema>(t: T, description: string) =>
+  Type.Object({ endpointing_ms: t, queued_ms: t, recognition_ms: t, agent_ms: t, synthesis_ms: t, first_frame_ms: t }, { description });
 const Turn = Type.Object({
   role: Type.String(),
   text: Type.String(),
@@ -82,7 +85,10 @@ const Turn = Type.Object({
   intent: Type.Optional(Nullable(Type.String())),
   entities: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()]))),
   dtmf: Type.Optional(Type.String()),
+  latency_ms: Type.Optional(Type.Number({ description: "The end of the callee's speech (or last key) → this reply's first frame to the carrier, ms." })),
+  stages: Type.Optional(ByStage(Type.Number(), 'latency_ms by stage, in order; they add up to it (docs/api/voice.md, Where the time goes).')),
 });
+const Quantiles = Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) });
 const Call = Type.Object({
   id: Type.String(),
   object: Type.Literal('voice.call'),
@@ -121,7 +127,9 @@ const Call = Type.Object({
   ),
   metrics: Type.Optional(
     Type.Object({
-      turn_latency_ms: Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) }),
+      turn_latency_ms: Quantiles,
+      turn_stages_ms: ByStage(Quantiles, "Each stage's p50 and p95 over the transcript's answers."),
+      answer_to_first_frame_ms: Nullable(Type.Number()),
       interruptions: Type.Integer(),
       turns: Type.Integer(),
       turns_dropped: Type.Integer(),

@@ -7,12 +7,20 @@
 // request is answered 400.
 // With `diarize`, the offline diarizer labels the engine's segments, reading the PCM the engine
 // wrote to disk a segment at a time: memory stays bounded whatever the recording's length.
+// An utterance held in memory (a call's turn, a realtime socket's utterance: a short PCM WAV) goes
+// to the warm engines (`engines`, src/speech/engine-pool.ts) instead, resampled here: no ffmpeg and
+// no model load per utterance.
 import type { PcmSource } from '../../speech/diarize.ts';
 import { decodeToPcm, AudioDecodeError, PCM_BYTES_PER_SECOND } from '../../speech/ffmpeg.ts';
 import { openPcmFile } from '../../speech/pcm.ts';
 import { transcribePcmWith } from '../../speech/pocketsphinx.ts';
 import { primaryLanguage } from '../../speech/languages.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../../speech/vad.ts';
+import type { EnginePool } from '../../speech/engine-pool.ts';
+import { loadResamplers, type Resamplers } from '../../speech/resample.ts';
+import { joinSegmentTexts } from '../../speech/transcript.ts';
+import { WAV_PCM, readWavHeader } from '../../speech/wav.ts';
+import { samplesOf } from '../../speech/pcm.ts';
 import { UpstreamError, type TranscribeCapability, type Transcript, type TranscriptSegment } from '../types.ts';
 
 /** Labels speech with speakers (src/speech/diarize.ts's `diarizeSource`), given the recording as 16 kHz PCM read a span at a time. */
@@ -55,12 +63,47 @@ export interface LocalOptions {
   diarizer?: Diarizer;
   /** Where the recogniser keeps the audio it works on: the gateway's tmp area (the OS temp dir when absent: tests). */
   tmpDir?: string;
+  /** Warm engines for utterances held in memory; absent: each request starts an engine of its own. */
+  engines?: EnginePool;
+}
+
+/** The longest utterance the warm engines take (a call's is 15 s; a realtime socket's up to its max). */
+const MAX_UTTERANCE_S = 30;
+
+/** An in-memory 16-bit mono PCM WAV of at most MAX_UTTERANCE_S at 8 or 16 kHz: its samples; null for anything else. */
+function utteranceOf(data: Uint8Array | undefined): { samples: Int16Array; rate: 8000 | 16000 } | null {
+  if (!data) return null;
+  const h = readWavHeader(Buffer.from(data.buffer, data.byteOffset, data.length));
+  if (h === null || h === 'more' || h.format !== WAV_PCM || h.channels !== 1 || h.bitsPerSample !== 16) return null;
+  if (h.sampleRate !== 8000 && h.sampleRate !== 16000) return null;
+  const body = data.subarray(h.dataOffset, data.length - ((data.length - h.dataOffset) % 2));
+  if (body.length / 2 / h.sampleRate > MAX_UTTERANCE_S) return null;
+  return { samples: samplesOf(body), rate: h.sampleRate };
 }
 
 export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
   // The VAD that cuts the audio into utterances for the recogniser: WASM, loaded once, on first use.
   let detectors: Promise<VoiceDetectors> | null = null;
   const voiceDetectors = () => (detectors ??= loadVoiceDetectors());
+  let resamplers: Promise<Resamplers> | null = null;
+  /** An utterance on the warm engines: 8 kHz brought to the engine's 16 kHz (SpeexDSP, quality 5, as the realtime path). */
+  const onWarmEngine = async (engines: EnginePool, u: { samples: Int16Array; rate: 8000 | 16000 }, signal: AbortSignal): Promise<Transcript> => {
+    let pcm = u.samples;
+    if (u.rate === 8000) {
+      const r = (await (resamplers ??= loadResamplers())).create({ from: 8000, to: 16000, quality: 5 });
+      try {
+        const head = r.process(u.samples);
+        const tail = r.flush();
+        pcm = new Int16Array(head.length + tail.length);
+        pcm.set(head);
+        pcm.set(tail, head.length);
+      } finally {
+        r.destroy();
+      }
+    }
+    const segments = await engines.decode(pcm, signal);
+    return { text: joinSegmentTexts(segments), language: 'en', duration: Math.round((u.samples.length / u.rate) * 1000) / 1000, segments };
+  };
   return {
     refuses(req) {
       if (req.mode !== 'transcribe') return { param: 'mode', message: `The offline engine only transcribes (mode 'transcribe'), not '${req.mode}'.` };
@@ -76,6 +119,8 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       else signal.addEventListener?.('abort', onCancel, { once: true });
       const diarizer = req.diarize === true ? opts.diarizer : undefined;
       try {
+        const utterance = opts.engines && req.diarize !== true ? utteranceOf(req.audio.data) : null;
+        if (opts.engines && utterance) return await onWarmEngine(opts.engines, utterance, abort.signal);
         // PCM the gateway decoded already (a sync call) is taken as it is; otherwise a recording whose
         // length was measured is decoded no further (a second past it, to be sure).
         const limit = req.audio.durationS !== undefined ? { maxSeconds: Math.ceil(req.audio.durationS) + 1 } : {};

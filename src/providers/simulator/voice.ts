@@ -62,6 +62,8 @@ export interface SimulatorOptions {
    * last frame of its speech went out (the reply's delay as the carrier sees it).
    */
   onReply?(callSid: string, delayMs: number): void;
+  /** Told when the last frame of a `say` step's speech was sent (epoch ms): when the callee stopped, as the line saw it. */
+  onSaid?(callSid: string, at: number): void;
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -286,7 +288,9 @@ class SimulatedCall {
       () => {
         const due = Math.floor((Date.now() - started) / frameMs);
         for (; frames < due && !this.over; frames++) {
+          const saying = this.speech.length > 0;
           this.send(this.wire.media(frames + 1, frames * frameMs, this.nextFrame()));
+          if (saying && this.speech.length === 0) this.opts.onSaid?.(this.id, Date.now());
           this.play();
         }
       },
