@@ -104,6 +104,7 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
   it('speaks every offered voice: audible speech of a plausible length', async () => {
     const phrases: Record<string, string> = {
       'en-us': 'Good morning',
+      'en-us-slt': 'Good morning',
       'en-gb': 'Good morning',
       hi: 'नमस्ते, आपका स्वागत है',
       bn: 'নমস্কার, আপনাকে স্বাগতম',
