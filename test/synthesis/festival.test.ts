@@ -3,7 +3,7 @@
 // voices answer it and billed alike, streamed sentence by sentence (the first sentence's audio is
 // with the client while festival still synthesizes the rest), hostile text spoken as text and never
 // run as festival's Scheme, and recognised by stt-local (pocketsphinx) better than espeak-ng's
-// `en-us` on the same sentences.
+// `en-us` on the same sentences; the README demo's simulated callee speaks with it.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +12,7 @@ import { samplesOf } from '../../src/speech/pcm.ts';
 import { wavOf } from '../../src/speech/wav.ts';
 import { wordErrorRate } from '../../src/speech/wer.ts';
 import { call, startTestGateway, type TestGateway } from '../helper.ts';
+import { ended, place, voiceAccount, waitForCall } from '../voice/helpers.ts';
 import { balance, fundedKey, has, probe, rms, speak } from './helpers.ts';
 
 const missing = ['festival', 'ffmpeg', 'ffprobe', 'espeak-ng'].filter((b) => !has(b));
@@ -168,5 +169,20 @@ describe(`POST /v1/audio/speech with tts-local's festival voice ${VOICE}`, { ski
     }
     assert.ok(wer[VOICE]! < wer['en-us']!, JSON.stringify(wer));
     assert.ok(wer[VOICE]! <= 0.35, JSON.stringify(wer));
+  });
+
+  it("the README demo's simulated callee (config/default.json) speaks with it, and the gateway hears it", async (t) => {
+    const callee = gw.config.voice.simulator.callees.find((c) => c.to === '*')!;
+    const voices = callee.steps.flatMap((s) => ('say' in s ? [s.voice] : []));
+    assert.deepEqual(voices, [VOICE, VOICE]);
+    const acc = await voiceAccount(gw);
+    const placed = await place(gw, acc.key, { to: '+919800000001' });
+    assert.equal(placed.status, 202, placed.text);
+    const c = await waitForCall(gw, acc.key, placed.body.id, ended, 90_000);
+    assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
+    const said = c.transcript.filter((x: { role: string }) => x.role === 'callee').map((x: { text: string }) => x.text);
+    t.diagnostic(`the callee was heard as ${JSON.stringify(said)}`);
+    assert.equal(said.length, 2, JSON.stringify(c.transcript));
+    assert.match(said[0], /money/);
   });
 });
