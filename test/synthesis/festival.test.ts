@@ -5,15 +5,15 @@
 // run as festival's Scheme, and recognised by stt-local (pocketsphinx) better than espeak-ng's
 // `en-us` on the same sentences; the README demo's simulated callee speaks with it.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { samplesOf } from '../../src/speech/pcm.ts';
 import { wavOf } from '../../src/speech/wav.ts';
 import { wordErrorRate } from '../../src/speech/wer.ts';
-import { call, startTestGateway, type TestGateway } from '../helper.ts';
+import { call } from '../helper.ts';
 import { ended, place, voiceAccount, waitForCall } from '../voice/helpers.ts';
-import { balance, fundedKey, has, probe, rms, speak } from './helpers.ts';
+import { balance, children, FORMATS, fundedGateway, has, probe, rms, speak } from './helpers.ts';
 
 const missing = ['festival', 'ffmpeg', 'ffprobe', 'espeak-ng'].filter((b) => !has(b));
 if (!existsSync('/usr/share/festival/voices/us/cmu_us_slt_arctic_hts')) missing.push('festvox-us-slt-hts');
@@ -21,61 +21,29 @@ const skip = missing.length > 0 ? `needs ${missing.join(', ')} (scripts/install-
 const VOICE = 'en-us-slt';
 const TEXT = 'Hello, your balance is two hundred rupees.';
 
-/** This process's live child processes named `name` (the gateway runs in it). */
-function children(name: string): number[] {
-  const pids = readdirSync(`/proc/${process.pid}/task`).flatMap((t) =>
-    readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean),
-  );
-  return pids.map(Number).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === name && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-    } catch {
-      return false;
-    }
-  });
-}
-
 describe(`POST /v1/audio/speech with tts-local's festival voice ${VOICE}`, { skip }, () => {
-  let gw: TestGateway;
-  let apiKey: string;
-  let session: string;
-
-  before(async () => {
-    gw = await startTestGateway();
-    ({ apiKey, session } = await fundedKey(gw));
-  });
-  after(async () => gw?.destroy());
+  const ctx = fundedGateway();
 
   const pcm16k = async (input: string, voice: string) => {
-    const res = await speak(gw, apiKey, { model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 16000 });
+    const res = await speak(ctx.gw, ctx.apiKey, { model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 16000 });
     assert.equal(res.status, 200, await res.clone().text());
     return Buffer.from(await res.arrayBuffer());
   };
 
   it('is listed in /v1/models beside every espeak-ng voice, which all still speak', async () => {
-    const model = (await call(gw.url, 'GET', '/v1/models/tts-local', { token: apiKey })).body;
+    const model = (await call(ctx.gw.url, 'GET', '/v1/models/tts-local', { token: ctx.apiKey })).body;
     assert.ok(model.voices.includes(VOICE), JSON.stringify(model.voices));
     for (const v of ['en-us', 'en-gb', 'hi', 'mr', 'te']) assert.ok(model.voices.includes(v), v);
-    const listed = (await call(gw.url, 'GET', '/v1/models', { token: apiKey })).body.data.find((m: { id: string }) => m.id === 'tts-local');
+    const listed = (await call(ctx.gw.url, 'GET', '/v1/models', { token: ctx.apiKey })).body.data.find((m: { id: string }) => m.id === 'tts-local');
     assert.deepEqual(listed.voices, model.voices);
     for (const voice of ['en-us', VOICE]) assert.ok(rms(await pcm16k('Good morning', voice)) > 500, voice);
   });
 
   it('answers every format with the content type of the spec and audio a decoder reads, billed by characters', async () => {
-    const expected: Record<string, { type: string; codec: string; input?: string[] }> = {
-      mp3: { type: 'audio/mpeg', codec: 'mp3' },
-      wav: { type: 'audio/wav', codec: 'pcm_s16le' },
-      opus: { type: 'audio/ogg', codec: 'opus' },
-      flac: { type: 'audio/flac', codec: 'flac' },
-      aac: { type: 'audio/aac', codec: 'aac' },
-      pcm: { type: 'audio/L16', codec: 'pcm_s16le', input: ['-f', 's16le', '-ar', '24000', '-ac', '1'] },
-      mulaw: { type: 'audio/basic', codec: 'pcm_mulaw', input: ['-f', 'mulaw', '-ar', '8000', '-ac', '1'] },
-    };
-    const before = await balance(gw, session);
+    const before = await balance(ctx.gw, ctx.session);
     const durations: number[] = [];
-    for (const [format, want] of Object.entries(expected)) {
-      const res = await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, response_format: format });
+    for (const [format, want] of Object.entries(FORMATS)) {
+      const res = await speak(ctx.gw, ctx.apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, response_format: format });
       assert.equal(res.status, 200, format);
       assert.equal(res.headers.get('content-type'), want.type, format);
       const p = probe(Buffer.from(await res.arrayBuffer()), want.input);
@@ -83,12 +51,12 @@ describe(`POST /v1/audio/speech with tts-local's festival voice ${VOICE}`, { ski
       durations.push(p.duration);
     }
     assert.ok(Math.min(...durations) > 1.5 && Math.max(...durations) - Math.min(...durations) < 0.2, `durations ${durations}`);
-    const sse = await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, stream_format: 'sse' });
+    const sse = await speak(ctx.gw, ctx.apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, stream_format: 'sse' });
     assert.match(await sse.text(), /"type":"speech.audio.done"/);
     // 8 calls of 42 characters at 0.1 cent per 1000, as espeak-ng's voices: 42 × 100 µ¢ each.
-    assert.equal(before - (await balance(gw, session)), 8 * 42 * 100);
+    assert.equal(before - (await balance(ctx.gw, ctx.session)), 8 * 42 * 100);
     // speed: the same text faster is shorter.
-    const fast = await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, response_format: 'pcm', speed: 1.5 });
+    const fast = await speak(ctx.gw, ctx.apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, response_format: 'pcm', speed: 1.5 });
     const seconds = (await fast.arrayBuffer()).byteLength / 48_000;
     assert.ok(seconds < durations[5]! * 0.8 && seconds > durations[5]! * 0.5, `${seconds} s at 1.5× against ${durations[5]} s`);
   });
@@ -103,7 +71,7 @@ describe(`POST /v1/audio/speech with tts-local's festival voice ${VOICE}`, { ski
       'Is there anything else I can help you with today?',
     ];
     const started = performance.now();
-    const res = await speak(gw, apiKey, { model: 'tts-local', input: sentences.join(' '), voice: VOICE, response_format: 'pcm', sample_rate: 16000 });
+    const res = await speak(ctx.gw, ctx.apiKey, { model: 'tts-local', input: sentences.join(' '), voice: VOICE, response_format: 'pcm', sample_rate: 16000 });
     assert.equal(res.status, 200);
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
@@ -139,7 +107,7 @@ describe(`POST /v1/audio/speech with tts-local's festival voice ${VOICE}`, { ski
   });
 
   it('refuses a language the voice does not speak, as espeak-ng voices do', async () => {
-    const res = await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, language: 'hi-IN' });
+    const res = await speak(ctx.gw, ctx.apiKey, { model: 'tts-local', input: TEXT, voice: VOICE, language: 'hi-IN' });
     assert.equal(res.status, 400);
     assert.equal(((await res.json()) as { error: { param: string } }).error.param, 'language');
   });
@@ -156,7 +124,7 @@ describe(`POST /v1/audio/speech with tts-local's festival voice ${VOICE}`, { ski
       const form = new FormData();
       form.append('model', 'stt-local');
       form.append('file', new Blob([wavOf(samplesOf(pcm), 16000)]), 'speech.wav');
-      const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form });
+      const res = await fetch(`${ctx.gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${ctx.apiKey}` }, body: form });
       assert.equal(res.status, 200);
       return ((await res.json()) as { text: string }).text;
     };
@@ -172,13 +140,13 @@ describe(`POST /v1/audio/speech with tts-local's festival voice ${VOICE}`, { ski
   });
 
   it("the README demo's simulated callee (config/default.json) speaks with it, and the gateway hears it", async (t) => {
-    const callee = gw.config.voice.simulator.callees.find((c) => c.to === '*')!;
+    const callee = ctx.gw.config.voice.simulator.callees.find((c) => c.to === '*')!;
     const voices = callee.steps.flatMap((s) => ('say' in s ? [s.voice] : []));
     assert.deepEqual(voices, [VOICE, VOICE]);
-    const acc = await voiceAccount(gw);
-    const placed = await place(gw, acc.key, { to: '+919800000001' });
+    const acc = await voiceAccount(ctx.gw);
+    const placed = await place(ctx.gw, acc.key, { to: '+919800000001' });
     assert.equal(placed.status, 202, placed.text);
-    const c = await waitForCall(gw, acc.key, placed.body.id, ended, 90_000);
+    const c = await waitForCall(ctx.gw, acc.key, placed.body.id, ended, 90_000);
     assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
     const said = c.transcript.filter((x: { role: string }) => x.role === 'callee').map((x: { text: string }) => x.text);
     t.diagnostic(`the callee was heard as ${JSON.stringify(said)}`);
