@@ -1,8 +1,8 @@
 // Speech synthesis latency. (1) Time to first audio byte through the gateway minus direct to the
 // fake OpenAI-compatible upstream, streamed `pcm` (passed through), `pcm` at 8 and 16 kHz and
 // `mulaw` (resampled, and companded, in the process), interleaved rounds on loopback. (2)
-// tts-local (espeak-ng): time to first byte and real-time factor (wall time ÷ audio seconds) of a
-// 100-character sentence as 24 kHz pcm. (3) The cost of each format: a whole tts-local answer in
+// tts-local (espeak-ng's en-us, festival's en-us-slt): time to first byte and real-time factor
+// (wall time ÷ audio seconds) of a 100-character sentence as 24 kHz pcm. (3) The cost of each format: a whole tts-local answer in
 // each format beside the pcm one.
 // The gateway runs as its own process, started as `npm start` does: in this one, the client's read
 // of the first bytes would wait while the gateway converts the chunks after them (measured so
@@ -90,16 +90,18 @@ try {
   }
 
   const sentence = 'Hello, your account balance is two hundred rupees, and your next bill is due on the fifth of May.';
-  console.log(`(2) tts-local, ${sentence.length} characters as 24 kHz pcm`);
-  const first: number[] = [];
-  const rtf: number[] = [];
-  for (let i = 0; i < 22; i++) {
-    const r = await timed(`${gw.url}/v1/audio/speech`, auth, { model: 'tts-local', input: sentence, voice: 'en-us', response_format: 'pcm' });
-    if (i < 2) continue;
-    first.push(r.first);
-    rtf.push(r.total / 1000 / (r.bytes / 48_000));
+  for (const voice of ['en-us', 'en-us-slt']) {
+    console.log(`(2) tts-local ${voice}, ${sentence.length} characters as 24 kHz pcm`);
+    const first: number[] = [];
+    const rtf: number[] = [];
+    for (let i = 0; i < 22; i++) {
+      const r = await timed(`${gw.url}/v1/audio/speech`, auth, { model: 'tts-local', input: sentence, voice, response_format: 'pcm' });
+      if (i < 2) continue;
+      first.push(r.first);
+      rtf.push(r.total / 1000 / (r.bytes / 48_000));
+    }
+    console.log(`  first byte p50 ${fmt(pct(first, 0.5))} ms p90 ${fmt(pct(first, 0.9))} ms; real-time factor p50 ${pct(rtf, 0.5).toFixed(4)}`);
   }
-  console.log(`  first byte p50 ${fmt(pct(first, 0.5))} ms p90 ${fmt(pct(first, 0.9))} ms; real-time factor p50 ${pct(rtf, 0.5).toFixed(4)}`);
 
   console.log('(3) tts-local, the whole answer by format, p50 of 10, ms (pcm 22.05 kHz passes through; 24 kHz resampled here)');
   for (const [format, rate] of [

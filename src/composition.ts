@@ -312,7 +312,7 @@ export async function createServices(deps: {
   const simulator = simulatorCarrier({
     callees: vc.simulator.callees,
     logger: deps.logger.child({ component: 'voice-simulator' }),
-    // The callee's speech: the tts-local engine (espeak-ng), whatever the call's own tts model is.
+    // The callee's speech: tts-local (espeak-ng, or festival for `en-us-slt`), whatever the call's own tts model is.
     speak: async (text, voice) => {
       const tts = await models.get('tts-local');
       if (!tts) throw new Error('the simulator speaks through tts-local, which is not configured');

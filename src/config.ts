@@ -14,7 +14,8 @@ const Step = <T extends Record<string, TSchema>>(props: T) => Type.Object(props,
 
 /**
  * A simulated callee (src/providers/simulator/): whether it answers, after how long, and what it
- * does once answered, step by step. `say` is spoken by espeak-ng (the voice, default `en-us`);
+ * does once answered, step by step. `say` is spoken by tts-local (the voice, default `en-us`:
+ * espeak-ng; `en-us-slt` is festival's far more natural US English voice);
  * `wait_agent` waits until the agent has been speaking `ms` (`speaking`: the next `say` barges in)
  * or has finished a reply (`done`, then `ms` of silence); `silence_ms` sends silence; `dtmf` keys its
  * digits `gap_ms` apart (default 100).

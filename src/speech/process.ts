@@ -1,4 +1,4 @@
-// One child process of an audio tool (ffmpeg, ffprobe, pocketsphinx, espeak-ng, mkfifo): spawned
+// One child process of an audio tool (ffmpeg, ffprobe, pocketsphinx, espeak-ng, festival, mkfifo): spawned
 // without a shell, killed on abort, its stderr kept up to a bound (tools can print without end on
 // bad input), and its end as a promise that never rejects. A missing binary becomes
 // ToolMissingError, whose message says how to install it. Every child the gateway starts goes
@@ -49,6 +49,8 @@ export interface SpawnToolOptions {
   stdout?: 'pipe' | number;
   signal?: AbortSignal;
   stderrLimit?: number;
+  /** The child's working directory (festival opens its text by a name relative to it). */
+  cwd?: string;
 }
 
 /** Linux has the parent-death signal; elsewhere (a developer's macOS) tools are started as they are. */
@@ -59,7 +61,7 @@ const EXEC_FAILED = /^setpriv: failed to execute /;
 export function spawnTool(command: string, args: string[], options: SpawnToolOptions = {}): ToolRun {
   const stdio: StdioOptions = [options.stdin ?? 'pipe', options.stdout ?? 'pipe', 'pipe'];
   const [file, argv] = PARENT_DEATH_SIGNAL ? ['setpriv', ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, args];
-  const child = spawn(file, argv, { stdio, shell: false, windowsHide: true });
+  const child = spawn(file, argv, { stdio, shell: false, windowsHide: true, ...(options.cwd ? { cwd: options.cwd } : {}) });
   const limit = options.stderrLimit ?? 8192;
   const chunks: Buffer[] = [];
   let kept = 0;

@@ -1,8 +1,11 @@
 // What the speech tests share: a funded key on a test gateway, POST /v1/audio/speech, reading a
-// body chunk by chunk, SSE events, ffprobe, and the energy of PCM.
+// body chunk by chunk, SSE events, ffprobe, the energy of PCM, each format as the spec types it, and
+// the engines (espeak-ng, festival) running as the gateway's children.
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { execFileSync } from 'node:child_process';
-import { ADMIN_TOKEN, call, createKey, signup, type TestGateway } from '../helper.ts';
+import { readdirSync, readFileSync } from 'node:fs';
+import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 
 export async function fundedKey(gw: TestGateway, cents = 100): Promise<{ apiKey: string; session: string }> {
   const s = await signup(gw.url);
@@ -10,6 +13,28 @@ export async function fundedKey(gw: TestGateway, cents = 100): Promise<{ apiKey:
   const top = await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: s.id, amount_cents: cents } });
   assert.equal(top.status, 201, top.text);
   return { apiKey, session: s.token };
+}
+
+/** Each response format: the content type the spec gives it, the codec ffprobe reads, and the input options a raw one needs. */
+export const FORMATS: Record<string, { type: string; codec: string; input?: string[] }> = {
+  mp3: { type: 'audio/mpeg', codec: 'mp3' },
+  wav: { type: 'audio/wav', codec: 'pcm_s16le' },
+  opus: { type: 'audio/ogg', codec: 'opus' },
+  flac: { type: 'audio/flac', codec: 'flac' },
+  aac: { type: 'audio/aac', codec: 'aac' },
+  pcm: { type: 'audio/L16', codec: 'pcm_s16le', input: ['-f', 's16le', '-ar', '24000', '-ac', '1'] },
+  mulaw: { type: 'audio/basic', codec: 'pcm_mulaw', input: ['-f', 'mulaw', '-ar', '8000', '-ac', '1'] },
+};
+
+/** Call inside a suite: a test gateway and a funded key, there from its first test, destroyed after its last. */
+export function fundedGateway(): { gw: TestGateway; apiKey: string; session: string } {
+  const ctx = {} as { gw: TestGateway; apiKey: string; session: string };
+  before(async () => {
+    ctx.gw = await startTestGateway();
+    Object.assign(ctx, await fundedKey(ctx.gw));
+  });
+  after(async () => ctx.gw?.destroy());
+  return ctx;
 }
 
 export async function balance(gw: TestGateway, session: string): Promise<number> {
@@ -67,3 +92,18 @@ export const has = (bin: string): boolean =>
   execFileSync('sh', ['-c', `command -v ${bin} || true`])
     .toString()
     .trim() !== '';
+
+/** This process's live (not zombie) child processes named `name` (the gateway runs in it). */
+export function children(name: string): number[] {
+  const pids = readdirSync(`/proc/${process.pid}/task`).flatMap((t) =>
+    readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean),
+  );
+  return pids.map(Number).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); // "pid (comm) state ..."
+      return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === name && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+}

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { call, startTestGateway, type TestGateway } from '../helper.ts';
-import { balance, chunksOf, fundedKey, has, probe, rms, speak, sseEvents } from './helpers.ts';
+import { balance, FORMATS, chunksOf, fundedKey, has, probe, rms, speak, sseEvents } from './helpers.ts';
 
 const missing = ['espeak-ng', 'ffmpeg', 'ffprobe'].filter((b) => !has(b));
 const skip = missing.length > 0 ? `needs ${missing.join(', ')} (scripts/install-debian-packages.sh)` : false;
@@ -24,18 +24,9 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
   after(async () => gw?.destroy());
 
   it('answers every format with the content type of the spec, audio a decoder reads, billed by characters', async () => {
-    const expected: Record<string, { type: string; codec: string; input?: string[] }> = {
-      mp3: { type: 'audio/mpeg', codec: 'mp3' },
-      wav: { type: 'audio/wav', codec: 'pcm_s16le' },
-      opus: { type: 'audio/ogg', codec: 'opus' },
-      flac: { type: 'audio/flac', codec: 'flac' },
-      aac: { type: 'audio/aac', codec: 'aac' },
-      pcm: { type: 'audio/L16', codec: 'pcm_s16le', input: ['-f', 's16le', '-ar', '24000', '-ac', '1'] },
-      mulaw: { type: 'audio/basic', codec: 'pcm_mulaw', input: ['-f', 'mulaw', '-ar', '8000', '-ac', '1'] },
-    };
     const before = await balance(gw, session);
     const durations: number[] = [];
-    for (const [format, want] of Object.entries(expected)) {
+    for (const [format, want] of Object.entries(FORMATS)) {
       const res = await speak(gw, apiKey, { model: 'tts-local', input: TEXT, voice: 'en-us', response_format: format });
       assert.equal(res.status, 200, format);
       assert.equal(res.headers.get('content-type'), want.type, format);
@@ -104,6 +95,7 @@ describe('POST /v1/audio/speech with tts-local', { skip }, () => {
   it('speaks every offered voice: audible speech of a plausible length', async () => {
     const phrases: Record<string, string> = {
       'en-us': 'Good morning',
+      'en-us-slt': 'Good morning',
       'en-gb': 'Good morning',
       hi: 'नमस्ते, आपका स्वागत है',
       bn: 'নমস্কার, আপনাকে স্বাগতম',

@@ -4,13 +4,12 @@
 // and its slot freed, so another account's request, queued behind them, is served; each cut call
 // is billed once, for the audio handed to its connection (some, not all, of the input).
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { call, startTestGateway, type TestGateway } from '../helper.ts';
 import { openSocket } from '../http/raw-socket.ts';
-import { balance, fundedKey, has, speak } from './helpers.ts';
+import { balance, children, fundedKey, has, speak } from './helpers.ts';
 
 const missing = ['espeak-ng'].filter((b) => !has(b));
 const skip = missing.length > 0 ? `needs ${missing.join(', ')} (scripts/install-debian-packages.sh)` : false;
@@ -18,21 +17,6 @@ const STALL_MS = 400;
 const INPUT = 'Your call is important to us. '.repeat(137).slice(0, 4096); // ~4.5 minutes of speech: 13 MB of 24 kHz pcm
 const TEXT = 'Hello, your balance is two hundred rupees.'; // 42 characters
 const FUNDS = 100; // cents
-
-/** This process's live (not zombie) child processes named `name` (the gateway runs in it). */
-function children(name: string): number[] {
-  const pids = readdirSync(`/proc/${process.pid}/task`).flatMap((t) =>
-    readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean),
-  );
-  return pids.map(Number).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); // "pid (comm) state ..."
-      return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === name && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-    } catch {
-      return false; // gone meanwhile
-    }
-  });
-}
 
 /** Sends a speech request on a raw socket, waits for the first bytes of the answer, then stops reading. */
 async function stalledReader(gw: TestGateway, apiKey: string, sse: boolean): Promise<{ socket: Socket; head: string }> {

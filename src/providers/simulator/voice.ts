@@ -10,7 +10,8 @@
 // that audio (as Twilio and Exotel do); a media payload the carrier would not play is dropped.
 //
 // The callee follows its script (config `voice.simulator.callees`, the first whose `to` matches):
-// `say` (text spoken by espeak-ng, through the speech engine given as `speak`), `silence_ms`,
+// `say` (text spoken by tts-local in the step's `voice`, default espeak-ng's `en-us`; festival's
+// `en-us-slt` sounds far more like a person), `silence_ms`,
 // `dtmf`, `wait_agent` (`done`: the agent's reply played and `ms` of quiet after it; `speaking`:
 // the agent has been playing for `ms`, so a `say` next barges in), `hangup`. When its steps run out
 // it stays on the line, silent, until the gateway hangs up. A script's `noise` (a level in dBFS,
@@ -38,7 +39,7 @@ const WAIT_LIMIT_MS = 30_000;
 
 export interface SimulatorOptions {
   callees: readonly CalleeScript[];
-  /** Speech for a `say` step, 8 kHz (the tts-local engine, espeak-ng). */
+  /** Speech for a `say` step, 8 kHz (the tts-local engines: espeak-ng, festival for `en-us-slt`). */
   speak(text: string, voice: string): Promise<SpeechClip>;
   logger: Logger;
   /** The protocol the callees' streams speak (default Twilio's Media Streams). */
