@@ -101,14 +101,7 @@ export interface Turn {
 }
 
 /** Where a turn's latency goes, ms, in order. */
-export interface TurnStages {
-  endpointing_ms: number;
-  queued_ms: number;
-  recognition_ms: number;
-  agent_ms: number;
-  synthesis_ms: number;
-  first_frame_ms: number;
-}
+export type TurnStages = Record<'endpointing_ms' | 'queued_ms' | 'recognition_ms' | 'agent_ms' | 'synthesis_ms' | 'first_frame_ms', number>;
 
 interface OutcomeAction {
   action: string;

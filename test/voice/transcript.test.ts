@@ -97,7 +97,7 @@ describe('a long call never outgrows its actor (snapshots limited to 12 KiB)', {
     });
     assert.equal(res.status, 202, res.text);
     const id = res.body.id as string;
-    const live = await waitForCall(gw, acc.key, id, (c) => c.transcript?.length >= 4 * CYCLES || ended(c), 15_000);
+    const live = await waitForCall(gw, acc.key, id, (c) => c.transcript?.length >= 4 * CYCLES || ended(c), 60_000);
     assert.equal(live.status, 'in_progress', JSON.stringify({ ...live, transcript: live.transcript?.length }));
     const agent = live.transcript.filter((t: { role: string }) => t.role === 'agent');
     assert.equal(agent.length, CYCLES);
