@@ -5,7 +5,7 @@
 // a -55 dBFS hiss (a line that gets noisier), heard by the gateway's VAD and recognised by the
 // scripted stt upstream:
 // - the agent's reply comes as soon after the callee stops on a noisy line as on a clean one
-//   (within MARGIN_MS, measured at the carrier: from the callee's last frame of speech to the
+//   (within MARGIN_MS and one carrier chunk, measured at the carrier: from the callee's last frame of speech to the
 //   agent's first audio frame); a rise of the noise was speech for 3 s before (the reply 1-2 s late);
 // - noise alone is never an utterance (nothing is sent to the recogniser) nor a barge-in (the
 //   greeting it plays under is not cut); a rise of it cut the greeting 400 ms in before.
@@ -114,7 +114,7 @@ describe('line noise at -40 dBFS is not speech', () => {
   };
 
   for (const model of ['voice-twilio', 'voice-exotel']) {
-    it(`${model}: the reply comes as soon after the callee stops on a -40 dBFS line as on a clean one (±${MARGIN_MS} ms)`, async () => {
+    it(`${model}: the reply comes as soon after the callee stops on a -40 dBFS line as on a clean one (±${MARGIN_MS} ms and a chunk)`, async () => {
       const said = async (to: string, what: string) => {
         stt.say(SAID);
         const { c, utterances, replies: delays } = await dialled(model, to, { first_message: { mode: 'wait_for_callee' } });
@@ -128,7 +128,10 @@ describe('line noise at -40 dBFS is not speech', () => {
       for (const { to, what } of NOISY) {
         const delay = await said(to, what);
         figures.push(`${what} ${delay} ms`);
-        assert.ok(delay <= clean + MARGIN_MS, `${model}: the reply's delay after the callee stopped: ${figures.join(', ')}`);
+        // Plus one of the carrier's chunks: the detector judges the noise's steadiness on whole chunks
+        // (Exotel's 100 ms, since its fake sends them at the real rate; Twilio's 20 ms).
+        const margin = MARGIN_MS + (model === 'voice-exotel' ? 100 : 20);
+        assert.ok(delay <= clean + margin, `${model}: the reply's delay after the callee stopped: ${figures.join(', ')}`);
       }
       console.log(`${model}: reply after the callee stopped: ${figures.join(', ')}`);
     });
