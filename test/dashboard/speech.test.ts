@@ -81,7 +81,12 @@ describe('dashboard: speech', { skip }, () => {
     assert.equal(await turns.first().locator('.who-said').textContent(), 'Reader');
 
     // A click on a turn plays its span of the recording.
-    await page.waitForFunction("document.querySelector('audio').readyState >= 1", undefined, { timeout: 10_000 });
+    // Polled from here: waitForFunction's string predicate is eval'd in the page once it has to poll,
+    // which the dashboard's CSP (script-src 'self') refuses.
+    for (const until = Date.now() + 10_000; ((await page.evaluate("document.querySelector('audio').readyState")) as number) < 1; ) {
+      assert.ok(Date.now() < until, 'the recording is loaded within 10 s');
+      await page.waitForTimeout(50);
+    }
     const second = turns.nth(1);
     const span = { start: Number(await second.getAttribute('data-start')), end: Number(await second.getAttribute('data-end')) };
     await second.click();

@@ -24,9 +24,14 @@ async function addIdleModel(f: Funded): Promise<void> {
   assert.ok(res.status < 300, res.text);
 }
 
-/** gateway_realtime_sessions, from /metrics. */
+/**
+ * gateway_realtime_sessions, from /metrics. A poll: a read whose kept-alive socket the metrics
+ * listener closed meanwhile (its keep-alive timeout passes while a thousand sessions bill at once
+ * and the loop is busy) is read again on a new one.
+ */
 async function openSessions(f: Funded): Promise<number> {
-  const text = await (await fetch(`${f.gw.metricsUrl}/metrics`)).text();
+  const read = async () => (await fetch(`${f.gw.metricsUrl}/metrics`)).text();
+  const text = await read().catch(() => new Promise((r) => setTimeout(r, 100)).then(read));
   return Number(/^gateway_realtime_sessions (\d+)$/m.exec(text)?.[1]);
 }
 

@@ -151,7 +151,12 @@ describe('calls on real lines: backchannels, barge-in, turn times, last words, m
       const c = await dialled(model, '+919800000042', { first_message: { mode: 'wait_for_callee' } });
       const turn = c.transcript.find((t: { role: string }) => t.role === 'callee');
       assert.ok(turn, JSON.stringify(c.transcript));
-      assert.ok(Math.abs(turn.start - 3.0) <= 0.2 && Math.abs(turn.end - 3.6) <= 0.2, `spoken 3.0-3.6 s, recorded ${turn.start}-${turn.end} s`);
+      // Times count from the answer, the callee's script from its stream's start, which follows the
+      // answer by the carrier's stream set-up (a few ms here, up to a few hundred on a loaded machine):
+      // never more than 200 ms earlier than the voice (the defect: turns 1-3 s early), as long as it within 200 ms.
+      const span = `spoken 3.0-3.6 s after the stream started, recorded ${turn.start}-${turn.end} s after the answer`;
+      assert.ok(turn.start >= 2.8 && turn.start <= 3.5, span);
+      assert.ok(Math.abs(turn.end - turn.start - 0.6) <= 0.2, span);
     });
   }
 
