@@ -24,10 +24,11 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
 # The speech engines: ffmpeg (probe, decode), pocketsphinx with its English model (stt-local),
-# espeak-ng and festival with its US English HTS voice (synthesis, tts-local). scripts/install-debian-packages.sh installs the same on a development machine.
+# irstlm (its language models for a conversation), espeak-ng and festival with its US English HTS
+# voice (synthesis, tts-local). scripts/install-debian-packages.sh installs the same on a development machine.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ffmpeg espeak-ng festival festvox-us-slt-hts pocketsphinx pocketsphinx-en-us \
+      ffmpeg espeak-ng festival festvox-us-slt-hts pocketsphinx pocketsphinx-en-us irstlm \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --chown=node:node package.json package-lock.json ./

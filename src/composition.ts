@@ -2,7 +2,7 @@
 // the runtime (webhook endpoints, intent sessions, transcription jobs, realtime sessions), here and
 // nowhere else. src/server.ts calls createServices once, after building the store and the actor
 // runtime and before starting the runtime; the HTTP and WebSocket edges get the services it returns.
-import { CONFIG_DIR, type Config } from './config.ts';
+import { CONFIG_DIR, SPEECH_BACKGROUND_FILE, type Config } from './config.ts';
 import type { Store } from './store/port.ts';
 import { AccountService } from './identity/accounts.ts';
 import type { Clock } from './shared/common.ts';
@@ -38,6 +38,7 @@ import type { BlobStore } from './blobs/port.ts';
 import { IntentService, type IntentMetrics } from './intent/service.ts';
 import type { VoiceMetrics } from './voice/turn-stages.ts';
 import { EnginePool } from './speech/engine-pool.ts';
+import { LanguageModels } from './speech/language-models.ts';
 import { intentSessionKind } from './intent/kind.ts';
 import { PackRegistry, readPackFile } from './intent/packs.ts';
 import { Webhooks, type WebhookService } from './webhooks/index.ts';
@@ -192,9 +193,18 @@ export async function createServices(deps: {
   await webhooks.init();
   const upstream = new UpstreamHttp({ streamIdleTimeoutMs: deps.config.upstream.streamIdleTimeoutMs });
   const upstreamFiles = new UpstreamFiles();
-  // stt-local's warm engines for utterances (a call's turns): one per core, as many as can run at once.
-  const engines = new EnginePool({ size: Math.max(1, availableParallelism()), start: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir }) });
-  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir, engines } });
+  // stt-local's warm engines for utterances (a call's turns): one per core, as many as can run at once,
+  // each with the conversations' language models built so far (a call's pack's, prepared at its start).
+  const languageModels = new LanguageModels({
+    dir: deps.tmpDir,
+    backgroundFile: SPEECH_BACKGROUND_FILE,
+    log: deps.logger.child({ component: 'language-models' }),
+  });
+  const engines = new EnginePool({
+    size: Math.max(1, availableParallelism()),
+    start: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir, models: languageModels.current() }),
+  });
+  const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir, engines, languageModels } });
   const router = new UpstreamRouter(providers, { now, logger: deps.logger.child({ component: 'router' }) });
   const intentPacks = new PackRegistry(deps.store, now);
   await intentPacks.seed(deps.config.intent.packs.map((file) => readPackFile(file, CONFIG_DIR)));
@@ -373,6 +383,7 @@ export async function createServices(deps: {
     settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
+    languageModels,
     now,
   });
   await voice.init();

@@ -344,6 +344,8 @@ export class ConfigError extends Error {
 
 /** The repository's config/ directory (one level up from src/, and from dist/ in the production bundle). */
 export const CONFIG_DIR = fileURLToPath(new URL('../config/', import.meta.url));
+/** The offline recogniser's background sentences (src/speech/language-models.ts). */
+export const SPEECH_BACKGROUND_FILE = `${CONFIG_DIR}speech/background-en.txt`;
 const DEFAULT_FILE = join(CONFIG_DIR, 'default.json');
 
 type Json = Record<string, unknown>;

@@ -8,6 +8,8 @@
 // the CPU there (bench/README.md, Voice calls). An engine whose file has grown past `maxFrames` is
 // ended after its utterance and replaced when next needed; an engine idle for `idleMs` is ended
 // (its memory back); one that fails is dropped. `close()` ends them all (the gateway's shutdown).
+// An utterance may name the language model it is decoded with (a conversation's, language-models.ts):
+// an engine started before that model was built lacks it, and is ended for one started with it.
 import { FRAME_SECONDS } from './pocketsphinx-output.ts';
 import type { UtteranceEngine } from './pocketsphinx-engine.ts';
 import type { TranscriptSegment } from './transcript.ts';
@@ -43,8 +45,20 @@ export class EnginePool {
    * One utterance (16 kHz mono PCM) decoded on a warm engine: its segments, times from its start.
    * `signal` gives up waiting for an engine, or for the answer (the engine finishes it regardless).
    */
-  async decode(pcm: Int16Array, signal: AbortSignal): Promise<TranscriptSegment[]> {
-    const warm = await this.acquire(signal);
+  async decode(pcm: Int16Array, signal: AbortSignal, model?: string): Promise<TranscriptSegment[]> {
+    let warm = await this.acquire(signal);
+    if (model !== undefined && !warm.engine.models.has(model)) {
+      // Started before the model was built: this one ends, a new one (with every model built) starts in its place.
+      this.end(warm);
+      this.live += 1;
+      try {
+        warm = { engine: await this.opts.start(), idle: null };
+      } catch (err) {
+        this.live -= 1;
+        this.wakeNext();
+        throw err;
+      }
+    }
     const { engine } = warm;
     const start = engine.frames;
     const frames = Math.ceil(pcm.length / FRAME_SAMPLES);
@@ -52,7 +66,7 @@ export class EnginePool {
       const padded = new Int16Array(frames * FRAME_SAMPLES);
       padded.set(pcm);
       await engine.append(new Uint8Array(padded.buffer));
-      return engine.decode(start, start + frames);
+      return engine.decode(start, start + frames, model !== undefined && engine.models.has(model) ? model : undefined);
     })();
     // The engine is back once it answered, whether the caller still waits or not.
     answer.then(

@@ -32,6 +32,7 @@ import { PCM_SAMPLE_RATE } from './ffmpeg.ts';
 import { FRAME_SECONDS, parseHypseg, utteranceSegments } from './pocketsphinx-output.ts';
 import { abortReason, spawnTool, type ToolRun } from './process.ts';
 import type { TranscriptSegment } from './transcript.ts';
+import { GENERAL_MODEL, type ModelSet } from './language-models.ts';
 
 export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 const SAMPLES_PER_FRAME = PCM_SAMPLE_RATE * FRAME_SECONDS;
@@ -63,6 +64,11 @@ export interface EngineOptions {
   startTimeoutMs?: number;
   /** Keep the PCM file (`audioFile`) after the engine ends, until `dispose()` (the diarizer reads it). */
   keepAudio?: boolean;
+  /**
+   * Language models to choose from per utterance (language-models.ts): loaded beside the general
+   * model, with their shared dictionary. Absent: the general model alone.
+   */
+  models?: ModelSet | null;
 }
 
 /** Log lines worth showing when the engine fails (its log is otherwise all INFO lines). */
@@ -80,26 +86,40 @@ function logErrors(logPath: string): string {
 }
 
 /**
- * Opens the write end of the FIFO once the engine has opened the read end (polled: a blocking open
- * would hold a thread of libuv's pool until then, forever if the engine dies first). Null when the
- * engine exited before opening it.
+ * Opens the write ends of the FIFOs once the engine has opened their read ends, in whatever order it
+ * opens them (polled: a blocking open would hold a thread of libuv's pool until then, forever if the
+ * engine dies first). Null when the engine exited before opening them all.
  */
-async function connect(fifo: string, run: ToolRun, timeoutMs: number, signal?: AbortSignal): Promise<Socket | null> {
+async function connect(fifos: string[], run: ToolRun, timeoutMs: number, signal?: AbortSignal): Promise<Socket[] | null> {
   let exited = false;
   void run.exited.then(() => {
     exited = true;
   });
   const deadline = Date.now() + timeoutMs;
+  const fds: (number | null)[] = fifos.map(() => null);
+  const give = (): void => {
+    for (const fd of fds) if (fd !== null) closeSync(fd);
+  };
   for (;;) {
+    if (signal?.aborted || exited) give();
     if (signal?.aborted) throw abortReason(signal);
     if (exited) return null;
-    try {
-      const fd = openSync(fifo, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK);
-      return new Socket({ fd, readable: false, writable: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err; // ENXIO: no reader yet
+    for (const [i, fifo] of fifos.entries()) {
+      if (fds[i] !== null) continue;
+      try {
+        fds[i] = openSync(fifo, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENXIO') {
+          give();
+          throw err;
+        } // ENXIO: no reader yet
+      }
     }
-    if (Date.now() > deadline) throw new RecogniserError(`pocketsphinx did not start within ${timeoutMs} ms`);
+    if (fds.every((fd) => fd !== null)) return fds.map((fd) => new Socket({ fd: fd!, readable: false, writable: true }));
+    if (Date.now() > deadline) {
+      give();
+      throw new RecogniserError(`pocketsphinx did not start within ${timeoutMs} ms`);
+    }
     await sleep(20);
   }
 }
@@ -118,8 +138,11 @@ export interface UtteranceEngine {
   /**
    * Decodes frames [startFrame, endFrame) as one utterance, once they are appended; resolves with
    * its segments (times in seconds from the start of the audio), in the order decodes were asked.
+   * `model` names one of the engine's `models` (default: the general model).
    */
-  decode(startFrame: number, endFrame: number): Promise<TranscriptSegment[]>;
+  decode(startFrame: number, endFrame: number, model?: string): Promise<TranscriptSegment[]>;
+  /** The models this engine can decode with (the general model's name alone without `models`). */
+  readonly models: ReadonlySet<string>;
   /** No more utterances: resolves once the engine has decoded what it was given and exited. */
   end(): Promise<void>;
   /** Stops the engine; pending decodes reject. */
@@ -139,7 +162,9 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   const audioFile = join(dir, 'audio.raw');
   let keep = options.keepAudio === true;
   const cleanup = (): Promise<void> => rm(dir, { recursive: true, force: true });
-  const mkfifo = spawnTool('mkfifo', ['-m', '600', ctl, join(dir, 'hyp.fifo')], { stdin: 'ignore' });
+  const models = options.models ?? null;
+  const names = join(dir, 'models.ctl'); // with `models`: the model of each utterance, a line per line of `ctl`
+  const mkfifo = spawnTool('mkfifo', ['-m', '600', ctl, join(dir, 'hyp.fifo'), ...(models ? [names] : [])], { stdin: 'ignore' });
   const made = await mkfifo.exited;
   if (made.code !== 0) {
     await cleanup();
@@ -175,10 +200,9 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
         logPath,
         '-hmm',
         join(modelDir, 'en-us'),
-        '-lm',
-        join(modelDir, 'en-us.lm.bin'),
-        '-dict',
-        join(modelDir, 'cmudict-en-us.dict'),
+        ...(models
+          ? ['-lmctl', models.lmctl, '-lmname', GENERAL_MODEL, '-lmnamectl', names, '-dict', models.dict]
+          : ['-lm', join(modelDir, 'en-us.lm.bin'), '-dict', join(modelDir, 'cmudict-en-us.dict')]),
         // One pass, at most 3,000 HMMs a frame: 1.7× faster than the defaults, no worse (docs/speech-engines.md).
         '-fwdflat',
         'no',
@@ -214,9 +238,11 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   };
 
   let control: Socket | null;
+  let chooser: Socket | null = null; // writes `names`
   try {
-    control = await connect(ctl, run, options.startTimeoutMs ?? 30_000, options.signal);
-    if (!control) throw await failure();
+    const sockets = await connect(models ? [ctl, names] : [ctl], run, options.startTimeoutMs ?? 30_000, options.signal);
+    if (!sockets) throw await failure();
+    [control, chooser = null] = sockets as [Socket, Socket?];
   } catch (err) {
     run.kill();
     audio.destroy();
@@ -226,6 +252,8 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     throw err;
   }
   control.on('error', () => {}); // EPIPE when the engine dies: its exit says why
+  chooser?.on('error', () => {});
+  const modelNames: ReadonlySet<string> = models ? models.names : new Set([GENERAL_MODEL]);
   void run.exited.then(async () => {
     audio.destroy();
     await outputDone.catch(() => undefined);
@@ -287,24 +315,32 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
         await check();
       }
     },
-    async decode(startFrame, endFrame) {
+    models: modelNames,
+    async decode(startFrame, endFrame, model = GENERAL_MODEL) {
       if (endFrame <= startFrame) return [];
+      if (!modelNames.has(model)) throw new RecogniserError(`the engine has no language model '${model}'`);
       await check();
       const id = `u${utterances++}`;
       const answer = new Promise<TranscriptSegment[]>((resolve, reject) => pending.set(id, { offset: startFrame * FRAME_SECONDS, resolve, reject }));
       await written; // the engine reads the frames from the file: they must be there before it is told
-      if (!control!.write(`audio ${startFrame} ${endFrame} ${id}\n`)) await once(control!, 'drain');
+      // Both lines at once (no await between them): another decode's lines never come in between.
+      const chosen = chooser ? chooser.write(`${model}\n`) : true;
+      const told = control!.write(`audio ${startFrame} ${endFrame} ${id}\n`);
+      if (!chosen) await once(chooser!, 'drain');
+      if (!told) await once(control!, 'drain');
       return answer;
     },
     async end() {
       await check();
       if (odd) throw new RecogniserError('PCM ended mid-sample (odd byte count)');
       control!.end();
+      chooser?.end();
       const [exit] = await Promise.all([run.exited, outputDone]);
       if (exit.code !== 0) throw await failure();
     },
     abort() {
       control!.destroy();
+      chooser?.destroy();
       run.kill();
       keep = false;
       void run.exited.then(cleanup);

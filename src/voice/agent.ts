@@ -20,6 +20,9 @@ import { SpeechClip } from '../speech/clip.ts';
 import type { ChatMessage } from '../providers/types.ts';
 import type { IntentPack } from '../intent/pack.ts';
 import { sentences, spokenLines, type SpokenLine } from './lines.ts';
+import { expectationAfter, speechDomain } from './recognition.ts';
+import type { Expectation } from '../speech/corpus.ts';
+import type { SpeechDomain } from '../speech/language-models.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
 const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
@@ -57,6 +60,8 @@ export interface CallAgent {
   prompt(): Promise<AgentReply | null>;
   /** What it says before the credit guard hangs up (null: nothing, the call ends at its limit). */
   lowBalance(): Promise<AgentReply | null>;
+  /** What it expects to hear next, for the recogniser (src/voice/recognition.ts); null: nothing known. */
+  listening(): { domain: string; expect: Expectation | null } | null;
 }
 
 /** One line as a reply's lines. */
@@ -150,6 +155,8 @@ export interface IntentAgentOptions extends Voice {
   intentModel: ModelDoc;
   /** What it says first: a pack response, or text; `wait_for_callee` says nothing first. */
   firstMessage: { response_id?: string; text?: string; mode: 'agent_first' | 'wait_for_callee' | 'after_silence' };
+  /** Given the pack's speech domain once it is known: the offline recogniser prepares its language models. */
+  speech?: (domain: SpeechDomain) => void;
   /**
    * Hybrid: an LLM answers the turns the pack leaves UNKNOWN or OUT_OF_SCOPE (with the whole
    * conversation as context); every other turn is the pack's.
@@ -162,18 +169,14 @@ const MAX_HISTORY = 40;
 /** The longest an LLM's reply may take to stream, and the most of it that is said. */
 const LLM_TIMEOUT_MS = 15_000;
 const MAX_LLM_REPLY_CHARS = 1000;
-/** Entities a callee answers with digits: an ASK for one of them expects digits (the longer endpointing). */
-const DIGIT_ENTITIES: ReadonlySet<string> = new Set(['amount', 'phone']);
-
 /**
- * Whether the pack's response `responseId` asks for digits: it is the response of an intent's
- * `entities.missing` decision (the ASK for a required entity) where the intent requires an amount
- * or a phone number: the pack's own slot metadata, whether the reply comes from a turn or opens.
+ * Whether the pack's response `responseId` asks for digits (the longer endpointing): the ASK for a
+ * required amount or number (src/voice/recognition.ts reads the pack's slot metadata), whether the
+ * reply comes from a turn or opens.
  */
 function asksForDigits(pack: IntentPack, responseId: string): boolean {
-  return pack.intents.some(
-    (i) => i.entities !== undefined && i.entities.missing.response_id === responseId && i.entities.required.some((n) => DIGIT_ENTITIES.has(n)),
-  );
+  const expect = expectationAfter(pack, responseId);
+  return expect === 'amount' || expect === 'digits';
 }
 
 /**
@@ -194,13 +197,28 @@ async function wordingLine(v: Voice, wording: string): Promise<SpokenLine> {
 export function intentAgent(o: IntentAgentOptions): CallAgent {
   let turns = 0;
   const history: ChatMessage[] = [];
+  // What the recogniser is told: the pack's domain (prepared once the pack is known) and what the last reply asked.
+  let domain: string | null = null;
+  let expect: Expectation | null = null;
+  const asked = (pack: IntentPack, responseId: string | null): void => {
+    if (domain === null) {
+      const d = speechDomain(pack);
+      o.speech?.(d);
+      domain = d.key;
+    }
+    expect = expectationAfter(pack, responseId);
+  };
   const wording = async (responseId: string): Promise<AgentReply | null> => {
     const pack = await o.intent.packOf(o.intentModel);
     const text = pack ? responseWording(pack, responseId, o.language) : null;
     if (pack === null || text === null) return null;
+    asked(pack.pack, responseId);
     return { ...replyOf(one(await wordingLine(o, text)), responseId), expectsDigits: asksForDigits(pack.pack, responseId) };
   };
   return {
+    listening() {
+      return domain === null ? null : { domain, expect };
+    },
     async prompt() {
       // The pack's own idle wording when it has one, else its clarifying question.
       return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');
@@ -210,6 +228,10 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
     },
     async opening() {
       const first = o.firstMessage;
+      if (first.mode === 'wait_for_callee' || first.text !== undefined) {
+        const pack = await o.intent.packOf(o.intentModel);
+        if (pack) asked(pack.pack, null);
+      }
       if (first.mode === 'wait_for_callee') return null;
       if (first.text === undefined) return wording(first.response_id ?? 'GEN.GREETING');
       return replyOf(one(await wordingLine(o, first.text)));
@@ -219,6 +241,7 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       history.push({ role: 'user', content: heard });
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
       if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
+        expect = null; // the LLM's question has no shape the pack knows
         return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM', entities: out.entities };
       }
       if (out.say === null) return null;
@@ -226,6 +249,7 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       history.push({ role: 'assistant', content: text });
       const action = out.decision.action;
       const pack = await o.intent.packOf(o.intentModel);
+      if (pack) asked(pack.pack, out.decision.response_id);
       return {
         ...replyOf(rendered(o, text), out.decision.response_id),
         action,
@@ -300,6 +324,9 @@ export function llmAgent(o: LlmAgentOptions): CallAgent {
     },
     // No pack, so no wording we could vouch for in every language: the call ends at its limit.
     async lowBalance() {
+      return null;
+    },
+    listening() {
       return null;
     },
   };

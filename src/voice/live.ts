@@ -4,6 +4,7 @@
 // recogniser (the call's stt model through the router, one utterance at a time). The factory runs
 // once, when the call is answered (src/voice/media.ts): a call that is never answered builds neither.
 import type { Logger } from 'pino';
+import type { LanguageModels, SpeechDomain } from '../speech/language-models.ts';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { IntentService } from '../intent/service.ts';
 import type { ModelDoc } from '../models/types.ts';
@@ -52,6 +53,8 @@ export interface LiveDeps {
   now(): number;
   /** Each turn's stages and latency (src/voice/turn-stages.ts); none in tests that do not read them. */
   metrics?: VoiceMetrics;
+  /** The offline recogniser's conversation models (src/speech/language-models.ts): a pack's are prepared when its call starts. */
+  languageModels?: Pick<LanguageModels, 'prepare'>;
 }
 
 /** What the live side reads of the request (the fields of `VoiceCallBody`, src/voice/service.ts). */
@@ -131,10 +134,14 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
 function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): Conversation {
   const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
   const sttRoutes = deps.resolveRoutes(c.stt);
+  const agent = agentFor(deps, callId, body, c);
   return {
-    agent: agentFor(deps, callId, body, c),
+    agent,
     recognise: async (samples, signal) => {
-      const { result } = await deps.router.transcribe(sttRoutes, utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined), signal);
+      const req = utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined);
+      const listening = agent.listening();
+      if (listening) req.conversation = listening;
+      const { result } = await deps.router.transcribe(sttRoutes, req, signal);
       return result.text;
     },
   };
@@ -147,7 +154,8 @@ function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan
   const llm =
     c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
   if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
-  return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
+  const speech = (domain: SpeechDomain) => void deps.languageModels?.prepare(domain);
+  return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, speech, ...(llm ? { llm } : {}) });
 }
 
 /**

@@ -21,6 +21,7 @@ class FakeEngine implements UtteranceEngine {
   gate: Promise<void> = Promise.resolve();
   fail = false;
   readonly audioFile = '/dev/null';
+  readonly models: ReadonlySet<string> = new Set(['general']);
   get frames() {
     return Math.floor(this.bytes / 2 / 160);
   }

@@ -28,6 +28,8 @@ export interface AudioInput {
   pcm?: Uint8Array;
 }
 
+import type { Expectation } from '../../speech/corpus.ts';
+
 export interface TranscribeRequest {
   audio: AudioInput;
   /** BCP-47 (`hi-IN`, `en-US`), or absent for the provider's detection. Providers translate codes. */
@@ -40,6 +42,12 @@ export interface TranscribeRequest {
   /** Jobs only: speaker labels wanted, and how many speakers to expect (a hint). */
   diarize?: boolean;
   numSpeakers?: number;
+  /**
+   * A call's turn: the conversation's domain (a key the offline engine's language models were
+   * prepared under, src/speech/language-models.ts) and the answer the agent waits for. Only the
+   * offline engine reads it; others get the same context as a prompt and key terms.
+   */
+  conversation?: { domain: string; expect: Expectation | null };
 }
 
 export interface TranscriptWord {

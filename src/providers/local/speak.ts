@@ -12,7 +12,8 @@ import { spawnTool, ToolMissingError, type ToolRun } from '../../speech/process.
 import { FestivalOutputError, festivalVoice, startFestival } from './festival.ts';
 import { primaryLanguage } from '../../speech/languages.ts';
 import { romanizedHindiToDevanagari } from '../../speech/transliterate.ts';
-import { UpstreamError, type SpeakCapability, type SpeechAudio } from '../types.ts';
+import { UpstreamError, type ResolvedRoute, type SpeakCapability, type SpeechAudio } from '../types.ts';
+import { samplesOf } from '../../speech/pcm.ts';
 
 export const ESPEAK_SAMPLE_RATE = 22_050;
 const WAV_HEADER_BYTES = 44;
@@ -116,4 +117,21 @@ export function localSpeak(opts: LocalSpeakOptions = {}): SpeakCapability {
       return audio;
     },
   };
+}
+
+/** `text` spoken by tts-local's `voice`, whole (the evaluations and tests): its PCM and rate, and when its first audio came (ms). */
+export async function speakWhole(voice: string, text: string): Promise<{ pcm: Int16Array; rate: number; firstMs: number }> {
+  const started = performance.now();
+  const audio = await localSpeak().speak(
+    { id: 'tts-local#0' } as ResolvedRoute,
+    { input: text, voice, format: 'pcm', sampleRate: 16000 },
+    new AbortController().signal,
+  );
+  const parts: Buffer[] = [];
+  let firstMs = -1;
+  for await (const c of audio.chunks) {
+    if (firstMs < 0 && c.length > 0) firstMs = performance.now() - started;
+    parts.push(c);
+  }
+  return { pcm: samplesOf(Buffer.concat(parts)), rate: audio.sampleRate!, firstMs };
 }

@@ -17,11 +17,12 @@ import { transcribePcmWith } from '../../speech/pocketsphinx.ts';
 import { primaryLanguage } from '../../speech/languages.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../../speech/vad.ts';
 import type { EnginePool } from '../../speech/engine-pool.ts';
+import type { LanguageModels } from '../../speech/language-models.ts';
 import { loadResamplers, type Resamplers } from '../../speech/resample.ts';
 import { joinSegmentTexts } from '../../speech/transcript.ts';
 import { WAV_PCM, readWavHeader } from '../../speech/wav.ts';
 import { samplesOf } from '../../speech/pcm.ts';
-import { UpstreamError, type TranscribeCapability, type Transcript, type TranscriptSegment } from '../types.ts';
+import { UpstreamError, type TranscribeCapability, type TranscribeRequest, type Transcript, type TranscriptSegment } from '../types.ts';
 
 /** Labels speech with speakers (src/speech/diarize.ts's `diarizeSource`), given the recording as 16 kHz PCM read a span at a time. */
 export type Diarizer = (
@@ -65,7 +66,12 @@ export interface LocalOptions {
   tmpDir?: string;
   /** Warm engines for utterances held in memory; absent: each request starts an engine of its own. */
   engines?: EnginePool;
+  /** The conversations' language models (a call's turn names its domain and expectation). */
+  languageModels?: LanguageModels;
 }
+
+/** How long a call's utterance waits for its pack's language models still being built (their first build: about a second). */
+const DOMAIN_WAIT_MS = 5000;
 
 /** The longest utterance the warm engines take (a call's is 15 s; a realtime socket's up to its max). */
 const MAX_UTTERANCE_S = 30;
@@ -87,7 +93,12 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
   const voiceDetectors = () => (detectors ??= loadVoiceDetectors());
   let resamplers: Promise<Resamplers> | null = null;
   /** An utterance on the warm engines: 8 kHz brought to the engine's 16 kHz (SpeexDSP, quality 5, as the realtime path). */
-  const onWarmEngine = async (engines: EnginePool, u: { samples: Int16Array; rate: 8000 | 16000 }, signal: AbortSignal): Promise<Transcript> => {
+  const onWarmEngine = async (
+    engines: EnginePool,
+    u: { samples: Int16Array; rate: 8000 | 16000 },
+    conversation: TranscribeRequest['conversation'],
+    signal: AbortSignal,
+  ): Promise<Transcript> => {
     let pcm = u.samples;
     if (u.rate === 8000) {
       const r = (await (resamplers ??= loadResamplers())).create({ from: 8000, to: 16000, quality: 5 });
@@ -101,7 +112,8 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
         r.destroy();
       }
     }
-    const segments = await engines.decode(pcm, signal);
+    const model = conversation ? await opts.languageModels?.modelWhenReady(conversation.domain, conversation.expect, DOMAIN_WAIT_MS) : null;
+    const segments = await engines.decode(pcm, signal, model ?? undefined);
     return { text: joinSegmentTexts(segments), language: 'en', duration: Math.round((u.samples.length / u.rate) * 1000) / 1000, segments };
   };
   return {
@@ -120,7 +132,7 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       const diarizer = req.diarize === true ? opts.diarizer : undefined;
       try {
         const utterance = opts.engines && req.diarize !== true ? utteranceOf(req.audio.data) : null;
-        if (opts.engines && utterance) return await onWarmEngine(opts.engines, utterance, abort.signal);
+        if (opts.engines && utterance) return await onWarmEngine(opts.engines, utterance, req.conversation, abort.signal);
         // PCM the gateway decoded already (a sync call) is taken as it is; otherwise a recording whose
         // length was measured is decoded no further (a second past it, to be sure).
         const limit = req.audio.durationS !== undefined ? { maxSeconds: Math.ceil(req.audio.durationS) + 1 } : {};
