@@ -22,28 +22,16 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { corpusLine, EXPECTATIONS, expectedPhrases, withApostrophe, type Expectation } from './corpus.ts';
-import { DEFAULT_MODEL_DIR } from './pocketsphinx-engine.ts';
-import { spawnTool } from './process.ts';
+import { DEFAULT_MODEL_DIR, GENERAL_MODEL, type ModelSet } from './pocketsphinx-engine.ts';
 
-/** The general model's name in every set (what an utterance without a domain is decoded with). */
-export const GENERAL_MODEL = 'general';
+export { GENERAL_MODEL, type ModelSet };
+import { spawnTool } from './process.ts';
 
 /** A conversation's domain: the sentences its callers say (a pack's examples). */
 export interface SpeechDomain {
   /** Names the content: another key is another domain (a pack's id, version and hash). */
   key: string;
   sentences: readonly string[];
-}
-
-/** What the engines load: every model built so far, by name, and the dictionary they share. */
-export interface ModelSet {
-  /** Grows by one each time a domain is added: an engine of an older set lacks its models. */
-  generation: number;
-  /** `-lmctl`: one `<path> <name>` line per model, the general model first. */
-  lmctl: string;
-  /** `-dict`: the general dictionary with the domains' own words. */
-  dict: string;
-  names: ReadonlySet<string>;
 }
 
 export interface LanguageModelsOptions {

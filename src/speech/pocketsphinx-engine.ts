@@ -32,9 +32,23 @@ import { PCM_SAMPLE_RATE } from './ffmpeg.ts';
 import { FRAME_SECONDS, parseHypseg, utteranceSegments } from './pocketsphinx-output.ts';
 import { abortReason, spawnTool, type ToolRun } from './process.ts';
 import type { TranscriptSegment } from './transcript.ts';
-import { GENERAL_MODEL, type ModelSet } from './language-models.ts';
 
 export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
+
+/** The general model's name in every set (what an utterance without a domain is decoded with). */
+export const GENERAL_MODEL = 'general';
+
+/** What an engine loads: the language models built so far (src/speech/language-models.ts), by name, and the dictionary they share. */
+export interface ModelSet {
+  /** Grows by one each time a domain is added: an engine of an older set lacks its models. */
+  generation: number;
+  /** `-lmctl`: one `<path> <name>` line per model, the general model first. */
+  lmctl: string;
+  /** `-dict`: the general dictionary with the domains' own words. */
+  dict: string;
+  names: ReadonlySet<string>;
+}
+
 const SAMPLES_PER_FRAME = PCM_SAMPLE_RATE * FRAME_SECONDS;
 
 export class RecogniserError extends Error {
