@@ -14,6 +14,7 @@ import { capConnections } from './connections.ts';
 import { newRequestId } from './request-id.ts';
 import { parseJsonBody } from './json.ts';
 import { lazySchemas } from './lazy-schemas.ts';
+import { overheadMs, overheadOnSend, stampOverhead } from './overhead.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerPortalAuthRoutes } from './routes/portal-auth.ts';
 import { registerPortalOrgRoutes } from './routes/portal-org.ts';
@@ -94,11 +95,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.decorateRequest('principal', null);
   app.decorateRequest('sessionUser', null);
   app.decorateRequest('adminVia', null);
+  app.decorateRequest('cancel', null);
 
   // A shadow router of every (method, path) registered, to answer 405 instead of 404 for a known
   // path called with the wrong method.
   const shadow = FindMyWay();
   app.addHook('onRoute', (route) => {
+    // Every /v1 answer says the gateway's own time (overhead.ts): an onSend hook on those routes only.
+    if (route.url.startsWith('/v1/')) route.onSend = [...(route.onSend === undefined ? [] : [route.onSend].flat()), overheadOnSend];
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const m of methods.map((x) => String(x).toUpperCase() as 'GET')) {
       if (!shadow.hasRoute(m, route.url)) shadow.on(m, route.url, () => undefined);
@@ -125,21 +129,28 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   const access = accessLogger(deps.logger);
+  // Each /v1 route's overhead histogram, labelled once (the routes are a fixed set).
+  const overheadOf = new Map<string, { observe(seconds: number): void }>();
   app.addHook('onResponse', async (request, reply) => {
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      status: String(reply.statusCode),
-    };
+    const route = request.routeOptions.url ?? 'unmatched';
+    const labels = { method: request.method, route, status: String(reply.statusCode) };
+    const ms = reply.elapsedTime;
     deps.metrics.requests.inc(labels);
-    deps.metrics.duration.observe(labels, reply.elapsedTime / 1000);
-    access.info({ request_id: request.id, req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    deps.metrics.duration.observe(labels, ms / 1000);
+    if (route.startsWith('/v1/')) {
+      let overhead = overheadOf.get(route);
+      if (overhead === undefined) overheadOf.set(route, (overhead = deps.metrics.overhead.labels({ route })));
+      // A stream's whole life: every wait on the upstream is out, everything else is in.
+      overhead.observe(overheadMs(request, ms) / 1000);
+    }
+    access.info({ request_id: request.id, req: request, status: reply.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => sendError(toApiError(err, request), request, reply));
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
+    if (path.startsWith('/v1/')) stampOverhead(reply);
     const allowed = METHODS.filter((m) => m !== request.method && shadow.find(m, path) !== null);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));

@@ -6,6 +6,8 @@ export interface HttpMetrics {
   registry: Registry;
   requests: Counter<'method' | 'route' | 'status'>;
   duration: Histogram<'method' | 'route' | 'status'>;
+  /** A /v1 request's own time in the gateway (its duration less its waits on upstreams: src/http/overhead.ts), by route. */
+  overhead: Histogram<'route'>;
   /** Requests Node's HTTP parser refused or timed out, before any route: by status and parser code. */
   clientErrors: Counter<'status' | 'reason'>;
   /** Open connections admitted by the caps. */
@@ -48,6 +50,13 @@ export function createMetrics(): HttpMetrics {
     help: 'HTTP request latency by method, route pattern and status code.',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const overhead = new Histogram({
+    name: 'gateway_http_overhead_seconds',
+    help: "A /v1 request's own time in the gateway: its duration less its waits on upstreams (a stream's whole life; the x-gateway-overhead-ms header), by route pattern.",
+    labelNames: ['route'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
   const clientErrors = new Counter({
@@ -133,6 +142,7 @@ export function createMetrics(): HttpMetrics {
     voiceFirstFrame,
     requests,
     duration,
+    overhead,
     clientErrors,
     connections,
     connectionsRefused,

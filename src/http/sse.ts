@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 import type { OpenStreams } from './open-streams.ts';
+import { stampOverhead } from './overhead.ts';
 
 /** Writes one SSE frame, as `streams.write` does. */
 async function send(streams: OpenStreams, res: ServerResponse, frame: string): Promise<void> {
@@ -36,9 +37,10 @@ export async function relaySse<T>(
   framing: SseFraming<T>,
 ): Promise<void> {
   reply.hijack();
+  stampOverhead(reply); // the time to the headers: the first chunk in hand, less the wait for it
   const res = reply.raw;
   res.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>), // x-request-id, a limited key's x-ratelimit-*
+    ...(reply.getHeaders() as Record<string, string>), // x-request-id, x-gateway-overhead-ms, a limited key's x-ratelimit-*
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',

@@ -11,6 +11,7 @@ import type { OpenStreams } from './open-streams.ts';
 import type { Services } from '../composition.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { SessionUser } from '../identity/accounts.ts';
+import type { Cancel } from '../providers/cancel.ts';
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -32,6 +33,8 @@ declare module 'fastify' {
     sessionUser: SessionUser | null;
     /** How requireAdmin authenticated: the admin token or the dashboard's operator session. */
     adminVia: 'bearer' | 'cookie' | null;
+    /** The request's upstream cancellation, once a route made one (http/disconnect.ts); it also counts the upstream wait. */
+    cancel: Cancel | null;
   }
 }
 

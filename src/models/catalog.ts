@@ -17,7 +17,8 @@ interface AccessDoc {
   [k: string]: unknown;
 }
 
-export type ModelInput = ModelFields;
+/** A model as an administrator writes it: a voice model may leave out `pricing` (its price is its own field) and `voices` (its tts_model's). */
+export type ModelInput = Omit<ModelFields, 'pricing'> & { pricing?: Pricing };
 
 /** Which pricing fields and public fields each model type uses. */
 const PRICING_BY_TYPE: Record<ModelType, (keyof Pricing)[]> = {
@@ -72,8 +73,11 @@ export class ModelCatalog {
 
   /** Creates the seeded models that do not exist yet (an administrator's later changes win). */
   async seed(models: (ModelInput & { id: string })[]): Promise<void> {
-    for (const { id, ...def } of models) {
-      validateModel(id, def, this.providers);
+    const seeded = new Map(models.map(({ id, ...def }) => [id, def]));
+    for (const { id, ...input } of models) {
+      validateModel(id, input, this.providers);
+      // A voice model's default voices come from its tts model, seeded beside it or stored.
+      const def = await this.#completed(input, async (tts) => seeded.get(tts) ?? (await this.models.findOne({ _id: tts })));
       const at = new Date(this.now());
       await this.models.updateOne({ _id: id }, { $setOnInsert: { ...def, created_at: at, updated_at: at, revision: newRevision() } }, { upsert: true });
     }
@@ -82,13 +86,33 @@ export class ModelCatalog {
     await this.models.updateMany({ revision: { $exists: false } }, { $set: { revision: newRevision() } });
   }
 
-  async put(id: string, def: ModelInput): Promise<{ model: ModelDoc; created: boolean }> {
-    validateModel(id, def, this.providers);
+  async put(id: string, input: ModelInput): Promise<{ model: ModelDoc; created: boolean }> {
+    validateModel(id, input, this.providers);
+    const def = await this.#completed(input, (tts) => this.models.findOne({ _id: tts }));
     const at = new Date(this.now());
     const existing = await this.models.findOne({ _id: id });
     const doc: ModelDoc = { _id: id, ...def, created_at: existing?.created_at ?? at, updated_at: at, revision: newRevision() };
     await this.models.replaceOne({ _id: id }, doc, { upsert: true });
     return { model: doc, created: !existing };
+  }
+
+  /**
+   * The model as stored: `pricing` as given or `{}` (a voice model's price is price_per_minute_cents);
+   * a voice model without `voices` gets its tts model's, as they are now (docs/api/voice.md), and is
+   * refused when that model is not a tts model with voices.
+   */
+  async #completed(input: ModelInput, find: (id: string) => Promise<ModelInput | null | undefined>): Promise<ModelFields> {
+    const def: ModelFields = { ...input, pricing: input.pricing ?? {} };
+    if (def.type !== 'voice' || def.voices !== undefined) return def;
+    const tts = await find(def.tts_model!);
+    if (tts?.type !== 'tts' || !tts.voices?.length) {
+      throw new ApiError(
+        'invalid_request',
+        `A voice model needs voices: give 'voices', or make its tts_model '${echo(def.tts_model!)}' a tts model with voices first, whose voices it then takes.`,
+        { param: 'voices' },
+      );
+    }
+    return { ...def, voices: [...tts.voices] };
   }
 
   async remove(id: string): Promise<boolean> {
@@ -241,10 +265,15 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
   if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/.test(id)) throw bad('id', 'A model id is 1-128 letters, digits, and . _ : / - characters.');
   if (NEEDS_ROUTES.includes(def.type) && def.routes.length === 0) throw bad('routes', `A ${def.type} model needs at least one route.`);
   const allowedPricing = PRICING_BY_TYPE[def.type];
-  for (const key of Object.keys(def.pricing) as (keyof Pricing)[]) {
-    if (!allowedPricing.includes(key)) throw bad(`pricing.${key}`, `${key} does not apply to ${def.type} models; use ${allowedPricing.join(', ')}.`);
+  if (def.pricing === undefined && def.type !== 'voice') throw bad('pricing', `A ${def.type} model needs pricing (${allowedPricing.join(', ')}).`);
+  const pricing = def.pricing ?? {};
+  for (const key of Object.keys(pricing) as (keyof Pricing)[]) {
+    if (allowedPricing.includes(key)) continue;
+    // A voice model has no pricing fields: its one price is a field of its own.
+    const use = allowedPricing.length > 0 ? `use pricing.${allowedPricing.join(', pricing.')}` : "use 'price_per_minute_cents' (beside pricing, not in it)";
+    throw bad(`pricing.${key}`, `pricing.${key} does not apply to ${def.type} models; ${use}.`);
   }
-  const { cached_input_cents_per_mtok: cached, input_cents_per_mtok: input } = def.pricing;
+  const { cached_input_cents_per_mtok: cached, input_cents_per_mtok: input } = pricing;
   if (cached !== undefined && cached > (input ?? 0)) {
     // A hold is estimated at the input price: a cache read must not cost more than it.
     throw bad('pricing.cached_input_cents_per_mtok', 'cached_input_cents_per_mtok may not exceed input_cents_per_mtok.');

@@ -2,6 +2,10 @@
 // an AbortSignal is one, and so is `Cancel`, the light one the hot path makes. Node's
 // AbortController builds an EventTarget per request (about 5 µs with its listeners, twice per call
 // in CPU profiles of the chat path); undici accepts any object with addEventListener.
+//
+// A Cancel is also the one per-request object that reaches the upstream clients, so it carries the
+// time the request spent waiting on upstreams (`upstreamMs`, added by http.ts, upload.ts and sse.ts):
+// the HTTP edge reports the request's own time as its total less that (src/http/overhead.ts).
 
 /** What a call needs of a cancellation signal (a subset of AbortSignal). */
 export interface CancelSignal {
@@ -19,6 +23,8 @@ export interface CancelSignal {
 export class Cancel implements CancelSignal {
   aborted = false;
   reason: unknown = undefined;
+  /** Milliseconds spent waiting on upstreams for this call (see `waitedOn`). */
+  upstreamMs = 0;
   #listeners: Array<() => void> | null = null;
 
   addEventListener(_type: 'abort', listener: () => void): void {
@@ -49,4 +55,12 @@ export class Cancel implements CancelSignal {
       }
     }
   }
+}
+
+/**
+ * Adds `ms` of waiting on an upstream to the call's signal, when it is a Cancel (an AbortSignal, as
+ * the voice and job paths pass, keeps no account).
+ */
+export function waitedOn(signal: CancelSignal, ms: number): void {
+  if (signal instanceof Cancel) signal.upstreamMs += ms;
 }

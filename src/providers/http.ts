@@ -12,7 +12,7 @@ import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import { UpstreamError, type ResolvedRoute } from './types.ts';
 import { parseJson, protocolError } from './validate.ts';
-import { Cancel, type CancelSignal } from './cancel.ts';
+import { Cancel, type CancelSignal, waitedOn } from './cancel.ts';
 import { discard, readBounded } from './body.ts';
 import { readSse, type SseMessage } from './sse.ts';
 import { abortedError, networkError, statusError } from './upstream-errors.ts';
@@ -128,20 +128,24 @@ export class UpstreamHttp {
     if (call.signal.aborted) throw abortedError(call.routeId);
     const ex = new Exchange(call);
     let res: Dispatcher.ResponseData | undefined;
+    let text: string;
+    const sent = performance.now();
     try {
       res = await this.#send(call, ex, 'application/json');
       if (res.statusCode < 200 || res.statusCode > 299) throw await this.#statusError(call, res);
-      const text = await readBounded(res, maxBytes, call.routeId, true);
-      try {
-        return parseJson(text);
-      } catch {
-        throw protocolError(call.routeId, 'the answer is not JSON or nests too deep');
-      }
+      text = await readBounded(res, maxBytes, call.routeId, true);
     } catch (err) {
       if (res) discard(res.body);
       throw ex.error(err);
     } finally {
+      // The wait ends with the answer's last byte: parsing it is the gateway's work.
+      waitedOn(call.signal, performance.now() - sent);
       ex.detach();
+    }
+    try {
+      return parseJson(text);
+    } catch {
+      throw protocolError(call.routeId, 'the answer is not JSON or nests too deep');
     }
   }
 
@@ -154,7 +158,7 @@ export class UpstreamHttp {
     const { res, ex } = await this.#accepted(call, 'text/event-stream', (type) =>
       type === undefined || type.includes('text/event-stream') ? null : 'expected an event stream',
     );
-    return this.#events(res.body, call.routeId, ex);
+    return this.#events(res.body, call, ex);
   }
 
   /**
@@ -173,10 +177,14 @@ export class UpstreamHttp {
     async function* body(): AsyncGenerator<Buffer> {
       let total = 0;
       try {
+        // The wait for each chunk is the upstream's; the time the consumer holds it is not.
+        let asked = performance.now();
         for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          waitedOn(call.signal, performance.now() - asked);
           total += chunk.length;
           if (total > max) throw protocolError(call.routeId, `the answer exceeds ${max} bytes`);
           yield chunk;
+          asked = performance.now();
         }
       } catch (err) {
         throw ex.error(err);
@@ -197,6 +205,7 @@ export class UpstreamHttp {
     if (call.signal.aborted) throw abortedError(call.routeId);
     const ex = new Exchange(call);
     let res: Dispatcher.ResponseData | undefined;
+    const sent = performance.now();
     try {
       res = await this.#send(call, ex, accept);
       if (res.statusCode < 200 || res.statusCode > 299) throw await this.#statusError(call, res);
@@ -209,6 +218,8 @@ export class UpstreamHttp {
       if (res) discard(res.body);
       ex.detach();
       throw ex.error(err);
+    } finally {
+      waitedOn(call.signal, performance.now() - sent);
     }
   }
 
@@ -222,10 +233,11 @@ export class UpstreamHttp {
     return this.#agent.destroy();
   }
 
-  async *#events(body: Readable, routeId: string, ex: Exchange): AsyncGenerator<SseMessage> {
+  async *#events(body: Readable, call: UpstreamCall, ex: Exchange): AsyncGenerator<SseMessage> {
     try {
       yield* readSse(body, {
-        routeId,
+        routeId: call.routeId,
+        waits: call.signal,
         maxLineBytes: this.limits.maxSseLineBytes,
         maxBytes: this.limits.maxStreamBytes,
         idleTimeoutMs: this.limits.streamIdleTimeoutMs,

@@ -16,6 +16,8 @@ export interface SseOptions {
   maxBytes: number;
   idleTimeoutMs: number;
   maxDurationMs: number;
+  /** The call's signal: the time spent waiting for the stream's bytes is added to it (cancel.ts, `waitedOn`). */
+  waits?: CancelSignal;
 }
 
 const LF = 10;
@@ -44,6 +46,7 @@ export async function* readSse(body: Readable, opts: SseOptions): AsyncGenerator
   const chunks = body.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer | string>;
   let clean = true;
   let total = 0;
+  const account = opts.waits instanceof Cancel ? opts.waits : null;
 
   let pending: Buffer[] = [];
   let pendingLen = 0;
@@ -96,7 +99,9 @@ export async function* readSse(body: Readable, opts: SseOptions): AsyncGenerator
     for (;;) {
       waiting = true;
       idle.refresh();
+      const asked = account ? performance.now() : 0;
       const next = await chunks.next();
+      if (account) account.upstreamMs += performance.now() - asked;
       waiting = false;
       if (next.done) return;
       const chunk = typeof next.value === 'string' ? Buffer.from(next.value) : next.value;

@@ -13,7 +13,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { DEFAULT_LIMITS, type UpstreamCall } from './http.ts';
 import { discard } from './body.ts';
 import { abortedError, networkError, scrub, statusError } from './upstream-errors.ts';
-import { Cancel } from './cancel.ts';
+import { Cancel, waitedOn } from './cancel.ts';
 import { fileBody, multipartBody, type MultipartFile, type StreamedBody } from './multipart.ts';
 import { UpstreamError } from './types.ts';
 import { addressRange, isLocalName } from '../shared/address.ts';
@@ -104,6 +104,7 @@ export class UpstreamFiles {
     }, call.timeoutMs).unref();
     call.signal.addEventListener('abort', onAbort, { once: true });
     let res: Dispatcher.ResponseData | undefined;
+    const sent = performance.now();
     try {
       res = await this.#agent.request({
         origin: call.url.origin,
@@ -130,6 +131,8 @@ export class UpstreamFiles {
       if (call.signal.aborted) throw abortedError(id);
       throw networkError(id, err);
     } finally {
+      // The upload, the upstream's work and its answer (read and parsed: small next to the wait).
+      waitedOn(call.signal, performance.now() - sent);
       clearTimeout(timer);
       call.signal.removeEventListener('abort', onAbort);
     }

@@ -55,14 +55,17 @@ export const ModelSchema = Closed({
   diarization: Type.Optional(Type.Boolean()),
   context_window: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
   max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
-  pricing: Closed({
-    input_cents_per_mtok: Type.Optional(Cents),
-    cached_input_cents_per_mtok: Type.Optional(Cents),
-    output_cents_per_mtok: Type.Optional(Cents),
-    cents_per_minute: Type.Optional(Cents),
-    cents_per_1k_chars: Type.Optional(Cents),
-    cents_per_call: Type.Optional(Cents),
-  }),
+  // Optional for a voice model only, whose price is price_per_minute_cents (src/models/catalog.ts).
+  pricing: Type.Optional(
+    Closed({
+      input_cents_per_mtok: Type.Optional(Cents),
+      cached_input_cents_per_mtok: Type.Optional(Cents),
+      output_cents_per_mtok: Type.Optional(Cents),
+      cents_per_minute: Type.Optional(Cents),
+      cents_per_1k_chars: Type.Optional(Cents),
+      cents_per_call: Type.Optional(Cents),
+    }),
+  ),
   routes: Type.Array(RouteSchema, { maxItems: 16 }),
   requires_kyc: Type.Optional(Type.Boolean()),
   pack: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,63}$' })),

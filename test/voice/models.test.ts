@@ -3,6 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
+import { ended, place, voiceAccount, waitForCall } from './helpers.ts';
 
 describe('voice models', () => {
   let gw: TestGateway;
@@ -72,6 +73,13 @@ describe('voice models', () => {
       ['a voice model without stt_model', voice({ stt_model: undefined }), 'stt_model'],
       ['a voice model priced per minute of pricing', voice({ pricing: { cents_per_minute: 1 } }), 'pricing.cents_per_minute'],
       [
+        'an llm model without pricing',
+        { type: 'llm', owned_by: 'me', routes: [{ provider: 'openai', base_url: 'https://x', upstream_model: 'm' }] },
+        'pricing',
+      ],
+      ['a voice model without voices whose tts_model does not exist', voice({ tts_model: 'no-such-tts' }), 'voices'],
+      ['a voice model without voices whose tts_model is not a tts model', voice({ tts_model: 'stt-local' }), 'voices'],
+      [
         'countries on an stt model',
         { type: 'stt', owned_by: 'me', countries: ['IN'], pricing: {}, routes: [{ provider: 'local', upstream_model: 'x' }] },
         'countries',
@@ -85,5 +93,38 @@ describe('voice models', () => {
     const schema = await put('v-bad', voice({ max_duration_seconds: 10 }));
     assert.equal(schema.status, 400);
     assert.equal(schema.body.error.code, 'invalid_request');
+  });
+
+  it("names the field a voice model's price goes in when it is given as pricing.cents_per_minute", async () => {
+    const res = await put('v-bad', voice({ pricing: { cents_per_minute: 1 } }));
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.error.message, "pricing.cents_per_minute does not apply to voice models; use 'price_per_minute_cents' (beside pricing, not in it).");
+    const stt = await put('v-bad', { type: 'stt', owned_by: 'me', pricing: { cents_per_call: 1 }, routes: [{ provider: 'local', upstream_model: 'x' }] });
+    assert.equal(stt.status, 400, stt.text);
+    assert.equal(stt.body.error.message, 'pricing.cents_per_call does not apply to stt models; use pricing.cents_per_minute.');
+  });
+
+  it('takes a voice model priced by price_per_minute_cents alone, without an empty pricing object', async () => {
+    const { pricing: _none, ...body } = voice({ price_per_minute_cents: 3 });
+    const res = await put('v-no-pricing', body);
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.pricing, {});
+    const listed = await call(gw.url, 'GET', '/v1/models/v-no-pricing', { token: key });
+    assert.equal(listed.body.price_per_minute_cents, 3, listed.text);
+  });
+
+  it("gives a voice model without voices its tts_model's, so its calls are placed", async () => {
+    const tts = await call(gw.url, 'GET', '/admin/models/tts-local', { token: ADMIN_TOKEN });
+    const res = await put('v-no-voices', voice({ languages: ['en-IN'], intent_model: 'intent-demo' }));
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.voices, tts.body.voices);
+    const listed = await call(gw.url, 'GET', '/v1/models/v-no-voices', { token: key });
+    assert.deepEqual(listed.body.voices, tts.body.voices);
+    // A call on it (to the simulator's busy line) is placed, not refused as offering no voices.
+    const account = await voiceAccount(gw);
+    const placed = await place(gw, account.key, { model: 'v-no-voices', to: '+919800000002' });
+    assert.equal(placed.status, 202, placed.text);
+    const done = await waitForCall(gw, account.key, placed.body.id, ended);
+    assert.equal(done.status, 'busy', JSON.stringify(done));
   });
 });

@@ -280,7 +280,7 @@ export async function answerClip(
         param: 'file',
       });
     const fields = readFields(form.fields, endpoint);
-    const out = await transcription.transcribe(principal, fields, form.file, req.id, cancelOnDisconnect(reply.raw));
+    const out = await transcription.transcribe(principal, fields, form.file, req.id, cancelOnDisconnect(reply));
     return reply.type(out.contentType).send(out.body);
   } catch (err) {
     return uploadFailed(err, req, reply);

@@ -248,7 +248,7 @@ export function registerChatRoutes(app: App, deps: AppDeps): void {
       const body = req.body;
       // Prepared before anything is written: every refusal is an ordinary JSON error.
       const prep = await chat.prepare(principalOf(req), body, req.id);
-      const cancel = cancelOnDisconnect(reply.raw);
+      const cancel = cancelOnDisconnect(reply);
       if (body.stream !== true) return chat.complete(prep, cancel);
 
       const { chunks } = await chat.openStream(prep, cancel, body.stream_options?.include_usage === true);

@@ -44,7 +44,7 @@ export function registerEmbeddingsRoutes(app: App, deps: AppDeps): void {
       },
     },
     async (req, reply) => {
-      return deps.services.embeddings.embed(principalOf(req), req.body, req.id, cancelOnDisconnect(reply.raw));
+      return deps.services.embeddings.embed(principalOf(req), req.body, req.id, cancelOnDisconnect(reply));
     },
   );
 }

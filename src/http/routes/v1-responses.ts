@@ -258,7 +258,7 @@ export function registerResponsesRoutes(app: App, deps: AppDeps): void {
       const body: ResponsesBody = req.body as Omit<Static<typeof ResponsesBodySchema>, 'tools' | 'text'> & Pick<ResponsesBody, 'tools' | 'text'>;
       const id = newResponseId();
       const prep = await chat.prepare(principalOf(req), toChatBody(body), req.id, 'max_output_tokens');
-      const cancel = cancelOnDisconnect(reply.raw);
+      const cancel = cancelOnDisconnect(reply);
       if (body.stream !== true) return completionResponse(id, body, await chat.complete(prep, cancel));
 
       const { chunks } = await chat.openStream(prep, cancel, true);

@@ -15,6 +15,7 @@ import { ErrorEnvelope, errors, FreeText, KeyString, OneOf } from '../schemas.ts
 import { Binary, documented, orNull, sseData } from '../openapi.ts';
 import { CONTENT_TYPES } from '../../synthesis/formats.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
+import { stampOverhead } from '../overhead.ts';
 import { SPEECH_FORMATS } from '../../providers/types.ts';
 import { PCM_RATES } from '../../synthesis/formats.ts';
 
@@ -88,11 +89,12 @@ export async function answerSpeech(
 ): Promise<void> {
   const synthesis = deps.services.speech;
   const prep = await synthesis.prepare(principal, req.body, req.id);
-  const cancel = cancelOnDisconnect(reply.raw);
+  const cancel = cancelOnDisconnect(reply);
   const speech = await synthesis.open(prep, cancel);
   reply.hijack();
+  stampOverhead(reply); // the time to the headers: the first audio in hand, less the wait for it
   const res = reply.raw;
-  const headers = reply.getHeaders() as Record<string, string>; // x-request-id, a limited key's x-ratelimit-*
+  const headers = reply.getHeaders() as Record<string, string>; // x-request-id, x-gateway-overhead-ms, a limited key's x-ratelimit-*
   const write = (data: string | Buffer) => deps.streams.write(res, data);
   await deps.streams.track(res, req.log, async () => {
     let how: 'done' | 'client_closed' | 'failed' = 'done';
