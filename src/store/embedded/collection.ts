@@ -37,10 +37,14 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     checkIds(this.name, { filter });
     this.ctx.assertOpen();
     if (this.overlay.lazyCommit) await this.lazyCommitted();
+    const kept = this.keptDocs();
     // `{ _id: v }` alone, the most common read (keys, accounts, models, wallets): a point lookup.
     const id = options.sort || options.projection ? undefined : pointId(filter);
-    if (id !== undefined) return this.docs.get(idKey(id)) ?? null;
-    const [doc] = this.select(filter, options.sort, 0, 1);
+    if (id !== undefined) {
+      const doc = kept?.get(idKey(id));
+      return doc ? cloneDoc(doc) : (this.docs.get(idKey(id)) ?? null);
+    }
+    const [doc] = kept ? this.selectKept(kept, filter, options.sort, 0, 1) : this.select(filter, options.sort, 0, 1);
     return doc ? project([doc], options.projection)[0]! : null;
   }
 
@@ -52,16 +56,19 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     if (skip < 0) throw new Error('skip must be non-negative');
     // The driver treats limit 0 as "no limit" and a negative limit as its absolute value.
     const limit = options.limit ? Math.abs(options.limit) : Infinity;
-    return project(this.select(filter, options.sort, skip, limit), options.projection);
+    const kept = this.keptDocs();
+    return project(kept ? this.selectKept(kept, filter, options.sort, skip, limit) : this.select(filter, options.sort, skip, limit), options.projection);
   }
 
   async countDocuments(filter: Filter): Promise<number> {
     checkIds(this.name, { filter });
     this.ctx.assertOpen();
     if (this.overlay.lazyCommit) await this.lazyCommitted();
-    if (Object.keys(filter).length === 0) return this.docs.getCount();
+    const kept = this.keptDocs();
+    if (!kept && Object.keys(filter).length === 0) return this.docs.getCount();
     let n = 0;
-    for (const _ of this.matches(filter, planQuery(filter, undefined, this.indexes))) n++;
+    for (const doc of this.matches(filter, planQuery(filter, undefined, this.indexes))) if (!kept?.has(idKey(doc._id))) n++;
+    if (kept) n += this.keptMatching(kept, filter).length;
     return n;
   }
 
@@ -107,12 +114,16 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     assertUpdate(update);
     const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
     if (lazy !== undefined) return { matchedCount: lazy ? 1 : 0, modifiedCount: lazy?.modified ? 1 : 0, upsertedId: null };
-    return this.write(options, () => {
-      const current = this.first(filter);
-      if (current) return { matchedCount: 1, modifiedCount: this.modify(current, update, true) ? 1 : 0, upsertedId: null };
-      if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
-      return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(buildUpsert(filter, update))._id };
-    });
+    return this.write(
+      options,
+      () => {
+        const current = this.first(filter);
+        if (current) return { matchedCount: 1, modifiedCount: this.modify(current, update, true) ? 1 : 0, upsertedId: null };
+        if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
+        return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(buildUpsert(filter, update))._id };
+      },
+      this.replayer(options, filter, update),
+    );
   }
 
   async updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
@@ -136,22 +147,26 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
     // Projected first, so a long list the caller left out is not copied.
     if (lazy !== undefined) return lazy ? cloneDoc(project([after ? lazy.after : lazy.before], options.projection)[0]!) : null;
-    const doc = await this.write(options, () => {
-      const current = this.first(filter, options.sort);
-      if (current) {
-        if (!after) {
-          this.modify(current, update, false);
-          return current;
+    const doc = await this.write(
+      options,
+      () => {
+        const current = this.first(filter, options.sort);
+        if (current) {
+          if (!after) {
+            this.modify(current, update, false);
+            return current;
+          }
+          const next = this.modify(current, update, true);
+          // Re-read the stored version when the update holds objects, so the caller never shares
+          // them with its update document.
+          return next && sharesObjects(update) ? this.fetch(next._id) : (next ?? current);
         }
-        const next = this.modify(current, update, true);
-        // Re-read the stored version when the update holds objects, so the caller never shares
-        // them with its update document.
-        return next && sharesObjects(update) ? this.fetch(next._id) : (next ?? current);
-      }
-      if (!options.upsert) return undefined;
-      const inserted = this.upsert(buildUpsert(filter, update));
-      return after ? this.fetch(inserted._id) : undefined;
-    });
+        if (!options.upsert) return undefined;
+        const inserted = this.upsert(buildUpsert(filter, update));
+        return after ? this.fetch(inserted._id) : undefined;
+      },
+      this.replayer(options, filter, update),
+    );
     return doc ? project([doc], options.projection)[0]! : null;
   }
 
@@ -261,6 +276,11 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
       }
       return removed;
     });
+  }
+
+  /** For a lazy update through a transaction: how to apply it again if its commit fails (writes.ts replayUpdate). */
+  private replayer(options: UpdateOptions, filter: Filter, update: Update): (() => void) | undefined {
+    return options.writeConcern?.j === false ? () => this.replayUpdate(filter, update, options.upsert ?? false) : undefined;
   }
 
   // ---- document steps inside a write's transaction ----
