@@ -7,6 +7,7 @@ import { resolve } from 'mingo/util';
 import { isDeepStrictEqual } from 'node:util';
 import {
   DuplicateKeyError,
+  StoreUnavailableError,
   type Collection,
   type DeleteResult,
   type Doc,
@@ -112,9 +113,10 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
   async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
     checkIds(this.name, { filter, update });
     assertUpdate(update);
-    const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
-    if (lazy !== undefined) return { matchedCount: lazy ? 1 : 0, modifiedCount: lazy?.modified ? 1 : 0, upsertedId: null };
-    return this.write(
+    const counts = (lazy: { modified: boolean } | null) => ({ matchedCount: lazy ? 1 : 0, modifiedCount: lazy?.modified ? 1 : 0, upsertedId: null });
+    const lazy = this.lazyUpdate(options, filter, update);
+    if (lazy !== undefined) return counts(lazy);
+    const result = await this.write(
       options,
       () => {
         const current = this.first(filter);
@@ -123,7 +125,8 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
         return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(buildUpsert(filter, update))._id };
       },
       this.replayer(options, filter, update),
-    );
+    ).catch((err: unknown) => this.lateLazy(err, options, filter, update));
+    return result instanceof LateLazy ? counts(result.outcome) : result;
   }
 
   async updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
@@ -144,9 +147,10 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     checkIds(this.name, { filter, update });
     assertUpdate(update);
     const after = (options.returnDocument ?? 'after') === 'after';
-    const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
     // Projected first, so a long list the caller left out is not copied.
-    if (lazy !== undefined) return lazy ? cloneDoc(project([after ? lazy.after : lazy.before], options.projection)[0]!) : null;
+    const answer = (lazy: { before: T; after: T } | null) => (lazy ? cloneDoc(project([after ? lazy.after : lazy.before], options.projection)[0]!) : null);
+    const lazy = this.lazyUpdate(options, filter, update);
+    if (lazy !== undefined) return answer(lazy);
     const doc = await this.write(
       options,
       () => {
@@ -166,7 +170,8 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
         return after ? this.fetch(inserted._id) : undefined;
       },
       this.replayer(options, filter, update),
-    );
+    ).catch((err: unknown) => this.lateLazy(err, options, filter, update));
+    if (doc instanceof LateLazy) return answer(doc.outcome);
     return doc ? project([doc], options.projection)[0]! : null;
   }
 
@@ -278,6 +283,21 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     });
   }
 
+  private lazyUpdate(options: UpdateOptions, filter: Filter, update: Update) {
+    return options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
+  }
+
+  /**
+   * A lazy update the transaction path refused because commits fail (queued before the failure was
+   * known, run after): applied to the overlay instead when it can be (commit-failures.ts), so a call
+   * in flight still settles; any other error is rethrown.
+   */
+  private lateLazy(err: unknown, options: UpdateOptions, filter: Filter, update: Update): LateLazy<T> {
+    const lazy = err instanceof StoreUnavailableError ? this.lazyUpdate(options, filter, update) : undefined;
+    if (lazy === undefined) throw err;
+    return new LateLazy(lazy);
+  }
+
   /** For a lazy update through a transaction: how to apply it again if its commit fails (writes.ts replayUpdate). */
   private replayer(options: UpdateOptions, filter: Filter, update: Update): (() => void) | undefined {
     return options.writeConcern?.j === false ? () => this.replayUpdate(filter, update, options.upsert ?? false) : undefined;
@@ -308,6 +328,11 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     this.store(before, next);
     return next;
   }
+}
+
+/** A lazy point update's outcome (writes.ts lazyPointUpdate) where a transaction's result was due; null: no match. */
+class LateLazy<T> {
+  constructor(readonly outcome: { before: T; after: T; modified: boolean } | null) {}
 }
 
 function immutableId(): Error {
