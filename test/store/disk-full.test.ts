@@ -132,7 +132,7 @@ describe('a full disk under a burst of metered calls', { skip: typeof disk === '
         stored = await storedUsage(url, acct.token);
       }
       const debit = START_UC - stored.wallet.balance_microcents;
-      assert.equal(debit, answered, `${when}: the wallet's debit is what ${served} answered calls cost`);
+      assert.equal(debit, answered, `${when}: the wallet's debit is what ${served} answered calls cost (${JSON.stringify(stored.wallet)})`);
       assert.deepEqual([stored.count, stored.cost], [served, answered], `${when}: one usage record per answered call`);
       assert.deepEqual([stored.summary.requests, stored.summary.cost_microcents], [served, answered], `${when}: the usage summary agrees`);
       assert.equal(stored.wallet.held_cents, 0, `${when}: nothing left held`);
