@@ -33,7 +33,7 @@ import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
 import { registerPortalVoiceRoutes } from './routes/portal-voice.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
-import { InvalidKeyError } from '../store/port.ts';
+import { InvalidKeyError, StoreUnavailableError } from '../store/port.ts';
 import { STRING_RULES } from '../shared/strings.ts';
 import type { App, AppDeps } from './types.ts';
 
@@ -225,6 +225,12 @@ export function toApiError(err: unknown, request: FastifyRequest): ApiError {
   if (err instanceof ActorRuntimeError) return actorError(err, request);
   // A key the store refused (the route schemas refuse such strings first: this is the backstop).
   if (err instanceof InvalidKeyError) return new ApiError('invalid_request', 'An id in the request holds a NUL character or an unpaired surrogate.');
+  // A write refused while the store's commits fail (a full disk): nothing of it was kept.
+  if (err instanceof StoreUnavailableError)
+    return new ApiError(
+      'store_unavailable',
+      'The gateway cannot record this right now (its store refuses writes); nothing was changed. Retry after a short wait.',
+    );
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation && fe.validation.length > 0) return validationError(fe.validation, fe.validationContext ?? 'body');
   switch (fe.code) {

@@ -167,6 +167,18 @@ export function isDuplicateKeyError(err: unknown): err is DuplicateKeyError {
 }
 
 /**
+ * Raised by the embedded store for a write through a transaction while its commits fail (a full
+ * disk: embedded/commit-failures.ts), at once rather than queued behind a commit that cannot
+ * succeed; the HTTP edge answers 503 `store_unavailable`.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(readonly since: number) {
+    super(`the store's writes fail to commit (a full disk?) since ${new Date(since).toISOString()}`);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/**
  * Raised by both adapters, before any I/O, for a string `_id` (in a document, a filter or an
  * upsert) that is not well-formed UTF-16 or holds a NUL (src/store/key-strings.ts says why); the
  * embedded store raises it too for such a string in an indexed field.

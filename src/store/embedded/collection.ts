@@ -7,6 +7,7 @@ import { resolve } from 'mingo/util';
 import { isDeepStrictEqual } from 'node:util';
 import {
   DuplicateKeyError,
+  StoreUnavailableError,
   type Collection,
   type DeleteResult,
   type Doc,
@@ -37,10 +38,14 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     checkIds(this.name, { filter });
     this.ctx.assertOpen();
     if (this.overlay.lazyCommit) await this.lazyCommitted();
+    const kept = this.keptDocs();
     // `{ _id: v }` alone, the most common read (keys, accounts, models, wallets): a point lookup.
     const id = options.sort || options.projection ? undefined : pointId(filter);
-    if (id !== undefined) return this.docs.get(idKey(id)) ?? null;
-    const [doc] = this.select(filter, options.sort, 0, 1);
+    if (id !== undefined) {
+      const doc = kept?.get(idKey(id));
+      return doc ? cloneDoc(doc) : (this.docs.get(idKey(id)) ?? null);
+    }
+    const [doc] = kept ? this.selectKept(kept, filter, options.sort, 0, 1) : this.select(filter, options.sort, 0, 1);
     return doc ? project([doc], options.projection)[0]! : null;
   }
 
@@ -52,16 +57,19 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     if (skip < 0) throw new Error('skip must be non-negative');
     // The driver treats limit 0 as "no limit" and a negative limit as its absolute value.
     const limit = options.limit ? Math.abs(options.limit) : Infinity;
-    return project(this.select(filter, options.sort, skip, limit), options.projection);
+    const kept = this.keptDocs();
+    return project(kept ? this.selectKept(kept, filter, options.sort, skip, limit) : this.select(filter, options.sort, skip, limit), options.projection);
   }
 
   async countDocuments(filter: Filter): Promise<number> {
     checkIds(this.name, { filter });
     this.ctx.assertOpen();
     if (this.overlay.lazyCommit) await this.lazyCommitted();
-    if (Object.keys(filter).length === 0) return this.docs.getCount();
+    const kept = this.keptDocs();
+    if (!kept && Object.keys(filter).length === 0) return this.docs.getCount();
     let n = 0;
-    for (const _ of this.matches(filter, planQuery(filter, undefined, this.indexes))) n++;
+    for (const doc of this.matches(filter, planQuery(filter, undefined, this.indexes))) if (!kept?.has(idKey(doc._id))) n++;
+    if (kept) n += this.keptMatching(kept, filter).length;
     return n;
   }
 
@@ -105,14 +113,20 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
   async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
     checkIds(this.name, { filter, update });
     assertUpdate(update);
-    const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
-    if (lazy !== undefined) return { matchedCount: lazy ? 1 : 0, modifiedCount: lazy?.modified ? 1 : 0, upsertedId: null };
-    return this.write(options, () => {
-      const current = this.first(filter);
-      if (current) return { matchedCount: 1, modifiedCount: this.modify(current, update, true) ? 1 : 0, upsertedId: null };
-      if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
-      return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(buildUpsert(filter, update))._id };
-    });
+    const counts = (lazy: { modified: boolean } | null) => ({ matchedCount: lazy ? 1 : 0, modifiedCount: lazy?.modified ? 1 : 0, upsertedId: null });
+    const lazy = this.lazyUpdate(options, filter, update);
+    if (lazy !== undefined) return counts(lazy);
+    const result = await this.write(
+      options,
+      () => {
+        const current = this.first(filter);
+        if (current) return { matchedCount: 1, modifiedCount: this.modify(current, update, true) ? 1 : 0, upsertedId: null };
+        if (!options.upsert) return { matchedCount: 0, modifiedCount: 0, upsertedId: null };
+        return { matchedCount: 0, modifiedCount: 0, upsertedId: this.upsert(buildUpsert(filter, update))._id };
+      },
+      this.replayer(options, filter, update),
+    ).catch((err: unknown) => this.lateLazy(err, options, filter, update));
+    return result instanceof LateLazy ? counts(result.outcome) : result;
   }
 
   async updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
@@ -133,25 +147,31 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     checkIds(this.name, { filter, update });
     assertUpdate(update);
     const after = (options.returnDocument ?? 'after') === 'after';
-    const lazy = options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
     // Projected first, so a long list the caller left out is not copied.
-    if (lazy !== undefined) return lazy ? cloneDoc(project([after ? lazy.after : lazy.before], options.projection)[0]!) : null;
-    const doc = await this.write(options, () => {
-      const current = this.first(filter, options.sort);
-      if (current) {
-        if (!after) {
-          this.modify(current, update, false);
-          return current;
+    const answer = (lazy: { before: T; after: T } | null) => (lazy ? cloneDoc(project([after ? lazy.after : lazy.before], options.projection)[0]!) : null);
+    const lazy = this.lazyUpdate(options, filter, update);
+    if (lazy !== undefined) return answer(lazy);
+    const doc = await this.write(
+      options,
+      () => {
+        const current = this.first(filter, options.sort);
+        if (current) {
+          if (!after) {
+            this.modify(current, update, false);
+            return current;
+          }
+          const next = this.modify(current, update, true);
+          // Re-read the stored version when the update holds objects, so the caller never shares
+          // them with its update document.
+          return next && sharesObjects(update) ? this.fetch(next._id) : (next ?? current);
         }
-        const next = this.modify(current, update, true);
-        // Re-read the stored version when the update holds objects, so the caller never shares
-        // them with its update document.
-        return next && sharesObjects(update) ? this.fetch(next._id) : (next ?? current);
-      }
-      if (!options.upsert) return undefined;
-      const inserted = this.upsert(buildUpsert(filter, update));
-      return after ? this.fetch(inserted._id) : undefined;
-    });
+        if (!options.upsert) return undefined;
+        const inserted = this.upsert(buildUpsert(filter, update));
+        return after ? this.fetch(inserted._id) : undefined;
+      },
+      this.replayer(options, filter, update),
+    ).catch((err: unknown) => this.lateLazy(err, options, filter, update));
+    if (doc instanceof LateLazy) return answer(doc.outcome);
     return doc ? project([doc], options.projection)[0]! : null;
   }
 
@@ -263,6 +283,26 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     });
   }
 
+  private lazyUpdate(options: UpdateOptions, filter: Filter, update: Update) {
+    return options.writeConcern?.j === false ? this.lazyPointUpdate(filter, update, options.upsert ?? false) : undefined;
+  }
+
+  /**
+   * A lazy update the transaction path refused because commits fail (queued before the failure was
+   * known, run after): applied to the overlay instead when it can be (commit-failures.ts), so a call
+   * in flight still settles; any other error is rethrown.
+   */
+  private lateLazy(err: unknown, options: UpdateOptions, filter: Filter, update: Update): LateLazy<T> {
+    const lazy = err instanceof StoreUnavailableError ? this.lazyUpdate(options, filter, update) : undefined;
+    if (lazy === undefined) throw err;
+    return new LateLazy(lazy);
+  }
+
+  /** For a lazy update through a transaction: how to apply it again if its commit fails (writes.ts replayUpdate). */
+  private replayer(options: UpdateOptions, filter: Filter, update: Update): (() => void) | undefined {
+    return options.writeConcern?.j === false ? () => this.replayUpdate(filter, update, options.upsert ?? false) : undefined;
+  }
+
   // ---- document steps inside a write's transaction ----
 
   private upsert(doc: Record<string, unknown>): T {
@@ -288,6 +328,11 @@ export class EmbeddedCollection<T extends Doc> extends WritePipeline<T> implemen
     this.store(before, next);
     return next;
   }
+}
+
+/** A lazy point update's outcome (writes.ts lazyPointUpdate) where a transaction's result was due; null: no match. */
+class LateLazy<T> {
+  constructor(readonly outcome: { before: T; after: T; modified: boolean } | null) {}
 }
 
 function immutableId(): Error {

@@ -2,11 +2,14 @@
 // it (LMDB forbids opening one environment twice in a process: closing either copy releases the
 // other's locks, and a copy's reads would not see the other's commits), with the collections'
 // lazy-write overlays (overlay.ts) and the flushes they defer, which must be shared for the same
-// reason (a write through one instance must be queued behind another's deferred flush). The
-// environment is closed when the last instance closes; the first opening's options apply.
+// reason (a write through one instance must be queued behind another's deferred flush), and its
+// commit failures (commit-failures.ts: the lazy writes a failed commit left, written again until
+// they commit). The environment is closed when the last instance closes; the first opening's
+// options apply.
 
 import { realpathSync } from 'node:fs';
 import type { RootDatabase } from 'lmdb';
+import { Failures, type CommitFailures } from './commit-failures.ts';
 import type { Overlay } from './overlay.ts';
 
 /**
@@ -25,6 +28,7 @@ interface Shared {
   /** Flushes of lazy point writes waiting for FLUSH_DELAY_MS. */
   deferred: (() => void)[];
   timer: NodeJS.Timeout | undefined;
+  failures: Failures;
 }
 
 const open = new Map<string, Shared>();
@@ -36,6 +40,8 @@ export interface Directory {
   deferFlush(queue: () => void): void;
   /** Queues every deferred flush now: before any other write is queued, so writes reach LMDB in the order issued. */
   flushDeferred(): void;
+  /** Whether its commits fail, and the lazy writes a failed commit left (commit-failures.ts). */
+  readonly failures: CommitFailures;
   /** Gives the environment up: closed once no instance holds it (after its queued writes commit). */
   release(): Promise<void>;
 }
@@ -45,22 +51,32 @@ export function acquireDirectory(dir: string, openEnv: () => RootDatabase): Dire
   const key = realpathSync(dir);
   let shared = open.get(key);
   if (!shared) {
-    shared = { env: openEnv(), refs: 0, overlays: new Map(), deferred: [], timer: undefined };
+    const env = openEnv();
+    // The probe writes a key of its own in `meta` (store.ts), which nothing else reads.
+    const meta = env.openDB<number[], string[]>('meta', {});
+    const created: Shared = {
+      env,
+      refs: 0,
+      overlays: new Map(),
+      deferred: [],
+      timer: undefined,
+      failures: new Failures(
+        env,
+        () => flushDeferredOf(created),
+        // Through a transaction, like every write of the store (a fault injected there reaches it too).
+        () => env.childTransaction(() => meta.putSync(['probe', 'commit'], [])),
+      ),
+    };
+    shared = created;
     open.set(key, shared);
   }
   shared.refs++;
   const held = shared;
   let released = false;
-  const flushDeferred = (): void => {
-    if (held.timer) clearTimeout(held.timer);
-    held.timer = undefined;
-    if (held.deferred.length === 0) return;
-    const queue = held.deferred;
-    held.deferred = [];
-    for (const q of queue) q();
-  };
+  const flushDeferred = (): void => flushDeferredOf(held);
   return {
     env: held.env,
+    failures: held.failures,
     overlay(collection) {
       let o = held.overlays.get(collection);
       if (!o) held.overlays.set(collection, (o = { pending: new Map(), txnWrites: 0, lazyCommit: undefined, indexGeneration: 0 }));
@@ -81,8 +97,18 @@ export function acquireDirectory(dir: string, openEnv: () => RootDatabase): Dire
         return;
       }
       if (open.get(key) === held) open.delete(key);
+      held.failures.stop();
       // lmdb-js waits for the queued transactions (lazy writes' flushes too) to commit before closing.
       await held.env.close();
     },
   };
+}
+
+function flushDeferredOf(held: Shared): void {
+  if (held.timer) clearTimeout(held.timer);
+  held.timer = undefined;
+  if (held.deferred.length === 0) return;
+  const queue = held.deferred;
+  held.deferred = [];
+  for (const q of queue) q();
 }

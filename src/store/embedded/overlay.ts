@@ -14,9 +14,15 @@
 //   through an LMDB transaction is in flight on the collection (`txnWrites`); otherwise it takes
 //   that path itself, queued behind the others, as before;
 // - a write through a transaction, when its callback runs, finds every pending document flushed
-//   before it (their flushes were queued first) and drops them all: from then on LMDB is the truth;
+//   before it (their flushes were queued first, or committed); each is dropped once its own flush
+//   has committed (in the transaction's batch or before it), and none changes meanwhile;
 // - reads wait for the latest flush's commit (`lazyCommit`), as they waited for lazy writes before,
-//   so what a read shows is on disk.
+//   so what a read shows is on disk;
+// - a flush whose commit fails (a full disk) leaves its document here, marked `failed`: reads show
+//   it in place of LMDB's older version, and it is written again until it commits
+//   (commit-failures.ts). Meanwhile transactions are refused, so nothing is written over the
+//   acknowledged state, and lazy point writes no longer wait for transactions in flight (all of
+//   those fail): a call in flight still settles.
 // The state is shared by every store instance of one process on one directory (tests open two),
 // with the LMDB environment itself (directory.ts). Several processes writing one directory at once
 // are not supported by the embedded store (one node; MongoDB is for several).
@@ -30,6 +36,11 @@ export interface PendingDoc {
   version: number;
   /** A flush of this document is queued and has not run yet. */
   queued: boolean;
+  /**
+   * Its latest flush's commit failed (a full disk): reads see this version rather than LMDB's older
+   * one, and it is written again until it commits (commit-failures.ts).
+   */
+  failed?: boolean;
 }
 
 export interface Overlay {

@@ -10,7 +10,7 @@ import * as queryOperators from 'mingo/operators/query';
 import * as projectionOperators from 'mingo/operators/projection';
 import { Query as BareQuery } from 'mingo/query';
 import type { Doc, Filter, Id, Sort } from '../port.ts';
-import { sortComparator } from './documents.ts';
+import { cloneDoc, sortComparator } from './documents.ts';
 import { fastMatcher } from './fastpath.ts';
 import { IndexedDocuments, type IndexState } from './indexes.ts';
 import { idKey } from './keys.ts';
@@ -54,6 +54,31 @@ export abstract class QueryableDocuments<T extends Doc> extends IndexedDocuments
         for (const { value } of this.docs.getRange({ reverse: plan.reverse })) yield value;
         return;
     }
+  }
+
+  /**
+   * The documents whose acknowledged lazy writes a failed commit left in the overlay (by `_id` key):
+   * reads show them in place of LMDB's older versions (overlay.ts); undefined when there are none.
+   */
+  protected keptDocs(): Map<Id, T> | undefined {
+    if (this.ctx.directory.failures.kept === 0) return undefined;
+    let kept: Map<Id, T> | undefined;
+    for (const [key, p] of this.overlay.pending) if (p.failed) (kept ??= new Map()).set(key, p.doc as T);
+    return kept;
+  }
+
+  /** The kept documents that match `filter` (copies: the overlay's are never handed out). */
+  protected keptMatching(kept: Map<Id, T>, filter: Filter): T[] {
+    const test = Object.keys(filter).length === 0 ? () => true : matcher(filter);
+    return [...kept.values()].filter((doc) => test(doc)).map((doc) => cloneDoc(doc));
+  }
+
+  /** select() with the kept documents in place of LMDB's versions; by `_id` when unsorted. */
+  protected selectKept(kept: Map<Id, T>, filter: Filter, sort: Sort | undefined, skip: number, limit: number): T[] {
+    const rows = this.select(filter, sort, 0, skip + limit + kept.size).filter((doc) => !kept.has(idKey(doc._id)));
+    rows.push(...this.keptMatching(kept, filter));
+    rows.sort(sortComparator(sort && Object.keys(sort).length > 0 ? sort : { _id: 1 }));
+    return rows.slice(skip, skip + limit);
   }
 
   protected first(filter: Filter, sort?: Sort): T | undefined {

@@ -18,7 +18,6 @@ import { mkdirSync } from 'node:fs';
 import type { Collection, Doc, Store } from '../port.ts';
 import { EmbeddedCollection } from './collection.ts';
 import { acquireDirectory, type Directory } from './directory.ts';
-import { isCommitFailure, PROBE_MS } from './commit-failures.ts';
 import { TtlSweep } from './expiry.ts';
 import type { MetaKey, StoreContext, StoredIndex } from './indexes.ts';
 
@@ -34,6 +33,8 @@ export interface EmbeddedStoreOptions {
 
 /** Sub-databases per environment: a collection takes one plus one per index. */
 const MAX_DBS = 512;
+/** How long close() keeps trying to commit the lazy writes a failed commit left. */
+export const CLOSE_DRAIN_MS = 3000;
 
 export async function openEmbeddedStore(opts: EmbeddedStoreOptions): Promise<Store> {
   mkdirSync(opts.dir, { recursive: true });
@@ -57,9 +58,6 @@ class EmbeddedStore implements Store {
   private readonly ttl: TtlSweep;
   private closed = false;
   private readonly env: RootDatabase;
-  /** Since when commits fail (commit-failures.ts); null while they succeed. */
-  private failingSince: number | null = null;
-  private probe: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly directory: Directory,
@@ -80,41 +78,36 @@ class EmbeddedStore implements Store {
 
   async ping(): Promise<void> {
     this.assertOpen();
-    if (this.failingSince !== null) throw new Error(`the store's writes fail to commit (a full disk?) since ${new Date(this.failingSince).toISOString()}`);
+    this.directory.failures.assertCommitting();
     this.env.getStats();
   }
 
   failing(): boolean {
-    return this.failingSince !== null;
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.probe) clearInterval(this.probe);
-    await this.ttl.stop();
-    await this.directory.release();
+    return this.directory.failures.since !== null;
   }
 
   /**
-   * A commit failed: the store says it is failing until a probe write commits (every PROBE_MS), so
-   * billing takes no hold it may not be able to record (commit-failures.ts).
+   * Writes what was acknowledged. While commits fail (a full disk), the lazy writes a failed commit
+   * left are tried again for up to CLOSE_DRAIN_MS; what still does not commit is lost, as in a
+   * crash (reported: commit-failures.ts).
    */
-  private commitFailed(err: unknown): void {
-    if (this.failingSince !== null || this.closed) return;
-    this.failingSince = Date.now();
-    this.onError(err);
-    this.probe = setInterval(() => {
-      this.meta.put(['probe', 'commit'], [] as StoredIndex[]).then(
-        () => {
-          this.failingSince = null;
-          if (this.probe) clearInterval(this.probe);
-          this.probe = null;
-        },
-        (probeErr: unknown) => void isCommitFailure(probeErr), // still failing: its cause heard, tried again
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.ttl.stop();
+    const failures = this.directory.failures;
+    if (failures.kept > 0 && !(await failures.drain(CLOSE_DRAIN_MS)))
+      this.onError(
+        new Error(
+          `closing while writes still fail to commit: the acknowledged lazy writes of ${failures.kept} documents (wallets' last holds and settles) are lost, as in a crash`,
+        ),
       );
-    }, PROBE_MS);
-    this.probe.unref();
+    await this.directory.release();
+  }
+
+  /** A commit failed: reported once per failure (commit-failures.ts says what the store does). */
+  private commitFailed(err: unknown): void {
+    if (this.directory.failures.failed()) this.onError(err);
   }
 
   private assertOpen(): void {

@@ -13,7 +13,9 @@
 // waiting for the write queue, and the document is written once per batch (its write queued up to
 // 2 ms later: directory.ts FLUSH_DELAY_MS) however many such writes it took (overlay.ts
 // says when this path applies and why it stays exact); any other lazy write resolves once its
-// callback has applied it inside its batch. Reads see them too:
+// callback has applied it inside its batch. A lazy write whose commit fails (a full disk) is kept
+// and written again until it commits, and transactions are refused meanwhile (commit-failures.ts).
+// Reads see lazy writes too:
 // a read of a collection with such a write in flight waits for its commit (about a millisecond)
 // first, so a read never trails a write acknowledged before it, as on MongoDB, and whatever a read
 // shows is on disk.
@@ -26,7 +28,7 @@
 // once) made the metered path slower at every concurrency, 2.83 vs 2.40 ms at one call in flight.)
 
 import type { Doc, Filter, Id, Update, WriteOptions } from '../port.ts';
-import { applyUpdate, cloneDoc } from './documents.ts';
+import { applyUpdate, buildUpsert, cloneDoc } from './documents.ts';
 import { documentKey, idKey, sameKey } from './keys.ts';
 import type { PendingDoc } from './overlay.ts';
 import { isCommitFailure } from './commit-failures.ts';
@@ -39,14 +41,27 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
     return this.overlay.lazyCommit;
   }
 
-  protected write<R>(options: WriteOptions, fn: () => R): Promise<R> {
+  /**
+   * Runs `fn` as one transaction of the next batch. `replay`, for a lazy write, applies it again to
+   * the overlay if its commit fails after it was acknowledged (a lazy point update: replayUpdate).
+   */
+  protected write<R>(options: WriteOptions, fn: () => R, replay?: () => void): Promise<R> {
     this.ctx.assertOpen();
+    const failures = this.ctx.directory.failures;
+    try {
+      failures.assertCommitting(); // refused at once, not queued behind a commit that cannot succeed
+    } catch (err) {
+      return Promise.reject(err);
+    }
     this.ctx.directory.flushDeferred();
     const overlay = this.overlay;
     const run = (): R => {
+      // Queued before a commit failed, run after it was known: refused, so nothing is built on a
+      // state that lacks the failed batch's acknowledged writes (they are still in the overlay).
+      failures.assertCommitting();
       // Every pending lazy point write was flushed before this transaction (its flush was queued
-      // first, and none is applied while this one is in flight): LMDB now has them all.
-      overlay.pending.clear();
+      // first, and none is applied while this one is in flight): LMDB now has them all, and each
+      // leaves the overlay once its flush has committed.
       this.adoptNewIndexes(true);
       return fn();
     };
@@ -82,7 +97,10 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
         .then(
           () => undefined,
           (err: unknown) => {
-            if (applied) this.ctx.commitFailed(err);
+            if (!applied) return;
+            this.ctx.commitFailed(err);
+            if (replay) replay();
+            else this.ctx.onError(new Error(`${this.name}: a lazy write (not a point update) was lost with a failed commit`));
           },
         );
       void committed.then(settled);
@@ -112,7 +130,9 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
     this.ctx.assertOpen();
     const overlay = this.overlay;
     const id = scalarId(filter._id);
-    if (overlay.txnWrites > 0 || id === undefined || sharesObjects(update)) return undefined;
+    // While commits fail, every transaction in flight fails too (commit-failures.ts): a settle need not wait for them.
+    const txnsInFlight = overlay.txnWrites > 0 && this.ctx.directory.failures.since === null;
+    if (txnsInFlight || id === undefined || sharesObjects(update)) return undefined;
     const key = idKey(id);
     const entry = overlay.pending.get(key);
     const current = (entry ? entry.doc : this.docs.get(key)) as T | undefined;
@@ -137,9 +157,41 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
     return { before: current, after: next, modified: true };
   }
 
+  /**
+   * A lazy update acknowledged through a transaction whose commit then failed: applied again, to the
+   * document's latest acknowledged version, in the overlay, and written until it commits. Only a
+   * write acknowledged before it and refused with the batch (a durable one) could make it differ
+   * from what its caller was told: it is then reported, not guessed.
+   */
+  protected replayUpdate(filter: Filter, update: Update, upsert: boolean): void {
+    const id = scalarId(filter._id);
+    const key = id === undefined ? undefined : idKey(id);
+    const entry = key === undefined ? undefined : this.overlay.pending.get(key);
+    const current = (entry ? entry.doc : key === undefined ? undefined : this.docs.get(key)) as T | undefined;
+    let next: T | undefined;
+    try {
+      if (current && matcher(filter)(current)) {
+        next = cloneDoc(current);
+        if (!applyUpdate(next, update)) return;
+      } else if (!current && upsert) next = buildUpsert(filter, update) as T;
+    } catch {
+      next = undefined;
+    }
+    if (key === undefined || next === undefined) {
+      this.ctx.onError(new Error(`${this.name}: a lazy update acknowledged before a failed commit no longer applies; lost`));
+      return;
+    }
+    const pending: PendingDoc = entry ?? { doc: next, version: 0, queued: false };
+    pending.doc = next;
+    pending.version++;
+    if (!entry) this.overlay.pending.set(key, pending);
+    this.ctx.directory.failures.keep(pending, () => this.queueFlush(key, pending));
+  }
+
   /** Queues the write of a pending document into the next batch: whatever version it has when the batch runs. */
   private queueFlush(key: Id, pending: PendingDoc): void {
     const overlay = this.overlay;
+    const failures = this.ctx.directory.failures;
     pending.queued = true;
     let committed!: () => void;
     this.awaitOnRead(
@@ -162,12 +214,20 @@ export abstract class WritePipeline<T extends Doc> extends QueryableDocuments<T>
         })
         .then(
           () => {
+            failures.forget(pending);
             if (overlay.pending.get(key) === pending && pending.version === flushed) overlay.pending.delete(key);
           },
           (err: unknown) => {
-            // Already acknowledged: lost with this batch, like any lazy write whose commit fails.
+            if (overlay.pending.get(key) === pending && isCommitFailure(err)) {
+              // Already acknowledged: kept (reads see it) and written again until it commits.
+              this.ctx.commitFailed(err);
+              failures.keep(pending, () => this.queueFlush(key, pending));
+              return;
+            }
+            // It can never be written (an index refused it): reported, not retried forever.
             if (overlay.pending.get(key) === pending) overlay.pending.delete(key);
-            this.ctx.commitFailed(err);
+            failures.forget(pending);
+            this.ctx.onError(err);
           },
         )
         .then(committed);
