@@ -239,9 +239,19 @@ export class Listener {
     }
   }
 
-  /** Keeps only what a coming utterance may need. */
+  /**
+   * Keeps only what a coming utterance may need: its prefix padding (and `keepExtraMs`) before now,
+   * and back to the start of a speech the detector weighs and has not told yet (its onset may be up
+   * to ~300 ms back: min_speech_ms, the steadiness check, the chunk it came in). Trimmed from now
+   * alone, a call's utterance (`keepExtraMs` 0) lost that much of its padding and, where the
+   * detector found the voice late, the first word (issue 40).
+   */
   private trim(): void {
-    if (this.vad) this.buffer.trim(this.buffer.total - this.samplesOf((this.detection?.prefixPaddingMs ?? 0) + this.options.keepExtraMs));
-    else this.buffer.trim(this.manualStart);
+    const vad = this.vad;
+    if (!vad) return this.buffer.trim(this.manualStart);
+    let from = this.buffer.total - this.samplesOf((this.detection?.prefixPaddingMs ?? 0) + this.options.keepExtraMs);
+    const pending = vad.pendingStartMs;
+    if (pending !== null) from = Math.min(from, this.samplesOf(this.vadOriginMs + pending));
+    this.buffer.trim(from);
   }
 }

@@ -69,6 +69,12 @@ export interface VoiceDetector {
   readonly voicedMs: number;
   /** Milliseconds of audio taken so far. */
   readonly audioMs: number;
+  /**
+   * Where a speech the detector has not told yet would begin (the `audio_start_ms` it would carry:
+   * the first of the voiced frames it is weighing, less the prefix padding), ms; null when it weighs
+   * none (a speech told, or none begun). Audio from here on may still be an utterance's.
+   */
+  readonly pendingStartMs: number | null;
   /** Changes `silence_duration_ms` from the next frame on (a call's turn may wait longer for digits). */
   setSilence(ms: number): void;
   /** Frees the WASM memory. */
@@ -99,6 +105,8 @@ export function gateMarginDb(threshold: number): number {
 // under speech, whose pauses are quieter than its words. (A 1.5 s window cut the ends of
 // LibriVox sentences by up to 0.5 s; 3 s keeps them within 0.2 s.)
 const FLOOR_MIN_DB = -70;
+/** A frame quieter than this is digital silence (zeros, a few LSBs of dither), not a line's quiet. */
+const DIGITAL_SILENCE_DB = -90;
 const SMOOTH_MS = 100;
 const FLOOR_WINDOW_MS = 3000;
 /** A pause this short inside a speech counts in its `voicedMs` (espeak's "wait I have a question": 340 of its first 600 ms voiced, 600 with the pauses). */
@@ -259,6 +267,7 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
   let voicedMs = 0; // voiced frames of the speech in progress, ms
   let voicedEndMs = 0; // the end of the last voiced frame
   let peakDb = -Infinity; // the loudest smoothed level (above the cut-off) of the speech in progress
+  let floorHeardVoice = false; // the floor has learned from a frame WebRTC calls voiced
   let destroyed = false;
 
   const marginDb = gateMarginDb(options.threshold ?? 0.5);
@@ -274,9 +283,17 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
     const webrtc = fvad._fvad_process(handle, framePtr, frame);
     if (webrtc < 0) throw new VadError('fvad_process failed');
     const level = levelDb(samples);
-    // The floor learns from the frames WebRTC calls voiced (its window is their last 3 s): digital
-    // silence before a recording's room tone does not make the tone voice.
-    const floorDb = webrtc === 1 ? floor.level(level) : floor.now();
+    // The floor learns from the frames WebRTC calls voiced (its window is their last 3 s). Until the
+    // first of them it learns from the quiet ones too: the quiet before the first voice (a clean
+    // line's, a synthetic voice's lead-in at -80..-65 dBFS) is what the first word stands on.
+    // Without it the first word of a clean session taught the floor its own level and was voice only
+    // where 6 dB louder than its start: festival's "yes please go ahead" began 320 ms late, without
+    // its "yes", and the codec2 clips' first words (after -65 dBFS of quiet) the same (issue 40).
+    // Digital silence (zero padding, a muted microphone) says nothing of the line and teaches
+    // nothing: a recording's room tone after it is the floor, not voice.
+    const learn = webrtc === 1 || (!floorHeardVoice && level > DIGITAL_SILENCE_DB);
+    floorHeardVoice ||= webrtc === 1;
+    const floorDb = learn ? floor.level(level) : floor.now();
     steady.push(samples, level);
     const voiced = webrtc === 1 && level >= floorDb + marginDb;
     frames += 1;
@@ -364,6 +381,11 @@ function createDetector(fvad: FvadModule, options: ServerVadOptions): VoiceDetec
     },
     get audioMs() {
       return frames * frameMs + (pendingLength * 1000) / rate;
+    },
+    get pendingStartMs() {
+      if (inSpeech && told) return null;
+      const first = inSpeech ? onsetFrame : voicedRun > 0 ? frames - voicedRun : null;
+      return first === null ? null : Math.max(0, first * frameMs - prefixMs);
     },
     setSilence(ms) {
       if (!Number.isFinite(ms) || ms < 0) throw new VadError('silence_duration_ms must be a number of milliseconds, 0 or more');
