@@ -58,7 +58,7 @@ export interface OpenOptions {
   route: ResolvedRoute;
   /** The path under the route's base_url, with its query. */
   path: string;
-  query: Record<string, string>;
+  query: Record<string, string> | URLSearchParams;
   headers: Record<string, string>;
   format: RealtimeAudioFormat;
   signal: AbortSignal;
@@ -188,9 +188,10 @@ function refusalError(routeId: string, status: number): UpstreamError {
 /** Connects, and resolves once the upstream is ready for audio (or rejects with an UpstreamError). */
 export function openUpstreamSocket(opts: OpenOptions): Promise<UpstreamSocket> {
   const { route } = opts;
-  const url = routeUrl(route, opts.path);
+  const url = new URL(routeUrl(route, opts.path)); // routeUrl's URL is shared between calls: changed on a copy
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  for (const [k, v] of Object.entries(opts.query)) url.searchParams.set(k, v);
+  // URLSearchParams keeps repeated names (Deepgram's `keyterm`); a record sets each name once.
+  for (const [k, v] of opts.query instanceof URLSearchParams ? opts.query : Object.entries(opts.query)) url.searchParams.append(k, v);
   const timeoutMs = Math.min(route.timeoutMs, MAX_OPEN_MS);
   return new Promise<UpstreamSocket>((resolve, reject) => {
     if (opts.signal.aborted) return reject(new UpstreamError('aborted', `route ${route.id}: the caller went away`, false));

@@ -28,7 +28,7 @@ describe('OpenAI-compatible speech-to-text', () => {
   };
 
   it('sends whisper-1 a verbose_json form with the ISO language, and reads segments, words and the language', async () => {
-    const req = h.request(6, { language: 'hi-IN', prompt: 'a call', temperature: 0.2, timestamps: ['segment', 'word'] });
+    const req = h.request(6, { language: 'hi-IN', context: { prompt: 'a call' }, temperature: 0.2, timestamps: ['segment', 'word'] });
     const t = await h.stt.transcribe(route('whisper-1'), req, never);
     const { rec, form } = await lastForm();
     assert.equal(rec.path, '/v1/audio/transcriptions');
@@ -121,8 +121,8 @@ describe('OpenAI-compatible speech-to-text', () => {
     const refuses = (model: string, more: Partial<TranscribeRequest>) => h.stt.refuses!(h.request(1, more), route(model))?.param;
     assert.equal(refuses('whisper-1', { mode: 'verbatim' }), 'mode');
     assert.equal(refuses('gpt-4o-transcribe', { mode: 'translate' }), 'mode');
-    assert.equal(refuses('gpt-4o-transcribe-diarize', { prompt: 'x' }), 'prompt');
-    assert.equal(refuses('whisper-1', { mode: 'translate', prompt: 'x' }), undefined);
+    assert.equal(refuses('gpt-4o-transcribe-diarize', { context: { prompt: 'x' } }), 'prompt');
+    assert.equal(refuses('whisper-1', { mode: 'translate', context: { prompt: 'x' } }), undefined);
     assert.equal(h.up.requests.length, n);
   });
 

@@ -3,6 +3,9 @@
 // the audio they take and the transcript they answer in the gateway's terms.
 import type { CancelSignal } from '../cancel.ts';
 import type { Refusal, ResolvedRoute } from '../upstream.ts';
+import type { RecognitionContext } from '../../shared/recognition-context.ts';
+
+export type { ExpectedAnswer, RecognitionContext } from '../../shared/recognition-context.ts';
 
 /** Output modes of speech-to-text (Sarvam's names; OpenAI-compatible models offer `transcribe`, `translate`). */
 export type SttMode = 'transcribe' | 'translate' | 'verbatim' | 'translit' | 'codemix';
@@ -33,7 +36,11 @@ export interface TranscribeRequest {
   /** BCP-47 (`hi-IN`, `en-US`), or absent for the provider's detection. Providers translate codes. */
   language?: string;
   mode: SttMode;
-  prompt?: string;
+  /**
+   * What the speech is expected to hold (the client's `prompt` and `key_terms`; a call's last
+   * question, the pack's terms and the answer's shape): each provider sends what its API takes.
+   */
+  context?: RecognitionContext;
   temperature?: number;
   /** Which timestamps to return; the provider returns what it can. */
   timestamps: ('segment' | 'word')[];

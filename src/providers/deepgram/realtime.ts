@@ -7,9 +7,11 @@
 // Interim results (`interim_results=true`: the current piece's hypothesis, each replacing the one
 // before) come while the speaker talks: reported as partials of the utterance (its settled pieces
 // and the hypothesis), of which the session makes appendable deltas. `CloseStream` says goodbye.
+// The session's key terms go in the query as for pre-recorded audio (`deepgramTerms`), for the socket's life.
 import { nativeFormat, NATIVE_ENCODING_NAMES, openUpstreamSocket } from '../realtime-socket.ts';
 import type { RealtimeCapability } from '../types.ts';
 import { isObject } from '../validate.ts';
+import { deepgramTerms } from './transcribe.ts';
 
 /** The first alternative's transcript of a Results message. */
 function transcriptOf(m: Record<string, unknown>): string {
@@ -31,10 +33,12 @@ export function deepgramRealtime(): RealtimeCapability {
         punctuate: 'true',
       };
       if (req.language) query.language = req.language;
+      const params = new URLSearchParams(query);
+      for (const [name, value] of deepgramTerms(route.upstreamModel, req.context?.keyTerms)) params.append(name, value);
       return openUpstreamSocket({
         route,
         path: '/v1/listen',
-        query,
+        query: params,
         headers: { authorization: `Token ${route.apiKey}` },
         format: fmt,
         signal,
