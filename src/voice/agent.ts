@@ -20,6 +20,8 @@ import { SpeechClip } from '../speech/clip.ts';
 import type { ChatMessage } from '../providers/types.ts';
 import type { IntentPack } from '../intent/pack.ts';
 import { sentences, spokenLines, type SpokenLine } from './lines.ts';
+import { contextOf, type RecognitionContext } from '../shared/recognition-context.ts';
+import { expectationOf, listeningContext } from './expectations.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
 const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
@@ -57,6 +59,12 @@ export interface CallAgent {
   prompt(): Promise<AgentReply | null>;
   /** What it says before the credit guard hangs up (null: nothing, the call ends at its limit). */
   lowBalance(): Promise<AgentReply | null>;
+  /**
+   * What the callee's next utterance is expected to be, from what the agent said last (its words
+   * as the prompt; with a pack, the answer's shape and the words to favour: src/voice/expectations.ts),
+   * for the call's recogniser. Undefined before the agent has said anything.
+   */
+  listening(): RecognitionContext | undefined;
 }
 
 /** One line as a reply's lines. */
@@ -162,19 +170,15 @@ const MAX_HISTORY = 40;
 /** The longest an LLM's reply may take to stream, and the most of it that is said. */
 const LLM_TIMEOUT_MS = 15_000;
 const MAX_LLM_REPLY_CHARS = 1000;
-/** Entities a callee answers with digits: an ASK for one of them expects digits (the longer endpointing). */
-const DIGIT_ENTITIES: ReadonlySet<string> = new Set(['amount', 'phone']);
-
-/**
- * Whether the pack's response `responseId` asks for digits: it is the response of an intent's
- * `entities.missing` decision (the ASK for a required entity) where the intent requires an amount
- * or a phone number: the pack's own slot metadata, whether the reply comes from a turn or opens.
- */
+/** Whether the pack's response `responseId` asks for digits (an amount, a phone number): the callee's answer may pause between them. */
 function asksForDigits(pack: IntentPack, responseId: string): boolean {
-  return pack.intents.some(
-    (i) => i.entities !== undefined && i.entities.missing.response_id === responseId && i.entities.required.some((n) => DIGIT_ENTITIES.has(n)),
-  );
+  const expected = expectationOf(pack, responseId);
+  return expected === 'amount' || expected === 'digits';
 }
+
+/** What the callee is told last in `history` (an LLM's reply), as the prompt of their answer. */
+const afterLastReply = (history: ChatMessage[]): RecognitionContext | undefined =>
+  contextOf({ prompt: history.findLast((m) => m.role === 'assistant')?.content?.slice(0, 1000) });
 
 /**
  * A callee turn's reply wording, its audio rendered (once, kept) as the reply plays: the reply is
@@ -194,13 +198,17 @@ async function wordingLine(v: Voice, wording: string): Promise<SpokenLine> {
 export function intentAgent(o: IntentAgentOptions): CallAgent {
   let turns = 0;
   const history: ChatMessage[] = [];
+  let listening: () => RecognitionContext | undefined = () => undefined;
   const wording = async (responseId: string): Promise<AgentReply | null> => {
     const pack = await o.intent.packOf(o.intentModel);
     const text = pack ? responseWording(pack, responseId, o.language) : null;
     if (pack === null || text === null) return null;
-    return { ...replyOf(one(await wordingLine(o, text)), responseId), expectsDigits: asksForDigits(pack.pack, responseId) };
+    const line = await wordingLine(o, text);
+    listening = () => listeningContext(pack.pack, responseId, line.text);
+    return { ...replyOf(one(line), responseId), expectsDigits: asksForDigits(pack.pack, responseId) };
   };
   return {
+    listening: () => listening(),
     async prompt() {
       // The pack's own idle wording when it has one, else its clarifying question.
       return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');
@@ -212,13 +220,17 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       const first = o.firstMessage;
       if (first.mode === 'wait_for_callee') return null;
       if (first.text === undefined) return wording(first.response_id ?? 'GEN.GREETING');
-      return replyOf(one(await wordingLine(o, first.text)));
+      const line = await wordingLine(o, first.text);
+      const pack = await o.intent.packOf(o.intentModel);
+      listening = () => listeningContext(pack?.pack ?? null, null, line.text);
+      return replyOf(one(line));
     },
     async reply(heard, signal) {
       turns += 1;
       history.push({ role: 'user', content: heard });
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
       if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
+        listening = () => afterLastReply(history);
         return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM', entities: out.entities };
       }
       if (out.say === null) return null;
@@ -226,6 +238,7 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       history.push({ role: 'assistant', content: text });
       const action = out.decision.action;
       const pack = await o.intent.packOf(o.intentModel);
+      listening = () => listeningContext(pack?.pack ?? null, out.decision.response_id, text);
       return {
         ...replyOf(rendered(o, text), out.decision.response_id),
         action,
@@ -285,6 +298,7 @@ export interface LlmAgentOptions extends Voice {
 export function llmAgent(o: LlmAgentOptions): CallAgent {
   const history: ChatMessage[] = [];
   return {
+    listening: () => afterLastReply(history),
     async opening() {
       if (o.firstMessage.mode === 'wait_for_callee' || o.firstMessage.text === undefined) return null;
       const line = await wordingLine(o, o.firstMessage.text);
