@@ -112,6 +112,9 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       }
       return undefined;
     },
+    // `req.context` (RecognitionContext: the client's prompt and key terms, a call's question and
+    // expected answer) arrives here on both paths, an utterance for the warm engines and a recording
+    // through ffmpeg; the engines do not bias by it yet (src/speech/context-lm.ts will).
     async transcribe(route, req, signal) {
       const abort = new AbortController();
       const onCancel = () => abort.abort(new Error('cancelled'));
