@@ -17,7 +17,7 @@ const KEY = 'sk-up-0123456789';
 
 describe('OpenAI-compatible speech-to-text', () => {
   const h = sttHarness(
-    () => startOpenAIUpstream({ apiKey: KEY, models: ['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-transcribe-diarize'] }),
+    () => startOpenAIUpstream({ apiKey: KEY, models: ['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-transcribe-diarize', 'gpt-transcribe'] }),
     (files) => ({ name: 'openai', transcribe: openaiTranscribe(files) }),
   );
 
@@ -114,6 +114,22 @@ describe('OpenAI-compatible speech-to-text', () => {
     assert.equal(form.fields.get('timestamp_granularities[]'), undefined);
     assert.equal(t.language, 'en');
     assert.match(t.segments[0]!.text, /^translated part 1/);
+  });
+
+  it('key terms: gpt-transcribe takes them as keywords[], a diarizing model gets none (a hint, not refused), others read them in the prompt', async () => {
+    const context = { prompt: 'Shall I raise a dispute?', keyTerms: ['yes', 'no', 'haan'] };
+    await h.stt.transcribe(route('gpt-transcribe'), h.request(2, { context }), never);
+    let { form } = await lastForm();
+    assert.deepEqual(form.fields.get('prompt'), ['Shall I raise a dispute?']);
+    assert.deepEqual(form.fields.get('keywords[]'), ['yes', 'no', 'haan']);
+    assert.equal(h.stt.refuses!(h.request(1, { context: { keyTerms: ['ATM'] } }), route('gpt-4o-transcribe-diarize')), undefined);
+    await h.stt.transcribe(route('gpt-4o-transcribe-diarize'), h.request(2, { context: { keyTerms: ['ATM'] } }), never);
+    ({ form } = await lastForm());
+    assert.equal(form.fields.get('prompt'), undefined);
+    assert.equal(form.fields.get('keywords[]'), undefined);
+    await h.stt.transcribe(route('gpt-4o-transcribe'), h.request(2, { context: { keyTerms: ['ATM', 'debited'] } }), never);
+    ({ form } = await lastForm());
+    assert.deepEqual(form.fields.get('prompt'), ['ATM, debited']);
   });
 
   it('refuses what a route cannot do, before any call', () => {
