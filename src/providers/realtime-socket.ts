@@ -12,7 +12,15 @@
 import WebSocket from 'ws';
 import { routeUrl } from './http.ts';
 import type { ResolvedRoute } from './types.ts';
-import { UpstreamError, type Heard, type RealtimeAudioFormat, type RealtimeOpenRequest, type RealtimeTurn, type RealtimeUpstream } from './types.ts';
+import {
+  UpstreamError,
+  type Heard,
+  type RealtimeAudioFormat,
+  type RealtimeOpenRequest,
+  type RealtimeTurn,
+  type RealtimeUpstream,
+  type RecognitionContext,
+} from './types.ts';
 import { isObject, parseJson, type Json } from './validate.ts';
 
 /** Largest upstream frame taken (transcripts are small). */
@@ -29,6 +37,8 @@ export interface ProtocolHandlers {
   commit(up: UpstreamSocket): void;
   /** Sent before closing (a polite goodbye), if the protocol has one. */
   goodbye?(up: UpstreamSocket): void;
+  /** A new context for the audio from now on, where the protocol can change it on an open socket. */
+  configure?(context: RecognitionContext | undefined, up: UpstreamSocket): void;
 }
 
 /** What is heard of one turn's audio: a pending commit's, or the audio not yet committed. */
@@ -99,6 +109,10 @@ export class UpstreamSocket implements RealtimeUpstream {
 
   listen(onHeard: (h: Heard) => void): void {
     this.listener = onHeard;
+  }
+
+  configure(context: RecognitionContext | undefined): void {
+    if (!this.done) this.handlers.configure?.(context, this);
   }
 
   /** Where text heard now belongs: the oldest pending commit, else the audio not yet committed. */

@@ -2,7 +2,7 @@
 // the listening stage's detector: src/speech/listening.ts) and a `session.update` checked against
 // the session as it is (src/realtime/session.ts applies what it takes). The prompt and key terms
 // may change at any time: each utterance is recognised with those set when it was committed (an
-// upstream streaming socket keeps those it opened with: it opens with the first audio).
+// upstream streaming socket is sent a change where its protocol takes one: upstream-recogniser.ts).
 import { ApiError, echo } from '../errors.ts';
 import type { Detection } from '../speech/listening.ts';
 import type { Encoding, InputRate } from './decoder.ts';

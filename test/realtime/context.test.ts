@@ -1,6 +1,7 @@
 // The realtime socket's context: `input_audio_transcription.prompt` and `key_terms` (the gateway's
 // extension) in a session update reach the recogniser: an upstream streaming socket opens with
-// them (OpenAI's `transcription_session.update` prompt, Deepgram's `keyterm` query), and in
+// them (OpenAI's `transcription_session.update` prompt, Deepgram's `keyterm` query) and is sent a
+// change of them before the next commit (OpenAI's session update, Deepgram's `Configure`), and in
 // utterance mode each utterance goes with those set when it was committed. Bad key terms are an
 // `error` frame naming the field; the session frames show what is set.
 import assert from 'node:assert/strict';
@@ -65,6 +66,14 @@ describe('realtime socket: prompt and key_terms reach the recogniser', { skip: s
     sendMulaw(c);
     await c.next(COMPLETED);
     assert.equal(openaiRt.sessionUpdates.at(-1).input_audio_transcription.prompt, 'Was the amount debited?\nATM, debited');
+    // Changed after the socket opened: a session update on the same socket before the next commit.
+    const connections = openaiRt.connections;
+    c.send(update({ prompt: 'And the amount?', key_terms: [] }));
+    await c.until((fr) => fr.filter((x) => x.type === 'transcription_session.updated').length >= 2, 5000, 'second update');
+    sendMulaw(c);
+    await c.until((fr) => fr.filter((x) => x.type === COMPLETED).length >= 2, 15_000, 'second utterance');
+    assert.deepEqual(openaiRt.sessionUpdates.at(-1), { input_audio_transcription: { model: 'gpt-4o-transcribe', prompt: 'And the amount?' } });
+    assert.equal(openaiRt.connections, connections, 'no new socket');
     c.ws.close();
     await closedSession(f.gw, created.session.id);
   });
@@ -77,6 +86,13 @@ describe('realtime socket: prompt and key_terms reach the recogniser', { skip: s
     sendMulaw(c);
     await c.next(COMPLETED);
     assert.deepEqual(deepgramRt.queries.at(-1)!.getAll('keyterm'), ['two thousand rupees', 'UPI']);
+    // Changed mid-stream: Nova-3's Configure replaces them on the same socket.
+    c.send(update({ key_terms: ['NEFT'] }));
+    await c.until((fr) => fr.filter((x) => x.type === 'transcription_session.updated').length >= 2, 5000, 'second update');
+    sendMulaw(c);
+    await c.until((fr) => fr.filter((x) => x.type === COMPLETED).length >= 2, 15_000, 'second utterance');
+    assert.deepEqual(deepgramRt.configures.at(-1), { type: 'Configure', keyterms: ['NEFT'] });
+    assert.equal(deepgramRt.connections, 1);
     c.ws.close();
     await closedSession(f.gw, created.session.id);
   });

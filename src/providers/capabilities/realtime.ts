@@ -44,6 +44,12 @@ export interface RealtimeUpstream {
   commit(signal: AbortSignal, onHeard: (heard: Heard) => void): Promise<RealtimeTurn>;
   /** Where what is heard of the audio not yet committed goes (one listener; replaced by the next call). */
   listen(onHeard: (heard: Heard) => void): void;
+  /**
+   * The session's context changed: sent on the open socket where the protocol allows it (OpenAI's
+   * session update, Deepgram Nova-3's `Configure` keyterms), for the audio from now on; elsewhere
+   * the socket keeps the context it opened with.
+   */
+  configure(context: RecognitionContext | undefined): void;
   /** Resolves with why, once the upstream closed or failed (never rejects). */
   readonly ended: Promise<UpstreamError>;
   close(): void;

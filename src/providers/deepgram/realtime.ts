@@ -7,7 +7,8 @@
 // Interim results (`interim_results=true`: the current piece's hypothesis, each replacing the one
 // before) come while the speaker talks: reported as partials of the utterance (its settled pieces
 // and the hypothesis), of which the session makes appendable deltas. `CloseStream` says goodbye.
-// The session's key terms go in the query as for pre-recorded audio (`deepgramTerms`), for the socket's life.
+// The session's key terms go in the query as for pre-recorded audio (`deepgramTerms`); a change of
+// them is a `Configure {keyterms}` on Nova-3 (Deepgram's mid-stream update), kept as opened before it.
 import { nativeFormat, NATIVE_ENCODING_NAMES, openUpstreamSocket } from '../realtime-socket.ts';
 import type { RealtimeCapability } from '../types.ts';
 import { isObject } from '../validate.ts';
@@ -46,6 +47,12 @@ export function deepgramRealtime(): RealtimeCapability {
           audio: (bytes, s) => s.sendBinary(bytes),
           commit: (s) => s.sendJson({ type: 'Finalize' }),
           goodbye: (s) => s.sendJson({ type: 'CloseStream' }),
+          // Nova-3 replaces a stream's keyterms with `Configure` ([] clears them); older models keep their keywords.
+          ...(/^nova-3/i.test(route.upstreamModel)
+            ? {
+                configure: (context, s) => s.sendJson({ type: 'Configure', keyterms: deepgramTerms(route.upstreamModel, context?.keyTerms).map(([, t]) => t) }),
+              }
+            : {}),
           message: (m, turns, s) => {
             if (m.type !== 'Results') return;
             const heard = s.current();
