@@ -34,7 +34,7 @@ describe('a transcription’s context (prompt, key_terms[]) reaches the upstream
     deepgram = await startDeepgramUpstream({ apiKey: 'dg-key' });
     sarvam = await startSarvamUpstream({ apiKey: 'sv-key' });
     openai = await startOpenAIUpstream({ apiKey: 'sk-up' });
-    gw = await startTestGateway();
+    gw = await startTestGateway({ transcription: { retentionDays: 30, capacity: 8, pollMs: 100, maxPollMs: 400, maxJobHours: 24, publicUrl: '' } });
     const put = async (id: string, body: object) => {
       const res = await call(gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
       assert.ok(res.status < 300, res.text);
