@@ -37,8 +37,17 @@ export function expectationOf(pack: IntentPack, responseId: string): ExpectedAns
   return null;
 }
 
+/** Each pack's terms, made once per pack (a new version is a new object). */
+const TERMS = new WeakMap<IntentPack, string[]>();
+
 /** The pack's keywords with a positive weight, the heaviest first (ties in the pack's order), at most a request's worth. */
 function packTerms(pack: IntentPack): string[] {
+  let terms = TERMS.get(pack);
+  if (!terms) TERMS.set(pack, (terms = termsOf(pack)));
+  return terms;
+}
+
+function termsOf(pack: IntentPack): string[] {
   const weights = new Map<string, number>();
   for (const intent of pack.intents)
     for (const [word, weight] of Object.entries(intent.keywords ?? {}))
