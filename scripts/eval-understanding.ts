@@ -26,7 +26,7 @@ import { startPocketsphinxEngine } from '../src/speech/pocketsphinx-engine.ts';
 import { loadResamplers } from '../src/speech/resample.ts';
 import { overTelephone } from '../src/speech/telephone.ts';
 import { wordErrors } from '../src/speech/wer.ts';
-import { speechDomain } from '../src/voice/recognition.ts';
+import { speechDomain } from '../src/voice/expectations.ts';
 import { compileDemoPack, DEMO_TURNS, readTurns } from './eval-demo-pack.ts';
 import { scoreTurns } from '../src/intent/evaluate.ts';
 import { corpusLine, type Expectation } from '../src/speech/corpus.ts';
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   const domain = speechDomain(pack.pack);
   const models = new LanguageModels({ dir, backgroundFile: SPEECH_BACKGROUND_FILE });
   const t0 = performance.now();
-  if (!(await models.prepare(domain))) throw new Error('the pack\'s models could not be built');
+  if (!(await models.prepare(domain))) throw new Error("the pack's models could not be built");
   const buildMs = performance.now() - t0;
   const engine = await startPocketsphinxEngine({ tmpDir: dir, models: models.current() });
   const resamplers = await loadResamplers();
@@ -101,7 +101,12 @@ async function main(): Promise<void> {
   try {
     for (const voice of voices) {
       const kinds = ['complaint', 'yes_no', 'amount'] as const;
-      const results = Object.fromEntries(kinds.flatMap((k) => [[`${k}:general`, tally()], [`${k}:context`, tally()]])) as Record<string, Tally>;
+      const results = Object.fromEntries(
+        kinds.flatMap((k) => [
+          [`${k}:general`, tally()],
+          [`${k}:context`, tally()],
+        ]),
+      ) as Record<string, Tally>;
       /** `text` spoken, heard with the general model and with the context's; each scored by `right`. */
       const turn = async (kind: (typeof kinds)[number], text: string, expect: Expectation | null, right: (heard: string) => boolean) => {
         const { pcm, rate } = await speakWhole(voice, text);

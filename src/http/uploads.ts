@@ -21,11 +21,17 @@ import type { BlobStore, Upload } from '../blobs/port.ts';
 import { BlobTooLargeError } from '../blobs/port.ts';
 import type { App } from './types.ts';
 import { ApiError } from './errors.ts';
+import { KEY_TERMS_MAX } from '../shared/recognition-context.ts';
 
 /** The spec's upload limit: 25 MB of audio. */
 export const UPLOAD_LIMIT_BYTES = 25 * 1024 * 1024;
 /** What the multipart framing (boundaries, part headers, the other fields) may add to the file. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
+/**
+ * The most text fields a form may hold: the endpoints' dozen, plus a repeated field's values (the
+ * key-terms extension's `key_terms[]`, up to KEY_TERMS_MAX: one more is ours to refuse, by name).
+ */
+const MAX_FIELDS = 32 + KEY_TERMS_MAX + 1;
 /** The longest text field (busboy cuts a longer value; the form is then refused naming the field). */
 const FIELD_LIMIT_BYTES = 64 * 1024;
 
@@ -130,7 +136,7 @@ function malformed(err: unknown): string | undefined {
 export async function acceptUploads(scope: App, maxBytes = UPLOAD_LIMIT_BYTES): Promise<void> {
   await scope.register(multipart, {
     // The blob store counts the file's bytes itself and stops at maxBytes; busboy's own limit is a backstop.
-    limits: { fileSize: maxBytes + 1, files: 1, fields: 32, fieldSize: FIELD_LIMIT_BYTES, parts: 40, headerPairs: 100 },
+    limits: { fileSize: maxBytes + 1, files: 1, fields: MAX_FIELDS, fieldSize: FIELD_LIMIT_BYTES, parts: MAX_FIELDS + 8, headerPairs: 100 },
     throwFileSizeLimit: true,
   });
   scope.addHook('onRequest', async (request, reply) => {
@@ -206,6 +212,8 @@ export async function readUpload(request: FastifyRequest, blobs: BlobStore, key:
     const why = malformed(err);
     if (why) throw new ApiError('invalid_request', `The multipart body could not be read: ${why}.`);
     const code = (err as { code?: string }).code;
+    if (code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT')
+      throw new ApiError('invalid_request', `The multipart body holds more than ${MAX_FIELDS} fields.`);
     if (typeof code === 'string' && code.startsWith('FST_')) {
       throw new ApiError('invalid_request', `The multipart body could not be read: ${(err as Error).message}.`, { param: 'file' });
     }

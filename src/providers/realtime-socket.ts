@@ -12,7 +12,15 @@
 import WebSocket from 'ws';
 import { routeUrl } from './http.ts';
 import type { ResolvedRoute } from './types.ts';
-import { UpstreamError, type Heard, type RealtimeAudioFormat, type RealtimeOpenRequest, type RealtimeTurn, type RealtimeUpstream } from './types.ts';
+import {
+  UpstreamError,
+  type Heard,
+  type RealtimeAudioFormat,
+  type RealtimeOpenRequest,
+  type RealtimeTurn,
+  type RealtimeUpstream,
+  type RecognitionContext,
+} from './types.ts';
 import { isObject, parseJson, type Json } from './validate.ts';
 
 /** Largest upstream frame taken (transcripts are small). */
@@ -29,6 +37,8 @@ export interface ProtocolHandlers {
   commit(up: UpstreamSocket): void;
   /** Sent before closing (a polite goodbye), if the protocol has one. */
   goodbye?(up: UpstreamSocket): void;
+  /** A new context for the audio from now on, where the protocol can change it on an open socket. */
+  configure?(context: RecognitionContext | undefined, up: UpstreamSocket): void;
 }
 
 /** What is heard of one turn's audio: a pending commit's, or the audio not yet committed. */
@@ -58,7 +68,7 @@ export interface OpenOptions {
   route: ResolvedRoute;
   /** The path under the route's base_url, with its query. */
   path: string;
-  query: Record<string, string>;
+  query: Record<string, string> | URLSearchParams;
   headers: Record<string, string>;
   format: RealtimeAudioFormat;
   signal: AbortSignal;
@@ -99,6 +109,10 @@ export class UpstreamSocket implements RealtimeUpstream {
 
   listen(onHeard: (h: Heard) => void): void {
     this.listener = onHeard;
+  }
+
+  configure(context: RecognitionContext | undefined): void {
+    if (!this.done) this.handlers.configure?.(context, this);
   }
 
   /** Where text heard now belongs: the oldest pending commit, else the audio not yet committed. */
@@ -188,9 +202,10 @@ function refusalError(routeId: string, status: number): UpstreamError {
 /** Connects, and resolves once the upstream is ready for audio (or rejects with an UpstreamError). */
 export function openUpstreamSocket(opts: OpenOptions): Promise<UpstreamSocket> {
   const { route } = opts;
-  const url = routeUrl(route, opts.path);
+  const url = new URL(routeUrl(route, opts.path)); // routeUrl's URL is shared between calls: changed on a copy
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  for (const [k, v] of Object.entries(opts.query)) url.searchParams.set(k, v);
+  // URLSearchParams keeps repeated names (Deepgram's `keyterm`); a record sets each name once.
+  for (const [k, v] of opts.query instanceof URLSearchParams ? opts.query : Object.entries(opts.query)) url.searchParams.append(k, v);
   const timeoutMs = Math.min(route.timeoutMs, MAX_OPEN_MS);
   return new Promise<UpstreamSocket>((resolve, reject) => {
     if (opts.signal.aborted) return reject(new UpstreamError('aborted', `route ${route.id}: the caller went away`, false));

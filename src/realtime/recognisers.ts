@@ -7,7 +7,7 @@
 //   `router.transcribe` on a small WAV held in memory (no file: a temp file per utterance cost ~12%
 //   of the gateway's CPU at 150 sessions), with the model's routes in order: failover happens
 //   between utterances (each is its own call), never inside one.
-import type { Heard, TranscribeRequest, Transcript } from '../providers/types.ts';
+import type { Heard, RecognitionContext, TranscribeRequest, Transcript } from '../providers/types.ts';
 import { utteranceRequest } from '../providers/utterance.ts';
 import { bytesOf } from '../speech/pcm.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx-engine.ts';
@@ -22,6 +22,8 @@ export interface Utterance {
   endMs: number;
   /** Its samples at the session's rate (read once, when needed). */
   samples(): Int16Array;
+  /** The session's prompt and key terms when it was committed (`input_audio_transcription`). */
+  context?: RecognitionContext;
 }
 
 /** Times in seconds of session audio. */
@@ -89,6 +91,8 @@ export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; startEngine
       // One append at a time (the engine's file write pushes back); decodes queue behind them.
       chain = started().then(() => (engine && !failed ? engine.append(bytes).catch((err: unknown) => void (failed ??= err)) : undefined));
     },
+    // The utterance's context (u.context: the session's prompt and key terms) arrives here; the
+    // engine decodes without it for now (biasing the offline engine is its own work).
     recognise(u, signal) {
       const start = Math.floor(u.startMs / 10);
       const end = Math.min(Math.ceil(u.endMs / 10), frames16k);
@@ -124,7 +128,7 @@ export function utteranceRecogniser(opts: {
     mode: 'utterance',
     audio() {},
     async recognise(u, signal) {
-      const t = await opts.transcribe(utteranceRequest(u.samples(), opts.rate, (u.endMs - u.startMs) / 1000, opts.language), signal);
+      const t = await opts.transcribe(utteranceRequest(u.samples(), opts.rate, (u.endMs - u.startMs) / 1000, opts.language, u.context), signal);
       const out = fromSegments(t.segments, u, u.startMs / 1000);
       return t.segments.length === 0 ? { ...out, text: t.text.trim() } : out;
     },

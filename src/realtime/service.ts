@@ -278,7 +278,12 @@ export class RealtimeService {
       return upstreamRecogniser({
         routes: routes.filter((route) => route.realtime === true),
         router: this.deps.router,
-        request: { sampleRate: rate, encoding: params.encoding, ...(params.language ? { language: params.language } : {}) },
+        request: {
+          sampleRate: rate,
+          encoding: params.encoding,
+          ...(params.language ? { language: params.language } : {}),
+          ...(params.context ? { context: params.context } : {}),
+        },
         resamplers,
         log,
       });

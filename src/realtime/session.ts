@@ -20,7 +20,7 @@ import { Listener, type HeardUtterance, type UtteranceEnd } from '../speech/list
 import type { Resampler } from '../speech/resample.ts';
 import { createDecoder, workingRate, type AudioDecoder, type Encoding, type InputRate } from './decoder.ts';
 import type { SessionResources } from './kind.ts';
-import type { Heard } from '../providers/types.ts';
+import type { Heard, RecognitionContext } from '../providers/types.ts';
 import type { SessionRecogniser } from './recognisers.ts';
 import { ItemTranscripts, type TranscriptOutput } from './transcripts.ts';
 import { checkUpdate, DEFAULT_TURN_DETECTION, detectionOf, type SessionUpdate, type TurnDetection } from './settings.ts';
@@ -34,6 +34,8 @@ export interface SessionParams {
   sampleRate: InputRate;
   encoding: Encoding;
   returnTimestamps: boolean;
+  /** The client's prompt and key terms (`input_audio_transcription`), each utterance recognised with those of its commit. */
+  context?: RecognitionContext;
 }
 
 /** What the session tells its client (the edge makes frames of them). */
@@ -232,7 +234,13 @@ export class RealtimeSession implements SessionResources {
       });
     if (refused.length > 0 && applied <= 0) return;
     if (u.turnDetection !== undefined) this.turn = u.turnDetection;
-    if (next.encoding !== this.params.encoding || next.sampleRate !== this.params.sampleRate || next.language !== this.params.language) {
+    const rebuild = next.encoding !== this.params.encoding || next.sampleRate !== this.params.sampleRate || next.language !== this.params.language;
+    // A new context before any audio is the recogniser's from the start (an upstream socket opens with it).
+    const contextBefore = !this.audioStarted && next.context !== this.params.context;
+    if (next.context)
+      this.params.context = next.context; // from the next utterance on
+    else delete this.params.context;
+    if (rebuild || contextBefore) {
       this.params = next;
       this.build();
     } else if (u.turnDetection !== undefined) {
@@ -385,7 +393,8 @@ export class RealtimeSession implements SessionResources {
       this.end('upstream_failed', { code: 'model_unavailable', message: 'The transcription upstream is slower than the audio; the session is closed.' });
       return;
     }
-    const utterance = { itemId: id, startMs: this.msOf(from), endMs: this.msOf(to), samples: () => samples };
+    const context = this.params.context;
+    const utterance = { itemId: id, startMs: this.msOf(from), endMs: this.msOf(to), samples: () => samples, ...(context ? { context } : {}) };
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.deps.limits.utteranceTimeoutMs)]);
     this.transcripts.add(id, Math.ceil((utterance.endMs - utterance.startMs) / 1000), (onHeard) => this.recogniser.recognise(utterance, signal, onHeard));
   }

@@ -1,9 +1,12 @@
 // A realtime socket's settings as its client changes them: turn detection (OpenAI's server_vad,
 // the listening stage's detector: src/speech/listening.ts) and a `session.update` checked against
-// the session as it is (src/realtime/session.ts applies what it takes).
+// the session as it is (src/realtime/session.ts applies what it takes). The prompt and key terms
+// may change at any time: each utterance is recognised with those set when it was committed (an
+// upstream streaming socket is sent a change where its protocol takes one: upstream-recogniser.ts).
 import { ApiError, echo } from '../errors.ts';
 import type { Detection } from '../speech/listening.ts';
 import type { Encoding, InputRate } from './decoder.ts';
+import { contextOf, type RecognitionContext } from '../shared/recognition-context.ts';
 
 /** OpenAI's server_vad settings; null turns detection off (the client commits). */
 export interface TurnDetection {
@@ -31,6 +34,10 @@ export interface SessionUpdate {
   /** `sampleRate` null: the socket's own when `encoding` is the same, else the encoding's default (pcm 24 kHz, the others 8 kHz). */
   format?: { encoding: Encoding; sampleRate: InputRate | null; param: string };
   language?: { tag: string; param: string };
+  /** `input_audio_transcription.prompt` ('' clears it): the speech's context from the next utterance on. */
+  prompt?: string;
+  /** `input_audio_transcription.key_terms` (the gateway's extension; [] clears them), checked. */
+  keyTerms?: string[];
   /** The model named in the update: it must be the socket's (chosen by its `model` query parameter). */
   model?: { name: string; param: string };
   /** Which event asked: the answer is `session.updated` or `transcription_session.updated`. */
@@ -47,6 +54,8 @@ export interface UpdatableSettings {
   encoding: Encoding;
   sampleRate: InputRate;
   language: string | null;
+  /** The prompt and key terms the client set (`input_audio_transcription`); absent: none. */
+  context?: RecognitionContext;
 }
 
 /**
@@ -101,6 +110,11 @@ export function checkUpdate<T extends UpdatableSettings>(
       if (!(err instanceof ApiError)) throw err;
       refuse(err);
     }
+  }
+  if (u.prompt !== undefined || u.keyTerms !== undefined) {
+    const context = contextOf({ prompt: u.prompt ?? params.context?.prompt, keyTerms: u.keyTerms ?? params.context?.keyTerms });
+    if (context) next.context = context;
+    else delete next.context;
   }
   return { next, refused, applied };
 }

@@ -14,13 +14,15 @@
 // counts against its route). Failover between utterances, never inside one: when the upstream
 // closed or failed with no utterance pending, the next utterance opens a socket on the routes after
 // that one (then the ones before it, wrapping; cooling routes last) and sends it that utterance's
-// audio from the session's buffer before committing; the socket then serves the utterances after it. An upstream that fails while an utterance is pending fails that
-// utterance at once (the session answers with an `error` frame); one that stalls is cut by the
+// audio from the session's buffer before committing; the socket then serves the utterances after it.
+// The context (prompt, key terms) a socket opens with is the session's latest; when an utterance's
+// differs from its socket's, `configure` sends it there first (where the protocol can take it).
+// An upstream that fails while an utterance is pending fails that utterance at once (the session answers with an `error` frame); one that stalls is cut by the
 // session's `utteranceTimeoutMs`. Audio that arrives while a socket opens waits, at most
 // `maxQueuedMs` of it; past that the socket counts as failed (the next utterance fails over).
 import type { Logger } from 'pino';
 import type { UpstreamRouter } from '../providers/router.ts';
-import { UpstreamError, type Heard, type RealtimeOpenRequest, type RealtimeUpstream, type ResolvedRoute } from '../providers/types.ts';
+import { UpstreamError, type Heard, type RealtimeOpenRequest, type RealtimeUpstream, type RecognitionContext, type ResolvedRoute } from '../providers/types.ts';
 import { g711Encode } from '../speech/g711.ts';
 import { bytesOf } from '../speech/pcm.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
@@ -48,6 +50,8 @@ interface Connection {
   resampler: Resampler | null;
   /** Frees the route's slot (with the failure, when the socket failed). */
   done: (failure?: unknown) => void;
+  /** The context the socket has: the one it opened with, then each one `configure` sent. */
+  context: RecognitionContext | undefined;
   /** Samples (at the session's rate) waiting for the socket to open; null once it overflowed. */
   queued: Int16Array[] | null;
   queuedSamples: number;
@@ -73,8 +77,14 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
     return at < 0 ? opts.routes : [...opts.routes.slice(at + 1), ...opts.routes.slice(0, at + 1)];
   };
 
+  /** The context a new socket opens with: the session's at its start, then the latest utterance's. */
+  let latest = opts.request.context;
+  const { context: _opened, ...baseRequest } = opts.request;
+
   const connect = (order: ResolvedRoute[]): Connection => {
+    const request: RealtimeOpenRequest = latest ? { ...baseRequest, context: latest } : baseRequest;
     const c: Connection = {
+      context: latest,
       route: null,
       upstream: null,
       opening: null!,
@@ -89,7 +99,7 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
     c.opening = opts.router
       .openRealtime(order, abort.signal, (capability, route) => {
         // The audio as this route's upstream takes it (a failed route's converter is let go).
-        const format = capability.format(opts.request);
+        const format = capability.format(request);
         c.resampler?.destroy();
         const resampler = format.sampleRate === rate ? null : opts.resamplers.create({ from: rate, to: format.sampleRate, quality: 5 });
         c.resampler = resampler;
@@ -97,7 +107,7 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
           const pcm = resampler ? resampler.process(samples) : samples;
           return format.encoding === 'pcm_s16le' ? bytesOf(pcm.slice()) : g711Encode(format.encoding, pcm);
         };
-        return capability.open(route, opts.request, abort.signal);
+        return capability.open(route, request, abort.signal);
       })
       .then(
         ({ upstream: up, route, done }) => {
@@ -177,9 +187,15 @@ export function upstreamRecogniser(opts: UpstreamRecogniserOptions): SessionReco
       unsent.push(heard);
       const sent = sending.then(async () => {
         try {
+          latest = u.context;
           let up: RealtimeUpstream | null = null;
           if (conn && !conn.failed) up = conn.upstream ?? (await conn.opening);
           if (!up || conn?.failed) up = await failover(u);
+          // The context changed since the socket's: sent where the protocol can take it now.
+          if (conn && conn.context !== u.context) {
+            up.configure(u.context);
+            conn.context = u.context;
+          }
           const answer = up.commit(signal, heard);
           answer.catch(() => {});
           return { answer }; // wrapped: settles when the commit is sent, not when it is answered

@@ -76,10 +76,11 @@ export class LanguageModels {
   }
 
   /** The model for an utterance of `key`'s domain expecting `expect`; null when not built (yet): the general model. */
-  modelFor(key: string | undefined, expect: Expectation | null | undefined): string | null {
+  modelFor(key: string | undefined, expect: string | null | undefined): string | null {
     const prefix = key === undefined ? undefined : this.ready.get(key);
     if (prefix === undefined) return null;
-    return `${prefix}-${expect ?? 'open'}`;
+    // An expectation without a model of its own (a date) is heard with the domain's open model.
+    return `${prefix}-${EXPECTATIONS.includes(expect as Expectation) ? expect : 'open'}`;
   }
 
   /**
@@ -87,7 +88,7 @@ export class LanguageModels {
    * utterance may come before its pack's first build ends: a second of waiting once, not a call
    * decoded without its models).
    */
-  async modelWhenReady(key: string | undefined, expect: Expectation | null | undefined, waitMs: number): Promise<string | null> {
+  async modelWhenReady(key: string | undefined, expect: string | null | undefined, waitMs: number): Promise<string | null> {
     const building = key === undefined ? undefined : this.built.get(key);
     if (building && !this.ready.has(key!)) {
       let timer: NodeJS.Timeout | undefined;

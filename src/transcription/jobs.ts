@@ -127,6 +127,7 @@ export class TranscriptionJobs {
     };
     if (call.checked !== undefined) spec.language = call.checked;
     if (fields.prompt !== undefined) spec.prompt = fields.prompt;
+    if (fields.keyTerms !== undefined) spec.keyTerms = fields.keyTerms;
     if (fields.numSpeakers !== undefined) spec.numSpeakers = fields.numSpeakers;
     if (probed.measured !== undefined) spec.durationS = probed.measured;
     try {

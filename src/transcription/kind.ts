@@ -48,6 +48,7 @@ import { priceOfSeconds } from '../billing/pricing.ts';
 import { transcriptForClient } from './result.ts';
 import { examineAudio } from './audio.ts';
 import type { Transcript } from '../speech/transcript.ts';
+import { contextOf } from '../shared/recognition-context.ts';
 
 export const JOB_KIND = 'transcription-job';
 
@@ -61,6 +62,8 @@ export interface JobSpecFields {
   language?: string;
   mode: SttMode;
   prompt?: string;
+  /** The client's key terms (`key_terms[]`). */
+  keyTerms?: string[];
   diarize: boolean;
   numSpeakers?: number;
   /** The decoded duration, when creating the job already had to decode the recording to measure it. */
@@ -220,7 +223,8 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
       diarize: spec.diarize,
     };
     if (spec.language !== undefined) req.language = spec.language;
-    if (spec.prompt !== undefined) req.prompt = spec.prompt;
+    const context = contextOf({ prompt: spec.prompt, keyTerms: spec.keyTerms });
+    if (context) req.context = context;
     if (spec.numSpeakers !== undefined) req.numSpeakers = spec.numSpeakers;
     return req;
   }

@@ -1,7 +1,8 @@
 // What a transcription request asks for, read from its multipart fields and checked against the
 // model: the rules the sync endpoint and the jobs endpoint share. Field names follow OpenAI's
 // (`language` as client libraries send it, `language_code` as the spec names it) plus ours
-// (`mode`, `diarize`, `num_speakers`).
+// (`mode`, `diarize`, `num_speakers`, and `key_terms[]`: words and phrases to favour, repeated as
+// form encoders send an array, like `timestamp_granularities[]`; `key_terms` repeated is taken too).
 import { ApiError, echo } from '../errors.ts';
 import { sttFeatures } from '../models/catalog.ts';
 import type { ModelDoc, SttMode } from '../models/types.ts';
@@ -9,6 +10,7 @@ import { STT_MODES } from '../shared/model-schema.ts';
 import { RESPONSE_FORMATS, type ResponseFormat, type TimestampGranularity } from '../speech/formats.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import { brokenRule } from '../shared/strings.ts';
+import { readKeyTerms } from '../shared/recognition-context.ts';
 
 export interface TranscriptionFields {
   model: string;
@@ -20,6 +22,8 @@ export interface TranscriptionFields {
   responseFormat: ResponseFormat;
   granularities: TimestampGranularity[];
   prompt?: string;
+  /** The gateway's extension: words and phrases the speech likely holds (checked: src/shared/recognition-context.ts). */
+  keyTerms?: string[];
   temperature?: number;
   /** Asked on `POST /v1/audio/translations` (OpenAI's endpoint: mode `translate`, no `mode` field). */
   translation?: true;
@@ -92,6 +96,8 @@ export function readFields(fields: Map<string, string[]>, endpoint: Endpoint): T
   const promptRule = prompt ? brokenRule(prompt, 'free') : null;
   if (promptRule) throw bad('prompt', `Invalid field 'prompt': ${promptRule}.`);
   if (prompt) out.prompt = prompt;
+  const keyTerms = readFormKeyTerms(fields);
+  if (keyTerms.length > 0) out.keyTerms = keyTerms;
   const temperature = one(fields, 'temperature');
   if (temperature !== undefined) {
     const t = Number(temperature);
@@ -109,16 +115,27 @@ export function readFields(fields: Map<string, string[]>, endpoint: Endpoint): T
   return out;
 }
 
+/** `key_terms[]` (and `key_terms`), repeated: the terms, checked, or a 400 naming the field and the term. */
+function readFormKeyTerms(fields: Map<string, string[]>): string[] {
+  const bracketed = fields.get('key_terms[]') ?? [];
+  const plain = fields.get('key_terms') ?? [];
+  const param = bracketed.length > 0 || plain.length === 0 ? 'key_terms[]' : 'key_terms';
+  const read = readKeyTerms([...bracketed, ...plain]);
+  if ('terms' in read) return read.terms;
+  throw bad(param, `Invalid field '${param}': ${read.problem}${read.index !== undefined ? ` (term ${read.index + 1})` : ''}.`);
+}
+
 /** The transcription endpoints: `sync` is POST /v1/audio/transcriptions, `translations` OpenAI's POST /v1/audio/translations. */
 export type Endpoint = 'sync' | 'jobs' | 'translations';
 
-const COMMON = ['model', 'language', 'language_code', 'mode', 'prompt', 'temperature'];
+const KEY_TERMS = ['key_terms[]', 'key_terms'];
+const COMMON = ['model', 'language', 'language_code', 'mode', 'prompt', 'temperature', ...KEY_TERMS];
 /** The form fields each endpoint takes (its documented form lists the same: src/http/routes/v1-audio.ts). */
 export const FORM_FIELDS: Record<Endpoint, ReadonlySet<string>> = {
   sync: new Set([...COMMON, 'response_format', 'timestamp_granularities[]', 'timestamp_granularities', 'stream']),
   jobs: new Set([...COMMON, 'diarize', 'num_speakers']),
   // OpenAI's CreateTranslationRequest: English out, so no language, and no mode to choose.
-  translations: new Set(['model', 'prompt', 'response_format', 'temperature']),
+  translations: new Set(['model', 'prompt', 'response_format', 'temperature', ...KEY_TERMS]),
 };
 
 /**

@@ -19,6 +19,7 @@ import { toApiError, unservedStatus } from '../metering/outcomes.ts';
 import type { CancelSignal } from '../providers/cancel.ts';
 import type { TranscribeRequest } from '../providers/types.ts';
 import { IN_PROCESS_PROVIDERS } from '../providers/index.ts';
+import { contextOf } from '../shared/recognition-context.ts';
 
 /** The spec's "about 30 seconds": a clip up to 30.5 s is taken (encoders pad). */
 export const SYNC_LIMIT_SECONDS = 30.5;
@@ -69,7 +70,8 @@ export class SyncTranscription {
       timestamps: fields.granularities.length > 0 ? fields.granularities : ['segment'],
     };
     if (language !== undefined) req.language = language;
-    if (fields.prompt !== undefined) req.prompt = fields.prompt;
+    const context = contextOf({ prompt: fields.prompt, keyTerms: fields.keyTerms });
+    if (context) req.context = context;
     if (fields.temperature !== undefined) req.temperature = fields.temperature;
     let served;
     try {

@@ -20,8 +20,8 @@ import { SpeechClip } from '../speech/clip.ts';
 import type { ChatMessage } from '../providers/types.ts';
 import type { IntentPack } from '../intent/pack.ts';
 import { sentences, spokenLines, type SpokenLine } from './lines.ts';
-import { expectationAfter, speechDomain } from './recognition.ts';
-import type { Expectation } from '../speech/corpus.ts';
+import { contextOf, type RecognitionContext } from '../shared/recognition-context.ts';
+import { expectationOf, listeningContext, speechDomain } from './expectations.ts';
 import type { SpeechDomain } from '../speech/language-models.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
@@ -60,8 +60,12 @@ export interface CallAgent {
   prompt(): Promise<AgentReply | null>;
   /** What it says before the credit guard hangs up (null: nothing, the call ends at its limit). */
   lowBalance(): Promise<AgentReply | null>;
-  /** What it expects to hear next, for the recogniser (src/voice/recognition.ts); null: nothing known. */
-  listening(): { domain: string; expect: Expectation | null } | null;
+  /**
+   * What the callee's next utterance is expected to be, from what the agent said last (its words
+   * as the prompt; with a pack, the answer's shape and the words to favour: src/voice/expectations.ts),
+   * for the call's recogniser. Undefined before the agent has said anything.
+   */
+  listening(): RecognitionContext | undefined;
 }
 
 /** One line as a reply's lines. */
@@ -169,15 +173,15 @@ const MAX_HISTORY = 40;
 /** The longest an LLM's reply may take to stream, and the most of it that is said. */
 const LLM_TIMEOUT_MS = 15_000;
 const MAX_LLM_REPLY_CHARS = 1000;
-/**
- * Whether the pack's response `responseId` asks for digits (the longer endpointing): the ASK for a
- * required amount or number (src/voice/recognition.ts reads the pack's slot metadata), whether the
- * reply comes from a turn or opens.
- */
+/** Whether the pack's response `responseId` asks for digits (an amount, a phone number): the callee's answer may pause between them. */
 function asksForDigits(pack: IntentPack, responseId: string): boolean {
-  const expect = expectationAfter(pack, responseId);
-  return expect === 'amount' || expect === 'digits';
+  const expected = expectationOf(pack, responseId);
+  return expected === 'amount' || expected === 'digits';
 }
+
+/** What the callee is told last in `history` (an LLM's reply), as the prompt of their answer. */
+const afterLastReply = (history: ChatMessage[]): RecognitionContext | undefined =>
+  contextOf({ prompt: history.findLast((m) => m.role === 'assistant')?.content?.slice(0, 1000) });
 
 /**
  * A callee turn's reply wording, its audio rendered (once, kept) as the reply plays: the reply is
@@ -197,28 +201,27 @@ async function wordingLine(v: Voice, wording: string): Promise<SpokenLine> {
 export function intentAgent(o: IntentAgentOptions): CallAgent {
   let turns = 0;
   const history: ChatMessage[] = [];
-  // What the recogniser is told: the pack's domain (prepared once the pack is known) and what the last reply asked.
+  let listening: () => RecognitionContext | undefined = () => undefined;
+  // The pack's speech domain, prepared for the offline recogniser once the pack is known (its first reply).
   let domain: string | null = null;
-  let expect: Expectation | null = null;
-  const asked = (pack: IntentPack, responseId: string | null): void => {
+  const inDomain = (pack: IntentPack, context: RecognitionContext | undefined): RecognitionContext | undefined => {
     if (domain === null) {
       const d = speechDomain(pack);
       o.speech?.(d);
       domain = d.key;
     }
-    expect = expectationAfter(pack, responseId);
+    return { ...context, domain };
   };
   const wording = async (responseId: string): Promise<AgentReply | null> => {
     const pack = await o.intent.packOf(o.intentModel);
     const text = pack ? responseWording(pack, responseId, o.language) : null;
     if (pack === null || text === null) return null;
-    asked(pack.pack, responseId);
-    return { ...replyOf(one(await wordingLine(o, text)), responseId), expectsDigits: asksForDigits(pack.pack, responseId) };
+    const line = await wordingLine(o, text);
+    listening = () => inDomain(pack.pack, listeningContext(pack.pack, responseId, line.text));
+    return { ...replyOf(one(line), responseId), expectsDigits: asksForDigits(pack.pack, responseId) };
   };
   return {
-    listening() {
-      return domain === null ? null : { domain, expect };
-    },
+    listening: () => listening(),
     async prompt() {
       // The pack's own idle wording when it has one, else its clarifying question.
       return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');
@@ -228,20 +231,23 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
     },
     async opening() {
       const first = o.firstMessage;
-      if (first.mode === 'wait_for_callee' || first.text !== undefined) {
+      if (first.mode === 'wait_for_callee') {
         const pack = await o.intent.packOf(o.intentModel);
-        if (pack) asked(pack.pack, null);
+        if (pack) listening = () => inDomain(pack.pack, undefined);
+        return null;
       }
-      if (first.mode === 'wait_for_callee') return null;
       if (first.text === undefined) return wording(first.response_id ?? 'GEN.GREETING');
-      return replyOf(one(await wordingLine(o, first.text)));
+      const line = await wordingLine(o, first.text);
+      const pack = await o.intent.packOf(o.intentModel);
+      listening = () => (pack ? inDomain(pack.pack, listeningContext(pack.pack, null, line.text)) : listeningContext(null, null, line.text));
+      return replyOf(one(line));
     },
     async reply(heard, signal) {
       turns += 1;
       history.push({ role: 'user', content: heard });
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
       if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
-        expect = null; // the LLM's question has no shape the pack knows
+        listening = () => afterLastReply(history);
         return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM', entities: out.entities };
       }
       if (out.say === null) return null;
@@ -249,7 +255,8 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       history.push({ role: 'assistant', content: text });
       const action = out.decision.action;
       const pack = await o.intent.packOf(o.intentModel);
-      if (pack) asked(pack.pack, out.decision.response_id);
+      listening = () =>
+        pack ? inDomain(pack.pack, listeningContext(pack.pack, out.decision.response_id, text)) : listeningContext(null, out.decision.response_id, text);
       return {
         ...replyOf(rendered(o, text), out.decision.response_id),
         action,
@@ -309,6 +316,7 @@ export interface LlmAgentOptions extends Voice {
 export function llmAgent(o: LlmAgentOptions): CallAgent {
   const history: ChatMessage[] = [];
   return {
+    listening: () => afterLastReply(history),
     async opening() {
       if (o.firstMessage.mode === 'wait_for_callee' || o.firstMessage.text === undefined) return null;
       const line = await wordingLine(o, o.firstMessage.text);
@@ -324,9 +332,6 @@ export function llmAgent(o: LlmAgentOptions): CallAgent {
     },
     // No pack, so no wording we could vouch for in every language: the call ends at its limit.
     async lowBalance() {
-      return null;
-    },
-    listening() {
       return null;
     },
   };

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { EndReason, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
 import type { CallAgent } from './agent.ts';
+import type { RecognitionContext } from '../shared/recognition-context.ts';
 
 /** What the media loop sends the carrier and how it closes the stream (the WebSocket edge's side). */
 export interface MediaStream {
@@ -15,8 +16,11 @@ export interface MediaStream {
 /** What the call says and hears with: built once, when the call is answered (src/voice/live.ts). */
 export interface Conversation {
   agent: CallAgent;
-  /** The call's stt model on one utterance (8 kHz PCM); '' when nothing was heard. */
-  recognise(samples: Int16Array, signal: AbortSignal): Promise<string>;
+  /**
+   * The call's stt model on one utterance (8 kHz PCM); '' when nothing was heard. `context` is what
+   * the agent expects to hear (its `listening()`: the question it asked, the answer's shape).
+   */
+  recognise(samples: Int16Array, signal: AbortSignal, context?: RecognitionContext): Promise<string>;
 }
 
 /** The call's actor (the runtime's ref). */

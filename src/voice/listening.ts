@@ -170,7 +170,8 @@ export class CallListening {
     if (line.over) return;
     const { agent, recognise } = this.deps.talk();
     const recognising = this.deps.now();
-    const text = (await recognise(samples, line.abort.signal)).trim();
+    // Recognised with what the agent's last words lead it to expect (the question, the answer's shape).
+    const text = (await recognise(samples, line.abort.signal, agent.listening())).trim();
     // The turn's times (src/voice/turn-stages.ts): its latency runs from the end of the voice, as the carrier's does.
     const heard: CalleeTurnTimes = { ended: Math.min(voice.end, cut), cut, recognising, recognised: this.deps.now() };
     if (!text) return;

@@ -1,7 +1,8 @@
 // A call's live side, assembled: the `CallMedia` that `VoiceCalls.place` (src/voice/service.ts)
 // hands the call's actor as its resources, with the request's turn and idle settings, and the
 // factory of what the call says and hears with: its agent (the pack's, an LLM's, or both) and the
-// recogniser (the call's stt model through the router, one utterance at a time). The factory runs
+// recogniser (the call's stt model through the router, one utterance at a time, each with the
+// context the agent's last words give it: src/voice/expectations.ts). The factory runs
 // once, when the call is answered (src/voice/media.ts): a call that is never answered builds neither.
 import type { Logger } from 'pino';
 import type { LanguageModels, SpeechDomain } from '../speech/language-models.ts';
@@ -134,13 +135,10 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
 function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): Conversation {
   const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
   const sttRoutes = deps.resolveRoutes(c.stt);
-  const agent = agentFor(deps, callId, body, c);
   return {
-    agent,
-    recognise: async (samples, signal) => {
-      const req = utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined);
-      const listening = agent.listening();
-      if (listening) req.conversation = listening;
+    agent: agentFor(deps, callId, body, c),
+    recognise: async (samples, signal, context) => {
+      const req = utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined, context);
       const { result } = await deps.router.transcribe(sttRoutes, req, signal);
       return result.text;
     },

@@ -6,6 +6,8 @@ import { ApiError, ERRORS, type ErrorCode } from '../errors.ts';
 import type { Encoding, InputRate } from '../realtime/decoder.ts';
 import type { SessionDescription, SessionOutput } from '../realtime/session.ts';
 import { DEFAULT_TURN_DETECTION, type SessionUpdate, type TurnDetection } from '../realtime/settings.ts';
+import { readKeyTerms } from '../shared/recognition-context.ts';
+import { brokenRule } from '../shared/strings.ts';
 
 /** What a client frame asks for. */
 export type ClientEvent =
@@ -174,11 +176,15 @@ function readGaFormat(value: unknown, eventId: string | null): NonNullable<Sessi
   return { encoding, sampleRate: (f.rate as InputRate | undefined) ?? null, param };
 }
 
-/** `{model, language, prompt}`: the model is the socket's (its `model` query parameter); the language may change until the first audio; the prompt is taken and not used. */
+/**
+ * `{model, language, prompt, key_terms}`: the model is the socket's (its `model` query parameter);
+ * the language may change until the first audio; the prompt ('' or null clears it) and the key terms
+ * (the gateway's extension, checked as the forms' `key_terms[]`; [] clears them) at any time.
+ */
 function readTranscription(value: unknown, param: string, r: UpdateReader, eventId: string | null): void {
   if (value === undefined) return;
   r.within(() => {
-    const t = r.container(value, ['model', 'language', 'prompt'], param);
+    const t = r.container(value, ['model', 'language', 'prompt', 'key_terms'], param);
     if (t.model !== undefined) {
       r.take(() => {
         if (typeof t.model !== 'string') throw new FrameError(`'${param}.model' is a string.`, eventId, `${param}.model`);
@@ -194,8 +200,19 @@ function readTranscription(value: unknown, param: string, r: UpdateReader, event
     }
     if (t.prompt !== undefined) {
       r.take(() => {
-        if (typeof t.prompt !== 'string' || t.prompt.length > 4000)
-          throw new FrameError(`'${param}.prompt' is a string of at most 4000 characters.`, eventId, `${param}.prompt`);
+        if (t.prompt !== null && (typeof t.prompt !== 'string' || t.prompt.length > 4000 || brokenRule(t.prompt, 'free')))
+          throw new FrameError(`'${param}.prompt' is a string of at most 4000 characters (no NUL).`, eventId, `${param}.prompt`);
+        r.update.prompt = t.prompt ?? '';
+      });
+    }
+    if (t.key_terms !== undefined) {
+      r.take(() => {
+        const read = Array.isArray(t.key_terms) ? readKeyTerms(t.key_terms) : { problem: 'they are a list of strings' };
+        if ('problem' in read) {
+          const which = 'index' in read && read.index !== undefined ? ` (term ${read.index + 1})` : '';
+          throw new FrameError(`Invalid '${param}.key_terms': ${read.problem}${which}.`, eventId, `${param}.key_terms`);
+        }
+        r.update.keyTerms = read.terms;
       });
     }
   });
@@ -240,6 +257,9 @@ function readTurnDetection(td: unknown, param: string, eventId: string | null): 
 // randomUUID draws from a cached pool: ~0.2 µs against randomBytes' ~10 µs syscall, on every frame sent.
 const eventId = (): string => `event_${randomUUID().replaceAll('-', '')}`;
 
+/** The session's prompt ('' when none, as OpenAI shows it) and its key terms (ours; absent when none). */
+const contextFields = (s: SessionDescription) => ({ prompt: s.context?.prompt ?? '', ...(s.context?.keyTerms ? { key_terms: s.context.keyTerms } : {}) });
+
 function sessionFrame(s: SessionDescription) {
   return {
     id: s.sessionId,
@@ -249,7 +269,7 @@ function sessionFrame(s: SessionDescription) {
     encoding: s.encoding,
     input_audio_format: FORMATS[s.encoding],
     // OpenAI's beta shape: `language` a string when set, absent for auto-detect (GA's says null).
-    input_audio_transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), prompt: '' },
+    input_audio_transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), ...contextFields(s) },
     turn_detection: s.turnDetection,
     return_timestamps: s.returnTimestamps,
     // Ours: `streaming` (an engine fed as audio comes) or `utterance` (each utterance sent whole).
@@ -262,8 +282,8 @@ function sessionFrame(s: SessionDescription) {
  * (RealtimeTranscriptionSessionCreateResponseGA), plus ours: `sample_rate`, `encoding`,
  * `return_timestamps`, `recognition`. The format carries its `rate` (ours may be other than
  * OpenAI's fixed ones). As the document types them: the language a string, absent for
- * auto-detect; noise reduction (not applied) absent; logprobs (not given) `include: []`; prompts
- * (not applied) ''.
+ * auto-detect; noise reduction (not applied) absent; logprobs (not given) `include: []`; the
+ * prompt '' when none, and `key_terms` (ours) when set.
  */
 function gaSessionFrame(s: SessionDescription) {
   return {
@@ -273,7 +293,7 @@ function gaSessionFrame(s: SessionDescription) {
     audio: {
       input: {
         format: { type: GA_FORMATS[s.encoding], rate: s.sampleRate },
-        transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), prompt: '' },
+        transcription: { model: s.model, ...(s.language !== null ? { language: s.language } : {}), ...contextFields(s) },
         turn_detection: s.turnDetection,
       },
     },

@@ -8,7 +8,8 @@
 //   with `callback=<url>`: answers {request_id} at once and POSTs the whole result there later,
 //     `extra=key:value` pairs returned in metadata.extra (Deepgram's way to authenticate it).
 // Errors are {err_code, err_msg, request_id}. An empty body, an unknown model, or a language other
-// than a bare code or an English region Deepgram lists is a 400. Programmable per request
+// than a bare code or an English region Deepgram lists is a 400, as is `keyterm` to a model before
+// Nova-3 (or more than 100 of them) and `keywords` to Nova-3. Programmable per request
 // (FakeBehaviour) and per fake: `callbackDelayMs`, `failNextJob` (the next callback reports an
 // error instead of results). Records the callbacks it sent.
 import { randomUUID } from 'node:crypto';
@@ -39,6 +40,11 @@ export async function startDeepgramUpstream(opts: { apiKey?: string; models?: st
     const language = q.get('language');
     if (!models.includes(model)) return fail(400, 'Bad Request', 'No such model/language/tier combination found.');
     if (language !== null && !LANGUAGE.test(language)) return fail(400, 'Bad Request', `No such model/language/tier combination found (language ${language}).`);
+    // Keyterm Prompting is Nova-3's; Keywords the older models' (developers.deepgram.com/docs/keyterm, /docs/keywords).
+    const keyterms = q.getAll('keyterm');
+    if (keyterms.length > 0 && !model.startsWith('nova-3')) return fail(400, 'Bad Request', 'Keyterm Prompting is only available with Nova-3 models.');
+    if (keyterms.length > 100) return fail(400, 'Bad Request', 'Too many keyterms.');
+    if (q.getAll('keywords').length > 0 && model.startsWith('nova-3')) return fail(400, 'Bad Request', 'Keywords are not supported for Nova-3; use keyterm.');
     if (rec.raw.length === 0) return fail(400, 'Bad Request', 'Bad Request: failed to process audio: corrupt or unsupported data');
     const extra = Object.fromEntries(q.getAll('extra').map((e) => [e.slice(0, e.indexOf(':')), e.slice(e.indexOf(':') + 1)]));
     const result = listenResult(rec.raw, q, requestId, model);

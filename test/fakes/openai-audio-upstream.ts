@@ -2,7 +2,7 @@
 // OpenAI's wire format (openai-openapi CreateTranscriptionRequest / CreateTranslationRequest):
 //   POST /v1/audio/transcriptions, POST /v1/audio/translations — multipart with `file`, `model`,
 //   `language` (ISO-639-1 only), `prompt`, `temperature`, `response_format`,
-//   `timestamp_granularities[]`, `chunking_strategy`.
+//   `timestamp_granularities[]`, `chunking_strategy`, `keywords[]` (gpt-transcribe only).
 // It refuses (400, OpenAI's error shape) what OpenAI refuses: a file whose extension is not an
 // audio format OpenAI lists, a language that is not ISO-639-1, `verbose_json` from gpt-4o-*
 // models (json only), `diarized_json` from a model that does not diarize, a prompt to a diarize
@@ -54,6 +54,7 @@ export async function openaiAudio(x: Exchange, fail: Fail, models?: string[]): P
   if (diarizeModel && !['json', 'text', 'diarized_json'].includes(format))
     return fail(400, `response_format '${format}' is not compatible with model '${model}'.`);
   if (diarizeModel && one('prompt') !== undefined) return fail(400, 'Prompt is not supported for diarization models.');
+  if (form.fields.has('keywords[]') && !model.startsWith('gpt-transcribe')) return fail(400, 'Unrecognized request argument supplied: keywords');
   if (diarizeModel && seconds > 30 && one('chunking_strategy') === undefined)
     return fail(400, 'chunking_strategy is required for audio longer than 30 seconds.');
   if (granularities.length > 0 && format !== 'verbose_json') return fail(400, 'timestamp_granularities is only supported with response_format verbose_json.');

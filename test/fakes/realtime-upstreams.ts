@@ -32,6 +32,8 @@ export class FakeRealtimeUpstream {
   partialEveryMs = 300;
   readonly queries: URLSearchParams[] = [];
   readonly sessionUpdates: any[] = [];
+  /** Deepgram's `Configure` messages (mid-stream keyterms). */
+  readonly configures: any[] = [];
   /** Audio bytes each commit covered, in order. */
   readonly committedBytes: number[] = [];
   connections = 0;
@@ -167,6 +169,11 @@ export class FakeRealtimeUpstream {
           turnOver();
           answer(() => json({ type: 'transcript.final', utterance_idx: item++, text: this.text }));
         }
+      } else if (m.type === 'Configure') {
+        this.configures.push(m);
+        // Deepgram: keyterms on a model other than Nova-3 are refused, the stream going on as it was.
+        if (m.keyterms !== undefined && !(query.get('model') ?? '').startsWith('nova-3'))
+          json({ type: 'Error', code: 'KeytermsNotSupported', description: 'Keyterms are only supported on Nova-3 models.' });
       } else if (m.type === 'Finalize') {
         const rest = words().slice(settled).join(' ');
         turnOver();

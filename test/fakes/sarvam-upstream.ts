@@ -1,5 +1,6 @@
 // A fake Sarvam AI upstream on loopback, speaking its wire format (sarvamai SDK 1.1.10, docs.sarvam.ai):
-//   POST /speech-to-text — multipart `file`, `model`, `mode`, `language_code`, `with_timestamps`;
+//   POST /speech-to-text — multipart `file`, `model`, `mode`, `language_code`, `with_timestamps`,
+//     `keyterms` (repeated; saaras:v4 only, ≤ 50, as in a job's parameters, where it is a list);
 //     ≤ 30 s of audio; → {request_id, transcript, timestamps, language_code, language_probability}
 //   the batch job API:
 //     POST /speech-to-text/job/v1 {job_parameters, callback?: {url, auth_token}} → {job_id, job_state}
@@ -79,7 +80,7 @@ export interface SarvamUpstream extends FakeServer {
 }
 
 export async function startSarvamUpstream(opts: { apiKey?: string; models?: string[] } = {}): Promise<SarvamUpstream> {
-  const models = opts.models ?? ['saaras:v3', 'saarika:v2.5'];
+  const models = opts.models ?? ['saaras:v3', 'saaras:v4', 'saarika:v2.5'];
   let self!: SarvamUpstream;
   const server = await FakeServer.start(async (x) => {
     const { rec, behaviour } = x;
@@ -154,6 +155,11 @@ function parametersProblem(p: Record<string, any>, models: string[]): string | n
   if (p.mode !== undefined && /^saarika/.test(p.model)) return `mode is not supported for model ${p.model}`;
   if (p.mode !== undefined && !MODES.includes(p.mode)) return `Invalid mode: ${p.mode}`;
   if (p.language_code !== undefined && !SARVAM_LANGUAGE_CODES.includes(p.language_code)) return `Invalid language_code: ${p.language_code}`;
+  if (p.keyterms !== undefined) {
+    if (p.model !== 'saaras:v4') return `keyterms is only supported for saaras:v4, not ${p.model}`;
+    if (!Array.isArray(p.keyterms) || !p.keyterms.every((t: unknown) => typeof t === 'string')) return 'keyterms must be a list of strings';
+    if (p.keyterms.length > 50) return 'keyterms must have at most 50 items';
+  }
   if (p.num_speakers !== undefined && !(Number.isInteger(p.num_speakers) && p.num_speakers >= 1 && p.num_speakers <= 20))
     return 'num_speakers must be between 1 and 20';
   return null;
@@ -187,7 +193,7 @@ function transcriptOf(audio: Buffer, p: Record<string, any>, withTimestamps: boo
 async function restTranscribe(x: Exchange, fail: (s: number, m: string) => void, invalid: (p: Record<string, any>) => string | null): Promise<void> {
   const form = await readForm(x.rec.raw, x.rec.headers['content-type']);
   if (!form?.file) return fail(400, 'file is required');
-  const p = Object.fromEntries([...form.fields].map(([k, v]) => [k, v[0]]));
+  const p = Object.fromEntries([...form.fields].map(([k, v]) => [k, k === 'keyterms' ? v : v[0]]));
   const problem = invalid(p);
   if (problem) return fail(400, problem);
   if (audioSeconds(form.file.bytes) > 30) return fail(400, 'Audio duration exceeds the maximum limit of 30 seconds. Use the batch API for longer audio.');

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createDeepgramProvider } from '../../src/providers/deepgram/index.ts';
-import { deepgramLanguage, parseDeepgram } from '../../src/providers/deepgram/transcribe.ts';
+import { deepgramLanguage, deepgramTerms, parseDeepgram } from '../../src/providers/deepgram/transcribe.ts';
 import type { JobPoll } from '../../src/providers/types.ts';
 import { startDeepgramUpstream } from '../fakes/deepgram-upstream.ts';
 import { never, routeTo, until, upstreamFailure } from './helpers.ts';
@@ -54,6 +54,19 @@ describe('Deepgram', () => {
     const rec = h.up.requests.at(-1)!;
     assert.equal(Number(rec.headers['content-length']), data.length);
     assert.ok(rec.raw.equals(data));
+  });
+
+  it("key terms: Nova-3's keyterm per term within Deepgram's 500-token budget; keywords one word each before it", () => {
+    const long = Array.from({ length: 100 }, (_, i) => `${'x'.repeat(45)}${String(i).padStart(3, '0')}`); // 48 characters: 16 tokens each
+    const sent = deepgramTerms('nova-3-general', long);
+    assert.equal(sent.length, 31, '31 × 16 = 496 tokens; the 32nd would pass 500');
+    assert.deepEqual(sent[0], ['keyterm', long[0]]);
+    assert.deepEqual(deepgramTerms('nova-2', ['ATM card', 'card', "o'clock"]), [
+      ['keywords', 'ATM'],
+      ['keywords', 'card'],
+      ['keywords', "o'clock"],
+    ]);
+    assert.deepEqual(deepgramTerms('nova-3', []), []);
   });
 
   it('sends a language by its code (English regions kept), or asks Deepgram to detect it', async () => {

@@ -17,7 +17,7 @@ const KEY = 'sk-up-0123456789';
 
 describe('OpenAI-compatible speech-to-text', () => {
   const h = sttHarness(
-    () => startOpenAIUpstream({ apiKey: KEY, models: ['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-transcribe-diarize'] }),
+    () => startOpenAIUpstream({ apiKey: KEY, models: ['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-transcribe-diarize', 'gpt-transcribe'] }),
     (files) => ({ name: 'openai', transcribe: openaiTranscribe(files) }),
   );
 
@@ -28,7 +28,7 @@ describe('OpenAI-compatible speech-to-text', () => {
   };
 
   it('sends whisper-1 a verbose_json form with the ISO language, and reads segments, words and the language', async () => {
-    const req = h.request(6, { language: 'hi-IN', prompt: 'a call', temperature: 0.2, timestamps: ['segment', 'word'] });
+    const req = h.request(6, { language: 'hi-IN', context: { prompt: 'a call' }, temperature: 0.2, timestamps: ['segment', 'word'] });
     const t = await h.stt.transcribe(route('whisper-1'), req, never);
     const { rec, form } = await lastForm();
     assert.equal(rec.path, '/v1/audio/transcriptions');
@@ -116,13 +116,29 @@ describe('OpenAI-compatible speech-to-text', () => {
     assert.match(t.segments[0]!.text, /^translated part 1/);
   });
 
+  it('key terms: gpt-transcribe takes them as keywords[], a diarizing model gets none (a hint, not refused), others read them in the prompt', async () => {
+    const context = { prompt: 'Shall I raise a dispute?', keyTerms: ['yes', 'no', 'haan'] };
+    await h.stt.transcribe(route('gpt-transcribe'), h.request(2, { context }), never);
+    let { form } = await lastForm();
+    assert.deepEqual(form.fields.get('prompt'), ['Shall I raise a dispute?']);
+    assert.deepEqual(form.fields.get('keywords[]'), ['yes', 'no', 'haan']);
+    assert.equal(h.stt.refuses!(h.request(1, { context: { keyTerms: ['ATM'] } }), route('gpt-4o-transcribe-diarize')), undefined);
+    await h.stt.transcribe(route('gpt-4o-transcribe-diarize'), h.request(2, { context: { keyTerms: ['ATM'] } }), never);
+    ({ form } = await lastForm());
+    assert.equal(form.fields.get('prompt'), undefined);
+    assert.equal(form.fields.get('keywords[]'), undefined);
+    await h.stt.transcribe(route('gpt-4o-transcribe'), h.request(2, { context: { keyTerms: ['ATM', 'debited'] } }), never);
+    ({ form } = await lastForm());
+    assert.deepEqual(form.fields.get('prompt'), ['ATM, debited']);
+  });
+
   it('refuses what a route cannot do, before any call', () => {
     const n = h.up.requests.length;
     const refuses = (model: string, more: Partial<TranscribeRequest>) => h.stt.refuses!(h.request(1, more), route(model))?.param;
     assert.equal(refuses('whisper-1', { mode: 'verbatim' }), 'mode');
     assert.equal(refuses('gpt-4o-transcribe', { mode: 'translate' }), 'mode');
-    assert.equal(refuses('gpt-4o-transcribe-diarize', { prompt: 'x' }), 'prompt');
-    assert.equal(refuses('whisper-1', { mode: 'translate', prompt: 'x' }), undefined);
+    assert.equal(refuses('gpt-4o-transcribe-diarize', { context: { prompt: 'x' } }), 'prompt');
+    assert.equal(refuses('whisper-1', { mode: 'translate', context: { prompt: 'x' } }), undefined);
     assert.equal(h.up.requests.length, n);
   });
 

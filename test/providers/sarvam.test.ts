@@ -25,6 +25,16 @@ describe('Sarvam', () => {
   const route = (overrides = {}) => routeTo(h.up, { provider: 'sarvam', apiKey: KEY, upstreamModel: 'saaras:v3', ...overrides });
 
   describe('speech-to-text (REST, ≤ 30 s)', () => {
+    it('key terms go to saaras:v4 as repeated keyterms fields, the first 50; saaras:v3 gets none', async () => {
+      const keyTerms = Array.from({ length: 60 }, (_, i) => `term${i}`);
+      await h.stt.transcribe(route({ upstreamModel: 'saaras:v4' }), h.request(2, { language: 'hi-IN', context: { keyTerms } }), never);
+      const rec = h.up.requests.at(-1)!;
+      assert.deepEqual((await readForm(rec.raw, rec.headers['content-type']))!.fields.get('keyterms'), keyTerms.slice(0, 50));
+      await h.stt.transcribe(route(), h.request(2, { language: 'hi-IN', context: { keyTerms } }), never);
+      const v3 = h.up.requests.at(-1)!;
+      assert.equal((await readForm(v3.raw, v3.headers['content-type']))!.fields.get('keyterms'), undefined);
+    });
+
     it('sends Odia as od-IN with the mode and timestamps, and reads chunks back as segments in or-IN', async () => {
       const req = h.request(6, { language: 'or-IN' });
       const t = await h.stt.transcribe(route(), req, never);

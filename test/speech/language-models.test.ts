@@ -16,7 +16,7 @@ import { overTelephone } from '../../src/speech/telephone.ts';
 import { wordErrorRate as werOf } from '../../src/speech/wer.ts';
 
 const wordErrorRate = (reference: string, hypothesis: string) => werOf([{ reference, hypothesis }]);
-import { speechDomain } from '../../src/voice/recognition.ts';
+import { speechDomain } from '../../src/voice/expectations.ts';
 import { missing, tempDir } from './helpers.ts';
 
 const skip = missing('pocketsphinx') || (!existsSync('/usr/lib/irstlm/bin/tlm') && 'irstlm is not installed (scripts/install-debian-packages.sh)');

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import type { TestGateway } from '../helper.ts';
 import { assertCreditGuarded, ended, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { simulatedVoice, type ScriptedStt, type SimulatedVoice } from './simulated.ts';
+import { readForm } from '../fakes/audio.ts';
 
 describe('voice calls through the simulator: the intent agent', () => {
   const v = simulatedVoice();
@@ -26,6 +27,7 @@ describe('voice calls through the simulator: the intent agent', () => {
   it('runs the intent agent: ATM complaint → ASK → "yes" → CREATE_DISPUTE on the amount said before the yes, transcript and outcome, billed to the second once', async () => {
     stt.say('ATM did not give 2000 rupees but my account got debited', 'haan');
     const before = await walletMicrocents(gw, acc.session);
+    const sttBefore = stt.server.requests.length;
     const res = await dial('+919800000010', { metadata: { ticket: 'T-1' } });
     assert.equal(res.status, 202, res.text);
     assert.match(res.body.id, /^call_[0-9a-f]{24}$/);
@@ -52,6 +54,14 @@ describe('voice calls through the simulator: the intent agent', () => {
     assert.equal(c.outcome.actions[0].entities.amount, 2000, JSON.stringify(c.outcome.actions[0]));
     assert.deepEqual(c.transcript[3].entities ?? {}, {}, "the yes's own entities: none");
     assert.equal(c.outcome.final_state, 'DISPUTE_CREATED');
+    // Each utterance went to the recogniser with what the agent had just said: after the greeting,
+    // the pack's keywords; after the ASK, its question and yes/no words (OpenAI's prompt, the terms folded in).
+    const prompts = await Promise.all(
+      stt.server.requests.slice(sttBefore).map(async (r) => (await readForm(r.raw, r.headers['content-type']))!.fields.get('prompt')?.[0] ?? ''),
+    );
+    assert.equal(prompts.length, 2, JSON.stringify(prompts));
+    assert.match(prompts[0]!, /^Hello! How can I help you today\?\n.*not dispensed/);
+    assert.match(prompts[1]!, /^Sorry about that\. Shall I raise a dispute for the debited amount\?\nyes, no, .*haan/);
     assert.equal(c.metrics.turns, 5);
     assert.ok(c.metrics.turn_latency_ms.p50 >= 0 && c.metrics.turn_latency_ms.p50 < 3000, JSON.stringify(c.metrics));
     // Billed: answered → end rounded up, at 6 cents a minute (0.1 cent a second); the wallet lost exactly that.

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import type { RecordedRequest } from '../fakes/fake-server.ts';
 import { ended, waitForCall } from './helpers.ts';
 import { simulatedVoice } from './simulated.ts';
+import { readForm } from '../fakes/audio.ts';
 
 const LLM_AGENT = { agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'Be brief.' }, first_message: { mode: 'wait_for_callee' } };
 /** Three sentences, 22 words: one stream chunk each, 65 ms apart, about 1.5 s in all. */
@@ -85,6 +86,7 @@ describe('the LLM agent streams: first sentence first, barge-in closes the chat'
   it('llm agent: a barge-in closes the LLM upstream request and drops the syntheses still to come', async () => {
     v.stt.say('tell me about my account', 'stop I have another question');
     v.llm.next({ reply: LONG_REPLY, chunkDelayMs: 150 }, { reply: 'Sure, go ahead.' });
+    const sttBefore = v.stt.server.requests.length;
     const res = await v.dial('+919800000021', LLM_AGENT);
     const { rec, endedAt } = await nextChat();
     const closedAfter = (await endedAt) - rec.at;
@@ -101,6 +103,14 @@ describe('the LLM agent streams: first sentence first, barge-in closes the chat'
       ['stop I have another question', 'Sure, go ahead.'],
     );
     assert.equal(c.metrics.interruptions, 1);
+    // The recogniser heard each utterance with the agent's last words as its prompt: none before
+    // the first (the agent waited), the reply as far as it was said before the second.
+    const prompts = await Promise.all(
+      v.stt.server.requests.slice(sttBefore).map(async (r) => (await readForm(r.raw, r.headers['content-type']))!.fields.get('prompt')?.[0]),
+    );
+    assert.equal(prompts.length, 2, JSON.stringify(prompts));
+    assert.equal(prompts[0], undefined);
+    assert.ok(LONG_REPLY.startsWith(prompts[1]!) && prompts[1]!.startsWith(cut.heard_text), `the cut reply, as the history has it: ${prompts[1]}`);
     // The next turn's history has what the LLM said before the cut, then the callee.
     const second = v.llm.calls('/v1/chat/completions').at(-1)!.body as { messages: { role: string; content: string }[] };
     assert.deepEqual(

@@ -22,6 +22,7 @@ import { STT_MODES } from '../../shared/model-schema.ts';
 import { RESPONSE_FORMATS } from '../../speech/formats.ts';
 import { Limit, limitOf } from '../pages.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
+import { KEY_TERM_MAX_CHARS, KEY_TERMS_MAX } from '../../shared/recognition-context.ts';
 
 /** A job's status, as a list filter. */
 export const JobStatusFilter = OneOf<JobStatus>(['queued', 'processing', 'completed', 'failed']);
@@ -44,13 +45,26 @@ export const Job = Type.Object({
   error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
 });
 
+/** The gateway's key-terms extension, as a form names an array (`key_terms[]` repeated) and without the brackets. */
+function keyTermsFields() {
+  const terms = (description: string) =>
+    Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: KEY_TERM_MAX_CHARS }), { maxItems: KEY_TERMS_MAX, description }));
+  return {
+    'key_terms[]': terms(
+      `Extension (not OpenAI's): words and phrases the speech likely holds, one field per term (at most ${KEY_TERMS_MAX}, each at most ${KEY_TERM_MAX_CHARS} characters); passed to the providers that take them (docs/api/audio.md)`,
+    ),
+    key_terms: terms("The same, under the name without '[]'"),
+  };
+}
+
 // For the document only (src/http/openapi.ts): the multipart forms (read by src/transcription/request.ts,
 // which takes exactly these fields: FORM_FIELDS) and the transcript in each response_format.
 const Common = {
   file: Type.Unsafe<string>({ ...Binary, description: 'The recording (at most 25 MB; larger is answered 413)' }),
   model: Type.String({ description: 'An stt model id' }),
-  prompt: Type.Optional(Type.String()),
+  prompt: Type.Optional(Type.String({ description: 'Text the speech follows or resembles (a question just asked, rare words)' })),
   temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  ...keyTermsFields(),
 };
 const Language = {
   language: Type.Optional(Type.String({ description: "A BCP-47 or ISO-639-1 hint (OpenAI's name for it); omit to detect" })),

@@ -1,6 +1,7 @@
 // The realtime capability's port: a provider's streaming speech-to-text protocol (OpenAI Realtime,
 // Sarvam streaming, Deepgram live), opened per socket and used in manual-commit mode.
 import type { ResolvedRoute, UpstreamError } from '../upstream.ts';
+import type { RecognitionContext } from '../../shared/recognition-context.ts';
 
 /** Audio as a realtime upstream takes it; the gateway converts the socket's audio to it. */
 export interface RealtimeAudioFormat {
@@ -14,6 +15,8 @@ export interface RealtimeOpenRequest {
   encoding: 'pcm_s16le' | 'mulaw' | 'alaw' | 'linear32';
   /** BCP-47, or absent for the provider's detection. */
   language?: string;
+  /** The session's context when the socket opens (its prompt and key terms); the socket keeps it. */
+  context?: RecognitionContext;
 }
 
 /** One utterance's text from a realtime upstream. */
@@ -41,6 +44,12 @@ export interface RealtimeUpstream {
   commit(signal: AbortSignal, onHeard: (heard: Heard) => void): Promise<RealtimeTurn>;
   /** Where what is heard of the audio not yet committed goes (one listener; replaced by the next call). */
   listen(onHeard: (heard: Heard) => void): void;
+  /**
+   * The session's context changed: sent on the open socket where the protocol allows it (OpenAI's
+   * session update, Deepgram Nova-3's `Configure` keyterms), for the audio from now on; elsewhere
+   * the socket keeps the context it opened with.
+   */
+  configure(context: RecognitionContext | undefined): void;
   /** Resolves with why, once the upstream closed or failed (never rejects). */
   readonly ended: Promise<UpstreamError>;
   close(): void;

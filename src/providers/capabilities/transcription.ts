@@ -3,6 +3,9 @@
 // the audio they take and the transcript they answer in the gateway's terms.
 import type { CancelSignal } from '../cancel.ts';
 import type { Refusal, ResolvedRoute } from '../upstream.ts';
+import type { RecognitionContext } from '../../shared/recognition-context.ts';
+
+export type { ExpectedAnswer, RecognitionContext } from '../../shared/recognition-context.ts';
 
 /** Output modes of speech-to-text (Sarvam's names; OpenAI-compatible models offer `transcribe`, `translate`). */
 export type SttMode = 'transcribe' | 'translate' | 'verbatim' | 'translit' | 'codemix';
@@ -28,26 +31,22 @@ export interface AudioInput {
   pcm?: Uint8Array;
 }
 
-import type { Expectation } from '../../speech/corpus.ts';
-
 export interface TranscribeRequest {
   audio: AudioInput;
   /** BCP-47 (`hi-IN`, `en-US`), or absent for the provider's detection. Providers translate codes. */
   language?: string;
   mode: SttMode;
-  prompt?: string;
+  /**
+   * What the speech is expected to hold (the client's `prompt` and `key_terms`; a call's last
+   * question, the pack's terms and the answer's shape): each provider sends what its API takes.
+   */
+  context?: RecognitionContext;
   temperature?: number;
   /** Which timestamps to return; the provider returns what it can. */
   timestamps: ('segment' | 'word')[];
   /** Jobs only: speaker labels wanted, and how many speakers to expect (a hint). */
   diarize?: boolean;
   numSpeakers?: number;
-  /**
-   * A call's turn: the conversation's domain (a key the offline engine's language models were
-   * prepared under, src/speech/language-models.ts) and the answer the agent waits for. Only the
-   * offline engine reads it; others get the same context as a prompt and key terms.
-   */
-  conversation?: { domain: string; expect: Expectation | null };
 }
 
 export interface TranscriptWord {

@@ -7,9 +7,12 @@
 // Interim results (`interim_results=true`: the current piece's hypothesis, each replacing the one
 // before) come while the speaker talks: reported as partials of the utterance (its settled pieces
 // and the hypothesis), of which the session makes appendable deltas. `CloseStream` says goodbye.
+// The session's key terms go in the query as for pre-recorded audio (`deepgramTerms`); a change of
+// them is a `Configure {keyterms}` on Nova-3 (Deepgram's mid-stream update), kept as opened before it.
 import { nativeFormat, NATIVE_ENCODING_NAMES, openUpstreamSocket } from '../realtime-socket.ts';
 import type { RealtimeCapability } from '../types.ts';
 import { isObject } from '../validate.ts';
+import { deepgramTerms } from './transcribe.ts';
 
 /** The first alternative's transcript of a Results message. */
 function transcriptOf(m: Record<string, unknown>): string {
@@ -31,10 +34,12 @@ export function deepgramRealtime(): RealtimeCapability {
         punctuate: 'true',
       };
       if (req.language) query.language = req.language;
+      const params = new URLSearchParams(query);
+      for (const [name, value] of deepgramTerms(route.upstreamModel, req.context?.keyTerms)) params.append(name, value);
       return openUpstreamSocket({
         route,
         path: '/v1/listen',
-        query,
+        query: params,
         headers: { authorization: `Token ${route.apiKey}` },
         format: fmt,
         signal,
@@ -42,6 +47,12 @@ export function deepgramRealtime(): RealtimeCapability {
           audio: (bytes, s) => s.sendBinary(bytes),
           commit: (s) => s.sendJson({ type: 'Finalize' }),
           goodbye: (s) => s.sendJson({ type: 'CloseStream' }),
+          // Nova-3 replaces a stream's keyterms with `Configure` ([] clears them); older models keep their keywords.
+          ...(/^nova-3/i.test(route.upstreamModel)
+            ? {
+                configure: (context, s) => s.sendJson({ type: 'Configure', keyterms: deepgramTerms(route.upstreamModel, context?.keyTerms).map(([, t]) => t) }),
+              }
+            : {}),
           message: (m, turns, s) => {
             if (m.type !== 'Results') return;
             const heard = s.current();

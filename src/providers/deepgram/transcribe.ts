@@ -3,7 +3,8 @@
 // given) with the audio as the body. Languages: English with the regions Deepgram lists (en-US,
 // en-GB, en-AU, en-IN, en-NZ) as given, anything else by its language (`hi-IN` → `hi`). Deepgram
 // only transcribes: other modes are refused; it takes no prompt or temperature (ignored) and no
-// speaker-count hint. The answer: segments are the utterances (channel 0), with Deepgram's integer
+// speaker-count hint. The context's key terms go as Deepgram biases each model (`deepgramTerms`):
+// `keyterm` per term for Nova-3, `keywords` per word for the models before it. The answer: segments are the utterances (channel 0), with Deepgram's integer
 // speakers when diarizing and words when asked; the language is the detected one, or the
 // request's; the duration is metadata.duration.
 import { isObject, protocolError, type Json } from '../validate.ts';
@@ -40,7 +41,34 @@ export function listenQuery(route: ResolvedRoute, req: TranscribeRequest): URLSe
   if (req.diarize === true) q.set('diarize', 'true');
   if (req.language !== undefined) q.set('language', deepgramLanguage(req.language));
   else q.set('detect_language', 'true');
+  for (const [name, value] of deepgramTerms(route.upstreamModel, req.context?.keyTerms)) q.append(name, value);
   return q;
+}
+
+/** Deepgram's budget for a request's key terms (its documented limit: 500 tokens across them). */
+const KEYTERM_TOKENS = 500;
+
+/**
+ * Key terms as Deepgram takes them for `model` (its pre-recorded and live `/v1/listen` alike):
+ * Nova-3 models take Keyterm Prompting, `keyterm=<term>` once per term (a phrase as it is), in
+ * order while they fit Deepgram's 500-token budget (counted generously: a token per 3 characters);
+ * older models (Nova-2, Nova-1, Enhanced, Base) take `keywords=<word>` instead, single words only,
+ * so a phrase's words go one by one (repeats once). Nothing for no terms.
+ */
+export function deepgramTerms(model: string, terms: readonly string[] | undefined): [string, string][] {
+  if (!terms || terms.length === 0) return [];
+  if (/^nova-3/i.test(model)) {
+    const out: [string, string][] = [];
+    let tokens = 0;
+    for (const term of terms) {
+      tokens += Math.ceil(term.length / 3);
+      if (tokens > KEYTERM_TOKENS) break;
+      out.push(['keyterm', term]);
+    }
+    return out;
+  }
+  const words = new Set(terms.flatMap((t) => t.split(/[^\p{L}\p{N}'-]+/u)).filter((w) => w !== ''));
+  return [...words].slice(0, 100).map((w) => ['keywords', w]);
 }
 
 /**

@@ -96,7 +96,7 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
   const onWarmEngine = async (
     engines: EnginePool,
     u: { samples: Int16Array; rate: 8000 | 16000 },
-    conversation: TranscribeRequest['conversation'],
+    context: TranscribeRequest['context'],
     signal: AbortSignal,
   ): Promise<Transcript> => {
     let pcm = u.samples;
@@ -112,7 +112,8 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
         r.destroy();
       }
     }
-    const model = conversation ? await opts.languageModels?.modelWhenReady(conversation.domain, conversation.expect, DOMAIN_WAIT_MS) : null;
+    // A call's turn: its pack's language model for what the agent asked (src/speech/language-models.ts).
+    const model = context?.domain ? await opts.languageModels?.modelWhenReady(context.domain, context.expect, DOMAIN_WAIT_MS) : null;
     const segments = await engines.decode(pcm, signal, model ?? undefined);
     return { text: joinSegmentTexts(segments), language: 'en', duration: Math.round((u.samples.length / u.rate) * 1000) / 1000, segments };
   };
@@ -124,6 +125,9 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       }
       return undefined;
     },
+    // `req.context` (RecognitionContext: the client's prompt and key terms, a call's question,
+    // expected answer and pack's domain) arrives here on both paths; a call's utterance on the warm
+    // engines is decoded with its pack's language model for the expected answer (onWarmEngine).
     async transcribe(route, req, signal) {
       const abort = new AbortController();
       const onCancel = () => abort.abort(new Error('cancelled'));
@@ -132,7 +136,7 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       const diarizer = req.diarize === true ? opts.diarizer : undefined;
       try {
         const utterance = opts.engines && req.diarize !== true ? utteranceOf(req.audio.data) : null;
-        if (opts.engines && utterance) return await onWarmEngine(opts.engines, utterance, req.conversation, abort.signal);
+        if (opts.engines && utterance) return await onWarmEngine(opts.engines, utterance, req.context, abort.signal);
         // PCM the gateway decoded already (a sync call) is taken as it is; otherwise a recording whose
         // length was measured is decoded no further (a second past it, to be sure).
         const limit = req.audio.durationS !== undefined ? { maxSeconds: Math.ceil(req.audio.durationS) + 1 } : {};

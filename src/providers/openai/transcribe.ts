@@ -4,6 +4,11 @@
 // multipart with the file streamed from disk under the name `audio.<ext>` (OpenAI reads the format
 // from the extension), `model` = the route's upstream model, `language` as ISO 639-1 (`hi-IN` →
 // `hi`), `prompt`, `temperature`.
+// The request's context (docs/api/audio.md): its prompt is `prompt`; its key terms go as
+// `keywords[]` to gpt-transcribe (the model that takes them), and to every other model folded
+// into the prompt after its text (`openaiPrompt`: Whisper keeps a prompt's last 224 tokens, so
+// the terms survive a long prompt). A diarizing model takes neither: a prompt is refused, key
+// terms (a hint) are not sent.
 //
 // The answer's format follows the upstream model, as OpenAI's API dictates:
 //   - a `*diarize*` model (gpt-4o-transcribe-diarize) → `diarized_json`, with
@@ -22,7 +27,16 @@ import type { CancelSignal } from '../cancel.ts';
 import type { FileCall, Payload, UpstreamFiles } from '../upload.ts';
 import { isObject, protocolError } from '../validate.ts';
 import { attachWords, languageTag, primaryLanguage, secondsOf, spanOf, speakerOf, textOf, uploadName, whisperDecoderOf } from '../transcript.ts';
-import type { Refusal, ResolvedRoute, TranscribeCapability, TranscribeRequest, Transcript, TranscriptSegment, TranscriptWord } from '../types.ts';
+import type {
+  RecognitionContext,
+  Refusal,
+  ResolvedRoute,
+  TranscribeCapability,
+  TranscribeRequest,
+  Transcript,
+  TranscriptSegment,
+  TranscriptWord,
+} from '../types.ts';
 import { openaiCall } from './call.ts';
 import { whisperLanguageCode } from './languages.ts';
 
@@ -48,6 +62,22 @@ export function openaiTranscribe(files: UpstreamFiles): TranscribeCapability {
   };
 }
 
+/** Models that take a list of `keywords[]` of their own (OpenAI's gpt-transcribe); the others read key terms in the prompt. */
+function takesKeywords(upstreamModel: string): boolean {
+  return /^gpt-transcribe/.test(upstreamModel.toLowerCase().split('/').at(-1) ?? '');
+}
+
+/**
+ * The prompt an OpenAI upstream gets for a context (the batch form's `prompt`, a realtime
+ * session's `input_audio_transcription.prompt`): its text, then (`withTerms`) its key terms as a
+ * list, `ATM, debited, dispute`. Undefined when the context holds neither.
+ */
+export function openaiPrompt(context: RecognitionContext | undefined, withTerms = true): string | undefined {
+  const terms = withTerms ? (context?.keyTerms ?? []) : [];
+  const parts = [context?.prompt, terms.length > 0 ? terms.join(', ') : undefined].filter((p): p is string => p !== undefined && p !== '');
+  return parts.length > 0 ? parts.join('\n') : undefined;
+}
+
 export function openaiRefuses(req: TranscribeRequest, route: ResolvedRoute): Refusal | undefined {
   const format = audioFormatOf(route.upstreamModel);
   if (req.mode !== 'transcribe' && req.mode !== 'translate') {
@@ -56,7 +86,7 @@ export function openaiRefuses(req: TranscribeRequest, route: ResolvedRoute): Ref
   if (req.mode === 'translate' && format !== 'verbose_json') {
     return { param: 'mode', message: 'This model cannot translate (OpenAI translates with whisper-1 only).' };
   }
-  if (req.prompt !== undefined && format === 'diarized_json') {
+  if (req.context?.prompt !== undefined && format === 'diarized_json') {
     return { param: 'prompt', message: 'A diarizing model takes no prompt.' };
   }
   return undefined;
@@ -73,7 +103,10 @@ export function transcriptionPayload(route: ResolvedRoute, req: TranscribeReques
     ['response_format', format],
   ];
   if (req.mode === 'transcribe' && req.language !== undefined) fields.push(['language', primaryLanguage(req.language)]);
-  if (req.prompt !== undefined) fields.push(['prompt', req.prompt]);
+  const keywords = takesKeywords(route.upstreamModel);
+  const prompt = format === 'diarized_json' ? undefined : openaiPrompt(req.context, !keywords);
+  if (prompt !== undefined) fields.push(['prompt', prompt]);
+  if (keywords) for (const term of req.context?.keyTerms ?? []) fields.push(['keywords[]', term]);
   if (req.temperature !== undefined) fields.push(['temperature', String(req.temperature)]);
   if (format === 'diarized_json') fields.push(['chunking_strategy', 'auto']);
   if (format === 'verbose_json' && req.mode === 'transcribe') {

@@ -1,7 +1,7 @@
 // Sarvam's batch job API (paths from the SDK's speechToTextJob client), the only place Sarvam
 // diarizes. `submit` runs the first three steps:
 //   1. POST /speech-to-text/job/v1 {job_parameters: {model, mode, language_code, with_timestamps,
-//      with_diarization, num_speakers}, callback?: {url, auth_token}} → {job_id, job_state}
+//      with_diarization, num_speakers, keyterms (saaras:v4: the context's key terms)}, callback?: {url, auth_token}} → {job_id, job_state}
 //   2. POST /speech-to-text/job/v1/upload-files {job_id, files: [name]} → upload_urls[name].file_url,
 //      then PUT the audio there with `x-ms-blob-type: BlockBlob` (an Azure blob SAS URL: the key is
 //      not sent to it, and handedOutUrl must accept it: the route's origin, or public https)
@@ -25,7 +25,7 @@ import { isObject, protocolError, type Json } from '../validate.ts';
 import type { CancelSignal } from '../cancel.ts';
 import type { CallbackHeaders, ParsedCallback, ResolvedRoute, TranscriptionJobCapability } from '../types.ts';
 import { sarvamCall } from './call.ts';
-import { parseSarvamTranscript, sarvamParameters, sarvamRefuses } from './transcribe.ts';
+import { parseSarvamTranscript, sarvamKeyterms, sarvamParameters, sarvamRefuses } from './transcribe.ts';
 
 const JOBS = '/speech-to-text/job/v1';
 export const SARVAM_CALLBACK_TOKEN_HEADER = 'x-sarvam-job-callback-token';
@@ -46,6 +46,8 @@ export function sarvamJobs(files: UpstreamFiles): TranscriptionJobCapability {
     async create(route, req, signal, callback) {
       const parameters: Json = { model: route.upstreamModel, ...Object.fromEntries(sarvamParameters(route, req)), with_timestamps: true };
       parameters.with_diarization = req.diarize === true;
+      const keyterms = sarvamKeyterms(route, req);
+      if (keyterms) parameters.keyterms = keyterms;
       if (req.diarize === true && req.numSpeakers !== undefined) parameters.num_speakers = req.numSpeakers;
       const created = await post(
         route,

@@ -6,6 +6,8 @@
 // audio is refused (a job takes it). Sarvam's timestamps are per chunk, not per word: each chunk
 // is a segment. The answer's `language_code` comes back as BCP-47 (`od-IN` → `or-IN`); a
 // translation is English (`en`). No diarization here (Sarvam offers it in jobs only).
+// The context's key terms go as `keyterms` (one form field per term) to the models that take them
+// (saaras:v4 on), at most Sarvam's 50, the first ones; other models get none. Sarvam takes no prompt here.
 import { isObject, protocolError, type Json } from '../validate.ts';
 import { spanOf, speakerOf, textOf, uploadName } from '../transcript.ts';
 import type { UpstreamFiles } from '../upload.ts';
@@ -27,6 +29,7 @@ export function sarvamTranscribe(files: UpstreamFiles): TranscribeCapability {
     async transcribe(route, req, signal) {
       const fields: [string, string][] = [['model', route.upstreamModel], ...sarvamParameters(route, req)];
       fields.push(['with_timestamps', String(req.timestamps.length > 0)]);
+      for (const term of sarvamKeyterms(route, req) ?? []) fields.push(['keyterms', term]);
       const file = {
         field: 'file',
         filename: uploadName(req.audio),
@@ -53,6 +56,17 @@ export function sarvamRefuses(req: TranscribeRequest, route: ResolvedRoute): Ref
     return { param: 'language_code', message: `Sarvam does not transcribe ${req.language}.` };
   }
   return undefined;
+}
+
+/** The most key terms Sarvam takes. */
+const SARVAM_KEYTERMS_MAX = 50;
+
+/** The request's key terms for a model that takes them (saaras:v4 and later; the first 50), else undefined. */
+export function sarvamKeyterms(route: ResolvedRoute, req: TranscribeRequest): string[] | undefined {
+  const terms = req.context?.keyTerms;
+  const version = /^saaras:v(\d+)/i.exec(route.upstreamModel)?.[1];
+  if (!terms || terms.length === 0 || version === undefined || Number(version) < 4) return undefined;
+  return terms.slice(0, SARVAM_KEYTERMS_MAX);
 }
 
 /** The mode and language fields, as both the REST form and a job's parameters name them. */
