@@ -141,7 +141,7 @@ export class RateLimits {
    * Counts the request against the key's limits, or refuses it with the spec's 429. Admitted, it
    * returns where the key stands, as response headers (none for a key without limits):
    * `x-ratelimit-{limit,remaining,reset}-rpm` (reset in seconds) and
-   * `x-ratelimit-{limit,used,remaining}-tpd` (used as of the last usage flush).
+   * `x-ratelimit-{limit,used,remaining}-{tpd,cpd,cpm}` (calls in flight counted at what they reserved).
    */
   async admit(principal: ApiKeyPrincipal): Promise<Record<string, string> | null> {
     let standing: Record<string, string> | null = null;
