@@ -258,13 +258,20 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     assert.equal(view.context.chargedSeconds, 1);
   });
 
+  /** A gateway of its own ticking every second, `stt-pricey` at 1 ¢ a second, an account with `cents`. */
+  async function ticksOfACent(cents: number): Promise<Funded> {
+    const g = await fundedGateway({ realtime: { tickSeconds: 1 } }, cents);
+    const put = await call(g.gw.url, 'PUT', '/admin/models/stt-pricey', {
+      token: ADMIN_TOKEN,
+      body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60),
+    });
+    assert.ok(put.status < 300, put.text);
+    return g;
+  }
+
   it('a wallet that runs dry mid-session ends it: insufficient_credit error frame, close 1008, the covered ticks charged', async () => {
-    const poor = await fundedGateway({ realtime: { tickSeconds: 1 } }, 2);
+    const poor = await ticksOfACent(2);
     try {
-      await call(poor.gw.url, 'PUT', '/admin/models/stt-pricey', {
-        token: ADMIN_TOKEN,
-        body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60),
-      });
       const c = await connect(poor.gw.url, { model: 'stt-pricey', api_key: poor.apiKey });
       const id = (await c.next('transcription_session.created')).session.id;
       c.append(encode(speech16k(1, 2), 'pcm_s16le'), 32000); // 6 s: more than two cents' worth
@@ -281,12 +288,8 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
   });
 
   it("a key's daily spend cap reached mid-session ends it: rate_limit_exceeded error frame, the ticks that fit charged, the day's spend within the cap", async () => {
-    const capped = await fundedGateway({ realtime: { tickSeconds: 1 } }, 100);
+    const capped = await ticksOfACent(100);
     try {
-      await call(capped.gw.url, 'PUT', '/admin/models/stt-pricey', {
-        token: ADMIN_TOKEN,
-        body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60),
-      });
       const key = await createKey(capped.gw.url, capped.session, { name: 'capped', cpd: 2 }); // 1 ¢ a second: two ticks
       const c = await connect(capped.gw.url, { model: 'stt-pricey', api_key: key.api_key });
       const id = (await c.next('transcription_session.created')).session.id;
