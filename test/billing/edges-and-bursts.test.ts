@@ -1,7 +1,7 @@
 // Money at the edges, through the gateway on loopback against a fake OpenAI upstream: chat calls in
-// flight across midnight UTC (the gateway's clock moved to just before it) on keys with a daily
-// token limit and a daily spend cap, and an organization's small wallet spent from four keys at once
-// by 200 calls with a large max_tokens, JSON and streamed.
+// flight across midnight UTC (the upstream holds them while the gateway's injected clock is moved
+// past it) on keys with a daily token limit and a daily spend cap, and an organization's small
+// wallet spent from four keys at once by 200 calls with a large max_tokens, JSON and streamed.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -90,18 +90,31 @@ describe('money at window edges and in bursts, over HTTP', () => {
     assert.equal((await call(gw.url, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: u.id, amount_cents: 10_000 } })).status, 201);
     const tpd = await createKey(gw.url, u.token, { name: 'tokens', tpd: 150 });
     const cpd = await createKey(gw.url, u.token, { name: 'spend', cpd: 1 });
-    // 23:59:58.5 UTC on the gateway's clock; the upstream answers 2.5 s later, in the next day.
+    // The gateway's clock at 23:59:30 UTC; the upstream holds every call until the test lets it answer.
     const midnight = Math.ceil(now() / DAY_MS) * DAY_MS;
-    offset += midnight - 1500 - now();
-    up.defaultBehaviour = { delayMs: 2500 };
+    offset += midnight - 30_000 - now();
+    let release!: () => void;
+    up.defaultBehaviour = { until: new Promise<void>((resolve) => (release = resolve)) };
+    const seen = up.calls('/v1/chat/completions').length;
+    let refusedSoFar = 0;
+    const send = (key: string, stream: boolean, maxTokens: number) =>
+      chat(key, stream, maxTokens).then((r) => {
+        if (r.status !== 200) refusedSoFar++;
+        return r;
+      });
     // A call reserves its prompt and max_tokens: on the token key (40 each) one or two fit in 150
     // tokens, never three; on the spend key (1,000 each at 600 µ¢) one fits in 1 ¢ at a time.
-    const [onTokens, onSpend] = await Promise.all([
-      Promise.all(Array.from({ length: 8 }, (_, i) => chat(tpd.api_key, i % 2 === 1, 40))),
-      Promise.all(Array.from({ length: 8 }, (_, i) => chat(cpd.api_key, i % 2 === 1, 1000))),
+    const calls = Promise.all([
+      Promise.all(Array.from({ length: 8 }, (_, i) => send(tpd.api_key, i % 2 === 1, 40))),
+      Promise.all(Array.from({ length: 8 }, (_, i) => send(cpd.api_key, i % 2 === 1, 1000))),
     ]);
+    // Every call is refused or waiting on the upstream: midnight passes while those run.
+    while (up.calls('/v1/chat/completions').length - seen + refusedSoFar < 16) await sleep(10);
+    assert.ok(now() < midnight, 'every call was admitted before midnight');
+    offset += 31_000;
+    release();
+    const [onTokens, onSpend] = await calls;
     up.defaultBehaviour = {};
-    assert.ok(now() > midnight, 'the calls ended after midnight');
     const answered = [...onTokens, ...onSpend].filter((r) => r.status === 200).length;
     await records(u.token, answered); // flushed
     for (const [key, results, limit, max] of [
@@ -120,6 +133,10 @@ describe('money at window edges and in bursts, over HTTP', () => {
         used: limit === 'tpd' ? (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0) : r.cost_uc,
       }));
       assert.equal(recs.length, ok.length);
+      assert.ok(
+        recs.every((r) => r.heldAt < midnight && r.endedAt > midnight),
+        'every answered call was in flight across midnight',
+      );
       if (limit === 'tpd') {
         const reported = ok.map(usageOf).reduce((s, x) => s + x.total_tokens, 0);
         assert.equal(
@@ -127,13 +144,13 @@ describe('money at window edges and in bursts, over HTTP', () => {
           reported,
         );
       }
-      const across = recs.filter((r) => r.heldAt < midnight && r.endedAt > midnight);
-      assert.ok(across.length > 0, `${limit}: a call in flight across midnight (machine too slow to admit one in 1.5 s?)`);
-      for (const day of [midnight - DAY_MS, midnight]) {
-        const used = recs.filter((r) => r.heldAt >= day && r.heldAt < day + DAY_MS).reduce((s, r) => s + r.used, 0);
-        assert.ok(used <= max, `${limit}: ${used} used in a day: never past the limit of ${max}`);
-        assert.equal(await settledCount(limit, key.id, day, used), used, `${limit}: each day counts its calls, once, by when they began`);
-      }
+      const used = recs.reduce((s, r) => s + r.used, 0);
+      assert.ok(used <= max, `${limit}: ${used} used: never past the limit of ${max}`);
+      assert.equal(await settledCount(limit, key.id, midnight - DAY_MS, used), used, `${limit}: the day the calls began counts them`);
+      assert.equal(await windowCount(limit, key.id, midnight), 0, `${limit}: the new day does not`);
+      const next = await chat(key.api_key, false, 10);
+      assert.equal(next.status, 200, next.text);
+      assert.equal(next.headers.get(`x-ratelimit-used-${limit}`), '0', 'the new day starts empty');
     }
   });
 
