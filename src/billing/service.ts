@@ -6,10 +6,12 @@
 // store (two gateway processes) share every limit, wallet and counter through the store alone.
 //
 // Store operations per metered call: admit = 1 counter write (rpm) + 1 read per token or spend
-// limit, each only when the key has that limit; payerFor = 2-3 point reads (the user's membership, the organization's
-// owner, the verifier's KYC: asked of identity, src/identity/directory.ts, which owns those records); hold = 1 conditional wallet write (the hold
-// recorded in it), after 1-3 counter writes reserving it when the key has token or spend limits; settle = 1 conditional wallet write (the hold removed, the debit, and the usage
-// record in the wallet's outbox), then the usage record, rollups and counters written in batches.
+// limit, each only when the key has that limit; payerFor = 2-3 point reads (the user's membership,
+// the organization's owner, the verifier's KYC: asked of identity, src/identity/directory.ts, which
+// owns those records); hold = 1 conditional wallet write (the hold recorded in it), after 1-3
+// conditional counter writes reserving it when the key has token or spend limits (limits.ts);
+// settle = 1 conditional wallet write (the hold removed, the debit, and the usage record in the
+// wallet's outbox), then the usage record, rollups and counters written in batches.
 //
 // After a crash (or at start on the embedded store, whose only owner is this process) what a dead
 // instance left is finished at once: its holds returned, its usage batches and outbox entries

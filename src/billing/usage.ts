@@ -6,8 +6,9 @@
 // other. The settle also hands the record to this log's in-memory buffer, written every
 // `flushIntervalMs` or as soon as it holds `flushMaxRecords` records, as a batch (see `write`):
 // `usage_records` (idempotent by the record's id), then the `$inc`s of the rollups and of the
-// per-key daily token (tpd) and spend (cpd, cpm) counters, then the entries are pulled from the
-// outboxes. A crash loses the buffer, not the records: recovery (usage-recovery.ts) writes what the
+// per-key daily token (tpd) and spend (cpd, cpm) counters (what the call used less what its hold
+// reserved there, in the windows of its hold: limits.ts `settledCounts`), then the entries are
+// pulled from the outboxes. A crash loses the buffer, not the records: recovery (usage-recovery.ts) writes what the
 // outboxes still hold and finishes a batch that was cut short, so records, rollups and counters
 // match the wallets' debits. Records and rollups trail the calls by at most one flush interval;
 // close() writes what is buffered. A failed write is retried at the next flush; past `maxBuffered`
@@ -212,7 +213,8 @@ export class UsageLog {
 
   /**
    * Buffers a record whose `entry` its settle wrote into the wallet's outbox; its tokens count
-   * towards its key's daily (TPD) counter and its cost towards the key's spend (CPD, CPM) counters.
+   * towards its key's daily (TPD) counter and its cost towards the key's spend (CPD, CPM) counters,
+   * in the windows of its hold.
    */
   add(record: UsageRecordDoc, entry: string): void {
     this.buffer.push({ record, entry });
