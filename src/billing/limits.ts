@@ -236,8 +236,9 @@ export class RateLimits {
     });
   }
 
-  /** Gives a reservation back whole (its call was replaced by another that holds its own), in the windows of `at`. */
-  async unreserve(reserved: Reservation, at: number): Promise<void> {
+  /** Gives a reservation (if any) back whole, in the windows of `at`: its hold was refused, or replaced by another. */
+  async unreserve(reserved: Reservation | null, at: number): Promise<void> {
+    if (!reserved) return;
     await Promise.all(this.parts(reserved).map(({ cap, key, by }) => this.windows.hit(key, cap.period, -by, false, at)));
   }
 

@@ -306,13 +306,12 @@ export class BillingService implements Billing, AccountWallets {
     // The key's windows first (limits before money), given back if the wallet refuses.
     const at = this.now();
     const reserved = await this.limits.reserve(payer, opts.tokens ?? 0, amount, at);
-    const giveBack = () => (reserved ? this.limits.unreserve(reserved, at) : undefined);
     const id = await this.wallets.hold(payer.walletId, amount, requestId, opts).catch(async (err: unknown) => {
-      await giveBack();
+      await this.limits.unreserve(reserved, at);
       throw err;
     });
     if (id === null) {
-      await giveBack();
+      await this.limits.unreserve(reserved, at);
       const w = await this.wallets.get(payer.walletId);
       const whose = payer.ownerType === 'org' ? "Your organization's wallet" : 'Your wallet';
       throw new ApiError(
@@ -340,9 +339,8 @@ export class BillingService implements Billing, AccountWallets {
   }
 
   async drop(hold: Hold): Promise<void> {
-    const dropped = await this.wallets.finish(hold.walletId, hold.id, 0, 0);
     // Only the write that dropped it gives its reservation back (a repeat finds it finished).
-    if (dropped && hold.reserved) await this.limits.unreserve(hold.reserved, hold.at ?? this.now());
+    if (await this.wallets.finish(hold.walletId, hold.id, 0, 0)) await this.limits.unreserve(hold.reserved ?? null, hold.at ?? this.now());
   }
 
   private async finish(hold: Hold, payer: Payer, facts: UsageFacts, costUc: number): Promise<void> {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { ApiError } from '../../src/http/errors.ts';
 import type { BillingService } from '../../src/billing/service.ts';
 import type { Hold, Payer } from '../../src/billing/types.ts';
-import { facts, fixture, limitedKey, walletOf, type Fixture } from './helpers.ts';
+import { facts, fixture, fund, limitedKey, walletOf, type Fixture } from './helpers.ts';
 
 const DAY = 86_400;
 
@@ -89,6 +89,15 @@ describe('per-key limit windows with calls in flight across their edges', () => 
     // The new day and month start empty: two holds of 1 ¢ fit in the day's 2 ¢, a third does not.
     const fresh = await holdsAtOnce(b1, payer, 3, 1_000_000, 0);
     assert.equal(fresh.holds.length, 2);
+  });
+
+  it('a hold the wallet refuses takes nothing from the windows', async () => {
+    const { b1, p, payer } = await limitedKey(fx, { tpd: 1000, cpd: 5 });
+    await fund(fx.store, payer.walletId, 10);
+    await assert.rejects(b1.hold(payer, 1_000_000, 'req_broke', { tokens: 500 }), (e: unknown) => e instanceof ApiError && e.code === 'insufficient_credit');
+    assert.equal(await windowCount('tpd', p.keyId, DAY, fx.clock.t), 0);
+    assert.equal(await windowCount('cpd', p.keyId, DAY, fx.clock.t), 0);
+    assert.equal(await windowCount('cpm', p.keyId, 'month', fx.clock.t), 0);
   });
 
   it('a replaced hold gives its reservation back to the window it was taken in', async () => {
