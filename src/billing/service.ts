@@ -5,11 +5,13 @@
 // with its store, configuration, event sink and clock; no module state, so two instances on one
 // store (two gateway processes) share every limit, wallet and counter through the store alone.
 //
-// Store operations per metered call: admit = 1 counter write (rpm) + 1 read (tpd), each only when
-// the key has that limit; payerFor = 2-3 point reads (the user's membership, the organization's
-// owner, the verifier's KYC: asked of identity, src/identity/directory.ts, which owns those records); hold = 1 conditional wallet write (the hold
-// recorded in it); settle = 1 conditional wallet write (the hold removed, the debit, and the usage
-// record in the wallet's outbox), then the usage record, rollups and counters written in batches.
+// Store operations per metered call: admit = 1 counter write (rpm) + 1 read per token or spend
+// limit, each only when the key has that limit; payerFor = 2-3 point reads (the user's membership,
+// the organization's owner, the verifier's KYC: asked of identity, src/identity/directory.ts, which
+// owns those records); hold = 1 conditional wallet write (the hold recorded in it), after 1-3
+// conditional counter writes reserving it when the key has token or spend limits (limits.ts);
+// settle = 1 conditional wallet write (the hold removed, the debit, and the usage record in the
+// wallet's outbox), then the usage record, rollups and counters written in batches.
 //
 // After a crash (or at start on the embedded store, whose only owner is this process) what a dead
 // instance left is finished at once: its holds returned, its usage batches and outbox entries
@@ -271,6 +273,9 @@ export class BillingService implements Billing, AccountWallets {
       keyId: principal.keyId,
       keyPrefix: principal.prefix,
       kycVerified: await kycVerified(this.identity, acc, principal.userId),
+      ...(principal.tpd !== null || principal.cpd !== null || principal.cpm !== null
+        ? { caps: { tpd: principal.tpd, cpd: principal.cpd, cpm: principal.cpm } }
+        : {}),
     };
   }
 
@@ -298,8 +303,15 @@ export class BillingService implements Billing, AccountWallets {
         'store_unavailable',
         'The gateway cannot record usage right now (its store refuses writes); nothing was charged. Retry after a short wait.',
       );
-    const id = await this.wallets.hold(payer.walletId, amount, requestId, opts);
+    // The key's windows first (limits before money), given back if the wallet refuses.
+    const at = this.now();
+    const reserved = await this.limits.reserve(payer, opts.tokens ?? 0, amount, at);
+    const id = await this.wallets.hold(payer.walletId, amount, requestId, opts).catch(async (err: unknown) => {
+      await this.limits.unreserve(reserved, at);
+      throw err;
+    });
     if (id === null) {
+      await this.limits.unreserve(reserved, at);
       const w = await this.wallets.get(payer.walletId);
       const whose = payer.ownerType === 'org' ? "Your organization's wallet" : 'Your wallet';
       throw new ApiError(
@@ -307,7 +319,7 @@ export class BillingService implements Billing, AccountWallets {
         `${whose} has ${cents(floorCents(w?.balance_uc ?? 0))} available and this call may cost up to ${cents(Math.ceil(amount / MICROCENTS_PER_CENT))}; top up first.`,
       );
     }
-    return { id, walletId: payer.walletId, amountMicrocents: amount };
+    return { id, walletId: payer.walletId, amountMicrocents: amount, at, ...(reserved ? { reserved } : {}) };
   }
 
   settle(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void> {
@@ -327,7 +339,8 @@ export class BillingService implements Billing, AccountWallets {
   }
 
   async drop(hold: Hold): Promise<void> {
-    await this.wallets.finish(hold.walletId, hold.id, 0, 0);
+    // Only the write that dropped it gives its reservation back (a repeat finds it finished).
+    if (await this.wallets.finish(hold.walletId, hold.id, 0, 0)) await this.limits.unreserve(hold.reserved ?? null, hold.at ?? this.now());
   }
 
   private async finish(hold: Hold, payer: Payer, facts: UsageFacts, costUc: number): Promise<void> {
@@ -391,6 +404,9 @@ export class BillingService implements Billing, AccountWallets {
       ...(facts.characters !== undefined ? { characters: facts.characters } : {}),
       ...(facts.calls !== undefined ? { calls: facts.calls } : {}),
       ...(facts.endUser !== undefined ? { end_user: facts.endUser } : {}),
+      // The key's windows it counts in (those of its hold), and what the hold reserved there.
+      ...(hold.at !== undefined ? { held_at: hold.at } : {}),
+      ...(hold.reserved ? { reserved_tokens: hold.reserved.tokens, reserved_uc: hold.reserved.uc } : {}),
     };
     return record;
   }

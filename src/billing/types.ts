@@ -1,8 +1,8 @@
 // The metering boundary the /v1 routes call (implemented by src/billing/service.ts, which also
 // exports assertKyc). Money is kept in integer micro-cents (1 cent = 1,000,000 µ¢) plus a sub-µ¢
 // carry, so fractions of a cent are carried, never lost or invented; the API shows whole cents
-// (floor). Every call: limits → hold an estimate → upstream → settle the exact cost (or release)
-// → usage record.
+// (floor). Every call: limits → hold an estimate (and reserve it in the key's limit windows) →
+// upstream → settle the exact cost (or release) → usage record.
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 
 /** Who pays for a call: the organization wallet while the key's owner is a member, else theirs. */
@@ -14,6 +14,23 @@ export interface Payer {
   keyId: number;
   keyPrefix: string;
   kycVerified: boolean;
+  /**
+   * The key's token and spend limits, when it has any (billing/limits.ts): its calls' holds reserve
+   * their most in those windows. Absent for a key without them (and in payers saved before them).
+   */
+  caps?: Pick<ApiKeyPrincipal, 'tpd' | 'cpd' | 'cpm'>;
+}
+
+/**
+ * What a call holds in its key's limit windows (billing/limits.ts `reserve`), taken with its hold in
+ * the windows of the hold's instant (`Hold.at`); its usage record settles the difference there.
+ */
+export interface Reservation {
+  keyId: number;
+  /** Tokens held in the key's daily token window (0: the key has no TPD limit). */
+  tokens: number;
+  /** µ¢ held in the key's daily and monthly spend windows (0: it has neither cap). */
+  uc: number;
 }
 
 export interface HoldOptions {
@@ -34,6 +51,11 @@ export interface HoldOptions {
   id?: string;
   /** With `id`: when the hold expires (epoch ms), instead of now plus its TTL. */
   expiresAt?: number;
+  /**
+   * The most tokens the call may use (its prompt's bound plus its output cap), reserved in its
+   * key's daily token window when the key has a TPD limit. Default 0 (a call billed otherwise).
+   */
+  tokens?: number;
 }
 
 export interface Hold {
@@ -41,6 +63,13 @@ export interface Hold {
   id: string;
   walletId: string;
   amountMicrocents: number;
+  /**
+   * When it was taken (epoch ms): the call counts in its key's limit windows of this instant,
+   * whenever it ends. Absent on holds saved before it (they count at their settle's instant).
+   */
+  at?: number;
+  /** What it reserved in its key's limit windows, when the key has token or spend limits. */
+  reserved?: Reservation;
 }
 
 /** What a usage record says about one request (the billing service adds ids, time and payer). */
@@ -81,13 +110,15 @@ export interface Billing {
   /**
    * Reserves an estimate (rounded up to whole µ¢, at least 1 µ¢, so an empty wallet is refused even
    * for a free call); throws ApiError insufficient_credit (402) when the spendable balance cannot
-   * cover it. The hold lives `billing.holdTtlSeconds`; one not settled by then is returned by the sweep.
+   * cover it, or rate_limit_exceeded (429, bare) when the key's TPD, CPD or CPM window cannot (see
+   * limits.ts `reserve`; the window is reserved first, and given back when the wallet refuses). The hold lives `billing.holdTtlSeconds`; one not settled by then is returned by the sweep.
    */
   hold(payer: Payer, microcents: number, requestId: string, opts?: HoldOptions): Promise<Hold>;
   /**
    * Debits the exact cost (capped at the hold: an absurd upstream usage never overspends), returns
-   * the rest of the hold, adds promptTokens + completionTokens to the key's TPD counter and records
-   * usage. Exactly once per hold id, on any instance: a second settle or release is a no-op. A call
+   * the rest of the hold and records usage; the record adds promptTokens + completionTokens to the
+   * key's TPD counter and the cost to its spend counters (less what the hold reserved there), in the
+   * windows of the hold's instant. Exactly once per hold id, on any instance: a second settle or release is a no-op. A call
    * that outlived its hold (swept) is still charged once, as far as the spendable balance goes.
    */
   settle(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
@@ -102,8 +133,9 @@ export interface Billing {
   /** Returns the whole hold (nothing was delivered) and records usage with cost 0. */
   release(hold: Hold, payer: Payer, facts: UsageFacts): Promise<void>;
   /**
-   * Returns the whole hold with no usage record: it was replaced by a larger one for the same call,
-   * which is settled or released in its place. A no-op when the hold is already finished.
+   * Returns the whole hold (and its reservation) with no usage record: it was replaced by a larger
+   * one for the same call, which is settled or released in its place. A no-op when the hold is
+   * already finished.
    */
   drop(hold: Hold): Promise<void>;
 }

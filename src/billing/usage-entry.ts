@@ -28,6 +28,9 @@ const FIELDS = [
   'characters',
   'calls',
   'end_user',
+  'held_at',
+  'reserved_tokens',
+  'reserved_uc',
 ] as const;
 
 /** Fields every record has (the others are left out when absent). */
@@ -56,6 +59,9 @@ export function encodeEntry(r: UsageRecordDoc): string {
     r.characters,
     r.calls,
     r.end_user,
+    r.held_at,
+    r.reserved_tokens,
+    r.reserved_uc,
   ];
   let n = values.length;
   while (n > 0 && (values[n - 1] ?? null) === null) n--;

@@ -6,8 +6,9 @@
 // other. The settle also hands the record to this log's in-memory buffer, written every
 // `flushIntervalMs` or as soon as it holds `flushMaxRecords` records, as a batch (see `write`):
 // `usage_records` (idempotent by the record's id), then the `$inc`s of the rollups and of the
-// per-key daily token (tpd) and spend (cpd, cpm) counters, then the entries are pulled from the
-// outboxes. A crash loses the buffer, not the records: recovery (usage-recovery.ts) writes what the
+// per-key daily token (tpd) and spend (cpd, cpm) counters (what the call used less what its hold
+// reserved there, in the windows of its hold: limits.ts `settledCounts`), then the entries are
+// pulled from the outboxes. A crash loses the buffer, not the records: recovery (usage-recovery.ts) writes what the
 // outboxes still hold and finishes a batch that was cut short, so records, rollups and counters
 // match the wallets' debits. Records and rollups trail the calls by at most one flush interval;
 // close() writes what is buffered. A failed write is retried at the next flush; past `maxBuffered`
@@ -18,11 +19,11 @@
 // - `usage_daily_model`: per account, UTC day and model (the account-wide day and model views);
 // - `usage_daily_end_user`: per account, UTC day, the client's end user and member, for the calls
 //   that named an end user (`safety_identifier` or `user`): the end-user view.
-import type { Clock, WindowCounters, WindowPeriod } from '../shared/common.ts';
+import type { Clock, WindowCounters } from '../shared/common.ts';
 import { pageOf, type Page, type PageQuery } from '../shared/pages.ts';
 import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 import { utcDay, type OwnerType } from './money.ts';
-import { WINDOW_CAPS } from './limits.ts';
+import { settledCounts } from './limits.ts';
 
 export interface UsageRecordDoc {
   _id: string;
@@ -55,6 +56,11 @@ export interface UsageRecordDoc {
   batch?: string;
   /** Of prompt_tokens, those the upstream read from its cache (priced as cached input), when it said. */
   cached_tokens?: number;
+  /** When the call's hold was taken (epoch ms): the key's limit windows it counts in (else `ts`'s). */
+  held_at?: number;
+  /** What the hold reserved in the key's token window and spend windows (billing/limits.ts `reserve`). */
+  reserved_tokens?: number;
+  reserved_uc?: number;
   [k: string]: unknown;
 }
 
@@ -207,7 +213,8 @@ export class UsageLog {
 
   /**
    * Buffers a record whose `entry` its settle wrote into the wallet's outbox; its tokens count
-   * towards its key's daily (TPD) counter and its cost towards the key's spend (CPD, CPM) counters.
+   * towards its key's daily (TPD) counter and its cost towards the key's spend (CPD, CPM) counters,
+   * in the windows of its hold.
    */
   add(record: UsageRecordDoc, entry: string): void {
     this.buffer.push({ record, entry });
@@ -368,24 +375,9 @@ export class UsageLog {
     ];
   }
 
-  /** Every key is counted (in the window of each record's time), so a cap set during its window counts the window's usage so far. */
+  /** The records' counts in their keys' limit windows (limits.ts `settledCounts`). */
   private counters(records: readonly UsageRecordDoc[]): Op[] {
-    const sums = new Map<string, { key: string; period: WindowPeriod; at: number; n: number }>();
-    for (const r of records) {
-      if (r.key_id === undefined || r.key_id === 0) continue; // 0: a call from the dashboard, which no key made
-      const fed = { tokens: (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0), spend: r.cost_uc };
-      for (const cap of WINDOW_CAPS) {
-        const n = fed[cap.fed];
-        if (n <= 0) continue;
-        const key = `${cap.type}:${r.key_id}`;
-        const at = this.windows.windowStart(cap.period, r.ts.getTime());
-        const id = `${key}@${at}`;
-        const sum = sums.get(id);
-        if (sum) sum.n += n;
-        else sums.set(id, { key, period: cap.period, at, n });
-      }
-    }
-    return [...sums.values()].map((s) => () => this.windows.hit(s.key, s.period, s.n, false, s.at));
+    return settledCounts(records, (period, at) => this.windows.windowStart(period, at)).map((s) => () => this.windows.hit(s.key, s.period, s.n, false, s.at));
   }
 
   /** Totals per group over the UTC days `from`..`to` (inclusive, `YYYY-MM-DD`), from the rollups. */

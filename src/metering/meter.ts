@@ -39,9 +39,14 @@ export interface BeginOptions<T> {
   /** The most the call can cost, µ¢ (rounded up by billing to whole µ¢, at least 1). */
   estimate: (model: ModelDoc, checked: T) => number;
   /**
+   * The most tokens the call can use (prompt and output), reserved with the hold in the key's daily
+   * token window when it has a TPD limit; for the calls billed by tokens.
+   */
+  tokens?: (checked: T) => number;
+  /**
    * When `estimate` rests on a cheap upper bound (a prompt's bytes for its tokens): makes `checked`
-   * exact and says whether that lowered it. Called only when the wallet refuses the first hold,
-   * which is then tried once more with the new estimate.
+   * exact and says whether that lowered it. Called only when the wallet (or a key's token or spend
+   * window) refuses the first hold, which is then tried once more with the new estimate.
    */
   tighten?: (checked: T) => boolean;
   /** The hold's life when it must outlast the request (a job); default billing's hold TTL. */
@@ -89,12 +94,18 @@ export class Meter {
       ...(opts.holdTtlMs !== undefined ? { ttlMs: opts.holdTtlMs } : {}),
       ...(opts.custodial ? { custodial: true } : {}),
     };
+    const take = () =>
+      billing.hold(payer, opts.estimate(model, checked), opts.requestId, {
+        ...holdOptions,
+        ...(opts.tokens ? { tokens: opts.tokens(checked) } : {}),
+      });
     let hold: Hold;
     try {
-      hold = await billing.hold(payer, opts.estimate(model, checked), opts.requestId, holdOptions);
+      hold = await take();
     } catch (err) {
-      if (!(err instanceof ApiError && err.code === 'insufficient_credit' && opts.tighten?.(checked))) throw err;
-      hold = await billing.hold(payer, opts.estimate(model, checked), opts.requestId, holdOptions);
+      const refused = err instanceof ApiError && (err.code === 'insufficient_credit' || err.code === 'rate_limit_exceeded');
+      if (!(refused && opts.tighten?.(checked))) throw err;
+      hold = await take();
     }
     return Object.assign(new MeteredCall(billing, payer, model, hold, opts.requestId, this.deps.now(), this.deps.now), { checked });
   }

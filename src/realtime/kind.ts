@@ -113,6 +113,8 @@ function effects(deps: RealtimeKindDeps, ctx: ActorKindContext<SessionResources>
           return { hold, at: deps.now() };
         } catch (err) {
           const code = (err as { code?: unknown }).code;
+          // The key's spend window full (a CPD or CPM cap) ends the session as an empty wallet does.
+          if (code === 'rate_limit_exceeded') return { hold: null, at: deps.now(), error: { code, message: (err as Error).message } };
           if (code !== 'insufficient_credit') throw err;
           return {
             hold: null,

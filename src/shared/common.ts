@@ -4,7 +4,7 @@
 // window answers (`tooManyRequests`). The two store-backed pieces type against the store port
 // (src/store/port.ts, types only).
 import { ApiError } from '../errors.ts';
-import type { Collection, Store } from '../store/port.ts';
+import { isDuplicateKeyError, type Collection, type Store } from '../store/port.ts';
 
 export type Clock = () => number;
 
@@ -86,9 +86,30 @@ export class WindowCounters {
     return { count: doc?.count ?? by, resetAt: w.resetAt };
   }
 
-  /** The current window's count without changing it. */
-  async peek(key: string, period: WindowPeriod): Promise<WindowHit> {
-    const w = this.window(key, period);
+  /**
+   * Adds `by` to the window of `key` holding instant `at` unless that would take its count past
+   * `max`: one conditional write (a window whose count is too high refuses the filter, and the
+   * upsert's insert then collides with it). Null when refused, having added nothing.
+   */
+  async hitUpTo(key: string, period: WindowPeriod, by: number, max: number, at = this.now()): Promise<WindowHit | null> {
+    if (by > max) return null;
+    const w = this.window(key, period, at);
+    try {
+      const doc = await this.docs.findOneAndUpdate(
+        { _id: w.id, count: { $lte: max - by } },
+        { $inc: { count: by }, $setOnInsert: { expires_at: new Date(w.resetAt) } },
+        { upsert: true, returnDocument: 'after' },
+      );
+      return { count: doc?.count ?? by, resetAt: w.resetAt };
+    } catch (err) {
+      if (isDuplicateKeyError(err)) return null;
+      throw err;
+    }
+  }
+
+  /** The count of the window holding `at` (default now) without changing it. */
+  async peek(key: string, period: WindowPeriod, at?: number): Promise<WindowHit> {
+    const w = this.window(key, period, at);
     const doc = await this.docs.findOne({ _id: w.id });
     return { count: doc?.count ?? 0, resetAt: w.resetAt };
   }

@@ -260,6 +260,7 @@ export class ChatGateway {
       },
       // The bound's hold, or the exact count's when the wallet refuses that (`tighten`).
       estimate: (model, { prompt, maxOut }) => Math.ceil(priceOfTokens(model.pricing, prompt.known, maxOut * (body.n ?? 1))),
+      tokens: ({ prompt, maxOut }) => prompt.known + maxOut * (body.n ?? 1),
       tighten: ({ prompt }) => prompt.tighten(),
     });
     const { model, payer } = call;

@@ -46,6 +46,7 @@ export class EmbeddingsGateway {
         return new PromptTokens((measure) => inputs.reduce((s, item) => s + tokensOf(item, measure), 0));
       },
       estimate: (model, prompt) => Math.ceil(priceOfTokens(model.pricing, prompt.known, 0)),
+      tokens: (prompt) => prompt.known,
       tighten: (prompt) => prompt.tighten(),
     });
     const { model, payer, checked: prompt } = call;

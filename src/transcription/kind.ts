@@ -267,7 +267,10 @@ function effects(deps: JobKindDeps, ctx: ActorKindContext, pollMs: number, maxPo
         const { hold } = await callOf(spec).cover(cost, { id: `${spec.requestId}:decoded`, expiresAt: spec.startedAt + deps.holdTtlMs });
         return { hold, replaced: spec.hold };
       } catch (err) {
-        if ((err as { code?: unknown }).code === 'insufficient_credit') {
+        const code = (err as { code?: unknown }).code;
+        // The key's spend window full (a CPD or CPM cap): refused with the 429's words.
+        if (code === 'rate_limit_exceeded') return { refused: { code, message: (err as Error).message } };
+        if (code === 'insufficient_credit') {
           return {
             refused: {
               code: 'insufficient_credit',

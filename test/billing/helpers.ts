@@ -167,3 +167,13 @@ export async function call(b: BillingService, payer: Payer, estimate: number, co
   const hold = await b.hold(payer, estimate, 'req');
   await b.settle(hold, payer, facts(cost, extra));
 }
+
+/** Two billing instances on the fixture's store (two gateway processes), and a funded user's key with `limits`. */
+export async function limitedKey(fx: Fixture, limits: Parameters<typeof principal>[1]) {
+  const [b1, b2] = [await fx.billing(), await fx.billing()];
+  const u = await user(fx.store);
+  const p = principal(u, limits);
+  const payer = await b1.payerFor(p);
+  await fund(fx.store, payer.walletId, 1e9);
+  return { b1, b2, u, p, payer };
+}

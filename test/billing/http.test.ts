@@ -181,11 +181,18 @@ describe('billing over HTTP', () => {
 
     const t = await createKey(gw.url, u.token);
     assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${t.id}`, { token: u.token, body: { tpd: 3 } })).status, 200);
+    // A call that may use more tokens than the day has left (its prompt and max_tokens) is refused before it runs.
+    const short = await chat(t.api_key);
+    assert.equal(short.status, 429, short.text);
+    assert.deepEqual(Object.keys(short.body), ['detail']);
+    assert.match(short.body.detail, /daily limit of 3 tokens has 3 left today .* may use up to \d+ \(its prompt and max_tokens\); lower max_tokens/);
+    assert.deepEqual([short.headers.get('x-ratelimit-limit-tpd'), short.headers.get('x-ratelimit-used-tpd')], ['3', '0']);
+    assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${t.id}`, { token: u.token, body: { tpd: 200 } })).status, 200);
     const used = await chat(t.api_key);
     assert.equal(used.status, 200);
     assert.deepEqual(
       ['limit', 'used', 'remaining'].map((h) => used.headers.get(`x-ratelimit-${h}-tpd`)),
-      ['3', '0', '3'],
+      ['200', '0', '200'],
     );
     assert.equal(used.headers.get('x-ratelimit-limit-rpm'), null, 'no RPM headers for a key without an RPM limit');
     const tokens = used.body.usage.total_tokens as number;
@@ -199,8 +206,9 @@ describe('billing over HTTP', () => {
     assert.deepEqual(Object.keys(over.body), ['detail']);
     assert.match(over.body.detail, /daily limit/);
     assert.match(over.body.detail, /midnight UTC/);
-    assert.equal(over.headers.get('x-ratelimit-limit-tpd'), '3');
-    assert.ok(Number(over.headers.get('x-ratelimit-used-tpd')) >= tokens);
+    assert.equal(over.headers.get('x-ratelimit-limit-tpd'), '200');
+    const usedTpd = Number(over.headers.get('x-ratelimit-used-tpd'));
+    assert.ok(usedTpd >= tokens && usedTpd <= 200, `used ${usedTpd}: never more than the limit`);
     assert.equal(gw.events.filter((e) => e.event === 'rate_limit_exceeded' && e.fields.key_prefix === t.prefix && e.fields.limit_type === 'tpd').length, 1);
   });
 
@@ -208,29 +216,33 @@ describe('billing over HTTP', () => {
     const u = await signup(gw.url);
     await topup({ user_id: u.id, amount_cents: 10_000 });
     const k = await createKey(gw.url, u.token);
-    assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: u.token, body: { cpd: 20 } })).status, 200);
-    const first = await chat(k.api_key, { model: 'chat-pricey' });
+    assert.equal((await call(gw.url, 'PATCH', `/portal/keys/${k.id}`, { token: u.token, body: { cpd: 100 } })).status, 200);
+    const pricey = { model: 'chat-pricey', max_tokens: 8 }; // holds its prompt and 8 tokens: a cent each
+    const first = await chat(k.api_key, pricey);
     assert.equal(first.status, 200, first.text);
     assert.deepEqual(
       ['limit', 'used', 'remaining'].map((h) => first.headers.get(`x-ratelimit-${h}-cpd`)),
-      ['20', '0', '20'],
+      ['100', '0', '100'],
     );
-    const cents = first.body.usage.prompt_tokens + first.body.usage.completion_tokens; // a cent per token
-    assert.ok(cents >= 5 && cents < 20, `one call costs ${cents} cents`);
-    let over = await chat(k.api_key, { model: 'chat-pricey' });
+    const costOf = (r: { body: any }) => r.body.usage.prompt_tokens + r.body.usage.completion_tokens; // a cent per token
+    assert.ok(costOf(first) >= 5 && costOf(first) < 50, `one call costs ${costOf(first)} cents`);
+    let spent = costOf(first);
+    let over = await chat(k.api_key, pricey);
     for (let i = 0; i < 50 && over.status === 200; i++) {
-      await sleep(20); // the spend trails by one usage flush
-      over = await chat(k.api_key, { model: 'chat-pricey' });
+      spent += costOf(over);
+      await sleep(20); // what a call held beyond its cost comes back with the usage flush
+      over = await chat(k.api_key, pricey);
     }
     assert.equal(over.status, 429, over.text);
     assert.deepEqual(Object.keys(over.body), ['detail']);
-    assert.match(over.body.detail, /daily spend limit of 20 cents/);
-    assert.equal(over.headers.get('x-ratelimit-limit-cpd'), '20');
-    assert.ok(Number(over.headers.get('x-ratelimit-used-cpd')) >= 20);
+    assert.match(over.body.detail, /daily spend limit of 100 cents/);
+    assert.equal(over.headers.get('x-ratelimit-limit-cpd'), '100');
+    assert.ok(spent <= 100, `spent ${spent} cents: never more than the cap`);
+    assert.ok(Number(over.headers.get('x-ratelimit-used-cpd')) <= 100);
     assert.ok(Number(over.headers.get('retry-after')) > 0);
     assert.equal(gw.events.filter((e) => e.event === 'rate_limit_exceeded' && e.fields.key_prefix === k.prefix && e.fields.limit_type === 'cpd').length, 1);
     // Another key of the same account is not capped by it.
-    assert.equal((await chat((await createKey(gw.url, u.token)).api_key, { model: 'chat-pricey' })).status, 200);
+    assert.equal((await chat((await createKey(gw.url, u.token)).api_key, pricey)).status, 200);
   });
 
   it("kyc_required for a model that needs verification; an organization's calls count its owner's", async () => {

@@ -4,7 +4,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError, toEnvelope } from '../../src/http/errors.ts';
-import { call, fixture, fund, principal, user, type Fixture } from './helpers.ts';
+import { call, fixture, limitedKey, principal, user, walletOf, type Fixture } from './helpers.ts';
 
 describe('per-key limits', () => {
   let fx: Fixture;
@@ -14,16 +14,6 @@ describe('per-key limits', () => {
   after(() => fx.close());
 
   const limited = (e: unknown) => e instanceof ApiError && e.code === 'rate_limit_exceeded' && e.status === 429;
-
-  /** Two billing instances on one store, and a funded user's key with `limits`. */
-  async function limitedKey(limits: Parameters<typeof principal>[1]) {
-    const [b1, b2] = [await fx.billing(), await fx.billing()];
-    const u = await user(fx.store);
-    const p = principal(u, limits);
-    const payer = await b1.payerFor(p);
-    await fund(fx.store, payer.walletId, 1e9);
-    return { b1, b2, u, p, payer };
-  }
 
   it('rpm: a fixed 60 s window shared by two instances, 429 with a bare {detail}, Retry-After and the limit', async () => {
     const [b1, b2] = [await fx.billing(), await fx.billing()];
@@ -66,7 +56,7 @@ describe('per-key limits', () => {
   });
 
   it('tpd: prompt plus completion tokens per UTC day, counted at settle; resets at midnight UTC', async () => {
-    const { b1, b2, p, payer } = await limitedKey({ tpd: 1000 });
+    const { b1, b2, p, payer } = await limitedKey(fx, { tpd: 1000 });
     await b1.admit(p);
     await call(b1, payer, 100, 10, { promptTokens: 400, completionTokens: 200 });
     await b2.admit(p);
@@ -92,14 +82,24 @@ describe('per-key limits', () => {
     await b1.admit(p);
   });
 
-  it('cpd: spend in cents per UTC day across instances, counted at settle; a cap set mid-day counts the day so far', async () => {
-    const { b1, b2, u, p, payer } = await limitedKey({ cpd: 1 });
+  it('cpd: spend in cents per UTC day across instances, reserved at the hold; a cap set mid-day counts the day so far', async () => {
+    const { b1, b2, u, p, payer } = await limitedKey(fx, { cpd: 1 });
     const standing = await b1.admit(p);
     assert.deepEqual(standing, { 'x-ratelimit-limit-cpd': '1', 'x-ratelimit-used-cpd': '0', 'x-ratelimit-remaining-cpd': '1' });
-    await call(b1, payer, 1_000_000, 600_000); // 0.6 ¢
+    await call(b1, payer, 1_000_000, 600_000); // holds 1 ¢, costs 0.6 ¢
     await b1.flush();
     assert.deepEqual(await b2.admit(p), { 'x-ratelimit-limit-cpd': '1', 'x-ratelimit-used-cpd': '0.6', 'x-ratelimit-remaining-cpd': '0.4' });
-    await call(b2, payer, 1_000_000, 600_000); // admitted below the cap, it passes it: 1.2 ¢
+    // A call that may cost more than the day has left is refused before it runs, and takes nothing.
+    const short = await call(b2, payer, 500_000, 100).then(
+      () => assert.fail('a call that may pass the daily spend limit was let through'),
+      (e: unknown) => e as ApiError,
+    );
+    assert.ok(limited(short));
+    assert.deepEqual(toEnvelope(short, 'r'), { detail: short.message });
+    assert.match(short.message, /daily spend limit of 1 cents has 0\.4 left today .* may cost up to 0\.5; it resets at midnight UTC/);
+    assert.deepEqual([short.options.headers?.['x-ratelimit-limit-cpd'], short.options.headers?.['x-ratelimit-used-cpd']], ['1', '0.6']);
+    assert.equal((await walletOf(fx.store, payer.walletId)).held_uc, 0, 'the wallet was not held');
+    await call(b2, payer, 400_000, 400_000); // what is left, exactly
     await b2.flush();
     const err = await b1.admit(p).then(
       () => assert.fail('admitted over the daily spend limit'),
@@ -107,13 +107,14 @@ describe('per-key limits', () => {
     );
     assert.ok(limited(err));
     assert.deepEqual(toEnvelope(err, 'r'), { detail: err.message });
-    assert.match(err.message, /daily spend limit of 1 cents was reached \(1\.2 spent today\)/);
-    assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpd'], err.options.headers?.['x-ratelimit-used-cpd']], ['1', '1.2']);
+    assert.match(err.message, /daily spend limit of 1 cents was reached \(1 spent today\)/);
+    assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpd'], err.options.headers?.['x-ratelimit-used-cpd']], ['1', '1']);
     await assert.rejects(b2.admit(p), limited);
     const events = fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix);
     assert.deepEqual(
       events.map((ev) => [ev.fields.limit_type, ev.fields.limit, ev.fields.used]),
-      [['cpd', 1, 1.2]],
+      [['cpd', 1, 0.6]],
+      'one event per key, limit and window: the first refusal',
     );
 
     // Spend is counted for every key, so a cap set during the day knows what was already spent.
@@ -130,7 +131,7 @@ describe('per-key limits', () => {
   });
 
   it('cpm: spend in cents per UTC calendar month, across days; resets on the 1st', async () => {
-    const { b1, b2, p, payer } = await limitedKey({ cpm: 2, cpd: 100 });
+    const { b1, b2, p, payer } = await limitedKey(fx, { cpm: 2, cpd: 100 });
     const start = new Date(fx.clock.t);
     await call(b1, payer, 1_000_000, 900_000);
     await b1.flush();
@@ -144,17 +145,18 @@ describe('per-key limits', () => {
         ['x-ratelimit-remaining-cpm', '1.1'],
       ],
     );
-    await call(b2, payer, 2_000_000, 1_500_000);
+    await assert.rejects(call(b2, payer, 1_100_001, 1), limited, 'may pass the monthly cap by 1 µ¢');
+    await call(b2, payer, 1_100_000, 1_100_000);
     await b2.flush();
     const err = await b1.admit(p).then(
       () => assert.fail('admitted over the monthly spend limit'),
       (e: unknown) => e as ApiError,
     );
     assert.ok(limited(err));
-    assert.match(err.message, /monthly spend limit of 2 cents was reached \(2\.4 spent this month\); it resets on the 1st/);
+    assert.match(err.message, /monthly spend limit of 2 cents was reached \(2 spent this month\); it resets on the 1st/);
     const firstOfNext = Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
     assert.equal(err.options.headers?.['retry-after'], String(Math.ceil((firstOfNext - fx.clock.t) / 1000)), 'until the 1st of next month, 00:00 UTC');
-    assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpm'], err.options.headers?.['x-ratelimit-used-cpm']], ['2', '2.4']);
+    assert.deepEqual([err.options.headers?.['x-ratelimit-limit-cpm'], err.options.headers?.['x-ratelimit-used-cpm']], ['2', '2']);
     assert.deepEqual(
       fx.events.filter((ev) => ev.event === 'rate_limit_exceeded' && ev.fields.key_prefix === p.prefix).map((ev) => ev.fields.limit_type),
       ['cpm'],

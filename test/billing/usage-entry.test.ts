@@ -31,10 +31,13 @@ describe('usage entries', () => {
       characters: 99,
       calls: 2,
       end_user: 'end-user-1',
+      held_at: 1_794_999_999_001,
+      reserved_tokens: 4096,
+      reserved_uc: 5678,
     };
     const entry = encodeEntry(full);
     assert.deepEqual(decodeEntry(entry, wallet), full);
-    assert.equal(JSON.parse(entry).length, 19);
+    assert.equal(JSON.parse(entry).length, 22);
   });
 
   it('absent fields are left out: trailing ones not written at all, a null route kept', () => {

@@ -63,6 +63,7 @@ describe('usage', () => {
       cost_uc: 1234,
       status: 'ok',
       latency_ms: 88,
+      held_at: fx.clock.t, // its key's limit windows: its hold's
     });
     assert.deepEqual([rows[1]!.status, rows[1]!.cost_uc, rows[1]!.route], ['upstream_failed', 0, null]);
     // Written, so out of the wallet's outbox (where each settle put its record with the debit).

@@ -14,6 +14,8 @@ export interface FakeBehaviour {
   message?: string;
   /** Wait before answering. */
   delayMs?: number;
+  /** Wait until this settles before answering: the test decides when the calls it holds in flight end. */
+  until?: Promise<unknown>;
   /** Never answer; the connection stays open until the client closes it. */
   hang?: boolean;
   /** Destroy the connection without answering. */
@@ -147,6 +149,7 @@ export class FakeServer {
         return;
       }
       if (behaviour.delayMs) await sleep(behaviour.delayMs);
+      if (behaviour.until) await behaviour.until;
       if (behaviour.hang) return;
       await handler({ req, res, rec, behaviour });
     } catch {

@@ -1,7 +1,8 @@
 // The Meter on the real billing service and model catalog (embedded store): a refused request
 // holds nothing; a call settles or releases exactly once; released work is free. An actor's call,
 // saved as JSON and resumed (on another instance too), settles, releases, is covered by a larger
-// hold or held again for its next part, each exactly once however often a step replays.
+// hold or held again for its next part, each exactly once however often a step replays. A key's token
+// window that refuses a bound's reservation gets the exact count once more, as the wallet does.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { walletIdOf } from '../../src/billing/money.ts';
@@ -169,4 +170,30 @@ test('a call billed in parts holds each next part through the call; each part se
     meter.resume(second).holdNext(2_000_000, { holdRequestId: 'rts-1:3', ttlMs: 600_000 }),
     (err: unknown) => err instanceof ApiError && err.code === 'insufficient_credit',
   );
+});
+
+test("a key's token window refusing the bound's reservation gets one more try with the exact count, and the call reserves what it may use", async (t) => {
+  const { f, billing, meter, wallet } = await setup();
+  t.after(() => f.close());
+  const capped = principal(Number(wallet.split(':')[1]), { tpd: 100 });
+  let exact = false;
+  const begin = (requestId: string) =>
+    meter.begin(capped, {
+      model: 'm-1',
+      type: 'intent',
+      requestId,
+      check: () => ({}),
+      estimate: () => 100,
+      tokens: () => (exact ? 60 : 150), // a prompt's bound, then its exact count, plus its output
+      tighten: () => !exact && (exact = true),
+    });
+  const call = await begin('r1');
+  assert.ok(exact, 'tightened after the window refused 150 of 100 tokens');
+  assert.deepEqual(call.hold.reserved, { keyId: capped.keyId, tokens: 60, uc: 0 });
+  await assert.rejects(begin('r2'), (err: unknown) => err instanceof ApiError && err.code === 'rate_limit_exceeded' && /has 40 left today/.test(err.message));
+  assert.equal((await walletOf(f.store, wallet)).held_uc, 100, "the refused call's hold was not taken");
+  await call.settle({ route: null, promptTokens: 20, completionTokens: 5, costMicrocents: 50, status: 'ok' });
+  await billing.flush();
+  assert.equal((await walletOf(f.store, wallet)).held_uc, 0);
+  assert.equal((await billing.admit(capped))?.['x-ratelimit-used-tpd'], '25', 'what it used, the rest of its reservation given back');
 });

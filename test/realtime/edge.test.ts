@@ -1,8 +1,8 @@
 // The realtime socket's edge and limits: refusals before the upgrade (the HTTP envelope with its
 // status and x-request-id), after it (an error frame, then a close), the per-key cap, oversized and
-// malformed frames, a client that vanishes (billed once), a wallet that runs dry mid-session, and
-// utterance mode on a sync-only route (failover between utterances, an upstream failure reported in
-// bounded time).
+// malformed frames, a client that vanishes (billed once), a wallet that runs dry mid-session, a key's
+// spend cap reached mid-session, and utterance mode on a sync-only route (failover between
+// utterances, an upstream failure reported in bounded time).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
@@ -258,13 +258,20 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
     assert.equal(view.context.chargedSeconds, 1);
   });
 
+  /** A gateway of its own ticking every second, `stt-pricey` at 1 ¢ a second, an account with `cents`. */
+  async function ticksOfACent(cents: number): Promise<Funded> {
+    const g = await fundedGateway({ realtime: { tickSeconds: 1 } }, cents);
+    const put = await call(g.gw.url, 'PUT', '/admin/models/stt-pricey', {
+      token: ADMIN_TOKEN,
+      body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60),
+    });
+    assert.ok(put.status < 300, put.text);
+    return g;
+  }
+
   it('a wallet that runs dry mid-session ends it: insufficient_credit error frame, close 1008, the covered ticks charged', async () => {
-    const poor = await fundedGateway({ realtime: { tickSeconds: 1 } }, 2);
+    const poor = await ticksOfACent(2);
     try {
-      await call(poor.gw.url, 'PUT', '/admin/models/stt-pricey', {
-        token: ADMIN_TOKEN,
-        body: model([{ provider: 'local', upstream_model: 'pocketsphinx-en-us' }], 60),
-      });
       const c = await connect(poor.gw.url, { model: 'stt-pricey', api_key: poor.apiKey });
       const id = (await c.next('transcription_session.created')).session.id;
       c.append(encode(speech16k(1, 2), 'pcm_s16le'), 32000); // 6 s: more than two cents' worth
@@ -277,6 +284,26 @@ describe('realtime socket: edge and limits', { skip: skipSpeech }, () => {
       assert.equal(await poor.balance(), 0);
     } finally {
       await poor.gw.destroy();
+    }
+  });
+
+  it("a key's daily spend cap reached mid-session ends it: rate_limit_exceeded error frame, the ticks that fit charged, the day's spend within the cap", async () => {
+    const capped = await ticksOfACent(100);
+    try {
+      const key = await createKey(capped.gw.url, capped.session, { name: 'capped', cpd: 2 }); // 1 ¢ a second: two ticks
+      const c = await connect(capped.gw.url, { model: 'stt-pricey', api_key: key.api_key });
+      const id = (await c.next('transcription_session.created')).session.id;
+      c.append(encode(speech16k(1, 2), 'pcm_s16le'), 32000); // 6 s
+      const err = await c.next('error', 10_000);
+      assert.equal(err.error.code, 'rate_limit_exceeded');
+      assert.match(err.error.message, /daily spend limit of 2 cents/);
+      await c.next('transcription_session.done');
+      assert.equal(await c.closed, 1008);
+      const view = await closedSession(capped.gw, id);
+      assert.equal(view.context.chargedSeconds, 2);
+      assert.equal(100_000_000 - (await capped.balance()), 2_000_000, 'two seconds charged, at 1 ¢ each');
+    } finally {
+      await capped.gw.destroy();
     }
   });
 
