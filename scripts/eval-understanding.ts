@@ -12,6 +12,7 @@
 // - word error rate of every turn, and the decode time per utterance (median, p95) of each model;
 // - how long the pack's models take to build.
 // Needs scripts/install-debian-packages.sh. Usage: npm run eval:understanding [-- --json] [-- --voices en-us-slt]
+// [-- --weights '{"domain": 100}'] (src/speech/language-models.ts's WEIGHTS) [-- --only complaint]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,6 +74,7 @@ const AMOUNTS: [string, number][] = [
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1]! : null;
 const voices = args.includes('--voices') ? args[args.indexOf('--voices') + 1]!.split(',') : ['en-us-slt', 'en-us'];
 
 interface Tally {
@@ -89,7 +91,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'eval-understanding-'));
   const pack = compileDemoPack();
   const domain = speechDomain(pack.pack);
-  const models = new LanguageModels({ dir, backgroundFile: SPEECH_BACKGROUND_FILE });
+  const weights = args.includes('--weights') ? (JSON.parse(args[args.indexOf('--weights') + 1]!) as Record<string, number>) : {};
+  const models = new LanguageModels({ dir, backgroundFile: SPEECH_BACKGROUND_FILE, weights });
   const t0 = performance.now();
   if (!(await models.prepare(domain))) throw new Error("the pack's models could not be built");
   const buildMs = performance.now() - t0;
@@ -134,14 +137,17 @@ async function main(): Promise<void> {
         }
         if (!json && args.includes('--verbose')) console.log(`${voice} ${kind}: ${text}\n   general: ${heard.general}\n   context: ${heard.context}`);
       };
-      for (const c of complaints) {
+      for (const c of only === null || only === 'complaint' ? complaints : []) {
         await turn('complaint', c.text, null, (h) => scoreTurns(pack, [{ ...c, text: h }])[0]!.outcome === 'right');
       }
-      for (const [text, want] of YES_NO) await turn('yes_no', text, 'yes_no', (h) => bareYesNo(normalize(h).tokens) === want);
-      for (const [text, want] of AMOUNTS) await turn('amount', text, 'amount', (h) => (findAmount(h) ?? bareNumber(h)) === want);
+      for (const [text, want] of only === null || only === 'yes_no' ? YES_NO : [])
+        await turn('yes_no', text, 'yes_no', (h) => bareYesNo(normalize(h).tokens) === want);
+      for (const [text, want] of only === null || only === 'amount' ? AMOUNTS : [])
+        await turn('amount', text, 'amount', (h) => (findAmount(h) ?? bareNumber(h)) === want);
       for (const kind of kinds) {
         for (const mode of ['general', 'context'] as const) {
           const r = results[`${kind}:${mode}`]!;
+          if (r.of === 0) continue;
           rows.push({
             voice,
             kind,

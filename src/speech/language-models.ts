@@ -43,10 +43,12 @@ export interface LanguageModelsOptions {
   festival?: string;
   /** Background sentences, one per line: config/speech/background-en.txt (`backgroundFile` in config.ts). */
   backgroundFile: string;
+  /** How often each part is repeated (default WEIGHTS; `npm run eval:understanding -- --weights` tries others). */
+  weights?: Partial<typeof WEIGHTS>;
 }
 
 /** How often each part is repeated in a model's text: the weights, measured by `npm run eval:understanding`. */
-const WEIGHTS = { domain: 30, expectedOpen: 3, expected: 300 } as const;
+export const WEIGHTS = { domain: 30, expectedOpen: 3, expected: 300 };
 const DEFAULT_TLM = '/usr/lib/irstlm/bin/tlm';
 /** Festival's phones that the CMU set spells otherwise (its `radio` phone set). */
 const PHONES: Record<string, string> = { ax: 'AH', axr: 'ER', dx: 'D', el: 'AH L', em: 'AH M', en: 'AH N', ix: 'IH', hv: 'HH', nx: 'N' };
@@ -116,6 +118,7 @@ export class LanguageModels {
   }
 
   private async build(domain: SpeechDomain): Promise<string> {
+    const weights = { ...WEIGHTS, ...this.opts.weights };
     const known = this.words();
     const spell = (line: string) =>
       line
@@ -140,12 +143,12 @@ export class LanguageModels {
     const text = (parts: [string[], number][]) =>
       `${parts.flatMap(([ls, times]) => Array.from({ length: times }, () => ls.map((l) => `<s> ${l} </s>`).join('\n'))).join('\n')}\n${background}\n`;
     const specs: { name: string; text: string }[] = [
-      { name: 'open', text: text([[sentences, WEIGHTS.domain], ...EXPECTATIONS.map((e) => [expected[e], WEIGHTS.expectedOpen] as [string[], number])]) },
+      { name: 'open', text: text([[sentences, weights.domain], ...EXPECTATIONS.map((e) => [expected[e], weights.expectedOpen] as [string[], number])]) },
       ...EXPECTATIONS.map((e) => ({
         name: e,
         text: text([
-          [expected[e], Math.max(1, Math.round(WEIGHTS.expected / Math.max(1, expected[e].length / 30)))],
-          [sentences, WEIGHTS.domain],
+          [expected[e], Math.max(1, Math.round(weights.expected / Math.max(1, expected[e].length / 30)))],
+          [sentences, weights.domain],
         ]),
       })),
     ];
