@@ -6,6 +6,7 @@
 // once, when the call is answered (src/voice/media.ts): a call that is never answered builds neither.
 import type { Logger } from 'pino';
 import type { LanguageModels, SpeechDomain } from '../speech/language-models.ts';
+import { speechDomain } from './expectations.ts';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { IntentService } from '../intent/service.ts';
 import type { ModelDoc } from '../models/types.ts';
@@ -103,6 +104,7 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
   const log = deps.logger.child({ call_id: callId });
   const base = deps.baseUrl().replace(/\/+$/, '').replace(/^http/, 'ws');
   const interruption = body.turn?.interruption ?? {};
+  prepareSpeech(deps, c, log);
   return new CallMedia({
     callId,
     carriers: c.carriers,
@@ -131,6 +133,20 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
   });
 }
 
+/**
+ * When the call's turns go to the offline recogniser, its pack's language models start building as
+ * the call is placed (src/speech/language-models.ts: about 2 s once per pack version), so the ringing
+ * and the greeting cover it; the first turn waits for what is left. Other recognisers need none.
+ */
+function prepareSpeech(deps: LiveDeps, c: LivePlan, log: Logger): void {
+  const models = deps.languageModels;
+  if (!models || c.intentModel === null || !c.stt.routes.some((r) => r.provider === 'local')) return;
+  deps.intent.packOf(c.intentModel).then(
+    (pack) => pack && void models.prepare(speechDomain(pack.pack)),
+    (err: unknown) => log.warn({ err }, "could not read the call's pack for its speech models"),
+  );
+}
+
 /** The call's agent and recogniser (built when the call is answered). */
 function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): Conversation {
   const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
@@ -152,8 +168,16 @@ function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan
   const llm =
     c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
   if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
-  const speech = (domain: SpeechDomain) => void deps.languageModels?.prepare(domain);
-  return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, speech, ...(llm ? { llm } : {}) });
+  const speech = c.stt.routes.some((r) => r.provider === 'local') ? (domain: SpeechDomain) => void deps.languageModels?.prepare(domain) : undefined;
+  return intentAgent({
+    ...common,
+    callId,
+    intent: deps.intent,
+    intentModel: c.intentModel,
+    firstMessage,
+    ...(speech ? { speech } : {}),
+    ...(llm ? { llm } : {}),
+  });
 }
 
 /**

@@ -70,8 +70,11 @@ export interface LocalOptions {
   languageModels?: LanguageModels;
 }
 
-/** How long a call's utterance waits for its pack's language models still being built (their first build: about a second). */
-const DOMAIN_WAIT_MS = 5000;
+/**
+ * How long a call's utterance waits for its pack's language models still being built: their first
+ * build takes about 2 s, started as the call is placed, but several times that on a loaded machine.
+ */
+const DOMAIN_WAIT_MS = 10_000;
 
 /** The longest utterance the warm engines take (a call's is 15 s; a realtime socket's up to its max). */
 const MAX_UTTERANCE_S = 30;
