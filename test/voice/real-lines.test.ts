@@ -170,7 +170,10 @@ describe('calls on real lines: backchannels, barge-in, turn times, last words, m
       callee.map((t: { text: string }) => t.text),
       ['my card was blocked', 'and nobody called me back'],
     );
-    assert.ok(Math.abs(callee[0].end - callee[0].start - 15) <= 0.3, `the first piece is 15 s: ${JSON.stringify(callee[0])}`);
+    // The piece is 15 s of audio, the first 0.3 s of it the prefix padding before the voice (found at
+    // its true onset since the detector learns a clean line's floor: issue 40), so its voice lasts 14.7 s.
+    const voiced = callee[0].end - callee[0].start;
+    assert.ok(voiced >= 14.6 && voiced <= 15.3, `the first piece is 15 s of audio: ${JSON.stringify(callee[0])}`);
     assert.ok(Math.abs(callee[1].start - callee[0].end) <= 0.1 && Math.abs(callee[1].end - callee[0].start - 20) <= 0.3, JSON.stringify(callee));
     assert.equal(c.transcript.at(-1).role, 'agent', 'answered once the callee stopped');
   });
