@@ -22,8 +22,7 @@ import { bareNumber, findAmount } from '../src/intent/amounts.ts';
 import { normalize } from '../src/intent/normalize.ts';
 import { speakWhole } from '../src/providers/local/speak.ts';
 import { LanguageModels, GENERAL_MODEL } from '../src/speech/language-models.ts';
-import { bytesOf } from '../src/speech/pcm.ts';
-import { startPocketsphinxEngine } from '../src/speech/pocketsphinx-engine.ts';
+import { appendUtterance, startPocketsphinxEngine } from '../src/speech/pocketsphinx-engine.ts';
 import { loadResamplers } from '../src/speech/resample.ts';
 import { overTelephone } from '../src/speech/telephone.ts';
 import { wordErrors } from '../src/speech/wer.ts';
@@ -114,18 +113,14 @@ async function main(): Promise<void> {
       const turn = async (kind: (typeof kinds)[number], text: string, expect: Expectation | null, right: (heard: string) => boolean) => {
         const { pcm, rate } = await speakWhole(voice, text);
         const line = overTelephone(resamplers, pcm, rate);
-        const frames = Math.ceil(line.length / 160);
-        const padded = new Int16Array(frames * 160);
-        padded.set(line);
-        const start = engine.frames;
-        await engine.append(bytesOf(padded));
+        const { start, end } = await appendUtterance(engine, line);
         const heard: Record<string, string> = {};
         for (const [mode, model] of [
           ['general', GENERAL_MODEL],
           ['context', models.modelFor(domain.key, expect)!],
         ] as const) {
           const t = performance.now();
-          const words = (await engine.decode(start, start + frames, model)).map((s) => s.text).join(' ');
+          const words = (await engine.decode(start, end, model)).map((s) => s.text).join(' ');
           const r = results[`${kind}:${mode}`]!;
           r.ms.push(performance.now() - t);
           const e = wordErrors(corpusLine(text) ?? '', words);

@@ -11,12 +11,9 @@
 // An utterance may name the language model it is decoded with (a conversation's, language-models.ts):
 // an engine started before that model was built lacks it, and is ended for one started with it.
 import { FRAME_SECONDS } from './pocketsphinx-output.ts';
-import type { UtteranceEngine } from './pocketsphinx-engine.ts';
+import { appendUtterance, type UtteranceEngine } from './pocketsphinx-engine.ts';
 import type { TranscriptSegment } from './transcript.ts';
 import { withSignal } from '../shared/signals.ts';
-
-/** 10 ms of 16 kHz PCM: the engine's frame. */
-const FRAME_SAMPLES = 160;
 
 export interface EnginePoolOptions {
   /** The most engines resident at once (each ~105 MB). */
@@ -50,23 +47,13 @@ export class EnginePool {
     if (model !== undefined && !warm.engine.models.has(model)) {
       // Started before the model was built: this one ends, a new one (with every model built) starts in its place.
       this.end(warm);
-      this.live += 1;
-      try {
-        warm = { engine: await this.opts.start(), idle: null };
-      } catch (err) {
-        this.live -= 1;
-        this.wakeNext();
-        throw err;
-      }
+      warm = await this.startOne();
     }
     const { engine } = warm;
     const start = engine.frames;
-    const frames = Math.ceil(pcm.length / FRAME_SAMPLES);
     const answer = (async () => {
-      const padded = new Int16Array(frames * FRAME_SAMPLES);
-      padded.set(pcm);
-      await engine.append(new Uint8Array(padded.buffer));
-      return engine.decode(start, start + frames, model !== undefined && engine.models.has(model) ? model : undefined);
+      const range = await appendUtterance(engine, pcm);
+      return engine.decode(range.start, range.end, model !== undefined && engine.models.has(model) ? model : undefined);
     })();
     // The engine is back once it answered, whether the caller still waits or not.
     answer.then(
@@ -97,16 +84,7 @@ export class EnginePool {
       warm.idle = null;
       return warm;
     }
-    if (this.live < this.opts.size) {
-      this.live += 1;
-      try {
-        return { engine: await this.opts.start(), idle: null };
-      } catch (err) {
-        this.live -= 1;
-        this.wakeNext();
-        throw err;
-      }
-    }
+    if (this.live < this.opts.size) return this.startOne();
     const taken = await new Promise<Warm | null>((resolve, reject) => {
       const onAbort = () => {
         const i = this.waiting.findIndex((w) => w.onAbort === onAbort);
@@ -119,6 +97,18 @@ export class EnginePool {
     if (taken) return taken;
     if (this.closed) throw new Error('the offline engines are closed');
     return this.acquire(signal); // an engine was dropped: start one in its place
+  }
+
+  /** A new engine in one of the pool's places (a failed start frees the place for the next waiting utterance). */
+  private async startOne(): Promise<Warm> {
+    this.live += 1;
+    try {
+      return { engine: await this.opts.start(), idle: null };
+    } catch (err) {
+      this.live -= 1;
+      this.wakeNext();
+      throw err;
+    }
   }
 
   /** The engine back: to the next waiting utterance, or idle; dropped when it failed, grew too long or the pool closed. */

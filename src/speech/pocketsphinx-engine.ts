@@ -366,3 +366,16 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     },
   };
 }
+
+/**
+ * Appends one utterance's 16 kHz PCM, padded to whole 10 ms frames (the engine counts frames), and
+ * says which frames it spans, to be decoded (engine-pool.ts, the evaluations).
+ */
+export async function appendUtterance(engine: UtteranceEngine, pcm: Int16Array): Promise<{ start: number; end: number }> {
+  const start = engine.frames;
+  const frames = Math.ceil(pcm.length / SAMPLES_PER_FRAME);
+  const padded = new Int16Array(frames * SAMPLES_PER_FRAME);
+  padded.set(pcm);
+  await engine.append(new Uint8Array(padded.buffer));
+  return { start, end: start + frames };
+}

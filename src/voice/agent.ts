@@ -22,7 +22,6 @@ import type { IntentPack } from '../intent/pack.ts';
 import { sentences, spokenLines, type SpokenLine } from './lines.ts';
 import { contextOf, type RecognitionContext } from '../shared/recognition-context.ts';
 import { expectationOf, listeningContext, speechDomain } from './expectations.ts';
-import type { SpeechDomain } from '../speech/language-models.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
 const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
@@ -159,8 +158,6 @@ export interface IntentAgentOptions extends Voice {
   intentModel: ModelDoc;
   /** What it says first: a pack response, or text; `wait_for_callee` says nothing first. */
   firstMessage: { response_id?: string; text?: string; mode: 'agent_first' | 'wait_for_callee' | 'after_silence' };
-  /** Given the pack's speech domain once it is known: the offline recogniser prepares its language models. */
-  speech?: (domain: SpeechDomain) => void;
   /**
    * Hybrid: an LLM answers the turns the pack leaves UNKNOWN or OUT_OF_SCOPE (with the whole
    * conversation as context); every other turn is the pack's.
@@ -202,16 +199,8 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
   let turns = 0;
   const history: ChatMessage[] = [];
   let listening: () => RecognitionContext | undefined = () => undefined;
-  // The pack's speech domain, prepared for the offline recogniser once the pack is known (its first reply).
-  let domain: string | null = null;
-  const inDomain = (pack: IntentPack, context: RecognitionContext | undefined): RecognitionContext | undefined => {
-    if (domain === null) {
-      const d = speechDomain(pack);
-      o.speech?.(d);
-      domain = d.key;
-    }
-    return { ...context, domain };
-  };
+  // The pack's speech domain (its models are prepared as the call is placed: src/voice/live.ts).
+  const inDomain = (pack: IntentPack, context: RecognitionContext | undefined): RecognitionContext => ({ ...context, domain: speechDomain(pack).key });
   const wording = async (responseId: string): Promise<AgentReply | null> => {
     const pack = await o.intent.packOf(o.intentModel);
     const text = pack ? responseWording(pack, responseId, o.language) : null;

@@ -77,7 +77,14 @@ const MAX_SENTENCES = 5000;
 
 /** The pack's speech domain: its intents' examples and its out-of-scope examples, in every language (the corpus keeps Latin script). */
 export function speechDomain(pack: IntentPack): SpeechDomain {
-  const sentences = [...pack.intents.flatMap((i) => Object.values(i.examples).flat()), ...(pack.out_of_scope.examples ?? [])].slice(0, MAX_SENTENCES);
-  const hash = createHash('sha256').update(JSON.stringify(sentences)).digest('hex').slice(0, 16);
-  return { key: `pack:${pack.id}@${pack.version}:${hash}`, sentences };
+  let domain = DOMAINS.get(pack);
+  if (!domain) {
+    const sentences = [...pack.intents.flatMap((i) => Object.values(i.examples).flat()), ...(pack.out_of_scope.examples ?? [])].slice(0, MAX_SENTENCES);
+    const hash = createHash('sha256').update(JSON.stringify(sentences)).digest('hex').slice(0, 16);
+    DOMAINS.set(pack, (domain = { key: `pack:${pack.id}@${pack.version}:${hash}`, sentences }));
+  }
+  return domain;
 }
+
+/** Each pack's domain, made once per pack (a new version is a new object), as its key terms are. */
+const DOMAINS = new WeakMap<IntentPack, SpeechDomain>();

@@ -5,7 +5,7 @@
 // context the agent's last words give it: src/voice/expectations.ts). The factory runs
 // once, when the call is answered (src/voice/media.ts): a call that is never answered builds neither.
 import type { Logger } from 'pino';
-import type { LanguageModels, SpeechDomain } from '../speech/language-models.ts';
+import type { LanguageModels } from '../speech/language-models.ts';
 import { speechDomain } from './expectations.ts';
 import type { ActorRuntime } from '../actors/runtime.ts';
 import type { IntentService } from '../intent/service.ts';
@@ -168,16 +168,7 @@ function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan
   const llm =
     c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
   if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
-  const speech = c.stt.routes.some((r) => r.provider === 'local') ? (domain: SpeechDomain) => void deps.languageModels?.prepare(domain) : undefined;
-  return intentAgent({
-    ...common,
-    callId,
-    intent: deps.intent,
-    intentModel: c.intentModel,
-    firstMessage,
-    ...(speech ? { speech } : {}),
-    ...(llm ? { llm } : {}),
-  });
+  return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
 }
 
 /**

@@ -9,8 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { SPEECH_BACKGROUND_FILE, CONFIG_DIR } from '../../src/config.ts';
 import { speakWhole } from '../../src/providers/local/speak.ts';
 import { LanguageModels, GENERAL_MODEL } from '../../src/speech/language-models.ts';
-import { startPocketsphinxEngine, type UtteranceEngine } from '../../src/speech/pocketsphinx-engine.ts';
-import { bytesOf } from '../../src/speech/pcm.ts';
+import { appendUtterance, startPocketsphinxEngine, type UtteranceEngine } from '../../src/speech/pocketsphinx-engine.ts';
 import { loadResamplers } from '../../src/speech/resample.ts';
 import { overTelephone } from '../../src/speech/telephone.ts';
 import { wordErrorRate as werOf } from '../../src/speech/wer.ts';
@@ -42,13 +41,9 @@ describe('conversation language models', { skip }, () => {
     const resamplers = await loadResamplers();
     const { pcm, rate } = await speakWhole('en-us-slt', text);
     const line = overTelephone(resamplers, pcm, rate);
-    const frames = Math.ceil(line.length / 160);
-    const padded = new Int16Array(frames * 160);
-    padded.set(line);
-    const start = engine.frames;
-    await engine.append(bytesOf(padded));
+    const { start, end } = await appendUtterance(engine, line);
     const out: string[] = [];
-    for (const name of names) out.push((await engine.decode(start, start + frames, name ?? GENERAL_MODEL)).map((s) => s.text).join(' '));
+    for (const name of names) out.push((await engine.decode(start, end, name ?? GENERAL_MODEL)).map((s) => s.text).join(' '));
     return out;
   }
 
