@@ -122,6 +122,43 @@ describe('embedded store: commits that fail (a fault injected)', () => {
     ]);
   });
 
+  // msgpackr mints a shared record structure when a document shape is first written, and lmdb-js
+  // saves it inside the transaction that first uses it: a failed commit lost it while the encoder
+  // kept using it, so documents of that shape written after the fault read back wrong after a
+  // restart ("Data read, but end of buffer not reached": issue 42's full-disk test).
+  it('a document shape first written in a failed commit still reads back after the fault ends and a reopen', async () => {
+    const wallets = store.collection<Wallet>('wallets');
+    fault.on = true;
+    await wallets.updateOne({ _id: 'w1' }, { $set: { shapeA: 1 } }, LAZY); // a new shape, its structure lost
+    for (let i = 0; i < 50 && !store.failing?.(); i++) await sleep(5);
+    assert.equal(store.failing?.(), true);
+    fault.on = false;
+    for (let i = 0; i < 200 && store.failing?.(); i++) await sleep(10);
+    assert.equal(store.failing?.(), false);
+    const reopened = async () => {
+      await store.close();
+      store = await openEmbeddedStore({ dir, onError: (err) => errors.push(err) });
+      const found = await store.collection<Wallet>('wallets').find({ _id: { $in: ['w1', 'w4', 'w5', 'w6'] } }, { sort: { _id: 1 } });
+      return found.map(({ _id, shapeA, shapeB }) => [_id, shapeA, shapeB]);
+    };
+    // The same shape again: its structure was written again when the fault ended.
+    await wallets.insertOne({ _id: 'w4', balance: 4, debits: [], shapeA: 4 });
+    assert.deepEqual(await reopened(), [
+      ['w1', 1, undefined],
+      ['w4', 4, undefined],
+    ]);
+    // A newer shape (which made msgpackr reuse the lost structure's id), and the first one again.
+    const wallets2 = store.collection<Wallet>('wallets');
+    await wallets2.insertOne({ _id: 'w5', balance: 5, debits: [], shapeA: 5, shapeB: 5 });
+    await wallets2.insertOne({ _id: 'w6', balance: 6, debits: [], shapeA: 6 });
+    assert.deepEqual(await reopened(), [
+      ['w1', 1, undefined],
+      ['w4', 4, undefined],
+      ['w5', 5, 5],
+      ['w6', 6, undefined],
+    ]);
+  });
+
   it('closes while commits still fail: tries for a bounded time, then reports the writes it loses instead of hanging', async () => {
     const wallets = store.collection<Wallet>('wallets');
     fault.on = true;

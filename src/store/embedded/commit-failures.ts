@@ -78,6 +78,8 @@ export class Failures implements CommitFailures {
     private readonly flushDeferred: () => void,
     /** A small write of its own: whether writes commit again when no document waits. */
     private readonly probe: () => Promise<unknown>,
+    /** Writes again the shared structures a failed commit lost (structures.ts), if any. */
+    private readonly resaveStructures: () => Promise<unknown> | undefined = () => undefined,
   ) {
     // lmdb-js calls this synchronously as it learns a commit's outcome, before running the next
     // batch's callbacks; a failed commit has no transaction id.
@@ -151,14 +153,17 @@ export class Failures implements CommitFailures {
   }
 
   /**
-   * Writes every kept document again (those whose write is not queued already) and the probe after
-   * them (commits are ordered); clears the failure when all of them committed and none failed meanwhile.
+   * Writes the lost shared structures again first, then every kept document (those whose write is
+   * not queued already) and the probe after them (commits are ordered); clears the failure when all
+   * of them committed and none failed meanwhile.
    */
   private async retry(): Promise<boolean> {
     const epoch = this.epoch;
+    const structures = this.resaveStructures();
     for (const [pending, requeue] of this.waiting) if (!pending.queued) requeue();
     this.flushDeferred();
     try {
+      await structures;
       await this.probe();
     } catch (err) {
       isCommitFailure(err); // its cause heard

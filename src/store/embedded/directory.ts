@@ -11,6 +11,7 @@ import { realpathSync } from 'node:fs';
 import type { RootDatabase } from 'lmdb';
 import { Failures, type CommitFailures } from './commit-failures.ts';
 import type { Overlay } from './overlay.ts';
+import { KeptStructures } from './structures.ts';
 
 /**
  * How long a lazy point write's flush waits before it is queued, so that the next writes of the
@@ -29,6 +30,7 @@ interface Shared {
   deferred: (() => void)[];
   timer: NodeJS.Timeout | undefined;
   failures: Failures;
+  structures: KeptStructures;
 }
 
 const open = new Map<string, Shared>();
@@ -42,6 +44,8 @@ export interface Directory {
   flushDeferred(): void;
   /** Whether its commits fail, and the lazy writes a failed commit left (commit-failures.ts). */
   readonly failures: CommitFailures;
+  /** The collections' shared msgpack structures, kept across a failed commit (structures.ts). */
+  readonly structures: KeptStructures;
   /** Gives the environment up: closed once no instance holds it (after its queued writes commit). */
   release(): Promise<void>;
 }
@@ -54,6 +58,7 @@ export function acquireDirectory(dir: string, openEnv: () => RootDatabase): Dire
     const env = openEnv();
     // The probe writes a key of its own in `meta` (store.ts), which nothing else reads.
     const meta = env.openDB<number[], string[]>('meta', {});
+    const structures = new KeptStructures(env);
     const created: Shared = {
       env,
       refs: 0,
@@ -65,7 +70,9 @@ export function acquireDirectory(dir: string, openEnv: () => RootDatabase): Dire
         () => flushDeferredOf(created),
         // Through a transaction, like every write of the store (a fault injected there reaches it too).
         () => env.childTransaction(() => meta.putSync(['probe', 'commit'], [])),
+        () => structures.resaveLost(),
       ),
+      structures,
     };
     shared = created;
     open.set(key, shared);
@@ -77,6 +84,7 @@ export function acquireDirectory(dir: string, openEnv: () => RootDatabase): Dire
   return {
     env: held.env,
     failures: held.failures,
+    structures: held.structures,
     overlay(collection) {
       let o = held.overlays.get(collection);
       if (!o) held.overlays.set(collection, (o = { pending: new Map(), txnWrites: 0, lazyCommit: undefined, indexGeneration: 0 }));
