@@ -16,7 +16,7 @@
 //   shorter on disk than in the encoder is written again, in a transaction of its own queued first
 //   (commits are ordered), so no document of a lost shape commits before its structure.
 
-import type { Database, RootDatabase } from 'lmdb';
+import type { Database, Key, RootDatabase } from 'lmdb';
 
 /** Where each collection's database keeps its shared msgpack structures (lmdb-js's convention). */
 export const SHARED_STRUCTURES = Symbol.for('structures');
@@ -25,6 +25,12 @@ type Structures = (string[] | undefined)[] & { sharedLength?: number; uninitiali
 interface Encoder {
   structures?: Structures;
   saveStructures?: (structures: Structures, isCompatible: unknown) => unknown;
+}
+
+/** lmdb-js's msgpackr encoder of a database opened with shared structures (not in its types). */
+function encoderOf(db: Database): Encoder | undefined {
+  // lmdb-js keeps it as the store's `encoder` property, which its type declarations leave out.
+  return (db as unknown as { encoder?: Encoder }).encoder;
 }
 
 /** Whether `stored` is a strict prefix of `mine`: a save of ours that a failed commit lost. */
@@ -48,11 +54,11 @@ export class KeptStructures {
   constructor(private readonly env: RootDatabase) {}
 
   /** Opens (or finds) a collection's document database with shared structures, kept. */
-  open<T, K extends import('lmdb').Key>(name: string): Database<T, K> {
+  open<T, K extends Key>(name: string): Database<T, K> {
     const db = this.env.openDB<T, K>(name, { sharedStructuresKey: SHARED_STRUCTURES });
     if (this.dbs.has(db as Database)) return db;
     this.dbs.add(db as Database);
-    const encoder = (db as unknown as { encoder?: Encoder }).encoder;
+    const encoder = encoderOf(db as Database);
     const save = encoder?.saveStructures;
     if (encoder && save) {
       encoder.saveStructures = (structures, isCompatible) =>
@@ -65,13 +71,13 @@ export class KeptStructures {
   resaveLost(): Promise<unknown> | undefined {
     const lost: [Database, Structures][] = [];
     for (const db of this.dbs) {
-      const mine = (db as unknown as { encoder?: Encoder }).encoder?.structures;
+      const mine = encoderOf(db)?.structures;
       if (!mine || mine.uninitialized) continue;
-      if (lostFrom(db.get(SHARED_STRUCTURES as unknown as import('lmdb').Key), mine)) lost.push([db, mine]);
+      if (lostFrom(db.get(SHARED_STRUCTURES), mine)) lost.push([db, mine]);
     }
     if (lost.length === 0) return undefined;
     return this.env.childTransaction(() => {
-      for (const [db, mine] of lost) db.putSync(SHARED_STRUCTURES as unknown as import('lmdb').Key, mine.slice(0, mine.sharedLength ?? mine.length));
+      for (const [db, mine] of lost) db.putSync(SHARED_STRUCTURES, mine.slice(0, mine.sharedLength ?? mine.length));
     });
   }
 }

@@ -1,0 +1,172 @@
+// The voice call actor's vocabulary (machines/voice-call.machine.ts): its statuses and end reasons,
+// input and context, the effects' inputs and outputs, and the events it hears. Kept apart from the
+// machine so the machine file holds only its states and transitions.
+
+export const CALL_STATUSES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'] as const;
+export type CallStatus = (typeof CALL_STATUSES)[number];
+export type FinalStatus = Extract<CallStatus, 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled'>;
+
+export type EndReason =
+  | 'callee_hangup'
+  | 'agent_hangup'
+  | 'api_hangup'
+  | 'max_duration'
+  | 'silence_timeout'
+  | 'insufficient_credit'
+  | 'ring_timeout'
+  | 'dial_busy'
+  | 'dial_failed'
+  | 'destination_not_allowed'
+  | 'carrier_unavailable'
+  /** The carrier's API refused the route's credentials (401/403): its account or token is wrong, not an outage. */
+  | 'carrier_credentials_refused'
+  | 'media_timeout'
+  /** The carrier's stream came in a format the gateway cannot take (Exotel's media_format): refused, not misread. */
+  | 'media_format_unsupported'
+  | 'gateway_restart';
+
+/**
+ * Opaque to the machine: what the effects need (payer, hold, pricing, the call's options), plain
+ * JSON. Its fields are the kind's to name (src/voice/kind.ts builds `voiceCallMachineOf<its spec>()`),
+ * so the effects read them typed; the machine only carries them.
+ */
+export type CallSpec = object;
+
+export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  /** The paying account (wallet id): the only one that may read or control the call. */
+  account: string;
+  model: string;
+  to: string;
+  from: string | null;
+  createdAt: number;
+  /** The call's maximum answered time: the client's max_duration_seconds, or less when the wallet covered less. */
+  maxDurationMs: number;
+  /** The wallet, not the client, set maxDurationMs: reaching it ends `insufficient_credit`. */
+  creditLimited: boolean;
+  ringTimeoutMs: number;
+  spec: Spec;
+  /**
+   * The client's metadata: the call's, shown by its view; never an effect's input (the snapshot
+   * keeps an in-flight effect's input, so a field there is stored twice). Absent in calls created
+   * before it moved here from the kind's spec.
+   */
+  metadata?: Record<string, string>;
+}
+
+/** One transcript turn; times are seconds from the answer. */
+export interface Turn {
+  role: 'agent' | 'callee';
+  text: string;
+  /** Agent turns: what the callee heard of `text` (all of it unless interrupted). */
+  heard_text?: string;
+  interrupted?: boolean;
+  start: number;
+  end: number;
+  response_id?: string;
+  intent?: string | null;
+  entities?: Record<string, string | number>;
+  /** Callee DTMF: the digits pressed (the turn's text is them too). */
+  dtmf?: string;
+  /** Agent turns answering the callee: the end of the callee's speech (or last key) → this reply's first frame to the carrier, ms. */
+  latency_ms?: number;
+  /** Agent turns answering the callee: `latency_ms` by stage (they add up to it; src/voice/turn-stages.ts says what each measures). */
+  stages?: TurnStages;
+}
+
+/** Where a turn's latency goes, ms, in order. */
+export type TurnStages = Record<'endpointing_ms' | 'queued_ms' | 'recognition_ms' | 'agent_ms' | 'synthesis_ms' | 'first_frame_ms', number>;
+
+export interface OutcomeAction {
+  action: string;
+  intent: string | null;
+  entities: Record<string, string | number>;
+  at: number;
+}
+
+export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends VoiceCallInput<Spec> {
+  status: CallStatus;
+  endReason: EndReason | null;
+  /** The latest time an event told (epoch ms): the base the deadlines are armed from. */
+  now: number;
+  carrierCallId: string | null;
+  dialStartedAt: number | null;
+  ringingAt: number | null;
+  answeredAt: number | null;
+  endedAt: number | null;
+  /** The last heartbeat of the media loop: what a gateway restart bills up to. */
+  lastAliveAt: number | null;
+  billedSeconds: number | null;
+  costMicrocents: number | null;
+  /** What the carrier says the call lasted (s), when it was asked: a call finalized after a restart. */
+  carrierDurationSeconds?: number | null;
+  /** The turns the live side told (each recorded in the call's transcript first, as far as it keeps them); absent in version 1 snapshots. */
+  turnCount?: number;
+  /** Version 1 snapshots only: the transcript itself, and the turns it left out. */
+  turns?: Turn[];
+  turnsDropped?: number;
+  actions: OutcomeAction[];
+  /** The agent's conversation state (the intent pack's) at the last turn. */
+  agentState: string | null;
+  /** End of callee speech → first agent audio, ms, per turn (the latest MAX_LATENCIES). */
+  latencies: number[];
+  interruptions: number;
+}
+
+export interface DialInput {
+  to: string;
+  from: string | null;
+  ringTimeoutMs: number;
+  maxDurationMs: number;
+}
+/** `carrierCallId` null: nothing was dialled here (a restored actor without its media: the finalize follows). */
+export interface DialOutput {
+  carrierCallId: string | null;
+  at: number;
+}
+
+export interface FinishInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  /** The carrier's id of the call, when it was dialled (a restored call hangs it up there). */
+  carrierCallId: string | null;
+  model: string;
+  status: FinalStatus;
+  reason: EndReason;
+  billedSeconds: number;
+  spec: Spec;
+}
+export interface FinishOutput {
+  costMicrocents: number;
+  /** The carrier's own duration of the call, when the finish asked it (an orphaned call hung up by its API). */
+  carrierDurationSeconds?: number | null;
+  at: number;
+}
+
+export interface NotifyInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  model: string;
+  to: string;
+  answeredAt: number;
+  spec: Spec;
+}
+
+/** The answer to `api.cancel` / `api.hangup` (the runtime's `ask`). */
+export interface ControlReply {
+  type: 'control.result';
+  ok: boolean;
+  status: CallStatus;
+}
+
+export type VoiceCallEvent =
+  | { type: 'carrier.ringing'; now: number }
+  | { type: 'carrier.answered'; now: number }
+  /** The carrier says the call is over: before an answer with its status; after, the callee hung up (or the line dropped); `seconds` it counted bound the bill. */
+  | { type: 'carrier.ended'; now: number; status?: 'busy' | 'no_answer' | 'failed'; reason?: EndReason; seconds?: number }
+  | { type: 'api.cancel'; now: number }
+  | { type: 'api.hangup'; now: number }
+  /** The media loop ends the call: the agent closed it, silence, the media stream died or never came. */
+  | { type: 'media.ending'; now: number; reason: EndReason }
+  | { type: 'media.heartbeat'; now: number }
+  | { type: 'turn'; now: number; turn: Turn; latencyMs?: number; interrupted?: boolean; agentState?: string }
+  | { type: 'action'; now: number; action: OutcomeAction }
+  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' };
