@@ -22,14 +22,15 @@
 
 import { once } from 'node:events';
 import { closeSync, createWriteStream, constants as fsConstants, openSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PCM_SAMPLE_RATE } from './ffmpeg.ts';
-import { FRAME_SECONDS, parseHypseg, utteranceSegments } from './pocketsphinx-output.ts';
+import { type Bias, NBEST, rescore, retime } from './nbest.ts';
+import { FRAME_SECONDS, parseHypseg, type RawWord, spokenWord, utteranceSegments } from './pocketsphinx-output.ts';
 import { abortReason, spawnTool, type ToolRun } from './process.ts';
 import type { TranscriptSegment } from './transcript.ts';
 
@@ -83,6 +84,31 @@ export interface EngineOptions {
    * model, with their shared dictionary. Absent: the general model alone.
    */
   models?: ModelSet | null;
+  /** A client's prompt and key terms to favour (nbest.ts): each utterance's N best are written and rescored. */
+  bias?: Bias | null;
+}
+
+/**
+ * An utterance's words once its N-best file is rescored by the bias (nbest.ts), timed from the
+ * first best; the first best itself when no hypothesis holds more of the context, or the file cannot be read (the engine writes it as it prints
+ * the first best: looked for a few times).
+ */
+async function biased(file: string, first: RawWord[], bias: Bias): Promise<RawWord[]> {
+  const spoken = first.filter((w) => spokenWord(w.token) !== null);
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const text = await readFile(file, 'utf8').catch(() => '');
+    if (text.endsWith('\n')) {
+      void rm(file, { force: true });
+      const words = rescore(
+        text,
+        bias,
+        spoken.map((w) => spokenWord(w.token)!),
+      );
+      return words ? retime(spoken, words) : first;
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return first;
 }
 
 /** Log lines worth showing when the engine fails (its log is otherwise all INFO lines). */
@@ -217,6 +243,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
         ...(models
           ? ['-lmctl', models.lmctl, '-lmname', GENERAL_MODEL, '-lmnamectl', names, '-dict', models.dict]
           : ['-lm', join(modelDir, 'en-us.lm.bin'), '-dict', join(modelDir, 'cmudict-en-us.dict')]),
+        ...(options.bias ? ['-nbest', String(NBEST), '-nbestdir', dir, '-nbestext', '.nbest'] : []),
         // One pass, at most 3,000 HMMs a frame: 1.7× faster than the defaults, no worse (docs/speech-engines.md).
         '-fwdflat',
         'no',
@@ -233,13 +260,21 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   // line (words, or just its id and scores when it heard none).
   const pending = new Map<string, { offset: number; resolve: (s: TranscriptSegment[]) => void; reject: (err: unknown) => void }>();
   const lines = createInterface({ input: output, crlfDelay: Infinity });
+  const rescoring = new Set<Promise<void>>(); // N-best files being read (with a bias): before the files go
+
   lines.on('line', (line) => {
     const id = line.trim().split(/\s+/)[0] ?? '';
     const waiter = pending.get(id);
     if (!waiter) return;
     pending.delete(id);
     const parsed = parseHypseg(line, waiter.offset);
-    waiter.resolve(parsed ? utteranceSegments(parsed.words, options.pauseSeconds) : []);
+    if (!parsed) return waiter.resolve([]);
+    if (!options.bias) return waiter.resolve(utteranceSegments(parsed.words, options.pauseSeconds));
+    const reading = biased(join(dir, `${id}.nbest`), parsed.words, options.bias).then((words) =>
+      waiter.resolve(utteranceSegments(words, options.pauseSeconds)),
+    );
+    rescoring.add(reading);
+    void reading.finally(() => rescoring.delete(reading));
   });
   const outputDone = once(lines, 'close');
 
@@ -271,6 +306,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   void run.exited.then(async () => {
     audio.destroy();
     await outputDone.catch(() => undefined);
+    await Promise.all(rescoring);
     if (pending.size > 0) {
       const err = await failure();
       for (const w of pending.values()) w.reject(err);

@@ -21,6 +21,7 @@ import type { LanguageModels } from '../../speech/language-models.ts';
 import { loadResamplers, type Resamplers } from '../../speech/resample.ts';
 import { joinSegmentTexts } from '../../speech/transcript.ts';
 import { WAV_PCM, readWavHeader } from '../../speech/wav.ts';
+import { biasOf } from '../../speech/nbest.ts';
 import { samplesOf } from '../../speech/pcm.ts';
 import { UpstreamError, type TranscribeCapability, type TranscribeRequest, type Transcript, type TranscriptSegment } from '../types.ts';
 
@@ -138,7 +139,10 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       else signal.addEventListener?.('abort', onCancel, { once: true });
       const diarizer = req.diarize === true ? opts.diarizer : undefined;
       try {
-        const utterance = opts.engines && req.diarize !== true ? utteranceOf(req.audio.data) : null;
+        // A client's prompt or key terms (not a call's turn: its pack's models are its context) are
+        // heard by an engine of the request's own that writes each utterance's N best (nbest.ts).
+        const bias = req.context?.domain ? null : biasOf(req.context);
+        const utterance = opts.engines && req.diarize !== true && !bias ? utteranceOf(req.audio.data) : null;
         if (opts.engines && utterance) return await onWarmEngine(opts.engines, utterance, req.context, abort.signal);
         // PCM the gateway decoded already (a sync call) is taken as it is; otherwise a recording whose
         // length was measured is decoded no further (a second past it, to be sure).
@@ -148,7 +152,13 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
           : decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal, ...limit });
         return await transcribePcmWith(
           pcm,
-          { detectors: await voiceDetectors(), signal: abort.signal, ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}) },
+          {
+            detectors: await voiceDetectors(),
+            signal: abort.signal,
+            // The client's prompt and key terms favour the words they name (src/speech/nbest.ts).
+            bias,
+            ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}),
+          },
           async (t, audioFile) => {
             const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
             if (diarizer && segments.length > 0) {
