@@ -276,7 +276,8 @@ export async function createServices(deps: {
     realtimeOf: (provider) => (isProviderName(provider) ? providers.get(provider)?.realtime : undefined),
     detectors: () => (detectors ??= loadVoiceDetectors()),
     resamplers: () => (resamplers ??= loadResamplers()),
-    startEngine: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir }),
+    // N best written, so an utterance may be heard with its session's prompt (nbest.ts).
+    startEngine: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir, nbest: true }),
     settings: {
       ...rt,
       maxUtteranceMs: rt.maxUtteranceSeconds * 1000,

@@ -84,8 +84,10 @@ export interface EngineOptions {
    * model, with their shared dictionary. Absent: the general model alone.
    */
   models?: ModelSet | null;
-  /** A client's prompt and key terms to favour (nbest.ts): each utterance's N best are written and rescored. */
+  /** A client's prompt and key terms to favour in every utterance (nbest.ts): each one's N best are written and rescored. */
   bias?: Bias | null;
+  /** Write each utterance's N best even without `bias`, so a decode may bring its own (a realtime socket's session prompt). */
+  nbest?: boolean;
 }
 
 /**
@@ -180,7 +182,7 @@ export interface UtteranceEngine {
    * its segments (times in seconds from the start of the audio), in the order decodes were asked.
    * `model` names one of the engine's `models` (default: the general model).
    */
-  decode(startFrame: number, endFrame: number, model?: string): Promise<TranscriptSegment[]>;
+  decode(startFrame: number, endFrame: number, model?: string, bias?: Bias | null): Promise<TranscriptSegment[]>;
   /** The models this engine can decode with (the general model's name alone without `models`). */
   readonly models: ReadonlySet<string>;
   /** No more utterances: resolves once the engine has decoded what it was given and exited. */
@@ -243,7 +245,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
         ...(models
           ? ['-lmctl', models.lmctl, '-lmname', GENERAL_MODEL, '-lmnamectl', names, '-dict', models.dict]
           : ['-lm', join(modelDir, 'en-us.lm.bin'), '-dict', join(modelDir, 'cmudict-en-us.dict')]),
-        ...(options.bias ? ['-nbest', String(NBEST), '-nbestdir', dir, '-nbestext', '.nbest'] : []),
+        ...(options.bias || options.nbest ? ['-nbest', String(NBEST), '-nbestdir', dir, '-nbestext', '.nbest'] : []),
         // One pass, at most 3,000 HMMs a frame: 1.7× faster than the defaults, no worse (docs/speech-engines.md).
         '-fwdflat',
         'no',
@@ -258,7 +260,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   const output = new Socket({ fd: hypReadFd, readable: true, writable: false });
   // Decodes asked for and not answered yet, in order: the engine answers each utterance with one
   // line (words, or just its id and scores when it heard none).
-  const pending = new Map<string, { offset: number; resolve: (s: TranscriptSegment[]) => void; reject: (err: unknown) => void }>();
+  const pending = new Map<string, { offset: number; bias: Bias | null; resolve: (s: TranscriptSegment[]) => void; reject: (err: unknown) => void }>();
   const lines = createInterface({ input: output, crlfDelay: Infinity });
   const rescoring = new Set<Promise<void>>(); // N-best files being read (with a bias): before the files go
 
@@ -268,11 +270,13 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     if (!waiter) return;
     pending.delete(id);
     const parsed = parseHypseg(line, waiter.offset);
+    const nbest = join(dir, `${id}.nbest`);
+    if (!waiter.bias) {
+      if (options.nbest) void rm(nbest, { force: true });
+      return waiter.resolve(parsed ? utteranceSegments(parsed.words, options.pauseSeconds) : []);
+    }
     if (!parsed) return waiter.resolve([]);
-    if (!options.bias) return waiter.resolve(utteranceSegments(parsed.words, options.pauseSeconds));
-    const reading = biased(join(dir, `${id}.nbest`), parsed.words, options.bias).then((words) =>
-      waiter.resolve(utteranceSegments(words, options.pauseSeconds)),
-    );
+    const reading = biased(nbest, parsed.words, waiter.bias).then((words) => waiter.resolve(utteranceSegments(words, options.pauseSeconds)));
     rescoring.add(reading);
     void reading.finally(() => rescoring.delete(reading));
   });
@@ -366,12 +370,15 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
       }
     },
     models: modelNames,
-    async decode(startFrame, endFrame, model = GENERAL_MODEL) {
+    async decode(startFrame, endFrame, model = GENERAL_MODEL, bias = options.bias) {
       if (endFrame <= startFrame) return [];
       if (!modelNames.has(model)) throw new RecogniserError(`the engine has no language model '${model}'`);
       await check();
       const id = `u${utterances++}`;
-      const answer = new Promise<TranscriptSegment[]>((resolve, reject) => pending.set(id, { offset: startFrame * FRAME_SECONDS, resolve, reject }));
+      if (bias && !options.bias && !options.nbest) throw new RecogniserError('the engine writes no N best: a bias needs `nbest`');
+      const answer = new Promise<TranscriptSegment[]>((resolve, reject) =>
+        pending.set(id, { offset: startFrame * FRAME_SECONDS, bias: bias ?? null, resolve, reject }),
+      );
       await written; // the engine reads the frames from the file: they must be there before it is told
       // Both lines at once (no await between them): another decode's lines never come in between.
       const chosen = chooser ? chooser.write(`${model}\n`) : true;
