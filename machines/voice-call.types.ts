@@ -23,7 +23,9 @@ export type EndReason =
   | 'media_timeout'
   /** The carrier's stream came in a format the gateway cannot take (Exotel's media_format): refused, not misread. */
   | 'media_format_unsupported'
-  | 'gateway_restart';
+  | 'gateway_restart'
+  /** The carrier bridged the callee to another number (src/voice/transfer.ts): the gateway's part of the call is over. */
+  | 'transferred';
 
 /**
  * Opaque to the machine: what the effects need (payer, hold, pricing, the call's options), plain
@@ -111,6 +113,24 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   /** End of callee speech → first agent audio, ms, per turn (the latest MAX_LATENCIES). */
   latencies: number[];
   interruptions: number;
+  /** The number the call is being (or was) handed to: set when a transfer is asked (src/voice/transfer.ts). */
+  transferTo?: string | null;
+}
+
+/** A cold transfer: `by` the API (the agent says its hand-off line first) or the agent (its line already said). */
+export interface TransferInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  spec: Spec;
+  model: string;
+  to: string;
+  by: 'api' | 'agent';
+  /** When the media last lived (what a transfer the carrier never took bills up to, after a restart). */
+  lastAliveAt: number | null;
+}
+/** `transferred`: the carrier took the hand-off at `at` (the gateway's seconds end there); false: it never did (a restart lost the media first). */
+export interface TransferOutput {
+  transferred: boolean;
+  at: number;
 }
 
 export interface DialInput {
@@ -134,6 +154,8 @@ export interface FinishInput<Spec extends CallSpec = CallSpec> {
   reason: EndReason;
   billedSeconds: number;
   spec: Spec;
+  /** The number a `transferred` call was handed to. */
+  transferTo?: string | null;
 }
 export interface FinishOutput {
   costMicrocents: number;
@@ -164,6 +186,9 @@ export type VoiceCallEvent =
   | { type: 'carrier.ended'; now: number; status?: 'busy' | 'no_answer' | 'failed'; reason?: EndReason; seconds?: number }
   | { type: 'api.cancel'; now: number }
   | { type: 'api.hangup'; now: number }
+  /** A cold transfer to `to` (E.164, checked): the API's (answered as a control) or the agent's (a pack's escalation). */
+  | { type: 'api.transfer'; now: number; to: string }
+  | { type: 'agent.transfer'; now: number; to: string }
   /** The media loop ends the call: the agent closed it, silence, the media stream died or never came. */
   | { type: 'media.ending'; now: number; reason: EndReason }
   | { type: 'media.heartbeat'; now: number }

@@ -82,6 +82,12 @@ export interface Carrier {
   dial(req: DialRequest, events: CarrierEvents): Promise<string>;
   /** Ends the call (before an answer: cancels it). Idempotent; a call already over is no error. */
   hangup(carrierCallId: string): Promise<void>;
+  /**
+   * A cold transfer: the answered call bridged to `to` (E.164), shown `from` (the call's caller id, or
+   * null: the route's). Resolves once the carrier took it; the call's media stream then ends (not a
+   * hang-up). Absent: this carrier cannot transfer (src/voice/transfer.ts).
+   */
+  transfer?(carrierCallId: string, to: string, from: string | null): Promise<void>;
   /** How long the carrier says the call lasted, whole seconds; null while it is not over (or it does not say). */
   duration?(carrierCallId: string): Promise<number | null>;
   /** Its status callbacks (none for a carrier that reports through `events` only). */

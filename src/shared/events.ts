@@ -12,7 +12,8 @@ export type AccountEventName =
   | 'transcription.completed'
   | 'transcription.failed'
   | 'call.answered'
-  | 'call.ended';
+  | 'call.ended'
+  | 'call.transferred';
 
 export interface AccountEvent {
   event: AccountEventName;

@@ -48,6 +48,8 @@ export interface AgentReply {
   hangup: boolean;
   /** The reply asks for digits (an amount, a phone number): the callee's answer may pause between them. */
   expectsDigits: boolean;
+  /** Keys the agent sends (src/voice/dtmf.ts): the reply is their tones, its turn carries them. */
+  dtmf?: string;
 }
 
 export interface CallAgent {
@@ -68,12 +70,12 @@ export interface CallAgent {
 }
 
 /** One line as a reply's lines. */
-async function* one(line: SpokenLine): AsyncGenerator<SpokenLine> {
+export async function* one(line: SpokenLine): AsyncGenerator<SpokenLine> {
   yield line;
 }
 
 /** A reply that is only what it says (no action, intent or entities). */
-const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = null): AgentReply => ({
+export const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = null): AgentReply => ({
   lines,
   responseId,
   action: null,

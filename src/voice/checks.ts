@@ -42,6 +42,8 @@ export interface VoiceCallBody {
   turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
   webhook_id?: number;
   metadata?: Record<string, string>;
+  /** Where the pack's escalation to a person transfers the call (src/voice/transfer.ts); checked as `to` is. */
+  transfer_to?: string;
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */
@@ -78,17 +80,8 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     });
   }
   const features = voiceFeatures(model);
-  const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
-  if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone?.isValid()) {
-    throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
-  }
-  if (!phone.country || !features.countries.includes(phone.country)) {
-    throw new ApiError(
-      'destination_not_allowed',
-      `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`,
-      { param: 'to' },
-    );
-  }
+  const to = destination(model, body.to, 'to');
+  if (body.transfer_to !== undefined) destination(model, body.transfer_to, 'transfer_to');
   if (body.webhook_id !== undefined && !(await deps.webhookOwned(payer.walletId, body.webhook_id))) {
     throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
   }
@@ -162,7 +155,28 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
       `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`,
     );
   }
-  return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
+  return { to, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
+}
+
+/**
+ * A number the model's calls may reach (a call's `to`, a transfer's): valid E.164 (libphonenumber-js's
+ * full metadata), else 400 `invalid_request`; in one of the model's `countries`, else 400
+ * `destination_not_allowed`; `param` names the field. Returns it as E.164.
+ */
+export function destination(model: ModelDoc, to: string, param: string): string {
+  const { countries } = voiceFeatures(model);
+  const phone = phoneNumbers().parsePhoneNumberFromString(to);
+  if (!/^\+[1-9][0-9]{6,14}$/.test(to) || !phone?.isValid()) {
+    throw new ApiError('invalid_request', `'${param}' must be a valid phone number in E.164 form (+919876543210), not '${echo(to)}'.`, { param });
+  }
+  if (!phone.country || !countries.includes(phone.country)) {
+    throw new ApiError(
+      'destination_not_allowed',
+      `The model '${model._id}' calls ${countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`,
+      { param },
+    );
+  }
+  return phone.number;
 }
 
 /**

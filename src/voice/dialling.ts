@@ -58,6 +58,8 @@ export class Dialling {
   }
   private carrier: Carrier | null = null;
   private carrierEnded = false;
+  /** The call's caller id (its `from`; null: the route's): a transfer shows it too. */
+  private from: string | null = null;
   /** The protocol of the carrier dialling (then of the one that took the call). */
   wire: MediaWire;
 
@@ -76,6 +78,7 @@ export class Dialling {
       ringTimeoutMs: input.ringTimeoutMs,
       maxDurationMs: input.maxDurationMs,
     };
+    this.from = input.from;
     const tell = (event: VoiceCallEvent) =>
       void this.deps.actor
         .send(event, { wait: 'applied' })
@@ -114,6 +117,17 @@ export class Dialling {
   async hangup(): Promise<void> {
     if (this.carrier && this.carrierCallId !== null && !this.carrierEnded)
       await this.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
+  }
+
+  /** Whether the carrier that took the call (or, before one did, the first route's) can transfer it. */
+  get canTransfer(): boolean {
+    return (this.carrier ?? this.deps.carriers[0]?.carrier)?.transfer !== undefined;
+  }
+
+  /** Asks the carrier that took the call to bridge it to `to` (src/voice/transfer.ts). */
+  async transfer(to: string): Promise<void> {
+    if (!this.carrier?.transfer || this.carrierCallId === null) throw new Error("the call's carrier cannot transfer it");
+    await this.carrier.transfer(this.carrierCallId, to, this.from);
   }
 
   /** The same, unheard (the live side is going away without a hang-up). */

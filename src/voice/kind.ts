@@ -26,6 +26,8 @@ import {
   type FinishInput,
   type FinishOutput,
   type NotifyInput,
+  type TransferInput,
+  type TransferOutput,
   type VoiceCallContext,
 } from '../../machines/voice-call.machine.ts';
 
@@ -52,8 +54,10 @@ export interface CallResources extends ActorResources {
   dial(input: DialInput): Promise<string>;
   /** The call was answered at `at` (the actor's time: the credit guard is timed from it). Idempotent. */
   answered(at: number): void;
-  /** The call ends (for `reason`): stop the media and hang up at the carrier if still up. Idempotent. */
+  /** The call ends (for `reason`): stop the media and hang up at the carrier if still up (not a `transferred` one's). Idempotent. */
   hangup(reason: EndReason): Promise<void>;
+  /** A cold transfer (src/voice/transfer.ts): the hand-off line said (`by` the API), the carrier bridges the callee to `to`; resolves with when it took it. */
+  transfer?(to: string, by: 'api' | 'agent'): Promise<number>;
 }
 
 export interface VoiceKindDeps {
@@ -91,7 +95,11 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     kind: VOICE_KIND,
     machine: voiceCallMachine,
     version,
-    persistence: { mode: 'checkpoint', intervalMs: deps.checkpointMs, durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'media.ending', 'action'] },
+    persistence: {
+      mode: 'checkpoint',
+      intervalMs: deps.checkpointMs,
+      durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'api.transfer', 'agent.transfer', 'media.ending', 'action'],
+    },
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
     migrate: fromVersion1,
@@ -157,7 +165,8 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
         const media = ctx.resources();
         let carrierDurationSeconds: number | null = null;
         if (media) await media.hangup(input.reason);
-        else if (input.carrierCallId && deps.hangupOrphan) {
+        // A transferred call is the callee's and the person's now: never hung up, nor its length asked.
+        else if (input.carrierCallId && deps.hangupOrphan && input.reason !== 'transferred') {
           // The media died with its instance; the call may still be up at the carrier. What the
           // carrier then says it lasted is kept beside what is billed (up to the last heartbeat).
           const told = await deps
@@ -193,11 +202,30 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
               end_reason: input.reason,
               billed_seconds: input.billedSeconds,
               cost_cents: centsOf(cost),
+              ...(input.transferTo ? { transferred_to: input.transferTo } : {}),
             },
           });
           return true;
         });
         return { costMicrocents: cost, carrierDurationSeconds, at: deps.now() };
+      }),
+      transfer: fromPromise<TransferOutput, TransferInput<CallSpecFields>>(async ({ input }) => {
+        // Once: a restored actor finds the carrier's hand-off done (the call ends `transferred`
+        // then), or, its media gone before the carrier took it, ends the call where it was last alive.
+        let at = await ctx.steps.done<number>('transfer');
+        if (at === undefined) {
+          const media = ctx.resources();
+          if (!media) return { transferred: false, at: input.lastAliveAt ?? deps.now() };
+          if (!media.transfer) throw new Error('this call cannot be transferred');
+          at = await ctx.steps.once('transfer', () => media.transfer!(input.to, input.by));
+        }
+        const when = at;
+        await ctx.steps.once('notify:transferred', async () => {
+          const fields = { call_id: input.callId, model: input.model, transferred_to: input.to, transferred_at: Math.floor(when / 1000) };
+          await deps.events.emit({ event: 'call.transferred', ...to(input.spec), fields });
+          return true;
+        });
+        return { transferred: true, at: when };
       }),
     },
   };

@@ -22,6 +22,7 @@ import type { Carrier } from '../providers/carrier.ts';
 import type { VoiceKind } from './kind.ts';
 import type { Conversation } from './call-line.ts';
 import { CallMedia } from './media.ts';
+import { handoffWords } from './transfer.ts';
 import type { Pacer } from './pacer.ts';
 import { recordingTurns, type CallTranscripts } from './transcript.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
@@ -64,6 +65,7 @@ export interface LiveRequest {
   agent?: { type: 'intent' } | { type: 'llm' | 'hybrid'; system_prompt: string };
   variables?: Record<string, string>;
   first_message?: { response_id?: string; text?: string; mode?: 'agent_first' | 'wait_for_callee' | 'after_silence' };
+  transfer_to?: string;
   idle?: { prompt_after_ms?: number; max_prompts?: number };
   turn?: { interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
 }
@@ -130,6 +132,8 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     onDisposed: call.onDisposed,
     pacer: call.pacer,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    handoffWords: () => handoffWords({ intent: deps.intent, intentModel: c.intentModel, audio: deps.audio, tts: c.tts, voice: c.voice, language: c.language }),
+    ...(body.transfer_to ? { transferTo: body.transfer_to } : {}),
   });
 }
 

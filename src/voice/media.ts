@@ -41,6 +41,9 @@ import type { Pacer } from './pacer.ts';
 import { Speaking } from './speaking.ts';
 import { CallTimers } from './timers.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import { handOff } from './transfer.ts';
+import { keysReply } from './dtmf.ts';
+import type { AgentReply } from './agent.ts';
 
 export type { MediaStream } from './call-line.ts';
 
@@ -86,6 +89,10 @@ export interface CallMediaDeps {
   pacer: Pacer;
   /** Each turn's stages and latency (src/voice/turn-stages.ts). */
   metrics?: VoiceMetrics;
+  /** The hand-off line said before an API transfer (src/voice/transfer.ts); none: nothing is said first. */
+  handoffWords?(): Promise<AgentReply | null>;
+  /** Where the pack's escalation to a person transfers the call (the call's `transfer_to`); none: it hangs up. */
+  transferTo?: string;
 }
 
 export class CallMedia implements CallResources {
@@ -95,6 +102,8 @@ export class CallMedia implements CallResources {
   private readonly listening: CallListening;
   private readonly timers: CallTimers;
   private conversation: Conversation | null = null;
+  /** The carrier took a transfer: its stream's end is the hand-off, not the callee hanging up. */
+  private handedOff = false;
   /** Resolves when the actor ended the call here (its hang-up) or the live side went away. */
   private readonly over: Promise<void>;
   private markOver!: () => void;
@@ -106,7 +115,23 @@ export class CallMedia implements CallResources {
     const line = this.line;
     this.dialling = new Dialling({ ...deps, onAnswered: (at) => this.answer(at) });
     const wire = () => this.dialling.wire;
-    this.speaking = new Speaking({ line, wire, pacer: deps.pacer, log, now, endpoint: () => this.listening.endpoint(), metrics: deps.metrics });
+    const escalate = deps.transferTo;
+    this.speaking = new Speaking({
+      line,
+      wire,
+      pacer: deps.pacer,
+      log,
+      now,
+      endpoint: () => this.listening.endpoint(),
+      metrics: deps.metrics,
+      // The pack's escalation to a person, on a call given `transfer_to`: a transfer, not a hang-up.
+      ...(escalate
+        ? {
+            escalate: async () =>
+              this.dialling.canTransfer && (await actor.send({ type: 'agent.transfer', now: now(), to: escalate }, { wait: 'durable' }).then(() => true)),
+          }
+        : {}),
+    });
     this.listening = new CallListening({ line, speaking: this.speaking, turn: deps.turn, log, now, talk: () => this.talk() });
     this.timers = new CallTimers({
       line,
@@ -136,14 +161,52 @@ export class CallMedia implements CallResources {
     if (this.deps.creditLimitMs !== null && !this.line.over) this.timers.guardCredit(at + this.deps.creditLimitMs);
   }
 
-  async hangup(_reason: EndReason): Promise<void> {
+  async hangup(reason: EndReason): Promise<void> {
     if (this.line.hungUp) return;
     this.line.hungUp = true;
     this.markOver();
     this.speaking.stop();
     this.timers.stop();
-    this.line.stream?.close(1000, 'call ended');
-    await this.dialling.hangup();
+    this.line.stream?.close(1000, 'call ended'); // an Exotel flow moves on to its Connect applet
+    if (reason !== 'transferred') await this.dialling.hangup();
+  }
+
+  /** Keys the agent sends (src/voice/dtmf.ts), as tones after what it is saying; false: the line is not up to take them. */
+  sendKeys(digits: string): boolean {
+    const line = this.line;
+    if (line.over || line.closing || line.goneAt !== null || !line.stream) return false;
+    line.enqueue(() => this.speaking.respond(async () => keysReply(digits), null), 'the keys did not play');
+    return true;
+  }
+
+  /** Whether the call's carrier can transfer it (src/voice/transfer.ts). */
+  get canTransfer(): boolean {
+    return this.dialling.canTransfer;
+  }
+
+  /** A cold transfer (src/voice/transfer.ts): the hand-off line, then the carrier bridges; resolves with when it took it. */
+  transfer(to: string, by: 'api' | 'agent'): Promise<number> {
+    const { log, now } = this.deps;
+    return handOff(
+      {
+        line: this.line,
+        speaking: this.speaking,
+        words: () => this.deps.handoffWords?.() ?? Promise.resolve(null),
+        stopTimers: () => this.timers.stop(),
+        bridge: async (number) => {
+          this.handedOff = true;
+          await this.dialling.transfer(number).catch((err: unknown) => {
+            this.handedOff = false;
+            this.line.closing = false;
+            throw err;
+          });
+        },
+        log,
+        now,
+      },
+      to,
+      by,
+    );
   }
 
   dispose(): void {
@@ -234,7 +297,7 @@ export class CallMedia implements CallResources {
    */
   private async calleeHungUp(): Promise<void> {
     const line = this.line;
-    if (line.over || line.goneAt !== null) return;
+    if (line.over || line.goneAt !== null || this.handedOff) return;
     line.goneAt = this.deps.now();
     this.timers.stop();
     this.speaking.stop();

@@ -28,6 +28,7 @@ import { Pacer } from './pacer.ts';
 import type { CallTranscripts } from './transcript.ts';
 import { facts, toObject } from './view.ts';
 import type { VoiceCallObject } from './views.ts';
+import { requestTransfer } from './transfer-request.ts';
 
 const DEFAULT_RING_TIMEOUT_SECONDS = 30;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
@@ -142,6 +143,37 @@ export class VoiceCalls {
     } finally {
       if (this.creating.get(account) === mine) this.creating.delete(account);
     }
+  }
+
+  /** GET /v1/voice/concurrency: the account's calls not ended (counted as a POST counts them) and its limit. */
+  async concurrency(account: string): Promise<{ in_progress: number; limit: number }> {
+    const limit = (await this.deps.maxConcurrentCalls(account)) ?? this.deps.settings.maxConcurrentCalls;
+    const active = await this.deps.runtime.list(VOICE_KIND, { account, active: true }, { limit: Math.max(limit, 1000) });
+    return { in_progress: active.length, limit };
+  }
+
+  /** A cold transfer of the account's call in progress to `to` (src/voice/transfer.ts); answers the call as it stands. */
+  async transfer(account: string, id: string, to: string): Promise<VoiceCallObject> {
+    const view = await this.view(account, id);
+    const deps = { ...this.deps, canTransfer: (callId: string) => this.live.get(callId)?.canTransfer };
+    await requestTransfer(deps, view, to);
+    return this.get(account, id);
+  }
+
+  /** Keys the agent sends on the account's call in progress (src/voice/dtmf.ts), live on this instance; answers the call as it stands. */
+  async dtmf(account: string, id: string, digits: string): Promise<VoiceCallObject> {
+    const view = await this.view(account, id);
+    const status = view.status === 'active' ? facts(view)!.status : 'over';
+    if (status !== 'in_progress' || !this.live.get(id)?.sendKeys(digits)) {
+      throw new ApiError(
+        'call_not_active',
+        `The call is ${status === 'in_progress' ? 'not taking keys (being transferred or ending)' : status}: keys go to a call in progress.`,
+        {
+          param: 'id',
+        },
+      );
+    }
+    return this.get(account, id);
   }
 
   private async place(principal: ApiKeyPrincipal, payer: Payer, body: VoiceCallBody, callId: string, requestId: string): Promise<VoiceCallObject> {

@@ -12,6 +12,7 @@ import type { Pacer } from './pacer.ts';
 import { Playback } from './playback.ts';
 import { observeTurn, turnStages, type CalleeTurnTimes, type VoiceMetrics } from './turn-stages.ts';
 import type { MediaWire } from '../providers/carrier-wire/types.ts';
+import { escalatesToPerson } from './transfer.ts';
 
 export interface SpeakingDeps {
   line: CallLine;
@@ -25,6 +26,8 @@ export interface SpeakingDeps {
   endpoint(): void;
   /** Each turn's stages and latency, and the answer → the first frame (src/voice/turn-stages.ts). */
   metrics?: VoiceMetrics | undefined;
+  /** The agent escalated to a person (src/voice/transfer.ts) on a call that can transfer: the call is transferred, not hung up. */
+  escalate?(): Promise<boolean>;
 }
 
 export class Speaking {
@@ -136,6 +139,7 @@ export class Speaking {
       ...(reply.intent !== null ? { intent: reply.intent } : {}),
       ...(Object.keys(reply.entities).length > 0 ? { entities: reply.entities } : {}),
       ...(timed ? { latency_ms: timed.latencyMs, stages: timed.stages } : {}),
+      ...(reply.dtmf ? { dtmf: reply.dtmf } : {}),
     };
     line.record({
       type: 'turn',
@@ -145,7 +149,10 @@ export class Speaking {
       ...(timed ? { latencyMs: timed.latencyMs } : {}),
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
-    if (reply.hangup && !interrupted) await line.end('agent_hangup');
+    if (reply.hangup && !interrupted) {
+      if (this.deps.escalate && escalatesToPerson(reply) && (await this.deps.escalate().catch(() => false))) return;
+      await line.end('agent_hangup');
+    }
   }
 
   /** The carrier echoed a mark: how far the callee heard the reply playing. */

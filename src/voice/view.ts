@@ -57,6 +57,7 @@ export function toObject(view: ActorView, stored: Turn[] = []): VoiceCallObject 
     billed_seconds: c.billedSeconds ?? null,
     cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
     carrier_duration_seconds: c.carrierDurationSeconds ?? null,
+    transferred_to: c.endReason === 'transferred' ? (c.transferTo ?? null) : null,
     transcript,
     transcript_truncated: dropped > 0,
     outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },

@@ -25,6 +25,8 @@ export interface VoiceCallObject {
   cost_cents?: number | null;
   /** What the carrier says the call lasted (s): asked only of a call finalized after a restart; null otherwise. */
   carrier_duration_seconds?: number | null;
+  /** The number a `transferred` call was handed to (src/voice/transfer.ts); null otherwise. */
+  transferred_to?: string | null;
   transcript?: VoiceCallContext['turns'];
   /** The transcript holds the call's first 200 turns only: the later ones were left out (`metrics.turns_dropped` says how many). */
   transcript_truncated?: boolean;

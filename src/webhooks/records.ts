@@ -22,6 +22,7 @@ export const EVENT_NAMES: readonly AccountEventName[] = [
   'transcription.failed',
   'call.answered',
   'call.ended',
+  'call.transferred',
 ];
 
 export interface WebhookDoc {

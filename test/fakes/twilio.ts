@@ -1,6 +1,9 @@
 // A fake Twilio for voice calls, speaking the wire format of /work/shared/reference/voice.md:
 //   POST /2010-04-01/Accounts/{sid}/Calls.json (form, Basic sid:token) → 201 {sid: "CA…", status: "queued"}
 //   POST /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json Status=completed|canceled → 200 (hangs up)
+//   POST /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json Twiml=<Response><Dial>… → 200 (a live call
+//        updated: its stream gets `stop` and closes, the callee is put through to the <Dial>'s number,
+//        whose simulated callee says what that party does: `transfers`); a call not in progress → 400 21220
 //   GET  /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json → {sid, status, duration}: `duration` whole
 //        seconds answer → end as a string once the call is over, null before (as Twilio's)
 // The callee behind it is the simulator's (src/providers/simulator/voice.ts, scripted per number):
@@ -47,6 +50,10 @@ export class FakeTwilio {
    */
   readonly lines = new Map<string, { said: number[]; media: number[] }>();
   private readonly callIdOf = new Map<string, string>();
+  /** Each live call updated with a <Dial> (a transfer): its TwiML, the number, and whether that party answered (once its part is over). */
+  readonly transfers: { sid: string; callId: string; twiml: string; to: string; at: number; answered?: boolean }[] = [];
+  /** The agent's audio each call's callee received (μ-law), by the gateway's call id: what a DTMF detector listens to. */
+  readonly heard = new Map<string, Buffer[]>();
   private seq = 0;
   private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
 
@@ -81,7 +88,15 @@ export class FakeTwilio {
       speak,
       onReply: opts.onReply,
       onSaid: (simId, at) => void line(simId).said.push(at),
-      onGatewayFrame: (simId, event) => void (event === 'media' && line(simId).media.push(Date.now())),
+      onGatewayFrame: (simId, event, _bytes, payload) => {
+        if (event !== 'media') return;
+        line(simId).media.push(Date.now());
+        const id = self.callIdOf.get(simId) ?? simId;
+        if (payload) self.heard.set(id, [...(self.heard.get(id) ?? []), payload]);
+      },
+      onTransferred: (simId, _to, answered) => {
+        for (const t of self.transfers) if (t.callId === self.callIdOf.get(simId)) t.answered = answered;
+      },
     });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -147,6 +162,16 @@ export class FakeTwilio {
       const over = call.endedAt !== null;
       const duration = !over ? null : call.answeredAt === null ? '0' : String(Math.round((call.endedAt! - call.answeredAt) / 1000));
       return json(200, { sid, status: over ? 'completed' : call.answeredAt !== null ? 'in-progress' : 'ringing', duration });
+    }
+    const twiml = form.get('Twiml');
+    if (req.method === 'POST' && sid !== undefined && call && twiml !== null && form.get('Status') === null) {
+      if (call.endedAt !== null || call.answeredAt === null)
+        return json(400, { code: 21220, message: 'Call is not in-progress. Cannot redirect.', status: 400 });
+      const to = /^<Response><Dial(?: callerId="[^"]*")?><Number>([^<]+)<\/Number><\/Dial><\/Response>$/.exec(twiml)?.[1];
+      if (!to) return json(400, { code: 12100, message: 'Document parse failure', status: 400 });
+      this.transfers.push({ sid, callId: this.callIdOf.get(call.simId) ?? '', twiml, to: unxml(to), at: Date.now() });
+      await this.carrier.transfer!(call.simId, unxml(to), null);
+      return json(200, { sid, status: 'in-progress' });
     }
     if (req.method === 'POST' && sid !== undefined && call) {
       call.endedAt ??= Date.now();

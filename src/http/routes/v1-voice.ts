@@ -68,6 +68,8 @@ export const VoiceCallBodySchema = Closed({
   ),
   webhook_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
   metadata: Type.Optional(StringMap(16, 500)),
+  /** Where the pack's escalation to a person transfers the call (checked as `to` is: src/voice/transfer.ts). */
+  transfer_to: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
@@ -89,7 +91,7 @@ const Turn = Type.Object({
   stages: Type.Optional(ByStage(Type.Number(), 'latency_ms by stage, in order; they add up to it (docs/api/voice.md, Where the time goes).')),
 });
 const Quantiles = Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) });
-const Call = Type.Object({
+export const Call = Type.Object({
   id: Type.String(),
   object: Type.Literal('voice.call'),
   status: Type.String(),
@@ -108,6 +110,7 @@ const Call = Type.Object({
   billed_seconds: Type.Optional(Nullable(Type.Integer())),
   cost_cents: Type.Optional(Nullable(Type.Number())),
   carrier_duration_seconds: Type.Optional(Nullable(Type.Integer())),
+  transferred_to: Type.Optional(Nullable(Type.String({ description: 'The number a `transferred` call was handed to.' }))),
   transcript: Type.Optional(Type.Array(Turn)),
   transcript_truncated: Type.Optional(
     Type.Boolean({ description: "The transcript holds the call's first 200 turns: later ones were left out (metrics.turns_dropped)." }),

@@ -29,6 +29,7 @@ import { bytesOf, samplesOf } from '../../speech/pcm.ts';
 import type { Carrier, CarrierEvents, DialRequest } from '../carrier.ts';
 import { twilioWire } from '../carrier-wire/twilio.ts';
 import type { CalleeWire, WireProtocol } from '../carrier-wire/types.ts';
+import { putThrough } from './transfer.ts';
 
 /** Without agent audio this long, its reply counts as over (a late frame is not an end). */
 const GAP_MS = 200;
@@ -45,7 +46,7 @@ export interface SimulatorOptions {
   /** The protocol the callees' streams speak (default Twilio's Media Streams). */
   wire?: WireProtocol;
   /** Told each frame the gateway sends a callee (its event, and a media payload's bytes): the fake carriers' record. */
-  onGatewayFrame?(callSid: string, event: string, payloadBytes: number): void;
+  onGatewayFrame?(callSid: string, event: string, payloadBytes: number, payload?: Buffer): void;
   /**
    * What the line does when the gateway refuses the stream's handshake: `hang_up` (the default: the
    * call ends at once), or `dead_air`, Exotel's: one retry, then the answered line stays up, silent
@@ -65,6 +66,8 @@ export interface SimulatorOptions {
   onReply?(callSid: string, delayMs: number): void;
   /** Told when the last frame of a `say` step's speech was sent (epoch ms): when the callee stopped, as the line saw it. */
   onSaid?(callSid: string, at: number): void;
+  /** Told when a transferred call's party (its transfer callee) answered or not, once its part is over. */
+  onTransferred?(callSid: string, to: string, answered: boolean): void;
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -85,6 +88,11 @@ export function simulatorCarrier(opts: SimulatorOptions): Carrier {
     },
     async hangup(id) {
       calls.get(id)?.hangup();
+    },
+    async transfer(id, to) {
+      const call = calls.get(id);
+      if (!call) throw new Error(`simulator: no call ${id} to transfer`);
+      call.transfer(to, calleeFor(opts.callees, to));
     },
   };
 }
@@ -165,6 +173,28 @@ class SimulatedCall {
     });
   }
 
+  /** The party a transfer put the callee through to, while that part of the call lasts. */
+  private party: AbortController | null = null;
+
+  /**
+   * The carrier bridged the call to `to` (Twilio's `<Dial>`): the media stream ends (`stop`, then
+   * closed), the callee's script stops (they talk to the person now: src/providers/simulator/transfer.ts),
+   * and the call ends when that part does.
+   */
+  transfer(to: string, script: CalleeScript): void {
+    if (this.over || this.party) return;
+    this.party = new AbortController();
+    this.abort.abort();
+    if (this.pacer) clearInterval(this.pacer);
+    this.pacer = null;
+    this.send(this.wire.stop(this.id));
+    this.ws?.close(1000);
+    void putThrough(script, this.party.signal).then(({ answered }) => {
+      this.opts.onTransferred?.(this.id, to, answered);
+      this.end({});
+    });
+  }
+
   /** The gateway hung up (or cancelled): the line and the stream close; no news is sent back. */
   hangup(): void {
     if (this.over) return;
@@ -188,6 +218,7 @@ class SimulatedCall {
   private finish(): void {
     this.over = true;
     this.abort.abort();
+    this.party?.abort();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     if (this.pacer) clearInterval(this.pacer);
@@ -236,7 +267,7 @@ class SimulatedCall {
     let opened = false;
     ws.on('error', (err) => this.opts.logger.debug({ err, call_sid: this.id }, 'simulated callee: stream error'));
     ws.on('close', () => {
-      if (this.over) return;
+      if (this.over || this.party) return; // a transfer's end of the stream is not the line's
       if (!opened) return this.refused(retried);
       // The gateway closed the stream without hanging up: the line drops.
       this.end({});
@@ -257,7 +288,7 @@ class SimulatedCall {
         return;
       }
       const media = m.event === 'media' && typeof m.media?.payload === 'string' ? Buffer.from(m.media.payload, 'base64') : null;
-      if (typeof m.event === 'string') this.opts.onGatewayFrame?.(this.id, m.event, media?.length ?? 0);
+      if (typeof m.event === 'string') this.opts.onGatewayFrame?.(this.id, m.event, media?.length ?? 0, media ?? undefined);
       if (media) {
         if (this.saidAt !== null) this.opts.onReply?.(this.id, Date.now() - this.saidAt);
         this.saidAt = null;
@@ -356,7 +387,7 @@ class SimulatedCall {
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     for (const step of this.script.steps) {
-      if (this.over) return;
+      if (this.over || this.party) return; // after a transfer the callee talks to the person
       if ('say' in step) {
         const clip = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
         if (this.over) return;

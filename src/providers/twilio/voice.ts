@@ -3,7 +3,7 @@
 // gateway's media stream (`<Connect><Stream url>` with the call id and its one-time token as
 // `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
 // callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
-// Status=completed`; what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media
+// Status=completed`; a cold transfer, the same call updated with `Twiml` `<Dial>` (src/voice/transfer.ts); what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media
 // itself is Twilio's Media Streams protocol (src/providers/carrier-wire/twilio.ts).
 import { createHmac } from 'node:crypto';
 import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../carrier.ts';
@@ -38,6 +38,11 @@ function streamTwiml(req: DialRequest): string {
     .map(([name, value]) => `<Parameter name="${xml(name)}" value="${xml(value)}"/>`)
     .join('');
   return `<Response><Connect><Stream url="${xml(req.streamUrl)}">${params}</Stream></Connect></Response>`;
+}
+
+/** The TwiML a live call is updated with to hand it to `to` (a cold transfer): its `<Connect><Stream>` ends, the callee is dialled through. */
+export function dialTwiml(to: string, callerId: string): string {
+  return `<Response><Dial callerId="${xml(callerId)}"><Number>${xml(to)}</Number></Dial></Response>`;
 }
 
 /**
@@ -88,6 +93,10 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
     },
     async hangup(sid) {
       await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+    },
+    async transfer(sid, to, from) {
+      // Updating a live call with new TwiML ends its <Connect><Stream> (Twilio sends `stop`) and runs the <Dial>.
+      await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Twiml: dialTwiml(to, callerIdE164(from ?? route.from)) }));
     },
     async duration(sid) {
       // `duration` is a string of whole seconds once the call is over, null before.
