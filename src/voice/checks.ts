@@ -70,7 +70,7 @@ export interface Checked extends LivePlan {
 }
 
 /** The model's rules on the call; the reservation's length from what the wallet affords. */
-export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
+export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body: VoiceCallBody, inbound = false): Promise<Checked> {
   const turn = endpointing(body);
   if (turn.max < turn.min) {
     throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, {
@@ -79,13 +79,14 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   }
   const features = voiceFeatures(model);
   const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
-  if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone?.isValid()) {
+  // An inbound call's `to` is the model's own number and its `from` the caller (src/voice/inbound.ts): nothing to allow.
+  if (!inbound && (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone?.isValid())) {
     throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
   }
-  if (!phone.country || !features.countries.includes(phone.country)) {
+  if (!inbound && (!phone?.country || !features.countries.includes(phone.country))) {
     throw new ApiError(
       'destination_not_allowed',
-      `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`,
+      `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone?.number} is in ${phone?.country ?? 'no single country'}.`,
       { param: 'to' },
     );
   }
@@ -93,7 +94,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
   }
   // An ExoPhone may be written +91… or 0…: the same number either way.
-  if (body.from !== undefined && !model.routes.some((r) => r.from !== undefined && callerIdE164(r.from) === callerIdE164(body.from!))) {
+  if (!inbound && body.from !== undefined && !model.routes.some((r) => r.from !== undefined && callerIdE164(r.from) === callerIdE164(body.from!))) {
     throw new ApiError('invalid_request', `'from' must be a caller id one of the model's carrier routes owns.`, { param: 'from' });
   }
   const languages = model.languages ?? [];
@@ -162,7 +163,19 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
       `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`,
     );
   }
-  return { to: phone.number, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
+  return {
+    to: phone?.number ?? body.to,
+    language,
+    voice,
+    reservedSeconds: Math.min(maxSeconds, affordable),
+    maxSeconds,
+    stt,
+    tts,
+    intentModel,
+    llmModel,
+    carriers,
+    price,
+  };
 }
 
 /**

@@ -13,6 +13,7 @@ import { registerAudioRoutes } from './v1-audio.ts';
 import { registerSpeechRoutes } from './v1-speech.ts';
 import { registerVoiceRoutes } from './v1-voice.ts';
 import { registerExotelVoicebotRoute } from './v1-voice-exotel.ts';
+import { registerInboundVoiceRoutes } from './v1-voice-inbound.ts';
 
 /** A model as GET /v1/models lists it. */
 export const ModelEntry = Type.Object({
@@ -87,4 +88,5 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   registerSpeechRoutes(app, deps);
   registerVoiceRoutes(app, deps);
   registerExotelVoicebotRoute(app, deps);
+  registerInboundVoiceRoutes(app, deps);
 }
