@@ -41,6 +41,9 @@ import { answerTwilioCall, type TwilioWebhook } from './inbound-twilio.ts';
 import { answerExotelCall, type ExotelIncomingAsk } from './inbound-exotel.ts';
 import { ringFromSimulator, type SimulatedInbound } from './inbound-simulator.ts';
 
+/** How long a carrier call's answer is kept for a repeated ask. */
+const ANSWER_KEPT_MS = 60_000;
+
 export interface InboundDeps {
   /** Where the numbers are kept (src/voice/numbers.ts; the admin routes manage them through `InboundCalls.numbers`). */
   store: Store;
@@ -90,6 +93,8 @@ export class InboundCalls {
   private readonly log: Logger;
 
   readonly numbers: VoiceNumbers;
+  /** The answers of the last minute's calls, by carrier call. */
+  private readonly recent = new Map<string, Promise<InboundAnswer>>();
 
   constructor(private readonly deps: InboundDeps) {
     this.log = deps.logger.child({ component: 'voice-inbound' });
@@ -121,7 +126,21 @@ export class InboundCalls {
     return owned && model && route >= 0 ? { owned, model, route } : null;
   }
 
-  async answer(call: IncomingCall): Promise<InboundAnswer> {
+  /**
+   * The call's answer, once per carrier call: a carrier that asks again for the same call (Twilio
+   * retrying its webhook, Exotel's applet asked twice) gets the first answer, not a second call.
+   */
+  answer(call: IncomingCall): Promise<InboundAnswer> {
+    const key = `${call.provider}:${call.carrierCallId}`;
+    const known = this.recent.get(key);
+    if (known) return known;
+    const answer = this.decide(call);
+    this.recent.set(key, answer);
+    setTimeout(() => this.recent.delete(key), ANSWER_KEPT_MS).unref();
+    return answer;
+  }
+
+  private async decide(call: IncomingCall): Promise<InboundAnswer> {
     const log = this.log.child({ provider: call.provider, carrier_call_id: call.carrierCallId });
     const found = await this.routeOf(call.number, call.provider, call.through);
     if (!found) {
