@@ -31,7 +31,7 @@ export function registerExotelVoicebotRoute(app: App, deps: AppDeps): void {
     async (req) => {
       const q = req.query;
       // A call that came in on one of our numbers (no CustomField: the gateway placed nothing): src/voice/inbound-exotel.ts.
-      if (q.CustomField === undefined && isIncoming(q.Direction)) {
+      if ((q.CustomField ?? '') === '' && isIncoming(q.Direction)) {
         const ask = { callSid: q.CallSid, from: q.CallFrom ?? '', to: q.CallTo ?? '', sampleRate: q['sample-rate'] };
         const url = await deps.services.inbound.exotel(ask);
         if (url === null) throw new ApiError('not_found', 'No number of this gateway takes that call now.');
