@@ -15,7 +15,7 @@ export function registerInboundVoiceRoutes(app: App, deps: AppDeps): void {
   // Its own scope: the form parser (pairs in order, what Twilio's signature covers) is this route's only.
   void app.register(async (scope: App) => {
     scope.addContentTypeParser<string>('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
-      done(null, { pairs: [...new URLSearchParams(body)] });
+      done(null, Object.fromEntries(new URLSearchParams(body)));
     });
     scope.post(
       '/v1/voice/inbound/twilio',
@@ -24,15 +24,19 @@ export function registerInboundVoiceRoutes(app: App, deps: AppDeps): void {
         schema: {
           tags: ['v1'],
           summary: "Twilio's incoming-call webhook for a number a voice model owns (signed; answered with TwiML)",
+          consumes: ['application/x-www-form-urlencoded'],
+          // Twilio's fields (CallSid, AccountSid, From, To, Direction, CallStatus, …): all are signed, so all are kept.
+          body: Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 1024 })),
           response: { 200: Type.String({ description: 'TwiML' }), ...errors(400, 403, 413, 415) },
         },
       },
       async (req, reply) => {
-        const body = req.body as { pairs?: [string, string][] } | undefined;
+        // Twilio signs a form's fields only: another body (JSON) is not a webhook of Twilio's, whatever it says.
+        const form = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
         const signature = req.headers['x-twilio-signature'];
         const twiml = await deps.services.inbound.twilio({
           path: req.url,
-          params: body?.pairs ?? [],
+          params: form ? Object.entries(req.body) : [],
           signature: typeof signature === 'string' ? signature : undefined,
         });
         return reply.type('text/xml').send(twiml);
