@@ -10,6 +10,7 @@ import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { carrierModel, ended, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 import { UNAVAILABLE_LINE, UNKNOWN_NUMBER_LINE } from '../../src/voice/inbound.ts';
+import { twilioSignature } from '../../src/providers/twilio/voice.ts';
 
 const NUMBER = '+14155550111';
 const CALLERS = [
@@ -77,7 +78,17 @@ describe('inbound calls through a (fake) Twilio', () => {
       body: new URLSearchParams({ AccountSid: 'ACtest', CallSid: 'CA1', From: '+919800000620', To: NUMBER }).toString(),
     });
     assert.equal(unsigned.status, 403);
-    const json = await call(gw.url, 'POST', '/v1/voice/inbound/twilio', { body: { AccountSid: 'ACtest', CallSid: 'CA2', To: NUMBER } });
+    // Signed over its fields with the right token, but JSON: not a body Twilio sends or signs.
+    const fields: [string, string][] = [
+      ['AccountSid', 'ACtest'],
+      ['CallSid', 'CA2'],
+      ['From', '+919800000620'],
+      ['To', NUMBER],
+    ];
+    const json = await call(gw.url, 'POST', '/v1/voice/inbound/twilio', {
+      body: Object.fromEntries(fields),
+      headers: { 'x-twilio-signature': twilioSignature('twilio-auth-token', webhook, fields) },
+    });
     assert.equal(json.status, 403, 'a JSON body is not what Twilio signs');
     assert.equal((await calls(acc.key)).length, count);
   });
@@ -108,7 +119,6 @@ describe('inbound calls through a (fake) Twilio', () => {
       ['From', '+919800000620'],
       ['To', NUMBER],
     ] as [string, string][];
-    const { twilioSignature } = await import('../../src/providers/twilio/voice.ts');
     const post = () =>
       fetch(webhook, {
         method: 'POST',
