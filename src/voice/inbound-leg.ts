@@ -1,10 +1,10 @@
-// The inbound calls' vocabulary (src/voice/inbound.ts decides; each carrier's edge, src/voice/inbound-*.ts,
-// authenticates and speaks the answer back), and an inbound call's leg: a call already up at its carrier (it rang one of a model's numbers and the
-// carrier asked the gateway what to do: src/voice/inbound.ts), which the call's actor takes as its
-// own instead of dialling. The actor's `dial` effect runs as for any call; the route the call came
-// through is "dialled" by adopting the carrier's call id, so everything after it (the media stream
-// whose start answers the call, the hang-up through the carrier's API, a finalize after kill -9,
-// the charge) is the outbound call's path.
+// The inbound calls' vocabulary (src/voice/inbound.ts decides; each carrier's edge,
+// src/voice/inbound-*.ts, authenticates and speaks the answer back), and an inbound call's leg: a
+// call already up at its carrier (it rang one of a model's numbers and the carrier asked the gateway
+// what to do), which the call's actor takes as its own instead of dialling. The actor's `dial`
+// effect runs as for any call; the route the call came through is "dialled" by adopting the
+// carrier's call id, so everything after it (the media stream whose start answers the call, the
+// hang-up through the carrier's API, a finalize after kill -9, the charge) is the outbound call's path.
 import type { Carrier, CarrierEvents } from '../providers/carrier.ts';
 import type { ModelDoc, RouteConfig } from '../models/types.ts';
 import type { VoiceNumber } from './numbers.ts';

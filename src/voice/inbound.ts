@@ -30,7 +30,6 @@ import {
   type IncomingCall,
   type NumberRoute,
 } from './inbound-leg.ts';
-
 import { VoiceNumbers, type NumberOwner } from './numbers.ts';
 import type { Store } from '../store/port.ts';
 import type { VoiceCalls } from './service.ts';
@@ -136,6 +135,7 @@ export class InboundCalls {
     if (known) return known;
     const answer = this.decide(call);
     this.recent.set(key, answer);
+    answer.catch(() => this.recent.delete(key)); // a failure (the store unreachable) is not kept: the carrier's retry is asked afresh
     setTimeout(() => this.recent.delete(key), ANSWER_KEPT_MS).unref();
     return answer;
   }
