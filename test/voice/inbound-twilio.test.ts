@@ -90,6 +90,16 @@ describe('inbound calls through a (fake) Twilio', () => {
       headers: { 'x-twilio-signature': twilioSignature('twilio-auth-token', webhook, fields) },
     });
     assert.equal(json.status, 403, 'a JSON body is not what Twilio signs');
+    // Bad input: clear errors in the envelope, never a 500.
+    const post = (body: string, type: string) => fetch(webhook, { method: 'POST', headers: { 'content-type': type }, body });
+    for (const [res, status] of [
+      [await post('hello', 'text/plain'), 415],
+      [await post(`To=${'9'.repeat(2000)}`, 'application/x-www-form-urlencoded'), 400],
+      [await post(`To=${'9'.repeat(20_000)}`, 'application/x-www-form-urlencoded'), 413],
+    ] as const) {
+      assert.equal(res.status, status, `${status}`);
+      assert.ok(((await res.json()) as { error?: { code?: string } }).error?.code, 'the error envelope');
+    }
     assert.equal((await calls(acc.key)).length, count);
   });
 
