@@ -54,6 +54,8 @@ export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
    * before it moved here from the kind's spec.
    */
   metadata?: Record<string, string>;
+  /** `inbound`: a call to one of the model's numbers (src/voice/inbound.ts), whose `from` is the caller and `to` the number; absent: outbound. */
+  direction?: 'inbound';
 }
 
 /** One transcript turn; times are seconds from the answer. */

@@ -52,6 +52,7 @@ import type { Logger } from 'pino';
 import { voiceCallKind } from './voice/kind.ts';
 import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
+import { InboundCalls } from './voice/inbound.ts';
 import { CallTranscripts } from './voice/transcript.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
@@ -109,6 +110,8 @@ export interface Services {
   realtime: RealtimeService;
   /** POST /v1/voice/call and the calls (src/voice/); the media streams' edge is src/ws/voice.ts. */
   voice: VoiceCalls;
+  /** Inbound calls to the numbers voice models own, and the numbers (src/voice/inbound.ts). */
+  inbound: InboundCalls;
   /** Limits an operator set on one account over the defaults (PATCH /admin/limits/…). */
   accountLimits: AccountLimits;
 }
@@ -388,6 +391,7 @@ export async function createServices(deps: {
     now,
   });
   await voice.init();
+  const inbound = new InboundCalls({ ...gatewayDeps, store: deps.store, models, simulator, voice, identity, baseUrl: publicBase, logger: deps.logger });
   // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
   // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
   deps.actors.register({ ...intentSessionKind, expireIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 });
@@ -399,6 +403,7 @@ export async function createServices(deps: {
     engines,
     realtime,
     voice,
+    inbound,
     accountLimits,
     transcriptionJobs,
     store: deps.store,

@@ -72,7 +72,7 @@ export interface Checked extends LivePlan {
 }
 
 /** The model's rules on the call; the reservation's length from what the wallet affords. */
-export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
+export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body: VoiceCallBody, inbound = false): Promise<Checked> {
   const turn = endpointing(body);
   if (turn.max < turn.min) {
     throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, {
@@ -80,13 +80,14 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     });
   }
   const features = voiceFeatures(model);
-  const to = destination(model, body.to, 'to');
+  // An inbound call's `to` is the model's own number and its `from` the caller (src/voice/inbound.ts): nothing to allow.
+  const to = inbound ? body.to : destination(model, body.to, 'to');
   if (body.transfer_to !== undefined) destination(model, body.transfer_to, 'transfer_to');
   if (body.webhook_id !== undefined && !(await deps.webhookOwned(payer.walletId, body.webhook_id))) {
     throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
   }
   // An ExoPhone may be written +91… or 0…: the same number either way.
-  if (body.from !== undefined && !model.routes.some((r) => r.from !== undefined && callerIdE164(r.from) === callerIdE164(body.from!))) {
+  if (!inbound && body.from !== undefined && !model.routes.some((r) => r.from !== undefined && callerIdE164(r.from) === callerIdE164(body.from!))) {
     throw new ApiError('invalid_request', `'from' must be a caller id one of the model's carrier routes owns.`, { param: 'from' });
   }
   const languages = model.languages ?? [];

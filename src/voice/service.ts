@@ -23,6 +23,7 @@ import { IdempotencyKeys } from './idempotency.ts';
 import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { callMedia, type LiveDeps } from './live.ts';
 import { voicebotStreamUrl, type VoicebotAsk } from './exotel-flow.ts';
+import { adoptedCarriers, type InboundLeg } from './inbound-leg.ts';
 import type { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
 import type { CallTranscripts } from './transcript.ts';
@@ -176,7 +177,25 @@ export class VoiceCalls {
     return this.get(account, id);
   }
 
-  private async place(principal: ApiKeyPrincipal, payer: Payer, body: VoiceCallBody, callId: string, requestId: string): Promise<VoiceCallObject> {
+  /**
+   * An inbound call (src/voice/inbound.ts): placed as any call, billed to `payer` (the number's
+   * owner), its carrier's call adopted rather than dialled; the same refusals (the account's
+   * concurrent calls, the wallet's floor) throw before anything is held.
+   */
+  async answerInbound(principal: ApiKeyPrincipal, payer: Payer, body: VoiceCallBody, leg: InboundLeg): Promise<{ callId: string; token: string }> {
+    const callId = newCallId();
+    await this.serialized(payer.walletId, () => this.place(principal, payer, body, callId, callId, leg));
+    return { callId, token: this.streamToken(callId) };
+  }
+
+  private async place(
+    principal: ApiKeyPrincipal,
+    payer: Payer,
+    body: VoiceCallBody,
+    callId: string,
+    requestId: string,
+    leg?: InboundLeg,
+  ): Promise<VoiceCallObject> {
     const limit = (await this.deps.maxConcurrentCalls(payer.walletId)) ?? this.deps.settings.maxConcurrentCalls;
     const active = await this.deps.runtime.list(VOICE_KIND, { account: payer.walletId, active: true }, { limit });
     if (active.length >= limit) {
@@ -189,14 +208,20 @@ export class VoiceCalls {
       model: body.model,
       type: 'voice',
       requestId: callId,
-      check: (model, p) => check(this.deps, model, p, body),
+      check: async (model, p) => {
+        const c = await check(this.deps, model, p, body, leg !== undefined);
+        if (!leg) return c;
+        const carriers = adoptedCarriers(c.carriers, leg);
+        if (carriers.length === 0) throw new ApiError('model_unavailable', `The model '${model._id}' cannot take calls through that route now.`);
+        return { ...c, carriers };
+      },
       estimate: (_model, c) => c.price * c.reservedSeconds,
       holdTtlMs: HOLD_TTL_MS,
       custodial: true,
     });
     const c = call.checked;
     const now = this.deps.now();
-    const ringTimeoutMs = (body.ring_timeout_seconds ?? DEFAULT_RING_TIMEOUT_SECONDS) * 1000;
+    const ringTimeoutMs = leg?.ringTimeoutMs ?? (body.ring_timeout_seconds ?? DEFAULT_RING_TIMEOUT_SECONDS) * 1000;
     const spec: CallSpecFields = {
       payer: call.payer,
       hold: call.hold,
@@ -219,6 +244,7 @@ export class VoiceCalls {
       ringTimeoutMs,
       spec,
       metadata: body.metadata ?? {},
+      ...(leg ? { direction: 'inbound' as const } : {}),
     };
     const media = callMedia(this.deps, {
       callId,
@@ -246,6 +272,7 @@ export class VoiceCalls {
       model: call.model._id,
       to: c.to,
       from: body.from ?? null,
+      direction: leg ? 'inbound' : 'outbound',
       created_at: Math.floor(now / 1000),
       max_duration_seconds: c.reservedSeconds,
       metadata: body.metadata ?? {},

@@ -45,6 +45,7 @@ export function toObject(view: ActorView, stored: Turn[] = []): VoiceCallObject 
     model: c.model,
     to: c.to,
     from: c.from,
+    direction: c.direction ?? 'outbound',
     created_at: Math.floor(c.createdAt / 1000),
     max_duration_seconds: Math.ceil(c.maxDurationMs / 1000),
     metadata: c.metadata ?? c.spec.metadata ?? {},

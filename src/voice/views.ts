@@ -12,6 +12,8 @@ export interface VoiceCallObject {
   model: string;
   to: string;
   from: string | null;
+  /** `inbound`: a call to one of the model's numbers (`from` the caller, `to` the number); `outbound`: placed by POST /v1/voice/call. */
+  direction?: 'inbound' | 'outbound';
   created_at: number;
   max_duration_seconds: number;
   metadata: Record<string, string>;

@@ -12,6 +12,7 @@
 // signed X-Twilio-Signature with the auth token, and delivered as Twilio does at its worst:
 // `in-progress` twice and then a stale `ringing`; `completed` twice; and, for the numbers `badDays`
 // names, dropped, late, repeated or reordered (test/fakes/bad-day.ts; Twilio posts forms only).
+// And incoming calls (`incoming`): the number's signed webhook POSTed, its TwiML followed.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -182,6 +183,66 @@ export class FakeTwilio {
     json(404, { code: 20404, message: 'not found', status: 404 });
   }
 
+  /**
+   * An incoming call to the number `to` from `from`, as Twilio places one: the number's "A call comes
+   * in" webhook (`webhook`) is POSTed the call's form, signed X-Twilio-Signature with the auth token
+   * (`forgedWith`: another token), and its TwiML read: a `<Connect><Stream url>` is opened with its
+   * `<Parameter>`s by the caller (the simulator's script whose `to` is `from`, speaking Media Streams);
+   * a `<Say>` is heard and a `<Hangup/>` ends the call. No status callbacks: Twilio sends an inbound
+   * call's to the number's own status URL, none of the gateway's.
+   */
+  async incoming(
+    webhook: string,
+    call: { to: string; from: string },
+    forgedWith?: string,
+  ): Promise<{ status: number; twiml: string; sid: string; said: string | null }> {
+    const sid = `CA${Math.random().toString(16).slice(2).padEnd(32, '0')}`;
+    const params: [string, string][] = [
+      ['AccountSid', this.accountSid],
+      ['ApiVersion', '2010-04-01'],
+      ['CallSid', sid],
+      ['CallStatus', 'ringing'],
+      ['Called', call.to],
+      ['Caller', call.from],
+      ['Direction', 'inbound'],
+      ['From', call.from],
+      ['FromCountry', 'IN'],
+      ['To', call.to],
+      ['ToCountry', 'IN'],
+    ];
+    const res = await fetch(webhook, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(forgedWith ?? this.authToken, webhook, params) },
+      body: new URLSearchParams(params).toString(),
+    });
+    const twiml = await res.text();
+    const said = /<Say>([^<]*)<\/Say>/.exec(twiml)?.[1];
+    const url = /<Connect><Stream url="([^"]+)">/.exec(twiml)?.[1];
+    if (res.status !== 200 || !url) return { status: res.status, twiml, sid, said: said === undefined ? null : unxml(said) };
+    const parameters = Object.fromEntries([...twiml.matchAll(/<Parameter name="([^"]*)" value="([^"]*)"\/>/g)].map((m) => [unxml(m[1]!), unxml(m[2]!)]));
+    const leg = { simId: '', callback: '', answeredAt: null as number | null, endedAt: null as number | null };
+    this.calls.set(sid, leg);
+    // The caller's side of the line is the simulator's, scripted by the caller's number.
+    leg.simId = await this.carrier.dial(
+      {
+        callId: parameters.call_id ?? '',
+        to: call.from,
+        from: call.to,
+        streamUrl: unxml(url),
+        streamParameters: parameters,
+        ringTimeoutMs: 30_000,
+        maxDurationMs: 600_000,
+      },
+      {
+        ringing: () => undefined,
+        answered: () => void (leg.answeredAt = Date.now()),
+        ended: () => void (leg.endedAt ??= Date.now()),
+      },
+    );
+    this.callIdOf.set(leg.simId, parameters.call_id ?? '');
+    return { status: res.status, twiml, sid, said: null };
+  }
+
   /** Twilio's sid of the call the gateway placed as `callId` (its StatusCallback names it). */
   sidOf(callId: string): string | undefined {
     return [...this.calls].find(([, c]) => c.callback.includes(`/calls/${callId}/`))?.[0];
@@ -194,7 +255,7 @@ export class FakeTwilio {
   /** A signed status callback (`seqShift` < 0 sends it with an older sequence number: a stale one). */
   async post(sid: string, status: string, seqShift = 0): Promise<number> {
     const call = this.calls.get(sid);
-    if (!call) return 0;
+    if (!call?.callback) return 0; // an incoming call's status goes to the number's URL, not the gateway's
     this.seq += 1;
     const params: [string, string][] = [
       ['CallSid', sid],

@@ -5,7 +5,7 @@
 // billed to the hand-off, with call.transferred; the transfer callee says what the person did.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
+import { call, type TestGateway } from '../helper.ts';
 import { FakeTwilio } from '../fakes/twilio.ts';
 import { ended, localSpeech, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
 import { putScriptedVoice, ScriptedStt } from './simulated.ts';

@@ -98,6 +98,7 @@ export const Call = Type.Object({
   model: Type.String(),
   to: Type.String(),
   from: Nullable(Type.String()),
+  direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
   created_at: Type.Integer(),
   max_duration_seconds: Type.Integer(),
   metadata: Type.Record(Type.String(), Type.String()),

@@ -14,6 +14,7 @@ import { registerSpeechRoutes } from './v1-speech.ts';
 import { registerVoiceRoutes } from './v1-voice.ts';
 import { registerCallActionRoutes } from './v1-voice-actions.ts';
 import { registerExotelVoicebotRoute } from './v1-voice-exotel.ts';
+import { registerInboundVoiceRoutes } from './v1-voice-inbound.ts';
 
 /** A model as GET /v1/models lists it. */
 export const ModelEntry = Type.Object({
@@ -89,4 +90,5 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   registerVoiceRoutes(app, deps);
   registerCallActionRoutes(app, deps);
   registerExotelVoicebotRoute(app, deps);
+  registerInboundVoiceRoutes(app, deps);
 }

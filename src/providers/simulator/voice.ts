@@ -75,9 +75,35 @@ function calleeFor(callees: readonly CalleeScript[], to: string): CalleeScript {
   return callees.find((c) => c.to === to) ?? callees.find((c) => c.to === '*') ?? { to: '*', answer: 'answer', steps: [] };
 }
 
-export function simulatorCarrier(opts: SimulatorOptions): Carrier {
+/** The simulator's carrier, which also places calls *to* the gateway (its inbound calls: src/voice/inbound-simulator.ts). */
+export interface SimulatorCarrier extends Carrier {
+  /**
+   * The caller at `from` (its script: the callee whose `to` is `from`) rings the gateway's number
+   * `to`; `answer` is the gateway's (given the call's sid and where to tell its news), resolving with
+   * the stream to open, or null when it refused the call (the caller hangs up). Resolves with the sid.
+   */
+  ring(call: { to: string; from: string }, answer: (callSid: string, attach: (events: CarrierEvents) => void) => Promise<Stream | null>): Promise<string>;
+}
+
+type Stream = { url: string; parameters: Record<string, string> };
+
+export function simulatorCarrier(opts: SimulatorOptions): SimulatorCarrier {
   const calls = new Map<string, SimulatedCall>();
   return {
+    async ring(call, answer) {
+      const id = `SIM${randomBytes(12).toString('hex')}`;
+      let told: CarrierEvents | null = null;
+      const stream = await answer(id, (events) => (told = events));
+      if (!stream) return id;
+      const req: DialRequest = { callId: '', ...call, streamUrl: stream.url, streamParameters: stream.parameters, ringTimeoutMs: 0, maxDurationMs: 3_600_000 };
+      // The gateway took the call: the caller is on the line at once, its news told to the call once it was adopted.
+      const script = { ...calleeFor(opts.callees, call.from), answer: 'answer' as const, ring_ms: 0 };
+      const relay: CarrierEvents = { ringing: () => undefined, answered: () => undefined, ended: (outcome) => told?.ended(outcome) };
+      const caller = new SimulatedCall(id, req, script, relay, opts, () => calls.delete(id));
+      calls.set(id, caller);
+      caller.start();
+      return id;
+    },
     wire: opts.wire ?? twilioWire,
     async dial(req, events) {
       const id = `SIM${randomBytes(12).toString('hex')}`;

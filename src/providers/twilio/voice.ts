@@ -30,10 +30,10 @@ export const TWILIO_WSS_WARNING =
 /** Whether a stream URL on this public base would be one Twilio opens. */
 export const twilioCanStream = (publicBase: string): boolean => /^https:\/\//i.test(publicBase);
 
-const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+export const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** The TwiML that connects the answered call to the gateway's media stream. */
-function streamTwiml(req: DialRequest): string {
+/** The TwiML that connects the answered call to the gateway's media stream (an inbound call's too: src/voice/inbound-twilio.ts). */
+export function streamTwiml(req: Pick<DialRequest, 'streamUrl' | 'streamParameters'>): string {
   const params = Object.entries(req.streamParameters)
     .map(([name, value]) => `<Parameter name="${xml(name)}" value="${xml(value)}"/>`)
     .join('');

@@ -50,6 +50,7 @@ export function CallPage({ id }: { id: string }) {
             rows={[
               ['Status', label(c.status), 'call-status'],
               ['End reason', label(c.end_reason)],
+              ['Direction', label(c.direction ?? 'outbound'), 'call-direction'],
               ['To', c.to],
               ['From', c.from ?? '—'],
               ['Model', c.model],
