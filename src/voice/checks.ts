@@ -42,6 +42,10 @@ export interface VoiceCallBody {
   turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
   webhook_id?: number;
   metadata?: Record<string, string>;
+  /** Record both sides (src/voice/recordings.ts); default the model's `record`. */
+  record?: boolean;
+  /** Said before the first message when the call is recorded. */
+  recording_notice?: string;
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */

@@ -25,6 +25,8 @@ import { CallMedia } from './media.ts';
 import type { Pacer } from './pacer.ts';
 import { recordingTurns, type CallTranscripts } from './transcript.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import type { CallRecorder } from './recorder.ts';
+import { recordingNotice } from './recording-notice.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -66,6 +68,7 @@ export interface LiveRequest {
   first_message?: { response_id?: string; text?: string; mode?: 'agent_first' | 'wait_for_callee' | 'after_silence' };
   idle?: { prompt_after_ms?: number; max_prompts?: number };
   turn?: { interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
+  recording_notice?: string;
 }
 
 /** What the service's checks settled about the call (its `Checked`). */
@@ -96,6 +99,8 @@ export interface LiveCall {
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   onDisposed(): void;
+  /** The call's recording (src/voice/recordings.ts); null: not recorded. */
+  recorder?: CallRecorder | null;
 }
 
 /** The call's live side (not yet dialling: its actor's `dial` effect does). */
@@ -130,6 +135,9 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     onDisposed: call.onDisposed,
     pacer: call.pacer,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    recorder: call.recorder ?? null,
+    notice:
+      call.recorder && body.recording_notice ? recordingNotice(deps.audio, { tts: c.tts, voice: c.voice, language: c.language }, body.recording_notice) : null,
   });
 }
 

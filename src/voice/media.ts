@@ -41,6 +41,8 @@ import type { Pacer } from './pacer.ts';
 import { Speaking } from './speaking.ts';
 import { CallTimers } from './timers.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import type { AgentReply } from './agent.ts';
+import type { CallRecorder } from './recorder.ts';
 
 export type { MediaStream } from './call-line.ts';
 
@@ -86,6 +88,9 @@ export interface CallMediaDeps {
   pacer: Pacer;
   /** Each turn's stages and latency (src/voice/turn-stages.ts). */
   metrics?: VoiceMetrics;
+  /** The call's recording (src/voice/recorder.ts), started with the stream; and its spoken notice, said before the opening. */
+  recorder?: CallRecorder | null;
+  notice?: (() => Promise<AgentReply | null>) | null;
 }
 
 export class CallMedia implements CallResources {
@@ -199,6 +204,8 @@ export class CallMedia implements CallResources {
         line.record({ type: 'carrier.answered', now: at });
       }
       this.timers.lastFrameAt = at;
+      this.deps.recorder?.begin(line.answeredAt ?? at);
+      line.tap = this.deps.recorder ?? null;
       void this.begin(f.format).catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void line.end('media_timeout');
@@ -209,6 +216,7 @@ export class CallMedia implements CallResources {
     this.timers.lastFrameAt = this.deps.now();
     switch (f.event) {
       case 'media':
+        line.tap?.heard(f.samples);
         this.listening.audio(f.samples);
         return null;
       case 'mark':
@@ -286,6 +294,8 @@ export class CallMedia implements CallResources {
     this.listening.start(detectors);
     this.timers.beat();
     const agent = this.talk().agent;
+    const notice = this.deps.notice;
+    if (notice) this.line.queue = this.line.queue.then(() => this.speaking.respond(() => notice().catch(() => null), null));
     this.line.queue = this.line.queue.then(() =>
       this.speaking.respond(
         () =>

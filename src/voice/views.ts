@@ -25,6 +25,14 @@ export interface VoiceCallObject {
   cost_cents?: number | null;
   /** What the carrier says the call lasted (s): asked only of a call finalized after a restart; null otherwise. */
   carrier_duration_seconds?: number | null;
+  /** The call's recording (src/voice/recordings.ts): null when the call was not recorded. */
+  recording?: {
+    available: boolean;
+    status: 'recording' | 'ready' | 'none' | 'deleted';
+    duration_seconds: number | null;
+    url: string | null;
+    expires_at: number | null;
+  } | null;
   transcript?: VoiceCallContext['turns'];
   /** The transcript holds the call's first 200 turns only: the later ones were left out (`metrics.turns_dropped` says how many). */
   transcript_truncated?: boolean;
