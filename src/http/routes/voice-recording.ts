@@ -5,11 +5,13 @@
 //          stereo, channel 0 the callee, channel 1 the agent; MP3: the same, 32 kb/s
 //   DELETE {prefix}/voice/calls/{id}/recording                    204; it is gone at once
 // Another account's call, like an unknown one, is 404 (the call is looked up as the account's first).
+// The dashboard's <audio> reads it by the session's cookie: another site embedding it is refused (403).
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { errors, KeyString } from '../schemas.ts';
 import { sendBlob } from '../ranges.ts';
 import { Binary, documented } from '../openapi.ts';
+import { assertNotEmbedded } from '../browser.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 const CallId = Type.Object({ id: KeyString(64) });
@@ -53,6 +55,7 @@ export function registerRecordingRoutes(app: App, deps: AppDeps, edge: Recording
       }),
     },
     async (req, reply) => {
+      assertNotEmbedded(req); // a cookie-signed read from another site's <audio> is refused before any lookup
       const owner = await account(req);
       await deps.services.voice.get(owner, req.params.id); // 404 unless the call is the account's
       const { key, contentType } = await recordings().blob(owner, req.params.id, req.query.format ?? 'wav');
