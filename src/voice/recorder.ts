@@ -9,6 +9,7 @@
 // since a callee frame may come late (jitter) and the agent's chunks go out 300 ms ahead of when
 // the carrier plays them (src/voice/playback.ts). A barge-in's `clear` drops the agent's audio the
 // carrier had queued and not played yet, as the carrier does. At the end, what is left is written.
+import { endianness } from 'node:os';
 import type { Logger } from 'pino';
 import { g711Decode } from '../speech/g711.ts';
 import type { WireAudio } from '../providers/carrier-wire/types.ts';
@@ -23,6 +24,7 @@ const CALLEE_GAP_MS = 100;
 /** The recording starts at most this long before its stream (an answer the carrier backdated). */
 const MAX_LEAD_IN_MS = 10_000;
 const FLUSH_EVERY_MS = 1000;
+const BIG_ENDIAN = endianness() === 'BE';
 
 /** What the media loop tells a recording (src/voice/media.ts, src/voice/playback.ts). */
 export interface MediaTap {
@@ -130,13 +132,13 @@ export class CallRecorder implements MediaTap {
     const upTo = final ? Math.max(this.callee.cursor, this.agent.cursor) : now - SETTLE_MS * PER_MS;
     const n = upTo - this.flushed;
     if (n <= 0) return this.writing;
-    const out = Buffer.alloc(n * 4);
+    const frames = new Int16Array(n * 2);
     const left = this.callee.data;
     const right = this.agent.data;
-    for (let i = 0; i < n; i++) {
-      out.writeInt16LE(i < left.length ? left[i]! : 0, i * 4);
-      out.writeInt16LE(i < right.length ? right[i]! : 0, i * 4 + 2);
-    }
+    for (let i = 0, l = Math.min(n, left.length); i < l; i++) frames[i * 2] = left[i]!;
+    for (let i = 0, r = Math.min(n, right.length); i < r; i++) frames[i * 2 + 1] = right[i]!;
+    const out = Buffer.from(frames.buffer);
+    if (BIG_ENDIAN) out.swap16(); // WAV is little-endian
     this.callee.shift(n, upTo);
     this.agent.shift(n, upTo);
     this.flushed = upTo;
