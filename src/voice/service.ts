@@ -200,7 +200,12 @@ export class VoiceCalls {
     };
     const recorder =
       (body.record ?? call.model.record) && this.deps.recordings
-        ? await this.deps.recordings.begin({ callId, account: payer.walletId, model: call.model._id, modelRetentionDays: call.model.recording_retention_days })
+        ? await this.deps.recordings
+            .begin({ callId, account: payer.walletId, model: call.model._id, modelRetentionDays: call.model.recording_retention_days })
+            .catch(async (err: unknown) => {
+              await call.release('error', { seconds: 0 }).catch(() => undefined); // the hold is not left behind
+              throw err;
+            })
         : null;
     const media = callMedia(this.deps, {
       recorder,
