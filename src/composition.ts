@@ -54,6 +54,7 @@ import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
 import { InboundCalls } from './voice/inbound.ts';
 import { CallTranscripts } from './voice/transcript.ts';
+import { CallRecordings } from './voice/recordings.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
 import { twilioCarrier } from './providers/twilio/voice.ts';
@@ -301,8 +302,14 @@ export async function createServices(deps: {
   const vc = deps.config.voice;
   // Calls' transcripts: their own collection, out of the actors' snapshots (src/voice/transcript.ts).
   const transcripts = new CallTranscripts(deps.store, now);
+  const recordings = new CallRecordings({
+    ...{ store: deps.store, blobs: deps.blobs, dataDir: deps.config.dataDir, defaultRetentionDays: vc.retentionDays, now },
+    accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
+    logger: deps.logger.child({ component: 'voice-recordings' }),
+  });
   const voiceKind = voiceCallKind({
     transcripts,
+    recordings,
     meter,
     events,
     now,
@@ -384,6 +391,7 @@ export async function createServices(deps: {
     baseUrl: publicBase,
     keySecret: deps.keySecret,
     transcripts,
+    recordings,
     settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
     logger: deps.logger.child({ component: 'voice' }),
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),

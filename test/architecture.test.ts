@@ -121,6 +121,7 @@ const OWNERS: Record<string, string> = {
   voice_idempotency: 'src/voice/idempotency.ts',
   voice_turns: 'src/voice/transcript.ts',
   voice_numbers: 'src/voice/numbers.ts',
+  voice_recordings: 'src/voice/recordings.ts',
   // models, intent packs, blobs on MongoDB (GridFS)
   models: 'src/models/catalog.ts',
   model_access: 'src/models/catalog.ts',

@@ -311,7 +311,17 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
       if (def[field] === undefined) throw bad(field, `A voice model needs ${field}.`);
     }
   } else {
-    for (const field of ['stt_model', 'tts_model', 'intent_model', 'price_per_minute_cents', 'countries', 'max_duration_seconds', 'features'] as const) {
+    for (const field of [
+      'stt_model',
+      'tts_model',
+      'intent_model',
+      'price_per_minute_cents',
+      'countries',
+      'max_duration_seconds',
+      'features',
+      'record',
+      'recording_retention_days',
+    ] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to voice models only.`);
     }
   }

@@ -63,6 +63,9 @@ export interface ModelFields {
   /** voice only: the longest call (and the default of a call's max_duration_seconds: the smaller of this and 600). */
   max_duration_seconds?: number;
   features?: VoiceFeature[];
+  /** voice only: whether its calls are recorded when the call does not say (`record`), and how long recordings are kept. */
+  record?: boolean;
+  recording_retention_days?: number;
 }
 
 export interface ModelDoc extends ModelFields {

@@ -77,6 +77,8 @@ export const ModelSchema = Closed({
   countries: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { minItems: 1, maxItems: 250, uniqueItems: true })),
   max_duration_seconds: Type.Optional(Type.Integer({ minimum: 30, maximum: 3600 })),
   features: Type.Optional(Type.Array(Type.Union(VOICE_FEATURES.map((f) => Type.Literal(f))), { maxItems: VOICE_FEATURES.length, uniqueItems: true })),
+  record: Type.Optional(Type.Boolean()),
+  recording_retention_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
 });
 
 /** A seeded model in config: the same fields plus its id. */

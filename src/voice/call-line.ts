@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { EndReason, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
 import type { CallAgent } from './agent.ts';
 import type { RecognitionContext } from '../shared/recognition-context.ts';
+import type { MediaTap } from './recorder.ts';
 
 /** What the media loop sends the carrier and how it closes the stream (the WebSocket edge's side). */
 export interface MediaStream {
@@ -40,6 +41,8 @@ export class CallLine {
   answeredAt: number | null = null;
   stream: MediaStream | null = null;
   streamSid: string | null = null;
+  /** The call's recording, once its stream started (src/voice/recorder.ts); null: not recorded. */
+  tap: MediaTap | null = null;
   started = false;
   hungUp = false;
   disposed = false;

@@ -44,6 +44,10 @@ export interface VoiceCallBody {
   metadata?: Record<string, string>;
   /** Where the pack's escalation to a person transfers the call (src/voice/transfer.ts); checked as `to` is. */
   transfer_to?: string;
+  /** Record both sides (src/voice/recordings.ts); default the model's `record`. */
+  record?: boolean;
+  /** Said before the first message when the call is recorded. */
+  recording_notice?: string;
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */

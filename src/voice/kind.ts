@@ -74,6 +74,8 @@ export interface VoiceKindDeps {
   retainMs: number;
   /** Deletes a call's transcript (src/voice/transcript.ts) when its actor's retention ends. */
   transcripts?: { remove(callId: string): Promise<void> };
+  /** The calls' recordings (src/voice/recordings.ts): stored when the call finishes (after a restart too), deleted with the actor. */
+  recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
 }
 
 /** The call's machine, its `spec` typed as the fields above (the effects read them, the service writes them). */
@@ -90,7 +92,7 @@ export function callPrice(pricePerMinuteCents: number, seconds: number): number 
 const isActiveStatus = (status: string): boolean => status === 'queued' || status === 'dialing' || status === 'ringing' || status === 'in_progress';
 
 export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
-  const { transcripts } = deps;
+  const { transcripts, recordings } = deps;
   return {
     kind: VOICE_KIND,
     machine: voiceCallMachine,
@@ -103,7 +105,7 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
     migrate: fromVersion1,
-    ...(transcripts ? { onRetired: (id: string) => transcripts.remove(id) } : {}),
+    ...(transcripts || recordings ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id)])) } : {}),
     project: ({ context }) => {
       const c = context as VoiceCallContext;
       return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
@@ -174,6 +176,8 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
             .catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
           carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
+        // The recording up to the end (up to the crash, for an orphan) is stored; idempotent on a replay.
+        await deps.recordings?.finalize(input.callId).catch((err: unknown) => ctx.logger.error({ err }, 'the call recording was not stored'));
         const cost = await ctx.steps.once('charge', async () => {
           const call = deps.meter.resume({
             payer: spec.payer,

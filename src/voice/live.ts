@@ -26,6 +26,8 @@ import { handoffWords } from './transfer.ts';
 import type { Pacer } from './pacer.ts';
 import { recordingTurns, type CallTranscripts } from './transcript.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import type { CallRecorder } from './recorder.ts';
+import { recordingNotice } from './recording-notice.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -68,6 +70,7 @@ export interface LiveRequest {
   transfer_to?: string;
   idle?: { prompt_after_ms?: number; max_prompts?: number };
   turn?: { interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
+  recording_notice?: string;
 }
 
 /** What the service's checks settled about the call (its `Checked`). */
@@ -98,6 +101,8 @@ export interface LiveCall {
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   onDisposed(): void;
+  /** The call's recording (src/voice/recordings.ts); null: not recorded. */
+  recorder?: CallRecorder | null;
 }
 
 /** The call's live side (not yet dialling: its actor's `dial` effect does). */
@@ -134,6 +139,9 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     handoffWords: () => handoffWords({ intent: deps.intent, intentModel: c.intentModel, audio: deps.audio, tts: c.tts, voice: c.voice, language: c.language }),
     ...(body.transfer_to ? { transferTo: body.transfer_to } : {}),
+    recorder: call.recorder ?? null,
+    notice:
+      call.recorder && body.recording_notice ? recordingNotice(deps.audio, { tts: c.tts, voice: c.voice, language: c.language }, body.recording_notice) : null,
   });
 }
 

@@ -44,6 +44,7 @@ import type { VoiceMetrics } from './turn-stages.ts';
 import { handOff } from './transfer.ts';
 import { keysReply } from './dtmf.ts';
 import type { AgentReply } from './agent.ts';
+import type { CallRecorder } from './recorder.ts';
 
 export type { MediaStream } from './call-line.ts';
 
@@ -93,6 +94,9 @@ export interface CallMediaDeps {
   handoffWords?(): Promise<AgentReply | null>;
   /** Where the pack's escalation to a person transfers the call (the call's `transfer_to`); none: it hangs up. */
   transferTo?: string;
+  /** The call's recording (src/voice/recorder.ts), started with the stream; and its spoken notice, said before the opening. */
+  recorder?: CallRecorder | null;
+  notice?: (() => Promise<AgentReply | null>) | null;
 }
 
 export class CallMedia implements CallResources {
@@ -262,6 +266,8 @@ export class CallMedia implements CallResources {
         line.record({ type: 'carrier.answered', now: at });
       }
       this.timers.lastFrameAt = at;
+      this.deps.recorder?.begin(line.answeredAt ?? at);
+      line.tap = this.deps.recorder ?? null;
       void this.begin(f.format).catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void line.end('media_timeout');
@@ -272,6 +278,7 @@ export class CallMedia implements CallResources {
     this.timers.lastFrameAt = this.deps.now();
     switch (f.event) {
       case 'media':
+        line.tap?.heard(f.samples);
         this.listening.audio(f.samples);
         return null;
       case 'mark':
@@ -349,6 +356,8 @@ export class CallMedia implements CallResources {
     this.listening.start(detectors);
     this.timers.beat();
     const agent = this.talk().agent;
+    const notice = this.deps.notice;
+    if (notice) this.line.queue = this.line.queue.then(() => this.speaking.respond(() => notice().catch(() => null), null));
     this.line.queue = this.line.queue.then(() =>
       this.speaking.respond(
         () =>

@@ -27,6 +27,7 @@ import { adoptedCarriers, type InboundLeg } from './inbound-leg.ts';
 import type { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
 import type { CallTranscripts } from './transcript.ts';
+import type { CallRecordings } from './recordings.ts';
 import { facts, toObject } from './view.ts';
 import type { VoiceCallObject } from './views.ts';
 import { requestTransfer } from './transfer-request.ts';
@@ -59,6 +60,8 @@ export interface VoiceServiceDeps extends Omit<CheckDeps, 'intent'>, LiveDeps {
   keySecret: string;
   /** The calls' transcripts (src/voice/transcript.ts): the live side appends, the views read. */
   transcripts: CallTranscripts;
+  /** The calls' recordings (src/voice/recordings.ts); none: nothing is recorded. */
+  recordings?: CallRecordings;
   settings: VoiceSettings;
   logger: Logger;
   now(): number;
@@ -83,6 +86,13 @@ export class VoiceCalls {
   async init(): Promise<void> {
     await this.idempotency.init();
     await this.deps.transcripts.init();
+    await this.deps.recordings?.init();
+    this.deps.recordings?.start();
+  }
+
+  /** The calls' recordings (the recording routes read and delete them); undefined when not configured. */
+  get recordings(): CallRecordings | undefined {
+    return this.deps.recordings;
   }
 
   /** A one-time token for the call's media stream (checked on its `start` frame). */
@@ -246,7 +256,17 @@ export class VoiceCalls {
       metadata: body.metadata ?? {},
       ...(leg ? { direction: 'inbound' as const } : {}),
     };
+    const recorder =
+      (body.record ?? call.model.record) && this.deps.recordings
+        ? await this.deps.recordings
+            .begin({ callId, account: payer.walletId, model: call.model._id, modelRetentionDays: call.model.recording_retention_days })
+            .catch(async (err: unknown) => {
+              await call.release('error', { seconds: 0 }).catch(() => undefined); // the hold is not left behind
+              throw err;
+            })
+        : null;
     const media = callMedia(this.deps, {
+      recorder,
       callId,
       account: payer.walletId,
       body,
@@ -261,6 +281,7 @@ export class VoiceCalls {
       await this.deps.runtime.spawn(VOICE_KIND, callId, input, { resources: media });
     } catch (err) {
       this.live.delete(callId);
+      await this.deps.recordings?.abandon(callId).catch(() => undefined);
       await call.release('error', { seconds: 0 }).catch(() => undefined);
       throw err;
     }
@@ -281,7 +302,8 @@ export class VoiceCalls {
 
   async get(account: string, id: string): Promise<VoiceCallObject> {
     const view = await this.view(account, id);
-    return toObject(view, await this.deps.transcripts.of(account, id));
+    const recording = (await this.deps.recordings?.view(account, id)) ?? null;
+    return { ...toObject(view, await this.deps.transcripts.of(account, id)), recording };
   }
 
   async list(
@@ -392,6 +414,7 @@ export class VoiceCalls {
    * restored in `ending` and its once-only steps complete).
    */
   async close(waitMs = 5_000): Promise<void> {
+    this.deps.recordings?.close();
     await Promise.all(
       [...this.live.keys()].map((id) =>
         this.deps.runtime

@@ -95,6 +95,7 @@ export class Speaking {
         outlet: () => (line.stream ? { send: (frame) => line.stream?.send(frame), sid: line.streamSid } : null),
         over: () => line.over,
         markName: () => `t${turn}-${++this.markSeq}`,
+        tap: () => line.tap,
       },
       abort,
     );

@@ -29,6 +29,14 @@ export interface VoiceCallObject {
   carrier_duration_seconds?: number | null;
   /** The number a `transferred` call was handed to (src/voice/transfer.ts); null otherwise. */
   transferred_to?: string | null;
+  /** The call's recording (src/voice/recordings.ts): null when the call was not recorded. */
+  recording?: {
+    available: boolean;
+    status: 'recording' | 'ready' | 'none' | 'deleted';
+    duration_seconds: number | null;
+    url: string | null;
+    expires_at: number | null;
+  } | null;
   transcript?: VoiceCallContext['turns'];
   /** The transcript holds the call's first 200 turns only: the later ones were left out (`metrics.turns_dropped` says how many). */
   transcript_truncated?: boolean;

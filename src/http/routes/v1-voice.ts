@@ -8,7 +8,7 @@
 //   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's status callback (signed, or with the call's secret)
 // The carriers' media streams are the WebSocket edge's (src/ws/voice.ts).
 import { Type, type TSchema } from 'typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
@@ -17,6 +17,7 @@ import multipart from '@fastify/multipart';
 import { ApiError, echo } from '../../errors.ts';
 import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
+import { registerRecordingRoutes, type RecordingEdge } from './voice-recording.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
 const StringMap = (maxKeys: number, maxChars: number) =>
@@ -70,6 +71,8 @@ export const VoiceCallBodySchema = Closed({
   metadata: Type.Optional(StringMap(16, 500)),
   /** Where the pack's escalation to a person transfers the call (checked as `to` is: src/voice/transfer.ts). */
   transfer_to: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+  record: Type.Optional(Type.Boolean()),
+  recording_notice: Type.Optional(FreeText(500)),
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
@@ -112,6 +115,20 @@ export const Call = Type.Object({
   cost_cents: Type.Optional(Nullable(Type.Number())),
   carrier_duration_seconds: Type.Optional(Nullable(Type.Integer())),
   transferred_to: Type.Optional(Nullable(Type.String({ description: 'The number a `transferred` call was handed to.' }))),
+  recording: Type.Optional(
+    Nullable(
+      Type.Object(
+        {
+          available: Type.Boolean(),
+          status: Type.String({ description: 'recording (the call goes on), ready, none (nothing was recorded), deleted' }),
+          duration_seconds: Nullable(Type.Number()),
+          url: Nullable(Type.String()),
+          expires_at: Nullable(Type.Integer({ description: 'Unix seconds: when its retention deletes it.' })),
+        },
+        { description: "The call's recording (null: the call was not recorded)." },
+      ),
+    ),
+  ),
   transcript: Type.Optional(Type.Array(Turn)),
   transcript_truncated: Type.Optional(
     Type.Boolean({ description: "The transcript holds the call's first 200 turns: later ones were left out (metrics.turns_dropped)." }),
@@ -262,13 +279,8 @@ async function callbackBody(req: FastifyRequest): Promise<{ params: [string, str
 }
 
 /** Where calls are read and controlled: /v1 (an API key with scope `voice`: its payer's calls) or /portal (the session: its account's). */
-export interface CallsEdge {
+export interface CallsEdge extends RecordingEdge {
   prefix: '/v1' | '/portal';
-  preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-  security: Record<string, string[]>[];
-  tags: string[];
-  /** The wallet whose calls the request sees (an organization member: the organization's). */
-  account: (req: FastifyRequest) => Promise<string>;
 }
 
 /**
@@ -277,6 +289,7 @@ export interface CallsEdge {
  */
 export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): void {
   const { prefix, preHandler, security, tags, account } = edge;
+  registerRecordingRoutes(app, deps, edge);
   app.get(
     `${prefix}/voice/calls/:id`,
     {
