@@ -206,7 +206,8 @@ export async function createServices(deps: {
   });
   const engines = new EnginePool({
     size: Math.max(1, availableParallelism()),
-    start: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir, models: languageModels.current() }),
+    // N best written: a call's turn is answered from the first of its readings the agent understands.
+    start: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir, models: languageModels.current(), nbest: true }),
   });
   const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir, engines, languageModels } });
   const router = new UpstreamRouter(providers, { now, logger: deps.logger.child({ component: 'router' }) });

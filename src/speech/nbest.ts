@@ -58,21 +58,42 @@ function earned(words: readonly string[], bias: Bias): number {
   return found.size * BONUS;
 }
 
-/**
- * The best hypothesis of an N-best file (`<word> … <score>` per line, best first) once biased, as
- * spoken words; null when it holds no more of the context than `first` (the engine's first best,
- * kept then: the N-best search orders near-equal hypotheses otherwise than its best path does).
- */
-export function rescore(nbest: string, bias: Bias, first: readonly string[]): string[] | null {
-  let best: { score: number; bonus: number; words: string[] } | null = null;
-  for (const line of nbest.split('\n')) {
+/** An N-best file's hypotheses (`<word> … <score>` per line, best first) as spoken words and scores. */
+export function nbestHypotheses(nbest: string | null): { words: string[]; score: number }[] {
+  const out: { words: string[]; score: number }[] = [];
+  for (const line of (nbest ?? '').split('\n')) {
     const tokens = line.trim().split(/\s+/);
     const last = tokens.pop() ?? '';
     if (!/^-?\d+$/.test(last)) continue; // a blank line, or one cut short
-    const words = tokens.map(spokenWord).filter((w): w is string => w !== null);
+    out.push({ words: tokens.map(spokenWord).filter((w): w is string => w !== null), score: Number(last) });
+  }
+  return out;
+}
+
+/** Word sequences with repeats left out (the first kept), from hypotheses or word lists. */
+export function distinct(hypotheses: readonly (readonly string[] | { words: readonly string[] })[]): string[][] {
+  const seen = new Set<string>();
+  const out: string[][] = [];
+  for (const h of hypotheses) {
+    const words = 'words' in h ? h.words : h;
+    const key = words.join(' ');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push([...words]);
+  }
+  return out;
+}
+
+/**
+ * The best hypothesis of an N-best file once biased, as spoken words; null when it holds no more of
+ * the context than `first` (the engine's first best, kept then: the N-best search orders
+ * near-equal hypotheses otherwise than its best path does).
+ */
+export function rescore(nbest: string, bias: Bias, first: readonly string[]): string[] | null {
+  let best: { score: number; bonus: number; words: string[] } | null = null;
+  for (const { words, score } of nbestHypotheses(nbest)) {
     const bonus = earned(words, bias);
-    const total = Number(last) + bonus;
-    if (best === null || total > best.score) best = { score: total, bonus, words };
+    if (best === null || score + bonus > best.score) best = { score: score + bonus, bonus, words };
   }
   return best !== null && best.bonus > earned(first, bias) ? best.words : null;
 }

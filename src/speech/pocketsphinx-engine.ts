@@ -22,14 +22,15 @@
 
 import { once } from 'node:events';
 import { closeSync, createWriteStream, constants as fsConstants, openSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PCM_SAMPLE_RATE } from './ffmpeg.ts';
-import { type Bias, NBEST, rescore, retime } from './nbest.ts';
+import { type Bias, distinct, NBEST, nbestHypotheses } from './nbest.ts';
+import { biased, readNbest } from './nbest-files.ts';
 import { FRAME_SECONDS, parseHypseg, type RawWord, spokenWord, utteranceSegments } from './pocketsphinx-output.ts';
 import { abortReason, spawnTool, type ToolRun } from './process.ts';
 import type { TranscriptSegment } from './transcript.ts';
@@ -88,29 +89,6 @@ export interface EngineOptions {
   bias?: Bias | null;
   /** Write each utterance's N best even without `bias`, so a decode may bring its own (a realtime socket's session prompt). */
   nbest?: boolean;
-}
-
-/**
- * An utterance's words once its N-best file is rescored by the bias (nbest.ts), timed from the
- * first best; the first best itself when no hypothesis holds more of the context, or the file cannot be read (the engine writes it as it prints
- * the first best: looked for a few times).
- */
-async function biased(file: string, first: RawWord[], bias: Bias): Promise<RawWord[]> {
-  const spoken = first.filter((w) => spokenWord(w.token) !== null);
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const text = await readFile(file, 'utf8').catch(() => '');
-    if (text.endsWith('\n')) {
-      void rm(file, { force: true });
-      const words = rescore(
-        text,
-        bias,
-        spoken.map((w) => spokenWord(w.token)!),
-      );
-      return words ? retime(spoken, words) : first;
-    }
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return first;
 }
 
 /** Log lines worth showing when the engine fails (its log is otherwise all INFO lines). */
@@ -183,6 +161,8 @@ export interface UtteranceEngine {
    * `model` names one of the engine's `models` (default: the general model).
    */
   decode(startFrame: number, endFrame: number, model?: string, bias?: Bias | null): Promise<TranscriptSegment[]>;
+  /** The utterance's hypotheses as spoken words, distinct, its first best first (needs `nbest`: at most NBEST). */
+  alternatives(startFrame: number, endFrame: number, model?: string): Promise<string[][]>;
   /** The models this engine can decode with (the general model's name alone without `models`). */
   readonly models: ReadonlySet<string>;
   /** No more utterances: resolves once the engine has decoded what it was given and exited. */
@@ -260,23 +240,19 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   const output = new Socket({ fd: hypReadFd, readable: true, writable: false });
   // Decodes asked for and not answered yet, in order: the engine answers each utterance with one
   // line (words, or just its id and scores when it heard none).
-  const pending = new Map<string, { offset: number; bias: Bias | null; resolve: (s: TranscriptSegment[]) => void; reject: (err: unknown) => void }>();
+  const pending = new Map<
+    string,
+    { offset: number; finish: (words: RawWord[] | null, nbest: string) => Promise<void> | void; reject: (err: unknown) => void }
+  >();
   const lines = createInterface({ input: output, crlfDelay: Infinity });
-  const rescoring = new Set<Promise<void>>(); // N-best files being read (with a bias): before the files go
-
+  const rescoring = new Set<Promise<void>>(); // N-best files being read: before the files go
   lines.on('line', (line) => {
     const id = line.trim().split(/\s+/)[0] ?? '';
     const waiter = pending.get(id);
     if (!waiter) return;
     pending.delete(id);
-    const parsed = parseHypseg(line, waiter.offset);
-    const nbest = join(dir, `${id}.nbest`);
-    if (!waiter.bias) {
-      if (options.nbest) void rm(nbest, { force: true });
-      return waiter.resolve(parsed ? utteranceSegments(parsed.words, options.pauseSeconds) : []);
-    }
-    if (!parsed) return waiter.resolve([]);
-    const reading = biased(nbest, parsed.words, waiter.bias).then((words) => waiter.resolve(utteranceSegments(words, options.pauseSeconds)));
+    const reading = waiter.finish(parseHypseg(line, waiter.offset)?.words ?? null, join(dir, `${id}.nbest`));
+    if (!reading) return;
     rescoring.add(reading);
     void reading.finally(() => rescoring.delete(reading));
   });
@@ -333,6 +309,26 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     if (control!.destroyed || run.child.exitCode !== null || run.child.signalCode !== null) throw await failure();
   };
 
+  /** Tells the engine to decode frames [start, end) with `model`; `finish` makes the answer of its output line. */
+  const ask = async <T>(
+    startFrame: number,
+    endFrame: number,
+    model: string,
+    finish: (resolve: (value: T) => void) => (words: RawWord[] | null, nbest: string) => Promise<void> | void,
+  ): Promise<T> => {
+    if (!modelNames.has(model)) throw new RecogniserError(`the engine has no language model '${model}'`);
+    await check();
+    const id = `u${utterances++}`;
+    const answer = new Promise<T>((resolve, reject) => pending.set(id, { offset: startFrame * FRAME_SECONDS, finish: finish(resolve), reject }));
+    await written; // the engine reads the frames from the file: they must be there before it is told
+    // Both lines at once (no await between them): another decode's lines never come in between.
+    const chosen = chooser ? chooser.write(`${model}\n`) : true;
+    const told = control!.write(`audio ${startFrame} ${endFrame} ${id}\n`);
+    if (!chosen) await once(chooser!, 'drain');
+    if (!told) await once(control!, 'drain');
+    return answer;
+  };
+
   return {
     get frames() {
       return Math.floor(bytes / 2 / SAMPLES_PER_FRAME);
@@ -372,20 +368,22 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
     models: modelNames,
     async decode(startFrame, endFrame, model = GENERAL_MODEL, bias = options.bias) {
       if (endFrame <= startFrame) return [];
-      if (!modelNames.has(model)) throw new RecogniserError(`the engine has no language model '${model}'`);
-      await check();
-      const id = `u${utterances++}`;
       if (bias && !options.bias && !options.nbest) throw new RecogniserError('the engine writes no N best: a bias needs `nbest`');
-      const answer = new Promise<TranscriptSegment[]>((resolve, reject) =>
-        pending.set(id, { offset: startFrame * FRAME_SECONDS, bias: bias ?? null, resolve, reject }),
-      );
-      await written; // the engine reads the frames from the file: they must be there before it is told
-      // Both lines at once (no await between them): another decode's lines never come in between.
-      const chosen = chooser ? chooser.write(`${model}\n`) : true;
-      const told = control!.write(`audio ${startFrame} ${endFrame} ${id}\n`);
-      if (!chosen) await once(chooser!, 'drain');
-      if (!told) await once(control!, 'drain');
-      return answer;
+      return ask<TranscriptSegment[]>(startFrame, endFrame, model, (resolve) => (words, nbest) => {
+        if (!bias || !words) {
+          if (options.bias || options.nbest) void rm(nbest, { force: true });
+          return resolve(words ? utteranceSegments(words, options.pauseSeconds) : []);
+        }
+        return biased(nbest, words, bias).then((w) => resolve(utteranceSegments(w, options.pauseSeconds)));
+      });
+    },
+    async alternatives(startFrame, endFrame, model = GENERAL_MODEL) {
+      if (endFrame <= startFrame) return [];
+      if (!options.bias && !options.nbest) throw new RecogniserError('the engine writes no N best: alternatives need `nbest`');
+      return ask<string[][]>(startFrame, endFrame, model, (resolve) => async (words, nbest) => {
+        const first = (words ?? []).map((w) => spokenWord(w.token)).filter((w): w is string => w !== null);
+        resolve(distinct([first, ...nbestHypotheses(await readNbest(nbest))]));
+      });
     },
     async end() {
       await check();

@@ -22,6 +22,7 @@ import type { IntentPack } from '../intent/pack.ts';
 import { sentences, spokenLines, type SpokenLine } from './lines.ts';
 import { contextOf, type RecognitionContext } from '../shared/recognition-context.ts';
 import { expectationOf, listeningContext, speechDomain } from './expectations.ts';
+import { firstUnderstood } from './understanding.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
 const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
@@ -67,6 +68,8 @@ export interface CallAgent {
    * for the call's recogniser. Undefined before the agent has said anything.
    */
   listening(): RecognitionContext | undefined;
+  /** The first of a turn's readings (best first) it understands (src/voice/understanding.ts); null: none, or it cannot tell. */
+  understood?(readings: readonly string[]): Promise<string | null>;
 }
 
 /** One line as a reply's lines. */
@@ -213,6 +216,10 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
   };
   return {
     listening: () => listening(),
+    async understood(readings) {
+      const pack = await o.intent.packOf(o.intentModel);
+      return pack ? firstUnderstood(pack, listening()?.expect, readings) : null;
+    },
     async prompt() {
       // The pack's own idle wording when it has one, else its clarifying question.
       return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');

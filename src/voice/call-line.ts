@@ -18,10 +18,11 @@ export interface MediaStream {
 export interface Conversation {
   agent: CallAgent;
   /**
-   * The call's stt model on one utterance (8 kHz PCM); '' when nothing was heard. `context` is what
-   * the agent expects to hear (its `listening()`: the question it asked, the answer's shape).
+   * The call's stt model on one utterance (8 kHz PCM): its text ('' when nothing was heard) and,
+   * when the recogniser gives them, other readings (the text's first: src/voice/understanding.ts).
+   * `context` is what the agent expects to hear (its `listening()`: the question it asked, the answer's shape).
    */
-  recognise(samples: Int16Array, signal: AbortSignal, context?: RecognitionContext): Promise<string>;
+  recognise(samples: Int16Array, signal: AbortSignal, context?: RecognitionContext): Promise<{ text: string; alternatives?: string[] }>;
 }
 
 /** The call's actor (the runtime's ref). */

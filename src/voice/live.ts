@@ -168,7 +168,7 @@ function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: Live
     recognise: async (samples, signal, context) => {
       const req = utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined, context);
       const { result } = await deps.router.transcribe(sttRoutes, req, signal);
-      return result.text;
+      return { text: result.text, ...(result.alternatives ? { alternatives: result.alternatives } : {}) };
     },
   };
 }

@@ -97,6 +97,12 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
   const voiceDetectors = () => (detectors ??= loadVoiceDetectors());
   let resamplers: Promise<Resamplers> | null = null;
   /** An utterance on the warm engines: 8 kHz brought to the engine's 16 kHz (SpeexDSP, quality 5, as the realtime path). */
+  /**
+   * How many readings of a call's turn the agent may look through: with 50, the first one it
+   * understood was the right answer for 95 % of spoken yes/no answers over μ-law (80 % for the first
+   * best), 100 % of amounts (90 %), 58 % of complaints (51 %); 10 gave 90 / 100 / 56 % (`npm run eval:understanding`).
+   */
+  const ALTERNATIVES = 50;
   const onWarmEngine = async (
     engines: EnginePool,
     u: { samples: Int16Array; rate: 8000 | 16000 },
@@ -118,8 +124,15 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
     }
     // A call's turn: its pack's language model for what the agent asked (src/speech/language-models.ts).
     const model = context?.domain ? await opts.languageModels?.modelWhenReady(context.domain, context.expect, DOMAIN_WAIT_MS) : null;
-    const segments = await engines.decode(pcm, signal, model ?? undefined);
-    return { text: joinSegmentTexts(segments), language: 'en', duration: Math.round((u.samples.length / u.rate) * 1000) / 1000, segments };
+    const duration = Math.round((u.samples.length / u.rate) * 1000) / 1000;
+    if (model) {
+      // A call's turn: its readings, for the agent to answer the first it understands (its text the first best's).
+      const alternatives = (await engines.alternatives(pcm, signal, model)).slice(0, ALTERNATIVES).map((w) => w.join(' '));
+      const text = alternatives[0] ?? '';
+      return { text, language: 'en', duration, segments: text ? [{ start: 0, end: duration, text }] : [], alternatives };
+    }
+    const segments = await engines.decode(pcm, signal);
+    return { text: joinSegmentTexts(segments), language: 'en', duration, segments };
   };
   return {
     refuses(req) {
