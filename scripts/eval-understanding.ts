@@ -119,35 +119,27 @@ async function main(): Promise<void> {
         const line = overTelephone(resamplers, pcm, rate);
         const { start, end } = await appendUtterance(engine, line);
         const heard: Record<string, string> = {};
-        for (const [mode, model] of [
-          ['general', GENERAL_MODEL],
-          ['context', models.modelFor(domain.key, expect)!],
-        ] as const) {
+        /** Each way of hearing the turn: its words (with how long they took), scored. */
+        const hear = async (mode: 'general' | 'context' | 'understood', words: () => Promise<string>) => {
           const t = performance.now();
-          const words = (await engine.decode(start, end, model)).map((s) => s.text).join(' ');
+          const said = await words();
           const r = results[`${kind}:${mode}`]!;
           r.ms.push(performance.now() - t);
-          const e = wordErrors(corpusLine(text) ?? '', words);
+          const e = wordErrors(corpusLine(text) ?? '', said);
           r.errors += e.substitutions + e.deletions + e.insertions;
           r.words += e.words;
           r.of += 1;
-          if (right(words)) r.right += 1;
-          heard[mode] = words;
-        }
-        {
-          // The agent's pick among the context's readings (src/voice/understanding.ts, as a call does).
-          const t = performance.now();
-          const readings = (await engine.alternatives(start, end, models.modelFor(domain.key, expect)!)).slice(0, TOP).map((w) => w.join(' '));
-          const words = firstUnderstood(pack, expect === null ? undefined : expect, readings) ?? readings[0] ?? '';
-          const r = results[`${kind}:understood`]!;
-          r.ms.push(performance.now() - t);
-          const e = wordErrors(corpusLine(text) ?? '', words);
-          r.errors += e.substitutions + e.deletions + e.insertions;
-          r.words += e.words;
-          r.of += 1;
-          if (right(words)) r.right += 1;
-          heard.understood = words;
-        }
+          if (right(said)) r.right += 1;
+          heard[mode] = said;
+        };
+        const model = models.modelFor(domain.key, expect)!;
+        await hear('general', async () => (await engine.decode(start, end, GENERAL_MODEL)).map((s) => s.text).join(' '));
+        await hear('context', async () => (await engine.decode(start, end, model)).map((s) => s.text).join(' '));
+        // The agent's pick among the context's readings (src/voice/understanding.ts, as a call does).
+        await hear('understood', async () => {
+          const readings = (await engine.alternatives(start, end, model)).slice(0, TOP).map((w) => w.join(' '));
+          return firstUnderstood(pack, expect ?? undefined, readings) ?? readings[0] ?? '';
+        });
         if (!json && args.includes('--verbose'))
           console.log(`${voice} ${kind}: ${text}\n   general: ${heard.general}\n   context: ${heard.context}\n   understood: ${heard.understood}`);
       };
