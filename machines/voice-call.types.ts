@@ -23,7 +23,20 @@ export type EndReason =
   | 'media_timeout'
   /** The carrier's stream came in a format the gateway cannot take (Exotel's media_format): refused, not misread. */
   | 'media_format_unsupported'
+  /** An answering machine or a call-screening bot answered; the call did what its `voicemail` asked (hung up, or left its message). */
+  | 'voicemail'
   | 'gateway_restart';
+
+/** Who answered (issue 41 §1): the gateway's own detector's decision, or the carrier's (Twilio's AMD). */
+export type AnsweredBy = 'human' | 'machine' | 'unknown';
+export interface AnsweredByNews {
+  answeredBy: AnsweredBy;
+  /** What decided it: the detector's reason (`beep`, `long_greeting`…) or the carrier's own value (Twilio's `machine_end_beep`…). */
+  detail: string;
+  source: 'gateway' | 'twilio';
+  /** The answer → the decision, ms. */
+  decisionMs: number;
+}
 
 /**
  * Opaque to the machine: what the effects need (payer, hold, pricing, the call's options), plain
@@ -111,6 +124,8 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   /** End of callee speech → first agent audio, ms, per turn (the latest MAX_LATENCIES). */
   latencies: number[];
   interruptions: number;
+  /** Who answered, once decided (calls that ask for answering-machine detection: their `voicemail`); absent before. */
+  answeredBy?: AnsweredByNews | null;
 }
 
 export interface DialInput {
@@ -169,4 +184,14 @@ export type VoiceCallEvent =
   | { type: 'media.heartbeat'; now: number }
   | { type: 'turn'; now: number; turn: Turn; latencyMs?: number; interrupted?: boolean; agentState?: string }
   | { type: 'action'; now: number; action: OutcomeAction }
-  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' };
+  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' }
+  /** Who answered (the first decision counts; a repeated or later one changes nothing). */
+  | ({ type: 'answered_by'; now: number } & AnsweredByNews);
+
+export interface AnsweredByInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  model: string;
+  to: string;
+  news: AnsweredByNews;
+  spec: Spec;
+}

@@ -25,6 +25,8 @@ import { CallMedia } from './media.ts';
 import type { Pacer } from './pacer.ts';
 import { recordingTurns, type CallTranscripts } from './transcript.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import type { Voicemail } from '../shared/voicemail-schema.ts';
+import { voicemailMessage } from './voicemail.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -81,6 +83,8 @@ export interface LivePlan {
   llmModel: ModelDoc | null;
   /** The model's routes this build can dial through, in order (their index among the model's routes). */
   carriers: { route: number; carrier: Carrier }[];
+  /** What the call does when a machine answers (the body's `voicemail`, else the model's); null: nothing detected. */
+  voicemail: Voicemail | null;
 }
 
 export interface LiveCall {
@@ -130,6 +134,10 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     onDisposed: call.onDisposed,
     pacer: call.pacer,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    voicemail: {
+      plan: c.voicemail,
+      message: () => voicemailMessage(c.voicemail!, { ...c, audio: deps.audio, variables: body.variables ?? {}, intent: deps.intent }),
+    },
   });
 }
 

@@ -41,6 +41,8 @@ import type { Pacer } from './pacer.ts';
 import { Speaking } from './speaking.ts';
 import { CallTimers } from './timers.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import { CallVoicemail, type CallVoicemailDeps } from './voicemail.ts';
+import type { AnsweredByNews } from '../../machines/voice-call.machine.ts';
 
 export type { MediaStream } from './call-line.ts';
 
@@ -86,6 +88,8 @@ export interface CallMediaDeps {
   pacer: Pacer;
   /** Each turn's stages and latency (src/voice/turn-stages.ts). */
   metrics?: VoiceMetrics;
+  /** The call's answering machines (src/voice/voicemail.ts): its `voicemail` and the message it leaves. */
+  voicemail?: Pick<CallVoicemailDeps, 'plan' | 'message'>;
 }
 
 export class CallMedia implements CallResources {
@@ -94,6 +98,7 @@ export class CallMedia implements CallResources {
   private readonly speaking: Speaking;
   private readonly listening: CallListening;
   private readonly timers: CallTimers;
+  private readonly voicemail: CallVoicemail;
   private conversation: Conversation | null = null;
   /** Resolves when the actor ended the call here (its hang-up) or the live side went away. */
   private readonly over: Promise<void>;
@@ -104,10 +109,11 @@ export class CallMedia implements CallResources {
     this.over = new Promise<void>((resolve) => (this.markOver = resolve));
     this.line = new CallLine({ actor, log, now, stopTimers: () => this.timers.stop() });
     const line = this.line;
-    this.dialling = new Dialling({ ...deps, onAnswered: (at) => this.answer(at) });
+    this.dialling = new Dialling({ ...deps, machineDetection: (deps.voicemail?.plan ?? null) !== null, onAnswered: (at) => this.answer(at) });
     const wire = () => this.dialling.wire;
     this.speaking = new Speaking({ line, wire, pacer: deps.pacer, log, now, endpoint: () => this.listening.endpoint(), metrics: deps.metrics });
     this.listening = new CallListening({ line, speaking: this.speaking, turn: deps.turn, log, now, talk: () => this.talk() });
+    this.voicemail = new CallVoicemail({ plan: null, message: async () => null, ...deps.voicemail, line, speaking: this.speaking, log, now });
     this.timers = new CallTimers({
       line,
       speaking: this.speaking,
@@ -136,6 +142,10 @@ export class CallMedia implements CallResources {
     if (this.deps.creditLimitMs !== null && !this.line.over) this.timers.guardCredit(at + this.deps.creditLimitMs);
   }
 
+  answeredBy(news: AnsweredByNews): void {
+    this.voicemail.answeredBy(news);
+  }
+
   async hangup(_reason: EndReason): Promise<void> {
     if (this.line.hungUp) return;
     this.line.hungUp = true;
@@ -154,6 +164,7 @@ export class CallMedia implements CallResources {
     this.speaking.stop();
     this.timers.stop();
     this.listening.close();
+    this.voicemail.close();
     this.dialling.wire.close?.();
     if (!this.line.hungUp) this.dialling.drop();
     this.line.stream?.close(1001, 'going away');
@@ -210,6 +221,7 @@ export class CallMedia implements CallResources {
     switch (f.event) {
       case 'media':
         this.listening.audio(f.samples);
+        this.voicemail.audio(f.samples);
         return null;
       case 'mark':
         this.speaking.marked(f.name);
@@ -284,6 +296,7 @@ export class CallMedia implements CallResources {
     else this.dialling.wire = wire; // before the first audio is listened to
     if (this.line.over) return;
     this.listening.start(detectors);
+    this.voicemail.start(detectors, this.dialling.detectsMachines);
     this.timers.beat();
     const agent = this.talk().agent;
     this.line.queue = this.line.queue.then(() =>

@@ -16,6 +16,7 @@ import { Limit, limitOf } from '../pages.ts';
 import multipart from '@fastify/multipart';
 import { ApiError, echo } from '../../errors.ts';
 import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
+import { VoicemailSchema } from '../../shared/voicemail-schema.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
@@ -68,6 +69,7 @@ export const VoiceCallBodySchema = Closed({
   ),
   webhook_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
   metadata: Type.Optional(StringMap(16, 500)),
+  voicemail: Type.Optional(VoicemailSchema),
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
@@ -108,6 +110,12 @@ const Call = Type.Object({
   billed_seconds: Type.Optional(Nullable(Type.Integer())),
   cost_cents: Type.Optional(Nullable(Type.Number())),
   carrier_duration_seconds: Type.Optional(Nullable(Type.Integer())),
+  answered_by: Type.Optional(
+    Nullable(Type.String({ description: 'Who answered: human, machine or unknown (a call with `voicemail`); null until decided, or when not asked.' })),
+  ),
+  answered_by_detection: Type.Optional(
+    Nullable(Type.Object({ source: Type.String(), detail: Type.String(), decision_ms: Type.Integer() }, { description: 'How answered_by was decided.' })),
+  ),
   transcript: Type.Optional(Type.Array(Turn)),
   transcript_truncated: Type.Optional(
     Type.Boolean({ description: "The transcript holds the call's first 200 turns: later ones were left out (metrics.turns_dropped)." }),

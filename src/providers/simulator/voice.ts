@@ -13,7 +13,8 @@
 // `say` (text spoken by tts-local in the step's `voice`, default espeak-ng's `en-us`; festival's
 // `en-us-slt` sounds far more like a person), `silence_ms`,
 // `dtmf`, `wait_agent` (`done`: the agent's reply played and `ms` of quiet after it; `speaking`:
-// the agent has been playing for `ms`, so a `say` next barges in), `hangup`. When its steps run out
+// the agent has been playing for `ms`, so a `say` next barges in), `hangup`, and `beep_ms` (a
+// voicemail's beep: a `beep_hz` tone, default 1000 Hz; a greeting `say` then a beep is a voicemail callee). When its steps run out
 // it stays on the line, silent, until the gateway hangs up. A script's `noise` (a level in dBFS,
 // white or pink: src/speech/noise.ts) is line noise under all the callee sends, speech and
 // silences, from its `after_ms` into the stream on (at its `before_dbfs` before that, if given).
@@ -22,7 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { CalleeScript } from '../../config.ts';
-import type { SpeechClip } from '../../speech/clip.ts';
+import { SpeechClip } from '../../speech/clip.ts';
 import { g711Decode, g711Encode } from '../../speech/g711.ts';
 import { addNoise, lineNoise, type NoiseSource } from '../../speech/noise.ts';
 import { bytesOf, samplesOf } from '../../speech/pcm.ts';
@@ -65,6 +66,12 @@ export interface SimulatorOptions {
   onReply?(callSid: string, delayMs: number): void;
   /** Told when the last frame of a `say` step's speech was sent (epoch ms): when the callee stopped, as the line saw it. */
   onSaid?(callSid: string, at: number): void;
+}
+
+/** A beep: a tone at -11 dBFS, 8 kHz. */
+function beep(hz: number, ms: number): SpeechClip {
+  const samples = Int16Array.from({ length: Math.round(ms * 8) }, (_, i) => Math.round(9000 * Math.sin((2 * Math.PI * hz * i) / 8000)));
+  return new SpeechClip(bytesOf(samples));
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -380,6 +387,9 @@ class SimulatedCall {
         }
       } else if ('hangup' in step) {
         return this.end({});
+      } else if ('beep_ms' in step) {
+        this.speech.push(this.wire.encode?.(beep(step.beep_hz ?? 1000, step.beep_ms)) ?? beep(step.beep_hz ?? 1000, step.beep_ms).as(this.wire.audio));
+        await this.until(() => this.speech.length === 0, signal, 600_000);
       }
     }
   }
