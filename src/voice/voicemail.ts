@@ -98,9 +98,12 @@ export class CallVoicemail {
 
   constructor(private readonly deps: CallVoicemailDeps) {}
 
-  /** The stream started: the gateway's own detector listens, unless the carrier detects (`carrierDetects`) or the call did not ask. */
+  /** The stream started: the gateway's own detector listens, unless the carrier detects (`carrierDetects`) or the call did not ask; the message is rendered. */
   start(detectors: VoiceDetectors, carrierDetects: boolean): void {
     const { plan, line } = this.deps;
+    // The message is rendered now (kept), so it is in hand when the greeting ends.
+    if (plan?.action === 'leave_message')
+      this.deps.message().catch((err: unknown) => this.deps.log.warn({ err }, 'the voicemail message could not be rendered'));
     if (plan === null || carrierDetects || line.answeredAt === null) return;
     const budgetMs = Math.max(1000, DECISION_MS - (this.deps.now() - line.answeredAt));
     this.detector = new AnsweringMachineDetector(detectors.create(AMD_VAD), { budgetMs });

@@ -9,6 +9,12 @@
 // signed X-Twilio-Signature with the auth token, and delivered as Twilio does at its worst:
 // `in-progress` twice and then a stale `ringing`; `completed` twice; and, for the numbers `badDays`
 // names, dropped, late, repeated or reordered (test/fakes/bad-day.ts; Twilio posts forms only).
+// A dial with MachineDetection and AsyncAmd=true gets Twilio's asynchronous AMD callback: a form post
+// to AsyncAmdStatusCallback with CallSid, AccountSid, AnsweredBy and MachineDetectionDuration (ms),
+// signed as the status callbacks. What Twilio's AMD would hear is the callee's script: a callee with a
+// `beep_ms` step is `machine_end_beep` once its beep has been sent (DetectMessageEnd: the greeting's
+// end), any other `human` 500 ms after its first `say` ends. `amdDays` per callee number delivers it
+// late (`delayMs`), more than once (`repeat`) or never (`drop`).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -34,6 +40,10 @@ const read = (req: IncomingMessage) =>
 
 const unxml = (s: string) => s.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n))).replace(/&amp;/g, '&');
 
+/** The callee script for a number, as the simulator picks it. */
+const calleeOf = (callees: CalleeScript[], to: string): CalleeScript =>
+  callees.find((c) => c.to === to) ?? callees.find((c) => c.to === '*') ?? { to: '*', answer: 'answer', steps: [] };
+
 export class FakeTwilio {
   readonly requests: TwilioRequest[] = [];
   /** Each callback posted: `seconds`, a `completed` one's CallDuration. */
@@ -47,6 +57,12 @@ export class FakeTwilio {
    */
   readonly lines = new Map<string, { said: number[]; media: number[] }>();
   private readonly callIdOf = new Map<string, string>();
+  /** How each callee number's AMD callback is delivered: late, repeated, or lost. */
+  readonly amdDays = new Map<string, { delayMs?: number; repeat?: number; drop?: boolean }>();
+  /** Each AMD callback posted. */
+  readonly amdCallbacks: { sid: string; answeredBy: string; code: number }[] = [];
+  private readonly amd = new Map<string, { url: string; to: string; said: number; beepAfter: number | null }>();
+  private readonly sidOfSim = new Map<string, string>();
   private seq = 0;
   private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
 
@@ -56,6 +72,7 @@ export class FakeTwilio {
     readonly accountSid: string,
     readonly authToken: string,
     private readonly carrier: ReturnType<typeof simulatorCarrier>,
+    private readonly callees: CalleeScript[] = [],
   ) {}
 
   /** `speak`: the callees' speech for a `say` (default half a second of silence). */
@@ -80,12 +97,15 @@ export class FakeTwilio {
       logger: pino({ level: 'silent' }),
       speak,
       onReply: opts.onReply,
-      onSaid: (simId, at) => void line(simId).said.push(at),
+      onSaid: (simId, at) => {
+        line(simId).said.push(at);
+        self.heardByAmd(simId);
+      },
       onGatewayFrame: (simId, event) => void (event === 'media' && line(simId).media.push(Date.now())),
     });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);
+    self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier, opts.callees);
     return self;
   }
 
@@ -137,6 +157,13 @@ export class FakeTwilio {
         },
       );
       this.callIdOf.set(call.simId, parameters.call_id ?? '');
+      this.sidOfSim.set(call.simId, sid);
+      if (form.get('MachineDetection') && form.get('AsyncAmd') === 'true' && form.get('AsyncAmdStatusCallback')) {
+        const steps = calleeOf(this.callees, form.get('To')!).steps;
+        const spoken = steps.filter((st) => 'say' in st || 'beep_ms' in st);
+        const beep = spoken.findIndex((st) => 'beep_ms' in st);
+        this.amd.set(sid, { url: form.get('AsyncAmdStatusCallback')!, to: form.get('To')!, said: 0, beepAfter: beep < 0 ? null : beep + 1 });
+      }
       return json(201, { sid, status: 'queued', to: form.get('To'), from: form.get('From') });
     }
     const one = new RegExp(`^${base}/(CA[0-9a-f]+)\\.json$`).exec(path);
@@ -155,6 +182,43 @@ export class FakeTwilio {
       return json(200, { sid, status: form.get('Status') });
     }
     json(404, { code: 20404, message: 'not found', status: 404 });
+  }
+
+  /** The callee finished a `say` or a beep: Twilio's AMD decides when it has heard enough (see the top). */
+  private heardByAmd(simId: string): void {
+    const sid = this.sidOfSim.get(simId);
+    const amd = sid === undefined ? undefined : this.amd.get(sid);
+    if (!amd || sid === undefined) return;
+    amd.said += 1;
+    const answeredBy = amd.beepAfter === null ? (amd.said === 1 ? 'human' : null) : amd.said === amd.beepAfter ? 'machine_end_beep' : null;
+    if (answeredBy === null) return;
+    const day = this.amdDays.get(amd.to) ?? {};
+    if (day.drop) return;
+    const send = async () => {
+      for (let i = 0; i < (day.repeat ?? 1); i++) await this.postAmd(sid, amd.url, answeredBy);
+    };
+    const t = setTimeout(() => void send(), (answeredBy === 'human' ? 500 : 0) + (day.delayMs ?? 0));
+    this.amdTimers.add(t);
+  }
+
+  private readonly amdTimers = new Set<NodeJS.Timeout>();
+
+  /** Twilio's AMD callback, signed as its status callbacks are. */
+  private async postAmd(sid: string, url: string, answeredBy: string): Promise<void> {
+    const call = this.calls.get(sid);
+    const params: [string, string][] = [
+      ['CallSid', sid],
+      ['AccountSid', this.accountSid],
+      ['AnsweredBy', answeredBy],
+      ['MachineDetectionDuration', String(call?.answeredAt ? Date.now() - call.answeredAt : 0)],
+    ];
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(this.authToken, url, params) },
+      body: new URLSearchParams(params).toString(),
+    }).catch(() => null);
+    this.amdCallbacks.push({ sid, answeredBy, code: res?.status ?? 0 });
+    await res?.text();
   }
 
   /** Twilio's sid of the call the gateway placed as `callId` (its StatusCallback names it). */
@@ -192,6 +256,7 @@ export class FakeTwilio {
 
   async close(): Promise<void> {
     for (const day of this.days.values()) day.close();
+    for (const t of this.amdTimers) clearTimeout(t);
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
   }
