@@ -18,7 +18,7 @@
 // Needs: scripts/install-debian-packages.sh (espeak-ng, festival). Usage: npm run eval:amd [-- --json] [-- --dev]
 import { fileURLToPath } from 'node:url';
 import { g711Decode, g711Encode } from '../src/speech/g711.ts';
-import { bytesOf, samplesOf } from '../src/speech/pcm.ts';
+import { bytesOf, concatSamples, samplesOf } from '../src/speech/pcm.ts';
 import { addNoise, lineNoise } from '../src/speech/noise.ts';
 import { loadResamplers, type Resamplers } from '../src/speech/resample.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../src/speech/vad.ts';
@@ -122,7 +122,7 @@ export async function buildCases(texts: Record<Kind, string[]>, opts: { voices?:
             beepEndMs = ((lead + said.length + gap.length + beep.length) * 1000) / RATE;
           }
           parts.push(new Int16Array(RATE * 5));
-          let samples = concat(parts);
+          let samples = concatSamples(parts);
           if (condition !== 'clean') addNoise(samples, condition.startsWith('white') ? lineNoise(-45, 'white', seed) : lineNoise(-40, 'pink', seed));
           samples = g711Decode('mulaw', g711Encode('mulaw', samples));
           cases.push({ kind, text, voice, condition, samples, beepEndMs, speechEndMs });
@@ -131,16 +131,6 @@ export async function buildCases(texts: Record<Kind, string[]>, opts: { voices?:
     }
   }
   return cases;
-}
-
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 export interface Outcome {

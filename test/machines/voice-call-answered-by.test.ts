@@ -12,20 +12,9 @@ import {
   type DialOutput,
   type FinishInput,
   type FinishOutput,
+  type NotifyInput,
 } from '../../machines/voice-call.machine.ts';
-
-const input = {
-  callId: 'call_1',
-  account: 'user:1',
-  model: 'voice-local',
-  to: '+919800000001',
-  from: null,
-  createdAt: 0,
-  maxDurationMs: 600_000,
-  creditLimited: false,
-  ringTimeoutMs: 30_000,
-  spec: {},
-};
+import { input } from './voice-call-input.ts';
 
 function harness() {
   const told: AnsweredByInput[] = [];
@@ -33,7 +22,7 @@ function harness() {
   const machine = voiceCallMachine.provide({
     actors: {
       dial: fromPromise<DialOutput, DialInput>(async () => ({ carrierCallId: 'SIM1', at: 0 })),
-      notifyAnswered: fromPromise(async () => undefined),
+      notifyAnswered: fromPromise<void, NotifyInput>(async () => undefined),
       notifyAnsweredBy: fromPromise<void, AnsweredByInput>(async ({ input: i }) => void told.push(i)),
       finish: fromPromise<FinishOutput, FinishInput>(async ({ input: i }) => {
         finished.push(i);
@@ -49,7 +38,7 @@ const machineNews = { answeredBy: 'machine' as const, detail: 'beep', source: 'g
 describe('voice-call machine: answered_by', () => {
   it('keeps and tells the first decision only; a voicemail end bills the answered seconds', async () => {
     const { machine, told, finished } = harness();
-    const actor = createActor(machine, { input }).start();
+    const actor = createActor(machine, { input: input() }).start();
     actor.send({ type: 'carrier.answered', now: 1000 });
     actor.send({ type: 'answered_by', now: 3500, ...machineNews });
     actor.send({ type: 'answered_by', now: 3600, ...machineNews, detail: 'again' });
@@ -67,14 +56,14 @@ describe('voice-call machine: answered_by', () => {
 
   it('the decision survives a persistence round trip and is not told again', async () => {
     const first = harness();
-    const actor = createActor(first.machine, { input }).start();
+    const actor = createActor(first.machine, { input: input() }).start();
     actor.send({ type: 'carrier.answered', now: 1000 });
     actor.send({ type: 'answered_by', now: 3500, ...machineNews });
     await new Promise((r) => setTimeout(r, 20));
     const persisted = JSON.parse(JSON.stringify(actor.getPersistedSnapshot()));
     actor.stop();
     const second = harness();
-    const restored = createActor(second.machine, { snapshot: persisted, input }).start();
+    const restored = createActor(second.machine, { snapshot: persisted, input: input() }).start();
     restored.send({ type: 'answered_by', now: 4000, ...machineNews, detail: 'late' });
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(restored.getSnapshot().context.answeredBy, machineNews);

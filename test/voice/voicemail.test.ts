@@ -10,7 +10,7 @@ import { ADMIN_TOKEN, call } from '../helper.ts';
 import { waitFor } from '../actors/helpers.ts';
 import { startReceiver } from '../webhooks/receiver.ts';
 import { ended, voiceAccount, waitForCall } from './helpers.ts';
-import { simulatedVoice } from './simulated.ts';
+import { scriptedVoiceModel, simulatedVoice } from './simulated.ts';
 
 const GREETING = "Hi, you've reached Priya. I can't take your call right now, please leave a message after the tone.";
 const MESSAGE = 'Hello, this is your bank calling about your card. Please call us back.';
@@ -102,18 +102,7 @@ describe('voice calls: answering machines (the gateway detector, the simulator)'
       const res = await v.dial('+919800000012', { voicemail: wrong });
       assert.equal(res.status, 400, res.text);
     }
-    const def = {
-      type: 'voice',
-      owned_by: 'test',
-      stt_model: 'stt-scripted',
-      tts_model: 'tts-local',
-      intent_model: 'intent-demo',
-      price_per_minute_cents: 6,
-      countries: ['IN'],
-      languages: ['en-IN'],
-      voices: ['en-us'],
-      routes: [{ provider: 'simulator' }],
-    };
+    const def = scriptedVoiceModel([{ provider: 'simulator' }]);
     const put = (body: unknown) => call(v.gw.url, 'PUT', '/admin/models/voice-test-vm', { token: ADMIN_TOKEN, body });
     const refused = await put({ ...def, voicemail: { action: 'leave_message' } });
     assert.deepEqual([refused.status, refused.body.error?.param], [400, 'voicemail.text'], refused.text);
