@@ -145,8 +145,8 @@ export interface Outcome {
 }
 
 /** One recording through the detector in 20 ms frames, as the media loop feeds it. */
-export function detect(detectors: VoiceDetectors, c: Case): Outcome {
-  const detector = new AnsweringMachineDetector(detectors.create(AMD_VAD));
+export function detect(detectors: VoiceDetectors, c: Case, budgetMs?: number): Outcome {
+  const detector = new AnsweringMachineDetector(detectors.create(AMD_VAD), budgetMs === undefined ? {} : { budgetMs });
   let decision: ReturnType<AnsweringMachineDetector['push']>['decision'];
   let ended: ReturnType<AnsweringMachineDetector['push']>['ended'];
   for (let at = 0; at < c.samples.length && !ended; at += 160) {

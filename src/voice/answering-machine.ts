@@ -14,8 +14,9 @@
 // - a beep is `machine` whenever it comes: a steady tone of 800–2000 Hz for at least TONE_MS, found
 //   by Goertzel filters every 25 Hz on each 20 ms frame (a frame is tonal when one filter holds
 //   TONE_SHARE of its energy; a zero-crossing gate spares the filters on most frames);
-// - at the budget's end: a run of speech still going or just ended decides by its length so far
-//   (`machine` from BUDGET_LONG_MS), none heard is `unknown`.
+// - at the budget's end: a run of speech of BUDGET_LONG_MS so far is `machine`; a shorter one is
+//   `human` when it has ended, `unknown` while it goes on (a stream that started late leaves less
+//   of the budget to hear); none heard is `unknown`.
 // The greeting's end (`ended`): the beep's last tonal frame, or END_SILENCE_MS of silence after its
 // last speech (a greeting without a beep), or at the latest MAX_GREETING_MS after the answer.
 import type { VoiceDetector } from '../speech/vad.ts';
@@ -200,7 +201,8 @@ export class AnsweringMachineDetector {
     if (!this.inSpeech && this.runEnd !== null && now - this.runEnd >= HUMAN_SILENCE_MS) return this.settle('human', 'short_greeting', now);
     if (now < this.budgetMs) return;
     if (this.runStart === null) return this.settle('unknown', 'no_speech', now);
-    this.settle(run >= BUDGET_LONG_MS ? 'machine' : 'human', 'timeout', now);
+    // Still talking, not long yet (a stream that started late leaves less to hear): neither is sure.
+    this.settle(run >= BUDGET_LONG_MS ? 'machine' : this.inSpeech ? 'unknown' : 'human', 'timeout', now);
   }
 
   private settle(answeredBy: AnsweredBy, detail: Detection['detail'], atMs: number): void {

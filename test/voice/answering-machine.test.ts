@@ -38,6 +38,14 @@ describe('answering-machine detection', () => {
     }
   });
 
+  it('a stream that starts late (less of the budget left) never takes a greeting still going for a person', () => {
+    for (const c of cases.filter((x) => x.kind !== 'person')) {
+      const o = detect(detectors, c, 1000); // 1 s of audio: the greeting has only begun
+      assert.notEqual(o.answeredBy, 'human', `${c.text} ${c.voice} ${c.condition}: ${o.detail} at ${o.decisionMs} ms`);
+      assert.ok(o.decisionMs <= 1000);
+    }
+  });
+
   it('hears a beep as a steady tone of 800–2000 Hz only', () => {
     for (const hz of [800, 1000, 1234, 1400, 2000]) assert.ok(Math.abs(toneOf(tone(hz))! - hz) <= 25, `${hz} Hz`);
     for (const hz of [400, 3000]) assert.equal(toneOf(tone(hz)), null, `${hz} Hz is no beep`);

@@ -6,7 +6,7 @@
 // is not later with the detector listening than without. Bad `voicemail`s are 400 naming the field.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, call } from '../helper.ts';
+import { ADMIN_TOKEN, call, startTestGateway } from '../helper.ts';
 import { waitFor } from '../actors/helpers.ts';
 import { startReceiver } from '../webhooks/receiver.ts';
 import { ended, voiceAccount, waitForCall } from './helpers.ts';
@@ -112,5 +112,20 @@ describe('voice calls: answering machines (the gateway detector, the simulator)'
     assert.equal(res.status, 202, res.text);
     const c = await waitForCall(v.gw, who.key, res.body.id, ended, 60_000);
     assert.deepEqual([c.end_reason, c.answered_by], ['voicemail', 'machine'], "the model's default");
+  });
+
+  it("the README's voicemail callee (+919800000007, the default config's) through voice-local", async () => {
+    const gw = await startTestGateway();
+    try {
+      const who = await voiceAccount(gw);
+      const body = { model: 'voice-local', to: '+919800000007', voicemail: { action: 'leave_message', text: MESSAGE } };
+      const placed = await call(gw.url, 'POST', '/v1/voice/call', { token: who.key, body });
+      assert.equal(placed.status, 202, placed.text);
+      const c = await waitForCall(gw, who.key, placed.body.id as string, ended, 60_000);
+      assert.deepEqual([c.end_reason, c.answered_by], ['voicemail', 'machine'], JSON.stringify(c.transcript));
+      assert.equal(c.transcript.filter((t: { role: string }) => t.role === 'agent').at(-1).text, MESSAGE);
+    } finally {
+      await gw.destroy();
+    }
   });
 });
