@@ -77,6 +77,17 @@ describe('voice calls: answering machines (the gateway detector, the simulator)'
     assert.ok(a.metrics.answer_to_first_frame_ms <= b.metrics.answer_to_first_frame_ms + 100, 'the detector does not hold the greeting back');
   });
 
+  it('continue: a machine is told (answered_by, the event), and the call goes on until the client ends it', async () => {
+    const res = await v.dial(VOICEMAIL, { voicemail: { action: 'continue' } });
+    const live = await waitForCall(v.gw, v.acc.key, res.body.id, (c) => c.answered_by !== null, 20_000);
+    assert.deepEqual([live.answered_by, live.status], ['machine', 'in_progress']);
+    await new Promise((r) => setTimeout(r, 1500));
+    const hung = await call(v.gw.url, 'POST', `/v1/voice/calls/${res.body.id}/hangup`, { token: v.acc.key });
+    assert.equal(hung.status, 200, 'still in progress: the machine did not end it');
+    const c = await waitForCall(v.gw, v.acc.key, res.body.id, ended, 20_000);
+    assert.equal(c.end_reason, 'api_hangup');
+  });
+
   it('hangup: a machine is hung up on with no message', async () => {
     const res = await v.dial(VOICEMAIL, { voicemail: { action: 'hangup' } });
     const c = await waitForCall(v.gw, v.acc.key, res.body.id, ended, 60_000);
