@@ -68,12 +68,12 @@ export interface CallAgent {
 }
 
 /** One line as a reply's lines. */
-async function* one(line: SpokenLine): AsyncGenerator<SpokenLine> {
+export async function* one(line: SpokenLine): AsyncGenerator<SpokenLine> {
   yield line;
 }
 
 /** A reply that is only what it says (no action, intent or entities). */
-const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = null): AgentReply => ({
+export const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = null): AgentReply => ({
   lines,
   responseId,
   action: null,

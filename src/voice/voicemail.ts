@@ -18,7 +18,7 @@ import { responseWording } from '../intent/service.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import { type Voicemail, voicemailProblem } from '../shared/voicemail-schema.ts';
-import { type AgentReply, fillVariables, type ResponseAudio } from './agent.ts';
+import { type AgentReply, fillVariables, one, replyOf, type ResponseAudio } from './agent.ts';
 import { AMD_VAD, AnsweringMachineDetector } from './answering-machine.ts';
 import type { CallLine } from './call-line.ts';
 import type { Speaking } from './speaking.ts';
@@ -65,19 +65,7 @@ export async function voicemailMessage(v: Voicemail, o: MessageVoice): Promise<A
   if (wording === null) return null;
   const text = fillVariables(wording, o.variables);
   const line = { text, audio: await o.audio.render(o.tts, o.voice, o.language, text) };
-  return {
-    lines: (async function* () {
-      yield line;
-    })(),
-    responseId: v.response_id ?? null,
-    action: 'VOICEMAIL',
-    intent: null,
-    entities: {},
-    nextState: null,
-    outcome: null,
-    hangup: false,
-    expectsDigits: false,
-  };
+  return { ...replyOf(one(line), v.response_id ?? null), action: 'VOICEMAIL' };
 }
 
 export interface CallVoicemailDeps {

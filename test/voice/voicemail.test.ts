@@ -88,12 +88,17 @@ describe('voice calls: answering machines (the gateway detector, the simulator)'
     assert.equal(c.end_reason, 'api_hangup');
   });
 
-  it('hangup: a machine is hung up on with no message', async () => {
-    const res = await v.dial(VOICEMAIL, { voicemail: { action: 'hangup' } });
-    const c = await waitForCall(v.gw, v.acc.key, res.body.id, ended, 60_000);
+  it("hangup: a machine is hung up on with no message; a message may be the pack's response", async () => {
+    const [hungUp, pack] = await Promise.all([
+      v.dial(VOICEMAIL, { voicemail: { action: 'hangup' } }),
+      v.dial(VOICEMAIL, { voicemail: { action: 'leave_message', response_id: 'GEN.GOODBYE' } }),
+    ]);
+    const c = await waitForCall(v.gw, v.acc.key, hungUp.body.id, ended, 60_000);
     assert.deepEqual([c.end_reason, c.answered_by], ['voicemail', 'machine']);
     assert.ok(c.transcript.every((t: { text: string }) => t.text !== MESSAGE));
     assert.ok(c.duration_seconds <= 5, `${c.duration_seconds} s`);
+    const p = await waitForCall(v.gw, v.acc.key, pack.body.id, ended, 60_000);
+    assert.deepEqual([p.end_reason, p.transcript.at(-1).text, p.transcript.at(-1).response_id], ['voicemail', 'Goodbye, have a nice day.', 'GEN.GOODBYE']);
   });
 
   it('a bad voicemail is 400 naming its field; a model may give the default', async () => {
