@@ -21,6 +21,7 @@ import { g711Decode, g711Encode } from '../src/speech/g711.ts';
 import { bytesOf, concatSamples, samplesOf } from '../src/speech/pcm.ts';
 import { addNoise, lineNoise } from '../src/speech/noise.ts';
 import { loadResamplers, type Resamplers } from '../src/speech/resample.ts';
+import { toneSamples } from '../src/speech/tone.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../src/speech/vad.ts';
 import { localSpeak } from '../src/providers/local/speak.ts';
 import type { ResolvedRoute } from '../src/providers/types.ts';
@@ -89,12 +90,6 @@ function trim(s: Int16Array): Int16Array {
   return s.slice(first, last + 1);
 }
 
-function tone(hz: number, ms: number): Int16Array {
-  const out = new Int16Array((RATE * ms) / 1000);
-  for (let i = 0; i < out.length; i++) out[i] = Math.round(9000 * Math.sin((2 * Math.PI * hz * i) / RATE));
-  return out;
-}
-
 /** A small seeded choice, so every run builds the same recordings. */
 function pick<T>(seed: number, from: readonly T[]): T {
   return from[Math.abs(Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) >>> 7) % from.length]!;
@@ -117,7 +112,7 @@ export async function buildCases(texts: Record<Kind, string[]>, opts: { voices?:
           const speechEndMs = ((lead + said.length) * 1000) / RATE;
           if (kind === 'voicemail') {
             const gap = new Int16Array((RATE * pick(seed + 1, [200, 400, 700])) / 1000);
-            const beep = tone(pick(seed + 2, [850, 1000, 1400]), pick(seed + 3, [300, 400, 500]));
+            const beep = toneSamples(pick(seed + 2, [850, 1000, 1400]), pick(seed + 3, [300, 400, 500]));
             parts.push(gap, beep);
             beepEndMs = ((lead + said.length + gap.length + beep.length) * 1000) / RATE;
           }

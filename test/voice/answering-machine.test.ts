@@ -10,9 +10,9 @@ import { buildCases, detect, HELD_OUT, summary, type Case } from '../../scripts/
 import { loadVoiceDetectors, type VoiceDetectors } from '../../src/speech/vad.ts';
 import { lineNoise } from '../../src/speech/noise.ts';
 import { toneOf } from '../../src/voice/answering-machine.ts';
+import { toneSamples } from '../../src/speech/tone.ts';
 
-const tone = (hz: number, n = 160, amplitude = 9000) =>
-  Int16Array.from({ length: n }, (_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 8000)));
+const tone = (hz: number, n = 160, amplitude = 9000) => toneSamples(hz, n / 8, amplitude);
 
 describe('answering-machine detection', () => {
   let detectors: VoiceDetectors;

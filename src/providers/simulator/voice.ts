@@ -13,8 +13,7 @@
 // `say` (text spoken by tts-local in the step's `voice`, default espeak-ng's `en-us`; festival's
 // `en-us-slt` sounds far more like a person), `silence_ms`,
 // `dtmf`, `wait_agent` (`done`: the agent's reply played and `ms` of quiet after it; `speaking`:
-// the agent has been playing for `ms`, so a `say` next barges in), `hangup`, and `beep_ms` (a
-// voicemail's beep: a `beep_hz` tone, default 1000 Hz; a greeting `say` then a beep is a voicemail callee). When its steps run out
+// the agent has been playing for `ms`, so a `say` next barges in), `hangup`, `beep_ms` (a voicemail's, `beep_hz`). When its steps run out
 // it stays on the line, silent, until the gateway hangs up. A script's `noise` (a level in dBFS,
 // white or pink: src/speech/noise.ts) is line noise under all the callee sends, speech and
 // silences, from its `after_ms` into the stream on (at its `before_dbfs` before that, if given).
@@ -23,10 +22,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { CalleeScript } from '../../config.ts';
-import { SpeechClip } from '../../speech/clip.ts';
+import type { SpeechClip } from '../../speech/clip.ts';
 import { g711Decode, g711Encode } from '../../speech/g711.ts';
 import { addNoise, lineNoise, type NoiseSource } from '../../speech/noise.ts';
 import { bytesOf, samplesOf } from '../../speech/pcm.ts';
+import { toneClip } from '../../speech/tone.ts';
 import type { Carrier, CarrierEvents, DialRequest } from '../carrier.ts';
 import { twilioWire } from '../carrier-wire/twilio.ts';
 import type { CalleeWire, WireProtocol } from '../carrier-wire/types.ts';
@@ -66,12 +66,6 @@ export interface SimulatorOptions {
   onReply?(callSid: string, delayMs: number): void;
   /** Told when the last frame of a `say` step's speech was sent (epoch ms): when the callee stopped, as the line saw it. */
   onSaid?(callSid: string, at: number): void;
-}
-
-/** A beep: a tone at -11 dBFS, 8 kHz. */
-function beep(hz: number, ms: number): SpeechClip {
-  const samples = Int16Array.from({ length: Math.round(ms * 8) }, (_, i) => Math.round(9000 * Math.sin((2 * Math.PI * hz * i) / 8000)));
-  return new SpeechClip(bytesOf(samples));
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -364,8 +358,8 @@ class SimulatedCall {
     const signal = this.abort.signal;
     for (const step of this.script.steps) {
       if (this.over) return;
-      if ('say' in step) {
-        const clip = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
+      if ('say' in step || 'beep_ms' in step) {
+        const clip = 'say' in step ? await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)! : toneClip(step.beep_hz ?? 1000, step.beep_ms);
         if (this.over) return;
         this.speech.push(this.wire.encode?.(clip) ?? clip.as(this.wire.audio));
         await this.until(() => this.speech.length === 0, signal, 600_000);
@@ -387,9 +381,6 @@ class SimulatedCall {
         }
       } else if ('hangup' in step) {
         return this.end({});
-      } else if ('beep_ms' in step) {
-        this.speech.push(this.wire.encode?.(beep(step.beep_hz ?? 1000, step.beep_ms)) ?? beep(step.beep_hz ?? 1000, step.beep_ms).as(this.wire.audio));
-        await this.until(() => this.speech.length === 0, signal, 600_000);
       }
     }
   }
