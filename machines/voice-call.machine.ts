@@ -23,12 +23,13 @@
 // and keeps their metrics (latencies, interruptions, the agent's state). The snapshot so stays the
 // same few kilobytes however long the call: before, every turn's text (twice for an agent's) was in
 // it, and about 30 long LLM replies reached the runtime's snapshot limit.
-import { assign, emit, fromPromise, setup } from 'xstate';
+import { assign, emit, fromPromise, setup, spawnChild } from 'xstate';
 
 /** 2: the transcript moved out of the snapshot (`turnCount`; a version 1 snapshot's `turns` stay, read by the view). */
 export const version = 2;
 
 import type {
+  AnsweredByInput,
   CallSpec,
   CallStatus,
   ControlReply,
@@ -98,6 +99,10 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       }),
       transfer: fromPromise<TransferOutput, TransferInput<Spec>>(async () => {
         throw new Error('voice call: transfer not provided');
+      }),
+      /** Who answered: told the live side (a machine's voicemail) and the webhooks, once. */
+      notifyAnsweredBy: fromPromise<void, AnsweredByInput<Spec>>(async () => {
+        throw new Error('voice call: notifyAnsweredBy not provided');
       }),
     },
     delays: {
@@ -251,6 +256,19 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             }),
           },
           action: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), actions: [...context.actions, event.action].slice(-50) })) },
+          answered_by: {
+            guard: ({ context }) => !context.answeredBy,
+            actions: [
+              assign(({ context, event }) => {
+                const { type: _type, now: _now, ...news } = event;
+                return { now: nowOf(context, event), answeredBy: news };
+              }),
+              spawnChild('notifyAnsweredBy', {
+                id: 'notifyAnsweredBy',
+                input: ({ context }) => ({ callId: context.callId, model: context.model, to: context.to, news: context.answeredBy!, spec: context.spec }),
+              }),
+            ],
+          },
           'runtime.resumed': [
             {
               // The media died with its instance: the call ends where the last heartbeat saw it alive.

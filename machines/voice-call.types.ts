@@ -25,7 +25,20 @@ export type EndReason =
   | 'media_format_unsupported'
   | 'gateway_restart'
   /** The carrier bridged the callee to another number (src/voice/transfer.ts): the gateway's part of the call is over. */
-  | 'transferred';
+  | 'transferred'
+  /** An answering machine or a call-screening bot answered; the call did what its `voicemail` asked (hung up, or left its message). */
+  | 'voicemail';
+
+/** Who answered (issue 41 §1): the gateway's own detector's decision, or the carrier's (Twilio's AMD). */
+export type AnsweredBy = 'human' | 'machine' | 'unknown';
+export interface AnsweredByNews {
+  answeredBy: AnsweredBy;
+  /** What decided it: the detector's reason (`beep`, `long_greeting`…) or the carrier's own value (Twilio's `machine_end_beep`…). */
+  detail: string;
+  source: 'gateway' | 'twilio';
+  /** The answer → the decision, ms. */
+  decisionMs: number;
+}
 
 /**
  * Opaque to the machine: what the effects need (payer, hold, pricing, the call's options), plain
@@ -115,6 +128,8 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   /** End of callee speech → first agent audio, ms, per turn (the latest MAX_LATENCIES). */
   latencies: number[];
   interruptions: number;
+  /** Who answered, once decided (calls that ask for answering-machine detection: their `voicemail`); absent before. */
+  answeredBy?: AnsweredByNews | null;
   /** The number the call is being (or was) handed to: set when a transfer is asked (src/voice/transfer.ts). */
   transferTo?: string | null;
 }
@@ -196,4 +211,14 @@ export type VoiceCallEvent =
   | { type: 'media.heartbeat'; now: number }
   | { type: 'turn'; now: number; turn: Turn; latencyMs?: number; interrupted?: boolean; agentState?: string }
   | { type: 'action'; now: number; action: OutcomeAction }
-  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' };
+  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' }
+  /** Who answered (the first decision counts; a repeated or later one changes nothing). */
+  | ({ type: 'answered_by'; now: number } & AnsweredByNews);
+
+export interface AnsweredByInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  model: string;
+  to: string;
+  news: AnsweredByNews;
+  spec: Spec;
+}

@@ -12,6 +12,7 @@ export type AccountEventName =
   | 'transcription.completed'
   | 'transcription.failed'
   | 'call.answered'
+  | 'call.answered_by'
   | 'call.ended'
   | 'call.transferred';
 

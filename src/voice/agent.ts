@@ -136,7 +136,7 @@ export class ResponseAudio {
 }
 
 /** `{{name}}` in a wording, from the call's variables (an unknown name is left as it is). */
-function fillVariables(text: string, variables: Record<string, string>): string {
+export function fillVariables(text: string, variables: Record<string, string>): string {
   return text.replace(/\{\{\s*([A-Za-z0-9_]{1,64})\s*\}\}/g, (whole, name: string) => (Object.hasOwn(variables, name) ? variables[name]! : whole));
 }
 

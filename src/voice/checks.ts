@@ -17,6 +17,8 @@ import type { RoutedModel } from '../providers/routes.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import { centsOf, callPrice } from './kind.ts';
+import type { Voicemail } from '../shared/voicemail-schema.ts';
+import { checkVoicemail } from './voicemail.ts';
 
 const DEFAULT_MAX_DURATION_SECONDS = 600;
 const DEFAULT_ENDPOINTING_MS = 700;
@@ -48,6 +50,7 @@ export interface VoiceCallBody {
   record?: boolean;
   /** Said before the first message when the call is recorded. */
   recording_notice?: string;
+  voicemail?: Voicemail;
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */
@@ -113,6 +116,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   const agent = body.agent ?? (model.intent_model ? { type: 'intent' as const, intent_model: model.intent_model } : undefined);
   if (agent === undefined) throw new ApiError('invalid_request', `The model '${model._id}' has no default agent; give 'agent'.`, { param: 'agent' });
   let intentModel: ModelDoc | null = null;
+  let agentPack: { responses: object } | null = null; // a voicemail's response_id is its
   if (agent.type === 'intent' || agent.type === 'hybrid') {
     intentModel = await deps.models.resolve(agent.intent_model, 'intent', payer.walletId).catch(() => {
       throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, {
@@ -124,6 +128,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     if (!pack.pack.languages.includes(language)) {
       throw new ApiError('language_not_supported', `The agent's pack speaks ${pack.pack.languages.join(', ')}, not '${language}'.`, { param: 'language' });
     }
+    agentPack = pack.pack;
     const responseId = body.first_message?.response_id;
     if (responseId !== undefined && !Object.hasOwn(pack.pack.responses, responseId)) {
       throw new ApiError('invalid_request', `The agent's pack has no response '${echo(responseId)}'.`, { param: 'first_message.response_id' });
@@ -131,6 +136,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   } else if (body.first_message?.response_id !== undefined) {
     throw new ApiError('invalid_request', 'An llm agent has no pack: give first_message.text.', { param: 'first_message.response_id' });
   }
+  const voicemail = checkVoicemail(body.voicemail, model, agentPack);
   let llmModel: ModelDoc | null = null;
   if (agent.type === 'llm' || agent.type === 'hybrid') {
     llmModel = await deps.models.resolve(agent.llm_model, 'llm', payer.walletId).catch(() => {
@@ -160,7 +166,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
       `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`,
     );
   }
-  return { to, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price };
+  return { to, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price, voicemail };
 }
 
 /**

@@ -48,6 +48,8 @@ export interface DiallingDeps {
   now(): number;
   /** The carrier told the answer (before the actor did). */
   onAnswered(at: number): void;
+  /** The call asks who answered (its `voicemail`): a carrier that detects machines is asked to. */
+  machineDetection?: boolean;
 }
 
 export class Dialling {
@@ -77,6 +79,7 @@ export class Dialling {
       streamParameters: { call_id: this.deps.callId, token: this.deps.token },
       ringTimeoutMs: input.ringTimeoutMs,
       maxDurationMs: input.maxDurationMs,
+      ...(this.deps.machineDetection ? { machineDetection: true } : {}),
     };
     this.from = input.from;
     const tell = (event: VoiceCallEvent) =>
@@ -111,6 +114,11 @@ export class Dialling {
   /** Whether the carrier that took the call reports its progress by status callbacks (its end among them). */
   get reportsByCallback(): boolean {
     return this.carrier?.callbacks !== undefined;
+  }
+
+  /** Whether the carrier that took the call detects answering machines itself (asked to: Twilio's AMD). */
+  get detectsMachines(): boolean {
+    return this.deps.machineDetection === true && this.carrier?.detectsMachines === true;
   }
 
   /** Hangs up at the carrier that took the call, if it is still up there. */

@@ -6,6 +6,7 @@
 //   notify:answered the call.answered event
 //   charge          the reservation settled for the answered seconds (released when none)
 //   notify:ended    the call.ended event
+//   notify:answered_by  the call.answered_by event (a call that asked for answering-machine detection)
 // Checkpointed: written when the state moves and on the durable events (an end of any kind, a
 // control), otherwise at most every `checkpointMs` (heartbeats and turns). `onOrphan: 'finalize'`:
 // a call whose instance died has lost its media (the socket died with the process), so the restored
@@ -20,6 +21,8 @@ import type { EventSink } from '../shared/events.ts';
 import {
   voiceCallMachineOf,
   version,
+  type AnsweredByInput,
+  type AnsweredByNews,
   type DialInput,
   type DialOutput,
   type EndReason,
@@ -54,6 +57,8 @@ export interface CallResources extends ActorResources {
   dial(input: DialInput): Promise<string>;
   /** The call was answered at `at` (the actor's time: the credit guard is timed from it). Idempotent. */
   answered(at: number): void;
+  /** Who answered, as the actor took it (once): a machine gets the call's `voicemail` (src/voice/voicemail.ts). */
+  answeredBy?(news: AnsweredByNews): void;
   /** The call ends (for `reason`): stop the media and hang up at the carrier if still up (not a `transferred` one's). Idempotent. */
   hangup(reason: EndReason): Promise<void>;
   /** A cold transfer (src/voice/transfer.ts): the hand-off line said (`by` the API), the carrier bridges the callee to `to`; resolves with when it took it. */
@@ -100,7 +105,7 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     persistence: {
       mode: 'checkpoint',
       intervalMs: deps.checkpointMs,
-      durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'api.transfer', 'agent.transfer', 'media.ending', 'action'],
+      durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'api.transfer', 'agent.transfer', 'media.ending', 'action', 'answered_by'],
     },
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
@@ -161,6 +166,24 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
           await deps.events.emit({ event: 'call.answered', ...to(spec), fields: view });
           return true;
         });
+      }),
+      notifyAnsweredBy: fromPromise<void, AnsweredByInput<CallSpecFields>>(async ({ input }) => {
+        const { news, spec } = input;
+        ctx.resources()?.answeredBy?.(news);
+        await ctx.steps
+          .once('notify:answered_by', async () => {
+            const fields = {
+              call_id: input.callId,
+              model: input.model,
+              to: input.to,
+              answered_by: news.answeredBy,
+              detail: news.detail,
+              decision_ms: news.decisionMs,
+            };
+            await deps.events.emit({ event: 'call.answered_by', ...to(spec), fields });
+            return true;
+          })
+          .catch((err: unknown) => ctx.logger.warn({ err }, 'call.answered_by was not written')); // a spawned effect never fails the call
       }),
       finish: fromPromise<FinishOutput, FinishInput<CallSpecFields>>(async ({ input }) => {
         const { spec } = input;

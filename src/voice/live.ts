@@ -28,6 +28,8 @@ import { recordingTurns, type CallTranscripts } from './transcript.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
 import type { CallRecorder } from './recorder.ts';
 import { recordingNotice } from './recording-notice.ts';
+import type { Voicemail } from '../shared/voicemail-schema.ts';
+import { voicemailMessage } from './voicemail.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -86,6 +88,8 @@ export interface LivePlan {
   llmModel: ModelDoc | null;
   /** The model's routes this build can dial through, in order (their index among the model's routes). */
   carriers: { route: number; carrier: Carrier }[];
+  /** What the call does when a machine answers (the body's `voicemail`, else the model's); null: nothing detected. */
+  voicemail: Voicemail | null;
 }
 
 export interface LiveCall {
@@ -142,6 +146,10 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     recorder: call.recorder ?? null,
     notice:
       call.recorder && body.recording_notice ? recordingNotice(deps.audio, { tts: c.tts, voice: c.voice, language: c.language }, body.recording_notice) : null,
+    voicemail: {
+      plan: c.voicemail,
+      message: () => voicemailMessage(c.voicemail!, { ...c, audio: deps.audio, variables: body.variables ?? {}, intent: deps.intent }),
+    },
   });
 }
 

@@ -45,6 +45,8 @@ import { handOff } from './transfer.ts';
 import { keysReply } from './dtmf.ts';
 import type { AgentReply } from './agent.ts';
 import type { CallRecorder } from './recorder.ts';
+import { CallVoicemail, type CallVoicemailDeps } from './voicemail.ts';
+import type { AnsweredByNews } from '../../machines/voice-call.machine.ts';
 
 export type { MediaStream } from './call-line.ts';
 
@@ -97,6 +99,8 @@ export interface CallMediaDeps {
   /** The call's recording (src/voice/recorder.ts), started with the stream; and its spoken notice, said before the opening. */
   recorder?: CallRecorder | null;
   notice?: (() => Promise<AgentReply | null>) | null;
+  /** The call's answering machines (src/voice/voicemail.ts): its `voicemail` and the message it leaves. */
+  voicemail?: Pick<CallVoicemailDeps, 'plan' | 'message'>;
 }
 
 export class CallMedia implements CallResources {
@@ -105,6 +109,7 @@ export class CallMedia implements CallResources {
   private readonly speaking: Speaking;
   private readonly listening: CallListening;
   private readonly timers: CallTimers;
+  private readonly voicemail: CallVoicemail;
   private conversation: Conversation | null = null;
   /** The carrier took a transfer: its stream's end is the hand-off, not the callee hanging up. */
   private handedOff = false;
@@ -117,7 +122,7 @@ export class CallMedia implements CallResources {
     this.over = new Promise<void>((resolve) => (this.markOver = resolve));
     this.line = new CallLine({ actor, log, now, stopTimers: () => this.timers.stop() });
     const line = this.line;
-    this.dialling = new Dialling({ ...deps, onAnswered: (at) => this.answer(at) });
+    this.dialling = new Dialling({ ...deps, machineDetection: (deps.voicemail?.plan ?? null) !== null, onAnswered: (at) => this.answer(at) });
     const wire = () => this.dialling.wire;
     const escalate = deps.transferTo;
     this.speaking = new Speaking({
@@ -137,6 +142,7 @@ export class CallMedia implements CallResources {
         : {}),
     });
     this.listening = new CallListening({ line, speaking: this.speaking, turn: deps.turn, log, now, talk: () => this.talk() });
+    this.voicemail = new CallVoicemail({ plan: null, message: async () => null, ...deps.voicemail, line, speaking: this.speaking, log, now });
     this.timers = new CallTimers({
       line,
       speaking: this.speaking,
@@ -163,6 +169,10 @@ export class CallMedia implements CallResources {
     // The actor's answer is the call's clock (what billing counts from): at or before the stream's start.
     this.line.answeredAt = at;
     if (this.deps.creditLimitMs !== null && !this.line.over) this.timers.guardCredit(at + this.deps.creditLimitMs);
+  }
+
+  answeredBy(news: AnsweredByNews): void {
+    this.voicemail.answeredBy(news);
   }
 
   async hangup(reason: EndReason): Promise<void> {
@@ -221,6 +231,7 @@ export class CallMedia implements CallResources {
     this.speaking.stop();
     this.timers.stop();
     this.listening.close();
+    this.voicemail.close();
     this.dialling.wire.close?.();
     if (!this.line.hungUp) this.dialling.drop();
     this.line.stream?.close(1001, 'going away');
@@ -280,6 +291,7 @@ export class CallMedia implements CallResources {
       case 'media':
         line.tap?.heard(f.samples);
         this.listening.audio(f.samples);
+        this.voicemail.audio(f.samples);
         return null;
       case 'mark':
         this.speaking.marked(f.name);
@@ -354,6 +366,7 @@ export class CallMedia implements CallResources {
     else this.dialling.wire = wire; // before the first audio is listened to
     if (this.line.over) return;
     this.listening.start(detectors);
+    this.voicemail.start(detectors, this.dialling.detectsMachines);
     this.timers.beat();
     const agent = this.talk().agent;
     const notice = this.deps.notice;

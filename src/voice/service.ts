@@ -390,7 +390,12 @@ export class VoiceCalls {
     const send = (event: Parameters<typeof ref.send>[0]) => ref.send(event, { wait: 'accepted' });
     if (news.kind === 'ringing') await send({ type: 'carrier.ringing', now });
     else if (news.kind === 'answered') await send({ type: 'carrier.answered', now });
-    else if (news.kind === 'ended') {
+    else if (news.kind === 'answered_by') {
+      // Twilio's AMD decides after the answer: a decision before its news means the call was answered.
+      if (c.answeredAt === null) await send({ type: 'carrier.answered', now });
+      const { kind: _kind, ...decided } = news;
+      await send({ type: 'answered_by', now, ...decided, source: 'twilio' });
+    } else if (news.kind === 'ended') {
       if (news.durationS > 0 && c.answeredAt === null) await send({ type: 'carrier.answered', now: now - news.durationS * 1000 });
       await send({ type: 'carrier.ended', now, ...news.outcome, ...(news.durationS > 0 ? { seconds: news.durationS } : {}) });
     }

@@ -59,6 +59,8 @@ export function toObject(view: ActorView, stored: Turn[] = []): VoiceCallObject 
     cost_cents: c.costMicrocents === null || c.costMicrocents === undefined ? null : centsOf(c.costMicrocents),
     carrier_duration_seconds: c.carrierDurationSeconds ?? null,
     transferred_to: c.endReason === 'transferred' ? (c.transferTo ?? null) : null,
+    answered_by: c.answeredBy?.answeredBy ?? null,
+    answered_by_detection: c.answeredBy ? { source: c.answeredBy.source, detail: c.answeredBy.detail, decision_ms: c.answeredBy.decisionMs } : null,
     transcript,
     transcript_truncated: dropped > 0,
     outcome: { actions: c.actions ?? [], final_state: c.agentState ?? null },

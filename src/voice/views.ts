@@ -1,7 +1,7 @@
 // A voice call as the API answers it (GET /v1/voice/calls/{id}, and the /portal routes that answer
 // the same). Its only import is types of the call's machine, so the dashboard's bundle (browser
 // types only) reads this type too.
-import type { CallStatus, TurnStages, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+import type { AnsweredBy, CallStatus, TurnStages, VoiceCallContext } from '../../machines/voice-call.machine.ts';
 
 type Quantiles = { p50: number | null; p95: number | null };
 
@@ -37,6 +37,10 @@ export interface VoiceCallObject {
     url: string | null;
     expires_at: number | null;
   } | null;
+  /** Who answered (a call that asked for answering-machine detection, its `voicemail`): null until decided, or when not asked. */
+  answered_by?: AnsweredBy | null;
+  /** How it was decided: by whom (`gateway` or `twilio`), its reason, and when (the answer → the decision, ms). */
+  answered_by_detection?: { source: 'gateway' | 'twilio'; detail: string; decision_ms: number } | null;
   transcript?: VoiceCallContext['turns'];
   /** The transcript holds the call's first 200 turns only: the later ones were left out (`metrics.turns_dropped` says how many). */
   transcript_truncated?: boolean;

@@ -13,6 +13,12 @@
 // `in-progress` twice and then a stale `ringing`; `completed` twice; and, for the numbers `badDays`
 // names, dropped, late, repeated or reordered (test/fakes/bad-day.ts; Twilio posts forms only).
 // And incoming calls (`incoming`): the number's signed webhook POSTed, its TwiML followed.
+// A dial with MachineDetection and AsyncAmd=true gets Twilio's asynchronous AMD callback: a form post
+// to AsyncAmdStatusCallback with CallSid, AccountSid, AnsweredBy and MachineDetectionDuration (ms),
+// signed as the status callbacks. What Twilio's AMD would hear is the callee's script: a callee with a
+// `beep_ms` step is `machine_end_beep` once its beep has been sent (DetectMessageEnd: the greeting's
+// end), any other `human` 500 ms after its first `say` ends. `amdDays` per callee number delivers it
+// late (`delayMs`), more than once (`repeat`) or never (`drop`).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -38,6 +44,10 @@ const read = (req: IncomingMessage) =>
 
 const unxml = (s: string) => s.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n))).replace(/&amp;/g, '&');
 
+/** The callee script for a number, as the simulator picks it. */
+const calleeOf = (callees: CalleeScript[], to: string): CalleeScript =>
+  callees.find((c) => c.to === to) ?? callees.find((c) => c.to === '*') ?? { to: '*', answer: 'answer', steps: [] };
+
 export class FakeTwilio {
   readonly requests: TwilioRequest[] = [];
   /** Each callback posted: `seconds`, a `completed` one's CallDuration. */
@@ -55,6 +65,12 @@ export class FakeTwilio {
   readonly transfers: { sid: string; callId: string; twiml: string; to: string; at: number; answered?: boolean }[] = [];
   /** The agent's audio each call's callee received (μ-law), by the gateway's call id: what a DTMF detector listens to. */
   readonly heard = new Map<string, Buffer[]>();
+  /** How each callee number's AMD callback is delivered: late, repeated, or lost. */
+  readonly amdDays = new Map<string, { delayMs?: number; repeat?: number; drop?: boolean }>();
+  /** Each AMD callback posted. */
+  readonly amdCallbacks: { sid: string; answeredBy: string; code: number }[] = [];
+  private readonly amd = new Map<string, { url: string; to: string; said: number; beepAfter: number | null }>();
+  private readonly sidOfSim = new Map<string, string>();
   private seq = 0;
   private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
 
@@ -64,6 +80,7 @@ export class FakeTwilio {
     readonly accountSid: string,
     readonly authToken: string,
     private readonly carrier: ReturnType<typeof simulatorCarrier>,
+    private readonly callees: CalleeScript[] = [],
   ) {}
 
   /** `speak`: the callees' speech for a `say` (default half a second of silence). */
@@ -88,7 +105,10 @@ export class FakeTwilio {
       logger: pino({ level: 'silent' }),
       speak,
       onReply: opts.onReply,
-      onSaid: (simId, at) => void line(simId).said.push(at),
+      onSaid: (simId, at) => {
+        line(simId).said.push(at);
+        self.heardByAmd(simId);
+      },
       onGatewayFrame: (simId, event, _bytes, payload) => {
         if (event !== 'media') return;
         line(simId).media.push(Date.now());
@@ -101,7 +121,7 @@ export class FakeTwilio {
     });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);
+    self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier, opts.callees);
     return self;
   }
 
@@ -153,6 +173,13 @@ export class FakeTwilio {
         },
       );
       this.callIdOf.set(call.simId, parameters.call_id ?? '');
+      this.sidOfSim.set(call.simId, sid);
+      if (form.get('MachineDetection') && form.get('AsyncAmd') === 'true' && form.get('AsyncAmdStatusCallback')) {
+        const steps = calleeOf(this.callees, form.get('To')!).steps;
+        const spoken = steps.filter((st) => 'say' in st || 'beep_ms' in st);
+        const beep = spoken.findIndex((st) => 'beep_ms' in st);
+        this.amd.set(sid, { url: form.get('AsyncAmdStatusCallback')!, to: form.get('To')!, said: 0, beepAfter: beep < 0 ? null : beep + 1 });
+      }
       return json(201, { sid, status: 'queued', to: form.get('To'), from: form.get('From') });
     }
     const one = new RegExp(`^${base}/(CA[0-9a-f]+)\\.json$`).exec(path);
@@ -243,6 +270,43 @@ export class FakeTwilio {
     return { status: res.status, twiml, sid, said: null };
   }
 
+  /** The callee finished a `say` or a beep: Twilio's AMD decides when it has heard enough (see the top). */
+  private heardByAmd(simId: string): void {
+    const sid = this.sidOfSim.get(simId);
+    const amd = sid === undefined ? undefined : this.amd.get(sid);
+    if (!amd || sid === undefined) return;
+    amd.said += 1;
+    const answeredBy = amd.beepAfter === null ? (amd.said === 1 ? 'human' : null) : amd.said === amd.beepAfter ? 'machine_end_beep' : null;
+    if (answeredBy === null) return;
+    const day = this.amdDays.get(amd.to) ?? {};
+    if (day.drop) return;
+    const send = async () => {
+      for (let i = 0; i < (day.repeat ?? 1); i++) await this.postAmd(sid, amd.url, answeredBy);
+    };
+    const t = setTimeout(() => void send(), (answeredBy === 'human' ? 500 : 0) + (day.delayMs ?? 0));
+    this.amdTimers.add(t);
+  }
+
+  private readonly amdTimers = new Set<NodeJS.Timeout>();
+
+  /** Twilio's AMD callback, signed as its status callbacks are. */
+  private async postAmd(sid: string, url: string, answeredBy: string): Promise<void> {
+    const call = this.calls.get(sid);
+    const params: [string, string][] = [
+      ['CallSid', sid],
+      ['AccountSid', this.accountSid],
+      ['AnsweredBy', answeredBy],
+      ['MachineDetectionDuration', String(call?.answeredAt ? Date.now() - call.answeredAt : 0)],
+    ];
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(this.authToken, url, params) },
+      body: new URLSearchParams(params).toString(),
+    }).catch(() => null);
+    this.amdCallbacks.push({ sid, answeredBy, code: res?.status ?? 0 });
+    await res?.text();
+  }
+
   /** Twilio's sid of the call the gateway placed as `callId` (its StatusCallback names it). */
   sidOf(callId: string): string | undefined {
     return [...this.calls].find(([, c]) => c.callback.includes(`/calls/${callId}/`))?.[0];
@@ -278,6 +342,7 @@ export class FakeTwilio {
 
   async close(): Promise<void> {
     for (const day of this.days.values()) day.close();
+    for (const t of this.amdTimers) clearTimeout(t);
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
   }

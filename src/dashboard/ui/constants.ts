@@ -10,6 +10,7 @@ export const WEBHOOK_EVENTS = [
   'transcription.completed',
   'transcription.failed',
   'call.answered',
+  'call.answered_by',
   'call.ended',
   'call.transferred',
 ] as const;

@@ -16,6 +16,7 @@ import { Limit, limitOf } from '../pages.ts';
 import multipart from '@fastify/multipart';
 import { ApiError, echo } from '../../errors.ts';
 import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
+import { VoicemailSchema } from '../../shared/voicemail-schema.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
 import { registerRecordingRoutes, type RecordingEdge } from './voice-recording.ts';
 
@@ -73,6 +74,7 @@ export const VoiceCallBodySchema = Closed({
   transfer_to: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
   record: Type.Optional(Type.Boolean()),
   recording_notice: Type.Optional(FreeText(500)),
+  voicemail: Type.Optional(VoicemailSchema),
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
@@ -128,6 +130,12 @@ export const Call = Type.Object({
         { description: "The call's recording (null: the call was not recorded)." },
       ),
     ),
+  ),
+  answered_by: Type.Optional(
+    Nullable(Type.String({ description: 'Who answered: human, machine or unknown (a call with `voicemail`); null until decided, or when not asked.' })),
+  ),
+  answered_by_detection: Type.Optional(
+    Nullable(Type.Object({ source: Type.String(), detail: Type.String(), decision_ms: Type.Integer() }, { description: 'How answered_by was decided.' })),
   ),
   transcript: Type.Optional(Type.Array(Turn)),
   transcript_truncated: Type.Optional(

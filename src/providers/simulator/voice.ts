@@ -13,7 +13,7 @@
 // `say` (text spoken by tts-local in the step's `voice`, default espeak-ng's `en-us`; festival's
 // `en-us-slt` sounds far more like a person), `silence_ms`,
 // `dtmf`, `wait_agent` (`done`: the agent's reply played and `ms` of quiet after it; `speaking`:
-// the agent has been playing for `ms`, so a `say` next barges in), `hangup`. When its steps run out
+// the agent has been playing for `ms`, so a `say` next barges in), `hangup`, `beep_ms` (a voicemail's, `beep_hz`). When its steps run out
 // it stays on the line, silent, until the gateway hangs up. A script's `noise` (a level in dBFS,
 // white or pink: src/speech/noise.ts) is line noise under all the callee sends, speech and
 // silences, from its `after_ms` into the stream on (at its `before_dbfs` before that, if given).
@@ -26,6 +26,7 @@ import type { SpeechClip } from '../../speech/clip.ts';
 import { g711Decode, g711Encode } from '../../speech/g711.ts';
 import { addNoise, lineNoise, type NoiseSource } from '../../speech/noise.ts';
 import { bytesOf, samplesOf } from '../../speech/pcm.ts';
+import { toneClip } from '../../speech/tone.ts';
 import type { Carrier, CarrierEvents, DialRequest } from '../carrier.ts';
 import { twilioWire } from '../carrier-wire/twilio.ts';
 import type { CalleeWire, WireProtocol } from '../carrier-wire/types.ts';
@@ -414,8 +415,8 @@ class SimulatedCall {
     const signal = this.abort.signal;
     for (const step of this.script.steps) {
       if (this.over || this.party) return; // after a transfer the callee talks to the person
-      if ('say' in step) {
-        const clip = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
+      if ('say' in step || 'beep_ms' in step) {
+        const clip = 'say' in step ? await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)! : toneClip(step.beep_hz ?? 1000, step.beep_ms);
         if (this.over) return;
         this.speech.push(this.wire.encode?.(clip) ?? clip.as(this.wire.audio));
         await this.until(() => this.speech.length === 0, signal, 600_000);

@@ -61,8 +61,21 @@ export function verifySignature(authToken: string, url: string, params: readonly
   return sameSecret(signature, twilioSignature(authToken, url, params));
 }
 
-/** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore). */
+/**
+ * Twilio's AnsweredBy (its AsyncAmdStatusCallback): `human`; `machine_start`, `machine_end_beep`,
+ * `machine_end_silence`, `machine_end_other` and `fax` are machines (with DetectMessageEnd, the
+ * `machine_end_*` ones come once the greeting is over); `unknown`.
+ */
+const answeredBy = (value: string): 'human' | 'machine' | 'unknown' =>
+  value === 'human' ? 'human' : value.startsWith('machine_') || value === 'fax' ? 'machine' : 'unknown';
+
+/** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore); an AMD callback's AnsweredBy. */
 function parseStatusCallback(params: ReadonlyMap<string, string>): StatusNews {
+  const amd = params.get('AnsweredBy');
+  if (amd !== undefined) {
+    const ms = Number(params.get('MachineDetectionDuration') ?? '0');
+    return { kind: 'answered_by', answeredBy: answeredBy(amd), detail: amd.slice(0, 40), decisionMs: Number.isFinite(ms) && ms >= 0 ? Math.round(ms) : 0 };
+  }
   const status = params.get('CallStatus');
   if (status === 'ringing') return { kind: 'ringing' };
   if (status === 'in-progress') return { kind: 'answered' };
@@ -76,6 +89,7 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
   const post = (path: string, form: URLSearchParams) => rest('POST', `${account}${path}`, form);
   return {
     wire: twilioWire,
+    detectsMachines: true,
     async dial(req) {
       const form = new URLSearchParams({
         To: req.to,
@@ -87,6 +101,15 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
         TimeLimit: String(Math.ceil(req.maxDurationMs / 1000)),
       });
       for (const e of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', e);
+      if (req.machineDetection) {
+        // Twilio's asynchronous AMD: the call connects at once (the greeting plays) and the decision
+        // comes by callback, signed as the status callbacks, to the same URL; DetectMessageEnd waits
+        // for a machine's greeting to end (its beep), so a message left then is heard.
+        form.set('MachineDetection', 'DetectMessageEnd');
+        form.set('AsyncAmd', 'true');
+        form.set('AsyncAmdStatusCallback', opts.callbackUrl(req.callId));
+        form.set('AsyncAmdStatusCallbackMethod', 'POST');
+      }
       const call = await post('/Calls.json', form);
       if (typeof call.sid !== 'string') throw new Error('twilio answered no call sid');
       return call.sid;
