@@ -269,6 +269,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             reason: context.endReason!,
             billedSeconds: context.billedSeconds ?? 0,
             spec: context.spec,
+            outcome: { actions: context.actions, final_state: context.agentState },
           }),
           onDone: {
             target: 'ended',

@@ -52,6 +52,7 @@ import type { Logger } from 'pino';
 import { voiceCallKind } from './voice/kind.ts';
 import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
+import { ToolRequests } from './voice/tool-requests.ts';
 import { CallTranscripts } from './voice/transcript.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
@@ -370,6 +371,9 @@ export async function createServices(deps: {
     payerFor: (principal) => billing.payerFor(principal),
     available: (payer) => billing.availableMicrocents(payer.walletId),
     webhookOwned: (account, id) => webhooks.owns(account, id),
+    signerOf: (account, id) => webhooks.signerOf(account, id),
+    toolRequests: new ToolRequests(webhooks.policy),
+    events,
     maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
     intent,
     audio: responseAudio,
@@ -380,7 +384,12 @@ export async function createServices(deps: {
     baseUrl: publicBase,
     keySecret: deps.keySecret,
     transcripts,
-    settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
+    settings: {
+      maxConcurrentCalls: vc.maxConcurrentCalls,
+      minAffordableSeconds: vc.minAffordableSeconds,
+      mediaTimeoutMs: vc.mediaTimeoutMs,
+      toolTimeoutMs: vc.toolTimeoutMs,
+    },
     logger: deps.logger.child({ component: 'voice' }),
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     languageModels,

@@ -21,6 +21,7 @@ export const EVENT_NAMES: readonly AccountEventName[] = [
   'transcription.completed',
   'transcription.failed',
   'call.answered',
+  'call.action',
   'call.ended',
 ];
 

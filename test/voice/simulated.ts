@@ -62,7 +62,7 @@ export async function putScriptedVoice(base: string, stt: ScriptedStt, id: strin
   assert.equal((await put(id, voice)).status, 201);
 }
 
-export const CALLEES = [
+export const CALLEES: CalleeScript[] = [
   { to: '+919800000002', answer: 'busy', ring_ms: 100, steps: [] },
   { to: '+919800000003', answer: 'no_answer', steps: [] },
   { to: '+919800000005', answer: 'fail', ring_ms: 100, steps: [] },

@@ -10,6 +10,7 @@ export const WEBHOOK_EVENTS = [
   'transcription.completed',
   'transcription.failed',
   'call.answered',
+  'call.action',
   'call.ended',
 ] as const;
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;
