@@ -126,7 +126,7 @@ function Transcript({ turns }: { turns: CallTurn[] }) {
         <ol class="turns" data-testid="call-turns">
           {turns.map((t, i) => (
             <li key={i} class={`call-turn ${t.role}`}>
-              <span class="who-said">{t.role === 'agent' ? 'Agent' : 'Callee'}</span>
+              <span class="who-said">{t.role === 'agent' ? 'Agent' : t.role === 'tool' ? 'Tool' : 'Callee'}</span>
               <span class="muted">
                 {' '}
                 {clock(t.start)}–{clock(t.end)}
