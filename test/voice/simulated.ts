@@ -62,6 +62,17 @@ export async function putScriptedVoice(base: string, stt: ScriptedStt, id: strin
   assert.equal((await put(id, voice)).status, 201);
 }
 
+/** The llm model `chat-test` on the fake OpenAI upstream `llm` (the LLM agents' model). */
+export async function putChatModel(base: string, llm: { url: string }): Promise<void> {
+  const chat = {
+    type: 'llm',
+    owned_by: 'test',
+    pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
+    routes: [{ provider: 'openai', base_url: `${llm.url}/v1`, upstream_model: 'gpt-test' }],
+  };
+  assert.equal((await call(base, 'PUT', '/admin/models/chat-test', { token: ADMIN_TOKEN, body: chat })).status, 201);
+}
+
 export const CALLEES: CalleeScript[] = [
   { to: '+919800000002', answer: 'busy', ring_ms: 100, steps: [] },
   { to: '+919800000003', answer: 'no_answer', steps: [] },
@@ -127,14 +138,7 @@ export function simulatedVoice(extra: CalleeScript[] = []): SimulatedVoice {
       webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 }, // a call's webhook_id on a loopback receiver
     });
     await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
-    const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
-    const chat = {
-      type: 'llm',
-      owned_by: 'test',
-      pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
-      routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }],
-    };
-    assert.equal((await put('chat-test', chat)).status, 201);
+    await putChatModel(v.gw.url, v.llm);
     v.acc = await voiceAccount(v.gw, 1000);
   });
   after(async () => {

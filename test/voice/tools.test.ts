@@ -49,10 +49,10 @@ describe('the agent acts during the call: signed requests to the integrator, ans
       to: '+919800000030',
       answer: 'answer',
       ring_ms: 100,
-      steps: [{ silence_ms: 300 }, { say: 'what is my balance' }, { wait_agent: 'done', ms: 200 }, { wait_agent: 'done', ms: 1000 }, { hangup: true }],
+      steps: [{ silence_ms: 300 }, { say: 'what is my balance' }, { wait_agent: 'done', ms: 1500 }, { hangup: true }],
     },
     // The demo dispute (CALLEES' +919800000010), then the holding line and what the action's answer chose.
-    { ...DISPUTE, to: '+919800000031', steps: [...DISPUTE.steps.slice(0, -1), { wait_agent: 'done', ms: 800 }, { hangup: true }] },
+    { ...DISPUTE, to: '+919800000031', steps: [...DISPUTE.steps.slice(0, -2), { wait_agent: 'done', ms: 1500 }, { hangup: true }] },
   ]);
 
   async function hook(who: VoiceAccount, url: string): Promise<{ id: number; secret: string }> {
