@@ -65,8 +65,8 @@ export class Speaking {
       const decided = this.deps.now();
       // What follows the reply (the answers of requests it sent) comes even when it was cut: the agent's history waits for them.
       followUp = reply?.followUp;
-      if (!reply || line.over || abort.signal.aborted || (line.closing && !last)) return;
-      for (const entry of reply.tools ?? []) {
+      // Requests answered are facts of the call, recorded whatever happens to the reply (a hang-up meanwhile too).
+      for (const entry of reply?.tools ?? []) {
         line.record({ type: 'turn', now: this.deps.now(), turn: toolTurn(entry, (at) => line.clock(at)) });
         const { name, status } = entry.exchange;
         line.record({
@@ -75,6 +75,7 @@ export class Speaking {
           action: { action: name, intent: entry.intent, entities: entry.entities, at: line.clock(entry.answeredAt), status },
         });
       }
+      if (!reply || line.over || abort.signal.aborted || (line.closing && !last)) return;
       if (reply.outcome && reply.action)
         line.record({
           type: 'action',
