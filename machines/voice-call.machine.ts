@@ -23,12 +23,13 @@
 // and keeps their metrics (latencies, interruptions, the agent's state). The snapshot so stays the
 // same few kilobytes however long the call: before, every turn's text (twice for an agent's) was in
 // it, and about 30 long LLM replies reached the runtime's snapshot limit.
-import { assign, emit, fromPromise, setup } from 'xstate';
+import { assign, emit, fromPromise, setup, spawnChild } from 'xstate';
 
 /** 2: the transcript moved out of the snapshot (`turnCount`; a version 1 snapshot's `turns` stay, read by the view). */
 export const version = 2;
 
 import type {
+  AnsweredByInput,
   CallSpec,
   CallStatus,
   ControlReply,
@@ -39,6 +40,8 @@ import type {
   FinishInput,
   FinishOutput,
   NotifyInput,
+  TransferInput,
+  TransferOutput,
   VoiceCallContext,
   VoiceCallEvent,
   VoiceCallInput,
@@ -68,6 +71,13 @@ const nowOf = (context: VoiceCallContext, event: VoiceCallEvent): number => ('no
 /** One more turn told (the turn itself is in the call's transcript, not here). */
 const counted = (context: VoiceCallContext): Pick<VoiceCallContext, 'turnCount'> => ({ turnCount: (context.turnCount ?? 0) + 1 });
 
+/** An answered call reaching its maximum: `insufficient_credit` when the wallet set it, else `max_duration`. */
+const atMaximum = ({ context }: { context: VoiceCallContext }) => ({
+  status: 'completed' as const,
+  reason: context.creditLimited ? ('insufficient_credit' as const) : ('max_duration' as const),
+  at: context.answeredAt! + context.maxDurationMs,
+});
+
 /** The machine, its `spec` typed as `Spec` (the kind's fields; the machine never reads them). */
 export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
   return setup({
@@ -87,6 +97,13 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       finish: fromPromise<FinishOutput, FinishInput<Spec>>(async () => {
         throw new Error('voice call: finish not provided');
       }),
+      transfer: fromPromise<TransferOutput, TransferInput<Spec>>(async () => {
+        throw new Error('voice call: transfer not provided');
+      }),
+      /** Who answered: told the live side (a machine's voicemail) and the webhooks, once. */
+      notifyAnsweredBy: fromPromise<void, AnsweredByInput<Spec>>(async () => {
+        throw new Error('voice call: notifyAnsweredBy not provided');
+      }),
     },
     delays: {
       ringDeadline: ({ context }) => Math.max(0, context.createdAt + context.ringTimeoutMs - context.now),
@@ -103,6 +120,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       // The answer to a control (`ask`): taken, or refused as the call stands.
       accepted: emit(({ context }) => ({ type: 'control.result' as const, ok: true, status: context.status })),
       refused: emit(({ context }) => ({ type: 'control.result' as const, ok: false, status: context.status })),
+      handingOff: assign(({ context, event }) => ({ now: nowOf(context, event), transferTo: 'to' in event ? event.to : null })),
     },
     guards: {
       finalizing: ({ event }) => event.type === 'runtime.resumed' && event.mode === 'finalize',
@@ -133,6 +151,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       // Refused wherever a state does not take them.
       'api.cancel': { actions: 'refused' },
       'api.hangup': { actions: 'refused' },
+      'api.transfer': { actions: 'refused' },
     },
     states: {
       connecting: {
@@ -203,14 +222,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
         after: {
           callDeadline: {
             target: 'ending',
-            actions: {
-              type: 'end',
-              params: ({ context }) => ({
-                status: 'completed',
-                reason: context.creditLimited ? 'insufficient_credit' : 'max_duration',
-                at: context.answeredAt! + context.maxDurationMs,
-              }),
-            },
+            actions: { type: 'end', params: atMaximum },
           },
         },
         on: {
@@ -227,6 +239,8 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             },
           },
           'api.hangup': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'completed', reason: 'api_hangup' } }] },
+          'api.transfer': { target: 'transferring', actions: ['handingOff', 'accepted'] },
+          'agent.transfer': { target: 'transferring', actions: 'handingOff' },
           'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
           'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
           turn: {
@@ -242,6 +256,19 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             }),
           },
           action: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), actions: [...context.actions, event.action].slice(-50) })) },
+          answered_by: {
+            guard: ({ context }) => !context.answeredBy,
+            actions: [
+              assign(({ context, event }) => {
+                const { type: _type, now: _now, ...news } = event;
+                return { now: nowOf(context, event), answeredBy: news };
+              }),
+              spawnChild('notifyAnsweredBy', {
+                id: 'notifyAnsweredBy',
+                input: ({ context }) => ({ callId: context.callId, model: context.model, to: context.to, news: context.answeredBy!, spec: context.spec }),
+              }),
+            ],
+          },
           'runtime.resumed': [
             {
               // The media died with its instance: the call ends where the last heartbeat saw it alive.
@@ -254,6 +281,52 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             },
             { target: 'in_progress', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
           ],
+        },
+      },
+      // A cold transfer (src/voice/transfer.ts): still `in_progress` to the client. The live side says
+      // the hand-off line (an API transfer's) and asks the carrier to bridge the callee to the number;
+      // the call then ends `transferred` at that moment. The hang-up, the end of the media and the
+      // call's maximum end it as they would in progress. After a restart the restored `transfer`
+      // step decides: taken by the carrier before the crash, `transferred`; else `gateway_restart`.
+      transferring: {
+        invoke: {
+          id: 'transfer',
+          src: 'transfer',
+          input: ({ context, event }) => ({
+            callId: context.callId,
+            spec: context.spec,
+            model: context.model,
+            to: context.transferTo!,
+            by: event.type === 'agent.transfer' ? ('agent' as const) : ('api' as const),
+            lastAliveAt: context.lastAliveAt,
+          }),
+          onDone: {
+            target: 'ending',
+            actions: {
+              type: 'end',
+              params: ({ context, event }) =>
+                event.output.transferred
+                  ? { status: 'completed', reason: 'transferred', at: event.output.at }
+                  : { status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt },
+            },
+          },
+          // The carrier refused the hand-off: the call goes on with the agent.
+          onError: { target: 'in_progress', actions: assign({ transferTo: null }) },
+        },
+        after: {
+          callDeadline: {
+            target: 'ending',
+            actions: { type: 'end', params: atMaximum },
+          },
+        },
+        on: {
+          'carrier.ended': { target: 'ending', actions: { type: 'end', params: { status: 'completed', reason: 'callee_hangup' } } },
+          'api.hangup': { target: 'ending', actions: ['accepted', { type: 'end', params: { status: 'completed', reason: 'api_hangup' } }] },
+          'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
+          'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
+          turn: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now, ...counted(context) })) },
+          // The restored `transfer` step decides (above); nothing to re-arm but the deadline.
+          'runtime.resumed': { actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
         },
       },
       ending: {
@@ -270,6 +343,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             billedSeconds: context.billedSeconds ?? 0,
             spec: context.spec,
             outcome: { actions: context.actions, final_state: context.agentState },
+            transferTo: context.endReason === 'transferred' ? (context.transferTo ?? null) : null,
           }),
           onDone: {
             target: 'ended',

@@ -23,7 +23,22 @@ export type EndReason =
   | 'media_timeout'
   /** The carrier's stream came in a format the gateway cannot take (Exotel's media_format): refused, not misread. */
   | 'media_format_unsupported'
-  | 'gateway_restart';
+  | 'gateway_restart'
+  /** The carrier bridged the callee to another number (src/voice/transfer.ts): the gateway's part of the call is over. */
+  | 'transferred'
+  /** An answering machine or a call-screening bot answered; the call did what its `voicemail` asked (hung up, or left its message). */
+  | 'voicemail';
+
+/** Who answered (issue 41 §1): the gateway's own detector's decision, or the carrier's (Twilio's AMD). */
+export type AnsweredBy = 'human' | 'machine' | 'unknown';
+export interface AnsweredByNews {
+  answeredBy: AnsweredBy;
+  /** What decided it: the detector's reason (`beep`, `long_greeting`…) or the carrier's own value (Twilio's `machine_end_beep`…). */
+  detail: string;
+  source: 'gateway' | 'twilio';
+  /** The answer → the decision, ms. */
+  decisionMs: number;
+}
 
 /**
  * Opaque to the machine: what the effects need (payer, hold, pricing, the call's options), plain
@@ -52,6 +67,8 @@ export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
    * before it moved here from the kind's spec.
    */
   metadata?: Record<string, string>;
+  /** `inbound`: a call to one of the model's numbers (src/voice/inbound.ts), whose `from` is the caller and `to` the number; absent: outbound. */
+  direction?: 'inbound';
 }
 
 /** How the integrator answered a tool request (src/voice/tool-requests.ts): 2xx, 4xx, anything else, or nothing in time. */
@@ -136,6 +153,26 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   /** End of callee speech → first agent audio, ms, per turn (the latest MAX_LATENCIES). */
   latencies: number[];
   interruptions: number;
+  /** Who answered, once decided (calls that ask for answering-machine detection: their `voicemail`); absent before. */
+  answeredBy?: AnsweredByNews | null;
+  /** The number the call is being (or was) handed to: set when a transfer is asked (src/voice/transfer.ts). */
+  transferTo?: string | null;
+}
+
+/** A cold transfer: `by` the API (the agent says its hand-off line first) or the agent (its line already said). */
+export interface TransferInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  spec: Spec;
+  model: string;
+  to: string;
+  by: 'api' | 'agent';
+  /** When the media last lived (what a transfer the carrier never took bills up to, after a restart). */
+  lastAliveAt: number | null;
+}
+/** `transferred`: the carrier took the hand-off at `at` (the gateway's seconds end there); false: it never did (a restart lost the media first). */
+export interface TransferOutput {
+  transferred: boolean;
+  at: number;
 }
 
 export interface DialInput {
@@ -161,6 +198,8 @@ export interface FinishInput<Spec extends CallSpec = CallSpec> {
   spec: Spec;
   /** The call's outcome as the view shows it (the `call.ended` event carries it); absent in inputs stored before it. */
   outcome?: { actions: OutcomeAction[]; final_state: string | null };
+  /** The number a `transferred` call was handed to. */
+  transferTo?: string | null;
 }
 export interface FinishOutput {
   costMicrocents: number;
@@ -191,9 +230,22 @@ export type VoiceCallEvent =
   | { type: 'carrier.ended'; now: number; status?: 'busy' | 'no_answer' | 'failed'; reason?: EndReason; seconds?: number }
   | { type: 'api.cancel'; now: number }
   | { type: 'api.hangup'; now: number }
+  /** A cold transfer to `to` (E.164, checked): the API's (answered as a control) or the agent's (a pack's escalation). */
+  | { type: 'api.transfer'; now: number; to: string }
+  | { type: 'agent.transfer'; now: number; to: string }
   /** The media loop ends the call: the agent closed it, silence, the media stream died or never came. */
   | { type: 'media.ending'; now: number; reason: EndReason }
   | { type: 'media.heartbeat'; now: number }
   | { type: 'turn'; now: number; turn: Turn; latencyMs?: number; interrupted?: boolean; agentState?: string }
   | { type: 'action'; now: number; action: OutcomeAction }
-  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' };
+  | { type: 'runtime.resumed'; now: number; mode: 'resume' | 'finalize' }
+  /** Who answered (the first decision counts; a repeated or later one changes nothing). */
+  | ({ type: 'answered_by'; now: number } & AnsweredByNews);
+
+export interface AnsweredByInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  model: string;
+  to: string;
+  news: AnsweredByNews;
+  spec: Spec;
+}

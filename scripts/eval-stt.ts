@@ -10,6 +10,9 @@
 // included, as a sync request pays them) to the transcript, over the audio's duration; and the
 // wait after the last audio is written (what a client waits once it has sent everything).
 //
+// Each path also runs with a `prompt` naming the clip's rare words (PROMPTS: what a client who knows
+// the recording would name), which the engine's N best are rescored by (src/speech/nbest.ts).
+//
 // Needs: scripts/install-debian-packages.sh --test. Usage: npm run eval:stt [-- --json]
 
 import { readFileSync } from 'node:fs';
@@ -20,10 +23,20 @@ import { g711Decode, g711Encode } from '../src/speech/g711.ts';
 import { bytesOf, samplesOf } from '../src/speech/pcm.ts';
 import { startPocketsphinx } from '../src/speech/pocketsphinx.ts';
 import { loadResamplers, type Resamplers } from '../src/speech/resample.ts';
+import { biasOf } from '../src/speech/nbest.ts';
 import { loadVoiceDetectors, type VoiceDetectors } from '../src/speech/vad.ts';
 import { wordErrors, type WordErrors } from '../src/speech/wer.ts';
 
 const LIBRIVOX = '/usr/share/pocketsphinx/test/data/librivox';
+
+/** A prompt per clip naming its rare words (names, literary words), as a client would give it. */
+const PROMPTS: Record<string, string> = {
+  '0870': 'John Dashwood, leisure, prudently',
+  '0880': 'ill disposed',
+  '0890': 'cold hearted, selfish, ill disposed',
+  '0920': 'amiable, respectable',
+  '0930': 'amiable',
+};
 
 interface ClipResult {
   id: string;
@@ -61,9 +74,9 @@ async function telephone(path: string, resamplers: Resamplers): Promise<Buffer> 
 }
 
 /** Feeds the PCM in 100 ms chunks, as a stream would; times the whole run and the wait after the last chunk. */
-async function recognise(pcm: Buffer, detectors: VoiceDetectors): Promise<{ text: string; wall: number; tail: number }> {
+async function recognise(pcm: Buffer, detectors: VoiceDetectors, prompt?: string): Promise<{ text: string; wall: number; tail: number }> {
   const started = performance.now();
-  const recogniser = await startPocketsphinx({ detectors });
+  const recogniser = await startPocketsphinx({ detectors, bias: prompt ? biasOf({ prompt }) : null });
   for (let at = 0; at < pcm.length; at += 3200) await recogniser.write(pcm.subarray(at, at + 3200));
   const ending = performance.now();
   const transcript = await recogniser.end();
@@ -99,13 +112,14 @@ async function main(): Promise<void> {
     .filter(Boolean);
   const resamplers = await loadResamplers();
   const detectors = await loadVoiceDetectors();
-  const paths: Record<'plain' | 'telephone', ClipResult[]> = { plain: [], telephone: [] };
+  const kinds = ['plain', 'telephone', 'plain_prompt', 'telephone_prompt'] as const;
+  const paths: Record<(typeof kinds)[number], ClipResult[]> = { plain: [], telephone: [], plain_prompt: [], telephone_prompt: [] };
   for (const id of ids) {
     const path = join(LIBRIVOX, `${id}.wav`);
     const inputs = { plain: await collect(decodeToPcm({ path })), telephone: await telephone(path, resamplers) };
-    for (const kind of ['plain', 'telephone'] as const) {
-      const pcm = inputs[kind];
-      const run = await recognise(pcm, detectors);
+    for (const kind of kinds) {
+      const pcm = inputs[kind.startsWith('plain') ? 'plain' : 'telephone'];
+      const run = await recognise(pcm, detectors, kind.endsWith('_prompt') ? PROMPTS[id.slice(-4)] : undefined);
       const reference = refs.get(id) ?? '';
       const result = {
         id,
@@ -117,15 +131,20 @@ async function main(): Promise<void> {
         tailSeconds: run.tail,
       };
       paths[kind].push(result);
-      if (!json) console.log(`${kind.padEnd(9)} ${id.slice(-4)} ${result.seconds.toFixed(2)} s  ref: ${reference}\n${' '.repeat(24)}hyp: ${run.text}`);
+      if (!json) console.log(`${kind.padEnd(16)} ${id.slice(-4)} ${result.seconds.toFixed(2)} s  ref: ${reference}\n${' '.repeat(24)}hyp: ${run.text}`);
     }
   }
-  const out = { plain: summary('plain 16 kHz', paths.plain), telephone: summary('8 kHz μ-law → 16 kHz', paths.telephone) };
+  const out = {
+    plain: summary('plain 16 kHz', paths.plain),
+    telephone: summary('8 kHz μ-law → 16 kHz', paths.telephone),
+    plain_prompt: summary('plain 16 kHz, prompt', paths.plain_prompt),
+    telephone_prompt: summary('8 kHz μ-law → 16 kHz, prompt', paths.telephone_prompt),
+  };
   if (json) {
     console.log(JSON.stringify({ ...out, clips: paths }, null, 2));
   } else {
     console.log();
-    console.table([out.plain, out.telephone]);
+    console.table(Object.values(out));
   }
 }
 

@@ -30,6 +30,7 @@ import { speechDomain } from '../src/voice/expectations.ts';
 import { compileDemoPack, DEMO_TURNS, readTurns } from './eval-demo-pack.ts';
 import { scoreTurns } from '../src/intent/evaluate.ts';
 import { corpusLine, type Expectation } from '../src/speech/corpus.ts';
+import { firstUnderstood } from '../src/voice/understanding.ts';
 
 /**
  * Answers to "Shall I raise a dispute?", each one the intent engine reads right when typed (so the
@@ -74,6 +75,8 @@ const AMOUNTS: [string, number][] = [
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1]! : null;
+/** How many of the context's readings the `understood` mode looks through (`--top`; a call's: 50, src/providers/local/transcribe.ts). */
+const TOP = args.includes('--top') ? Number(args[args.indexOf('--top') + 1]) : 50;
 const voices = args.includes('--voices') ? args[args.indexOf('--voices') + 1]!.split(',') : ['en-us-slt', 'en-us'];
 
 interface Tally {
@@ -95,7 +98,7 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   if (!(await models.prepare(domain))) throw new Error("the pack's models could not be built");
   const buildMs = performance.now() - t0;
-  const engine = await startPocketsphinxEngine({ tmpDir: dir, models: models.current() });
+  const engine = await startPocketsphinxEngine({ tmpDir: dir, models: models.current(), nbest: true });
   const resamplers = await loadResamplers();
   const complaints = readTurns(DEMO_TURNS.heldout).filter((t) => t.style === 'en' && t.gold !== 'OUT_OF_SCOPE');
   const typed = scoreTurns(pack, complaints).filter((s) => s.outcome === 'right').length;
@@ -107,6 +110,7 @@ async function main(): Promise<void> {
         kinds.flatMap((k) => [
           [`${k}:general`, tally()],
           [`${k}:context`, tally()],
+          [`${k}:understood`, tally()],
         ]),
       ) as Record<string, Tally>;
       /** `text` spoken, heard with the general model and with the context's; each scored by `right`. */
@@ -115,22 +119,29 @@ async function main(): Promise<void> {
         const line = overTelephone(resamplers, pcm, rate);
         const { start, end } = await appendUtterance(engine, line);
         const heard: Record<string, string> = {};
-        for (const [mode, model] of [
-          ['general', GENERAL_MODEL],
-          ['context', models.modelFor(domain.key, expect)!],
-        ] as const) {
+        /** Each way of hearing the turn: its words (with how long they took), scored. */
+        const hear = async (mode: 'general' | 'context' | 'understood', words: () => Promise<string>) => {
           const t = performance.now();
-          const words = (await engine.decode(start, end, model)).map((s) => s.text).join(' ');
+          const said = await words();
           const r = results[`${kind}:${mode}`]!;
           r.ms.push(performance.now() - t);
-          const e = wordErrors(corpusLine(text) ?? '', words);
+          const e = wordErrors(corpusLine(text) ?? '', said);
           r.errors += e.substitutions + e.deletions + e.insertions;
           r.words += e.words;
           r.of += 1;
-          if (right(words)) r.right += 1;
-          heard[mode] = words;
-        }
-        if (!json && args.includes('--verbose')) console.log(`${voice} ${kind}: ${text}\n   general: ${heard.general}\n   context: ${heard.context}`);
+          if (right(said)) r.right += 1;
+          heard[mode] = said;
+        };
+        const model = models.modelFor(domain.key, expect)!;
+        await hear('general', async () => (await engine.decode(start, end, GENERAL_MODEL)).map((s) => s.text).join(' '));
+        await hear('context', async () => (await engine.decode(start, end, model)).map((s) => s.text).join(' '));
+        // The agent's pick among the context's readings (src/voice/understanding.ts, as a call does).
+        await hear('understood', async () => {
+          const readings = (await engine.alternatives(start, end, model)).slice(0, TOP).map((w) => w.join(' '));
+          return firstUnderstood(pack, expect ?? undefined, readings) ?? readings[0] ?? '';
+        });
+        if (!json && args.includes('--verbose'))
+          console.log(`${voice} ${kind}: ${text}\n   general: ${heard.general}\n   context: ${heard.context}\n   understood: ${heard.understood}`);
       };
       for (const c of only === null || only === 'complaint' ? complaints : []) {
         await turn('complaint', c.text, null, (h) => scoreTurns(pack, [{ ...c, text: h }])[0]!.outcome === 'right');
@@ -140,7 +151,7 @@ async function main(): Promise<void> {
       for (const [text, want] of only === null || only === 'amount' ? AMOUNTS : [])
         await turn('amount', text, 'amount', (h) => (findAmount(h) ?? bareNumber(h)) === want);
       for (const kind of kinds) {
-        for (const mode of ['general', 'context'] as const) {
+        for (const mode of ['general', 'context', 'understood'] as const) {
           const r = results[`${kind}:${mode}`]!;
           if (r.of === 0) continue;
           rows.push({

@@ -53,7 +53,9 @@ import { voiceCallKind } from './voice/kind.ts';
 import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
 import { ToolRequests } from './voice/tool-requests.ts';
+import { InboundCalls } from './voice/inbound.ts';
 import { CallTranscripts } from './voice/transcript.ts';
+import { CallRecordings } from './voice/recordings.ts';
 import { ResponseAudio } from './voice/agent.ts';
 import { simulatorCarrier } from './providers/simulator/voice.ts';
 import { twilioCarrier } from './providers/twilio/voice.ts';
@@ -110,6 +112,8 @@ export interface Services {
   realtime: RealtimeService;
   /** POST /v1/voice/call and the calls (src/voice/); the media streams' edge is src/ws/voice.ts. */
   voice: VoiceCalls;
+  /** Inbound calls to the numbers voice models own, and the numbers (src/voice/inbound.ts). */
+  inbound: InboundCalls;
   /** Limits an operator set on one account over the defaults (PATCH /admin/limits/…). */
   accountLimits: AccountLimits;
 }
@@ -203,7 +207,8 @@ export async function createServices(deps: {
   });
   const engines = new EnginePool({
     size: Math.max(1, availableParallelism()),
-    start: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir, models: languageModels.current() }),
+    // N best written: a call's turn is answered from the first of its readings the agent understands.
+    start: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir, models: languageModels.current(), nbest: true }),
   });
   const providers = createProviders(upstream, { files: upstreamFiles, local: { diarizer: diarizeSource, tmpDir: deps.tmpDir, engines, languageModels } });
   const router = new UpstreamRouter(providers, { now, logger: deps.logger.child({ component: 'router' }) });
@@ -277,7 +282,8 @@ export async function createServices(deps: {
     realtimeOf: (provider) => (isProviderName(provider) ? providers.get(provider)?.realtime : undefined),
     detectors: () => (detectors ??= loadVoiceDetectors()),
     resamplers: () => (resamplers ??= loadResamplers()),
-    startEngine: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir }),
+    // N best written, so an utterance may be heard with its session's prompt (nbest.ts).
+    startEngine: () => startPocketsphinxEngine({ tmpDir: deps.tmpDir, nbest: true }),
     settings: {
       ...rt,
       maxUtteranceMs: rt.maxUtteranceSeconds * 1000,
@@ -298,8 +304,14 @@ export async function createServices(deps: {
   const vc = deps.config.voice;
   // Calls' transcripts: their own collection, out of the actors' snapshots (src/voice/transcript.ts).
   const transcripts = new CallTranscripts(deps.store, now);
+  const recordings = new CallRecordings({
+    ...{ store: deps.store, blobs: deps.blobs, dataDir: deps.config.dataDir, defaultRetentionDays: vc.retentionDays, now },
+    accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
+    logger: deps.logger.child({ component: 'voice-recordings' }),
+  });
   const voiceKind = voiceCallKind({
     transcripts,
+    recordings,
     meter,
     events,
     now,
@@ -384,18 +396,15 @@ export async function createServices(deps: {
     baseUrl: publicBase,
     keySecret: deps.keySecret,
     transcripts,
-    settings: {
-      maxConcurrentCalls: vc.maxConcurrentCalls,
-      minAffordableSeconds: vc.minAffordableSeconds,
-      mediaTimeoutMs: vc.mediaTimeoutMs,
-      toolTimeoutMs: vc.toolTimeoutMs,
-    },
+    recordings,
+    settings: vc, // what it reads of voice.*: maxConcurrentCalls, minAffordableSeconds, mediaTimeoutMs, toolTimeoutMs
     logger: deps.logger.child({ component: 'voice' }),
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     languageModels,
     now,
   });
   await voice.init();
+  const inbound = new InboundCalls({ ...gatewayDeps, store: deps.store, models, simulator, voice, identity, baseUrl: publicBase, logger: deps.logger });
   // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
   // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
   deps.actors.register({ ...intentSessionKind, expireIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 });
@@ -407,6 +416,7 @@ export async function createServices(deps: {
     engines,
     realtime,
     voice,
+    inbound,
     accountLimits,
     transcriptionJobs,
     store: deps.store,

@@ -50,6 +50,8 @@ export const CalleeScriptSchema = Type.Object(
         Step({ dtmf: Type.String({ pattern: '^[0-9*#]{1,32}$' }), gap_ms: Type.Optional(Int(0, 10_000)) }),
         Step({ wait_agent: Type.Union([Type.Literal('done'), Type.Literal('speaking')]), ms: Type.Optional(Int(0, 600_000)) }),
         Step({ hangup: Type.Literal(true) }),
+        /** A voicemail's beep: a tone of `beep_hz` (default 1000) for `beep_ms`, sent as the callee's audio. */
+        Step({ beep_ms: Int(20, 10_000), beep_hz: Type.Optional(Int(100, 3900)) }),
       ]),
       { maxItems: 200 },
     ),

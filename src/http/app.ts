@@ -32,6 +32,7 @@ import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
 import { registerPortalVoiceRoutes } from './routes/portal-voice.ts';
+import { registerAdminVoiceNumberRoutes } from './routes/admin-voice-numbers.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError, StoreUnavailableError } from '../store/port.ts';
 import { STRING_RULES } from '../shared/strings.ts';
@@ -201,6 +202,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalWebhookRoutes(app, deps);
   registerPortalTranscriptionRoutes(app, deps);
   registerPortalVoiceRoutes(app, deps);
+  registerAdminVoiceNumberRoutes(app, deps);
   registerV1Routes(app, deps);
   registerDashboardRoutes(app, deps);
 

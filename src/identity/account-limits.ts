@@ -9,11 +9,14 @@ import type { Store } from '../store/port.ts';
 export interface AccountLimitValues {
   /** Calls not yet ended at once; null: the gateway's default. */
   voice_max_concurrent_calls: number | null;
+  /** Days a call's recording is kept (src/voice/recordings.ts); null: the model's, else the calls' retention. */
+  recording_retention_days: number | null;
 }
 
 interface AccountLimitsDoc {
   _id: string;
   voice_max_concurrent_calls?: number;
+  recording_retention_days?: number;
   updated_at: Date;
   [k: string]: unknown;
 }
@@ -41,7 +44,7 @@ export class AccountLimits {
 
   async get(account: string): Promise<AccountLimitValues> {
     const doc = await this.limits.findOne({ _id: account });
-    return { voice_max_concurrent_calls: doc?.voice_max_concurrent_calls ?? null };
+    return { voice_max_concurrent_calls: doc?.voice_max_concurrent_calls ?? null, recording_retention_days: doc?.recording_retention_days ?? null };
   }
 
   /** Sets the limits given (null: back to the default); the others stay as they are. */

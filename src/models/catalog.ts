@@ -1,6 +1,7 @@
 // The model catalog: virtual models managed by an administrator, and which of them are active on an
 // account. Every lookup reads the store (a point read), so a model added or changed appears on the
 // next request on every instance, with no restart and no cache to invalidate.
+import { voicemailProblem } from '../shared/voicemail-schema.ts';
 import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
@@ -310,8 +311,21 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
     for (const field of ['stt_model', 'tts_model', 'price_per_minute_cents', 'countries'] as const) {
       if (def[field] === undefined) throw bad(field, `A voice model needs ${field}.`);
     }
+    const voicemail = def.voicemail && voicemailProblem(def.voicemail);
+    if (voicemail) throw bad(`voicemail.${voicemail.field}`, voicemail.message);
   } else {
-    for (const field of ['stt_model', 'tts_model', 'intent_model', 'price_per_minute_cents', 'countries', 'max_duration_seconds', 'features'] as const) {
+    for (const field of [
+      'stt_model',
+      'tts_model',
+      'intent_model',
+      'price_per_minute_cents',
+      'countries',
+      'max_duration_seconds',
+      'features',
+      'record',
+      'recording_retention_days',
+      'voicemail',
+    ] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to voice models only.`);
     }
   }

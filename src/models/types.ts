@@ -4,6 +4,7 @@
 // settings (RouteConfig) are the providers' to read: src/providers/upstream.ts.
 import type { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from '../shared/model-schema.ts';
 import type { RouteConfig } from '../providers/upstream.ts';
+import type { Voicemail } from '../shared/voicemail-schema.ts';
 
 export type { RouteConfig };
 
@@ -58,11 +59,16 @@ export interface ModelFields {
   intent_model?: string;
   /** voice only: the one price of a call, per minute of answered time, billed by the second (its STT, TTS and intent are not billed again). */
   price_per_minute_cents?: number;
+  /** voice only: what its calls do when an answering machine answers, unless a call says (its `voicemail`). */
+  voicemail?: Voicemail;
   /** voice only: ISO 3166 alpha-2 countries its calls may dial. */
   countries?: string[];
   /** voice only: the longest call (and the default of a call's max_duration_seconds: the smaller of this and 600). */
   max_duration_seconds?: number;
   features?: VoiceFeature[];
+  /** voice only: whether its calls are recorded when the call does not say (`record`), and how long recordings are kept. */
+  record?: boolean;
+  recording_retention_days?: number;
 }
 
 export interface ModelDoc extends ModelFields {

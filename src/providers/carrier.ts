@@ -18,6 +18,8 @@ export interface DialRequest {
   streamParameters: Record<string, string>;
   ringTimeoutMs: number;
   maxDurationMs: number;
+  /** The call asks who answered (its `voicemail`): a carrier that `detectsMachines` turns its detection on. */
+  machineDetection?: boolean;
 }
 
 /** The carrier's news of a call (its status callbacks). */
@@ -34,6 +36,8 @@ export type StatusNews =
   | { kind: 'answered' }
   /** `durationS`: the answered seconds the carrier counted (0 when it does not say). */
   | { kind: 'ended'; outcome: Parameters<CarrierEvents['ended']>[0]; durationS: number }
+  /** The carrier's answering-machine detection decided (Twilio's AsyncAmdStatusCallback): `detail` its own value, `decisionMs` how long it took. */
+  | { kind: 'answered_by'; answeredBy: 'human' | 'machine' | 'unknown'; detail: string; decisionMs: number }
   | { kind: 'ignored' };
 
 /**
@@ -82,8 +86,16 @@ export interface Carrier {
   dial(req: DialRequest, events: CarrierEvents): Promise<string>;
   /** Ends the call (before an answer: cancels it). Idempotent; a call already over is no error. */
   hangup(carrierCallId: string): Promise<void>;
+  /**
+   * A cold transfer: the answered call bridged to `to` (E.164), shown `from` (the call's caller id, or
+   * null: the route's). Resolves once the carrier took it; the call's media stream then ends (not a
+   * hang-up). Absent: this carrier cannot transfer (src/voice/transfer.ts).
+   */
+  transfer?(carrierCallId: string, to: string, from: string | null): Promise<void>;
   /** How long the carrier says the call lasted, whole seconds; null while it is not over (or it does not say). */
   duration?(carrierCallId: string): Promise<number | null>;
+  /** It detects answering machines itself when a dial asks (`machineDetection`), and tells by callback (`answered_by` news). */
+  detectsMachines?: boolean;
   /** Its status callbacks (none for a carrier that reports through `events` only). */
   callbacks?: {
     /** Whether this carrier sent it (its signature, or the call's secret), compared in constant time. */

@@ -9,6 +9,7 @@
 //   between utterances (each is its own call), never inside one.
 import type { Heard, RecognitionContext, TranscribeRequest, Transcript } from '../providers/types.ts';
 import { utteranceRequest } from '../providers/utterance.ts';
+import { biasOf } from '../speech/nbest.ts';
 import { bytesOf } from '../speech/pcm.ts';
 import type { UtteranceEngine } from '../speech/pocketsphinx-engine.ts';
 import type { Resampler, Resamplers } from '../speech/resample.ts';
@@ -91,8 +92,8 @@ export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; startEngine
       // One append at a time (the engine's file write pushes back); decodes queue behind them.
       chain = started().then(() => (engine && !failed ? engine.append(bytes).catch((err: unknown) => void (failed ??= err)) : undefined));
     },
-    // The utterance's context (u.context: the session's prompt and key terms) arrives here; the
-    // engine decodes without it for now (biasing the offline engine is its own work).
+    // The utterance's context (u.context: the session's prompt and key terms) favours the words it
+    // names among the utterance's N best (src/speech/nbest.ts).
     recognise(u, signal) {
       const start = Math.floor(u.startMs / 10);
       const end = Math.min(Math.ceil(u.endMs / 10), frames16k);
@@ -100,7 +101,7 @@ export function streamingLocalRecogniser(opts: { rate: 8000 | 16000; startEngine
       answer.catch(() => {});
       const asked = started().then(() => {
         if (failed) answer = Promise.reject(failed);
-        else if (engine) answer = engine.decode(start, end); // asked now; answered later, audio keeps flowing
+        else if (engine) answer = engine.decode(start, end, undefined, biasOf(u.context)); // asked now; answered later, audio keeps flowing
         answer.catch(() => {});
       });
       chain = asked;

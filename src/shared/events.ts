@@ -13,7 +13,9 @@ export type AccountEventName =
   | 'transcription.failed'
   | 'call.answered'
   | 'call.action'
-  | 'call.ended';
+  | 'call.answered_by'
+  | 'call.ended'
+  | 'call.transferred';
 
 export interface AccountEvent {
   event: AccountEventName;

@@ -5,6 +5,7 @@
 import { Type, type TSchema } from 'typebox';
 import { KeyString } from './strings.ts';
 import { CALLER_ID_PATTERN } from './phones.ts';
+import { VoicemailSchema } from './voicemail-schema.ts';
 
 export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
 export const STT_MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'codemix'] as const;
@@ -74,9 +75,13 @@ export const ModelSchema = Closed({
   tts_model: Type.Optional(KeyString(128, { minLength: 1 })),
   intent_model: Type.Optional(KeyString(128, { minLength: 1 })),
   price_per_minute_cents: Type.Optional(Cents),
+  /** voice only: what its calls do when a machine answers, unless a call says (src/shared/voicemail-schema.ts). */
+  voicemail: Type.Optional(VoicemailSchema),
   countries: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { minItems: 1, maxItems: 250, uniqueItems: true })),
   max_duration_seconds: Type.Optional(Type.Integer({ minimum: 30, maximum: 3600 })),
   features: Type.Optional(Type.Array(Type.Union(VOICE_FEATURES.map((f) => Type.Literal(f))), { maxItems: VOICE_FEATURES.length, uniqueItems: true })),
+  record: Type.Optional(Type.Boolean()),
+  recording_retention_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
 });
 
 /** A seeded model in config: the same fields plus its id. */

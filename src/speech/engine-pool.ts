@@ -43,6 +43,27 @@ export class EnginePool {
    * `signal` gives up waiting for an engine, or for the answer (the engine finishes it regardless).
    */
   async decode(pcm: Int16Array, signal: AbortSignal, model?: string): Promise<TranscriptSegment[]> {
+    const { answer, start } = await this.run(pcm, signal, model, (engine, range, m) => engine.decode(range.start, range.end, m));
+    const offset = start * FRAME_SECONDS;
+    const r = (x: number) => Math.round((x - offset) * 1000) / 1000;
+    return answer.map((s) => ({ ...s, start: r(s.start), end: r(s.end) }));
+  }
+
+  /**
+   * As decode, the utterance's hypotheses instead (pocketsphinx-engine.ts's `alternatives`: spoken
+   * words, distinct, the first best first), for an agent that picks the one it understands.
+   */
+  async alternatives(pcm: Int16Array, signal: AbortSignal, model?: string): Promise<string[][]> {
+    return (await this.run(pcm, signal, model, (engine, range, m) => engine.alternatives(range.start, range.end, m))).answer;
+  }
+
+  /** `ask` on a warm engine (one with `model`, when named) about the utterance appended to it. */
+  private async run<T>(
+    pcm: Int16Array,
+    signal: AbortSignal,
+    model: string | undefined,
+    ask: (engine: UtteranceEngine, range: { start: number; end: number }, model: string | undefined) => Promise<T>,
+  ): Promise<{ answer: T; start: number }> {
     let warm = await this.acquire(signal);
     if (model !== undefined && !warm.engine.models.has(model)) {
       // Started before the model was built: this one ends, a new one (with every model built) starts in its place.
@@ -51,18 +72,13 @@ export class EnginePool {
     }
     const { engine } = warm;
     const start = engine.frames;
-    const answer = (async () => {
-      const range = await appendUtterance(engine, pcm);
-      return engine.decode(range.start, range.end, model !== undefined && engine.models.has(model) ? model : undefined);
-    })();
+    const answer = (async () => ask(engine, await appendUtterance(engine, pcm), model !== undefined && engine.models.has(model) ? model : undefined))();
     // The engine is back once it answered, whether the caller still waits or not.
     answer.then(
       () => this.release(warm, true),
       () => this.release(warm, false),
     );
-    const offset = start * FRAME_SECONDS;
-    const r = (x: number) => Math.round((x - offset) * 1000) / 1000;
-    return (await withSignal(answer, signal)).map((s) => ({ ...s, start: r(s.start), end: r(s.end) }));
+    return { answer: await withSignal(answer, signal), start };
   }
 
   /** Stops every engine (the gateway's shutdown: a busy one once its utterance is answered); later decodes are refused. */

@@ -35,3 +35,14 @@ export function openPcmFile(path: string): { samples: number; read(from: number,
     close: () => closeSync(fd),
   };
 }
+
+/** The parts one after another, as one run of samples. */
+export function concatSamples(parts: readonly Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

@@ -29,7 +29,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PCM_SAMPLE_RATE } from './ffmpeg.ts';
-import { FRAME_SECONDS, parseHypseg, utteranceSegments } from './pocketsphinx-output.ts';
+import { type Bias, distinct, NBEST, nbestHypotheses } from './nbest.ts';
+import { biased, readNbest } from './nbest-files.ts';
+import { FRAME_SECONDS, parseHypseg, type RawWord, spokenWord, utteranceSegments } from './pocketsphinx-output.ts';
 import { abortReason, spawnTool, type ToolRun } from './process.ts';
 import type { TranscriptSegment } from './transcript.ts';
 
@@ -83,6 +85,10 @@ export interface EngineOptions {
    * model, with their shared dictionary. Absent: the general model alone.
    */
   models?: ModelSet | null;
+  /** A client's prompt and key terms to favour in every utterance (nbest.ts): each one's N best are written and rescored. */
+  bias?: Bias | null;
+  /** Write each utterance's N best even without `bias`, so a decode may bring its own (a realtime socket's session prompt). */
+  nbest?: boolean;
 }
 
 /** Log lines worth showing when the engine fails (its log is otherwise all INFO lines). */
@@ -154,7 +160,9 @@ export interface UtteranceEngine {
    * its segments (times in seconds from the start of the audio), in the order decodes were asked.
    * `model` names one of the engine's `models` (default: the general model).
    */
-  decode(startFrame: number, endFrame: number, model?: string): Promise<TranscriptSegment[]>;
+  decode(startFrame: number, endFrame: number, model?: string, bias?: Bias | null): Promise<TranscriptSegment[]>;
+  /** The utterance's hypotheses as spoken words, distinct, its first best first (needs `nbest`: at most NBEST). */
+  alternatives(startFrame: number, endFrame: number, model?: string): Promise<string[][]>;
   /** The models this engine can decode with (the general model's name alone without `models`). */
   readonly models: ReadonlySet<string>;
   /** No more utterances: resolves once the engine has decoded what it was given and exited. */
@@ -217,6 +225,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
         ...(models
           ? ['-lmctl', models.lmctl, '-lmname', GENERAL_MODEL, '-lmnamectl', names, '-dict', models.dict]
           : ['-lm', join(modelDir, 'en-us.lm.bin'), '-dict', join(modelDir, 'cmudict-en-us.dict')]),
+        ...(options.bias || options.nbest ? ['-nbest', String(NBEST), '-nbestdir', dir, '-nbestext', '.nbest'] : []),
         // One pass, at most 3,000 HMMs a frame: 1.7× faster than the defaults, no worse (docs/speech-engines.md).
         '-fwdflat',
         'no',
@@ -231,15 +240,21 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   const output = new Socket({ fd: hypReadFd, readable: true, writable: false });
   // Decodes asked for and not answered yet, in order: the engine answers each utterance with one
   // line (words, or just its id and scores when it heard none).
-  const pending = new Map<string, { offset: number; resolve: (s: TranscriptSegment[]) => void; reject: (err: unknown) => void }>();
+  const pending = new Map<
+    string,
+    { offset: number; finish: (words: RawWord[] | null, nbest: string) => Promise<void> | void; reject: (err: unknown) => void }
+  >();
   const lines = createInterface({ input: output, crlfDelay: Infinity });
+  const rescoring = new Set<Promise<void>>(); // N-best files being read: before the files go
   lines.on('line', (line) => {
     const id = line.trim().split(/\s+/)[0] ?? '';
     const waiter = pending.get(id);
     if (!waiter) return;
     pending.delete(id);
-    const parsed = parseHypseg(line, waiter.offset);
-    waiter.resolve(parsed ? utteranceSegments(parsed.words, options.pauseSeconds) : []);
+    const reading = waiter.finish(parseHypseg(line, waiter.offset)?.words ?? null, join(dir, `${id}.nbest`));
+    if (!reading) return;
+    rescoring.add(reading);
+    void reading.finally(() => rescoring.delete(reading));
   });
   const outputDone = once(lines, 'close');
 
@@ -271,6 +286,7 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
   void run.exited.then(async () => {
     audio.destroy();
     await outputDone.catch(() => undefined);
+    await Promise.all(rescoring);
     if (pending.size > 0) {
       const err = await failure();
       for (const w of pending.values()) w.reject(err);
@@ -291,6 +307,26 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
 
   const check = async (): Promise<void> => {
     if (control!.destroyed || run.child.exitCode !== null || run.child.signalCode !== null) throw await failure();
+  };
+
+  /** Tells the engine to decode frames [start, end) with `model`; `finish` makes the answer of its output line. */
+  const ask = async <T>(
+    startFrame: number,
+    endFrame: number,
+    model: string,
+    finish: (resolve: (value: T) => void) => (words: RawWord[] | null, nbest: string) => Promise<void> | void,
+  ): Promise<T> => {
+    if (!modelNames.has(model)) throw new RecogniserError(`the engine has no language model '${model}'`);
+    await check();
+    const id = `u${utterances++}`;
+    const answer = new Promise<T>((resolve, reject) => pending.set(id, { offset: startFrame * FRAME_SECONDS, finish: finish(resolve), reject }));
+    await written; // the engine reads the frames from the file: they must be there before it is told
+    // Both lines at once (no await between them): another decode's lines never come in between.
+    const chosen = chooser ? chooser.write(`${model}\n`) : true;
+    const told = control!.write(`audio ${startFrame} ${endFrame} ${id}\n`);
+    if (!chosen) await once(chooser!, 'drain');
+    if (!told) await once(control!, 'drain');
+    return answer;
   };
 
   return {
@@ -330,19 +366,24 @@ export async function startPocketsphinxEngine(options: EngineOptions): Promise<U
       }
     },
     models: modelNames,
-    async decode(startFrame, endFrame, model = GENERAL_MODEL) {
+    async decode(startFrame, endFrame, model = GENERAL_MODEL, bias = options.bias) {
       if (endFrame <= startFrame) return [];
-      if (!modelNames.has(model)) throw new RecogniserError(`the engine has no language model '${model}'`);
-      await check();
-      const id = `u${utterances++}`;
-      const answer = new Promise<TranscriptSegment[]>((resolve, reject) => pending.set(id, { offset: startFrame * FRAME_SECONDS, resolve, reject }));
-      await written; // the engine reads the frames from the file: they must be there before it is told
-      // Both lines at once (no await between them): another decode's lines never come in between.
-      const chosen = chooser ? chooser.write(`${model}\n`) : true;
-      const told = control!.write(`audio ${startFrame} ${endFrame} ${id}\n`);
-      if (!chosen) await once(chooser!, 'drain');
-      if (!told) await once(control!, 'drain');
-      return answer;
+      if (bias && !options.bias && !options.nbest) throw new RecogniserError('the engine writes no N best: a bias needs `nbest`');
+      return ask<TranscriptSegment[]>(startFrame, endFrame, model, (resolve) => (words, nbest) => {
+        if (!bias || !words) {
+          if (options.bias || options.nbest) void rm(nbest, { force: true });
+          return resolve(words ? utteranceSegments(words, options.pauseSeconds) : []);
+        }
+        return biased(nbest, words, bias).then((w) => resolve(utteranceSegments(w, options.pauseSeconds)));
+      });
+    },
+    async alternatives(startFrame, endFrame, model = GENERAL_MODEL) {
+      if (endFrame <= startFrame) return [];
+      if (!options.bias && !options.nbest) throw new RecogniserError('the engine writes no N best: alternatives need `nbest`');
+      return ask<string[][]>(startFrame, endFrame, model, (resolve) => async (words, nbest) => {
+        const first = (words ?? []).map((w) => spokenWord(w.token)).filter((w): w is string => w !== null);
+        resolve(distinct([first, ...nbestHypotheses(await readNbest(nbest))]));
+      });
     },
     async end() {
       await check();

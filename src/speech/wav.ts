@@ -4,21 +4,26 @@
 
 export function wavOf(samples: Int16Array, sampleRate: number): Buffer {
   const data = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+  return Buffer.concat([pcmWavHeader(data.length, sampleRate), data]);
+}
+
+/** The 44-byte header of a 16-bit PCM WAV of `dataBytes` bytes (`channels` interleaved: a call's recording is stereo). */
+export function pcmWavHeader(dataBytes: number, sampleRate: number, channels = 1): Buffer {
   const header = Buffer.alloc(44);
   header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(36 + data.length, 4);
+  header.writeUInt32LE(36 + dataBytes, 4);
   header.write('WAVE', 8, 'ascii');
   header.write('fmt ', 12, 'ascii');
   header.writeUInt32LE(16, 16);
   header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt16LE(channels, 22);
   header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * 2, 28); // byte rate
-  header.writeUInt16LE(2, 32); // block align
+  header.writeUInt32LE(sampleRate * 2 * channels, 28); // byte rate
+  header.writeUInt16LE(2 * channels, 32); // block align
   header.writeUInt16LE(16, 34);
   header.write('data', 36, 'ascii');
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
+  header.writeUInt32LE(dataBytes, 40);
+  return header;
 }
 
 /** WAVE_FORMAT_PCM and WAVE_FORMAT_MULAW; WAVE_FORMAT_EXTENSIBLE names one of them in its sub-format. */

@@ -25,6 +25,7 @@ import { sentences, spokenLines, type SpokenLine } from './lines.ts';
 import { contextOf, type RecognitionContext } from '../shared/recognition-context.ts';
 import { expectationOf, listeningContext, speechDomain } from './expectations.ts';
 import { gatewayWording, HOLD_RESPONSE, responseFor, toolResult, ToolRound, type CallTools, type ToolEntry } from './tools.ts';
+import { firstUnderstood } from './understanding.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
 const ENDING_ACTIONS = new Set(['CLOSE', 'ESCALATE']);
@@ -55,6 +56,8 @@ export interface AgentReply {
   followUp?: (signal: AbortSignal) => Promise<AgentReply | null>;
   /** Requests made to the integrator and their answers: recorded (a `tool` turn and an outcome action each) before this reply plays. */
   tools?: ToolEntry[];
+  /** Keys the agent sends (src/voice/dtmf.ts): the reply is their tones, its turn carries them. */
+  dtmf?: string;
 }
 
 export interface CallAgent {
@@ -72,15 +75,17 @@ export interface CallAgent {
    * for the call's recogniser. Undefined before the agent has said anything.
    */
   listening(): RecognitionContext | undefined;
+  /** The first of a turn's readings (best first) it understands (src/voice/understanding.ts); null: none, or it cannot tell. */
+  understood?(readings: readonly string[]): Promise<string | null>;
 }
 
 /** One line as a reply's lines. */
-async function* one(line: SpokenLine): AsyncGenerator<SpokenLine> {
+export async function* one(line: SpokenLine): AsyncGenerator<SpokenLine> {
   yield line;
 }
 
 /** A reply that is only what it says (no action, intent or entities). */
-const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = null): AgentReply => ({
+export const replyOf = (lines: AsyncIterable<SpokenLine>, responseId: string | null = null): AgentReply => ({
   lines,
   responseId,
   action: null,
@@ -138,7 +143,7 @@ export class ResponseAudio {
 }
 
 /** `{{name}}` in a wording, from the call's variables (an unknown name is left as it is). */
-function fillVariables(text: string, variables: Record<string, string>): string {
+export function fillVariables(text: string, variables: Record<string, string>): string {
   return text.replace(/\{\{\s*([A-Za-z0-9_]{1,64})\s*\}\}/g, (whole, name: string) => (Object.hasOwn(variables, name) ? variables[name]! : whole));
 }
 
@@ -246,6 +251,10 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
   };
   return {
     listening: () => listening(),
+    async understood(readings) {
+      const pack = await o.intent.packOf(o.intentModel);
+      return pack ? firstUnderstood(pack, listening()?.expect, readings) : null;
+    },
     async prompt() {
       // The pack's own idle wording when it has one, else its clarifying question.
       return (await wording('GEN.IDLE')) ?? wording('GEN.CLARIFY');

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { EndReason, VoiceCallEvent } from '../../machines/voice-call.machine.ts';
 import type { CallAgent } from './agent.ts';
 import type { RecognitionContext } from '../shared/recognition-context.ts';
+import type { MediaTap } from './recorder.ts';
 
 /** What the media loop sends the carrier and how it closes the stream (the WebSocket edge's side). */
 export interface MediaStream {
@@ -17,10 +18,11 @@ export interface MediaStream {
 export interface Conversation {
   agent: CallAgent;
   /**
-   * The call's stt model on one utterance (8 kHz PCM); '' when nothing was heard. `context` is what
-   * the agent expects to hear (its `listening()`: the question it asked, the answer's shape).
+   * The call's stt model on one utterance (8 kHz PCM): its text ('' when nothing was heard) and,
+   * when the recogniser gives them, other readings (the text's first: src/voice/understanding.ts).
+   * `context` is what the agent expects to hear (its `listening()`: the question it asked, the answer's shape).
    */
-  recognise(samples: Int16Array, signal: AbortSignal, context?: RecognitionContext): Promise<string>;
+  recognise(samples: Int16Array, signal: AbortSignal, context?: RecognitionContext): Promise<{ text: string; alternatives?: string[] }>;
 }
 
 /** The call's actor (the runtime's ref). */
@@ -40,6 +42,8 @@ export class CallLine {
   answeredAt: number | null = null;
   stream: MediaStream | null = null;
   streamSid: string | null = null;
+  /** The call's recording, once its stream started (src/voice/recorder.ts); null: not recorded. */
+  tap: MediaTap | null = null;
   started = false;
   hungUp = false;
   disposed = false;

@@ -18,6 +18,8 @@ import type { ResolvedRoute } from '../providers/types.ts';
 import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import { centsOf, callPrice } from './kind.ts';
 import { checkTools, DEFAULT_TOOL_TIMEOUT_MS, type ToolCheckDeps, type ToolFields } from './tool-requests.ts';
+import type { Voicemail } from '../shared/voicemail-schema.ts';
+import { checkVoicemail } from './voicemail.ts';
 
 const DEFAULT_MAX_DURATION_SECONDS = 600;
 const DEFAULT_ENDPOINTING_MS = 700;
@@ -43,6 +45,13 @@ export interface VoiceCallBody extends Omit<ToolFields, 'agent'> {
   turn?: { endpointing_ms?: { min?: number; max?: number }; interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
   webhook_id?: number;
   metadata?: Record<string, string>;
+  /** Where the pack's escalation to a person transfers the call (src/voice/transfer.ts); checked as `to` is. */
+  transfer_to?: string;
+  /** Record both sides (src/voice/recordings.ts); default the model's `record`. */
+  record?: boolean;
+  /** Said before the first message when the call is recorded. */
+  recording_notice?: string;
+  voicemail?: Voicemail;
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */
@@ -73,7 +82,7 @@ export interface Checked extends LivePlan {
 }
 
 /** The model's rules on the call; the reservation's length from what the wallet affords. */
-export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body: VoiceCallBody): Promise<Checked> {
+export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body: VoiceCallBody, inbound = false): Promise<Checked> {
   const turn = endpointing(body);
   if (turn.max < turn.min) {
     throw new ApiError('invalid_request', `'turn.endpointing_ms.max' (${turn.max}) must be at least 'turn.endpointing_ms.min' (${turn.min}).`, {
@@ -81,22 +90,14 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     });
   }
   const features = voiceFeatures(model);
-  const phone = phoneNumbers().parsePhoneNumberFromString(body.to);
-  if (!/^\+[1-9][0-9]{6,14}$/.test(body.to) || !phone?.isValid()) {
-    throw new ApiError('invalid_request', `'to' must be a valid phone number in E.164 form (+919876543210), not '${echo(body.to)}'.`, { param: 'to' });
-  }
-  if (!phone.country || !features.countries.includes(phone.country)) {
-    throw new ApiError(
-      'destination_not_allowed',
-      `The model '${model._id}' calls ${features.countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`,
-      { param: 'to' },
-    );
-  }
+  // An inbound call's `to` is the model's own number and its `from` the caller (src/voice/inbound.ts): nothing to allow.
+  const to = inbound ? body.to : destination(model, body.to, 'to');
+  if (body.transfer_to !== undefined) destination(model, body.transfer_to, 'transfer_to');
   if (body.webhook_id !== undefined && !(await deps.webhookOwned(payer.walletId, body.webhook_id))) {
     throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
   }
   // An ExoPhone may be written +91… or 0…: the same number either way.
-  if (body.from !== undefined && !model.routes.some((r) => r.from !== undefined && callerIdE164(r.from) === callerIdE164(body.from!))) {
+  if (!inbound && body.from !== undefined && !model.routes.some((r) => r.from !== undefined && callerIdE164(r.from) === callerIdE164(body.from!))) {
     throw new ApiError('invalid_request', `'from' must be a caller id one of the model's carrier routes owns.`, { param: 'from' });
   }
   const languages = model.languages ?? [];
@@ -118,6 +119,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   const agent = body.agent ?? (model.intent_model ? { type: 'intent' as const, intent_model: model.intent_model } : undefined);
   if (agent === undefined) throw new ApiError('invalid_request', `The model '${model._id}' has no default agent; give 'agent'.`, { param: 'agent' });
   let intentModel: ModelDoc | null = null;
+  let agentPack: { responses: object } | null = null; // a voicemail's response_id is its
   if (agent.type === 'intent' || agent.type === 'hybrid') {
     intentModel = await deps.models.resolve(agent.intent_model, 'intent', payer.walletId).catch(() => {
       throw new ApiError('invalid_request', `'agent.intent_model' must be an intent model available to your account, not '${echo(agent.intent_model)}'.`, {
@@ -129,6 +131,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     if (!pack.pack.languages.includes(language)) {
       throw new ApiError('language_not_supported', `The agent's pack speaks ${pack.pack.languages.join(', ')}, not '${language}'.`, { param: 'language' });
     }
+    agentPack = pack.pack;
     const responseId = body.first_message?.response_id;
     if (responseId !== undefined && !Object.hasOwn(pack.pack.responses, responseId)) {
       throw new ApiError('invalid_request', `The agent's pack has no response '${echo(responseId)}'.`, { param: 'first_message.response_id' });
@@ -136,6 +139,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   } else if (body.first_message?.response_id !== undefined) {
     throw new ApiError('invalid_request', 'An llm agent has no pack: give first_message.text.', { param: 'first_message.response_id' });
   }
+  const voicemail = checkVoicemail(body.voicemail, model, agentPack);
   let llmModel: ModelDoc | null = null;
   if (agent.type === 'llm' || agent.type === 'hybrid') {
     llmModel = await deps.models.resolve(agent.llm_model, 'llm', payer.walletId).catch(() => {
@@ -167,7 +171,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
   }
   const tools = await checkTools(deps, payer.walletId, { ...body, agent }, deps.settings.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
   return {
-    to: phone.number,
+    to,
     language,
     voice,
     reservedSeconds: Math.min(maxSeconds, affordable),
@@ -178,8 +182,30 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     llmModel,
     carriers,
     price,
+    voicemail,
     tools,
   };
+}
+
+/**
+ * A number the model's calls may reach (a call's `to`, a transfer's): valid E.164 (libphonenumber-js's
+ * full metadata), else 400 `invalid_request`; in one of the model's `countries`, else 400
+ * `destination_not_allowed`; `param` names the field. Returns it as E.164.
+ */
+export function destination(model: ModelDoc, to: string, param: string): string {
+  const { countries } = voiceFeatures(model);
+  const phone = phoneNumbers().parsePhoneNumberFromString(to);
+  if (!/^\+[1-9][0-9]{6,14}$/.test(to) || !phone?.isValid()) {
+    throw new ApiError('invalid_request', `'${param}' must be a valid phone number in E.164 form (+919876543210), not '${echo(to)}'.`, { param });
+  }
+  if (!phone.country || !countries.includes(phone.country)) {
+    throw new ApiError(
+      'destination_not_allowed',
+      `The model '${model._id}' calls ${countries.join(', ') || 'no countries'}; ${phone.number} is in ${phone.country ?? 'no single country'}.`,
+      { param },
+    );
+  }
+  return phone.number;
 }
 
 /**

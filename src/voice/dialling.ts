@@ -48,6 +48,8 @@ export interface DiallingDeps {
   now(): number;
   /** The carrier told the answer (before the actor did). */
   onAnswered(at: number): void;
+  /** The call asks who answered (its `voicemail`): a carrier that detects machines is asked to. */
+  machineDetection?: boolean;
 }
 
 export class Dialling {
@@ -58,6 +60,8 @@ export class Dialling {
   }
   private carrier: Carrier | null = null;
   private carrierEnded = false;
+  /** The call's caller id (its `from`; null: the route's): a transfer shows it too. */
+  private from: string | null = null;
   /** The protocol of the carrier dialling (then of the one that took the call). */
   wire: MediaWire;
 
@@ -75,7 +79,9 @@ export class Dialling {
       streamParameters: { call_id: this.deps.callId, token: this.deps.token },
       ringTimeoutMs: input.ringTimeoutMs,
       maxDurationMs: input.maxDurationMs,
+      ...(this.deps.machineDetection ? { machineDetection: true } : {}),
     };
+    this.from = input.from;
     const tell = (event: VoiceCallEvent) =>
       void this.deps.actor
         .send(event, { wait: 'applied' })
@@ -110,10 +116,26 @@ export class Dialling {
     return this.carrier?.callbacks !== undefined;
   }
 
+  /** Whether the carrier that took the call detects answering machines itself (asked to: Twilio's AMD). */
+  get detectsMachines(): boolean {
+    return this.deps.machineDetection === true && this.carrier?.detectsMachines === true;
+  }
+
   /** Hangs up at the carrier that took the call, if it is still up there. */
   async hangup(): Promise<void> {
     if (this.carrier && this.carrierCallId !== null && !this.carrierEnded)
       await this.carrier.hangup(this.carrierCallId).catch((err: unknown) => this.deps.log.warn({ err }, 'carrier hang-up failed'));
+  }
+
+  /** Whether the carrier that took the call (or, before one did, the first route's) can transfer it. */
+  get canTransfer(): boolean {
+    return (this.carrier ?? this.deps.carriers[0]?.carrier)?.transfer !== undefined;
+  }
+
+  /** Asks the carrier that took the call to bridge it to `to` (src/voice/transfer.ts). */
+  async transfer(to: string): Promise<void> {
+    if (!this.carrier?.transfer || this.carrierCallId === null) throw new Error("the call's carrier cannot transfer it");
+    await this.carrier.transfer(this.carrierCallId, to, this.from);
   }
 
   /** The same, unheard (the live side is going away without a hang-up). */

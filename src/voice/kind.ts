@@ -6,6 +6,7 @@
 //   notify:answered the call.answered event
 //   charge          the reservation settled for the answered seconds (released when none)
 //   notify:ended    the call.ended event
+//   notify:answered_by  the call.answered_by event (a call that asked for answering-machine detection)
 // Checkpointed: written when the state moves and on the durable events (an end of any kind, a
 // control), otherwise at most every `checkpointMs` (heartbeats and turns). `onOrphan: 'finalize'`:
 // a call whose instance died has lost its media (the socket died with the process), so the restored
@@ -20,6 +21,8 @@ import type { EventSink } from '../shared/events.ts';
 import {
   voiceCallMachineOf,
   version,
+  type AnsweredByInput,
+  type AnsweredByNews,
   type DialInput,
   type DialOutput,
   type EndReason,
@@ -27,6 +30,8 @@ import {
   type FinishOutput,
   type NotifyInput,
   type Turn,
+  type TransferInput,
+  type TransferOutput,
   type VoiceCallContext,
 } from '../../machines/voice-call.machine.ts';
 
@@ -53,8 +58,12 @@ export interface CallResources extends ActorResources {
   dial(input: DialInput): Promise<string>;
   /** The call was answered at `at` (the actor's time: the credit guard is timed from it). Idempotent. */
   answered(at: number): void;
-  /** The call ends (for `reason`): stop the media and hang up at the carrier if still up. Idempotent. */
+  /** Who answered, as the actor took it (once): a machine gets the call's `voicemail` (src/voice/voicemail.ts). */
+  answeredBy?(news: AnsweredByNews): void;
+  /** The call ends (for `reason`): stop the media and hang up at the carrier if still up (not a `transferred` one's). Idempotent. */
   hangup(reason: EndReason): Promise<void>;
+  /** A cold transfer (src/voice/transfer.ts): the hand-off line said (`by` the API), the carrier bridges the callee to `to`; resolves with when it took it. */
+  transfer?(to: string, by: 'api' | 'agent'): Promise<number>;
 }
 
 export interface VoiceKindDeps {
@@ -71,6 +80,8 @@ export interface VoiceKindDeps {
   retainMs: number;
   /** Deletes a call's transcript (src/voice/transcript.ts) when its actor's retention ends; reads it for `call.ended`. */
   transcripts?: { remove(callId: string): Promise<void>; of(account: string, callId: string): Promise<Turn[]> };
+  /** The calls' recordings (src/voice/recordings.ts): stored when the call finishes (after a restart too), deleted with the actor. */
+  recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
 }
 
 /** The call's machine, its `spec` typed as the fields above (the effects read them, the service writes them). */
@@ -87,16 +98,20 @@ export function callPrice(pricePerMinuteCents: number, seconds: number): number 
 const isActiveStatus = (status: string): boolean => status === 'queued' || status === 'dialing' || status === 'ringing' || status === 'in_progress';
 
 export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
-  const { transcripts } = deps;
+  const { transcripts, recordings } = deps;
   return {
     kind: VOICE_KIND,
     machine: voiceCallMachine,
     version,
-    persistence: { mode: 'checkpoint', intervalMs: deps.checkpointMs, durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'media.ending', 'action'] },
+    persistence: {
+      mode: 'checkpoint',
+      intervalMs: deps.checkpointMs,
+      durableEvents: ['carrier.ended', 'api.cancel', 'api.hangup', 'api.transfer', 'agent.transfer', 'media.ending', 'action', 'answered_by'],
+    },
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
     migrate: fromVersion1,
-    ...(transcripts ? { onRetired: (id: string) => transcripts.remove(id) } : {}),
+    ...(transcripts || recordings ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id)])) } : {}),
     project: ({ context }) => {
       const c = context as VoiceCallContext;
       return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
@@ -153,12 +168,31 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
           return true;
         });
       }),
+      notifyAnsweredBy: fromPromise<void, AnsweredByInput<CallSpecFields>>(async ({ input }) => {
+        const { news, spec } = input;
+        ctx.resources()?.answeredBy?.(news);
+        await ctx.steps
+          .once('notify:answered_by', async () => {
+            const fields = {
+              call_id: input.callId,
+              model: input.model,
+              to: input.to,
+              answered_by: news.answeredBy,
+              detail: news.detail,
+              decision_ms: news.decisionMs,
+            };
+            await deps.events.emit({ event: 'call.answered_by', ...to(spec), fields });
+            return true;
+          })
+          .catch((err: unknown) => ctx.logger.warn({ err }, 'call.answered_by was not written')); // a spawned effect never fails the call
+      }),
       finish: fromPromise<FinishOutput, FinishInput<CallSpecFields>>(async ({ input }) => {
         const { spec } = input;
         const media = ctx.resources();
         let carrierDurationSeconds: number | null = null;
         if (media) await media.hangup(input.reason);
-        else if (input.carrierCallId && deps.hangupOrphan) {
+        // A transferred call is the callee's and the person's now: never hung up, nor its length asked.
+        else if (input.carrierCallId && deps.hangupOrphan && input.reason !== 'transferred') {
           // The media died with its instance; the call may still be up at the carrier. What the
           // carrier then says it lasted is kept beside what is billed (up to the last heartbeat).
           const told = await deps
@@ -166,6 +200,8 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
             .catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
           carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
+        // The recording up to the end (up to the crash, for an orphan) is stored; idempotent on a replay.
+        await deps.recordings?.finalize(input.callId).catch((err: unknown) => ctx.logger.error({ err }, 'the call recording was not stored'));
         const cost = await ctx.steps.once('charge', async () => {
           const call = deps.meter.resume({
             payer: spec.payer,
@@ -198,11 +234,30 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
               cost_cents: centsOf(cost),
               outcome: input.outcome ?? { actions: [], final_state: null },
               transcript,
+              ...(input.transferTo ? { transferred_to: input.transferTo } : {}),
             },
           });
           return true;
         });
         return { costMicrocents: cost, carrierDurationSeconds, at: deps.now() };
+      }),
+      transfer: fromPromise<TransferOutput, TransferInput<CallSpecFields>>(async ({ input }) => {
+        // Once: a restored actor finds the carrier's hand-off done (the call ends `transferred`
+        // then), or, its media gone before the carrier took it, ends the call where it was last alive.
+        let at = await ctx.steps.done<number>('transfer');
+        if (at === undefined) {
+          const media = ctx.resources();
+          if (!media) return { transferred: false, at: input.lastAliveAt ?? deps.now() };
+          if (!media.transfer) throw new Error('this call cannot be transferred');
+          at = await ctx.steps.once('transfer', () => media.transfer!(input.to, input.by));
+        }
+        const when = at;
+        await ctx.steps.once('notify:transferred', async () => {
+          const fields = { call_id: input.callId, model: input.model, transferred_to: input.to, transferred_at: Math.floor(when / 1000) };
+          await deps.events.emit({ event: 'call.transferred', ...to(input.spec), fields });
+          return true;
+        });
+        return { transferred: true, at: when };
       }),
     },
   };

@@ -171,7 +171,9 @@ export class CallListening {
     const { agent, recognise } = this.deps.talk();
     const recognising = this.deps.now();
     // Recognised with what the agent's last words lead it to expect (the question, the answer's shape).
-    const text = (await recognise(samples, line.abort.signal, agent.listening())).trim();
+    const readings = await recognise(samples, line.abort.signal, agent.listening());
+    // The first reading the agent understands, when the recogniser gave several (src/voice/understanding.ts).
+    const text = ((readings.alternatives && (await agent.understood?.(readings.alternatives))) || readings.text).trim();
     // The turn's times (src/voice/turn-stages.ts): its latency runs from the end of the voice, as the carrier's does.
     const heard: CalleeTurnTimes = { ended: Math.min(voice.end, cut), cut, recognising, recognised: this.deps.now() };
     if (!text) return;

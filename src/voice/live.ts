@@ -24,6 +24,7 @@ import type { Carrier } from '../providers/carrier.ts';
 import type { VoiceKind } from './kind.ts';
 import type { Conversation } from './call-line.ts';
 import { CallMedia } from './media.ts';
+import { handoffWords } from './transfer.ts';
 import type { Pacer } from './pacer.ts';
 import { recordingTurns, type CallTranscripts } from './transcript.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
@@ -31,6 +32,10 @@ import type { EventSink } from '../shared/events.ts';
 import { announcingActions } from './call-actions.ts';
 import type { ToolPlan, ToolRequester } from './tool-requests.ts';
 import { CallTools } from './tools.ts';
+import type { CallRecorder } from './recorder.ts';
+import { recordingNotice } from './recording-notice.ts';
+import type { Voicemail } from '../shared/voicemail-schema.ts';
+import { voicemailMessage } from './voicemail.ts';
 
 /**
  * Longer than a backchannel ("haan", "ok", "ji"): recognition comes per utterance, after it ends, so a backchannel is known as one only then;
@@ -74,8 +79,10 @@ export interface LiveRequest {
   agent?: { type: 'intent' } | { type: 'llm' | 'hybrid'; system_prompt: string };
   variables?: Record<string, string>;
   first_message?: { response_id?: string; text?: string; mode?: 'agent_first' | 'wait_for_callee' | 'after_silence' };
+  transfer_to?: string;
   idle?: { prompt_after_ms?: number; max_prompts?: number };
   turn?: { interruption?: { enabled?: boolean; min_speech_ms?: number; ignore?: string[] } };
+  recording_notice?: string;
 }
 
 /** What the service's checks settled about the call (its `Checked`). */
@@ -93,6 +100,8 @@ export interface LivePlan {
   carriers: { route: number; carrier: Carrier }[];
   /** The call's tools and where its pack's actions go (src/voice/tool-requests.ts); null: none. */
   tools: ToolPlan | null;
+  /** What the call does when a machine answers (the body's `voicemail`, else the model's); null: nothing detected. */
+  voicemail: Voicemail | null;
 }
 
 export interface LiveCall {
@@ -113,6 +122,8 @@ export interface LiveCall {
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   onDisposed(): void;
+  /** The call's recording (src/voice/recordings.ts); null: not recorded. */
+  recorder?: CallRecorder | null;
 }
 
 /** The call's live side (not yet dialling: its actor's `dial` effect does). */
@@ -153,6 +164,15 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     onDisposed: call.onDisposed,
     pacer: call.pacer,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    handoffWords: () => handoffWords({ intent: deps.intent, intentModel: c.intentModel, audio: deps.audio, tts: c.tts, voice: c.voice, language: c.language }),
+    ...(body.transfer_to ? { transferTo: body.transfer_to } : {}),
+    recorder: call.recorder ?? null,
+    notice:
+      call.recorder && body.recording_notice ? recordingNotice(deps.audio, { tts: c.tts, voice: c.voice, language: c.language }, body.recording_notice) : null,
+    voicemail: {
+      plan: c.voicemail,
+      message: () => voicemailMessage(c.voicemail!, { ...c, audio: deps.audio, variables: body.variables ?? {}, intent: deps.intent }),
+    },
   });
 }
 
@@ -183,7 +203,7 @@ function conversation(deps: LiveDeps, call: LiveCall, log: Logger): Conversation
     recognise: async (samples, signal, context) => {
       const req = utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined, context);
       const { result } = await deps.router.transcribe(sttRoutes, req, signal);
-      return result.text;
+      return { text: result.text, ...(result.alternatives ? { alternatives: result.alternatives } : {}) };
     },
   };
 }

@@ -41,6 +41,12 @@ import type { Pacer } from './pacer.ts';
 import { Speaking } from './speaking.ts';
 import { CallTimers } from './timers.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import { handOff } from './transfer.ts';
+import { keysReply } from './dtmf.ts';
+import type { AgentReply } from './agent.ts';
+import type { CallRecorder } from './recorder.ts';
+import { CallVoicemail, type CallVoicemailDeps } from './voicemail.ts';
+import type { AnsweredByNews } from '../../machines/voice-call.machine.ts';
 
 export type { MediaStream } from './call-line.ts';
 
@@ -86,6 +92,15 @@ export interface CallMediaDeps {
   pacer: Pacer;
   /** Each turn's stages and latency (src/voice/turn-stages.ts). */
   metrics?: VoiceMetrics;
+  /** The hand-off line said before an API transfer (src/voice/transfer.ts); none: nothing is said first. */
+  handoffWords?(): Promise<AgentReply | null>;
+  /** Where the pack's escalation to a person transfers the call (the call's `transfer_to`); none: it hangs up. */
+  transferTo?: string;
+  /** The call's recording (src/voice/recorder.ts), started with the stream; and its spoken notice, said before the opening. */
+  recorder?: CallRecorder | null;
+  notice?: (() => Promise<AgentReply | null>) | null;
+  /** The call's answering machines (src/voice/voicemail.ts): its `voicemail` and the message it leaves. */
+  voicemail?: Pick<CallVoicemailDeps, 'plan' | 'message'>;
 }
 
 export class CallMedia implements CallResources {
@@ -94,7 +109,10 @@ export class CallMedia implements CallResources {
   private readonly speaking: Speaking;
   private readonly listening: CallListening;
   private readonly timers: CallTimers;
+  private readonly voicemail: CallVoicemail;
   private conversation: Conversation | null = null;
+  /** The carrier took a transfer: its stream's end is the hand-off, not the callee hanging up. */
+  private handedOff = false;
   /** Resolves when the actor ended the call here (its hang-up) or the live side went away. */
   private readonly over: Promise<void>;
   private markOver!: () => void;
@@ -104,10 +122,27 @@ export class CallMedia implements CallResources {
     this.over = new Promise<void>((resolve) => (this.markOver = resolve));
     this.line = new CallLine({ actor, log, now, stopTimers: () => this.timers.stop() });
     const line = this.line;
-    this.dialling = new Dialling({ ...deps, onAnswered: (at) => this.answer(at) });
+    this.dialling = new Dialling({ ...deps, machineDetection: (deps.voicemail?.plan ?? null) !== null, onAnswered: (at) => this.answer(at) });
     const wire = () => this.dialling.wire;
-    this.speaking = new Speaking({ line, wire, pacer: deps.pacer, log, now, endpoint: () => this.listening.endpoint(), metrics: deps.metrics });
+    const escalate = deps.transferTo;
+    this.speaking = new Speaking({
+      line,
+      wire,
+      pacer: deps.pacer,
+      log,
+      now,
+      endpoint: () => this.listening.endpoint(),
+      metrics: deps.metrics,
+      // The pack's escalation to a person, on a call given `transfer_to`: a transfer, not a hang-up.
+      ...(escalate
+        ? {
+            escalate: async () =>
+              this.dialling.canTransfer && (await actor.send({ type: 'agent.transfer', now: now(), to: escalate }, { wait: 'durable' }).then(() => true)),
+          }
+        : {}),
+    });
     this.listening = new CallListening({ line, speaking: this.speaking, turn: deps.turn, log, now, talk: () => this.talk() });
+    this.voicemail = new CallVoicemail({ plan: null, message: async () => null, ...deps.voicemail, line, speaking: this.speaking, log, now });
     this.timers = new CallTimers({
       line,
       speaking: this.speaking,
@@ -136,14 +171,56 @@ export class CallMedia implements CallResources {
     if (this.deps.creditLimitMs !== null && !this.line.over) this.timers.guardCredit(at + this.deps.creditLimitMs);
   }
 
-  async hangup(_reason: EndReason): Promise<void> {
+  answeredBy(news: AnsweredByNews): void {
+    this.voicemail.answeredBy(news);
+  }
+
+  async hangup(reason: EndReason): Promise<void> {
     if (this.line.hungUp) return;
     this.line.hungUp = true;
     this.markOver();
     this.speaking.stop();
     this.timers.stop();
-    this.line.stream?.close(1000, 'call ended');
-    await this.dialling.hangup();
+    this.line.stream?.close(1000, 'call ended'); // an Exotel flow moves on to its Connect applet
+    if (reason !== 'transferred') await this.dialling.hangup();
+  }
+
+  /** Keys the agent sends (src/voice/dtmf.ts), as tones after what it is saying; false: the line is not up to take them. */
+  sendKeys(digits: string): boolean {
+    const line = this.line;
+    if (line.over || line.closing || line.goneAt !== null || !line.stream) return false;
+    line.enqueue(() => this.speaking.respond(async () => keysReply(digits), null), 'the keys did not play');
+    return true;
+  }
+
+  /** Whether the call's carrier can transfer it (src/voice/transfer.ts). */
+  get canTransfer(): boolean {
+    return this.dialling.canTransfer;
+  }
+
+  /** A cold transfer (src/voice/transfer.ts): the hand-off line, then the carrier bridges; resolves with when it took it. */
+  transfer(to: string, by: 'api' | 'agent'): Promise<number> {
+    const { log, now } = this.deps;
+    return handOff(
+      {
+        line: this.line,
+        speaking: this.speaking,
+        words: () => this.deps.handoffWords?.() ?? Promise.resolve(null),
+        stopTimers: () => this.timers.stop(),
+        bridge: async (number) => {
+          this.handedOff = true;
+          await this.dialling.transfer(number).catch((err: unknown) => {
+            this.handedOff = false;
+            this.line.closing = false;
+            throw err;
+          });
+        },
+        log,
+        now,
+      },
+      to,
+      by,
+    );
   }
 
   dispose(): void {
@@ -154,6 +231,7 @@ export class CallMedia implements CallResources {
     this.speaking.stop();
     this.timers.stop();
     this.listening.close();
+    this.voicemail.close();
     this.dialling.wire.close?.();
     if (!this.line.hungUp) this.dialling.drop();
     this.line.stream?.close(1001, 'going away');
@@ -199,6 +277,8 @@ export class CallMedia implements CallResources {
         line.record({ type: 'carrier.answered', now: at });
       }
       this.timers.lastFrameAt = at;
+      this.deps.recorder?.begin(line.answeredAt ?? at);
+      line.tap = this.deps.recorder ?? null;
       void this.begin(f.format).catch((err: unknown) => {
         this.deps.log.error({ err }, 'the media loop could not start');
         void line.end('media_timeout');
@@ -209,7 +289,9 @@ export class CallMedia implements CallResources {
     this.timers.lastFrameAt = this.deps.now();
     switch (f.event) {
       case 'media':
+        line.tap?.heard(f.samples);
         this.listening.audio(f.samples);
+        this.voicemail.audio(f.samples);
         return null;
       case 'mark':
         this.speaking.marked(f.name);
@@ -234,7 +316,7 @@ export class CallMedia implements CallResources {
    */
   private async calleeHungUp(): Promise<void> {
     const line = this.line;
-    if (line.over || line.goneAt !== null) return;
+    if (line.over || line.goneAt !== null || this.handedOff) return;
     line.goneAt = this.deps.now();
     this.timers.stop();
     this.speaking.stop();
@@ -284,8 +366,11 @@ export class CallMedia implements CallResources {
     else this.dialling.wire = wire; // before the first audio is listened to
     if (this.line.over) return;
     this.listening.start(detectors);
+    this.voicemail.start(detectors, this.dialling.detectsMachines);
     this.timers.beat();
     const agent = this.talk().agent;
+    const notice = this.deps.notice;
+    if (notice) this.line.queue = this.line.queue.then(() => this.speaking.respond(() => notice().catch(() => null), null));
     this.line.queue = this.line.queue.then(() =>
       this.speaking.respond(
         () =>

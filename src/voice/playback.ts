@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { SILENCE_BYTE, type SpeechClip } from '../speech/clip.ts';
 import type { MediaWire } from '../providers/carrier-wire/types.ts';
 import type { Pacer } from './pacer.ts';
+import type { MediaTap } from './recorder.ts';
 
 /** A mark after every 200 ms of a reply: the resolution of `heard_text`. */
 const MARK_EVERY_MS = 200;
@@ -38,6 +39,8 @@ export interface PlaybackDeps {
   over(): boolean;
   /** A mark name not used before on this call. */
   markName(): string;
+  /** The call's recording (src/voice/recorder.ts): told each chunk sent and each `clear`. */
+  tap?(): MediaTap | null;
 }
 
 export class Playback {
@@ -116,7 +119,9 @@ export class Playback {
         const due = Math.min(chunks, Math.floor((now - base + LEAD_MS) / wire.chunkMs) + 1);
         for (; chunk < due; chunk++) {
           const sent = (chunk + 1) * wire.chunkBytes;
-          outlet.send(wire.media(outlet.sid, this.audio.subarray(chunk * wire.chunkBytes, sent)));
+          const bytes = this.audio.subarray(chunk * wire.chunkBytes, sent);
+          outlet.send(wire.media(outlet.sid, bytes));
+          this.deps.tap?.()?.sent(bytes, wire.audio, wireRate(wire));
           this.firstFrameAt ??= this.deps.now();
           if ((chunk + 1) % chunksPerMark === 0 || sent >= this.audio.length) {
             const name = this.deps.markName();
@@ -166,9 +171,13 @@ export class Playback {
     this.abort.abort();
     const outlet = this.deps.outlet();
     outlet?.send(this.deps.wire.clear(outlet.sid));
+    this.deps.tap?.()?.cleared();
     return this.heardBytes;
   }
 }
+
+/** The sample rate of the wire's audio (its chunks' bytes per ms). */
+const wireRate = (wire: MediaWire): number => (wire.chunkBytes / wire.chunkMs) * (wire.audio === 'pcm16' ? 500 : 1000);
 
 /** A line's audio in the wire's encoding and rate, padded with silence to whole chunks. */
 export function wholeChunks(clip: SpeechClip, wire: MediaWire): Buffer {

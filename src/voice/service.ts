@@ -23,11 +23,14 @@ import { IdempotencyKeys } from './idempotency.ts';
 import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { callMedia, type LiveDeps } from './live.ts';
 import { voicebotStreamUrl, type VoicebotAsk } from './exotel-flow.ts';
+import { adoptedCarriers, type InboundLeg } from './inbound-leg.ts';
 import type { CallMedia } from './media.ts';
 import { Pacer } from './pacer.ts';
 import type { CallTranscripts } from './transcript.ts';
+import type { CallRecordings } from './recordings.ts';
 import { facts, toObject } from './view.ts';
 import type { VoiceCallObject } from './views.ts';
+import { requestTransfer } from './transfer-request.ts';
 
 const DEFAULT_RING_TIMEOUT_SECONDS = 30;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
@@ -57,6 +60,8 @@ export interface VoiceServiceDeps extends Omit<CheckDeps, 'intent'>, LiveDeps {
   keySecret: string;
   /** The calls' transcripts (src/voice/transcript.ts): the live side appends, the views read. */
   transcripts: CallTranscripts;
+  /** The calls' recordings (src/voice/recordings.ts); none: nothing is recorded. */
+  recordings?: CallRecordings;
   settings: VoiceSettings;
   logger: Logger;
   now(): number;
@@ -81,6 +86,13 @@ export class VoiceCalls {
   async init(): Promise<void> {
     await this.idempotency.init();
     await this.deps.transcripts.init();
+    await this.deps.recordings?.init();
+    this.deps.recordings?.start();
+  }
+
+  /** The calls' recordings (the recording routes read and delete them); undefined when not configured. */
+  get recordings(): CallRecordings | undefined {
+    return this.deps.recordings;
   }
 
   /** A one-time token for the call's media stream (checked on its `start` frame). */
@@ -144,7 +156,56 @@ export class VoiceCalls {
     }
   }
 
-  private async place(principal: ApiKeyPrincipal, payer: Payer, body: VoiceCallBody, callId: string, requestId: string): Promise<VoiceCallObject> {
+  /** GET /v1/voice/concurrency: the account's calls not ended (counted as a POST counts them) and its limit. */
+  async concurrency(account: string): Promise<{ in_progress: number; limit: number }> {
+    const limit = (await this.deps.maxConcurrentCalls(account)) ?? this.deps.settings.maxConcurrentCalls;
+    const active = await this.deps.runtime.list(VOICE_KIND, { account, active: true }, { limit: Math.max(limit, 1000) });
+    return { in_progress: active.length, limit };
+  }
+
+  /** A cold transfer of the account's call in progress to `to` (src/voice/transfer.ts); answers the call as it stands. */
+  async transfer(account: string, id: string, to: string): Promise<VoiceCallObject> {
+    const view = await this.view(account, id);
+    const deps = { ...this.deps, canTransfer: (callId: string) => this.live.get(callId)?.canTransfer };
+    await requestTransfer(deps, view, to);
+    return this.get(account, id);
+  }
+
+  /** Keys the agent sends on the account's call in progress (src/voice/dtmf.ts), live on this instance; answers the call as it stands. */
+  async dtmf(account: string, id: string, digits: string): Promise<VoiceCallObject> {
+    const view = await this.view(account, id);
+    const status = view.status === 'active' ? facts(view)!.status : 'over';
+    if (status !== 'in_progress' || !this.live.get(id)?.sendKeys(digits)) {
+      throw new ApiError(
+        'call_not_active',
+        `The call is ${status === 'in_progress' ? 'not taking keys (being transferred or ending)' : status}: keys go to a call in progress.`,
+        {
+          param: 'id',
+        },
+      );
+    }
+    return this.get(account, id);
+  }
+
+  /**
+   * An inbound call (src/voice/inbound.ts): placed as any call, billed to `payer` (the number's
+   * owner), its carrier's call adopted rather than dialled; the same refusals (the account's
+   * concurrent calls, the wallet's floor) throw before anything is held.
+   */
+  async answerInbound(principal: ApiKeyPrincipal, payer: Payer, body: VoiceCallBody, leg: InboundLeg): Promise<{ callId: string; token: string }> {
+    const callId = newCallId();
+    await this.serialized(payer.walletId, () => this.place(principal, payer, body, callId, callId, leg));
+    return { callId, token: this.streamToken(callId) };
+  }
+
+  private async place(
+    principal: ApiKeyPrincipal,
+    payer: Payer,
+    body: VoiceCallBody,
+    callId: string,
+    requestId: string,
+    leg?: InboundLeg,
+  ): Promise<VoiceCallObject> {
     const limit = (await this.deps.maxConcurrentCalls(payer.walletId)) ?? this.deps.settings.maxConcurrentCalls;
     const active = await this.deps.runtime.list(VOICE_KIND, { account: payer.walletId, active: true }, { limit });
     if (active.length >= limit) {
@@ -157,14 +218,20 @@ export class VoiceCalls {
       model: body.model,
       type: 'voice',
       requestId: callId,
-      check: (model, p) => check(this.deps, model, p, body),
+      check: async (model, p) => {
+        const c = await check(this.deps, model, p, body, leg !== undefined);
+        if (!leg) return c;
+        const carriers = adoptedCarriers(c.carriers, leg);
+        if (carriers.length === 0) throw new ApiError('model_unavailable', `The model '${model._id}' cannot take calls through that route now.`);
+        return { ...c, carriers };
+      },
       estimate: (_model, c) => c.price * c.reservedSeconds,
       holdTtlMs: HOLD_TTL_MS,
       custodial: true,
     });
     const c = call.checked;
     const now = this.deps.now();
-    const ringTimeoutMs = (body.ring_timeout_seconds ?? DEFAULT_RING_TIMEOUT_SECONDS) * 1000;
+    const ringTimeoutMs = leg?.ringTimeoutMs ?? (body.ring_timeout_seconds ?? DEFAULT_RING_TIMEOUT_SECONDS) * 1000;
     const spec: CallSpecFields = {
       payer: call.payer,
       hold: call.hold,
@@ -187,8 +254,19 @@ export class VoiceCalls {
       ringTimeoutMs,
       spec,
       metadata: body.metadata ?? {},
+      ...(leg ? { direction: 'inbound' as const } : {}),
     };
+    const recorder =
+      (body.record ?? call.model.record) && this.deps.recordings
+        ? await this.deps.recordings
+            .begin({ callId, account: payer.walletId, model: call.model._id, modelRetentionDays: call.model.recording_retention_days })
+            .catch(async (err: unknown) => {
+              await call.release('error', { seconds: 0 }).catch(() => undefined); // the hold is not left behind
+              throw err;
+            })
+        : null;
     const media = callMedia(this.deps, {
+      recorder,
       callId,
       account: payer.walletId,
       owner: { type: call.payer.ownerType, id: call.payer.ownerId },
@@ -207,6 +285,7 @@ export class VoiceCalls {
       await this.deps.runtime.spawn(VOICE_KIND, callId, input, { resources: media });
     } catch (err) {
       this.live.delete(callId);
+      await this.deps.recordings?.abandon(callId).catch(() => undefined);
       await call.release('error', { seconds: 0 }).catch(() => undefined);
       throw err;
     }
@@ -218,6 +297,7 @@ export class VoiceCalls {
       model: call.model._id,
       to: c.to,
       from: body.from ?? null,
+      direction: leg ? 'inbound' : 'outbound',
       created_at: Math.floor(now / 1000),
       max_duration_seconds: c.reservedSeconds,
       metadata: body.metadata ?? {},
@@ -226,7 +306,8 @@ export class VoiceCalls {
 
   async get(account: string, id: string): Promise<VoiceCallObject> {
     const view = await this.view(account, id);
-    return toObject(view, await this.deps.transcripts.of(account, id));
+    const recording = (await this.deps.recordings?.view(account, id)) ?? null;
+    return { ...toObject(view, await this.deps.transcripts.of(account, id)), recording };
   }
 
   async list(
@@ -313,7 +394,12 @@ export class VoiceCalls {
     const send = (event: Parameters<typeof ref.send>[0]) => ref.send(event, { wait: 'accepted' });
     if (news.kind === 'ringing') await send({ type: 'carrier.ringing', now });
     else if (news.kind === 'answered') await send({ type: 'carrier.answered', now });
-    else if (news.kind === 'ended') {
+    else if (news.kind === 'answered_by') {
+      // Twilio's AMD decides after the answer: a decision before its news means the call was answered.
+      if (c.answeredAt === null) await send({ type: 'carrier.answered', now });
+      const { kind: _kind, ...decided } = news;
+      await send({ type: 'answered_by', now, ...decided, source: 'twilio' });
+    } else if (news.kind === 'ended') {
       if (news.durationS > 0 && c.answeredAt === null) await send({ type: 'carrier.answered', now: now - news.durationS * 1000 });
       await send({ type: 'carrier.ended', now, ...news.outcome, ...(news.durationS > 0 ? { seconds: news.durationS } : {}) });
     }
@@ -337,6 +423,7 @@ export class VoiceCalls {
    * restored in `ending` and its once-only steps complete).
    */
   async close(waitMs = 5_000): Promise<void> {
+    this.deps.recordings?.close();
     await Promise.all(
       [...this.live.keys()].map((id) =>
         this.deps.runtime

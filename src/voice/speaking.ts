@@ -13,6 +13,7 @@ import { Playback } from './playback.ts';
 import { observeTurn, turnStages, type CalleeTurnTimes, type VoiceMetrics } from './turn-stages.ts';
 import type { MediaWire } from '../providers/carrier-wire/types.ts';
 import { toolTurn } from './tools.ts';
+import { escalatesToPerson } from './transfer.ts';
 
 export interface SpeakingDeps {
   line: CallLine;
@@ -26,6 +27,8 @@ export interface SpeakingDeps {
   endpoint(): void;
   /** Each turn's stages and latency, and the answer → the first frame (src/voice/turn-stages.ts). */
   metrics?: VoiceMetrics | undefined;
+  /** The agent escalated to a person (src/voice/transfer.ts) on a call that can transfer: the call is transferred, not hung up. */
+  escalate?(): Promise<boolean>;
 }
 
 export class Speaking {
@@ -109,6 +112,7 @@ export class Speaking {
         outlet: () => (line.stream ? { send: (frame) => line.stream?.send(frame), sid: line.streamSid } : null),
         over: () => line.over,
         markName: () => `t${turn}-${++this.markSeq}`,
+        tap: () => line.tap,
       },
       abort,
     );
@@ -153,6 +157,7 @@ export class Speaking {
       ...(reply.intent !== null ? { intent: reply.intent } : {}),
       ...(Object.keys(reply.entities).length > 0 ? { entities: reply.entities } : {}),
       ...(timed ? { latency_ms: timed.latencyMs, stages: timed.stages } : {}),
+      ...(reply.dtmf ? { dtmf: reply.dtmf } : {}),
     };
     line.record({
       type: 'turn',
@@ -162,7 +167,10 @@ export class Speaking {
       ...(timed ? { latencyMs: timed.latencyMs } : {}),
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
-    if (reply.hangup && !interrupted) await line.end('agent_hangup');
+    if (reply.hangup && !interrupted) {
+      if (this.deps.escalate && escalatesToPerson(reply) && (await this.deps.escalate().catch(() => false))) return true;
+      await line.end('agent_hangup');
+    }
     return true;
   }
 

@@ -1,7 +1,7 @@
 // A voice call as the API answers it (GET /v1/voice/calls/{id}, and the /portal routes that answer
 // the same). Its only import is types of the call's machine, so the dashboard's bundle (browser
 // types only) reads this type too.
-import type { CallStatus, TurnStages, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+import type { AnsweredBy, CallStatus, TurnStages, VoiceCallContext } from '../../machines/voice-call.machine.ts';
 
 type Quantiles = { p50: number | null; p95: number | null };
 
@@ -12,6 +12,8 @@ export interface VoiceCallObject {
   model: string;
   to: string;
   from: string | null;
+  /** `inbound`: a call to one of the model's numbers (`from` the caller, `to` the number); `outbound`: placed by POST /v1/voice/call. */
+  direction?: 'inbound' | 'outbound';
   created_at: number;
   max_duration_seconds: number;
   metadata: Record<string, string>;
@@ -25,6 +27,20 @@ export interface VoiceCallObject {
   cost_cents?: number | null;
   /** What the carrier says the call lasted (s): asked only of a call finalized after a restart; null otherwise. */
   carrier_duration_seconds?: number | null;
+  /** The number a `transferred` call was handed to (src/voice/transfer.ts); null otherwise. */
+  transferred_to?: string | null;
+  /** The call's recording (src/voice/recordings.ts): null when the call was not recorded. */
+  recording?: {
+    available: boolean;
+    status: 'recording' | 'ready' | 'none' | 'deleted';
+    duration_seconds: number | null;
+    url: string | null;
+    expires_at: number | null;
+  } | null;
+  /** Who answered (a call that asked for answering-machine detection, its `voicemail`): null until decided, or when not asked. */
+  answered_by?: AnsweredBy | null;
+  /** How it was decided: by whom (`gateway` or `twilio`), its reason, and when (the answer → the decision, ms). */
+  answered_by_detection?: { source: 'gateway' | 'twilio'; detail: string; decision_ms: number } | null;
   transcript?: VoiceCallContext['turns'];
   /** The transcript holds the call's first 200 turns only: the later ones were left out (`metrics.turns_dropped` says how many). */
   transcript_truncated?: boolean;

@@ -21,8 +21,10 @@ export const EVENT_NAMES: readonly AccountEventName[] = [
   'transcription.completed',
   'transcription.failed',
   'call.answered',
+  'call.answered_by',
   'call.action',
   'call.ended',
+  'call.transferred',
 ];
 
 export interface WebhookDoc {

@@ -42,14 +42,14 @@ describe('dashboard: calls', () => {
     await stt?.server.close();
   });
 
-  /** A signed-up person in a tab, with ten dollars of credit and an API key (calls are placed by the API). */
-  async function person(): Promise<{ tab: Tab; key: string }> {
+  /** A signed-up person in a tab, with ten dollars of credit and an API key (calls are placed by the API), and their user id. */
+  async function person(): Promise<{ tab: Tab; key: string; id: number }> {
     const tab = await openTab(d);
     const email = await signUpInBrowser(tab, d);
     const token = await apiSession(d, email);
     const me = (await call(d.base, 'GET', '/portal/me', { token })).body.user.id as number;
     assert.equal((await call(d.base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: me, amount_cents: 1000 } })).status, 201);
-    return { tab, key: (await createKey(d.base, token)).api_key };
+    return { tab, key: (await createKey(d.base, token)).api_key, id: me };
   }
   const dial = async (key: string, to: string) => {
     const res = await place(d.gw, key, { model: 'voice-test', to });
@@ -75,11 +75,11 @@ describe('dashboard: calls', () => {
     await row.getByText(dollars(c.cost_cents)).waitFor();
     const cells = await row.locator('td').allTextContents();
     assert.deepEqual(
-      [...cells.slice(0, 5), ...cells.slice(7)],
-      [id, CALLEE.to, 'voice-test', 'completed', c.end_reason.replace(/_/g, ' '), String(c.billed_seconds), dollars(c.cost_cents)],
+      [...cells.slice(0, 6), ...cells.slice(8)],
+      [id, 'outbound', CALLEE.to, 'voice-test', 'completed', c.end_reason.replace(/_/g, ' '), String(c.billed_seconds), dollars(c.cost_cents)],
     );
-    assert.match(cells[5]!, /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
-    assert.match(cells[6]!, /^0:\d\d\.\d$/);
+    assert.match(cells[6]!, /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+    assert.match(cells[7]!, /^0:\d\d\.\d$/);
     await tab.checkA11y('calls');
     await tab.screenshot('calls');
     // The status filter is the API's, kept in the URL.
@@ -153,6 +153,24 @@ describe('dashboard: calls', () => {
       .waitFor();
     other.tab.assertClean();
     await other.tab.close();
+    await tab.close();
+  });
+
+  it("lists an inbound call (a caller ringing the account's number) with the rest, and its page says so", async () => {
+    const { tab, id: me } = await person();
+    const { page } = tab;
+    const number = { model: 'voice-test', owner: { type: 'user', id: me }, first_message: { mode: 'agent_first' } };
+    assert.equal((await call(d.base, 'PUT', '/admin/voice/numbers/+918047491840', { token: ADMIN_TOKEN, body: number })).status, 201);
+    const rang = await call(d.base, 'POST', '/admin/voice/simulator/calls', { token: ADMIN_TOKEN, body: { to: '+918047491840', from: '+919800000012' } });
+    assert.equal(rang.body.taken, true, rang.text);
+    await page.goto(`${d.base}/dashboard/calls`);
+    const row = page.locator(`[data-call-id="${rang.body.call_id}"]`);
+    await row.getByText('completed').waitFor({ timeout: 30_000 });
+    const cells = await row.locator('td').allTextContents();
+    assert.deepEqual(cells.slice(1, 4), ['inbound', '+918047491840', 'voice-test']);
+    await row.getByRole('link', { name: rang.body.call_id }).click();
+    assert.equal(await page.getByTestId('call-direction').textContent(), 'inbound');
+    tab.assertClean();
     await tab.close();
   });
 });

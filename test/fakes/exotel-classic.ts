@@ -68,13 +68,13 @@ export const appIdOf = (url: string): string => url.slice(url.lastIndexOf('/') +
  */
 export async function voicebotStream(
   applet: string,
-  call: { sid: string; from: string; to: string; customField: string },
+  call: { sid: string; from: string; to: string; customField: string; direction?: string },
   formatOf: (url: URL) => Format,
 ): Promise<{ url: string; parameters: Record<string, string>; format: Format } | null> {
   let target = urlOf(applet);
   if (target && /^https?:$/.test(target.protocol)) {
     const ask = new URL(target);
-    const query = { CallSid: call.sid, CallFrom: call.from, CallTo: call.to, Direction: 'outbound-api', CustomField: call.customField };
+    const query = { CallSid: call.sid, CallFrom: call.from, CallTo: call.to, Direction: call.direction ?? 'outbound-api', CustomField: call.customField };
     for (const [k, v] of Object.entries(query)) ask.searchParams.set(k, v);
     const res = await fetch(ask, { signal: AbortSignal.timeout(5000) }).catch(() => null);
     const body = res?.ok ? ((await res.json().catch(() => null)) as { url?: unknown } | null) : null;

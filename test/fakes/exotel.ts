@@ -20,7 +20,8 @@
 // unless StatusCallbackContentType asks for JSON or multipart, delivered at their worst: `answered`
 // twice then a stale `ringing` (the newer API's; v1 has no ringing event); `terminal` twice, with
 // ConversationDuration, StartTime and EndTime; and, for the numbers `badDays` names, dropped, late,
-// repeated, reordered, JSON or multipart (test/fakes/bad-day.ts).
+// repeated, reordered, JSON or multipart (test/fakes/bad-day.ts). Incoming calls (`incoming`) run
+// the ExoPhone's flow: its Voicebot applet asked with Direction=incoming, the call's details inbound.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -62,6 +63,8 @@ interface Leg {
   appId: string | null;
   /** The connect API's stream URL. */
   streamUrl: string | null;
+  /** A call to an ExoPhone (`incoming`): `to` is then the caller, `callerId` the ExoPhone. */
+  inbound?: boolean;
   status: string;
   createdAt: number;
   answeredAt: number | null;
@@ -188,7 +191,11 @@ export class FakeExotel {
       return { url: url.toString(), parameters: req.streamParameters, wire: exotelCallee(format, this.resamplers) };
     }
     const applet = this.flows.get(leg.appId!);
-    const stream = applet ? await voicebotStream(applet, { sid, from: leg.to, to: leg.callerId, customField: leg.customField }, formatOf) : null;
+    // An incoming call's applet ask names the caller and the ExoPhone it landed on (Direction=incoming).
+    const call = leg.inbound
+      ? { sid, from: leg.to, to: leg.callerId, customField: '', direction: 'incoming' }
+      : { sid, from: leg.to, to: leg.callerId, customField: leg.customField };
+    const stream = applet ? await voicebotStream(applet, call, formatOf) : null;
     return stream && { url: stream.url, parameters: stream.parameters, wire: exotelCallee(stream.format, this.resamplers) };
   }
 
@@ -259,6 +266,7 @@ export class FakeExotel {
       customField: string;
       timeLimitS: number;
       ringS?: number | null;
+      inbound?: boolean;
     },
   ): Promise<string> {
     const sid = Math.random().toString(16).slice(2).padEnd(32, '0');
@@ -272,6 +280,7 @@ export class FakeExotel {
       callerId,
       appId: o.appId ?? null,
       streamUrl: o.streamUrl ?? null,
+      ...(o.inbound ? { inbound: true } : {}),
       status: 'queued',
       createdAt: Date.now(),
       answeredAt: null,
@@ -341,9 +350,19 @@ export class FakeExotel {
       EndTime: call.endedAt ? exotelTime(call.endedAt) : null,
       // Exotel fills Duration in once the call is over.
       Duration: call.endedAt ? String(this.duration(call)) : null,
-      Direction: 'outbound-api',
+      Direction: call.inbound ? 'inbound' : 'outbound-api',
       CustomField: call.customField,
     };
+  }
+
+  /**
+   * A call from `caller` to the ExoPhone `exophone`, whose flow `appId` the account connected to it:
+   * the caller (the simulator's script whose `to` is `caller`) is on the line at once, and the flow's
+   * Voicebot applet is asked for its stream with `Direction=incoming` and no CustomField, as Exotel
+   * does. Resolves with Exotel's sid of the call.
+   */
+  incoming(caller: string, exophone: string, appId: string): Promise<string> {
+    return this.place('v1', caller, exophone, { appId, callback: null, customField: '', timeLimitS: 14_400, inbound: true });
   }
 
   /** Exotel's sid of the call the gateway placed as `callId` (its customfield). */

@@ -1,6 +1,9 @@
 // A fake Twilio for voice calls, speaking the wire format of /work/shared/reference/voice.md:
 //   POST /2010-04-01/Accounts/{sid}/Calls.json (form, Basic sid:token) → 201 {sid: "CA…", status: "queued"}
 //   POST /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json Status=completed|canceled → 200 (hangs up)
+//   POST /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json Twiml=<Response><Dial>… → 200 (a live call
+//        updated: its stream gets `stop` and closes, the callee is put through to the <Dial>'s number,
+//        whose simulated callee says what that party does: `transfers`); a call not in progress → 400 21220
 //   GET  /2010-04-01/Accounts/{sid}/Calls/{CallSid}.json → {sid, status, duration}: `duration` whole
 //        seconds answer → end as a string once the call is over, null before (as Twilio's)
 // The callee behind it is the simulator's (src/providers/simulator/voice.ts, scripted per number):
@@ -9,6 +12,13 @@
 // signed X-Twilio-Signature with the auth token, and delivered as Twilio does at its worst:
 // `in-progress` twice and then a stale `ringing`; `completed` twice; and, for the numbers `badDays`
 // names, dropped, late, repeated or reordered (test/fakes/bad-day.ts; Twilio posts forms only).
+// And incoming calls (`incoming`): the number's signed webhook POSTed, its TwiML followed.
+// A dial with MachineDetection and AsyncAmd=true gets Twilio's asynchronous AMD callback: a form post
+// to AsyncAmdStatusCallback with CallSid, AccountSid, AnsweredBy and MachineDetectionDuration (ms),
+// signed as the status callbacks. What Twilio's AMD would hear is the callee's script: a callee with a
+// `beep_ms` step is `machine_end_beep` once its beep has been sent (DetectMessageEnd: the greeting's
+// end), any other `human` 500 ms after its first `say` ends. `amdDays` per callee number delivers it
+// late (`delayMs`), more than once (`repeat`) or never (`drop`).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -34,6 +44,10 @@ const read = (req: IncomingMessage) =>
 
 const unxml = (s: string) => s.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n))).replace(/&amp;/g, '&');
 
+/** The callee script for a number, as the simulator picks it. */
+const calleeOf = (callees: CalleeScript[], to: string): CalleeScript =>
+  callees.find((c) => c.to === to) ?? callees.find((c) => c.to === '*') ?? { to: '*', answer: 'answer', steps: [] };
+
 export class FakeTwilio {
   readonly requests: TwilioRequest[] = [];
   /** Each callback posted: `seconds`, a `completed` one's CallDuration. */
@@ -47,6 +61,16 @@ export class FakeTwilio {
    */
   readonly lines = new Map<string, { said: number[]; media: number[] }>();
   private readonly callIdOf = new Map<string, string>();
+  /** Each live call updated with a <Dial> (a transfer): its TwiML, the number, and whether that party answered (once its part is over). */
+  readonly transfers: { sid: string; callId: string; twiml: string; to: string; at: number; answered?: boolean }[] = [];
+  /** The agent's audio each call's callee received (μ-law), by the gateway's call id: what a DTMF detector listens to. */
+  readonly heard = new Map<string, Buffer[]>();
+  /** How each callee number's AMD callback is delivered: late, repeated, or lost. */
+  readonly amdDays = new Map<string, { delayMs?: number; repeat?: number; drop?: boolean }>();
+  /** Each AMD callback posted. */
+  readonly amdCallbacks: { sid: string; answeredBy: string; code: number }[] = [];
+  private readonly amd = new Map<string, { url: string; to: string; said: number; beepAfter: number | null }>();
+  private readonly sidOfSim = new Map<string, string>();
   private seq = 0;
   private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
 
@@ -56,6 +80,7 @@ export class FakeTwilio {
     readonly accountSid: string,
     readonly authToken: string,
     private readonly carrier: ReturnType<typeof simulatorCarrier>,
+    private readonly callees: CalleeScript[] = [],
   ) {}
 
   /** `speak`: the callees' speech for a `say` (default half a second of silence). */
@@ -80,12 +105,23 @@ export class FakeTwilio {
       logger: pino({ level: 'silent' }),
       speak,
       onReply: opts.onReply,
-      onSaid: (simId, at) => void line(simId).said.push(at),
-      onGatewayFrame: (simId, event) => void (event === 'media' && line(simId).media.push(Date.now())),
+      onSaid: (simId, at) => {
+        line(simId).said.push(at);
+        self.heardByAmd(simId);
+      },
+      onGatewayFrame: (simId, event, _bytes, payload) => {
+        if (event !== 'media') return;
+        line(simId).media.push(Date.now());
+        const id = self.callIdOf.get(simId) ?? simId;
+        if (payload) self.heard.set(id, [...(self.heard.get(id) ?? []), payload]);
+      },
+      onTransferred: (simId, _to, answered) => {
+        for (const t of self.transfers) if (t.callId === self.callIdOf.get(simId)) t.answered = answered;
+      },
     });
     const server = createServer((req, res) => void self.handle(req, res.writeHead.bind(res), res.end.bind(res)));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier);
+    self = new FakeTwilio(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts.accountSid, opts.authToken, carrier, opts.callees);
     return self;
   }
 
@@ -137,6 +173,13 @@ export class FakeTwilio {
         },
       );
       this.callIdOf.set(call.simId, parameters.call_id ?? '');
+      this.sidOfSim.set(call.simId, sid);
+      if (form.get('MachineDetection') && form.get('AsyncAmd') === 'true' && form.get('AsyncAmdStatusCallback')) {
+        const steps = calleeOf(this.callees, form.get('To')!).steps;
+        const spoken = steps.filter((st) => 'say' in st || 'beep_ms' in st);
+        const beep = spoken.findIndex((st) => 'beep_ms' in st);
+        this.amd.set(sid, { url: form.get('AsyncAmdStatusCallback')!, to: form.get('To')!, said: 0, beepAfter: beep < 0 ? null : beep + 1 });
+      }
       return json(201, { sid, status: 'queued', to: form.get('To'), from: form.get('From') });
     }
     const one = new RegExp(`^${base}/(CA[0-9a-f]+)\\.json$`).exec(path);
@@ -148,6 +191,16 @@ export class FakeTwilio {
       const duration = !over ? null : call.answeredAt === null ? '0' : String(Math.round((call.endedAt! - call.answeredAt) / 1000));
       return json(200, { sid, status: over ? 'completed' : call.answeredAt !== null ? 'in-progress' : 'ringing', duration });
     }
+    const twiml = form.get('Twiml');
+    if (req.method === 'POST' && sid !== undefined && call && twiml !== null && form.get('Status') === null) {
+      if (call.endedAt !== null || call.answeredAt === null)
+        return json(400, { code: 21220, message: 'Call is not in-progress. Cannot redirect.', status: 400 });
+      const to = /^<Response><Dial(?: callerId="[^"]*")?><Number>([^<]+)<\/Number><\/Dial><\/Response>$/.exec(twiml)?.[1];
+      if (!to) return json(400, { code: 12100, message: 'Document parse failure', status: 400 });
+      this.transfers.push({ sid, callId: this.callIdOf.get(call.simId) ?? '', twiml, to: unxml(to), at: Date.now() });
+      await this.carrier.transfer!(call.simId, unxml(to), null);
+      return json(200, { sid, status: 'in-progress' });
+    }
     if (req.method === 'POST' && sid !== undefined && call) {
       call.endedAt ??= Date.now();
       await this.carrier.hangup(call.simId);
@@ -155,6 +208,103 @@ export class FakeTwilio {
       return json(200, { sid, status: form.get('Status') });
     }
     json(404, { code: 20404, message: 'not found', status: 404 });
+  }
+
+  /**
+   * An incoming call to the number `to` from `from`, as Twilio places one: the number's "A call comes
+   * in" webhook (`webhook`) is POSTed the call's form, signed X-Twilio-Signature with the auth token
+   * (`forgedWith`: another token), and its TwiML read: a `<Connect><Stream url>` is opened with its
+   * `<Parameter>`s by the caller (the simulator's script whose `to` is `from`, speaking Media Streams);
+   * a `<Say>` is heard and a `<Hangup/>` ends the call. No status callbacks: Twilio sends an inbound
+   * call's to the number's own status URL, none of the gateway's.
+   */
+  async incoming(
+    webhook: string,
+    call: { to: string; from: string },
+    forgedWith?: string,
+  ): Promise<{ status: number; twiml: string; sid: string; said: string | null }> {
+    const sid = `CA${Math.random().toString(16).slice(2).padEnd(32, '0')}`;
+    const params: [string, string][] = [
+      ['AccountSid', this.accountSid],
+      ['ApiVersion', '2010-04-01'],
+      ['CallSid', sid],
+      ['CallStatus', 'ringing'],
+      ['Called', call.to],
+      ['Caller', call.from],
+      ['Direction', 'inbound'],
+      ['From', call.from],
+      ['FromCountry', 'IN'],
+      ['To', call.to],
+      ['ToCountry', 'IN'],
+    ];
+    const res = await fetch(webhook, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(forgedWith ?? this.authToken, webhook, params) },
+      body: new URLSearchParams(params).toString(),
+    });
+    const twiml = await res.text();
+    const said = /<Say>([^<]*)<\/Say>/.exec(twiml)?.[1];
+    const url = /<Connect><Stream url="([^"]+)">/.exec(twiml)?.[1];
+    if (res.status !== 200 || !url) return { status: res.status, twiml, sid, said: said === undefined ? null : unxml(said) };
+    const parameters = Object.fromEntries([...twiml.matchAll(/<Parameter name="([^"]*)" value="([^"]*)"\/>/g)].map((m) => [unxml(m[1]!), unxml(m[2]!)]));
+    const leg = { simId: '', callback: '', answeredAt: null as number | null, endedAt: null as number | null };
+    this.calls.set(sid, leg);
+    // The caller's side of the line is the simulator's, scripted by the caller's number.
+    leg.simId = await this.carrier.dial(
+      {
+        callId: parameters.call_id ?? '',
+        to: call.from,
+        from: call.to,
+        streamUrl: unxml(url),
+        streamParameters: parameters,
+        ringTimeoutMs: 30_000,
+        maxDurationMs: 600_000,
+      },
+      {
+        ringing: () => undefined,
+        answered: () => void (leg.answeredAt = Date.now()),
+        ended: () => void (leg.endedAt ??= Date.now()),
+      },
+    );
+    this.callIdOf.set(leg.simId, parameters.call_id ?? '');
+    return { status: res.status, twiml, sid, said: null };
+  }
+
+  /** The callee finished a `say` or a beep: Twilio's AMD decides when it has heard enough (see the top). */
+  private heardByAmd(simId: string): void {
+    const sid = this.sidOfSim.get(simId);
+    const amd = sid === undefined ? undefined : this.amd.get(sid);
+    if (!amd || sid === undefined) return;
+    amd.said += 1;
+    const answeredBy = amd.beepAfter === null ? (amd.said === 1 ? 'human' : null) : amd.said === amd.beepAfter ? 'machine_end_beep' : null;
+    if (answeredBy === null) return;
+    const day = this.amdDays.get(amd.to) ?? {};
+    if (day.drop) return;
+    const send = async () => {
+      for (let i = 0; i < (day.repeat ?? 1); i++) await this.postAmd(sid, amd.url, answeredBy);
+    };
+    const t = setTimeout(() => void send(), (answeredBy === 'human' ? 500 : 0) + (day.delayMs ?? 0));
+    this.amdTimers.add(t);
+  }
+
+  private readonly amdTimers = new Set<NodeJS.Timeout>();
+
+  /** Twilio's AMD callback, signed as its status callbacks are. */
+  private async postAmd(sid: string, url: string, answeredBy: string): Promise<void> {
+    const call = this.calls.get(sid);
+    const params: [string, string][] = [
+      ['CallSid', sid],
+      ['AccountSid', this.accountSid],
+      ['AnsweredBy', answeredBy],
+      ['MachineDetectionDuration', String(call?.answeredAt ? Date.now() - call.answeredAt : 0)],
+    ];
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(this.authToken, url, params) },
+      body: new URLSearchParams(params).toString(),
+    }).catch(() => null);
+    this.amdCallbacks.push({ sid, answeredBy, code: res?.status ?? 0 });
+    await res?.text();
   }
 
   /** Twilio's sid of the call the gateway placed as `callId` (its StatusCallback names it). */
@@ -169,7 +319,7 @@ export class FakeTwilio {
   /** A signed status callback (`seqShift` < 0 sends it with an older sequence number: a stale one). */
   async post(sid: string, status: string, seqShift = 0): Promise<number> {
     const call = this.calls.get(sid);
-    if (!call) return 0;
+    if (!call?.callback) return 0; // an incoming call's status goes to the number's URL, not the gateway's
     this.seq += 1;
     const params: [string, string][] = [
       ['CallSid', sid],
@@ -192,6 +342,7 @@ export class FakeTwilio {
 
   async close(): Promise<void> {
     for (const day of this.days.values()) day.close();
+    for (const t of this.amdTimers) clearTimeout(t);
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
   }

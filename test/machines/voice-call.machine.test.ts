@@ -13,22 +13,8 @@ import {
   type DialOutput,
   type FinishInput,
   type FinishOutput,
-  type VoiceCallInput,
 } from '../../machines/voice-call.machine.ts';
-
-const input = (over: Partial<VoiceCallInput> = {}): VoiceCallInput => ({
-  callId: 'call_1',
-  account: 'user:1',
-  model: 'voice-local',
-  to: '+919800000001',
-  from: null,
-  createdAt: 0,
-  maxDurationMs: 600_000,
-  creditLimited: false,
-  ringTimeoutMs: 30_000,
-  spec: {},
-  ...over,
-});
+import { input } from './voice-call-input.ts';
 
 function harness() {
   const finished: FinishInput[] = [];

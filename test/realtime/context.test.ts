@@ -118,6 +118,24 @@ describe('realtime socket: prompt and key_terms reach the recogniser', { skip: s
     await closedSession(f.gw, created.session.id);
   });
 
+  it('stt-local (streaming): the prompt set when an utterance is committed favours the words it names; the next utterance without one is heard without', async () => {
+    const c = await connect(f.gw.url, { model: 'stt-local', api_key: f.apiKey });
+    const created = await c.next('transcription_session.created');
+    const send = () => c.append(encode(speech16k(1, 1.5), 'pcm_s16le'), 32000);
+    c.send(update({ prompt: 'He was ill disposed.' }));
+    await c.next('transcription_session.updated');
+    send();
+    const first = await c.next(COMPLETED);
+    assert.match(first.transcript, /ill disposed young man/, `with the prompt: "${first.transcript}"`);
+    c.send(update({ prompt: null }));
+    await c.until((fr) => fr.filter((x) => x.type === 'transcription_session.updated').length >= 2, 5000, 'second update');
+    send();
+    await c.until((fr) => fr.filter((x) => x.type === COMPLETED).length >= 2, 15_000, 'second utterance');
+    assert.doesNotMatch(c.of(COMPLETED)[1]!.transcript, /ill disposed/, 'without it');
+    c.ws.close();
+    await closedSession(f.gw, created.session.id);
+  });
+
   it('bad key terms are an error frame naming the field; the rest of the update applies', async () => {
     const c = await connect(f.gw.url, { model: 'stt-whisper-utt', sample_rate: '8000', encoding: 'mulaw', api_key: f.apiKey });
     const created = await c.next('transcription_session.created');

@@ -34,6 +34,9 @@ class FakeEngine implements UtteranceEngine {
     if (this.fail) throw new Error('engine died');
     return [{ start: start / 100, end: end / 100, text: `frames ${start}-${end}` }];
   }
+  async alternatives(start: number, end: number) {
+    return [(await this.decode(start, end))[0]!.text.split(' ')];
+  }
   async end() {
     this.ended = true;
   }

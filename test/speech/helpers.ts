@@ -158,15 +158,7 @@ export function whiteNoise(n: number, amp: number, seed = 12345): Int16Array {
   return out;
 }
 
-export function concatSamples(parts: readonly Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+export { concatSamples } from '../../src/speech/pcm.ts';
 
 /** `samples` with white noise of amplitude ±amp added throughout (clipped to 16 bits). */
 export function withNoise(samples: Int16Array, amp: number): Int16Array {

@@ -87,6 +87,26 @@ describe('POST /v1/audio/transcriptions', { skip }, () => {
     assert.equal(before - (await walletMicrocents()), 25_000);
   });
 
+  it("a prompt naming the clip's rare words (OpenAI's `prompt`) or key terms helps stt-local hear them", async () => {
+    const file = async () => toFile(readFileSync(CLIP), 'clip.wav');
+    const plain = await client.audio.transcriptions.create({ model: 'stt-local', file: await file() });
+    assert.doesNotMatch(plain.text, /ill disposed/, `without the prompt: "${plain.text}"`);
+    const prompted = await client.audio.transcriptions.create({ model: 'stt-local', file: await file(), prompt: 'ill disposed' });
+    assert.match(prompted.text, /\bill disposed young man\b/, `with the prompt: "${prompted.text}"`);
+    const form = multipartForm(
+      { model: 'stt-local', 'key_terms[]': 'ill disposed', response_format: 'verbose_json', 'timestamp_granularities[]': 'word' },
+      readFileSync(CLIP),
+    );
+    const termed = await call(gw.url, 'POST', '/v1/audio/transcriptions', { token: apiKey, ...form });
+    assert.equal(termed.status, 200, termed.text);
+    assert.match(termed.body.text, /ill disposed/);
+    const words = termed.body.words as { word: string; start: number; end: number }[];
+    assert.ok(
+      words.every((w, i) => w.end >= w.start && (i === 0 || w.start >= words[i - 1]!.start)),
+      JSON.stringify(words),
+    );
+  });
+
   it('decodes the upload once: one ffmpeg per stt-local call, and the seconds billed are those the engine heard', async () => {
     const before = await walletMicrocents();
     const { result: json, ffmpegRuns } = await countingFfmpeg(

@@ -122,7 +122,7 @@ describe('voice calls through the simulator: refusals, credit, idempotency, limi
     const limits = (body: unknown) => call(gw.url, 'PATCH', `/admin/limits/user/${who.id}`, { token: ADMIN_TOKEN, body });
     const set = await limits({ voice_max_concurrent_calls: 1 });
     assert.equal(set.status, 200, set.text);
-    assert.deepEqual(set.body, { owner_type: 'user', owner_id: who.id, voice_max_concurrent_calls: 1 });
+    assert.deepEqual(set.body, { owner_type: 'user', owner_id: who.id, voice_max_concurrent_calls: 1, recording_retention_days: null });
     assert.deepEqual((await call(gw.url, 'GET', `/admin/limits/user/${who.id}`, { token: ADMIN_TOKEN })).body.voice_max_concurrent_calls, 1);
     const first = await dial('+919800000003', {}, who);
     assert.equal(first.status, 202, first.text);

@@ -45,21 +45,7 @@ export async function putScriptedVoice(base: string, stt: ScriptedStt, id: strin
     routes: [{ provider: 'openai', base_url: `${stt.server.url}/v1`, api_key: 'k', upstream_model: 'gpt-4o-transcribe' }],
   };
   assert.ok([200, 201].includes((await put('stt-scripted', scripted)).status));
-  const voice = {
-    type: 'voice',
-    owned_by: 'test',
-    stt_model: 'stt-scripted',
-    tts_model: 'tts-local',
-    intent_model: 'intent-demo',
-    price_per_minute_cents: 6,
-    countries: ['IN'],
-    languages: ['en-IN', 'hi-IN'],
-    voices: ['en-us', 'hi'],
-    max_duration_seconds: 600,
-    pricing: {},
-    routes,
-  };
-  assert.equal((await put(id, voice)).status, 201);
+  assert.equal((await put(id, scriptedVoiceModel(routes))).status, 201);
 }
 
 /** The llm model `chat-test` on the fake OpenAI upstream `llm` (the LLM agents' model). */
@@ -72,6 +58,23 @@ export async function putChatModel(base: string, llm: { url: string }): Promise<
   };
   assert.equal((await call(base, 'PUT', '/admin/models/chat-test', { token: ADMIN_TOKEN, body: chat })).status, 201);
 }
+
+/** The voice model on `stt-scripted` (see putScriptedVoice), with `extra` fields. */
+export const scriptedVoiceModel = (routes: unknown[], extra: Record<string, unknown> = {}) => ({
+  type: 'voice',
+  owned_by: 'test',
+  stt_model: 'stt-scripted',
+  tts_model: 'tts-local',
+  intent_model: 'intent-demo',
+  price_per_minute_cents: 6,
+  countries: ['IN'],
+  languages: ['en-IN', 'hi-IN'],
+  voices: ['en-us', 'hi'],
+  max_duration_seconds: 600,
+  pricing: {},
+  routes,
+  ...extra,
+});
 
 export const CALLEES: CalleeScript[] = [
   { to: '+919800000002', answer: 'busy', ring_ms: 100, steps: [] },

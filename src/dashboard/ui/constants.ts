@@ -10,8 +10,10 @@ export const WEBHOOK_EVENTS = [
   'transcription.completed',
   'transcription.failed',
   'call.answered',
+  'call.answered_by',
   'call.action',
   'call.ended',
+  'call.transferred',
 ] as const;
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;
 /** The largest recording an upload may be (the server's UPLOAD_LIMIT_BYTES, src/http/uploads.ts). */

@@ -9,6 +9,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { errors } from '../schemas.ts';
 import { ApiError } from '../../errors.ts';
+import { isIncoming } from '../../voice/inbound-exotel.ts';
 
 const Field = Type.Optional(Type.String({ maxLength: 256 }));
 
@@ -21,14 +22,21 @@ export function registerExotelVoicebotRoute(app: App, deps: AppDeps): void {
         summary: "The stream URL for an Exotel flow's Voicebot applet (a call placed through Exotel's v1 API)",
         // Open: Exotel sends the call's details and may add fields; only these are read.
         querystring: Type.Object(
-          { CallSid: Type.String({ minLength: 1, maxLength: 64 }), CustomField: Field, 'sample-rate': Field },
+          { CallSid: Type.String({ minLength: 1, maxLength: 64 }), CustomField: Field, 'sample-rate': Field, Direction: Field, CallFrom: Field, CallTo: Field },
           { additionalProperties: true },
         ),
-        response: { 200: Type.Object({ url: Type.String() }), ...errors(400, 404) },
+        response: { 200: Type.Object({ url: Type.String() }), ...errors(400, 403, 404) },
       },
     },
     async (req) => {
       const q = req.query;
+      // A call that came in on one of our numbers (no CustomField: the gateway placed nothing): src/voice/inbound-exotel.ts.
+      if ((q.CustomField ?? '') === '' && isIncoming(q.Direction)) {
+        const ask = { callSid: q.CallSid, from: q.CallFrom ?? '', to: q.CallTo ?? '', sampleRate: q['sample-rate'] };
+        const url = await deps.services.inbound.exotel(ask);
+        if (url === null) throw new ApiError('not_found', 'No number of this gateway takes that call now.');
+        return { url };
+      }
       const url = deps.services.voice.voicebotStreamUrl({ callSid: q.CallSid, customField: q.CustomField, sampleRate: q['sample-rate'] });
       if (url === null) throw new ApiError('not_found', 'No call of this gateway with that CallSid and CustomField.');
       return { url };

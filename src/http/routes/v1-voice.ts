@@ -8,7 +8,7 @@
 //   POST /v1/voice/calls/{id}/callback/{provider}  a carrier's status callback (signed, or with the call's secret)
 // The carriers' media streams are the WebSocket edge's (src/ws/voice.ts).
 import { Type, type TSchema } from 'typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
@@ -16,8 +16,10 @@ import { Limit, limitOf } from '../pages.ts';
 import multipart from '@fastify/multipart';
 import { ApiError, echo } from '../../errors.ts';
 import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
+import { VoicemailSchema } from '../../shared/voicemail-schema.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
 import { ToolSchema } from './v1-chat.ts';
+import { registerRecordingRoutes, type RecordingEdge } from './voice-recording.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
 const StringMap = (maxKeys: number, maxChars: number) =>
@@ -78,6 +80,11 @@ export const VoiceCallBodySchema = Closed({
   tool_timeout_ms: Type.Optional(Type.Integer({ minimum: 500, maximum: 15_000 })),
   /** Said while a request runs (default: the pack's GEN.HOLD, else "One moment please."). */
   tool_hold_message: Type.Optional(FreeText(300)),
+  /** Where the pack's escalation to a person transfers the call (checked as `to` is: src/voice/transfer.ts). */
+  transfer_to: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+  record: Type.Optional(Type.Boolean()),
+  recording_notice: Type.Optional(FreeText(500)),
+  voicemail: Type.Optional(VoicemailSchema),
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
@@ -115,13 +122,14 @@ const Turn = Type.Object({
   ),
 });
 const Quantiles = Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) });
-const Call = Type.Object({
+export const Call = Type.Object({
   id: Type.String(),
   object: Type.Literal('voice.call'),
   status: Type.String(),
   model: Type.String(),
   to: Type.String(),
   from: Nullable(Type.String()),
+  direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
   created_at: Type.Integer(),
   max_duration_seconds: Type.Integer(),
   metadata: Type.Record(Type.String(), Type.String()),
@@ -134,6 +142,27 @@ const Call = Type.Object({
   billed_seconds: Type.Optional(Nullable(Type.Integer())),
   cost_cents: Type.Optional(Nullable(Type.Number())),
   carrier_duration_seconds: Type.Optional(Nullable(Type.Integer())),
+  transferred_to: Type.Optional(Nullable(Type.String({ description: 'The number a `transferred` call was handed to.' }))),
+  recording: Type.Optional(
+    Nullable(
+      Type.Object(
+        {
+          available: Type.Boolean(),
+          status: Type.String({ description: 'recording (the call goes on), ready, none (nothing was recorded), deleted' }),
+          duration_seconds: Nullable(Type.Number()),
+          url: Nullable(Type.String()),
+          expires_at: Nullable(Type.Integer({ description: 'Unix seconds: when its retention deletes it.' })),
+        },
+        { description: "The call's recording (null: the call was not recorded)." },
+      ),
+    ),
+  ),
+  answered_by: Type.Optional(
+    Nullable(Type.String({ description: 'Who answered: human, machine or unknown (a call with `voicemail`); null until decided, or when not asked.' })),
+  ),
+  answered_by_detection: Type.Optional(
+    Nullable(Type.Object({ source: Type.String(), detail: Type.String(), decision_ms: Type.Integer() }, { description: 'How answered_by was decided.' })),
+  ),
   transcript: Type.Optional(Type.Array(Turn)),
   transcript_truncated: Type.Optional(
     Type.Boolean({ description: "The transcript holds the call's first 200 turns: later ones were left out (metrics.turns_dropped)." }),
@@ -285,13 +314,8 @@ async function callbackBody(req: FastifyRequest): Promise<{ params: [string, str
 }
 
 /** Where calls are read and controlled: /v1 (an API key with scope `voice`: its payer's calls) or /portal (the session: its account's). */
-export interface CallsEdge {
+export interface CallsEdge extends RecordingEdge {
   prefix: '/v1' | '/portal';
-  preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-  security: Record<string, string[]>[];
-  tags: string[];
-  /** The wallet whose calls the request sees (an organization member: the organization's). */
-  account: (req: FastifyRequest) => Promise<string>;
 }
 
 /**
@@ -300,6 +324,7 @@ export interface CallsEdge {
  */
 export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): void {
   const { prefix, preHandler, security, tags, account } = edge;
+  registerRecordingRoutes(app, deps, edge);
   app.get(
     `${prefix}/voice/calls/:id`,
     {

@@ -12,7 +12,9 @@ import { registerUnderstandRoutes } from './v1-understand.ts';
 import { registerAudioRoutes } from './v1-audio.ts';
 import { registerSpeechRoutes } from './v1-speech.ts';
 import { registerVoiceRoutes } from './v1-voice.ts';
+import { registerCallActionRoutes } from './v1-voice-actions.ts';
 import { registerExotelVoicebotRoute } from './v1-voice-exotel.ts';
+import { registerInboundVoiceRoutes } from './v1-voice-inbound.ts';
 
 /** A model as GET /v1/models lists it. */
 export const ModelEntry = Type.Object({
@@ -86,5 +88,7 @@ export function registerV1Routes(app: App, deps: AppDeps): void {
   registerAudioRoutes(app, deps);
   registerSpeechRoutes(app, deps);
   registerVoiceRoutes(app, deps);
+  registerCallActionRoutes(app, deps);
   registerExotelVoicebotRoute(app, deps);
+  registerInboundVoiceRoutes(app, deps);
 }

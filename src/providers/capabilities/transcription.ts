@@ -81,6 +81,12 @@ export interface Transcript {
   /** Seconds of audio the provider reported (the gateway bills its own decoded duration). */
   duration: number | null;
   segments: TranscriptSegment[];
+  /**
+   * Other readings of the same speech, the text's first, when the recogniser gives them: stt-local
+   * on a call's turn (its pack's model), for the agent to answer the first it understands
+   * (src/voice/understanding.ts). Internal: never in a response.
+   */
+  alternatives?: string[];
 }
 
 /** Synchronous speech-to-text (`POST /v1/audio/transcriptions`: up to about 30 s of audio). */

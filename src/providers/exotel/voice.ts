@@ -120,6 +120,11 @@ export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier 
         );
       else opts.logger.debug({ call_sid: callSid, status: call.status, duration: call.duration }, 'exotel call over');
     },
+    // A transfer through a flow: Exotel's APIs cannot redirect a live call, but the flow moves on when
+    // the Voicebot applet's stream ends (the gateway closes it as the call ends `transferred`), and
+    // the flow's next applet, Connect, dials (docs/api/voice.md, Transfers). Without a flow the
+    // stream's end ends the call: no transfer.
+    ...(route.appId ? { transfer: async () => undefined } : {}),
     async duration(callSid) {
       const call = await details(callSid);
       return call.status === 'completed' ? call.duration : null;

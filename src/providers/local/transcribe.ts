@@ -21,6 +21,7 @@ import type { LanguageModels } from '../../speech/language-models.ts';
 import { loadResamplers, type Resamplers } from '../../speech/resample.ts';
 import { joinSegmentTexts } from '../../speech/transcript.ts';
 import { WAV_PCM, readWavHeader } from '../../speech/wav.ts';
+import { biasOf } from '../../speech/nbest.ts';
 import { samplesOf } from '../../speech/pcm.ts';
 import { UpstreamError, type TranscribeCapability, type TranscribeRequest, type Transcript, type TranscriptSegment } from '../types.ts';
 
@@ -96,6 +97,12 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
   const voiceDetectors = () => (detectors ??= loadVoiceDetectors());
   let resamplers: Promise<Resamplers> | null = null;
   /** An utterance on the warm engines: 8 kHz brought to the engine's 16 kHz (SpeexDSP, quality 5, as the realtime path). */
+  /**
+   * How many readings of a call's turn the agent may look through: with 50, the first one it
+   * understood was the right answer for 95 % of spoken yes/no answers over μ-law (80 % for the first
+   * best), 100 % of amounts (90 %), 58 % of complaints (51 %); 10 gave 90 / 100 / 56 % (`npm run eval:understanding`).
+   */
+  const ALTERNATIVES = 50;
   const onWarmEngine = async (
     engines: EnginePool,
     u: { samples: Int16Array; rate: 8000 | 16000 },
@@ -117,8 +124,15 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
     }
     // A call's turn: its pack's language model for what the agent asked (src/speech/language-models.ts).
     const model = context?.domain ? await opts.languageModels?.modelWhenReady(context.domain, context.expect, DOMAIN_WAIT_MS) : null;
-    const segments = await engines.decode(pcm, signal, model ?? undefined);
-    return { text: joinSegmentTexts(segments), language: 'en', duration: Math.round((u.samples.length / u.rate) * 1000) / 1000, segments };
+    const duration = Math.round((u.samples.length / u.rate) * 1000) / 1000;
+    if (model) {
+      // A call's turn: its readings, for the agent to answer the first it understands (its text the first best's).
+      const alternatives = (await engines.alternatives(pcm, signal, model)).slice(0, ALTERNATIVES).map((w) => w.join(' '));
+      const text = alternatives[0] ?? '';
+      return { text, language: 'en', duration, segments: text ? [{ start: 0, end: duration, text }] : [], alternatives };
+    }
+    const segments = await engines.decode(pcm, signal);
+    return { text: joinSegmentTexts(segments), language: 'en', duration, segments };
   };
   return {
     refuses(req) {
@@ -138,7 +152,10 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
       else signal.addEventListener?.('abort', onCancel, { once: true });
       const diarizer = req.diarize === true ? opts.diarizer : undefined;
       try {
-        const utterance = opts.engines && req.diarize !== true ? utteranceOf(req.audio.data) : null;
+        // A client's prompt or key terms (not a call's turn: its pack's models are its context) are
+        // heard by an engine of the request's own that writes each utterance's N best (nbest.ts).
+        const bias = req.context?.domain ? null : biasOf(req.context);
+        const utterance = opts.engines && req.diarize !== true && !bias ? utteranceOf(req.audio.data) : null;
         if (opts.engines && utterance) return await onWarmEngine(opts.engines, utterance, req.context, abort.signal);
         // PCM the gateway decoded already (a sync call) is taken as it is; otherwise a recording whose
         // length was measured is decoded no further (a second past it, to be sure).
@@ -148,7 +165,13 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
           : decodeToPcm(req.audio.data ? { bytes: req.audio.data } : { path: req.audio.path }, { signal: abort.signal, ...limit });
         return await transcribePcmWith(
           pcm,
-          { detectors: await voiceDetectors(), signal: abort.signal, ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}) },
+          {
+            detectors: await voiceDetectors(),
+            signal: abort.signal,
+            // The client's prompt and key terms favour the words they name (src/speech/nbest.ts).
+            bias,
+            ...(opts.tmpDir ? { tmpDir: opts.tmpDir } : {}),
+          },
           async (t, audioFile) => {
             const segments: TranscriptSegment[] = t.segments.map((s) => ({ start: s.start, end: s.end, text: s.text, ...(s.words ? { words: s.words } : {}) }));
             if (diarizer && segments.length > 0) {

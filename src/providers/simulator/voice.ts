@@ -13,7 +13,7 @@
 // `say` (text spoken by tts-local in the step's `voice`, default espeak-ng's `en-us`; festival's
 // `en-us-slt` sounds far more like a person), `silence_ms`,
 // `dtmf`, `wait_agent` (`done`: the agent's reply played and `ms` of quiet after it; `speaking`:
-// the agent has been playing for `ms`, so a `say` next barges in), `hangup`. When its steps run out
+// the agent has been playing for `ms`, so a `say` next barges in), `hangup`, `beep_ms` (a voicemail's, `beep_hz`). When its steps run out
 // it stays on the line, silent, until the gateway hangs up. A script's `noise` (a level in dBFS,
 // white or pink: src/speech/noise.ts) is line noise under all the callee sends, speech and
 // silences, from its `after_ms` into the stream on (at its `before_dbfs` before that, if given).
@@ -26,9 +26,11 @@ import type { SpeechClip } from '../../speech/clip.ts';
 import { g711Decode, g711Encode } from '../../speech/g711.ts';
 import { addNoise, lineNoise, type NoiseSource } from '../../speech/noise.ts';
 import { bytesOf, samplesOf } from '../../speech/pcm.ts';
+import { toneClip } from '../../speech/tone.ts';
 import type { Carrier, CarrierEvents, DialRequest } from '../carrier.ts';
 import { twilioWire } from '../carrier-wire/twilio.ts';
 import type { CalleeWire, WireProtocol } from '../carrier-wire/types.ts';
+import { putThrough } from './transfer.ts';
 
 /** Without agent audio this long, its reply counts as over (a late frame is not an end). */
 const GAP_MS = 200;
@@ -45,7 +47,7 @@ export interface SimulatorOptions {
   /** The protocol the callees' streams speak (default Twilio's Media Streams). */
   wire?: WireProtocol;
   /** Told each frame the gateway sends a callee (its event, and a media payload's bytes): the fake carriers' record. */
-  onGatewayFrame?(callSid: string, event: string, payloadBytes: number): void;
+  onGatewayFrame?(callSid: string, event: string, payloadBytes: number, payload?: Buffer): void;
   /**
    * What the line does when the gateway refuses the stream's handshake: `hang_up` (the default: the
    * call ends at once), or `dead_air`, Exotel's: one retry, then the answered line stays up, silent
@@ -65,6 +67,8 @@ export interface SimulatorOptions {
   onReply?(callSid: string, delayMs: number): void;
   /** Told when the last frame of a `say` step's speech was sent (epoch ms): when the callee stopped, as the line saw it. */
   onSaid?(callSid: string, at: number): void;
+  /** Told when a transferred call's party (its transfer callee) answered or not, once its part is over. */
+  onTransferred?(callSid: string, to: string, answered: boolean): void;
 }
 
 /** The script for a dialled number: the first callee whose `to` is it, or `*`. */
@@ -72,9 +76,35 @@ function calleeFor(callees: readonly CalleeScript[], to: string): CalleeScript {
   return callees.find((c) => c.to === to) ?? callees.find((c) => c.to === '*') ?? { to: '*', answer: 'answer', steps: [] };
 }
 
-export function simulatorCarrier(opts: SimulatorOptions): Carrier {
+/** The simulator's carrier, which also places calls *to* the gateway (its inbound calls: src/voice/inbound-simulator.ts). */
+export interface SimulatorCarrier extends Carrier {
+  /**
+   * The caller at `from` (its script: the callee whose `to` is `from`) rings the gateway's number
+   * `to`; `answer` is the gateway's (given the call's sid and where to tell its news), resolving with
+   * the stream to open, or null when it refused the call (the caller hangs up). Resolves with the sid.
+   */
+  ring(call: { to: string; from: string }, answer: (callSid: string, attach: (events: CarrierEvents) => void) => Promise<Stream | null>): Promise<string>;
+}
+
+type Stream = { url: string; parameters: Record<string, string> };
+
+export function simulatorCarrier(opts: SimulatorOptions): SimulatorCarrier {
   const calls = new Map<string, SimulatedCall>();
   return {
+    async ring(call, answer) {
+      const id = `SIM${randomBytes(12).toString('hex')}`;
+      let told: CarrierEvents | null = null;
+      const stream = await answer(id, (events) => (told = events));
+      if (!stream) return id;
+      const req: DialRequest = { callId: '', ...call, streamUrl: stream.url, streamParameters: stream.parameters, ringTimeoutMs: 0, maxDurationMs: 3_600_000 };
+      // The gateway took the call: the caller is on the line at once, its news told to the call once it was adopted.
+      const script = { ...calleeFor(opts.callees, call.from), answer: 'answer' as const, ring_ms: 0 };
+      const relay: CarrierEvents = { ringing: () => undefined, answered: () => undefined, ended: (outcome) => told?.ended(outcome) };
+      const caller = new SimulatedCall(id, req, script, relay, opts, () => calls.delete(id));
+      calls.set(id, caller);
+      caller.start();
+      return id;
+    },
     wire: opts.wire ?? twilioWire,
     async dial(req, events) {
       const id = `SIM${randomBytes(12).toString('hex')}`;
@@ -85,6 +115,11 @@ export function simulatorCarrier(opts: SimulatorOptions): Carrier {
     },
     async hangup(id) {
       calls.get(id)?.hangup();
+    },
+    async transfer(id, to) {
+      const call = calls.get(id);
+      if (!call) throw new Error(`simulator: no call ${id} to transfer`);
+      call.transfer(to, calleeFor(opts.callees, to));
     },
   };
 }
@@ -165,6 +200,28 @@ class SimulatedCall {
     });
   }
 
+  /** The party a transfer put the callee through to, while that part of the call lasts. */
+  private party: AbortController | null = null;
+
+  /**
+   * The carrier bridged the call to `to` (Twilio's `<Dial>`): the media stream ends (`stop`, then
+   * closed), the callee's script stops (they talk to the person now: src/providers/simulator/transfer.ts),
+   * and the call ends when that part does.
+   */
+  transfer(to: string, script: CalleeScript): void {
+    if (this.over || this.party) return;
+    this.party = new AbortController();
+    this.abort.abort();
+    if (this.pacer) clearInterval(this.pacer);
+    this.pacer = null;
+    this.send(this.wire.stop(this.id));
+    this.ws?.close(1000);
+    void putThrough(script, this.party.signal).then(({ answered }) => {
+      this.opts.onTransferred?.(this.id, to, answered);
+      this.end({});
+    });
+  }
+
   /** The gateway hung up (or cancelled): the line and the stream close; no news is sent back. */
   hangup(): void {
     if (this.over) return;
@@ -188,6 +245,7 @@ class SimulatedCall {
   private finish(): void {
     this.over = true;
     this.abort.abort();
+    this.party?.abort();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     if (this.pacer) clearInterval(this.pacer);
@@ -236,7 +294,7 @@ class SimulatedCall {
     let opened = false;
     ws.on('error', (err) => this.opts.logger.debug({ err, call_sid: this.id }, 'simulated callee: stream error'));
     ws.on('close', () => {
-      if (this.over) return;
+      if (this.over || this.party) return; // a transfer's end of the stream is not the line's
       if (!opened) return this.refused(retried);
       // The gateway closed the stream without hanging up: the line drops.
       this.end({});
@@ -257,7 +315,7 @@ class SimulatedCall {
         return;
       }
       const media = m.event === 'media' && typeof m.media?.payload === 'string' ? Buffer.from(m.media.payload, 'base64') : null;
-      if (typeof m.event === 'string') this.opts.onGatewayFrame?.(this.id, m.event, media?.length ?? 0);
+      if (typeof m.event === 'string') this.opts.onGatewayFrame?.(this.id, m.event, media?.length ?? 0, media ?? undefined);
       if (media) {
         if (this.saidAt !== null) this.opts.onReply?.(this.id, Date.now() - this.saidAt);
         this.saidAt = null;
@@ -356,9 +414,9 @@ class SimulatedCall {
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     for (const step of this.script.steps) {
-      if (this.over) return;
-      if ('say' in step) {
-        const clip = await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)!;
+      if (this.over || this.party) return; // after a transfer the callee talks to the person
+      if ('say' in step || 'beep_ms' in step) {
+        const clip = 'say' in step ? await this.spoken.get(`${step.voice ?? 'en-us'}:${step.say}`)! : toneClip(step.beep_hz ?? 1000, step.beep_ms);
         if (this.over) return;
         this.speech.push(this.wire.encode?.(clip) ?? clip.as(this.wire.audio));
         await this.until(() => this.speech.length === 0, signal, 600_000);

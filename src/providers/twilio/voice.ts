@@ -3,7 +3,7 @@
 // gateway's media stream (`<Connect><Stream url>` with the call id and its one-time token as
 // `<Parameter>`s: Twilio's only per-call channel into the stream); its progress comes back as status
 // callbacks (`parseStatusCallback`, signed: `verifySignature`); a hang-up is `POST …/Calls/{sid}.json
-// Status=completed`; what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media
+// Status=completed`; a cold transfer, the same call updated with `Twiml` `<Dial>` (src/voice/transfer.ts); what Twilio says the call lasted, `GET …/Calls/{sid}.json` (`duration`). The media
 // itself is Twilio's Media Streams protocol (src/providers/carrier-wire/twilio.ts).
 import { createHmac } from 'node:crypto';
 import { endedNews, sameSecret, type Carrier, type DialRequest, type StatusNews } from '../carrier.ts';
@@ -30,14 +30,19 @@ export const TWILIO_WSS_WARNING =
 /** Whether a stream URL on this public base would be one Twilio opens. */
 export const twilioCanStream = (publicBase: string): boolean => /^https:\/\//i.test(publicBase);
 
-const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+export const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** The TwiML that connects the answered call to the gateway's media stream. */
-function streamTwiml(req: DialRequest): string {
+/** The TwiML that connects the answered call to the gateway's media stream (an inbound call's too: src/voice/inbound-twilio.ts). */
+export function streamTwiml(req: Pick<DialRequest, 'streamUrl' | 'streamParameters'>): string {
   const params = Object.entries(req.streamParameters)
     .map(([name, value]) => `<Parameter name="${xml(name)}" value="${xml(value)}"/>`)
     .join('');
   return `<Response><Connect><Stream url="${xml(req.streamUrl)}">${params}</Stream></Connect></Response>`;
+}
+
+/** The TwiML a live call is updated with to hand it to `to` (a cold transfer): its `<Connect><Stream>` ends, the callee is dialled through. */
+export function dialTwiml(to: string, callerId: string): string {
+  return `<Response><Dial callerId="${xml(callerId)}"><Number>${xml(to)}</Number></Dial></Response>`;
 }
 
 /**
@@ -56,8 +61,21 @@ export function verifySignature(authToken: string, url: string, params: readonly
   return sameSecret(signature, twilioSignature(authToken, url, params));
 }
 
-/** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore). */
+/**
+ * Twilio's AnsweredBy (its AsyncAmdStatusCallback): `human`; `machine_start`, `machine_end_beep`,
+ * `machine_end_silence`, `machine_end_other` and `fax` are machines (with DetectMessageEnd, the
+ * `machine_end_*` ones come once the greeting is over); `unknown`.
+ */
+const answeredBy = (value: string): 'human' | 'machine' | 'unknown' =>
+  value === 'human' ? 'human' : value.startsWith('machine_') || value === 'fax' ? 'machine' : 'unknown';
+
+/** What a status callback's CallStatus means for the call (out of order and repeated ones are the machine's to ignore); an AMD callback's AnsweredBy. */
 function parseStatusCallback(params: ReadonlyMap<string, string>): StatusNews {
+  const amd = params.get('AnsweredBy');
+  if (amd !== undefined) {
+    const ms = Number(params.get('MachineDetectionDuration') ?? '0');
+    return { kind: 'answered_by', answeredBy: answeredBy(amd), detail: amd.slice(0, 40), decisionMs: Number.isFinite(ms) && ms >= 0 ? Math.round(ms) : 0 };
+  }
   const status = params.get('CallStatus');
   if (status === 'ringing') return { kind: 'ringing' };
   if (status === 'in-progress') return { kind: 'answered' };
@@ -71,6 +89,7 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
   const post = (path: string, form: URLSearchParams) => rest('POST', `${account}${path}`, form);
   return {
     wire: twilioWire,
+    detectsMachines: true,
     async dial(req) {
       const form = new URLSearchParams({
         To: req.to,
@@ -82,12 +101,25 @@ export function twilioCarrier(route: TwilioRoute, opts: { callbackUrl(callId: st
         TimeLimit: String(Math.ceil(req.maxDurationMs / 1000)),
       });
       for (const e of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', e);
+      if (req.machineDetection) {
+        // Twilio's asynchronous AMD: the call connects at once (the greeting plays) and the decision
+        // comes by callback, signed as the status callbacks, to the same URL; DetectMessageEnd waits
+        // for a machine's greeting to end (its beep), so a message left then is heard.
+        form.set('MachineDetection', 'DetectMessageEnd');
+        form.set('AsyncAmd', 'true');
+        form.set('AsyncAmdStatusCallback', opts.callbackUrl(req.callId));
+        form.set('AsyncAmdStatusCallbackMethod', 'POST');
+      }
       const call = await post('/Calls.json', form);
       if (typeof call.sid !== 'string') throw new Error('twilio answered no call sid');
       return call.sid;
     },
     async hangup(sid) {
       await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Status: 'completed' }));
+    },
+    async transfer(sid, to, from) {
+      // Updating a live call with new TwiML ends its <Connect><Stream> (Twilio sends `stop`) and runs the <Dial>.
+      await post(`/Calls/${encodeURIComponent(sid)}.json`, new URLSearchParams({ Twiml: dialTwiml(to, callerIdE164(from ?? route.from)) }));
     },
     async duration(sid) {
       // `duration` is a string of whole seconds once the call is over, null before.

@@ -9,6 +9,7 @@ import { cents, confirmed, ErrorBox, Loading, num, Page, useAction, useLoad, use
 import { DataTable } from '../../ui/table.tsx';
 import { clock } from '../../ui/speech.tsx';
 import { going, label, seconds, type Call, type CallTurn } from './calls.tsx';
+import { CallRecording, useRecordingPlayer, type RecordingPlayer } from './call-recording.tsx';
 
 /** Unix seconds in UTC to the second (a call's moments are seconds apart). */
 const at = (s: number | null | undefined) => (s ? `${new Date(s * 1000).toISOString().slice(0, 19).replace('T', ' ')} UTC` : '—');
@@ -38,7 +39,8 @@ export function CallPage({ id }: { id: string }) {
   const { api } = useSession();
   const path = `/portal/voice/calls/${encodeURIComponent(id)}`;
   const call = useLoad(() => api.get<Call>(path), [path]);
-  usePoll(call.data !== null && going(call.data) ? 1000 : null, call.reload);
+  usePoll(call.data !== null && (going(call.data) || call.data.recording?.status === 'recording') ? 1000 : null, call.reload);
+  const player = useRecordingPlayer();
   const c = call.data;
   return (
     <Page title={`Call ${id}`} actions={c ? <Controls call={c} path={path} onDone={call.reload} /> : null}>
@@ -50,6 +52,7 @@ export function CallPage({ id }: { id: string }) {
             rows={[
               ['Status', label(c.status), 'call-status'],
               ['End reason', label(c.end_reason)],
+              ['Direction', label(c.direction ?? 'outbound'), 'call-direction'],
               ['To', c.to],
               ['From', c.from ?? '—'],
               ['Model', c.model],
@@ -63,7 +66,8 @@ export function CallPage({ id }: { id: string }) {
               ['Cost', cents(c.cost_cents), 'call-cost'],
             ]}
           />
-          <Transcript turns={c.transcript ?? []} />
+          <CallRecording call={c} path={path} player={player} />
+          <Transcript turns={c.transcript ?? []} player={c.recording?.available ? player : null} />
           <Outcome call={c} />
           {c.metrics ? (
             <section class="card">
@@ -115,7 +119,8 @@ function Controls({ call: c, path, onDone }: { call: Call; path: string; onDone(
   );
 }
 
-function Transcript({ turns }: { turns: CallTurn[] }) {
+/** The turns; with a recording, each turn's times are a button that plays the recording from it. */
+function Transcript({ turns, player }: { turns: CallTurn[]; player: RecordingPlayer | null }) {
   return (
     <section class="card">
       <h2>Transcript</h2>
@@ -125,11 +130,18 @@ function Transcript({ turns }: { turns: CallTurn[] }) {
       ) : (
         <ol class="turns" data-testid="call-turns">
           {turns.map((t, i) => (
-            <li key={i} class={`call-turn ${t.role}`}>
+            <li key={i} class={`call-turn ${t.role}${player?.playing === i ? ' playing' : ''}`}>
               <span class="who-said">{t.role === 'agent' ? 'Agent' : t.role === 'tool' ? 'Tool' : 'Callee'}</span>
               <span class="muted">
                 {' '}
-                {clock(t.start)}–{clock(t.end)}
+                {player ? (
+                  <button type="button" class="link play-turn" data-start={t.start} data-end={t.end} onClick={() => player.play(i, t.start, t.end)}>
+                    <span class="sr-only">Play </span>
+                    {clock(t.start)}–{clock(t.end)}
+                  </button>
+                ) : (
+                  `${clock(t.start)}–${clock(t.end)}`
+                )}
                 {t.interrupted ? ', interrupted' : ''}
               </span>
               <Said turn={t} />

@@ -52,6 +52,7 @@ export function CallsPage() {
           empty={status ? 'No call has this status.' : 'No calls yet.'}
           columns={[
             { label: 'Call', cell: (c) => <a href={href(`calls/${c.id}`)}>{c.id}</a> },
+            { label: 'Direction', cell: (c) => label(c.direction ?? 'outbound') },
             { label: 'To', cell: (c) => c.to },
             { label: 'Model', cell: (c) => c.model },
             { label: 'Status', cell: (c) => label(c.status) },

@@ -1,0 +1,147 @@
+// A call's answering machines (issue 41 §1): when the call asks (its `voicemail`, or its model's),
+// who answered is decided while the agent's greeting plays (never holding it back), and a machine
+// gets what the call asked for. The decision is the carrier's where it has one we use (Twilio's
+// asynchronous AMD, told by its callback through the actor), else the gateway's own detector's
+// (src/voice/answering-machine.ts) on the callee's audio, within 4 s of the answer. Either way it
+// goes to the call's actor (`answered_by`: the first one counts, a repeated one changes nothing),
+// which tells the webhooks and hands it back here (`answeredBy`), so the call acts once, on the
+// decision it records. On `machine` (and an action other than `continue`): the agent stops (its
+// reply cut, the carrier told to clear; what the greeting says is transcribed, not answered), then
+// `hangup` ends the call, or `leave_message` waits for the greeting's beep (or its silence; Twilio's
+// `machine_end_*` says the greeting is over already), plays the message, and ends the call: end
+// reason `voicemail`, billed as any answered call.
+import type { Logger } from 'pino';
+import type { AnsweredByNews } from '../../machines/voice-call.machine.ts';
+import { ApiError, echo } from '../errors.ts';
+import type { IntentService } from '../intent/service.ts';
+import { responseWording } from '../intent/service.ts';
+import type { ModelDoc } from '../models/types.ts';
+import type { VoiceDetectors } from '../speech/vad.ts';
+import { type Voicemail, voicemailProblem } from '../shared/voicemail-schema.ts';
+import { type AgentReply, fillVariables, one, replyOf, type ResponseAudio } from './agent.ts';
+import { AMD_VAD, AnsweringMachineDetector } from './answering-machine.ts';
+import type { CallLine } from './call-line.ts';
+import type { Speaking } from './speaking.ts';
+
+/** The decision comes this long after the answer at the latest (the issue's 4 s, less the actor's round trip). */
+const DECISION_MS = 3850;
+
+/**
+ * The call's `voicemail` (the body's, else the model's; null: no detection), checked: a
+ * `leave_message` has one message; a `response_id` needs the agent's pack to have it (an llm agent
+ * has none).
+ */
+export function checkVoicemail(given: Voicemail | undefined, model: ModelDoc, pack: { responses: object } | null): Voicemail | null {
+  const v = given ?? model.voicemail ?? null;
+  if (v === null) return null;
+  const where = given ? 'voicemail' : `the model '${model._id}''s voicemail`;
+  const problem = voicemailProblem(v);
+  if (problem) throw new ApiError('invalid_request', `${where}: ${problem.message}`, { param: `voicemail.${problem.field}` });
+  if (v.response_id !== undefined && pack === null)
+    throw new ApiError('invalid_request', `${where}: an llm agent has no pack; give 'text'.`, { param: 'voicemail.response_id' });
+  if (v.response_id !== undefined && !Object.hasOwn(pack!.responses, v.response_id))
+    throw new ApiError('invalid_request', `${where}: the agent's pack has no response '${echo(v.response_id)}'.`, { param: 'voicemail.response_id' });
+  return v;
+}
+
+/** What the message is said with: the call's voice, and its pack for a `response_id`. */
+export interface MessageVoice {
+  audio: ResponseAudio;
+  tts: ModelDoc;
+  voice: string;
+  language: string;
+  variables: Record<string, string>;
+  intent: Pick<IntentService, 'packOf'>;
+  intentModel: ModelDoc | null;
+}
+
+/** The message of a `leave_message` voicemail, rendered in the call's voice (null: none, or its wording is gone). */
+export async function voicemailMessage(v: Voicemail, o: MessageVoice): Promise<AgentReply | null> {
+  let wording = v.text ?? null;
+  if (v.response_id !== undefined && o.intentModel) {
+    const pack = await o.intent.packOf(o.intentModel);
+    wording = pack ? responseWording(pack, v.response_id, o.language) : null;
+  }
+  if (wording === null) return null;
+  const text = fillVariables(wording, o.variables);
+  const line = { text, audio: await o.audio.render(o.tts, o.voice, o.language, text) };
+  return { ...replyOf(one(line), v.response_id ?? null), action: 'VOICEMAIL' };
+}
+
+export interface CallVoicemailDeps {
+  /** The call's `voicemail`; null: the call did not ask (nothing is detected). */
+  plan: Voicemail | null;
+  line: CallLine;
+  speaking: Speaking;
+  message(): Promise<AgentReply | null>;
+  log: Logger;
+  now(): number;
+}
+
+export class CallVoicemail {
+  private detector: AnsweringMachineDetector | null = null;
+  private acted = false;
+  private greetingOver!: () => void;
+  private readonly greetingEnded = new Promise<void>((resolve) => (this.greetingOver = resolve));
+
+  constructor(private readonly deps: CallVoicemailDeps) {}
+
+  /** The stream started: the gateway's own detector listens, unless the carrier detects (`carrierDetects`) or the call did not ask; the message is rendered. */
+  start(detectors: VoiceDetectors, carrierDetects: boolean): void {
+    const { plan, line } = this.deps;
+    // The message is rendered now (kept), so it is in hand when the greeting ends.
+    if (plan?.action === 'leave_message')
+      this.deps.message().catch((err: unknown) => this.deps.log.warn({ err }, 'the voicemail message could not be rendered'));
+    if (plan === null || carrierDetects || line.answeredAt === null) return;
+    const budgetMs = Math.max(1000, DECISION_MS - (this.deps.now() - line.answeredAt));
+    this.detector = new AnsweringMachineDetector(detectors.create(AMD_VAD), { budgetMs });
+  }
+
+  /** The callee's audio (8 kHz PCM). */
+  audio(samples: Int16Array): void {
+    const detector = this.detector;
+    if (!detector) return;
+    const { decision, ended } = detector.push(samples);
+    const line = this.deps.line;
+    if (decision) {
+      const now = this.deps.now();
+      const news = { answeredBy: decision.answeredBy, detail: decision.detail, source: 'gateway' as const, decisionMs: now - (line.answeredAt ?? now) };
+      this.deps.log.info({ answered_by: news.answeredBy, detail: news.detail, decision_ms: news.decisionMs }, 'answering-machine detection');
+      line.record({ type: 'answered_by', now, ...news });
+      if (decision.answeredBy !== 'machine') this.close(); // nothing more to hear
+    }
+    if (ended) {
+      this.greetingOver();
+      this.close();
+    }
+  }
+
+  /** The actor's decision (the first, once): a machine gets the call's `voicemail`. */
+  answeredBy(news: AnsweredByNews): void {
+    const { plan, line, speaking } = this.deps;
+    if (this.acted || plan === null || plan.action === 'continue' || news.answeredBy !== 'machine' || line.over) return;
+    this.acted = true;
+    line.closing = true; // nothing more is answered
+    speaking.cut();
+    speaking.stop();
+    if (news.source !== 'gateway') this.greetingOver(); // Twilio's DetectMessageEnd decides at the greeting's end
+    void this.leave(plan).catch((err: unknown) => this.deps.log.warn({ err }, 'the voicemail could not be left'));
+  }
+
+  private async leave(plan: Voicemail): Promise<void> {
+    const line = this.deps.line;
+    if (plan.action === 'leave_message') {
+      const message = this.deps.message(); // rendered while the greeting plays
+      message.catch(() => undefined);
+      await this.greetingEnded;
+      if (line.over) return;
+      await this.deps.speaking.respond(() => message, null, true);
+    }
+    await line.end('voicemail');
+  }
+
+  close(): void {
+    this.detector?.close();
+    this.detector = null;
+  }
+}

@@ -1,0 +1,88 @@
+// A recorded call's page in Chromium, through the cookie session: the recording plays in an <audio>
+// element that reads it by byte ranges; a click on a transcript turn's times plays the recording from
+// that turn (the recording's 0 is the answer, as the transcript's); the WAV and MP3 download links;
+// a call recording still says so; a deleted recording says it is deleted; another site's page
+// embedding the recording is refused.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN_TOKEN, call, createKey } from '../helper.ts';
+import { place, ended, waitForCall } from '../voice/helpers.ts';
+import { CALLEES, putScriptedVoice, ScriptedStt } from '../voice/simulated.ts';
+import { apiSession, openTab, signUpInBrowser, startDashboard, type Dashboard } from './browser.ts';
+
+describe('dashboard: a call recording', () => {
+  let d: Dashboard;
+  let stt: ScriptedStt;
+  before(async () => {
+    stt = await ScriptedStt.start();
+    d = await startDashboard({ voice: { simulator: { callees: CALLEES } } });
+    await putScriptedVoice(d.base, stt, 'voice-test', [{ provider: 'simulator' }]);
+  });
+  after(async () => {
+    await d?.close();
+    await stt?.server.close();
+  });
+
+  it('plays the recording, and from a turn when the turn is clicked; downloads; says when it is deleted', async () => {
+    const tab = await openTab(d);
+    const { page } = tab;
+    const email = await signUpInBrowser(tab, d);
+    const token = await apiSession(d, email);
+    const me = (await call(d.base, 'GET', '/portal/me', { token })).body.user.id as number;
+    assert.equal((await call(d.base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: me, amount_cents: 1000 } })).status, 201);
+    const key = (await createKey(d.base, token)).api_key;
+    stt.say('the ATM did not give money but my account got debited', 'yes please');
+    const placed = await place(d.gw, key, { model: 'voice-test', to: '+919800000010', record: true });
+    assert.equal(placed.status, 202, placed.text);
+    const id = placed.body.id as string;
+    const audioAnswers: number[] = [];
+    page.on('response', (res) => {
+      if (/\/portal\/voice\/calls\/[^/?]+\/recording$/.test(res.url())) audioAnswers.push(res.status());
+    });
+    await page.goto(`${d.base}/dashboard/calls/${id}`);
+    await page.getByTestId('recording-status').getByText('being recorded').waitFor({ timeout: 10_000 });
+    const c = await waitForCall(d.gw, key, id, (x) => ended(x) && x.recording?.available, 40_000);
+    assert.equal(c.recording.available, true, JSON.stringify(c.recording));
+    // The page follows the call to its recording without a reload.
+    await page.getByLabel("The call's recording").waitFor({ timeout: 10_000 });
+    // Polled (the dashboard's CSP refuses waitForFunction's eval'd predicate).
+    for (const until = Date.now() + 10_000; ((await page.evaluate("document.querySelector('audio').readyState")) as number) < 1; ) {
+      assert.ok(Date.now() < until, 'the recording is loaded within 10 s');
+      await page.waitForTimeout(50);
+    }
+    const duration = (await page.evaluate("document.querySelector('audio').duration")) as number;
+    assert.ok(Math.abs(duration - c.recording.duration_seconds) < 0.05, `the player's ${duration} s, the call's ${c.recording.duration_seconds} s`);
+    const buttons = page.getByTestId('call-turns').locator('.play-turn');
+    assert.equal(await buttons.count(), c.transcript.length);
+    const callee = c.transcript.findIndex((t: { role: string }) => t.role === 'callee');
+    const turn = buttons.nth(callee);
+    const span = { start: Number(await turn.getAttribute('data-start')), end: Number(await turn.getAttribute('data-end')) };
+    assert.deepEqual(span, { start: c.transcript[callee].start, end: c.transcript[callee].end });
+    await turn.click();
+    await page.waitForTimeout(300);
+    const at = (await page.evaluate("document.querySelector('audio').currentTime")) as number;
+    assert.ok(at >= span.start && at <= span.end + 0.3, `currentTime ${at} within ${span.start}–${span.end}`);
+    assert.ok(audioAnswers.includes(206), `the recording was read by ranges: ${audioAnswers.join(', ')}`);
+    assert.equal(await page.getByRole('link', { name: 'WAV' }).getAttribute('href'), `/portal/voice/calls/${id}/recording`);
+    assert.equal(await page.getByRole('link', { name: 'MP3' }).getAttribute('href'), `/portal/voice/calls/${id}/recording?format=mp3`);
+    await tab.checkA11y('a recorded call');
+    await tab.screenshot('call-recording');
+
+    // Another site's page embedding the recording (the cookie rides along) is refused.
+    const cookie = (await tab.context.cookies()).map((k) => `${k.name}=${k.value}`).join('; ');
+    const embedded = await fetch(`${d.base}/portal/voice/calls/${id}/recording`, { headers: { cookie, 'sec-fetch-site': 'cross-site' } });
+    assert.equal(embedded.status, 403);
+    assert.equal(((await embedded.json()) as any).error.code, 'cross_site_request');
+    const own = await fetch(`${d.base}/portal/voice/calls/${id}/recording`, { headers: { cookie, 'sec-fetch-site': 'same-origin', range: 'bytes=0-43' } });
+    assert.equal(own.status, 206, 'the same cookie from its own pages reads it');
+
+    // Deleted by the API: the page says so, and offers no player.
+    assert.equal((await call(d.base, 'DELETE', `/v1/voice/calls/${id}/recording`, { token: key })).status, 204);
+    await page.reload();
+    await page.getByTestId('recording-status').getByText('deleted').waitFor();
+    assert.equal(await page.locator('audio').count(), 0);
+    assert.equal(await buttons.count(), 0, 'the turns are text again');
+    tab.assertClean();
+    await tab.close();
+  });
+});
