@@ -342,6 +342,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             reason: context.endReason!,
             billedSeconds: context.billedSeconds ?? 0,
             spec: context.spec,
+            outcome: { actions: context.actions, final_state: context.agentState },
             transferTo: context.endReason === 'transferred' ? (context.transferTo ?? null) : null,
           }),
           onDone: {

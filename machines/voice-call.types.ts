@@ -71,9 +71,30 @@ export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
   direction?: 'inbound';
 }
 
+/** How the integrator answered a tool request (src/voice/tool-requests.ts): 2xx, 4xx, anything else, or nothing in time. */
+export type ToolStatus = 'ok' | 'refused' | 'failed' | 'timeout';
+
+/** A `tool` turn's request to the integrator and its answer (a pack's business action, or an LLM's tool call). */
+export interface ToolExchange {
+  /** The request's id (an LLM's tool call id, or `act_…` for a pack's action): the integrator's key to deduplicate by. */
+  id: string;
+  type: 'function' | 'action';
+  name: string;
+  arguments: unknown;
+  status: ToolStatus;
+  /** The integrator's HTTP status, null when none came. */
+  status_code: number | null;
+  /** Why no answer came (`timeout`, `connection_refused`, …), or the `http_<status>` of a refusal. */
+  error: string | null;
+  /** The answer's body as text (at most 4,000 characters here). */
+  result: string;
+  latency_ms: number;
+}
+
 /** One transcript turn; times are seconds from the answer. */
 export interface Turn {
-  role: 'agent' | 'callee';
+  /** `tool`: a request the agent made to the integrator during the call, and its answer (`tool`). */
+  role: 'agent' | 'callee' | 'tool';
   text: string;
   /** Agent turns: what the callee heard of `text` (all of it unless interrupted). */
   heard_text?: string;
@@ -89,6 +110,8 @@ export interface Turn {
   latency_ms?: number;
   /** Agent turns answering the callee: `latency_ms` by stage (they add up to it; src/voice/turn-stages.ts says what each measures). */
   stages?: TurnStages;
+  /** A `tool` turn's request and answer (its `start`: sent; `end`: answered). */
+  tool?: ToolExchange;
 }
 
 /** Where a turn's latency goes, ms, in order. */
@@ -99,6 +122,8 @@ export interface OutcomeAction {
   intent: string | null;
   entities: Record<string, string | number>;
   at: number;
+  /** How the integrator answered the action's request; absent when the call named no endpoint for it. */
+  status?: ToolStatus;
 }
 
 export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends VoiceCallInput<Spec> {
@@ -171,6 +196,8 @@ export interface FinishInput<Spec extends CallSpec = CallSpec> {
   reason: EndReason;
   billedSeconds: number;
   spec: Spec;
+  /** The call's outcome as the view shows it (the `call.ended` event carries it); absent in inputs stored before it. */
+  outcome?: { actions: OutcomeAction[]; final_state: string | null };
   /** The number a `transferred` call was handed to. */
   transferTo?: string | null;
 }

@@ -52,6 +52,7 @@ import type { Logger } from 'pino';
 import { voiceCallKind } from './voice/kind.ts';
 import { AccountLimits } from './identity/account-limits.ts';
 import { VoiceCalls } from './voice/service.ts';
+import { ToolRequests } from './voice/tool-requests.ts';
 import { InboundCalls } from './voice/inbound.ts';
 import { CallTranscripts } from './voice/transcript.ts';
 import { CallRecordings } from './voice/recordings.ts';
@@ -382,6 +383,9 @@ export async function createServices(deps: {
     payerFor: (principal) => billing.payerFor(principal),
     available: (payer) => billing.availableMicrocents(payer.walletId),
     webhookOwned: (account, id) => webhooks.owns(account, id),
+    signerOf: (account, id) => webhooks.signerOf(account, id),
+    toolRequests: new ToolRequests(webhooks.policy),
+    events,
     maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
     intent,
     audio: responseAudio,
@@ -393,7 +397,7 @@ export async function createServices(deps: {
     keySecret: deps.keySecret,
     transcripts,
     recordings,
-    settings: { maxConcurrentCalls: vc.maxConcurrentCalls, minAffordableSeconds: vc.minAffordableSeconds, mediaTimeoutMs: vc.mediaTimeoutMs },
+    settings: vc, // what it reads of voice.*: maxConcurrentCalls, minAffordableSeconds, mediaTimeoutMs, toolTimeoutMs
     logger: deps.logger.child({ component: 'voice' }),
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     languageModels,

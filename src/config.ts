@@ -323,6 +323,8 @@ export const ConfigSchema = Type.Object(
         maxPayloadBytes: Int(1024, 1 << 20),
         /** An answered call whose media stream has not started (or sent nothing) for this long ends with media_timeout. */
         mediaTimeoutMs: Int(1000, 600_000),
+        /** How long a call's tool request waits for the integrator's answer when the call gives no `tool_timeout_ms`. */
+        toolTimeoutMs: Int(500, 15_000),
         /** The actor's checkpoint interval (ms): what a kill -9 can leave unbilled of a call in progress. */
         checkpointMs: Int(100, 60_000),
         /** Finished calls (their transcripts) are deleted after this many days. */

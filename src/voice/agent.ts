@@ -7,6 +7,8 @@
 // The LLM agent (and hybrid's LLM turns) stream: the chat route's text is cut into sentences, each
 // synthesized as it completes and played while the next is synthesized (src/voice/lines.ts); the
 // turn's signal (barge-in, hang-up) cancels the chat stream and the syntheses still running.
+// With the call's tools (src/voice/tools.ts), an LLM's tool calls and a pack's business actions go to
+// the integrator: a reply's `followUp` says the holding line while they run, then the answer's reply.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { ModelDoc } from '../models/types.ts';
@@ -22,6 +24,7 @@ import type { IntentPack } from '../intent/pack.ts';
 import { sentences, spokenLines, type SpokenLine } from './lines.ts';
 import { contextOf, type RecognitionContext } from '../shared/recognition-context.ts';
 import { expectationOf, listeningContext, speechDomain } from './expectations.ts';
+import { gatewayWording, HOLD_RESPONSE, responseFor, toolResult, ToolRound, type CallTools, type ToolEntry } from './tools.ts';
 import { firstUnderstood } from './understanding.ts';
 
 /** Actions after which the agent ends the call (once its reply has played). */
@@ -49,6 +52,10 @@ export interface AgentReply {
   hangup: boolean;
   /** The reply asks for digits (an amount, a phone number): the callee's answer may pause between them. */
   expectsDigits: boolean;
+  /** What follows once this reply played or was cut (requests sent to the integrator: the holding line, then their answer's reply). */
+  followUp?: (signal: AbortSignal) => Promise<AgentReply | null>;
+  /** Requests made to the integrator and their answers: recorded (a `tool` turn and an outcome action each) before this reply plays. */
+  tools?: ToolEntry[];
   /** Keys the agent sends (src/voice/dtmf.ts): the reply is their tones, its turn carries them. */
   dtmf?: string;
 }
@@ -140,12 +147,38 @@ export function fillVariables(text: string, variables: Record<string, string>): 
   return text.replace(/\{\{\s*([A-Za-z0-9_]{1,64})\s*\}\}/g, (whole, name: string) => (Object.hasOwn(variables, name) ? variables[name]! : whole));
 }
 
-/** An LLM's streamed answer to the conversation so far: its text as it comes (the agent keeps the history). */
-export type ChatTurn = (messages: ChatMessage[], signal: AbortSignal) => Promise<AsyncIterable<string>>;
+/** An LLM's streamed answer to the conversation so far: its text as it comes (the agent keeps the history); `tools` offered and their calls gathered. */
+export type ChatTurn = (messages: ChatMessage[], signal: AbortSignal, tools?: ToolRound) => Promise<AsyncIterable<string>>;
 
 interface LlmSettings {
   chat: ChatTurn;
   systemPrompt: string;
+  /** The call's tools (src/voice/tools.ts): offered to the LLM, its calls sent to the integrator. */
+  tools?: CallTools | undefined;
+}
+
+/** The most rounds of tool calls one LLM turn makes (the last round is offered none, so it speaks). */
+const MAX_TOOL_ROUNDS = 3;
+
+async function* none(): AsyncGenerator<SpokenLine> {}
+
+/**
+ * What follows a reply that sent requests to the integrator: the holding line while they run
+ * (`hold`; null when the reply said something already), then `after`'s reply to their answers,
+ * which carries them for the transcript (recorded before it plays, so after the holding line).
+ */
+async function afterTools(
+  hold: (() => Promise<SpokenLine>) | null,
+  answers: () => Promise<ToolEntry[]>,
+  after: (entries: ToolEntry[], signal: AbortSignal) => Promise<AgentReply | null>,
+  signal: AbortSignal,
+): Promise<AgentReply> {
+  const answered = async (s: AbortSignal): Promise<AgentReply> => {
+    const entries = await answers();
+    const next = await after(entries, s).catch(() => null); // an LLM that fails after a tool: the call goes on, listening
+    return { ...(next ?? replyOf(none())), tools: entries };
+  };
+  return hold ? { ...replyOf(one(await hold())), followUp: answered } : answered(signal);
 }
 
 /** How a call's agent speaks: the call's tts model and voice, and the wordings' variables. */
@@ -168,6 +201,8 @@ export interface IntentAgentOptions extends Voice {
    * conversation as context); every other turn is the pack's.
    */
   llm?: LlmSettings;
+  /** The call's tools: its pack's business actions go to the integrator when it named `tool_url`. */
+  tools?: CallTools | undefined;
 }
 
 /** The most of a conversation an LLM is sent (the system prompt, then the latest turns). */
@@ -246,13 +281,26 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
       if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
         listening = () => afterLastReply(history);
-        return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM', entities: out.entities };
+        return { ...(await llmReply(o, o.llm, history, signal)), entities: out.entities };
       }
       if (out.say === null) return null;
-      const text = fillVariables(out.say, o.variables);
-      history.push({ role: 'assistant', content: text });
       const action = out.decision.action;
       const pack = await o.intent.packOf(o.intentModel);
+      const tools = o.tools;
+      if (tools?.sendsActions && !CONVERSATIONAL_ACTIONS.has(action)) {
+        // The integrator does the action: the holding line while it does, then the response its answer chooses.
+        const sent = tools.send({ id: tools.actionId(), type: 'action', name: action, arguments: out.collected, intent: out.intent?.id ?? null });
+        const hold = () =>
+          wordingLine(o, tools.plan.holdText ?? (pack && responseWording(pack, HOLD_RESPONSE, o.language)) ?? gatewayWording('hold', o.language));
+        const chosen = async ([entry]: ToolEntry[]): Promise<AgentReply> => {
+          const id = responseFor(entry!, out.decision.response_id, (r) => pack !== null && Object.hasOwn(pack.pack.responses, r));
+          const said = (await wording(id)) ?? { ...replyOf(one(await wordingLine(o, gatewayWording('failed', o.language)))), responseId: null };
+          return { ...said, intent: out.intent?.id ?? null, nextState: out.decision.next_state };
+        };
+        return { ...replyOf(none()), intent: out.intent?.id ?? null, followUp: (s) => afterTools(hold, async () => [await sent], chosen, s) };
+      }
+      const text = fillVariables(out.say, o.variables);
+      history.push({ role: 'assistant', content: text });
       listening = () =>
         pack ? inDomain(pack.pack, listeningContext(pack.pack, out.decision.response_id, text)) : listeningContext(null, out.decision.response_id, text);
       return {
@@ -271,13 +319,16 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
 
 /**
  * The LLM's reply to the conversation so far, streamed: its sentences, each synthesized (not kept)
- * as soon as it completes. The history gets the reply's text once the stream ends (or is cut).
+ * as soon as it completes. The history gets the reply's text once the stream ends (or is cut), with
+ * the tool calls it made: they are sent then, and the reply's `followUp` gives the LLM their answers
+ * (`tool` messages) for its next reply, up to MAX_TOOL_ROUNDS rounds.
  */
-async function llmLines(v: Voice, llm: LlmSettings, history: ChatMessage[], signal: AbortSignal): Promise<AsyncIterable<SpokenLine>> {
+async function llmReply(v: Voice, llm: LlmSettings, history: ChatMessage[], signal: AbortSignal, round = 0): Promise<AgentReply> {
   // The system prompt's `{{variables}}` are the call's, filled as in the wordings and the first message.
   const messages: ChatMessage[] = [{ role: 'system', content: fillVariables(llm.systemPrompt, v.variables) }, ...history.slice(-MAX_HISTORY)];
   const limited = AbortSignal.any([signal, AbortSignal.timeout(LLM_TIMEOUT_MS)]);
-  const deltas = await llm.chat(messages, limited);
+  const tools = llm.tools && llm.tools.definitions.length > 0 && round < MAX_TOOL_ROUNDS ? new ToolRound(llm.tools) : undefined;
+  const deltas = await llm.chat(messages, limited, tools);
   const said: string[] = [];
   const texts = (async function* () {
     try {
@@ -286,10 +337,20 @@ async function llmLines(v: Voice, llm: LlmSettings, history: ChatMessage[], sign
         yield sentence;
       }
     } finally {
-      if (said.length > 0) history.push({ role: 'assistant', content: said.join(' ') });
+      const calls = tools?.finish(limited.aborted) ?? [];
+      if (said.length > 0 || calls.length > 0)
+        history.push({ role: 'assistant', content: said.length > 0 ? said.join(' ') : null, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
     }
   })();
-  return spokenLines(texts, (text, s) => v.audio.synthesize(v.tts, v.voice, v.language, text, s), limited);
+  const reply: AgentReply = { ...replyOf(spokenLines(texts, (text, s) => v.audio.synthesize(v.tts, v.voice, v.language, text, s), limited)), action: 'LLM' };
+  if (!tools) return reply;
+  const hold = () => wordingLine(v, llm.tools!.plan.holdText ?? gatewayWording('hold', v.language));
+  const after = async (entries: ToolEntry[], s: AbortSignal) => {
+    for (const e of entries) history.push({ role: 'tool', tool_call_id: e.exchange.id, content: toolResult(e) });
+    return llmReply(v, llm, history, s, round + 1);
+  };
+  // Once the reply played: nothing more when it called no tool; the holding line unless it said something first.
+  return { ...reply, followUp: async (s) => (tools.asked ? afterTools(said.length > 0 ? null : hold, () => tools.answers(), after, s) : null) };
 }
 
 /** The stream's text up to `max` characters (the stream is left there). */
@@ -323,7 +384,7 @@ export function llmAgent(o: LlmAgentOptions): CallAgent {
     },
     async reply(heard, signal) {
       history.push({ role: 'user', content: heard });
-      return { ...replyOf(await llmLines(o, o.llm, history, signal)), action: 'LLM' };
+      return llmReply(o, o.llm, history, signal);
     },
     async prompt() {
       return null;

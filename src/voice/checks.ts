@@ -17,6 +17,7 @@ import type { RoutedModel } from '../providers/routes.ts';
 import type { ResolvedRoute } from '../providers/types.ts';
 import { matchLanguage, primaryLanguage } from '../speech/languages.ts';
 import { centsOf, callPrice } from './kind.ts';
+import { checkTools, DEFAULT_TOOL_TIMEOUT_MS, type ToolCheckDeps, type ToolFields } from './tool-requests.ts';
 import type { Voicemail } from '../shared/voicemail-schema.ts';
 import { checkVoicemail } from './voicemail.ts';
 
@@ -26,7 +27,7 @@ const DEFAULT_ENDPOINTING_MS = 700;
 const DEFAULT_DIGITS_ENDPOINTING_MS = 1500;
 
 /** The body of POST /v1/voice/call, as its schema (src/http/routes/v1-voice.ts) validated it. */
-export interface VoiceCallBody {
+export interface VoiceCallBody extends Omit<ToolFields, 'agent'> {
   model: string;
   to: string;
   from?: string;
@@ -54,7 +55,7 @@ export interface VoiceCallBody {
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */
-export interface CheckDeps {
+export interface CheckDeps extends ToolCheckDeps {
   models: Pick<ModelCatalog, 'get' | 'resolve'>;
   /** The carrier for a model's route (its configuration and its resolved key); undefined: none in this build. */
   carrier(config: RouteConfig, route: ResolvedRoute): Carrier | undefined;
@@ -70,6 +71,8 @@ export interface CheckDeps {
 export interface CheckSettings {
   /** A call the wallet cannot cover for this long is refused (402). */
   minAffordableSeconds: number;
+  /** How long a tool request waits for the integrator's answer when the call does not say (voice.toolTimeoutMs). */
+  toolTimeoutMs?: number;
 }
 
 /** What `check` settled about a call, before its hold (what its live side reads: `LivePlan`, src/voice/live.ts). */
@@ -166,7 +169,22 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
       `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`,
     );
   }
-  return { to, language, voice, reservedSeconds: Math.min(maxSeconds, affordable), maxSeconds, stt, tts, intentModel, llmModel, carriers, price, voicemail };
+  const tools = await checkTools(deps, payer.walletId, { ...body, agent }, deps.settings.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
+  return {
+    to,
+    language,
+    voice,
+    reservedSeconds: Math.min(maxSeconds, affordable),
+    maxSeconds,
+    stt,
+    tts,
+    intentModel,
+    llmModel,
+    carriers,
+    price,
+    voicemail,
+    tools,
+  };
 }
 
 /**

@@ -29,6 +29,7 @@ import {
   type FinishInput,
   type FinishOutput,
   type NotifyInput,
+  type Turn,
   type TransferInput,
   type TransferOutput,
   type VoiceCallContext,
@@ -77,8 +78,8 @@ export interface VoiceKindDeps {
   now(): number;
   checkpointMs: number;
   retainMs: number;
-  /** Deletes a call's transcript (src/voice/transcript.ts) when its actor's retention ends. */
-  transcripts?: { remove(callId: string): Promise<void> };
+  /** Deletes a call's transcript (src/voice/transcript.ts) when its actor's retention ends; reads it for `call.ended`. */
+  transcripts?: { remove(callId: string): Promise<void>; of(account: string, callId: string): Promise<Turn[]> };
   /** The calls' recordings (src/voice/recordings.ts): stored when the call finishes (after a restart too), deleted with the actor. */
   recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
 }
@@ -219,6 +220,8 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
           return price;
         });
         await ctx.steps.once('notify:ended', async () => {
+          // The transcript and outcome the call's view shows (an integrator's most asked-for fields), as they stand at its end.
+          const transcript = (await deps.transcripts?.of(spec.payer.walletId, input.callId)) ?? [];
           await deps.events.emit({
             event: 'call.ended',
             ...to(spec),
@@ -229,6 +232,8 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
               end_reason: input.reason,
               billed_seconds: input.billedSeconds,
               cost_cents: centsOf(cost),
+              outcome: input.outcome ?? { actions: [], final_state: null },
+              transcript,
               ...(input.transferTo ? { transferred_to: input.transferTo } : {}),
             },
           });

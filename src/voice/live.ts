@@ -4,6 +4,8 @@
 // recogniser (the call's stt model through the router, one utterance at a time, each with the
 // context the agent's last words give it: src/voice/expectations.ts). The factory runs
 // once, when the call is answered (src/voice/media.ts): a call that is never answered builds neither.
+// The call's tools (src/voice/tools.ts) are the agent's, and each action it records is a `call.action`
+// event (src/voice/call-actions.ts).
 import type { Logger } from 'pino';
 import type { LanguageModels } from '../speech/language-models.ts';
 import { speechDomain } from './expectations.ts';
@@ -12,7 +14,7 @@ import type { IntentService } from '../intent/service.ts';
 import type { ModelDoc } from '../models/types.ts';
 import type { UpstreamRouter } from '../providers/router.ts';
 import type { RoutedModel } from '../providers/routes.ts';
-import type { ResolvedRoute } from '../providers/types.ts';
+import type { ChatChunk, ResolvedRoute } from '../providers/types.ts';
 import { utteranceRequest } from '../providers/utterance.ts';
 import { matchLanguage } from '../speech/languages.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
@@ -26,6 +28,10 @@ import { handoffWords } from './transfer.ts';
 import type { Pacer } from './pacer.ts';
 import { recordingTurns, type CallTranscripts } from './transcript.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import type { EventSink } from '../shared/events.ts';
+import { announcingActions } from './call-actions.ts';
+import type { ToolPlan, ToolRequester } from './tool-requests.ts';
+import { CallTools } from './tools.ts';
 import type { CallRecorder } from './recorder.ts';
 import { recordingNotice } from './recording-notice.ts';
 import type { Voicemail } from '../shared/voicemail-schema.ts';
@@ -62,6 +68,10 @@ export interface LiveDeps {
   metrics?: VoiceMetrics;
   /** The offline recogniser's conversation models (src/speech/language-models.ts): a pack's are prepared when its call starts. */
   languageModels?: Pick<LanguageModels, 'prepare'>;
+  /** The calls' requests to integrators (src/voice/tool-requests.ts). */
+  toolRequests: ToolRequester;
+  /** The account events (a `call.action` per action the agent records). */
+  events: EventSink;
 }
 
 /** What the live side reads of the request (the fields of `VoiceCallBody`, src/voice/service.ts). */
@@ -88,14 +98,21 @@ export interface LivePlan {
   llmModel: ModelDoc | null;
   /** The model's routes this build can dial through, in order (their index among the model's routes). */
   carriers: { route: number; carrier: Carrier }[];
+  /** The call's tools and where its pack's actions go (src/voice/tool-requests.ts); null: none. */
+  tools: ToolPlan | null;
   /** What the call does when a machine answers (the body's `voicemail`, else the model's); null: nothing detected. */
   voicemail: Voicemail | null;
 }
 
 export interface LiveCall {
   callId: string;
-  /** The paying account (its transcript's owner). */
+  /** The paying account (its transcript's owner), and the user or organization it is (its events' owner). */
   account: string;
+  owner: { type: 'user' | 'org'; id: number };
+  model: string;
+  /** The call's `webhook_id`: its events go there only. */
+  webhookId?: number | undefined;
+  metadata: Record<string, string>;
   body: LiveRequest;
   plan: LivePlan;
   /** The endpointing silences (src/voice/service.ts's `endpointing`). */
@@ -119,10 +136,16 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
   return new CallMedia({
     callId,
     carriers: c.carriers,
-    actor: recordingTurns(deps.runtime.ref(deps.kind, callId), { callId, account: call.account, turns: deps.transcripts }, log),
+    actor: announcingActions(recordingTurns(deps.runtime.ref(deps.kind, callId), { callId, account: call.account, turns: deps.transcripts }, log), {
+      events: deps.events,
+      owner: call.owner,
+      webhookId: call.webhookId,
+      fields: { call_id: callId, model: call.model },
+      log,
+    }),
     streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
     token: call.token,
-    converse: () => conversation(deps, callId, body, c),
+    converse: () => conversation(deps, call, log),
     detectors: deps.detectors,
     resamplers: deps.resamplers,
     turn: {
@@ -168,11 +191,15 @@ function prepareSpeech(deps: LiveDeps, c: LivePlan, log: Logger): void {
 }
 
 /** The call's agent and recogniser (built when the call is answered). */
-function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): Conversation {
+function conversation(deps: LiveDeps, call: LiveCall, log: Logger): Conversation {
+  const { callId, body, plan: c } = call;
   const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
   const sttRoutes = deps.resolveRoutes(c.stt);
+  const tools = c.tools
+    ? new CallTools(c.tools, { requests: deps.toolRequests, callId, model: call.model, metadata: call.metadata, now: deps.now, log })
+    : undefined;
   return {
-    agent: agentFor(deps, callId, body, c),
+    agent: agentFor(deps, callId, body, c, tools),
     recognise: async (samples, signal, context) => {
       const req = utteranceRequest(samples, 8000, samples.length / 8000, sttLanguage ?? undefined, context);
       const { result } = await deps.router.transcribe(sttRoutes, req, signal);
@@ -182,13 +209,13 @@ function conversation(deps: LiveDeps, callId: string, body: LiveRequest, c: Live
 }
 
 /** The call's agent: the pack's (intent), an LLM's (llm), or the pack's with an LLM for what it cannot classify (hybrid). */
-function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan): CallAgent {
+function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan, tools: CallTools | undefined): CallAgent {
   const common = { tts: c.tts, voice: c.voice, language: c.language, variables: body.variables ?? {}, audio: deps.audio };
   const firstMessage = { ...body.first_message, mode: body.first_message?.mode ?? ('agent_first' as const) };
   const llm =
-    c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt } : undefined;
+    c.llmModel && body.agent && body.agent.type !== 'intent' ? { chat: chatWith(deps, c.llmModel), systemPrompt: body.agent.system_prompt, tools } : undefined;
   if (c.intentModel === null) return llmAgent({ ...common, firstMessage, llm: llm! });
-  return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, ...(llm ? { llm } : {}) });
+  return intentAgent({ ...common, callId, intent: deps.intent, intentModel: c.intentModel, firstMessage, tools, ...(llm ? { llm } : {}) });
 }
 
 /**
@@ -198,11 +225,18 @@ function agentFor(deps: LiveDeps, callId: string, body: LiveRequest, c: LivePlan
  */
 function chatWith(deps: LiveDeps, model: ModelDoc): ChatTurn {
   const routes = deps.resolveRoutes(model);
-  return async (messages, signal) => {
-    const { first, rest } = await deps.router.stream(routes, { messages, max_tokens: 200 }, signal);
+  return async (messages, signal, tools) => {
+    const offered = tools && tools.definitions.length > 0 ? { tools: tools.definitions } : {};
+    const { first, rest } = await deps.router.stream(routes, { messages, max_tokens: 200, ...offered }, signal);
+    // The text as it streams; the tool calls' pieces gathered beside it (OpenAI's deltas).
+    const text = (chunk: ChatChunk): string => {
+      const delta = chunk.choices[0]?.delta;
+      if (delta?.tool_calls) tools?.collect(delta.tool_calls);
+      return delta?.content ?? '';
+    };
     return (async function* () {
-      if (first) yield first.choices[0]?.delta.content ?? '';
-      for await (const chunk of rest) yield chunk.choices[0]?.delta.content ?? '';
+      if (first) yield text(first);
+      for await (const chunk of rest) yield text(chunk);
     })();
   };
 }

@@ -269,6 +269,10 @@ export class VoiceCalls {
       recorder,
       callId,
       account: payer.walletId,
+      owner: { type: call.payer.ownerType, id: call.payer.ownerId },
+      model: call.model._id,
+      webhookId: body.webhook_id,
+      metadata: body.metadata ?? {},
       body,
       plan: c,
       endpointingMs: endpointing(body),
@@ -430,6 +434,7 @@ export class VoiceCalls {
     );
     const deadline = Date.now() + waitMs;
     while (this.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await this.deps.toolRequests.close();
   }
 
   /** The stream URL an Exotel flow's Voicebot applet asks for (src/voice/exotel-flow.ts); null: no call of ours. */

@@ -12,6 +12,7 @@ import type { Pacer } from './pacer.ts';
 import { Playback } from './playback.ts';
 import { observeTurn, turnStages, type CalleeTurnTimes, type VoiceMetrics } from './turn-stages.ts';
 import type { MediaWire } from '../providers/carrier-wire/types.ts';
+import { toolTurn } from './tools.ts';
 import { escalatesToPerson } from './transfer.ts';
 
 export interface SpeakingDeps {
@@ -60,9 +61,23 @@ export class Speaking {
     const line = this.deps.line;
     const abort = new AbortController();
     this.turnAbort = abort;
+    let followUp: AgentReply['followUp'];
+    let said = false;
     try {
       const reply = await make(abort.signal);
       const decided = this.deps.now();
+      // What follows the reply (the answers of requests it sent) comes even when it was cut: the agent's history waits for them.
+      followUp = reply?.followUp;
+      // Requests answered are facts of the call, recorded whatever happens to the reply (a hang-up meanwhile too).
+      for (const entry of reply?.tools ?? []) {
+        line.record({ type: 'turn', now: this.deps.now(), turn: toolTurn(entry, (at) => line.clock(at)) });
+        const { name, status } = entry.exchange;
+        line.record({
+          type: 'action',
+          now: this.deps.now(),
+          action: { action: name, intent: entry.intent, entities: entry.entities, at: line.clock(entry.answeredAt), status },
+        });
+      }
       if (!reply || line.over || abort.signal.aborted || (line.closing && !last)) return;
       if (reply.outcome && reply.action)
         line.record({
@@ -70,11 +85,13 @@ export class Speaking {
           now: this.deps.now(),
           action: { action: reply.action, intent: reply.intent, entities: reply.outcome, at: line.clock() },
         });
-      await this.say(reply, heard, decided, abort);
+      said = await this.say(reply, heard, decided, abort);
     } finally {
       abort.abort();
       if (this.turnAbort === abort) this.turnAbort = null;
     }
+    // The callee's turn is answered by the first reply that says something (its latency is that reply's).
+    if (followUp && !line.over && !(line.closing && !last)) await this.respond(followUp, said ? null : heard, last);
   }
 
   /**
@@ -82,9 +99,9 @@ export class Speaking {
    * callee heard of it, and when it answers the callee, its latency from the end of the callee's
    * speech to its first frame, by stage.
    */
-  private async say(reply: AgentReply, heard: CalleeTurnTimes | null, decided: number, abort: AbortController): Promise<void> {
+  private async say(reply: AgentReply, heard: CalleeTurnTimes | null, decided: number, abort: AbortController): Promise<boolean> {
     const line = this.deps.line;
-    if (line.over || !line.stream) return;
+    if (line.over || !line.stream) return false;
     const turn = (this.agentTurns += 1);
     const p = new Playback(
       {
@@ -120,7 +137,7 @@ export class Speaking {
     await played;
     line.lastActivityAt = this.deps.now();
     if (this.playback === p) this.playback = null;
-    if (!p.said) return; // nothing was said
+    if (!p.said) return false; // nothing was said
     if (p.firstFrameAt !== null && !this.firstFrameSeen && line.answeredAt !== null) {
       this.firstFrameSeen = true;
       this.deps.metrics?.firstFrame.observe(Math.max(0, p.firstFrameAt - line.answeredAt) / 1000);
@@ -151,9 +168,10 @@ export class Speaking {
       ...(reply.nextState ? { agentState: reply.nextState } : {}),
     });
     if (reply.hangup && !interrupted) {
-      if (this.deps.escalate && escalatesToPerson(reply) && (await this.deps.escalate().catch(() => false))) return;
+      if (this.deps.escalate && escalatesToPerson(reply) && (await this.deps.escalate().catch(() => false))) return true;
       await line.end('agent_hangup');
     }
+    return true;
   }
 
   /** The carrier echoed a mark: how far the callee heard the reply playing. */

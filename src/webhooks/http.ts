@@ -19,6 +19,28 @@ export function sign(secret: string, body: Buffer | string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
+/** The headers of a signed POST of `bytes` (a webhook's, a voice call's tool request: src/voice/tool-requests.ts). */
+export function signedHeaders(secret: string, event: string, bytes: Buffer): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'content-length': String(bytes.length),
+    'user-agent': 'inference-gateway-webhooks/1',
+    'x-service-event': event,
+    'x-service-signature': sign(secret, bytes),
+  };
+}
+
+/** The agent every signed POST goes through: each new connection resolves through the checking lookup and connects to what it checked. */
+export function checkedAgent(policy: AddressPolicy, timeoutMs: number): Agent {
+  return new Agent({
+    connect: { lookup: safeLookup(policy) as never, timeout: timeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    keepAliveTimeout: 30_000,
+    connections: 64,
+  });
+}
+
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 export class WebhookHttp {
@@ -28,14 +50,7 @@ export class WebhookHttp {
     private readonly policy: AddressPolicy,
     private readonly timeoutMs: number,
   ) {
-    this.agent = new Agent({
-      // Every new connection resolves through the checking lookup and connects to what it checked.
-      connect: { lookup: safeLookup(policy) as never, timeout: timeoutMs },
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      keepAliveTimeout: 30_000,
-      connections: 64,
-    });
+    this.agent = checkedAgent(policy, timeoutMs);
   }
 
   /** POSTs `body` signed with `secret`; never throws. */
@@ -60,13 +75,7 @@ export class WebhookHttp {
         method: 'POST',
         dispatcher: this.agent,
         signal,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': String(bytes.length),
-          'user-agent': 'inference-gateway-webhooks/1',
-          'x-service-event': event,
-          'x-service-signature': sign(secret, bytes),
-        },
+        headers: signedHeaders(secret, event, bytes),
         body: bytes,
       }); // undici follows no redirects without its redirect interceptor
       try {
@@ -88,7 +97,8 @@ export class WebhookHttp {
   }
 }
 
-function classify(err: unknown): string {
+/** Why a request failed without an answer (`timeout`, `connection_refused`, `blocked_address`, …). */
+export function classify(err: unknown): string {
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = e?.code ?? e?.cause?.code ?? '';
   if (code === BLOCKED_CODE) return 'blocked_address';

@@ -90,6 +90,12 @@ export class Webhooks {
     return (await this.collections.webhooks.findOne({ _id: id }))?.owner === account;
   }
 
+  /** Webhook `id`'s URL and signing secret when it is the account's (a voice call's tool requests are signed with it), else null. */
+  async signerOf(account: string, id: number): Promise<{ url: string; secret: string } | null> {
+    const hook = await this.collections.webhooks.findOne({ _id: id });
+    return hook?.owner === account ? { url: hook.url, secret: hook.secret } : null;
+  }
+
   /** The usage_spike detector, fed by the billing service's usage flush; emits through `events`. */
   usageSpikes(events: EventSink): UsageSpikeDetector {
     const { config, store, now, logger } = this.deps;

@@ -41,7 +41,9 @@ export class WebhookOutbox implements EventSink {
   ) {}
 
   async emit(event: AccountEvent): Promise<void> {
-    this.log.info({ account_event: event.event, owner: event.owner, fields: event.fields }, 'account event');
+    // Scalars only: a call's transcript (what the callee said, the keys pressed) stays out of the log.
+    const logged = Object.fromEntries(Object.entries(event.fields).filter(([, v]) => v === null || typeof v !== 'object'));
+    this.log.info({ account_event: event.event, owner: event.owner, fields: logged }, 'account event');
     const hooks = await this.c.webhooks.find({ owner: `${event.owner.type}:${event.owner.id}` }, { limit: this.options.maxPerAccount * 2 });
     // An event for one named endpoint goes there only (if it is still the account's), subscribed or not.
     const subscribed = hooks.filter((h) => (event.webhookId === undefined ? h.events.includes(event.event) : h._id === event.webhookId));

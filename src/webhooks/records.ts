@@ -22,6 +22,7 @@ export const EVENT_NAMES: readonly AccountEventName[] = [
   'transcription.failed',
   'call.answered',
   'call.answered_by',
+  'call.action',
   'call.ended',
   'call.transferred',
 ];

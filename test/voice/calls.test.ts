@@ -74,15 +74,20 @@ describe('voice calls through the simulator: the intent agent', () => {
     const mine = gw.events.filter((e) => e.fields.call_id === c.id);
     assert.deepEqual(
       mine.map((e) => e.event),
-      ['call.answered', 'call.ended'],
+      ['call.answered', 'call.action', 'call.ended'],
     );
-    assert.deepEqual(mine[1]!.fields, {
+    // The action as it was taken (the call named no endpoint for it: no status), and the end with the transcript and outcome.
+    const { action, entities, status } = mine[1]!.fields as any;
+    assert.deepEqual([action, entities, status], ['CREATE_DISPUTE', c.outcome.actions[0].entities, null]);
+    assert.deepEqual(mine[2]!.fields, {
       call_id: c.id,
       model: 'voice-test',
       status: 'completed',
       end_reason: 'callee_hangup',
       billed_seconds: c.billed_seconds,
       cost_cents: c.cost_cents,
+      outcome: c.outcome,
+      transcript: c.transcript,
     });
   });
 

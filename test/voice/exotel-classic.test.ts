@@ -76,7 +76,7 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
     assert.equal(before - (await walletMicrocents(gw, acc.session)), c.billed_seconds * 100_000, 'charged once, at 0.1 cent a second');
     assert.deepEqual(
       gw.events.filter((e) => e.fields.call_id === id).map((e) => e.event),
-      ['call.answered', 'call.ended'],
+      ['call.answered', 'call.action', 'call.ended'],
     );
 
     // The v1 form, as Exotel documents it (the fake refuses anything else): no stream URL, the flow instead.

@@ -91,7 +91,7 @@ describe('voice calls through a (fake) Exotel', () => {
     assert.equal(before - (await walletMicrocents(gw, acc.session)), c.billed_seconds * 100_000);
     assert.deepEqual(
       gw.events.filter((e) => e.fields.call_id === id).map((e) => e.event),
-      ['call.answered', 'call.ended'],
+      ['call.answered', 'call.action', 'call.ended'],
       'once each, whatever the callbacks repeated',
     );
 

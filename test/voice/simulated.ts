@@ -48,6 +48,17 @@ export async function putScriptedVoice(base: string, stt: ScriptedStt, id: strin
   assert.equal((await put(id, scriptedVoiceModel(routes))).status, 201);
 }
 
+/** The llm model `chat-test` on the fake OpenAI upstream `llm` (the LLM agents' model). */
+export async function putChatModel(base: string, llm: { url: string }): Promise<void> {
+  const chat = {
+    type: 'llm',
+    owned_by: 'test',
+    pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
+    routes: [{ provider: 'openai', base_url: `${llm.url}/v1`, upstream_model: 'gpt-test' }],
+  };
+  assert.equal((await call(base, 'PUT', '/admin/models/chat-test', { token: ADMIN_TOKEN, body: chat })).status, 201);
+}
+
 /** The voice model on `stt-scripted` (see putScriptedVoice), with `extra` fields. */
 export const scriptedVoiceModel = (routes: unknown[], extra: Record<string, unknown> = {}) => ({
   type: 'voice',
@@ -65,7 +76,7 @@ export const scriptedVoiceModel = (routes: unknown[], extra: Record<string, unkn
   ...extra,
 });
 
-export const CALLEES = [
+export const CALLEES: CalleeScript[] = [
   { to: '+919800000002', answer: 'busy', ring_ms: 100, steps: [] },
   { to: '+919800000003', answer: 'no_answer', steps: [] },
   { to: '+919800000005', answer: 'fail', ring_ms: 100, steps: [] },
@@ -130,14 +141,7 @@ export function simulatedVoice(extra: CalleeScript[] = []): SimulatedVoice {
       webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 }, // a call's webhook_id on a loopback receiver
     });
     await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
-    const put = (id: string, body: unknown) => call(v.gw.url, 'PUT', `/admin/models/${id}`, { token: ADMIN_TOKEN, body });
-    const chat = {
-      type: 'llm',
-      owned_by: 'test',
-      pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 },
-      routes: [{ provider: 'openai', base_url: `${v.llm.url}/v1`, upstream_model: 'gpt-test' }],
-    };
-    assert.equal((await put('chat-test', chat)).status, 201);
+    await putChatModel(v.gw.url, v.llm);
     v.acc = await voiceAccount(v.gw, 1000);
   });
   after(async () => {

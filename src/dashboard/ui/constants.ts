@@ -11,6 +11,7 @@ export const WEBHOOK_EVENTS = [
   'transcription.failed',
   'call.answered',
   'call.answered_by',
+  'call.action',
   'call.ended',
   'call.transferred',
 ] as const;

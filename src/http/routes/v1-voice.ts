@@ -18,6 +18,7 @@ import { ApiError, echo } from '../../errors.ts';
 import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
 import { VoicemailSchema } from '../../shared/voicemail-schema.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
+import { ToolSchema } from './v1-chat.ts';
 import { registerRecordingRoutes, type RecordingEdge } from './voice-recording.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
@@ -70,6 +71,15 @@ export const VoiceCallBodySchema = Closed({
   ),
   webhook_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
   metadata: Type.Optional(StringMap(16, 500)),
+  /** The LLM's tools (OpenAI's function format), each with the URL its calls go to (else `tool_url`): docs/api/voice.md. */
+  tools: Type.Optional(
+    Type.Array(Closed({ ...ToolSchema.properties, url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })) }), { minItems: 1, maxItems: 32 }),
+  ),
+  /** Where the pack's business actions (and tools without a `url`) are sent, signed with the `webhook_id`'s secret. */
+  tool_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+  tool_timeout_ms: Type.Optional(Type.Integer({ minimum: 500, maximum: 15_000 })),
+  /** Said while a request runs (default: the pack's GEN.HOLD, else "One moment please."). */
+  tool_hold_message: Type.Optional(FreeText(300)),
   /** Where the pack's escalation to a person transfers the call (checked as `to` is: src/voice/transfer.ts). */
   transfer_to: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
   record: Type.Optional(Type.Boolean()),
@@ -94,6 +104,22 @@ const Turn = Type.Object({
   dtmf: Type.Optional(Type.String()),
   latency_ms: Type.Optional(Type.Number({ description: "The end of the callee's speech (or last key) → this reply's first frame to the carrier, ms." })),
   stages: Type.Optional(ByStage(Type.Number(), 'latency_ms by stage, in order; they add up to it (docs/api/voice.md, Where the time goes).')),
+  tool: Type.Optional(
+    Type.Object(
+      {
+        id: Type.String(),
+        type: Type.String(),
+        name: Type.String(),
+        arguments: Type.Unknown(),
+        status: Type.String(),
+        status_code: Nullable(Type.Integer()),
+        error: Nullable(Type.String()),
+        result: Type.String(),
+        latency_ms: Type.Number(),
+      },
+      { description: "A `tool` turn's request to the integrator and its answer (docs/api/voice.md, The agent acts during the call)." },
+    ),
+  ),
 });
 const Quantiles = Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) });
 export const Call = Type.Object({
@@ -149,6 +175,7 @@ export const Call = Type.Object({
           intent: Nullable(Type.String()),
           entities: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()])),
           at: Type.Number(),
+          status: Type.Optional(Type.String({ description: 'How the integrator answered the request: ok, refused, failed or timeout.' })),
         }),
       ),
       final_state: Nullable(Type.String()),

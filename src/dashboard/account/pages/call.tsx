@@ -131,7 +131,7 @@ function Transcript({ turns, player }: { turns: CallTurn[]; player: RecordingPla
         <ol class="turns" data-testid="call-turns">
           {turns.map((t, i) => (
             <li key={i} class={`call-turn ${t.role}${player?.playing === i ? ' playing' : ''}`}>
-              <span class="who-said">{t.role === 'agent' ? 'Agent' : 'Callee'}</span>
+              <span class="who-said">{t.role === 'agent' ? 'Agent' : t.role === 'tool' ? 'Tool' : 'Callee'}</span>
               <span class="muted">
                 {' '}
                 {player ? (
