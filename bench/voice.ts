@@ -26,7 +26,7 @@
 //                  arrived after the carrier needed them: frame i is due at first + 20·i), gateway
 //                  CPU per call-second; target p99 ≤ 40 ms, no underruns.
 //
-//   npm run bench:voice -- [--quick] [--calls 100] [--seconds 10] [--turns 20] [--concurrent 5] [--only turns]
+//   npm run bench:voice -- [--quick] [--calls 100] [--seconds 10] [--turns 20] [--concurrent 5] [--only turns] [--no-record]
 // `--quick`: 6 turns, 2 with stt-local alone and 2 per call at once, 4 barge-ins, 20 calls of 3 s.
 // Calls of the scripted turn and barge-in parts run two at a time. `--only turns` skips the
 // barge-ins and the scale part.
@@ -50,6 +50,8 @@ const LOCAL_TURNS = QUICK ? 2 : 8;
 const CONCURRENT = Number(arg('--concurrent') ?? 5);
 const TURNS_PER_CALL = QUICK ? 2 : 6;
 const ONLY_TURNS = arg('--only') === 'turns';
+/** The scale part's calls record both sides (issue 41: the frame gap holds with recording on); `--no-record` to compare. */
+const RECORD = !args.includes('--no-record');
 const STAGES = ['endpointing', 'queued', 'recognition', 'agent', 'synthesis', 'first_frame'] as const;
 type Stages = Record<`${(typeof STAGES)[number]}_ms`, number>;
 /** One turn: the carrier's figure, and the gateway's agent turn (its latency and stages). */
@@ -200,7 +202,7 @@ async function main(): Promise<void> {
     const barges = bargeIns.filter((x): x is number => x !== null);
 
     // ---- scale: CALLS calls at once, each agent playing MESSAGE ----
-    const body = { model: 'voice-bench', max_duration_seconds: SECONDS + 60, first_message: { text: MESSAGE } };
+    const body = { model: 'voice-bench', max_duration_seconds: SECONDS + 60, first_message: { text: MESSAGE }, record: RECORD };
     const cpu0 = cpuSeconds(gw.child.pid!);
     const ids: string[] = [];
     if (!ONLY_TURNS) {
@@ -257,7 +259,7 @@ async function main(): Promise<void> {
         `barge-in (min_speech_ms ${MIN_SPEECH_MS}): speech past it → clear received p50 ${ms(pct(barges, 50))}, p95 ${ms(pct(barges, 95))}, max ${ms(Math.max(...barges))} over ${barges.length} of ${BARGES}; ${(pct(barges, 50) / pct(pings, 50)).toFixed(0)}× the socket round trip`,
       );
       console.log(`  ${verdict(pct(barges, 95) <= 150 && barges.length === BARGES)} (p95 <= 150 ms, every barge-in cleared)`);
-      console.log(`scale: ${CALLS} calls at once, ${audioS.toFixed(0)} s of agent audio received`);
+      console.log(`scale: ${CALLS} calls at once${RECORD ? ', each recorded' : ''}, ${audioS.toFixed(0)} s of agent audio received`);
       console.log(
         `  inter-frame gap ms: p50 ${pct(gaps, 50).toFixed(1)}, p99 ${pct(gaps, 99).toFixed(1)}, max ${Math.max(...gaps).toFixed(1)}; underruns ${underruns} of ${gaps.length + ids.length} frames`,
       );
