@@ -29,12 +29,27 @@ const CALLEE = {
   ],
 };
 
+/** A voicemail greeting ending in a beep (config/default.json's +919800000007, its hang-up sooner). */
+const VOICEMAIL = {
+  to: '+919800000041',
+  answer: 'answer',
+  ring_ms: 100,
+  steps: [
+    { silence_ms: 400 },
+    { say: "Hi, you have reached Asha. I can't take your call right now. Please leave a message after the tone.", voice: 'en-us-slt' },
+    { silence_ms: 300 },
+    { beep_ms: 400 },
+    { silence_ms: 8000 },
+    { hangup: true },
+  ],
+};
+
 describe('dashboard: calls', () => {
   let d: Dashboard;
   let stt: ScriptedStt;
   before(async () => {
     stt = await ScriptedStt.start();
-    d = await startDashboard({ voice: { simulator: { callees: [CALLEE, ...CALLEES] } } });
+    d = await startDashboard({ voice: { simulator: { callees: [CALLEE, VOICEMAIL, ...CALLEES] } } });
     await putScriptedVoice(d.base, stt, 'voice-test', [{ provider: 'simulator' }]);
   });
   after(async () => {
@@ -153,6 +168,20 @@ describe('dashboard: calls', () => {
       .waitFor();
     other.tab.assertClean();
     await other.tab.close();
+    await tab.close();
+  });
+
+  it('a call an answering machine took says so (answered by machine, ended voicemail)', async () => {
+    const { tab, key } = await person();
+    const { page } = tab;
+    const res = await place(d.gw, key, { model: 'voice-test', to: VOICEMAIL.to, voicemail: { action: 'hangup' } });
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(d.gw, key, res.body.id as string, ended);
+    assert.deepEqual([c.answered_by, c.end_reason], ['machine', 'voicemail'], JSON.stringify(c));
+    await page.goto(`${d.base}/dashboard/calls/${c.id}`);
+    await page.getByTestId('call-answered-by').getByText('machine').waitFor();
+    assert.equal(await page.getByTestId('call-transferred-to').count(), 0, 'not transferred');
+    tab.assertClean();
     await tab.close();
   });
 

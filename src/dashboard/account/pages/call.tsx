@@ -53,6 +53,8 @@ export function CallPage({ id }: { id: string }) {
               ['Status', label(c.status), 'call-status'],
               ['End reason', label(c.end_reason)],
               ['Direction', label(c.direction ?? 'outbound'), 'call-direction'],
+              ...(c.answered_by ? [['Answered by', label(c.answered_by), 'call-answered-by'] as [string, string, string?]] : []),
+              ...(c.transferred_to ? [['Transferred to', c.transferred_to, 'call-transferred-to'] as [string, string, string?]] : []),
               ['To', c.to],
               ['From', c.from ?? '—'],
               ['Model', c.model],
