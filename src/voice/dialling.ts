@@ -50,6 +50,8 @@ export interface DiallingDeps {
   onAnswered(at: number): void;
   /** The call asks who answered (its `voicemail`): a carrier that detects machines is asked to. */
   machineDetection?: boolean;
+  /** The carrier took a transfer of its call to `to` (src/voice/handoffs.ts). */
+  onHandoff?(carrierCallId: string, to: string, from: string | null): void;
 }
 
 export class Dialling {
@@ -136,6 +138,7 @@ export class Dialling {
   async transfer(to: string): Promise<void> {
     if (!this.carrier?.transfer || this.carrierCallId === null) throw new Error("the call's carrier cannot transfer it");
     await this.carrier.transfer(this.carrierCallId, to, this.from);
+    this.deps.onHandoff?.(this.carrierCallId, to, this.from);
   }
 
   /** The same, unheard (the live side is going away without a hang-up). */

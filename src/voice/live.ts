@@ -122,6 +122,8 @@ export interface LiveCall {
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   onDisposed(): void;
+  /** The carrier took a transfer of the call (src/voice/handoffs.ts). */
+  onHandoff?(carrierCallId: string, to: string, from: string | null): void;
   /** The call's recording (src/voice/recordings.ts); null: not recorded. */
   recorder?: CallRecorder | null;
 }
@@ -163,6 +165,7 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     now: deps.now,
     onDisposed: call.onDisposed,
     pacer: call.pacer,
+    ...(call.onHandoff ? { onHandoff: call.onHandoff } : {}),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     handoffWords: () => handoffWords({ intent: deps.intent, intentModel: c.intentModel, audio: deps.audio, tts: c.tts, voice: c.voice, language: c.language }),
     ...(body.transfer_to ? { transferTo: body.transfer_to } : {}),

@@ -31,6 +31,7 @@ import type { CallRecordings } from './recordings.ts';
 import { facts, toObject } from './view.ts';
 import type { VoiceCallObject } from './views.ts';
 import { requestTransfer } from './transfer-request.ts';
+import { Handoffs } from './handoffs.ts';
 
 const DEFAULT_RING_TIMEOUT_SECONDS = 30;
 /** A reservation outlives the longest call (ringing, an hour, and a restart's finalize): its sweep only returns one whose actor is gone. */
@@ -76,6 +77,8 @@ export class VoiceCalls {
   private readonly creating = new Map<string, Promise<unknown>>();
   /** Live calls on this instance (their media). */
   private readonly live = new Map<string, CallMedia>();
+  /** Where transferred calls went, for a carrier that asks after the hand-off (Exotel's Connect applet). */
+  readonly handoffs = new Handoffs();
   /** One playback clock for every call here. */
   private readonly pacer = new Pacer();
 
@@ -279,6 +282,7 @@ export class VoiceCalls {
       token: this.streamToken(callId),
       pacer: this.pacer,
       onDisposed: () => this.live.delete(callId),
+      onHandoff: (carrierCallId, to, from) => this.handoffs.record(carrierCallId, { to, from }),
     });
     this.live.set(callId, media);
     try {

@@ -365,6 +365,25 @@ export class FakeExotel {
     return this.place('v1', caller, exophone, { appId, callback: null, customField: '', timeLimitS: 14_400, inbound: true });
   }
 
+  /**
+   * What a flow's Connect applet with a dynamic URL does once the Voicebot applet's stream ended (the
+   * call still up): GET the URL with the call's details (Exotel's Programmable Connect, version 1.0),
+   * read whom to dial from `destination.numbers`.
+   */
+  async askConnectApplet(url: string, callId: string): Promise<{ status: number; body: unknown }> {
+    const sid = this.sidOf(callId) ?? 'unknown-sid';
+    const leg = this.calls.get(sid);
+    const query = new URLSearchParams({
+      CallSid: sid,
+      CallFrom: leg?.to ?? '',
+      CallTo: leg?.callerId ?? '',
+      Direction: 'outbound-dial',
+      CallStatus: 'in-progress',
+    });
+    const res = await fetch(`${url}?${query}`, { headers: { 'Exotel-Version': '1.0' } });
+    return { status: res.status, body: await res.json() };
+  }
+
   /** Exotel's sid of the call the gateway placed as `callId` (its customfield). */
   sidOf(callId: string): string | undefined {
     return [...this.calls].find(([, c]) => c.customField === callId)?.[0];

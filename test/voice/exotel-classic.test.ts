@@ -107,6 +107,24 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
     assert.ok(said !== null && Math.abs(said - c.duration_seconds) <= 2, `Exotel says ${said} s, the call lasted ${c.duration_seconds} s`);
   });
 
+  it("a transfer: the gateway ends the Voicebot's stream, and the flow's Connect applet is told by its dynamic URL to dial the API's `to`", async () => {
+    const res = await dial('+919800000077'); // answers and stays on the line
+    assert.equal(res.status, 202, res.text);
+    const id = res.body.id as string;
+    await waitForCall(gw, acc.key, id, (c) => c.status === 'in_progress' && (c.transcript ?? []).length > 0);
+    const asked = await call(gw.url, 'POST', `/v1/voice/calls/${id}/transfer`, { token: acc.key, body: { to: '+919800000041', mode: 'cold' } });
+    assert.equal(asked.status, 202, asked.text);
+    const c = await waitForCall(gw, acc.key, id, ended);
+    assert.deepEqual([c.status, c.end_reason, c.transferred_to], ['completed', 'transferred', '+919800000041']);
+    const connect = await exotel.askConnectApplet(`${gw.url}/v1/voice/exotel/connect`, id);
+    assert.equal(connect.status, 200, JSON.stringify(connect.body));
+    assert.deepEqual((connect.body as { destination: unknown }).destination, { numbers: ['+919800000041'] });
+    assert.equal((connect.body as { fetch_after_attempt: boolean }).fetch_after_attempt, false);
+    // Another call's sid (or a guess) learns nothing.
+    const other = await exotel.askConnectApplet(`${gw.url}/v1/voice/exotel/connect`, 'call_000000000000000000000000');
+    assert.equal(other.status, 404);
+  });
+
   it("the applet's URL answers a call's stream only to Exotel's own CallSid for it", async () => {
     const res = await dial('+919800000099');
     const id = res.body.id as string;

@@ -61,7 +61,7 @@ describe('inbound calls through the simulator', () => {
     const portal = await call(v.gw.url, 'GET', `/portal/voice/calls/${id}`, { token: v.acc.session });
     assert.equal(portal.body.direction, 'inbound', 'the dashboard reads it too');
     const events = v.gw.events.filter((e) => e.fields.call_id === id).map((e) => e.event);
-    assert.deepEqual(events, ['call.answered', 'call.ended']);
+    assert.deepEqual(events, ['call.answered', 'call.action', 'call.ended']);
     // An outbound call says so.
     const out = await v.dial('+919800000012');
     assert.equal(out.body.direction, 'outbound');

@@ -5,6 +5,13 @@
 // other fields are Exotel's to add, so the query is open), and opens what `url` names. The rules
 // (which call, proven by its `CallSid`; a call no longer live here) are src/voice/exotel-flow.ts.
 // No API key: Exotel calls it; what it answers is worth nothing without the call's Exotel sid.
+//
+// GET /v1/voice/exotel/connect: the dynamic URL of the Connect applet an account puts after the
+// Voicebot applet, for transfers (Exotel's APIs cannot redirect a live call: the gateway ends the
+// Voicebot's stream and the flow moves on to the Connect applet, which asks whom to dial). Answered
+// in Exotel's Programmable Connect form, `{fetch_after_attempt: false, destination: {numbers: [to]},
+// outgoing_phone_number?}`, for a call this instance handed off lately (src/voice/handoffs.ts), by
+// its `CallSid`; 404 otherwise (the applet's fallback then applies). Docs: docs/api/voice.md, Transfers.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
 import { errors } from '../schemas.ts';
@@ -14,6 +21,34 @@ import { isIncoming } from '../../voice/inbound-exotel.ts';
 const Field = Type.Optional(Type.String({ maxLength: 256 }));
 
 export function registerExotelVoicebotRoute(app: App, deps: AppDeps): void {
+  app.get(
+    '/v1/voice/exotel/connect',
+    {
+      schema: {
+        tags: ['v1'],
+        summary: "Whom an Exotel flow's Connect applet dials after a transferred call's stream ended (its dynamic URL)",
+        querystring: Type.Object({ CallSid: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
+        response: {
+          200: Type.Object({
+            fetch_after_attempt: Type.Boolean(),
+            destination: Type.Object({ numbers: Type.Array(Type.String()) }),
+            outgoing_phone_number: Type.Optional(Type.String()),
+          }),
+          ...errors(400, 404),
+        },
+      },
+    },
+    async (req) => {
+      const handoff = deps.services.voice.handoffs.of(req.query.CallSid);
+      if (!handoff) throw new ApiError('not_found', 'No call of this gateway was transferred with that CallSid.');
+      return {
+        fetch_after_attempt: false,
+        destination: { numbers: [handoff.to] },
+        ...(handoff.from ? { outgoing_phone_number: handoff.from } : {}),
+      };
+    },
+  );
+
   app.get(
     '/v1/voice/exotel/voicebot',
     {
