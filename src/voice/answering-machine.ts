@@ -20,6 +20,7 @@
 // The greeting's end (`ended`): the beep's last tonal frame, or END_SILENCE_MS of silence after its
 // last speech (a greeting without a beep), or at the latest MAX_GREETING_MS after the answer.
 import type { VoiceDetector } from '../speech/vad.ts';
+import { goertzelCoeff, goertzelPower } from '../speech/tone.ts';
 
 export type AnsweredBy = 'human' | 'machine' | 'unknown';
 
@@ -64,7 +65,7 @@ const TONE_SHARE = 0.6;
 const TONE_MIN_DB = -40;
 
 const TONE_FREQS = Array.from({ length: (TONE_HIGH_HZ - TONE_LOW_HZ) / TONE_STEP_HZ + 1 }, (_, i) => TONE_LOW_HZ + i * TONE_STEP_HZ);
-const TONE_COEFFS = TONE_FREQS.map((f) => 2 * Math.cos((2 * Math.PI * f) / RATE));
+const TONE_COEFFS = TONE_FREQS.map((f) => goertzelCoeff(f, RATE));
 // Zero crossings a frame of a pure tone of 800 Hz (2000 Hz) has, with some slack for noise.
 const MIN_CROSSINGS = Math.floor(((2 * TONE_LOW_HZ) / RATE) * FRAME * 0.8);
 const MAX_CROSSINGS = Math.ceil(((2 * TONE_HIGH_HZ) / RATE) * FRAME * 1.2);
@@ -82,15 +83,7 @@ export function toneOf(frame: Int16Array): number | null {
   let best = 0;
   let bestAt = -1;
   for (let k = 0; k < TONE_COEFFS.length; k++) {
-    const c = TONE_COEFFS[k]!;
-    let s1 = 0;
-    let s2 = 0;
-    for (let i = 0; i < frame.length; i++) {
-      const s = frame[i]! + c * s1 - s2;
-      s2 = s1;
-      s1 = s;
-    }
-    const power = s1 * s1 + s2 * s2 - c * s1 * s2;
+    const power = goertzelPower(frame, TONE_COEFFS[k]!);
     if (power > best) [best, bestAt] = [power, k];
   }
   // A sinusoid of amplitude A: power ≈ (A·N/2)², energy ≈ A²·N/2, so the share is power·2/(N·energy).

@@ -3,6 +3,7 @@
 // other tones of their group and the block is loud enough; a key is counted once per run of blocks
 // (a phone's key and its pause). What a callee's phone menu does with the agent's in-band keys.
 import { g711Decode } from '../../src/speech/g711.ts';
+import { goertzelCoeff, goertzelPower } from '../../src/speech/tone.ts';
 
 const ROWS = [697, 770, 852, 941];
 const COLUMNS = [1209, 1336, 1477, 1633];
@@ -10,17 +11,8 @@ const KEYS = ['123A', '456B', '789C', '*0#D'];
 const RATE = 8000;
 const BLOCK = 160;
 
-function power(block: Int16Array, frequency: number): number {
-  const coeff = 2 * Math.cos((2 * Math.PI * frequency) / RATE);
-  let s1 = 0;
-  let s2 = 0;
-  for (const x of block) {
-    const s0 = x / 32768 + coeff * s1 - s2;
-    s2 = s1;
-    s1 = s0;
-  }
-  return s1 * s1 + s2 * s2 - coeff * s1 * s2;
-}
+/** A frequency's power in the block, on the scale of full-scale samples (±1). */
+const power = (block: Int16Array, frequency: number): number => goertzelPower(block, goertzelCoeff(frequency, RATE)) / (32768 * 32768);
 
 /** The key a 20 ms block sounds, or null. */
 function keyOf(block: Int16Array): string | null {
