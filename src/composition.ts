@@ -49,21 +49,10 @@ import { loadVoiceDetectors, type VoiceDetectors } from './speech/vad.ts';
 import { loadResamplers, type Resamplers } from './speech/resample.ts';
 import { startPocketsphinxEngine } from './speech/pocketsphinx-engine.ts';
 import type { Logger } from 'pino';
-import { voiceCallKind } from './voice/kind.ts';
-import { AccountLimits } from './identity/account-limits.ts';
-import { VoiceCalls } from './voice/service.ts';
-import { ToolRequests } from './voice/tool-requests.ts';
-import { InboundCalls } from './voice/inbound.ts';
-import { CallTranscripts } from './voice/transcript.ts';
-import { CallRecordings } from './voice/recordings.ts';
-import { ResponseAudio } from './voice/agent.ts';
-import { simulatorCarrier } from './providers/simulator/voice.ts';
-import { twilioCarrier } from './providers/twilio/voice.ts';
-import { exotelCarrier } from './providers/exotel/voice.ts';
-import type { RouteConfig } from './models/types.ts';
-import type { ResolvedRoute } from './providers/types.ts';
-import type { Carrier } from './providers/carrier.ts';
-import { matchLanguage } from './speech/languages.ts';
+import { composeVoice } from './voice/compose.ts';
+import type { AccountLimits } from './identity/account-limits.ts';
+import type { VoiceCalls } from './voice/service.ts';
+import type { InboundCalls } from './voice/inbound.ts';
 
 /** What /admin/actors reads: the actor runtime's view of one actor (rejects with code not_found). */
 export interface ActorDirectory {
@@ -300,111 +289,20 @@ export async function createServices(deps: {
     sessionIdleMs: deps.config.intent.sessionIdleMinutes * 60_000,
     ...(deps.intentMetrics ? { metrics: deps.intentMetrics } : {}),
   });
-  // Outbound calls: the call actor, the response audio cache, and the carriers this build dials through.
-  const vc = deps.config.voice;
-  // Calls' transcripts: their own collection, out of the actors' snapshots (src/voice/transcript.ts).
-  const transcripts = new CallTranscripts(deps.store, now);
-  const recordings = new CallRecordings({
-    ...{ store: deps.store, blobs: deps.blobs, dataDir: deps.config.dataDir, defaultRetentionDays: vc.retentionDays, now },
-    accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
-    logger: deps.logger.child({ component: 'voice-recordings' }),
-  });
-  const voiceKind = voiceCallKind({
-    transcripts,
-    recordings,
-    meter,
-    events,
-    now,
-    checkpointMs: vc.checkpointMs,
-    retainMs: vc.retentionDays * 86_400_000,
-    hangupOrphan: async (modelId, dialled) => {
-      // `dialled` is `<route index>:<carrier's call id>` (src/voice/dialling.ts).
-      const m = /^(\d+):(.+)$/.exec(dialled);
-      const model = m ? await models.get(modelId) : null;
-      const at = Number(m?.[1]);
-      const config = model?.routes[at];
-      const route = model ? gatewayDeps.resolveRoutes(model)[at] : undefined;
-      // The simulator's callee died with the process; a real carrier's call is hung up by its API.
-      const carrier = m && config && route && config.provider !== 'simulator' ? carrierFor(config, route) : undefined;
-      if (!carrier) return { carrierDurationSeconds: null };
-      await carrier.hangup(m![2]!);
-      return { carrierDurationSeconds: (await carrier.duration?.(m![2]!)) ?? null };
-    },
-  });
-  const responseAudio = new ResponseAudio({ router, resolveRoutes: gatewayDeps.resolveRoutes, resamplers: () => (resamplers ??= loadResamplers()) });
-  const simulator = simulatorCarrier({
-    callees: vc.simulator.callees,
-    logger: deps.logger.child({ component: 'voice-simulator' }),
-    // The callee's speech: tts-local (espeak-ng, or festival for `en-us-slt`), whatever the call's own tts model is.
-    speak: async (text, voice) => {
-      const tts = await models.get('tts-local');
-      if (!tts) throw new Error('the simulator speaks through tts-local, which is not configured');
-      const language = matchLanguage(voice, tts.languages ?? []);
-      return responseAudio.render(tts, voice, language ?? undefined, text);
-    },
-  });
-  const publicBase = () => (vc.publicUrl || (deps.listenUrl?.() ?? '')).replace(/\/+$/, '');
-  const callbackUrl = (provider: string, id: string) => `${publicBase()}/v1/voice/calls/${id}/callback/${provider}`;
-  // Exotel does not sign its callbacks: each call's callback URL carries a secret of its own.
-  const voiceCallbackToken = (callId: string) => createHmac('sha256', deps.keySecret).update(`voice-callback:${callId}`).digest('base64url');
-  const carrierLog = deps.logger.child({ component: 'voice-carrier' });
-  // A route's carrier, when its configuration has what the carrier needs (the catalog checked it when the model was saved).
-  const carrierFor = (config: RouteConfig, route: ResolvedRoute): Carrier | undefined => {
-    if (config.provider === 'simulator') return simulator;
-    if (config.provider === 'twilio' && config.account_sid && config.from) {
-      return twilioCarrier(
-        { baseUrl: route.baseUrl, accountSid: config.account_sid, authToken: route.apiKey, from: config.from },
-        { callbackUrl: (id) => callbackUrl('twilio', id) },
-      );
-    }
-    if (config.provider === 'exotel' && config.account_sid && config.from && config.api_token && route.apiKey) {
-      return exotelCarrier(
-        {
-          baseUrl: route.baseUrl,
-          accountSid: config.account_sid,
-          apiKey: route.apiKey,
-          apiToken: config.api_token,
-          from: config.from,
-          ...(config.app_id ? { appId: config.app_id } : {}),
-        },
-        { callbackUrl: (id) => `${callbackUrl('exotel', id)}?token=${voiceCallbackToken(id)}`, callbackToken: voiceCallbackToken, logger: carrierLog },
-      );
-    }
-    return undefined;
-  };
-  const accountLimits = new AccountLimits(deps.store, now, (owner) => identity.exists(owner));
-  const voice = new VoiceCalls({
-    meter,
-    models,
-    runtime: deps.actors,
+  // Outbound and inbound calls, their carriers, transcripts and recordings (src/voice/compose.ts).
+  const {
+    voice,
+    inbound,
+    accountLimits,
     kind: voiceKind,
-    store: deps.store,
-    carrier: carrierFor,
-    payerFor: (principal) => billing.payerFor(principal),
-    available: (payer) => billing.availableMicrocents(payer.walletId),
-    webhookOwned: (account, id) => webhooks.owns(account, id),
-    signerOf: (account, id) => webhooks.signerOf(account, id),
-    toolRequests: new ToolRequests(webhooks.policy),
-    events,
-    maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
-    intent,
-    audio: responseAudio,
-    router,
-    resolveRoutes: gatewayDeps.resolveRoutes,
+  } = await composeVoice({
+    ...{ config: deps.config, store: deps.store, blobs: deps.blobs, keySecret: deps.keySecret, actors: deps.actors, logger: deps.logger, now },
+    ...{ meter, events, models, router, resolveRoutes: gatewayDeps.resolveRoutes, intent, webhooks, billing, identity, languageModels },
     detectors: () => (detectors ??= loadVoiceDetectors()),
     resamplers: () => (resamplers ??= loadResamplers()),
-    baseUrl: publicBase,
-    keySecret: deps.keySecret,
-    transcripts,
-    recordings,
-    settings: vc, // what it reads of voice.*: maxConcurrentCalls, minAffordableSeconds, mediaTimeoutMs, toolTimeoutMs
-    logger: deps.logger.child({ component: 'voice' }),
-    ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
-    languageModels,
-    now,
+    ...(deps.voiceMetrics ? { voiceMetrics: deps.voiceMetrics } : {}),
+    ...(deps.listenUrl ? { listenUrl: deps.listenUrl } : {}),
   });
-  await voice.init();
-  const inbound = new InboundCalls({ ...gatewayDeps, store: deps.store, models, simulator, voice, identity, baseUrl: publicBase, logger: deps.logger });
   // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
   // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
   deps.actors.register({ ...intentSessionKind, expireIdleMs: deps.config.intent.sessionIdleMinutes * 60_000 });
