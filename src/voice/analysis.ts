@@ -21,6 +21,7 @@ import type { Payer, UsageFacts } from '../billing/types.ts';
 import { priceOfTokens } from '../billing/pricing.ts';
 import type { EventSink } from '../shared/events.ts';
 import type { UpstreamRouter } from '../providers/router.ts';
+import { RouterError } from '../providers/router-error.ts';
 import type { RoutedModel } from '../providers/routes.ts';
 import type { ChatRequest, ResolvedRoute, TokenUsage } from '../providers/types.ts';
 import { countMessages, countText, PromptTokens } from '../text/tokens.ts';
@@ -156,7 +157,7 @@ export class CallAnalyzer {
     // finishes the hold as the first run would have, and never asks again once it was answered.
     const answer = await ctx.steps.once<Answer>(`analysis:answer:${n}`, async () => {
       try {
-        const served = await this.deps.router.complete(this.deps.resolveRoutes(model), { ...request, max_tokens: held.maxOut }, signal);
+        const served = await this.ask(model, { ...request, max_tokens: held.maxOut }, signal);
         const text = served.result.choices[0]?.message.content ?? '';
         const usage = served.result.usage ?? { prompt_tokens: held.prompt, completion_tokens: countText(text) };
         return { text, usage, route: served.route.id };
@@ -186,6 +187,22 @@ export class CallAnalyzer {
     const tokens = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens };
     return { result: this.done('completed', req.model, { ...read, usage: tokens, costMicrocents: cost, attempts: n }) };
   }
+
+  /**
+   * The request through the model's routes; when none takes a JSON schema (Anthropic's Messages API
+   * refuses any `response_format`: the router passes such a route by), once more without it, the
+   * instructions alone asking for the JSON (readAnswer takes a fenced or flat answer too).
+   */
+  private async ask(model: ModelDoc, request: ChatRequest, signal: AbortSignal) {
+    const routes = this.deps.resolveRoutes(model);
+    try {
+      return await this.deps.router.complete(routes, request, signal);
+    } catch (err) {
+      if (!(err instanceof RouterError && err.param === 'response_format')) throw err;
+      const { response_format: _format, ...plain } = request;
+      return this.deps.router.complete(routes, plain, signal);
+    }
+  }
 }
 
 /** The analysis as the API answers it, from what the call stored (`result`), what it asked (`req`) and its pack's decisions. */
@@ -196,7 +213,8 @@ export function toAnalysisObject(result: CallAnalysisResult | null, req: Analysi
     source: req ? 'llm' : 'pack',
     model: req?.model ?? null,
     summary: result?.summary ?? null,
-    fields: result?.fields ?? Object.fromEntries((req?.fields ?? []).map((f) => [f.name, null])),
+    // Every field asked for is there, null until (or unless) a valid value came.
+    fields: { ...Object.fromEntries((req?.fields ?? []).map((f) => [f.name, null])), ...result?.fields },
     ...packed,
     usage: result?.usage ?? null,
     cost_cents: centsOf(result?.costMicrocents ?? 0),

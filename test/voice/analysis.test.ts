@@ -8,9 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
+import { startAnthropicUpstream } from '../fakes/anthropic-upstream.ts';
 import { startReceiver, type Receiver } from '../webhooks/receiver.ts';
 import { waitFor } from '../actors/helpers.ts';
-import { CALLEES, putChatModel, putScriptedVoice, ScriptedStt } from './simulated.ts';
+import { CALLEES, putChatModel, putScriptedVoice, ScriptedStt, scriptedVoiceModel } from './simulated.ts';
 import { ended, place, startVoiceGateway, voiceAccount, waitForCall, walletMicrocents, type VoiceAccount } from './helpers.ts';
 
 const FIELDS = [
@@ -30,11 +31,13 @@ describe('call analysis', () => {
   let llm: Awaited<ReturnType<typeof startOpenAIUpstream>>;
   let acc: VoiceAccount;
   let receiver: Receiver;
+  let anthropic: Awaited<ReturnType<typeof startAnthropicUpstream>>;
 
   before(async () => {
     stt = await ScriptedStt.start();
     llm = await startOpenAIUpstream();
     receiver = await startReceiver();
+    anthropic = await startAnthropicUpstream({ apiKey: 'sk-ant-secret' });
     gw = await startVoiceGateway(CALLEES, {
       voice: { maxConcurrentCalls: 3, minAffordableSeconds: 10, mediaTimeoutMs: 10_000, analysisBackoffMs: 20, simulator: { callees: CALLEES } },
       webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 },
@@ -50,6 +53,7 @@ describe('call analysis', () => {
     await stt?.server.close();
     await llm?.close();
     await receiver?.close();
+    await anthropic?.close();
   });
 
   const dial = (to: string, body: Record<string, unknown> = {}, who = acc) => place(gw, who.key, { model: 'voice-test', to, ...body });
@@ -166,6 +170,33 @@ describe('call analysis', () => {
       ['completed', 'pack', null, 'BANKING.ATM.CASH_NOT_DISPENSED', ['CREATE_DISPUTE'], 0],
     );
     assert.equal(llm.calls('/v1/chat/completions').length, seen, 'no llm');
+  });
+
+  it("a route without JSON schemas (Anthropic's): asked again without one, its fenced JSON read", async () => {
+    const claude = { type: 'llm', owned_by: 'test', pricing: { input_cents_per_mtok: 1, output_cents_per_mtok: 1 } };
+    const route = { provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-secret', upstream_model: 'claude-up' };
+    assert.equal((await call(gw.url, 'PUT', '/admin/models/claude-test', { token: ADMIN_TOKEN, body: { ...claude, routes: [route] } })).status, 201);
+    stt.say('what is the weather like today');
+    const json = { summary: 'The callee asked about the weather.', fields: { issue: 'other', amount: null, wants_dispute: false, attempts: 1, branch: null } };
+    anthropic.next({ reply: `\`\`\`json\n${JSON.stringify(json)}\n\`\`\`` });
+    const res = await dial('+919800000013', { analysis: { ...ANALYSIS, model: 'claude-test' } });
+    assert.equal(res.status, 202, res.text);
+    const c = await waitForCall(gw, acc.key, res.body.id, analyzed, 30_000);
+    assert.equal(c.analysis.status, 'completed', JSON.stringify(c.analysis));
+    assert.deepEqual([c.analysis.summary, c.analysis.fields], [json.summary, json.fields]);
+    assert.equal(anthropic.calls('/v1/messages').length, 1);
+  });
+
+  it("a voice model's default analysis, a call's own in its place; the default checked when the model is written", async () => {
+    const put = (body: unknown) => call(gw.url, 'PUT', '/admin/models/voice-analysed', { token: ADMIN_TOKEN, body });
+    const bad = await put(scriptedVoiceModel([{ provider: 'simulator' }], { analysis: { model: 'chat-test', fields: [FIELDS[1], FIELDS[1]] } }));
+    assert.deepEqual([bad.status, bad.body.error?.param], [400, 'analysis.fields.1.name'], bad.text);
+    assert.equal((await put(scriptedVoiceModel([{ provider: 'simulator' }], { analysis: { model: 'chat-test', fields: [FIELDS[1]] } }))).status, 201);
+    const byModel = await place(gw, acc.key, { model: 'voice-analysed', to: '+919800000002' });
+    const own = await place(gw, acc.key, { model: 'voice-analysed', to: '+919800000002', analysis: { model: 'chat-test', fields: [FIELDS[2]] } });
+    const [a, b] = await Promise.all([byModel, own].map((r) => waitForCall(gw, acc.key, r.body.id, analyzed, 20_000)));
+    assert.deepEqual([a.analysis.status, a.analysis.fields], ['skipped', { amount: null }]);
+    assert.deepEqual([b.analysis.status, b.analysis.fields], ['skipped', { wants_dispute: null }]);
   });
 
   it('refuses at the POST: an unknown, a non-llm or an unavailable model, twin names, an enum of the wrong type, an unknown field', async () => {
