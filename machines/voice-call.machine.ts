@@ -360,8 +360,8 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             { guard: 'analyzes', target: 'analyzing', actions: 'charged' },
             { target: 'ended', actions: 'charged' },
           ],
-          // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
-          onError: { target: 'ended' },
+          // Billing unreachable: the call still ends; the reservation's TTL returns what it held (an analysis still runs, and ends).
+          onError: [{ guard: 'analyzes', target: 'analyzing' }, { target: 'ended' }],
         },
         on: {
           // Late news changes nothing: the call is over (still counted: the transcript's end).
