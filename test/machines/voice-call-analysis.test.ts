@@ -5,31 +5,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createActor, fromPromise, waitFor } from 'xstate';
-import {
-  voiceCallMachine,
-  type AnalyzeInput,
-  type CallAnalysisResult,
-  type DialInput,
-  type DialOutput,
-  type FinishInput,
-  type FinishOutput,
-  type NotifyInput,
-} from '../../machines/voice-call.machine.ts';
+import * as vc from '../../machines/voice-call.machine.ts';
 import { input } from './voice-call-input.ts';
 
-const done: CallAnalysisResult = {
+const done: vc.CallAnalysisResult = {
   ...{ status: 'completed', model: 'chat', summary: 'ok', fields: { n: 1 }, usage: { prompt_tokens: 10, completion_tokens: 2 } },
   ...{ costMicrocents: 12, attempts: 1, error: null, at: 5000 },
 };
 
-function harness(analyze: (i: AnalyzeInput) => Promise<CallAnalysisResult>) {
-  const asked: AnalyzeInput[] = [];
-  const machine = voiceCallMachine.provide({
+function harness(analyze: (i: vc.AnalyzeInput) => Promise<vc.CallAnalysisResult>) {
+  const asked: vc.AnalyzeInput[] = [];
+  const machine = vc.voiceCallMachine.provide({
     actors: {
-      dial: fromPromise<DialOutput, DialInput>(async () => ({ carrierCallId: 'SIM1', at: 0 })),
-      notifyAnswered: fromPromise<void, NotifyInput>(async () => undefined),
-      finish: fromPromise<FinishOutput, FinishInput>(async ({ input: i }) => ({ costMicrocents: i.billedSeconds * 1000, at: 0 })),
-      analyze: fromPromise<CallAnalysisResult, AnalyzeInput>(async ({ input: i }) => {
+      dial: fromPromise<vc.DialOutput, vc.DialInput>(async () => ({ carrierCallId: 'SIM1', at: 0 })),
+      notifyAnswered: fromPromise<void, vc.NotifyInput>(async () => undefined),
+      finish: fromPromise<vc.FinishOutput, vc.FinishInput>(async ({ input: i }) => ({ costMicrocents: i.billedSeconds * 1000, at: 0 })),
+      analyze: fromPromise<vc.CallAnalysisResult, vc.AnalyzeInput>(async ({ input: i }) => {
         asked.push(i);
         return analyze(i);
       }),
@@ -79,7 +70,7 @@ describe('voice-call machine: analysis', () => {
 
   it('persisted mid-analysis, restores in analyzing and runs it again', async () => {
     let release!: () => void;
-    const first = harness(() => new Promise<CallAnalysisResult>((r) => (release = () => r(done))));
+    const first = harness(() => new Promise<vc.CallAnalysisResult>((r) => (release = () => r(done))));
     const actor = createActor(first.machine, { input: input({ analyze: true }) }).start();
     talk(actor);
     await waitFor(actor, (s) => s.matches('analyzing'), { timeout: 2000 });
