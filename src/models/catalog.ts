@@ -2,6 +2,7 @@
 // account. Every lookup reads the store (a point read), so a model added or changed appears on the
 // next request on every instance, with no restart and no cache to invalidate.
 import { voicemailProblem } from '../shared/voicemail-schema.ts';
+import { analysisProblem } from '../shared/analysis-schema.ts';
 import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
@@ -313,6 +314,8 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
     }
     const voicemail = def.voicemail && voicemailProblem(def.voicemail);
     if (voicemail) throw bad(`voicemail.${voicemail.field}`, voicemail.message);
+    const analysis = def.analysis && analysisProblem(def.analysis);
+    if (analysis) throw bad(`analysis.${analysis.field}`, analysis.message);
   } else {
     for (const field of [
       'stt_model',
@@ -325,6 +328,7 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
       'record',
       'recording_retention_days',
       'voicemail',
+      'analysis',
     ] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to voice models only.`);
     }

@@ -20,6 +20,8 @@ import { centsOf, callPrice } from './kind.ts';
 import { checkTools, DEFAULT_TOOL_TIMEOUT_MS, type ToolCheckDeps, type ToolFields } from './tool-requests.ts';
 import type { Voicemail } from '../shared/voicemail-schema.ts';
 import { checkVoicemail } from './voicemail.ts';
+import type { AnalysisRequest } from '../shared/analysis-schema.ts';
+import { checkAnalysis } from './analysis.ts';
 
 const DEFAULT_MAX_DURATION_SECONDS = 600;
 const DEFAULT_ENDPOINTING_MS = 700;
@@ -52,6 +54,8 @@ export interface VoiceCallBody extends Omit<ToolFields, 'agent'> {
   /** Said before the first message when the call is recorded. */
   recording_notice?: string;
   voicemail?: Voicemail;
+  /** What to learn of the conversation once the call ends (src/voice/analysis.ts); default the model's. */
+  analysis?: AnalysisRequest;
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */
@@ -79,6 +83,8 @@ export interface CheckSettings {
 export interface Checked extends LivePlan {
   to: string;
   price: number;
+  /** The call's analysis (its own or its model's), checked; null: none. */
+  analysis: AnalysisRequest | null;
 }
 
 /** The model's rules on the call; the reservation's length from what the wallet affords. */
@@ -148,6 +154,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
       });
     });
   }
+  const analysis = await checkAnalysis(deps, model, payer, body.analysis);
   const [stt, tts] = await Promise.all([deps.models.get(model.stt_model ?? ''), deps.models.get(model.tts_model ?? '')]);
   if (stt?.type !== 'stt' || !tts || tts.type !== 'tts')
     throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
@@ -184,6 +191,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     price,
     voicemail,
     tools,
+    analysis,
   };
 }
 

@@ -29,6 +29,7 @@ import { matchLanguage } from '../speech/languages.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { voiceCallKind } from './kind.ts';
+import { CallAnalyzer } from './analysis.ts';
 import { VoiceCalls } from './service.ts';
 import { ToolRequests } from './tool-requests.ts';
 import { InboundCalls, type InboundDeps } from './inbound.ts';
@@ -82,7 +83,13 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
     logger: deps.logger.child({ component: 'voice-recordings' }),
   });
+  // A call's analysis after its charge: an llm through the router, metered as a chat call (src/voice/analysis.ts).
+  const analyzer = new CallAnalyzer({
+    ...{ meter, models, router, resolveRoutes: deps.resolveRoutes, transcripts, events, now },
+    ...{ attempts: vc.analysisAttempts, backoffMs: vc.analysisBackoffMs },
+  });
   const voiceKind = voiceCallKind({
+    analyzer,
     transcripts,
     recordings,
     meter,

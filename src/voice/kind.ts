@@ -7,6 +7,7 @@
 //   charge          the reservation settled for the answered seconds (released when none)
 //   notify:ended    the call.ended event
 //   notify:answered_by  the call.answered_by event (a call that asked for answering-machine detection)
+//   analysis:*, notify:analyzed  after the charge, a call that asked for an analysis (src/voice/analysis.ts)
 // Checkpointed: written when the state moves and on the durable events (an end of any kind, a
 // control), otherwise at most every `checkpointMs` (heartbeats and turns). `onOrphan: 'finalize'`:
 // a call whose instance died has lost its media (the socket died with the process), so the restored
@@ -18,10 +19,13 @@ import type { Hold, Payer } from '../billing/types.ts';
 import type { Meter } from '../metering/meter.ts';
 import { priceOfSeconds } from '../billing/pricing.ts';
 import type { EventSink } from '../shared/events.ts';
+import type { AnalysisRequest } from '../shared/analysis-schema.ts';
 import {
   voiceCallMachineOf,
   version,
+  type AnalyzeInput,
   type AnsweredByInput,
+  type CallAnalysisResult,
   type AnsweredByNews,
   type DialInput,
   type DialOutput,
@@ -50,7 +54,23 @@ export interface CallSpecFields {
   metadata?: Record<string, string>;
   /** The call's `webhook_id`: its events go to that endpoint only. */
   webhookId?: number;
+  /** What the call asked to learn once it ends (src/voice/analysis.ts): its `analysis`, or its model's. */
+  analysis?: AnalysisRequest;
+  /** The agent decides by an intent pack (intent, hybrid): its outcome's intent, actions and entities are the analysis's too. */
+  pack?: boolean;
 }
+
+/** A call's spec fields for its analysis (src/voice/analysis.ts): what it asked, and whether a pack decides its outcome. */
+export const analysisSpec = (c: { analysis: AnalysisRequest | null; intentModel: unknown }): Pick<CallSpecFields, 'analysis' | 'pack'> => ({
+  ...(c.analysis ? { analysis: c.analysis } : {}),
+  ...(c.intentModel ? { pack: true } : {}),
+});
+
+/** Where a call's events go: the account's subscribed endpoints, or the one the call names. */
+export const eventTarget = (spec: CallSpecFields) => ({
+  owner: { type: spec.payer.ownerType, id: spec.payer.ownerId },
+  ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}),
+});
 
 /** The call's live side (carrier and media), as the effects see it: never persisted. */
 export interface CallResources extends ActorResources {
@@ -82,6 +102,8 @@ export interface VoiceKindDeps {
   transcripts?: { remove(callId: string): Promise<void>; of(account: string, callId: string): Promise<Turn[]> };
   /** The calls' recordings (src/voice/recordings.ts): stored when the call finishes (after a restart too), deleted with the actor. */
   recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
+  /** Runs a call's analysis after its charge (src/voice/analysis.ts). */
+  analyzer?: { run(input: AnalyzeInput<CallSpecFields>, ctx: ActorKindContext): Promise<CallAnalysisResult> };
 }
 
 /** The call's machine, its `spec` typed as the fields above (the effects read them, the service writes them). */
@@ -143,13 +165,13 @@ export function orderKey(createdAt: number, callId: string): string {
 }
 
 function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
-  // The account's subscribed endpoints, or the one the call names.
-  const to = (spec: CallSpecFields) => ({
-    owner: { type: spec.payer.ownerType, id: spec.payer.ownerId },
-    ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}),
-  });
+  const to = eventTarget;
   return {
     actors: {
+      analyze: fromPromise<CallAnalysisResult, AnalyzeInput<CallSpecFields>>(async ({ input }) => {
+        if (!deps.analyzer) throw new Error('voice call: no analyzer configured');
+        return deps.analyzer.run(input, ctx);
+      }),
       dial: fromPromise<DialOutput, DialInput>(async ({ input }) => {
         const done = await ctx.steps.done<string>('dial');
         if (done !== undefined) return { carrierCallId: done, at: deps.now() };
