@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../blobs/port.ts';
 import { ApiError } from '../errors.ts';
+import type { OrgRole } from '../identity/orgs.ts';
 import { encodeAudio } from '../speech/ffmpeg.ts';
 import { pcmWavHeader } from '../speech/wav.ts';
 import type { Store } from '../store/port.ts';
@@ -238,8 +239,13 @@ export class CallRecordings {
     return format === 'mp3' ? { key: mp3Key(callId), contentType: 'audio/mpeg' } : { key: wavKey(callId), contentType: 'audio/wav' };
   }
 
-  /** DELETE: the recording's files go; its document says `deleted`. 409 while the call records; 404 when there is none. */
-  async remove(account: string, callId: string): Promise<void> {
+  /**
+   * DELETE: the recording's files go; its document says `deleted`. 409 while the call records; 404
+   * when there is none. An organization's member may not (403 `role_forbidden`): deleting what
+   * happened on a call cannot be undone, so it is the owner's or an admin's, as the webhooks are.
+   */
+  async remove(account: string, callId: string, role: OrgRole | null): Promise<void> {
+    if (role === 'member') throw new ApiError('role_forbidden', "Only the organization's owner or an admin can delete a call's recording.");
     const doc = await this.docs.findOne({ _id: callId, account });
     if (!doc || doc.state === 'deleted' || doc.state === 'none') throw new ApiError('not_found', 'The call has no recording.');
     if (doc.state === 'recording') throw new ApiError('conflict', 'The call is still being recorded: delete its recording once the call ended.');

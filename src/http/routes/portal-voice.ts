@@ -4,6 +4,7 @@
 //   GET  /portal/voice/calls[/{id}]          the list (same cursor and filters), one call
 //   POST /portal/voice/calls/{id}/cancel     before the answer (billed 0)
 //   POST /portal/voice/calls/{id}/hangup     in progress (end_reason api_hangup)
+//   GET|DELETE /portal/voice/calls/{id}/recording   (voice-recording.ts; deleting is the owner's or an admin's)
 // Cookie-signed controls follow the dashboard's cross-site rule (requireSession).
 import type { App, AppDeps } from '../types.ts';
 import { requireSession, sessionOf } from '../auth.ts';
@@ -16,5 +17,6 @@ export function registerPortalVoiceRoutes(app: App, deps: AppDeps): void {
     security: [{ session: [] }],
     tags: ['voice'],
     account: async (req) => (await deps.services.billing.accountOf(sessionOf(req).id)).walletId,
+    role: async (req) => (await deps.services.billing.accountOf(sessionOf(req).id)).role,
   });
 }

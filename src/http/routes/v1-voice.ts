@@ -245,7 +245,8 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
   );
 
-  registerCallRoutes(app, deps, { prefix: '/v1', preHandler: requireApiKey(deps, 'voice'), security: [{ apiKey: [] }], tags: ['v1'], account: payer });
+  const role = async (req: FastifyRequest) => (await deps.services.billing.accountOf(principalOf(req).userId)).role;
+  registerCallRoutes(app, deps, { prefix: '/v1', preHandler: requireApiKey(deps, 'voice'), security: [{ apiKey: [] }], tags: ['v1'], account: payer, role });
 
   // Carriers' status callbacks: no API key (the carrier calls); its signature (Twilio) or the call's
   // secret in the URL (`?token=`, Exotel) decides. Forms (as both post them by default), JSON objects

@@ -68,7 +68,7 @@ export function CallPage({ id }: { id: string }) {
               ['Cost', cents(c.cost_cents), 'call-cost'],
             ]}
           />
-          <CallRecording call={c} path={path} player={player} />
+          <CallRecording call={c} path={path} player={player} onDeleted={call.reload} />
           <Transcript turns={c.transcript ?? []} player={c.recording?.available ? player : null} />
           <Outcome call={c} />
           {c.metrics ? (
