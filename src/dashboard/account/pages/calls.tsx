@@ -19,6 +19,12 @@ export const going = (c: Call) => !ENDED.has(c.status) || c.cost_cents === null 
 export const label = (s: string | null | undefined) => (s ? s.replace(/_/g, ' ') : '—');
 export const seconds = (s: number | null | undefined) => (s === null || s === undefined ? '—' : clock(s));
 
+/** An llm analysis's status ('analysed' rather than 'completed', which is the call's); '—' for none, or a pack's own (nothing was asked). */
+const analysisStatus = (c: Call) => {
+  const a = c.analysis;
+  return !a || a.source === 'pack' ? '—' : a.status === 'completed' ? 'analysed' : a.status;
+};
+
 export function CallsPage() {
   const route = useRoute();
   const status = route.query.get('status') ?? '';
@@ -61,6 +67,7 @@ export function CallsPage() {
             { label: 'Duration', num: true, cell: (c) => seconds(c.duration_seconds) },
             { label: 'Billed seconds', num: true, cell: (c) => num(c.billed_seconds) },
             { label: 'Cost', num: true, cell: (c) => cents(c.cost_cents) },
+            { label: 'Analysis', cell: analysisStatus },
           ]}
         />
       ) : null}
