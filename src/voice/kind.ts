@@ -26,6 +26,7 @@ import {
   type AnalyzeInput,
   type AnsweredByInput,
   type CallAnalysisResult,
+  type CallStatus,
   type AnsweredByNews,
   type DialInput,
   type DialOutput,
@@ -136,11 +137,18 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     ...(transcripts || recordings ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id)])) } : {}),
     project: ({ context }) => {
       const c = context as VoiceCallContext;
-      return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
+      return {
+        account: c.account,
+        status: c.status,
+        active: isActiveStatus(c.status),
+        order: orderKey(c.createdAt, c.callId),
+        direction: c.direction ?? 'outbound',
+      };
     },
     indexes: [
       { account: 1, order: -1 },
       { account: 1, status: 1, order: -1 },
+      { account: 1, direction: 1, order: -1 },
       { account: 1, active: 1 },
       { account: 1, updated_at: -1 },
     ],
@@ -157,6 +165,23 @@ function fromVersion1(persisted: unknown, fromVersion: number): unknown {
   if (fromVersion !== 1 || !p.context || p.context.turnCount !== undefined) return persisted;
   const told = (p.context.turns?.length ?? 0) + (p.context.turnsDropped ?? 0);
   return { ...p, context: { ...p.context, turnCount: told } };
+}
+
+/** The calls list's filters (GET /v1/voice/calls), but its cursor. */
+export interface CallListFilter {
+  status?: CallStatus;
+  /** Unix ms: calls changed after it. */
+  updatedAfter?: number;
+  direction?: 'inbound' | 'outbound';
+}
+
+/** The list's filters on the projection. A call stored before `direction` was projected has none: it is outbound unless it says inbound. */
+export function listFilter(account: string, f: CallListFilter): Record<string, unknown> {
+  const where: Record<string, unknown> = { account };
+  if (f.status) where.status = f.status;
+  if (f.updatedAfter !== undefined) where.updated_at = { $gt: new Date(f.updatedAfter) };
+  if (f.direction) where.direction = f.direction === 'inbound' ? 'inbound' : { $ne: 'inbound' };
+  return where;
 }
 
 /** Newest first, ties by id: the list's cursor order. */

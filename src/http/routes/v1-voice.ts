@@ -371,6 +371,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
             limit: Limit,
             after: Type.Optional(KeyString(64)),
             status: Type.Optional(OneOf(CALL_STATUSES)),
+            direction: Type.Optional(OneOf(['inbound', 'outbound'] as const)),
             /** Unix seconds: calls changed after it (to reconcile missed webhooks). */
             updated_after: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
           },
@@ -394,6 +395,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
         limit: limitOf(q),
         ...(q.after ? { after: q.after } : {}),
         ...(q.status ? { status: q.status } : {}),
+        ...(q.direction ? { direction: q.direction } : {}),
         ...(q.updated_after ? { updatedAfter: Number(q.updated_after) * 1000 } : {}),
       });
     },
