@@ -100,7 +100,7 @@ describe('dashboard: calls', () => {
     await tab.screenshot('calls');
     // The status filter is the API's, kept in the URL.
     await page.getByLabel('Status').selectOption('busy');
-    await page.getByText('No call has this status.').waitFor();
+    await page.getByText('No call matches these filters.').waitFor();
     assert.match(page.url(), /\/dashboard\/calls\?status=busy$/);
     await page.getByLabel('Status').selectOption('completed');
     await row.waitFor();

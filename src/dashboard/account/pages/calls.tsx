@@ -1,6 +1,7 @@
-// Calls: the account's outbound voice calls (GET /portal/voice/calls, the /v1 list as it is), newest
-// first, filtered by status (in the URL), paginated by the server, re-read every two seconds while a
-// listed call is still going (every five otherwise, so a call an API client places shows up too).
+// Calls: the account's voice calls, outbound and inbound (GET /portal/voice/calls, the /v1 list as it
+// is), newest first, filtered by status and direction (in the URL), paginated by the server, re-read
+// every two seconds while a listed call is still going (every five otherwise, so a call an API
+// client places shows up too).
 import { cents, Field, Loading, num, Page, unix, usePoll } from '../../ui/components.tsx';
 import { usePaged } from '../../ui/paged.tsx';
 import { DataTable } from '../../ui/table.tsx';
@@ -28,12 +29,14 @@ const analysisStatus = (c: Call) => {
 export function CallsPage() {
   const route = useRoute();
   const status = route.query.get('status') ?? '';
-  const { list, pager } = usePaged<Call>('/portal/voice/calls', { status });
+  const direction = route.query.get('direction') ?? '';
+  const { list, pager } = usePaged<Call>('/portal/voice/calls', { status, direction });
   usePoll(list.data?.data.some(going) ? 2000 : 5000, list.reload);
   return (
     <Page title="Calls">
       <p class="muted">
-        Outbound calls placed with <code>POST /v1/voice/call</code> by any of the account's keys.
+        Outbound calls placed with <code>POST /v1/voice/call</code> by any of the account's keys, and inbound calls to the account's{' '}
+        <a href={href('numbers')}>numbers</a>.
       </p>
       <div class="filters">
         <Field label="Status">
@@ -46,6 +49,13 @@ export function CallsPage() {
             ))}
           </select>
         </Field>
+        <Field label="Direction">
+          <select value={direction} onChange={(e) => route.setQuery({ direction: e.currentTarget.value, after: null })}>
+            <option value="">All</option>
+            <option value="inbound">inbound</option>
+            <option value="outbound">outbound</option>
+          </select>
+        </Field>
       </div>
       <Loading loaded={list} />
       {list.data ? (
@@ -55,7 +65,7 @@ export function CallsPage() {
           rows={list.data.data}
           rowKey={(c) => c.id}
           rowData={(c) => ['call-id', c.id]}
-          empty={status ? 'No call has this status.' : 'No calls yet.'}
+          empty={status || direction ? 'No call matches these filters.' : 'No calls yet.'}
           columns={[
             { label: 'Call', cell: (c) => <a href={href(`calls/${c.id}`)}>{c.id}</a> },
             { label: 'Direction', cell: (c) => label(c.direction ?? 'outbound') },
