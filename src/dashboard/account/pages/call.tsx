@@ -227,6 +227,9 @@ const ANALYSIS_STATUS: Record<string, string> = {
   skipped: 'Not analysed: there was no conversation to read (the call was not answered, or the callee said nothing). Nothing was billed for it.',
 };
 
+/** Cents to the micro-cent, as billed: a chat call of a few hundred tokens costs a fraction of a cent that `cents` would show as $0.00. */
+const exactCents = (c: number) => `$${(c / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 8 })}`;
+
 /** A field's value as the API gives it: null is a field the conversation did not settle. */
 const value = (v: CallAnalysis['fields'][string]) => (v === null ? '— (not settled)' : typeof v === 'boolean' ? (v ? 'yes' : 'no') : String(v));
 
@@ -264,7 +267,7 @@ function Analysis({ analysis: a }: { analysis: CallAnalysis }) {
             ...(a.actions ? [['Actions', a.actions.join(', ') || '—'] as [string, string]] : []),
             ...(a.entities ? [['Entities', entities(a.entities) || '—'] as [string, string]] : []),
             ...(a.usage ? [['Tokens', `${num(a.usage.prompt_tokens)} in, ${num(a.usage.completion_tokens)} out`] as [string, string]] : []),
-            ['Cost', cents(a.cost_cents), 'analysis-cost'],
+            ['Cost', exactCents(a.cost_cents), 'analysis-cost'],
           ]}
         />
       ) : null}
