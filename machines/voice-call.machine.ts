@@ -313,10 +313,19 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           // The carrier refused the hand-off: the call goes on with the agent.
           onError: { target: 'in_progress', actions: assign({ transferTo: null }) },
         },
-        after: {
-          callDeadline: {
-            target: 'ending',
-            actions: { type: 'end', params: atMaximum },
+        // The deadline lives in a child state, so a resume re-arms it by re-entering the child
+        // alone: re-entering `transferring` would restart the `transfer` step (a second hand-off).
+        initial: 'handingOff',
+        states: {
+          handingOff: {
+            // The restored `transfer` step decides (above); the deadline is re-armed from `now`.
+            on: { 'runtime.resumed': { target: 'handingOff', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) } },
+            after: {
+              callDeadline: {
+                target: '#voice-call.ending',
+                actions: { type: 'end', params: atMaximum },
+              },
+            },
           },
         },
         on: {
@@ -325,8 +334,6 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
           'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
           turn: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now, ...counted(context) })) },
-          // The restored `transfer` step decides (above); nothing to re-arm but the deadline.
-          'runtime.resumed': { actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
         },
       },
       ending: {
