@@ -302,13 +302,21 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           }),
           onDone: {
             target: 'ending',
-            actions: {
-              type: 'end',
-              params: ({ context, event }) =>
-                event.output.transferred
-                  ? { status: 'completed', reason: 'transferred', at: event.output.at }
-                  : { status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt },
-            },
+            actions: [
+              {
+                type: 'end',
+                params: ({ context, event }) =>
+                  event.output.transferred
+                    ? { status: 'completed', reason: 'transferred', at: event.output.at }
+                    : {
+                        status: 'completed',
+                        reason: 'gateway_restart',
+                        at: event.output.asked ? event.output.at : (context.lastAliveAt ?? context.answeredAt),
+                      },
+              },
+              // Asked, its answer lost to a restart: the gateway's part ended at the ask; the call may be the person's.
+              assign(({ event }) => (event.output.asked ? { handOffAsked: true } : {})),
+            ],
           },
           // The carrier refused the hand-off: the call goes on with the agent.
           onError: { target: 'in_progress', actions: assign({ transferTo: null }) },
@@ -351,6 +359,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             spec: context.spec,
             outcome: { actions: context.actions, final_state: context.agentState },
             transferTo: context.endReason === 'transferred' ? (context.transferTo ?? null) : null,
+            ...(context.handOffAsked ? { handOffAsked: true } : {}),
           }),
           onDone: {
             target: 'ended',

@@ -157,6 +157,8 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   answeredBy?: AnsweredByNews | null;
   /** The number the call is being (or was) handed to: set when a transfer is asked (src/voice/transfer.ts). */
   transferTo?: string | null;
+  /** A hand-off the carrier was asked for, whose answer a restart lost (the finish then never hangs up). */
+  handOffAsked?: boolean;
 }
 
 /** A cold transfer: `by` the API (the agent says its hand-off line first) or the agent (its line already said). */
@@ -172,6 +174,8 @@ export interface TransferInput<Spec extends CallSpec = CallSpec> {
 /** `transferred`: the carrier took the hand-off at `at` (the gateway's seconds end there); false: it never did (a restart lost the media first). */
 export interface TransferOutput {
   transferred: boolean;
+  /** Not known to be transferred, but the carrier was asked at `at` before a restart lost its answer: the call may be the person's now. */
+  asked?: boolean;
   at: number;
 }
 
@@ -200,6 +204,8 @@ export interface FinishInput<Spec extends CallSpec = CallSpec> {
   outcome?: { actions: OutcomeAction[]; final_state: string | null };
   /** The number a `transferred` call was handed to. */
   transferTo?: string | null;
+  /** The carrier was asked to hand the call off and a restart lost its answer: the call is not hung up. */
+  handOffAsked?: boolean;
 }
 export interface FinishOutput {
   costMicrocents: number;

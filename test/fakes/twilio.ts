@@ -65,6 +65,8 @@ export class FakeTwilio {
   private readonly callIdOf = new Map<string, string>();
   /** Each live call updated with a <Dial> (a transfer): its TwiML, the number, and whether that party answered (once its part is over). */
   readonly transfers: { sid: string; callId: string; twiml: string; to: string; at: number; answered?: boolean }[] = [];
+  /** Told when a live call is updated with a <Dial>, before it is answered (a test kills the gateway there). */
+  onTransfer: ((sid: string) => void) | null = null;
   /** The agent's audio each call's callee received (μ-law), by the gateway's call id: what a DTMF detector listens to. */
   readonly heard = new Map<string, Buffer[]>();
   /** How each callee number's AMD callback is delivered: late, repeated, or lost. */
@@ -208,6 +210,7 @@ export class FakeTwilio {
       const to = /^<Response><Dial(?: callerId="[^"]*")?><Number>([^<]+)<\/Number><\/Dial><\/Response>$/.exec(twiml)?.[1];
       if (!to) return json(400, { code: 12100, message: 'Document parse failure', status: 400 });
       this.transfers.push({ sid, callId: this.callIdOf.get(call.simId) ?? '', twiml, to: unxml(to), at: Date.now() });
+      this.onTransfer?.(sid);
       await this.carrier.transfer!(call.simId, unxml(to), null);
       return json(200, { sid, status: 'in-progress' });
     }

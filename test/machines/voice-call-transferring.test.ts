@@ -2,7 +2,8 @@
 // carrier never takes the hand-off, also after a restore on the instance that kept the media (a
 // `runtime.resumed` with `resume` re-arms the deadline; restoring loses `after` timers) without
 // asking the carrier again; a second transfer (the API's or the agent's) while one is under way is
-// refused or ignored, never a second hand-off.
+// refused or ignored, never a second hand-off; a hand-off asked of the carrier whose answer a restart
+// lost ends gateway_restart at the ask, and the call is not hung up.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createActor, fromPromise, SimulatedClock, waitFor, type AnyActorRef } from 'xstate';
@@ -80,6 +81,28 @@ describe('voice-call machine: transferring', () => {
     const end = await done(restored);
     assert.deepEqual([end.context.endReason, end.context.endedAt, end.context.billedSeconds], ['max_duration', 91_000, 90]);
     assert.equal(second.finished.length, 1);
+  });
+
+  it('restored without its media after the carrier was asked (its answer lost): gateway_restart at the ask, and the finish is told not to hang up', async () => {
+    const finished: FinishInput[] = [];
+    const machine = voiceCallMachine.provide({
+      actors: {
+        dial: fromPromise<DialOutput, DialInput>(async () => ({ carrierCallId: 'SIM1', at: 0 })),
+        notifyAnswered: fromPromise<void, NotifyInput>(async () => undefined),
+        transfer: fromPromise<TransferOutput, TransferInput>(async () => ({ transferred: false, asked: true, at: 25_000 })),
+        finish: fromPromise<FinishOutput, FinishInput>(async ({ input: i }) => {
+          finished.push(i);
+          return { costMicrocents: 0, at: 0 };
+        }),
+      },
+    });
+    const actor = createActor(machine, { input: input(), clock: new SimulatedClock() }).start();
+    actor.send({ type: 'carrier.answered', now: 1_000 });
+    actor.send({ type: 'media.heartbeat', now: 20_000 });
+    actor.send({ type: 'api.transfer', now: 22_000, to: '+919800000041' });
+    const end = await done(actor);
+    assert.deepEqual([end.context.endReason, end.context.billedSeconds], ['gateway_restart', 24]);
+    assert.deepEqual([finished[0]?.handOffAsked, finished[0]?.transferTo], [true, null]);
   });
 
   it('a second transfer while one is under way: the API is refused, the agent ignored', async () => {
