@@ -88,5 +88,8 @@ describe('answering machines: the gateway detector beside Twilio AMD; a late str
     const c = await dialled('voice-exotel', LATE, LEAVE);
     assert.deepEqual([c.end_reason, c.answered_by, c.answered_by_detection?.source], ['voicemail', 'machine', 'gateway'], JSON.stringify(c));
     assert.ok(c.transcript.some((t: { text: string }) => t.text === MESSAGE));
+    // Counted from the answer, so it shows the stream's delay: at most the delay and 4 s.
+    const ms = c.answered_by_detection.decision_ms;
+    assert.ok(ms > 2500 && ms <= 2500 + 4000, `decided ${ms} ms after the answer`);
   });
 });
