@@ -97,6 +97,8 @@ export class CallVoicemail {
   private carrierDecides = false;
   /** The detector heard a machine first: the agent is silent, waiting for the greeting's end. */
   private held: Detection | null = null;
+  /** The actor told the call's decision: a later `machine` of the detector holds nothing back. */
+  private decided = false;
   private acted = false;
   private greetingOver!: () => void;
   private readonly greetingEnded = new Promise<void>((resolve) => (this.greetingOver = resolve));
@@ -144,7 +146,7 @@ export class CallVoicemail {
       // On Twilio, held back: the beep is the greeting's end now; a silence waits a little for Twilio's word.
       const held = this.held;
       if (held && ended.by === 'beep') this.tell('machine', 'beep');
-      else if (held) setTimeout(() => this.tell('machine', held.detail), CARRIER_GRACE_MS).unref();
+      else if (held) setTimeout(() => this.held && this.tell('machine', held.detail), CARRIER_GRACE_MS).unref();
     }
   }
 
@@ -163,7 +165,7 @@ export class CallVoicemail {
     const { line, speaking, log } = this.deps;
     log.info({ answered_by: decision.answeredBy, detail: decision.detail }, "answering-machine detection (the carrier's decides answered_by)");
     if (decision.answeredBy !== 'machine') return this.close(); // Twilio's word decides
-    if (this.acted || line.over || line.closing) return this.close();
+    if (this.decided || this.acted || line.over || line.closing) return this.close();
     this.held = decision;
     line.closing = true;
     speaking.cut();
@@ -173,6 +175,7 @@ export class CallVoicemail {
   /** The actor's decision (the first, once): a machine gets the call's `voicemail`. */
   answeredBy(news: AnsweredByNews): void {
     const { plan, line, speaking } = this.deps;
+    this.decided = true;
     if (this.held && !this.acted && news.answeredBy !== 'machine' && !line.over) {
       // Twilio heard a person (or could not tell): its word stands, and the agent goes on.
       this.held = null;

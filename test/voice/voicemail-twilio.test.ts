@@ -4,8 +4,8 @@
 // - a voicemail greeting without a beep: Twilio tells `machine_end_silence` only at its end, but the
 //   agent's long greeting stops within seconds of the machine's (the gateway's `machine`), says
 //   nothing more, and the message follows Twilio's callback; `answered_by` is Twilio's;
-// - a person who answers at length (the gateway hears a greeting) whom Twilio hears as `human`:
-//   Twilio's word is the call's, the agent goes on, no message;
+// - a person who answers at length (the gateway hears a greeting) whom Twilio hears as `human`,
+//   before or after the gateway's `machine`: Twilio's word is the call's, the agent goes on, no message;
 // - an Exotel stream that starts 2.5 s after the answer: the detector hears 3.8 s of the stream from
 //   its first frame, so the greeting is still a machine (before: `unknown`, and the call went on).
 import { after, before, describe, it } from 'node:test';
@@ -19,6 +19,7 @@ const OPENING = 'Good morning! This is the assistant from your bank, calling abo
 const SILENT_MACHINE = '+919800000073';
 const TALKER = '+919800000074';
 const LATE = '+919800000075';
+const EARLY_HUMAN = '+919800000077';
 const CALLEES = [
   {
     to: SILENT_MACHINE,
@@ -31,6 +32,21 @@ const CALLEES = [
     answer: 'answer' as const,
     ring_ms: 100,
     steps: [{ silence_ms: 300 }, { say: AT_LENGTH }, { silence_ms: 4000 }, { say: 'hello?' }, { silence_ms: 3000 }, { hangup: true as const }],
+  },
+  {
+    // "hello?" (Twilio: human, 0.5 s after it), then a long run the gateway alone would take for a greeting.
+    to: EARLY_HUMAN,
+    answer: 'answer' as const,
+    ring_ms: 100,
+    steps: [
+      { silence_ms: 300 },
+      { say: 'hello?' },
+      { say: AT_LENGTH },
+      { silence_ms: 4000 },
+      { say: 'hello?' },
+      { silence_ms: 3000 },
+      { hangup: true as const },
+    ],
   },
   {
     to: LATE,
@@ -81,6 +97,14 @@ describe('answering machines: the gateway detector beside Twilio AMD; a late str
     // The agent answers the callee's "hello?" after Twilio's word (held back before it, it would not).
     const line = rig.twilio.lines.get(c.id)!;
     assert.ok(line.media.filter((at) => at > line.said[1]!).length > 10, 'the agent answered after Twilio said human');
+  });
+
+  it("Twilio's human before the gateway hears a long run: the agent is not held back (it answers the callee's next words)", async () => {
+    rig.stt.say(...Array<string>(8).fill('hello?'));
+    const c = await dialled('voice-twilio', EARLY_HUMAN, LEAVE);
+    assert.deepEqual([c.answered_by, c.answered_by_detection?.source, c.end_reason], ['human', 'twilio', 'callee_hangup'], JSON.stringify(c));
+    const line = rig.twilio.lines.get(c.id)!;
+    assert.ok(line.media.filter((at) => at > line.said[2]!).length > 10, 'the agent answered the last hello?');
   });
 
   it('Exotel, a stream that starts 2.5 s after the answer: the greeting is still heard as a machine, the message left after the beep', async () => {
