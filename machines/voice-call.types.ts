@@ -161,6 +161,8 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   transferTo?: string | null;
   /** What the call's analysis came to (src/voice/analysis.ts); absent until it ended, and on calls that asked for none. */
   analysis?: CallAnalysisResult | null;
+  /** A hand-off the carrier was asked for, whose answer a restart lost (the finish then never hangs up). */
+  handOffAsked?: boolean;
 }
 
 /** A value an analysis extracted: of the field's type, or null when the LLM gave none that validates. */
@@ -203,6 +205,8 @@ export interface TransferInput<Spec extends CallSpec = CallSpec> {
 /** `transferred`: the carrier took the hand-off at `at` (the gateway's seconds end there); false: it never did (a restart lost the media first). */
 export interface TransferOutput {
   transferred: boolean;
+  /** Not known to be transferred, but the carrier was asked at `at` before a restart lost its answer: the call may be the person's now. */
+  asked?: boolean;
   at: number;
 }
 
@@ -231,6 +235,8 @@ export interface FinishInput<Spec extends CallSpec = CallSpec> {
   outcome?: { actions: OutcomeAction[]; final_state: string | null };
   /** The number a `transferred` call was handed to. */
   transferTo?: string | null;
+  /** The carrier was asked to hand the call off and a restart lost its answer: the call is not hung up. */
+  handOffAsked?: boolean;
 }
 export interface FinishOutput {
   costMicrocents: number;
