@@ -2,6 +2,7 @@
 // account. Every lookup reads the store (a point read), so a model added or changed appears on the
 // next request on every instance, with no restart and no cache to invalidate.
 import { voicemailProblem } from '../shared/voicemail-schema.ts';
+import { agentToolsProblem } from './agent-tools.ts';
 import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
@@ -56,6 +57,8 @@ export interface PublicModel {
   price_per_minute_cents?: number;
   max_duration_seconds?: number;
   features?: VoiceFeature[];
+  /** voice: the names of the tools its calls' LLM agents have (never their URLs or secret). */
+  agent_tools?: string[];
 }
 
 export class ModelCatalog {
@@ -181,6 +184,7 @@ export function publicModel(m: ModelDoc): PublicModel {
     out.max_input_chars = maxInputChars(m);
   }
   if (m.type === 'voice') Object.assign(out, voiceFeatures(m));
+  if (m.type === 'voice' && m.agent_tools?.tools) out.agent_tools = m.agent_tools.tools.map((t) => t.function.name);
   return out;
 }
 
@@ -313,6 +317,8 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
     }
     const voicemail = def.voicemail && voicemailProblem(def.voicemail);
     if (voicemail) throw bad(`voicemail.${voicemail.field}`, voicemail.message);
+    const tools = def.agent_tools && agentToolsProblem(def.agent_tools);
+    if (tools) throw bad(tools.param, tools.message);
   } else {
     for (const field of [
       'stt_model',
@@ -325,6 +331,7 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
       'record',
       'recording_retention_days',
       'voicemail',
+      'agent_tools',
     ] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to voice models only.`);
     }

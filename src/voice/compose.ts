@@ -61,6 +61,8 @@ export interface VoiceDeps {
   voiceMetrics?: VoiceMetrics;
   /** The address the gateway listens on, once it does (carriers' media streams, when voice.publicUrl is empty). */
   listenUrl?: () => string;
+  /** Where a voice model's `agent_tools.signing_secret_env` is looked up (the composition root passes process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface VoiceParts {
@@ -158,6 +160,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     webhookOwned: (account, id) => webhooks.owns(account, id),
     signerOf: (account, id) => webhooks.signerOf(account, id),
     toolRequests: new ToolRequests(webhooks.policy),
+    toolSecret: (name) => (deps.env && Object.hasOwn(deps.env, name) ? deps.env[name] || undefined : undefined),
     events,
     maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
     intent,

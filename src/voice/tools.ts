@@ -75,9 +75,9 @@ export class CallTools {
     return this.plan.definitions;
   }
 
-  /** A pack's business actions are sent (the call named `tool_url`). */
+  /** A pack's business actions are sent (the call named `tool_url`, or its model `agent_tools.url`). */
   get sendsActions(): boolean {
-    return this.plan.actionUrl !== null;
+    return this.plan.actions !== null;
   }
 
   /** A pack action's request id, unique in the call. */
@@ -89,11 +89,11 @@ export class CallTools {
   async send(ask: ToolAsk): Promise<ToolEntry> {
     const sentAt = this.deps.now();
     const args = typeof ask.arguments === 'string' ? parsed(ask.arguments) : ask.arguments;
-    const url = ask.type === 'action' ? this.plan.actionUrl : (this.plan.urls[ask.name] ?? null);
-    const answer: ToolAnswer = url
+    const target = ask.type === 'action' ? this.plan.actions : Object.hasOwn(this.plan.targets, ask.name) ? this.plan.targets[ask.name]! : null;
+    const answer: ToolAnswer = target
       ? await this.deps.requests.post(
-          url,
-          this.plan.secret,
+          target.url,
+          target.secret,
           {
             call_id: this.deps.callId,
             model: this.deps.model,
