@@ -155,6 +155,8 @@ interface LlmSettings {
   systemPrompt: string;
   /** The call's tools (src/voice/tools.ts): offered to the LLM, its calls sent to the integrator. */
   tools?: CallTools | undefined;
+  /** A hybrid agent's pack's holding line (`GEN.HOLD` in the call's language), when the call and its model give none. */
+  packHold?: () => Promise<string | null>;
 }
 
 /** The most rounds of tool calls one LLM turn makes (the last round is offered none, so it speaks). */
@@ -281,7 +283,11 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
       if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
         listening = () => afterLastReply(history);
-        return { ...(await llmReply(o, o.llm, history, signal)), entities: out.entities };
+        const packHold = async () => {
+          const pack = await o.intent.packOf(o.intentModel);
+          return pack && responseWording(pack, HOLD_RESPONSE, o.language);
+        };
+        return { ...(await llmReply(o, { ...o.llm, packHold }, history, signal)), entities: out.entities };
       }
       if (out.say === null) return null;
       const action = out.decision.action;
@@ -344,7 +350,7 @@ async function llmReply(v: Voice, llm: LlmSettings, history: ChatMessage[], sign
   })();
   const reply: AgentReply = { ...replyOf(spokenLines(texts, (text, s) => v.audio.synthesize(v.tts, v.voice, v.language, text, s), limited)), action: 'LLM' };
   if (!tools) return reply;
-  const hold = () => wordingLine(v, llm.tools!.plan.holdText ?? gatewayWording('hold', v.language));
+  const hold = async () => wordingLine(v, llm.tools!.plan.holdText ?? (await llm.packHold?.()) ?? gatewayWording('hold', v.language));
   const after = async (entries: ToolEntry[], s: AbortSignal) => {
     for (const e of entries) history.push({ role: 'tool', tool_call_id: e.exchange.id, content: toolResult(e) });
     return llmReply(v, llm, history, s, round + 1);
