@@ -31,6 +31,7 @@ import type { Resamplers } from '../speech/resample.ts';
 import { voiceCallKind } from './kind.ts';
 import { VoiceCalls } from './service.ts';
 import { ToolRequests } from './tool-requests.ts';
+import { ToolJournal } from './tool-journal.ts';
 import { InboundCalls, type InboundDeps } from './inbound.ts';
 import { CallTranscripts } from './transcript.ts';
 import { CallRecordings } from './recordings.ts';
@@ -84,8 +85,12 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
     logger: deps.logger.child({ component: 'voice-recordings' }),
   });
+  // Calls' tool requests in flight (src/voice/tool-journal.ts): a restart records them `interrupted`.
+  const toolJournal = new ToolJournal(deps.store, transcripts, now, deps.logger.child({ component: 'voice-tools' }));
+  await toolJournal.init();
   const voiceKind = voiceCallKind({
     transcripts,
+    toolJournal,
     recordings,
     meter,
     events,
@@ -160,6 +165,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     webhookOwned: (account, id) => webhooks.owns(account, id),
     signerOf: (account, id) => webhooks.signerOf(account, id),
     toolRequests: new ToolRequests(webhooks.policy),
+    toolJournal,
     toolSecret: (name) => (deps.env && Object.hasOwn(deps.env, name) ? deps.env[name] || undefined : undefined),
     events,
     maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,

@@ -173,7 +173,11 @@ export const Call = Type.Object({
           intent: Nullable(Type.String()),
           entities: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()])),
           at: Type.Number(),
-          status: Type.Optional(Type.String({ description: 'How the integrator answered the request: ok, refused, failed or timeout.' })),
+          status: Type.Optional(
+            Type.String({
+              description: 'How the integrator answered the request: ok, refused, failed, timeout, or interrupted (the gateway restarted with it in flight).',
+            }),
+          ),
         }),
       ),
       final_state: Nullable(Type.String()),
