@@ -4,15 +4,19 @@
 // with the webhooks' scheme. Through the simulator over real sockets, the fake OpenAI upstream
 // calling the tool: the operator's receiver gets the request signed with that secret and its answer
 // is the LLM's next turn; a call's own tools are offered beside the model's (the call's replacing a
-// model tool of its name); the secret is in no log line and no model view, the URLs not in /v1/models.
+// model tool of its name); the model's url takes a pack's actions (the pack's GEN.HOLD said, or the
+// gateway's wordings for a pack without them); a hybrid agent's LLM turns get the model's tools; the
+// secret is in no log line and no model view, the URLs not in /v1/models.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { gatewayWording } from '../../src/voice/tools.ts';
 import { ADMIN_TOKEN, call } from '../helper.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startReceiver, verify, type Receiver } from '../webhooks/receiver.ts';
 import { ended, waitForCall } from './helpers.ts';
-import { scriptedVoiceModel, simulatedVoice } from './simulated.ts';
+import { CALLEES, scriptedVoiceModel, simulatedVoice } from './simulated.ts';
 
 const SECRET_ENV = 'GW_TEST_AGENT_TOOLS_SECRET';
 const SECRET = `opsec_${Math.random().toString(36).slice(2)}_never-logged`;
@@ -23,6 +27,9 @@ const tool = (name: string, description: string, url?: string) => ({
   ...(url ? { url } : {}),
 });
 
+const DISPUTE = CALLEES.find((c) => c.to === '+919800000010')!;
+/** The demo pack's GEN.HOLD. */
+const PACK_HOLD = 'One moment please, I am checking that for you.';
 const lines: string[] = [];
 process.env[SECRET_ENV] = SECRET;
 
@@ -50,6 +57,8 @@ describe('tools declared per voice model: the operator’s endpoint, signed with
         ring_ms: 100,
         steps: [{ silence_ms: 300 }, { say: 'what is my balance' }, { wait_agent: 'done', ms: 1500 }, { hangup: true }],
       },
+      // The demo dispute, then the holding line and the action's reply.
+      { ...DISPUTE, to: '+919800000041', steps: [...DISPUTE.steps.slice(0, -2), { wait_agent: 'done', ms: 1500 }, { hangup: true }] },
     ],
     { logger: createLogger('trace', { write: (line: string) => void lines.push(line) }) },
   );
@@ -164,6 +173,90 @@ describe('tools declared per voice model: the operator’s endpoint, signed with
     } finally {
       await operator.close();
       await integrator.close();
+    }
+  });
+
+  it("a pack's business action goes to the model's url (the call names none), signed with the env secret; a hybrid agent's LLM turn gets the model's tools and the pack's GEN.HOLD", async () => {
+    const operator = await startReceiver();
+    try {
+      endpoint(operator, () => SECRET, { dispute_id: 'D-77' });
+      const model = scriptedVoiceModel([{ provider: 'simulator' }], {
+        agent_tools: { tools: [tool('get_balance', 'The balance')], url: `${operator.url}/ops`, signing_secret_env: SECRET_ENV },
+      });
+      assert.equal((await put('voice-tools-pack', model)).status, 201);
+      v.stt.say('ATM did not give money but my account got debited', 'haan');
+      const pack = await v.dial('+919800000041', { model: 'voice-tools-pack' });
+      assert.equal(pack.status, 202, pack.text);
+      const c = await waitForCall(v.gw, v.acc.key, pack.body.id, ended, 60_000);
+      assert.deepEqual(
+        c.transcript.slice(4).map((t: any) => [t.role, t.response_id ?? t.text]),
+        [
+          ['agent', PACK_HOLD],
+          ['tool', 'CREATE_DISPUTE: ok'],
+          ['agent', 'BANKING.DISPUTE.CREATED'],
+        ],
+        JSON.stringify(c.transcript),
+      );
+      const [action] = operator.received.filter((x) => x.headers['x-service-event'] === 'call.tool');
+      assert.ok(action && verify(SECRET, action.raw, action.headers['x-service-signature']));
+      assert.deepEqual([action.json.type, action.json.name], ['action', 'CREATE_DISPUTE']);
+
+      v.stt.say('what is the weather like today');
+      const hybrid = { type: 'hybrid', intent_model: 'intent-demo', llm_model: 'chat-test', system_prompt: 'Be brief.' };
+      const res = await v.dial('+919800000040', { model: 'voice-tools-pack', agent: hybrid, first_message: { mode: 'wait_for_callee' } });
+      assert.equal(res.status, 202, res.text);
+      const h = await waitForCall(v.gw, v.acc.key, res.body.id, ended, 40_000);
+      assert.deepEqual(
+        h.transcript.map((t: any) => [t.role, t.text]),
+        [
+          ['callee', 'what is the weather like today'],
+          ['agent', PACK_HOLD],
+          ['tool', 'get_balance: ok'],
+          ['agent', 'The tool said: {"dispute_id":"D-77"}'],
+        ],
+      );
+    } finally {
+      await operator.close();
+    }
+  });
+
+  it("a pack without GEN.HOLD and GEN.ACTION_FAILED: the gateway's holding line and apology are said", async () => {
+    const operator = await startReceiver();
+    try {
+      endpoint(operator, () => 'not-the-secret', {}); // every request refused (401): the action fails
+      const demo = JSON.parse(readFileSync(new URL('../../config/packs/demo-banking-telecom.json', import.meta.url), 'utf8'));
+      const { 'GEN.HOLD': _hold, 'GEN.ACTION_FAILED': _failed, ...responses } = demo.responses;
+      const bare = { ...demo, id: 'demo-without-hold', responses };
+      assert.equal((await call(v.gw.url, 'PUT', '/admin/intent-packs/demo-without-hold', { token: ADMIN_TOKEN, body: bare })).status, 201);
+      const intent = {
+        type: 'intent',
+        owned_by: 'test',
+        languages: ['en-IN', 'hi-IN'],
+        pack: 'demo-without-hold',
+        pricing: { cents_per_call: 0.1 },
+        routes: [],
+      };
+      assert.equal((await put('intent-bare', intent)).status, 201);
+      const model = scriptedVoiceModel([{ provider: 'simulator' }], {
+        intent_model: 'intent-bare',
+        agent_tools: { url: `${operator.url}/ops`, signing_secret_env: SECRET_ENV },
+      });
+      assert.equal((await put('voice-tools-bare', model)).status, 201);
+      v.stt.say('ATM did not give money but my account got debited', 'haan');
+      const res = await v.dial('+919800000041', { model: 'voice-tools-bare' });
+      assert.equal(res.status, 202, res.text);
+      const c = await waitForCall(v.gw, v.acc.key, res.body.id, ended, 60_000);
+      assert.deepEqual(
+        c.transcript.slice(4).map((t: any) => [t.role, t.text]),
+        [
+          ['agent', gatewayWording('hold', 'en-IN')],
+          ['tool', 'CREATE_DISPUTE: refused'],
+          ['agent', gatewayWording('failed', 'en-IN')],
+        ],
+        JSON.stringify(c.transcript),
+      );
+    } finally {
+      await operator.close();
     }
   });
 
