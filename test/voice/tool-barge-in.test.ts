@@ -34,7 +34,26 @@ const overHold = (to: string, over: string): CalleeScript => ({
 const BACKCHANNEL = 'okay sure fine thanks';
 
 describe('a barge-in on the holding line: the callee’s new turn is answered with the answer in context, the stale reply dropped', () => {
-  const v = simulatedVoice([overHold('+919800000050', 'and my card limit too'), overHold('+919800000051', BACKCHANNEL)]);
+  const v = simulatedVoice([
+    overHold('+919800000050', 'and my card limit too'),
+    overHold('+919800000051', BACKCHANNEL),
+    // The demo dispute; its "haan" sends CREATE_DISPUTE, and the callee speaks over the holding line.
+    {
+      to: '+919800000052',
+      answer: 'answer',
+      ring_ms: 100,
+      steps: [
+        { wait_agent: 'done', ms: 200 },
+        { say: 'the ATM did not give money but my account got debited' },
+        { wait_agent: 'done', ms: 200 },
+        { say: 'haan' },
+        { wait_agent: 'speaking', ms: 400 },
+        { say: 'my card is also blocked' },
+        { wait_agent: 'done', ms: 1500 },
+        { hangup: true },
+      ],
+    },
+  ]);
 
   /** A webhook whose receiver answers tool requests (the first after 1.5 s) once they verify. */
   async function integrator(r: Receiver): Promise<number> {
@@ -112,6 +131,36 @@ describe('a barge-in on the holding line: the callee’s new turn is answered wi
       const turn = { interruption: { ignore: [BACKCHANNEL] } };
       const c = await placed('+919800000051', { tool_url: r.url, webhook_id: webhookId, turn });
       assert.deepEqual(turns(c), [...CUT_HOLD, ['callee', BACKCHANNEL], ['agent', `The tool said: ${RESULT}`, false]], JSON.stringify(c.transcript));
+    } finally {
+      await r.close();
+    }
+  });
+
+  it("a pack's action answered while the callee spoke over its holding line: the pack answers the new turn, not with the action's response", async () => {
+    const r = await startReceiver();
+    try {
+      const webhookId = await integrator(r);
+      v.stt.say('ATM did not give money but my account got debited', 'haan', 'my card is also blocked');
+      const res = await v.dial('+919800000052', { tool_url: r.url, webhook_id: webhookId });
+      assert.equal(res.status, 202, res.text);
+      const c = await waitForCall(v.gw, v.acc.key, res.body.id, ended, 60_000);
+      const rows = c.transcript.map((t: any) => [t.role, t.response_id ?? t.text, ...(t.role === 'agent' ? [t.interrupted] : [])]);
+      assert.deepEqual(
+        rows.slice(3, 7),
+        [
+          ['callee', 'haan'],
+          ['agent', 'One moment please, I am checking that for you.', true],
+          ['tool', 'CREATE_DISPUTE: ok'],
+          ['callee', 'my card is also blocked'],
+        ],
+        JSON.stringify(c.transcript),
+      );
+      assert.equal(rows[7]?.[0], 'agent', 'the new turn is answered');
+      assert.ok(!rows.some((x: string[]) => x[1] === 'BANKING.DISPUTE.CREATED'), JSON.stringify(rows));
+      assert.deepEqual(
+        c.outcome.actions.map((a: any) => [a.action, a.status]),
+        [['CREATE_DISPUTE', 'ok']],
+      );
     } finally {
       await r.close();
     }
