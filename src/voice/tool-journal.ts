@@ -16,6 +16,8 @@ interface PendingDoc {
   request: Pick<ToolExchange, 'id' | 'type' | 'name' | 'arguments'>;
   /** When it was sent, in seconds from the call's answer (the transcript's clock). */
   start: number;
+  /** The transcript turn it is recorded as, once chosen (a replayed finish writes the same turn). */
+  seq?: number;
   sent_at: Date;
   [k: string]: unknown;
 }
@@ -32,7 +34,10 @@ export class ToolJournal implements ToolJournalWriter {
   constructor(
     store: Store,
     /** The transcript's owner (src/voice/transcript.ts `CallTranscripts`). */
-    private readonly transcripts: { appendLast(callId: string, account: string, turn: Turn): Promise<boolean> },
+    private readonly transcripts: {
+      nextSeq(callId: string): Promise<number>;
+      append(callId: string, account: string, seq: number, turn: Turn): Promise<boolean>;
+    },
     private readonly now: () => number,
     private readonly log: Logger,
   ) {
@@ -52,7 +57,11 @@ export class ToolJournal implements ToolJournalWriter {
     await this.pending.deleteOne({ _id: `${callId}:${requestId}` });
   }
 
-  /** The call's instance died: each request still in flight becomes an `interrupted` tool turn (once: each is deleted as it is recorded). */
+  /**
+   * The call's instance died: each request still in flight becomes an `interrupted` tool turn.
+   * Once, across a replay of the finish too: its turn number is kept with it before the turn is
+   * written (the transcript keeps one turn per number), and it is deleted once written.
+   */
   async interrupted(callId: string, account: string): Promise<number> {
     const left = await this.pending.find({ call_id: callId }, { sort: { start: 1 }, limit: 100 });
     for (const doc of left) {
@@ -64,7 +73,9 @@ export class ToolJournal implements ToolJournalWriter {
         end: start,
         tool: { ...request, status: 'interrupted', status_code: null, error: 'gateway_restart', result: '', latency_ms: 0 },
       };
-      await this.transcripts.appendLast(callId, account, turn);
+      const seq = doc.seq ?? (await this.transcripts.nextSeq(callId));
+      if (doc.seq === undefined) await this.pending.updateOne({ _id: doc._id }, { $set: { seq } });
+      await this.transcripts.append(callId, account, seq, turn);
       await this.pending.deleteOne({ _id: doc._id });
     }
     if (left.length > 0) this.log.info({ call_id: callId, requests: left.length }, 'tool requests interrupted by the restart recorded');

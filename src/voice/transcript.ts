@@ -55,10 +55,10 @@ export class CallTranscripts {
     return true;
   }
 
-  /** Records `turn` after the call's last (a turn its live side could not number: it died first). */
-  async appendLast(callId: string, account: string, turn: Turn): Promise<boolean> {
+  /** The number after the call's last turn (for a turn its live side could not number: it died first). */
+  async nextSeq(callId: string): Promise<number> {
     const [last] = await this.turns.find({ call_id: callId }, { sort: { seq: -1 }, limit: 1 });
-    return this.append(callId, account, last ? last.seq + 1 : 0, turn);
+    return last ? last.seq + 1 : 0;
   }
 
   /** The call's turns in order, for the account that pays for it. */
