@@ -29,7 +29,9 @@ import { assign, emit, fromPromise, setup, spawnChild } from 'xstate';
 export const version = 2;
 
 import type {
+  AnalyzeInput,
   AnsweredByInput,
+  CallAnalysisResult,
   CallSpec,
   CallStatus,
   ControlReply,
@@ -100,6 +102,10 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       transfer: fromPromise<TransferOutput, TransferInput<Spec>>(async () => {
         throw new Error('voice call: transfer not provided');
       }),
+      /** The call's analysis after its charge (src/voice/analysis.ts): an llm reads the transcript; never throws for an upstream's failure. */
+      analyze: fromPromise<CallAnalysisResult, AnalyzeInput<Spec>>(async () => {
+        throw new Error('voice call: analyze not provided');
+      }),
       /** Who answered: told the live side (a machine's voicemail) and the webhooks, once. */
       notifyAnsweredBy: fromPromise<void, AnsweredByInput<Spec>>(async () => {
         throw new Error('voice call: notifyAnsweredBy not provided');
@@ -120,10 +126,15 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
       // The answer to a control (`ask`): taken, or refused as the call stands.
       accepted: emit(({ context }) => ({ type: 'control.result' as const, ok: true, status: context.status })),
       refused: emit(({ context }) => ({ type: 'control.result' as const, ok: false, status: context.status })),
+      charged: assign(({ event }) => {
+        const output = (event as { output?: FinishOutput }).output!;
+        return { costMicrocents: output.costMicrocents, carrierDurationSeconds: output.carrierDurationSeconds ?? null };
+      }),
       handingOff: assign(({ context, event }) => ({ now: nowOf(context, event), transferTo: 'to' in event ? event.to : null })),
     },
     guards: {
       finalizing: ({ event }) => event.type === 'runtime.resumed' && event.mode === 'finalize',
+      analyzes: ({ context }) => context.analyze === true,
     },
   }).createMachine({
     id: 'voice-call',
@@ -302,21 +313,38 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           }),
           onDone: {
             target: 'ending',
-            actions: {
-              type: 'end',
-              params: ({ context, event }) =>
-                event.output.transferred
-                  ? { status: 'completed', reason: 'transferred', at: event.output.at }
-                  : { status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt },
-            },
+            actions: [
+              {
+                type: 'end',
+                params: ({ context, event }) =>
+                  event.output.transferred
+                    ? { status: 'completed', reason: 'transferred', at: event.output.at }
+                    : {
+                        status: 'completed',
+                        reason: 'gateway_restart',
+                        at: event.output.asked ? event.output.at : (context.lastAliveAt ?? context.answeredAt),
+                      },
+              },
+              // Asked, its answer lost to a restart: the gateway's part ended at the ask; the call may be the person's.
+              assign(({ event }) => (event.output.asked ? { handOffAsked: true } : {})),
+            ],
           },
           // The carrier refused the hand-off: the call goes on with the agent.
           onError: { target: 'in_progress', actions: assign({ transferTo: null }) },
         },
-        after: {
-          callDeadline: {
-            target: 'ending',
-            actions: { type: 'end', params: atMaximum },
+        // The deadline lives in a child state, so a resume re-arms it by re-entering the child
+        // alone: re-entering `transferring` would restart the `transfer` step (a second hand-off).
+        initial: 'handingOff',
+        states: {
+          handingOff: {
+            // The restored `transfer` step decides (above); the deadline is re-armed from `now`.
+            on: { 'runtime.resumed': { target: 'handingOff', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) } },
+            after: {
+              callDeadline: {
+                target: '#voice-call.ending',
+                actions: { type: 'end', params: atMaximum },
+              },
+            },
           },
         },
         on: {
@@ -325,8 +353,6 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
           'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
           turn: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now, ...counted(context) })) },
-          // The restored `transfer` step decides (above); nothing to re-arm but the deadline.
-          'runtime.resumed': { actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
         },
       },
       ending: {
@@ -344,20 +370,43 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             spec: context.spec,
             outcome: { actions: context.actions, final_state: context.agentState },
             transferTo: context.endReason === 'transferred' ? (context.transferTo ?? null) : null,
+            ...(context.handOffAsked ? { handOffAsked: true } : {}),
           }),
-          onDone: {
-            target: 'ended',
-            actions: assign(({ event }) => ({
-              costMicrocents: event.output.costMicrocents,
-              carrierDurationSeconds: event.output.carrierDurationSeconds ?? null,
-            })),
-          },
-          // Billing unreachable: the call still ends; the reservation's TTL returns what it held.
-          onError: { target: 'ended' },
+          onDone: [
+            { guard: 'analyzes', target: 'analyzing', actions: 'charged' },
+            { target: 'ended', actions: 'charged' },
+          ],
+          // Billing unreachable: the call still ends; the reservation's TTL returns what it held (an analysis still runs, and ends).
+          onError: [{ guard: 'analyzes', target: 'analyzing' }, { target: 'ended' }],
         },
         on: {
           // Late news changes nothing: the call is over (still counted: the transcript's end).
           turn: { actions: assign(({ context }) => counted(context)) },
+        },
+      },
+      // After the charge (issue 43 §2): the call's status, end reason and bill are final, its media
+      // gone; an llm reads the transcript (src/voice/analysis.ts, once-only steps inside: a restore
+      // re-runs the invoke, and nothing is billed twice). A failure is the analysis's, never the call's.
+      analyzing: {
+        invoke: {
+          id: 'analyze',
+          src: 'analyze',
+          input: ({ context }) => ({
+            callId: context.callId,
+            model: context.model,
+            spec: context.spec,
+            outcome: { actions: context.actions, final_state: context.agentState },
+          }),
+          onDone: { target: 'ended', actions: assign(({ event }) => ({ analysis: event.output })) },
+          onError: {
+            target: 'ended',
+            actions: assign(({ context }) => ({
+              analysis: {
+                ...{ status: 'failed' as const, model: null, summary: null, fields: {}, usage: null, costMicrocents: 0, attempts: 0 },
+                ...{ error: { code: 'internal_error', message: 'The analysis did not run.' }, at: context.now },
+              },
+            })),
+          },
         },
       },
       ended: { type: 'final' },

@@ -69,6 +69,8 @@ export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
   metadata?: Record<string, string>;
   /** `inbound`: a call to one of the model's numbers (src/voice/inbound.ts), whose `from` is the caller and `to` the number; absent: outbound. */
   direction?: 'inbound';
+  /** The call asked for an analysis (its own `analysis` or its model's): after the charge it goes through `analyzing`. */
+  analyze?: boolean;
 }
 
 /**
@@ -160,6 +162,37 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   answeredBy?: AnsweredByNews | null;
   /** The number the call is being (or was) handed to: set when a transfer is asked (src/voice/transfer.ts). */
   transferTo?: string | null;
+  /** What the call's analysis came to (src/voice/analysis.ts); absent until it ended, and on calls that asked for none. */
+  analysis?: CallAnalysisResult | null;
+  /** A hand-off the carrier was asked for, whose answer a restart lost (the finish then never hangs up). */
+  handOffAsked?: boolean;
+}
+
+/** A value an analysis extracted: of the field's type, or null when the LLM gave none that validates. */
+export type AnalysisValue = string | number | boolean | null;
+
+/** What a call's analysis (issue 43 §2) came to, kept in its context: plain JSON, bounded (src/voice/analysis.ts). */
+export interface CallAnalysisResult {
+  /** `skipped`: the call had no conversation (no callee turn): nothing asked, nothing billed. */
+  status: 'completed' | 'failed' | 'skipped';
+  model: string | null;
+  summary: string | null;
+  fields: Record<string, AnalysisValue>;
+  usage: { prompt_tokens: number; completion_tokens: number } | null;
+  /** What the chat call was billed, µ¢ (0 unless completed). */
+  costMicrocents: number;
+  /** Upstream requests made (1 to the configured attempts). */
+  attempts: number;
+  error: { code: string; message: string } | null;
+  /** When it ended (epoch ms). */
+  at: number;
+}
+
+export interface AnalyzeInput<Spec extends CallSpec = CallSpec> {
+  callId: string;
+  model: string;
+  spec: Spec;
+  outcome: { actions: OutcomeAction[]; final_state: string | null };
 }
 
 /** A cold transfer: `by` the API (the agent says its hand-off line first) or the agent (its line already said). */
@@ -175,6 +208,8 @@ export interface TransferInput<Spec extends CallSpec = CallSpec> {
 /** `transferred`: the carrier took the hand-off at `at` (the gateway's seconds end there); false: it never did (a restart lost the media first). */
 export interface TransferOutput {
   transferred: boolean;
+  /** Not known to be transferred, but the carrier was asked at `at` before a restart lost its answer: the call may be the person's now. */
+  asked?: boolean;
   at: number;
 }
 
@@ -203,6 +238,8 @@ export interface FinishInput<Spec extends CallSpec = CallSpec> {
   outcome?: { actions: OutcomeAction[]; final_state: string | null };
   /** The number a `transferred` call was handed to. */
   transferTo?: string | null;
+  /** The carrier was asked to hand the call off and a restart lost its answer: the call is not hung up. */
+  handOffAsked?: boolean;
 }
 export interface FinishOutput {
   costMicrocents: number;

@@ -25,6 +25,7 @@ import { LanguageModels, GENERAL_MODEL } from '../src/speech/language-models.ts'
 import { appendUtterance, startPocketsphinxEngine } from '../src/speech/pocketsphinx-engine.ts';
 import { loadResamplers } from '../src/speech/resample.ts';
 import { overTelephone } from '../src/speech/telephone.ts';
+import { foldsFor, foldUpperBand } from '../src/speech/bandwidth.ts';
 import { wordErrors } from '../src/speech/wer.ts';
 import { speechDomain } from '../src/voice/expectations.ts';
 import { compileDemoPack, DEMO_TURNS, readTurns } from './eval-demo-pack.ts';
@@ -116,7 +117,9 @@ async function main(): Promise<void> {
       /** `text` spoken, heard with the general model and with the context's; each scored by `right`. */
       const turn = async (kind: (typeof kinds)[number], text: string, expect: Expectation | null, right: (heard: string) => boolean) => {
         const { pcm, rate } = await speakWhole(voice, text);
-        const line = overTelephone(resamplers, pcm, rate);
+        // Folded as the call's listener folds it (src/speech/bandwidth.ts): an open request, not an answer.
+        const heardLine = overTelephone(resamplers, pcm, rate);
+        const line = foldsFor(expect) ? foldUpperBand(heardLine) : heardLine;
         const { start, end } = await appendUtterance(engine, line);
         const heard: Record<string, string> = {};
         /** Each way of hearing the turn: its words (with how long they took), scored. */

@@ -325,6 +325,9 @@ export const ConfigSchema = Type.Object(
         mediaTimeoutMs: Int(1000, 600_000),
         /** How long a call's tool request waits for the integrator's answer when the call gives no `tool_timeout_ms`. */
         toolTimeoutMs: Int(500, 15_000),
+        /** A call's analysis (src/voice/analysis.ts): upstream attempts before it is `failed`, and the first backoff between them (doubling). */
+        analysisAttempts: Int(1, 10),
+        analysisBackoffMs: Int(10, 600_000),
         /** The actor's checkpoint interval (ms): what a kill -9 can leave unbilled of a call in progress. */
         checkpointMs: Int(100, 60_000),
         /** Finished calls (their transcripts) are deleted after this many days. */

@@ -84,9 +84,11 @@ export interface SavedCall {
 export class Meter {
   constructor(private readonly deps: MeterDeps) {}
 
-  async begin<T = undefined>(principal: ApiKeyPrincipal, opts: BeginOptions<T>): Promise<MeteredCall & { checked: T }> {
+  /** `principal` null: an actor's call for a payer it saved (`opts.payer`: a voice call's analysis), no key in hand. */
+  async begin<T = undefined>(principal: ApiKeyPrincipal | null, opts: BeginOptions<T>): Promise<MeteredCall & { checked: T }> {
     const { billing, models } = this.deps;
-    const payer = opts.payer ?? (await billing.payerFor(principal));
+    if (!principal && !opts.payer) throw new Error('Meter.begin: a principal or a payer');
+    const payer = opts.payer ?? (await billing.payerFor(principal!));
     const model = await models.resolve(opts.model, opts.type, payer.walletId);
     const checked = (opts.check ? await opts.check(model, payer) : undefined) as T;
     this.deps.assertKyc(payer, model.requires_kyc === true);

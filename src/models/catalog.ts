@@ -3,6 +3,7 @@
 // next request on every instance, with no restart and no cache to invalidate.
 import { voicemailProblem } from '../shared/voicemail-schema.ts';
 import { agentToolsProblem } from './agent-tools.ts';
+import { analysisProblem } from '../shared/analysis-schema.ts';
 import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
 import type { Store } from '../store/port.ts';
@@ -319,6 +320,8 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
     if (voicemail) throw bad(`voicemail.${voicemail.field}`, voicemail.message);
     const tools = def.agent_tools && agentToolsProblem(def.agent_tools);
     if (tools) throw bad(tools.param, tools.message);
+    const analysis = def.analysis && analysisProblem(def.analysis);
+    if (analysis) throw bad(`analysis.${analysis.field}`, analysis.message);
   } else {
     for (const field of [
       'stt_model',
@@ -332,6 +335,7 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
       'recording_retention_days',
       'voicemail',
       'agent_tools',
+      'analysis',
     ] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to voice models only.`);
     }

@@ -6,6 +6,7 @@ import type { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from '../
 import type { RouteConfig } from '../providers/upstream.ts';
 import type { Voicemail } from '../shared/voicemail-schema.ts';
 import type { AgentTools } from '../shared/tool-schema.ts';
+import type { AnalysisRequest } from '../shared/analysis-schema.ts';
 
 export type { RouteConfig };
 
@@ -62,6 +63,8 @@ export interface ModelFields {
   price_per_minute_cents?: number;
   /** voice only: what its calls do when an answering machine answers, unless a call says (its `voicemail`). */
   voicemail?: Voicemail;
+  /** voice only: what its calls' analysis asks after they end, unless a call gives its own `analysis` (src/voice/analysis.ts). */
+  analysis?: AnalysisRequest;
   /** voice only: ISO 3166 alpha-2 countries its calls may dial. */
   countries?: string[];
   /** voice only: the longest call (and the default of a call's max_duration_seconds: the smaller of this and 600). */

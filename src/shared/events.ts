@@ -15,7 +15,8 @@ export type AccountEventName =
   | 'call.action'
   | 'call.answered_by'
   | 'call.ended'
-  | 'call.transferred';
+  | 'call.transferred'
+  | 'call.analyzed';
 
 export interface AccountEvent {
   event: AccountEventName;

@@ -7,6 +7,7 @@ import { KeyString } from './strings.ts';
 import { CALLER_ID_PATTERN } from './phones.ts';
 import { VoicemailSchema } from './voicemail-schema.ts';
 import { AgentToolsSchema } from './tool-schema.ts';
+import { AnalysisSchema } from './analysis-schema.ts';
 
 export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
 export const STT_MODES = ['transcribe', 'translate', 'verbatim', 'translit', 'codemix'] as const;
@@ -78,6 +79,8 @@ export const ModelSchema = Closed({
   price_per_minute_cents: Type.Optional(Cents),
   /** voice only: what its calls do when a machine answers, unless a call says (src/shared/voicemail-schema.ts). */
   voicemail: Type.Optional(VoicemailSchema),
+  /** voice only: its calls' analysis when a call gives none (src/shared/analysis-schema.ts). */
+  analysis: Type.Optional(AnalysisSchema),
   countries: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { minItems: 1, maxItems: 250, uniqueItems: true })),
   max_duration_seconds: Type.Optional(Type.Integer({ minimum: 30, maximum: 3600 })),
   features: Type.Optional(Type.Array(Type.Union(VOICE_FEATURES.map((f) => Type.Literal(f))), { maxItems: VOICE_FEATURES.length, uniqueItems: true })),

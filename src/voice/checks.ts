@@ -21,6 +21,8 @@ import { checkTools, DEFAULT_TOOL_TIMEOUT_MS, type ToolCheckDeps, type ToolField
 import type { Voicemail } from '../shared/voicemail-schema.ts';
 import { checkVoicemail } from './voicemail.ts';
 import { modelTools, modelToolSettings } from './model-tools.ts';
+import type { AnalysisRequest } from '../shared/analysis-schema.ts';
+import { checkAnalysis } from './analysis.ts';
 
 const DEFAULT_MAX_DURATION_SECONDS = 600;
 const DEFAULT_ENDPOINTING_MS = 700;
@@ -53,6 +55,8 @@ export interface VoiceCallBody extends Omit<ToolFields, 'agent'> {
   /** Said before the first message when the call is recorded. */
   recording_notice?: string;
   voicemail?: Voicemail;
+  /** What to learn of the conversation once the call ends (src/voice/analysis.ts); default the model's. */
+  analysis?: AnalysisRequest;
 }
 
 /** What `check` asks of the gateway (a part of the voice service's dependencies). */
@@ -80,6 +84,8 @@ export interface CheckSettings {
 export interface Checked extends LivePlan {
   to: string;
   price: number;
+  /** The call's analysis (its own or its model's), checked; null: none. */
+  analysis: AnalysisRequest | null;
 }
 
 /** The model's rules on the call; the reservation's length from what the wallet affords. */
@@ -149,6 +155,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
       });
     });
   }
+  const analysis = await checkAnalysis(deps, model, payer, body.analysis);
   const [stt, tts] = await Promise.all([deps.models.get(model.stt_model ?? ''), deps.models.get(model.tts_model ?? '')]);
   if (stt?.type !== 'stt' || !tts || tts.type !== 'tts')
     throw new ApiError('model_misconfigured', `The model '${model._id}' names stt or tts models that do not exist.`);
@@ -187,6 +194,7 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
     price,
     voicemail,
     tools,
+    analysis,
   };
 }
 

@@ -29,6 +29,7 @@ import { matchLanguage } from '../speech/languages.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { voiceCallKind } from './kind.ts';
+import { CallAnalyzer } from './analysis.ts';
 import { VoiceCalls } from './service.ts';
 import { ToolRequests } from './tool-requests.ts';
 import { ToolJournal } from './tool-journal.ts';
@@ -88,7 +89,13 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
   // Calls' tool requests in flight (src/voice/tool-journal.ts): a restart records them `interrupted`.
   const toolJournal = new ToolJournal(deps.store, transcripts, now, deps.logger.child({ component: 'voice-tools' }));
   await toolJournal.init();
+  // A call's analysis after its charge: an llm through the router, metered as a chat call (src/voice/analysis.ts).
+  const analyzer = new CallAnalyzer({
+    ...{ meter, models, router, resolveRoutes: deps.resolveRoutes, transcripts, events, now },
+    ...{ attempts: vc.analysisAttempts, backoffMs: vc.analysisBackoffMs },
+  });
   const voiceKind = voiceCallKind({
+    analyzer,
     transcripts,
     toolJournal,
     recordings,

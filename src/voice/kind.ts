@@ -7,6 +7,7 @@
 //   charge          the reservation settled for the answered seconds (released when none)
 //   notify:ended    the call.ended event
 //   notify:answered_by  the call.answered_by event (a call that asked for answering-machine detection)
+//   analysis:*, notify:analyzed  after the charge, a call that asked for an analysis (src/voice/analysis.ts)
 // Checkpointed: written when the state moves and on the durable events (an end of any kind, a
 // control), otherwise at most every `checkpointMs` (heartbeats and turns). `onOrphan: 'finalize'`:
 // a call whose instance died has lost its media (the socket died with the process), so the restored
@@ -18,10 +19,13 @@ import type { Hold, Payer } from '../billing/types.ts';
 import type { Meter } from '../metering/meter.ts';
 import { priceOfSeconds } from '../billing/pricing.ts';
 import type { EventSink } from '../shared/events.ts';
+import type { AnalysisRequest } from '../shared/analysis-schema.ts';
 import {
   voiceCallMachineOf,
   version,
+  type AnalyzeInput,
   type AnsweredByInput,
+  type CallAnalysisResult,
   type AnsweredByNews,
   type DialInput,
   type DialOutput,
@@ -50,7 +54,23 @@ export interface CallSpecFields {
   metadata?: Record<string, string>;
   /** The call's `webhook_id`: its events go to that endpoint only. */
   webhookId?: number;
+  /** What the call asked to learn once it ends (src/voice/analysis.ts): its `analysis`, or its model's. */
+  analysis?: AnalysisRequest;
+  /** The agent decides by an intent pack (intent, hybrid): its outcome's intent, actions and entities are the analysis's too. */
+  pack?: boolean;
 }
+
+/** A call's spec fields for its analysis (src/voice/analysis.ts): what it asked, and whether a pack decides its outcome. */
+export const analysisSpec = (c: { analysis: AnalysisRequest | null; intentModel: unknown }): Pick<CallSpecFields, 'analysis' | 'pack'> => ({
+  ...(c.analysis ? { analysis: c.analysis } : {}),
+  ...(c.intentModel ? { pack: true } : {}),
+});
+
+/** Where a call's events go: the account's subscribed endpoints, or the one the call names. */
+export const eventTarget = (spec: CallSpecFields) => ({
+  owner: { type: spec.payer.ownerType, id: spec.payer.ownerId },
+  ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}),
+});
 
 /** The call's live side (carrier and media), as the effects see it: never persisted. */
 export interface CallResources extends ActorResources {
@@ -62,8 +82,12 @@ export interface CallResources extends ActorResources {
   answeredBy?(news: AnsweredByNews): void;
   /** The call ends (for `reason`): stop the media and hang up at the carrier if still up (not a `transferred` one's). Idempotent. */
   hangup(reason: EndReason): Promise<void>;
-  /** A cold transfer (src/voice/transfer.ts): the hand-off line said (`by` the API), the carrier bridges the callee to `to`; resolves with when it took it. */
-  transfer?(to: string, by: 'api' | 'agent'): Promise<number>;
+  /**
+   * A cold transfer (src/voice/transfer.ts): the hand-off line said (`by` the API), `asking` told
+   * (awaited) just before the carrier is asked, then the carrier bridges the callee to `to`;
+   * resolves with when it was asked.
+   */
+  transfer?(to: string, by: 'api' | 'agent', asking?: (at: number) => Promise<unknown>): Promise<number>;
 }
 
 export interface VoiceKindDeps {
@@ -84,6 +108,8 @@ export interface VoiceKindDeps {
   recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
   /** The tool requests an orphaned call had in flight, recorded `interrupted` on its transcript (src/voice/tool-journal.ts). */
   toolJournal?: { interrupted(callId: string, account: string): Promise<unknown>; remove(callId: string): Promise<void> };
+  /** Runs a call's analysis after its charge (src/voice/analysis.ts). */
+  analyzer?: { run(input: AnalyzeInput<CallSpecFields>, ctx: ActorKindContext): Promise<CallAnalysisResult> };
 }
 
 /** The call's machine, its `spec` typed as the fields above (the effects read them, the service writes them). */
@@ -147,13 +173,13 @@ export function orderKey(createdAt: number, callId: string): string {
 }
 
 function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
-  // The account's subscribed endpoints, or the one the call names.
-  const to = (spec: CallSpecFields) => ({
-    owner: { type: spec.payer.ownerType, id: spec.payer.ownerId },
-    ...(spec.webhookId !== undefined ? { webhookId: spec.webhookId } : {}),
-  });
+  const to = eventTarget;
   return {
     actors: {
+      analyze: fromPromise<CallAnalysisResult, AnalyzeInput<CallSpecFields>>(async ({ input }) => {
+        if (!deps.analyzer) throw new Error('voice call: no analyzer configured');
+        return deps.analyzer.run(input, ctx);
+      }),
       dial: fromPromise<DialOutput, DialInput>(async ({ input }) => {
         const done = await ctx.steps.done<string>('dial');
         if (done !== undefined) return { carrierCallId: done, at: deps.now() };
@@ -195,8 +221,9 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
         const media = ctx.resources();
         let carrierDurationSeconds: number | null = null;
         if (media) await media.hangup(input.reason);
-        // A transferred call is the callee's and the person's now: never hung up, nor its length asked.
-        else if (input.carrierCallId && deps.hangupOrphan && input.reason !== 'transferred') {
+        // A transferred call is the callee's and the person's now (or may be: a hand-off asked before
+        // a crash): never hung up, nor its length asked.
+        else if (input.carrierCallId && deps.hangupOrphan && input.reason !== 'transferred' && !input.handOffAsked) {
           // The media died with its instance; the call may still be up at the carrier. What the
           // carrier then says it lasted is kept beside what is billed (up to the last heartbeat).
           const told = await deps
@@ -253,12 +280,18 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
       transfer: fromPromise<TransferOutput, TransferInput<CallSpecFields>>(async ({ input }) => {
         // Once: a restored actor finds the carrier's hand-off done (the call ends `transferred`
         // then), or, its media gone before the carrier took it, ends the call where it was last alive.
+        // `transfer:asked` is written before the carrier is asked: a restart that finds it without
+        // `transfer` cannot know whether the carrier took the hand-off, and never hangs the call up.
         let at = await ctx.steps.done<number>('transfer');
         if (at === undefined) {
           const media = ctx.resources();
-          if (!media) return { transferred: false, at: input.lastAliveAt ?? deps.now() };
+          if (!media) {
+            const asked = await ctx.steps.done<number>('transfer:asked');
+            return asked === undefined ? { transferred: false, at: input.lastAliveAt ?? deps.now() } : { transferred: false, asked: true, at: asked };
+          }
           if (!media.transfer) throw new Error('this call cannot be transferred');
-          at = await ctx.steps.once('transfer', () => media.transfer!(input.to, input.by));
+          const asking = (when: number) => ctx.steps.once('transfer:asked', async () => when);
+          at = await ctx.steps.once('transfer', () => media.transfer!(input.to, input.by, asking));
         }
         const when = at;
         await ctx.steps.once('notify:transferred', async () => {

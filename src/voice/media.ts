@@ -201,7 +201,7 @@ export class CallMedia implements CallResources {
   }
 
   /** A cold transfer (src/voice/transfer.ts): the hand-off line, then the carrier bridges; resolves with when it took it. */
-  transfer(to: string, by: 'api' | 'agent'): Promise<number> {
+  transfer(to: string, by: 'api' | 'agent', asking?: (at: number) => Promise<unknown>): Promise<number> {
     const { log, now } = this.deps;
     return handOff(
       {
@@ -209,6 +209,7 @@ export class CallMedia implements CallResources {
         speaking: this.speaking,
         words: () => this.deps.handoffWords?.() ?? Promise.resolve(null),
         stopTimers: () => this.timers.stop(),
+        ...(asking ? { asking } : {}),
         bridge: async (number) => {
           this.handedOff = true;
           await this.dialling.transfer(number).catch((err: unknown) => {

@@ -20,7 +20,7 @@ import type { CallStatus, ControlReply, VoiceCallInput } from '../../machines/vo
 import type { CallbackRequest } from '../providers/carrier.ts';
 import { check, endpointing, type CheckDeps, type CheckSettings, type VoiceCallBody } from './checks.ts';
 import { IdempotencyKeys } from './idempotency.ts';
-import { orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
+import { analysisSpec, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { callMedia, type LiveDeps } from './live.ts';
 import { voicebotStreamUrl, type VoicebotAsk } from './exotel-flow.ts';
 import { adoptedCarriers, type InboundLeg } from './inbound-leg.ts';
@@ -244,6 +244,7 @@ export class VoiceCalls {
       language: c.language,
       voice: c.voice,
       ...(body.webhook_id !== undefined ? { webhookId: body.webhook_id } : {}),
+      ...analysisSpec(c),
     };
     const input: VoiceCallInput<CallSpecFields> = {
       callId,
@@ -258,6 +259,7 @@ export class VoiceCalls {
       spec,
       metadata: body.metadata ?? {},
       ...(leg ? { direction: 'inbound' as const } : {}),
+      ...(c.analysis ? { analyze: true } : {}),
     };
     const recorder =
       (body.record ?? call.model.record) && this.deps.recordings

@@ -9,6 +9,7 @@ import type { CallStatus, Turn, VoiceCallContext } from '../../machines/voice-ca
 import { centsOf, type CallSpecFields } from './kind.ts';
 import { quantiles, stageQuantiles } from './turn-stages.ts';
 import type { VoiceCallObject } from './views.ts';
+import { analysisOf } from './analysis.ts';
 
 /** The call's machine context from its actor's view (its input, before the actor ran); null for a view that is not a call's. */
 export function facts(view: ActorView): VoiceCallContext<CallSpecFields> | null {
@@ -72,5 +73,6 @@ export function toObject(view: ActorView, stored: Turn[] = []): VoiceCallObject 
       turns: told,
       turns_dropped: dropped,
     },
+    analysis: analysisOf(c, transcript, ended !== null && !['queued', 'dialing', 'ringing', 'in_progress'].includes(status)),
   };
 }

@@ -1,7 +1,7 @@
 // A voice call as the API answers it (GET /v1/voice/calls/{id}, and the /portal routes that answer
 // the same). Its only import is types of the call's machine, so the dashboard's bundle (browser
 // types only) reads this type too.
-import type { AnsweredBy, CallStatus, TurnStages, VoiceCallContext } from '../../machines/voice-call.machine.ts';
+import type { AnalysisValue, AnsweredBy, CallStatus, TurnStages, VoiceCallContext } from '../../machines/voice-call.machine.ts';
 
 type Quantiles = { p50: number | null; p95: number | null };
 
@@ -56,4 +56,27 @@ export interface VoiceCallObject {
     turns: number;
     turns_dropped: number;
   };
+  /** What happened on the call, read after it ended (src/voice/analysis.ts); null: no analysis asked and no pack's outcome to give. */
+  analysis?: CallAnalysisObject | null;
+}
+
+/** A call's analysis as the API answers it (docs/api/voice.md, Analysis). */
+export interface CallAnalysisObject {
+  /** `pending` until the call ended and its llm answered; `skipped`: no conversation to read. */
+  status: 'pending' | 'completed' | 'failed' | 'skipped';
+  /** `llm`: asked of `model`; `pack`: only what the intent pack decided, free. */
+  source: 'llm' | 'pack';
+  model: string | null;
+  summary: string | null;
+  fields: Record<string, AnalysisValue>;
+  /** A pack's call (intent or hybrid agent): its main intent, the actions it took, the entities it heard; null otherwise. */
+  intent: string | null;
+  actions: string[] | null;
+  entities: Record<string, string | number> | null;
+  usage: { prompt_tokens: number; completion_tokens: number } | null;
+  /** What the analysis's chat call was billed (0 when it failed, was skipped, or is the pack's). */
+  cost_cents: number;
+  attempts: number;
+  error: { code: string; message: string } | null;
+  completed_at: number | null;
 }

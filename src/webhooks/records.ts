@@ -25,6 +25,7 @@ export const EVENT_NAMES: readonly AccountEventName[] = [
   'call.action',
   'call.ended',
   'call.transferred',
+  'call.analyzed',
 ];
 
 export interface WebhookDoc {

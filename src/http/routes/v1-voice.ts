@@ -17,6 +17,7 @@ import multipart from '@fastify/multipart';
 import { ApiError, echo } from '../../errors.ts';
 import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
 import { VoicemailSchema } from '../../shared/voicemail-schema.ts';
+import { AnalysisSchema } from '../../shared/analysis-schema.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
 import { AgentToolSchema } from '../../shared/tool-schema.ts';
 import { registerRecordingRoutes, type RecordingEdge } from './voice-recording.ts';
@@ -83,6 +84,8 @@ export const VoiceCallBodySchema = Closed({
   record: Type.Optional(Type.Boolean()),
   recording_notice: Type.Optional(FreeText(500)),
   voicemail: Type.Optional(VoicemailSchema),
+  /** What to learn of the conversation once the call ends (docs/api/voice.md, Analysis). */
+  analysis: Type.Optional(AnalysisSchema),
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);
@@ -119,6 +122,25 @@ const Turn = Type.Object({
     ),
   ),
 });
+const Value = Nullable(Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
+const CallAnalysis = Type.Object(
+  {
+    status: Type.String({ description: 'pending, completed, failed or skipped (no conversation)' }),
+    source: Type.String({ description: 'llm (asked of `model`) or pack (the intent pack decided it, free)' }),
+    model: Nullable(Type.String()),
+    summary: Nullable(Type.String()),
+    fields: Type.Record(Type.String(), Value),
+    intent: Nullable(Type.String()),
+    actions: Nullable(Type.Array(Type.String())),
+    entities: Nullable(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()]))),
+    usage: Nullable(Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer() })),
+    cost_cents: Type.Number(),
+    attempts: Type.Integer(),
+    error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
+    completed_at: Nullable(Type.Integer()),
+  },
+  { description: 'What happened on the call, read after it ended (docs/api/voice.md, Analysis); null: none asked and no pack decided it.' },
+);
 const Quantiles = Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) });
 export const Call = Type.Object({
   id: Type.String(),
@@ -193,6 +215,7 @@ export const Call = Type.Object({
       turns_dropped: Type.Integer(),
     }),
   ),
+  analysis: Type.Optional(Nullable(CallAnalysis)),
 });
 const CallId = Type.Object({ id: KeyString(64) });
 const IdempotencyKey = Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' });

@@ -19,6 +19,7 @@ import { loadVoiceDetectors, type VoiceDetectors } from '../../speech/vad.ts';
 import type { EnginePool } from '../../speech/engine-pool.ts';
 import type { LanguageModels } from '../../speech/language-models.ts';
 import { loadResamplers, type Resamplers } from '../../speech/resample.ts';
+import { foldsFor, foldUpperBand } from '../../speech/bandwidth.ts';
 import { joinSegmentTexts } from '../../speech/transcript.ts';
 import { WAV_PCM, readWavHeader } from '../../speech/wav.ts';
 import { biasOf } from '../../speech/nbest.ts';
@@ -126,6 +127,8 @@ export function localTranscribe(opts: LocalOptions = {}): TranscribeCapability {
     const model = context?.domain ? await opts.languageModels?.modelWhenReady(context.domain, context.expect, DOMAIN_WAIT_MS) : null;
     const duration = Math.round((u.samples.length / u.rate) * 1000) / 1000;
     if (model) {
+      // An open request over the telephone band: its upper band made up for the 16 kHz model (bandwidth.ts).
+      if (u.rate === 8000 && foldsFor(context?.expect)) pcm = foldUpperBand(pcm);
       // A call's turn: its readings, for the agent to answer the first it understands (its text the first best's).
       const alternatives = (await engines.alternatives(pcm, signal, model)).slice(0, ALTERNATIVES).map((w) => w.join(' '));
       const text = alternatives[0] ?? '';
