@@ -302,6 +302,7 @@ export async function createServices(deps: {
     resamplers: () => (resamplers ??= loadResamplers()),
     ...(deps.voiceMetrics ? { voiceMetrics: deps.voiceMetrics } : {}),
     ...(deps.listenUrl ? { listenUrl: deps.listenUrl } : {}),
+    env: deps.upstreamEnv,
   });
   // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
   // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.

@@ -32,6 +32,7 @@ import { voiceCallKind } from './kind.ts';
 import { CallAnalyzer } from './analysis.ts';
 import { VoiceCalls } from './service.ts';
 import { ToolRequests } from './tool-requests.ts';
+import { ToolJournal } from './tool-journal.ts';
 import { InboundCalls, type InboundDeps } from './inbound.ts';
 import { CallTranscripts } from './transcript.ts';
 import { CallRecordings } from './recordings.ts';
@@ -62,6 +63,8 @@ export interface VoiceDeps {
   voiceMetrics?: VoiceMetrics;
   /** The address the gateway listens on, once it does (carriers' media streams, when voice.publicUrl is empty). */
   listenUrl?: () => string;
+  /** Where a voice model's `agent_tools.signing_secret_env` is looked up (the composition root passes process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface VoiceParts {
@@ -83,6 +86,9 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
     logger: deps.logger.child({ component: 'voice-recordings' }),
   });
+  // Calls' tool requests in flight (src/voice/tool-journal.ts): a restart records them `interrupted`.
+  const toolJournal = new ToolJournal(deps.store, transcripts, now, deps.logger.child({ component: 'voice-tools' }));
+  await toolJournal.init();
   // A call's analysis after its charge: an llm through the router, metered as a chat call (src/voice/analysis.ts).
   const analyzer = new CallAnalyzer({
     ...{ meter, models, router, resolveRoutes: deps.resolveRoutes, transcripts, events, now },
@@ -91,6 +97,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
   const voiceKind = voiceCallKind({
     analyzer,
     transcripts,
+    toolJournal,
     recordings,
     meter,
     events,
@@ -165,6 +172,8 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     webhookOwned: (account, id) => webhooks.owns(account, id),
     signerOf: (account, id) => webhooks.signerOf(account, id),
     toolRequests: new ToolRequests(webhooks.policy),
+    toolJournal,
+    toolSecret: (name) => (deps.env && Object.hasOwn(deps.env, name) ? deps.env[name] || undefined : undefined),
     events,
     maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
     intent,

@@ -106,6 +106,8 @@ export interface VoiceKindDeps {
   transcripts?: { remove(callId: string): Promise<void>; of(account: string, callId: string): Promise<Turn[]> };
   /** The calls' recordings (src/voice/recordings.ts): stored when the call finishes (after a restart too), deleted with the actor. */
   recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
+  /** The tool requests an orphaned call had in flight, recorded `interrupted` on its transcript (src/voice/tool-journal.ts). */
+  toolJournal?: { interrupted(callId: string, account: string): Promise<unknown>; remove(callId: string): Promise<void> };
   /** Runs a call's analysis after its charge (src/voice/analysis.ts). */
   analyzer?: { run(input: AnalyzeInput<CallSpecFields>, ctx: ActorKindContext): Promise<CallAnalysisResult> };
 }
@@ -137,7 +139,9 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
     migrate: fromVersion1,
-    ...(transcripts || recordings ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id)])) } : {}),
+    ...(transcripts || recordings
+      ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id), deps.toolJournal?.remove(id)])) }
+      : {}),
     project: ({ context }) => {
       const c = context as VoiceCallContext;
       return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
@@ -227,6 +231,11 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
             .catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
           carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
+        // An orphan's tool requests in flight: on its transcript as `interrupted` before call.ended reads it.
+        if (!media)
+          await deps.toolJournal
+            ?.interrupted(input.callId, spec.payer.walletId)
+            .catch((err: unknown) => ctx.logger.warn({ err }, 'interrupted tool requests were not recorded'));
         // The recording up to the end (up to the crash, for an orphan) is stored; idempotent on a replay.
         await deps.recordings?.finalize(input.callId).catch((err: unknown) => ctx.logger.error({ err }, 'the call recording was not stored'));
         const cost = await ctx.steps.once('charge', async () => {

@@ -69,8 +69,8 @@ export interface CallMediaDeps {
   streamUrl: string;
   /** The one-time token the stream's `start` frame must carry. */
   token: string;
-  /** Builds the call's agent and recogniser; called once, at the answer. */
-  converse(): Conversation;
+  /** Builds the call's agent and recogniser; called once, at the answer. `clock`: seconds from the answer. */
+  converse(clock: (at: number) => number): Conversation;
   detectors(): Promise<VoiceDetectors>;
   /** For a stream at another rate than 8 kHz (Exotel's `?sample-rate=`): its audio resampled both ways. */
   resamplers(): Promise<Resamplers>;
@@ -339,7 +339,7 @@ export class CallMedia implements CallResources {
 
   /** The call's agent and recogniser, built once (at the answer; at the stream's start if that came first). */
   private talk(): Conversation {
-    return (this.conversation ??= this.deps.converse());
+    return (this.conversation ??= this.deps.converse((at) => this.line.clock(at)));
   }
 
   /**
