@@ -50,6 +50,7 @@ import { loadResamplers, type Resamplers } from './speech/resample.ts';
 import { startPocketsphinxEngine } from './speech/pocketsphinx-engine.ts';
 import type { Logger } from 'pino';
 import { composeVoice } from './voice/compose.ts';
+import type { VoiceBatches } from './voice/batches/service.ts';
 import type { AccountLimits } from './identity/account-limits.ts';
 import type { VoiceCalls } from './voice/service.ts';
 import type { InboundCalls } from './voice/inbound.ts';
@@ -101,6 +102,8 @@ export interface Services {
   realtime: RealtimeService;
   /** POST /v1/voice/call and the calls (src/voice/); the media streams' edge is src/ws/voice.ts. */
   voice: VoiceCalls;
+  /** Voice batches: campaigns of calls paced by their actor (src/voice/batches/). */
+  voiceBatches: VoiceBatches;
   /** Inbound calls to the numbers voice models own, and the numbers (src/voice/inbound.ts). */
   inbound: InboundCalls;
   /** Limits an operator set on one account over the defaults (PATCH /admin/limits/…). */
@@ -295,6 +298,7 @@ export async function createServices(deps: {
     inbound,
     accountLimits,
     kind: voiceKind,
+    batches,
   } = await composeVoice({
     ...{ config: deps.config, store: deps.store, blobs: deps.blobs, keySecret: deps.keySecret, actors: deps.actors, logger: deps.logger, now },
     ...{ meter, events, models, router, resolveRoutes: gatewayDeps.resolveRoutes, intent, webhooks, billing, identity, languageModels },
@@ -310,10 +314,12 @@ export async function createServices(deps: {
   deps.actors.register(jobKind);
   deps.actors.register(realtimeKind);
   deps.actors.register(voiceKind);
+  deps.actors.register(batches.kind);
   return {
     engines,
     realtime,
     voice,
+    voiceBatches: batches.service,
     inbound,
     accountLimits,
     transcriptionJobs,

@@ -329,6 +329,11 @@ export const ConfigSchema = Type.Object(
         checkpointMs: Int(100, 60_000),
         /** Finished calls (their transcripts) are deleted after this many days. */
         retentionDays: Int(1, 3650),
+        /** Batches (docs/api/voice-batches.md): how often one with calls in progress ticks, one paused for credit re-checks the wallet, the longest sleep. */
+        batches: Type.Object(
+          { pollMs: Int(50, 60_000), creditRecheckMs: Int(100, 3_600_000), maxSleepMs: Int(1000, 3_600_000) },
+          { additionalProperties: false },
+        ),
         /** The simulator carrier's callees: a script per dialled number (`to`; `*`: any number), the first that matches. */
         simulator: Type.Object({ callees: Type.Array(CalleeScriptSchema, { maxItems: 1000 }) }, { additionalProperties: false }),
       },

@@ -15,7 +15,11 @@ export type AccountEventName =
   | 'call.action'
   | 'call.answered_by'
   | 'call.ended'
-  | 'call.transferred';
+  | 'call.transferred'
+  | 'batch.started'
+  | 'batch.paused'
+  | 'batch.resumed'
+  | 'batch.completed';
 
 export interface AccountEvent {
   event: AccountEventName;

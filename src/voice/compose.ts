@@ -29,13 +29,14 @@ import { matchLanguage } from '../speech/languages.ts';
 import type { VoiceDetectors } from '../speech/vad.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { voiceCallKind } from './kind.ts';
-import { VoiceCalls } from './service.ts';
+import { VoiceCalls, type VoiceServiceDeps } from './service.ts';
 import { ToolRequests } from './tool-requests.ts';
 import { InboundCalls, type InboundDeps } from './inbound.ts';
 import { CallTranscripts } from './transcript.ts';
 import { CallRecordings } from './recordings.ts';
 import { ResponseAudio } from './agent.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import { composeBatches, type BatchParts } from './batches/compose.ts';
 
 export interface VoiceDeps {
   config: Config;
@@ -69,6 +70,8 @@ export interface VoiceParts {
   accountLimits: AccountLimits;
   /** The call actor's kind, for the composition to register with the runtime. */
   kind: ReturnType<typeof voiceCallKind>;
+  /** Batches (campaigns) of calls and their actor's kind (src/voice/batches/). */
+  batches: BatchParts;
 }
 
 export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
@@ -146,7 +149,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     return undefined;
   };
   const accountLimits = new AccountLimits(deps.store, now, (owner) => identity.exists(owner));
-  const voice = new VoiceCalls({
+  const callDeps: VoiceServiceDeps = {
     meter,
     models,
     runtime: deps.actors,
@@ -175,7 +178,8 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     languageModels,
     now,
-  });
+  };
+  const voice = new VoiceCalls(callDeps);
   await voice.init();
   const inbound = new InboundCalls({
     resolveRoutes: deps.resolveRoutes,
@@ -188,5 +192,6 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     baseUrl: publicBase,
     logger: deps.logger,
   });
-  return { voice, inbound, accountLimits, kind: voiceKind };
+  const batches = await composeBatches({ ...deps, voice, checkDeps: callDeps, accountLimits });
+  return { voice, inbound, accountLimits, kind: voiceKind, batches };
 }

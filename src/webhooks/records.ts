@@ -25,6 +25,10 @@ export const EVENT_NAMES: readonly AccountEventName[] = [
   'call.action',
   'call.ended',
   'call.transferred',
+  'batch.started',
+  'batch.paused',
+  'batch.resumed',
+  'batch.completed',
 ];
 
 export interface WebhookDoc {

@@ -1,0 +1,51 @@
+// Voice batches wired once (src/voice/compose.ts calls it): the rows' collection, the calls as a
+// batch places and reads them (VoiceCalls.create, the call actors' views), the batch actor's kind
+// and the service. Registering the kind stays in the composition, with every other kind.
+import type { VoiceDeps } from '../compose.ts';
+import type { VoiceCalls } from '../service.ts';
+import type { CheckDeps } from '../checks.ts';
+import { IdempotencyKeys } from '../idempotency.ts';
+import type { AccountLimits } from '../../identity/account-limits.ts';
+import { BatchRows } from './rows.ts';
+import { batchCalls } from './calls.ts';
+import { voiceBatchKind, type BatchKind } from './kind.ts';
+import { VoiceBatches } from './service.ts';
+
+export interface BatchParts {
+  service: VoiceBatches;
+  kind: BatchKind;
+}
+
+export async function composeBatches(deps: VoiceDeps & { voice: VoiceCalls; checkDeps: CheckDeps; accountLimits: AccountLimits }): Promise<BatchParts> {
+  const vc = deps.config.voice;
+  const rows = new BatchRows(deps.store);
+  await rows.init();
+  // The calls' own idempotency records (a batch's attempt keys live there, per account).
+  const keys = new IdempotencyKeys(deps.store, deps.now);
+  const payerFor = (principal: Parameters<VoiceDeps['billing']['payerFor']>[0]) => deps.billing.payerFor(principal);
+  const models = { resolve: (id: string, type: 'voice', account: string) => deps.models.resolve(id, type, account) };
+  const calls = batchCalls({ voice: deps.voice, runtime: deps.actors, keys, check: deps.checkDeps, payerFor, models });
+  const kind = voiceBatchKind({
+    rows,
+    calls,
+    events: deps.events,
+    now: deps.now,
+    retainMs: vc.retentionDays * 86_400_000,
+    logger: deps.logger.child({ component: 'voice-batches' }),
+  });
+  const service = new VoiceBatches({
+    runtime: deps.actors,
+    kind,
+    rows,
+    keys,
+    check: deps.checkDeps,
+    models,
+    payerFor,
+    maxConcurrentCalls: async (account) => (await deps.accountLimits.get(account)).voice_max_concurrent_calls,
+    defaultMaxConcurrent: vc.maxConcurrentCalls,
+    timing: vc.batches,
+    call: async (account, id) => (await deps.voice.get(account, id)) as never,
+    now: deps.now,
+  });
+  return { service, kind };
+}
