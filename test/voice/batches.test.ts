@@ -62,4 +62,148 @@ describe('voice batches', () => {
     const done = gw.events.find((e) => e.event === 'batch.completed' && e.fields.batch_id === b.id)!;
     assert.equal((done.fields.counts as any).completed, 7);
   });
+
+  it('reports invalid numbers per row and places the rest; an entirely invalid list is 400', async () => {
+    const calls = [{ to: '+919800001100' }, { to: '12345' }, { to: '+61412345678' }, { to: '+919800001101', variables: { name: 'Asha' } }];
+    const res = await createBatch(gw, acc.key, { calls });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(
+      res.body.rejected.map((r: any) => [r.index, r.to, r.error.code]),
+      [
+        [1, '12345', 'invalid_request'],
+        [2, '+61412345678', 'destination_not_allowed'],
+      ],
+    );
+    assert.match(res.body.rejected[0].error.message, /calls\[1\]\.to/);
+    assert.deepEqual([res.body.counts.total, res.body.counts.invalid, res.body.counts.queued], [4, 2, 2]);
+    const b = await waitForBatch(gw, acc.key, res.body.id, (x) => x.status === 'completed');
+    assert.deepEqual(
+      b.calls.data.map((r: any) => [r.index, r.status, r.attempts.length]),
+      [
+        [0, 'completed', 1],
+        [1, 'invalid', 0],
+        [2, 'invalid', 0],
+        [3, 'completed', 1],
+      ],
+    );
+    const none = await createBatch(gw, acc.key, { calls: [{ to: 'nope' }, { to: '+1' }] });
+    assert.equal(none.status, 400, none.text);
+    assert.deepEqual([none.body.error.code, none.body.error.param], ['invalid_request', 'calls[0].to']);
+  });
+
+  it('refuses a bad body in the envelope: a window outside legal hours, max_concurrent over the limit, unknown fields, a bad zone', async () => {
+    const bad = async (body: Record<string, unknown>, param: string | null, code = 'invalid_request') => {
+      const res = await createBatch(gw, acc.key, { calls: numbers(1), ...body });
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.error.code, code);
+      if (param !== null) assert.equal(res.body.error.param, param, res.text);
+      return res.body.error.message as string;
+    };
+    const all = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+    assert.match(await bad({ window: { time_zone: 'Asia/Kolkata', days: all, start: '08:30', end: '20:00' } }, 'window'), /legal calling hours of IN/);
+    assert.match(await bad({ window: { time_zone: 'Asia/Kolkata', days: all, start: '10:00', end: '21:30' } }, 'window'), /09:00–21:00/);
+    // 06:00–10:00 in London is 10:30–14:30 (or 11:30–15:30) in India: inside; 04:00 there is 08:30 or 09:30 here: outside in winter.
+    await bad({ window: { time_zone: 'Europe/London', days: ['mon'], start: '04:00', end: '10:00' } }, 'window');
+    await bad({ window: { time_zone: 'Mars/Olympus', days: ['mon'], start: '10:00', end: '11:00' } }, 'window');
+    await bad({ window: { time_zone: 'Asia/Kolkata', days: ['mon'], start: '12:00', end: '11:00' } }, 'window');
+    await bad({ max_concurrent: 11 }, 'max_concurrent');
+    await bad({ retry: { on: ['busy'], max_attempts: 11 } }, null);
+    await bad({ retry: { on: ['busy'], min_gap_seconds: 59 } }, null);
+    await bad({ colour: 'red' }, null);
+    await bad({ max_concurrent: '3' }, null);
+    // A window inside the legal hours all year round is taken.
+    const ok = await createBatch(gw, acc.key, {
+      calls: numbers(1, 40),
+      window: { time_zone: 'Europe/London', days: ['sat', 'sun'], start: '06:00', end: '10:00' },
+      start_at: Math.floor(clock.now() / 1000) + 86_400,
+    });
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal(ok.body.status, 'scheduled');
+    assert.deepEqual(ok.body.window.days, ['sat', 'sun']);
+    await call(gw.url, 'POST', `/v1/voice/batches/${ok.body.id}/cancel`, { token: acc.key });
+  });
+
+  it('answers the same batch for the same Idempotency-Key and body; another account sees none of it', async () => {
+    const body = { calls: numbers(2, 50), start_at: Math.floor(clock.now() / 1000) + 86_400 };
+    const first = await createBatch(gw, acc.key, body, { 'idempotency-key': 'batch-key-1' });
+    const again = await createBatch(gw, acc.key, body, { 'idempotency-key': 'batch-key-1' });
+    assert.deepEqual([first.status, again.status], [201, 200]);
+    assert.equal(again.body.id, first.body.id);
+    const other = await createBatch(gw, acc.key, { ...body, name: 'x' }, { 'idempotency-key': 'batch-key-1' });
+    assert.deepEqual([other.status, other.body.error?.code], [409, 'idempotency_key_reused']);
+    const stranger = await voiceAccount(gw, 100);
+    for (const [method, path] of [
+      ['GET', `/v1/voice/batches/${first.body.id}`],
+      ['POST', `/v1/voice/batches/${first.body.id}/pause`],
+      ['POST', `/v1/voice/batches/${first.body.id}/cancel`],
+      ['GET', `/v1/voice/batches/${first.body.id}/results`],
+      ['GET', '/v1/voice/batches/batch_000000000000000000000000'],
+    ] as const) {
+      const res = await call(gw.url, method, path, { token: stranger.key });
+      assert.deepEqual([res.status, res.body.error?.code], [404, 'not_found'], `${method} ${path}`);
+    }
+    const list = (await call(gw.url, 'GET', '/v1/voice/batches?limit=100', { token: stranger.key })).body;
+    assert.deepEqual(list.data, []);
+    const mine = (await call(gw.url, 'GET', '/v1/voice/batches?limit=1', { token: acc.key })).body;
+    assert.equal(mine.data[0].id, first.body.id, 'newest first');
+    assert.equal(mine.has_more, true);
+    const next = (await call(gw.url, 'GET', `/v1/voice/batches?limit=100&after=${mine.last_id}`, { token: acc.key })).body;
+    assert.ok(!next.data.some((b: any) => b.id === first.body.id) && next.data.length >= 1);
+    const canceled = await call(gw.url, 'POST', `/v1/voice/batches/${first.body.id}/cancel`, { token: acc.key });
+    assert.equal(canceled.status, 200, canceled.text);
+    const b = await waitForBatch(gw, acc.key, first.body.id, (x) => x.status === 'canceled');
+    assert.deepEqual([b.status, b.counts.canceled], ['canceled', 2]);
+    const late = await call(gw.url, 'POST', `/v1/voice/batches/${first.body.id}/resume`, { token: acc.key });
+    assert.deepEqual([late.status, late.body.error?.code], [409, 'batch_not_active']);
+  });
+
+  it('pauses (calls in progress finish, none placed), resumes, and cancels (numbers not dialled canceled, calls in progress finish)', async () => {
+    const res = await createBatch(gw, acc.key, { calls: numbers(8, 60), max_concurrent: 2 });
+    const id = res.body.id;
+    await waitForBatch(gw, acc.key, id, (x) => x.counts.in_progress === 2, 5000);
+    const paused = await call(gw.url, 'POST', `/v1/voice/batches/${id}/pause`, { token: acc.key });
+    assert.deepEqual([paused.status, paused.body.status, paused.body.paused_reason], [200, 'paused', 'api']);
+    const drained = await waitForBatch(gw, acc.key, id, (x) => x.counts.in_progress === 0, 8000);
+    assert.equal(drained.counts.completed, 2, 'the two calls in progress finished');
+    await new Promise((r) => setTimeout(r, 600));
+    const still = await waitForBatch(gw, acc.key, id, () => true);
+    assert.deepEqual([still.status, still.counts.queued, still.counts.in_progress], ['paused', 6, 0], 'nothing placed while paused');
+    const resumed = await call(gw.url, 'POST', `/v1/voice/batches/${id}/resume`, { token: acc.key });
+    assert.deepEqual([resumed.status, resumed.body.status], [200, 'running']);
+    await waitForBatch(gw, acc.key, id, (x) => x.counts.in_progress === 2, 5000);
+    const cancelling = await call(gw.url, 'POST', `/v1/voice/batches/${id}/cancel`, { token: acc.key });
+    assert.deepEqual([cancelling.status, cancelling.body.status], [200, 'cancelling']);
+    const b = await waitForBatch(gw, acc.key, id, (x) => x.status === 'canceled', 8000);
+    assert.deepEqual([b.status, b.counts.completed, b.counts.canceled, b.counts.in_progress], ['canceled', 4, 4, 0], JSON.stringify(b.counts));
+    const events = gw.events.filter((e) => e.fields.batch_id === id).map((e) => [e.event, e.fields.reason ?? e.fields.status ?? null]);
+    assert.deepEqual(events, [
+      ['batch.started', null],
+      ['batch.paused', 'api'],
+      ['batch.resumed', null],
+      ['batch.completed', 'canceled'],
+    ]);
+  });
+
+  it('exports the results as RFC 4180 CSV, one line per number, safe against formula injection', async () => {
+    const calls = [
+      { to: '+919800001200', variables: { name: '=HYPERLINK("http://evil")', note: 'a, "b"' } },
+      { to: '+919800000201', variables: { name: 'Ravi' } },
+      { to: 'bad' },
+    ];
+    const res = await createBatch(gw, acc.key, { calls });
+    await waitForBatch(gw, acc.key, res.body.id, (x) => x.status === 'completed');
+    const csv = await fetch(`${gw.url}/v1/voice/batches/${res.body.id}/results`, { headers: { authorization: `Bearer ${acc.key}` } });
+    assert.equal(csv.status, 200);
+    assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
+    const text = await csv.text();
+    const lines = text.split('\r\n');
+    assert.equal(lines.at(-1), '', 'CRLF after every line');
+    assert.equal(lines[0], 'index,to,status,attempts,final_call_id,end_reason,billed_seconds,cost_cents,intent,summary,variables.name,variables.note');
+    assert.deepEqual(lines[1]!.split(',').slice(0, 4), ['0', "'+919800001200", 'completed', '1']);
+    assert.ok(lines[1]!.endsWith(',"\'=HYPERLINK(""http://evil"")","a, ""b"""'), lines[1]);
+    assert.ok(lines[2]!.startsWith("1,'+919800000201,busy,1,call_"), lines[2]);
+    assert.ok(lines[2]!.includes(',dial_busy,0,0,'), lines[2]);
+    assert.ok(lines[3]!.startsWith('2,bad,invalid,0,,invalid_request,0,0,'), lines[3]);
+    assert.equal(lines.length, 5);
+  });
 });

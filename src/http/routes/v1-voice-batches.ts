@@ -43,7 +43,7 @@ export const BatchBodySchema = Closed({
   max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
   retry: Type.Optional(Retry),
   start_at: Type.Optional(Type.Integer({ minimum: 0, maximum: 32_503_680_000 })),
-  metadata: StringMap(16, 500) as unknown as typeof metadata,
+  metadata: Type.Optional(StringMap(16, 500)),
 });
 
 const Nullable = (t: TSchema) => Type.Union([t, Type.Null()]);

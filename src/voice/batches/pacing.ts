@@ -16,7 +16,7 @@
 //   other refusal is the attempt's outcome: `failed`, its code as end_reason.
 import type { Logger } from 'pino';
 import { ApiError } from '../../errors.ts';
-import type { TickInput, TickMode, TickOutput } from '../../../machines/voice-batch.machine.ts';
+import type { TickInput, TickOutput } from '../../../machines/voice-batch.machine.ts';
 import type { VoiceCallBody } from '../checks.ts';
 import type { ApiKeyPrincipal } from '../../identity/keys.ts';
 import { FINAL_ROW_STATUSES, type Attempt, type BatchRows, type RowDoc, type RowStatus } from './rows.ts';

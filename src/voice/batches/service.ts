@@ -244,8 +244,12 @@ export class VoiceBatches {
 
   /** Pause, resume or cancel: 409 batch_not_active when the batch's status does not allow it. */
   async control(account: string, id: string, what: 'pause' | 'resume' | 'cancel') {
-    await this.context(account, id);
-    const { reply } = await this.deps.runtime.ref(this.deps.kind, id).ask<ControlReply>({ type: `api.${what}`, now: this.deps.now() }, { wait: 'durable' });
+    const c = await this.context(account, id);
+    // An ended batch's actor is final: it takes no more events.
+    const { reply } =
+      c.status === 'completed' || c.status === 'canceled'
+        ? { reply: { type: 'control', ok: false, status: c.status } satisfies ControlReply }
+        : await this.deps.runtime.ref(this.deps.kind, id).ask<ControlReply>({ type: `api.${what}`, now: this.deps.now() }, { wait: 'durable' });
     if (!reply.ok) {
       const hint =
         what === 'resume'

@@ -131,7 +131,7 @@ export function settleWindow(given: BatchWindow | undefined, countries: string[]
   if (!given) {
     const known = countries.map((c) => ({ c, hours: LEGAL_HOURS[c] }));
     const zones = new Set(known.map((k) => k.hours?.zones.join(',')));
-    const unknown = known.find((k) => !k.hours || k.hours.zones.length !== 1);
+    const unknown = known.find((k) => k.hours?.zones.length !== 1);
     if (unknown || zones.size !== 1) {
       throw refuse(`must be given: the numbers' countries (${countries.join(', ')}) have no single default time zone and legal hours here`);
     }
