@@ -55,7 +55,8 @@ describe('voice batches', () => {
     for (const [s] of spans) most = Math.max(most, spans.filter(([a, e]) => a <= s && s < e).length);
     assert.ok(most <= 3, `at most 3 at once, saw ${most}: ${JSON.stringify(spans)}`);
     const cost = calls.reduce((s, c) => s + Math.round(c.cost_cents * 1e6), 0);
-    assert.equal(Math.round(b.cost_cents * 1e6), cost, "the sum of its calls' bills");
+    // The sum of its calls' bills (each shown rounded to the µ¢; the batch sums them exact: what the wallet paid).
+    assert.ok(Math.abs(Math.round(b.cost_cents * 1e6) - cost) <= calls.length, `${b.cost_cents} cents, its calls ${cost} µ¢`);
     assert.ok(cost > 0);
     const events = gw.events.filter((e) => e.fields.batch_id === b.id).map((e) => e.event);
     assert.deepEqual(events, ['batch.started', 'batch.completed']);

@@ -47,7 +47,7 @@ export function batchCalls(deps: BatchCallsDeps): BatchCallsPort {
         started_at: c.dialStartedAt ?? c.createdAt,
         ended_at: c.endedAt ?? null,
         billed_seconds: c.billedSeconds ?? 0,
-        cost_microcents: Math.round(c.costMicrocents), // as the call shows it (µ¢): the batch sums what its calls say
+        cost_microcents: c.costMicrocents, // exact (a fraction of a µ¢ at per-second prices): the wallet carries the fractions, so the sum is what it charged
       };
     },
     async affordable(principal, body: VoiceCallBody) {
