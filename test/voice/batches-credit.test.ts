@@ -39,6 +39,10 @@ describe('a voice batch and the wallet', () => {
       ['batch.completed', null],
     ]);
     const after = (await call(gw.url, 'GET', '/portal/wallet', { token: acc.session })).body;
-    assert.equal(Math.round((100 - after.balance_microcents / 1e6) * 1e6), Math.round(b.cost_cents * 1e6), 'the wallet paid exactly what the batch says its calls cost');
+    assert.equal(
+      Math.round((100 - after.balance_microcents / 1e6) * 1e6),
+      Math.round(b.cost_cents * 1e6),
+      'the wallet paid exactly what the batch says its calls cost',
+    );
   });
 });

@@ -20,7 +20,8 @@ describe('voice batches in time', () => {
 
   const callsOf = async (b: any) => {
     const out = [];
-    for (const row of b.calls.data) for (const a of row.attempts) out.push((await call(gw.url, 'GET', `/v1/voice/calls/${a.call_id}`, { token: acc.key })).body);
+    for (const row of b.calls.data)
+      for (const a of row.attempts) out.push((await call(gw.url, 'GET', `/v1/voice/calls/${a.call_id}`, { token: acc.key })).body);
     return out;
   };
 
