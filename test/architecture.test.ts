@@ -120,6 +120,7 @@ const OWNERS: Record<string, string> = {
   // voice calls: Idempotency-Key records of POST /v1/voice/call, and the calls' transcripts (out of their actors)
   voice_idempotency: 'src/voice/idempotency.ts',
   voice_turns: 'src/voice/transcript.ts',
+  voice_batch_rows: 'src/voice/batches/rows.ts',
   voice_numbers: 'src/voice/numbers.ts',
   voice_recordings: 'src/voice/recordings.ts',
   // models, intent packs, blobs on MongoDB (GridFS)

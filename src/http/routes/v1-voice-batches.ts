@@ -12,6 +12,7 @@ import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey, requireSession, sessionOf } from '../auth.ts';
 import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
 import { ApiError } from '../../errors.ts';
+import { documented } from '../openapi.ts';
 import { dashboardPrincipal, type ApiKeyPrincipal } from '../../identity/keys.ts';
 import { VoiceCallBodySchema } from './v1-voice.ts';
 import { ROW_STATUSES } from '../../voice/batches/rows.ts';
@@ -232,13 +233,16 @@ export function registerBatchRoutes(app: App, deps: AppDeps, edge: BatchEdge): v
         summary: "A batch's results as CSV, one line per number",
         security,
         params: BatchId,
-        produces: ['text/csv'],
-        response: { 200: Type.String(), ...errors(401, 403, 404) },
+        response: { ...errors(401, 403, 404) },
       },
+      ...documented({ responses: { 200: { description: 'One line per number (RFC 4180)', content: { 'text/csv': Type.String() } } } }),
     },
     async (req, reply) => {
       const csv = await batches().results(await account(req), req.params.id);
-      return reply.header('content-type', 'text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${req.params.id}.csv"`).send(csv);
+      return reply
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${req.params.id}.csv"`)
+        .send(csv as never); // text, not the JSON schemas
     },
   );
 }

@@ -1,7 +1,13 @@
 // Voice batches wired once (src/voice/compose.ts calls it): the rows' collection, the calls as a
 // batch places and reads them (VoiceCalls.create, the call actors' views), the batch actor's kind
 // and the service. Registering the kind stays in the composition, with every other kind.
-import type { VoiceDeps } from '../compose.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.ts';
+import type { Store } from '../../store/port.ts';
+import type { ActorRuntime } from '../../actors/runtime.ts';
+import type { BillingService } from '../../billing/service.ts';
+import type { ModelCatalog } from '../../models/catalog.ts';
+import type { EventSink } from '../../shared/events.ts';
 import type { VoiceCalls } from '../service.ts';
 import type { CheckDeps } from '../checks.ts';
 import { IdempotencyKeys } from '../idempotency.ts';
@@ -16,13 +22,28 @@ export interface BatchParts {
   kind: BatchKind;
 }
 
-export async function composeBatches(deps: VoiceDeps & { voice: VoiceCalls; checkDeps: CheckDeps; accountLimits: AccountLimits }): Promise<BatchParts> {
+export interface BatchDeps {
+  config: Config;
+  store: Store;
+  actors: ActorRuntime;
+  billing: Pick<BillingService, 'payerFor'>;
+  models: Pick<ModelCatalog, 'resolve'>;
+  events: EventSink;
+  logger: Logger;
+  now(): number;
+  voice: VoiceCalls;
+  /** The call checks' dependencies (the voice service's): a batch's template is checked as a call is. */
+  checkDeps: CheckDeps;
+  accountLimits: AccountLimits;
+}
+
+export async function composeBatches(deps: BatchDeps): Promise<BatchParts> {
   const vc = deps.config.voice;
   const rows = new BatchRows(deps.store);
   await rows.init();
   // The calls' own idempotency records (a batch's attempt keys live there, per account).
   const keys = new IdempotencyKeys(deps.store, deps.now);
-  const payerFor = (principal: Parameters<VoiceDeps['billing']['payerFor']>[0]) => deps.billing.payerFor(principal);
+  const payerFor = (principal: Parameters<BillingService['payerFor']>[0]) => deps.billing.payerFor(principal);
   const models = { resolve: (id: string, type: 'voice', account: string) => deps.models.resolve(id, type, account) };
   const calls = batchCalls({ voice: deps.voice, runtime: deps.actors, keys, check: deps.checkDeps, payerFor, models });
   const kind = voiceBatchKind({
