@@ -14,6 +14,10 @@ export const WEBHOOK_EVENTS = [
   'call.action',
   'call.ended',
   'call.transferred',
+  'batch.started',
+  'batch.paused',
+  'batch.resumed',
+  'batch.completed',
 ] as const;
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;
 /** The largest recording an upload may be (the server's UPLOAD_LIMIT_BYTES, src/http/uploads.ts). */
