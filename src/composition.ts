@@ -6,7 +6,7 @@ import { CONFIG_DIR, SPEECH_BACKGROUND_FILE, type Config } from './config.ts';
 import type { Store } from './store/port.ts';
 import { AccountService } from './identity/accounts.ts';
 import type { Clock } from './shared/common.ts';
-import type { EventSink } from './shared/events.ts';
+import type { AccountEvent, EventSink } from './shared/events.ts';
 import { KeyService } from './identity/keys.ts';
 import { OperatorSessions } from './identity/operator-sessions.ts';
 import { OrgService } from './identity/orgs.ts';
@@ -150,7 +150,15 @@ export async function createServices(deps: {
   });
   // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
   const extra = deps.events;
-  const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
+  const outbox: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
+  // In-process listeners hear each event once it is in the outbox (voice batches: a call ended, a top-up).
+  const heard: ((e: AccountEvent) => void)[] = [];
+  const events: EventSink = {
+    emit: async (e) => {
+      await outbox.emit(e);
+      for (const listen of heard) listen(e);
+    },
+  };
   // Accounts and organizations open and close their wallets through billing, and billing reads people
   // through identity (src/identity/directory.ts): identity is built first and reaches billing, built
   // below, through these forwarders (called only once requests run).
@@ -302,6 +310,7 @@ export async function createServices(deps: {
   } = await composeVoice({
     ...{ config: deps.config, store: deps.store, blobs: deps.blobs, keySecret: deps.keySecret, actors: deps.actors, logger: deps.logger, now },
     ...{ meter, events, models, router, resolveRoutes: gatewayDeps.resolveRoutes, intent, webhooks, billing, identity, languageModels },
+    onEvent: (listen) => void heard.push(listen),
     detectors: () => (detectors ??= loadVoiceDetectors()),
     resamplers: () => (resamplers ??= loadResamplers()),
     ...(deps.voiceMetrics ? { voiceMetrics: deps.voiceMetrics } : {}),

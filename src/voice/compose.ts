@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/port.ts';
 import type { BlobStore } from '../blobs/port.ts';
 import type { Clock } from '../shared/common.ts';
-import type { EventSink } from '../shared/events.ts';
+import type { AccountEvent, EventSink } from '../shared/events.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { RouteConfig } from '../models/types.ts';
@@ -62,6 +62,8 @@ export interface VoiceDeps {
   voiceMetrics?: VoiceMetrics;
   /** The address the gateway listens on, once it does (carriers' media streams, when voice.publicUrl is empty). */
   listenUrl?: () => string;
+  /** Hears each account event once written (the batches wake on a call's end and a top-up). */
+  onEvent?: (listen: (e: AccountEvent) => void) => void;
 }
 
 export interface VoiceParts {

@@ -1,6 +1,7 @@
 // A batch whose wallet cannot afford a call: it pauses (paused_reason insufficient_credit, the
 // batch.paused event), places nothing and holds nothing while paused, and resumes by itself once a
-// top-up lets the wallet afford a call (batch.resumed), then completes.
+// top-up lets the wallet afford a call (batch.resumed: woken by the top-up, not its 10-minute re-check),
+// then completes.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
@@ -11,7 +12,8 @@ describe('a voice batch and the wallet', () => {
   let gw: TestGateway;
   const clock = new TestClock(ist(12, 0));
   before(async () => {
-    gw = await startBatchGateway(clock);
+    // The wallet re-checked only every 10 minutes (and at most a minute of sleep): the top-up itself must wake the batch.
+    gw = await startBatchGateway(clock, { creditRecheckMs: 600_000, maxSleepMs: 60_000 });
   });
   after(() => gw?.destroy());
 
@@ -22,7 +24,7 @@ describe('a voice batch and the wallet', () => {
     const id = res.body.id;
     const paused = await waitForBatch(gw, acc.key, id, (x) => x.status === 'paused', 5000);
     assert.deepEqual([paused.status, paused.paused_reason, paused.counts.queued, paused.counts.in_progress], ['paused', 'insufficient_credit', 3, 0]);
-    await new Promise((r) => setTimeout(r, 1000)); // several re-checks of the wallet
+    await new Promise((r) => setTimeout(r, 1000));
     const still = await waitForBatch(gw, acc.key, id, () => true);
     assert.deepEqual([still.status, still.calls.data.flatMap((r: any) => r.attempts).length], ['paused', 0], 'no call placed, no attempt counted');
     const wallet = (await call(gw.url, 'GET', '/portal/wallet', { token: acc.session })).body;

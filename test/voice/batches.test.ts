@@ -215,16 +215,18 @@ describe('voice batches', () => {
     // voice-local: 1 cent a minute; typical a minute per valid number, max every attempt to its maximum.
     assert.deepEqual(est.body, { numbers: 4, valid: 3, invalid: 1, attempts_max: 6, cost_cents: { min: 0, typical: 3, max: 12 } });
     const before = (await call(gw.url, 'GET', '/portal/voice/batches?limit=100', { token: acc.session })).body.data.length;
-    const made = await call(gw.url, 'POST', '/portal/voice/batches', { token: acc.session, body: { ...body, start_at: Math.floor(clock.now() / 1000) + 3600 } });
+    const made = await call(gw.url, 'POST', '/portal/voice/batches', {
+      token: acc.session,
+      body: { ...body, start_at: Math.floor(clock.now() / 1000) + 3600 },
+    });
     assert.equal(made.status, 201, made.text);
     const list = (await call(gw.url, 'GET', '/portal/voice/batches?limit=100', { token: acc.session })).body.data;
     assert.equal(list.length, before + 1, 'the estimate stored nothing; the creation one batch');
     const viaKey = await call(gw.url, 'GET', `/v1/voice/batches/${made.body.id}`, { token: acc.key });
-    assert.deepEqual([viaKey.status, viaKey.body.status, viaKey.body.calls.data.length], [200, 'scheduled', 4], 'the account\'s batch, whichever edge');
+    assert.deepEqual([viaKey.status, viaKey.body.status, viaKey.body.calls.data.length], [200, 'scheduled', 4], "the account's batch, whichever edge");
     const paused = await call(gw.url, 'POST', `/portal/voice/batches/${made.body.id}/pause`, { token: acc.session });
     assert.deepEqual([paused.status, paused.body.status], [200, 'paused']);
     assert.equal((await call(gw.url, 'POST', `/portal/voice/batches/${made.body.id}/cancel`, { token: acc.session })).status, 200);
     assert.equal((await call(gw.url, 'GET', `/portal/voice/batches/${made.body.id}`, { token: acc.key })).status, 401, 'a key is not a session');
   });
 });
-

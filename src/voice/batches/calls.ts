@@ -17,7 +17,7 @@ import type { BatchCallsPort, CallEnd } from './pacing.ts';
 
 export interface BatchCallsDeps {
   voice: Pick<VoiceCalls, 'create'>;
-  runtime: Pick<ActorRuntime, 'get'>;
+  runtime: Pick<ActorRuntime, 'get' | 'subscribe'>;
   keys: Pick<IdempotencyKeys, 'forget'>;
   check: CheckDeps;
   payerFor(principal: ApiKeyPrincipal): Promise<Payer>;
@@ -26,10 +26,20 @@ export interface BatchCallsDeps {
 
 const FINAL = new Set(['completed', 'busy', 'no_answer', 'failed', 'canceled']);
 
-export function batchCalls(deps: BatchCallsDeps): BatchCallsPort {
+/**
+ * `ended(batchId)` is told when a call this instance placed for the batch has stored its end (the
+ * runtime's listener on the call: calls held elsewhere are read at the batch's next poll).
+ */
+export function batchCalls(deps: BatchCallsDeps, ended: (batchId: string) => void): BatchCallsPort {
   return {
     async place(principal, body, key) {
       const { call } = await deps.voice.create(principal, body, key, key);
+      const batchId = key.slice(0, key.indexOf(':'));
+      const stop = deps.runtime.subscribe(VOICE_KIND, call.id, (view) => {
+        if (view.status === 'active') return;
+        stop();
+        ended(batchId);
+      });
       return call.id;
     },
     async forgetKey(principal, key) {

@@ -7,14 +7,14 @@ import type { Store } from '../../store/port.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import type { BillingService } from '../../billing/service.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
-import type { EventSink } from '../../shared/events.ts';
+import type { AccountEvent, EventSink } from '../../shared/events.ts';
 import type { VoiceCalls } from '../service.ts';
 import type { CheckDeps } from '../checks.ts';
 import { IdempotencyKeys } from '../idempotency.ts';
 import type { AccountLimits } from '../../identity/account-limits.ts';
 import { BatchRows } from './rows.ts';
 import { batchCalls } from './calls.ts';
-import { voiceBatchKind, type BatchKind } from './kind.ts';
+import { BATCH_KIND, voiceBatchKind, type BatchKind } from './kind.ts';
 import { VoiceBatches } from './service.ts';
 
 export interface BatchParts {
@@ -35,6 +35,8 @@ export interface BatchDeps {
   /** The call checks' dependencies (the voice service's): a batch's template is checked as a call is. */
   checkDeps: CheckDeps;
   accountLimits: AccountLimits;
+  /** Hears each account event once written: a top-up wakes the account's batches paused for credit at once (else their next re-check). */
+  onEvent?: (listen: (e: AccountEvent) => void) => void;
 }
 
 export async function composeBatches(deps: BatchDeps): Promise<BatchParts> {
@@ -45,7 +47,14 @@ export async function composeBatches(deps: BatchDeps): Promise<BatchParts> {
   const keys = new IdempotencyKeys(deps.store, deps.now);
   const payerFor = (principal: Parameters<BillingService['payerFor']>[0]) => deps.billing.payerFor(principal);
   const models = { resolve: (id: string, type: 'voice', account: string) => deps.models.resolve(id, type, account) };
-  const calls = batchCalls({ voice: deps.voice, runtime: deps.actors, keys, check: deps.checkDeps, payerFor, models });
+  // Wake-ups (the polls and re-checks stay the rule; these only shorten the wait): the batch whose
+  // call ended, and an account's batches paused for credit when it is topped up.
+  const nudge = (id: string) =>
+    void deps.actors
+      .ref(kind, id)
+      .send({ type: 'nudge', now: deps.now() }, { wait: 'accepted' })
+      .catch(() => undefined);
+  const calls = batchCalls({ voice: deps.voice, runtime: deps.actors, keys, check: deps.checkDeps, payerFor, models }, nudge);
   const kind = voiceBatchKind({
     rows,
     calls,
@@ -65,8 +74,16 @@ export async function composeBatches(deps: BatchDeps): Promise<BatchParts> {
     maxConcurrentCalls: async (account) => (await deps.accountLimits.get(account)).voice_max_concurrent_calls,
     defaultMaxConcurrent: vc.maxConcurrentCalls,
     timing: vc.batches,
-    call: async (account, id) => (await deps.voice.get(account, id)) as never,
+    call: (account, id) => deps.voice.get(account, id),
     now: deps.now,
+  });
+  deps.onEvent?.((e) => {
+    if (e.event === 'topup') {
+      void deps.actors
+        .list(BATCH_KIND, { account: `${e.owner.type}:${e.owner.id}`, status: 'paused' })
+        .then((paused) => paused.forEach((b) => nudge(b.id)))
+        .catch(() => undefined);
+    }
   });
   return { service, kind };
 }
