@@ -72,6 +72,8 @@ export interface TickInput<Spec extends BatchSpec = BatchSpec> {
   account: string;
   mode: TickMode;
   spec: Spec;
+  /** The cost the last tick found: kept when this one records no attempt (a sum over the rows otherwise). */
+  costMicrocents?: number;
 }
 
 export interface TickOutput {
@@ -250,7 +252,13 @@ export function voiceBatchMachineOf<Spec extends BatchSpec = BatchSpec>() {
           ticking: {
             invoke: {
               src: 'tick',
-              input: ({ context }) => ({ batchId: context.batchId, account: context.account, mode: modeOf(context), spec: context.spec }),
+              input: ({ context }) => ({
+                batchId: context.batchId,
+                account: context.account,
+                mode: modeOf(context),
+                spec: context.spec,
+                costMicrocents: context.costMicrocents,
+              }),
               onDone: [
                 {
                   guard: ({ context, event }) => !active(decide(context, event.output).status),
