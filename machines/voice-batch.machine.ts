@@ -220,20 +220,34 @@ export function voiceBatchMachineOf<Spec extends BatchSpec = BatchSpec>() {
       ],
     },
     states: {
+      /** Before start_at: a `drain` tick reads the clock (and nothing else moves), then a wait of at most maxSleepMs. */
       scheduled: {
-        always: {
-          guard: 'started',
-          target: 'live',
-          actions: [assign(({ context }) => ({ startedAt: context.now, status: 'running' as const })), { type: 'notice', params: { event: 'batch.started' } }],
-        },
-        after: {
-          startDelay: {
-            target: 'scheduled',
-            reenter: true,
-            actions: assign(({ context }) => ({ now: Math.max(context.now, Math.min(context.startAt, context.now + context.timing.maxSleepMs)) })),
+        initial: 'checking',
+        states: {
+          checking: {
+            invoke: {
+              src: 'tick',
+              input: ({ context }) => ({ batchId: context.batchId, account: context.account, mode: 'drain' as const, spec: context.spec }),
+              onDone: {
+                target: 'waiting',
+                actions: assign(({ context, event }) => ({ now: Math.max(context.now, event.output.at), counts: event.output.counts })),
+              },
+              onError: 'waiting',
+            },
+          },
+          waiting: {
+            always: {
+              guard: 'started',
+              target: '#voice-batch.live',
+              actions: [
+                assign(({ context }) => ({ startedAt: context.now, status: 'running' as const })),
+                { type: 'notice', params: { event: 'batch.started' } },
+              ],
+            },
+            after: { startDelay: 'checking' },
+            on: { 'runtime.resumed': { target: 'checking', actions: 'at' } },
           },
         },
-        on: { 'runtime.resumed': { target: 'scheduled', reenter: true, actions: 'at' } },
       },
       /** A resume by the API: a batch paused for credit checks the wallet first (its next tick probes); one not started yet waits for its start. */
       resuming: {

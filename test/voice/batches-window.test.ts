@@ -82,4 +82,17 @@ describe('voice batches in time', () => {
     assert.deepEqual([b.calls.data[1].status, b.calls.data[1].attempts.length], ['completed', 1]);
     assert.deepEqual([b.counts.busy, b.counts.completed], [1, 1]);
   });
+
+  it('waits for start_at (scheduled), then starts by itself', async () => {
+    clock.set(ist(13, 0, 0, 3));
+    const startAt = Math.floor(clock.now() / 1000) + 600;
+    const res = await createBatch(gw, acc.key, { calls: numbers(1, 30), start_at: startAt });
+    assert.deepEqual([res.status, res.body.status, res.body.start_at, res.body.started_at], [201, 'scheduled', startAt, null]);
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.equal((await waitForBatch(gw, acc.key, res.body.id, () => true)).status, 'scheduled', 'not before start_at');
+    clock.set(startAt * 1000 + 100);
+    const b = await waitForBatch(gw, acc.key, res.body.id, (x) => x.status === 'completed', 10_000);
+    assert.equal(b.status, 'completed');
+    assert.ok(b.started_at >= startAt, `${b.started_at} >= ${startAt}`);
+  });
 });
