@@ -121,6 +121,7 @@ const OWNERS: Record<string, string> = {
   voice_idempotency: 'src/voice/idempotency.ts',
   voice_turns: 'src/voice/transcript.ts',
   voice_tool_requests: 'src/voice/tool-journal.ts',
+  voice_batch_rows: 'src/voice/batches/rows.ts',
   voice_numbers: 'src/voice/numbers.ts',
   voice_recordings: 'src/voice/recordings.ts',
   // models, intent packs, blobs on MongoDB (GridFS)

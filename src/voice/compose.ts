@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/port.ts';
 import type { BlobStore } from '../blobs/port.ts';
 import type { Clock } from '../shared/common.ts';
-import type { EventSink } from '../shared/events.ts';
+import type { AccountEvent, EventSink } from '../shared/events.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { RouteConfig } from '../models/types.ts';
@@ -30,7 +30,7 @@ import type { VoiceDetectors } from '../speech/vad.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { voiceCallKind } from './kind.ts';
 import { CallAnalyzer } from './analysis.ts';
-import { VoiceCalls } from './service.ts';
+import { VoiceCalls, type VoiceServiceDeps } from './service.ts';
 import { ToolRequests } from './tool-requests.ts';
 import { ToolJournal } from './tool-journal.ts';
 import { InboundCalls, type InboundDeps } from './inbound.ts';
@@ -38,6 +38,7 @@ import { CallTranscripts } from './transcript.ts';
 import { CallRecordings } from './recordings.ts';
 import { ResponseAudio } from './agent.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import { composeBatches, type BatchParts } from './batches/compose.ts';
 
 export interface VoiceDeps {
   config: Config;
@@ -65,6 +66,8 @@ export interface VoiceDeps {
   listenUrl?: () => string;
   /** Where a voice model's `agent_tools.signing_secret_env` is looked up (the composition root passes process.env). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Hears each account event once written (the batches wake on a call's end and a top-up). */
+  onEvent?: (listen: (e: AccountEvent) => void) => void;
 }
 
 export interface VoiceParts {
@@ -73,6 +76,8 @@ export interface VoiceParts {
   accountLimits: AccountLimits;
   /** The call actor's kind, for the composition to register with the runtime. */
   kind: ReturnType<typeof voiceCallKind>;
+  /** Batches (campaigns) of calls and their actor's kind (src/voice/batches/). */
+  batches: BatchParts;
 }
 
 export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
@@ -160,7 +165,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     return undefined;
   };
   const accountLimits = new AccountLimits(deps.store, now, (owner) => identity.exists(owner));
-  const voice = new VoiceCalls({
+  const callDeps: VoiceServiceDeps = {
     meter,
     models,
     runtime: deps.actors,
@@ -191,7 +196,8 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     languageModels,
     now,
-  });
+  };
+  const voice = new VoiceCalls(callDeps);
   await voice.init();
   const inbound = new InboundCalls({
     resolveRoutes: deps.resolveRoutes,
@@ -204,5 +210,6 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     baseUrl: publicBase,
     logger: deps.logger,
   });
-  return { voice, inbound, accountLimits, kind: voiceKind };
+  const batches = await composeBatches({ ...deps, voice, checkDeps: callDeps, accountLimits });
+  return { voice, inbound, accountLimits, kind: voiceKind, batches };
 }

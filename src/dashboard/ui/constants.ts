@@ -15,6 +15,10 @@ export const WEBHOOK_EVENTS = [
   'call.ended',
   'call.transferred',
   'call.analyzed',
+  'batch.started',
+  'batch.paused',
+  'batch.resumed',
+  'batch.completed',
 ] as const;
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;
 /** The largest recording an upload may be (the server's UPLOAD_LIMIT_BYTES, src/http/uploads.ts). */
