@@ -333,7 +333,7 @@ describe('architecture: test files that share a process', () => {
  * one; an import that runs upward is one of UPWARD below, each with its reason, or the test fails.
  */
 const FLOORS: { name: string; holds: string[] }[] = [
-  { name: 'foundation', holds: ['src/shared/', 'src/errors.ts', 'src/logger.ts', 'src/config.ts', 'src/types/', 'machines/'] },
+  { name: 'foundation', holds: ['src/shared/', 'src/errors.ts', 'src/logger.ts', 'src/config.ts', 'src/config-callees.ts', 'src/types/', 'machines/'] },
   { name: 'state', holds: ['src/store/', 'src/blobs/'] },
   { name: 'speech', holds: ['src/speech/'] },
   { name: 'providers', holds: ['src/providers/'] },
