@@ -1,5 +1,6 @@
 // The dashboard build: the account pages' JS and CSS stay under 30 KB gzip, and the operator pages
-// are a separate bundle that only a dynamic import reaches (an account user never downloads it).
+// are a separate bundle that only a dynamic import reaches (an account user never downloads it), as
+// are the Campaigns pages (loaded the first time a campaigns address opens).
 // Also keeps the UI's copies of the server's closed lists equal to the server's.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,15 +51,30 @@ describe('dashboard bundle', () => {
     for (const f of account.filter((f) => f.endsWith('.js') && f !== build.entry)) assert.ok(!html.includes(f), 'chunks are imported by the entry, not listed');
   });
 
+  /** The chunks only a dynamic import reaches, by the entry point they are built from. */
+  const lazy = () => {
+    const dynamic = new Set(Object.values(build.files).flatMap((f) => f.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path)));
+    return new Map([...dynamic].map((name) => [build.files[name]?.entry ?? name, name]));
+  };
+
   it('puts the operator pages in a separate bundle reached only by a dynamic import', async () => {
     const account = staticClosure(build, build.entry);
-    const dynamic = Object.values(build.files).flatMap((f) => f.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path));
-    assert.equal(dynamic.length, 1, 'one dynamic import: the operator bundle');
-    const operator = dynamic[0]!;
+    const chunks = lazy();
+    assert.deepEqual([...chunks.keys()].sort(), ['src/dashboard/account/pages/campaigns-routes.tsx', 'src/dashboard/operator/operator.tsx']);
+    const operator = chunks.get('src/dashboard/operator/operator.tsx')!;
     assert.ok(!account.has(operator));
     const operatorCode = await readFile(join(dir, 'assets', operator), 'utf8');
     assert.match(operatorCode, /\/admin\/models/);
     for (const f of account) assert.ok(!(await readFile(join(dir, 'assets', f), 'utf8')).includes('/admin/models'), `${f} holds no operator page`);
+  });
+
+  it('puts the Campaigns pages in a chunk of their own, loaded when a campaigns address first opens', async (t) => {
+    const account = staticClosure(build, build.entry);
+    const campaigns = lazy().get('src/dashboard/account/pages/campaigns-routes.tsx')!;
+    assert.ok(!account.has(campaigns));
+    assert.match(await readFile(join(dir, 'assets', campaigns), 'utf8'), /\/portal\/voice\/batches\/estimate/);
+    for (const f of account) assert.ok(!(await readFile(join(dir, 'assets', f), 'utf8')).includes('/portal/voice/batches'), `${f} holds no campaign page`);
+    t.diagnostic(`campaigns chunk: ${await gz(campaigns)} bytes gzip`);
   });
 
   it("keeps the UI's scopes, webhook events, usage groupings, call statuses and upload limit equal to the server's", () => {
