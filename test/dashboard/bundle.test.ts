@@ -9,13 +9,30 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { DashboardBuild } from '../../scripts/build-dashboard.mjs';
 import { dashboardBuild } from '../build.ts';
-import { CALL_STATUSES as UI_CALL_STATUSES, MAX_UPLOAD_BYTES, SCOPES as UI_SCOPES, USAGE_GROUPS, WEBHOOK_EVENTS } from '../../src/dashboard/ui/constants.ts';
+import {
+  CALL_STATUSES as UI_CALL_STATUSES,
+  MAX_UPLOAD_BYTES,
+  RETRY_OUTCOMES,
+  ROW_STATUSES as UI_ROW_STATUSES,
+  SCOPES as UI_SCOPES,
+  USAGE_GROUPS,
+  WEBHOOK_EVENTS,
+} from '../../src/dashboard/ui/constants.ts';
+import type { Batch, BatchRow } from '../../src/dashboard/account/pages/campaign-types.ts';
+import type { BatchObject, rowObject } from '../../src/voice/batches/views.ts';
+import { ROW_STATUSES } from '../../src/voice/batches/rows.ts';
+import { RETRYABLE } from '../../src/voice/batches/pacing.ts';
 import { UPLOAD_LIMIT_BYTES } from '../../src/http/uploads.ts';
 import { SCOPES } from '../../src/identity/keys.ts';
 import { EVENT_NAMES } from '../../src/webhooks/records.ts';
 import { CALL_STATUSES } from '../../machines/voice-call.machine.ts';
 
 export const ACCOUNT_BUDGET_GZIP = 30 * 1024;
+
+// The Campaigns pages' types of a batch and a row take the server's objects (checked by typecheck:
+// a field renamed or retyped on the server fails it).
+export const serverBatchFits = (b: BatchObject): Omit<Batch, 'calls'> => b;
+export const serverRowFits = (r: ReturnType<typeof rowObject>): BatchRow => r;
 
 /** The files a bundle loads before it runs: the entry and the chunks it imports statically. */
 function staticClosure(build: DashboardBuild, entry: string): Set<string> {
@@ -77,11 +94,13 @@ describe('dashboard bundle', () => {
     t.diagnostic(`campaigns chunk: ${await gz(campaigns)} bytes gzip`);
   });
 
-  it("keeps the UI's scopes, webhook events, usage groupings, call statuses and upload limit equal to the server's", () => {
+  it("keeps the UI's scopes, webhook events, usage groupings, call and batch row statuses, retried outcomes and upload limit equal to the server's", () => {
     assert.equal(MAX_UPLOAD_BYTES, UPLOAD_LIMIT_BYTES);
     assert.deepEqual([...UI_SCOPES], [...SCOPES]);
     assert.deepEqual([...WEBHOOK_EVENTS], [...EVENT_NAMES]);
     assert.deepEqual([...USAGE_GROUPS], ['day', 'model', 'key_prefix', 'member', 'end_user']);
     assert.deepEqual([...UI_CALL_STATUSES], [...CALL_STATUSES]);
+    assert.deepEqual([...UI_ROW_STATUSES], [...ROW_STATUSES]);
+    assert.deepEqual([...RETRY_OUTCOMES], [...RETRYABLE]);
   });
 });

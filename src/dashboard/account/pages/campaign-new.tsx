@@ -11,7 +11,7 @@ import type { ModelInfo } from '../../ui/speech.tsx';
 import type { CallList } from './campaign-csv.ts';
 import { batchBody, emptyForm, type CampaignForm } from './campaign-body.ts';
 import { AnalysisFields, ListPicker, RetryFields, WindowFields } from './campaign-fields.tsx';
-import type { Batch } from './campaigns.tsx';
+import type { Batch } from './campaign-types.ts';
 
 /** POST /portal/voice/batches/estimate: the numbers, and what calling them may cost. */
 interface Estimate {

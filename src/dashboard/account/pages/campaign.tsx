@@ -10,7 +10,8 @@ import { DataTable } from '../../ui/table.tsx';
 import { href, useRoute } from '../../ui/router.tsx';
 import { ROW_STATUSES } from '../../ui/constants.ts';
 import { label, StatusFilter } from './calls.tsx';
-import { active, finished, type Batch, type BatchRow } from './campaigns.tsx';
+import { active, finished } from './campaigns.tsx';
+import type { Batch, BatchRow } from './campaign-types.ts';
 
 const PAGE = 20;
 
@@ -208,9 +209,9 @@ function Rows({ rows }: { rows: BatchRow[] }) {
               '—'
             ) : (
               <ol>
-                {r.attempts.map((a) => (
-                  <li key={a.call_id}>
-                    <a href={href(`calls/${a.call_id}`)}>{a.call_id}</a> {label(a.status)}
+                {r.attempts.map((a, i) => (
+                  <li key={i}>
+                    {a.call_id ? <a href={href(`calls/${a.call_id}`)}>{a.call_id}</a> : 'placing'} {label(a.status)}
                     {a.end_reason ? `, ${label(a.end_reason)}` : ''}
                     {a.billed_seconds ? `, ${num(a.billed_seconds)} s` : ''}
                     {a.cost_cents !== null ? `, ${cents(a.cost_cents)}` : ''}

@@ -6,62 +6,8 @@ import { cents, Loading, num, Page, unix, usePoll } from '../../ui/components.ts
 import { usePaged } from '../../ui/paged.tsx';
 import { DataTable } from '../../ui/table.tsx';
 import { href } from '../../ui/router.tsx';
-import type { BATCH_STATUSES, ROW_STATUSES } from '../../ui/constants.ts';
 import { label } from './calls.tsx';
-
-export type BatchStatus = (typeof BATCH_STATUSES)[number];
-export type RowStatus = (typeof ROW_STATUSES)[number];
-export type Counts = Record<'total' | RowStatus, number>;
-
-/** The calling window: an IANA time zone, the days, and the hours ("HH:MM") calls may be placed in. */
-export interface CallWindow {
-  time_zone: string;
-  days: string[];
-  start: string;
-  end: string;
-}
-
-/** A batch as /portal/voice/batches answers it (the /v1 voice.batch object; docs/api/voice-batches.md). */
-export interface Batch {
-  id: string;
-  name: string | null;
-  model: string;
-  status: BatchStatus;
-  paused_reason: 'api' | 'insufficient_credit' | null;
-  created_at: number;
-  start_at: number | null;
-  started_at: number | null;
-  ended_at: number | null;
-  next_window_at?: number | null;
-  window: CallWindow;
-  max_concurrent: number;
-  retry: { on: string[]; max_attempts: number; min_gap_seconds: number };
-  counts: Counts;
-  rejected: { index: number; to: string; error: { code: string; message: string } }[];
-  cost_cents: number;
-  calls?: { data: BatchRow[]; has_more: boolean; first_id?: number | string | null; last_id?: number | string | null };
-}
-
-export interface Attempt {
-  call_id: string;
-  status: string;
-  end_reason: string | null;
-  started_at: number | null;
-  ended_at: number | null;
-  billed_seconds: number | null;
-  cost_cents: number | null;
-}
-
-/** One number of a batch, with every attempt made to call it. */
-export interface BatchRow {
-  index: number;
-  to: string;
-  variables?: Record<string, string>;
-  status: RowStatus;
-  attempts: Attempt[];
-  next_attempt_at: number | null;
-  final_call_id: string | null;
-}
+import type { Batch, BatchStatus, Counts } from './campaign-types.ts';
 
 const OVER = new Set<BatchStatus>(['canceled', 'completed']);
 /** Still placing calls, or about to. */
