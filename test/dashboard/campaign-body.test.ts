@@ -3,7 +3,7 @@
 // choose is written as the batch contract names it.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { batchBody, emptyForm } from '../../src/dashboard/account/pages/campaign-body.ts';
+import { batchBody, emptyForm, timeZones } from '../../src/dashboard/account/pages/campaign-body.ts';
 
 const calls = [{ to: '+919800000001', variables: { name: 'A' } }];
 
@@ -63,5 +63,14 @@ describe('batchBody', () => {
 
   it('sends a number field typed wrong as typed, so the API refuses it naming the field', () => {
     assert.equal(batchBody({ ...emptyForm(), model: 'm', maxConcurrent: '2.5' }, []).max_concurrent, '2.5');
+  });
+});
+
+describe('timeZones', () => {
+  it("offers the zones by their current names (Asia/Kolkata, not the Asia/Calcutta of the browser's data), sorted, with the chosen one", () => {
+    const zones = timeZones('Etc/GMT+5');
+    assert.ok(zones.includes('Asia/Kolkata') && !zones.includes('Asia/Calcutta'));
+    assert.ok(zones.includes('Etc/GMT+5'));
+    assert.deepEqual(zones, [...zones].sort());
   });
 });

@@ -40,8 +40,25 @@ export interface CampaignForm {
   fields: AnalysisField[];
 }
 
-/** The browser's own time zone (the custom window's default). */
-export const browserTimeZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+/** Old names Chromium's time zone data still gives for zones renamed since (both are valid IANA names). */
+const RENAMED: Record<string, string> = {
+  'Asia/Calcutta': 'Asia/Kolkata',
+  'Asia/Katmandu': 'Asia/Kathmandu',
+  'Asia/Rangoon': 'Asia/Yangon',
+  'Asia/Saigon': 'Asia/Ho_Chi_Minh',
+  'Europe/Kiev': 'Europe/Kyiv',
+};
+const current = (zone: string) => RENAMED[zone] ?? zone;
+
+/** The browser's own time zone (the custom window's default), by its current name. */
+export const browserTimeZone = () => current(Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC');
+
+/** The time zones to choose from, by their current names, sorted, with `selected` among them. */
+export function timeZones(selected: string): string[] {
+  const zones = new Set(Intl.supportedValuesOf('timeZone').map(current));
+  zones.add(selected);
+  return [...zones].sort();
+}
 
 export const emptyForm = (): CampaignForm => ({
   name: '',

@@ -5,7 +5,7 @@ import { Field } from '../../ui/components.tsx';
 import { DataTable } from '../../ui/table.tsx';
 import { RETRY_OUTCOMES } from '../../ui/constants.ts';
 import { callsFromCsv, CsvError, MAX_ROWS, type CallList } from './campaign-csv.ts';
-import { DAYS, FIELD_TYPES, MAX_ANALYSIS_FIELDS, type AnalysisField, type CampaignForm } from './campaign-body.ts';
+import { DAYS, FIELD_TYPES, MAX_ANALYSIS_FIELDS, timeZones, type AnalysisField, type CampaignForm } from './campaign-body.ts';
 import { label } from './calls.tsx';
 
 type Set = (patch: Partial<CampaignForm>) => void;
@@ -85,12 +85,6 @@ export function ListPicker({ list, onList }: { list: CallList | null; onList(lis
     </fieldset>
   );
 }
-
-let zones: string[] | null = null;
-const timeZones = (current: string) => {
-  zones ??= Intl.supportedValuesOf('timeZone');
-  return zones.includes(current) ? zones : [current, ...zones];
-};
 
 export function WindowFields({ f, set }: { f: CampaignForm; set: Set }) {
   return (
