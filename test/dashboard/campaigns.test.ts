@@ -44,13 +44,13 @@ describe('dashboard: campaigns', () => {
   });
 
   /** A signed-up person in a tab with ten dollars of credit, and a bearer session of theirs to ask the API. */
-  async function person(): Promise<{ tab: Tab; token: string }> {
+  async function person(cents = 1000): Promise<{ tab: Tab; token: string; me: number }> {
     const tab = await openTab(d);
     const email = await signUpInBrowser(tab, d);
     const token = await apiSession(d, email);
     const me = (await call(d.base, 'GET', '/portal/me', { token })).body.user.id as number;
-    assert.equal((await call(d.base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: me, amount_cents: 1000 } })).status, 201);
-    return { tab, token };
+    assert.equal((await call(d.base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: me, amount_cents: cents } })).status, 201);
+    return { tab, token, me };
   }
 
   /** Opens New campaign and picks `csv` as the list. */
@@ -170,6 +170,17 @@ describe('dashboard: campaigns', () => {
     assert.equal(await page.getByRole('button', { name: 'Estimate cost' }).isDisabled(), true);
 
     await newCampaign(tab, `to\n${STAYS.to}\n+919800000070\n+919800000071\n`);
+    // A window of the person's own outside India's legal hours: the estimate shows the API's refusal.
+    await page.getByLabel('My own window').check();
+    await page.getByLabel('Time zone').selectOption('Asia/Kolkata');
+    await page.getByLabel('From').fill('08:00');
+    await page.getByRole('button', { name: 'Estimate cost' }).click();
+    await page
+      .getByRole('alert')
+      .getByText(/falls outside the legal calling hours of IN/)
+      .waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Start campaign' }).isDisabled(), true);
+    await page.getByLabel("The legal hours of the numbers' country").check();
     await page.getByLabel('Most calls at once (optional)').fill('1');
     await page.getByRole('button', { name: 'Estimate cost' }).click();
     await page.getByTestId('estimate').waitFor();
@@ -213,6 +224,28 @@ describe('dashboard: campaigns', () => {
     assert.equal((await call(d.base, 'POST', `/portal/voice/calls/${live}/hangup`, { token })).status, 200);
     await page.getByTestId('campaign-status').getByText('canceled').waitFor({ timeout: 20_000 });
     assert.equal(await page.getByRole('button', { name: 'Cancel campaign' }).count(), 0, 'no control on an ended campaign');
+    tab.assertClean();
+    await tab.close();
+  });
+
+  it('says a campaign the wallet cannot pay for is paused, links to the wallet, and goes on after a top-up', async () => {
+    const { tab, me } = await person(3); // less than a minute of voice-test (6 cents a minute)
+    const { page } = tab;
+    await newCampaign(tab, 'to\n+919800000070\n');
+    await page.getByRole('button', { name: 'Estimate cost' }).click();
+    await page.getByTestId('estimate').waitFor();
+    await page.getByRole('button', { name: 'Start campaign' }).click();
+    const paused = page.getByTestId('campaign-paused');
+    await paused.getByText(/the wallet cannot pay for the next call/).waitFor({ timeout: 20_000 });
+    assert.equal(await page.getByTestId('campaign-status').textContent(), 'paused');
+    await tab.checkA11y('a campaign paused for credit');
+    const url = page.url();
+    await paused.getByRole('link', { name: 'Top up the wallet' }).click();
+    await page.getByRole('heading', { name: 'Wallet', exact: true }).waitFor();
+    assert.equal((await call(d.base, 'POST', '/admin/topups', { token: ADMIN_TOKEN, body: { user_id: me, amount_cents: 100 } })).status, 201);
+    await page.goto(url);
+    await page.getByTestId('campaign-status').getByText('completed').waitFor({ timeout: 30_000 });
+    assert.equal(await paused.count(), 0);
     tab.assertClean();
     await tab.close();
   });
