@@ -12,7 +12,7 @@ describe('batchBody', () => {
     assert.deepEqual(batchBody({ ...emptyForm(), model: 'voice-local' }, calls), { model: 'voice-local', calls });
   });
 
-  it('writes the window, concurrency, retries (minutes as seconds), an LLM agent, the first message and the analysis as the contract names them', () => {
+  it('writes the window, concurrency, retries (minutes as seconds), an LLM agent, the first message and the analysis (allowed values of a number field as numbers, none for a boolean) as the contract names them', () => {
     const body = batchBody(
       {
         ...emptyForm(),
@@ -34,8 +34,9 @@ describe('batchBody', () => {
         analysisModel: 'chat-test',
         summary: false,
         fields: [
-          { name: ' will_pay ', type: 'boolean', description: 'Agreed to pay', choices: '' },
+          { name: ' will_pay ', type: 'boolean', description: 'Agreed to pay', choices: 'yes' },
           { name: 'when', type: 'string', description: 'Day', choices: 'today, tomorrow,' },
+          { name: 'rating', type: 'integer', description: '1 to 3', choices: '1, 2,3' },
         ],
       },
       calls,
@@ -54,6 +55,7 @@ describe('batchBody', () => {
         fields: [
           { name: 'will_pay', type: 'boolean', description: 'Agreed to pay' },
           { name: 'when', type: 'string', description: 'Day', enum: ['today', 'tomorrow'] },
+          { name: 'rating', type: 'integer', description: '1 to 3', enum: [1, 2, 3] },
         ],
       },
       calls,
@@ -62,7 +64,7 @@ describe('batchBody', () => {
   });
 
   it('sends a number field typed wrong as typed, so the API refuses it naming the field', () => {
-    assert.equal(batchBody({ ...emptyForm(), model: 'm', maxConcurrent: '2.5' }, []).max_concurrent, '2.5');
+    assert.equal(batchBody({ ...emptyForm(), model: 'm', maxConcurrent: 'two' }, []).max_concurrent, 'two');
   });
 });
 

@@ -82,7 +82,7 @@ export const emptyForm = (): CampaignForm => ({
 });
 
 /** A typed number as a number; anything else as typed (the API refuses it, naming the field). */
-const numeric = (s: string): number | string => (/^\s*\d+\s*$/.test(s) ? Number(s) : s);
+const numeric = (s: string): number | string => (/^\s*-?\d+(\.\d+)?\s*$/.test(s) ? Number(s) : s);
 
 export function batchBody(f: CampaignForm, calls: BatchCall[]): Record<string, unknown> {
   const body: Record<string, unknown> = { model: f.model };
@@ -102,11 +102,13 @@ export function batchBody(f: CampaignForm, calls: BatchCall[]): Record<string, u
     const analysis: Record<string, unknown> = { model: f.analysisModel, summary: f.summary };
     if (f.fields.length > 0)
       analysis.fields = f.fields.map((x) => {
+        // A number field's allowed values are numbers; a boolean takes none.
         const choices = x.choices
           .split(',')
           .map((c) => c.trim())
-          .filter(Boolean);
-        return { name: x.name.trim(), type: x.type, description: x.description, ...(choices.length > 0 ? { enum: choices } : {}) };
+          .filter(Boolean)
+          .map((c) => (x.type === 'string' ? c : numeric(c)));
+        return { name: x.name.trim(), type: x.type, description: x.description, ...(choices.length > 0 && x.type !== 'boolean' ? { enum: choices } : {}) };
       });
     body.analysis = analysis;
   }

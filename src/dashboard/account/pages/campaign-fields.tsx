@@ -187,8 +187,8 @@ export function AnalysisFields({ f, set, llms }: { f: CampaignForm; set: Set; ll
           {f.fields.map((x, i) => (
             <fieldset key={i} class="filters">
               <legend>Field {i + 1}</legend>
-              <Field label="Name">
-                <input value={x.name} required maxLength={64} onInput={(e) => put(i, { name: e.currentTarget.value })} />
+              <Field label="Name" hint="a-z, digits and _, up to 40: the result's key and CSV column.">
+                <input value={x.name} required maxLength={40} pattern="[a-z][a-z0-9_]*" onInput={(e) => put(i, { name: e.currentTarget.value })} />
               </Field>
               <Field label="Type">
                 <select value={x.type} onChange={(e) => put(i, { type: e.currentTarget.value as AnalysisField['type'] })}>
@@ -202,9 +202,11 @@ export function AnalysisFields({ f, set, llms }: { f: CampaignForm; set: Set; ll
               <Field label="Description">
                 <input value={x.description} required onInput={(e) => put(i, { description: e.currentTarget.value })} />
               </Field>
-              <Field label="Allowed values (comma-separated, optional)">
-                <input value={x.choices} onInput={(e) => put(i, { choices: e.currentTarget.value })} />
-              </Field>
+              {x.type === 'boolean' ? null : (
+                <Field label="Allowed values (comma-separated, optional)">
+                  <input value={x.choices} onInput={(e) => put(i, { choices: e.currentTarget.value })} />
+                </Field>
+              )}
               <button type="button" class="quiet" onClick={() => set({ fields: f.fields.filter((_, j) => j !== i) })}>
                 Remove field {i + 1}
               </button>
