@@ -6,7 +6,9 @@
 // row per number; pause, resume and cancel act on a running campaign as the API says.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ADMIN_TOKEN, call } from '../helper.ts';
 import { CALLEES, putScriptedVoice, ScriptedStt } from '../voice/simulated.ts';
 import { ist, TestClock } from '../voice/batches-helpers.ts';
@@ -121,7 +123,11 @@ describe('dashboard: campaigns', () => {
     await page.getByRole('button', { name: 'Download results (CSV)' }).click();
     const file = await download;
     assert.equal(file.suggestedFilename(), `campaign-${id}.csv`);
-    const results = parseCsv(await readFile((await file.path())!, 'utf8')).map((r) => r.fields);
+    // Saved through playwright (the run's browser is connected remotely: the download has no local path).
+    const saved = join(tmpdir(), `gw-campaign-${process.pid}-${id}.csv`);
+    await file.saveAs(saved);
+    const results = parseCsv(await readFile(saved, 'utf8')).map((r) => r.fields);
+    await rm(saved, { force: true });
     const api = await call(d.base, 'GET', `/portal/voice/batches/${id}/results`, { token });
     assert.deepEqual(
       results,
