@@ -238,8 +238,12 @@ describe('dashboard: campaigns', () => {
     const { tab, me } = await person(3); // less than a minute of voice-test (6 cents a minute)
     const { page } = tab;
     await newCampaign(tab, 'to\n+919800000070\n');
+    await page.getByLabel('Attempts per number').fill('2');
     await page.getByRole('button', { name: 'Estimate cost' }).click();
-    await page.getByTestId('estimate').waitFor();
+    await page
+      .getByTestId('estimate')
+      .getByText(/for 1 number, at most 2 calls in all with retries\./)
+      .waitFor();
     await page.getByRole('button', { name: 'Start campaign' }).click();
     const paused = page.getByTestId('campaign-paused');
     await paused.getByText(/the wallet cannot pay for the next call/).waitFor({ timeout: 20_000 });

@@ -18,6 +18,7 @@ interface Estimate {
   numbers: number;
   valid: number;
   invalid: number;
+  /** The most calls the batch may place: its valid numbers times the attempts each may get. */
   attempts_max: number;
   cost_cents: { min: number; max: number; typical: number };
 }
@@ -40,7 +41,7 @@ export function NewCampaignPage() {
   const f: CampaignForm = { ...form, model: form.model || voices[0]?.id || '', analysisModel: form.analysisModel || llms[0] || '' };
   const set = (patch: Partial<CampaignForm>) => setForm((x) => ({ ...x, ...patch }));
   const body = useMemo(() => (list ? batchBody(f, list.calls) : null), [JSON.stringify(f), list]);
-  const key = body ? JSON.stringify(body) : '';
+  const key = useMemo(() => (body ? JSON.stringify(body) : ''), [body]); // a list of 10,000 rows is a megabyte of JSON: once per change
   const current = estimate && estimate.key === key ? estimate.value : null;
   const model = voices.find((m) => m.id === f.model);
 
@@ -161,8 +162,9 @@ function EstimateView({ e }: { e: Estimate }) {
         <strong data-testid="estimate-range">
           {cents(e.cost_cents.min)} to {cents(e.cost_cents.max)}
         </strong>
-        , typically {cents(e.cost_cents.typical)}, for {num(e.valid)} numbers{e.attempts_max > 1 ? `, up to ${num(e.attempts_max)} attempts each` : ''}. Each
-        call is billed as it ends; nothing is held for calls not yet placed, and a campaign the wallet cannot pay for pauses until a top-up.
+        , typically {cents(e.cost_cents.typical)}, for {num(e.valid)} number{e.valid === 1 ? '' : 's'}
+        {e.attempts_max > e.valid ? `, at most ${num(e.attempts_max)} calls in all with retries` : ''}. Each call is billed as it ends; nothing is held for
+        calls not yet placed, and a campaign the wallet cannot pay for pauses until a top-up.
       </p>
       {e.invalid > 0 ? (
         <p>
