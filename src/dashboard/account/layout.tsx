@@ -13,6 +13,7 @@ const NAV: [string, string][] = [
   ['organization', 'Organization'],
   ['jobs', 'Transcriptions'],
   ['calls', 'Calls'],
+  ['campaigns', 'Campaigns'],
   ['speech', 'Try speech'],
   ['recognition', 'Try recognition'],
   ['operator', 'Operator'],

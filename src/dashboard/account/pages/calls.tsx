@@ -19,6 +19,25 @@ export const going = (c: Call) => !ENDED.has(c.status) || c.cost_cents === null 
 export const label = (s: string | null | undefined) => (s ? s.replace(/_/g, ' ') : '—');
 export const seconds = (s: number | null | undefined) => (s === null || s === undefined ? '—' : clock(s));
 
+/** The list's status filter, kept in the URL (`?status=`); a change goes back to the first page. */
+export function StatusFilter({ statuses }: { statuses: readonly string[] }) {
+  const route = useRoute();
+  return (
+    <div class="filters">
+      <Field label="Status">
+        <select value={route.query.get('status') ?? ''} onChange={(e) => route.setQuery({ status: e.currentTarget.value, after: null })}>
+          <option value="">All</option>
+          {statuses.map((s) => (
+            <option key={s} value={s}>
+              {label(s)}
+            </option>
+          ))}
+        </select>
+      </Field>
+    </div>
+  );
+}
+
 export function CallsPage() {
   const route = useRoute();
   const status = route.query.get('status') ?? '';
@@ -29,18 +48,7 @@ export function CallsPage() {
       <p class="muted">
         Outbound calls placed with <code>POST /v1/voice/call</code> by any of the account's keys.
       </p>
-      <div class="filters">
-        <Field label="Status">
-          <select value={status} onChange={(e) => route.setQuery({ status: e.currentTarget.value, after: null })}>
-            <option value="">All</option>
-            {CALL_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {label(s)}
-              </option>
-            ))}
-          </select>
-        </Field>
-      </div>
+      <StatusFilter statuses={CALL_STATUSES} />
       <Loading loaded={list} />
       {list.data ? (
         <DataTable
