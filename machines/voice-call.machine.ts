@@ -313,21 +313,38 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           }),
           onDone: {
             target: 'ending',
-            actions: {
-              type: 'end',
-              params: ({ context, event }) =>
-                event.output.transferred
-                  ? { status: 'completed', reason: 'transferred', at: event.output.at }
-                  : { status: 'completed', reason: 'gateway_restart', at: context.lastAliveAt ?? context.answeredAt },
-            },
+            actions: [
+              {
+                type: 'end',
+                params: ({ context, event }) =>
+                  event.output.transferred
+                    ? { status: 'completed', reason: 'transferred', at: event.output.at }
+                    : {
+                        status: 'completed',
+                        reason: 'gateway_restart',
+                        at: event.output.asked ? event.output.at : (context.lastAliveAt ?? context.answeredAt),
+                      },
+              },
+              // Asked, its answer lost to a restart: the gateway's part ended at the ask; the call may be the person's.
+              assign(({ event }) => (event.output.asked ? { handOffAsked: true } : {})),
+            ],
           },
           // The carrier refused the hand-off: the call goes on with the agent.
           onError: { target: 'in_progress', actions: assign({ transferTo: null }) },
         },
-        after: {
-          callDeadline: {
-            target: 'ending',
-            actions: { type: 'end', params: atMaximum },
+        // The deadline lives in a child state, so a resume re-arms it by re-entering the child
+        // alone: re-entering `transferring` would restart the `transfer` step (a second hand-off).
+        initial: 'handingOff',
+        states: {
+          handingOff: {
+            // The restored `transfer` step decides (above); the deadline is re-armed from `now`.
+            on: { 'runtime.resumed': { target: 'handingOff', reenter: true, actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) } },
+            after: {
+              callDeadline: {
+                target: '#voice-call.ending',
+                actions: { type: 'end', params: atMaximum },
+              },
+            },
           },
         },
         on: {
@@ -336,8 +353,6 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
           'media.ending': { target: 'ending', actions: { type: 'end', params: ({ event }) => ({ status: 'completed', reason: event.reason }) } },
           'media.heartbeat': { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now })) },
           turn: { actions: assign(({ context, event }) => ({ now: nowOf(context, event), lastAliveAt: event.now, ...counted(context) })) },
-          // The restored `transfer` step decides (above); nothing to re-arm but the deadline.
-          'runtime.resumed': { actions: assign(({ context, event }) => ({ now: nowOf(context, event) })) },
         },
       },
       ending: {
@@ -355,6 +370,7 @@ export function voiceCallMachineOf<Spec extends CallSpec = CallSpec>() {
             spec: context.spec,
             outcome: { actions: context.actions, final_state: context.agentState },
             transferTo: context.endReason === 'transferred' ? (context.transferTo ?? null) : null,
+            ...(context.handOffAsked ? { handOffAsked: true } : {}),
           }),
           onDone: [
             { guard: 'analyzes', target: 'analyzing', actions: 'charged' },

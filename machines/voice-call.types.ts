@@ -73,8 +73,11 @@ export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
   analyze?: boolean;
 }
 
-/** How the integrator answered a tool request (src/voice/tool-requests.ts): 2xx, 4xx, anything else, or nothing in time. */
-export type ToolStatus = 'ok' | 'refused' | 'failed' | 'timeout';
+/**
+ * How the integrator answered a tool request (src/voice/tool-requests.ts): 2xx, 4xx, anything else,
+ * or nothing in time; `interrupted`: the gateway died with it in flight (src/voice/tool-journal.ts).
+ */
+export type ToolStatus = 'ok' | 'refused' | 'failed' | 'timeout' | 'interrupted';
 
 /** A `tool` turn's request to the integrator and its answer (a pack's business action, or an LLM's tool call). */
 export interface ToolExchange {
@@ -161,6 +164,8 @@ export interface VoiceCallContext<Spec extends CallSpec = CallSpec> extends Voic
   transferTo?: string | null;
   /** What the call's analysis came to (src/voice/analysis.ts); absent until it ended, and on calls that asked for none. */
   analysis?: CallAnalysisResult | null;
+  /** A hand-off the carrier was asked for, whose answer a restart lost (the finish then never hangs up). */
+  handOffAsked?: boolean;
 }
 
 /** A value an analysis extracted: of the field's type, or null when the LLM gave none that validates. */
@@ -203,6 +208,8 @@ export interface TransferInput<Spec extends CallSpec = CallSpec> {
 /** `transferred`: the carrier took the hand-off at `at` (the gateway's seconds end there); false: it never did (a restart lost the media first). */
 export interface TransferOutput {
   transferred: boolean;
+  /** Not known to be transferred, but the carrier was asked at `at` before a restart lost its answer: the call may be the person's now. */
+  asked?: boolean;
   at: number;
 }
 
@@ -231,6 +238,8 @@ export interface FinishInput<Spec extends CallSpec = CallSpec> {
   outcome?: { actions: OutcomeAction[]; final_state: string | null };
   /** The number a `transferred` call was handed to. */
   transferTo?: string | null;
+  /** The carrier was asked to hand the call off and a restart lost its answer: the call is not hung up. */
+  handOffAsked?: boolean;
 }
 export interface FinishOutput {
   costMicrocents: number;

@@ -15,8 +15,8 @@
 //   by Goertzel filters every 25 Hz on each 20 ms frame (a frame is tonal when one filter holds
 //   TONE_SHARE of its energy; a zero-crossing gate spares the filters on most frames);
 // - at the budget's end: a run of speech of BUDGET_LONG_MS so far is `machine`; a shorter one is
-//   `human` when it has ended, `unknown` while it goes on (a stream that started late leaves less
-//   of the budget to hear); none heard is `unknown`.
+//   `human` when it has ended, `unknown` while it goes on; none heard is `unknown`. (The call's
+//   side, src/voice/voicemail.ts, counts the budget from the stream's first frame, late or not.)
 // The greeting's end (`ended`): the beep's last tonal frame, or END_SILENCE_MS of silence after its
 // last speech (a greeting without a beep), or at the latest MAX_GREETING_MS after the answer.
 import type { VoiceDetector } from '../speech/vad.ts';
@@ -49,7 +49,7 @@ const JOIN_MS = 700;
 const HUMAN_SILENCE_MS = 800;
 /** At the budget's end, a run of speech this long so far is a greeting. */
 const BUDGET_LONG_MS = 1400;
-/** The decision comes within this much audio (the issue's 4 s from the answer, less the stream's start). */
+/** The decision comes within this much audio from the stream's first frame (the issue's 4 s from the answer, when the stream starts with it). */
 export const DEFAULT_BUDGET_MS = 3800;
 /** A greeting has ended when this much silence follows its last speech (and no beep came). */
 const END_SILENCE_MS = 1800;

@@ -83,8 +83,12 @@ export interface CallResources extends ActorResources {
   answeredBy?(news: AnsweredByNews): void;
   /** The call ends (for `reason`): stop the media and hang up at the carrier if still up (not a `transferred` one's). Idempotent. */
   hangup(reason: EndReason): Promise<void>;
-  /** A cold transfer (src/voice/transfer.ts): the hand-off line said (`by` the API), the carrier bridges the callee to `to`; resolves with when it took it. */
-  transfer?(to: string, by: 'api' | 'agent'): Promise<number>;
+  /**
+   * A cold transfer (src/voice/transfer.ts): the hand-off line said (`by` the API), `asking` told
+   * (awaited) just before the carrier is asked, then the carrier bridges the callee to `to`;
+   * resolves with when it was asked.
+   */
+  transfer?(to: string, by: 'api' | 'agent', asking?: (at: number) => Promise<unknown>): Promise<number>;
 }
 
 export interface VoiceKindDeps {
@@ -103,6 +107,8 @@ export interface VoiceKindDeps {
   transcripts?: { remove(callId: string): Promise<void>; of(account: string, callId: string): Promise<Turn[]> };
   /** The calls' recordings (src/voice/recordings.ts): stored when the call finishes (after a restart too), deleted with the actor. */
   recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
+  /** The tool requests an orphaned call had in flight, recorded `interrupted` on its transcript (src/voice/tool-journal.ts). */
+  toolJournal?: { interrupted(callId: string, account: string): Promise<unknown>; remove(callId: string): Promise<void> };
   /** Runs a call's analysis after its charge (src/voice/analysis.ts). */
   analyzer?: { run(input: AnalyzeInput<CallSpecFields>, ctx: ActorKindContext): Promise<CallAnalysisResult> };
 }
@@ -134,7 +140,9 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
     migrate: fromVersion1,
-    ...(transcripts || recordings ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id)])) } : {}),
+    ...(transcripts || recordings
+      ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id), deps.toolJournal?.remove(id)])) }
+      : {}),
     project: ({ context }) => {
       const c = context as VoiceCallContext;
       return {
@@ -238,8 +246,9 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
         const media = ctx.resources();
         let carrierDurationSeconds: number | null = null;
         if (media) await media.hangup(input.reason);
-        // A transferred call is the callee's and the person's now: never hung up, nor its length asked.
-        else if (input.carrierCallId && deps.hangupOrphan && input.reason !== 'transferred') {
+        // A transferred call is the callee's and the person's now (or may be: a hand-off asked before
+        // a crash): never hung up, nor its length asked.
+        else if (input.carrierCallId && deps.hangupOrphan && input.reason !== 'transferred' && !input.handOffAsked) {
           // The media died with its instance; the call may still be up at the carrier. What the
           // carrier then says it lasted is kept beside what is billed (up to the last heartbeat).
           const told = await deps
@@ -247,6 +256,11 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
             .catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
           carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
+        // An orphan's tool requests in flight: on its transcript as `interrupted` before call.ended reads it.
+        if (!media)
+          await deps.toolJournal
+            ?.interrupted(input.callId, spec.payer.walletId)
+            .catch((err: unknown) => ctx.logger.warn({ err }, 'interrupted tool requests were not recorded'));
         // The recording up to the end (up to the crash, for an orphan) is stored; idempotent on a replay.
         await deps.recordings?.finalize(input.callId).catch((err: unknown) => ctx.logger.error({ err }, 'the call recording was not stored'));
         const cost = await ctx.steps.once('charge', async () => {
@@ -291,12 +305,18 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
       transfer: fromPromise<TransferOutput, TransferInput<CallSpecFields>>(async ({ input }) => {
         // Once: a restored actor finds the carrier's hand-off done (the call ends `transferred`
         // then), or, its media gone before the carrier took it, ends the call where it was last alive.
+        // `transfer:asked` is written before the carrier is asked: a restart that finds it without
+        // `transfer` cannot know whether the carrier took the hand-off, and never hangs the call up.
         let at = await ctx.steps.done<number>('transfer');
         if (at === undefined) {
           const media = ctx.resources();
-          if (!media) return { transferred: false, at: input.lastAliveAt ?? deps.now() };
+          if (!media) {
+            const asked = await ctx.steps.done<number>('transfer:asked');
+            return asked === undefined ? { transferred: false, at: input.lastAliveAt ?? deps.now() } : { transferred: false, asked: true, at: asked };
+          }
           if (!media.transfer) throw new Error('this call cannot be transferred');
-          at = await ctx.steps.once('transfer', () => media.transfer!(input.to, input.by));
+          const asking = (when: number) => ctx.steps.once('transfer:asked', async () => when);
+          at = await ctx.steps.once('transfer', () => media.transfer!(input.to, input.by, asking));
         }
         const when = at;
         await ctx.steps.once('notify:transferred', async () => {

@@ -69,8 +69,8 @@ export interface CallMediaDeps {
   streamUrl: string;
   /** The one-time token the stream's `start` frame must carry. */
   token: string;
-  /** Builds the call's agent and recogniser; called once, at the answer. */
-  converse(): Conversation;
+  /** Builds the call's agent and recogniser; called once, at the answer. `clock`: seconds from the answer. */
+  converse(clock: (at: number) => number): Conversation;
   detectors(): Promise<VoiceDetectors>;
   /** For a stream at another rate than 8 kHz (Exotel's `?sample-rate=`): its audio resampled both ways. */
   resamplers(): Promise<Resamplers>;
@@ -201,7 +201,7 @@ export class CallMedia implements CallResources {
   }
 
   /** A cold transfer (src/voice/transfer.ts): the hand-off line, then the carrier bridges; resolves with when it took it. */
-  transfer(to: string, by: 'api' | 'agent'): Promise<number> {
+  transfer(to: string, by: 'api' | 'agent', asking?: (at: number) => Promise<unknown>): Promise<number> {
     const { log, now } = this.deps;
     return handOff(
       {
@@ -209,6 +209,7 @@ export class CallMedia implements CallResources {
         speaking: this.speaking,
         words: () => this.deps.handoffWords?.() ?? Promise.resolve(null),
         stopTimers: () => this.timers.stop(),
+        ...(asking ? { asking } : {}),
         bridge: async (number) => {
           this.handedOff = true;
           await this.dialling.transfer(number).catch((err: unknown) => {
@@ -338,7 +339,7 @@ export class CallMedia implements CallResources {
 
   /** The call's agent and recogniser, built once (at the answer; at the stream's start if that came first). */
   private talk(): Conversation {
-    return (this.conversation ??= this.deps.converse());
+    return (this.conversation ??= this.deps.converse((at) => this.line.clock(at)));
   }
 
   /**

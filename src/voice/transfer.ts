@@ -39,6 +39,8 @@ export interface HandOffDeps {
   stopTimers(): void;
   /** Asks the carrier that took the call to bridge it to `to` (after which its stream ends: not a hang-up). */
   bridge(to: string): Promise<void>;
+  /** Records that the carrier is about to be asked, at `at` (the actor's once-only step): a restart then never hangs the call up. */
+  asking?(at: number): Promise<unknown>;
   log: Logger;
   now(): number;
 }
@@ -66,6 +68,7 @@ export async function handOff(d: HandOffDeps, to: string, by: 'api' | 'agent'): 
   if (gone()) throw new Error('the callee hung up before the hand-off');
   d.stopTimers();
   const at = d.now();
+  await d.asking?.(at);
   await d.bridge(to);
   d.log.info({ transferred_to: to }, 'call handed off');
   return at;

@@ -124,6 +124,8 @@ export class FakeExotel {
   readonly streams = new Map<string, StreamRecord>();
   /** The account's flows: app id → its Voicebot applet's URL (what the account set in Exotel's dashboard). */
   readonly flows = new Map<string, string>();
+  /** Callee numbers whose stream starts this many ms after the answer (its `answered` callback). */
+  readonly lateStreams = new Map<string, number>();
   private readonly calls = new Map<string, Leg>();
   private readonly bySimId = new Map<string, StreamRecord>();
   private readonly sidBySim = new Map<string, string>();
@@ -185,6 +187,7 @@ export class FakeExotel {
     const sid = this.sidBySim.get(simId);
     const leg = sid ? this.calls.get(sid) : undefined;
     if (!leg || !sid) return null;
+    await new Promise((r) => setTimeout(r, this.lateStreams.get(req.to) ?? 0)); // a loaded Exotel's stream starts late
     if (leg.api === 'connect') {
       const url = new URL(leg.streamUrl!);
       const format = formatOf(url);

@@ -17,8 +17,10 @@
 // to AsyncAmdStatusCallback with CallSid, AccountSid, AnsweredBy and MachineDetectionDuration (ms),
 // signed as the status callbacks. What Twilio's AMD would hear is the callee's script: a callee with a
 // `beep_ms` step is `machine_end_beep` once its beep has been sent (DetectMessageEnd: the greeting's
-// end), any other `human` 500 ms after its first `say` ends. `amdDays` per callee number delivers it
-// late (`delayMs`), more than once (`repeat`) or never (`drop`).
+// end); one whose first `say` lasts 2.4 s or more (Twilio's MachineDetectionSpeechThreshold) is a
+// greeting without a beep, `machine_end_silence` 1.2 s after it ends (MachineDetectionSpeechEndThreshold);
+// any other `human` 500 ms after its first `say` ends. `amdDays` per callee number delivers it
+// late (`delayMs`), more than once (`repeat`), never (`drop`) or wrong (`answeredBy`: Twilio errs too).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -63,13 +65,17 @@ export class FakeTwilio {
   private readonly callIdOf = new Map<string, string>();
   /** Each live call updated with a <Dial> (a transfer): its TwiML, the number, and whether that party answered (once its part is over). */
   readonly transfers: { sid: string; callId: string; twiml: string; to: string; at: number; answered?: boolean }[] = [];
+  /** Told when a live call is updated with a <Dial>, before it is answered (a test kills the gateway there). */
+  onTransfer: ((sid: string) => void) | null = null;
   /** The agent's audio each call's callee received (μ-law), by the gateway's call id: what a DTMF detector listens to. */
   readonly heard = new Map<string, Buffer[]>();
   /** How each callee number's AMD callback is delivered: late, repeated, or lost. */
-  readonly amdDays = new Map<string, { delayMs?: number; repeat?: number; drop?: boolean }>();
+  readonly amdDays = new Map<string, { delayMs?: number; repeat?: number; drop?: boolean; answeredBy?: string }>();
+  /** How long each text the callees said lasted (ms), as rendered: what Twilio's AMD measures a greeting by. */
+  private readonly saidMs = new Map<string, number>();
   /** Each AMD callback posted. */
   readonly amdCallbacks: { sid: string; answeredBy: string; code: number }[] = [];
-  private readonly amd = new Map<string, { url: string; to: string; said: number; beepAfter: number | null }>();
+  private readonly amd = new Map<string, { url: string; to: string; said: number; beepAfter: number | null; first: string | null }>();
   private readonly sidOfSim = new Map<string, string>();
   private seq = 0;
   private readonly calls = new Map<string, { simId: string; callback: string; answeredAt: number | null; endedAt: number | null }>();
@@ -93,7 +99,12 @@ export class FakeTwilio {
     onReply?(callSid: string, delayMs: number): void;
   }): Promise<FakeTwilio> {
     let self!: FakeTwilio;
-    const speak = opts.speak ?? (async () => new SpeechClip(Buffer.alloc(8000)));
+    const render = opts.speak ?? (async () => new SpeechClip(Buffer.alloc(8000)));
+    const speak = async (text: string, voice: string) => {
+      const clip = await render(text, voice);
+      self.saidMs.set(text, clip.pcm16.length / 16); // 8 kHz PCM16: 16 bytes a ms
+      return clip;
+    };
     const line = (simId: string) => {
       const id = self.callIdOf.get(simId) ?? simId;
       let l = self.lines.get(id);
@@ -178,7 +189,8 @@ export class FakeTwilio {
         const steps = calleeOf(this.callees, form.get('To')!).steps;
         const spoken = steps.filter((st) => 'say' in st || 'beep_ms' in st);
         const beep = spoken.findIndex((st) => 'beep_ms' in st);
-        this.amd.set(sid, { url: form.get('AsyncAmdStatusCallback')!, to: form.get('To')!, said: 0, beepAfter: beep < 0 ? null : beep + 1 });
+        const first = spoken[0] && 'say' in spoken[0] ? spoken[0].say : null;
+        this.amd.set(sid, { url: form.get('AsyncAmdStatusCallback')!, to: form.get('To')!, said: 0, beepAfter: beep < 0 ? null : beep + 1, first });
       }
       return json(201, { sid, status: 'queued', to: form.get('To'), from: form.get('From') });
     }
@@ -198,6 +210,7 @@ export class FakeTwilio {
       const to = /^<Response><Dial(?: callerId="[^"]*")?><Number>([^<]+)<\/Number><\/Dial><\/Response>$/.exec(twiml)?.[1];
       if (!to) return json(400, { code: 12100, message: 'Document parse failure', status: 400 });
       this.transfers.push({ sid, callId: this.callIdOf.get(call.simId) ?? '', twiml, to: unxml(to), at: Date.now() });
+      this.onTransfer?.(sid);
       await this.carrier.transfer!(call.simId, unxml(to), null);
       return json(200, { sid, status: 'in-progress' });
     }
@@ -276,14 +289,17 @@ export class FakeTwilio {
     const amd = sid === undefined ? undefined : this.amd.get(sid);
     if (!amd || sid === undefined) return;
     amd.said += 1;
-    const answeredBy = amd.beepAfter === null ? (amd.said === 1 ? 'human' : null) : amd.said === amd.beepAfter ? 'machine_end_beep' : null;
-    if (answeredBy === null) return;
+    const greeting = amd.first !== null && (this.saidMs.get(amd.first) ?? 0) >= 2400;
+    const heard =
+      amd.beepAfter !== null ? (amd.said === amd.beepAfter ? 'machine_end_beep' : null) : amd.said === 1 ? (greeting ? 'machine_end_silence' : 'human') : null;
+    if (heard === null) return;
     const day = this.amdDays.get(amd.to) ?? {};
     if (day.drop) return;
+    const answeredBy = day.answeredBy ?? heard;
     const send = async () => {
       for (let i = 0; i < (day.repeat ?? 1); i++) await this.postAmd(sid, amd.url, answeredBy);
     };
-    const t = setTimeout(() => void send(), (answeredBy === 'human' ? 500 : 0) + (day.delayMs ?? 0));
+    const t = setTimeout(() => void send(), (heard === 'human' ? 500 : heard === 'machine_end_silence' ? 1200 : 0) + (day.delayMs ?? 0));
     this.amdTimers.add(t);
   }
 

@@ -4,8 +4,7 @@ import { test } from 'node:test';
 import { foldsFor, foldUpperBand } from '../../src/speech/bandwidth.ts';
 import { goertzelCoeff, goertzelPower } from '../../src/speech/tone.ts';
 
-const sine = (hz: number, amplitude = 8000) =>
-  Int16Array.from({ length: 16000 }, (_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 16000)));
+const sine = (hz: number, amplitude = 8000) => Int16Array.from({ length: 16000 }, (_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 16000)));
 /** Amplitude of `hz` in the second half of `pcm` (past the filter's settling), from Goertzel's power. */
 const amplitude = (pcm: Int16Array, hz: number) => {
   const half = pcm.subarray(pcm.length / 2);

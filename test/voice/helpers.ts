@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
+import type { StartOptions } from '../../src/server.ts';
 
 export interface VoiceAccount {
   id: number;
@@ -10,8 +11,13 @@ export interface VoiceAccount {
   key: string;
 }
 
-export async function startVoiceGateway(callees: unknown[], overrides: Record<string, unknown> = {}, dir?: string): Promise<TestGateway> {
-  return startTestGateway({ voice: { simulator: { callees } }, ...overrides }, dir ? { dir } : {});
+export async function startVoiceGateway(
+  callees: unknown[],
+  overrides: Record<string, unknown> = {},
+  dir?: string,
+  opts: StartOptions = {},
+): Promise<TestGateway> {
+  return startTestGateway({ voice: { simulator: { callees } }, ...overrides }, { ...opts, ...(dir ? { dir } : {}) });
 }
 
 export async function voiceAccount(gw: TestGateway, cents = 1000): Promise<VoiceAccount> {

@@ -22,6 +22,13 @@ const CALLEES = [
     ring_ms: 100,
     steps: [{ wait_agent: 'done' as const, ms: 300 }, { say: 'I need to talk to a real person' }],
   },
+  // A callee who asks for a person while the API's hand-off line plays.
+  {
+    to: '+919800000044',
+    answer: 'answer' as const,
+    ring_ms: 100,
+    steps: [{ wait_agent: 'speaking' as const, ms: 100 }, { say: 'a person' }, { silence_ms: 3000 }],
+  },
   // A person who is busy.
   { to: '+919800000043', answer: 'busy' as const, ring_ms: 100, steps: [] },
   { to: '*', answer: 'answer' as const, ring_ms: 100, steps: [] },
@@ -109,6 +116,26 @@ describe('cold transfers', () => {
     assert.equal(c.outcome.final_state, 'AGENT_HANDOFF');
     const sid = twilio.sidOf(res.body.id)!;
     assert.equal(twilio.transfers.filter((t) => t.sid === sid).length, 1);
+  });
+
+  it('a transfer under way takes no other: a second POST is 409 naming it, and the callee asking for a person meanwhile is not answered', async () => {
+    stt.say('I need to talk to a real person');
+    const res = await dial('+919800000044', { transfer_to: '+919800000043' });
+    const id = res.body.id as string;
+    assert.equal((await inProgress(id)).status, 'in_progress');
+    assert.equal((await transfer(id, { to: '+919800000041', mode: 'cold' })).status, 202);
+    const again = await transfer(id, { to: '+919800000043', mode: 'cold' });
+    assert.deepEqual([again.status, again.body.error?.code], [409, 'call_not_active'], again.text);
+    assert.match(again.body.error.message, /being transferred already/);
+    const c = await waitForCall(gw, acc.key, id, ended, 20_000);
+    assert.deepEqual([c.end_reason, c.transferred_to], ['transferred', '+919800000041'], JSON.stringify(c));
+    const agent = c.transcript.filter((t: { role: string }) => t.role === 'agent').map((t: { response_id?: string }) => t.response_id);
+    assert.deepEqual(agent, ['GEN.AGENT'], 'the hand-off line once; the escalation heard during it says nothing more');
+    const sid = twilio.sidOf(id)!;
+    assert.deepEqual(
+      twilio.transfers.filter((t) => t.sid === sid).map((t) => t.to),
+      ['+919800000041'],
+    );
   });
 
   it('refuses a transfer like a call: a number outside the countries, not E.164, another mode, another account, a call not in progress', async () => {

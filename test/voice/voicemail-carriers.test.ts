@@ -2,16 +2,12 @@
 // - Twilio: the dial asks Twilio's asynchronous AMD (MachineDetection=DetectMessageEnd, AsyncAmd,
 //   AsyncAmdStatusCallback, only when the call has a `voicemail`), and its signed AnsweredBy callback
 //   decides: `machine_end_beep` (the greeting over) leaves the message at once, `human` lets the call
-//   go on. The callback on a bad day: late and twice (the first counts, once), or lost (the call goes
-//   on, `answered_by` null);
+//   go on. The gateway's detector listens beside it (test/voice/voicemail-twilio.test.ts): its beep,
+//   heard before a callback that comes late (and twice: changing nothing) or never, leaves the message;
 // - Exotel: the gateway's own detector on Exotel's Voicebot stream (PCM16, 100 ms chunks).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { TestGateway } from '../helper.ts';
-import { FakeExotel } from '../fakes/exotel.ts';
-import { FakeTwilio } from '../fakes/twilio.ts';
-import { ended, localSpeech, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
-import { putScriptedVoice, ScriptedStt } from './simulated.ts';
+import { type CarrierRig, carrierRig } from './carrier-rig.ts';
 
 const GREETING = 'Hello, this is Dan Miller. Sorry I missed you. Leave your name and number and I will get back to you.';
 const MESSAGE = 'Hello, this is your bank. Please call us back.';
@@ -37,58 +33,37 @@ const CALLEES = [
 const LEAVE = { voicemail: { action: 'leave_message', text: MESSAGE } };
 
 describe('answering machines on Twilio (its async AMD) and Exotel (the gateway detector)', () => {
-  let gw: TestGateway;
-  let twilio: FakeTwilio;
-  let exotel: FakeExotel;
-  let stt: ScriptedStt;
-  let acc: VoiceAccount;
+  let rig: CarrierRig;
   before(async () => {
-    stt = await ScriptedStt.start();
-    const speak = async (input: string, voice: string) => localSpeech(gw.url, acc.key, input, voice);
-    twilio = await FakeTwilio.start({ accountSid: 'ACtest', authToken: 'twilio-auth-token', callees: CALLEES, speak });
-    exotel = await FakeExotel.start({ accountSid: 'acme1', apiKey: 'exo-key', apiToken: 'exo-token', callees: CALLEES, speak });
-    gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, simulator: { callees: [] } } });
-    await putScriptedVoice(gw.url, stt, 'voice-twilio', [
-      { provider: 'twilio', base_url: twilio.url, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' },
-    ]);
-    const exo = { provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' };
-    await putScriptedVoice(gw.url, stt, 'voice-exotel', [exo]);
-    acc = await voiceAccount(gw, 1000);
+    rig = await carrierRig(CALLEES);
   });
-  after(async () => {
-    await gw?.destroy();
-    await twilio?.close();
-    await exotel?.close();
-    await stt?.server.close();
-  });
+  after(() => rig?.close());
+  const dialled = (model: string, to: string, body: Record<string, unknown> = {}) => rig.dialled(model, to, body);
 
-  const dialled = async (model: string, to: string, body: Record<string, unknown> = {}) => {
-    const res = await place(gw, acc.key, { model, to, ...body });
-    assert.equal(res.status, 202, res.text);
-    return waitForCall(gw, acc.key, res.body.id, ended, 60_000);
-  };
-
-  it('Twilio: async AMD asked; machine_end_beep (late, twice) leaves the message after the beep, once; human goes on; no voicemail asks nothing', async () => {
-    twilio.amdDays.set(VOICEMAIL, { delayMs: 700, repeat: 2 });
+  it("Twilio: async AMD asked; the gateway's beep before machine_end_beep (late, twice) leaves the message after the beep, once; human goes on; no voicemail asks nothing", async () => {
+    rig.twilio.amdDays.set(VOICEMAIL, { delayMs: 700, repeat: 2 });
     const [vm, person, plain] = await Promise.all([
       dialled('voice-twilio', VOICEMAIL, LEAVE),
       dialled('voice-twilio', PERSON, LEAVE),
       dialled('voice-twilio', PERSON),
     ]);
-    const dial = (to: string, n = 0) => twilio.requests.filter((r) => r.path.endsWith('/Calls.json') && r.form.get('To') === to)[n]!.form;
+    const dial = (to: string, n = 0) => rig.twilio.requests.filter((r) => r.path.endsWith('/Calls.json') && r.form.get('To') === to)[n]!.form;
     const asked = dial(VOICEMAIL);
     assert.deepEqual([asked.get('MachineDetection'), asked.get('AsyncAmd'), asked.get('AsyncAmdStatusCallbackMethod')], ['DetectMessageEnd', 'true', 'POST']);
     assert.equal(asked.get('AsyncAmdStatusCallback'), asked.get('StatusCallback'), 'signed and read as the status callbacks are');
-    const plainDial = twilio.requests.filter((r) => r.path.endsWith('/Calls.json') && r.form.get('To') === PERSON).find((r) => !r.form.has('MachineDetection'));
+    const plainDial = rig.twilio.requests
+      .filter((r) => r.path.endsWith('/Calls.json') && r.form.get('To') === PERSON)
+      .find((r) => !r.form.has('MachineDetection'));
     assert.ok(plainDial, "a call without voicemail does not ask Twilio's AMD (Twilio bills it)");
 
     assert.deepEqual(
       [vm.end_reason, vm.answered_by, vm.answered_by_detection.source, vm.answered_by_detection.detail],
-      ['voicemail', 'machine', 'twilio', 'machine_end_beep'],
+      ['voicemail', 'machine', 'gateway', 'beep'],
+      "Twilio's callback 700 ms after the beep: the gateway's beep came first",
     );
-    const sid = twilio.sidOf(vm.id)!;
+    const sid = rig.twilio.sidOf(vm.id)!;
     assert.deepEqual(
-      twilio.amdCallbacks.filter((c) => c.sid === sid).map((c) => [c.answeredBy, c.code]),
+      rig.twilio.amdCallbacks.filter((c) => c.sid === sid).map((c) => [c.answeredBy, c.code]),
       [
         ['machine_end_beep', 200],
         ['machine_end_beep', 200],
@@ -96,7 +71,7 @@ describe('answering machines on Twilio (its async AMD) and Exotel (the gateway d
     );
     const messages = vm.transcript.filter((t: { text: string }) => t.text === MESSAGE);
     assert.equal(messages.length, 1, 'the repeated callback left the message once');
-    const line = twilio.lines.get(vm.id)!;
+    const line = rig.twilio.lines.get(vm.id)!;
     const beepEnd = line.said[1]!;
     const after = line.media.filter((at) => at > beepEnd);
     assert.ok(after.length * 20 >= 1500, `the message's frames came after the beep: ${after.length}`);
@@ -106,11 +81,14 @@ describe('answering machines on Twilio (its async AMD) and Exotel (the gateway d
     assert.deepEqual([plain.answered_by, plain.end_reason], [null, 'callee_hangup']);
   });
 
-  it("Twilio: AMD's callback lost: the call goes on as a human's would, answered_by null", async () => {
-    twilio.amdDays.set(LOST, { drop: true });
+  it("Twilio: AMD's callback lost: the gateway's detector hears the greeting and its beep, and leaves the message", async () => {
+    rig.twilio.amdDays.set(LOST, { drop: true });
     const c = await dialled('voice-twilio', LOST, LEAVE);
-    assert.deepEqual([c.answered_by, c.end_reason], [null, 'callee_hangup']);
-    assert.ok(c.transcript.every((t: { text: string }) => t.text !== MESSAGE));
+    assert.deepEqual(
+      [c.answered_by, c.answered_by_detection?.source, c.answered_by_detection?.detail, c.end_reason],
+      ['machine', 'gateway', 'beep', 'voicemail'],
+    );
+    assert.equal(c.transcript.filter((t: { text: string }) => t.text === MESSAGE).length, 1);
   });
 
   it('Exotel: the gateway detector hears the greeting on the Voicebot stream and leaves the message after the beep', async () => {

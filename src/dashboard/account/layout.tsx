@@ -14,6 +14,7 @@ const NAV: [string, string][] = [
   ['jobs', 'Transcriptions'],
   ['calls', 'Calls'],
   ['numbers', 'Numbers'],
+  ['campaigns', 'Campaigns'],
   ['speech', 'Try speech'],
   ['recognition', 'Try recognition'],
   ['operator', 'Operator'],

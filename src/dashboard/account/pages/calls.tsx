@@ -2,6 +2,7 @@
 // is), newest first, filtered by status and direction (in the URL), paginated by the server, re-read
 // every two seconds while a listed call is still going (every five otherwise, so a call an API
 // client places shows up too).
+import type { ComponentChildren } from 'preact';
 import { cents, Field, Loading, num, Page, unix, usePoll } from '../../ui/components.tsx';
 import { usePaged } from '../../ui/paged.tsx';
 import { DataTable } from '../../ui/table.tsx';
@@ -26,6 +27,26 @@ const analysisStatus = (c: Call) => {
   return !a || a.source === 'pack' ? '—' : a.status === 'completed' ? 'analysed' : a.status;
 };
 
+/** The list's status filter, kept in the URL (`?status=`); a change goes back to the first page. `children`: more filters beside it. */
+export function StatusFilter({ statuses, children }: { statuses: readonly string[]; children?: ComponentChildren }) {
+  const route = useRoute();
+  return (
+    <div class="filters">
+      <Field label="Status">
+        <select value={route.query.get('status') ?? ''} onChange={(e) => route.setQuery({ status: e.currentTarget.value, after: null })}>
+          <option value="">All</option>
+          {statuses.map((s) => (
+            <option key={s} value={s}>
+              {label(s)}
+            </option>
+          ))}
+        </select>
+      </Field>
+      {children}
+    </div>
+  );
+}
+
 export function CallsPage() {
   const route = useRoute();
   const status = route.query.get('status') ?? '';
@@ -38,17 +59,7 @@ export function CallsPage() {
         Outbound calls placed with <code>POST /v1/voice/call</code> by any of the account's keys, and inbound calls to the account's{' '}
         <a href={href('numbers')}>numbers</a>.
       </p>
-      <div class="filters">
-        <Field label="Status">
-          <select value={status} onChange={(e) => route.setQuery({ status: e.currentTarget.value, after: null })}>
-            <option value="">All</option>
-            {CALL_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {label(s)}
-              </option>
-            ))}
-          </select>
-        </Field>
+      <StatusFilter statuses={CALL_STATUSES}>
         <Field label="Direction">
           <select value={direction} onChange={(e) => route.setQuery({ direction: e.currentTarget.value, after: null })}>
             <option value="">All</option>
@@ -56,7 +67,7 @@ export function CallsPage() {
             <option value="outbound">outbound</option>
           </select>
         </Field>
-      </div>
+      </StatusFilter>
       <Loading loaded={list} />
       {list.data ? (
         <DataTable
