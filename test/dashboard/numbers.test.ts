@@ -36,6 +36,14 @@ describe('dashboard: numbers', () => {
       },
     );
     await assign('+918047491871', { type: 'user', id: me });
+    await assign(
+      '+918047491872',
+      { type: 'user', id: me },
+      {
+        agent: { type: 'llm', llm_model: 'chat-test', system_prompt: 'You are the bank’s night desk.' },
+        first_message: { mode: 'wait_for_callee' },
+      },
+    );
     const stranger = await signup(v.d.base);
     await assign('+918047491879', { type: 'user', id: stranger.id });
 
@@ -51,10 +59,16 @@ describe('dashboard: numbers', () => {
       [
         ['+918047491870', 'voice-test', 'intent: intent-demo', '“Welcome to the bank, how can I help?” (agent first)', 'en-IN', unset, '300 s'],
         ['+918047491871', 'voice-test', unset, unset, unset, unset, unset],
+        ['+918047491872', 'voice-test', 'llm: chat-testPromptYou are the bank’s night desk.', 'none: waits for the caller', unset, unset, unset],
       ],
       "its own numbers only, in order; the stranger's is not there",
     );
     assert.match(cells[0]![7]!, /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+    // An LLM agent's prompt is behind a disclosure.
+    const prompt = rows.nth(2).getByText('You are the bank’s night desk.');
+    assert.equal(await prompt.isVisible(), false);
+    await rows.nth(2).getByText('Prompt', { exact: true }).click();
+    await prompt.waitFor();
     assert.equal(await page.locator('main').getByRole('button').count(), 0, 'nothing to change a number with');
     assert.equal(await page.locator('main form').count(), 0);
     await tab.checkA11y('numbers');

@@ -41,6 +41,7 @@ const agentOf = (a: OwnNumber['agent']) => {
 
 const firstMessageOf = (m: OwnNumber['first_message']) => {
   if (!m || (!m.text && !m.response_id && !m.mode)) return DEFAULT;
+  if (!m.text && !m.response_id && m.mode === 'wait_for_callee') return 'none: waits for the caller';
   const said = m.text ? `“${m.text}”` : m.response_id ? `response ${m.response_id}` : "the pack's greeting";
   return `${said} (${label(m.mode ?? 'agent_first')})`;
 };
