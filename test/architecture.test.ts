@@ -123,6 +123,7 @@ const OWNERS: Record<string, string> = {
   voice_tool_requests: 'src/voice/tool-journal.ts',
   voice_numbers: 'src/voice/numbers.ts',
   voice_recordings: 'src/voice/recordings.ts',
+  voice_handoffs: 'src/voice/handoffs.ts',
   // models, intent packs, blobs on MongoDB (GridFS)
   models: 'src/models/catalog.ts',
   model_access: 'src/models/catalog.ts',
