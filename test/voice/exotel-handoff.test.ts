@@ -64,6 +64,9 @@ describe("an Exotel transfer's Connect applet answered by the gateway restarted 
 
     const unknown = await exotel.askConnectApplet(connectUrl, 'call_000000000000000000000000');
     assert.deepEqual([unknown.status, (unknown.body as { error?: { code?: string } }).error?.code], [404, 'not_found']);
+    // A sid no store can key (a NUL): a clear 400 in the envelope, not a 500.
+    const garbled = await fetch(`${connectUrl}?CallSid=%00`);
+    assert.deepEqual([garbled.status, ((await garbled.json()) as { error?: { code?: string } }).error?.code], [400, 'invalid_request']);
 
     skewMs = TRANSFER_TTL_MS + 1000; // past the hand-off's 10 minutes (the store's TTL sweep has not run: the read compares times)
     const expired = await exotel.askConnectApplet(connectUrl, id);
