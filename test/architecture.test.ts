@@ -124,6 +124,7 @@ const OWNERS: Record<string, string> = {
   voice_batch_rows: 'src/voice/batches/rows.ts',
   voice_numbers: 'src/voice/numbers.ts',
   voice_recordings: 'src/voice/recordings.ts',
+  voice_handoffs: 'src/voice/handoffs.ts',
   // models, intent packs, blobs on MongoDB (GridFS)
   models: 'src/models/catalog.ts',
   model_access: 'src/models/catalog.ts',

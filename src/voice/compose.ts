@@ -87,7 +87,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
   // Calls' transcripts: their own collection, out of the actors' snapshots (src/voice/transcript.ts).
   const transcripts = new CallTranscripts(deps.store, now);
   const recordings = new CallRecordings({
-    ...{ store: deps.store, blobs: deps.blobs, dataDir: deps.config.dataDir, defaultRetentionDays: vc.retentionDays, now },
+    ...{ store: deps.store, blobs: deps.blobs, dataDir: deps.config.dataDir, defaultRetentionDays: vc.retentionDays, now, resamplers: deps.resamplers },
     accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
     logger: deps.logger.child({ component: 'voice-recordings' }),
   });

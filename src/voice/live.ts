@@ -125,8 +125,8 @@ export interface LiveCall {
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   onDisposed(): void;
-  /** The carrier took a transfer of the call (src/voice/handoffs.ts). */
-  onHandoff?(carrierCallId: string, to: string, from: string | null): void;
+  /** A transfer of the call is asked of a carrier that asks back after it: keep it (src/voice/handoffs.ts). */
+  onHandoff?(carrierCallId: string, to: string, from: string | null): Promise<void>;
   /** The call's recording (src/voice/recordings.ts); null: not recorded. */
   recorder?: CallRecorder | null;
 }

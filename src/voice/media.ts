@@ -88,8 +88,8 @@ export interface CallMediaDeps {
   now(): number;
   /** Called once when the call's live side is gone (its slot on this instance freed). */
   onDisposed(): void;
-  /** The carrier took a transfer of the call (src/voice/handoffs.ts). */
-  onHandoff?(carrierCallId: string, to: string, from: string | null): void;
+  /** A transfer of the call is asked of a carrier that asks back after it: keep it (src/voice/handoffs.ts). */
+  onHandoff?(carrierCallId: string, to: string, from: string | null): Promise<void>;
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   /** Each turn's stages and latency (src/voice/turn-stages.ts). */

@@ -23,6 +23,7 @@ import { ApiError } from '../errors.ts';
 import type { OrgRole } from '../identity/orgs.ts';
 import { encodeAudio } from '../speech/ffmpeg.ts';
 import { pcmWavHeader } from '../speech/wav.ts';
+import type { Resamplers } from '../speech/resample.ts';
 import type { Store } from '../store/port.ts';
 import { CallRecorder } from './recorder.ts';
 
@@ -68,6 +69,8 @@ export interface RecordingsDeps {
   accountRetentionDays(account: string): Promise<number | null>;
   defaultRetentionDays: number;
   ffmpegPath?: string;
+  /** The instance's resamplers (loaded once): a 16 or 24 kHz stream's agent channel is resampled to 8 kHz (src/voice/recorder.ts). */
+  resamplers(): Promise<Resamplers>;
   logger: Logger;
   now(): number;
 }
@@ -114,6 +117,7 @@ export class CallRecordings {
   /** A recorded call is placed: its document (state `recording`) and its recorder, which starts with the stream. */
   async begin(call: { callId: string; account: string; model: string; modelRetentionDays?: number | undefined }): Promise<CallRecorder> {
     const days = (await this.deps.accountRetentionDays(call.account)) ?? call.modelRetentionDays ?? this.deps.defaultRetentionDays;
+    const resamplers = await this.deps.resamplers();
     const now = new Date(this.deps.now());
     await this.docs.insertOne({
       _id: call.callId,
@@ -137,6 +141,7 @@ export class CallRecordings {
       done: async () => void (await (await file)?.close()),
       now: this.deps.now,
       log: this.deps.logger.child({ call_id: call.callId }),
+      resamplers,
     });
     this.live.set(call.callId, recorder);
     return recorder;

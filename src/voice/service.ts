@@ -77,18 +77,18 @@ export class VoiceCalls {
   private readonly creating = new Map<string, Promise<unknown>>();
   /** Live calls on this instance (their media). */
   private readonly live = new Map<string, CallMedia>();
-  /** Where transferred calls went, for a carrier that asks after the hand-off (Exotel's Connect applet). */
-  readonly handoffs = new Handoffs();
+  /** Where transferred calls went, for a carrier that asks after the hand-off (Exotel's Connect applet): in the store, for any instance. */
+  readonly handoffs: Handoffs;
   /** One playback clock for every call here. */
   private readonly pacer = new Pacer();
 
   constructor(private readonly deps: VoiceServiceDeps) {
     this.idempotency = new IdempotencyKeys(deps.store, deps.now);
+    this.handoffs = new Handoffs(deps.store, deps.now);
   }
 
   async init(): Promise<void> {
-    await this.idempotency.init();
-    await this.deps.transcripts.init();
+    await Promise.all([this.idempotency.init(), this.handoffs.init(), this.deps.transcripts.init()]); // their indexes
     await this.deps.recordings?.init();
     this.deps.recordings?.start();
   }

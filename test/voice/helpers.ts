@@ -63,6 +63,16 @@ export async function waitForCall(gw: { url: string }, key: string, id: string, 
 export const TERMINAL = ['completed', 'busy', 'no_answer', 'failed', 'canceled'];
 export const ended = (c: { status: string; cost_cents: number | null }) => TERMINAL.includes(c.status) && c.cost_cents !== null;
 
+/** The API's cold transfer of the call in progress (once it spoke) to `to`; waits for its end, `transferred` there. */
+export async function transferredByApi(gw: { url: string }, key: string, id: string, to: string): Promise<any> {
+  await waitForCall(gw, key, id, (c) => c.status === 'in_progress' && (c.transcript ?? []).length > 0);
+  const asked = await call(gw.url, 'POST', `/v1/voice/calls/${id}/transfer`, { token: key, body: { to, mode: 'cold' } });
+  assert.equal(asked.status, 202, asked.text);
+  const c = await waitForCall(gw, key, id, ended);
+  assert.deepEqual([c.status, c.end_reason, c.transferred_to], ['completed', 'transferred', to]);
+  return c;
+}
+
 export async function walletMicrocents(gw: TestGateway, session: string): Promise<number> {
   return (await call(gw.url, 'GET', '/portal/wallet', { token: session })).body.balance_microcents as number;
 }
