@@ -105,21 +105,22 @@ describe('a batch tick', () => {
     dialled: string[] = [];
     ends = new Map<string, CallEnd>();
     refuse: ApiError | null = null;
-    async place(_p: unknown, body: { to: string }, key: string): Promise<string> {
+    async place(_p: unknown, body: { to: string }, key: string) {
       if (this.refuse) throw this.refuse;
       const made = this.byKey.get(key);
-      if (made) return made;
+      if (made) return { id: made, status: 'dialing' };
       if (made === null) throw new ApiError('conflict', 'still placing');
       const id = `call_${this.dialled.length}_${body.to}`;
       this.dialled.push(id);
       this.byKey.set(key, id);
-      return id;
+      return { id, status: 'queued' };
     }
     async forgetKey(_p: unknown, key: string) {
       this.byKey.delete(key);
     }
-    async ended(id: string) {
-      return this.ends.get(id) ?? null;
+    async state(_account: string, id: string) {
+      const end = this.ends.get(id);
+      return end ? { ended: true as const, end } : { ended: false as const, status: 'in_progress' };
     }
     async affordable() {
       return this.refuse?.code !== 'insufficient_credit';

@@ -35,8 +35,8 @@ export interface RowDoc {
   metadata: Record<string, string>;
   status: RowStatus;
   attempts: Attempt[];
-  /** The attempt in flight: its number (1…), key, and call once placed. */
-  current: { attempt: number; key: string; call_id: string | null } | null;
+  /** The attempt in flight: its number (1…), key, and once placed its call, the call's status as last read and when it was placed. */
+  current: { attempt: number; key: string; call_id: string | null; status?: string; placed_at?: number } | null;
   /** Epoch ms: when the row may be dialled (a retry's gap). */
   next_attempt_at: number;
   final_call_id: string | null;

@@ -40,6 +40,14 @@ export function batchObject(c: BatchContext, rejected: RowDoc[]) {
   };
 }
 
+/** The attempt in progress once its call exists: the call's status as the batch last read it, its end still to come. */
+function inFlight(r: RowDoc) {
+  const c = r.status === 'in_progress' ? r.current : null;
+  if (!c?.call_id) return [];
+  const placed = seconds(c.placed_at);
+  return [{ call_id: c.call_id, status: c.status ?? 'queued', end_reason: null, started_at: placed, ended_at: null, billed_seconds: null, cost_cents: null }];
+}
+
 export function rowObject(r: RowDoc, call: CallFacts | null) {
   return {
     index: r.index,
@@ -47,15 +55,18 @@ export function rowObject(r: RowDoc, call: CallFacts | null) {
     variables: r.variables,
     metadata: r.metadata,
     status: r.status,
-    attempts: r.attempts.map((a) => ({
-      call_id: a.call_id,
-      status: a.status,
-      end_reason: a.end_reason,
-      started_at: seconds(a.started_at),
-      ended_at: seconds(a.ended_at),
-      billed_seconds: a.billed_seconds,
-      cost_cents: a.cost_microcents === null ? null : centsOf(a.cost_microcents),
-    })),
+    attempts: [
+      ...r.attempts.map((a) => ({
+        call_id: a.call_id,
+        status: a.status,
+        end_reason: a.end_reason,
+        started_at: seconds(a.started_at),
+        ended_at: seconds(a.ended_at),
+        billed_seconds: a.billed_seconds,
+        cost_cents: a.cost_microcents === null ? null : centsOf(a.cost_microcents),
+      })),
+      ...inFlight(r),
+    ],
     next_attempt_at: r.status === 'queued' && r.next_attempt_at > 0 ? seconds(r.next_attempt_at) : null,
     final_call_id: r.final_call_id,
     analysis: call?.analysis ?? null,
