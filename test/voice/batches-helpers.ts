@@ -29,15 +29,15 @@ export const BATCH_CALLEES: CalleeScript[] = [
   { to: '*', answer: 'answer', ring_ms: 50, steps: [{ silence_ms: 1500 }, { hangup: true }] },
 ];
 
-/** `batches`: voice.batches settings over the tests' (ticks every 100 ms, a paused batch re-checks the wallet every 300 ms). */
-export async function startBatchGateway(clock: TestClock, batches: Record<string, number> = {}): Promise<TestGateway> {
+/** `batches`: voice.batches settings over the tests', `callees` the simulator's (ticks every 100 ms, a paused batch re-checks the wallet every 300 ms). */
+export async function startBatchGateway(clock: TestClock, batches: Record<string, number> = {}, callees: CalleeScript[] = BATCH_CALLEES): Promise<TestGateway> {
   return startTestGateway(
     {
       voice: {
         maxConcurrentCalls: 10,
         minAffordableSeconds: 10,
         batches: { pollMs: 100, creditRecheckMs: 300, maxSleepMs: 1000, ...batches },
-        simulator: { callees: BATCH_CALLEES },
+        simulator: { callees },
       },
     },
     { now: clock.now },

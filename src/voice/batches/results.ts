@@ -34,7 +34,8 @@ export function resultsCsv(rows: RowDoc[], calls: Map<string, CallFacts | null>)
     const call = r.final_call_id ? (calls.get(r.final_call_id) ?? null) : null;
     const last = r.attempts.at(-1);
     const fields = (call?.analysis?.fields ?? {}) as Record<string, unknown>;
-    const intent = fields.intent ?? call?.outcome?.actions?.find((a) => a.intent)?.intent ?? null;
+    // A pack call's intent is its analysis's own (free, `source: "pack"`); else a field the llm was asked for, else the outcome's.
+    const intent = call?.analysis?.intent ?? fields.intent ?? call?.outcome?.actions?.find((a) => a.intent)?.intent ?? null;
     const billed = r.attempts.reduce((s, a) => s + (a.billed_seconds ?? 0), 0);
     const cells = [
       r.index,

@@ -7,7 +7,7 @@ import type { RowDoc } from './rows.ts';
 
 /** The part of a call's view a batch reads (its analysis, the deterministic outcome's intent). */
 export interface CallFacts {
-  analysis?: { summary?: string | null; fields?: Record<string, unknown> | null } | null;
+  analysis?: { summary?: string | null; fields?: Record<string, unknown> | null; intent?: string | null } | null;
   outcome?: { actions?: { intent?: string | null }[] } | null;
 }
 export type CallRead = (account: string, callId: string) => Promise<CallFacts | null>;
