@@ -19,7 +19,7 @@ import { ApiError } from '../../errors.ts';
 import type { TickInput, TickOutput } from '../../../machines/voice-batch.machine.ts';
 import type { VoiceCallBody } from '../checks.ts';
 import type { ApiKeyPrincipal } from '../../identity/keys.ts';
-import { FINAL_ROW_STATUSES, type Attempt, type BatchRows, type RowDoc, type RowStatus } from './rows.ts';
+import { FINAL_ROW_STATUSES, type Attempt, type BatchRows, type RowAnalysis, type RowDoc, type RowStatus } from './rows.ts';
 import { inWindow, nextOpening, type BatchWindow } from './window.ts';
 
 export const RETRYABLE = ['busy', 'no_answer', 'failed', 'voicemail'] as const;
@@ -49,8 +49,8 @@ export interface BatchSpecFields {
 /** An ended call, as a row's attempt records it. */
 export type CallEnd = Omit<Attempt, 'call_id'>;
 
-/** A call as the batch reads it: going on (its status now), ended and billed, or gone. */
-export type CallState = { ended: false; status: string } | { ended: true; end: CallEnd } | 'missing';
+/** A call as the batch reads it: going on (its status now), ended and billed (with its analysis as it then stood, when read), or gone. */
+export type CallState = { ended: false; status: string } | { ended: true; end: CallEnd; analysis?: RowAnalysis | null } | 'missing';
 
 /** The calls, as a batch places and reads them (src/voice/batches/calls.ts). */
 export interface BatchCallsPort {
@@ -120,7 +120,7 @@ export async function tick(given: PacingDeps, input: TickInput<BatchSpecFields>)
     }
     const ended: CallEnd =
       state === 'missing' ? { status: 'failed', end_reason: null, started_at: null, ended_at: null, billed_seconds: null, cost_microcents: null } : state.end;
-    await record(deps, spec, row, { call_id: current.call_id, ...ended }, outcomeOf(ended));
+    await record(deps, spec, row, { call_id: current.call_id, ...ended }, outcomeOf(ended), state === 'missing' ? null : state.analysis);
   }
   if (mode === 'cancel') await rows.cancelQueued(batchId);
   const now = deps.now();
@@ -185,14 +185,25 @@ async function dial(deps: PacingDeps, spec: BatchSpecFields, row: RowDoc, attemp
       }
       const now = deps.now();
       const failed: Attempt = { call_id: null, status: 'failed', end_reason: err.code, started_at: now, ended_at: now, billed_seconds: 0, cost_microcents: 0 };
-      await record(deps, spec, row, failed, 'failed');
+      await record(deps, spec, row, failed, 'failed', null);
       return 'recorded';
     }
   }
 }
 
-/** The row's attempt recorded: queued again after the gap when its outcome is retried and attempts are left, else final. */
-async function record(deps: PacingDeps, spec: BatchSpecFields, row: RowDoc, attempt: Attempt, outcome: RowStatus): Promise<void> {
+/**
+ * The row's attempt recorded: queued again after the gap when its outcome is retried and attempts
+ * are left, else final, with what the row keeps of the call's analysis (undefined: not read; the
+ * row's reads learn it).
+ */
+async function record(
+  deps: PacingDeps,
+  spec: BatchSpecFields,
+  row: RowDoc,
+  attempt: Attempt,
+  outcome: RowStatus,
+  analysis: RowAnalysis | null | undefined,
+): Promise<void> {
   const attempts = [...row.attempts, attempt];
   const cost_microcents = attempts.reduce((sum, a) => sum + (a.cost_microcents ?? 0), 0);
   const again = (RETRYABLE as readonly string[]).includes(outcome) && spec.retry.on.includes(outcome as Retryable) && attempts.length < spec.retry.max_attempts;
@@ -208,7 +219,7 @@ async function record(deps: PacingDeps, spec: BatchSpecFields, row: RowDoc, atte
           current: null,
           next_attempt_at: Math.max(attempt.ended_at ?? deps.now(), deps.now()) + spec.retry.min_gap_seconds * 1000,
         }
-      : { status: final, attempts, cost_microcents, current: null, final_call_id: attempt.call_id },
+      : { status: final, attempts, cost_microcents, current: null, final_call_id: attempt.call_id, ...(analysis !== undefined ? { analysis } : {}) },
     'in_progress',
   );
 }

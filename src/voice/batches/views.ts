@@ -1,16 +1,9 @@
 // A batch and its rows as the API answers them (docs/api/voice-batches.md): times in Unix seconds,
-// money in cents (µ¢ kept exact inside, shown to the µ¢). A row's `analysis` is its final call's
-// (issue 43 §2 adds it to the call's view; read defensively: a call without one shows null).
+// money in cents (µ¢ kept exact inside, shown to the µ¢). A row's `analysis` is what it keeps of its
+// final call's (src/voice/batches/analyses.ts): no call is read to show a row.
 import { centsOf } from '../kind.ts';
 import type { BatchContext } from './kind.ts';
 import type { RowDoc } from './rows.ts';
-
-/** The part of a call's view a batch reads (its analysis, the deterministic outcome's intent). */
-export interface CallFacts {
-  analysis?: { summary?: string | null; fields?: Record<string, unknown> | null; intent?: string | null } | null;
-  outcome?: { actions?: { intent?: string | null }[] } | null;
-}
-export type CallRead = (account: string, callId: string) => Promise<CallFacts | null>;
 
 const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(ms / 1000));
 
@@ -48,7 +41,7 @@ function inFlight(r: RowDoc) {
   return [{ call_id: c.call_id, status: c.status ?? 'queued', end_reason: null, started_at: placed, ended_at: null, billed_seconds: null, cost_cents: null }];
 }
 
-export function rowObject(r: RowDoc, call: CallFacts | null) {
+export function rowObject(r: RowDoc) {
   return {
     index: r.index,
     to: r.to,
@@ -69,7 +62,7 @@ export function rowObject(r: RowDoc, call: CallFacts | null) {
     ],
     next_attempt_at: r.status === 'queued' && r.next_attempt_at > 0 ? seconds(r.next_attempt_at) : null,
     final_call_id: r.final_call_id,
-    analysis: call?.analysis ?? null,
+    analysis: r.analysis ?? null,
     ...(r.error ? { error: r.error } : {}),
   };
 }
