@@ -194,8 +194,16 @@ describe('dashboard: campaigns', () => {
     await page.getByRole('heading', { name: /^Campaign batch_/ }).waitFor();
     const id = page.url().split('/').pop()!;
     const batch = async () => (await call(d.base, 'GET', `/portal/voice/batches/${id}`, { token })).body;
-    // The silent callee holds the one line; the other two wait.
-    await page.locator('[data-row="0"]').getByText('in progress').waitFor({ timeout: 20_000 });
+    // The silent callee holds the one line; the other two wait. Its attempt links to the live call.
+    const liveLink = page.locator('[data-row="0"]').getByRole('link', { name: /^call_/ });
+    await liveLink.waitFor({ timeout: 20_000 });
+    const live = (await liveLink.textContent()) ?? '';
+    assert.equal(live, (await batch()).calls.data[0].attempts[0].call_id);
+    await page
+      .locator('[data-row="0"]')
+      .getByText(/ringing|in progress/)
+      .first()
+      .waitFor();
 
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.getByTestId('campaign-status').getByText('paused').waitFor();
@@ -222,11 +230,7 @@ describe('dashboard: campaigns', () => {
       .waitFor();
     const b = await batch();
     assert.deepEqual([b.counts.canceled, b.counts.in_progress], [2, 1], JSON.stringify(b.counts));
-    // The call in progress finishes (hung up here through the API), and the campaign ends canceled.
-    // (The batch lists an attempt once it ended: the live call is found among the account's calls.)
-    const calls = (await call(d.base, 'GET', '/portal/voice/calls?status=in_progress', { token })).body.data as { id: string; to: string }[];
-    const live = calls.find((c) => c.to === STAYS.to)?.id;
-    assert.ok(live, JSON.stringify(calls));
+    // The call in progress (the row's attempt) finishes, hung up here through the API, and the campaign ends canceled.
     assert.equal((await call(d.base, 'POST', `/portal/voice/calls/${live}/hangup`, { token })).status, 200);
     await page.getByTestId('campaign-status').getByText('canceled').waitFor({ timeout: 20_000 });
     assert.equal(await page.getByRole('button', { name: 'Cancel campaign' }).count(), 0, 'no control on an ended campaign');

@@ -20,23 +20,24 @@ export class TestClock {
 /** Epoch ms of `hh:mm:ss` in India (UTC+5:30, no DST) on the day of 2026-03-10 plus `days`. */
 export const ist = (hh: number, mm: number, ss = 0, days = 0): number => Date.UTC(2026, 2, 10 + days, hh, mm, ss) - 5.5 * 3_600_000;
 
-/** Callees that answer, stay 1.5 s and hang up (any), are busy (+91980000020x) or do not answer (+91980000030x). */
+/** Callees that answer, stay 1.5 s and hang up (any), are busy (+91980000020x), do not answer (+91980000030x) or stay 60 s (+919800000401). */
 export const BATCH_CALLEES: CalleeScript[] = [
+  { to: '+919800000401', answer: 'answer', ring_ms: 50, steps: [{ silence_ms: 60_000 }, { hangup: true }] },
   { to: '+919800000201', answer: 'busy', ring_ms: 50, steps: [] },
   { to: '+919800000202', answer: 'busy', ring_ms: 50, steps: [] },
   { to: '+919800000301', answer: 'no_answer', steps: [] },
   { to: '*', answer: 'answer', ring_ms: 50, steps: [{ silence_ms: 1500 }, { hangup: true }] },
 ];
 
-/** `batches`: voice.batches settings over the tests' (ticks every 100 ms, a paused batch re-checks the wallet every 300 ms). */
-export async function startBatchGateway(clock: TestClock, batches: Record<string, number> = {}): Promise<TestGateway> {
+/** `batches`: voice.batches settings over the tests', `callees` the simulator's (ticks every 100 ms, a paused batch re-checks the wallet every 300 ms). */
+export async function startBatchGateway(clock: TestClock, batches: Record<string, number> = {}, callees: CalleeScript[] = BATCH_CALLEES): Promise<TestGateway> {
   return startTestGateway(
     {
       voice: {
         maxConcurrentCalls: 10,
         minAffordableSeconds: 10,
         batches: { pollMs: 100, creditRecheckMs: 300, maxSleepMs: 1000, ...batches },
-        simulator: { callees: BATCH_CALLEES },
+        simulator: { callees },
       },
     },
     { now: clock.now },

@@ -14,6 +14,8 @@ import type { Store } from '../../src/store/port.ts';
 import { ApiError } from '../../src/errors.ts';
 import { BatchRows, rowId, type RowDoc } from '../../src/voice/batches/rows.ts';
 import { tick, type BatchCallsPort, type BatchSpecFields, type CallEnd } from '../../src/voice/batches/pacing.ts';
+import { settleAnalyses, type CallRead, type RowAnalysis } from '../../src/voice/batches/analyses.ts';
+import { resultsCsv } from '../../src/voice/batches/results.ts';
 import { inWindow, nextOpening, settleWindow, type BatchWindow } from '../../src/voice/batches/window.ts';
 import { decide, type TickOutput, type VoiceBatchContext } from '../../machines/voice-batch.machine.ts';
 import { ist } from './batches-helpers.ts';
@@ -104,22 +106,26 @@ describe('a batch tick', () => {
     byKey = new Map<string, string | null>(); // null: a key recorded whose call never came to exist
     dialled: string[] = [];
     ends = new Map<string, CallEnd>();
+    /** The analysis a call's end is read with (absent: not read). */
+    analyses = new Map<string, RowAnalysis | null>();
     refuse: ApiError | null = null;
-    async place(_p: unknown, body: { to: string }, key: string): Promise<string> {
+    async place(_p: unknown, body: { to: string }, key: string) {
       if (this.refuse) throw this.refuse;
       const made = this.byKey.get(key);
-      if (made) return made;
+      if (made) return { id: made, status: 'dialing' };
       if (made === null) throw new ApiError('conflict', 'still placing');
       const id = `call_${this.dialled.length}_${body.to}`;
       this.dialled.push(id);
       this.byKey.set(key, id);
-      return id;
+      return { id, status: 'queued' };
     }
     async forgetKey(_p: unknown, key: string) {
       this.byKey.delete(key);
     }
-    async ended(id: string) {
-      return this.ends.get(id) ?? null;
+    async state(_account: string, id: string) {
+      const end = this.ends.get(id);
+      if (!end) return { ended: false as const, status: 'in_progress' };
+      return this.analyses.has(id) ? { ended: true as const, end, analysis: this.analyses.get(id)! } : { ended: true as const, end };
     }
     async affordable() {
       return this.refuse?.code !== 'insufficient_credit';
@@ -228,6 +234,66 @@ describe('a batch tick', () => {
     assert.deepEqual([t.refused, t.counts.failed], [null, 1]);
     const [failed] = await rows.page(id, { limit: 1 });
     assert.deepEqual([failed!.attempts.length, failed!.attempts[0]!.end_reason], [1, 'model_not_found']);
+  });
+
+  it("keeps the final call's analysis on its row: settled rows read no call, a pending or unknown one is read until settled", async () => {
+    const calls = new Calls();
+    const id = await batch(3);
+    await run(calls, id);
+    const [c0, c1] = calls.dialled as [string, string];
+    const analysis = (status: RowAnalysis['status'], extra: Partial<RowAnalysis> = {}): RowAnalysis => ({
+      ...{ status, source: 'llm', summary: null, fields: { amount: null }, intent: null },
+      ...extra,
+    });
+    calls.end(c0, 'completed');
+    calls.analyses.set(c0, analysis('completed', { source: 'pack', fields: {}, intent: 'BANKING.ATM.CASH_NOT_DISPENSED' }));
+    calls.end(c1, 'completed');
+    calls.analyses.set(c1, analysis('pending'));
+    await run(calls, id);
+    calls.end(calls.dialled[2]!, 'completed'); // its analysis not read with its end
+    await run(calls, id);
+    const page = () => rows.page(id, { limit: 10 });
+    assert.deepEqual(
+      (await page()).map((r) => r.analysis?.status),
+      ['completed', 'pending', undefined],
+    );
+    const answers = new Map<string, RowAnalysis | null>([
+      [c1, analysis('pending')],
+      [calls.dialled[2]!, null],
+    ]);
+    let reads: string[] = [];
+    const read: CallRead = async (_account, callId) => {
+      reads.push(callId);
+      return {
+        analysis: answers.get(callId)
+          ? { ...answers.get(callId)!, model: 'm', actions: null, entities: null, usage: null, cost_cents: 0, attempts: 1, error: null, completed_at: 1 }
+          : null,
+      };
+    };
+    const readOnce = async () => {
+      reads = [];
+      const docs = await page();
+      await settleAnalyses(rows, read, 'user:1', docs);
+      return docs;
+    };
+    await readOnce();
+    assert.deepEqual(reads, [c1, calls.dialled[2]], 'the row settled at its end is not read');
+    answers.set(c1, analysis('completed', { summary: 'Raised.', fields: { amount: 500 } }));
+    await readOnce();
+    assert.deepEqual(reads, [c1], 'the call without analysis is settled (null) after one read');
+    const settled = await readOnce();
+    assert.deepEqual(reads, [], 'every analysis settled: a page of rows reads no call');
+    assert.deepEqual(
+      settled.map((r) => [r.analysis?.status ?? null, r.analysis?.summary ?? null]),
+      [
+        ['completed', null],
+        ['completed', 'Raised.'],
+        [null, null],
+      ],
+    );
+    const [header, first, second] = resultsCsv(settled).split('\r\n');
+    const at = (line: string, name: string) => line.split(',')[header!.split(',').indexOf(name)];
+    assert.deepEqual([at(first!, 'intent'), at(second!, 'summary'), at(second!, 'analysis.amount')], ['BANKING.ATM.CASH_NOT_DISPENSED', 'Raised.', '500']);
   });
 
   it('cancels the rows not dialled; outside the window places nothing', async () => {

@@ -64,6 +64,30 @@ describe('voice batches', () => {
     assert.equal((done.fields.counts as any).completed, 7);
   });
 
+  it('lists an attempt in progress with its live call as soon as the call exists, and keeps its final fields when it ends', async () => {
+    const res = await createBatch(gw, acc.key, { calls: [{ to: '+919800000401' }] });
+    assert.equal(res.status, 201, res.text);
+    const live = await waitForBatch(gw, acc.key, res.body.id, (x) => x.calls.data[0].attempts.length > 0, 5000);
+    const row = live.calls.data[0];
+    assert.equal(row.status, 'in_progress', JSON.stringify(row));
+    assert.equal(row.attempts.length, 1, JSON.stringify(row));
+    const attempt = row.attempts[0];
+    assert.match(attempt.call_id, /^call_/);
+    assert.deepEqual([attempt.end_reason, attempt.ended_at, attempt.billed_seconds, attempt.cost_cents], [null, null, null, null]);
+    assert.equal(typeof attempt.started_at, 'number');
+    const theCall = (await call(gw.url, 'GET', `/v1/voice/calls/${attempt.call_id}`, { token: acc.key })).body;
+    assert.ok(['ringing', 'in_progress'].includes(theCall.status), theCall.status);
+    // The call's status as the batch last read it (every poll): the answered call shows in_progress.
+    const answered = await waitForBatch(gw, acc.key, res.body.id, (x) => x.calls.data[0].attempts[0]?.status === 'in_progress', 5000);
+    assert.equal(answered.calls.data[0].attempts[0].call_id, attempt.call_id);
+    assert.equal((await call(gw.url, 'POST', `/v1/voice/calls/${attempt.call_id}/hangup`, { token: acc.key })).status, 200);
+    const b = await waitForBatch(gw, acc.key, res.body.id, (x) => x.status === 'completed');
+    const [done] = b.calls.data[0].attempts;
+    assert.equal(b.calls.data[0].attempts.length, 1, 'the attempt listed once');
+    assert.deepEqual([done.call_id, done.status, b.calls.data[0].final_call_id], [attempt.call_id, 'completed', attempt.call_id]);
+    assert.ok(done.ended_at !== null && done.billed_seconds !== null && done.cost_cents !== null, JSON.stringify(done));
+  });
+
   it('reports invalid numbers per row and places the rest; an entirely invalid list is 400', async () => {
     const calls = [{ to: '+919800001100' }, { to: '12345' }, { to: '+61412345678' }, { to: '+919800001101', variables: { name: 'Asha' } }];
     const res = await createBatch(gw, acc.key, { calls });

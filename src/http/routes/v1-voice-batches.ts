@@ -90,7 +90,9 @@ const Row = Type.Object({
   ),
   next_attempt_at: Nullable(Type.Integer()),
   final_call_id: Nullable(Type.String()),
-  analysis: Type.Unknown({ description: "The final call's analysis (null when it has none)." }),
+  analysis: Type.Unknown({
+    description: "What the row keeps of its final call's analysis: {status, source, summary, fields, intent} (null when it has none; the whole on the call).",
+  }),
   error: Type.Optional(ErrorShape),
 });
 const BatchWithRows = Type.Object({

@@ -13,10 +13,11 @@ import type { IdempotencyKeys } from '../idempotency.ts';
 import { VOICE_KIND } from '../kind.ts';
 import type { VoiceCalls } from '../service.ts';
 import { facts } from '../view.ts';
-import type { BatchCallsPort, CallEnd } from './pacing.ts';
+import { rowAnalysis } from './analyses.ts';
+import type { BatchCallsPort, CallState } from './pacing.ts';
 
 export interface BatchCallsDeps {
-  voice: Pick<VoiceCalls, 'create'>;
+  voice: Pick<VoiceCalls, 'create' | 'get'>;
   runtime: Pick<ActorRuntime, 'get' | 'subscribe'>;
   keys: Pick<IdempotencyKeys, 'forget'>;
   check: CheckDeps;
@@ -40,18 +41,19 @@ export function batchCalls(deps: BatchCallsDeps, ended: (batchId: string) => voi
         stop();
         ended(batchId);
       });
-      return call.id;
+      return { id: call.id, status: call.status };
     },
     async forgetKey(principal, key) {
       await deps.keys.forget((await deps.payerFor(principal)).walletId, key);
     },
-    async ended(callId): Promise<CallEnd | null | 'missing'> {
+    async state(account, callId): Promise<CallState> {
       const view = await deps.runtime.get(VOICE_KIND, callId).catch(() => null);
       const c = view ? facts(view) : null;
       if (!view || !c) return 'missing';
       // Ended once billed: the charge is the call's last step before its end.
-      if (!FINAL.has(c.status) || c.costMicrocents === null || c.costMicrocents === undefined) return null;
-      return {
+      if (!FINAL.has(c.status) || c.costMicrocents === null || c.costMicrocents === undefined)
+        return { ended: false, status: view.context ? c.status : 'queued' };
+      const end = {
         status: c.status,
         end_reason: c.endReason ?? null,
         started_at: c.dialStartedAt ?? c.createdAt,
@@ -59,6 +61,12 @@ export function batchCalls(deps: BatchCallsDeps, ended: (batchId: string) => voi
         billed_seconds: c.billedSeconds ?? 0,
         cost_microcents: c.costMicrocents, // exact (a fraction of a µ¢ at per-second prices): the wallet carries the fractions, so the sum is what it charged
       };
+      // Its analysis as it stands (a pack's is computed from the transcript: the call's own view reads it), kept on the row.
+      const analysis = await deps.voice.get(account, callId).then(
+        (call) => rowAnalysis(call.analysis),
+        () => undefined,
+      );
+      return { ended: true, end, analysis };
     },
     async affordable(principal, body: VoiceCallBody) {
       try {

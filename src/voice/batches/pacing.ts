@@ -19,7 +19,7 @@ import { ApiError } from '../../errors.ts';
 import type { TickInput, TickOutput } from '../../../machines/voice-batch.machine.ts';
 import type { VoiceCallBody } from '../checks.ts';
 import type { ApiKeyPrincipal } from '../../identity/keys.ts';
-import { FINAL_ROW_STATUSES, type Attempt, type BatchRows, type RowDoc, type RowStatus } from './rows.ts';
+import { FINAL_ROW_STATUSES, type Attempt, type BatchRows, type RowAnalysis, type RowDoc, type RowStatus } from './rows.ts';
 import { inWindow, nextOpening, type BatchWindow } from './window.ts';
 
 export const RETRYABLE = ['busy', 'no_answer', 'failed', 'voicemail'] as const;
@@ -49,14 +49,17 @@ export interface BatchSpecFields {
 /** An ended call, as a row's attempt records it. */
 export type CallEnd = Omit<Attempt, 'call_id'>;
 
+/** A call as the batch reads it: going on (its status now), ended and billed (with its analysis as it then stood, when read), or gone. */
+export type CallState = { ended: false; status: string } | { ended: true; end: CallEnd; analysis?: RowAnalysis | null } | 'missing';
+
 /** The calls, as a batch places and reads them (src/voice/batches/calls.ts). */
 export interface BatchCallsPort {
-  /** POST /v1/voice/call's code: the call placed (or the one this key placed before). */
-  place(principal: ApiKeyPrincipal, body: VoiceCallBody, key: string): Promise<string>;
+  /** POST /v1/voice/call's code: the call placed (or the one this key placed before), its id and status. */
+  place(principal: ApiKeyPrincipal, body: VoiceCallBody, key: string): Promise<{ id: string; status: string }>;
   /** Forgets a key whose call was never made (its creator died between the key and the call). */
   forgetKey(principal: ApiKeyPrincipal, key: string): Promise<void>;
-  /** The call's end once it has ended and is billed; null while it goes on; `missing` when it does not exist. */
-  ended(callId: string): Promise<CallEnd | null | 'missing'>;
+  /** The call's end once it has ended and is billed; its status while it goes on; `missing` when it does not exist. */
+  state(account: string, callId: string): Promise<CallState>;
   /** Whether the wallet can afford the call now (the call's own check, nothing held). */
   affordable(principal: ApiKeyPrincipal, body: VoiceCallBody): Promise<boolean>;
 }
@@ -108,14 +111,16 @@ export async function tick(given: PacingDeps, input: TickInput<BatchSpecFields>)
       else if (placed !== 'recorded') refused ??= placed;
       continue;
     }
-    const end = await deps.calls.ended(current.call_id);
-    if (end === null) {
+    const state = await deps.calls.state(row.account, current.call_id);
+    if (state !== 'missing' && !state.ended) {
       busy++;
+      // The live call's status on its row (written when it changes): the batch's GET shows it without reading the call.
+      if (state.status !== current.status) await rows.update(row, { current: { ...current, status: state.status } }, 'in_progress');
       continue;
     }
     const ended: CallEnd =
-      end === 'missing' ? { status: 'failed', end_reason: null, started_at: null, ended_at: null, billed_seconds: null, cost_microcents: null } : end;
-    await record(deps, spec, row, { call_id: current.call_id, ...ended }, outcomeOf(ended));
+      state === 'missing' ? { status: 'failed', end_reason: null, started_at: null, ended_at: null, billed_seconds: null, cost_microcents: null } : state.end;
+    await record(deps, spec, row, { call_id: current.call_id, ...ended }, outcomeOf(ended), state === 'missing' ? null : state.analysis);
   }
   if (mode === 'cancel') await rows.cancelQueued(batchId);
   const now = deps.now();
@@ -159,8 +164,9 @@ async function dial(deps: PacingDeps, spec: BatchSpecFields, row: RowDoc, attemp
   const back = async () => void (await deps.rows.update(row, { status: 'queued', current: null }, 'in_progress'));
   for (let tries = 0; ; tries++) {
     try {
-      const callId = await deps.calls.place(spec.principal, body, key);
-      await deps.rows.update(row, { current: { attempt, key, call_id: callId } }, 'in_progress');
+      const call = await deps.calls.place(spec.principal, body, key);
+      // Recorded as soon as the call exists: the row lists the attempt in progress with its call.
+      await deps.rows.update(row, { current: { attempt, key, call_id: call.id, status: call.status, placed_at: deps.now() } }, 'in_progress');
       return 'placed';
     } catch (err) {
       if (!(err instanceof ApiError)) {
@@ -179,14 +185,25 @@ async function dial(deps: PacingDeps, spec: BatchSpecFields, row: RowDoc, attemp
       }
       const now = deps.now();
       const failed: Attempt = { call_id: null, status: 'failed', end_reason: err.code, started_at: now, ended_at: now, billed_seconds: 0, cost_microcents: 0 };
-      await record(deps, spec, row, failed, 'failed');
+      await record(deps, spec, row, failed, 'failed', null);
       return 'recorded';
     }
   }
 }
 
-/** The row's attempt recorded: queued again after the gap when its outcome is retried and attempts are left, else final. */
-async function record(deps: PacingDeps, spec: BatchSpecFields, row: RowDoc, attempt: Attempt, outcome: RowStatus): Promise<void> {
+/**
+ * The row's attempt recorded: queued again after the gap when its outcome is retried and attempts
+ * are left, else final, with what the row keeps of the call's analysis (undefined: not read; the
+ * row's reads learn it).
+ */
+async function record(
+  deps: PacingDeps,
+  spec: BatchSpecFields,
+  row: RowDoc,
+  attempt: Attempt,
+  outcome: RowStatus,
+  analysis: RowAnalysis | null | undefined,
+): Promise<void> {
   const attempts = [...row.attempts, attempt];
   const cost_microcents = attempts.reduce((sum, a) => sum + (a.cost_microcents ?? 0), 0);
   const again = (RETRYABLE as readonly string[]).includes(outcome) && spec.retry.on.includes(outcome as Retryable) && attempts.length < spec.retry.max_attempts;
@@ -202,7 +219,7 @@ async function record(deps: PacingDeps, spec: BatchSpecFields, row: RowDoc, atte
           current: null,
           next_attempt_at: Math.max(attempt.ended_at ?? deps.now(), deps.now()) + spec.retry.min_gap_seconds * 1000,
         }
-      : { status: final, attempts, cost_microcents, current: null, final_call_id: attempt.call_id },
+      : { status: final, attempts, cost_microcents, current: null, final_call_id: attempt.call_id, ...(analysis !== undefined ? { analysis } : {}) },
     'in_progress',
   );
 }

@@ -6,7 +6,6 @@
 // then one per analysis field and one per variable name (each in order of first appearance).
 import { centsOf } from '../kind.ts';
 import type { RowDoc } from './rows.ts';
-import type { CallFacts } from './views.ts';
 
 const FIXED = ['index', 'to', 'status', 'attempts', 'final_call_id', 'end_reason', 'billed_seconds', 'cost_cents', 'intent', 'summary'];
 
@@ -17,24 +16,26 @@ export function csvCell(value: unknown): string {
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-export function resultsCsv(rows: RowDoc[], calls: Map<string, CallFacts | null>): string {
+/** The rows with their analyses settled (src/voice/batches/analyses.ts): the CSV reads no call. */
+export function resultsCsv(rows: RowDoc[]): string {
   const fieldNames: string[] = [];
   const variableNames: string[] = [];
   const add = (list: string[], names: string[]) => {
     for (const n of names) if (!list.includes(n)) list.push(n);
   };
   for (const r of rows) {
-    const fields = r.final_call_id ? calls.get(r.final_call_id)?.analysis?.fields : null;
+    const fields = r.analysis?.fields;
     if (fields && typeof fields === 'object') add(fieldNames, Object.keys(fields));
     add(variableNames, Object.keys(r.variables));
   }
   const header = [...FIXED, ...fieldNames.map((n) => `analysis.${n}`), ...variableNames.map((n) => `variables.${n}`)];
   const lines = [header.map(csvCell).join(',')];
   for (const r of rows) {
-    const call = r.final_call_id ? (calls.get(r.final_call_id) ?? null) : null;
+    const a = r.analysis ?? null;
     const last = r.attempts.at(-1);
-    const fields = (call?.analysis?.fields ?? {}) as Record<string, unknown>;
-    const intent = fields.intent ?? call?.outcome?.actions?.find((a) => a.intent)?.intent ?? null;
+    const fields = (a?.fields ?? {}) as Record<string, unknown>;
+    // A pack call's intent is its analysis's own (free, `source: "pack"`: the last action's intent, else the last heard); else a field the llm was asked for.
+    const intent = a?.intent ?? fields.intent ?? null;
     const billed = r.attempts.reduce((s, a) => s + (a.billed_seconds ?? 0), 0);
     const cells = [
       r.index,
@@ -46,7 +47,7 @@ export function resultsCsv(rows: RowDoc[], calls: Map<string, CallFacts | null>)
       billed,
       centsOf(r.cost_microcents ?? 0),
       intent,
-      call?.analysis?.summary ?? null,
+      a?.summary ?? null,
       ...fieldNames.map((n) => fields[n]),
       ...variableNames.map((n) => r.variables[n]),
     ];

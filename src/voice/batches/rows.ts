@@ -5,12 +5,16 @@
 // recorded (`dialling`: its number and Idempotency-Key) BEFORE the call is placed, so a restarted
 // batch finds it and adopts the call it made, or places it with the same key (src/voice/batches/pacing.ts).
 import { isDuplicateKeyError, type Filter, type Store } from '../../store/port.ts';
+import type { CallAnalysisObject } from '../views.ts';
 
 export const ROW_STATUSES = ['queued', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'voicemail', 'canceled', 'invalid'] as const;
 export type RowStatus = (typeof ROW_STATUSES)[number];
 /** A row's outcome once no attempt follows. */
 export const FINAL_ROW_STATUSES: readonly RowStatus[] = ['completed', 'busy', 'no_answer', 'failed', 'voicemail', 'canceled', 'invalid'];
 export type Counts = Record<RowStatus, number> & { total: number };
+
+/** What a row keeps of its final call's analysis (src/voice/batches/analyses.ts); the whole is on the call. */
+export type RowAnalysis = Pick<CallAnalysisObject, 'status' | 'source' | 'summary' | 'fields' | 'intent'>;
 
 export interface Attempt {
   call_id: string | null;
@@ -35,8 +39,8 @@ export interface RowDoc {
   metadata: Record<string, string>;
   status: RowStatus;
   attempts: Attempt[];
-  /** The attempt in flight: its number (1…), key, and call once placed. */
-  current: { attempt: number; key: string; call_id: string | null } | null;
+  /** The attempt in flight: its number (1…), key, and once placed its call, the call's status as last read and when it was placed. */
+  current: { attempt: number; key: string; call_id: string | null; status?: string; placed_at?: number } | null;
   /** Epoch ms: when the row may be dialled (a retry's gap). */
   next_attempt_at: number;
   final_call_id: string | null;
@@ -44,6 +48,8 @@ export interface RowDoc {
   cost_microcents: number;
   /** Why an invalid number was refused at creation. */
   error: { code: string; message: string } | null;
+  /** What the row keeps of its final call's analysis (src/voice/batches/analyses.ts); absent until learned. */
+  analysis?: RowAnalysis | null;
   [k: string]: unknown;
 }
 
@@ -112,6 +118,12 @@ export class BatchRows {
     const res = await this.rows.updateOne({ _id: row._id, status: expect }, { $set: set });
     if (res.matchedCount > 0) Object.assign(row, set);
     return res.matchedCount > 0;
+  }
+
+  /** Keeps a final call's settled analysis on its row (whatever the row's status: it only ever ends). */
+  async keepAnalysis(row: RowDoc, analysis: RowAnalysis | null): Promise<void> {
+    await this.rows.updateOne({ _id: row._id }, { $set: { analysis } });
+    row.analysis = analysis;
   }
 
   /** Every queued row canceled (a cancelled batch); calls in progress finish. */

@@ -21,7 +21,8 @@ import { BATCH_KIND, type BatchContext, type BatchKind } from './kind.ts';
 import type { BatchSpecFields, Retryable } from './pacing.ts';
 import { rowId, type BatchRows, type RowDoc, type RowStatus } from './rows.ts';
 import { resultsCsv } from './results.ts';
-import { batchObject, rowObject, type BatchObject, type CallRead } from './views.ts';
+import { settleAnalyses, type CallRead } from './analyses.ts';
+import { batchObject, rowObject, type BatchObject } from './views.ts';
 import { settleWindow, type BatchWindow } from './window.ts';
 
 /** The body of POST /v1/voice/batches, as its schema validated it. */
@@ -47,7 +48,7 @@ export interface VoiceBatchesDeps {
   maxConcurrentCalls(account: string): Promise<number | null>;
   defaultMaxConcurrent: number;
   timing: BatchTiming;
-  /** A call's view (the CSV's and the rows' analysis): the call API's. */
+  /** A call's view, read for a row whose analysis is not settled yet (src/voice/batches/analyses.ts): the call API's. */
   call: CallRead;
   now(): number;
 }
@@ -221,9 +222,9 @@ export class VoiceBatches {
       ...(page.after !== undefined ? { afterIndex: page.after } : {}),
       ...(page.status ? { status: page.status } : {}),
     });
-    const rows = await Promise.all(
-      data.slice(0, page.limit).map(async (r) => rowObject(r, r.final_call_id ? await this.deps.call(account, r.final_call_id).catch(() => null) : null)),
-    );
+    const shown = data.slice(0, page.limit);
+    await settleAnalyses(this.deps.rows, this.deps.call, account, shown);
+    const rows = shown.map(rowObject);
     return {
       ...batch,
       calls: { object: 'list' as const, data: rows, has_more: data.length > page.limit, first_id: rows[0]?.index ?? null, last_id: rows.at(-1)?.index ?? null },
@@ -270,14 +271,7 @@ export class VoiceBatches {
       if (page.length < 1000) break;
       after = page.at(-1)!.index;
     }
-    const calls = new Map<string, Awaited<ReturnType<CallRead>>>();
-    for (let i = 0; i < rows.length; i += 16) {
-      await Promise.all(
-        rows.slice(i, i + 16).map(async (r) => {
-          if (r.final_call_id) calls.set(r.final_call_id, await this.deps.call(account, r.final_call_id).catch(() => null));
-        }),
-      );
-    }
-    return resultsCsv(rows, calls);
+    await settleAnalyses(this.deps.rows, this.deps.call, account, rows);
+    return resultsCsv(rows);
   }
 }

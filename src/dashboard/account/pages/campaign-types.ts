@@ -36,7 +36,7 @@ export interface BatchRow {
   to: string;
   status: RowStatus;
   attempts: {
-    /** Null for a moment: the attempt is written before its call is placed. */
+    /** The attempt's call, listed from the moment it exists (in progress: `status` is the call's now); null for an attempt refused before any call existed. */
     call_id: string | null;
     status: string;
     end_reason: string | null;
