@@ -120,14 +120,13 @@ export interface PackFields {
 
 /**
  * The main intent is the last action's (the business the call did), else the last intent the pack
- * recognised in a callee turn; the entities are merged in order (the callee turns', then the
- * actions'), a later value winning.
+ * recognised in what the callee said (kept on the agent turn that answered it: src/voice/speaking.ts);
+ * the entities are merged in order (the turns', then the actions'), a later value winning.
  */
 export function packFields(turns: readonly Turn[], actions: readonly OutcomeAction[]): PackFields {
-  const callee = turns.filter((t) => t.role === 'callee');
   const lastAction = actions.findLast((a) => a.intent);
-  const lastHeard = callee.findLast((t) => typeof t.intent === 'string' && t.intent !== '');
+  const lastHeard = turns.findLast((t) => typeof t.intent === 'string' && t.intent !== '');
   const entities: Record<string, string | number> = {};
-  for (const e of [...callee.map((t) => t.entities), ...actions.map((a) => a.entities)]) Object.assign(entities, e ?? {});
+  for (const e of [...turns.map((t) => t.entities), ...actions.map((a) => a.entities)]) Object.assign(entities, e ?? {});
   return { intent: lastAction?.intent ?? lastHeard?.intent ?? null, actions: actions.map((a) => a.action), entities };
 }

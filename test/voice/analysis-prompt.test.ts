@@ -48,10 +48,14 @@ describe('analysis prompt', () => {
     assert.equal(user!.content, 'The transcript:\n[0.0s] Agent: Hello there [interrupted]\n[1.3s] Callee: (keys) 42');
   });
 
-  it("a pack's fields: the last action's intent, else the last heard; entities merged in order", () => {
+  it("a pack's fields: the last action's intent, else the last heard (on the agent turn that answered it); entities merged in order", () => {
+    // As a call records them (src/voice/speaking.ts): the intent and entities the pack read in the
+    // callee's words ride on the agent's answer.
     const turns = [
-      { role: 'callee' as const, text: 'a', start: 0, end: 1, intent: 'BANKING.ATM', entities: { amount: 500 } },
-      { role: 'callee' as const, text: 'b', start: 2, end: 3, intent: null, entities: { amount: 700 } },
+      { role: 'callee' as const, text: 'a', start: 0, end: 1 },
+      { role: 'agent' as const, text: 'A', start: 1, end: 2, intent: 'BANKING.ATM', entities: { amount: 500 } },
+      { role: 'callee' as const, text: 'b', start: 2, end: 3 },
+      { role: 'agent' as const, text: 'B', start: 3, end: 4, entities: { amount: 700 } },
     ];
     const action = { action: 'CREATE_DISPUTE', intent: 'BANKING.DISPUTE', entities: { ref: 'X1' }, at: 3 };
     assert.deepEqual(packFields(turns, [action]), { intent: 'BANKING.DISPUTE', actions: ['CREATE_DISPUTE'], entities: { amount: 700, ref: 'X1' } });
