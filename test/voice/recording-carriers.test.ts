@@ -6,45 +6,26 @@
 // says each spoke, the call's length long.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { TestGateway } from '../helper.ts';
-import { FakeExotel } from '../fakes/exotel.ts';
-import { FakeTwilio } from '../fakes/twilio.ts';
-import { ended, localSpeech, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
-import { CALLEES, putScriptedVoice, ScriptedStt } from './simulated.ts';
+import { type CarrierRig, carrierRig } from './carrier-rig.ts';
+import { ended, place, waitForCall } from './helpers.ts';
+import { CALLEES } from './simulated.ts';
 import { assertSidesApart, fetchRecording, parseWav } from './recording-checks.ts';
 
 const DISPUTE = '+919800000010';
 
 describe('recorded calls through the (fake) carriers', () => {
-  let gw: TestGateway;
-  let twilio: FakeTwilio;
-  let exotel: FakeExotel;
-  let stt: ScriptedStt;
-  let acc: VoiceAccount;
+  let rig: CarrierRig;
   before(async () => {
-    stt = await ScriptedStt.start();
-    const speak = (input: string, voice: string) => localSpeech(gw.url, acc.key, input, voice);
-    twilio = await FakeTwilio.start({ accountSid: 'ACrec', authToken: 'rec-auth-token', callees: CALLEES as never, speak });
-    twilio.badDays.set(DISPUTE, { dropAnswered: true });
-    exotel = await FakeExotel.start({ accountSid: 'acme1', apiKey: 'exo-key', apiToken: 'exo-token', callees: CALLEES as never, speak });
-    exotel.badDays.set(DISPUTE, { answeredDelayMs: 4000, repeat: 3 });
-    gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, simulator: { callees: [] } } });
-    acc = await voiceAccount(gw);
-    const twilioRoute = { provider: 'twilio', base_url: twilio.url, account_sid: 'ACrec', api_key: 'rec-auth-token', from: '+14155550100' };
-    const exotelRoute = { provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' };
-    await putScriptedVoice(gw.url, stt, 'voice-twilio', [twilioRoute]);
-    await putScriptedVoice(gw.url, stt, 'voice-exotel', [exotelRoute]);
+    rig = await carrierRig(CALLEES as never);
+    rig.twilio.badDays.set(DISPUTE, { dropAnswered: true });
+    rig.exotel.badDays.set(DISPUTE, { answeredDelayMs: 4000, repeat: 3 });
   });
-  after(async () => {
-    await gw?.destroy();
-    await twilio?.close();
-    await exotel?.close();
-    await stt?.server.close();
-  });
+  after(() => rig?.close());
 
   for (const model of ['voice-twilio', 'voice-exotel']) {
     it(`${model}: both sides in their channels, the call's length`, async () => {
-      stt.say('the ATM did not give money but my account got debited', 'yes please');
+      const { gw, acc } = rig;
+      rig.stt.say('the ATM did not give money but my account got debited', 'yes please');
       const placed = await place(gw, acc.key, { model, to: DISPUTE, record: true });
       assert.equal(placed.status, 202, placed.text);
       const c = await waitForCall(gw, acc.key, placed.body.id, (x) => ended(x) && x.recording?.status !== 'recording', 45_000);
