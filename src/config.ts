@@ -250,6 +250,12 @@ export const ConfigSchema = Type.Object(
          * empty: no callbacks, jobs are polled (Deepgram, which cannot be polled, is then not used for jobs).
          */
         publicUrl: Type.String({ maxLength: 2048 }),
+        /**
+         * A folder where the offline recogniser's language models are kept by content once built
+         * (src/speech/language-models.ts), so a restart or another gateway on the host copies them
+         * instead of building them again; empty: each process builds its own, in its tmp area.
+         */
+        languageModelCacheDir: Type.String({ maxLength: 4096 }),
       },
       { additionalProperties: false },
     ),
@@ -396,6 +402,7 @@ const ENV: Record<string, [string, 'int' | 'string' | 'bool']> = {
   METRICS_TOKEN: ['metrics.token', 'string'],
   TRANSCRIPTION_PUBLIC_URL: ['transcription.publicUrl', 'string'],
   TRANSCRIPTION_POLL_MS: ['transcription.pollMs', 'int'],
+  LANGUAGE_MODEL_CACHE_DIR: ['transcription.languageModelCacheDir', 'string'],
   PUBLIC_BASE_URL: ['voice.publicUrl', 'string'],
 };
 

@@ -72,6 +72,38 @@ describe('conversation language models', { skip }, () => {
     assert.equal(amount, 'two thousand rupees');
   });
 
+  it('copies a domain built before from the cache folder: the same models without running tlm or festival', async () => {
+    const cache = tempDir('language-model-cache-');
+    const [once, elsewhere] = [tempDir('language-models-once-'), tempDir('language-models-again-')];
+    try {
+      const first = new LanguageModels({ dir: once.dir, backgroundFile: SPEECH_BACKGROUND_FILE, cacheDir: cache.dir });
+      assert.equal(await first.prepare(domain), true);
+      // Neither tool can run here: only the cache can give this one its models.
+      const again = new LanguageModels({
+        dir: elsewhere.dir,
+        backgroundFile: SPEECH_BACKGROUND_FILE,
+        cacheDir: cache.dir,
+        tlm: '/bin/false',
+        festival: '/bin/false',
+      });
+      assert.equal(await again.prepare(domain), true);
+      const [built, copied] = [first.current()!, again.current()!];
+      assert.deepEqual([...copied.names], [...built.names]);
+      assert.equal(readFileSync(copied.dict, 'utf8'), readFileSync(built.dict, 'utf8'), "festival's pronunciations too (nikle)");
+      const arpa = (set: typeof built) =>
+        readFileSync(set.lmctl, 'utf8')
+          .split('\n')
+          .filter((l) => l.endsWith('-yes_no'))[0]!
+          .split(' ')[0]!;
+      assert.equal(readFileSync(arpa(copied), 'utf8'), readFileSync(arpa(built), 'utf8'));
+      // Without the cache, the same tools fail the build (the general model is used): the copy above was no accident.
+      const none = new LanguageModels({ dir: elsewhere.dir, backgroundFile: SPEECH_BACKGROUND_FILE, tlm: '/bin/false', festival: '/bin/false' });
+      assert.equal(await none.prepare(domain), false);
+    } finally {
+      for (const t of [cache, once, elsewhere]) t.remove();
+    }
+  });
+
   it('builds a domain once, whoever asks', async () => {
     const again = await Promise.all([models.prepare(domain), models.prepare({ ...domain })]);
     assert.deepEqual(again, [true, true]);
