@@ -250,11 +250,7 @@ export const ConfigSchema = Type.Object(
          * empty: no callbacks, jobs are polled (Deepgram, which cannot be polled, is then not used for jobs).
          */
         publicUrl: Type.String({ maxLength: 2048 }),
-        /**
-         * A folder where the offline recogniser's language models are kept by content once built
-         * (src/speech/language-models.ts), so a restart or another gateway on the host copies them
-         * instead of building them again; empty: each process builds its own, in its tmp area.
-         */
+        /** Where stt-local's built language models are kept by content for later builds (speech/language-models.ts); empty: none. */
         languageModelCacheDir: Type.String({ maxLength: 4096 }),
       },
       { additionalProperties: false },
