@@ -115,6 +115,8 @@ export class Leg {
 
 export class BenchTwilio {
   readonly legs = new Map<string, Leg>();
+  /** Every number a call was placed to, in order (bench:voice-batch counts each once per attempt). */
+  readonly dialled: string[] = [];
   private readonly timer: NodeJS.Timeout;
 
   private constructor(
@@ -129,7 +131,8 @@ export class BenchTwilio {
     this.timer.unref();
   }
 
-  static async start(accountSid: string, authToken: string): Promise<BenchTwilio> {
+  /** `hangupAfterMs`: each callee hangs up (status `completed`) that long after its media stream opened. */
+  static async start(accountSid: string, authToken: string, opts: { hangupAfterMs?: number } = {}): Promise<BenchTwilio> {
     const server = createServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c));
@@ -156,9 +159,11 @@ export class BenchTwilio {
           });
         };
         const leg = self.leg(parameters.call_id!);
+        self.dialled.push(form.get('To') ?? '');
         void post('ringing')
           .then(() => post('in-progress'))
-          .then(() => leg.connect(url, parameters));
+          .then(() => leg.connect(url, parameters))
+          .then(() => (opts.hangupAfterMs === undefined ? undefined : setTimeout(() => void post('completed').catch(() => undefined), opts.hangupAfterMs)));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

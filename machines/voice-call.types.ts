@@ -73,8 +73,11 @@ export interface VoiceCallInput<Spec extends CallSpec = CallSpec> {
   analyze?: boolean;
 }
 
-/** How the integrator answered a tool request (src/voice/tool-requests.ts): 2xx, 4xx, anything else, or nothing in time. */
-export type ToolStatus = 'ok' | 'refused' | 'failed' | 'timeout';
+/**
+ * How the integrator answered a tool request (src/voice/tool-requests.ts): 2xx, 4xx, anything else,
+ * or nothing in time; `interrupted`: the gateway died with it in flight (src/voice/tool-journal.ts).
+ */
+export type ToolStatus = 'ok' | 'refused' | 'failed' | 'timeout' | 'interrupted';
 
 /** A `tool` turn's request to the integrator and its answer (a pack's business action, or an LLM's tool call). */
 export interface ToolExchange {

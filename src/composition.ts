@@ -6,7 +6,7 @@ import { CONFIG_DIR, SPEECH_BACKGROUND_FILE, type Config } from './config.ts';
 import type { Store } from './store/port.ts';
 import { AccountService } from './identity/accounts.ts';
 import type { Clock } from './shared/common.ts';
-import type { EventSink } from './shared/events.ts';
+import type { AccountEvent, EventSink } from './shared/events.ts';
 import { KeyService } from './identity/keys.ts';
 import { OperatorSessions } from './identity/operator-sessions.ts';
 import { OrgService } from './identity/orgs.ts';
@@ -50,6 +50,7 @@ import { loadResamplers, type Resamplers } from './speech/resample.ts';
 import { startPocketsphinxEngine } from './speech/pocketsphinx-engine.ts';
 import type { Logger } from 'pino';
 import { composeVoice } from './voice/compose.ts';
+import type { VoiceBatches } from './voice/batches/service.ts';
 import type { AccountLimits } from './identity/account-limits.ts';
 import type { VoiceCalls } from './voice/service.ts';
 import type { InboundCalls } from './voice/inbound.ts';
@@ -101,6 +102,8 @@ export interface Services {
   realtime: RealtimeService;
   /** POST /v1/voice/call and the calls (src/voice/); the media streams' edge is src/ws/voice.ts. */
   voice: VoiceCalls;
+  /** Voice batches: campaigns of calls paced by their actor (src/voice/batches/). */
+  voiceBatches: VoiceBatches;
   /** Inbound calls to the numbers voice models own, and the numbers (src/voice/inbound.ts). */
   inbound: InboundCalls;
   /** Limits an operator set on one account over the defaults (PATCH /admin/limits/…). */
@@ -147,7 +150,15 @@ export async function createServices(deps: {
   });
   // Account events go to the webhook outbox (durable); a caller's sink (tests) also sees each one.
   const extra = deps.events;
-  const events: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
+  const outbox: EventSink = extra ? { emit: async (e) => void (await Promise.all([webhooks.sink.emit(e), extra.emit(e)])) } : webhooks.sink;
+  // In-process listeners hear each event once it is in the outbox (voice batches: a call ended, a top-up).
+  const heard: ((e: AccountEvent) => void)[] = [];
+  const events: EventSink = {
+    emit: async (e) => {
+      await outbox.emit(e);
+      for (const listen of heard) listen(e);
+    },
+  };
   // Accounts and organizations open and close their wallets through billing, and billing reads people
   // through identity (src/identity/directory.ts): identity is built first and reaches billing, built
   // below, through these forwarders (called only once requests run).
@@ -296,13 +307,16 @@ export async function createServices(deps: {
     inbound,
     accountLimits,
     kind: voiceKind,
+    batches,
   } = await composeVoice({
     ...{ config: deps.config, store: deps.store, blobs: deps.blobs, keySecret: deps.keySecret, actors: deps.actors, logger: deps.logger, now },
     ...{ meter, events, models, router, resolveRoutes: gatewayDeps.resolveRoutes, intent, webhooks, billing, identity, languageModels },
+    onEvent: (listen) => void heard.push(listen),
     detectors: () => (detectors ??= loadVoiceDetectors()),
     resamplers: () => (resamplers ??= loadResamplers()),
     ...(deps.voiceMetrics ? { voiceMetrics: deps.voiceMetrics } : {}),
     ...(deps.listenUrl ? { listenUrl: deps.listenUrl } : {}),
+    env: deps.upstreamEnv,
   });
   // Every actor kind, registered before the runtime starts (and restores what it stored). Intent
   // sessions past their inactivity expiry are reset anyway; the sweep then deletes them from the store.
@@ -311,10 +325,12 @@ export async function createServices(deps: {
   deps.actors.register(jobKind);
   deps.actors.register(realtimeKind);
   deps.actors.register(voiceKind);
+  deps.actors.register(batches.kind);
   return {
     engines,
     realtime,
     voice,
+    voiceBatches: batches.service,
     inbound,
     accountLimits,
     transcriptionJobs,

@@ -37,6 +37,8 @@ export const ERRORS = {
   idempotency_key_reused: { status: 409, type: 'conflict_error' },
   call_not_active: { status: 409, type: 'conflict_error' },
   concurrency_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  // Ours: voice batches (a control its status does not allow).
+  batch_not_active: { status: 409, type: 'conflict_error' },
   // Ours: request shape.
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },

@@ -32,6 +32,7 @@ import { registerPortalWebhookRoutes } from './routes/portal-webhooks.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerPortalTranscriptionRoutes } from './routes/portal-transcription.ts';
 import { registerPortalVoiceRoutes } from './routes/portal-voice.ts';
+import { registerVoiceBatchRoutes } from './routes/v1-voice-batches.ts';
 import { registerAdminVoiceNumberRoutes } from './routes/admin-voice-numbers.ts';
 import { ActorRuntimeError, MAX_ACTOR_ID_LENGTH } from '../actors/errors.ts';
 import { InvalidKeyError, StoreUnavailableError } from '../store/port.ts';
@@ -202,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerPortalWebhookRoutes(app, deps);
   registerPortalTranscriptionRoutes(app, deps);
   registerPortalVoiceRoutes(app, deps);
+  registerVoiceBatchRoutes(app, deps);
   registerAdminVoiceNumberRoutes(app, deps);
   registerV1Routes(app, deps);
   registerDashboardRoutes(app, deps);

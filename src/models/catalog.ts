@@ -2,6 +2,7 @@
 // account. Every lookup reads the store (a point read), so a model added or changed appears on the
 // next request on every instance, with no restart and no cache to invalidate.
 import { voicemailProblem } from '../shared/voicemail-schema.ts';
+import { agentToolsProblem } from './agent-tools.ts';
 import { analysisProblem } from '../shared/analysis-schema.ts';
 import { randomBytes } from 'node:crypto';
 import { ApiError, echo } from '../errors.ts';
@@ -57,6 +58,8 @@ export interface PublicModel {
   price_per_minute_cents?: number;
   max_duration_seconds?: number;
   features?: VoiceFeature[];
+  /** voice: the names of the tools its calls' LLM agents have (never their URLs or secret). */
+  agent_tools?: string[];
 }
 
 export class ModelCatalog {
@@ -182,6 +185,7 @@ export function publicModel(m: ModelDoc): PublicModel {
     out.max_input_chars = maxInputChars(m);
   }
   if (m.type === 'voice') Object.assign(out, voiceFeatures(m));
+  if (m.type === 'voice' && m.agent_tools?.tools) out.agent_tools = m.agent_tools.tools.map((t) => t.function.name);
   return out;
 }
 
@@ -314,6 +318,8 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
     }
     const voicemail = def.voicemail && voicemailProblem(def.voicemail);
     if (voicemail) throw bad(`voicemail.${voicemail.field}`, voicemail.message);
+    const tools = def.agent_tools && agentToolsProblem(def.agent_tools);
+    if (tools) throw bad(tools.param, tools.message);
     const analysis = def.analysis && analysisProblem(def.analysis);
     if (analysis) throw bad(`analysis.${analysis.field}`, analysis.message);
   } else {
@@ -328,6 +334,7 @@ function validateModel(id: string, def: ModelInput, providers: readonly string[]
       'record',
       'recording_retention_days',
       'voicemail',
+      'agent_tools',
       'analysis',
     ] as const) {
       if (def[field] !== undefined) throw bad(field, `${field} applies to voice models only.`);

@@ -5,6 +5,7 @@
 import type { MODEL_TYPES, STT_MODES, STT_TIMESTAMPS, VOICE_FEATURES } from '../shared/model-schema.ts';
 import type { RouteConfig } from '../providers/upstream.ts';
 import type { Voicemail } from '../shared/voicemail-schema.ts';
+import type { AgentTools } from '../shared/tool-schema.ts';
 import type { AnalysisRequest } from '../shared/analysis-schema.ts';
 
 export type { RouteConfig };
@@ -72,6 +73,8 @@ export interface ModelFields {
   /** voice only: whether its calls are recorded when the call does not say (`record`), and how long recordings are kept. */
   record?: boolean;
   recording_retention_days?: number;
+  /** voice only: the tools its calls' agents have (issue 41 §5), sent to the operator's endpoint signed with the secret its env var holds. */
+  agent_tools?: AgentTools;
 }
 
 export interface ModelDoc extends ModelFields {

@@ -92,6 +92,11 @@ export interface Carrier {
    * hang-up). Absent: this carrier cannot transfer (src/voice/transfer.ts).
    */
   transfer?(carrierCallId: string, to: string, from: string | null): Promise<void>;
+  /**
+   * The carrier asks the gateway whom to bridge a transferred call to after its stream ended (an
+   * Exotel flow's Connect applet): the hand-off is kept for that ask (src/voice/handoffs.ts).
+   */
+  asksAfterTransfer?: boolean;
   /** How long the carrier says the call lasted, whole seconds; null while it is not over (or it does not say). */
   duration?(carrierCallId: string): Promise<number | null>;
   /** It detects answering machines itself when a dial asks (`machineDetection`), and tells by callback (`answered_by` news). */

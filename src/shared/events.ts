@@ -16,7 +16,11 @@ export type AccountEventName =
   | 'call.answered_by'
   | 'call.ended'
   | 'call.transferred'
-  | 'call.analyzed';
+  | 'call.analyzed'
+  | 'batch.started'
+  | 'batch.paused'
+  | 'batch.resumed'
+  | 'batch.completed';
 
 export interface AccountEvent {
   event: AccountEventName;

@@ -6,6 +6,7 @@ import { Type, type TSchema } from 'typebox';
 import { KeyString } from './strings.ts';
 import { CALLER_ID_PATTERN } from './phones.ts';
 import { VoicemailSchema } from './voicemail-schema.ts';
+import { AgentToolsSchema } from './tool-schema.ts';
 import { AnalysisSchema } from './analysis-schema.ts';
 
 export const MODEL_TYPES = ['llm', 'stt', 'tts', 'embedding', 'voice', 'intent'] as const;
@@ -85,6 +86,8 @@ export const ModelSchema = Closed({
   features: Type.Optional(Type.Array(Type.Union(VOICE_FEATURES.map((f) => Type.Literal(f))), { maxItems: VOICE_FEATURES.length, uniqueItems: true })),
   record: Type.Optional(Type.Boolean()),
   recording_retention_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+  /** voice only: the tools its calls' agents have, the operator's endpoint and its signing secret's env var (src/shared/tool-schema.ts). */
+  agent_tools: Type.Optional(AgentToolsSchema),
 });
 
 /** A seeded model in config: the same fields plus its id. */

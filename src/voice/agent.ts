@@ -54,6 +54,12 @@ export interface AgentReply {
   expectsDigits: boolean;
   /** What follows once this reply played or was cut (requests sent to the integrator: the holding line, then their answer's reply). */
   followUp?: (signal: AbortSignal) => Promise<AgentReply | null>;
+  /**
+   * The reply to the integrator's answers, not made: the callee spoke over the holding line (or the
+   * reply that sent the requests, or the wait), so their next turn is answered instead, with the
+   * answers in context. Said only when that turn is none (a backchannel, nothing recognised).
+   */
+  stale?: (signal: AbortSignal) => Promise<AgentReply | null>;
   /** Requests made to the integrator and their answers: recorded (a `tool` turn and an outcome action each) before this reply plays. */
   tools?: ToolEntry[];
   /** Keys the agent sends (src/voice/dtmf.ts): the reply is their tones, its turn carries them. */
@@ -155,6 +161,8 @@ interface LlmSettings {
   systemPrompt: string;
   /** The call's tools (src/voice/tools.ts): offered to the LLM, its calls sent to the integrator. */
   tools?: CallTools | undefined;
+  /** A hybrid agent's pack's holding line (`GEN.HOLD` in the call's language), when the call and its model give none. */
+  packHold?: () => Promise<string | null>;
 }
 
 /** The most rounds of tool calls one LLM turn makes (the last round is offered none, so it speaks). */
@@ -166,6 +174,8 @@ async function* none(): AsyncGenerator<SpokenLine> {}
  * What follows a reply that sent requests to the integrator: the holding line while they run
  * (`hold`; null when the reply said something already), then `after`'s reply to their answers,
  * which carries them for the transcript (recorded before it plays, so after the holding line).
+ * When the turn's signal was aborted by then (the callee took the turn: src/voice/speaking.ts), the
+ * answers are recorded (and an LLM's history gets them) but their reply is left `stale`.
  */
 async function afterTools(
   hold: (() => Promise<SpokenLine>) | null,
@@ -175,8 +185,10 @@ async function afterTools(
 ): Promise<AgentReply> {
   const answered = async (s: AbortSignal): Promise<AgentReply> => {
     const entries = await answers();
-    const next = await after(entries, s).catch(() => null); // an LLM that fails after a tool: the call goes on, listening
-    return { ...(next ?? replyOf(none())), tools: entries };
+    // An LLM that fails after a tool: the call goes on, listening.
+    const reply = async (r: AbortSignal) => ((await after(entries, r).catch(() => null)) ?? replyOf(none())) as AgentReply;
+    if (s.aborted) return { ...replyOf(none()), tools: entries, stale: reply };
+    return { ...(await reply(s)), tools: entries };
   };
   return hold ? { ...replyOf(one(await hold())), followUp: answered } : answered(signal);
 }
@@ -281,7 +293,11 @@ export function intentAgent(o: IntentAgentOptions): CallAgent {
       const out = await o.intent.converse(o.callId, o.intentModel, heard, o.language, `${o.callId}:${turns}`);
       if (o.llm && (out.classification === 'UNKNOWN' || out.classification === 'OUT_OF_SCOPE')) {
         listening = () => afterLastReply(history);
-        return { ...(await llmReply(o, o.llm, history, signal)), entities: out.entities };
+        const packHold = async () => {
+          const pack = await o.intent.packOf(o.intentModel);
+          return pack && responseWording(pack, HOLD_RESPONSE, o.language);
+        };
+        return { ...(await llmReply(o, { ...o.llm, packHold }, history, signal)), entities: out.entities };
       }
       if (out.say === null) return null;
       const action = out.decision.action;
@@ -344,13 +360,16 @@ async function llmReply(v: Voice, llm: LlmSettings, history: ChatMessage[], sign
   })();
   const reply: AgentReply = { ...replyOf(spokenLines(texts, (text, s) => v.audio.synthesize(v.tts, v.voice, v.language, text, s), limited)), action: 'LLM' };
   if (!tools) return reply;
-  const hold = () => wordingLine(v, llm.tools!.plan.holdText ?? gatewayWording('hold', v.language));
-  const after = async (entries: ToolEntry[], s: AbortSignal) => {
+  const hold = async () => wordingLine(v, llm.tools!.plan.holdText ?? (await llm.packHold?.()) ?? gatewayWording('hold', v.language));
+  // The conversation gets the answers as they come, whether or not their reply is made.
+  const answers = async () => {
+    const entries = await tools.answers();
     for (const e of entries) history.push({ role: 'tool', tool_call_id: e.exchange.id, content: toolResult(e) });
-    return llmReply(v, llm, history, s, round + 1);
+    return entries;
   };
+  const after = (_entries: ToolEntry[], s: AbortSignal) => llmReply(v, llm, history, s, round + 1);
   // Once the reply played: nothing more when it called no tool; the holding line unless it said something first.
-  return { ...reply, followUp: async (s) => (tools.asked ? afterTools(said.length > 0 ? null : hold, () => tools.answers(), after, s) : null) };
+  return { ...reply, followUp: async (s) => (tools.asked ? afterTools(said.length > 0 ? null : hold, answers, after, s) : null) };
 }
 
 /** The stream's text up to `max` characters (the stream is left there). */

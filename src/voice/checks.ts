@@ -20,6 +20,7 @@ import { centsOf, callPrice } from './kind.ts';
 import { checkTools, DEFAULT_TOOL_TIMEOUT_MS, type ToolCheckDeps, type ToolFields } from './tool-requests.ts';
 import type { Voicemail } from '../shared/voicemail-schema.ts';
 import { checkVoicemail } from './voicemail.ts';
+import { modelTools, modelToolSettings } from './model-tools.ts';
 import type { AnalysisRequest } from '../shared/analysis-schema.ts';
 import { checkAnalysis } from './analysis.ts';
 
@@ -176,7 +177,9 @@ export async function check(deps: CheckDeps, model: ModelDoc, payer: Payer, body
       `A call needs at least ${floor} s of credit (${centsOf(price * floor)} cents at ${perMinute} cents a minute); your wallet covers ${affordable} s. Top up first.`,
     );
   }
-  const tools = await checkTools(deps, payer.walletId, { ...body, agent }, deps.settings.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
+  // The call's tools and its model's (the operator's: src/voice/model-tools.ts).
+  const settings = modelToolSettings(model, deps.settings.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
+  const tools = await checkTools(deps, payer.walletId, { ...body, agent }, modelTools(deps, model, agent.type), settings);
   return {
     to,
     language,

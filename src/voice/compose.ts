@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/port.ts';
 import type { BlobStore } from '../blobs/port.ts';
 import type { Clock } from '../shared/common.ts';
-import type { EventSink } from '../shared/events.ts';
+import type { AccountEvent, EventSink } from '../shared/events.ts';
 import type { Meter } from '../metering/meter.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { RouteConfig } from '../models/types.ts';
@@ -30,13 +30,15 @@ import type { VoiceDetectors } from '../speech/vad.ts';
 import type { Resamplers } from '../speech/resample.ts';
 import { voiceCallKind } from './kind.ts';
 import { CallAnalyzer } from './analysis.ts';
-import { VoiceCalls } from './service.ts';
+import { VoiceCalls, type VoiceServiceDeps } from './service.ts';
 import { ToolRequests } from './tool-requests.ts';
+import { ToolJournal } from './tool-journal.ts';
 import { InboundCalls, type InboundDeps } from './inbound.ts';
 import { CallTranscripts } from './transcript.ts';
 import { CallRecordings } from './recordings.ts';
 import { ResponseAudio } from './agent.ts';
 import type { VoiceMetrics } from './turn-stages.ts';
+import { composeBatches, type BatchParts } from './batches/compose.ts';
 
 export interface VoiceDeps {
   config: Config;
@@ -62,6 +64,10 @@ export interface VoiceDeps {
   voiceMetrics?: VoiceMetrics;
   /** The address the gateway listens on, once it does (carriers' media streams, when voice.publicUrl is empty). */
   listenUrl?: () => string;
+  /** Where a voice model's `agent_tools.signing_secret_env` is looked up (the composition root passes process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Hears each account event once written (the batches wake on a call's end and a top-up). */
+  onEvent?: (listen: (e: AccountEvent) => void) => void;
 }
 
 export interface VoiceParts {
@@ -70,6 +76,8 @@ export interface VoiceParts {
   accountLimits: AccountLimits;
   /** The call actor's kind, for the composition to register with the runtime. */
   kind: ReturnType<typeof voiceCallKind>;
+  /** Batches (campaigns) of calls and their actor's kind (src/voice/batches/). */
+  batches: BatchParts;
 }
 
 export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
@@ -79,10 +87,13 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
   // Calls' transcripts: their own collection, out of the actors' snapshots (src/voice/transcript.ts).
   const transcripts = new CallTranscripts(deps.store, now);
   const recordings = new CallRecordings({
-    ...{ store: deps.store, blobs: deps.blobs, dataDir: deps.config.dataDir, defaultRetentionDays: vc.retentionDays, now },
+    ...{ store: deps.store, blobs: deps.blobs, dataDir: deps.config.dataDir, defaultRetentionDays: vc.retentionDays, now, resamplers: deps.resamplers },
     accountRetentionDays: async (account) => (await accountLimits.get(account)).recording_retention_days,
     logger: deps.logger.child({ component: 'voice-recordings' }),
   });
+  // Calls' tool requests in flight (src/voice/tool-journal.ts): a restart records them `interrupted`.
+  const toolJournal = new ToolJournal(deps.store, transcripts, now, deps.logger.child({ component: 'voice-tools' }));
+  await toolJournal.init();
   // A call's analysis after its charge: an llm through the router, metered as a chat call (src/voice/analysis.ts).
   const analyzer = new CallAnalyzer({
     ...{ meter, models, router, resolveRoutes: deps.resolveRoutes, transcripts, events, now },
@@ -91,6 +102,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
   const voiceKind = voiceCallKind({
     analyzer,
     transcripts,
+    toolJournal,
     recordings,
     meter,
     events,
@@ -153,7 +165,7 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     return undefined;
   };
   const accountLimits = new AccountLimits(deps.store, now, (owner) => identity.exists(owner));
-  const voice = new VoiceCalls({
+  const callDeps: VoiceServiceDeps = {
     meter,
     models,
     runtime: deps.actors,
@@ -165,6 +177,8 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     webhookOwned: (account, id) => webhooks.owns(account, id),
     signerOf: (account, id) => webhooks.signerOf(account, id),
     toolRequests: new ToolRequests(webhooks.policy),
+    toolJournal,
+    toolSecret: (name) => (deps.env && Object.hasOwn(deps.env, name) ? deps.env[name] || undefined : undefined),
     events,
     maxConcurrentCalls: async (account) => (await accountLimits.get(account)).voice_max_concurrent_calls,
     intent,
@@ -182,7 +196,8 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     ...(deps.voiceMetrics ? { metrics: deps.voiceMetrics } : {}),
     languageModels,
     now,
-  });
+  };
+  const voice = new VoiceCalls(callDeps);
   await voice.init();
   const inbound = new InboundCalls({
     resolveRoutes: deps.resolveRoutes,
@@ -195,5 +210,6 @@ export async function composeVoice(deps: VoiceDeps): Promise<VoiceParts> {
     baseUrl: publicBase,
     logger: deps.logger,
   });
-  return { voice, inbound, accountLimits, kind: voiceKind };
+  const batches = await composeBatches({ ...deps, voice, checkDeps: callDeps, accountLimits });
+  return { voice, inbound, accountLimits, kind: voiceKind, batches };
 }

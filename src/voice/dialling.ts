@@ -50,8 +50,8 @@ export interface DiallingDeps {
   onAnswered(at: number): void;
   /** The call asks who answered (its `voicemail`): a carrier that detects machines is asked to. */
   machineDetection?: boolean;
-  /** The carrier took a transfer of its call to `to` (src/voice/handoffs.ts). */
-  onHandoff?(carrierCallId: string, to: string, from: string | null): void;
+  /** A transfer of the call to `to` is asked of a carrier that asks back after it (src/voice/handoffs.ts): resolves once it is kept. */
+  onHandoff?(carrierCallId: string, to: string, from: string | null): Promise<void>;
 }
 
 export class Dialling {
@@ -137,8 +137,10 @@ export class Dialling {
   /** Asks the carrier that took the call to bridge it to `to` (src/voice/transfer.ts). */
   async transfer(to: string): Promise<void> {
     if (!this.carrier?.transfer || this.carrierCallId === null) throw new Error("the call's carrier cannot transfer it");
+    // Kept before the carrier is asked, so before the call's stream is closed for it (an Exotel
+    // flow's Connect applet asks as soon as the stream ends); a store that fails refuses the transfer.
+    if (this.carrier.asksAfterTransfer) await this.deps.onHandoff?.(this.carrierCallId, to, this.from);
     await this.carrier.transfer(this.carrierCallId, to, this.from);
-    this.deps.onHandoff?.(this.carrierCallId, to, this.from);
   }
 
   /** The same, unheard (the live side is going away without a hang-up). */

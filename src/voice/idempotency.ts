@@ -61,6 +61,11 @@ export class IdempotencyKeys {
     }
     throw new ApiError('conflict', 'This Idempotency-Key is being used by concurrent requests; retry.');
   }
+
+  /** Deletes the account's record of `key` (a batch's attempt whose call was never made: its creator died first). */
+  async forget(account: string, key: string): Promise<void> {
+    await this.records.deleteOne({ _id: `${account}:${key}` });
+  }
 }
 
 /** JSON with object keys sorted, so the same body written in another key order hashes the same. */

@@ -26,6 +26,7 @@ import {
   type AnalyzeInput,
   type AnsweredByInput,
   type CallAnalysisResult,
+  type CallStatus,
   type AnsweredByNews,
   type DialInput,
   type DialOutput,
@@ -106,6 +107,8 @@ export interface VoiceKindDeps {
   transcripts?: { remove(callId: string): Promise<void>; of(account: string, callId: string): Promise<Turn[]> };
   /** The calls' recordings (src/voice/recordings.ts): stored when the call finishes (after a restart too), deleted with the actor. */
   recordings?: { finalize(callId: string): Promise<void>; forget(callId: string): Promise<void> };
+  /** The tool requests an orphaned call had in flight, recorded `interrupted` on its transcript (src/voice/tool-journal.ts). */
+  toolJournal?: { interrupted(callId: string, account: string): Promise<unknown>; remove(callId: string): Promise<void> };
   /** Runs a call's analysis after its charge (src/voice/analysis.ts). */
   analyzer?: { run(input: AnalyzeInput<CallSpecFields>, ctx: ActorKindContext): Promise<CallAnalysisResult> };
 }
@@ -137,14 +140,23 @@ export function voiceCallKind(deps: VoiceKindDeps): VoiceKind {
     onOrphan: 'finalize',
     retainFinishedMs: deps.retainMs,
     migrate: fromVersion1,
-    ...(transcripts || recordings ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id)])) } : {}),
+    ...(transcripts || recordings
+      ? { onRetired: async (id: string) => void (await Promise.all([transcripts?.remove(id), recordings?.forget(id), deps.toolJournal?.remove(id)])) }
+      : {}),
     project: ({ context }) => {
       const c = context as VoiceCallContext;
-      return { account: c.account, status: c.status, active: isActiveStatus(c.status), order: orderKey(c.createdAt, c.callId) };
+      return {
+        account: c.account,
+        status: c.status,
+        active: isActiveStatus(c.status),
+        order: orderKey(c.createdAt, c.callId),
+        direction: c.direction ?? 'outbound',
+      };
     },
     indexes: [
       { account: 1, order: -1 },
       { account: 1, status: 1, order: -1 },
+      { account: 1, direction: 1, order: -1 },
       { account: 1, active: 1 },
       { account: 1, updated_at: -1 },
     ],
@@ -161,6 +173,23 @@ function fromVersion1(persisted: unknown, fromVersion: number): unknown {
   if (fromVersion !== 1 || !p.context || p.context.turnCount !== undefined) return persisted;
   const told = (p.context.turns?.length ?? 0) + (p.context.turnsDropped ?? 0);
   return { ...p, context: { ...p.context, turnCount: told } };
+}
+
+/** The calls list's filters (GET /v1/voice/calls), but its cursor. */
+export interface CallListFilter {
+  status?: CallStatus;
+  /** Unix ms: calls changed after it. */
+  updatedAfter?: number;
+  direction?: 'inbound' | 'outbound';
+}
+
+/** The list's filters on the projection. A call stored before `direction` was projected has none: it is outbound unless it says inbound. */
+export function listFilter(account: string, f: CallListFilter): Record<string, unknown> {
+  const where: Record<string, unknown> = { account };
+  if (f.status) where.status = f.status;
+  if (f.updatedAfter !== undefined) where.updated_at = { $gt: new Date(f.updatedAfter) };
+  if (f.direction) where.direction = f.direction === 'inbound' ? 'inbound' : { $ne: 'inbound' };
+  return where;
 }
 
 /** Newest first, ties by id: the list's cursor order. */
@@ -227,6 +256,11 @@ function effects(deps: VoiceKindDeps, ctx: ActorKindContext<CallResources>) {
             .catch((err: unknown) => ctx.logger.warn({ err }, 'carrier hang-up of an orphaned call failed'));
           carrierDurationSeconds = told?.carrierDurationSeconds ?? null;
         }
+        // An orphan's tool requests in flight: on its transcript as `interrupted` before call.ended reads it.
+        if (!media)
+          await deps.toolJournal
+            ?.interrupted(input.callId, spec.payer.walletId)
+            .catch((err: unknown) => ctx.logger.warn({ err }, 'interrupted tool requests were not recorded'));
         // The recording up to the end (up to the crash, for an orphan) is stored; idempotent on a replay.
         await deps.recordings?.finalize(input.callId).catch((err: unknown) => ctx.logger.error({ err }, 'the call recording was not stored'));
         const cost = await ctx.steps.once('charge', async () => {

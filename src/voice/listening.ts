@@ -80,7 +80,9 @@ export class CallListening {
     // since the onset: that counted the detector's hang-over after a short "haan" as speech.
     const { enabled, minSpeechMs } = this.deps.turn.interruption;
     const voicedMs = listener.voicedMs;
-    if (voicedMs !== null && this.deps.speaking.playing && enabled && voicedMs >= minSpeechMs) this.deps.speaking.bargeIn();
+    // While the agent waits for the integrator's answers it is the callee's turn to take too.
+    const speaking = this.deps.speaking;
+    if (voicedMs !== null && (speaking.playing || speaking.waiting) && enabled && voicedMs >= minSpeechMs) speaking.bargeIn();
   }
 
   /**
@@ -176,7 +178,10 @@ export class CallListening {
     const text = ((readings.alternatives && (await agent.understood?.(readings.alternatives))) || readings.text).trim();
     // The turn's times (src/voice/turn-stages.ts): its latency runs from the end of the voice, as the carrier's does.
     const heard: CalleeTurnTimes = { ended: Math.min(voice.end, cut), cut, recognising, recognised: this.deps.now() };
-    if (!text) return;
+    // The reply to answers this speech was over (src/voice/speaking.ts): said only if the speech is no turn.
+    const stale = this.deps.speaking.takeStale();
+    const sayStale = async () => void (stale && !line.over && !line.closing && (await this.deps.speaking.respond(stale, null)));
+    if (!text) return sayStale();
     const ignored = this.deps.turn.interruption.ignore.includes(text.toLowerCase().replace(/[.!?,]/g, ''));
     const now = line.goneAt ?? this.deps.now(); // the last words of a line gone: at the hang-up (nothing billed after it)
     line.record({ type: 'turn', now, turn: { role: 'callee', text, start: line.clock(voice.start), end: line.clock(voice.end) } });
@@ -187,7 +192,7 @@ export class CallListening {
     if (line.goneAt !== null || line.closing) return;
     // A backchannel said over the agent is not a turn ("haan", "ok"), though the agent's reply
     // may have ended by the time it is recognised.
-    if (ignored && (overAgent || this.deps.speaking.playing)) return;
+    if (ignored && (overAgent || this.deps.speaking.playing || stale)) return sayStale();
     const said = [...this.held, text].join(' ');
     this.held = [];
     await this.deps.speaking.respond((signal) => agent.reply(said, signal), heard);

@@ -32,6 +32,7 @@ import type { EventSink } from '../shared/events.ts';
 import { announcingActions } from './call-actions.ts';
 import type { ToolPlan, ToolRequester } from './tool-requests.ts';
 import { CallTools } from './tools.ts';
+import type { ToolJournalWriter } from './tool-journal.ts';
 import type { CallRecorder } from './recorder.ts';
 import { recordingNotice } from './recording-notice.ts';
 import type { Voicemail } from '../shared/voicemail-schema.ts';
@@ -70,6 +71,8 @@ export interface LiveDeps {
   languageModels?: Pick<LanguageModels, 'prepare'>;
   /** The calls' requests to integrators (src/voice/tool-requests.ts). */
   toolRequests: ToolRequester;
+  /** Where the requests in flight are kept, so a restart records them `interrupted` (src/voice/tool-journal.ts). */
+  toolJournal?: ToolJournalWriter;
   /** The account events (a `call.action` per action the agent records). */
   events: EventSink;
 }
@@ -122,8 +125,8 @@ export interface LiveCall {
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   onDisposed(): void;
-  /** The carrier took a transfer of the call (src/voice/handoffs.ts). */
-  onHandoff?(carrierCallId: string, to: string, from: string | null): void;
+  /** A transfer of the call is asked of a carrier that asks back after it: keep it (src/voice/handoffs.ts). */
+  onHandoff?(carrierCallId: string, to: string, from: string | null): Promise<void>;
   /** The call's recording (src/voice/recordings.ts); null: not recorded. */
   recorder?: CallRecorder | null;
 }
@@ -147,7 +150,7 @@ export function callMedia(deps: LiveDeps, call: LiveCall): CallMedia {
     }),
     streamUrl: `${base}/v1/voice/calls/${callId}/stream`,
     token: call.token,
-    converse: () => conversation(deps, call, log),
+    converse: (clock) => conversation(deps, call, log, clock),
     detectors: deps.detectors,
     resamplers: deps.resamplers,
     turn: {
@@ -194,12 +197,15 @@ function prepareSpeech(deps: LiveDeps, c: LivePlan, log: Logger): void {
 }
 
 /** The call's agent and recogniser (built when the call is answered). */
-function conversation(deps: LiveDeps, call: LiveCall, log: Logger): Conversation {
+function conversation(deps: LiveDeps, call: LiveCall, log: Logger, clock: (at: number) => number): Conversation {
   const { callId, body, plan: c } = call;
   const sttLanguage = matchLanguage(c.language, c.stt.languages ?? []);
   const sttRoutes = deps.resolveRoutes(c.stt);
   const tools = c.tools
-    ? new CallTools(c.tools, { requests: deps.toolRequests, callId, model: call.model, metadata: call.metadata, now: deps.now, log })
+    ? new CallTools(c.tools, {
+        ...{ requests: deps.toolRequests, callId, model: call.model, metadata: call.metadata, now: deps.now, log, clock },
+        ...(deps.toolJournal ? { journal: deps.toolJournal } : {}),
+      })
     : undefined;
   return {
     agent: agentFor(deps, callId, body, c, tools),

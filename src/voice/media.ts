@@ -69,8 +69,8 @@ export interface CallMediaDeps {
   streamUrl: string;
   /** The one-time token the stream's `start` frame must carry. */
   token: string;
-  /** Builds the call's agent and recogniser; called once, at the answer. */
-  converse(): Conversation;
+  /** Builds the call's agent and recogniser; called once, at the answer. `clock`: seconds from the answer. */
+  converse(clock: (at: number) => number): Conversation;
   detectors(): Promise<VoiceDetectors>;
   /** For a stream at another rate than 8 kHz (Exotel's `?sample-rate=`): its audio resampled both ways. */
   resamplers(): Promise<Resamplers>;
@@ -88,8 +88,8 @@ export interface CallMediaDeps {
   now(): number;
   /** Called once when the call's live side is gone (its slot on this instance freed). */
   onDisposed(): void;
-  /** The carrier took a transfer of the call (src/voice/handoffs.ts). */
-  onHandoff?(carrierCallId: string, to: string, from: string | null): void;
+  /** A transfer of the call is asked of a carrier that asks back after it: keep it (src/voice/handoffs.ts). */
+  onHandoff?(carrierCallId: string, to: string, from: string | null): Promise<void>;
   /** The instance's playback clock (one timer for every call). */
   pacer: Pacer;
   /** Each turn's stages and latency (src/voice/turn-stages.ts). */
@@ -339,7 +339,7 @@ export class CallMedia implements CallResources {
 
   /** The call's agent and recogniser, built once (at the answer; at the stream's start if that came first). */
   private talk(): Conversation {
-    return (this.conversation ??= this.deps.converse());
+    return (this.conversation ??= this.deps.converse((at) => this.line.clock(at)));
   }
 
   /**

@@ -63,6 +63,11 @@ export class VoiceNumbers {
     return (await this.numbers.find({}, { sort: { _id: 1 }, limit })).map(view);
   }
 
+  /** The numbers an account owns (the portal's read-only view: an account sees its own, never another's), by number. */
+  async ownedBy(owner: NumberOwner, limit = 1000): Promise<VoiceNumber[]> {
+    return (await this.numbers.find({ 'owner.type': owner.type, 'owner.id': owner.id }, { sort: { _id: 1 }, limit })).map(view);
+  }
+
   /** Assigns (or re-assigns) a number: its model must be a voice model, its owner an account. */
   async put(number: string, settings: NumberSettings): Promise<{ number: VoiceNumber; created: boolean }> {
     if (!validCallerId(number))

@@ -9,9 +9,16 @@
 // since a callee frame may come late (jitter) and the agent's chunks go out 300 ms ahead of when
 // the carrier plays them (src/voice/playback.ts). A barge-in's `clear` drops the agent's audio the
 // carrier had queued and not played yet, as the carrier does. At the end, what is left is written.
+//
+// The agent's chunks come in the stream's encoding and rate: a 16 or 24 kHz stream's (an Exotel
+// `?sample-rate=`) is brought to 8 kHz by the SpeexDSP resampler (src/speech/resample.ts: its
+// anti-aliasing filter), one a call, streaming across the chunks, never by keeping every 2nd or
+// 3rd sample, which folds whatever is above 4 kHz into the band (5 kHz heard as 3 kHz).
 import { endianness } from 'node:os';
 import type { Logger } from 'pino';
 import { g711Decode } from '../speech/g711.ts';
+import { samplesOf } from '../speech/pcm.ts';
+import type { Resampler, Resamplers } from '../speech/resample.ts';
 import type { WireAudio } from '../providers/carrier-wire/types.ts';
 
 const RATE = 8000;
@@ -25,6 +32,12 @@ const CALLEE_GAP_MS = 100;
 const MAX_LEAD_IN_MS = 10_000;
 const FLUSH_EVERY_MS = 1000;
 const BIG_ENDIAN = endianness() === 'BE';
+/**
+ * SpeexDSP's quality for the agent's channel at 16 or 24 kHz: the telephone band (to 3.4 kHz) kept
+ * within 1 dB and what is above 4 kHz rejected (a 5 kHz tone's alias under -80 dB), at about half
+ * quality 5's cost, which the media loop pays on every chunk (measured: docs/api/voice.md, Recordings).
+ */
+const AGENT_QUALITY = 3;
 
 /** What the media loop tells a recording (src/voice/media.ts, src/voice/playback.ts). */
 export interface MediaTap {
@@ -76,6 +89,8 @@ export interface RecorderDeps {
   done(): Promise<void>;
   now(): number;
   log: Logger;
+  /** The instance's resamplers: a stream at 16 or 24 kHz gets one for the agent's channel. */
+  resamplers: Resamplers;
 }
 
 export class CallRecorder implements MediaTap {
@@ -87,6 +102,8 @@ export class CallRecorder implements MediaTap {
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
   private closed = false;
+  /** The agent's chunks down to 8 kHz (a stream at another rate); its filter runs across them. */
+  private down: Resampler | null = null;
   /** Bytes handed to the writer. */
   bytes = 0;
 
@@ -116,12 +133,30 @@ export class CallRecorder implements MediaTap {
     if (this.origin === null || this.closed) return;
     const a = this.agent;
     // Queued behind what the carrier still plays, or now when it plays nothing.
-    a.place(Math.max(a.cursor, this.position(), this.flushed), this.flushed, toPcm8k(chunk, audio, rate));
+    a.place(Math.max(a.cursor, this.position(), this.flushed), this.flushed, this.agentPcm8k(chunk, audio, rate));
   }
 
   cleared(): void {
     if (this.origin === null || this.closed) return;
     this.agent.truncate(this.position(), this.flushed);
+    this.dropResampler(); // what its filter held back belongs to the audio dropped
+  }
+
+  /** A chunk sent to the carrier as 8 kHz PCM16: μ-law decoded; PCM16 at 16 or 24 kHz resampled (the call's resampler). */
+  private agentPcm8k(chunk: Buffer, audio: WireAudio, rate: number): Int16Array {
+    if (audio === 'mulaw') return g711Decode('mulaw', chunk);
+    const samples = samplesOf(chunk.length % 2 === 0 ? chunk : chunk.subarray(0, chunk.length - 1));
+    if (rate === RATE) return samples;
+    if (this.down?.from !== rate) {
+      this.dropResampler();
+      this.down = this.deps.resamplers.create({ from: rate, to: RATE, quality: AGENT_QUALITY });
+    }
+    return this.down.process(samples);
+  }
+
+  private dropResampler(): void {
+    this.down?.destroy();
+    this.down = null;
   }
 
   /** Writes what is settled (everything, `final`: then the agent's audio the carrier never played is dropped). */
@@ -155,20 +190,10 @@ export class CallRecorder implements MediaTap {
     this.timer = null;
     if (!this.closed) {
       this.closed = true;
+      this.dropResampler();
       void this.flush(true);
       this.writing = this.writing.then(() => this.deps.done().catch((err: unknown) => this.deps.log.warn({ err }, 'the recording file did not close')));
     }
     await this.writing;
   }
-}
-
-/** A chunk sent to the carrier as 8 kHz PCM16: μ-law decoded; PCM16 at 16 or 24 kHz (the resampler's, band-limited to 4 kHz already) decimated. */
-export function toPcm8k(chunk: Buffer, audio: WireAudio, rate: number): Int16Array {
-  if (audio === 'mulaw') return g711Decode('mulaw', chunk);
-  const samples = new Int16Array(chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + (chunk.length & ~1)));
-  const step = Math.max(1, Math.round(rate / RATE));
-  if (step === 1) return samples;
-  const out = new Int16Array(Math.floor(samples.length / step));
-  for (let i = 0; i < out.length; i++) out[i] = samples[i * step]!;
-  return out;
 }

@@ -20,8 +20,10 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../blobs/port.ts';
 import { ApiError } from '../errors.ts';
+import type { OrgRole } from '../identity/orgs.ts';
 import { encodeAudio } from '../speech/ffmpeg.ts';
 import { pcmWavHeader } from '../speech/wav.ts';
+import type { Resamplers } from '../speech/resample.ts';
 import type { Store } from '../store/port.ts';
 import { CallRecorder } from './recorder.ts';
 
@@ -67,6 +69,8 @@ export interface RecordingsDeps {
   accountRetentionDays(account: string): Promise<number | null>;
   defaultRetentionDays: number;
   ffmpegPath?: string;
+  /** The instance's resamplers (loaded once): a 16 or 24 kHz stream's agent channel is resampled to 8 kHz (src/voice/recorder.ts). */
+  resamplers(): Promise<Resamplers>;
   logger: Logger;
   now(): number;
 }
@@ -113,6 +117,7 @@ export class CallRecordings {
   /** A recorded call is placed: its document (state `recording`) and its recorder, which starts with the stream. */
   async begin(call: { callId: string; account: string; model: string; modelRetentionDays?: number | undefined }): Promise<CallRecorder> {
     const days = (await this.deps.accountRetentionDays(call.account)) ?? call.modelRetentionDays ?? this.deps.defaultRetentionDays;
+    const resamplers = await this.deps.resamplers();
     const now = new Date(this.deps.now());
     await this.docs.insertOne({
       _id: call.callId,
@@ -136,6 +141,7 @@ export class CallRecordings {
       done: async () => void (await (await file)?.close()),
       now: this.deps.now,
       log: this.deps.logger.child({ call_id: call.callId }),
+      resamplers,
     });
     this.live.set(call.callId, recorder);
     return recorder;
@@ -238,8 +244,13 @@ export class CallRecordings {
     return format === 'mp3' ? { key: mp3Key(callId), contentType: 'audio/mpeg' } : { key: wavKey(callId), contentType: 'audio/wav' };
   }
 
-  /** DELETE: the recording's files go; its document says `deleted`. 409 while the call records; 404 when there is none. */
-  async remove(account: string, callId: string): Promise<void> {
+  /**
+   * DELETE: the recording's files go; its document says `deleted`. 409 while the call records; 404
+   * when there is none. An organization's member may not (403 `role_forbidden`): deleting what
+   * happened on a call cannot be undone, so it is the owner's or an admin's, as the webhooks are.
+   */
+  async remove(account: string, callId: string, role: OrgRole | null): Promise<void> {
+    if (role === 'member') throw new ApiError('role_forbidden', "Only the organization's owner or an admin can delete a call's recording.");
     const doc = await this.docs.findOne({ _id: callId, account });
     if (!doc || doc.state === 'deleted' || doc.state === 'none') throw new ApiError('not_found', 'The call has no recording.');
     if (doc.state === 'recording') throw new ApiError('conflict', 'The call is still being recorded: delete its recording once the call ended.');

@@ -16,11 +16,11 @@ import { voiceFeatures } from '../models/catalog.ts';
 import type { Payer } from '../billing/types.ts';
 import type { ApiKeyPrincipal } from '../identity/keys.ts';
 import type { Store } from '../store/port.ts';
-import type { CallStatus, ControlReply, VoiceCallInput } from '../../machines/voice-call.machine.ts';
+import type { ControlReply, VoiceCallInput } from '../../machines/voice-call.machine.ts';
 import type { CallbackRequest } from '../providers/carrier.ts';
 import { check, endpointing, type CheckDeps, type CheckSettings, type VoiceCallBody } from './checks.ts';
 import { IdempotencyKeys } from './idempotency.ts';
-import { analysisSpec, orderKey, VOICE_KIND, type CallSpecFields, type VoiceKind } from './kind.ts';
+import { analysisSpec, listFilter, orderKey, VOICE_KIND, type CallListFilter, type CallSpecFields, type VoiceKind } from './kind.ts';
 import { callMedia, type LiveDeps } from './live.ts';
 import { voicebotStreamUrl, type VoicebotAsk } from './exotel-flow.ts';
 import { adoptedCarriers, type InboundLeg } from './inbound-leg.ts';
@@ -77,18 +77,18 @@ export class VoiceCalls {
   private readonly creating = new Map<string, Promise<unknown>>();
   /** Live calls on this instance (their media). */
   private readonly live = new Map<string, CallMedia>();
-  /** Where transferred calls went, for a carrier that asks after the hand-off (Exotel's Connect applet). */
-  readonly handoffs = new Handoffs();
+  /** Where transferred calls went, for a carrier that asks after the hand-off (Exotel's Connect applet): in the store, for any instance. */
+  readonly handoffs: Handoffs;
   /** One playback clock for every call here. */
   private readonly pacer = new Pacer();
 
   constructor(private readonly deps: VoiceServiceDeps) {
     this.idempotency = new IdempotencyKeys(deps.store, deps.now);
+    this.handoffs = new Handoffs(deps.store, deps.now);
   }
 
   async init(): Promise<void> {
-    await this.idempotency.init();
-    await this.deps.transcripts.init();
+    await Promise.all([this.idempotency.init(), this.handoffs.init(), this.deps.transcripts.init()]); // their indexes
     await this.deps.recordings?.init();
     this.deps.recordings?.start();
   }
@@ -318,11 +318,9 @@ export class VoiceCalls {
 
   async list(
     account: string,
-    opts: { limit: number; after?: string; status?: CallStatus; updatedAfter?: number },
+    opts: CallListFilter & { limit: number; after?: string },
   ): Promise<{ object: 'list'; data: VoiceCallObject[]; has_more: boolean; first_id: string | null; last_id: string | null }> {
-    const where: Record<string, unknown> = { account };
-    if (opts.status) where.status = opts.status;
-    if (opts.updatedAfter !== undefined) where.updated_at = { $gt: new Date(opts.updatedAfter) };
+    const where = listFilter(account, opts);
     if (opts.after) {
       const cursor = await this.view(account, opts.after).catch(() => {
         throw new ApiError('invalid_request', `Unknown call '${echo(opts.after)}' in 'after'.`, { param: 'after' });

@@ -42,12 +42,34 @@ export class Speaking {
   private agentTurns = 0;
   /** The call's first agent frame was sent (the answer → it is observed once). */
   private firstFrameSeen = false;
+  /** The callee barged in during this chain of turns (a reply and what follows it): what follows drops its reply to the answers. */
+  private calleeTook = false;
+  /** A follow-up's reply is being made (the agent waits for the integrator's answers): the callee's speech takes the turn. */
+  private awaiting = false;
+  /** The reply to answers the callee spoke over, kept for their next turn (src/voice/agent.ts `stale`). */
+  private staleReply: AgentReply['stale'] | null = null;
 
   constructor(private readonly deps: SpeakingDeps) {}
 
   /** A reply is playing. */
   get playing(): boolean {
     return this.playback !== null;
+  }
+
+  /** The agent waits for the integrator's answers (nothing plays): speech over it is a barge-in. */
+  get waiting(): boolean {
+    return this.awaiting && this.playback === null;
+  }
+
+  /**
+   * The reply to answers the callee spoke over, once: the listening says it when their turn is
+   * none (a backchannel, nothing recognised), else drops it and answers the turn (decided: the
+   * callee's words come after the answer, so the agent answers them with it in context).
+   */
+  takeStale(): AgentReply['stale'] | null {
+    const stale = this.staleReply;
+    this.staleReply = null;
+    return stale;
   }
 
   /**
@@ -58,14 +80,29 @@ export class Speaking {
    * times, src/voice/turn-stages.ts), null for the agent's own (the opening, a prompt).
    */
   async respond(make: (signal: AbortSignal) => Promise<AgentReply | null>, heard: CalleeTurnTimes | null, last = false): Promise<void> {
+    this.calleeTook = false;
+    this.staleReply = null; // a turn of the callee's answered: what they spoke over is old news
+    await this.turn(make, heard, last, false);
+  }
+
+  /** One reply of a chain (`following`: what followed a reply that sent requests), then what follows it. */
+  private async turn(
+    make: (signal: AbortSignal) => Promise<AgentReply | null>,
+    heard: CalleeTurnTimes | null,
+    last: boolean,
+    following: boolean,
+  ): Promise<void> {
     const line = this.deps.line;
     const abort = new AbortController();
+    if (this.calleeTook) abort.abort(); // the callee took the turn: the answers are recorded, their reply left stale
     this.turnAbort = abort;
     let followUp: AgentReply['followUp'];
     let said = false;
     try {
-      const reply = await make(abort.signal);
+      this.awaiting = following;
+      const reply = await make(abort.signal).finally(() => (this.awaiting = false));
       const decided = this.deps.now();
+      if (reply?.stale) this.staleReply = reply.stale;
       // What follows the reply (the answers of requests it sent) comes even when it was cut: the agent's history waits for them.
       followUp = reply?.followUp;
       // Requests answered are facts of the call, recorded whatever happens to the reply (a hang-up meanwhile too).
@@ -91,7 +128,7 @@ export class Speaking {
       if (this.turnAbort === abort) this.turnAbort = null;
     }
     // The callee's turn is answered by the first reply that says something (its latency is that reply's).
-    if (followUp && !line.over && !(line.closing && !last)) await this.respond(followUp, said ? null : heard, last);
+    if (followUp && !line.over && !(line.closing && !last)) await this.turn(followUp, said ? null : heard, last, true);
   }
 
   /**
@@ -182,6 +219,8 @@ export class Speaking {
   /** The callee spoke over the agent: the reply stops (unless it is the credit guard's last words). */
   bargeIn(): void {
     if (this.deps.line.closing) return; // the credit guard's last words are not cut
+    this.calleeTook = true;
+    if (this.waiting) this.turnAbort?.abort(); // nothing plays: the reply being made for the answers is not said
     const heard = this.cut();
     if (heard !== null) this.deps.log.debug({ heard_bytes: heard }, 'barge-in: playback cleared');
   }

@@ -45,18 +45,22 @@ export interface ToolFields {
   agent?: { type: 'intent' | 'llm' | 'hybrid' };
 }
 
-/** What a call's tools are, checked when it is placed (its live side's: src/voice/tools.ts). Holds the signing secret: memory only. */
-export interface ToolPlan {
-  /** The secret of the call's webhook: it signs every request. */
+/** Where requests of one kind go, and the secret that signs them (the call's webhook's, or the model's `signing_secret_env`'s). */
+export interface ToolTarget {
+  url: string;
   secret: string;
-  /** For the LLM (OpenAI's format, without the URLs). */
+}
+
+/** What a call's tools are, checked when it is placed (its live side's: src/voice/tools.ts). Holds the signing secrets: memory only. */
+export interface ToolPlan {
+  /** For the LLM (OpenAI's format, without the URLs): the call's tools, then its model's it does not replace. */
   definitions: ToolDefinition[];
-  /** Each tool's URL. */
-  urls: Record<string, string>;
-  /** Where a pack's business actions go; null: they are recorded, not sent. */
-  actionUrl: string | null;
+  /** Each tool's URL and secret. */
+  targets: Record<string, ToolTarget>;
+  /** Where a pack's business actions go (the call's `tool_url`, else its model's `agent_tools.url`); null: they are recorded, not sent. */
+  actions: ToolTarget | null;
   timeoutMs: number;
-  /** The call's own holding line; null: the pack's `GEN.HOLD`, else the gateway's. */
+  /** The call's own holding line, else its model's; null: the pack's `GEN.HOLD`, else the gateway's. */
   holdText: string | null;
 }
 
@@ -112,18 +116,55 @@ export class ToolRequests {
 /** The calls' requests, as the voice service holds them (it checks their URLs, its calls send them, its close ends them). */
 export type ToolRequester = Pick<ToolRequests, 'checkUrl' | 'post' | 'close'>;
 
-/** What checking a call's tools needs: the URL rule and the call's webhook (its URL and secret). */
+/** What checking a call's tools needs: the URL rule, the call's webhook (its URL and secret), the model's secret by its env var. */
 export interface ToolCheckDeps {
   toolRequests: ToolRequester;
   signerOf(account: string, webhookId: number): Promise<{ url: string; secret: string } | null>;
+  /** The value of the environment variable `name` (a model's `agent_tools.signing_secret_env`), undefined when unset. */
+  toolSecret(name: string): string | undefined;
+}
+
+/** A call's or a model's tools, checked: what a `ToolPlan` is made of. */
+export type ToolSet = Pick<ToolPlan, 'definitions' | 'targets' | 'actions'>;
+
+/**
+ * The call's tools, its own and its model's (src/voice/model-tools.ts), merged: a call's tool
+ * replaces its model's of the same name (decided: the integrator's declaration is the more
+ * specific, as a call's `voicemail` or `record` overrides its model's), and the call's `tool_url`
+ * takes the pack's actions before the model's `url`. Null: neither has any.
+ */
+export async function checkTools(
+  deps: ToolCheckDeps,
+  account: string,
+  body: ToolFields,
+  model: ToolSet | null,
+  settings: ToolSettings,
+): Promise<ToolPlan | null> {
+  const own = await callTools(deps, account, body);
+  if (!own && !model) return null;
+  const targets = { ...model?.targets, ...own?.targets };
+  const replaced = new Set(Object.keys(own?.targets ?? {}));
+  return {
+    definitions: [...(own?.definitions ?? []), ...(model?.definitions ?? []).filter((d) => !replaced.has(d.function.name))],
+    targets,
+    actions: own?.actions ?? model?.actions ?? null,
+    timeoutMs: body.tool_timeout_ms ?? settings.timeoutMs,
+    holdText: body.tool_hold_message ?? settings.holdText,
+  };
+}
+
+/** The timeout and holding line when the call does not give its own (its model's, else the gateway's). */
+export interface ToolSettings {
+  timeoutMs: number;
+  holdText: string | null;
 }
 
 /**
- * The call's tools, checked: each name once, every URL one a webhook could have, and a `webhook_id`
+ * The call's own tools, checked: each name once, every URL one a webhook could have, and a `webhook_id`
  * whose secret signs them (the integrator verifies the requests as it verifies the call's events).
- * Null: the call has no tools and no `tool_url` (its pack's actions are recorded, as before).
+ * Null: the call has no tools and no `tool_url`.
  */
-export async function checkTools(deps: ToolCheckDeps, account: string, body: ToolFields, defaultTimeoutMs: number): Promise<ToolPlan | null> {
+async function callTools(deps: ToolCheckDeps, account: string, body: ToolFields): Promise<ToolSet | null> {
   const tools = body.tools ?? [];
   if (tools.length === 0 && body.tool_url === undefined) return null;
   const agent = body.agent?.type ?? 'intent';
@@ -153,12 +194,10 @@ export async function checkTools(deps: ToolCheckDeps, account: string, body: Too
   }
   const signer = await deps.signerOf(account, body.webhook_id);
   if (!signer) throw new ApiError('invalid_request', `'webhook_id' must be one of your account's webhooks, not ${body.webhook_id}.`, { param: 'webhook_id' });
+  const secret = signer.secret;
   return {
-    secret: signer.secret,
     definitions: tools.map(({ url: _url, ...definition }) => definition),
-    urls,
-    actionUrl,
-    timeoutMs: body.tool_timeout_ms ?? defaultTimeoutMs,
-    holdText: body.tool_hold_message ?? null,
+    targets: Object.fromEntries(Object.entries(urls).map(([name, u]) => [name, { url: u, secret }])),
+    actions: actionUrl === null ? null : { url: actionUrl, secret },
   };
 }

@@ -13,6 +13,7 @@ import type { ToolCall, ToolCallDelta, ToolDefinition } from '../providers/types
 import { primaryLanguage } from '../speech/languages.ts';
 import type { ToolExchange, Turn } from '../../machines/voice-call.machine.ts';
 import type { ToolAnswer, ToolPlan, ToolRequests } from './tool-requests.ts';
+import type { ToolJournalWriter } from './tool-journal.ts';
 
 /** The most of an answer the transcript keeps (the LLM is given all of it, up to 16 KiB). */
 const MAX_RESULT_CHARS = 4000;
@@ -59,6 +60,10 @@ export interface CallToolsDeps {
   metadata: Record<string, string>;
   now(): number;
   log: Logger;
+  /** Keeps each request while it is in flight (a restart records it `interrupted`: src/voice/tool-journal.ts). */
+  journal?: ToolJournalWriter;
+  /** Seconds from the call's answer (the transcript's clock). */
+  clock?(at: number): number;
 }
 
 /** A call's tools: its plan (src/voice/tool-requests.ts's `checkTools`) and the requests it sends. */
@@ -75,9 +80,9 @@ export class CallTools {
     return this.plan.definitions;
   }
 
-  /** A pack's business actions are sent (the call named `tool_url`). */
+  /** A pack's business actions are sent (the call named `tool_url`, or its model `agent_tools.url`). */
   get sendsActions(): boolean {
-    return this.plan.actionUrl !== null;
+    return this.plan.actions !== null;
   }
 
   /** A pack action's request id, unique in the call. */
@@ -89,11 +94,15 @@ export class CallTools {
   async send(ask: ToolAsk): Promise<ToolEntry> {
     const sentAt = this.deps.now();
     const args = typeof ask.arguments === 'string' ? parsed(ask.arguments) : ask.arguments;
-    const url = ask.type === 'action' ? this.plan.actionUrl : (this.plan.urls[ask.name] ?? null);
-    const answer: ToolAnswer = url
+    const target = ask.type === 'action' ? this.plan.actions : Object.hasOwn(this.plan.targets, ask.name) ? this.plan.targets[ask.name]! : null;
+    const { journal, clock, log, callId } = this.deps;
+    const kept = (write: Promise<void> | undefined) => write?.catch((err: unknown) => log.warn({ err }, 'the tool journal was not written'));
+    // Kept before it goes out: a kill -9 after the request left must find it.
+    if (target) await kept(journal?.sent(callId, { id: ask.id, type: ask.type, name: ask.name, arguments: args }, clock?.(sentAt) ?? 0));
+    const answer: ToolAnswer = target
       ? await this.deps.requests.post(
-          url,
-          this.plan.secret,
+          target.url,
+          target.secret,
           {
             call_id: this.deps.callId,
             model: this.deps.model,
@@ -108,6 +117,7 @@ export class CallTools {
           sentAt,
         )
       : { status: 'refused', status_code: null, error: 'unknown_tool', body: '', latency_ms: 0 };
+    if (target) void kept(journal?.answered(callId, ask.id));
     if (answer.status !== 'ok') this.deps.log.info({ tool: ask.name, status: answer.status, error: answer.error }, 'a tool request did not succeed');
     return {
       sentAt,

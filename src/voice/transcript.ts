@@ -55,6 +55,12 @@ export class CallTranscripts {
     return true;
   }
 
+  /** The number after the call's last turn (for a turn its live side could not number: it died first). */
+  async nextSeq(callId: string): Promise<number> {
+    const [last] = await this.turns.find({ call_id: callId }, { sort: { seq: -1 }, limit: 1 });
+    return last ? last.seq + 1 : 0;
+  }
+
   /** The call's turns in order, for the account that pays for it. */
   async of(account: string, callId: string): Promise<Turn[]> {
     const docs = await this.turns.find({ call_id: callId, account }, { sort: { seq: 1 }, limit: MAX_TURNS });

@@ -26,6 +26,10 @@ export const EVENT_NAMES: readonly AccountEventName[] = [
   'call.ended',
   'call.transferred',
   'call.analyzed',
+  'batch.started',
+  'batch.paused',
+  'batch.resumed',
+  'batch.completed',
 ];
 
 export interface WebhookDoc {

@@ -31,7 +31,11 @@ describe('dashboard: operator', () => {
   it('opens an operator session with the admin token, loads the operator bundle only then, never shows upstream keys', async () => {
     const tab = await openTab(d);
     const { page } = tab;
-    const operatorChunk = Object.values(d.build.files).flatMap((f) => f.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path))[0]!;
+    // The operator bundle: the dynamic import built from operator.tsx (the Campaigns pages are another).
+    const operatorChunk = Object.values(d.build.files)
+      .flatMap((f) => f.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path))
+      .find((path) => d.build.files[path]?.entry === 'src/dashboard/operator/operator.tsx')!;
+    assert.ok(operatorChunk);
     const loaded: string[] = [];
     page.on('request', (req) => loaded.push(new URL(req.url()).pathname));
 

@@ -236,7 +236,7 @@ describe('POST /v1/understand', () => {
     const path = '/admin/intent-packs/demo-banking-telecom/evaluate';
     const live = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { turns } });
     assert.equal(live.status, 200, live.text);
-    assert.deepEqual(live.body.pack, { id: 'demo-banking-telecom', version: 3, candidate: false });
+    assert.deepEqual(live.body.pack, { id: 'demo-banking-telecom', version: 4, candidate: false });
     assert.deepEqual(
       live.body.results.map((r: any) => r.outcome),
       ['right', 'right', 'right', 'wrong'],
@@ -257,7 +257,7 @@ describe('POST /v1/understand', () => {
     assert.equal(tried.body.results[0].outcome, 'wrong');
     assert.equal(tried.body.results[0].intent, 'BANKING.ATM.CARD_RETAINED');
     const stored = await call(gw.url, 'GET', '/admin/intent-packs/demo-banking-telecom', { token: ADMIN_TOKEN });
-    assert.equal(stored.body.version, 3);
+    assert.equal(stored.body.version, 4);
 
     const badLabel = await call(gw.url, 'POST', path, { token: ADMIN_TOKEN, body: { turns: [{ text: 'hi', expected: 'NO.SUCH' }] } });
     assert.equal(badLabel.status, 400);
@@ -279,15 +279,15 @@ describe('POST /v1/understand', () => {
     const list = await call(gw.url, 'GET', '/admin/intent-packs', { token: ADMIN_TOKEN });
     assert.equal(list.status, 200);
     const demo = list.body.data.find((p: any) => p.id === 'demo-banking-telecom');
-    assert.ok(demo && demo.version === 3 && demo.source === 'config');
+    assert.ok(demo && demo.version === 4 && demo.source === 'config');
 
     const pack = readPackFile('config/packs/demo-banking-telecom.json');
     const cnd = pack.intents.find((i) => i.id === 'BANKING.ATM.CASH_NOT_DISPENSED')!;
     cnd.confirm = false;
     cnd.decisions.initial = { action: 'CREATE_DISPUTE', next_state: 'DISPUTE_CREATED', response_id: 'BANKING.DISPUTE.CREATED' };
-    const put = await call(gw.url, 'PUT', '/admin/intent-packs/demo-banking-telecom', { token: ADMIN_TOKEN, body: { ...pack, version: 4 } });
+    const put = await call(gw.url, 'PUT', '/admin/intent-packs/demo-banking-telecom', { token: ADMIN_TOKEN, body: { ...pack, version: 5 } });
     assert.equal(put.status, 200, put.text);
-    assert.equal(put.body.version, 4);
+    assert.equal(put.body.version, 5);
     const r = await understand({ session_id: 'v2', text: 'ATM did not dispense cash but debited' });
     assert.equal(r.body.decision.action, 'CREATE_DISPUTE');
 

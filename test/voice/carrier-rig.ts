@@ -22,6 +22,8 @@ export interface CarrierRig {
   exotel: FakeExotel;
   stt: ScriptedStt;
   acc: VoiceAccount;
+  /** The routes of `voice-twilio` and `voice-exotel`, for a test's own models on the same carriers. */
+  routes: { twilio: Record<string, unknown>; exotel: Record<string, unknown> };
   /** Places a call on `model` and waits for its end (and its cost). */
   dialled(model: string, to: string, body?: Record<string, unknown>): Promise<any>;
   close(): Promise<void>;
@@ -70,6 +72,7 @@ export async function carrierRig(callees: CalleeScript[], opts: CarrierRigOption
     exotel,
     stt,
     acc,
+    routes: { twilio: twilioRoute, exotel: exotelRoute },
     async dialled(model, to, body = {}) {
       const res = await place(gw, acc.key, { model, to, ...body });
       assert.equal(res.status, 202, res.text);

@@ -16,6 +16,7 @@ import {
   localSpeech,
   place,
   startVoiceGateway,
+  transferredByApi,
   voiceAccount,
   waitForCall,
   walletMicrocents,
@@ -111,11 +112,7 @@ describe('Exotel v1 calls through a flow, and ExoPhones written 0XXXXXXXXXX', ()
     const res = await dial('+919800000077'); // answers and stays on the line
     assert.equal(res.status, 202, res.text);
     const id = res.body.id as string;
-    await waitForCall(gw, acc.key, id, (c) => c.status === 'in_progress' && (c.transcript ?? []).length > 0);
-    const asked = await call(gw.url, 'POST', `/v1/voice/calls/${id}/transfer`, { token: acc.key, body: { to: '+919800000041', mode: 'cold' } });
-    assert.equal(asked.status, 202, asked.text);
-    const c = await waitForCall(gw, acc.key, id, ended);
-    assert.deepEqual([c.status, c.end_reason, c.transferred_to], ['completed', 'transferred', '+919800000041']);
+    await transferredByApi(gw, acc.key, id, '+919800000041');
     const connect = await exotel.askConnectApplet(`${gw.url}/v1/voice/exotel/connect`, id);
     assert.equal(connect.status, 200, JSON.stringify(connect.body));
     assert.deepEqual((connect.body as { destination: unknown }).destination, { numbers: ['+919800000041'] });

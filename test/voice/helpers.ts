@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, call, createKey, signup, startTestGateway, type TestGateway } from '../helper.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
+import type { StartOptions } from '../../src/server.ts';
 
 export interface VoiceAccount {
   id: number;
@@ -10,8 +11,13 @@ export interface VoiceAccount {
   key: string;
 }
 
-export async function startVoiceGateway(callees: unknown[], overrides: Record<string, unknown> = {}, dir?: string): Promise<TestGateway> {
-  return startTestGateway({ voice: { simulator: { callees } }, ...overrides }, dir ? { dir } : {});
+export async function startVoiceGateway(
+  callees: unknown[],
+  overrides: Record<string, unknown> = {},
+  dir?: string,
+  opts: StartOptions = {},
+): Promise<TestGateway> {
+  return startTestGateway({ voice: { simulator: { callees } }, ...overrides }, { ...opts, ...(dir ? { dir } : {}) });
 }
 
 export async function voiceAccount(gw: TestGateway, cents = 1000): Promise<VoiceAccount> {
@@ -56,6 +62,16 @@ export async function waitForCall(gw: { url: string }, key: string, id: string, 
 
 export const TERMINAL = ['completed', 'busy', 'no_answer', 'failed', 'canceled'];
 export const ended = (c: { status: string; cost_cents: number | null }) => TERMINAL.includes(c.status) && c.cost_cents !== null;
+
+/** The API's cold transfer of the call in progress (once it spoke) to `to`; waits for its end, `transferred` there. */
+export async function transferredByApi(gw: { url: string }, key: string, id: string, to: string): Promise<any> {
+  await waitForCall(gw, key, id, (c) => c.status === 'in_progress' && (c.transcript ?? []).length > 0);
+  const asked = await call(gw.url, 'POST', `/v1/voice/calls/${id}/transfer`, { token: key, body: { to, mode: 'cold' } });
+  assert.equal(asked.status, 202, asked.text);
+  const c = await waitForCall(gw, key, id, ended);
+  assert.deepEqual([c.status, c.end_reason, c.transferred_to], ['completed', 'transferred', to]);
+  return c;
+}
 
 export async function walletMicrocents(gw: TestGateway, session: string): Promise<number> {
   return (await call(gw.url, 'GET', '/portal/wallet', { token: session })).body.balance_microcents as number;

@@ -3,11 +3,13 @@
 // call), Exotel's 4 s late and sent three times. Twilio's stream is μ-law in 20 ms frames, Exotel's
 // PCM16 in 100 ms chunks in and 200 ms messages out, paced in real time by the fakes' callees; either
 // way the recording holds the callee on channel 0 and the agent on channel 1, where the transcript
-// says each spoke, the call's length long.
+// says each spoke, the call's length long. Exotel through a flow whose Voicebot applet asks for a
+// 16 kHz stream too: both sides brought to the recording's 8 kHz by SpeexDSP's resampler.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { type CarrierRig, carrierRig } from './carrier-rig.ts';
 import { ended, place, waitForCall } from './helpers.ts';
+import { putScriptedVoice } from './simulated.ts';
 import { assertSidesApart, fetchRecording, parseWav } from './recording-checks.ts';
 
 /**
@@ -16,6 +18,7 @@ import { assertSidesApart, fetchRecording, parseWav } from './recording-checks.t
  * proved nothing more about the recording).
  */
 const CALLER = '+919800000015';
+const FLOW = '4242';
 const CALLEES = [
   {
     to: CALLER,
@@ -36,10 +39,12 @@ describe('recorded calls through the (fake) carriers', () => {
     rig = await carrierRig(CALLEES);
     rig.twilio.badDays.set(CALLER, { dropAnswered: true });
     rig.exotel.badDays.set(CALLER, { answeredDelayMs: 4000, repeat: 3 });
+    rig.exotel.flows.set(FLOW, `${rig.gw.url}/v1/voice/exotel/voicebot?sample-rate=16000`);
+    await putScriptedVoice(rig.gw.url, rig.stt, 'voice-exotel-16k', [{ ...rig.routes.exotel, app_id: FLOW }]);
   });
   after(() => rig?.close());
 
-  for (const model of ['voice-twilio', 'voice-exotel']) {
+  for (const model of ['voice-twilio', 'voice-exotel', 'voice-exotel-16k']) {
     it(`${model}: both sides in their channels, the call's length`, async () => {
       const { gw, acc } = rig;
       rig.stt.say('the ATM did not give money but my account got debited');
@@ -58,6 +63,13 @@ describe('recorded calls through the (fake) carriers', () => {
       const wav = parseWav(got.bytes);
       assert.ok(Math.abs(wav.seconds - c.duration_seconds) < 1.5, `recorded ${wav.seconds} s of a ${c.duration_seconds} s call`);
       assertSidesApart(wav, c.transcript);
+      if (model !== 'voice-exotel-16k') return;
+      // The agent's audio went out at 16 kHz (32 bytes a ms), and its recording is at 8 kHz all the same.
+      const agentMs = c.transcript
+        .filter((t: { role: string }) => t.role === 'agent')
+        .reduce((ms: number, t: { start: number; end: number }) => ms + (t.end - t.start) * 1000, 0);
+      const sent = rig.exotel.streams.get(c.id)!.media.reduce((a, b) => a + b, 0);
+      assert.ok(sent >= agentMs * 32 * 0.9, `${sent} bytes sent for ${Math.round(agentMs)} ms of the agent: a 16 kHz stream`);
     });
   }
 });

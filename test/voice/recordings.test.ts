@@ -15,9 +15,12 @@ import { openEmbeddedStore } from '../../src/store/embedded/store.ts';
 import { openFsBlobs } from '../../src/blobs/fs.ts';
 import { g711Encode } from '../../src/speech/g711.ts';
 import { pcmWavHeader } from '../../src/speech/wav.ts';
+import { loadResamplers } from '../../src/speech/resample.ts';
+import { goertzelCoeff, goertzelPower } from '../../src/speech/tone.ts';
 import { parseWav, rms } from './recording-checks.ts';
 
 const log = pino({ level: 'silent' });
+const resamplers = await loadResamplers();
 const tone = (ms: number, amp = 8000) => Int16Array.from({ length: ms * 8 }, (_, i) => Math.round(amp * Math.sin(i / 3)));
 const bytesOfPcm = (s: Int16Array) => Buffer.from(s.buffer, s.byteOffset, s.byteLength);
 
@@ -25,7 +28,7 @@ const bytesOfPcm = (s: Int16Array) => Buffer.from(s.buffer, s.byteOffset, s.byte
 function recorder() {
   let now = 1_000_000;
   const out: Buffer[] = [];
-  const r = new CallRecorder({ append: async (b) => void out.push(b), done: async () => undefined, now: () => now, log });
+  const r = new CallRecorder({ append: async (b) => void out.push(b), done: async () => undefined, now: () => now, log, resamplers });
   const wav = () => {
     const pcm = Buffer.concat(out);
     return parseWav(Buffer.concat([pcmWavHeader(pcm.length, 8000, 2), pcm]));
@@ -81,6 +84,26 @@ describe('the call recorder', () => {
     assert.equal(rms(w.right, 0.55, w.seconds), 0, 'nothing of what was dropped');
     assert.ok(Math.abs(w.seconds - 1.5) < 0.05, `${w.seconds} s`);
   });
+
+  it("a 16 or 24 kHz stream's agent channel is resampled, not decimated: a 5 kHz tone leaves no 3 kHz alias, the speech band is kept", async () => {
+    for (const rate of [16_000, 24_000]) {
+      const { r, wav, tick } = recorder();
+      r.begin(1_000_000);
+      // 2 s of the agent in 100 ms chunks as they play: 1 kHz (the speech band) and 5 kHz (above
+      // what 8 kHz holds; every 2nd or 3rd sample of it is a 3 kHz tone).
+      const chunk = rate / 10;
+      const sine = (hz: number, i: number) => 6000 * Math.sin((2 * Math.PI * hz * i) / rate);
+      for (let c = 0; c < 20; c++) {
+        r.sent(bytesOfPcm(Int16Array.from({ length: chunk }, (_, k) => Math.round(sine(1000, c * chunk + k) + sine(5000, c * chunk + k)))), 'pcm16', rate);
+        tick(100);
+      }
+      await r.close();
+      const agent = wav().right.subarray(800, 15_200); // 0.1–1.9 s
+      const db = (hz: number) => 10 * Math.log10(goertzelPower(agent, goertzelCoeff(hz, 8000)) / ((6000 * agent.length) / 2) ** 2); // against the 6000-amplitude sine
+      assert.ok(db(1000) > -1, `${rate} Hz: the 1 kHz tone kept (${db(1000).toFixed(1)} dB)`);
+      assert.ok(db(3000) < -50, `${rate} Hz: no 3 kHz alias of the 5 kHz tone (${db(3000).toFixed(1)} dB)`);
+    }
+  });
 });
 
 describe('recordings in the store', () => {
@@ -98,6 +121,7 @@ describe('recordings in the store', () => {
       defaultRetentionDays: 30,
       logger: log,
       now: () => now,
+      resamplers: async () => resamplers,
     };
     const recs = new CallRecordings(deps);
     await recs.init();

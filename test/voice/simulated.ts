@@ -9,6 +9,7 @@ import { ADMIN_TOKEN, call, type TestGateway } from '../helper.ts';
 import { FakeServer, sendAnswer } from '../fakes/fake-server.ts';
 import { startOpenAIUpstream } from '../fakes/openai-upstream.ts';
 import type { CalleeScript } from '../../src/config.ts';
+import type { Logger } from 'pino';
 import { place, startVoiceGateway, voiceAccount, type VoiceAccount } from './helpers.ts';
 
 /** The scripted recogniser: each utterance it is sent gets the next text (then nothing). */
@@ -129,17 +130,22 @@ export interface SimulatedVoice {
  * Registers the suite's before and after; the object's fields are set once before has run. A file's
  * own callees (`extra`) come before CALLEES (whose last, `*`, answers any other number).
  */
-export function simulatedVoice(extra: CalleeScript[] = []): SimulatedVoice {
+export function simulatedVoice(extra: CalleeScript[] = [], opts: { logger?: Logger } = {}): SimulatedVoice {
   const v = {} as SimulatedVoice;
   before(async () => {
     v.stt = await ScriptedStt.start();
     v.llm = await startOpenAIUpstream();
     const callees = [...extra, ...CALLEES];
-    v.gw = await startVoiceGateway(callees, {
-      // A short credit floor: the credit guard's call lasts seconds, not a minute.
-      voice: { maxConcurrentCalls: 3, minAffordableSeconds: 10, mediaTimeoutMs: 10_000, simulator: { callees } },
-      webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 }, // a call's webhook_id on a loopback receiver
-    });
+    v.gw = await startVoiceGateway(
+      callees,
+      {
+        // A short credit floor: the credit guard's call lasts seconds, not a minute.
+        voice: { maxConcurrentCalls: 3, minAffordableSeconds: 10, mediaTimeoutMs: 10_000, simulator: { callees } },
+        webhooks: { allowPrivateNetworks: true, allowHttp: true, sweepIntervalMs: 200 }, // a call's webhook_id on a loopback receiver
+      },
+      undefined,
+      opts,
+    );
     await putScriptedVoice(v.gw.url, v.stt, 'voice-test', [{ provider: 'simulator' }]);
     await putChatModel(v.gw.url, v.llm);
     v.acc = await voiceAccount(v.gw, 1000);

@@ -9,13 +9,12 @@ import { CallTools, responseFor, toolResult, ToolRound, type ToolAsk } from '../
 import type { ToolAnswer, ToolPlan } from '../../src/voice/tool-requests.ts';
 
 const PLAN: ToolPlan = {
-  secret: 'whsec_test',
   definitions: [
     { type: 'function', function: { name: 'get_balance' } },
     { type: 'function', function: { name: 'block_card' } },
   ],
-  urls: { get_balance: 'http://127.0.0.1:1/balance', block_card: 'http://127.0.0.1:1/card' },
-  actionUrl: 'http://127.0.0.1:1/actions',
+  targets: { get_balance: { url: 'http://127.0.0.1:1/balance', secret: 'whsec_test' }, block_card: { url: 'http://127.0.0.1:1/card', secret: 'whsec_test' } },
+  actions: { url: 'http://127.0.0.1:1/actions', secret: 'whsec_test' },
   timeoutMs: 1000,
   holdText: null,
 };

@@ -90,15 +90,11 @@ describe('the agent acts during calls on fake Exotel and Twilio lines, their cal
     await receiver?.close();
   });
 
-  /** The holding line played to its end while the request waited; the request's turn, answered after ANSWER_AFTER_MS; the reply after it. */
-  function assertHeldThenAnswered(c: any, hold: number): void {
+  /** The holding line (`line`) played to its end while the request waited; the request's turn, answered after ANSWER_AFTER_MS; the reply after it. */
+  function assertHeldThenAnswered(c: any, hold: number, line: string): void {
     assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], JSON.stringify(c));
     const [held, tool, reply] = c.transcript.slice(hold);
-    assert.deepEqual(
-      [held.role, held.text, held.heard_text, held.interrupted],
-      ['agent', 'One moment please.', 'One moment please.', false],
-      JSON.stringify(c.transcript),
-    );
+    assert.deepEqual([held.role, held.text, held.heard_text, held.interrupted], ['agent', line, line, false], JSON.stringify(c.transcript));
     assert.deepEqual([tool.role, tool.tool.status], ['tool', 'ok']);
     assert.ok(tool.tool.latency_ms >= ANSWER_AFTER_MS && tool.tool.latency_ms < ANSWER_AFTER_MS + 1000, `answered in ${tool.tool.latency_ms} ms`);
     assert.ok(tool.start <= held.end && held.start <= tool.start + 0.5, `the holding line played while the request waited: ${JSON.stringify([held, tool])}`);
@@ -110,7 +106,7 @@ describe('the agent acts during calls on fake Exotel and Twilio lines, their cal
     const res = await place(gw, acc.key, { model: 'voice-exotel', to: DISPUTER, tool_url: receiver.url, webhook_id: webhookId });
     assert.equal(res.status, 202, res.text);
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
-    assertHeldThenAnswered(c, 4);
+    assertHeldThenAnswered(c, 4, 'One moment please, I am checking that for you.'); // the pack's GEN.HOLD
     assert.equal(c.transcript[6].response_id, 'BANKING.DISPUTE.CREATED');
     assert.deepEqual(
       gw.events.filter((e) => e.fields.call_id === c.id).map((e) => e.event),
@@ -133,7 +129,7 @@ describe('the agent acts during calls on fake Exotel and Twilio lines, their cal
     const res = await place(gw, acc.key, body);
     assert.equal(res.status, 202, res.text);
     const c = await waitForCall(gw, acc.key, res.body.id, ended, 60_000);
-    assertHeldThenAnswered(c, 1);
+    assertHeldThenAnswered(c, 1, 'One moment please.'); // no pack: the gateway's
     assert.equal(c.transcript[3].text, 'The tool said: {"balance":"500 rupees"}');
   });
 });

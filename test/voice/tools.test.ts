@@ -22,6 +22,9 @@ const BALANCE_TOOL = {
   function: { name: 'get_balance', description: "The callee's balance", parameters: { type: 'object', properties: { query: { type: 'string' } } } },
 };
 const APOLOGY = gatewayWording('failed', 'en-IN');
+// The demo pack's own wordings (GEN.HOLD, GEN.ACTION_FAILED): said on its calls instead of the gateway's.
+const PACK_HOLD = 'One moment please, I am checking that for you.';
+const PACK_FAILED = 'Sorry, I could not complete that just now. Is there anything else I can help with?';
 const DISPUTE = CALLEES.find((c) => c.to === '+919800000010')!;
 
 /** An integrator: tool requests answered by `tool` once their signature verifies with `secret` (else 401); events recorded. */
@@ -154,7 +157,7 @@ describe('the agent acts during the call: signed requests to the integrator, ans
           ['callee', 'ATM did not give money but my account got debited'],
           ['agent', 'BANKING.DISPUTE.ASK_RAISE'],
           ['callee', 'haan'],
-          ['agent', 'One moment please.'],
+          ['agent', PACK_HOLD],
           ['tool', 'CREATE_DISPUTE: ok'],
           ['agent', 'BANKING.DISPUTE.CREATED'],
         ],
@@ -193,9 +196,9 @@ describe('the agent acts during the call: signed requests to the integrator, ans
       assert.deepEqual(
         r.transcript.slice(4).map((t: any) => [t.role, t.text]),
         [
-          ['agent', 'One moment please.'],
+          ['agent', PACK_HOLD],
           ['tool', 'CREATE_DISPUTE: refused'],
-          ['agent', APOLOGY],
+          ['agent', PACK_FAILED],
         ],
       );
       assert.deepEqual([r.transcript[5].tool.status_code, r.transcript[5].tool.error], [401, 'http_401']);
@@ -218,7 +221,8 @@ describe('the agent acts during the call: signed requests to the integrator, ans
       const entry = t.transcript[5];
       assert.deepEqual([entry.role, entry.tool.status, entry.tool.error], ['tool', 'timeout', 'timeout'], JSON.stringify(t.transcript));
       assert.ok(entry.tool.latency_ms >= 1000 && entry.tool.latency_ms < 2500, `waited ${entry.tool.latency_ms} ms`);
-      assert.equal(t.transcript[6].text, APOLOGY);
+      assert.deepEqual([t.transcript[6].text, t.transcript[6].response_id], [PACK_FAILED, 'GEN.ACTION_FAILED']);
+      assert.notEqual(PACK_FAILED, APOLOGY, "the pack's wording, not the gateway's");
       await waitFor('call.action delivered', () => events(receiver, t.id, 'call.action').length === 1);
       assert.equal(events(receiver, t.id, 'call.action')[0]!.json.status, 'timeout');
     } finally {

@@ -84,6 +84,8 @@ describe('cold transfers', () => {
     assert.equal(dials[0]!.twiml, '<Response><Dial callerId="+14155550100"><Number>+919800000041</Number></Dial></Response>');
     const hangups = twilio.requests.filter((r) => r.path.endsWith(`/Calls/${sid}.json`) && r.form.get('Status') !== null);
     assert.equal(hangups.length, 0, 'the gateway never hangs up a transferred call');
+    const asksBack = await call(gw.url, 'GET', `/v1/voice/exotel/connect?CallSid=${sid}`);
+    assert.equal(asksBack.status, 404, "a Twilio call's hand-off is not kept for Exotel's Connect applet");
     const events = gw.events.filter((e) => e.fields.call_id === id);
     assert.deepEqual(
       events.map((e) => e.event),

@@ -17,6 +17,8 @@ import { JobsPage } from './pages/jobs.tsx';
 import { JobPage } from './pages/job.tsx';
 import { CallsPage } from './pages/calls.tsx';
 import { CallPage } from './pages/call.tsx';
+import { NumbersPage } from './pages/numbers.tsx';
+import { CampaignsGate } from './pages/campaigns-gate.tsx';
 import { TrySpeechPage } from './pages/try-speech.tsx';
 import { TryRecognitionPage } from './pages/try-recognition.tsx';
 import { OperatorGate } from './pages/operator-gate.tsx';
@@ -90,6 +92,10 @@ function Content({ top }: { top: string }) {
       return rest[0] ? <JobPage id={rest[0]} /> : <JobsPage />;
     case 'calls':
       return rest[0] ? <CallPage id={rest[0]} /> : <CallsPage />;
+    case 'numbers':
+      return <NumbersPage />;
+    case 'campaigns':
+      return <CampaignsGate rest={rest} />;
     case 'speech':
       return <TrySpeechPage />;
     case 'recognition':

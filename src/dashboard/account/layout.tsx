@@ -13,6 +13,8 @@ const NAV: [string, string][] = [
   ['organization', 'Organization'],
   ['jobs', 'Transcriptions'],
   ['calls', 'Calls'],
+  ['numbers', 'Numbers'],
+  ['campaigns', 'Campaigns'],
   ['speech', 'Try speech'],
   ['recognition', 'Try recognition'],
   ['operator', 'Operator'],

@@ -15,9 +15,17 @@ export const WEBHOOK_EVENTS = [
   'call.ended',
   'call.transferred',
   'call.analyzed',
+  'batch.started',
+  'batch.paused',
+  'batch.resumed',
+  'batch.completed',
 ] as const;
 export const USAGE_GROUPS = ['day', 'model', 'key_prefix', 'member', 'end_user'] as const;
 /** The largest recording an upload may be (the server's UPLOAD_LIMIT_BYTES, src/http/uploads.ts). */
 export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 /** A voice call's statuses (machines/voice-call.machine.ts's CALL_STATUSES), in their order. */
 export const CALL_STATUSES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'] as const;
+/** A voice batch's numbers' statuses (src/voice/batches/rows.ts's ROW_STATUSES), in their order. */
+export const ROW_STATUSES = ['queued', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'voicemail', 'canceled', 'invalid'] as const;
+/** The outcomes a batch may retry (its `retry.on`: src/voice/batches/pacing.ts's RETRYABLE). */
+export const RETRY_OUTCOMES = ['busy', 'no_answer', 'failed', 'voicemail'] as const;

@@ -7,3 +7,6 @@ export const managesWebhooks = (me: Me | null): boolean => me?.organization?.rol
 
 /** Billing settings (the low-balance threshold): the owner only (src/billing/portal.ts), or a personal account. */
 export const managesBilling = (me: Me | null): boolean => !me?.organization || me.organization.role === 'owner';
+
+/** A call's recording's Delete: the owner or an admin (src/voice/recordings.ts), or a personal account. */
+export const deletesRecordings = managesWebhooks;

@@ -17,15 +17,19 @@ import { VoiceCallBodySchema } from './v1-voice.ts';
 
 const NumberParam = Closed({ number: Type.String({ pattern: CALLER_ID_PATTERN }) });
 const call = VoiceCallBodySchema.properties;
-const NumberBody = Closed({
-  model: call.model,
-  owner: Closed({ type: Type.Union([Type.Literal('user'), Type.Literal('org')]), id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }),
+/** How a number's calls are answered, as POST /v1/voice/call takes it (all optional: the model's defaults); its owner reads the same (portal-voice.ts). */
+export const NumberAnswering = {
   agent: call.agent,
   first_message: call.first_message,
   language: call.language,
   voice: call.voice,
   max_duration_seconds: call.max_duration_seconds,
   webhook_id: call.webhook_id,
+};
+const NumberBody = Closed({
+  model: call.model,
+  owner: Closed({ type: Type.Union([Type.Literal('user'), Type.Literal('org')]), id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }),
+  ...NumberAnswering,
 });
 const Any = Type.Object({}, { additionalProperties: true });
 

@@ -10,12 +10,12 @@ import { documented, nullOnly, nullsDropped, orNull, sseData } from '../openapi.
 import { CHAT_NULLS_REFUSED, MESSAGE_NULLS_REFUSED, normalizeChatBody } from '../../text/chat-input.ts';
 import { REASONING_EFFORTS } from '../../providers/types.ts';
 import { cancelOnDisconnect } from '../disconnect.ts';
+import { FunctionName, ToolSchema } from '../../shared/tool-schema.ts';
 
 // Content is text: a string, or OpenAI's array of text parts (as Cline and other agents send it),
 // joined in order. A part's shape is checked in the gateway, so an image, audio or file part is
 // refused as such ("only text parts") rather than as a text part missing its text.
 const Part = Type.Object({ type: Type.String({ maxLength: 64 }) }, { additionalProperties: true });
-const FunctionName = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' });
 // Tool calling (models with `tools: true`; the gateway refuses it for others, naming the field).
 const ToolCall = Type.Object(
   {
@@ -33,21 +33,6 @@ const Message = Type.Object(
     name: Type.Optional(KeyString(64)),
     tool_calls: Type.Optional(Type.Array(ToolCall, { maxItems: 128 })),
     tool_call_id: Type.Optional(KeyString(256)),
-  },
-  { additionalProperties: false },
-);
-export const ToolSchema = Type.Object(
-  {
-    type: Type.Literal('function'),
-    function: Type.Object(
-      {
-        name: FunctionName,
-        description: Type.Optional(Type.String({ maxLength: 10_000 })),
-        parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-        strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-      },
-      { additionalProperties: false },
-    ),
   },
   { additionalProperties: false },
 );

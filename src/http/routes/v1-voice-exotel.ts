@@ -10,7 +10,7 @@
 // Voicebot applet, for transfers (Exotel's APIs cannot redirect a live call: the gateway ends the
 // Voicebot's stream and the flow moves on to the Connect applet, which asks whom to dial). Answered
 // in Exotel's Programmable Connect form, `{fetch_after_attempt: false, destination: {numbers: [to]},
-// outgoing_phone_number?}`, for a call this instance handed off lately (src/voice/handoffs.ts), by
+// outgoing_phone_number?}`, for a call the gateway (any instance) handed off lately (src/voice/handoffs.ts), by
 // its `CallSid`; 404 otherwise (the applet's fallback then applies). Docs: docs/api/voice.md, Transfers.
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../types.ts';
@@ -39,7 +39,7 @@ export function registerExotelVoicebotRoute(app: App, deps: AppDeps): void {
       },
     },
     async (req) => {
-      const handoff = deps.services.voice.handoffs.of(req.query.CallSid);
+      const handoff = await deps.services.voice.handoffs.of(req.query.CallSid);
       if (!handoff) throw new ApiError('not_found', 'No call of this gateway was transferred with that CallSid.');
       return {
         fetch_after_attempt: false,

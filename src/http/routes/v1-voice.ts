@@ -19,7 +19,7 @@ import { CALLER_ID_PATTERN } from '../../shared/phones.ts';
 import { VoicemailSchema } from '../../shared/voicemail-schema.ts';
 import { AnalysisSchema } from '../../shared/analysis-schema.ts';
 import { CALL_STATUSES } from '../../../machines/voice-call.machine.ts';
-import { ToolSchema } from './v1-chat.ts';
+import { AgentToolSchema } from '../../shared/tool-schema.ts';
 import { registerRecordingRoutes, type RecordingEdge } from './voice-recording.ts';
 
 const Lang = Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 });
@@ -73,9 +73,7 @@ export const VoiceCallBodySchema = Closed({
   webhook_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
   metadata: Type.Optional(StringMap(16, 500)),
   /** The LLM's tools (OpenAI's function format), each with the URL its calls go to (else `tool_url`): docs/api/voice.md. */
-  tools: Type.Optional(
-    Type.Array(Closed({ ...ToolSchema.properties, url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })) }), { minItems: 1, maxItems: 32 }),
-  ),
+  tools: Type.Optional(Type.Array(AgentToolSchema, { minItems: 1, maxItems: 32 })),
   /** Where the pack's business actions (and tools without a `url`) are sent, signed with the `webhook_id`'s secret. */
   tool_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
   tool_timeout_ms: Type.Optional(Type.Integer({ minimum: 500, maximum: 15_000 })),
@@ -197,7 +195,11 @@ export const Call = Type.Object({
           intent: Nullable(Type.String()),
           entities: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number()])),
           at: Type.Number(),
-          status: Type.Optional(Type.String({ description: 'How the integrator answered the request: ok, refused, failed or timeout.' })),
+          status: Type.Optional(
+            Type.String({
+              description: 'How the integrator answered the request: ok, refused, failed, timeout, or interrupted (the gateway restarted with it in flight).',
+            }),
+          ),
         }),
       ),
       final_state: Nullable(Type.String()),
@@ -245,7 +247,8 @@ export function registerVoiceRoutes(app: App, deps: AppDeps): void {
     },
   );
 
-  registerCallRoutes(app, deps, { prefix: '/v1', preHandler: requireApiKey(deps, 'voice'), security: [{ apiKey: [] }], tags: ['v1'], account: payer });
+  const role = async (req: FastifyRequest) => (await deps.services.billing.accountOf(principalOf(req).userId)).role;
+  registerCallRoutes(app, deps, { prefix: '/v1', preHandler: requireApiKey(deps, 'voice'), security: [{ apiKey: [] }], tags: ['v1'], account: payer, role });
 
   // Carriers' status callbacks: no API key (the carrier calls); its signature (Twilio) or the call's
   // secret in the URL (`?token=`, Exotel) decides. Forms (as both post them by default), JSON objects
@@ -370,6 +373,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
             limit: Limit,
             after: Type.Optional(KeyString(64)),
             status: Type.Optional(OneOf(CALL_STATUSES)),
+            direction: Type.Optional(OneOf(['inbound', 'outbound'] as const)),
             /** Unix seconds: calls changed after it (to reconcile missed webhooks). */
             updated_after: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
           },
@@ -393,6 +397,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
         limit: limitOf(q),
         ...(q.after ? { after: q.after } : {}),
         ...(q.status ? { status: q.status } : {}),
+        ...(q.direction ? { direction: q.direction } : {}),
         ...(q.updated_after ? { updatedAfter: Number(q.updated_after) * 1000 } : {}),
       });
     },

@@ -37,6 +37,7 @@ export const ModelEntry = Type.Object({
   price_per_minute_cents: Type.Optional(Type.Number()),
   max_duration_seconds: Type.Optional(Type.Integer()),
   features: Type.Optional(Type.Array(Type.String())),
+  agent_tools: Type.Optional(Type.Array(Type.String())),
 });
 
 export function registerV1Routes(app: App, deps: AppDeps): void {

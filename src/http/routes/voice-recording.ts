@@ -3,7 +3,8 @@
 //   GET    {prefix}/voice/calls/{id}/recording[?format=wav|mp3]  the recording, with byte ranges
 //          (206 + Content-Range; a range outside it 416 in the error envelope); WAV: 8 kHz 16-bit
 //          stereo, channel 0 the callee, channel 1 the agent; MP3: the same, 32 kb/s
-//   DELETE {prefix}/voice/calls/{id}/recording                    204; it is gone at once
+//   DELETE {prefix}/voice/calls/{id}/recording                    204; it is gone at once (an
+//          organization's member: 403 role_forbidden; its owner and admins may)
 // Another account's call, like an unknown one, is 404 (the call is looked up as the account's first).
 // The dashboard's <audio> reads it by the session's cookie: another site embedding it is refused (403).
 import { Type } from 'typebox';
@@ -13,6 +14,7 @@ import { sendBlob } from '../ranges.ts';
 import { Binary, documented } from '../openapi.ts';
 import { assertNotEmbedded } from '../browser.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { OrgRole } from '../../identity/orgs.ts';
 
 const CallId = Type.Object({ id: KeyString(64) });
 const Format = Type.Object({ format: Type.Optional(Type.Union([Type.Literal('wav'), Type.Literal('mp3')])) }, { additionalProperties: false });
@@ -25,10 +27,12 @@ export interface RecordingEdge {
   tags: string[];
   /** The wallet whose calls the request sees (an organization member: the organization's). */
   account: (req: FastifyRequest) => Promise<string>;
+  /** The caller's organization role (null: a personal account): a member may not delete a recording. */
+  role: (req: FastifyRequest) => Promise<OrgRole | null>;
 }
 
 export function registerRecordingRoutes(app: App, deps: AppDeps, edge: RecordingEdge): void {
-  const { prefix, preHandler, security, tags, account } = edge;
+  const { prefix, preHandler, security, tags, account, role } = edge;
   const recordings = () => {
     const r = deps.services.voice.recordings;
     if (!r) throw new Error('recordings are not configured');
@@ -68,12 +72,18 @@ export function registerRecordingRoutes(app: App, deps: AppDeps, edge: Recording
     `${prefix}/voice/calls/:id/recording`,
     {
       preHandler,
-      schema: { tags, summary: "Delete the call's recording (204)", security, params: CallId, response: { 204: Type.Null(), ...errors(401, 403, 404, 409) } },
+      schema: {
+        tags,
+        summary: "Delete the call's recording (204; an organization's owner or admins, not its members)",
+        security,
+        params: CallId,
+        response: { 204: Type.Null(), ...errors(401, 403, 404, 409) },
+      },
     },
     async (req, reply) => {
       const owner = await account(req);
       await deps.services.voice.get(owner, req.params.id);
-      await recordings().remove(owner, req.params.id);
+      await recordings().remove(owner, req.params.id, await role(req));
       return reply.code(204).send(null);
     },
   );

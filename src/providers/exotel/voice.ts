@@ -124,7 +124,7 @@ export function exotelCarrier(route: ExotelRoute, opts: ExotelOptions): Carrier 
     // the Voicebot applet's stream ends (the gateway closes it as the call ends `transferred`), and
     // the flow's next applet, Connect, dials (docs/api/voice.md, Transfers). Without a flow the
     // stream's end ends the call: no transfer.
-    ...(route.appId ? { transfer: async () => undefined } : {}),
+    ...(route.appId ? { transfer: async () => undefined, asksAfterTransfer: true } : {}),
     async duration(callSid) {
       const call = await details(callSid);
       return call.status === 'completed' ? call.duration : null;

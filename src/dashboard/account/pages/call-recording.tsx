@@ -1,10 +1,15 @@
 // A call's recording on its page (GET /portal/voice/calls/{id}/recording, which the <audio> element
-// reads by byte ranges): the player, the WAV and MP3 downloads, and what the call says of it while
-// it is recorded, when nothing was, or once it is deleted. `useRecordingPlayer` lets the transcript
-// play from a turn: the recording's time 0 is the call's answer, as the transcript's times are.
+// reads by byte ranges): the player, the WAV and MP3 downloads, Delete (DELETE …/recording, after a
+// confirmation; not shown to an organization's members, whom the API refuses), and what the call
+// says of it while it is recorded, when nothing was, or once it is deleted. `useRecordingPlayer`
+// lets the transcript play from a turn: the recording's time 0 is the call's answer, as the
+// transcript's times are.
 import { useRef, useState } from 'preact/hooks';
 import type { Call } from './calls.tsx';
 import { seconds } from './calls.tsx';
+import { useSession } from '../../ui/context.tsx';
+import { confirmed, ErrorBox, useAction } from '../../ui/components.tsx';
+import { deletesRecordings } from '../../ui/roles.ts';
 
 export interface RecordingPlayer {
   audio: { current: HTMLAudioElement | null };
@@ -42,9 +47,18 @@ const STATUS: Record<string, string> = {
   deleted: 'The recording was deleted (on request, or at the end of its retention).',
 };
 
-export function CallRecording({ call: c, path, player }: { call: Call; path: string; player: RecordingPlayer }) {
+export function CallRecording({ call: c, path, player, onDeleted }: { call: Call; path: string; player: RecordingPlayer; onDeleted(): void }) {
+  const { api, me } = useSession();
+  const del = useAction();
   const r = c.recording;
   if (!r) return null;
+  const remove = () => {
+    if (!confirmed(`Delete the recording of the call to ${c.to}? It cannot be undone; the transcript stays.`)) return;
+    void del.run(async () => {
+      await api.send('DELETE', `${path}/recording`);
+      onDeleted();
+    });
+  };
   const src = `${path}/recording`;
   return (
     <section class="card">
@@ -58,8 +72,8 @@ export function CallRecording({ call: c, path, player }: { call: Call; path: str
             preload="metadata"
             src={src}
             aria-label="The call's recording"
-            onTimeUpdate={() => {
-              const a = player.audio.current!;
+            onTimeUpdate={(e) => {
+              const a = e.currentTarget; // not player.audio: a last event may come once the element is gone (deleted)
               if (player.stopAt.current !== null && a.currentTime >= player.stopAt.current) {
                 a.pause();
                 player.stopAt.current = null;
@@ -79,7 +93,13 @@ export function CallRecording({ call: c, path, player }: { call: Call; path: str
             <a href={`${src}?format=mp3`} download={`${c.id}.mp3`}>
               MP3
             </a>
+            {deletesRecordings(me) ? (
+              <button type="button" class="danger" onClick={remove} disabled={del.busy}>
+                Delete recording
+              </button>
+            ) : null}
           </p>
+          <ErrorBox error={del.error} />
         </>
       ) : (
         <p class="muted" data-testid="recording-status">

@@ -1,7 +1,9 @@
 // One voice call (GET /portal/voice/calls/{id}, the /v1 call as it is), re-read every second while it
 // is going: its facts and cost; the transcript as turns, where an agent turn the callee cut off shows
 // what the callee heard apart from the rest, struck through; keys pressed; the outcome (the business
-// actions the agent took, with their entities, and the conversation's final state); the metrics.
+// actions the agent took, with their entities, and the conversation's final state); its analysis
+// (the summary and fields an llm read from the transcript, or what the pack decided, and its cost);
+// the metrics.
 // A call not answered yet can be cancelled, one in progress hung up (the /v1 controls, by the session).
 import { Fragment } from 'preact';
 import { useSession } from '../../ui/context.tsx';
@@ -39,9 +41,10 @@ export function CallPage({ id }: { id: string }) {
   const { api } = useSession();
   const path = `/portal/voice/calls/${encodeURIComponent(id)}`;
   const call = useLoad(() => api.get<Call>(path), [path]);
-  usePoll(call.data !== null && (going(call.data) || call.data.recording?.status === 'recording') ? 1000 : null, call.reload);
-  const player = useRecordingPlayer();
   const c = call.data;
+  // Re-read while anything on the page is still to come: the call, its recording, its analysis.
+  usePoll(c !== null && (going(c) || c.recording?.status === 'recording' || c.analysis?.status === 'pending') ? 1000 : null, call.reload);
+  const player = useRecordingPlayer();
   return (
     <Page title={`Call ${id}`} actions={c ? <Controls call={c} path={path} onDone={call.reload} /> : null}>
       <Loading loaded={call} />
@@ -68,9 +71,10 @@ export function CallPage({ id }: { id: string }) {
               ['Cost', cents(c.cost_cents), 'call-cost'],
             ]}
           />
-          <CallRecording call={c} path={path} player={player} />
+          <CallRecording call={c} path={path} player={player} onDeleted={call.reload} />
           <Transcript turns={c.transcript ?? []} player={c.recording?.available ? player : null} />
           <Outcome call={c} />
+          {c.analysis ? <Analysis analysis={c.analysis} /> : null}
           {c.metrics ? (
             <section class="card">
               <h2>Metrics</h2>
@@ -212,6 +216,61 @@ function Outcome({ call: c }: { call: Call }) {
       <p>
         Final state: <strong>{o.final_state ?? '—'}</strong>
       </p>
+    </section>
+  );
+}
+
+type CallAnalysis = NonNullable<Call['analysis']>;
+
+const ANALYSIS_STATUS: Record<string, string> = {
+  pending: 'Being analysed: the summary and fields appear here once the model has read the transcript.',
+  skipped: 'Not analysed: there was no conversation to read (the call was not answered, or the callee said nothing). Nothing was billed for it.',
+};
+
+/** Cents to the micro-cent, as billed: a chat call of a few hundred tokens costs a fraction of a cent that `cents` would show as $0.00. */
+const exactCents = (c: number) => `$${(c / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 8 })}`;
+
+/** A field's value as the API gives it: null is a field the conversation did not settle. */
+const value = (v: CallAnalysis['fields'][string]) => (v === null ? '— (not settled)' : typeof v === 'boolean' ? (v ? 'yes' : 'no') : String(v));
+
+/** The call's analysis: pending, skipped, failed (why), or completed: the summary, the fields, the pack's own, and its cost. */
+function Analysis({ analysis: a }: { analysis: CallAnalysis }) {
+  const fields = Object.entries(a.fields);
+  const done = a.status === 'completed';
+  return (
+    <section class="card" data-testid="call-analysis">
+      <h2>Analysis</h2>
+      <p data-testid="analysis-status">
+        {a.status === 'failed' && a.error
+          ? `The analysis failed after ${a.attempts} attempt${a.attempts === 1 ? '' : 's'}: ${a.error.message} (${a.error.code}). It was not billed; the call's own bill is unchanged.`
+          : (ANALYSIS_STATUS[a.status] ?? `Analysed ${a.source === 'pack' ? "from the intent pack's outcome (free)" : `by ${a.model}`}.`)}
+      </p>
+      {done && a.summary !== null ? <p data-testid="analysis-summary">{a.summary}</p> : null}
+      {done && fields.length > 0 ? (
+        <DataTable
+          caption="Fields read from the conversation"
+          testId="analysis-fields"
+          rows={fields}
+          rowKey={([name]) => name}
+          empty=""
+          columns={[
+            { label: 'Field', cell: ([name]) => name },
+            { label: 'Value', cell: ([, v]) => value(v) },
+          ]}
+        />
+      ) : null}
+      {done ? (
+        <Facts
+          class="facts"
+          rows={[
+            ...(a.intent ? [['Intent', a.intent] as [string, string]] : []),
+            ...(a.actions ? [['Actions', a.actions.join(', ') || '—'] as [string, string]] : []),
+            ...(a.entities ? [['Entities', entities(a.entities) || '—'] as [string, string]] : []),
+            ...(a.usage ? [['Tokens', `${num(a.usage.prompt_tokens)} in, ${num(a.usage.completion_tokens)} out`] as [string, string]] : []),
+            ['Cost', exactCents(a.cost_cents), 'analysis-cost'],
+          ]}
+        />
+      ) : null}
     </section>
   );
 }
