@@ -203,6 +203,7 @@ export async function createServices(deps: {
   const languageModels = new LanguageModels({
     dir: deps.tmpDir,
     backgroundFile: SPEECH_BACKGROUND_FILE,
+    ...(deps.config.transcription.languageModelCacheDir ? { cacheDir: deps.config.transcription.languageModelCacheDir } : {}),
     log: deps.logger.child({ component: 'language-models' }),
   });
   const engines = new EnginePool({

@@ -202,6 +202,8 @@ export const ConfigSchema = Type.Object(
          * empty: no callbacks, jobs are polled (Deepgram, which cannot be polled, is then not used for jobs).
          */
         publicUrl: Type.String({ maxLength: 2048 }),
+        /** Where stt-local's built language models are kept by content for later builds (speech/language-models.ts); empty: none. */
+        languageModelCacheDir: Type.String({ maxLength: 4096 }),
       },
       { additionalProperties: false },
     ),
@@ -353,6 +355,7 @@ const ENV: Record<string, [string, 'int' | 'string' | 'bool']> = {
   METRICS_TOKEN: ['metrics.token', 'string'],
   TRANSCRIPTION_PUBLIC_URL: ['transcription.publicUrl', 'string'],
   TRANSCRIPTION_POLL_MS: ['transcription.pollMs', 'int'],
+  LANGUAGE_MODEL_CACHE_DIR: ['transcription.languageModelCacheDir', 'string'],
   PUBLIC_BASE_URL: ['voice.publicUrl', 'string'],
 };
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { runBundle } from './build.ts';
+import { languageModelCache } from './helper.ts';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -56,7 +57,16 @@ export async function launch(dataDir: string, opts: { cwd?: string; env?: NodeJS
   const [command, args] = opts.npmStart ? ['npm', ['start', '--silent']] : [process.execPath, opts.runCode ? gatewayArgs() : startArgs()];
   const child = spawn(command, args, {
     cwd: opts.cwd ?? ROOT,
-    env: { ...process.env, PORT: '0', METRICS_LISTEN: '127.0.0.1:0', DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_TOKEN: '', ...opts.env },
+    env: {
+      ...process.env,
+      PORT: '0',
+      METRICS_LISTEN: '127.0.0.1:0',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      ADMIN_TOKEN: '',
+      LANGUAGE_MODEL_CACHE_DIR: languageModelCache(), // as the in-process test gateways (test/helper.ts)
+      ...opts.env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: opts.npmStart === true, // its own process group, so a test can kill whatever npm started
   });

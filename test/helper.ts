@@ -1,5 +1,6 @@
 // Test helper: a real gateway on the embedded store in a fresh temp dir, listening on a loopback
-// port. Argon2 is made cheap (tests hash many passwords); everything else is the default config.
+// port. Argon2 is made cheap (tests hash many passwords) and the recogniser's language models are
+// built once per run (languageModelCache); everything else is the default config.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,14 @@ export interface TestGateway extends Gateway {
   destroy(): Promise<void>;
 }
 
+/**
+ * The folder every test gateway keeps the offline recogniser's language models in
+ * (`transcription.languageModelCacheDir`): a pack's models are built by the first gateway of the run
+ * that needs them (irstlm and festival, ~2 s of CPU) and copied by the others. Under
+ * scripts/run-tests.mjs, os.tmpdir() is the run's folder, removed at its end.
+ */
+export const languageModelCache = () => join(tmpdir(), 'gateway-tests-language-models');
+
 export function testConfig(dir: string, overrides: Record<string, unknown> = {}): Config {
   return loadConfig(
     {},
@@ -29,6 +38,7 @@ export function testConfig(dir: string, overrides: Record<string, unknown> = {})
       adminToken: ADMIN_TOKEN,
       auth: { argon2: { memoryCost: 1024, timeCost: 1, parallelism: 1 }, signupMaxPerAddressPerHour: 100_000 },
       metrics: { listen: '127.0.0.1:0' }, // its own listener, as by default, on a free port: Gateway.metricsUrl
+      transcription: { languageModelCacheDir: languageModelCache() },
       ...overrides,
     },
   );

@@ -31,6 +31,12 @@ describe('ffmpeg: probe and decode', { skip: missing('ffmpeg', 'librivox') }, ()
     { name: 'A-law wav, 8 kHz', file: 'al.wav', out: ['-ar', '8000', '-c:a', 'pcm_alaw'], container: /^wav$/, codec: 'pcm_alaw', exact: false },
   ];
   let original: Int16Array;
+  // Each container's plain decode and probe, made once and read by every test that checks them (a
+  // process of ffmpeg or ffprobe each): the tests below otherwise ran the same ones again.
+  const decoded = new Map<string, Promise<Buffer>>();
+  const probed = new Map<string, ReturnType<typeof probeAudio>>();
+  const decodeOf = (file: string) => decoded.get(file) ?? decoded.set(file, collect({ path: join(tmp.dir, file) })).get(file)!;
+  const probeOf = (file: string) => probed.get(file) ?? probed.set(file, probeAudio({ path: join(tmp.dir, file) })).get(file)!;
 
   before(async () => {
     original = referencePcm(source);
@@ -40,10 +46,8 @@ describe('ffmpeg: probe and decode', { skip: missing('ffmpeg', 'librivox') }, ()
 
   it('counts the decoded PCM in ffmpeg itself, to the byte of the piped decode, in every container; bounded by maxSeconds', async () => {
     for (const c of containers) {
-      const path = join(tmp.dir, c.file);
-      let piped = 0;
-      for await (const chunk of decodeToPcm({ path })) piped += chunk.length;
-      assert.equal(await decodedPcmBytes({ path }), piped, c.name);
+      const piped = (await decodeOf(c.file)).length;
+      assert.equal(await decodedPcmBytes({ path: join(tmp.dir, c.file) }), piped, c.name);
     }
     assert.equal(await decodedPcmBytes({ path: join(tmp.dir, 'a.wav') }, { maxSeconds: 1 }), 32_000);
     writeFileSync(join(tmp.dir, 'junk.bin'), Buffer.from('not audio at all '.repeat(100)));
@@ -57,7 +61,7 @@ describe('ffmpeg: probe and decode', { skip: missing('ffmpeg', 'librivox') }, ()
       const onContainer = (name: string) => named.push(name);
       const piped = await collect({ path }, { onContainer });
       assert.equal(await decodedPcmBytes({ path }, { onContainer }), piped.length, c.name);
-      const { container } = await probeAudio({ path });
+      const { container } = await probeOf(c.file);
       assert.deepEqual(named, [container, container], c.name);
       assert.match(container, c.container);
     }
@@ -71,13 +75,12 @@ describe('ffmpeg: probe and decode', { skip: missing('ffmpeg', 'librivox') }, ()
 
   for (const c of containers) {
     it(`${c.name}: probed from the bytes and decoded to 16 kHz mono PCM of the same length`, async () => {
-      const path = join(tmp.dir, c.file);
-      const info = await probeAudio({ path });
+      const info = await probeOf(c.file);
       assert.match(info.container, c.container);
       assert.equal(info.codec, c.codec);
       assert.equal(info.channels, 1);
       assert.ok(info.duration !== null && Math.abs(info.duration - CLIP_SECONDS) < 0.15, `duration ${info.duration}`);
-      const pcm = await collect({ path });
+      const pcm = await decodeOf(c.file);
       const seconds = pcm.length / 32_000;
       assert.ok(Math.abs(seconds - CLIP_SECONDS) < 0.1, `decoded ${seconds} s`);
       // The decoded samples are the clip's: bit-exact from lossless containers; from lossy ones

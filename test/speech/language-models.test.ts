@@ -22,7 +22,9 @@ const skip = missing('pocketsphinx') || (!existsSync('/usr/lib/irstlm/bin/tlm') 
 
 describe('conversation language models', { skip }, () => {
   const tmp = tempDir('language-models-');
-  const models = new LanguageModels({ dir: tmp.dir, backgroundFile: SPEECH_BACKGROUND_FILE });
+  // Built once, in before(), keeping what it made in `cache` (empty until then): the cache's test reads it.
+  const cache = tempDir('language-model-cache-');
+  const models = new LanguageModels({ dir: tmp.dir, backgroundFile: SPEECH_BACKGROUND_FILE, cacheDir: cache.dir });
   const domain = speechDomain(JSON.parse(readFileSync(`${CONFIG_DIR}packs/demo-banking-telecom.json`, 'utf8')));
   let engine: UtteranceEngine;
 
@@ -34,6 +36,7 @@ describe('conversation language models', { skip }, () => {
   after(async () => {
     await engine?.end();
     tmp.remove();
+    cache.remove();
   });
 
   /** `text` in festival's voice over μ-law, decoded with each model named (null: the general one). */
@@ -70,6 +73,35 @@ describe('conversation language models', { skip }, () => {
     assert.equal(yesNo, 'no thanks', `open model "${open}"`);
     const [amount] = await heard('two thousand rupees', models.modelFor(domain.key, 'amount'));
     assert.equal(amount, 'two thousand rupees');
+  });
+
+  it('copies a domain built before from the cache folder: the same models without running tlm or festival', async () => {
+    const elsewhere = tempDir('language-models-again-');
+    try {
+      // Neither tool can run here: only the cache can give this one its models.
+      const again = new LanguageModels({
+        dir: elsewhere.dir,
+        backgroundFile: SPEECH_BACKGROUND_FILE,
+        cacheDir: cache.dir,
+        tlm: '/bin/false',
+        festival: '/bin/false',
+      });
+      assert.equal(await again.prepare(domain), true);
+      const [built, copied] = [models.current()!, again.current()!];
+      assert.deepEqual([...copied.names], [...built.names]);
+      assert.equal(readFileSync(copied.dict, 'utf8'), readFileSync(built.dict, 'utf8'), "festival's pronunciations too (nikle)");
+      const arpa = (set: typeof built) =>
+        readFileSync(set.lmctl, 'utf8')
+          .split('\n')
+          .filter((l) => l.endsWith('-yes_no'))[0]!
+          .split(' ')[0]!;
+      assert.equal(readFileSync(arpa(copied), 'utf8'), readFileSync(arpa(built), 'utf8'));
+      // Without the cache, the same tools fail the build (the general model is used): the copy above was no accident.
+      const none = new LanguageModels({ dir: elsewhere.dir, backgroundFile: SPEECH_BACKGROUND_FILE, tlm: '/bin/false', festival: '/bin/false' });
+      assert.equal(await none.prepare(domain), false);
+    } finally {
+      elsewhere.remove();
+    }
   });
 
   it('builds a domain once, whoever asks', async () => {

@@ -28,8 +28,8 @@ const skip =
     : skipSpeech;
 const SENTENCE = 'yes please go ahead';
 
-/** The sentence in festival's voice at `rate` (SpeexDSP), with `leadS` and `tailS` of digital silence around it. */
-async function spoken(resamplers: Resamplers, rate: number, leadS: number, tailS: number): Promise<Int16Array> {
+/** The sentence in festival's voice, 16 kHz PCM16 (festival run once: every test hears the same words). */
+async function festivalSpeech(): Promise<{ pcm: Buffer; rate: number }> {
   const audio = await localSpeak().speak(
     { id: 'tts-local#0' } as ResolvedRoute,
     { input: SENTENCE, voice: 'en-us-slt', format: 'pcm', sampleRate: 16000 },
@@ -37,8 +37,13 @@ async function spoken(resamplers: Resamplers, rate: number, leadS: number, tailS
   );
   const parts: Buffer[] = [];
   for await (const c of audio.chunks) parts.push(c);
-  const r = resamplers.create({ from: audio.sampleRate!, to: rate, quality: 5 });
-  const speech = Int16Array.from([...r.process(samplesOf(Buffer.concat(parts))), ...r.flush()]);
+  return { pcm: Buffer.concat(parts), rate: audio.sampleRate! };
+}
+
+/** The sentence at `rate` (SpeexDSP), with `leadS` and `tailS` of digital silence around it. */
+async function spoken(audio: { pcm: Buffer; rate: number }, resamplers: Resamplers, rate: number, leadS: number, tailS: number): Promise<Int16Array> {
+  const r = resamplers.create({ from: audio.rate, to: rate, quality: 5 });
+  const speech = Int16Array.from([...r.process(samplesOf(audio.pcm)), ...r.flush()]);
   r.destroy();
   const out = new Int16Array(Math.round((leadS + tailS) * rate) + speech.length);
   out.set(speech, Math.round(leadS * rate));
@@ -55,13 +60,14 @@ function voiceOnset(s: Int16Array, rate: number): number {
 describe('the listening stage keeps the words of a clean synthetic voice', { skip }, () => {
   let detectors: VoiceDetectors;
   let resamplers: Resamplers;
+  let speech: { pcm: Buffer; rate: number };
   before(async () => {
-    [detectors, resamplers] = await Promise.all([loadVoiceDetectors(), loadResamplers()]);
+    [detectors, resamplers, speech] = await Promise.all([loadVoiceDetectors(), loadResamplers(), festivalSpeech()]);
   });
 
   for (const rate of [16000, 8000] as const) {
     it(`${rate / 1000} kHz${rate === 8000 ? ' μ-law' : ''}: the detector hears the voice from its first word`, async () => {
-      let audio = await spoken(resamplers, rate, 0.5, 1);
+      let audio = await spoken(speech, resamplers, rate, 0.5, 1);
       if (rate === 8000) audio = g711Decode('mulaw', g711Encode('mulaw', audio));
       const onsetMs = (voiceOnset(audio, rate) * 1000) / rate;
       const d = detectors.create({ sampleRate: rate, prefix_padding_ms: 300, silence_duration_ms: 500 });
@@ -75,7 +81,7 @@ describe('the listening stage keeps the words of a clean synthetic voice', { ski
   }
 
   it("a call's utterance (8 kHz μ-law in 20 ms frames, as src/voice/listening.ts listens) keeps its whole prefix padding", async () => {
-    const audio = g711Decode('mulaw', g711Encode('mulaw', await spoken(resamplers, 8000, 1, 1)));
+    const audio = g711Decode('mulaw', g711Encode('mulaw', await spoken(speech, resamplers, 8000, 1, 1)));
     const heard: HeardUtterance[] = [];
     const listener = new Listener(
       { rate: 8000, detectors, detection: { prefixPaddingMs: 300, silenceMs: 700 }, maxUtteranceMs: 15_000, bufferMs: 17_300, keepExtraMs: 0, overlap: false },
@@ -99,7 +105,7 @@ describe('the listening stage keeps the words of a clean synthetic voice', { ski
     });
 
     it('tts-local en-us-slt → /v1/realtime?intent=transcription (pcm16, server_vad, 100 ms prefix padding) → every word', async () => {
-      const audio = await spoken(resamplers, 24000, 0.5, 1);
+      const audio = await spoken(speech, resamplers, 24000, 0.5, 1);
       const onsetMs = (voiceOnset(audio, 24000) * 1000) / 24000;
       const c = await connect(f.gw.url, { intent: 'transcription' }, { authorization: `Bearer ${f.apiKey}` }, '/v1/realtime');
       c.send({

@@ -20,7 +20,14 @@ describe("the README's demo call", { skip }, () => {
       assert.equal(placed.status, 202, placed.text);
       const c = await waitForCall(gw, account.key, placed.body.id as string, ended, 60_000);
       const said = (c.transcript as { role: string; text: string }[]).map((t) => `${t.role}: ${t.text}`);
-      assert.equal(c.status, 'completed', said.join('\n'));
+      assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup'], said.join('\n'));
+      // The callee's two lines in festival's voice (test/synthesis/festival.test.ts), each heard as one turn.
+      const callee = gw.config.voice.simulator.callees.find((x) => x.to === '*')!;
+      assert.deepEqual(
+        callee.steps.flatMap((s) => ('say' in s ? [s.voice] : [])),
+        ['en-us-slt', 'en-us-slt'],
+      );
+      assert.equal(said.filter((s) => s.startsWith('callee: ')).length, 2, said.join('\n'));
       assert.deepEqual(
         c.outcome.actions.map((a: { action: string; intent: string }) => [a.action, a.intent]),
         [['CREATE_DISPUTE', 'BANKING.ATM.CASH_NOT_DISPENSED']],

@@ -9,12 +9,8 @@
 // - a monologue is cut at the longest utterance (15 s): recognised and recorded piece by piece.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { TestGateway } from '../helper.ts';
-import { FakeExotel } from '../fakes/exotel.ts';
-import { FakeTwilio } from '../fakes/twilio.ts';
 import { SpeechClip } from '../../src/speech/clip.ts';
-import { ended, place, startVoiceGateway, voiceAccount, waitForCall, type VoiceAccount } from './helpers.ts';
-import { putScriptedVoice, ScriptedStt } from './simulated.ts';
+import { type CarrierRig, carrierRig } from './carrier-rig.ts';
 
 const LAST_WORDS = 'no thanks I do not need anything goodbye';
 const MONOLOGUE = Array.from({ length: 6 }, () => 'my card was blocked and the branch could not help me and nobody called me back').join(' and ');
@@ -60,61 +56,31 @@ const CALLEES = [
 ];
 
 describe('calls on real lines: backchannels, barge-in, turn times, last words, monologues', () => {
-  let gw: TestGateway;
-  let twilio: FakeTwilio;
-  let exotel: FakeExotel;
-  let stt: ScriptedStt;
-  let acc: VoiceAccount;
-  let speaker: VoiceAccount;
+  let rig: CarrierRig;
   before(async () => {
-    stt = await ScriptedStt.start();
     // espeak-ng's speech from the gateway's tts-local (8 kHz PCM16); "text|ms": that many ms of it from its first sound.
-    const speak = async (say: string, voice: string) => {
-      const [input, ms] = say.split('|') as [string, string | undefined];
-      const res = await fetch(`${gw.url}/v1/audio/speech`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${speaker.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'tts-local', input, voice, response_format: 'pcm', sample_rate: 8000 }),
-      });
-      if (!res.ok) throw new Error(`speech: ${res.status} ${await res.text()}`);
-      const pcm = Buffer.from(await res.arrayBuffer());
-      if (ms === undefined) return new SpeechClip(pcm);
-      let first = 0;
-      while (first * 2 < pcm.length && Math.abs(pcm.readInt16LE(first * 2)) < 500) first += 1;
-      const clip = pcm.subarray(first * 2, (first + Number(ms) * 8) * 2);
-      assert.equal(clip.length, Number(ms) * 16, `"${input}" is long enough`);
-      return new SpeechClip(Buffer.from(clip));
-    };
-    twilio = await FakeTwilio.start({ accountSid: 'ACtest', authToken: 'twilio-auth-token', callees: CALLEES, speak });
-    exotel = await FakeExotel.start({ accountSid: 'acme1', apiKey: 'exo-key', apiToken: 'exo-token', callees: CALLEES, speak });
-    gw = await startVoiceGateway([], { voice: { mediaTimeoutMs: 10_000, simulator: { callees: [] } } });
-    await putScriptedVoice(gw.url, stt, 'voice-twilio', [
-      { provider: 'twilio', base_url: twilio.url, account_sid: 'ACtest', api_key: 'twilio-auth-token', from: '+14155550100' },
-    ]);
-    await putScriptedVoice(gw.url, stt, 'voice-exotel', [
-      { provider: 'exotel', base_url: exotel.url, account_sid: 'acme1', api_key: 'exo-key', api_token: 'exo-token', from: '+918047491899' },
-    ]);
-    acc = await voiceAccount(gw, 1000);
-    speaker = await voiceAccount(gw, 1000);
+    rig = await carrierRig(CALLEES, {
+      async clip(say, speech) {
+        const [input, ms] = say.split('|') as [string, string | undefined];
+        const pcm = await speech(input);
+        if (ms === undefined) return new SpeechClip(pcm);
+        let first = 0;
+        while (first * 2 < pcm.length && Math.abs(pcm.readInt16LE(first * 2)) < 500) first += 1;
+        const clip = pcm.subarray(first * 2, (first + Number(ms) * 8) * 2);
+        assert.equal(clip.length, Number(ms) * 16, `"${input}" is long enough`);
+        return new SpeechClip(Buffer.from(clip));
+      },
+    });
   });
-  after(async () => {
-    await gw?.destroy();
-    await twilio?.close();
-    await exotel?.close();
-    await stt?.server.close();
-  });
+  after(() => rig?.close());
 
-  const dialled = async (model: string, to: string, body: Record<string, unknown> = {}) => {
-    const res = await place(gw, acc.key, { model, to, ...body });
-    assert.equal(res.status, 202, res.text);
-    return waitForCall(gw, acc.key, res.body.id as string, ended, 60_000);
-  };
+  const dialled = (model: string, to: string, body: Record<string, unknown> = {}) => rig.dialled(model, to, body);
   const shape = (c: { transcript: { role: string; response_id?: string; text: string; interrupted?: boolean }[] }) =>
     c.transcript.map((t) => [t.role, t.response_id ?? t.text, t.interrupted ?? false]);
 
   for (const model of ['voice-twilio', 'voice-exotel']) {
     it(`${model}: a 0.2 s "haan" over the greeting does not cut it and is no turn; a 0.6 s barge-in cuts it`, async () => {
-      stt.say('haan');
+      rig.stt.say('haan');
       const c = await dialled(model, '+919800000040');
       assert.deepEqual(
         shape(c),
@@ -125,7 +91,7 @@ describe('calls on real lines: backchannels, barge-in, turn times, last words, m
         JSON.stringify(c.transcript),
       );
       assert.equal(c.metrics.interruptions, 0);
-      stt.say('wait I have a question');
+      rig.stt.say('wait I have a question');
       const b = await dialled(model, '+919800000041');
       assert.deepEqual(shape(b).slice(0, 2), [
         ['agent', 'GEN.GREETING', true],
@@ -136,7 +102,7 @@ describe('calls on real lines: backchannels, barge-in, turn times, last words, m
     });
 
     it(`${model}: the last words before a hang-up are recognised and recorded as the callee's turn`, async () => {
-      stt.say(LAST_WORDS);
+      rig.stt.say(LAST_WORDS);
       const c = await dialled(model, '+919800000043', { first_message: { mode: 'wait_for_callee' } });
       assert.deepEqual([c.status, c.end_reason], ['completed', 'callee_hangup']);
       assert.deepEqual(shape(c), [['callee', LAST_WORDS, false]], 'recorded, and not answered: the line is gone');
@@ -147,7 +113,7 @@ describe('calls on real lines: backchannels, barge-in, turn times, last words, m
   // 100 ms, in real time (it sent 3,200 bytes, 200 ms, every 100 ms until the wire counted right).
   for (const model of ['voice-twilio', 'voice-exotel']) {
     it(`${model}: a callee turn's start and end are its voice's, within 200 ms`, async () => {
-      stt.say('wait I have a question');
+      rig.stt.say('wait I have a question');
       const c = await dialled(model, '+919800000042', { first_message: { mode: 'wait_for_callee' } });
       const turn = c.transcript.find((t: { role: string }) => t.role === 'callee');
       assert.ok(turn, JSON.stringify(c.transcript));
@@ -161,10 +127,10 @@ describe('calls on real lines: backchannels, barge-in, turn times, last words, m
   }
 
   it('20 s of talking is cut at the longest utterance (15 s): each piece a turn, the agent answers them together', async () => {
-    stt.say('my card was blocked', 'and nobody called me back');
-    const before = stt.heard.length;
+    rig.stt.say('my card was blocked', 'and nobody called me back');
+    const before = rig.stt.heard.length;
     const c = await dialled('voice-twilio', '+919800000044', { first_message: { mode: 'wait_for_callee' } });
-    assert.equal(stt.heard.length - before, 2, 'two utterances recognised');
+    assert.equal(rig.stt.heard.length - before, 2, 'two utterances recognised');
     const callee = c.transcript.filter((t: { role: string }) => t.role === 'callee');
     assert.deepEqual(
       callee.map((t: { text: string }) => t.text),
