@@ -43,6 +43,15 @@ export const errors = (...codes: number[]) =>
 
 export const IsoDate = Type.String({ description: 'ISO 8601 UTC' });
 export const NullableIso = Type.Union([IsoDate, Type.Null()]);
+/** OpenAI's cursor page: `{object: "list", data, has_more, first_id, last_id}` (ids as `id`, null on an empty page). */
+export const CursorList = <T extends TSchema, I extends TSchema>(item: T, id: I) =>
+  Type.Object({
+    object: Type.Literal('list'),
+    data: Type.Array(item),
+    has_more: Type.Boolean(),
+    first_id: Type.Union([id, Type.Null()]),
+    last_id: Type.Union([id, Type.Null()]),
+  });
 
 /** A per-key limit as set: a positive integer, or null to remove it. */
 const Limit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }), Type.Null()]);

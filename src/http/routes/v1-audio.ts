@@ -16,7 +16,7 @@ import { ApiError } from '../../errors.ts';
 import { readFields } from '../../transcription/request.ts';
 import { audioKeyOf, newJobId, type JobObject, type JobStatus } from '../../transcription/jobs.ts';
 import { Type, type Static, type TSchema } from 'typebox';
-import { errors, KeyString, OneOf } from '../schemas.ts';
+import { CursorList, errors, KeyString, OneOf } from '../schemas.ts';
 import { Binary, documented, errorAnswers, orNull, PlainText } from '../openapi.ts';
 import { STT_MODES } from '../../shared/model-schema.ts';
 import { RESPONSE_FORMATS } from '../../speech/formats.ts';
@@ -214,13 +214,7 @@ export function registerAudioRoutes(app: App, deps: AppDeps): void {
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({
-            object: Type.Literal('list'),
-            data: Type.Array(Job),
-            has_more: Type.Boolean(),
-            first_id: Type.Union([Type.String(), Type.Null()]),
-            last_id: Type.Union([Type.String(), Type.Null()]),
-          }),
+          200: CursorList(Job, Type.String()),
           ...errors(400, 401, 403),
         },
       },

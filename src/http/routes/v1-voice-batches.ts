@@ -10,7 +10,7 @@ import { Type, type TSchema } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey, requireSession, sessionOf } from '../auth.ts';
-import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
+import { Closed, CursorList, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
 import { ApiError } from '../../errors.ts';
 import { documented } from '../openapi.ts';
 import { dashboardPrincipal, type ApiKeyPrincipal } from '../../identity/keys.ts';
@@ -97,13 +97,7 @@ const Row = Type.Object({
 });
 const BatchWithRows = Type.Object({
   ...Batch.properties,
-  calls: Type.Object({
-    object: Type.Literal('list'),
-    data: Type.Array(Row),
-    has_more: Type.Boolean(),
-    first_id: Nullable(Type.Integer()),
-    last_id: Nullable(Type.Integer()),
-  }),
+  calls: CursorList(Row, Type.Integer()),
 });
 const BatchId = Type.Object({ id: KeyString(64) });
 const IdempotencyKey = Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' });
@@ -159,13 +153,7 @@ export function registerBatchRoutes(app: App, deps: AppDeps, edge: BatchEdge): v
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({
-            object: Type.Literal('list'),
-            data: Type.Array(Batch),
-            has_more: Type.Boolean(),
-            first_id: Nullable(Type.String()),
-            last_id: Nullable(Type.String()),
-          }),
+          200: CursorList(Batch, Type.String()),
           ...errors(400, 401, 403, 404),
         },
       },

@@ -11,7 +11,7 @@ import { Type, type TSchema } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import type { App, AppDeps } from '../types.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
-import { Closed, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
+import { Closed, CursorList, errors, FreeText, KeyString, OneOf } from '../schemas.ts';
 import { Limit, limitOf } from '../pages.ts';
 import multipart from '@fastify/multipart';
 import { ApiError, echo } from '../../errors.ts';
@@ -380,13 +380,7 @@ export function registerCallRoutes(app: App, deps: AppDeps, edge: CallsEdge): vo
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({
-            object: Type.Literal('list'),
-            data: Type.Array(Call),
-            has_more: Type.Boolean(),
-            first_id: Nullable(Type.String()),
-            last_id: Nullable(Type.String()),
-          }),
+          200: CursorList(Call, Type.String()),
           ...errors(400, 401, 403),
         },
       },
